@@ -1,0 +1,60 @@
+/*
+ * cmd.h - the command table: one entry per subcommand, one cmd-*.c each.
+ */
+#ifndef BCG_CMD_H
+#define BCG_CMD_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+/* Exit status of every command (bcgtool(1), EXIT STATUS). */
+enum {
+	BCG_EXIT_OK       = 0,  /* success */
+	BCG_EXIT_NEGATIVE = 1,  /* a negative answer: differences, failed check */
+	BCG_EXIT_USAGE    = 2,  /* usage or input error */
+	BCG_EXIT_RUNTIME  = 3,  /* device or run-time error, out of memory */
+};
+
+struct cmd_entry {
+	const char *name;
+	const char *alias;      /* NULL if none */
+	const char *usage;      /* synopsis after "bcgtool NAME" */
+	const char *summary;    /* one line for the command list */
+	const char *options;    /* the option list printed by --help, one per line */
+	int (*exec)(int argc, char **argv);   /* argv[0] is the command's name */
+};
+
+/* Every command, in alphabetical order. */
+extern const struct cmd_entry *const cmd_table[];
+
+/* The entry for NAME: exact name, alias, or unique prefix. On failure print
+ * "unknown command" or "ambiguous command: NAME, could be: ..." and return
+ * NULL. */
+const struct cmd_entry *cmd_find(const char *name);
+
+/* Print "usage: bcgtool NAME USAGE" and the options to F. */
+void cmd_print_help(const struct cmd_entry *entry, FILE *f);
+
+/*
+ * getopt_long for a command: like getopt_long, with --help (-h) handled for
+ * every command and errors made uniform. Returns the option character; -1
+ * at the end of the options; CMD_HELP after printing the help to stdout
+ * (the command returns 0); CMD_BAD after printing the error and the usage
+ * line to stderr (the command returns BCG_EXIT_USAGE).
+ */
+#define CMD_HELP (-2)
+#define CMD_BAD  (-3)
+int cmd_getopt(const struct cmd_entry *entry, int argc, char **argv,
+               const char *shortopts, const struct option *longopts);
+
+/* Print "bcgtool NAME: MESSAGE" and the usage line to stderr; returns
+ * BCG_EXIT_USAGE. */
+int cmd_usage_error(const struct cmd_entry *entry, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Parse a whole decimal number in [MIN, MAX] given to option OPT; on error
+ * report it (as cmd_usage_error) and return -1. */
+int cmd_parse_int(const struct cmd_entry *entry, const char *opt, const char *arg,
+                  long long min, long long max, long long *out);
+
+#endif /* BCG_CMD_H */

@@ -1,0 +1,187 @@
+/*
+ * op.h - the op registry: what each op kind takes, checks and means.
+ *
+ * An op kind is declared once, here and in registry.c: its operands, its
+ * attributes, the dtypes it accepts, whether its launch can live in a CUDA
+ * graph, and a check of shapes and dtypes for one variant. Its
+ * implementations live beside it, one table per backend, indexed by
+ * enum op_id: host reference kernels (host.h) and CUDA kernels (cuda.h).
+ *
+ * Semantics shared by every implementation. "Rows" are all axes but the
+ * last, flattened; "cols" the last axis. Floats are computed in f32 (inputs
+ * converted exactly, results rounded to nearest even on store); the CUDA
+ * kernels may sum in another order, and are held to per-dtype bounds.
+ *
+ *  fill       () -> out                 out = value                    (any dtype)
+ *  copy       (x) -> out                out = x converted to out's dtype; numel equal;
+ *                                        float<->float or i32->i32 only
+ *  add        (a, b) -> out             out = a + b; b's shape is a's shape or a
+ *                                        trailing part of it (broadcast over rows)
+ *  mul        (a, b) -> out             out = a * b; same broadcast as add
+ *  scale      (x) -> out                out = alpha * x
+ *  matmul     (a, b) -> out             out[M,N] = op(a)[M,K] @ op(b)[K,N], rank 2;
+ *                                        op(a) = a^T when trans_a, likewise b
+ *  rmsnorm    (x, w) -> out             out = x / sqrt(mean(x^2) + eps) * w, per row;
+ *                                        w is [cols]
+ *  layernorm  (x, w, b) -> out          out = (x - mean) / sqrt(var + eps) * w + b,
+ *                                        per row, biased variance
+ *  silu_mul   (x) -> out                x is [rows, 2N], out [rows, N]:
+ *                                        out[r,j] = silu(x[r,j]) * x[r,N+j],
+ *                                        silu(g) = g / (1 + exp(-g))
+ *  gelu       (x) -> out                out = 0.5 x (1 + erf(x / sqrt 2))
+ *  softmax    (x) -> out                per row, max subtracted first
+ *  rope       (x, pos) -> out           x [T, heads*head_dim], pos [T] i32.
+ *                                        For token t, head h, i < head_dim/2:
+ *                                        f = theta^(-2i/head_dim), a = pos[t] * f,
+ *                                        x1 = x[t,h,i], x2 = x[t,h,i+head_dim/2],
+ *                                        out[t,h,i] = x1 cos a - x2 sin a,
+ *                                        out[t,h,i+head_dim/2] = x2 cos a + x1 sin a
+ *  embedding  (table, ids) -> out       table [V, H], ids [T] i32, out [T, H]:
+ *                                        out[t] = table[ids[t]]; an id outside
+ *                                        [0, V) gives a row of zeros
+ *  kv_write   (x, pos) -> cache         x [T, W], pos [T] i32, cache [S, W]:
+ *                                        cache[pos[t]] = x[t] for pos[t] in [0, S);
+ *                                        other rows untouched; which of two equal
+ *                                        positions wins is unspecified
+ *  attention  (q, k, v) -> out          q, out [T, heads*head_dim]; k, v (caches)
+ *                                        [S, kv_heads*head_dim]. L = min(kv_len, S).
+ *                                        For token t, head h, g = h / (heads/kv_heads):
+ *                                        s_j = scale * q[t,h] . k[j,g] for j < L,
+ *                                        out[t,h] = sum_j softmax(s)_j v[j,g];
+ *                                        L < 1 gives zeros. Every query token
+ *                                        sees all L positions (no causal mask).
+ *                                        The eager form's launch shape follows the
+ *                                        host kv_len; the graph-safe form reads
+ *                                        kv_len from the var's device mirror and
+ *                                        launches for S.
+ *  argmax     (x) -> out                out (i32) [rows] = index of the largest
+ *                                        element of each row; ties: the first
+ *
+ * Attributes (defaults in brackets):
+ *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
+ *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
+ *  [10000]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
+ *  host var), scale [0, meaning 1/sqrt(head_dim)].
+ */
+#ifndef BCG_OPS_OP_H
+#define BCG_OPS_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+enum op_id {
+	OP_FILL,
+	OP_COPY,
+	OP_ADD,
+	OP_MUL,
+	OP_SCALE,
+	OP_MATMUL,
+	OP_RMSNORM,
+	OP_LAYERNORM,
+	OP_SILU_MUL,
+	OP_GELU,
+	OP_SOFTMAX,
+	OP_ROPE,
+	OP_EMBEDDING,
+	OP_KV_WRITE,
+	OP_ATTENTION,
+	OP_ARGMAX,
+	OP_COUNT
+};
+
+#define OP_MAX_IN    4
+#define OP_MAX_OUT   2
+#define OP_MAX_ATTRS 8
+
+/* One operand at one variant's shape. */
+struct op_tensor {
+	int     dtype;                 /* enum plan_dtype */
+	int     rank;
+	int64_t dim[PLAN_MAX_RANK];
+	void   *data;                  /* host or device address; NULL in checks */
+};
+
+enum op_attr_type {
+	OP_ATTR_INT    = 1,
+	OP_ATTR_FLOAT  = 2,
+	OP_ATTR_BOOL   = 3,
+	OP_ATTR_INTVAR = 4,            /* an integer or the name of a host var */
+};
+
+struct op_attr_spec {
+	const char *name;              /* NULL ends the list */
+	int         type;              /* enum op_attr_type */
+	int         required;
+	double      dflt;              /* when not required */
+	const char *help;
+};
+
+union op_value {
+	int64_t i;                     /* INT, BOOL, INTVAR */
+	double  f;                     /* FLOAT */
+};
+
+/* One launch of an op: operands, attributes resolved for this step. */
+struct op_call {
+	const struct op_kind *kind;
+	int                   nin;
+	int                   nout;
+	struct op_tensor      in[OP_MAX_IN];
+	struct op_tensor      out[OP_MAX_OUT];
+	union op_value        attr[OP_MAX_ATTRS];     /* by position in kind->attrs */
+	const int32_t        *attr_dev[OP_MAX_ATTRS]; /* INTVAR bound to a var: its
+	                                                 i32 mirror (device memory
+	                                                 on cuda); NULL otherwise */
+	int                   graph_safe;             /* launch the graph-safe form */
+};
+
+enum op_capture {
+	OP_CAPTURE_ALWAYS    = 1,      /* same launch every step: lives in graphs */
+	OP_CAPTURE_SAFE_FORM = 2,      /* eager in breakable mode; a graph-safe
+	                                  form serves full mode */
+	OP_CAPTURE_NEVER     = 3,      /* always a breakpoint */
+};
+
+#define OP_INPLACE 0x1u            /* out[0] may be the same tensor as in[0] */
+
+#define OP_DTYPE_BIT(d)  (1u << (d))
+#define OP_DTYPES_FLOAT  (OP_DTYPE_BIT(PLAN_DTYPE_F32) | OP_DTYPE_BIT(PLAN_DTYPE_F16) | \
+                          OP_DTYPE_BIT(PLAN_DTYPE_BF16))
+#define OP_DTYPES_ALL    (OP_DTYPES_FLOAT | OP_DTYPE_BIT(PLAN_DTYPE_I32))
+
+struct op_kind {
+	enum op_id                 id;
+	const char                *name;
+	const char                *summary;   /* one line, for `bcgtool ops` */
+	const char *const         *inputs;    /* operand names, NULL-terminated */
+	const char *const         *outputs;
+	const struct op_attr_spec *attrs;     /* ends with a NULL name */
+	unsigned                   dtypes;    /* OP_DTYPE_BIT mask of the main dtype */
+	int                        capture;   /* enum op_capture */
+	const char                *capture_why; /* why not always capturable; NULL if it is */
+	unsigned                   flags;     /* OP_* */
+	/* Check CALL's operands and attributes (data pointers unused). On a
+	 * mismatch write one sentence to MSG naming the operand, the expected
+	 * and the actual shape or dtype, and return -1; else return 0. */
+	int (*check)(const struct op_call *call, char *msg, size_t len);
+};
+
+/* The kind called NAME, or NULL. */
+const struct op_kind *op_kind_find(const char *name);
+/* The kind with id ID (0 <= ID < OP_COUNT). */
+const struct op_kind *op_kind_get(enum op_id id);
+/* Number of inputs, outputs, attributes of KIND. */
+int op_kind_count_inputs(const struct op_kind *kind);
+int op_kind_count_outputs(const struct op_kind *kind);
+int op_kind_count_attrs(const struct op_kind *kind);
+/* Position of attribute NAME in KIND's list, or -1. */
+int op_kind_attr_index(const struct op_kind *kind, const char *name);
+
+/* Elements of a tensor; its rows (all axes but the last) and cols. */
+int64_t op_tensor_numel(const struct op_tensor *t);
+int64_t op_tensor_rows(const struct op_tensor *t);
+int64_t op_tensor_cols(const struct op_tensor *t);
+
+#endif /* BCG_OPS_OP_H */

@@ -1,0 +1,482 @@
+/*
+ * plan.h - libplan: the segment plan of a breakable CUDA graph, in memory
+ * and on disk.
+ *
+ * A plan is the artifact `bcgtool capture` writes: the program that was
+ * captured (dims, host vars, tensors in one arena, ops), and for every
+ * variant (one value of the token dim) the ordered list of items that make a
+ * forward step: CUDA-graph segments and the eager breakpoints between them.
+ * formats/plan-format.md specifies the file; this header the model.
+ *
+ * Conventions:
+ *  - The library never prints and never exits. Functions that can fail
+ *    return 0 or a plan_error code, and fill an optional struct plan_diag.
+ *  - Indexes are uint32_t; PLAN_NONE means "no such thing".
+ *  - A plan owns every string and array reachable from it. Strings are never
+ *    NULL (absent text is ""). The add/set functions copy what they are
+ *    given, so callers may pass stack data.
+ *  - Accessors return pointers into the plan, valid until the plan is
+ *    changed or freed; they return NULL for an index out of range.
+ */
+#ifndef PLAN_H
+#define PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plan_errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version; bcgtool checks at start-up that the header it was
+ * built with matches the library it runs with. */
+#define PLAN_VERSION_MAJOR 0
+#define PLAN_VERSION_MINOR 1
+#define PLAN_VERSION_PATCH 0
+#define PLAN_VERSION_NUMBER \
+	(PLAN_VERSION_MAJOR * 10000 + PLAN_VERSION_MINOR * 100 + PLAN_VERSION_PATCH)
+unsigned plan_version_number(void);
+
+/* The file format version this library writes. It reads every minor version
+ * of this major, newer ones included (see plan-format.md, "Compatibility"). */
+#define PLAN_FORMAT_MAJOR 1
+#define PLAN_FORMAT_MINOR 0
+
+#define PLAN_NONE      UINT32_MAX
+#define PLAN_MAX_RANK  4
+
+typedef struct plan plan_t;
+
+/* ---------------------------------------------------------------------- */
+/* Enumerations. Values are stored in files: never renumber.              */
+
+enum plan_dtype {
+	PLAN_DTYPE_F32  = 1,
+	PLAN_DTYPE_F16  = 2,
+	PLAN_DTYPE_BF16 = 3,
+	PLAN_DTYPE_I32  = 4,
+};
+
+enum plan_role {
+	PLAN_ROLE_WEIGHT     = 1, /* initialized once, read-only, persistent */
+	PLAN_ROLE_INPUT      = 2, /* written by a feed before every step */
+	PLAN_ROLE_OUTPUT     = 3, /* read back after a step; persistent */
+	PLAN_ROLE_STATE      = 4, /* persistent across steps (KV cache) */
+	PLAN_ROLE_ACTIVATION = 5, /* lives between its first write and last read */
+};
+
+enum plan_backend {
+	PLAN_BACKEND_HOST = 1,
+	PLAN_BACKEND_CUDA = 2,
+};
+
+enum plan_mode {
+	PLAN_MODE_BREAKABLE = 1, /* graph segments, breaking at eager ops */
+	PLAN_MODE_FULL      = 2, /* one graph; every op must be graph-safe */
+	PLAN_MODE_EAGER     = 3, /* every op a breakpoint (debugging) */
+};
+
+enum plan_init_kind {
+	PLAN_INIT_NONE   = 0, /* contents undefined until written */
+	PLAN_INIT_ZEROS  = 1,
+	PLAN_INIT_ONES   = 2,
+	PLAN_INIT_CONST  = 3, /* every element = value */
+	PLAN_INIT_RANDOM = 4, /* uniform in [-scale, scale), from seed */
+	PLAN_INIT_ARANGE = 5, /* element i = value + i * scale */
+};
+
+enum plan_feed_kind {
+	PLAN_FEED_NONE      = 0,
+	PLAN_FEED_POSITIONS = 1, /* i32: element t = var - T + t (var: the step's value) */
+	PLAN_FEED_TOKENS    = 2, /* i32: pseudo-random ids in [0, range), new each step */
+	PLAN_FEED_RANDOM    = 3, /* float: uniform in [-scale, scale), new each step */
+};
+
+enum plan_attr_type {
+	PLAN_ATTR_INT   = 1, /* i */
+	PLAN_ATTR_FLOAT = 2, /* f */
+	PLAN_ATTR_BOOL  = 3, /* i: 0 or 1 */
+	PLAN_ATTR_VAR   = 4, /* i: index of a host var, read each step */
+	PLAN_ATTR_STR   = 5, /* s */
+};
+
+enum plan_item_kind {
+	PLAN_ITEM_SEGMENT = 1,
+	PLAN_ITEM_BREAK   = 2,
+};
+
+enum plan_node_type {
+	PLAN_NODE_KERNEL = 1,
+	PLAN_NODE_MEMCPY = 2,
+	PLAN_NODE_MEMSET = 3,
+	PLAN_NODE_HOST   = 4,
+	PLAN_NODE_GRAPH  = 5, /* child graph */
+	PLAN_NODE_EMPTY  = 6,
+	PLAN_NODE_EVENT_RECORD = 7,
+	PLAN_NODE_EVENT_WAIT   = 8,
+	PLAN_NODE_OTHER  = 15,
+};
+
+enum plan_break_reason {
+	PLAN_BREAK_KIND   = 1, /* the op kind cannot live in a graph in this mode */
+	PLAN_BREAK_FORCED = 2, /* the script says eager: true */
+	PLAN_BREAK_MODE   = 3, /* the variant's mode is eager */
+};
+
+/* Names as used in scripts, output and JSON ("f16", "weight", "breakable",
+ * "kernel", "kind"); "?" for a value out of range. The *_from_name
+ * functions return 0 when the name is unknown. */
+const char *plan_dtype_name(int dtype);
+const char *plan_role_name(int role);
+const char *plan_backend_name(int backend);
+const char *plan_mode_name(int mode);
+const char *plan_init_name(int init);
+const char *plan_feed_name(int feed);
+const char *plan_attr_type_name(int type);
+const char *plan_node_type_name(int type);
+const char *plan_break_reason_name(int reason);
+int plan_dtype_from_name(const char *name);
+int plan_role_from_name(const char *name);
+int plan_mode_from_name(const char *name);
+
+/* Bytes per element (4, 2, 2, 4); 0 for an unknown dtype. */
+size_t plan_dtype_size(int dtype);
+
+/* ---------------------------------------------------------------------- */
+/* The model.                                                              */
+
+struct plan_meta {
+	const char *tool;          /* "bcgtool 0.1.0" */
+	const char *script;        /* the op script's path as given */
+	uint64_t    script_hash;   /* plan_hash64() of the script's bytes */
+	int64_t     created;       /* seconds since the epoch (plan_now()) */
+	int         backend;       /* enum plan_backend */
+	const char *device;        /* "NVIDIA H100 80GB HBM3"; "" on host */
+	int32_t     cc_major;      /* compute capability; 0 on host */
+	int32_t     cc_minor;
+	int32_t     cuda_runtime;  /* as cudaRuntimeGetVersion(): 13000 */
+	int32_t     cuda_driver;   /* as cudaDriverGetVersion() */
+	int32_t     cublas;        /* as cublasGetVersion(): 130000 */
+};
+
+/* The arena: one allocation holding every tensor and var mirror. */
+struct plan_layout {
+	uint64_t arena_bytes;      /* size of the arena */
+	uint64_t unshared_bytes;   /* what it would be without activation reuse */
+	uint32_t alignment;        /* every offset is a multiple of this */
+};
+
+#define PLAN_DIM_TOKENS 0x1u   /* the token dim; one variant per capture size */
+
+struct plan_dim {
+	const char *name;
+	const char *expr;    /* the expression as written ("3*H"); "" for a number */
+	int64_t     value;   /* resolved; for the token dim, the largest capture size */
+	uint32_t    flags;   /* PLAN_DIM_* */
+};
+
+/* A host var changes every step. Its value at step s (from 0) is
+ * plan_var_value(); a 4-byte i32 mirror of it lives in the arena at
+ * `offset`, written before each step, for graph-safe ops to read. */
+struct plan_var {
+	const char *name;
+	int64_t     start;
+	int64_t     step;    /* >= 0 */
+	int64_t     limit;   /* >= start; past it the value wraps to start */
+	uint64_t    offset;
+};
+
+/* One axis of a shape: a named dim (dim != PLAN_NONE) or a literal size. */
+struct plan_axis {
+	uint32_t dim;
+	int64_t  size;       /* the literal size; for a dim, its value (informative) */
+};
+
+struct plan_init {
+	int      kind;       /* enum plan_init_kind */
+	uint64_t seed;
+	double   scale;
+	double   value;
+};
+
+struct plan_feed {
+	int      kind;       /* enum plan_feed_kind */
+	uint32_t var;        /* POSITIONS: the var; PLAN_NONE: var = (s + 1) * T */
+	uint64_t seed;       /* TOKENS, RANDOM */
+	int64_t  range;      /* TOKENS */
+	double   scale;      /* RANDOM */
+};
+
+struct plan_tensor {
+	const char      *name;
+	int              dtype;   /* enum plan_dtype */
+	int              role;    /* enum plan_role */
+	uint32_t         rank;    /* 1..PLAN_MAX_RANK */
+	struct plan_axis shape[PLAN_MAX_RANK];
+	uint64_t         offset;  /* arena offset in bytes */
+	uint64_t         bytes;   /* bytes reserved: its size at the largest variant */
+	struct plan_init init;
+	struct plan_feed feed;
+};
+
+struct plan_attr {
+	const char *key;
+	int         type;    /* enum plan_attr_type */
+	int64_t     i;       /* INT, BOOL, VAR (the var's index) */
+	double      f;       /* FLOAT */
+	const char *s;       /* STR; "" otherwise */
+};
+
+#define PLAN_OP_EAGER 0x1u     /* `eager: true`: always a breakpoint */
+
+struct plan_op {
+	const char             *kind;   /* "matmul" */
+	const char             *name;   /* "attn.3"; "" when the script names none */
+	uint32_t                flags;  /* PLAN_OP_* */
+	uint32_t                line;   /* 1-based position in the script; 0 unknown */
+	uint32_t                col;
+	uint32_t                nin;
+	uint32_t                nout;
+	uint32_t                nattr;
+	const uint32_t         *in;     /* tensor indexes */
+	const uint32_t         *out;
+	const struct plan_attr *attr;
+};
+
+struct plan_item {
+	int      kind;       /* enum plan_item_kind */
+	uint32_t index;      /* into the segments or the breakpoints */
+};
+
+struct plan_variant {
+	int64_t                 tokens;     /* the token dim's value */
+	int                     mode;       /* enum plan_mode */
+	uint64_t                peak_bytes; /* arena bytes this variant alone needs */
+	uint32_t                nitems;
+	const struct plan_item *items;      /* in execution order */
+};
+
+/* A kernel parameter that holds an arena address, stored relocatably. */
+struct plan_param {
+	uint32_t index;      /* parameter number */
+	uint64_t offset;     /* arena offset it points at */
+};
+
+struct plan_node {
+	int                      type;     /* enum plan_node_type */
+	uint32_t                 op;       /* the op whose launch made it; PLAN_NONE unknown */
+	const char              *kernel;   /* kernel function name; "" for other nodes */
+	uint32_t                 grid[3];
+	uint32_t                 block[3];
+	uint32_t                 shmem;    /* dynamic shared memory, bytes */
+	uint32_t                 nparams;
+	const struct plan_param *params;
+};
+
+struct plan_edge {
+	uint32_t from;       /* node indexes within the segment */
+	uint32_t to;
+};
+
+#define PLAN_SEG_NODES 0x1u    /* nodes and fingerprint were recorded (cuda) */
+
+struct plan_segment {
+	uint32_t                variant;
+	uint32_t                op_first;     /* ops [op_first, op_first + op_count) */
+	uint32_t                op_count;
+	uint32_t                flags;        /* PLAN_SEG_* */
+	uint64_t                fingerprint;  /* see plan_fingerprint(); 0 without nodes */
+	uint64_t                capture_ns;
+	uint64_t                instantiate_ns;
+	uint32_t                nnodes;
+	const struct plan_node *nodes;
+	uint32_t                nedges;
+	const struct plan_edge *edges;
+};
+
+struct plan_breakpoint {
+	uint32_t        variant;
+	uint32_t        op;
+	const char     *name;     /* the op's name, or "<kind>#<op index>" */
+	int             reason;   /* enum plan_break_reason */
+	const char     *detail;   /* why, in words */
+	uint32_t        nreads;
+	uint32_t        nwrites;
+	const uint32_t *reads;    /* tensor indexes */
+	const uint32_t *writes;
+};
+
+/* The checksum of one output after the eager reference run. */
+struct plan_check {
+	uint32_t variant;
+	uint32_t tensor;
+	uint32_t steps;      /* eager steps run before it was taken */
+	uint64_t hash;       /* plan_hash64() of the tensor's bytes at this variant */
+	double   sum;        /* sum of its elements, in double */
+};
+
+/* Token counts [tokens_min, tokens_max] run on variant (PLAN_NONE: eager). */
+struct plan_dispatch {
+	int64_t  tokens_min;
+	int64_t  tokens_max;
+	uint32_t variant;
+};
+
+struct plan_stats {
+	uint64_t materialize_ns;  /* arena allocation and initialization */
+	uint64_t reference_ns;    /* the eager reference steps */
+	uint64_t capture_ns;      /* all variants, capture only */
+	uint64_t instantiate_ns;  /* all segments */
+	uint64_t verify_ns;       /* replays compared with the reference */
+	uint32_t reference_steps;
+	uint32_t verify_exact;    /* 1 when every replay matched bit for bit */
+	double   verify_max_error;/* largest relative error seen in verification */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Life cycle and building.                                                */
+
+plan_t *plan_new(void);            /* NULL when out of memory */
+void    plan_free(plan_t *plan);   /* NULL is fine */
+
+/* A new plan holding PLAN's meta, layout, dims, vars, tensors and ops, and
+ * no variants: the program, ready to be captured again. */
+plan_t *plan_clone_program(const plan_t *plan);
+
+int plan_set_meta(plan_t *plan, const struct plan_meta *meta, struct plan_diag *diag);
+int plan_set_layout(plan_t *plan, const struct plan_layout *layout, struct plan_diag *diag);
+int plan_set_stats(plan_t *plan, const struct plan_stats *stats, struct plan_diag *diag);
+
+/* Each add function copies *X and stores its index in *index (may be NULL).
+ * Segments and breakpoints are also appended to their variant's items, in
+ * the order they are added. Array fields (in, out, attr, nodes, ...) are
+ * copied; counts must match them. */
+int plan_add_dim(plan_t *plan, const struct plan_dim *dim, uint32_t *index, struct plan_diag *diag);
+int plan_add_var(plan_t *plan, const struct plan_var *var, uint32_t *index, struct plan_diag *diag);
+int plan_add_tensor(plan_t *plan, const struct plan_tensor *tensor, uint32_t *index, struct plan_diag *diag);
+int plan_add_op(plan_t *plan, const struct plan_op *op, uint32_t *index, struct plan_diag *diag);
+int plan_add_variant(plan_t *plan, const struct plan_variant *variant, uint32_t *index, struct plan_diag *diag); /* items ignored */
+int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t *index, struct plan_diag *diag);
+int plan_add_breakpoint(plan_t *plan, const struct plan_breakpoint *bp, uint32_t *index, struct plan_diag *diag);
+int plan_add_check(plan_t *plan, const struct plan_check *check, uint32_t *index, struct plan_diag *diag);
+int plan_add_dispatch(plan_t *plan, const struct plan_dispatch *entry, uint32_t *index, struct plan_diag *diag);
+
+/* Placement, filled in by the memory planner. */
+int plan_set_tensor_placement(plan_t *plan, uint32_t tensor, uint64_t offset, uint64_t bytes, struct plan_diag *diag);
+int plan_set_var_offset(plan_t *plan, uint32_t var, uint64_t offset, struct plan_diag *diag);
+int plan_set_variant_peak(plan_t *plan, uint32_t variant, uint64_t peak_bytes, struct plan_diag *diag);
+int plan_set_segment_times(plan_t *plan, uint32_t segment, uint64_t capture_ns, uint64_t instantiate_ns, struct plan_diag *diag);
+
+/* ---------------------------------------------------------------------- */
+/* Reading the model.                                                      */
+
+const struct plan_meta   *plan_get_meta(const plan_t *plan);
+const struct plan_layout *plan_get_layout(const plan_t *plan);
+const struct plan_stats  *plan_get_stats(const plan_t *plan);
+
+uint32_t plan_count_dims(const plan_t *plan);
+uint32_t plan_count_vars(const plan_t *plan);
+uint32_t plan_count_tensors(const plan_t *plan);
+uint32_t plan_count_ops(const plan_t *plan);
+uint32_t plan_count_variants(const plan_t *plan);
+uint32_t plan_count_segments(const plan_t *plan);
+uint32_t plan_count_breakpoints(const plan_t *plan);
+uint32_t plan_count_checks(const plan_t *plan);
+uint32_t plan_count_dispatch(const plan_t *plan);
+
+const struct plan_dim        *plan_get_dim(const plan_t *plan, uint32_t index);
+const struct plan_var        *plan_get_var(const plan_t *plan, uint32_t index);
+const struct plan_tensor     *plan_get_tensor(const plan_t *plan, uint32_t index);
+const struct plan_op         *plan_get_op(const plan_t *plan, uint32_t index);
+const struct plan_variant    *plan_get_variant(const plan_t *plan, uint32_t index);
+const struct plan_segment    *plan_get_segment(const plan_t *plan, uint32_t index);
+const struct plan_breakpoint *plan_get_breakpoint(const plan_t *plan, uint32_t index);
+const struct plan_check      *plan_get_check(const plan_t *plan, uint32_t index);
+const struct plan_dispatch   *plan_get_dispatch(const plan_t *plan, uint32_t index);
+
+/* Index by name (tokens for variants), or PLAN_NONE. */
+uint32_t plan_find_dim(const plan_t *plan, const char *name);
+uint32_t plan_find_var(const plan_t *plan, const char *name);
+uint32_t plan_find_tensor(const plan_t *plan, const char *name);
+uint32_t plan_find_variant(const plan_t *plan, int64_t tokens);
+
+/* The token dim's index, or PLAN_NONE when the plan has none. */
+uint32_t plan_token_dim(const plan_t *plan);
+
+/* The variant that runs TOKENS tokens per the dispatch table, or PLAN_NONE
+ * (run eagerly: TOKENS is above every capture size, or below 1). */
+uint32_t plan_dispatch_lookup(const plan_t *plan, int64_t tokens);
+
+/* A var's value at step STEP (0-based): start + (step * STEP) modulo
+ * (limit - start + 1). */
+int64_t plan_var_value(const struct plan_var *var, uint64_t step);
+
+/* An axis's size at TOKENS tokens (the token dim takes TOKENS, other dims
+ * their value); a tensor's element count and bytes likewise. */
+int64_t  plan_axis_size(const plan_t *plan, const struct plan_axis *axis, int64_t tokens);
+uint64_t plan_tensor_numel(const plan_t *plan, uint32_t tensor, int64_t tokens);
+uint64_t plan_tensor_bytes(const plan_t *plan, uint32_t tensor, int64_t tokens);
+
+/* Semantic checks beyond the file format: indexes in range, tensors inside
+ * the arena, items covering each variant's ops in order, and so on. */
+int plan_validate(const plan_t *plan, struct plan_diag *diag);
+
+/* ---------------------------------------------------------------------- */
+/* Hashes and time.                                                        */
+
+/* 64-bit FNV-1a of LEN bytes, continuing from STATE (start with
+ * PLAN_HASH64_INIT). Used for script hashes, checksums and fingerprints. */
+#define PLAN_HASH64_INIT UINT64_C(0xcbf29ce484222325)
+uint64_t plan_hash64(const void *data, size_t len, uint64_t state);
+
+/* CRC-32C (Castagnoli, reflected, init and final xor 0xFFFFFFFF), as the
+ * file format uses for its header and payload checksums. */
+uint32_t plan_crc32c(const void *data, size_t len);
+
+/* The fingerprint of a segment: a hash of its nodes (type, kernel name,
+ * grid, block, shared memory, arena parameters) and edges, in order.
+ * Defined exactly in plan-format.md. */
+uint64_t plan_fingerprint(const struct plan_segment *segment);
+
+/* The time to stamp on a new plan: $SOURCE_DATE_EPOCH when it is set to a
+ * valid number, else the current time. */
+int64_t plan_now(void);
+
+/* ---------------------------------------------------------------------- */
+/* Files.                                                                  */
+
+struct plan_limits {
+	uint64_t max_file_bytes;     /* the file itself */
+	uint64_t max_content_bytes;  /* the decompressed payload */
+	uint32_t max_records;        /* records in any one section */
+};
+
+/* Defaults: 1 GiB file, 1 GiB content, 16 Mi records. */
+void plan_limits_default(struct plan_limits *limits);
+
+/* Read a plan. LIMITS may be NULL for the defaults. On success *OUT holds a
+ * validated plan; on failure *OUT is NULL and nothing is leaked. */
+int plan_read_file(const char *path, const struct plan_limits *limits,
+                   plan_t **out, struct plan_diag *diag);
+int plan_read_memory(const void *data, size_t len, const struct plan_limits *limits,
+                     plan_t **out, struct plan_diag *diag);
+
+/* The format version of the file a plan was read from (the writer's version
+ * for a plan built in memory). */
+void plan_get_format_version(const plan_t *plan, unsigned *major, unsigned *minor);
+
+/* Write a plan. The same plan always gives the same bytes. plan_write_file
+ * writes a temporary file in PATH's directory, fsyncs it, and renames it
+ * over PATH: on any failure PATH is untouched and no temporary is left.
+ * plan_write_memory returns a malloc'd buffer the caller frees. */
+int plan_write_file(const plan_t *plan, const char *path, struct plan_diag *diag);
+int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLAN_H */
