@@ -91,6 +91,17 @@ enum op_id {
 	OP_COUNT
 };
 
+/* Attribute positions in op_call.attr: the registry declares each kind's
+ * attributes in exactly this order, and the plan stores every attribute
+ * (defaults filled in by the script parser; kv_heads defaults to heads). */
+enum { FILL_VALUE = 0 };
+enum { SCALE_ALPHA = 0 };
+enum { MATMUL_TRANS_A = 0, MATMUL_TRANS_B = 1 };
+enum { NORM_EPS = 0 };                                  /* rmsnorm, layernorm */
+enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2 };
+enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
+       ATTN_SCALE = 4 };
+
 #define OP_MAX_IN    4
 #define OP_MAX_OUT   2
 #define OP_MAX_ATTRS 8
