@@ -1,0 +1,203 @@
+/*
+ * memplan.c - place tensors in one arena, reusing activation space.
+ *
+ * Activations are placed greedily, largest first, each at the lowest
+ * aligned offset where it overlaps no placed activation whose lifetime
+ * overlaps its own. Persistent tensors and var mirrors come first, packed.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memplan.h"
+
+#define ALIGN_UP(x) (((x) + (MEMPLAN_ALIGNMENT - 1)) & ~(uint64_t)(MEMPLAN_ALIGNMENT - 1))
+
+void memplan_liveness(const plan_t *program, uint32_t *first, uint32_t *last)
+{
+	uint32_t nt = plan_count_tensors(program), nops = plan_count_ops(program);
+
+	for (uint32_t t = 0; t < nt; t++)
+		first[t] = last[t] = PLAN_NONE;
+	for (uint32_t i = 0; i < nops; i++) {
+		const struct plan_op *o = plan_get_op(program, i);
+		for (uint32_t k = 0; k < o->nin + o->nout; k++) {
+			uint32_t t = k < o->nin ? o->in[k] : o->out[k - o->nin];
+			if (first[t] == PLAN_NONE)
+				first[t] = i;
+			last[t] = i;
+		}
+	}
+}
+
+struct slot {
+	uint32_t tensor;
+	uint64_t bytes;
+	uint64_t offset;
+};
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const struct slot *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
+}
+
+static int lifetimes_overlap(const uint32_t *first, const uint32_t *last, uint32_t a, uint32_t b)
+{
+	return first[a] <= last[b] && first[b] <= last[a];
+}
+
+/* Place the activations in SLOTS (sorted) from BASE; returns the end. */
+static uint64_t place_activations(struct slot *slots, uint32_t n, const uint32_t *first,
+                                  const uint32_t *last, uint64_t base)
+{
+	uint64_t end = base;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t off = base;
+		int moved = 1;
+		/* Slide past every conflicting placed slot until none overlaps:
+		 * each pass moves off forward, so this ends. */
+		while (moved) {
+			moved = 0;
+			for (uint32_t j = 0; j < i; j++) {
+				if (!lifetimes_overlap(first, last, slots[i].tensor, slots[j].tensor))
+					continue;
+				if (off < slots[j].offset + slots[j].bytes && slots[j].offset < off + slots[i].bytes) {
+					off = ALIGN_UP(slots[j].offset + slots[j].bytes);
+					moved = 1;
+				}
+			}
+		}
+		slots[i].offset = off;
+		if (off + slots[i].bytes > end)
+			end = off + slots[i].bytes;
+	}
+	return ALIGN_UP(end);
+}
+
+static int memplan_collect(const plan_t *program, int64_t tokens, const uint32_t *first,
+                           struct slot *slots, uint32_t *n, uint64_t *unshared)
+{
+	uint32_t nt = plan_count_tensors(program);
+
+	*n = 0;
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct plan_tensor *pt = plan_get_tensor(program, t);
+		uint64_t bytes = plan_tensor_bytes(program, t, tokens);
+		if (bytes == UINT64_MAX || bytes > (UINT64_C(1) << 48))
+			return -1;
+		*unshared += ALIGN_UP(bytes);
+		if (pt->role == PLAN_ROLE_ACTIVATION && first[t] != PLAN_NONE) {
+			slots[*n].tensor = t;
+			slots[*n].bytes = ALIGN_UP(bytes);
+			slots[*n].offset = 0;
+			(*n)++;
+		}
+	}
+	qsort(slots, *n, sizeof *slots, by_size_desc);
+	return 0;
+}
+
+int memplan_place(plan_t *program, const int64_t *tokens, uint32_t n,
+                  struct memplan *out, char *msg, size_t len)
+{
+	uint32_t nt = plan_count_tensors(program), nv = plan_count_vars(program);
+	uint32_t *first = NULL, *last = NULL, nslots;
+	struct slot *slots = NULL;
+	int64_t max_tokens = 0;
+	uint64_t off = 0, unshared = 0, persistent;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	for (uint32_t i = 0; i < n; i++)
+		if (tokens[i] > max_tokens)
+			max_tokens = tokens[i];
+	first = malloc(sizeof *first * (nt ? nt : 1));
+	last = malloc(sizeof *last * (nt ? nt : 1));
+	slots = malloc(sizeof *slots * (nt ? nt : 1));
+	out->peak_bytes = calloc(n ? n : 1, sizeof *out->peak_bytes);
+	if (first == NULL || last == NULL || slots == NULL || out->peak_bytes == NULL) {
+		snprintf(msg, len, "out of memory planning the arena");
+		goto out;
+	}
+	out->nvariants = n;
+	memplan_liveness(program, first, last);
+
+	/* Persistent tensors, then the var mirrors (4 bytes each). */
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct plan_tensor *pt = plan_get_tensor(program, t);
+		if (pt->role == PLAN_ROLE_ACTIVATION)
+			continue;
+		uint64_t bytes = plan_tensor_bytes(program, t, max_tokens);
+		if (bytes == UINT64_MAX || bytes > (UINT64_C(1) << 48)) {
+			snprintf(msg, len, "tensor '%s' is too large to place", pt->name);
+			goto out;
+		}
+		plan_set_tensor_placement(program, t, off, bytes, NULL);
+		off = ALIGN_UP(off + bytes);
+	}
+	for (uint32_t v = 0; v < nv; v++) {
+		plan_set_var_offset(program, v, off, NULL);
+		off = ALIGN_UP(off + 4);
+	}
+	persistent = off;
+
+	/* Each variant alone, for its peak; then the largest, for real. */
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t ignored = 0;
+		if (memplan_collect(program, tokens[i], first, slots, &nslots, &ignored) != 0) {
+			snprintf(msg, len, "a tensor is too large to place at %lld tokens",
+			         (long long)tokens[i]);
+			goto out;
+		}
+		out->peak_bytes[i] = place_activations(slots, nslots, first, last, persistent);
+	}
+	if (memplan_collect(program, max_tokens, first, slots, &nslots, &unshared) != 0) {
+		snprintf(msg, len, "a tensor is too large to place");
+		goto out;
+	}
+	out->arena_bytes = place_activations(slots, nslots, first, last, persistent);
+	for (uint32_t i = 0; i < nslots; i++)
+		plan_set_tensor_placement(program, slots[i].tensor, slots[i].offset,
+		                          plan_tensor_bytes(program, slots[i].tensor, max_tokens), NULL);
+	/* Activations nothing touches still get a place: at the start of the
+	 * activation area, zero-sized for liveness purposes. */
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct plan_tensor *pt = plan_get_tensor(program, t);
+		if (pt->role == PLAN_ROLE_ACTIVATION && first[t] == PLAN_NONE)
+			plan_set_tensor_placement(program, t, persistent, 0, NULL);
+	}
+	/* Without reuse: every tensor (counted by memplan_collect) plus the
+	 * var mirrors. */
+	unshared += (uint64_t)nv * ALIGN_UP(4);
+	out->persistent_bytes = persistent;
+	out->unshared_bytes = unshared;
+	{
+		struct plan_layout layout = {
+			.arena_bytes = out->arena_bytes,
+			.unshared_bytes = out->unshared_bytes,
+			.alignment = MEMPLAN_ALIGNMENT,
+		};
+		plan_set_layout(program, &layout, NULL);
+	}
+	rc = 0;
+out:
+	free(first);
+	free(last);
+	free(slots);
+	if (rc != 0)
+		memplan_release(out);
+	return rc;
+}
+
+void memplan_release(struct memplan *mp)
+{
+	free(mp->peak_bytes);
+	memset(mp, 0, sizeof *mp);
+}

@@ -1,0 +1,67 @@
+/*
+ * internal.h - libplan's private structures, shared by the model, the
+ * reader, the writer and the validator. Not installed.
+ */
+#ifndef PLAN_INTERNAL_H
+#define PLAN_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "plan.h"
+
+/* A growable array of fixed-size elements. */
+struct plan_vec {
+	void    *data;
+	uint32_t count;
+	uint32_t cap;
+};
+
+/* Everything a plan owns but its arrays of records: strings and the small
+ * arrays records point to. Freed as a whole with the plan. */
+struct plan_pool_chunk;
+
+struct plan_variant_rec {
+	struct plan_variant pub;    /* pub.items points at items.data */
+	struct plan_vec     items;  /* struct plan_item */
+};
+
+struct plan {
+	struct plan_meta   meta;
+	struct plan_layout layout;
+	struct plan_stats  stats;
+	unsigned           format_major;
+	unsigned           format_minor;
+
+	struct plan_vec dims;         /* struct plan_dim */
+	struct plan_vec vars;         /* struct plan_var */
+	struct plan_vec tensors;      /* struct plan_tensor */
+	struct plan_vec ops;          /* struct plan_op */
+	struct plan_vec variants;     /* struct plan_variant_rec */
+	struct plan_vec segments;     /* struct plan_segment */
+	struct plan_vec breakpoints;  /* struct plan_breakpoint */
+	struct plan_vec checks;       /* struct plan_check */
+	struct plan_vec dispatch;     /* struct plan_dispatch */
+
+	struct plan_pool_chunk *pool;
+};
+
+/* Pool allocation: zeroed, aligned for any record, NULL when out of memory. */
+void       *plan__pool_alloc(plan_t *plan, size_t bytes);
+/* A pool copy of S (NULL copies as ""). */
+const char *plan__pool_strdup(plan_t *plan, const char *s);
+/* A pool copy of N elements of SIZE bytes (N == 0 gives NULL). */
+void       *plan__pool_memdup(plan_t *plan, const void *src, size_t n, size_t size);
+
+/* Append one zeroed element to VEC; NULL when out of memory or past
+ * UINT32_MAX - 1 elements. */
+void *plan__vec_push(struct plan_vec *vec, size_t size);
+
+/* Fill DIAG (may be NULL) and return CODE. */
+int plan__fail(struct plan_diag *diag, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Append ITEM to VARIANT's item list. */
+int plan__variant_push_item(plan_t *plan, uint32_t variant, int kind, uint32_t index,
+                            struct plan_diag *diag);
+
+#endif /* PLAN_INTERNAL_H */
