@@ -259,9 +259,12 @@ struct plan_variant {
 	const struct plan_item *items;      /* in execution order */
 };
 
-/* A kernel parameter that holds an arena address, stored relocatably. */
+/* A word of a kernel's parameters that holds an arena address, stored
+ * relocatably. Parameters are scanned as 8-byte words because libraries
+ * pass structures by value: index is the word's position in the parameter
+ * buffer (its byte offset / 8). */
 struct plan_param {
-	uint32_t index;      /* parameter number */
+	uint32_t index;      /* 8-byte word of the parameter buffer */
 	uint64_t offset;     /* arena offset it points at */
 };
 
