@@ -4,9 +4,34 @@
  * They define what every op computes (see op.h): f32 arithmetic, inputs
  * widened exactly, results rounded to nearest even. The host backend runs
  * them; the CUDA kernels are tested against them.
+ *
+ * Where each kind's reference lives:
+ *   host-elementwise.c  fill copy add mul scale silu_mul gelu
+ *   host-matmul.c       matmul
+ *   host-norm.c         rmsnorm layernorm
+ *   host-softmax.c      softmax argmax
+ *   host-position.c     rope embedding kv_write
+ *   host-attention.c    attention
+ *   host.c              the table below, load/store, tensor initializers
+ *
+ * Conventions every kernel follows, beyond op.h:
+ *  - Arithmetic is plain f32, one operation at a time in the order written,
+ *    never fused into a multiply-add (host-kernels.h sees to it);
+ *    accumulators are f32 and sum in index order. Attribute values (doubles)
+ *    are rounded to f32 before use.
+ *  - A kernel reads only operands of the shapes its kind's check accepts,
+ *    and never touches memory outside them, whatever the data: ids and
+ *    positions out of range, kv_len out of [0, S], are handled as op.h says.
+ *  - Kinds flagged OP_INPLACE (copy, add, mul, scale, rmsnorm, layernorm,
+ *    gelu, softmax, rope) give the same bytes when out[0] is in[0].
+ *  - Kernels never dereference call->kind: a test may leave it NULL.
+ *  - They may allocate scratch to go faster, and fall back to a slower path
+ *    giving identical bytes when that fails: they cannot fail.
  */
 #ifndef BCG_OPS_HOST_H
 #define BCG_OPS_HOST_H
+
+#include <stdint.h>
 
 #include "op.h"
 
@@ -14,12 +39,35 @@
  * Host kernels cannot fail. */
 typedef void (*host_kernel_fn)(const struct op_call *call);
 
-/* The reference kernel of op ID. */
+/* The reference kernel of op ID; NULL for an ID out of range. */
 host_kernel_fn host_kernel(enum op_id id);
 
 /* Element I of a float tensor (f32, f16 or bf16) widened to f32, and
- * stored back with rounding; the tensor's dtype decides the format. */
+ * stored back with rounding; the tensor's dtype decides the format.
+ * An i32 tensor loads as (float)value and stores as host_f32_to_i32(v). */
 float host_load(const struct op_tensor *t, int64_t i);
 void  host_store(const struct op_tensor *t, int64_t i, float v);
+
+/* V truncated toward zero; NaN gives 0, values beyond the i32 range the
+ * nearest bound (as CUDA's __float2int_rz). */
+int32_t host_f32_to_i32(float v);
+
+/* Fill the COUNT elements of DST (dtype DTYPE) as INIT says (plan.h). Every
+ * element i is computed in f32, with these exact operations (each rounded
+ * to nearest even, none fused; (float) of a double or of a uint64_t also
+ * rounds to nearest even):
+ *
+ *   NONE    nothing is written
+ *   ZEROS   v = 0.0f
+ *   ONES    v = 1.0f
+ *   CONST   v = (float)value
+ *   RANDOM  v = bcg_uniform(seed, i) * (float)scale
+ *   ARANGE  v = (float)value + (float)i * (float)scale
+ *
+ * and stored as f32, as f16 or bf16 rounded to nearest even (numeric.h),
+ * or as i32 by host_f32_to_i32(v). cuda_init_tensor() gives the same bytes
+ * (on the device: __fmul_rn/__fadd_rn, __ull2float_rn, __float2int_rz).
+ * An unknown dtype or init kind writes nothing. */
+void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init);
 
 #endif /* BCG_OPS_HOST_H */

@@ -1,0 +1,121 @@
+/*
+ * host-kernels.h - private to the host reference kernels (host*.c): the
+ * kernel of each op kind, which host.c's table points at, and the inline
+ * element access and shape helpers they share. The rest of the program
+ * uses host.h.
+ */
+#ifndef BCG_OPS_HOST_KERNELS_H
+#define BCG_OPS_HOST_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host.h"
+#include "numeric.h"
+
+/* The references round every operation: a * b + c must not become one
+ * fused multiply-add. GCC does not fuse in ISO C mode (-std=c11); clang
+ * fuses within an expression unless told not to. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* host-elementwise.c */
+void host_run_fill(const struct op_call *call);
+void host_run_copy(const struct op_call *call);
+void host_run_add(const struct op_call *call);
+void host_run_mul(const struct op_call *call);
+void host_run_scale(const struct op_call *call);
+void host_run_silu_mul(const struct op_call *call);
+void host_run_gelu(const struct op_call *call);
+/* host-matmul.c */
+void host_run_matmul(const struct op_call *call);
+/* host-norm.c */
+void host_run_rmsnorm(const struct op_call *call);
+void host_run_layernorm(const struct op_call *call);
+/* host-softmax.c */
+void host_run_softmax(const struct op_call *call);
+void host_run_argmax(const struct op_call *call);
+/* host-position.c */
+void host_run_rope(const struct op_call *call);
+void host_run_embedding(const struct op_call *call);
+void host_run_kv_write(const struct op_call *call);
+/* host-attention.c */
+void host_run_attention(const struct op_call *call);
+
+/* The kernels that allocate scratch, with that choice made by the caller:
+ * USE_SCRATCH 0 takes the allocation-free path they fall back to when
+ * malloc fails. Both paths give the same bytes; the unit tests check it. */
+void host_matmul_run(const struct op_call *call, int use_scratch);
+void host_attention_run(const struct op_call *call, int use_scratch);
+
+/* Inline forms of host_load and host_store, for the kernels' inner loops. */
+static inline float host_get(const struct op_tensor *t, int64_t i)
+{
+	switch (t->dtype) {
+	case PLAN_DTYPE_F32:
+		return ((const float *)t->data)[i];
+	case PLAN_DTYPE_F16:
+		return bcg_f16_to_f32(((const uint16_t *)t->data)[i]);
+	case PLAN_DTYPE_BF16:
+		return bcg_bf16_to_f32(((const uint16_t *)t->data)[i]);
+	case PLAN_DTYPE_I32:
+		return (float)((const int32_t *)t->data)[i];
+	}
+	return 0.0f;
+}
+
+static inline void host_put(const struct op_tensor *t, int64_t i, float v)
+{
+	switch (t->dtype) {
+	case PLAN_DTYPE_F32:
+		((float *)t->data)[i] = v;
+		break;
+	case PLAN_DTYPE_F16:
+		((uint16_t *)t->data)[i] = bcg_f32_to_f16(v);
+		break;
+	case PLAN_DTYPE_BF16:
+		((uint16_t *)t->data)[i] = bcg_f32_to_bf16(v);
+		break;
+	case PLAN_DTYPE_I32:
+		((int32_t *)t->data)[i] = host_f32_to_i32(v);
+		break;
+	}
+}
+
+/* Element I of an i32 operand (ids, positions). */
+static inline int32_t host_get_i32(const struct op_tensor *t, int64_t i)
+{
+	return ((const int32_t *)t->data)[i];
+}
+
+/* Bytes per element (plan_dtype_size without linking libplan). */
+static inline size_t host_dtype_size(int dtype)
+{
+	return dtype == PLAN_DTYPE_F16 || dtype == PLAN_DTYPE_BF16 ? 2 : 4;
+}
+
+/* Shapes, as op.h defines them (computed here rather than through the
+ * registry's op_tensor_* so that the kernels stand alone). */
+static inline int64_t host_numel(const struct op_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+static inline int64_t host_cols(const struct op_tensor *t)
+{
+	return t->rank > 0 ? t->dim[t->rank - 1] : 1;
+}
+
+static inline int64_t host_rows(const struct op_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d + 1 < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+#endif /* BCG_OPS_HOST_KERNELS_H */

@@ -1,0 +1,64 @@
+/*
+ * host-norm.c - the host references of the row normalizations: rmsnorm and
+ * layernorm.
+ *
+ * Each row is read whole for its statistics before any of it is written,
+ * and the last pass reads x[j] just before writing out[j]: both work in
+ * place.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#include "host-kernels.h"
+
+/* rmsnorm (x, w) -> out: out = x / sqrt(mean(x^2) + eps) * w per row; w is
+ * [cols]. */
+void host_run_rmsnorm(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1], *out = &call->out[0];
+	int64_t rows = host_rows(x), cols = host_cols(x);
+	float eps = (float)call->attr[NORM_EPS].f;
+
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t base = r * cols;
+		float sum = 0.0f;
+		for (int64_t j = 0; j < cols; j++) {
+			float v = host_get(x, base + j);
+			sum += v * v;
+		}
+		float rms = sqrtf(sum / (float)cols + eps);
+		for (int64_t j = 0; j < cols; j++)
+			host_put(out, base + j, host_get(x, base + j) / rms * host_get(w, j));
+	}
+}
+
+/* layernorm (x, w, b) -> out: out = (x - mean) / sqrt(var + eps) * w + b per
+ * row, var the biased variance, computed in a second pass around the
+ * mean; w and b are [cols]. */
+void host_run_layernorm(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1], *b = &call->in[2];
+	const struct op_tensor *out = &call->out[0];
+	int64_t rows = host_rows(x), cols = host_cols(x);
+	float eps = (float)call->attr[NORM_EPS].f;
+
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t base = r * cols;
+		float sum = 0.0f;
+		for (int64_t j = 0; j < cols; j++)
+			sum += host_get(x, base + j);
+		float mean = sum / (float)cols;
+		float sq = 0.0f;
+		for (int64_t j = 0; j < cols; j++) {
+			float d = host_get(x, base + j) - mean;
+			sq += d * d;
+		}
+		float sd = sqrtf(sq / (float)cols + eps);
+		for (int64_t j = 0; j < cols; j++) {
+			float y = (host_get(x, base + j) - mean) / sd * host_get(w, j);
+			host_put(out, base + j, y + host_get(b, j));
+		}
+	}
+}

@@ -1,0 +1,92 @@
+/*
+ * host.c - the table of host reference kernels, element load and store,
+ * and the tensor initializers of plan.h computed on the host.
+ *
+ * The kernels themselves live in host-*.c, grouped as host.h lists.
+ */
+#include "config.h"
+
+#include <stdint.h>
+
+#include "host-kernels.h"
+#include "host.h"
+#include "numeric.h"
+
+static const host_kernel_fn host_kernels[OP_COUNT] = {
+	[OP_FILL]      = host_run_fill,
+	[OP_COPY]      = host_run_copy,
+	[OP_ADD]       = host_run_add,
+	[OP_MUL]       = host_run_mul,
+	[OP_SCALE]     = host_run_scale,
+	[OP_MATMUL]    = host_run_matmul,
+	[OP_RMSNORM]   = host_run_rmsnorm,
+	[OP_LAYERNORM] = host_run_layernorm,
+	[OP_SILU_MUL]  = host_run_silu_mul,
+	[OP_GELU]      = host_run_gelu,
+	[OP_SOFTMAX]   = host_run_softmax,
+	[OP_ROPE]      = host_run_rope,
+	[OP_EMBEDDING] = host_run_embedding,
+	[OP_KV_WRITE]  = host_run_kv_write,
+	[OP_ATTENTION] = host_run_attention,
+	[OP_ARGMAX]    = host_run_argmax,
+};
+
+host_kernel_fn host_kernel(enum op_id id)
+{
+	if ((int)id < 0 || id >= OP_COUNT)
+		return NULL;
+	return host_kernels[id];
+}
+
+float host_load(const struct op_tensor *t, int64_t i)
+{
+	return host_get(t, i);
+}
+
+void host_store(const struct op_tensor *t, int64_t i, float v)
+{
+	host_put(t, i, v);
+}
+
+int32_t host_f32_to_i32(float v)
+{
+	if (v != v)
+		return 0;
+	/* 2^31 is exact in f32; a plain cast of anything beyond is undefined. */
+	if (v >= 2147483648.0f)
+		return INT32_MAX;
+	if (v <= -2147483648.0f)
+		return INT32_MIN;
+	return (int32_t)v;
+}
+
+/* Element I of INIT, before conversion to the tensor's dtype. */
+static float host_init_value(const struct plan_init *init, uint64_t i)
+{
+	switch (init->kind) {
+	case PLAN_INIT_ONES:
+		return 1.0f;
+	case PLAN_INIT_CONST:
+		return (float)init->value;
+	case PLAN_INIT_RANDOM:
+		return bcg_uniform(init->seed, i) * (float)init->scale;
+	case PLAN_INIT_ARANGE: {
+		/* Two statements so that no compiler fuses them. */
+		float step = (float)i * (float)init->scale;
+		return (float)init->value + step;
+	}
+	}
+	return 0.0f;
+}
+
+void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init)
+{
+	struct op_tensor t = { .dtype = dtype, .data = dst };
+
+	if (init->kind < PLAN_INIT_ZEROS || init->kind > PLAN_INIT_ARANGE)
+		return;
+	if (dtype < PLAN_DTYPE_F32 || dtype > PLAN_DTYPE_I32)
+		return;
+	for (uint64_t i = 0; i < count; i++)
+		host_put(&t, (int64_t)i, host_init_value(init, i));
+}

@@ -1,0 +1,1341 @@
+/*
+ * host-ops.c - unit tests of the host reference kernels (bcgtool/ops/host*.c)
+ * and of host_init_tensor.
+ *
+ * Every op kind runs in f32, f16 and bf16 against a computation written
+ * here plainly in double from the inputs as stored, then on cases whose
+ * answer is known without computing (softmax of equal values, attention
+ * over one position, ...). Outputs are poisoned with NaN (or a sentinel
+ * for i32) before each run, so an element the kernel skipped fails its
+ * check. Calls are built by hand, without the registry, and with kind NULL.
+ * Buffers are allocated at their exact size so that the sanitizer builds
+ * catch any access outside them.
+ *
+ * numeric.h's conversions and generator are trusted here: t/unit/numeric.c
+ * tests them against an independent formulation.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/host-kernels.h"
+#include "ops/host.h"
+#include "ops/numeric.h"
+#include "../tap.h"
+
+static const int float_dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16 };
+#define NFLOAT 3
+
+#define I32_POISON 0x7eadbeef
+
+static const char *dt_name(int dtype)
+{
+	switch (dtype) {
+	case PLAN_DTYPE_F32: return "f32";
+	case PLAN_DTYPE_F16: return "f16";
+	case PLAN_DTYPE_BF16: return "bf16";
+	case PLAN_DTYPE_I32: return "i32";
+	}
+	return "?";
+}
+
+static size_t dt_size(int dtype)
+{
+	return dtype == PLAN_DTYPE_F16 || dtype == PLAN_DTYPE_BF16 ? 2 : 4;
+}
+
+/* Tolerance of a result against the double reference, relative to
+ * max(1, |want|): f32 rounds once per operation, f16 and bf16 once more
+ * on store, at 2^-11 and 2^-8 relative. */
+static double dt_tol(int dtype)
+{
+	switch (dtype) {
+	case PLAN_DTYPE_F16: return 2e-3;
+	case PLAN_DTYPE_BF16: return 1e-2;
+	}
+	return 1e-5;
+}
+
+static void *xalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p) {
+		printf("Bail out! out of memory\n");
+		exit(99);
+	}
+	return p;
+}
+
+/* --- test tensors -------------------------------------------------------- */
+
+static struct op_tensor tensor_new(int dtype, int rank, const int64_t *dims)
+{
+	struct op_tensor t = { .dtype = dtype, .rank = rank };
+	int64_t n = 1;
+
+	for (int d = 0; d < rank; d++) {
+		t.dim[d] = dims[d];
+		n *= dims[d];
+	}
+	t.data = xalloc((size_t)n * dt_size(dtype));
+	return t;
+}
+
+#define T1(dt, a)       tensor_new(dt, 1, (const int64_t[]){ a })
+#define T2(dt, a, b)    tensor_new(dt, 2, (const int64_t[]){ a, b })
+#define T3(dt, a, b, c) tensor_new(dt, 3, (const int64_t[]){ a, b, c })
+
+static int64_t numel(const struct op_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+/* Element I as stored, exactly, in double. */
+static double at(const struct op_tensor *t, int64_t i)
+{
+	switch (t->dtype) {
+	case PLAN_DTYPE_F32: return ((const float *)t->data)[i];
+	case PLAN_DTYPE_F16: return bcg_f16_to_f32(((const uint16_t *)t->data)[i]);
+	case PLAN_DTYPE_BF16: return bcg_bf16_to_f32(((const uint16_t *)t->data)[i]);
+	case PLAN_DTYPE_I32: return ((const int32_t *)t->data)[i];
+	}
+	return NAN;
+}
+
+static int32_t at_i32(const struct op_tensor *t, int64_t i)
+{
+	return ((const int32_t *)t->data)[i];
+}
+
+/* Store V (rounded to the dtype) at I. */
+static void set(const struct op_tensor *t, int64_t i, double v)
+{
+	switch (t->dtype) {
+	case PLAN_DTYPE_F32: ((float *)t->data)[i] = (float)v; break;
+	case PLAN_DTYPE_F16: ((uint16_t *)t->data)[i] = bcg_f32_to_f16((float)v); break;
+	case PLAN_DTYPE_BF16: ((uint16_t *)t->data)[i] = bcg_f32_to_bf16((float)v); break;
+	case PLAN_DTYPE_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+	}
+}
+
+/* A generator of the tests' own (xorshift64*), unrelated to numeric.h's. */
+static double rnd(uint64_t *state, double lo, double hi)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	uint64_t r = *state * UINT64_C(2685821657736338717);
+	return lo + (hi - lo) * ldexp((double)(r >> 11), -53);
+}
+
+static void fill_random(const struct op_tensor *t, uint64_t seed, double lo, double hi)
+{
+	uint64_t s = seed * 0x9e37u + 1;
+	for (int64_t i = 0; i < numel(t); i++)
+		set(t, i, rnd(&s, lo, hi));
+}
+
+/* NaN in every element (a sentinel for i32): a kernel must overwrite it. */
+static void poison(const struct op_tensor *t)
+{
+	for (int64_t i = 0; i < numel(t); i++) {
+		if (t->dtype == PLAN_DTYPE_I32)
+			((int32_t *)t->data)[i] = I32_POISON;
+		else
+			set(t, i, NAN);
+	}
+}
+
+static struct op_tensor clone(const struct op_tensor *t)
+{
+	struct op_tensor c = *t;
+	size_t bytes = (size_t)numel(t) * dt_size(t->dtype);
+	c.data = xalloc(bytes);
+	memcpy(c.data, t->data, bytes);
+	return c;
+}
+
+static int same_bytes(const struct op_tensor *a, const struct op_tensor *b)
+{
+	return a->dtype == b->dtype && numel(a) == numel(b) &&
+	       memcmp(a->data, b->data, (size_t)numel(a) * dt_size(a->dtype)) == 0;
+}
+
+static void drop(struct op_tensor *t)
+{
+	free(t->data);
+	t->data = NULL;
+}
+
+/* Every element of GOT within TOL * max(1, |want|) of WANT; NaN fails. One
+ * TAP line, with the first mismatches as comments. */
+__attribute__((format(printf, 4, 5)))
+static int check(const struct op_tensor *got, const double *want, double tol,
+                 const char *fmt, ...)
+{
+	char name[200];
+	va_list ap;
+	long bad = 0;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
+	for (int64_t i = 0; i < numel(got); i++) {
+		double g = at(got, i), w = want[i];
+		double err = fabs(g - w), mag = fabs(w) > 1 ? fabs(w) : 1;
+		if (!(err <= tol * mag)) {
+			if (bad < 4)
+				diag("%s: element %lld is %.9g, want %.9g", name, (long long)i, g, w);
+			bad++;
+		}
+	}
+	return ok(bad == 0, "%s", name);
+}
+
+static struct op_call call_new(int nin, int nout)
+{
+	struct op_call c;
+	memset(&c, 0, sizeof c);
+	c.kind = NULL;
+	c.nin = nin;
+	c.nout = nout;
+	return c;
+}
+
+static void run(enum op_id id, const struct op_call *c)
+{
+	host_kernel(id)(c);
+}
+
+static double *want_new(int64_t n)
+{
+	double *w = xalloc((size_t)n * sizeof *w);
+	for (int64_t i = 0; i < n; i++)
+		w[i] = NAN;
+	return w;
+}
+
+/* --- table, load/store, init ------------------------------------------- */
+
+static void test_table(void)
+{
+	int missing = 0;
+	for (int id = 0; id < OP_COUNT; id++)
+		missing += host_kernel((enum op_id)id) == NULL;
+	is_int(missing, 0, "every op kind has a host kernel");
+	ok(host_kernel(OP_COUNT) == NULL, "no kernel past the last op kind");
+}
+
+static void test_load_store(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor t = T1(dt, 3);
+		host_store(&t, 0, 1.0f);
+		host_store(&t, 1, -0.1f);
+		host_store(&t, 2, 70000.0f);
+		is_close(at(&t, 0), 1.0, 0, "%s: store 1", dt_name(dt));
+		double want = dt == PLAN_DTYPE_F32 ? (double)-0.1f :
+		              dt == PLAN_DTYPE_F16 ? -0.0999755859375 : -0.10009765625;
+		is_close(at(&t, 1), want, 0, "%s: store -0.1 rounds to nearest", dt_name(dt));
+		/* 70000 is 136.72 bf16 ulps of 512: 137 * 512. */
+		double big = dt == PLAN_DTYPE_F32 ? 70000 : dt == PLAN_DTYPE_F16 ? INFINITY : 70144;
+		ok(at(&t, 2) == big, "%s: store 70000 gives %g", dt_name(dt), big);
+		is_close(host_load(&t, 1), want, 0, "%s: load widens exactly", dt_name(dt));
+		drop(&t);
+	}
+	struct op_tensor t = T1(PLAN_DTYPE_I32, 4);
+	host_store(&t, 0, -2.75f);
+	host_store(&t, 1, 3e9f);
+	host_store(&t, 2, -3e9f);
+	host_store(&t, 3, NAN);
+	ok(at_i32(&t, 0) == -2 && at_i32(&t, 1) == INT32_MAX && at_i32(&t, 2) == INT32_MIN &&
+	   at_i32(&t, 3) == 0, "i32: store truncates toward zero, saturates, NaN gives 0");
+	is_close(host_load(&t, 0), -2.0, 0, "i32: load");
+	drop(&t);
+}
+
+/* The value RANDOM must produce: the f32 product, rounded once. */
+static float init_random_f32(uint64_t seed, uint64_t i, double scale)
+{
+	return (float)((double)bcg_uniform(seed, i) * (double)(float)scale);
+}
+
+/* F as the tensor dtype DT stores it. */
+static double stored(int dt, float f)
+{
+	switch (dt) {
+	case PLAN_DTYPE_F16: return bcg_f16_to_f32(bcg_f32_to_f16(f));
+	case PLAN_DTYPE_BF16: return bcg_bf16_to_f32(bcg_f32_to_bf16(f));
+	case PLAN_DTYPE_I32:
+		return isnan(f) ? 0 : f >= 2147483648.0f ? INT32_MAX :
+		       f <= -2147483648.0f ? INT32_MIN : trunc((double)f) + 0.0; /* no -0 */
+	}
+	return f;
+}
+
+static void init_check(int dt, const struct plan_init *init, const char *what,
+                       double (*want)(int dt, const struct plan_init *init, uint64_t i))
+{
+	enum { N = 37 };
+	struct op_tensor t = T1(dt, N);
+	long bad = 0;
+
+	poison(&t);
+	host_init_tensor(t.data, dt, N, init);
+	for (uint64_t i = 0; i < N; i++) {
+		double w = want(dt, init, i), g = at(&t, (int64_t)i);
+		if (g != w || (!signbit(g) != !signbit(w))) {
+			if (bad < 3)
+				diag("element %llu is %.9g, want %.9g", (unsigned long long)i, g, w);
+			bad++;
+		}
+	}
+	ok(bad == 0, "init %s: %s", dt_name(dt), what);
+	drop(&t);
+}
+
+static double want_zeros(int dt, const struct plan_init *init, uint64_t i)
+{
+	return 0.0;
+}
+
+static double want_ones(int dt, const struct plan_init *init, uint64_t i)
+{
+	return 1.0;
+}
+
+static double want_const(int dt, const struct plan_init *init, uint64_t i)
+{
+	return stored(dt, (float)init->value);
+}
+
+static double want_random(int dt, const struct plan_init *init, uint64_t i)
+{
+	return stored(dt, init_random_f32(init->seed, i, init->scale));
+}
+
+/* value + i * scale, exact in double for the small cases used here. */
+static double want_arange(int dt, const struct plan_init *init, uint64_t i)
+{
+	return stored(dt, (float)(init->value + (double)i * init->scale));
+}
+
+static void test_init(void)
+{
+	const int all[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_I32 };
+
+	for (int k = 0; k < 4; k++) {
+		int dt = all[k];
+		struct plan_init zeros = { .kind = PLAN_INIT_ZEROS };
+		struct plan_init ones = { .kind = PLAN_INIT_ONES };
+		struct plan_init cnst = { .kind = PLAN_INIT_CONST, .value = -2.7 };
+		struct plan_init random = { .kind = PLAN_INIT_RANDOM, .seed = 7,
+		                            .scale = dt == PLAN_DTYPE_I32 ? 100 : 0.3 };
+		struct plan_init arange = { .kind = PLAN_INIT_ARANGE, .value = -5.5, .scale = 0.5 };
+
+		init_check(dt, &zeros, "zeros", want_zeros);
+		init_check(dt, &ones, "ones", want_ones);
+		init_check(dt, &cnst, "const -2.7 (i32: -2, toward zero)", want_const);
+		init_check(dt, &random, "random: uniform(seed, i) * scale in f32, rounded", want_random);
+		init_check(dt, &arange, "arange -5.5 + 0.5 i (i32: toward zero)", want_arange);
+
+		/* NONE and unknown kinds leave memory alone. */
+		struct op_tensor t = T1(dt, 9);
+		memset(t.data, 0xa5, 9 * dt_size(dt));
+		struct op_tensor before = clone(&t);
+		struct plan_init none = { .kind = PLAN_INIT_NONE, .value = 1, .scale = 1 };
+		struct plan_init bogus = { .kind = 99, .value = 1, .scale = 1 };
+		host_init_tensor(t.data, dt, 9, &none);
+		host_init_tensor(t.data, dt, 9, &bogus);
+		ok(same_bytes(&t, &before), "init %s: none and unknown kinds write nothing", dt_name(dt));
+		drop(&t);
+		drop(&before);
+	}
+
+	/* Distinct seeds give distinct tensors; a range stays in [-scale, scale). */
+	struct op_tensor a = T1(PLAN_DTYPE_F32, 1000), b = T1(PLAN_DTYPE_F32, 1000);
+	struct plan_init ra = { .kind = PLAN_INIT_RANDOM, .seed = 1, .scale = 0.02 };
+	struct plan_init rb = { .kind = PLAN_INIT_RANDOM, .seed = 2, .scale = 0.02 };
+	host_init_tensor(a.data, PLAN_DTYPE_F32, 1000, &ra);
+	host_init_tensor(b.data, PLAN_DTYPE_F32, 1000, &rb);
+	long equal = 0, outside = 0;
+	for (int64_t i = 0; i < 1000; i++) {
+		equal += at(&a, i) == at(&b, i);
+		outside += !(at(&a, i) >= -(double)0.02f && at(&a, i) < (double)0.02f);
+	}
+	ok(equal < 3, "init random: seeds 1 and 2 differ (%ld of 1000 equal)", equal);
+	is_int(outside, 0, "init random: values in [-scale, scale)");
+	drop(&a);
+	drop(&b);
+
+	/* i32 saturation and NaN. */
+	struct op_tensor t = T1(PLAN_DTYPE_I32, 3);
+	struct plan_init big = { .kind = PLAN_INIT_CONST, .value = 1e10 };
+	host_init_tensor(t.data, PLAN_DTYPE_I32, 3, &big);
+	is_int(at_i32(&t, 2), INT32_MAX, "init i32: const 1e10 saturates");
+	big.value = -1e10;
+	host_init_tensor(t.data, PLAN_DTYPE_I32, 3, &big);
+	is_int(at_i32(&t, 2), INT32_MIN, "init i32: const -1e10 saturates");
+	big.value = NAN;
+	host_init_tensor(t.data, PLAN_DTYPE_I32, 3, &big);
+	is_int(at_i32(&t, 2), 0, "init i32: const NaN gives 0");
+	drop(&t);
+
+	/* ARANGE in f32, with (float)i * (float)scale rounded before the sum:
+	 * 0.1 is not exact, so the expected values are built step by step. */
+	struct op_tensor f = T1(PLAN_DTYPE_F32, 50);
+	struct plan_init ar = { .kind = PLAN_INIT_ARANGE, .value = 1.0 / 3, .scale = 0.1 };
+	host_init_tensor(f.data, PLAN_DTYPE_F32, 50, &ar);
+	long wrong = 0;
+	for (int i = 0; i < 50; i++) {
+		float step = (float)((double)(float)i * (double)(float)0.1);
+		float v = (float)((double)(float)(1.0 / 3) + (double)step);
+		wrong += at(&f, i) != (double)v;
+	}
+	is_int(wrong, 0, "init arange: (float)value + (float)i * (float)scale, each rounded");
+	drop(&f);
+}
+
+/* --- element-wise ------------------------------------------------------ */
+
+static void test_fill(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor out = T2(dt, 3, 5);
+		struct op_call c = call_new(0, 1);
+		double *want = want_new(15);
+		c.out[0] = out;
+		c.attr[FILL_VALUE].f = -0.1;
+		poison(&out);
+		run(OP_FILL, &c);
+		for (int i = 0; i < 15; i++)
+			want[i] = -0.1;
+		check(&out, want, dt_tol(dt), "fill %s: -0.1 everywhere", dt_name(dt));
+		free(want);
+		drop(&out);
+	}
+	struct op_tensor out = T1(PLAN_DTYPE_I32, 4);
+	struct op_call c = call_new(0, 1);
+	c.out[0] = out;
+	c.attr[FILL_VALUE].f = -7.9;
+	poison(&out);
+	run(OP_FILL, &c);
+	ok(at_i32(&out, 0) == -7 && at_i32(&out, 3) == -7, "fill i32: -7.9 gives -7");
+	drop(&out);
+}
+
+static void test_copy(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		for (int l = 0; l < NFLOAT; l++) {
+			int from = float_dtypes[k], to = float_dtypes[l];
+			struct op_tensor x = T2(from, 4, 6), out = T3(to, 2, 2, 6);
+			struct op_call c = call_new(1, 1);
+			double want[24];
+			fill_random(&x, 11, -3, 3);
+			for (int i = 0; i < 24; i++)
+				want[i] = at(&x, i);
+			c.in[0] = x;
+			c.out[0] = out;
+			poison(&out);
+			run(OP_COPY, &c);
+			check(&out, want, dt_tol(to), "copy %s -> %s", dt_name(from), dt_name(to));
+			drop(&x);
+			drop(&out);
+		}
+	}
+
+	/* f32 -> f16 -> f32 lands on the f16 values exactly. */
+	struct op_tensor a = T1(PLAN_DTYPE_F32, 64), h = T1(PLAN_DTYPE_F16, 64);
+	struct op_tensor b = T1(PLAN_DTYPE_F32, 64);
+	struct op_call c = call_new(1, 1);
+	fill_random(&a, 12, -1000, 1000);
+	set(&a, 0, 1e6);                /* overflows f16 */
+	c.in[0] = a;
+	c.out[0] = h;
+	poison(&h);
+	run(OP_COPY, &c);
+	c.in[0] = h;
+	c.out[0] = b;
+	poison(&b);
+	run(OP_COPY, &c);
+	long bad = 0;
+	for (int i = 1; i < 64; i++) {
+		double x = at(&a, i), y = at(&b, i);
+		bad += !(fabs(y - x) <= ldexp(fabs(x), -11)) ||
+		       y != bcg_f16_to_f32(bcg_f32_to_f16((float)x));
+	}
+	is_int(bad, 0, "copy f32 -> f16 -> f32 rounds each value to nearest f16");
+	ok(isinf(at(&b, 0)), "copy f32 -> f16 -> f32: 1e6 becomes inf");
+	drop(&a);
+	drop(&h);
+	drop(&b);
+
+	/* i32 -> i32, and a float NaN payload survives a same-dtype copy. */
+	struct op_tensor ia = T1(PLAN_DTYPE_I32, 5), ib = T1(PLAN_DTYPE_I32, 5);
+	for (int i = 0; i < 5; i++)
+		((int32_t *)ia.data)[i] = (i - 2) * 1000003;
+	c.in[0] = ia;
+	c.out[0] = ib;
+	poison(&ib);
+	run(OP_COPY, &c);
+	ok(same_bytes(&ia, &ib), "copy i32 -> i32");
+	drop(&ia);
+	drop(&ib);
+	struct op_tensor na = T1(PLAN_DTYPE_F16, 1), nb = T1(PLAN_DTYPE_F16, 1);
+	*(uint16_t *)na.data = 0x7d23;  /* a signalling NaN with a payload */
+	c.in[0] = na;
+	c.out[0] = nb;
+	run(OP_COPY, &c);
+	is_int(*(uint16_t *)nb.data, 0x7d23, "copy f16 -> f16 copies the bytes");
+	drop(&na);
+	drop(&nb);
+}
+
+/* add and mul, with b the full shape or a trailing part of it. */
+static void test_binary(enum op_id id, const char *name)
+{
+	const int64_t bshapes[3][3] = { { 3, 4, 5 }, { 4, 5, 0 }, { 5, 0, 0 } };
+	const int branks[3] = { 3, 2, 1 };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int s = 0; s < 3; s++) {
+			struct op_tensor a = T3(dt, 3, 4, 5), out = T3(dt, 3, 4, 5);
+			struct op_tensor b = tensor_new(dt, branks[s], bshapes[s]);
+			struct op_call c = call_new(2, 1);
+			int64_t nb = numel(&b);
+			double want[60];
+			fill_random(&a, 21, -4, 4);
+			fill_random(&b, 22, -4, 4);
+			for (int i = 0; i < 60; i++)
+				want[i] = id == OP_ADD ? at(&a, i) + at(&b, i % nb)
+				                       : at(&a, i) * at(&b, i % nb);
+			c.in[0] = a;
+			c.in[1] = b;
+			c.out[0] = out;
+			poison(&out);
+			run(id, &c);
+			check(&out, want, dt_tol(dt), "%s %s: [3,4,5] with b of rank %d",
+			      name, dt_name(dt), branks[s]);
+			drop(&a);
+			drop(&b);
+			drop(&out);
+		}
+	}
+}
+
+static void test_scale(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 7, 3), out = T2(dt, 7, 3);
+		struct op_call c = call_new(1, 1);
+		double want[21];
+		fill_random(&x, 31, -10, 10);
+		for (int i = 0; i < 21; i++)
+			want[i] = 0.37 * at(&x, i);
+		c.in[0] = x;
+		c.out[0] = out;
+		c.attr[SCALE_ALPHA].f = 0.37;
+		poison(&out);
+		run(OP_SCALE, &c);
+		check(&out, want, dt_tol(dt), "scale %s: by 0.37", dt_name(dt));
+		drop(&x);
+		drop(&out);
+	}
+}
+
+static void test_silu_mul(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 3, 16), out = T2(dt, 3, 8);
+		struct op_call c = call_new(1, 1);
+		double want[24];
+		fill_random(&x, 41, -6, 6);
+		for (int r = 0; r < 3; r++) {
+			for (int j = 0; j < 8; j++) {
+				double g = at(&x, r * 16 + j), u = at(&x, r * 16 + 8 + j);
+				want[r * 8 + j] = g / (1 + exp(-g)) * u;
+			}
+		}
+		c.in[0] = x;
+		c.out[0] = out;
+		poison(&out);
+		run(OP_SILU_MUL, &c);
+		check(&out, want, dt_tol(dt), "silu_mul %s: [3,16] -> [3,8]", dt_name(dt));
+		drop(&x);
+		drop(&out);
+	}
+}
+
+static void test_gelu(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 4, 9), out = T2(dt, 4, 9);
+		struct op_call c = call_new(1, 1);
+		double want[36];
+		fill_random(&x, 51, -5, 5);
+		for (int i = 0; i < 36; i++)
+			want[i] = 0.5 * at(&x, i) * (1 + erf(at(&x, i) / sqrt(2.0)));
+		c.in[0] = x;
+		c.out[0] = out;
+		poison(&out);
+		run(OP_GELU, &c);
+		check(&out, want, dt_tol(dt), "gelu %s: the erf form", dt_name(dt));
+		drop(&x);
+		drop(&out);
+	}
+}
+
+/* --- matmul ------------------------------------------------------------ */
+
+static void test_matmul(void)
+{
+	const int64_t sizes[2][3] = { { 5, 7, 6 }, { 3, 64, 9 } };       /* M, K, N */
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int z = 0; z < 2; z++) {
+			int64_t M = sizes[z][0], K = sizes[z][1], N = sizes[z][2];
+			for (int ta = 0; ta < 2; ta++) {
+				for (int tb = 0; tb < 2; tb++) {
+					struct op_tensor a = ta ? T2(dt, K, M) : T2(dt, M, K);
+					struct op_tensor b = tb ? T2(dt, N, K) : T2(dt, K, N);
+					struct op_tensor out = T2(dt, M, N);
+					struct op_call c = call_new(2, 1);
+					double *want = want_new(M * N);
+					fill_random(&a, 61 + (uint64_t)z, -1, 1);
+					fill_random(&b, 63 + (uint64_t)z, -1, 1);
+					for (int64_t m = 0; m < M; m++) {
+						for (int64_t n = 0; n < N; n++) {
+							double s = 0;
+							for (int64_t i = 0; i < K; i++) {
+								double x = ta ? at(&a, i * M + m) : at(&a, m * K + i);
+								double y = tb ? at(&b, n * K + i) : at(&b, i * N + n);
+								s += x * y;
+							}
+							want[m * N + n] = s;
+						}
+					}
+					c.in[0] = a;
+					c.in[1] = b;
+					c.out[0] = out;
+					c.attr[MATMUL_TRANS_A].i = ta;
+					c.attr[MATMUL_TRANS_B].i = tb;
+					poison(&out);
+					run(OP_MATMUL, &c);
+					check(&out, want, dt_tol(dt),
+					      "matmul %s: [%lld,%lld]x[%lld,%lld] trans_a %d trans_b %d",
+					      dt_name(dt), (long long)M, (long long)K, (long long)K,
+					      (long long)N, ta, tb);
+					struct op_tensor direct = clone(&out);
+					c.out[0] = direct;
+					poison(&direct);
+					host_matmul_run(&c, 0);
+					ok(same_bytes(&out, &direct),
+					   "matmul %s: the no-scratch path gives the same bytes (%d%d, K %lld)",
+					   dt_name(dt), ta, tb, (long long)K);
+					free(want);
+					drop(&a);
+					drop(&b);
+					drop(&out);
+					drop(&direct);
+				}
+			}
+		}
+	}
+
+	/* A known product: [[1,2],[3,4]] @ [[5,6],[7,8]] = [[19,22],[43,50]]. */
+	struct op_tensor a = T2(PLAN_DTYPE_F32, 2, 2), b = T2(PLAN_DTYPE_F32, 2, 2);
+	struct op_tensor out = T2(PLAN_DTYPE_F32, 2, 2);
+	struct op_call c = call_new(2, 1);
+	const double want[4] = { 19, 22, 43, 50 }, want_tt[4] = { 23, 31, 34, 46 };
+	for (int i = 0; i < 4; i++) {
+		set(&a, i, i + 1);
+		set(&b, i, i + 5);
+	}
+	c.in[0] = a;
+	c.in[1] = b;
+	c.out[0] = out;
+	poison(&out);
+	run(OP_MATMUL, &c);
+	check(&out, want, 0, "matmul: a known 2x2 product");
+	/* a^T b^T = (b a)^T, and b a = [[23,34],[31,46]]. */
+	c.attr[MATMUL_TRANS_A].i = 1;
+	c.attr[MATMUL_TRANS_B].i = 1;
+	poison(&out);
+	run(OP_MATMUL, &c);
+	check(&out, want_tt, 0, "matmul: a known 2x2 product, both transposed");
+	drop(&a);
+	drop(&b);
+	drop(&out);
+}
+
+/* --- normalizations ---------------------------------------------------- */
+
+static void test_rmsnorm(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 4, 32), w = T1(dt, 32), out = T2(dt, 4, 32);
+		struct op_call c = call_new(2, 1);
+		double want[128];
+		fill_random(&x, 71, -3, 3);
+		fill_random(&w, 72, 0.5, 1.5);
+		for (int r = 0; r < 4; r++) {
+			double ss = 0;
+			for (int j = 0; j < 32; j++)
+				ss += at(&x, r * 32 + j) * at(&x, r * 32 + j);
+			double rms = sqrt(ss / 32 + 1e-6);
+			for (int j = 0; j < 32; j++)
+				want[r * 32 + j] = at(&x, r * 32 + j) / rms * at(&w, j);
+		}
+		c.in[0] = x;
+		c.in[1] = w;
+		c.out[0] = out;
+		c.attr[NORM_EPS].f = 1e-6;
+		poison(&out);
+		run(OP_RMSNORM, &c);
+		check(&out, want, dt_tol(dt), "rmsnorm %s: [4,32]", dt_name(dt));
+
+		/* Constant rows c normalize to sign(c): the output is w or -w. */
+		for (int r = 0; r < 4; r++) {
+			double v = r % 2 ? 2.5 : -0.75;
+			for (int j = 0; j < 32; j++) {
+				set(&x, r * 32 + j, v);
+				want[r * 32 + j] = v > 0 ? at(&w, j) : -at(&w, j);
+			}
+		}
+		c.attr[NORM_EPS].f = 1e-12;
+		poison(&out);
+		run(OP_RMSNORM, &c);
+		check(&out, want, dt_tol(dt), "rmsnorm %s: constant rows give w (or -w)",
+		      dt_name(dt));
+		drop(&x);
+		drop(&w);
+		drop(&out);
+	}
+}
+
+static void test_layernorm(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 3, 40), w = T1(dt, 40), b = T1(dt, 40);
+		struct op_tensor out = T2(dt, 3, 40);
+		struct op_call c = call_new(3, 1);
+		double want[120];
+		fill_random(&x, 81, -2, 6);
+		fill_random(&w, 82, 0.5, 1.5);
+		fill_random(&b, 83, -1, 1);
+		for (int r = 0; r < 3; r++) {
+			double mean = 0, var = 0;
+			for (int j = 0; j < 40; j++)
+				mean += at(&x, r * 40 + j) / 40;
+			for (int j = 0; j < 40; j++)
+				var += (at(&x, r * 40 + j) - mean) * (at(&x, r * 40 + j) - mean) / 40;
+			for (int j = 0; j < 40; j++)
+				want[r * 40 + j] = (at(&x, r * 40 + j) - mean) / sqrt(var + 1e-5) *
+				                   at(&w, j) + at(&b, j);
+		}
+		c.in[0] = x;
+		c.in[1] = w;
+		c.in[2] = b;
+		c.out[0] = out;
+		c.attr[NORM_EPS].f = 1e-5;
+		poison(&out);
+		run(OP_LAYERNORM, &c);
+		check(&out, want, dt_tol(dt), "layernorm %s: [3,40]", dt_name(dt));
+
+		/* A constant row has no deviation: the output is b. */
+		for (int r = 0; r < 3; r++)
+			for (int j = 0; j < 40; j++) {
+				set(&x, r * 40 + j, 1.75 * (r + 1));
+				want[r * 40 + j] = at(&b, j);
+			}
+		poison(&out);
+		run(OP_LAYERNORM, &c);
+		check(&out, want, dt_tol(dt), "layernorm %s: constant rows give b", dt_name(dt));
+		drop(&x);
+		drop(&w);
+		drop(&b);
+		drop(&out);
+	}
+}
+
+/* --- softmax, argmax --------------------------------------------------- */
+
+static void test_softmax(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 4, 11), out = T2(dt, 4, 11);
+		struct op_call c = call_new(1, 1);
+		double want[44];
+		fill_random(&x, 91, -5, 5);
+		set(&x, 0, 100);        /* exp(100) overflows f32 without the max */
+		for (int r = 0; r < 4; r++) {
+			double max = -INFINITY, sum = 0;
+			for (int j = 0; j < 11; j++)
+				max = fmax(max, at(&x, r * 11 + j));
+			for (int j = 0; j < 11; j++)
+				sum += exp(at(&x, r * 11 + j) - max);
+			for (int j = 0; j < 11; j++)
+				want[r * 11 + j] = exp(at(&x, r * 11 + j) - max) / sum;
+		}
+		c.in[0] = x;
+		c.out[0] = out;
+		poison(&out);
+		run(OP_SOFTMAX, &c);
+		check(&out, want, dt_tol(dt), "softmax %s: [4,11], one value 100", dt_name(dt));
+
+		for (int i = 0; i < 44; i++) {
+			set(&x, i, 3.5 - (i / 11));     /* each row constant */
+			want[i] = 1.0 / 11;
+		}
+		poison(&out);
+		run(OP_SOFTMAX, &c);
+		check(&out, want, dt_tol(dt), "softmax %s: equal values give 1/11 each",
+		      dt_name(dt));
+		drop(&x);
+		drop(&out);
+	}
+}
+
+static void test_argmax(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 5, 7), out = T1(PLAN_DTYPE_I32, 5);
+		struct op_call c = call_new(1, 1);
+		const double rows[5][7] = {
+			{ 0, 1, 2, 3, 2, 1, 0 },
+			{ 5, -1, 5, 5, 0, 0, 0 },            /* tie: the first */
+			{ -9, -8, -7, -7, -9, -9, -8 },      /* tie at 2 and 3 */
+			{ -1, -1, -1, -1, -1, -1, 4 },
+			{ 2, 2, 2, 2, 2, 2, 2 },
+		};
+		const int32_t want[5] = { 3, 0, 2, 6, 0 };
+		long bad = 0;
+		for (int r = 0; r < 5; r++)
+			for (int j = 0; j < 7; j++)
+				set(&x, r * 7 + j, rows[r][j]);
+		c.in[0] = x;
+		c.out[0] = out;
+		poison(&out);
+		run(OP_ARGMAX, &c);
+		for (int r = 0; r < 5; r++)
+			bad += at_i32(&out, r) != want[r];
+		is_int(bad, 0, "argmax %s: the largest, the first of ties", dt_name(dt));
+
+		/* Random rows against a plain scan. */
+		fill_random(&x, 101, -1, 1);
+		poison(&out);
+		run(OP_ARGMAX, &c);
+		bad = 0;
+		for (int r = 0; r < 5; r++) {
+			int best = 0;
+			for (int j = 1; j < 7; j++)
+				if (at(&x, r * 7 + j) > at(&x, r * 7 + best))
+					best = j;
+			bad += at_i32(&out, r) != best;
+		}
+		is_int(bad, 0, "argmax %s: random rows", dt_name(dt));
+
+		/* A NaN wins, the first one. */
+		set(&x, 7 + 4, NAN);
+		set(&x, 7 + 5, NAN);
+		poison(&out);
+		run(OP_ARGMAX, &c);
+		is_int(at_i32(&out, 1), 4, "argmax %s: the first NaN wins", dt_name(dt));
+		drop(&x);
+		drop(&out);
+	}
+}
+
+/* --- rope, embedding, kv_write ------------------------------------------ */
+
+static struct op_call rope_call(struct op_tensor x, struct op_tensor pos, struct op_tensor out,
+                                int64_t heads, int64_t head_dim, double theta)
+{
+	struct op_call c = call_new(2, 1);
+	c.in[0] = x;
+	c.in[1] = pos;
+	c.out[0] = out;
+	c.attr[ROPE_HEADS].i = heads;
+	c.attr[ROPE_HEAD_DIM].i = head_dim;
+	c.attr[ROPE_THETA].f = theta;
+	return c;
+}
+
+static void test_rope(void)
+{
+	enum { T = 3, H = 2, D = 8, W = H * D };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, T, W), out = T2(dt, T, W), pos = T1(PLAN_DTYPE_I32, T);
+		struct op_call c = rope_call(x, pos, out, H, D, 10000);
+		const int32_t p[T] = { 0, 5, 17 };
+		double want[T * W];
+		fill_random(&x, 111, -2, 2);
+		memcpy(pos.data, p, sizeof p);
+		for (int t = 0; t < T; t++) {
+			for (int h = 0; h < H; h++) {
+				for (int i = 0; i < D / 2; i++) {
+					double a = p[t] * pow(10000.0, -2.0 * i / D);
+					int base = t * W + h * D;
+					double x1 = at(&x, base + i), x2 = at(&x, base + i + D / 2);
+					want[base + i] = x1 * cos(a) - x2 * sin(a);
+					want[base + i + D / 2] = x2 * cos(a) + x1 * sin(a);
+				}
+			}
+		}
+		poison(&out);
+		run(OP_ROPE, &c);
+		check(&out, want, dt_tol(dt), "rope %s: positions 0, 5, 17", dt_name(dt));
+		ok(memcmp(out.data, x.data, W * dt_size(dt)) == 0,
+		   "rope %s: position 0 is the identity, bit for bit", dt_name(dt));
+		drop(&x);
+		drop(&out);
+		drop(&pos);
+	}
+
+	/* Known angles. head_dim 2: a = pos (radians); (1, 0) becomes
+	 * (cos pos, sin pos). One head of head_dim 4, theta 100: the first pair
+	 * turns by pos, the second by pos / 10, so position 5 turns (0, 1) by
+	 * 0.5 to (-sin 0.5, cos 0.5). */
+	struct op_tensor x = T2(PLAN_DTYPE_F32, 2, 4), out = T2(PLAN_DTYPE_F32, 2, 4);
+	struct op_tensor pos = T1(PLAN_DTYPE_I32, 2);
+	struct op_call c = rope_call(x, pos, out, 2, 2, 10000);
+	const float xs[8] = { 1, 0, 0, 1, 1, 0, 3, 4 };
+	memcpy(x.data, xs, sizeof xs);
+	((int32_t *)pos.data)[0] = 1;
+	((int32_t *)pos.data)[1] = -2;
+	const double want2[8] = {
+		cos(1.0), sin(1.0), -sin(1.0), cos(1.0),
+		cos(-2.0), sin(-2.0), 3 * cos(-2.0) - 4 * sin(-2.0), 4 * cos(-2.0) + 3 * sin(-2.0),
+	};
+	poison(&out);
+	run(OP_ROPE, &c);
+	check(&out, want2, 1e-6, "rope: head_dim 2 turns by pos radians (1 and -2)");
+
+	c = rope_call(x, pos, out, 1, 4, 100);
+	const float ys[8] = { 1, 0, 0, 1, 2, 0, 0, 0 };
+	memcpy(x.data, ys, sizeof ys);
+	((int32_t *)pos.data)[0] = 5;
+	const double want4[8] = {
+		/* token 0: pair (x0, x2) = (1, 0) turns by 5; (x1, x3) = (0, 1) by 0.5 */
+		cos(5.0), -sin(0.5), sin(5.0), cos(0.5),
+		/* token 1, position -2: (2, 0) turns by -2; (0, 0) stays */
+		2 * cos(-2.0), 0, 2 * sin(-2.0), 0,
+	};
+	poison(&out);
+	run(OP_ROPE, &c);
+	check(&out, want4, 1e-6, "rope: head_dim 4, theta 100: the second pair turns by pos/10");
+	drop(&x);
+	drop(&out);
+	drop(&pos);
+}
+
+static void test_embedding(void)
+{
+	enum { V = 6, H = 5, T = 7 };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor table = T2(dt, V, H), ids = T1(PLAN_DTYPE_I32, T);
+		struct op_tensor out = T2(dt, T, H);
+		struct op_call c = call_new(2, 1);
+		const int32_t id[T] = { 3, 0, -1, 6, 5, 2, INT32_MIN };
+		double want[T * H];
+		fill_random(&table, 121, -1, 1);
+		memcpy(ids.data, id, sizeof id);
+		for (int t = 0; t < T; t++)
+			for (int j = 0; j < H; j++)
+				want[t * H + j] = id[t] >= 0 && id[t] < V ? at(&table, id[t] * H + j) : 0;
+		c.in[0] = table;
+		c.in[1] = ids;
+		c.out[0] = out;
+		poison(&out);
+		run(OP_EMBEDDING, &c);
+		check(&out, want, 0, "embedding %s: rows by id, zeros for -1, 6 and INT32_MIN",
+		      dt_name(dt));
+		drop(&table);
+		drop(&ids);
+		drop(&out);
+	}
+}
+
+static void test_kv_write(void)
+{
+	enum { S = 6, W = 4, T = 5 };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, T, W), pos = T1(PLAN_DTYPE_I32, T);
+		struct op_tensor cache = T2(dt, S, W);
+		struct op_call c = call_new(2, 1);
+		const int32_t p[T] = { 2, 7, -1, 0, 6 };
+		double want[S * W];
+		fill_random(&x, 131, -1, 1);
+		fill_random(&cache, 132, 10, 20);
+		memcpy(pos.data, p, sizeof p);
+		for (int i = 0; i < S * W; i++)
+			want[i] = at(&cache, i);
+		for (int j = 0; j < W; j++) {
+			want[2 * W + j] = at(&x, 0 * W + j);
+			want[0 * W + j] = at(&x, 3 * W + j);
+		}
+		c.in[0] = x;
+		c.in[1] = pos;
+		c.out[0] = cache;
+		run(OP_KV_WRITE, &c);
+		check(&cache, want, 0, "kv_write %s: rows 2 and 0 written, 7, -1, 6 skipped, "
+		      "rows 1, 3, 4, 5 untouched", dt_name(dt));
+		drop(&x);
+		drop(&pos);
+		drop(&cache);
+	}
+
+	/* A cache of another dtype than x converts. */
+	struct op_tensor x = T2(PLAN_DTYPE_F32, 1, 3), pos = T1(PLAN_DTYPE_I32, 1);
+	struct op_tensor cache = T2(PLAN_DTYPE_BF16, 2, 3);
+	struct op_call c = call_new(2, 1);
+	const double want[6] = { NAN, NAN, NAN, 1.0 / 3, 2, -0.1 };
+	set(&x, 0, 1.0 / 3);
+	set(&x, 1, 2);
+	set(&x, 2, -0.1);
+	((int32_t *)pos.data)[0] = 1;
+	c.in[0] = x;
+	c.in[1] = pos;
+	c.out[0] = cache;
+	for (int i = 0; i < 6; i++)
+		set(&cache, i, i < 3 ? 7 : NAN);
+	run(OP_KV_WRITE, &c);
+	struct op_tensor row1 = cache;
+	row1.rank = 1;
+	row1.dim[0] = 3;
+	row1.data = (uint16_t *)cache.data + 3;
+	check(&row1, want + 3, dt_tol(PLAN_DTYPE_BF16), "kv_write: f32 rows into a bf16 cache");
+	ok(at(&cache, 0) == 7 && at(&cache, 2) == 7, "kv_write: bf16 row 0 untouched");
+	drop(&x);
+	drop(&pos);
+	drop(&cache);
+}
+
+/* --- attention --------------------------------------------------------- */
+
+struct attn {
+	int64_t T, S, heads, kv_heads, head_dim, kv_len;
+	double scale;
+};
+
+static struct op_call attn_call(const struct attn *a, struct op_tensor q, struct op_tensor k,
+                                struct op_tensor v, struct op_tensor out)
+{
+	struct op_call c = call_new(3, 1);
+	c.in[0] = q;
+	c.in[1] = k;
+	c.in[2] = v;
+	c.out[0] = out;
+	c.attr[ATTN_HEADS].i = a->heads;
+	c.attr[ATTN_KV_HEADS].i = a->kv_heads;
+	c.attr[ATTN_HEAD_DIM].i = a->head_dim;
+	c.attr[ATTN_KV_LEN].i = a->kv_len;
+	c.attr[ATTN_SCALE].f = a->scale;
+	return c;
+}
+
+/* op.h's definition, in double, straight from the stored inputs. */
+static void attn_reference(const struct attn *a, const struct op_tensor *q,
+                           const struct op_tensor *k, const struct op_tensor *v, double *out)
+{
+	int64_t D = a->head_dim, L = a->kv_len < 0 ? 0 : a->kv_len > a->S ? a->S : a->kv_len;
+	double scale = a->scale != 0 ? a->scale : 1 / sqrt((double)D);
+	double *s = want_new(L > 0 ? L : 1);
+
+	for (int64_t t = 0; t < a->T; t++) {
+		for (int64_t h = 0; h < a->heads; h++) {
+			int64_t g = h / (a->heads / a->kv_heads);
+			double *o = out + (t * a->heads + h) * D;
+			double max = -INFINITY, sum = 0;
+			for (int64_t j = 0; j < L; j++) {
+				double dot = 0;
+				for (int64_t d = 0; d < D; d++)
+					dot += at(q, (t * a->heads + h) * D + d) *
+					       at(k, (j * a->kv_heads + g) * D + d);
+				s[j] = scale * dot;
+				max = fmax(max, s[j]);
+			}
+			for (int64_t j = 0; j < L; j++)
+				sum += exp(s[j] - max);
+			for (int64_t d = 0; d < D; d++) {
+				o[d] = 0;
+				for (int64_t j = 0; j < L; j++)
+					o[d] += exp(s[j] - max) / sum * at(v, (j * a->kv_heads + g) * D + d);
+			}
+		}
+	}
+	free(s);
+}
+
+/* Run A with random q, k, v of DT against the reference; also the
+ * no-scratch path. */
+static void attn_random(int dt, const struct attn *a, const char *what)
+{
+	struct op_tensor q = T2(dt, a->T, a->heads * a->head_dim);
+	struct op_tensor k = T2(dt, a->S, a->kv_heads * a->head_dim);
+	struct op_tensor v = T2(dt, a->S, a->kv_heads * a->head_dim);
+	struct op_tensor out = T2(dt, a->T, a->heads * a->head_dim);
+	struct op_call c = attn_call(a, q, k, v, out);
+	double *want = want_new(numel(&out));
+
+	fill_random(&q, 141, -2, 2);
+	fill_random(&k, 142, -2, 2);
+	fill_random(&v, 143, -3, 3);
+	attn_reference(a, &q, &k, &v, want);
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	check(&out, want, dt_tol(dt), "attention %s: %s", dt_name(dt), what);
+
+	struct op_tensor again = clone(&out);
+	c.out[0] = again;
+	poison(&again);
+	host_attention_run(&c, 0);
+	ok(same_bytes(&out, &again), "attention %s: %s: the no-scratch path gives the same bytes",
+	   dt_name(dt), what);
+	free(want);
+	drop(&q);
+	drop(&k);
+	drop(&v);
+	drop(&out);
+	drop(&again);
+}
+
+static void test_attention(void)
+{
+	for (int n = 0; n < NFLOAT; n++) {
+		int dt = float_dtypes[n];
+		const struct attn mha = { .T = 3, .S = 10, .heads = 2, .kv_heads = 2, .head_dim = 8,
+		                          .kv_len = 7 };
+		const struct attn gqa = { .T = 2, .S = 9, .heads = 4, .kv_heads = 2, .head_dim = 16,
+		                          .kv_len = 9, .scale = 0.2 };
+		const struct attn mqa = { .T = 1, .S = 5, .heads = 3, .kv_heads = 1, .head_dim = 4,
+		                          .kv_len = 3 };
+		attn_random(dt, &mha, "heads 2, kv_len 7 of 10, default scale");
+		attn_random(dt, &gqa, "heads 4 on kv_heads 2, kv_len = S, scale 0.2");
+		attn_random(dt, &mqa, "heads 3 on one kv head");
+	}
+
+	/* Analytic cases in f32 (and f16 for the clamp). */
+	enum { T = 2, S = 5, HEADS = 4, KVH = 2, D = 3 };
+	struct attn a = { .T = T, .S = S, .heads = HEADS, .kv_heads = KVH, .head_dim = D };
+	struct op_tensor q = T2(PLAN_DTYPE_F32, T, HEADS * D);
+	struct op_tensor k = T2(PLAN_DTYPE_F32, S, KVH * D), v = T2(PLAN_DTYPE_F32, S, KVH * D);
+	struct op_tensor out = T2(PLAN_DTYPE_F32, T, HEADS * D);
+	double want[T * HEADS * D];
+	fill_random(&q, 151, -2, 2);
+	fill_random(&k, 152, -2, 2);
+	/* v[j, g, d] = 100 g + 10 j + d: which row and head was read shows. */
+	for (int j = 0; j < S; j++)
+		for (int g = 0; g < KVH; g++)
+			for (int d = 0; d < D; d++)
+				set(&v, (j * KVH + g) * D + d, 100 * g + 10 * j + d);
+
+	/* kv_len 1: each head returns value row 0 of its kv head; heads 0 and
+	 * 1 read kv head 0, heads 2 and 3 kv head 1. */
+	a.kv_len = 1;
+	struct op_call c = attn_call(&a, q, k, v, out);
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < HEADS; h++)
+			for (int d = 0; d < D; d++)
+				want[(t * HEADS + h) * D + d] = 100 * (h / 2) + d;
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	check(&out, want, 1e-6, "attention: kv_len 1 returns value row 0 of kv head h / 2");
+
+	/* Identical keys: uniform weights, the mean of the first L values. */
+	for (int j = 0; j < S; j++)
+		for (int i = 0; i < KVH * D; i++)
+			set(&k, j * KVH * D + i, at(&k, i));
+	a.kv_len = 4;
+	c = attn_call(&a, q, k, v, out);
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < HEADS; h++)
+			for (int d = 0; d < D; d++)   /* mean of 10 j over j < 4 = 15 */
+				want[(t * HEADS + h) * D + d] = 100 * (h / 2) + 15 + d;
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	check(&out, want, 1e-6, "attention: identical keys give the mean of the values");
+
+	/* kv_len past S reads S rows, no more: the buffers are exact. */
+	a.kv_len = 1000;
+	c = attn_call(&a, q, k, v, out);
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < HEADS; h++)
+			for (int d = 0; d < D; d++)   /* mean of 10 j over j < 5 = 20 */
+				want[(t * HEADS + h) * D + d] = 100 * (h / 2) + 20 + d;
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	check(&out, want, 1e-6, "attention: kv_len 1000 is clamped to S = 5");
+	struct op_tensor at_s = clone(&out);
+	a.kv_len = S;
+	c = attn_call(&a, q, k, v, out);
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	ok(same_bytes(&out, &at_s), "attention: kv_len 1000 gives kv_len S's bytes");
+	drop(&at_s);
+
+	/* kv_len 0 and below: zeros. */
+	for (int i = 0; i < T * HEADS * D; i++)
+		want[i] = 0;
+	const int64_t empty[2] = { 0, -3 };
+	for (int e = 0; e < 2; e++) {
+		a.kv_len = empty[e];
+		c = attn_call(&a, q, k, v, out);
+		poison(&out);
+		run(OP_ATTENTION, &c);
+		check(&out, want, 0, "attention: kv_len %lld gives zeros", (long long)empty[e]);
+	}
+	drop(&q);
+	drop(&k);
+	drop(&v);
+	drop(&out);
+
+	/* One key that dominates: the output is its value row. Its score, 200,
+	 * overflows exp in f32 unless the largest score is subtracted first. */
+	struct attn b = { .T = 1, .S = 3, .heads = 1, .kv_heads = 1, .head_dim = 2, .kv_len = 3,
+	                  .scale = 5 };
+	q = T2(PLAN_DTYPE_F16, 1, 2);
+	k = T2(PLAN_DTYPE_F16, 3, 2);
+	v = T2(PLAN_DTYPE_F16, 3, 2);
+	out = T2(PLAN_DTYPE_F16, 1, 2);
+	const double qs[2] = { 1, 0 }, ks[6] = { 0, 0, 40, 0, 0, 0 }, vs[6] = { 1, 2, 3, 4, 5, 6 };
+	for (int i = 0; i < 6; i++) {
+		if (i < 2)
+			set(&q, i, qs[i]);
+		set(&k, i, ks[i]);
+		set(&v, i, vs[i]);
+	}
+	c = attn_call(&b, q, k, v, out);
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	const double dominant[2] = { 3, 4 };
+	check(&out, dominant, 1e-3, "attention f16: a key scoring 200 above the rest wins");
+	/* Scores -200, -190, -200: exp underflows unless the largest is
+	 * subtracted; the weights are then 1 : e^10 : 1. */
+	const double low[3] = { -40, -38, -40 };
+	for (int j = 0; j < 3; j++)
+		set(&k, 2 * j, low[j]);
+	attn_reference(&b, &q, &k, &v, want);
+	poison(&out);
+	run(OP_ATTENTION, &c);
+	check(&out, want, dt_tol(PLAN_DTYPE_F16), "attention f16: scores near -200 do not underflow");
+	drop(&q);
+	drop(&k);
+	drop(&v);
+	drop(&out);
+}
+
+/* --- in place ----------------------------------------------------------- */
+
+/* Run C out of place, then again with out[0] = in[0] on a copy of in[0]:
+ * the bytes must agree. */
+static void inplace_check(enum op_id id, struct op_call c, const char *what)
+{
+	struct op_tensor x = c.in[0];
+	struct op_tensor out = clone(&x), self = clone(&x);
+
+	c.out[0] = out;
+	poison(&out);
+	run(id, &c);
+	c.in[0] = self;
+	c.out[0] = self;
+	run(id, &c);
+	ok(same_bytes(&out, &self), "%s %s: in place gives the same bytes", what,
+	   dt_name(x.dtype));
+	drop(&out);
+	drop(&self);
+}
+
+static void test_inplace(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, 3, 16), b = T1(dt, 16), b2 = T1(dt, 16);
+		struct op_tensor pos = T1(PLAN_DTYPE_I32, 3);
+		struct op_call c = call_new(1, 1);
+		fill_random(&x, 161, -3, 3);
+		fill_random(&b, 162, 0.5, 2);
+		fill_random(&b2, 163, -1, 1);
+		for (int t = 0; t < 3; t++)
+			((int32_t *)pos.data)[t] = 3 * t + 1;
+
+		c.in[0] = x;
+		inplace_check(OP_COPY, c, "copy");
+		inplace_check(OP_GELU, c, "gelu");
+		inplace_check(OP_SOFTMAX, c, "softmax");
+		c.attr[SCALE_ALPHA].f = -1.5;
+		inplace_check(OP_SCALE, c, "scale");
+
+		c = call_new(2, 1);
+		c.in[0] = x;
+		c.in[1] = b;
+		inplace_check(OP_ADD, c, "add");
+		inplace_check(OP_MUL, c, "mul");
+		c.attr[NORM_EPS].f = 1e-6;
+		inplace_check(OP_RMSNORM, c, "rmsnorm");
+
+		c = call_new(3, 1);
+		c.in[0] = x;
+		c.in[1] = b;
+		c.in[2] = b2;
+		c.attr[NORM_EPS].f = 1e-5;
+		inplace_check(OP_LAYERNORM, c, "layernorm");
+
+		c = rope_call(x, pos, x, 2, 8, 10000);
+		inplace_check(OP_ROPE, c, "rope");
+		drop(&x);
+		drop(&b);
+		drop(&b2);
+		drop(&pos);
+	}
+}
+
+int main(void)
+{
+	test_table();
+	test_load_store();
+	test_init();
+	test_fill();
+	test_copy();
+	test_binary(OP_ADD, "add");
+	test_binary(OP_MUL, "mul");
+	test_scale();
+	test_silu_mul();
+	test_gelu();
+	test_matmul();
+	test_rmsnorm();
+	test_layernorm();
+	test_softmax();
+	test_argmax();
+	test_rope();
+	test_embedding();
+	test_kv_write();
+	test_attention();
+	test_inplace();
+	return tap_done();
+}
