@@ -19,10 +19,21 @@
 extern "C" {
 #endif
 
+/* What every launch needs besides its operands. The engine binds CUBLAS
+ * to STREAM and gives it a workspace (cublasSetWorkspace) before any
+ * capture, leaving the default pointer mode (host) and math mode (no TF32);
+ * launchers never change the handle. SCRATCH is device memory, at least
+ * 16-byte aligned, of SCRATCH_BYTES >= cuda_op_scratch_bytes(call) bytes
+ * for every call launched with this context; the launches of one stream
+ * may share it, since they run one after another. Its contents need not be
+ * kept between calls, but a captured graph keeps its address: it must stay
+ * allocated, at the same place, for as long as any graph that used it. */
 struct cuda_op_ctx {
 	cudaStream_t   stream;
 	cublasHandle_t cublas;          /* bound to stream, workspace set */
 	int            sm_count;        /* multiprocessors on the device */
+	void          *scratch;         /* device scratch; NULL when none needed */
+	size_t         scratch_bytes;
 };
 
 /* Launch CALL (device addresses) on CTX's stream. Returns 0, or -1 with one
@@ -30,8 +41,19 @@ struct cuda_op_ctx {
 typedef int (*cuda_kernel_fn)(const struct op_call *call, const struct cuda_op_ctx *ctx,
                               char *msg, size_t len);
 
-/* The launcher of op ID. */
+/* The launcher of op ID; NULL for an ID out of range. */
 cuda_kernel_fn cuda_kernel(enum op_id id);
+
+/* Device scratch bytes the launch of CALL needs in its context (0 for most
+ * kinds): the most any step can need, whatever its host var values, so
+ * that the engine can allocate once, before capturing. Unlike the
+ * launchers it reads call->kind, which must be set (NULL gives 0). A
+ * launcher given too little scratch fails with a message saying so. */
+size_t cuda_op_scratch_bytes(const struct op_call *call);
+
+/* The same for an attention call: the split-K partials for kv_len = S (the
+ * cache rows), the largest a step can use. */
+size_t cuda_attention_scratch_bytes(const struct op_call *call);
 
 /* Fill the COUNT elements of DST (dtype DTYPE) with an initializer of
  * plan.h, computing element i from bcg_uniform(seed, i) and friends exactly

@@ -1,0 +1,71 @@
+/*
+ * cuda-init.cu - tensor initializers (plan.h's struct plan_init) computed
+ * on the device, bit for bit as host_init_tensor() computes them.
+ *
+ * Element i is computed in f32 by the same operations as on the host, each
+ * rounded to nearest even and none fused (hence __fmul_rn and __fadd_rn,
+ * which nvcc never contracts into an FMA):
+ *
+ *   ZEROS 0, ONES 1, CONST (float)value,
+ *   RANDOM bcg_uniform(seed, i) * (float)scale,
+ *   ARANGE (float)value + (float)i * (float)scale,
+ *
+ * then stored as f32, as f16 or bf16 rounded to nearest even, or as i32
+ * truncated toward zero (NaN 0, saturating). The double-to-float roundings
+ * of value and scale happen once, on the host; (float)i of a 64-bit
+ * unsigned rounds to nearest even on both sides (__ull2float_rn here).
+ */
+#include "config.h"
+
+#include "cuda-internal.h"
+
+__global__ void bcg_init_kernel(void *dst, int dt, uint64_t count, int kind, uint64_t seed,
+                                float scale, float value)
+{
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+	     i += (uint64_t)gridDim.x * blockDim.x) {
+		float v;
+		switch (kind) {
+		case PLAN_INIT_ONES:
+			v = 1.0f;
+			break;
+		case PLAN_INIT_CONST:
+			v = value;
+			break;
+		case PLAN_INIT_RANDOM:
+			v = __fmul_rn(bcg_uniform(seed, i), scale);
+			break;
+		case PLAN_INIT_ARANGE:
+			v = __fadd_rn(value, __fmul_rn(__ull2float_rn(i), scale));
+			break;
+		default:
+			v = 0.0f;
+			break;
+		}
+		cuda_st(dst, dt, (int64_t)i, v);
+	}
+}
+
+extern "C" int cuda_init_tensor(void *dst, int dtype, uint64_t count,
+                                const struct plan_init *init, cudaStream_t stream,
+                                char *msg, size_t len)
+{
+	if (init->kind == PLAN_INIT_NONE)
+		return 0;
+	if (init->kind < PLAN_INIT_ZEROS || init->kind > PLAN_INIT_ARANGE)
+		return cuda_fail(msg, len, "init: unknown initializer kind %d", init->kind);
+	if (!cuda_is_known_dtype(dtype))
+		return cuda_fail(msg, len, "init: unknown dtype %d", dtype);
+	if (count == 0)
+		return 0;
+	if (count > (uint64_t)INT64_MAX / 4)
+		return cuda_fail(msg, len, "init: %llu elements is too many",
+		                 (unsigned long long)count);
+	/* No device query here (the caller gives no context): a fixed grid,
+	 * with the grid-stride loop doing the rest. */
+	uint64_t want = (count + CUDA_EW_THREADS - 1) / CUDA_EW_THREADS;
+	unsigned blocks = want > 4096 ? 4096u : (unsigned)want;
+	bcg_init_kernel<<<blocks, CUDA_EW_THREADS, 0, stream>>>(
+		dst, dtype, count, init->kind, init->seed, (float)init->scale, (float)init->value);
+	return cuda_check_launch("bcg_init_kernel", msg, len);
+}

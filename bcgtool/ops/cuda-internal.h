@@ -1,0 +1,295 @@
+/*
+ * cuda-internal.h - private to the CUDA kernels (cuda-*.cu): the launcher
+ * of each op kind, which cuda-table.cu's table points at, and the device
+ * helpers they share: element load and store in any dtype, block
+ * reductions, launch checks and error messages.
+ *
+ * CUDA C++ only; the rest of the program uses cuda.h.
+ */
+#ifndef BCG_OPS_CUDA_INTERNAL_H
+#define BCG_OPS_CUDA_INTERNAL_H
+
+#ifndef __CUDACC__
+#error "cuda-internal.h is for the .cu files only"
+#endif
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "cuda.h"
+#include "numeric.h"
+
+/* --- launchers (one per op kind) ---------------------------------------- */
+
+extern "C" {
+/* cuda-elementwise.cu */
+int cuda_run_fill(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                  char *msg, size_t len);
+int cuda_run_copy(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                  char *msg, size_t len);
+int cuda_run_add(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                 char *msg, size_t len);
+int cuda_run_mul(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                 char *msg, size_t len);
+int cuda_run_scale(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                   char *msg, size_t len);
+int cuda_run_silu_mul(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                      char *msg, size_t len);
+int cuda_run_gelu(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                  char *msg, size_t len);
+/* cuda-matmul.cu */
+int cuda_run_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                    char *msg, size_t len);
+/* cuda-norm.cu */
+int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                     char *msg, size_t len);
+int cuda_run_layernorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                       char *msg, size_t len);
+int cuda_run_softmax(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                     char *msg, size_t len);
+int cuda_run_argmax(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                    char *msg, size_t len);
+/* cuda-rope.cu */
+int cuda_run_rope(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                  char *msg, size_t len);
+/* cuda-embedding.cu */
+int cuda_run_embedding(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                       char *msg, size_t len);
+int cuda_run_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                      char *msg, size_t len);
+/* cuda-attention.cu */
+int cuda_run_attention(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                       char *msg, size_t len);
+}
+
+/* --- host-side helpers --------------------------------------------------- */
+
+/* Write one sentence to MSG and return -1: every launcher's error path. */
+static inline int __attribute__((format(printf, 3, 4)))
+cuda_fail(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg && len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(msg, len, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* After a launch of KERNEL: 0, or -1 naming the kernel and the error. */
+static inline int cuda_check_launch(const char *kernel, char *msg, size_t len)
+{
+	cudaError_t err = cudaGetLastError();
+
+	if (err != cudaSuccess)
+		return cuda_fail(msg, len, "launch of %s failed: %s (%s)", kernel,
+		                 cudaGetErrorString(err), cudaGetErrorName(err));
+	return 0;
+}
+
+/* Shapes as op.h defines them: elements, rows (all axes but the last),
+ * cols (the last axis; 1 for rank 0). */
+static inline int64_t cuda_numel(const struct op_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+static inline int64_t cuda_cols(const struct op_tensor *t)
+{
+	return t->rank > 0 ? t->dim[t->rank - 1] : 1;
+}
+
+static inline int64_t cuda_rows(const struct op_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d + 1 < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+static inline int cuda_is_float_dtype(int dtype)
+{
+	return dtype == PLAN_DTYPE_F32 || dtype == PLAN_DTYPE_F16 || dtype == PLAN_DTYPE_BF16;
+}
+
+static inline int cuda_is_known_dtype(int dtype)
+{
+	return cuda_is_float_dtype(dtype) || dtype == PLAN_DTYPE_I32;
+}
+
+/* The dtype's name for messages (libplan's own is not linked into the
+ * unit tests). */
+static inline const char *cuda_dtype_name(int dtype)
+{
+	switch (dtype) {
+	case PLAN_DTYPE_F32:
+		return "f32";
+	case PLAN_DTYPE_F16:
+		return "f16";
+	case PLAN_DTYPE_BF16:
+		return "bf16";
+	case PLAN_DTYPE_I32:
+		return "i32";
+	}
+	return "?";
+}
+
+__host__ __device__ static inline size_t cuda_dtype_size(int dtype)
+{
+	return dtype == PLAN_DTYPE_F16 || dtype == PLAN_DTYPE_BF16 ? 2 : 4;
+}
+
+/* Threads per block of the element-by-element kernels, and a grid for N
+ * elements: enough blocks to fill the device, the rest done by the
+ * grid-stride loop. Depends on N and the device only, never on data. */
+#define CUDA_EW_THREADS 256
+
+static inline unsigned cuda_ew_blocks(int64_t n, int sm_count)
+{
+	int64_t cap = sm_count > 0 ? (int64_t)sm_count * 8 : 1024;
+	int64_t want = (n + CUDA_EW_THREADS - 1) / CUDA_EW_THREADS;
+
+	if (want > cap)
+		want = cap;
+	return want < 1 ? 1u : (unsigned)want;
+}
+
+/* Threads per block of the row kernels (one block per row): a power of
+ * two from 32 to 512, so that every warp is whole. */
+static inline unsigned cuda_row_threads(int64_t cols)
+{
+	unsigned t = 32;
+
+	while ((int64_t)t < cols && t < 512)
+		t *= 2;
+	return t;
+}
+
+/* Blocks of the row kernels: one per row, at most 65535 with a row loop
+ * for the rest. */
+static inline unsigned cuda_row_blocks(int64_t rows)
+{
+	if (rows > 65535)
+		return 65535u;
+	return rows < 1 ? 1u : (unsigned)rows;
+}
+
+/* --- device helpers ----------------------------------------------------- */
+
+/* f32 to i32 as host_f32_to_i32: toward zero, NaN 0, saturating. */
+__device__ __forceinline__ int32_t cuda_f32_to_i32(float v)
+{
+	return __float2int_rz(v);
+}
+
+/* Element I of a tensor of dtype DT widened to f32; i32 gives (float)v. */
+__device__ __forceinline__ float cuda_ld(const void *p, int dt, int64_t i)
+{
+	switch (dt) {
+	case PLAN_DTYPE_F16:
+		return __half2float(static_cast<const __half *>(p)[i]);
+	case PLAN_DTYPE_BF16:
+		return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+	case PLAN_DTYPE_I32:
+		return (float)static_cast<const int32_t *>(p)[i];
+	default:
+		return static_cast<const float *>(p)[i];
+	}
+}
+
+/* Store V as element I, rounded to nearest even (i32: toward zero). */
+__device__ __forceinline__ void cuda_st(void *p, int dt, int64_t i, float v)
+{
+	switch (dt) {
+	case PLAN_DTYPE_F16:
+		static_cast<__half *>(p)[i] = __float2half_rn(v);
+		break;
+	case PLAN_DTYPE_BF16:
+		static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+		break;
+	case PLAN_DTYPE_I32:
+		static_cast<int32_t *>(p)[i] = cuda_f32_to_i32(v);
+		break;
+	default:
+		static_cast<float *>(p)[i] = v;
+		break;
+	}
+}
+
+/* Typed conversions for the templated kernels. */
+__device__ __forceinline__ float cuda_to_f32(float x) { return x; }
+__device__ __forceinline__ float cuda_to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float cuda_to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T cuda_from_f32(float v);
+template <> __device__ __forceinline__ float cuda_from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half cuda_from_f32<__half>(float v)
+{
+	return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 cuda_from_f32<__nv_bfloat16>(float v)
+{
+	return __float2bfloat16_rn(v);
+}
+
+/* Butterfly reductions over a whole warp: every lane ends with the same
+ * bits, since each step adds the same two values in either order. */
+__device__ __forceinline__ float cuda_warp_sum(float v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+	return v;
+}
+
+__device__ __forceinline__ float cuda_warp_max(float v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+	return v;
+}
+
+/* Block reductions; blockDim.x must be a multiple of 32 (at most 1024),
+ * and every thread of the block must call them. RED holds 32 floats. The
+ * first barrier keeps a previous call's readers of RED safe; each thread
+ * then sums the per-warp values in the same order, so all get the same
+ * result. */
+__device__ __forceinline__ float cuda_block_sum(float v, float *red)
+{
+	v = cuda_warp_sum(v);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		red[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float s = 0.0f;
+	int nw = (int)(blockDim.x >> 5);
+	for (int w = 0; w < nw; w++)
+		s += red[w];
+	return s;
+}
+
+__device__ __forceinline__ float cuda_block_max(float v, float *red)
+{
+	v = cuda_warp_max(v);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		red[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float m = -INFINITY;
+	int nw = (int)(blockDim.x >> 5);
+	for (int w = 0; w < nw; w++)
+		m = fmaxf(m, red[w]);
+	return m;
+}
+
+#endif /* BCG_OPS_CUDA_INTERNAL_H */
