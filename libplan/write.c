@@ -126,7 +126,7 @@ static uint32_t w_str(struct writer *w, const char *s)
 	if (w->failed || s == NULL || s[0] == '\0')
 		return 0;
 	len = strlen(s);
-	if ((w->nstrings + 1) * 2 > w->nslots && strs_grow_slots(w) != 0) {
+	if (((uint64_t)w->nstrings + 1) * 2 > w->nslots && strs_grow_slots(w) != 0) {
 		w_fail(w, PLAN_ERR_NOMEM);
 		return 0;
 	}
