@@ -6,6 +6,7 @@
 #define PLAN_INTERNAL_H
 
 #include <stdarg.h>
+#include <sys/types.h>
 
 #include "plan.h"
 
@@ -63,5 +64,26 @@ int plan__fail(struct plan_diag *diag, int code, const char *fmt, ...)
 /* Append ITEM to VARIANT's item list. */
 int plan__variant_push_item(plan_t *plan, uint32_t variant, int kind, uint32_t index,
                             struct plan_diag *diag);
+
+/* Replace VARIANT's item list with a copy of ITEMS[0..N): the reader restores
+ * the file's order, which adding segments and breakpoints may not give. */
+int plan__variant_set_items(plan_t *plan, uint32_t variant, const struct plan_item *items,
+                            uint32_t n, struct plan_diag *diag);
+
+/* The system calls plan_write_file makes that can fail part-way, so that
+ * tests can make them fail. Each behaves as its POSIX namesake, errno
+ * included; CTX is passed through. fsync is called on the temporary file,
+ * then on its directory after the rename. */
+struct plan__io {
+	ssize_t (*write)(void *ctx, int fd, const void *buf, size_t len);
+	int     (*fsync)(void *ctx, int fd);
+	int     (*rename)(void *ctx, const char *from, const char *to);
+	void    *ctx;
+};
+
+/* plan_write_file with IO in place of the system calls (NULL: the real
+ * ones). Not exported from the shared library: tests link libplan-core. */
+int plan__write_file_io(const plan_t *plan, const char *path, const struct plan__io *io,
+                        struct plan_diag *diag);
 
 #endif /* PLAN_INTERNAL_H */

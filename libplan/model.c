@@ -401,6 +401,25 @@ int plan__variant_push_item(plan_t *plan, uint32_t variant, int kind, uint32_t i
 	return PLAN_OK;
 }
 
+int plan__variant_set_items(plan_t *plan, uint32_t variant, const struct plan_item *items,
+                            uint32_t n, struct plan_diag *diag)
+{
+	struct plan_variant_rec *v;
+	int err;
+
+	if (variant >= plan->variants.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "items: variant %u of %u",
+		                  variant, plan->variants.count);
+	v = AT(plan->variants, struct plan_variant_rec, variant);
+	v->items.count = 0;
+	v->pub.nitems = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if ((err = plan__variant_push_item(plan, variant, items[i].kind, items[i].index,
+		                                   diag)) != 0)
+			return err;
+	return PLAN_OK;
+}
+
 int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t *index,
                      struct plan_diag *diag)
 {

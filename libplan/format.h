@@ -1,0 +1,343 @@
+/*
+ * format.h - the plan file format's constants, shared by the reader and the
+ * writer: the header, the section directory, every record's field offsets,
+ * and little-endian access. formats/plan-format.md is the specification;
+ * each number here appears in one of its tables.
+ */
+#ifndef PLAN_FORMAT_H
+#define PLAN_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* The file header.                                                        */
+
+#define FMT_MAGIC           "\x89" "BCG\r\n\x1a\n"
+#define FMT_MAGIC_SIZE      8
+#define FMT_HEADER_SIZE     64
+
+#define HDR_MAGIC           0
+#define HDR_MAJOR           8
+#define HDR_MINOR           10
+#define HDR_FLAGS           12
+#define HDR_HEADER_SIZE     16
+#define HDR_PAYLOAD_CRC     20
+#define HDR_PAYLOAD_SIZE    24
+#define HDR_CONTENT_SIZE    32
+#define HDR_RESERVED        40
+#define HDR_RESERVED_SIZE   20
+#define HDR_CRC             60
+
+/* The zstd frame of the payload. */
+#define FMT_ZSTD_LEVEL      3
+#define FMT_ZSTD_MAGIC      UINT32_C(0xFD2FB528)
+
+/* ---------------------------------------------------------------------- */
+/* The content: a directory, then sections.                                */
+
+#define DIR_SECTION_COUNT   0
+#define DIR_RESERVED        4
+#define DIR_HEADER_SIZE     8
+#define DIR_ENTRY_SIZE      24
+#define DIR_MAX_SECTIONS    1024
+
+#define ENT_ID              0
+#define ENT_FLAGS           4
+#define ENT_OFFSET          8
+#define ENT_SIZE            16
+
+#define SECT_REQUIRED       UINT32_C(0x1)
+#define SECT_ALIGN          8
+
+/* Record-array sections start with this header. */
+#define RA_RECORD_SIZE      0
+#define RA_RECORD_COUNT     4
+#define RA_HEADER_SIZE      8
+
+/* The sections of format 1.0, in the order the writer puts them. */
+enum fmt_section {
+	S_META, S_STAT, S_DIMS, S_VARS, S_TENS, S_OPER, S_ATTR, S_IDXS,
+	S_VARI, S_ITEM, S_SEGS, S_NODE, S_PARM, S_EDGE, S_BRKP, S_CHKS,
+	S_DISP, S_STRS, S_COUNT
+};
+
+/* Record sizes of format 1.0; 0 for STRS, which is a table of bytes. */
+#define REC_META 72
+#define REC_STAT 56
+#define REC_DIMS 24
+#define REC_VARS 40
+#define REC_TENS 144
+#define REC_OPER 48
+#define REC_ATTR 32
+#define REC_IDXS 4
+#define REC_VARI 32
+#define REC_ITEM 8
+#define REC_SEGS 56
+#define REC_NODE 48
+#define REC_PARM 16
+#define REC_EDGE 8
+#define REC_BRKP 40
+#define REC_CHKS 32
+#define REC_DISP 24
+
+struct fmt_section_def {
+	char     id[5];
+	uint32_t record_size;
+};
+
+static const struct fmt_section_def fmt_sections[S_COUNT] = {
+	[S_META] = { "META", REC_META }, [S_STAT] = { "STAT", REC_STAT },
+	[S_DIMS] = { "DIMS", REC_DIMS }, [S_VARS] = { "VARS", REC_VARS },
+	[S_TENS] = { "TENS", REC_TENS }, [S_OPER] = { "OPER", REC_OPER },
+	[S_ATTR] = { "ATTR", REC_ATTR }, [S_IDXS] = { "IDXS", REC_IDXS },
+	[S_VARI] = { "VARI", REC_VARI }, [S_ITEM] = { "ITEM", REC_ITEM },
+	[S_SEGS] = { "SEGS", REC_SEGS }, [S_NODE] = { "NODE", REC_NODE },
+	[S_PARM] = { "PARM", REC_PARM }, [S_EDGE] = { "EDGE", REC_EDGE },
+	[S_BRKP] = { "BRKP", REC_BRKP }, [S_CHKS] = { "CHKS", REC_CHKS },
+	[S_DISP] = { "DISP", REC_DISP }, [S_STRS] = { "STRS", 0 },
+};
+
+/* ---------------------------------------------------------------------- */
+/* Field offsets within each record.                                       */
+
+#define META_TOOL            0
+#define META_SCRIPT          4
+#define META_DEVICE          8
+#define META_BACKEND         12
+#define META_SCRIPT_HASH     16
+#define META_CREATED         24
+#define META_CC_MAJOR        32
+#define META_CC_MINOR        36
+#define META_CUDA_RUNTIME    40
+#define META_CUDA_DRIVER     44
+#define META_CUBLAS          48
+#define META_ALIGNMENT       52
+#define META_ARENA_BYTES     56
+#define META_UNSHARED_BYTES  64
+
+#define STAT_MATERIALIZE_NS  0
+#define STAT_REFERENCE_NS    8
+#define STAT_CAPTURE_NS      16
+#define STAT_INSTANTIATE_NS  24
+#define STAT_VERIFY_NS       32
+#define STAT_REFERENCE_STEPS 40
+#define STAT_VERIFY_EXACT    44
+#define STAT_VERIFY_MAX_ERR  48
+
+#define DIMS_NAME            0
+#define DIMS_EXPR            4
+#define DIMS_VALUE           8
+#define DIMS_FLAGS           16
+#define DIMS_RESERVED        20
+
+#define VARS_NAME            0
+#define VARS_RESERVED        4
+#define VARS_START           8
+#define VARS_STEP            16
+#define VARS_LIMIT           24
+#define VARS_OFFSET          32
+
+#define TENS_NAME            0
+#define TENS_DTYPE           4
+#define TENS_ROLE            5
+#define TENS_RANK            6
+#define TENS_RESERVED1       7
+#define TENS_OFFSET          8
+#define TENS_BYTES           16
+#define TENS_AXES            24   /* 4 axes of 16 bytes */
+#define TENS_AXIS_SIZE       16
+#define AXIS_DIM             0
+#define AXIS_RESERVED        4
+#define AXIS_LENGTH          8
+#define TENS_INIT_KIND       88
+#define TENS_FEED_KIND       89
+#define TENS_RESERVED2       90   /* 2 bytes */
+#define TENS_FEED_VAR        92
+#define TENS_INIT_SEED       96
+#define TENS_INIT_SCALE      104
+#define TENS_INIT_VALUE      112
+#define TENS_FEED_SEED       120
+#define TENS_FEED_RANGE      128
+#define TENS_FEED_SCALE      136
+
+#define OPER_KIND            0
+#define OPER_NAME            4
+#define OPER_FLAGS           8
+#define OPER_LINE            12
+#define OPER_COL             16
+#define OPER_INPUT_FIRST     20
+#define OPER_INPUT_COUNT     24
+#define OPER_OUTPUT_FIRST    28
+#define OPER_OUTPUT_COUNT    32
+#define OPER_ATTR_FIRST      36
+#define OPER_ATTR_COUNT      40
+#define OPER_RESERVED        44
+
+#define ATTR_KEY             0
+#define ATTR_TYPE            4
+#define ATTR_INT             8
+#define ATTR_FLOAT           16
+#define ATTR_TEXT            24
+#define ATTR_RESERVED        28
+
+#define IDXS_INDEX           0
+
+#define VARI_TOKENS          0
+#define VARI_MODE            8
+#define VARI_RESERVED        12
+#define VARI_PEAK_BYTES      16
+#define VARI_ITEM_FIRST      24
+#define VARI_ITEM_COUNT      28
+
+#define ITEM_KIND            0
+#define ITEM_INDEX           4
+
+#define SEGS_VARIANT         0
+#define SEGS_OP_FIRST        4
+#define SEGS_OP_COUNT        8
+#define SEGS_FLAGS           12
+#define SEGS_FINGERPRINT     16
+#define SEGS_CAPTURE_NS      24
+#define SEGS_INSTANTIATE_NS  32
+#define SEGS_NODE_FIRST      40
+#define SEGS_NODE_COUNT      44
+#define SEGS_EDGE_FIRST      48
+#define SEGS_EDGE_COUNT      52
+
+#define NODE_TYPE            0
+#define NODE_OP              4
+#define NODE_KERNEL          8
+#define NODE_GRID            12   /* x, y, z */
+#define NODE_BLOCK           24   /* x, y, z */
+#define NODE_SHARED_BYTES    36
+#define NODE_PARAM_FIRST     40
+#define NODE_PARAM_COUNT     44
+
+#define PARM_INDEX           0
+#define PARM_RESERVED        4
+#define PARM_OFFSET          8
+
+#define EDGE_FROM            0
+#define EDGE_TO              4
+
+#define BRKP_VARIANT         0
+#define BRKP_OP              4
+#define BRKP_NAME            8
+#define BRKP_REASON          12
+#define BRKP_DETAIL          16
+#define BRKP_READ_FIRST      20
+#define BRKP_READ_COUNT      24
+#define BRKP_WRITE_FIRST     28
+#define BRKP_WRITE_COUNT     32
+#define BRKP_RESERVED        36
+
+#define CHKS_VARIANT         0
+#define CHKS_TENSOR          4
+#define CHKS_STEPS           8
+#define CHKS_RESERVED        12
+#define CHKS_HASH            16
+#define CHKS_SUM             24
+
+#define DISP_TOKENS_MIN      0
+#define DISP_TOKENS_MAX      8
+#define DISP_VARIANT         16
+#define DISP_RESERVED        20
+
+/* Flag bits each version defines; every other bit is reserved. */
+#define FMT_DIM_FLAGS        PLAN_DIM_TOKENS
+#define FMT_OP_FLAGS         PLAN_OP_EAGER
+#define FMT_SEG_FLAGS        PLAN_SEG_NODES
+
+/* ---------------------------------------------------------------------- */
+/* Little-endian access, independent of the host's byte order and of the  */
+/* alignment of P.                                                         */
+
+static inline uint16_t fmt_get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | (unsigned)p[1] << 8);
+}
+
+static inline uint32_t fmt_get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t fmt_get64(const unsigned char *p)
+{
+	return (uint64_t)fmt_get32(p) | (uint64_t)fmt_get32(p + 4) << 32;
+}
+
+static inline int32_t fmt_geti32(const unsigned char *p)
+{
+	uint32_t u = fmt_get32(p);
+	int32_t v;
+
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
+static inline int64_t fmt_geti64(const unsigned char *p)
+{
+	uint64_t u = fmt_get64(p);
+	int64_t v;
+
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
+/* IEEE 754 binary64, stored as its bit pattern. */
+static inline double fmt_getf64(const unsigned char *p)
+{
+	uint64_t u = fmt_get64(p);
+	double v;
+
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
+static inline void fmt_put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void fmt_put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static inline void fmt_put64(unsigned char *p, uint64_t v)
+{
+	fmt_put32(p, (uint32_t)v);
+	fmt_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline void fmt_puti32(unsigned char *p, int32_t v)
+{
+	uint32_t u;
+
+	memcpy(&u, &v, sizeof u);
+	fmt_put32(p, u);
+}
+
+static inline void fmt_puti64(unsigned char *p, int64_t v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof u);
+	fmt_put64(p, u);
+}
+
+static inline void fmt_putf64(unsigned char *p, double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof u);
+	fmt_put64(p, u);
+}
+
+#endif /* PLAN_FORMAT_H */

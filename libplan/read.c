@@ -1,0 +1,947 @@
+/*
+ * read.c - the plan reader: header, checksums and limits first, then the
+ * zstd payload, then the section directory and every record, then the
+ * model built through the builder and checked by plan_validate().
+ *
+ * The input is hostile until proven otherwise. Sizes are checked against
+ * the limits before anything is allocated for them; every count, offset
+ * and index is compared, by subtraction or division, with what is really
+ * there before it is used; every pool entry and every string byte is
+ * handed to the builder a bounded number of times, so that a small file
+ * cannot make the reader allocate gigabytes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "format.h"
+#include "internal.h"
+
+struct header {
+	unsigned major;
+	unsigned minor;
+	uint64_t payload_size;
+	uint64_t content_size;
+};
+
+/* A section of the content, as the directory gives it. */
+struct sect {
+	int                  present;
+	const unsigned char *data;
+	uint64_t             size;
+	const unsigned char *rec;      /* record arrays: the first record */
+	uint32_t             rsize;
+	uint32_t             count;
+};
+
+/* The pools, decoded once into the model's own structures. */
+struct pools {
+	uint32_t          *idxs;
+	struct plan_attr  *attrs;
+	struct plan_param *params;
+	struct plan_node  *nodes;
+	struct plan_edge  *edges;
+	struct plan_item  *items;
+	uint32_t          *item_first;   /* per variant */
+	uint32_t          *item_count;
+};
+
+struct reader {
+	const unsigned char      *c;        /* the content */
+	size_t                    clen;
+	unsigned                  major;
+	unsigned                  minor;
+	const struct plan_limits *lim;
+	struct sect               s[S_COUNT];
+	uint64_t                  str_bytes; /* string bytes handed to the builder */
+	struct pools              p;
+	plan_t                   *plan;
+	struct plan_diag          d;
+};
+
+#define FAIL(r, code, ...) plan__fail(&(r)->d, code, __VA_ARGS__)
+
+/* A failure in record REC of section SECT. */
+__attribute__((format(printf, 5, 6)))
+static int rec_fail(struct reader *r, int code, int sect, uint32_t rec, const char *fmt, ...)
+{
+	char msg[PLAN_DIAG_MESSAGE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return FAIL(r, code, "section %s record %u: %s", fmt_sections[sect].id, rec, msg);
+}
+
+/* What a builder call returned for record REC of SECT: its complaint about
+ * the record becomes a corrupt section naming the record. */
+static int built(struct reader *r, int err, int sect, uint32_t rec)
+{
+	char msg[PLAN_DIAG_MESSAGE_MAX];
+
+	if (err == PLAN_OK || err == PLAN_ERR_NOMEM)
+		return err;
+	memcpy(msg, r->d.message, sizeof msg);
+	return rec_fail(r, PLAN_ERR_CORRUPT, sect, rec, "%s", msg);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The header and the payload.                                             */
+
+static int check_header(const unsigned char *d, size_t len, const struct plan_limits *lim,
+                        struct header *h, struct plan_diag *diag)
+{
+	uint32_t crc, want, v;
+	uint64_t avail;
+
+	if (len < FMT_MAGIC_SIZE) {
+		if (len == 0 || memcmp(d, FMT_MAGIC, len) == 0)
+			return plan__fail(diag, PLAN_ERR_TRUNCATED, "the file is %zu bytes, shorter "
+			                  "than the %d-byte header", len, FMT_HEADER_SIZE);
+		return plan__fail(diag, PLAN_ERR_BAD_MAGIC, "the file does not start with the "
+		                  "plan magic number");
+	}
+	if (memcmp(d, FMT_MAGIC, FMT_MAGIC_SIZE) != 0) {
+		if (memcmp(d, FMT_MAGIC, 4) == 0)
+			return plan__fail(diag, PLAN_ERR_BAD_MAGIC, "the magic number's line-ending "
+			                  "bytes are damaged: was the file copied as text?");
+		return plan__fail(diag, PLAN_ERR_BAD_MAGIC, "the file does not start with the "
+		                  "plan magic number");
+	}
+	if (len < FMT_HEADER_SIZE)
+		return plan__fail(diag, PLAN_ERR_TRUNCATED, "the file is %zu bytes, shorter than "
+		                  "the %d-byte header", len, FMT_HEADER_SIZE);
+	h->major = fmt_get16(d + HDR_MAJOR);
+	h->minor = fmt_get16(d + HDR_MINOR);
+	if (h->major != PLAN_FORMAT_MAJOR)
+		return plan__fail(diag, PLAN_ERR_VERSION, "format version %u.%u is %s than this "
+		                  "reader's %d.%d", h->major, h->minor,
+		                  h->major > PLAN_FORMAT_MAJOR ? "newer" : "older",
+		                  PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR);
+	crc = fmt_get32(d + HDR_CRC);
+	want = plan_crc32c(d, HDR_CRC);
+	if (crc != want)
+		return plan__fail(diag, PLAN_ERR_CHECKSUM, "header checksum 0x%08x does not match "
+		                  "the header's bytes (0x%08x)", crc, want);
+	if ((v = fmt_get32(d + HDR_HEADER_SIZE)) != FMT_HEADER_SIZE)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "header size %u, not %d", v, FMT_HEADER_SIZE);
+	if ((v = fmt_get32(d + HDR_FLAGS)) != 0)
+		return plan__fail(diag, PLAN_ERR_RESERVED, "header flags 0x%08x: reserved bits are set", v);
+	for (unsigned i = 0; i < HDR_RESERVED_SIZE; i++)
+		if (d[HDR_RESERVED + i] != 0)
+			return plan__fail(diag, PLAN_ERR_RESERVED, "header byte %u is reserved but not zero",
+			                  HDR_RESERVED + i);
+	h->payload_size = fmt_get64(d + HDR_PAYLOAD_SIZE);
+	h->content_size = fmt_get64(d + HDR_CONTENT_SIZE);
+	avail = len - FMT_HEADER_SIZE;
+	if (h->payload_size > avail)
+		return plan__fail(diag, PLAN_ERR_TRUNCATED, "the payload of %llu bytes needs %llu "
+		                  "more than the file holds", (unsigned long long)h->payload_size,
+		                  (unsigned long long)(h->payload_size - avail));
+	if (h->payload_size < avail)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "%llu bytes follow the payload",
+		                  (unsigned long long)(avail - h->payload_size));
+	if (h->content_size > lim->max_content_bytes || h->content_size > SIZE_MAX)
+		return plan__fail(diag, PLAN_ERR_LIMIT, "the content of %llu bytes is over the "
+		                  "limit of %llu", (unsigned long long)h->content_size,
+		                  (unsigned long long)lim->max_content_bytes);
+	if (h->content_size < DIR_HEADER_SIZE)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the content of %llu bytes cannot hold "
+		                  "a section directory", (unsigned long long)h->content_size);
+	crc = fmt_get32(d + HDR_PAYLOAD_CRC);
+	want = plan_crc32c(d + FMT_HEADER_SIZE, (size_t)h->payload_size);
+	if (crc != want)
+		return plan__fail(diag, PLAN_ERR_CHECKSUM, "payload checksum 0x%08x does not match "
+		                  "the payload's bytes (0x%08x)", crc, want);
+	return PLAN_OK;
+}
+
+/* The payload must be one zstd frame with a content checksum, no
+ * dictionary, and the header's content size in its own header. */
+static int decompress(const unsigned char *p, size_t n, size_t content_size,
+                      unsigned char **out, struct plan_diag *diag)
+{
+	unsigned long long fcs;
+	unsigned char *buf = NULL;
+	ZSTD_DCtx *dctx = NULL;
+	size_t got;
+	int err = PLAN_OK;
+
+	*out = NULL;
+	if (n < 5 || fmt_get32(p) != FMT_ZSTD_MAGIC)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the payload is not a zstd frame");
+	if (!(p[4] & 0x04))
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the zstd frame has no content checksum");
+	if (p[4] & 0x03)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the zstd frame names a dictionary");
+	fcs = ZSTD_getFrameContentSize(p, n);
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return plan__fail(diag, PLAN_ERR_DECOMPRESS, "the zstd frame header is invalid");
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the zstd frame does not state its "
+		                  "content size");
+	if (fcs != content_size)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the zstd frame holds %llu bytes, the "
+		                  "header says %zu", fcs, content_size);
+	got = ZSTD_findFrameCompressedSize(p, n);
+	if (ZSTD_isError(got))
+		return plan__fail(diag, PLAN_ERR_DECOMPRESS, "zstd: %s", ZSTD_getErrorName(got));
+	if (got != n)
+		return plan__fail(diag, PLAN_ERR_CORRUPT, "the payload holds %zu bytes after its "
+		                  "zstd frame", n - got);
+	if ((buf = malloc(content_size)) == NULL || (dctx = ZSTD_createDCtx()) == NULL) {
+		err = plan__fail(diag, PLAN_ERR_NOMEM, "out of memory for %zu bytes of content",
+		                 content_size);
+		goto out;
+	}
+	got = ZSTD_decompressDCtx(dctx, buf, content_size, p, n);
+	if (ZSTD_isError(got)) {
+		if (ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong)
+			err = plan__fail(diag, PLAN_ERR_CHECKSUM, "the zstd content checksum fails");
+		else
+			err = plan__fail(diag, PLAN_ERR_DECOMPRESS, "zstd: %s", ZSTD_getErrorName(got));
+		goto out;
+	}
+	if (got != content_size) {
+		err = plan__fail(diag, PLAN_ERR_CORRUPT, "the zstd frame gave %zu bytes, not %zu",
+		                 got, content_size);
+		goto out;
+	}
+	*out = buf;
+	buf = NULL;
+out:
+	free(buf);
+	ZSTD_freeDCtx(dctx);
+	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The section directory.                                                  */
+
+static void id_text(const unsigned char *p, char out[5])
+{
+	memcpy(out, p, 4);
+	out[4] = '\0';
+}
+
+static int find_known(const unsigned char *id)
+{
+	for (int s = 0; s < S_COUNT; s++)
+		if (memcmp(fmt_sections[s].id, id, 4) == 0)
+			return s;
+	return -1;
+}
+
+static int check_zero(struct reader *r, uint64_t from, uint64_t to, const char *where)
+{
+	for (uint64_t i = from; i < to; i++)
+		if (r->c[i] != 0)
+			return FAIL(r, PLAN_ERR_RESERVED, "padding byte %llu %s is not zero",
+			            (unsigned long long)i, where);
+	return PLAN_OK;
+}
+
+static int read_record_header(struct reader *r, int s)
+{
+	struct sect *x = &r->s[s];
+	uint32_t known = fmt_sections[s].record_size;
+	uint64_t body;
+	const char *id = fmt_sections[s].id;
+
+	if (s == S_STRS)
+		return PLAN_OK;
+	if (x->size < RA_HEADER_SIZE)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section %s of %llu bytes has no room for its "
+		            "record header", id, (unsigned long long)x->size);
+	x->rsize = fmt_get32(x->data + RA_RECORD_SIZE);
+	x->count = fmt_get32(x->data + RA_RECORD_COUNT);
+	x->rec = x->data + RA_HEADER_SIZE;
+	if (x->rsize < known)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section %s: records of %u bytes are shorter than "
+		            "the %u bytes of format %d.%d", id, x->rsize, known,
+		            PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR);
+	if (r->minor <= PLAN_FORMAT_MINOR && x->rsize != known)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section %s: records of %u bytes in a format %u.%u "
+		            "file, which defines %u", id, x->rsize, r->major, r->minor, known);
+	body = x->size - RA_HEADER_SIZE;
+	if (x->count > body / x->rsize || body - (uint64_t)x->count * x->rsize != 0)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section %s: %u records of %u bytes do not fill "
+		            "its %llu bytes", id, x->count, x->rsize, (unsigned long long)body);
+	if (x->count > r->lim->max_records)
+		return FAIL(r, PLAN_ERR_LIMIT, "section %s: %u records, over the limit of %u",
+		            id, x->count, r->lim->max_records);
+	if ((s == S_META || s == S_STAT) && x->count != 1)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section %s has %u records, not 1", id, x->count);
+	return PLAN_OK;
+}
+
+static int read_directory(struct reader *r)
+{
+	uint32_t n = fmt_get32(r->c + DIR_SECTION_COUNT), v;
+	uint64_t end, prev_end;
+	char prev[16] = "directory", id[5];
+	int err;
+
+	if ((v = fmt_get32(r->c + DIR_RESERVED)) != 0)
+		return FAIL(r, PLAN_ERR_RESERVED, "the directory's reserved field is 0x%08x", v);
+	if (n > DIR_MAX_SECTIONS)
+		return FAIL(r, PLAN_ERR_CORRUPT, "the directory lists %u sections, more than %d",
+		            n, DIR_MAX_SECTIONS);
+	end = DIR_HEADER_SIZE + (uint64_t)n * DIR_ENTRY_SIZE;
+	if (end > r->clen)
+		return FAIL(r, PLAN_ERR_CORRUPT, "the directory of %u sections needs %llu bytes, "
+		            "the content has %zu", n, (unsigned long long)end, r->clen);
+	prev_end = end;
+	for (uint32_t i = 0; i < n; i++) {
+		const unsigned char *e = r->c + DIR_HEADER_SIZE + (size_t)i * DIR_ENTRY_SIZE;
+		uint32_t flags = fmt_get32(e + ENT_FLAGS);
+		uint64_t off = fmt_get64(e + ENT_OFFSET), size = fmt_get64(e + ENT_SIZE);
+		int known;
+
+		for (int k = 0; k < 4; k++)
+			if (e[ENT_ID + k] < 0x21 || e[ENT_ID + k] > 0x7e)
+				return FAIL(r, PLAN_ERR_CORRUPT, "directory entry %u: the section id has "
+				            "byte 0x%02x", i, e[ENT_ID + k]);
+		id_text(e + ENT_ID, id);
+		if (flags & ~SECT_REQUIRED)
+			return FAIL(r, PLAN_ERR_RESERVED, "section %s: reserved flags 0x%08x are set",
+			            id, flags & ~SECT_REQUIRED);
+		if (off % SECT_ALIGN != 0)
+			return FAIL(r, PLAN_ERR_CORRUPT, "section %s: offset %llu is not a multiple of %d",
+			            id, (unsigned long long)off, SECT_ALIGN);
+		if (off < prev_end)
+			return FAIL(r, PLAN_ERR_CORRUPT, "section %s at offset %llu overlaps the %s, "
+			            "which ends at %llu", id, (unsigned long long)off,
+			            prev, (unsigned long long)prev_end);
+		if (off > r->clen || size > r->clen - off)
+			return FAIL(r, PLAN_ERR_CORRUPT, "section %s [%llu, +%llu) runs past the "
+			            "%zu-byte content", id, (unsigned long long)off,
+			            (unsigned long long)size, r->clen);
+		if ((err = check_zero(r, prev_end, off, "between sections")) != 0)
+			return err;
+		for (uint32_t j = 0; j < i; j++)
+			if (memcmp(r->c + DIR_HEADER_SIZE + (size_t)j * DIR_ENTRY_SIZE + ENT_ID,
+			           e + ENT_ID, 4) == 0)
+				return FAIL(r, PLAN_ERR_CORRUPT, "section %s is listed twice", id);
+		known = find_known(e + ENT_ID);
+		if (known < 0 && (flags & SECT_REQUIRED))
+			return FAIL(r, PLAN_ERR_VERSION, "section %s of this format %u.%u file is "
+			            "required, but this reader (format %d.%d) does not know it",
+			            id, r->major, r->minor, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR);
+		if (known >= 0) {
+			r->s[known].present = 1;
+			r->s[known].data = r->c + off;
+			r->s[known].size = size;
+		}
+		prev_end = off + size;
+		snprintf(prev, sizeof prev, "section %s", id);
+	}
+	if ((err = check_zero(r, prev_end, r->clen, "after the last section")) != 0)
+		return err;
+	for (int s = 0; s < S_COUNT; s++) {
+		if (!r->s[s].present)
+			return FAIL(r, PLAN_ERR_CORRUPT, "section %s is missing", fmt_sections[s].id);
+		if ((err = read_record_header(r, s)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Field helpers.                                                          */
+
+static const unsigned char *rec_at(const struct reader *r, int s, uint32_t i)
+{
+	return r->s[s].rec + (size_t)i * r->s[s].rsize;
+}
+
+/* The string at REF in the string table. The bytes handed to the builder
+ * are counted: references may share a string, and each is a copy. */
+static int get_str(struct reader *r, int s, uint32_t i, const char *field, uint32_t ref,
+                   const char **out)
+{
+	const struct sect *t = &r->s[S_STRS];
+	const unsigned char *nul;
+
+	if (ref >= t->size)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s: string offset %u is outside the "
+		                "%llu-byte string table", field, ref, (unsigned long long)t->size);
+	nul = memchr(t->data + ref, 0, (size_t)(t->size - ref));
+	if (nul == NULL)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s: the string at offset %u has no "
+		                "terminating NUL", field, ref);
+	r->str_bytes += (uint64_t)(nul - (t->data + ref)) + 1;
+	if (r->str_bytes > r->lim->max_content_bytes)
+		return rec_fail(r, PLAN_ERR_LIMIT, s, i, "the strings referenced so far add up to "
+		                "more than the content limit of %llu bytes",
+		                (unsigned long long)r->lim->max_content_bytes);
+	*out = (const char *)t->data + ref;
+	return PLAN_OK;
+}
+
+/* A (First, Count) range of POOL: inside it, and after every range taken
+ * from it before (*CURSOR), so that no pool entry is used twice. */
+static int get_range(struct reader *r, int s, uint32_t i, const char *field, int pool,
+                     uint32_t first, uint32_t count, uint32_t *cursor)
+{
+	uint32_t n = r->s[pool].count;
+
+	if (first > n || count > n - first)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s [%u, +%u) is outside the %u "
+		                "records of section %s", field, first, count, n, fmt_sections[pool].id);
+	if (first < *cursor)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s [%u, +%u) starts before the end "
+		                "(%u) of the previous range of section %s", field, first, count,
+		                *cursor, fmt_sections[pool].id);
+	*cursor = first + count;
+	return PLAN_OK;
+}
+
+static int zero32(struct reader *r, int s, uint32_t i, const unsigned char *p, const char *field)
+{
+	uint32_t v = fmt_get32(p);
+
+	if (v != 0)
+		return rec_fail(r, PLAN_ERR_RESERVED, s, i, "%s is 0x%08x, not zero", field, v);
+	return PLAN_OK;
+}
+
+/* An enumeration stored as u32: small enough for an int. Whether the
+ * value is known is for the builder and plan_validate() to say. */
+static int get_enum(struct reader *r, int s, uint32_t i, const char *field, uint32_t v, int *out)
+{
+	if (v > 0xFFFF)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "unknown %s %u", field, v);
+	*out = (int)v;
+	return PLAN_OK;
+}
+
+static void *alloc_array(uint32_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The pools.                                                              */
+
+static int read_pools(struct reader *r)
+{
+	struct pools *p = &r->p;
+	uint32_t cursor = 0;
+	int err;
+
+	p->idxs = alloc_array(r->s[S_IDXS].count, sizeof *p->idxs);
+	p->attrs = alloc_array(r->s[S_ATTR].count, sizeof *p->attrs);
+	p->params = alloc_array(r->s[S_PARM].count, sizeof *p->params);
+	p->nodes = alloc_array(r->s[S_NODE].count, sizeof *p->nodes);
+	p->edges = alloc_array(r->s[S_EDGE].count, sizeof *p->edges);
+	p->items = alloc_array(r->s[S_ITEM].count, sizeof *p->items);
+	p->item_first = alloc_array(r->s[S_VARI].count, sizeof *p->item_first);
+	p->item_count = alloc_array(r->s[S_VARI].count, sizeof *p->item_count);
+	if (!p->idxs || !p->attrs || !p->params || !p->nodes || !p->edges || !p->items ||
+	    !p->item_first || !p->item_count)
+		return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
+
+	for (uint32_t i = 0; i < r->s[S_IDXS].count; i++)
+		p->idxs[i] = fmt_get32(rec_at(r, S_IDXS, i) + IDXS_INDEX);
+
+	for (uint32_t i = 0; i < r->s[S_ATTR].count; i++) {
+		const unsigned char *q = rec_at(r, S_ATTR, i);
+		struct plan_attr *a = &p->attrs[i];
+		if ((err = get_str(r, S_ATTR, i, "Key", fmt_get32(q + ATTR_KEY), &a->key)) != 0 ||
+		    (err = get_enum(r, S_ATTR, i, "attribute type", fmt_get32(q + ATTR_TYPE), &a->type)) != 0 ||
+		    (err = get_str(r, S_ATTR, i, "Text", fmt_get32(q + ATTR_TEXT), &a->s)) != 0 ||
+		    (err = zero32(r, S_ATTR, i, q + ATTR_RESERVED, "Reserved")) != 0)
+			return err;
+		a->i = fmt_geti64(q + ATTR_INT);
+		a->f = fmt_getf64(q + ATTR_FLOAT);
+		if (a->type != PLAN_ATTR_STR && a->s[0] != '\0')
+			return rec_fail(r, PLAN_ERR_CORRUPT, S_ATTR, i, "attribute of type %d has text",
+			                a->type);
+	}
+
+	for (uint32_t i = 0; i < r->s[S_PARM].count; i++) {
+		const unsigned char *q = rec_at(r, S_PARM, i);
+		if ((err = zero32(r, S_PARM, i, q + PARM_RESERVED, "Reserved")) != 0)
+			return err;
+		p->params[i].index = fmt_get32(q + PARM_INDEX);
+		p->params[i].offset = fmt_get64(q + PARM_OFFSET);
+	}
+
+	for (uint32_t i = 0; i < r->s[S_NODE].count; i++) {
+		const unsigned char *q = rec_at(r, S_NODE, i);
+		struct plan_node *n = &p->nodes[i];
+		uint32_t first = fmt_get32(q + NODE_PARAM_FIRST);
+		if ((err = get_enum(r, S_NODE, i, "node type", fmt_get32(q + NODE_TYPE), &n->type)) != 0 ||
+		    (err = get_str(r, S_NODE, i, "Kernel", fmt_get32(q + NODE_KERNEL), &n->kernel)) != 0)
+			return err;
+		n->op = fmt_get32(q + NODE_OP);
+		for (int k = 0; k < 3; k++) {
+			n->grid[k] = fmt_get32(q + NODE_GRID + 4 * k);
+			n->block[k] = fmt_get32(q + NODE_BLOCK + 4 * k);
+		}
+		n->shmem = fmt_get32(q + NODE_SHARED_BYTES);
+		n->nparams = fmt_get32(q + NODE_PARAM_COUNT);
+		if ((err = get_range(r, S_NODE, i, "Params", S_PARM, first, n->nparams, &cursor)) != 0)
+			return err;
+		n->params = n->nparams ? p->params + first : NULL;
+	}
+
+	for (uint32_t i = 0; i < r->s[S_EDGE].count; i++) {
+		const unsigned char *q = rec_at(r, S_EDGE, i);
+		p->edges[i].from = fmt_get32(q + EDGE_FROM);
+		p->edges[i].to = fmt_get32(q + EDGE_TO);
+	}
+
+	for (uint32_t i = 0; i < r->s[S_ITEM].count; i++) {
+		const unsigned char *q = rec_at(r, S_ITEM, i);
+		if ((err = get_enum(r, S_ITEM, i, "item kind", fmt_get32(q + ITEM_KIND),
+		                    &p->items[i].kind)) != 0)
+			return err;
+		p->items[i].index = fmt_get32(q + ITEM_INDEX);
+	}
+	return PLAN_OK;
+}
+
+static void free_pools(struct pools *p)
+{
+	free(p->idxs);
+	free(p->attrs);
+	free(p->params);
+	free(p->nodes);
+	free(p->edges);
+	free(p->items);
+	free(p->item_first);
+	free(p->item_count);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The model, section by section.                                          */
+
+static int build_meta(struct reader *r)
+{
+	const unsigned char *q = rec_at(r, S_META, 0);
+	struct plan_meta m = { 0 };
+	struct plan_layout l = { 0 };
+	struct plan_stats st = { 0 };
+	int err;
+
+	if ((err = get_str(r, S_META, 0, "Tool", fmt_get32(q + META_TOOL), &m.tool)) != 0 ||
+	    (err = get_str(r, S_META, 0, "Script", fmt_get32(q + META_SCRIPT), &m.script)) != 0 ||
+	    (err = get_str(r, S_META, 0, "Device", fmt_get32(q + META_DEVICE), &m.device)) != 0 ||
+	    (err = get_enum(r, S_META, 0, "backend", fmt_get32(q + META_BACKEND), &m.backend)) != 0)
+		return err;
+	m.script_hash = fmt_get64(q + META_SCRIPT_HASH);
+	m.created = fmt_geti64(q + META_CREATED);
+	m.cc_major = fmt_geti32(q + META_CC_MAJOR);
+	m.cc_minor = fmt_geti32(q + META_CC_MINOR);
+	m.cuda_runtime = fmt_geti32(q + META_CUDA_RUNTIME);
+	m.cuda_driver = fmt_geti32(q + META_CUDA_DRIVER);
+	m.cublas = fmt_geti32(q + META_CUBLAS);
+	l.alignment = fmt_get32(q + META_ALIGNMENT);
+	l.arena_bytes = fmt_get64(q + META_ARENA_BYTES);
+	l.unshared_bytes = fmt_get64(q + META_UNSHARED_BYTES);
+	if ((err = built(r, plan_set_meta(r->plan, &m, &r->d), S_META, 0)) != 0 ||
+	    (err = built(r, plan_set_layout(r->plan, &l, &r->d), S_META, 0)) != 0)
+		return err;
+
+	q = rec_at(r, S_STAT, 0);
+	st.materialize_ns = fmt_get64(q + STAT_MATERIALIZE_NS);
+	st.reference_ns = fmt_get64(q + STAT_REFERENCE_NS);
+	st.capture_ns = fmt_get64(q + STAT_CAPTURE_NS);
+	st.instantiate_ns = fmt_get64(q + STAT_INSTANTIATE_NS);
+	st.verify_ns = fmt_get64(q + STAT_VERIFY_NS);
+	st.reference_steps = fmt_get32(q + STAT_REFERENCE_STEPS);
+	st.verify_exact = fmt_get32(q + STAT_VERIFY_EXACT);
+	st.verify_max_error = fmt_getf64(q + STAT_VERIFY_MAX_ERR);
+	return built(r, plan_set_stats(r->plan, &st, &r->d), S_STAT, 0);
+}
+
+static int build_dims_vars(struct reader *r)
+{
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_DIMS].count; i++) {
+		const unsigned char *q = rec_at(r, S_DIMS, i);
+		struct plan_dim d = { 0 };
+		if ((err = get_str(r, S_DIMS, i, "Name", fmt_get32(q + DIMS_NAME), &d.name)) != 0 ||
+		    (err = get_str(r, S_DIMS, i, "Expr", fmt_get32(q + DIMS_EXPR), &d.expr)) != 0 ||
+		    (err = zero32(r, S_DIMS, i, q + DIMS_RESERVED, "Reserved")) != 0)
+			return err;
+		d.value = fmt_geti64(q + DIMS_VALUE);
+		d.flags = fmt_get32(q + DIMS_FLAGS);
+		if (d.flags & ~(uint32_t)FMT_DIM_FLAGS)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_DIMS, i, "reserved flags 0x%08x are set",
+			                d.flags & ~(uint32_t)FMT_DIM_FLAGS);
+		if ((err = built(r, plan_add_dim(r->plan, &d, NULL, &r->d), S_DIMS, i)) != 0)
+			return err;
+	}
+	for (uint32_t i = 0; i < r->s[S_VARS].count; i++) {
+		const unsigned char *q = rec_at(r, S_VARS, i);
+		struct plan_var v = { 0 };
+		if ((err = get_str(r, S_VARS, i, "Name", fmt_get32(q + VARS_NAME), &v.name)) != 0 ||
+		    (err = zero32(r, S_VARS, i, q + VARS_RESERVED, "Reserved")) != 0)
+			return err;
+		v.start = fmt_geti64(q + VARS_START);
+		v.step = fmt_geti64(q + VARS_STEP);
+		v.limit = fmt_geti64(q + VARS_LIMIT);
+		v.offset = fmt_get64(q + VARS_OFFSET);
+		if ((err = built(r, plan_add_var(r->plan, &v, NULL, &r->d), S_VARS, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+static int build_tensors(struct reader *r)
+{
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_TENS].count; i++) {
+		const unsigned char *q = rec_at(r, S_TENS, i);
+		struct plan_tensor t = { 0 };
+		if ((err = get_str(r, S_TENS, i, "Name", fmt_get32(q + TENS_NAME), &t.name)) != 0)
+			return err;
+		if (q[TENS_RESERVED1] != 0 || q[TENS_RESERVED2] != 0 || q[TENS_RESERVED2 + 1] != 0)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_TENS, i, "a reserved byte is not zero");
+		t.dtype = q[TENS_DTYPE];
+		t.role = q[TENS_ROLE];
+		t.rank = q[TENS_RANK];
+		t.offset = fmt_get64(q + TENS_OFFSET);
+		t.bytes = fmt_get64(q + TENS_BYTES);
+		for (uint32_t k = 0; k < PLAN_MAX_RANK; k++) {
+			const unsigned char *a = q + TENS_AXES + k * TENS_AXIS_SIZE;
+			if ((err = zero32(r, S_TENS, i, a + AXIS_RESERVED, "axis Reserved")) != 0)
+				return err;
+			t.shape[k].dim = fmt_get32(a + AXIS_DIM);
+			t.shape[k].size = fmt_geti64(a + AXIS_LENGTH);
+			/* The model clears unused axes: a set one would be lost. */
+			if (k >= t.rank && t.rank >= 1 && (t.shape[k].dim != PLAN_NONE || t.shape[k].size != 0))
+				return rec_fail(r, PLAN_ERR_RESERVED, S_TENS, i, "axis %u beyond rank %u "
+				                "is not (0xFFFFFFFF, 0)", k, t.rank);
+		}
+		t.init.kind = q[TENS_INIT_KIND];
+		t.feed.kind = q[TENS_FEED_KIND];
+		t.feed.var = fmt_get32(q + TENS_FEED_VAR);
+		t.init.seed = fmt_get64(q + TENS_INIT_SEED);
+		t.init.scale = fmt_getf64(q + TENS_INIT_SCALE);
+		t.init.value = fmt_getf64(q + TENS_INIT_VALUE);
+		t.feed.seed = fmt_get64(q + TENS_FEED_SEED);
+		t.feed.range = fmt_geti64(q + TENS_FEED_RANGE);
+		t.feed.scale = fmt_getf64(q + TENS_FEED_SCALE);
+		if ((err = built(r, plan_add_tensor(r->plan, &t, NULL, &r->d), S_TENS, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+static int build_ops(struct reader *r, uint32_t *idx_cursor)
+{
+	uint32_t attr_cursor = 0;
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_OPER].count; i++) {
+		const unsigned char *q = rec_at(r, S_OPER, i);
+		struct plan_op o = { 0 };
+		uint32_t in = fmt_get32(q + OPER_INPUT_FIRST), out = fmt_get32(q + OPER_OUTPUT_FIRST);
+		uint32_t attr = fmt_get32(q + OPER_ATTR_FIRST);
+		if ((err = get_str(r, S_OPER, i, "Kind", fmt_get32(q + OPER_KIND), &o.kind)) != 0 ||
+		    (err = get_str(r, S_OPER, i, "Name", fmt_get32(q + OPER_NAME), &o.name)) != 0 ||
+		    (err = zero32(r, S_OPER, i, q + OPER_RESERVED, "Reserved")) != 0)
+			return err;
+		o.flags = fmt_get32(q + OPER_FLAGS);
+		if (o.flags & ~(uint32_t)FMT_OP_FLAGS)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_OPER, i, "reserved flags 0x%08x are set",
+			                o.flags & ~(uint32_t)FMT_OP_FLAGS);
+		o.line = fmt_get32(q + OPER_LINE);
+		o.col = fmt_get32(q + OPER_COL);
+		o.nin = fmt_get32(q + OPER_INPUT_COUNT);
+		o.nout = fmt_get32(q + OPER_OUTPUT_COUNT);
+		o.nattr = fmt_get32(q + OPER_ATTR_COUNT);
+		if ((err = get_range(r, S_OPER, i, "Inputs", S_IDXS, in, o.nin, idx_cursor)) != 0 ||
+		    (err = get_range(r, S_OPER, i, "Outputs", S_IDXS, out, o.nout, idx_cursor)) != 0 ||
+		    (err = get_range(r, S_OPER, i, "Attrs", S_ATTR, attr, o.nattr, &attr_cursor)) != 0)
+			return err;
+		o.in = r->p.idxs + in;
+		o.out = r->p.idxs + out;
+		o.attr = r->p.attrs + attr;
+		if ((err = built(r, plan_add_op(r->plan, &o, NULL, &r->d), S_OPER, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+static int build_captures(struct reader *r, uint32_t *idx_cursor)
+{
+	uint32_t item_cursor = 0, node_cursor = 0, edge_cursor = 0;
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_VARI].count; i++) {
+		const unsigned char *q = rec_at(r, S_VARI, i);
+		struct plan_variant v = { 0 };
+		uint32_t first = fmt_get32(q + VARI_ITEM_FIRST), count = fmt_get32(q + VARI_ITEM_COUNT);
+		if ((err = get_enum(r, S_VARI, i, "mode", fmt_get32(q + VARI_MODE), &v.mode)) != 0 ||
+		    (err = zero32(r, S_VARI, i, q + VARI_RESERVED, "Reserved")) != 0 ||
+		    (err = get_range(r, S_VARI, i, "Items", S_ITEM, first, count, &item_cursor)) != 0)
+			return err;
+		v.tokens = fmt_geti64(q + VARI_TOKENS);
+		v.peak_bytes = fmt_get64(q + VARI_PEAK_BYTES);
+		r->p.item_first[i] = first;
+		r->p.item_count[i] = count;
+		if ((err = built(r, plan_add_variant(r->plan, &v, NULL, &r->d), S_VARI, i)) != 0)
+			return err;
+	}
+	for (uint32_t i = 0; i < r->s[S_SEGS].count; i++) {
+		const unsigned char *q = rec_at(r, S_SEGS, i);
+		struct plan_segment s = { 0 };
+		uint32_t nf = fmt_get32(q + SEGS_NODE_FIRST), ef = fmt_get32(q + SEGS_EDGE_FIRST);
+		s.variant = fmt_get32(q + SEGS_VARIANT);
+		s.op_first = fmt_get32(q + SEGS_OP_FIRST);
+		s.op_count = fmt_get32(q + SEGS_OP_COUNT);
+		s.flags = fmt_get32(q + SEGS_FLAGS);
+		s.fingerprint = fmt_get64(q + SEGS_FINGERPRINT);
+		s.capture_ns = fmt_get64(q + SEGS_CAPTURE_NS);
+		s.instantiate_ns = fmt_get64(q + SEGS_INSTANTIATE_NS);
+		s.nnodes = fmt_get32(q + SEGS_NODE_COUNT);
+		s.nedges = fmt_get32(q + SEGS_EDGE_COUNT);
+		if (s.flags & ~(uint32_t)FMT_SEG_FLAGS)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_SEGS, i, "reserved flags 0x%08x are set",
+			                s.flags & ~(uint32_t)FMT_SEG_FLAGS);
+		if ((err = get_range(r, S_SEGS, i, "Nodes", S_NODE, nf, s.nnodes, &node_cursor)) != 0 ||
+		    (err = get_range(r, S_SEGS, i, "Edges", S_EDGE, ef, s.nedges, &edge_cursor)) != 0)
+			return err;
+		s.nodes = r->p.nodes + nf;
+		s.edges = r->p.edges + ef;
+		if ((err = built(r, plan_add_segment(r->plan, &s, NULL, &r->d), S_SEGS, i)) != 0)
+			return err;
+	}
+	for (uint32_t i = 0; i < r->s[S_BRKP].count; i++) {
+		const unsigned char *q = rec_at(r, S_BRKP, i);
+		struct plan_breakpoint b = { 0 };
+		uint32_t rf = fmt_get32(q + BRKP_READ_FIRST), wf = fmt_get32(q + BRKP_WRITE_FIRST);
+		if ((err = get_str(r, S_BRKP, i, "Name", fmt_get32(q + BRKP_NAME), &b.name)) != 0 ||
+		    (err = get_str(r, S_BRKP, i, "Detail", fmt_get32(q + BRKP_DETAIL), &b.detail)) != 0 ||
+		    (err = get_enum(r, S_BRKP, i, "reason", fmt_get32(q + BRKP_REASON), &b.reason)) != 0 ||
+		    (err = zero32(r, S_BRKP, i, q + BRKP_RESERVED, "Reserved")) != 0)
+			return err;
+		b.variant = fmt_get32(q + BRKP_VARIANT);
+		b.op = fmt_get32(q + BRKP_OP);
+		b.nreads = fmt_get32(q + BRKP_READ_COUNT);
+		b.nwrites = fmt_get32(q + BRKP_WRITE_COUNT);
+		if ((err = get_range(r, S_BRKP, i, "Reads", S_IDXS, rf, b.nreads, idx_cursor)) != 0 ||
+		    (err = get_range(r, S_BRKP, i, "Writes", S_IDXS, wf, b.nwrites, idx_cursor)) != 0)
+			return err;
+		b.reads = r->p.idxs + rf;
+		b.writes = r->p.idxs + wf;
+		if ((err = built(r, plan_add_breakpoint(r->plan, &b, NULL, &r->d), S_BRKP, i)) != 0)
+			return err;
+	}
+	/* The items in the file's order, which adding the segments and
+	 * breakpoints one by one need not have given. */
+	for (uint32_t i = 0; i < r->s[S_VARI].count; i++)
+		if ((err = built(r, plan__variant_set_items(r->plan, i, r->p.items + r->p.item_first[i],
+		                                            r->p.item_count[i], &r->d), S_VARI, i)) != 0)
+			return err;
+	return PLAN_OK;
+}
+
+static int build_checks(struct reader *r)
+{
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_CHKS].count; i++) {
+		const unsigned char *q = rec_at(r, S_CHKS, i);
+		struct plan_check c = { 0 };
+		if ((err = zero32(r, S_CHKS, i, q + CHKS_RESERVED, "Reserved")) != 0)
+			return err;
+		c.variant = fmt_get32(q + CHKS_VARIANT);
+		c.tensor = fmt_get32(q + CHKS_TENSOR);
+		c.steps = fmt_get32(q + CHKS_STEPS);
+		c.hash = fmt_get64(q + CHKS_HASH);
+		c.sum = fmt_getf64(q + CHKS_SUM);
+		if ((err = built(r, plan_add_check(r->plan, &c, NULL, &r->d), S_CHKS, i)) != 0)
+			return err;
+	}
+	for (uint32_t i = 0; i < r->s[S_DISP].count; i++) {
+		const unsigned char *q = rec_at(r, S_DISP, i);
+		struct plan_dispatch d = { 0 };
+		if ((err = zero32(r, S_DISP, i, q + DISP_RESERVED, "Reserved")) != 0)
+			return err;
+		d.tokens_min = fmt_geti64(q + DISP_TOKENS_MIN);
+		d.tokens_max = fmt_geti64(q + DISP_TOKENS_MAX);
+		d.variant = fmt_get32(q + DISP_VARIANT);
+		if ((err = built(r, plan_add_dispatch(r->plan, &d, NULL, &r->d), S_DISP, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+static int read_content(struct reader *r)
+{
+	uint32_t idx_cursor = 0;
+	int err;
+
+	if ((err = read_directory(r)) != 0 || (err = read_pools(r)) != 0)
+		return err;
+	if ((r->plan = plan_new()) == NULL)
+		return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
+	r->plan->format_major = r->major;
+	r->plan->format_minor = r->minor;
+	if ((err = build_meta(r)) != 0 ||
+	    (err = build_dims_vars(r)) != 0 ||
+	    (err = build_tensors(r)) != 0 ||
+	    (err = build_ops(r, &idx_cursor)) != 0 ||
+	    (err = build_captures(r, &idx_cursor)) != 0 ||
+	    (err = build_checks(r)) != 0)
+		return err;
+	if ((err = plan_validate(r->plan, &r->d)) != 0 && err != PLAN_ERR_NOMEM) {
+		char msg[PLAN_DIAG_MESSAGE_MAX];
+		memcpy(msg, r->d.message, sizeof msg);
+		return FAIL(r, PLAN_ERR_CORRUPT, "%s", msg);
+	}
+	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Entry points.                                                           */
+
+int plan_read_memory(const void *data, size_t len, const struct plan_limits *limits,
+                     plan_t **out, struct plan_diag *diag)
+{
+	struct plan_limits def;
+	struct reader *r = NULL;
+	struct header h;
+	unsigned char *content = NULL;
+	int err;
+
+	if (out != NULL)
+		*out = NULL;
+	if (out == NULL || (data == NULL && len > 0))
+		return plan__fail(diag, PLAN_ERR_INVALID, "plan_read_memory: NULL argument");
+	if (limits == NULL) {
+		plan_limits_default(&def);
+		limits = &def;
+	}
+	if (len > limits->max_file_bytes)
+		return plan__fail(diag, PLAN_ERR_LIMIT, "the file of %zu bytes is over the limit "
+		                  "of %llu", len, (unsigned long long)limits->max_file_bytes);
+	if ((err = check_header(data, len, limits, &h, diag)) != 0)
+		return err;
+	if ((err = decompress((const unsigned char *)data + FMT_HEADER_SIZE, (size_t)h.payload_size,
+	                      (size_t)h.content_size, &content, diag)) != 0)
+		return err;
+	if ((r = calloc(1, sizeof *r)) == NULL) {
+		free(content);
+		return plan__fail(diag, PLAN_ERR_NOMEM, "out of memory reading the plan");
+	}
+	r->c = content;
+	r->clen = (size_t)h.content_size;
+	r->major = h.major;
+	r->minor = h.minor;
+	r->lim = limits;
+	err = read_content(r);
+	if (err != 0) {
+		plan_free(r->plan);
+		if (diag != NULL)
+			*diag = r->d;
+	} else {
+		*out = r->plan;
+	}
+	free_pools(&r->p);
+	free(r);
+	free(content);
+	return err;
+}
+
+int plan_read_file(const char *path, const struct plan_limits *limits, plan_t **out,
+                   struct plan_diag *diag)
+{
+	struct plan_limits def;
+	unsigned char *buf = NULL;
+	size_t len = 0, cap, max;
+	struct stat st;
+	int fd = -1, err;
+
+	if (out != NULL)
+		*out = NULL;
+	if (path == NULL || out == NULL)
+		return plan__fail(diag, PLAN_ERR_INVALID, "plan_read_file: NULL argument");
+	if (limits == NULL) {
+		plan_limits_default(&def);
+		limits = &def;
+	}
+	max = limits->max_file_bytes < SIZE_MAX - 1 ? (size_t)limits->max_file_bytes : SIZE_MAX - 1;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		err = plan__fail(diag, PLAN_ERR_IO, "%s: open failed: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) != 0) {
+		err = plan__fail(diag, PLAN_ERR_IO, "%s: stat failed: %s", path, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		err = plan__fail(diag, PLAN_ERR_IO, "%s: is a directory", path);
+		goto out;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > limits->max_file_bytes) {
+		err = plan__fail(diag, PLAN_ERR_LIMIT, "%s: the file of %llu bytes is over the limit "
+		                 "of %llu", path, (unsigned long long)st.st_size,
+		                 (unsigned long long)limits->max_file_bytes);
+		goto out;
+	}
+	/* Room for one byte more than expected, to see the end without a
+	 * second buffer; pipes and growing files grow it, up to the limit. */
+	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536;
+	if (cap > max + 1)
+		cap = max + 1;
+	if ((buf = malloc(cap)) == NULL) {
+		err = plan__fail(diag, PLAN_ERR_NOMEM, "%s: out of memory for %zu bytes", path, cap);
+		goto out;
+	}
+	for (;;) {
+		if (len == cap) {
+			unsigned char *nb;
+			if (cap > max) {
+				err = plan__fail(diag, PLAN_ERR_LIMIT, "%s: the file is over the limit of "
+				                 "%llu bytes", path,
+				                 (unsigned long long)limits->max_file_bytes);
+				goto out;
+			}
+			cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+			if ((nb = realloc(buf, cap)) == NULL) {
+				err = plan__fail(diag, PLAN_ERR_NOMEM, "%s: out of memory for %zu bytes",
+				                 path, cap);
+				goto out;
+			}
+			buf = nb;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = plan__fail(diag, PLAN_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	fd = -1;
+	err = plan_read_memory(buf, len, limits, out, diag);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return err;
+}

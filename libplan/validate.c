@@ -1,0 +1,647 @@
+/*
+ * validate.c - plan_validate(): the semantic rules a plan must follow
+ * beyond the file format's structure (plan-format.md, "Semantic rules").
+ *
+ * The reader runs it on every plan it builds and the writer on every plan
+ * it writes, so a plan file always holds a plan that passes it. Every rule
+ * costs O(n log n) at most: a crafted file of millions of records must not
+ * make the reader spin.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define AT(vec, type, i) (&((const type *)(vec).data)[i])
+#define FAIL(...) plan__fail(diag, PLAN_ERR_INVALID, __VA_ARGS__)
+#define NOMEM() plan__fail(diag, PLAN_ERR_NOMEM, "out of memory validating the plan")
+
+/* ---------------------------------------------------------------------- */
+/* Unique names.                                                           */
+
+struct named {
+	const char *name;
+	uint32_t    index;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* NAMES[i] is the name of record i of SECTION; each must be non-empty and
+ * unlike every other. */
+static int check_names(const char *const *names, uint32_t n, const char *section,
+                       const char *what, struct plan_diag *diag)
+{
+	struct named *v;
+	int err = PLAN_OK;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (names[i][0] == '\0')
+			return FAIL("section %s: %s %u has an empty name", section, what, i);
+	if (n < 2)
+		return PLAN_OK;
+	if ((v = malloc((size_t)n * sizeof *v)) == NULL)
+		return NOMEM();
+	for (uint32_t i = 0; i < n; i++) {
+		v[i].name = names[i];
+		v[i].index = i;
+	}
+	qsort(v, n, sizeof *v, by_name);
+	for (uint32_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1].name, v[i].name) == 0) {
+			err = FAIL("section %s: %ss %u and %u are both named '%.64s'", section,
+			           what, v[i - 1].index, v[i].index, v[i].name);
+			break;
+		}
+	free(v);
+	return err;
+}
+
+/* Collects the name pointers of a vector of records whose first member is
+ * the name, then checks them. */
+static int check_vec_names(const struct plan_vec *vec, size_t size, size_t name_at,
+                           const char *section, const char *what, struct plan_diag *diag)
+{
+	const char **names;
+	int err;
+
+	if (vec->count == 0)
+		return PLAN_OK;
+	if ((names = malloc((size_t)vec->count * sizeof *names)) == NULL)
+		return NOMEM();
+	for (uint32_t i = 0; i < vec->count; i++) {
+		const unsigned char *rec = (const unsigned char *)vec->data + (size_t)i * size;
+		memcpy(&names[i], rec + name_at, sizeof names[i]);
+	}
+	err = check_names(names, vec->count, section, what, diag);
+	free(names);
+	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The program: meta, layout, dims, vars, tensors, ops.                    */
+
+static int validate_meta(const plan_t *plan, struct plan_diag *diag)
+{
+	const struct plan_layout *l = &plan->layout;
+	uint32_t a = l->alignment;
+
+	if (plan->meta.backend != 0 && plan->meta.backend != PLAN_BACKEND_HOST &&
+	    plan->meta.backend != PLAN_BACKEND_CUDA)
+		return FAIL("section META: unknown backend %d", plan->meta.backend);
+	if (a == 0 || (a & (a - 1)) != 0)
+		return FAIL("section META: alignment %u is not a power of two", a);
+	if (plan->stats.verify_exact > 1)
+		return FAIL("section STAT: verify_exact is %u, not 0 or 1", plan->stats.verify_exact);
+	return PLAN_OK;
+}
+
+static int validate_dims(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t token = PLAN_NONE;
+
+	for (uint32_t i = 0; i < plan->dims.count; i++) {
+		const struct plan_dim *d = AT(plan->dims, struct plan_dim, i);
+		if (d->flags & ~(uint32_t)PLAN_DIM_TOKENS)
+			return FAIL("section DIMS: dim %u has unknown flags 0x%x", i, d->flags);
+		if (d->flags & PLAN_DIM_TOKENS) {
+			if (token != PLAN_NONE)
+				return FAIL("section DIMS: dims %u and %u are both the token dim", token, i);
+			token = i;
+			if (d->value < 1)
+				return FAIL("section DIMS: token dim %u has value %lld, below 1", i,
+				            (long long)d->value);
+		} else if (d->value < 0) {
+			return FAIL("section DIMS: dim %u has negative value %lld", i, (long long)d->value);
+		}
+	}
+	return check_vec_names(&plan->dims, sizeof(struct plan_dim),
+	                       offsetof(struct plan_dim, name), "DIMS", "dim", diag);
+}
+
+/* Whether [off, off + len) lies inside the arena. */
+static int in_arena(const plan_t *plan, uint64_t off, uint64_t len)
+{
+	return off <= plan->layout.arena_bytes && len <= plan->layout.arena_bytes - off;
+}
+
+static int validate_vars(const plan_t *plan, struct plan_diag *diag)
+{
+	for (uint32_t i = 0; i < plan->vars.count; i++) {
+		const struct plan_var *v = AT(plan->vars, struct plan_var, i);
+		if (v->step < 0 || v->limit < v->start)
+			return FAIL("section VARS: var %u (%.64s) needs step >= 0 and limit >= start",
+			            i, v->name);
+		if (v->offset % 4 != 0 || !in_arena(plan, v->offset, 4))
+			return FAIL("section VARS: var %u (%.64s): mirror at offset %llu is not a "
+			            "4-byte slot inside the %llu-byte arena", i, v->name,
+			            (unsigned long long)v->offset,
+			            (unsigned long long)plan->layout.arena_bytes);
+	}
+	return check_vec_names(&plan->vars, sizeof(struct plan_var),
+	                       offsetof(struct plan_var, name), "VARS", "var", diag);
+}
+
+static int validate_tensor(const plan_t *plan, uint32_t i, struct plan_diag *diag)
+{
+	const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+
+	if (plan_dtype_size(t->dtype) == 0)
+		return FAIL("section TENS: tensor %u (%.64s) has unknown dtype %d", i, t->name, t->dtype);
+	if (t->role < PLAN_ROLE_WEIGHT || t->role > PLAN_ROLE_ACTIVATION)
+		return FAIL("section TENS: tensor %u (%.64s) has unknown role %d", i, t->name, t->role);
+	if (t->rank < 1 || t->rank > PLAN_MAX_RANK)
+		return FAIL("section TENS: tensor %u (%.64s) has rank %u, not 1..%d", i, t->name,
+		            t->rank, PLAN_MAX_RANK);
+	for (uint32_t k = 0; k < PLAN_MAX_RANK; k++) {
+		const struct plan_axis *a = &t->shape[k];
+		if (k >= t->rank) {
+			if (a->dim != PLAN_NONE || a->size != 0)
+				return FAIL("section TENS: tensor %u (%.64s): axis %u beyond rank %u is set",
+				            i, t->name, k, t->rank);
+		} else if (a->dim != PLAN_NONE && a->dim >= plan->dims.count) {
+			return FAIL("section TENS: tensor %u (%.64s): axis %u names dim %u of %u",
+			            i, t->name, k, a->dim, plan->dims.count);
+		} else if (a->dim == PLAN_NONE && a->size < 0) {
+			return FAIL("section TENS: tensor %u (%.64s): axis %u has negative size %lld",
+			            i, t->name, k, (long long)a->size);
+		}
+	}
+	if (t->offset % plan->layout.alignment != 0)
+		return FAIL("section TENS: tensor %u (%.64s): offset %llu is not a multiple of "
+		            "the alignment %u", i, t->name, (unsigned long long)t->offset,
+		            plan->layout.alignment);
+	if (!in_arena(plan, t->offset, t->bytes))
+		return FAIL("section TENS: tensor %u (%.64s): [%llu, +%llu) lies outside the "
+		            "%llu-byte arena", i, t->name, (unsigned long long)t->offset,
+		            (unsigned long long)t->bytes, (unsigned long long)plan->layout.arena_bytes);
+	if (t->init.kind < PLAN_INIT_NONE || t->init.kind > PLAN_INIT_ARANGE)
+		return FAIL("section TENS: tensor %u (%.64s) has unknown initializer %d", i,
+		            t->name, t->init.kind);
+	if (t->feed.kind < PLAN_FEED_NONE || t->feed.kind > PLAN_FEED_RANDOM)
+		return FAIL("section TENS: tensor %u (%.64s) has unknown feed %d", i, t->name,
+		            t->feed.kind);
+	if (t->feed.kind != PLAN_FEED_NONE && t->feed.var != PLAN_NONE &&
+	    t->feed.var >= plan->vars.count)
+		return FAIL("section TENS: tensor %u (%.64s): feed names var %u of %u", i, t->name,
+		            t->feed.var, plan->vars.count);
+	return PLAN_OK;
+}
+
+/* A span of the arena: a tensor or a var mirror. */
+struct span {
+	uint64_t start;
+	uint64_t end;
+	uint32_t index;
+	int      is_var;
+	int      persistent;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	if (x->is_var != y->is_var)
+		return x->is_var - y->is_var;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int span_conflict(const plan_t *plan, const struct span *a, const struct span *b,
+                         struct plan_diag *diag)
+{
+	const char *na = a->is_var ? AT(plan->vars, struct plan_var, a->index)->name
+	                           : AT(plan->tensors, struct plan_tensor, a->index)->name;
+	const char *nb = b->is_var ? AT(plan->vars, struct plan_var, b->index)->name
+	                           : AT(plan->tensors, struct plan_tensor, b->index)->name;
+
+	return FAIL("section TENS: %s %u (%.48s) and %s %u (%.48s) overlap in the arena, "
+	            "and %s persistent", a->is_var ? "var" : "tensor", a->index, na,
+	            b->is_var ? "var" : "tensor", b->index, nb,
+	            a->persistent && b->persistent ? "both are" : "one is");
+}
+
+/* Persistent tensors and var mirrors own their bytes for the whole step:
+ * none may overlap anything else. Activations may share space with each
+ * other (the planner reuses it between disjoint lifetimes). */
+static int validate_overlaps(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t nt = plan->tensors.count, nv = plan->vars.count, n = 0;
+	struct span *s, *all = NULL, *pers = NULL;
+	uint64_t all_end = 0, pers_end = 0;
+	int err = PLAN_OK;
+
+	if ((size_t)nt + nv == 0)
+		return PLAN_OK;
+	if ((s = malloc(((size_t)nt + nv) * sizeof *s)) == NULL)
+		return NOMEM();
+	for (uint32_t i = 0; i < nt; i++) {
+		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+		if (t->bytes == 0)
+			continue;
+		s[n++] = (struct span){ t->offset, t->offset + t->bytes, i, 0,
+		                        t->role != PLAN_ROLE_ACTIVATION };
+	}
+	for (uint32_t i = 0; i < nv; i++) {
+		const struct plan_var *v = AT(plan->vars, struct plan_var, i);
+		s[n++] = (struct span){ v->offset, v->offset + 4, i, 1, 1 };
+	}
+	qsort(s, n, sizeof *s, by_start);
+	/* Each pair is judged when its later member comes: a persistent span
+	 * against every earlier one, an activation against earlier persistent
+	 * ones. The earlier span reaching furthest is the one to test. */
+	for (uint32_t i = 0; i < n; i++) {
+		if (s[i].persistent && all != NULL && all_end > s[i].start) {
+			err = span_conflict(plan, all, &s[i], diag);
+			break;
+		}
+		if (!s[i].persistent && pers != NULL && pers_end > s[i].start) {
+			err = span_conflict(plan, pers, &s[i], diag);
+			break;
+		}
+		if (all == NULL || s[i].end > all_end) {
+			all = &s[i];
+			all_end = s[i].end;
+		}
+		if (s[i].persistent && (pers == NULL || s[i].end > pers_end)) {
+			pers = &s[i];
+			pers_end = s[i].end;
+		}
+	}
+	free(s);
+	return err;
+}
+
+static int validate_tensors(const plan_t *plan, struct plan_diag *diag)
+{
+	int err;
+
+	for (uint32_t i = 0; i < plan->tensors.count; i++)
+		if ((err = validate_tensor(plan, i, diag)) != 0)
+			return err;
+	if ((err = check_vec_names(&plan->tensors, sizeof(struct plan_tensor),
+	                           offsetof(struct plan_tensor, name), "TENS", "tensor", diag)) != 0)
+		return err;
+	return validate_overlaps(plan, diag);
+}
+
+static int check_list(const plan_t *plan, const uint32_t *list, uint32_t n, const char *section,
+                      const char *owner, uint32_t index, const char *what,
+                      struct plan_diag *diag)
+{
+	if (n > 0 && list == NULL)
+		return FAIL("section %s: %s %u: %u %s but no list", section, owner, index, n, what);
+	for (uint32_t k = 0; k < n; k++)
+		if (list[k] >= plan->tensors.count)
+			return FAIL("section %s: %s %u: %s %u is tensor %u of %u", section, owner,
+			            index, what, k, list[k], plan->tensors.count);
+	return PLAN_OK;
+}
+
+static int validate_ops(const plan_t *plan, struct plan_diag *diag)
+{
+	int err;
+
+	for (uint32_t i = 0; i < plan->ops.count; i++) {
+		const struct plan_op *o = AT(plan->ops, struct plan_op, i);
+		if (o->kind[0] == '\0')
+			return FAIL("section OPER: op %u has an empty kind", i);
+		if (o->flags & ~(uint32_t)PLAN_OP_EAGER)
+			return FAIL("section OPER: op %u has unknown flags 0x%x", i, o->flags);
+		if ((err = check_list(plan, o->in, o->nin, "OPER", "op", i, "input", diag)) != 0 ||
+		    (err = check_list(plan, o->out, o->nout, "OPER", "op", i, "output", diag)) != 0)
+			return err;
+		if (o->nattr > 0 && o->attr == NULL)
+			return FAIL("section OPER: op %u: %u attributes but no list", i, o->nattr);
+		for (uint32_t k = 0; k < o->nattr; k++) {
+			const struct plan_attr *a = &o->attr[k];
+			if (a->key[0] == '\0')
+				return FAIL("section ATTR: op %u attribute %u has an empty key", i, k);
+			switch (a->type) {
+			case PLAN_ATTR_INT:
+			case PLAN_ATTR_FLOAT:
+			case PLAN_ATTR_STR:
+				break;
+			case PLAN_ATTR_BOOL:
+				if (a->i != 0 && a->i != 1)
+					return FAIL("section ATTR: op %u attribute %.64s: bool %lld is not 0 or 1",
+					            i, a->key, (long long)a->i);
+				break;
+			case PLAN_ATTR_VAR:
+				if (a->i < 0 || (uint64_t)a->i >= plan->vars.count)
+					return FAIL("section ATTR: op %u attribute %.64s names var %lld of %u",
+					            i, a->key, (long long)a->i, plan->vars.count);
+				break;
+			default:
+				return FAIL("section ATTR: op %u attribute %.64s has unknown type %d",
+				            i, a->key, a->type);
+			}
+			if (a->type != PLAN_ATTR_STR && a->s[0] != '\0')
+				return FAIL("section ATTR: op %u attribute %.64s is not a string but has text",
+				            i, a->key);
+		}
+	}
+	return PLAN_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The captures: variants, segments, breakpoints, items.                   */
+
+static int by_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static const struct plan_variant *variant_at(const plan_t *plan, uint32_t i)
+{
+	return &AT(plan->variants, struct plan_variant_rec, i)->pub;
+}
+
+static int validate_variants(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t n = plan->variants.count, td = plan_token_dim(plan);
+	int64_t *tokens;
+	int err = PLAN_OK;
+
+	if (n == 0)
+		return PLAN_OK;
+	if (td == PLAN_NONE)
+		return FAIL("section VARI: %u variants but no token dim", n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_variant *v = variant_at(plan, i);
+		const struct plan_dim *d = AT(plan->dims, struct plan_dim, td);
+		if (v->mode < PLAN_MODE_BREAKABLE || v->mode > PLAN_MODE_EAGER)
+			return FAIL("section VARI: variant %u has unknown mode %d", i, v->mode);
+		if (v->tokens < 1 || v->tokens > d->value)
+			return FAIL("section VARI: variant %u has %lld tokens, not in 1..%lld (dim %.64s)",
+			            i, (long long)v->tokens, (long long)d->value, d->name);
+		if (v->nitems > 0 && v->items == NULL)
+			return FAIL("section VARI: variant %u: %u items but no list", i, v->nitems);
+	}
+	if ((tokens = malloc((size_t)n * sizeof *tokens)) == NULL)
+		return NOMEM();
+	for (uint32_t i = 0; i < n; i++)
+		tokens[i] = variant_at(plan, i)->tokens;
+	qsort(tokens, n, sizeof *tokens, by_i64);
+	for (uint32_t i = 1; i < n; i++)
+		if (tokens[i] == tokens[i - 1]) {
+			err = FAIL("section VARI: two variants have %lld tokens", (long long)tokens[i]);
+			break;
+		}
+	free(tokens);
+	return err;
+}
+
+static int valid_node_type(int type)
+{
+	return (type >= PLAN_NODE_KERNEL && type <= PLAN_NODE_EVENT_WAIT) || type == PLAN_NODE_OTHER;
+}
+
+static int validate_node(const plan_t *plan, const struct plan_segment *s, uint32_t si,
+                         uint32_t ni, struct plan_diag *diag)
+{
+	const struct plan_node *n = &s->nodes[ni];
+
+	if (!valid_node_type(n->type))
+		return FAIL("section NODE: segment %u node %u has unknown type %d", si, ni, n->type);
+	if (n->op != PLAN_NONE && (n->op < s->op_first || n->op - s->op_first >= s->op_count))
+		return FAIL("section NODE: segment %u node %u names op %u, outside the segment's "
+		            "ops [%u, +%u)", si, ni, n->op, s->op_first, s->op_count);
+	if (n->nparams > 0 && n->params == NULL)
+		return FAIL("section NODE: segment %u node %u: %u params but no list", si, ni, n->nparams);
+	for (uint32_t k = 0; k < n->nparams; k++) {
+		const struct plan_param *p = &n->params[k];
+		if (k > 0 && p->index <= n->params[k - 1].index)
+			return FAIL("section PARM: segment %u node %u: parameter numbers are not "
+			            "increasing (%u after %u)", si, ni, p->index, n->params[k - 1].index);
+		if (p->offset >= plan->layout.arena_bytes)
+			return FAIL("section PARM: segment %u node %u parameter %u points at offset "
+			            "%llu, outside the %llu-byte arena", si, ni, p->index,
+			            (unsigned long long)p->offset,
+			            (unsigned long long)plan->layout.arena_bytes);
+	}
+	return PLAN_OK;
+}
+
+static int validate_segments(const plan_t *plan, struct plan_diag *diag)
+{
+	int err;
+
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		if (s->variant >= plan->variants.count)
+			return FAIL("section SEGS: segment %u names variant %u of %u", i, s->variant,
+			            plan->variants.count);
+		if (s->op_count == 0 || s->op_first >= plan->ops.count ||
+		    s->op_count > plan->ops.count - s->op_first)
+			return FAIL("section SEGS: segment %u: ops [%u, +%u) are empty or outside the %u ops",
+			            i, s->op_first, s->op_count, plan->ops.count);
+		if (s->flags & ~(uint32_t)PLAN_SEG_NODES)
+			return FAIL("section SEGS: segment %u has unknown flags 0x%x", i, s->flags);
+		if ((s->nnodes > 0 && s->nodes == NULL) || (s->nedges > 0 && s->edges == NULL))
+			return FAIL("section SEGS: segment %u: counts without arrays", i);
+		if (!(s->flags & PLAN_SEG_NODES)) {
+			if (s->nnodes != 0 || s->nedges != 0 || s->fingerprint != 0)
+				return FAIL("section SEGS: segment %u has nodes, edges or a fingerprint "
+				            "but not the nodes flag", i);
+			continue;
+		}
+		for (uint32_t k = 0; k < s->nnodes; k++)
+			if ((err = validate_node(plan, s, i, k, diag)) != 0)
+				return err;
+		for (uint32_t k = 0; k < s->nedges; k++) {
+			const struct plan_edge *e = &s->edges[k];
+			if (e->from >= s->nnodes || e->to >= s->nnodes || e->from == e->to)
+				return FAIL("section EDGE: segment %u edge %u (%u -> %u) is not between two "
+				            "of its %u nodes", i, k, e->from, e->to, s->nnodes);
+		}
+		uint64_t fp = plan_fingerprint(s);
+		if (fp != s->fingerprint)
+			return FAIL("section SEGS: segment %u: fingerprint 0x%016llx does not match its "
+			            "nodes and edges (0x%016llx)", i, (unsigned long long)s->fingerprint,
+			            (unsigned long long)fp);
+	}
+	return PLAN_OK;
+}
+
+static int validate_breakpoints(const plan_t *plan, struct plan_diag *diag)
+{
+	int err;
+
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		if (b->variant >= plan->variants.count)
+			return FAIL("section BRKP: breakpoint %u names variant %u of %u", i, b->variant,
+			            plan->variants.count);
+		if (b->op >= plan->ops.count)
+			return FAIL("section BRKP: breakpoint %u names op %u of %u", i, b->op,
+			            plan->ops.count);
+		if (b->name[0] == '\0')
+			return FAIL("section BRKP: breakpoint %u has an empty name", i);
+		if (b->reason < PLAN_BREAK_KIND || b->reason > PLAN_BREAK_MODE)
+			return FAIL("section BRKP: breakpoint %u has unknown reason %d", i, b->reason);
+		if ((b->reason == PLAN_BREAK_MODE) != (variant_at(plan, b->variant)->mode == PLAN_MODE_EAGER))
+			return FAIL("section BRKP: breakpoint %u has reason %s in a %s variant", i,
+			            plan_break_reason_name(b->reason),
+			            plan_mode_name(variant_at(plan, b->variant)->mode));
+		if ((err = check_list(plan, b->reads, b->nreads, "BRKP", "breakpoint", i, "read", diag)) != 0 ||
+		    (err = check_list(plan, b->writes, b->nwrites, "BRKP", "breakpoint", i, "write", diag)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+/* Each variant's items run its ops in order, each exactly once: segments
+ * as op ranges, breakpoints as single ops. Every segment and breakpoint is
+ * an item of its own variant exactly once. */
+static int validate_items(const plan_t *plan, uint32_t *seg_refs, uint32_t *bp_refs,
+                          struct plan_diag *diag)
+{
+	uint32_t nops = plan->ops.count;
+
+	for (uint32_t v = 0; v < plan->variants.count; v++) {
+		const struct plan_variant *var = variant_at(plan, v);
+		uint32_t next = 0;
+
+		for (uint32_t k = 0; k < var->nitems; k++) {
+			const struct plan_item *it = &var->items[k];
+			uint32_t first, count;
+
+			if (it->kind == PLAN_ITEM_SEGMENT) {
+				if (it->index >= plan->segments.count)
+					return FAIL("section ITEM: variant %u item %u names segment %u of %u",
+					            v, k, it->index, plan->segments.count);
+				const struct plan_segment *s = AT(plan->segments, struct plan_segment, it->index);
+				if (s->variant != v)
+					return FAIL("section ITEM: variant %u item %u names segment %u of "
+					            "variant %u", v, k, it->index, s->variant);
+				if (var->mode == PLAN_MODE_EAGER)
+					return FAIL("section ITEM: variant %u is eager but item %u is a segment", v, k);
+				if (seg_refs[it->index]++ != 0)
+					return FAIL("section ITEM: segment %u is an item twice", it->index);
+				first = s->op_first;
+				count = s->op_count;
+			} else if (it->kind == PLAN_ITEM_BREAK) {
+				if (it->index >= plan->breakpoints.count)
+					return FAIL("section ITEM: variant %u item %u names breakpoint %u of %u",
+					            v, k, it->index, plan->breakpoints.count);
+				const struct plan_breakpoint *b =
+					AT(plan->breakpoints, struct plan_breakpoint, it->index);
+				if (b->variant != v)
+					return FAIL("section ITEM: variant %u item %u names breakpoint %u of "
+					            "variant %u", v, k, it->index, b->variant);
+				if (var->mode == PLAN_MODE_FULL)
+					return FAIL("section ITEM: variant %u is full but item %u is a breakpoint",
+					            v, k);
+				if (bp_refs[it->index]++ != 0)
+					return FAIL("section ITEM: breakpoint %u is an item twice", it->index);
+				first = b->op;
+				count = 1;
+			} else {
+				return FAIL("section ITEM: variant %u item %u has unknown kind %d", v, k, it->kind);
+			}
+			if (first != next)
+				return FAIL("section ITEM: variant %u item %u starts at op %u where op %u "
+				            "was due (%s)", v, k, first, next,
+				            first > next ? "a gap" : "an overlap");
+			next = first + count;   /* <= nops: checked with the segment */
+		}
+		if (next != nops)
+			return FAIL("section ITEM: variant %u runs ops up to %u of %u", v, next, nops);
+	}
+	for (uint32_t i = 0; i < plan->segments.count; i++)
+		if (seg_refs[i] == 0)
+			return FAIL("section ITEM: segment %u is no item of its variant", i);
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++)
+		if (bp_refs[i] == 0)
+			return FAIL("section ITEM: breakpoint %u is no item of its variant", i);
+	return PLAN_OK;
+}
+
+static int validate_captures(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t *seg_refs = NULL, *bp_refs = NULL;
+	int err;
+
+	if ((err = validate_variants(plan, diag)) != 0 ||
+	    (err = validate_segments(plan, diag)) != 0 ||
+	    (err = validate_breakpoints(plan, diag)) != 0)
+		return err;
+	seg_refs = calloc((size_t)plan->segments.count + 1, sizeof *seg_refs);
+	bp_refs = calloc((size_t)plan->breakpoints.count + 1, sizeof *bp_refs);
+	if (seg_refs == NULL || bp_refs == NULL)
+		err = NOMEM();
+	else
+		err = validate_items(plan, seg_refs, bp_refs, diag);
+	free(seg_refs);
+	free(bp_refs);
+	return err;
+}
+
+static int validate_checks(const plan_t *plan, struct plan_diag *diag)
+{
+	for (uint32_t i = 0; i < plan->checks.count; i++) {
+		const struct plan_check *c = AT(plan->checks, struct plan_check, i);
+		if (c->variant >= plan->variants.count)
+			return FAIL("section CHKS: check %u names variant %u of %u", i, c->variant,
+			            plan->variants.count);
+		if (c->tensor >= plan->tensors.count)
+			return FAIL("section CHKS: check %u names tensor %u of %u", i, c->tensor,
+			            plan->tensors.count);
+	}
+	return PLAN_OK;
+}
+
+static int validate_dispatch(const plan_t *plan, struct plan_diag *diag)
+{
+	for (uint32_t i = 0; i < plan->dispatch.count; i++) {
+		const struct plan_dispatch *d = AT(plan->dispatch, struct plan_dispatch, i);
+		if (d->tokens_min < 1 || d->tokens_max < d->tokens_min)
+			return FAIL("section DISP: entry %u has an empty range [%lld, %lld]", i,
+			            (long long)d->tokens_min, (long long)d->tokens_max);
+		if (i > 0 && d->tokens_min <= AT(plan->dispatch, struct plan_dispatch, i - 1)->tokens_max)
+			return FAIL("section DISP: entry %u does not start above entry %u", i, i - 1);
+		if (d->variant == PLAN_NONE)
+			continue;
+		if (d->variant >= plan->variants.count)
+			return FAIL("section DISP: entry %u names variant %u of %u", i, d->variant,
+			            plan->variants.count);
+		if (variant_at(plan, d->variant)->tokens < d->tokens_max)
+			return FAIL("section DISP: entry %u sends up to %lld tokens to variant %u of %lld",
+			            i, (long long)d->tokens_max, d->variant,
+			            (long long)variant_at(plan, d->variant)->tokens);
+	}
+	return PLAN_OK;
+}
+
+int plan_validate(const plan_t *plan, struct plan_diag *diag)
+{
+	int err;
+
+	if (plan == NULL)
+		return FAIL("no plan");
+	if ((err = validate_meta(plan, diag)) != 0 ||
+	    (err = validate_dims(plan, diag)) != 0 ||
+	    (err = validate_vars(plan, diag)) != 0 ||
+	    (err = validate_tensors(plan, diag)) != 0 ||
+	    (err = validate_ops(plan, diag)) != 0 ||
+	    (err = validate_captures(plan, diag)) != 0 ||
+	    (err = validate_checks(plan, diag)) != 0 ||
+	    (err = validate_dispatch(plan, diag)) != 0)
+		return err;
+	return PLAN_OK;
+}

@@ -1,0 +1,790 @@
+/*
+ * write.c - the plan writer: the model to content bytes (section directory,
+ * record sections, string table), one zstd frame, the checksummed header,
+ * and the atomic file write.
+ *
+ * The same plan always gives the same bytes: every byte of the content is
+ * written explicitly or zeroed, strings are stored in the order they are
+ * first met, zstd runs single-threaded with fixed parameters, and nothing
+ * but meta.created depends on when or where the plan was written.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "format.h"
+#include "internal.h"
+
+#define AT(vec, type, i) (&((const type *)(vec).data)[i])
+
+/* ---------------------------------------------------------------------- */
+/* Growing byte buffers.                                                   */
+
+struct buf {
+	unsigned char *data;
+	size_t         len;
+	size_t         cap;
+};
+
+/* N zeroed bytes at the end of B, or NULL when out of memory. */
+static unsigned char *buf_grow(struct buf *b, size_t n)
+{
+	if (n > SIZE_MAX - b->len)
+		return NULL;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n) {
+			if (cap > SIZE_MAX / 2)
+				return NULL;
+			cap *= 2;
+		}
+		unsigned char *d = realloc(b->data, cap);
+		if (d == NULL)
+			return NULL;
+		b->data = d;
+		b->cap = cap;
+	}
+	unsigned char *p = b->data + b->len;
+	memset(p, 0, n);
+	b->len += n;
+	return p;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The writer's state. A failure is sticky: once `failed` is set, records  */
+/* go to a scratch area and the result is thrown away at the end, so that  */
+/* the encoders need no error path of their own.                           */
+
+struct writer {
+	struct buf out;          /* the content */
+	struct buf strs;         /* the string table */
+	uint32_t  *slots;        /* string hash table: offset + 1, 0 = free */
+	uint32_t   nslots;
+	uint32_t   nstrings;
+	int        failed;       /* a plan_error */
+	uint64_t   sect_off[S_COUNT];
+	uint64_t   sect_size[S_COUNT];
+	unsigned char scratch[256];
+};
+
+static void w_fail(struct writer *w, int code)
+{
+	if (w->failed == 0)
+		w->failed = code;
+}
+
+/* A zeroed record of SIZE bytes at the end of the content. */
+static unsigned char *w_record(struct writer *w, size_t size)
+{
+	unsigned char *p = w->failed ? NULL : buf_grow(&w->out, size);
+
+	if (p == NULL) {
+		w_fail(w, PLAN_ERR_NOMEM);
+		memset(w->scratch, 0, sizeof w->scratch);
+		return w->scratch;
+	}
+	return p;
+}
+
+static int strs_grow_slots(struct writer *w)
+{
+	uint32_t n = w->nslots ? w->nslots * 2 : 1024;
+	uint32_t *s;
+
+	if (w->nslots >= UINT32_MAX / 4 || (s = calloc(n, sizeof *s)) == NULL)
+		return -1;
+	for (uint32_t i = 0; i < w->nslots; i++) {
+		uint32_t ref = w->slots[i];
+		if (ref == 0)
+			continue;
+		const char *str = (const char *)w->strs.data + ref - 1;
+		uint32_t h = (uint32_t)plan_hash64(str, strlen(str), PLAN_HASH64_INIT) & (n - 1);
+		while (s[h] != 0)
+			h = (h + 1) & (n - 1);
+		s[h] = ref;
+	}
+	free(w->slots);
+	w->slots = s;
+	w->nslots = n;
+	return 0;
+}
+
+/* The offset of S in the string table, adding it the first time it is
+ * met. The table starts with the empty string at offset 0. */
+static uint32_t w_str(struct writer *w, const char *s)
+{
+	size_t len;
+	uint32_t h;
+
+	if (w->failed || s == NULL || s[0] == '\0')
+		return 0;
+	len = strlen(s);
+	if (((uint64_t)w->nstrings + 1) * 2 > w->nslots && strs_grow_slots(w) != 0) {
+		w_fail(w, PLAN_ERR_NOMEM);
+		return 0;
+	}
+	h = (uint32_t)plan_hash64(s, len, PLAN_HASH64_INIT) & (w->nslots - 1);
+	for (; w->slots[h] != 0; h = (h + 1) & (w->nslots - 1)) {
+		const char *t = (const char *)w->strs.data + w->slots[h] - 1;
+		if (strcmp(s, t) == 0)
+			return w->slots[h] - 1;
+	}
+	if (w->strs.len + len + 1 > UINT32_MAX - 1) {
+		w_fail(w, PLAN_ERR_LIMIT);
+		return 0;
+	}
+	uint32_t off = (uint32_t)w->strs.len;
+	unsigned char *p = buf_grow(&w->strs, len + 1);
+	if (p == NULL) {
+		w_fail(w, PLAN_ERR_NOMEM);
+		return 0;
+	}
+	memcpy(p, s, len);
+	w->slots[h] = off + 1;
+	w->nstrings++;
+	return off;
+}
+
+static void w_align(struct writer *w)
+{
+	size_t pad = (SECT_ALIGN - w->out.len % SECT_ALIGN) % SECT_ALIGN;
+
+	if (pad > 0)
+		w_record(w, pad);
+}
+
+static void sect_begin(struct writer *w, int sect, uint32_t count)
+{
+	w_align(w);
+	w->sect_off[sect] = w->out.len;
+	if (sect != S_STRS) {
+		unsigned char *p = w_record(w, RA_HEADER_SIZE);
+		fmt_put32(p + RA_RECORD_SIZE, fmt_sections[sect].record_size);
+		fmt_put32(p + RA_RECORD_COUNT, count);
+	}
+}
+
+static void sect_end(struct writer *w, int sect)
+{
+	w->sect_size[sect] = w->out.len - w->sect_off[sect];
+}
+
+/* ---------------------------------------------------------------------- */
+/* The sections, in the order of enum fmt_section.                         */
+
+static void encode_meta(struct writer *w, const plan_t *plan)
+{
+	const struct plan_meta *m = &plan->meta;
+	const struct plan_layout *l = &plan->layout;
+	unsigned char *p;
+
+	sect_begin(w, S_META, 1);
+	uint32_t tool = w_str(w, m->tool), script = w_str(w, m->script), device = w_str(w, m->device);
+	p = w_record(w, REC_META);
+	fmt_put32(p + META_TOOL, tool);
+	fmt_put32(p + META_SCRIPT, script);
+	fmt_put32(p + META_DEVICE, device);
+	fmt_put32(p + META_BACKEND, (uint32_t)m->backend);
+	fmt_put64(p + META_SCRIPT_HASH, m->script_hash);
+	fmt_puti64(p + META_CREATED, m->created);
+	fmt_puti32(p + META_CC_MAJOR, m->cc_major);
+	fmt_puti32(p + META_CC_MINOR, m->cc_minor);
+	fmt_puti32(p + META_CUDA_RUNTIME, m->cuda_runtime);
+	fmt_puti32(p + META_CUDA_DRIVER, m->cuda_driver);
+	fmt_puti32(p + META_CUBLAS, m->cublas);
+	fmt_put32(p + META_ALIGNMENT, l->alignment);
+	fmt_put64(p + META_ARENA_BYTES, l->arena_bytes);
+	fmt_put64(p + META_UNSHARED_BYTES, l->unshared_bytes);
+	sect_end(w, S_META);
+
+	const struct plan_stats *st = &plan->stats;
+	sect_begin(w, S_STAT, 1);
+	p = w_record(w, REC_STAT);
+	fmt_put64(p + STAT_MATERIALIZE_NS, st->materialize_ns);
+	fmt_put64(p + STAT_REFERENCE_NS, st->reference_ns);
+	fmt_put64(p + STAT_CAPTURE_NS, st->capture_ns);
+	fmt_put64(p + STAT_INSTANTIATE_NS, st->instantiate_ns);
+	fmt_put64(p + STAT_VERIFY_NS, st->verify_ns);
+	fmt_put32(p + STAT_REFERENCE_STEPS, st->reference_steps);
+	fmt_put32(p + STAT_VERIFY_EXACT, st->verify_exact);
+	fmt_putf64(p + STAT_VERIFY_MAX_ERR, st->verify_max_error);
+	sect_end(w, S_STAT);
+}
+
+static void encode_program(struct writer *w, const plan_t *plan)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_DIMS, plan->dims.count);
+	for (uint32_t i = 0; i < plan->dims.count; i++) {
+		const struct plan_dim *d = AT(plan->dims, struct plan_dim, i);
+		uint32_t name = w_str(w, d->name), expr = w_str(w, d->expr);
+		p = w_record(w, REC_DIMS);
+		fmt_put32(p + DIMS_NAME, name);
+		fmt_put32(p + DIMS_EXPR, expr);
+		fmt_puti64(p + DIMS_VALUE, d->value);
+		fmt_put32(p + DIMS_FLAGS, d->flags);
+	}
+	sect_end(w, S_DIMS);
+
+	sect_begin(w, S_VARS, plan->vars.count);
+	for (uint32_t i = 0; i < plan->vars.count; i++) {
+		const struct plan_var *v = AT(plan->vars, struct plan_var, i);
+		uint32_t name = w_str(w, v->name);
+		p = w_record(w, REC_VARS);
+		fmt_put32(p + VARS_NAME, name);
+		fmt_puti64(p + VARS_START, v->start);
+		fmt_puti64(p + VARS_STEP, v->step);
+		fmt_puti64(p + VARS_LIMIT, v->limit);
+		fmt_put64(p + VARS_OFFSET, v->offset);
+	}
+	sect_end(w, S_VARS);
+
+	sect_begin(w, S_TENS, plan->tensors.count);
+	for (uint32_t i = 0; i < plan->tensors.count; i++) {
+		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+		uint32_t name = w_str(w, t->name);
+		p = w_record(w, REC_TENS);
+		fmt_put32(p + TENS_NAME, name);
+		p[TENS_DTYPE] = (unsigned char)t->dtype;
+		p[TENS_ROLE] = (unsigned char)t->role;
+		p[TENS_RANK] = (unsigned char)t->rank;
+		fmt_put64(p + TENS_OFFSET, t->offset);
+		fmt_put64(p + TENS_BYTES, t->bytes);
+		for (int k = 0; k < PLAN_MAX_RANK; k++) {
+			unsigned char *a = p + TENS_AXES + k * TENS_AXIS_SIZE;
+			fmt_put32(a + AXIS_DIM, t->shape[k].dim);
+			fmt_puti64(a + AXIS_LENGTH, t->shape[k].size);
+		}
+		p[TENS_INIT_KIND] = (unsigned char)t->init.kind;
+		p[TENS_FEED_KIND] = (unsigned char)t->feed.kind;
+		fmt_put32(p + TENS_FEED_VAR, t->feed.var);
+		fmt_put64(p + TENS_INIT_SEED, t->init.seed);
+		fmt_putf64(p + TENS_INIT_SCALE, t->init.scale);
+		fmt_putf64(p + TENS_INIT_VALUE, t->init.value);
+		fmt_put64(p + TENS_FEED_SEED, t->feed.seed);
+		fmt_puti64(p + TENS_FEED_RANGE, t->feed.range);
+		fmt_putf64(p + TENS_FEED_SCALE, t->feed.scale);
+	}
+	sect_end(w, S_TENS);
+}
+
+/* Pool cursors as 64-bit counts, so that a sum past UINT32_MAX is seen. */
+struct cursors {
+	uint64_t idxs, attr, item, node, parm, edge;
+};
+
+static uint32_t take(struct writer *w, uint64_t *cursor, uint32_t n)
+{
+	uint64_t first = *cursor;
+
+	*cursor += n;
+	if (*cursor > UINT32_MAX)
+		w_fail(w, PLAN_ERR_LIMIT);
+	return (uint32_t)first;
+}
+
+static void encode_ops(struct writer *w, const plan_t *plan, struct cursors *c)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_OPER, plan->ops.count);
+	for (uint32_t i = 0; i < plan->ops.count; i++) {
+		const struct plan_op *o = AT(plan->ops, struct plan_op, i);
+		uint32_t kind = w_str(w, o->kind), name = w_str(w, o->name);
+		p = w_record(w, REC_OPER);
+		fmt_put32(p + OPER_KIND, kind);
+		fmt_put32(p + OPER_NAME, name);
+		fmt_put32(p + OPER_FLAGS, o->flags);
+		fmt_put32(p + OPER_LINE, o->line);
+		fmt_put32(p + OPER_COL, o->col);
+		fmt_put32(p + OPER_INPUT_FIRST, take(w, &c->idxs, o->nin));
+		fmt_put32(p + OPER_INPUT_COUNT, o->nin);
+		fmt_put32(p + OPER_OUTPUT_FIRST, take(w, &c->idxs, o->nout));
+		fmt_put32(p + OPER_OUTPUT_COUNT, o->nout);
+		fmt_put32(p + OPER_ATTR_FIRST, take(w, &c->attr, o->nattr));
+		fmt_put32(p + OPER_ATTR_COUNT, o->nattr);
+	}
+	sect_end(w, S_OPER);
+
+	sect_begin(w, S_ATTR, (uint32_t)c->attr);
+	for (uint32_t i = 0; i < plan->ops.count; i++) {
+		const struct plan_op *o = AT(plan->ops, struct plan_op, i);
+		for (uint32_t k = 0; k < o->nattr; k++) {
+			const struct plan_attr *a = &o->attr[k];
+			uint32_t key = w_str(w, a->key), text = w_str(w, a->s);
+			p = w_record(w, REC_ATTR);
+			fmt_put32(p + ATTR_KEY, key);
+			fmt_put32(p + ATTR_TYPE, (uint32_t)a->type);
+			fmt_puti64(p + ATTR_INT, a->i);
+			fmt_putf64(p + ATTR_FLOAT, a->f);
+			fmt_put32(p + ATTR_TEXT, text);
+		}
+	}
+	sect_end(w, S_ATTR);
+}
+
+static void put_indexes(struct writer *w, const uint32_t *list, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		fmt_put32(w_record(w, REC_IDXS) + IDXS_INDEX, list[k]);
+}
+
+/* IDXS holds the ops' inputs and outputs, then the breakpoints' reads and
+ * writes: count the breakpoints' share before writing the section. */
+static void encode_indexes(struct writer *w, const plan_t *plan, struct cursors *c)
+{
+	uint64_t total = c->idxs;
+
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		total += (uint64_t)b->nreads + b->nwrites;
+	}
+	if (total > UINT32_MAX)
+		w_fail(w, PLAN_ERR_LIMIT);
+	sect_begin(w, S_IDXS, (uint32_t)total);
+	for (uint32_t i = 0; i < plan->ops.count; i++) {
+		const struct plan_op *o = AT(plan->ops, struct plan_op, i);
+		put_indexes(w, o->in, o->nin);
+		put_indexes(w, o->out, o->nout);
+	}
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		put_indexes(w, b->reads, b->nreads);
+		put_indexes(w, b->writes, b->nwrites);
+	}
+	sect_end(w, S_IDXS);
+}
+
+static void encode_variants(struct writer *w, const plan_t *plan, struct cursors *c)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_VARI, plan->variants.count);
+	for (uint32_t i = 0; i < plan->variants.count; i++) {
+		const struct plan_variant *v = &AT(plan->variants, struct plan_variant_rec, i)->pub;
+		p = w_record(w, REC_VARI);
+		fmt_puti64(p + VARI_TOKENS, v->tokens);
+		fmt_put32(p + VARI_MODE, (uint32_t)v->mode);
+		fmt_put64(p + VARI_PEAK_BYTES, v->peak_bytes);
+		fmt_put32(p + VARI_ITEM_FIRST, take(w, &c->item, v->nitems));
+		fmt_put32(p + VARI_ITEM_COUNT, v->nitems);
+	}
+	sect_end(w, S_VARI);
+
+	sect_begin(w, S_ITEM, (uint32_t)c->item);
+	for (uint32_t i = 0; i < plan->variants.count; i++) {
+		const struct plan_variant *v = &AT(plan->variants, struct plan_variant_rec, i)->pub;
+		for (uint32_t k = 0; k < v->nitems; k++) {
+			p = w_record(w, REC_ITEM);
+			fmt_put32(p + ITEM_KIND, (uint32_t)v->items[k].kind);
+			fmt_put32(p + ITEM_INDEX, v->items[k].index);
+		}
+	}
+	sect_end(w, S_ITEM);
+}
+
+static void encode_segments(struct writer *w, const plan_t *plan, struct cursors *c)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_SEGS, plan->segments.count);
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		p = w_record(w, REC_SEGS);
+		fmt_put32(p + SEGS_VARIANT, s->variant);
+		fmt_put32(p + SEGS_OP_FIRST, s->op_first);
+		fmt_put32(p + SEGS_OP_COUNT, s->op_count);
+		fmt_put32(p + SEGS_FLAGS, s->flags);
+		fmt_put64(p + SEGS_FINGERPRINT, s->fingerprint);
+		fmt_put64(p + SEGS_CAPTURE_NS, s->capture_ns);
+		fmt_put64(p + SEGS_INSTANTIATE_NS, s->instantiate_ns);
+		fmt_put32(p + SEGS_NODE_FIRST, take(w, &c->node, s->nnodes));
+		fmt_put32(p + SEGS_NODE_COUNT, s->nnodes);
+		fmt_put32(p + SEGS_EDGE_FIRST, take(w, &c->edge, s->nedges));
+		fmt_put32(p + SEGS_EDGE_COUNT, s->nedges);
+	}
+	sect_end(w, S_SEGS);
+
+	sect_begin(w, S_NODE, (uint32_t)c->node);
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		for (uint32_t k = 0; k < s->nnodes; k++) {
+			const struct plan_node *n = &s->nodes[k];
+			uint32_t kernel = w_str(w, n->kernel);
+			p = w_record(w, REC_NODE);
+			fmt_put32(p + NODE_TYPE, (uint32_t)n->type);
+			fmt_put32(p + NODE_OP, n->op);
+			fmt_put32(p + NODE_KERNEL, kernel);
+			for (int d = 0; d < 3; d++) {
+				fmt_put32(p + NODE_GRID + 4 * d, n->grid[d]);
+				fmt_put32(p + NODE_BLOCK + 4 * d, n->block[d]);
+			}
+			fmt_put32(p + NODE_SHARED_BYTES, n->shmem);
+			fmt_put32(p + NODE_PARAM_FIRST, take(w, &c->parm, n->nparams));
+			fmt_put32(p + NODE_PARAM_COUNT, n->nparams);
+		}
+	}
+	sect_end(w, S_NODE);
+
+	sect_begin(w, S_PARM, (uint32_t)c->parm);
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		for (uint32_t k = 0; k < s->nnodes; k++)
+			for (uint32_t j = 0; j < s->nodes[k].nparams; j++) {
+				p = w_record(w, REC_PARM);
+				fmt_put32(p + PARM_INDEX, s->nodes[k].params[j].index);
+				fmt_put64(p + PARM_OFFSET, s->nodes[k].params[j].offset);
+			}
+	}
+	sect_end(w, S_PARM);
+
+	sect_begin(w, S_EDGE, (uint32_t)c->edge);
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		for (uint32_t k = 0; k < s->nedges; k++) {
+			p = w_record(w, REC_EDGE);
+			fmt_put32(p + EDGE_FROM, s->edges[k].from);
+			fmt_put32(p + EDGE_TO, s->edges[k].to);
+		}
+	}
+	sect_end(w, S_EDGE);
+}
+
+static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_BRKP, plan->breakpoints.count);
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		uint32_t name = w_str(w, b->name), detail = w_str(w, b->detail);
+		p = w_record(w, REC_BRKP);
+		fmt_put32(p + BRKP_VARIANT, b->variant);
+		fmt_put32(p + BRKP_OP, b->op);
+		fmt_put32(p + BRKP_NAME, name);
+		fmt_put32(p + BRKP_REASON, (uint32_t)b->reason);
+		fmt_put32(p + BRKP_DETAIL, detail);
+		fmt_put32(p + BRKP_READ_FIRST, take(w, &c->idxs, b->nreads));
+		fmt_put32(p + BRKP_READ_COUNT, b->nreads);
+		fmt_put32(p + BRKP_WRITE_FIRST, take(w, &c->idxs, b->nwrites));
+		fmt_put32(p + BRKP_WRITE_COUNT, b->nwrites);
+	}
+	sect_end(w, S_BRKP);
+
+	sect_begin(w, S_CHKS, plan->checks.count);
+	for (uint32_t i = 0; i < plan->checks.count; i++) {
+		const struct plan_check *k = AT(plan->checks, struct plan_check, i);
+		p = w_record(w, REC_CHKS);
+		fmt_put32(p + CHKS_VARIANT, k->variant);
+		fmt_put32(p + CHKS_TENSOR, k->tensor);
+		fmt_put32(p + CHKS_STEPS, k->steps);
+		fmt_put64(p + CHKS_HASH, k->hash);
+		fmt_putf64(p + CHKS_SUM, k->sum);
+	}
+	sect_end(w, S_CHKS);
+
+	sect_begin(w, S_DISP, plan->dispatch.count);
+	for (uint32_t i = 0; i < plan->dispatch.count; i++) {
+		const struct plan_dispatch *d = AT(plan->dispatch, struct plan_dispatch, i);
+		p = w_record(w, REC_DISP);
+		fmt_puti64(p + DISP_TOKENS_MIN, d->tokens_min);
+		fmt_puti64(p + DISP_TOKENS_MAX, d->tokens_max);
+		fmt_put32(p + DISP_VARIANT, d->variant);
+	}
+	sect_end(w, S_DISP);
+
+	/* Every string has been met: the table goes last. */
+	sect_begin(w, S_STRS, 0);
+	if (!w->failed) {
+		if ((p = buf_grow(&w->out, w->strs.len)) != NULL)
+			memcpy(p, w->strs.data, w->strs.len);
+		else
+			w_fail(w, PLAN_ERR_NOMEM);
+	}
+	sect_end(w, S_STRS);
+}
+
+/* The content of PLAN in W->out. */
+static int encode_content(struct writer *w, const plan_t *plan)
+{
+	struct cursors c = { 0 };
+	unsigned char *dir;
+
+	/* The string table's first byte is the empty string. */
+	if (buf_grow(&w->strs, 1) == NULL)
+		return PLAN_ERR_NOMEM;
+	if (buf_grow(&w->out, DIR_HEADER_SIZE + (size_t)S_COUNT * DIR_ENTRY_SIZE) == NULL)
+		return PLAN_ERR_NOMEM;
+	encode_meta(w, plan);
+	encode_program(w, plan);
+	encode_ops(w, plan, &c);
+	encode_indexes(w, plan, &c);
+	encode_variants(w, plan, &c);
+	encode_segments(w, plan, &c);
+	encode_rest(w, plan, &c);
+	if (w->failed)
+		return w->failed;
+	dir = w->out.data;
+	fmt_put32(dir + DIR_SECTION_COUNT, S_COUNT);
+	for (int s = 0; s < S_COUNT; s++) {
+		unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)s * DIR_ENTRY_SIZE;
+		memcpy(e + ENT_ID, fmt_sections[s].id, 4);
+		fmt_put32(e + ENT_FLAGS, SECT_REQUIRED);
+		fmt_put64(e + ENT_OFFSET, w->sect_off[s]);
+		fmt_put64(e + ENT_SIZE, w->sect_size[s]);
+	}
+	return PLAN_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Compression and the header.                                             */
+
+static int compress_content(const unsigned char *content, size_t len, void **data,
+                            size_t *out_len, struct plan_diag *diag)
+{
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	size_t bound = ZSTD_compressBound(len), n;
+	unsigned char *out = NULL, *h;
+	int err = PLAN_OK;
+
+	if (cctx == NULL || ZSTD_isError(bound) || bound > SIZE_MAX - FMT_HEADER_SIZE ||
+	    (out = malloc(FMT_HEADER_SIZE + bound)) == NULL) {
+		err = plan__fail(diag, PLAN_ERR_NOMEM, "out of memory compressing %zu bytes", len);
+		goto out;
+	}
+	/* Fixed parameters: the same content always gives the same frame. */
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, FMT_ZSTD_LEVEL)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_dictIDFlag, 0))) {
+		err = plan__fail(diag, PLAN_ERR_GENERIC, "zstd refused the compression parameters");
+		goto out;
+	}
+	n = ZSTD_compress2(cctx, out + FMT_HEADER_SIZE, bound, content, len);
+	if (ZSTD_isError(n)) {
+		err = plan__fail(diag, PLAN_ERR_GENERIC, "zstd compression failed: %s",
+		                 ZSTD_getErrorName(n));
+		goto out;
+	}
+	h = out;
+	memset(h, 0, FMT_HEADER_SIZE);
+	memcpy(h + HDR_MAGIC, FMT_MAGIC, FMT_MAGIC_SIZE);
+	fmt_put16(h + HDR_MAJOR, PLAN_FORMAT_MAJOR);
+	fmt_put16(h + HDR_MINOR, PLAN_FORMAT_MINOR);
+	fmt_put32(h + HDR_FLAGS, 0);
+	fmt_put32(h + HDR_HEADER_SIZE, FMT_HEADER_SIZE);
+	fmt_put32(h + HDR_PAYLOAD_CRC, plan_crc32c(out + FMT_HEADER_SIZE, n));
+	fmt_put64(h + HDR_PAYLOAD_SIZE, n);
+	fmt_put64(h + HDR_CONTENT_SIZE, len);
+	fmt_put32(h + HDR_CRC, plan_crc32c(h, HDR_CRC));
+	{
+		unsigned char *shrunk = realloc(out, FMT_HEADER_SIZE + n);
+		if (shrunk != NULL)
+			out = shrunk;
+	}
+	*data = out;
+	*out_len = FMT_HEADER_SIZE + n;
+	out = NULL;
+out:
+	free(out);
+	ZSTD_freeCCtx(cctx);
+	return err;
+}
+
+int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_diag *diag)
+{
+	struct writer w;
+	int err;
+
+	if (plan == NULL || data == NULL || len == NULL)
+		return plan__fail(diag, PLAN_ERR_INVALID, "plan_write_memory: NULL argument");
+	*data = NULL;
+	*len = 0;
+	if ((err = plan_validate(plan, diag)) != 0)
+		return err;
+	memset(&w, 0, sizeof w);
+	err = encode_content(&w, plan);
+	if (err == PLAN_ERR_NOMEM)
+		plan__fail(diag, err, "out of memory encoding the plan");
+	else if (err != 0)
+		plan__fail(diag, err, "the plan is too large for the format "
+		           "(a pool or the string table passes 4 GiB)");
+	else
+		err = compress_content(w.out.data, w.out.len, data, len, diag);
+	free(w.out.data);
+	free(w.strs.data);
+	free(w.slots);
+	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Files.                                                                  */
+
+static ssize_t sys_write(void *ctx, int fd, const void *buf, size_t len)
+{
+	(void)ctx;
+	return write(fd, buf, len);
+}
+
+static int sys_fsync(void *ctx, int fd)
+{
+	(void)ctx;
+	return fsync(fd);
+}
+
+static int sys_rename(void *ctx, const char *from, const char *to)
+{
+	(void)ctx;
+	return rename(from, to);
+}
+
+static const struct plan__io sys_io = { sys_write, sys_fsync, sys_rename, NULL };
+
+static int io_fail(struct plan_diag *diag, const char *path, const char *step, int errnum)
+{
+	return plan__fail(diag, PLAN_ERR_IO, "%s: %s failed: %s", path, step, strerror(errnum));
+}
+
+/* Create a new temporary file next to PATH: ".<name>.<pid>.<n>.tmp", with
+ * O_EXCL so that an existing file is never reused. open() rather than
+ * mkstemp() so that the plan gets the permissions the umask gives every
+ * new file, not mkstemp's 0600. */
+static int open_temp(const char *dir, const char *base, char **tmp_out)
+{
+	size_t size = strlen(dir) + strlen(base) + 64;
+	char *tmp = malloc(size);
+	int fd = -1;
+
+	if (tmp == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (unsigned n = 0; n < 100; n++) {
+		snprintf(tmp, size, "%s/.%s.%ld.%u.tmp", dir, base, (long)getpid(), n);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		int e = errno;
+		free(tmp);
+		errno = e;
+		return -1;
+	}
+	*tmp_out = tmp;
+	return fd;
+}
+
+static int write_all(const struct plan__io *io, int fd, const unsigned char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = io->write(io->ctx, fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Make the rename durable. A file system that cannot sync a directory
+ * says EINVAL or ENOTSUP: nothing more can be done there. */
+static int sync_dir(const struct plan__io *io, const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc, e;
+
+	if (fd < 0)
+		return -1;
+	rc = io->fsync(io->ctx, fd);
+	e = errno;
+	close(fd);
+	if (rc != 0 && (e == EINVAL || e == ENOTSUP))
+		rc = 0;
+	errno = e;
+	return rc;
+}
+
+int plan__write_file_io(const plan_t *plan, const char *path, const struct plan__io *io,
+                        struct plan_diag *diag)
+{
+	void *data = NULL;
+	size_t len = 0;
+	char *dir = NULL, *tmp = NULL;
+	const char *base, *slash;
+	int fd = -1, err;
+
+	if (io == NULL)
+		io = &sys_io;
+	if (path == NULL || path[0] == '\0')
+		return plan__fail(diag, PLAN_ERR_INVALID, "plan_write_file: no path");
+	if ((err = plan_write_memory(plan, &data, &len, diag)) != 0)
+		return err;
+	slash = strrchr(path, '/');
+	base = slash ? slash + 1 : path;
+	if (base[0] == '\0') {
+		err = plan__fail(diag, PLAN_ERR_INVALID, "%s: names a directory, not a file", path);
+		goto out;
+	}
+	dir = slash == NULL ? strdup(".") : slash == path ? strdup("/")
+	                    : strndup(path, (size_t)(slash - path));
+	if (dir == NULL) {
+		err = plan__fail(diag, PLAN_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((fd = open_temp(dir, base, &tmp)) < 0) {
+		err = io_fail(diag, path, "creating a temporary file", errno);
+		goto out;
+	}
+	if (write_all(io, fd, data, len) != 0) {
+		err = io_fail(diag, path, "write", errno);
+		goto out;
+	}
+	if (io->fsync(io->ctx, fd) != 0) {
+		err = io_fail(diag, path, "fsync", errno);
+		goto out;
+	}
+	{
+		int rc = close(fd);
+		fd = -1;
+		if (rc != 0) {
+			err = io_fail(diag, path, "close", errno);
+			goto out;
+		}
+	}
+	if (io->rename(io->ctx, tmp, path) != 0) {
+		err = io_fail(diag, path, "rename", errno);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;          /* renamed: nothing to remove any more */
+	if (sync_dir(io, dir) != 0)
+		err = io_fail(diag, path, "fsync of the directory (the new plan is in place)", errno);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp != NULL) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dir);
+	free(data);
+	return err;
+}
+
+int plan_write_file(const plan_t *plan, const char *path, struct plan_diag *diag)
+{
+	return plan__write_file_io(plan, path, NULL, diag);
+}

@@ -1,0 +1,743 @@
+/*
+ * plan-corrupt.c - the reader against damaged and crafted files.
+ *
+ *  - Sweeps: every single-byte flip (xor 0xFF and xor 0x01) and every
+ *    truncation of a sample plan file is rejected with an error code and a
+ *    message; the same for the decompressed content, recompressed with
+ *    valid checksums, where a flip may also give a different valid plan.
+ *  - Crafted structure errors behind valid checksums: overflowing counts,
+ *    indexes and ranges out of bounds, strings without NUL, reserved
+ *    fields set, overlapping sections, each with its code.
+ *  - Versions: a newer major is refused naming both versions; a newer
+ *    minor with an unknown optional section and longer records is read; an
+ *    unknown required section is refused.
+ *  - Limits: sizes and counts over the reader's limits are refused before
+ *    anything is allocated for them.
+ *
+ * The files are taken apart and put together here, per plan-format.md,
+ * with libzstd called directly.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "plan.h"
+#include "plan-sample.h"
+#include "tap.h"
+
+#define HEADER 64
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int k = 0; k < 4; k++)
+		p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static unsigned char *dup_bytes(const void *p, size_t n)
+{
+	unsigned char *d = malloc(n ? n : 1);
+
+	if (d == NULL)
+		abort();
+	memcpy(d, p, n);
+	return d;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Files from content.                                                     */
+
+static void fix_header_crc(unsigned char *file)
+{
+	put32(file + 60, plan_crc32c(file, 60));
+}
+
+static void fix_crcs(unsigned char *file, size_t len)
+{
+	put32(file + 20, plan_crc32c(file + HEADER, len - HEADER));
+	fix_header_crc(file);
+}
+
+/* A plan file of version MAJOR.MINOR holding CONTENT, with CHECKSUM_FLAG
+ * for the zstd frame's content checksum. */
+static unsigned char *make_file_ex(const unsigned char *content, size_t clen, unsigned major,
+                                   unsigned minor, int checksum_flag, size_t *len)
+{
+	size_t bound = ZSTD_compressBound(clen), n;
+	unsigned char *f = calloc(1, HEADER + bound);
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+
+	if (f == NULL || cc == NULL)
+		abort();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, checksum_flag);
+	n = ZSTD_compress2(cc, f + HEADER, bound, content, clen);
+	ZSTD_freeCCtx(cc);
+	if (ZSTD_isError(n))
+		abort();
+	memcpy(f, "\x89" "BCG\r\n\x1a\n", 8);
+	f[8] = (unsigned char)major;
+	f[9] = (unsigned char)(major >> 8);
+	f[10] = (unsigned char)minor;
+	f[11] = (unsigned char)(minor >> 8);
+	put32(f + 16, HEADER);
+	put64(f + 24, n);
+	put64(f + 32, clen);
+	*len = HEADER + n;
+	fix_crcs(f, *len);
+	return f;
+}
+
+static unsigned char *make_file(const unsigned char *content, size_t clen, size_t *len)
+{
+	return make_file_ex(content, clen, 1, 0, 1, len);
+}
+
+static unsigned char *get_content(const unsigned char *file, size_t *clen)
+{
+	*clen = (size_t)get64(file + 32);
+	unsigned char *c = malloc(*clen);
+	if (c == NULL || ZSTD_decompress(c, *clen, file + HEADER, (size_t)get64(file + 24)) != *clen)
+		abort();
+	return c;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The content's directory.                                                */
+
+static unsigned char *entry_of(unsigned char *c, const char *id)
+{
+	uint32_t n = get32(c);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(c + 8 + 24 * i, id, 4) == 0)
+			return c + 8 + 24 * i;
+	abort();
+}
+
+static unsigned char *sect_of(unsigned char *c, const char *id)
+{
+	return c + get64(entry_of(c, id) + 8);
+}
+
+static unsigned char *record_of(unsigned char *c, const char *id, uint32_t i)
+{
+	unsigned char *s = sect_of(c, id);
+
+	return s + 8 + (size_t)i * get32(s);
+}
+
+/* A section list, to lay content out anew. */
+struct section {
+	char                 id[4];
+	uint32_t             flags;
+	const unsigned char *data;
+	size_t               size;
+};
+
+static int split_content(const unsigned char *c, struct section *s)
+{
+	int n = (int)get32(c);
+
+	for (int i = 0; i < n; i++) {
+		const unsigned char *e = c + 8 + 24 * i;
+		memcpy(s[i].id, e, 4);
+		s[i].flags = get32(e + 4);
+		s[i].data = c + get64(e + 8);
+		s[i].size = (size_t)get64(e + 16);
+	}
+	return n;
+}
+
+static unsigned char *join_content(const struct section *s, int n, size_t *clen)
+{
+	size_t off = 8 + 24 * (size_t)n, total = off;
+	unsigned char *c;
+
+	for (int i = 0; i < n; i++)
+		total = ((total + 7) & ~(size_t)7) + s[i].size;
+	if ((c = calloc(1, total)) == NULL)
+		abort();
+	put32(c, (uint32_t)n);
+	for (int i = 0; i < n; i++) {
+		off = (off + 7) & ~(size_t)7;
+		memcpy(c + 8 + 24 * i, s[i].id, 4);
+		put32(c + 8 + 24 * i + 4, s[i].flags);
+		put64(c + 8 + 24 * i + 8, off);
+		put64(c + 8 + 24 * i + 16, s[i].size);
+		memcpy(c + off, s[i].data, s[i].size);
+		off += s[i].size;
+	}
+	*clen = total;
+	return c;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading and expecting.                                                  */
+
+/* Read; a plan read is freed. Returns the code; on failure, checks that
+ * no plan came back. */
+static int try_read(const void *data, size_t len, const struct plan_limits *lim,
+                    struct plan_diag *d)
+{
+	plan_t *p = (plan_t *)1;
+	int err;
+
+	memset(d, 0, sizeof *d);
+	err = plan_read_memory(data, len, lim, &p, d);
+	if (err != 0 && p != NULL) {
+		diag("    a failed read returned a plan");
+		return -1;
+	}
+	plan_free(p);
+	return err;
+}
+
+static void expect_file(const unsigned char *file, size_t len, const struct plan_limits *lim,
+                        int want, const char *substr, const char *what)
+{
+	struct plan_diag d;
+	int err = try_read(file, len, lim, &d);
+
+	if (!ok(err == want && d.code == want && d.message[0] != '\0' &&
+	        (substr == NULL || strstr(d.message, substr) != NULL),
+	        "%s: %s", what, plan_strerror(want)))
+		diag("    got %d (%s) \"%s\", want %d with \"%s\"", err, plan_strerror(err),
+		     d.message, want, substr ? substr : "");
+}
+
+static void expect_content(const unsigned char *c, size_t clen, int want, const char *substr,
+                           const char *what)
+{
+	size_t len;
+	unsigned char *f = make_file(c, clen, &len);
+
+	expect_file(f, len, NULL, want, substr, what);
+	free(f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sweeps.                                                                 */
+
+struct tally {
+	unsigned count[PLAN_ERR_MAX_CODE + 1];
+	unsigned accepted;
+	unsigned bad;            /* rejected without a message, or worse */
+};
+
+static void tally_read(struct tally *t, const unsigned char *data, size_t len, int may_pass)
+{
+	struct plan_diag d;
+	plan_t *p = NULL;
+	int err;
+
+	memset(&d, 0, sizeof d);
+	err = plan_read_memory(data, len, NULL, &p, &d);
+	if (err == 0) {
+		/* Only a content sweep may give another valid plan: then it
+		 * must be a plan the writer accepts. */
+		void *w = NULL;
+		size_t wl;
+		if (!may_pass || p == NULL || plan_validate(p, NULL) != 0 ||
+		    plan_write_memory(p, &w, &wl, NULL) != 0)
+			t->bad++;
+		t->accepted++;
+		free(w);
+		plan_free(p);
+		return;
+	}
+	if (err < 0 || err > PLAN_ERR_MAX_CODE || p != NULL || d.code != err || d.message[0] == '\0')
+		t->bad++;
+	else
+		t->count[err]++;
+	plan_free(p);
+}
+
+static void tally_report(const struct tally *t, const char *what)
+{
+	for (int c = 1; c <= PLAN_ERR_MAX_CODE; c++)
+		if (t->count[c] > 0)
+			diag("%s: %u mutants rejected with %d (%s)", what, t->count[c], c, plan_strerror(c));
+	if (t->accepted > 0)
+		diag("%s: %u mutants read as other valid plans", what, t->accepted);
+}
+
+static void sweep_file(const unsigned char *file, size_t len)
+{
+	unsigned char *m = dup_bytes(file, len);
+	struct tally t;
+	static const unsigned char masks[] = { 0xFF, 0x01 };
+
+	for (size_t k = 0; k < 2; k++) {
+		memset(&t, 0, sizeof t);
+		for (size_t i = 0; i < len; i++) {
+			m[i] ^= masks[k];
+			tally_read(&t, m, len, 0);
+			m[i] ^= masks[k];
+		}
+		ok(t.bad == 0 && t.accepted == 0, "each of %zu bytes xor 0x%02X: every mutant is "
+		   "rejected with a code and a message", len, masks[k]);
+		tally_report(&t, masks[k] == 0xFF ? "file xor 0xFF" : "file xor 0x01");
+		ok(t.count[PLAN_ERR_CHECKSUM] >= len - HEADER,
+		   "every flip in the payload is caught by a checksum (%u checksum failures, "
+		   "%zu payload bytes)", t.count[PLAN_ERR_CHECKSUM], len - HEADER);
+	}
+	memset(&t, 0, sizeof t);
+	for (size_t n = 0; n < len; n++) {
+		/* A fresh buffer of exactly n bytes, so that ASan sees any
+		 * read past the end. */
+		unsigned char *cut = dup_bytes(file, n);
+		tally_read(&t, cut, n, 0);
+		free(cut);
+	}
+	ok(t.bad == 0 && t.accepted == 0 && t.count[PLAN_ERR_TRUNCATED] == len,
+	   "each of %zu truncations is rejected as truncated", len);
+	tally_report(&t, "truncated file");
+	free(m);
+}
+
+static void sweep_content(const unsigned char *content, size_t clen)
+{
+	unsigned char *c = dup_bytes(content, clen);
+	static const unsigned char masks[] = { 0xFF, 0x01 };
+	struct tally t;
+	size_t len;
+
+	for (size_t k = 0; k < 2; k++) {
+		memset(&t, 0, sizeof t);
+		for (size_t i = 0; i < clen; i++) {
+			c[i] ^= masks[k];
+			unsigned char *f = make_file(c, clen, &len);
+			tally_read(&t, f, len, 1);
+			free(f);
+			c[i] ^= masks[k];
+		}
+		ok(t.bad == 0, "each of %zu content bytes xor 0x%02X behind valid checksums: "
+		   "rejected with a code and a message, or a valid plan", clen, masks[k]);
+		tally_report(&t, masks[k] == 0xFF ? "content xor 0xFF" : "content xor 0x01");
+	}
+	memset(&t, 0, sizeof t);
+	for (size_t n = 0; n < clen; n++) {
+		unsigned char *f = make_file(c, n, &len);
+		tally_read(&t, f, len, 0);
+		free(f);
+	}
+	ok(t.bad == 0 && t.accepted == 0, "each of %zu content truncations is rejected", clen);
+	tally_report(&t, "truncated content");
+	free(c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Crafted errors behind valid checksums.                                  */
+
+#define EDIT(what_, want_, substr_, ...)                                        \
+	do {                                                                    \
+		unsigned char *c = dup_bytes(content, clen);                    \
+		__VA_ARGS__;                                                    \
+		expect_content(c, clen, want_, substr_, what_);                 \
+		free(c);                                                        \
+	} while (0)
+
+static void test_structure(const unsigned char *content, size_t clen)
+{
+	/* Counts. */
+	EDIT("a record count of 0xFFFFFFFF", PLAN_ERR_CORRUPT, "do not fill",
+	     put32(sect_of(c, "TENS") + 4, 0xFFFFFFFFu));
+	EDIT("a record count whose size wraps 32 bits", PLAN_ERR_CORRUPT, "do not fill",
+	     put32(sect_of(c, "TENS") + 4, 0x1C71C71Du));
+	EDIT("a record count one too many", PLAN_ERR_CORRUPT, "do not fill",
+	     put32(sect_of(c, "DIMS") + 4, get32(sect_of(c, "DIMS") + 4) + 1));
+	EDIT("a record size shorter than format 1.0's", PLAN_ERR_CORRUPT, "shorter than",
+	     put32(sect_of(c, "DIMS"), 16));
+	EDIT("a record size longer than format 1.0's in a 1.0 file", PLAN_ERR_CORRUPT, "which defines",
+	     put32(sect_of(c, "DIMS"), 48));
+	EDIT("two META records", PLAN_ERR_CORRUPT, "do not fill",
+	     put32(sect_of(c, "META") + 4, 2));
+	EDIT("a directory of 2000 sections", PLAN_ERR_CORRUPT, "more than",
+	     put32(c, 2000));
+	EDIT("a directory longer than the content", PLAN_ERR_CORRUPT, "the content has",
+	     put32(c, (uint32_t)(clen / 24 + 1)));
+
+	/* Indexes and ranges. */
+	EDIT("an op input naming tensor 1000", PLAN_ERR_CORRUPT, "section OPER record 0",
+	     put32(record_of(c, "IDXS", 0), 1000));
+	EDIT("an op's inputs starting at 0xFFFFFFF0", PLAN_ERR_CORRUPT, "outside the",
+	     put32(record_of(c, "OPER", 1) + 20, 0xFFFFFFF0u));
+	EDIT("an op's input count of 0xFFFFFFFF", PLAN_ERR_CORRUPT, "outside the",
+	     put32(record_of(c, "OPER", 1) + 24, 0xFFFFFFFFu));
+	EDIT("two ops sharing input entries", PLAN_ERR_CORRUPT, "starts before",
+	     put32(record_of(c, "OPER", 1) + 20, get32(record_of(c, "OPER", 0) + 20)));
+	EDIT("a segment's nodes outside NODE", PLAN_ERR_CORRUPT, "section SEGS record 1",
+	     put32(record_of(c, "SEGS", 1) + 44, 1000));
+	EDIT("an item naming segment 77", PLAN_ERR_CORRUPT, "segment 77",
+	     put32(record_of(c, "ITEM", 0) + 4, 77));
+	EDIT("an item kind of 0x10000", PLAN_ERR_CORRUPT, "unknown item kind",
+	     put32(record_of(c, "ITEM", 0), 0x10000));
+	EDIT("a tensor at the arena's end", PLAN_ERR_CORRUPT, "section TENS: tensor 1",
+	     put64(record_of(c, "TENS", 1) + 8, get64(record_of(c, "META", 0) + 56)));
+	EDIT("a dtype of 9", PLAN_ERR_CORRUPT, "section TENS record 0",
+	     record_of(c, "TENS", 0)[4] = 9);
+	EDIT("a dispatch entry naming variant 3 of 3", PLAN_ERR_CORRUPT, "section DISP record 0",
+	     put32(record_of(c, "DISP", 0) + 16, 3));
+
+	/* Strings. */
+	EDIT("a string without a terminating NUL", PLAN_ERR_CORRUPT, "no terminating NUL",
+	     sect_of(c, "STRS")[get64(entry_of(c, "STRS") + 16) - 1] = 'x');
+	EDIT("a string offset outside the table", PLAN_ERR_CORRUPT, "outside the",
+	     put32(record_of(c, "DIMS", 0), (uint32_t)get64(entry_of(c, "STRS") + 16)));
+	EDIT("a non-string attribute with text", PLAN_ERR_CORRUPT, "has text",
+	     put32(record_of(c, "ATTR", 0) + 24, get32(record_of(c, "DIMS", 0))));
+
+	/* Reserved fields. */
+	EDIT("the directory's reserved field", PLAN_ERR_RESERVED, "reserved", put32(c + 4, 1));
+	EDIT("a section flag bit 1", PLAN_ERR_RESERVED, "reserved flags",
+	     put32(entry_of(c, "VARS") + 4, 3));
+	EDIT("a dim's reserved field", PLAN_ERR_RESERVED, "section DIMS record 1",
+	     put32(record_of(c, "DIMS", 1) + 20, 0x100));
+	EDIT("a dim flag bit 3", PLAN_ERR_RESERVED, "reserved flags",
+	     put32(record_of(c, "DIMS", 1) + 16, 8));
+	EDIT("a tensor's reserved byte", PLAN_ERR_RESERVED, "section TENS record 2",
+	     record_of(c, "TENS", 2)[7] = 1);
+	EDIT("a tensor axis beyond its rank", PLAN_ERR_RESERVED, "beyond rank",
+	     put64(record_of(c, "TENS", 0) + 24 + 16 * 3 + 8, 5));
+	EDIT("an op flag bit 4", PLAN_ERR_RESERVED, "section OPER record 2",
+	     put32(record_of(c, "OPER", 2) + 8, 0x10));
+	EDIT("a parameter's reserved field", PLAN_ERR_RESERVED, "section PARM record 0",
+	     put32(record_of(c, "PARM", 0) + 4, 1));
+	EDIT("a segment flag bit 1", PLAN_ERR_RESERVED, "section SEGS record 0",
+	     put32(record_of(c, "SEGS", 0) + 12, 3));
+	EDIT("a breakpoint's reserved field", PLAN_ERR_RESERVED, "section BRKP record 0",
+	     put32(record_of(c, "BRKP", 0) + 36, 1));
+	EDIT("a byte after the last section", PLAN_ERR_RESERVED, "after the last section",
+	     put64(entry_of(c, "STRS") + 16, get64(entry_of(c, "STRS") + 16) - 1);
+	     c[clen - 1] = 'x');
+	{
+		/* Padding between two sections: where one ends short of the
+		 * next one's 8-byte boundary. */
+		unsigned char *c = dup_bytes(content, clen);
+		uint32_t n = get32(c);
+		uint64_t end = 8 + 24 * (uint64_t)n;
+		int found = 0;
+		for (uint32_t i = 0; i < n && !found; i++) {
+			uint64_t off = get64(c + 8 + 24 * i + 8);
+			if (off > end) {
+				c[end] = 0x5A;
+				found = 1;
+			}
+			end = off + get64(c + 8 + 24 * i + 16);
+		}
+		if (ok(found, "the sample has padding between sections"))
+			expect_content(c, clen, PLAN_ERR_RESERVED, "between sections",
+			               "a padding byte between sections");
+		free(c);
+	}
+
+	/* The directory's layout. */
+	EDIT("a section overlapping the one before", PLAN_ERR_CORRUPT, "overlaps the section STAT",
+	     put64(entry_of(c, "DIMS") + 8, get64(entry_of(c, "STAT") + 8)));
+	EDIT("a section overlapping the directory", PLAN_ERR_CORRUPT, "overlaps the directory",
+	     put64(entry_of(c, "META") + 8, 16));
+	EDIT("a section running past the content", PLAN_ERR_CORRUPT, "runs past",
+	     put64(entry_of(c, "STRS") + 16, get64(entry_of(c, "STRS") + 16) + 100));
+	EDIT("a section at an odd offset", PLAN_ERR_CORRUPT, "not a multiple of 8",
+	     put64(entry_of(c, "STRS") + 8, get64(entry_of(c, "STRS") + 8) + 1));
+	EDIT("a section listed twice", PLAN_ERR_CORRUPT, "listed twice",
+	     memcpy(entry_of(c, "DIMS"), "STAT", 4));
+	EDIT("a section id of a control byte", PLAN_ERR_CORRUPT, "section id",
+	     entry_of(c, "DIMS")[2] = 0x07);
+	EDIT("a missing section", PLAN_ERR_CORRUPT, "section CHKS is missing",
+	     unsigned char *e = entry_of(c, "CHKS"); memcpy(e, "ZZZZ", 4); put32(e + 4, 0));
+	EDIT("an unknown required section", PLAN_ERR_VERSION, "section ZZZZ",
+	     memcpy(entry_of(c, "CHKS"), "ZZZZ", 4));
+}
+
+static void test_frame(const unsigned char *file, size_t len, const unsigned char *content,
+                       size_t clen)
+{
+	unsigned char *f, *g;
+	size_t n, m;
+
+	f = dup_bytes(file, len);
+	put32(f + 16, 72);
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_CORRUPT, "header size 72", "a header size of 72");
+	memcpy(f, file, len);
+	put32(f + 12, 0x80);
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_RESERVED, "header flags", "a header flag set");
+	memcpy(f, file, len);
+	f[45] = 1;
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_RESERVED, "header byte 45", "a reserved header byte");
+	memcpy(f, file, len);
+	put64(f + 32, clen + 1);
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_CORRUPT, "the header says", "header and frame content sizes differ");
+	free(f);
+
+	f = malloc(len + 3);
+	memcpy(f, file, len);
+	memcpy(f + len, "abc", 3);
+	expect_file(f, len + 3, NULL, PLAN_ERR_CORRUPT, "follow the payload", "bytes after the payload");
+	free(f);
+
+	f = make_file_ex(content, clen, 1, 0, 0, &n);
+	expect_file(f, n, NULL, PLAN_ERR_CORRUPT, "no content checksum", "a zstd frame without checksum");
+	free(f);
+
+	/* A second, empty frame after the first. */
+	f = make_file(content, clen, &n);
+	g = make_file(content, 0, &m);
+	f = realloc(f, n + (m - HEADER));
+	memcpy(f + n, g + HEADER, m - HEADER);
+	n += m - HEADER;
+	put64(f + 24, n - HEADER);
+	fix_crcs(f, n);
+	expect_file(f, n, NULL, PLAN_ERR_CORRUPT, "after its zstd frame", "a payload of two frames");
+	free(f);
+	free(g);
+
+	f = make_file(content, clen, &n);
+	memset(f + HEADER, 0x42, n - HEADER);
+	fix_crcs(f, n);
+	expect_file(f, n, NULL, PLAN_ERR_CORRUPT, "not a zstd frame", "a payload that is no zstd frame");
+	free(f);
+
+	f = make_file(content, clen, &n);
+	f[n - 1] ^= 0x10;
+	fix_crcs(f, n);
+	expect_file(f, n, NULL, PLAN_ERR_CHECKSUM, "content checksum", "a wrong zstd content checksum");
+	free(f);
+
+	f = make_file(content, clen, &n);
+	f[HEADER + (n - HEADER) / 2] ^= 0x55;
+	fix_crcs(f, n);
+	{
+		struct plan_diag d;
+		int err = try_read(f, n, NULL, &d);
+		ok(err == PLAN_ERR_DECOMPRESS || err == PLAN_ERR_CHECKSUM || err == PLAN_ERR_CORRUPT,
+		   "a damaged zstd block behind a valid payload CRC is refused (%d: %s)", err, d.message);
+	}
+	free(f);
+
+	f = dup_bytes(file, len);
+	memcpy(f, "\x89" "BCG\n\x1a\n", 7);
+	expect_file(f, len - 1, NULL, PLAN_ERR_BAD_MAGIC, "copied as text",
+	            "a magic number whose CR LF became LF");
+	memcpy(f, "PK\x03\x04", 4);
+	expect_file(f, len, NULL, PLAN_ERR_BAD_MAGIC, "magic number", "a zip file");
+	expect_file(f, 0, NULL, PLAN_ERR_TRUNCATED, "0 bytes", "an empty file");
+	free(f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Versions.                                                               */
+
+static void test_versions(const unsigned char *file, size_t len, const unsigned char *content,
+                          size_t clen, const plan_t *sample)
+{
+	unsigned char *f = dup_bytes(file, len), *c2, *f2, *rec;
+	struct section s[32], ext[33];
+	struct plan_diag d = { 0 };
+	plan_t *p = NULL;
+	size_t n, c2len;
+	unsigned major = 0, minor = 0;
+	char why[256];
+	int ns;
+
+	f[8] = 2;
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.0 is newer than this reader's 1.0",
+	            "a newer major version");
+	f[8] = 7;
+	f[10] = 3;
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.0",
+	            "a newer major version, header checksum unknown to this reader");
+	f[8] = 0;
+	f[10] = 9;
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 0.9 is older",
+	            "major version 0");
+	free(f);
+
+	/* Format 1.1 as a future writer might make it: an optional section
+	 * this reader does not know, and TENS records 8 bytes longer. */
+	ns = split_content(content, s);
+	int k = 0;
+	for (int i = 0; i < ns; i++) {
+		ext[k++] = s[i];
+		if (memcmp(s[i].id, "VARS", 4) == 0)
+			ext[k++] = (struct section){ "XTRA", 0, (const unsigned char *)"future data", 11 };
+	}
+	for (int i = 0; i < k; i++) {
+		if (memcmp(ext[i].id, "TENS", 4) != 0)
+			continue;
+		uint32_t count = get32(ext[i].data + 4);
+		rec = calloc(1, 8 + (size_t)count * 152);
+		put32(rec, 152);
+		put32(rec + 4, count);
+		for (uint32_t r = 0; r < count; r++) {
+			memcpy(rec + 8 + r * 152, ext[i].data + 8 + r * 144, 144);
+			memset(rec + 8 + r * 152 + 144, 0xAB, 8);
+		}
+		ext[i].data = rec;
+		ext[i].size = 8 + (size_t)count * 152;
+	}
+	c2 = join_content(ext, k, &c2len);
+	f2 = make_file_ex(c2, c2len, 1, 1, 1, &n);
+	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
+	       "format 1.1 with an unknown optional section and longer records is read");
+	if (p != NULL) {
+		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
+			diag("    first difference: %s", why);
+		plan_get_format_version(p, &major, &minor);
+		ok(major == 1 && minor == 1, "the plan remembers format %u.%u", major, minor);
+		void *w = NULL;
+		size_t wl = 0;
+		plan_write_memory(p, &w, &wl, NULL);
+		ok(w != NULL && wl == len && memcmp(w, file, len) == 0,
+		   "written again, it is the format 1.0 file it came from");
+		free(w);
+		plan_free(p);
+	} else {
+		tap_skip(3, "the 1.1 file was not read");
+	}
+	free(f2);
+
+	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_CORRUPT, "which defines 144",
+	            "the same content labelled 1.0 (records longer than 1.0 defines)");
+	free(f2);
+
+	/* The extra section made required. */
+	for (int i = 0; i < k; i++)
+		if (memcmp(ext[i].id, "XTRA", 4) == 0)
+			ext[i].flags = 1;
+	free(c2);
+	c2 = join_content(ext, k, &c2len);
+	f2 = make_file_ex(c2, c2len, 1, 1, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.1 file is required",
+	            "an unknown required section of a newer minor");
+	free(f2);
+	free(c2);
+	for (int i = 0; i < k; i++)
+		if (memcmp(ext[i].id, "TENS", 4) == 0)
+			free((void *)ext[i].data);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Limits.                                                                 */
+
+static void test_limits(const unsigned char *file, size_t len, const unsigned char *content,
+                        size_t clen)
+{
+	struct plan_limits lim;
+	unsigned char *f = dup_bytes(file, len);
+	struct plan_diag d;
+	plan_t *p = NULL;
+
+	put64(f + 32, UINT64_C(1) << 40);
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_LIMIT, "1099511627776 bytes is over the limit",
+	            "a header claiming 1 TiB of content");
+	plan_limits_default(&lim);
+	lim.max_content_bytes = UINT64_MAX;
+	expect_file(f, len, &lim, PLAN_ERR_CORRUPT, "the header says",
+	            "1 TiB claimed with no content limit: the frame disagrees before any allocation");
+	free(f);
+
+	plan_limits_default(&lim);
+	lim.max_content_bytes = clen - 1;
+	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "over the limit", "content one byte over the limit");
+	lim.max_content_bytes = clen;
+	is_int(plan_read_memory(file, len, &lim, &p, &d), 0, "content exactly at the limit is read");
+	plan_free(p);
+	plan_limits_default(&lim);
+	lim.max_file_bytes = len - 1;
+	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "over the limit", "a file one byte over the limit");
+	plan_limits_default(&lim);
+	lim.max_records = 2;
+	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "over the limit of 2", "more records than the limit");
+
+	/* One long string referenced by every attribute: the copies the
+	 * builder would make add up to far more than the content. */
+	{
+		struct section s[32];
+		int ns = split_content(content, s);
+		size_t big = 4000, c2len, n;
+		unsigned char *strs = NULL, *attr = NULL;
+		uint32_t at = 0;
+		for (int i = 0; i < ns; i++) {
+			if (memcmp(s[i].id, "STRS", 4) == 0) {
+				strs = calloc(1, s[i].size + big + 1);
+				memcpy(strs, s[i].data, s[i].size);
+				memset(strs + s[i].size, 'a', big);
+				at = (uint32_t)s[i].size;
+				s[i].data = strs;
+				s[i].size += big + 1;
+			}
+		}
+		for (int i = 0; i < ns; i++) {
+			if (memcmp(s[i].id, "ATTR", 4) == 0) {
+				attr = dup_bytes(s[i].data, s[i].size);
+				for (uint32_t r = 0; r < get32(attr + 4); r++)
+					put32(attr + 8 + r * get32(attr), at);
+				s[i].data = attr;
+			}
+		}
+		unsigned char *c2 = join_content(s, ns, &c2len);
+		unsigned char *f2 = make_file(c2, c2len, &n);
+		plan_limits_default(&lim);
+		lim.max_content_bytes = c2len * 2;
+		expect_file(f2, n, &lim, PLAN_ERR_LIMIT, "strings referenced",
+		            "a string referenced more often than the content limit allows copies of");
+		free(c2);
+		free(f2);
+		free(strs);
+		free(attr);
+	}
+}
+
+int main(void)
+{
+	plan_t *sample = sample_rich();
+	void *file = NULL;
+	size_t len = 0, clen = 0;
+	unsigned char *content;
+
+	if (sample == NULL || plan_write_memory(sample, &file, &len, NULL) != 0)
+		tap_skip_all("cannot build the sample plan");
+	content = get_content(file, &clen);
+	diag("sample plan: %zu bytes, %zu of content", len, clen);
+
+	test_structure(content, clen);
+	test_frame(file, len, content, clen);
+	test_versions(file, len, content, clen, sample);
+	test_limits(file, len, content, clen);
+	sweep_file(file, len);
+	sweep_content(content, clen);
+
+	free(content);
+	free(file);
+	plan_free(sample);
+	return tap_done();
+}

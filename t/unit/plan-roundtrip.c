@@ -1,0 +1,147 @@
+/*
+ * plan-roundtrip.c - read(write(p)) equals p field by field, and
+ * write(read(file)) is the file byte for byte, for a rich plan, the spec's
+ * vector, an empty plan and a large one; the same plan always gives the
+ * same bytes; files round-trip through plan_write_file/plan_read_file.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "plan-sample.h"
+#include "tap.h"
+
+/* Takes P. */
+static void round_trip(plan_t *p, const char *what)
+{
+	struct plan_diag d = { 0 };
+	void *a = NULL, *b = NULL, *c = NULL;
+	size_t alen = 0, blen = 0, clen = 0;
+	plan_t *q = NULL;
+	char why[256];
+	unsigned major = 0, minor = 0;
+
+	if (!ok(p != NULL, "%s: built", what))
+		return;
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "%s: written", what);
+	is_int(plan_write_memory(p, &b, &blen, &d), 0, "%s: written again", what);
+	ok(alen == blen && memcmp(a, b, alen) == 0, "%s: two writes give the same %zu bytes", what, alen);
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "%s: read back", what);
+	if (q != NULL) {
+		if (!ok(sample_plans_equal(p, q, why, sizeof why), "%s: read(write(p)) equals p", what))
+			diag("    first difference: %s", why);
+		plan_get_format_version(q, &major, &minor);
+		ok(major == PLAN_FORMAT_MAJOR && minor == PLAN_FORMAT_MINOR,
+		   "%s: the plan read remembers format %u.%u", what, major, minor);
+		is_int(plan_write_memory(q, &c, &clen, &d), 0, "%s: the plan read is written", what);
+		ok(clen == alen && memcmp(a, c, alen) == 0, "%s: write(read(file)) is the file", what);
+	}
+	plan_free(q);
+	plan_free(p);
+	free(a);
+	free(b);
+	free(c);
+}
+
+static void test_files(void)
+{
+	char dir[] = "/tmp/plan-roundtrip.XXXXXX", path[128];
+	struct plan_diag d = { 0 };
+	plan_t *p = sample_rich(), *q = NULL;
+	void *mem = NULL;
+	size_t mlen = 0, flen = 0;
+	unsigned char *file = NULL;
+	char why[256];
+
+	if (mkdtemp(dir) == NULL) {
+		tap_skip(4, "cannot make a temporary directory");
+		plan_free(p);
+		return;
+	}
+	snprintf(path, sizeof path, "%s/rich.plan", dir);
+	is_int(plan_write_file(p, path, &d), 0, "plan_write_file writes a new file");
+	plan_write_memory(p, &mem, &mlen, NULL);
+	file = sample_slurp(path, &flen);
+	ok(file != NULL && flen == mlen && memcmp(file, mem, mlen) == 0,
+	   "the file holds exactly what plan_write_memory gives");
+	is_int(plan_read_file(path, NULL, &q, &d), 0, "plan_read_file reads it");
+	ok(q != NULL && sample_plans_equal(p, q, why, sizeof why), "and the plan read equals the plan written");
+	unlink(path);
+	rmdir(dir);
+	plan_free(q);
+	plan_free(p);
+	free(mem);
+	free(file);
+}
+
+/* The time stamp is the only thing that may differ between two captures
+ * of the same script: meta.created, taken from plan_now(). */
+static void test_created(void)
+{
+	plan_t *p = sample_vector();
+	struct plan_meta m = *plan_get_meta(p);
+	void *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0;
+
+	setenv("SOURCE_DATE_EPOCH", "1234567890", 1);
+	m.created = plan_now();
+	plan_set_meta(p, &m, NULL);
+	plan_write_memory(p, &a, &alen, NULL);
+	m.created = plan_now();
+	plan_set_meta(p, &m, NULL);
+	plan_write_memory(p, &b, &blen, NULL);
+	ok(a != NULL && alen == blen && memcmp(a, b, alen) == 0,
+	   "with SOURCE_DATE_EPOCH set, two stamped writes are identical");
+	free(b);
+	m.created = 1234567891;
+	plan_set_meta(p, &m, NULL);
+	plan_write_memory(p, &b, &blen, NULL);
+	ok(b != NULL && (alen != blen || memcmp(a, b, alen) != 0), "a different time stamp changes the bytes");
+	unsetenv("SOURCE_DATE_EPOCH");
+	free(a);
+	free(b);
+	plan_free(p);
+}
+
+/* The deep comparison itself sees a change in any part of a plan. */
+static void test_compare(void)
+{
+	plan_t *a = sample_rich(), *b = sample_rich();
+	char why[256];
+	struct plan_meta m;
+
+	ok(sample_plans_equal(a, b, why, sizeof why), "two rich plans built alike compare equal");
+	plan_set_segment_times(b, 2, 31, 42, NULL);
+	ok(!sample_plans_equal(a, b, why, sizeof why) && strstr(why, "segment 2") != NULL,
+	   "a segment's instantiate time differs (%s)", why);
+	plan_set_segment_times(b, 2, 31, 41, NULL);
+	plan_set_variant_peak(b, 1, 5, NULL);
+	ok(!sample_plans_equal(a, b, why, sizeof why) && strstr(why, "variant 1") != NULL,
+	   "a variant's peak differs (%s)", why);
+	plan_set_variant_peak(b, 1, plan_get_variant(a, 1)->peak_bytes, NULL);
+	m = *plan_get_meta(b);
+	m.device = "NVIDIA H200";
+	plan_set_meta(b, &m, NULL);
+	ok(!sample_plans_equal(a, b, why, sizeof why) && strstr(why, "meta.device") != NULL,
+	   "the device differs (%s)", why);
+	m.device = plan_get_meta(a)->device;
+	plan_set_meta(b, &m, NULL);
+	ok(sample_plans_equal(a, b, why, sizeof why), "put back, they compare equal again");
+	plan_free(a);
+	plan_free(b);
+}
+
+int main(void)
+{
+	test_compare();
+	round_trip(sample_rich(), "rich plan");
+	round_trip(sample_vector(), "vector plan");
+	round_trip(plan_new(), "empty plan");
+	round_trip(sample_large(50, 100), "plan of 5000 nodes");
+	test_files();
+	test_created();
+	return tap_done();
+}

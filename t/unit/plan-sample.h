@@ -1,0 +1,37 @@
+/*
+ * plan-sample.h - plans built in code for libplan's unit tests: a rich one
+ * with every field set to a value of its own, the format spec's test
+ * vector, and a large one of many nodes.
+ */
+#ifndef BCG_T_PLAN_SAMPLE_H
+#define BCG_T_PLAN_SAMPLE_H
+
+#include <stddef.h>
+
+#include "plan.h"
+
+/* Every kind of record and field: three variants (breakable, full,
+ * eager), segments with and without nodes, params and edges, breakpoints
+ * with reads and writes, checks, dispatch, stats, attributes of every
+ * type. Variants' segments and breakpoints are added interleaved across
+ * variants. NULL when a builder call fails (the message on stderr). */
+plan_t *sample_rich(void);
+
+/* The plan of t/data/vector.plan, as formats/plan-format.md describes it:
+ * 2 dims, 1 var, 3 tensors, 2 ops, 1 variant of one segment (one node)
+ * and one breakpoint, 1 check, 1 dispatch entry. */
+plan_t *sample_vector(void);
+
+/* A plan of NSEG segments of NODES nodes each (in one breakable variant,
+ * with a breakpoint after each segment), as a capture of a large model
+ * would give. */
+plan_t *sample_large(unsigned nseg, unsigned nodes);
+
+/* Read a whole file into a malloc'd buffer; NULL on failure. */
+unsigned char *sample_slurp(const char *path, size_t *len);
+
+/* Deep comparison of two plans: every field of every record. Returns 1
+ * when equal; otherwise 0 with the first difference in WHY. */
+int sample_plans_equal(const plan_t *a, const plan_t *b, char *why, size_t len);
+
+#endif /* BCG_T_PLAN_SAMPLE_H */

@@ -1,0 +1,392 @@
+/*
+ * plan-validate.c - plan_validate() rejects each inconsistency it claims to
+ * (plan-format.md, "Semantic rules"), the writer refuses an invalid plan,
+ * and the builder of model.c refuses bad arguments with PLAN_ERR_INVALID
+ * and a message.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "internal.h"
+#include "plan-sample.h"
+#include "tap.h"
+
+/* A plan of 3 ops on 2 tensors, one breakable variant of 4 tokens and no
+ * items yet: the base of the item tests. */
+static plan_t *small_plan(void)
+{
+	plan_t *p = plan_new();
+	uint32_t a = 0, b = 1;
+
+	plan_set_layout(p, &(struct plan_layout){ 1024, 1024, 256 }, NULL);
+	plan_add_dim(p, &(struct plan_dim){ "T", "", 4, PLAN_DIM_TOKENS }, NULL, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "a", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_INPUT, .rank = 1, .shape = { { 0, 4 } }, .offset = 0, .bytes = 16,
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "b", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_OUTPUT, .rank = 1, .shape = { { 0, 4 } }, .offset = 256, .bytes = 16,
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 0, &a, &b, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ 4, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	return p;
+}
+
+static int add_seg(plan_t *p, uint32_t variant, uint32_t first, uint32_t count)
+{
+	return plan_add_segment(p, &(struct plan_segment){ .variant = variant, .op_first = first,
+	                                                   .op_count = count }, NULL, NULL);
+}
+
+static int add_bp(plan_t *p, uint32_t variant, uint32_t op, int reason)
+{
+	return plan_add_breakpoint(p, &(struct plan_breakpoint){ variant, op, "bp", reason, "",
+	                                                         0, 0, NULL, NULL }, NULL, NULL);
+}
+
+/* PLAN must fail validation with PLAN_ERR_INVALID and a message holding
+ * WANT; then it is freed. */
+static void expect_invalid(plan_t *p, const char *want, const char *what)
+{
+	struct plan_diag d = { 0 };
+	int err = plan_validate(p, &d);
+
+	if (!ok(err == PLAN_ERR_INVALID && strstr(d.message, want) != NULL, "rejected: %s", what))
+		diag("    code %d, message \"%s\", wanted \"%s\"", err, d.message, want);
+	plan_free(p);
+}
+
+static void test_valid(void)
+{
+	plan_t *p = sample_rich();
+	struct plan_diag d = { 0 };
+	void *data;
+	size_t len;
+
+	is_int(plan_validate(p, &d), 0, "the rich sample plan is valid");
+	plan_free(p);
+	p = sample_vector();
+	is_int(plan_validate(p, &d), 0, "the vector plan is valid");
+	plan_free(p);
+	p = plan_new();
+	is_int(plan_validate(p, &d), 0, "an empty plan is valid");
+	plan_free(p);
+
+	p = small_plan();
+	add_seg(p, 0, 0, 2);
+	add_bp(p, 0, 2, PLAN_BREAK_KIND);
+	is_int(plan_validate(p, &d), 0, "a segment then a breakpoint covering every op is valid");
+	plan_free(p);
+
+	p = sample_rich();
+	plan_set_tensor_placement(p, plan_find_tensor(p, "w"), 0, 16, NULL);
+	d.message[0] = '\0';
+	is_int(plan_write_memory(p, &data, &len, &d), PLAN_ERR_INVALID, "the writer refuses an invalid plan");
+	ok(data == NULL && len == 0 && strstr(d.message, "overlap") != NULL,
+	   "and says why, writing nothing (%s)", d.message);
+	plan_free(p);
+}
+
+static void test_program(void)
+{
+	plan_t *p;
+
+	p = sample_rich();
+	plan_set_tensor_placement(p, 1, plan_get_layout(p)->arena_bytes - 256, 512, NULL);
+	expect_invalid(p, "lies outside the", "a tensor past the arena's end");
+	p = sample_rich();
+	plan_set_tensor_placement(p, 1, UINT64_MAX - 255, 512, NULL);
+	expect_invalid(p, "lies outside the", "a tensor whose end overflows");
+	p = sample_rich();
+	plan_set_tensor_placement(p, 1, 8, 16, NULL);
+	expect_invalid(p, "not a multiple of the alignment", "a misaligned tensor");
+	p = sample_rich();
+	plan_set_tensor_placement(p, plan_find_tensor(p, "w"), plan_get_tensor(p, 0)->offset, 16, NULL);
+	expect_invalid(p, "overlap in the arena", "two persistent tensors overlapping");
+	p = sample_rich();
+	plan_set_tensor_placement(p, plan_find_tensor(p, "h"), plan_get_tensor(p, 0)->offset, 16, NULL);
+	expect_invalid(p, "one is persistent", "an activation overlapping a weight");
+	p = sample_rich();
+	plan_set_var_offset(p, 0, plan_get_tensor(p, plan_find_tensor(p, "w"))->offset + 4, NULL);
+	expect_invalid(p, "overlap in the arena", "a var mirror inside a tensor");
+	p = sample_rich();
+	plan_set_var_offset(p, 1, plan_get_layout(p)->arena_bytes - 2, NULL);
+	expect_invalid(p, "4-byte slot", "a var mirror past the arena's end");
+	p = sample_rich();
+	plan_add_dim(p, &(struct plan_dim){ "H", "", 3, 0 }, NULL, NULL);
+	expect_invalid(p, "both named 'H'", "two dims of one name");
+	p = sample_rich();
+	plan_add_dim(p, &(struct plan_dim){ "T2", "", 3, PLAN_DIM_TOKENS }, NULL, NULL);
+	expect_invalid(p, "both the token dim", "two token dims");
+	p = sample_rich();
+	plan_add_dim(p, &(struct plan_dim){ "", "", 3, 0 }, NULL, NULL);
+	expect_invalid(p, "empty name", "a dim without a name");
+	p = sample_rich();
+	plan_add_dim(p, &(struct plan_dim){ "Z", "", -1, 0 }, NULL, NULL);
+	expect_invalid(p, "negative value", "a negative dim");
+	p = sample_rich();
+	plan_add_var(p, &(struct plan_var){ "kv_len", 0, 1, 5, 0 }, NULL, NULL);
+	expect_invalid(p, "both named 'kv_len'", "two vars of one name");
+	p = sample_rich();
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "w", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_ACTIVATION, .rank = 1, .shape = { { PLAN_NONE, 1 } },
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	expect_invalid(p, "both named 'w'", "two tensors of one name");
+	p = sample_rich();
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "q", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_ACTIVATION, .rank = 1, .shape = { { PLAN_NONE, 1 } },
+		.init = { .kind = 9 }, .feed = { .var = PLAN_NONE } }, NULL, NULL);
+	expect_invalid(p, "unknown initializer 9", "an unknown initializer");
+	p = sample_rich();
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "q", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_ACTIVATION, .rank = 1, .shape = { { PLAN_NONE, 1 } },
+		.feed = { .kind = 7, .var = PLAN_NONE } }, NULL, NULL);
+	expect_invalid(p, "unknown feed 7", "an unknown feed");
+	p = sample_rich();
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "q", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_ACTIVATION, .rank = 1, .shape = { { PLAN_NONE, -2 } },
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	expect_invalid(p, "negative size", "a negative literal axis");
+	p = sample_rich();
+	uint32_t t0 = 0;
+	struct plan_attr bad_bool[] = { { "flag", PLAN_ATTR_BOOL, 2, 0, "" } };
+	plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 1, &t0, &t0, bad_bool }, NULL, NULL);
+	expect_invalid(p, "not 0 or 1", "a bool attribute of 2");
+	p = sample_rich();
+	struct plan_attr no_key[] = { { "", PLAN_ATTR_INT, 2, 0, "" } };
+	plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 1, &t0, &t0, no_key }, NULL, NULL);
+	expect_invalid(p, "empty key", "an attribute without a key");
+	p = sample_rich();
+	plan_add_op(p, &(struct plan_op){ "", "", 0, 0, 0, 1, 1, 0, &t0, &t0, NULL }, NULL, NULL);
+	expect_invalid(p, "empty kind", "an op without a kind");
+	p = sample_rich();
+	plan_set_stats(p, &(struct plan_stats){ .verify_exact = 2 }, NULL);
+	expect_invalid(p, "verify_exact", "verify_exact of 2");
+}
+
+static void test_items(void)
+{
+	plan_t *p;
+
+	p = small_plan();
+	add_seg(p, 0, 0, 1);
+	add_bp(p, 0, 2, PLAN_BREAK_KIND);
+	expect_invalid(p, "a gap", "items with a gap (op 1 runs nowhere)");
+	p = small_plan();
+	add_seg(p, 0, 0, 2);
+	add_bp(p, 0, 1, PLAN_BREAK_KIND);
+	add_seg(p, 0, 2, 1);
+	expect_invalid(p, "an overlap", "items overlapping (op 1 twice)");
+	p = small_plan();
+	add_seg(p, 0, 0, 2);
+	expect_invalid(p, "runs ops up to 2 of 3", "items stopping before the last op");
+	p = small_plan();
+	add_bp(p, 0, 1, PLAN_BREAK_KIND);
+	add_bp(p, 0, 0, PLAN_BREAK_KIND);
+	add_seg(p, 0, 2, 1);
+	expect_invalid(p, "was due", "items out of op order");
+	p = small_plan();
+	expect_invalid(p, "runs ops up to 0 of 3", "a variant without items");
+
+	p = small_plan();
+	plan_add_variant(p, &(struct plan_variant){ 2, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	add_seg(p, 0, 0, 3);
+	add_seg(p, 1, 0, 3);
+	plan__variant_set_items(p, 0, (struct plan_item[]){ { PLAN_ITEM_SEGMENT, 1 } }, 1, NULL);
+	plan__variant_set_items(p, 1, (struct plan_item[]){ { PLAN_ITEM_SEGMENT, 0 } }, 1, NULL);
+	expect_invalid(p, "of variant 1", "an item naming another variant's segment");
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan__variant_set_items(p, 0, (struct plan_item[]){ { PLAN_ITEM_SEGMENT, 0 },
+	                                                    { PLAN_ITEM_SEGMENT, 0 } }, 2, NULL);
+	expect_invalid(p, "an item twice", "a segment that is an item twice");
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	add_seg(p, 0, 0, 3);
+	plan__variant_set_items(p, 0, (struct plan_item[]){ { PLAN_ITEM_SEGMENT, 0 } }, 1, NULL);
+	expect_invalid(p, "is no item", "a segment that is no item");
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan__variant_set_items(p, 0, (struct plan_item[]){ { 3, 0 } }, 1, NULL);
+	expect_invalid(p, "unknown kind 3", "an item of unknown kind");
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan__variant_set_items(p, 0, (struct plan_item[]){ { PLAN_ITEM_BREAK, 5 } }, 1, NULL);
+	expect_invalid(p, "breakpoint 5 of 0", "an item naming a breakpoint out of range");
+
+	p = small_plan();
+	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_FULL, 0, 0, NULL }, NULL, NULL);
+	add_seg(p, 0, 0, 3);
+	add_seg(p, 1, 0, 2);
+	add_bp(p, 1, 2, PLAN_BREAK_KIND);
+	expect_invalid(p, "is full but", "a breakpoint in a full variant");
+	p = small_plan();
+	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, NULL, NULL);
+	add_seg(p, 0, 0, 3);
+	add_seg(p, 1, 0, 3);
+	expect_invalid(p, "is eager but", "a segment in an eager variant");
+	p = small_plan();
+	add_seg(p, 0, 0, 2);
+	add_bp(p, 0, 2, PLAN_BREAK_MODE);
+	expect_invalid(p, "reason mode in a breakable", "reason 'mode' outside an eager variant");
+	p = small_plan();
+	add_seg(p, 0, 0, 2);
+	plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 2, "", PLAN_BREAK_KIND, "", 0, 0, NULL, NULL },
+	                    NULL, NULL);
+	expect_invalid(p, "empty name", "a breakpoint without a name");
+}
+
+static void test_captures(void)
+{
+	plan_t *p;
+	struct plan_node n = { PLAN_NODE_KERNEL, 0, "k", { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, NULL };
+
+	p = small_plan();
+	plan_add_segment(p, &(struct plan_segment){ .variant = 0, .op_first = 0, .op_count = 3,
+		.flags = PLAN_SEG_NODES, .nnodes = 1, .nodes = &n, .fingerprint = 1 }, NULL, NULL);
+	expect_invalid(p, "does not match its nodes", "a wrong fingerprint");
+	p = small_plan();
+	plan_add_segment(p, &(struct plan_segment){ .variant = 0, .op_first = 0, .op_count = 3,
+		.nnodes = 1, .nodes = &n }, NULL, NULL);
+	expect_invalid(p, "not the nodes flag", "nodes without the nodes flag");
+	p = small_plan();
+	plan_add_segment(p, &(struct plan_segment){ .variant = 0, .op_first = 0, .op_count = 3,
+		.flags = 0x10 }, NULL, NULL);
+	expect_invalid(p, "unknown flags 0x10", "a segment with an unknown flag");
+
+	struct plan_node n2[2] = { n, n };
+	struct plan_edge self = { 1, 1 };
+	struct plan_segment s = { .variant = 0, .op_first = 0, .op_count = 3, .flags = PLAN_SEG_NODES,
+	                          .nnodes = 2, .nodes = n2, .nedges = 1, .edges = &self };
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "is not between two", "an edge from a node to itself");
+
+	n2[1].op = 5;
+	s.nedges = 0;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "outside the segment's ops", "a node of an op outside its segment");
+	n2[1].op = PLAN_NONE;
+	n2[1].type = 12;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "unknown type 12", "a node of unknown type");
+	n2[1].type = PLAN_NODE_KERNEL;
+
+	struct plan_param far[] = { { 0, 4096 } };
+	n2[1].nparams = 1;
+	n2[1].params = far;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "outside the 1024-byte arena", "a parameter pointing past the arena");
+	struct plan_param unordered[] = { { 3, 0 }, { 3, 256 } };
+	n2[1].nparams = 2;
+	n2[1].params = unordered;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "not increasing", "parameters numbered twice");
+
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 8, 0 }, NULL, NULL);
+	expect_invalid(p, "to variant 0 of 4", "dispatch sending 8 tokens to a 4-token variant");
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan_add_dispatch(p, &(struct plan_dispatch){ 2, 4, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 1, 0 }, NULL, NULL);
+	expect_invalid(p, "does not start above", "dispatch entries out of order");
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 3, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ 3, 4, 0 }, NULL, NULL);
+	expect_invalid(p, "does not start above", "dispatch entries overlapping");
+
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	plan_add_variant(p, &(struct plan_variant){ 9, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	add_seg(p, 1, 0, 3);
+	expect_invalid(p, "not in 1..4", "a variant above the token dim's value");
+	p = plan_new();
+	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, NULL, NULL);
+	expect_invalid(p, "no token dim", "variants without a token dim");
+}
+
+/* The builder of model.c: each refusal is PLAN_ERR_INVALID (or NOT_FOUND
+ * for a setter's index) with a message. */
+static void builder_case(int err, int want, const struct plan_diag *d, const char *what)
+{
+	if (!ok(err == want && d->code == want && d->message[0] != '\0', "builder refuses %s", what))
+		diag("    code %d, diag code %d, message \"%s\"", err, d->code, d->message);
+}
+
+static void test_builder(void)
+{
+	plan_t *p = small_plan();
+	struct plan_diag d;
+	uint32_t bad = 7;
+
+#define TRY(call, want, what) do { memset(&d, 0, sizeof d); builder_case((call), want, &d, what); } while (0)
+	TRY(plan_add_tensor(p, &(struct plan_tensor){ .name = "z", .dtype = 9, .role = 1, .rank = 1 },
+	                    NULL, &d), PLAN_ERR_INVALID, "an unknown dtype");
+	TRY(plan_add_tensor(p, &(struct plan_tensor){ .name = "z", .dtype = 1, .role = 0, .rank = 1 },
+	                    NULL, &d), PLAN_ERR_INVALID, "an unknown role");
+	TRY(plan_add_tensor(p, &(struct plan_tensor){ .name = "z", .dtype = 1, .role = 1, .rank = 5 },
+	                    NULL, &d), PLAN_ERR_INVALID, "rank 5");
+	TRY(plan_add_tensor(p, &(struct plan_tensor){ .name = "z", .dtype = 1, .role = 1, .rank = 1,
+	                    .shape = { { 3, 0 } } }, NULL, &d), PLAN_ERR_INVALID, "an axis naming no dim");
+	TRY(plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 0, 0, &bad, NULL, NULL }, NULL, &d),
+	    PLAN_ERR_INVALID, "an op input out of range");
+	TRY(plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 0, 0, 1, NULL, NULL,
+	                (struct plan_attr[]){ { "v", PLAN_ATTR_VAR, 3, 0, "" } } }, NULL, &d),
+	    PLAN_ERR_INVALID, "a var attribute naming no var");
+	TRY(plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 0, 0, 1, NULL, NULL,
+	                (struct plan_attr[]){ { "v", 17, 3, 0, "" } } }, NULL, &d),
+	    PLAN_ERR_INVALID, "an attribute of unknown type");
+	TRY(plan_add_variant(p, &(struct plan_variant){ 2, 0, 0, 0, NULL }, NULL, &d),
+	    PLAN_ERR_INVALID, "an unknown mode");
+	TRY(plan_add_variant(p, &(struct plan_variant){ 0, 1, 0, 0, NULL }, NULL, &d),
+	    PLAN_ERR_INVALID, "zero tokens");
+	TRY(plan_add_variant(p, &(struct plan_variant){ 4, 1, 0, 0, NULL }, NULL, &d),
+	    PLAN_ERR_INVALID, "a second variant of 4 tokens");
+	TRY(plan_add_segment(p, &(struct plan_segment){ .variant = 5, .op_first = 0, .op_count = 1 },
+	                     NULL, &d), PLAN_ERR_INVALID, "a segment of variant 5");
+	TRY(plan_add_segment(p, &(struct plan_segment){ .variant = 0, .op_first = 2, .op_count = 2 },
+	                     NULL, &d), PLAN_ERR_INVALID, "a segment past the last op");
+	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 9, "b", 1, "", 0, 0, NULL, NULL },
+	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint of op 9");
+	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 0, "b", 1, "", 1, 0, &bad, NULL },
+	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint reading tensor 7");
+	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 0, "b", 8, "", 0, 0, NULL, NULL },
+	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint of unknown reason");
+	TRY(plan_add_check(p, &(struct plan_check){ 0, 7, 0, 0, 0 }, NULL, &d),
+	    PLAN_ERR_INVALID, "a check of tensor 7");
+	TRY(plan_add_dispatch(p, &(struct plan_dispatch){ 5, 4, 0 }, NULL, &d),
+	    PLAN_ERR_INVALID, "an empty dispatch range");
+	TRY(plan_set_layout(p, &(struct plan_layout){ 0, 0, 24 }, &d),
+	    PLAN_ERR_INVALID, "an alignment of 24");
+	TRY(plan_add_var(p, &(struct plan_var){ "v", 5, -1, 9, 0 }, NULL, &d),
+	    PLAN_ERR_INVALID, "a var of negative step");
+	TRY(plan_set_meta(p, &(struct plan_meta){ .backend = 3 }, &d),
+	    PLAN_ERR_INVALID, "an unknown backend");
+	TRY(plan_set_tensor_placement(p, 9, 0, 0, &d), PLAN_ERR_NOT_FOUND, "placing tensor 9");
+	TRY(plan_set_var_offset(p, 0, 0, &d), PLAN_ERR_NOT_FOUND, "placing a var that does not exist");
+#undef TRY
+	plan_free(p);
+}
+
+int main(void)
+{
+	test_valid();
+	test_program();
+	test_items();
+	test_captures();
+	test_builder();
+	return tap_done();
+}

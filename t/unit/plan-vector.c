@@ -1,0 +1,348 @@
+/*
+ * plan-vector.c - the test vector of formats/plan-format.md, byte for byte.
+ *
+ * t/data/vector.plan is decoded here independently of libplan, by the
+ * offsets and rules the spec gives: its own CRC-32C (bit by bit), its own
+ * FNV-1a, libzstd called directly, the directory and records read at the
+ * spec's offsets and compared with the values the spec walks through.
+ * Then the same plan built in code must write exactly that content (and,
+ * with the libzstd that made the file, exactly that file), and libplan
+ * must read the file.
+ *
+ * `t/unit/plan-vector.t --write FILE` writes the vector anew (after a format
+ * change, together with the spec).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "plan.h"
+#include "plan-sample.h"
+#include "tap.h"
+
+/* The libzstd version that compressed t/data/vector.plan. */
+#define VECTOR_ZSTD_VERSION 10504
+
+static uint32_t crc32c_bitwise(const unsigned char *p, size_t len)
+{
+	uint32_t crc = 0xFFFFFFFFu;
+
+	for (size_t i = 0; i < len; i++) {
+		crc ^= p[i];
+		for (int k = 0; k < 8; k++)
+			crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+	}
+	return ~crc;
+}
+
+static uint64_t fnv1a(const void *data, size_t len, uint64_t h)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+static uint16_t u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t u64(const unsigned char *p) { return u32(p) | (uint64_t)u32(p + 4) << 32; }
+static double f64(const unsigned char *p)
+{
+	uint64_t u = u64(p);
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
+
+/* The sections of format 1.0 in the vector, with the record sizes of the
+ * spec's tables and the record counts of the plan the spec describes. */
+static const struct {
+	const char *id;
+	uint32_t    rsize;
+	uint32_t    count;
+} sections[] = {
+	{ "META", 72, 1 }, { "STAT", 56, 1 }, { "DIMS", 24, 2 }, { "VARS", 40, 1 },
+	{ "TENS", 144, 3 }, { "OPER", 48, 2 }, { "ATTR", 32, 1 }, { "IDXS", 4, 7 },
+	{ "VARI", 32, 1 }, { "ITEM", 8, 2 }, { "SEGS", 56, 1 }, { "NODE", 48, 1 },
+	{ "PARM", 16, 3 }, { "EDGE", 8, 0 }, { "BRKP", 40, 1 }, { "CHKS", 32, 1 },
+	{ "DISP", 24, 1 }, { "STRS", 0, 0 },
+};
+#define NSECT (sizeof sections / sizeof sections[0])
+
+/* The string table: the empty string, then every string in the order the
+ * writer first meets it (plan-format.md, "STRS"). */
+static const char *const strings[] = {
+	"bcgtool 0.1.0", "vector.yaml", "NVIDIA H100 80GB HBM3", "T", "H", "4", "pos",
+	"x", "w", "y", "matmul", "mm", "scale", "s", "factor", "matmul_f32", "eager: true",
+};
+#define NSTR (sizeof strings / sizeof strings[0])
+
+static uint32_t str_off(const char *s)
+{
+	uint32_t off = 1;
+
+	if (s[0] == '\0')
+		return 0;
+	for (size_t i = 0; i < NSTR; i++) {
+		if (strcmp(strings[i], s) == 0)
+			return off;
+		off += (uint32_t)strlen(strings[i]) + 1;
+	}
+	abort();
+}
+
+static const char *vector_path(void)
+{
+	static char path[4096];
+	const char *src = getenv("BCG_SRC_DIR");
+
+	snprintf(path, sizeof path, "%s/t/data/vector.plan", src ? src : ".");
+	return path;
+}
+
+static void check_header(const unsigned char *f, size_t len)
+{
+	static const unsigned char magic[8] = { 0x89, 'B', 'C', 'G', 0x0D, 0x0A, 0x1A, 0x0A };
+	int zero = 1;
+
+	ok(memcmp(f, magic, 8) == 0, "bytes 0-7: the magic number 89 42 43 47 0D 0A 1A 0A");
+	is_int(u16(f + 8), 1, "bytes 8-9: Format_Major 1");
+	is_int(u16(f + 10), 0, "bytes 10-11: Format_Minor 0");
+	is_int(u32(f + 12), 0, "bytes 12-15: Header_Flags 0");
+	is_int(u32(f + 16), 64, "bytes 16-19: Header_Size 64");
+	is_u64(u32(f + 20), crc32c_bitwise(f + 64, len - 64), "bytes 20-23: Payload_Checksum is "
+	       "CRC-32C of the payload");
+	is_u64(u64(f + 24), len - 64, "bytes 24-31: Payload_Size is the rest of the file");
+	for (int i = 40; i < 60; i++)
+		if (f[i] != 0)
+			zero = 0;
+	ok(zero, "bytes 40-59: Reserved, all zero");
+	is_u64(u32(f + 60), crc32c_bitwise(f, 60), "bytes 60-63: Header_Checksum is CRC-32C of bytes 0-59");
+	ok(u32(f + 64) == 0xFD2FB528u && (f[68] & 0x04) && !(f[68] & 0x03),
+	   "the payload is a zstd frame with a content checksum and no dictionary");
+}
+
+static void check_directory(const unsigned char *c, size_t clen, size_t *strs_size)
+{
+	uint64_t off = 8 + 24 * NSECT, size = 0;
+	int good = 1;
+
+	is_int(u32(c), NSECT, "content bytes 0-3: Section_Count 18");
+	is_int(u32(c + 4), 0, "content bytes 4-7: Reserved 0");
+	*strs_size = 1;
+	for (size_t i = 0; i < NSTR; i++)
+		*strs_size += strlen(strings[i]) + 1;
+	for (size_t i = 0; i < NSECT; i++) {
+		const unsigned char *e = c + 8 + 24 * i;
+		off = (off + 7) & ~(uint64_t)7;
+		size = sections[i].rsize ? 8 + (uint64_t)sections[i].rsize * sections[i].count : *strs_size;
+		if (memcmp(e, sections[i].id, 4) != 0 || u32(e + 4) != 1 || u64(e + 8) != off ||
+		    u64(e + 16) != size) {
+			diag("    entry %zu: %.4s flags %u offset %llu size %llu, want %s 1 %llu %llu",
+			     i, (const char *)e, u32(e + 4), (unsigned long long)u64(e + 8),
+			     (unsigned long long)u64(e + 16), sections[i].id,
+			     (unsigned long long)off, (unsigned long long)size);
+			good = 0;
+		} else if (sections[i].rsize &&
+		           (u32(c + off) != sections[i].rsize || u32(c + off + 4) != sections[i].count)) {
+			diag("    section %s: record size %u count %u", sections[i].id, u32(c + off),
+			     u32(c + off + 4));
+			good = 0;
+		}
+		off += size;
+	}
+	ok(good, "the directory lists the 18 sections in order, each 8-byte aligned right after "
+	   "the one before, with Required set and the sizes their records give");
+	is_u64(clen, off, "the content ends with the string table (%zu bytes)", clen);
+}
+
+static const unsigned char *rec(const unsigned char *c, const char *id, uint32_t i)
+{
+	for (size_t k = 0; k < NSECT; k++)
+		if (memcmp(c + 8 + 24 * k, id, 4) == 0) {
+			const unsigned char *s = c + u64(c + 8 + 24 * k + 8);
+			return s + 8 + (size_t)i * u32(s);
+		}
+	abort();
+}
+
+static void check_records(const unsigned char *c, size_t strs_size)
+{
+	const unsigned char *r, *strs = rec(c, "STRS", 0) - 8;
+	unsigned char table[256];
+	size_t at = 1;
+
+	/* STRS, built here from the list. */
+	table[0] = 0;
+	for (size_t i = 0; i < NSTR; i++) {
+		memcpy(table + at, strings[i], strlen(strings[i]) + 1);
+		at += strlen(strings[i]) + 1;
+	}
+	ok(at == strs_size && memcmp(strs, table, at) == 0, "STRS: the empty string, then each "
+	   "string once, in the order first met");
+
+	r = rec(c, "META", 0);
+	ok(u32(r) == str_off("bcgtool 0.1.0") && u32(r + 4) == str_off("vector.yaml") &&
+	   u32(r + 8) == str_off("NVIDIA H100 80GB HBM3") && u32(r + 12) == PLAN_BACKEND_CUDA &&
+	   u64(r + 16) == UINT64_C(0x1122334455667788) && u64(r + 24) == 1700000000 &&
+	   u32(r + 32) == 9 && u32(r + 36) == 0 && u32(r + 40) == 13000 && u32(r + 44) == 13000 &&
+	   u32(r + 48) == 130000 && u32(r + 52) == 256 && u64(r + 56) == 1024 && u64(r + 64) == 1024,
+	   "META: every field at its offset");
+	r = rec(c, "STAT", 0);
+	ok(u64(r) == 0 && u64(r + 32) == 0 && u32(r + 40) == 1 && u32(r + 44) == 1 && f64(r + 48) == 0,
+	   "STAT: reference steps 1, verify exact 1, the rest 0");
+	r = rec(c, "DIMS", 0);
+	ok(u32(r) == str_off("T") && u32(r + 4) == 0 && u64(r + 8) == 2 && u32(r + 16) == 1 &&
+	   u32(r + 20) == 0, "DIMS record 0: T, no expression, 2, the token dim");
+	r = rec(c, "DIMS", 1);
+	ok(u32(r) == str_off("H") && u32(r + 4) == str_off("4") && u64(r + 8) == 4 && u32(r + 16) == 0,
+	   "DIMS record 1: H = \"4\" = 4");
+	r = rec(c, "VARS", 0);
+	ok(u32(r) == str_off("pos") && u64(r + 8) == 0 && u64(r + 16) == 1 && u64(r + 24) == 15 &&
+	   u64(r + 32) == 768, "VARS record 0: pos from 0 by 1 to 15, mirror at 768");
+	r = rec(c, "TENS", 1);
+	ok(u32(r) == str_off("w") && r[4] == PLAN_DTYPE_F32 && r[5] == PLAN_ROLE_WEIGHT && r[6] == 2 &&
+	   r[7] == 0 && u64(r + 8) == 256 && u64(r + 16) == 64 &&
+	   u32(r + 24) == 1 && u64(r + 32) == 4 && u32(r + 40) == 1 && u64(r + 48) == 4 &&
+	   u32(r + 56) == 0xFFFFFFFFu && u64(r + 64) == 0 && u32(r + 72) == 0xFFFFFFFFu &&
+	   u64(r + 80) == 0 && r[88] == PLAN_INIT_RANDOM && r[89] == PLAN_FEED_NONE &&
+	   u32(r + 92) == 0xFFFFFFFFu && u64(r + 96) == 2 && f64(r + 104) == 0.5 &&
+	   f64(r + 112) == 0 && u64(r + 120) == 0 && u64(r + 128) == 0 && f64(r + 136) == 0,
+	   "TENS record 1: w, f32 weight [H, H] at 256, random(seed 2, scale 0.5)");
+	r = rec(c, "TENS", 0);
+	ok(r[89] == PLAN_FEED_RANDOM && u32(r + 92) == 0xFFFFFFFFu && u64(r + 120) == 1 &&
+	   f64(r + 136) == 1.0, "TENS record 0: x fed random(seed 1, scale 1)");
+	r = rec(c, "OPER", 1);
+	ok(u32(r) == str_off("scale") && u32(r + 4) == str_off("s") && u32(r + 8) == PLAN_OP_EAGER &&
+	   u32(r + 12) == 8 && u32(r + 16) == 5 && u32(r + 20) == 3 && u32(r + 24) == 1 &&
+	   u32(r + 28) == 4 && u32(r + 32) == 1 && u32(r + 36) == 0 && u32(r + 40) == 1 &&
+	   u32(r + 44) == 0, "OPER record 1: scale s, eager, at 8:5, IDXS [3,+1) in, [4,+1) out, ATTR [0,+1)");
+	r = rec(c, "ATTR", 0);
+	ok(u32(r) == str_off("factor") && u32(r + 4) == PLAN_ATTR_FLOAT && u64(r + 8) == 0 &&
+	   f64(r + 16) == 0.5 && u32(r + 24) == 0, "ATTR record 0: factor = 0.5");
+	{
+		static const uint32_t want[7] = { 0, 1, 2, 2, 2, 2, 2 };
+		int same = 1;
+		for (uint32_t i = 0; i < 7; i++)
+			if (u32(rec(c, "IDXS", i)) != want[i])
+				same = 0;
+		ok(same, "IDXS: x w | y | y | y | reads y | writes y");
+	}
+	r = rec(c, "VARI", 0);
+	ok(u64(r) == 2 && u32(r + 8) == PLAN_MODE_BREAKABLE && u64(r + 16) == 1024 &&
+	   u32(r + 24) == 0 && u32(r + 28) == 2, "VARI record 0: 2 tokens, breakable, items [0,+2)");
+	ok(u32(rec(c, "ITEM", 0)) == PLAN_ITEM_SEGMENT && u32(rec(c, "ITEM", 0) + 4) == 0 &&
+	   u32(rec(c, "ITEM", 1)) == PLAN_ITEM_BREAK && u32(rec(c, "ITEM", 1) + 4) == 0,
+	   "ITEM: segment 0, then breakpoint 0");
+
+	/* The fingerprint from the spec's serialization of the one node. */
+	unsigned char ser[128];
+	size_t n = 0;
+#define PUT32(v) do { uint32_t v_ = (v); for (int k_ = 0; k_ < 4; k_++) ser[n++] = (unsigned char)(v_ >> (8 * k_)); } while (0)
+	PUT32(1);
+	PUT32(PLAN_NODE_KERNEL);
+	PUT32(10);
+	memcpy(ser + n, "matmul_f32", 10);
+	n += 10;
+	PUT32(1); PUT32(1); PUT32(1);
+	PUT32(32); PUT32(1); PUT32(1);
+	PUT32(0);
+	PUT32(3);
+	PUT32(0); PUT32(0); PUT32(0);
+	PUT32(1); PUT32(256); PUT32(0);
+	PUT32(2); PUT32(512); PUT32(0);
+	PUT32(0);
+#undef PUT32
+	uint64_t fp = fnv1a(ser, n, UINT64_C(0xcbf29ce484222325));
+	r = rec(c, "SEGS", 0);
+	ok(u32(r) == 0 && u32(r + 4) == 0 && u32(r + 8) == 1 && u32(r + 12) == PLAN_SEG_NODES &&
+	   u64(r + 24) == 0 && u64(r + 32) == 0 && u32(r + 40) == 0 && u32(r + 44) == 1 &&
+	   u32(r + 48) == 0 && u32(r + 52) == 0, "SEGS record 0: variant 0, op 0, nodes [0,+1), no edges");
+	is_u64(u64(r + 16), fp, "SEGS record 0: the fingerprint is FNV-1a of the spec's serialization");
+	r = rec(c, "NODE", 0);
+	ok(u32(r) == PLAN_NODE_KERNEL && u32(r + 4) == 0 && u32(r + 8) == str_off("matmul_f32") &&
+	   u32(r + 12) == 1 && u32(r + 16) == 1 && u32(r + 20) == 1 && u32(r + 24) == 32 &&
+	   u32(r + 28) == 1 && u32(r + 32) == 1 && u32(r + 36) == 0 && u32(r + 40) == 0 &&
+	   u32(r + 44) == 3, "NODE record 0: kernel matmul_f32 <<<1, 32>>>, params [0,+3)");
+	ok(u32(rec(c, "PARM", 1)) == 1 && u32(rec(c, "PARM", 1) + 4) == 0 &&
+	   u64(rec(c, "PARM", 1) + 8) == 256 && u64(rec(c, "PARM", 2) + 8) == 512,
+	   "PARM: parameter 1 points at 256, parameter 2 at 512");
+	r = rec(c, "BRKP", 0);
+	ok(u32(r) == 0 && u32(r + 4) == 1 && u32(r + 8) == str_off("s") && u32(r + 12) == PLAN_BREAK_FORCED &&
+	   u32(r + 16) == str_off("eager: true") && u32(r + 20) == 5 && u32(r + 24) == 1 &&
+	   u32(r + 28) == 6 && u32(r + 32) == 1, "BRKP record 0: s at op 1, forced, reads [5,+1), writes [6,+1)");
+	r = rec(c, "CHKS", 0);
+	ok(u32(r) == 0 && u32(r + 4) == 2 && u32(r + 8) == 1 && u64(r + 16) == UINT64_C(0xa5a5a5a55a5a5a5a) &&
+	   f64(r + 24) == 1.5, "CHKS record 0: y after 1 step, sum 1.5");
+	r = rec(c, "DISP", 0);
+	ok(u64(r) == 1 && u64(r + 8) == 2 && u32(r + 16) == 0, "DISP record 0: 1..2 tokens on variant 0");
+}
+
+int main(int argc, char **argv)
+{
+	unsigned char *file, *content = NULL, *wcontent = NULL;
+	size_t len = 0, clen, strs_size, wlen = 0;
+	void *written = NULL;
+	plan_t *p = sample_vector(), *q = NULL;
+	struct plan_diag d = { 0 };
+
+	if (argc == 3 && strcmp(argv[1], "--write") == 0) {
+		if (p == NULL || plan_write_file(p, argv[2], &d) != 0) {
+			fprintf(stderr, "plan-vector: %s\n", d.message);
+			return 1;
+		}
+		plan_free(p);
+		return 0;
+	}
+	if ((file = sample_slurp(vector_path(), &len)) == NULL || len < 64)
+		tap_skip_all("t/data/vector.plan cannot be read");
+
+	check_header(file, len);
+	clen = (size_t)u64(file + 32);
+	content = malloc(clen);
+	ok(content != NULL && ZSTD_decompress(content, clen, file + 64, len - 64) == clen,
+	   "bytes 32-39: Content_Size %zu is what the frame decompresses to", clen);
+	check_directory(content, clen, &strs_size);
+	check_records(content, strs_size);
+
+	is_int(plan_write_memory(p, &written, &wlen, &d), 0, "the vector plan built in code is written");
+	if (written != NULL) {
+		unsigned char *w = written;
+		size_t wclen = (size_t)u64(w + 32);
+		wcontent = malloc(wclen);
+		ok(wcontent != NULL && ZSTD_decompress(wcontent, wclen, w + 64, wlen - 64) == wclen &&
+		   wclen == clen && memcmp(wcontent, content, clen) == 0,
+		   "its content is the vector's content, byte for byte");
+		ok(memcmp(w, file, 20) == 0 && memcmp(w + 32, file + 32, 28) == 0,
+		   "its header is the vector's but for the payload's size and checksum");
+		if (ZSTD_versionNumber() == VECTOR_ZSTD_VERSION)
+			ok(wlen == len && memcmp(w, file, len) == 0, "with libzstd %u, the whole file is the "
+			   "vector, byte for byte", ZSTD_versionNumber());
+		else
+			tap_skip(1, "libzstd differs from the one that compressed the vector: its "
+			         "compressed bytes may differ");
+	}
+	is_int(plan_read_file(vector_path(), NULL, &q, &d), 0, "libplan reads the vector");
+	if (q != NULL) {
+		char why[256];
+		if (!ok(sample_plans_equal(p, q, why, sizeof why), "into the plan the spec describes"))
+			diag("    first difference: %s", why);
+	}
+	plan_free(q);
+	plan_free(p);
+	free(written);
+	free(wcontent);
+	free(content);
+	free(file);
+	return tap_done();
+}
