@@ -86,18 +86,21 @@ static int tap_ok_(int pass, const char *file, int line, const char *fmt, ...)
 
 #define diag(...) (printf("# "), printf(__VA_ARGS__), putchar('\n'))
 
+__attribute__((unused))
 static void tap_skip(int n, const char *why)
 {
 	while (n-- > 0)
 		printf("ok %d # skip %s\n", ++tap_count_, why);
 }
 
+__attribute__((unused))
 static void tap_skip_all(const char *why)
 {
 	printf("1..0 # SKIP %s\n", why);
 	exit(0);
 }
 
+__attribute__((unused))
 static int tap_done(void)
 {
 	printf("1..%d\n", tap_count_);

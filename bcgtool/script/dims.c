@@ -27,9 +27,16 @@ static int dims_cycle(struct sp *p, uint32_t index)
 	while (i < p->nresolving && p->resolving[i] != index)
 		i++;
 	n += (size_t)snprintf(msg, sizeof msg, "cycle in dim expressions: ");
-	for (; i < p->nresolving && n < sizeof msg; i++)
+	for (uint32_t first = i; i < p->nresolving && n < sizeof msg; i++) {
+		/* A long cycle shows its first and last few dims. */
+		if (p->nresolving - first > 8 && i == first + 4) {
+			n += (size_t)snprintf(msg + n, sizeof msg - n, "... (%u dims) -> ",
+			                      p->nresolving - first);
+			i = p->nresolving - 3;
+		}
 		n += (size_t)snprintf(msg + n, sizeof msg - n, "%s -> ",
 		                      p->dims[p->resolving[i]].name);
+	}
 	if (n < sizeof msg)
 		snprintf(msg + n, sizeof msg - n, "%s", p->dims[index].name);
 	sp_error(p, p->dims[index].node, "%s", msg);
@@ -49,7 +56,8 @@ static __attribute__((noinline)) int dims_undefined(struct sp *p, const char *na
 		if (!p->dims[i].tokens)
 			cand[n++] = p->dims[i].name;
 	for (unsigned i = 0; i < p->depth; i++)
-		cand[n++] = p->scope[i].name;
+		if (p->scope[i].name[0] != '\0')
+			cand[n++] = p->scope[i].name;
 	best = suggest_name(name, cand, n);
 	snprintf(msg, msglen, "undefined %s '%s'%s%s%s",
 	         p->depth > 0 ? "dim or repeat variable" : "dim", name,

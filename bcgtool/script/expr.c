@@ -66,6 +66,13 @@ static int expr_fail_overflow(struct expr_state *s)
 	return -1;
 }
 
+static int expr_fail_deep(struct expr_state *s)
+{
+	snprintf(s->msg, s->len, "'%.80s' is nested too deeply (more than %d levels)",
+	         s->text, EXPR_MAX_DEPTH);
+	return -1;
+}
+
 static int expr_sum(struct expr_state *s, int64_t *out);
 
 static int expr_primary(struct expr_state *s, int64_t *out)
@@ -92,6 +99,8 @@ static int expr_primary(struct expr_state *s, int64_t *out)
 	}
 	if (*s->p == '(') {
 		int rc;
+		if (++s->depth > EXPR_MAX_DEPTH)
+			return expr_fail_deep(s);
 		s->p++;
 		if ((rc = expr_sum(s, out)) != 0)
 			return rc;
@@ -99,6 +108,7 @@ static int expr_primary(struct expr_state *s, int64_t *out)
 		if (*s->p != ')')
 			return expr_fail_unexpected(s);
 		s->p++;
+		s->depth--;
 		return 0;
 	}
 	return expr_fail_unexpected(s);
@@ -108,22 +118,17 @@ static int expr_unary(struct expr_state *s, int64_t *out)
 {
 	int rc;
 
-	if (++s->depth > EXPR_MAX_DEPTH) {
-		snprintf(s->msg, s->len, "'%.80s' is nested too deeply (more than %d levels)",
-		         s->text, EXPR_MAX_DEPTH);
-		return -1;
-	}
 	skip_space(s);
-	if (*s->p == '-') {
-		s->p++;
-		if ((rc = expr_unary(s, out)) != 0)
-			return rc;
-		if (*out == INT64_MIN)
-			return expr_fail_overflow(s);
-		*out = -*out;
-	} else if ((rc = expr_primary(s, out)) != 0) {
+	if (*s->p != '-')
+		return expr_primary(s, out);
+	if (++s->depth > EXPR_MAX_DEPTH)
+		return expr_fail_deep(s);
+	s->p++;
+	if ((rc = expr_unary(s, out)) != 0)
 		return rc;
-	}
+	if (*out == INT64_MIN)
+		return expr_fail_overflow(s);
+	*out = -*out;
 	s->depth--;
 	return 0;
 }
@@ -166,11 +171,6 @@ static int expr_sum(struct expr_state *s, int64_t *out)
 	int64_t rhs;
 	int rc;
 
-	if (++s->depth > EXPR_MAX_DEPTH) {
-		snprintf(s->msg, s->len, "'%.80s' is nested too deeply (more than %d levels)",
-		         s->text, EXPR_MAX_DEPTH);
-		return -1;
-	}
 	if ((rc = expr_product(s, out)) != 0)
 		return rc;
 	for (;;) {
@@ -185,7 +185,6 @@ static int expr_sum(struct expr_state *s, int64_t *out)
 		              : __builtin_sub_overflow(*out, rhs, out))
 			return expr_fail_overflow(s);
 	}
-	s->depth--;
 	return 0;
 }
 

@@ -161,7 +161,7 @@ static int ops_expand_name(struct sp *p, yaml_node_t *node, const char *tmpl, ch
 			const char *close = strchr(s, '}');
 			int64_t v;
 			if (close == NULL)
-				return sp_error(p, node, "unclosed '{' in op name '%s'", tmpl);
+				return sp_error(p, node, "unclosed '{' in op name '%.64s'", tmpl);
 			memcpy(expr, s + 1, (size_t)(close - s - 1));
 			expr[close - s - 1] = '\0';
 			if (sp_eval(p, expr, node, &v) != 0)
@@ -169,14 +169,14 @@ static int ops_expand_name(struct sp *p, yaml_node_t *node, const char *tmpl, ch
 			snprintf(piece, sizeof piece, "%lld", (long long)v);
 			s = close + 1;
 		} else if (*s == '}') {
-			return sp_error(p, node, "'}' without '{' in op name '%s'", tmpl);
+			return sp_error(p, node, "'}' without '{' in op name '%.64s'", tmpl);
 		} else {
 			if (!ops_name_char((unsigned char)*s)) {
 				unsigned char c = (unsigned char)*s;
-				if (c > 0x20 && c < 0x7f)
-					return sp_error(p, node, "op name '%s' holds '%c': names take "
+				if (c >= 0x20 && c < 0x7f)
+					return sp_error(p, node, "op name '%.64s' holds '%c': names take "
 					                "letters, digits and _ . - : /", tmpl, c);
-				return sp_error(p, node, "op name '%s' holds byte 0x%02x: names take "
+				return sp_error(p, node, "op name '%.64s' holds byte 0x%02x: names take "
 				                "letters, digits and _ . - : /", tmpl, c);
 			}
 			piece[0] = *s++;

@@ -79,7 +79,7 @@ static int top_version(struct sp *p, yaml_node_t *node, void *obj)
 	if (s == NULL)
 		return -1;
 	if (strcmp(s, "1") != 0)
-		return sp_error(p, node, "unsupported script version '%.32s' (this bcgtool reads "
+		return sp_error(p, node, "unsupported script version '%.64s' (this bcgtool reads "
 		                "bcg: %d)", s, SCRIPT_VERSION);
 	return 0;
 }
