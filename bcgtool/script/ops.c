@@ -152,7 +152,7 @@ static int ops_expand_name(struct sp *p, yaml_node_t *node, const char *tmpl, ch
 	size_t n = 0;
 
 	if (strlen(tmpl) > OPS_MAX_TEMPLATE)
-		return sp_error(p, node, "op name is longer than %d bytes", OPS_MAX_OPNAME - 1);
+		return sp_error(p, node, "op name template is longer than %d bytes", OPS_MAX_TEMPLATE);
 	for (const char *s = tmpl; *s != '\0';) {
 		char piece[32];
 		size_t len;
