@@ -1,38 +1,252 @@
 /*
- * cmd-ops.c - bcgtool ops: list the op kinds.
- *
- * Placeholder entry: the command is being written.
+ * cmd-ops.c - bcgtool ops: list the op kinds of the registry with their
+ * operands, attributes and defaults, dtypes, in-place ability and whether
+ * they can be captured in a CUDA graph.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "ops/op.h"
 
 static int cmd_ops_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_ops_entry = {
 	.name = "ops",
-	.usage = "",
+	.usage = "[--json]",
 	.summary = "list the op kinds",
-	.options = "",
+	.options =
+		"  --json      print the list as a JSON array\n"
+		"  -h, --help  show this help\n",
 	.exec = cmd_ops_exec,
 };
+
+static const char *ops_capture_name(int capture)
+{
+	switch (capture) {
+	case OP_CAPTURE_ALWAYS:    return "always";
+	case OP_CAPTURE_SAFE_FORM: return "safe-form";
+	default:                   return "never";
+	}
+}
+
+static const char *ops_attr_type_name(int type)
+{
+	switch (type) {
+	case OP_ATTR_INT:    return "int";
+	case OP_ATTR_FLOAT:  return "float";
+	case OP_ATTR_BOOL:   return "bool";
+	default:             return "int-or-var";
+	}
+}
+
+/* The default as a script would write it; "" when required. */
+static void ops_attr_default(const struct op_kind *k, int i, char *buf, size_t len)
+{
+	const struct op_attr_spec *a = &k->attrs[i];
+
+	if (a->required)
+		buf[0] = '\0';
+	else if (k->id == OP_ATTENTION && i == ATTN_KV_HEADS)
+		snprintf(buf, len, "heads");
+	else if (a->type == OP_ATTR_BOOL)
+		snprintf(buf, len, "%s", a->dflt != 0.0 ? "true" : "false");
+	else if (a->type == OP_ATTR_FLOAT)
+		snprintf(buf, len, "%g", a->dflt);
+	else
+		snprintf(buf, len, "%lld", (long long)a->dflt);
+}
+
+static void ops_list_names(const char *const *names, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; names[i] != NULL && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", names[i]);
+}
+
+static void ops_dtypes(unsigned mask, char *buf, size_t len)
+{
+	static const int order[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_I32 };
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof order / sizeof order[0] && n < len; i++)
+		if (mask & OP_DTYPE_BIT(order[i]))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "",
+			                      plan_dtype_name(order[i]));
+}
+
+struct ops_row {
+	char signature[160];
+	char attrs[160];
+	char dtypes[32];
+};
+
+static void ops_row_fill(const struct op_kind *k, struct ops_row *r)
+{
+	char in[64], out[64];
+	size_t n = 0;
+
+	ops_list_names(k->inputs, in, sizeof in);
+	ops_list_names(k->outputs, out, sizeof out);
+	snprintf(r->signature, sizeof r->signature, "(%s) -> %s", in, out);
+	r->attrs[0] = '\0';
+	for (int i = 0; k->attrs[i].name != NULL && n < sizeof r->attrs; i++) {
+		char d[32];
+		ops_attr_default(k, i, d, sizeof d);
+		n += (size_t)snprintf(r->attrs + n, sizeof r->attrs - n, "%s%s%s%s", i ? " " : "",
+		                      k->attrs[i].name, d[0] ? "=" : "", d);
+	}
+	if (r->attrs[0] == '\0')
+		snprintf(r->attrs, sizeof r->attrs, "-");
+	ops_dtypes(k->dtypes, r->dtypes, sizeof r->dtypes);
+}
+
+static void ops_print_text(void)
+{
+	struct ops_row rows[OP_COUNT];
+	int w[4] = { 4, 9, 10, 6 };
+
+	for (int i = 0; i < OP_COUNT; i++) {
+		const struct op_kind *k = op_kind_get((enum op_id)i);
+		ops_row_fill(k, &rows[i]);
+		const char *f[4] = { k->name, rows[i].signature, rows[i].attrs, rows[i].dtypes };
+		for (int c = 0; c < 4; c++)
+			if ((int)strlen(f[c]) > w[c])
+				w[c] = (int)strlen(f[c]);
+	}
+	printf("%-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w[0], "kind", w[1], "signature", w[2],
+	       "attributes", w[3], "dtypes", "in-place", "capture");
+	for (int i = 0; i < OP_COUNT; i++) {
+		const struct op_kind *k = op_kind_get((enum op_id)i);
+		printf("%-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w[0], k->name, w[1], rows[i].signature,
+		       w[2], rows[i].attrs, w[3], rows[i].dtypes,
+		       (k->flags & OP_INPLACE) ? "yes" : "no", ops_capture_name(k->capture));
+	}
+	printf("\nAttributes shown as NAME=DEFAULT are optional, the others required.\n"
+	       "dtypes are those of the main operand; pos, ids and argmax's out are i32.\n"
+	       "capture: always = captured in every mode; safe-form = a breakpoint in\n"
+	       "breakable mode, captured in its graph-safe form in full mode.\n");
+	for (int i = 0; i < OP_COUNT; i++) {
+		const struct op_kind *k = op_kind_get((enum op_id)i);
+		if (k->capture_why != NULL)
+			printf("  %s: %s\n", k->name, k->capture_why);
+	}
+}
+
+static void ops_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void ops_json_names(const char *const *names)
+{
+	putchar('[');
+	for (int i = 0; names[i] != NULL; i++) {
+		if (i)
+			printf(", ");
+		ops_json_string(names[i]);
+	}
+	putchar(']');
+}
+
+static void ops_print_json(void)
+{
+	printf("[\n");
+	for (int i = 0; i < OP_COUNT; i++) {
+		const struct op_kind *k = op_kind_get((enum op_id)i);
+		char dt[32];
+		const char *p;
+
+		printf("  {\"name\": ");
+		ops_json_string(k->name);
+		printf(", \"summary\": ");
+		ops_json_string(k->summary);
+		printf(", \"inputs\": ");
+		ops_json_names(k->inputs);
+		printf(", \"outputs\": ");
+		ops_json_names(k->outputs);
+		printf(", \"attrs\": [");
+		for (int a = 0; k->attrs[a].name != NULL; a++) {
+			const struct op_attr_spec *s = &k->attrs[a];
+			printf("%s{\"name\": ", a ? ", " : "");
+			ops_json_string(s->name);
+			printf(", \"type\": \"%s\", \"required\": %s, \"default\": ",
+			       ops_attr_type_name(s->type), s->required ? "true" : "false");
+			if (s->required)
+				printf("null");
+			else if (k->id == OP_ATTENTION && a == ATTN_KV_HEADS)
+				printf("\"heads\"");
+			else if (s->type == OP_ATTR_BOOL)
+				printf("%s", s->dflt != 0.0 ? "true" : "false");
+			else if (s->type == OP_ATTR_FLOAT)
+				printf("%.17g", s->dflt);
+			else
+				printf("%lld", (long long)s->dflt);
+			printf(", \"help\": ");
+			ops_json_string(s->help);
+			printf("}");
+		}
+		printf("], \"dtypes\": [");
+		ops_dtypes(k->dtypes, dt, sizeof dt);
+		p = dt;
+		for (int n = 0; *p != '\0'; n++) {
+			size_t l = strcspn(p, " ");
+			printf("%s\"%.*s\"", n ? ", " : "", (int)l, p);
+			p += l;
+			p += *p == ' ';
+		}
+		printf("], \"inplace\": %s, \"capture\": \"%s\", \"capture_why\": ",
+		       (k->flags & OP_INPLACE) ? "true" : "false", ops_capture_name(k->capture));
+		if (k->capture_why != NULL)
+			ops_json_string(k->capture_why);
+		else
+			printf("null");
+		printf("}%s\n", i + 1 < OP_COUNT ? "," : "");
+	}
+	printf("]\n");
+}
 
 static int cmd_ops_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int c, json = 0;
 
 	while ((c = cmd_getopt(&cmd_ops_entry, argc, argv, "h", longopts)) != -1) {
-		if (c == CMD_HELP)
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case CMD_HELP:
 			return BCG_EXIT_OK;
-		return BCG_EXIT_USAGE;
+		default:
+			return BCG_EXIT_USAGE;
+		}
 	}
-	fprintf(stderr, "bcgtool ops: not built yet\n");
-	return BCG_EXIT_RUNTIME;
+	if (optind < argc)
+		return cmd_usage_error(&cmd_ops_entry, "unexpected argument '%s'", argv[optind]);
+	if (json)
+		ops_print_json();
+	else
+		ops_print_text();
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "bcgtool ops: cannot write the list\n");
+		return BCG_EXIT_RUNTIME;
+	}
+	return BCG_EXIT_OK;
 }

@@ -25,6 +25,7 @@ struct script_variant {
 
 struct script {
 	plan_t                *program;    /* owned */
+	char                  *description;/* owned; "" when the script has none */
 	uint32_t               nvariants;  /* ascending by tokens */
 	struct script_variant *variants;   /* owned */
 };

@@ -1,0 +1,630 @@
+/*
+ * registry.c - the op kinds: operands, attributes, dtypes, capturability
+ * and the shape and dtype check of each (semantics in op.h).
+ *
+ * A check speaks of operands by the names declared here ("input b",
+ * "output out") and starts its message with that phrase when one operand is
+ * at fault, so that the script parser can add which tensor it was.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "op.h"
+
+/* ---------------------------------------------------------------------- */
+/* Message helpers.                                                        */
+
+__attribute__((format(printf, 3, 4)))
+static int check_fail(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg != NULL && len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(msg, len, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* "[4, 64]" */
+static const char *shape_str(const struct op_tensor *t, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	n += (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < t->rank && i < PLAN_MAX_RANK && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "",
+		                      (long long)t->dim[i]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+	return buf;
+}
+
+/* "f32, f16 or bf16" */
+static const char *dtypes_str(unsigned mask, char *buf, size_t len)
+{
+	static const int order[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_I32 };
+	int total = 0, seen = 0;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+		if (mask & OP_DTYPE_BIT(order[i]))
+			total++;
+	for (size_t i = 0; i < sizeof order / sizeof order[0] && n < len; i++) {
+		if (!(mask & OP_DTYPE_BIT(order[i])))
+			continue;
+		seen++;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s",
+		                      seen == 1 ? "" : seen == total ? " or " : ", ",
+		                      plan_dtype_name(order[i]));
+	}
+	return buf;
+}
+
+/* The operand being checked: "input b" or "output out". */
+struct operand {
+	char                    what[48];
+	const struct op_tensor *t;
+};
+
+static struct operand operand_in(const struct op_call *c, int i)
+{
+	struct operand o;
+	snprintf(o.what, sizeof o.what, "input %s", c->kind->inputs[i]);
+	o.t = &c->in[i];
+	return o;
+}
+
+static struct operand operand_out(const struct op_call *c, int i)
+{
+	struct operand o;
+	snprintf(o.what, sizeof o.what, "output %s", c->kind->outputs[i]);
+	o.t = &c->out[i];
+	return o;
+}
+
+static int want_dtypes(const struct operand *o, unsigned mask, char *msg, size_t len)
+{
+	char buf[64];
+
+	if (o->t->dtype > 0 && o->t->dtype < 32 && (mask & OP_DTYPE_BIT(o->t->dtype)))
+		return 0;
+	return check_fail(msg, len, "%s is %s, expected %s", o->what,
+	                  plan_dtype_name(o->t->dtype), dtypes_str(mask, buf, sizeof buf));
+}
+
+static int want_same_dtype(const struct operand *o, const struct operand *ref,
+                           char *msg, size_t len)
+{
+	if (o->t->dtype == ref->t->dtype)
+		return 0;
+	return check_fail(msg, len, "%s is %s, expected %s like %s", o->what,
+	                  plan_dtype_name(o->t->dtype), plan_dtype_name(ref->t->dtype),
+	                  ref->what);
+}
+
+static int want_rank(const struct operand *o, int rank, char *msg, size_t len)
+{
+	char buf[96];
+
+	if (o->t->rank == rank)
+		return 0;
+	return check_fail(msg, len, "%s has rank %d (%s), expected rank %d", o->what,
+	                  o->t->rank, shape_str(o->t, buf, sizeof buf), rank);
+}
+
+/* O must have exactly the shape WANT (rank RANK); WHY, when not NULL, says
+ * where the expectation comes from. */
+static int want_shape(const struct operand *o, const int64_t *want, int rank, const char *why,
+                      char *msg, size_t len)
+{
+	struct op_tensor w = { .rank = rank };
+	char got[96], exp[96];
+	int same = o->t->rank == rank;
+
+	for (int i = 0; i < rank && i < PLAN_MAX_RANK; i++) {
+		w.dim[i] = want[i];
+		if (same && o->t->dim[i] != want[i])
+			same = 0;
+	}
+	if (same)
+		return 0;
+	return check_fail(msg, len, "%s has shape %s, expected %s%s%s%s", o->what,
+	                  shape_str(o->t, got, sizeof got), shape_str(&w, exp, sizeof exp),
+	                  why ? " (" : "", why ? why : "", why ? ")" : "");
+}
+
+static int want_shape_like(const struct operand *o, const struct operand *ref,
+                           char *msg, size_t len)
+{
+	char why[64];
+
+	snprintf(why, sizeof why, "the shape of %s", ref->what);
+	return want_shape(o, ref->t->dim, ref->t->rank, why, msg, len);
+}
+
+static int want_counts(const struct op_call *c, char *msg, size_t len)
+{
+	int nin = op_kind_count_inputs(c->kind), nout = op_kind_count_outputs(c->kind);
+
+	if (c->nin != nin)
+		return check_fail(msg, len, "%s takes %d input%s, not %d", c->kind->name, nin,
+		                  nin == 1 ? "" : "s", c->nin);
+	if (c->nout != nout)
+		return check_fail(msg, len, "%s takes %d output%s, not %d", c->kind->name, nout,
+		                  nout == 1 ? "" : "s", c->nout);
+	for (int i = 0; i < c->nin; i++)
+		if (c->in[i].rank < 1 || c->in[i].rank > PLAN_MAX_RANK)
+			return check_fail(msg, len, "input %s has rank %d, expected 1 to %d",
+			                  c->kind->inputs[i], c->in[i].rank, PLAN_MAX_RANK);
+	for (int i = 0; i < c->nout; i++)
+		if (c->out[i].rank < 1 || c->out[i].rank > PLAN_MAX_RANK)
+			return check_fail(msg, len, "output %s has rank %d, expected 1 to %d",
+			                  c->kind->outputs[i], c->out[i].rank, PLAN_MAX_RANK);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The checks, one per kind.                                               */
+
+#define TRY(expr) do { if ((expr) != 0) return -1; } while (0)
+
+static int check_fill(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand out;
+
+	TRY(want_counts(c, msg, len));
+	out = operand_out(c, 0);
+	return want_dtypes(&out, c->kind->dtypes, msg, len);
+}
+
+static int check_copy(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	char a[96], b[96];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	if (x.t->dtype == PLAN_DTYPE_I32)
+		TRY(want_same_dtype(&out, &x, msg, len));
+	else
+		TRY(want_dtypes(&out, OP_DTYPES_FLOAT, msg, len));
+	if (op_tensor_numel(out.t) != op_tensor_numel(x.t))
+		return check_fail(msg, len, "output out has %lld elements (%s), expected %lld like input x (%s)",
+		                  (long long)op_tensor_numel(out.t), shape_str(out.t, a, sizeof a),
+		                  (long long)op_tensor_numel(x.t), shape_str(x.t, b, sizeof b));
+	return 0;
+}
+
+/* add, mul: b is a's shape or a trailing part of it. */
+static int check_binary(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand a, b, out;
+	char sa[96], sb[96];
+	int tail = 1;
+
+	TRY(want_counts(c, msg, len));
+	a = operand_in(c, 0);
+	b = operand_in(c, 1);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&a, c->kind->dtypes, msg, len));
+	TRY(want_same_dtype(&b, &a, msg, len));
+	if (b.t->rank > a.t->rank)
+		tail = 0;
+	for (int i = 0; tail && i < b.t->rank; i++)
+		if (b.t->dim[i] != a.t->dim[a.t->rank - b.t->rank + i])
+			tail = 0;
+	if (!tail)
+		return check_fail(msg, len, "input b has shape %s, expected input a's shape %s "
+		                  "or a trailing part of it", shape_str(b.t, sb, sizeof sb),
+		                  shape_str(a.t, sa, sizeof sa));
+	TRY(want_same_dtype(&out, &a, msg, len));
+	return want_shape_like(&out, &a, msg, len);
+}
+
+/* scale, gelu, softmax: out is x's shape and dtype. */
+static int check_unary(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
+static int check_matmul(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand a, b, out;
+	int ta = c->attr[MATMUL_TRANS_A].i != 0, tb = c->attr[MATMUL_TRANS_B].i != 0;
+	int64_t m, k, bk, n, want[2];
+	char sa[96], sb[96], why[128];
+
+	TRY(want_counts(c, msg, len));
+	a = operand_in(c, 0);
+	b = operand_in(c, 1);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&a, c->kind->dtypes, msg, len));
+	TRY(want_rank(&a, 2, msg, len));
+	TRY(want_same_dtype(&b, &a, msg, len));
+	TRY(want_rank(&b, 2, msg, len));
+	m = ta ? a.t->dim[1] : a.t->dim[0];
+	k = ta ? a.t->dim[0] : a.t->dim[1];
+	bk = tb ? b.t->dim[1] : b.t->dim[0];
+	n = tb ? b.t->dim[0] : b.t->dim[1];
+	if (bk != k)
+		return check_fail(msg, len, "input b has shape %s, expected %s%lld%s "
+		                  "(K = %lld from input a %s%s)", shape_str(b.t, sb, sizeof sb),
+		                  tb ? "[N, " : "[", (long long)k, tb ? "]" : ", N]", (long long)k,
+		                  shape_str(a.t, sa, sizeof sa), ta ? ", transposed" : "");
+	TRY(want_same_dtype(&out, &a, msg, len));
+	want[0] = m;
+	want[1] = n;
+	snprintf(why, sizeof why, "M = %lld from input a, N = %lld from input b",
+	         (long long)m, (long long)n);
+	return want_shape(&out, want, 2, why, msg, len);
+}
+
+/* rmsnorm (x, w), layernorm (x, w, b): per-row weights of x's columns. */
+static int check_norm(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t cols;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	cols = op_tensor_cols(x.t);
+	for (int i = 1; i < c->nin; i++) {
+		struct operand w = operand_in(c, i);
+		TRY(want_same_dtype(&w, &x, msg, len));
+		TRY(want_shape(&w, &cols, 1, "the columns of input x", msg, len));
+	}
+	if (!(c->attr[NORM_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[NORM_EPS].f);
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
+static int check_silu_mul(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t want[PLAN_MAX_RANK];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	if (op_tensor_cols(x.t) % 2 != 0)
+		return check_fail(msg, len, "input x has %lld columns, expected an even number "
+		                  "(gate and up halves)", (long long)op_tensor_cols(x.t));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	for (int i = 0; i < x.t->rank; i++)
+		want[i] = x.t->dim[i];
+	want[x.t->rank - 1] /= 2;
+	return want_shape(&out, want, x.t->rank, "input x with half its columns", msg, len);
+}
+
+/* The one-position-per-row operand of rope and kv_write. */
+static int want_positions(const struct op_call *c, int i, const struct operand *rows,
+                          char *msg, size_t len)
+{
+	struct operand pos = operand_in(c, i);
+	char why[64];
+
+	TRY(want_dtypes(&pos, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	snprintf(why, sizeof why, "one per row of %s", rows->what);
+	return want_shape(&pos, &rows->t->dim[0], 1, why, msg, len);
+}
+
+static int check_rope(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t heads = c->attr[ROPE_HEADS].i, hd = c->attr[ROPE_HEAD_DIM].i;
+	double theta = c->attr[ROPE_THETA].f;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	TRY(want_positions(c, 1, &x, msg, len));
+	if (heads < 1)
+		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
+		                  (long long)heads);
+	if (hd < 2 || hd % 2 != 0)
+		return check_fail(msg, len, "attribute head_dim is %lld; rope needs an even "
+		                  "head_dim of at least 2", (long long)hd);
+	if (heads > x.t->dim[1] / hd || heads * hd != x.t->dim[1])
+		return check_fail(msg, len, "input x has %lld columns, expected heads x head_dim "
+		                  "= %lld x %lld", (long long)x.t->dim[1], (long long)heads,
+		                  (long long)hd);
+	if (!(theta > 0.0))
+		return check_fail(msg, len, "attribute theta is %g; it must be positive", theta);
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
+static int check_embedding(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand table, ids, out;
+	int64_t want[2];
+
+	TRY(want_counts(c, msg, len));
+	table = operand_in(c, 0);
+	ids = operand_in(c, 1);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&table, c->kind->dtypes, msg, len));
+	TRY(want_rank(&table, 2, msg, len));
+	TRY(want_dtypes(&ids, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	TRY(want_rank(&ids, 1, msg, len));
+	TRY(want_same_dtype(&out, &table, msg, len));
+	want[0] = ids.t->dim[0];
+	want[1] = table.t->dim[1];
+	return want_shape(&out, want, 2, "one row of input table per element of input ids",
+	                  msg, len);
+}
+
+static int check_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, cache;
+	char got[96];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	cache = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	TRY(want_positions(c, 1, &x, msg, len));
+	TRY(want_same_dtype(&cache, &x, msg, len));
+	TRY(want_rank(&cache, 2, msg, len));
+	if (cache.t->dim[1] != x.t->dim[1])
+		return check_fail(msg, len, "output cache has shape %s, expected [S, %lld] "
+		                  "(the columns of input x)", shape_str(cache.t, got, sizeof got),
+		                  (long long)x.t->dim[1]);
+	return 0;
+}
+
+static int check_attention(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand q, k, v, out;
+	int64_t heads = c->attr[ATTN_HEADS].i, kvh = c->attr[ATTN_KV_HEADS].i;
+	int64_t hd = c->attr[ATTN_HEAD_DIM].i;
+	char got[96];
+
+	TRY(want_counts(c, msg, len));
+	q = operand_in(c, 0);
+	k = operand_in(c, 1);
+	v = operand_in(c, 2);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&q, c->kind->dtypes, msg, len));
+	TRY(want_rank(&q, 2, msg, len));
+	if (heads < 1)
+		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
+		                  (long long)heads);
+	if (kvh < 1)
+		return check_fail(msg, len, "attribute kv_heads is %lld; it must be at least 1",
+		                  (long long)kvh);
+	if (hd < 1)
+		return check_fail(msg, len, "attribute head_dim is %lld; it must be at least 1",
+		                  (long long)hd);
+	if (heads % kvh != 0)
+		return check_fail(msg, len, "attribute heads (%lld) is not a multiple of "
+		                  "kv_heads (%lld)", (long long)heads, (long long)kvh);
+	if (heads > q.t->dim[1] / hd || heads * hd != q.t->dim[1])
+		return check_fail(msg, len, "input q has %lld columns, expected heads x head_dim "
+		                  "= %lld x %lld", (long long)q.t->dim[1], (long long)heads,
+		                  (long long)hd);
+	TRY(want_same_dtype(&k, &q, msg, len));
+	TRY(want_rank(&k, 2, msg, len));
+	if (kvh > k.t->dim[1] / hd || kvh * hd != k.t->dim[1])
+		return check_fail(msg, len, "input k has shape %s, expected [S, %lld] "
+		                  "(kv_heads x head_dim = %lld x %lld)", shape_str(k.t, got, sizeof got),
+		                  (long long)(kvh <= INT64_MAX / hd ? kvh * hd : -1),
+		                  (long long)kvh, (long long)hd);
+	TRY(want_same_dtype(&v, &q, msg, len));
+	TRY(want_shape_like(&v, &k, msg, len));
+	TRY(want_same_dtype(&out, &q, msg, len));
+	return want_shape_like(&out, &q, msg, len);
+}
+
+static int check_argmax(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t want[PLAN_MAX_RANK];
+	int rank;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_dtypes(&out, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	if (x.t->rank == 1) {
+		want[0] = 1;
+		rank = 1;
+	} else {
+		for (int i = 0; i + 1 < x.t->rank; i++)
+			want[i] = x.t->dim[i];
+		rank = x.t->rank - 1;
+	}
+	return want_shape(&out, want, rank, "one index per row of input x", msg, len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The table.                                                              */
+
+static const char *const no_operands[] = { NULL };
+static const char *const in_x[] = { "x", NULL };
+static const char *const in_ab[] = { "a", "b", NULL };
+static const char *const in_xw[] = { "x", "w", NULL };
+static const char *const in_xwb[] = { "x", "w", "b", NULL };
+static const char *const in_xpos[] = { "x", "pos", NULL };
+static const char *const in_emb[] = { "table", "ids", NULL };
+static const char *const in_qkv[] = { "q", "k", "v", NULL };
+static const char *const out_out[] = { "out", NULL };
+static const char *const out_cache[] = { "cache", NULL };
+
+static const struct op_attr_spec no_attrs[] = { { NULL, 0, 0, 0, NULL } };
+
+static const struct op_attr_spec fill_attrs[] = {
+	[FILL_VALUE] = { "value", OP_ATTR_FLOAT, 0, 0.0, "the value of every element" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec scale_attrs[] = {
+	[SCALE_ALPHA] = { "alpha", OP_ATTR_FLOAT, 0, 1.0, "the factor" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec matmul_attrs[] = {
+	[MATMUL_TRANS_A] = { "trans_a", OP_ATTR_BOOL, 0, 0.0, "use a transposed" },
+	[MATMUL_TRANS_B] = { "trans_b", OP_ATTR_BOOL, 0, 0.0, "use b transposed" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec rmsnorm_attrs[] = {
+	[NORM_EPS] = { "eps", OP_ATTR_FLOAT, 0, 1e-6, "added to the mean of squares" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec layernorm_attrs[] = {
+	[NORM_EPS] = { "eps", OP_ATTR_FLOAT, 0, 1e-5, "added to the variance" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec rope_attrs[] = {
+	[ROPE_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "heads in a row of x" },
+	[ROPE_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
+	[ROPE_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	{ NULL, 0, 0, 0, NULL }
+};
+/* kv_heads' default is heads, not a number: the script parser fills it in;
+ * its dflt of 0 is never stored. */
+static const struct op_attr_spec attention_attrs[] = {
+	[ATTN_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
+	[ATTN_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
+	[ATTN_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head" },
+	[ATTN_KV_LEN] = { "kv_len", OP_ATTR_INTVAR, 1, 0.0, "cache positions to attend to" },
+	[ATTN_SCALE] = { "scale", OP_ATTR_FLOAT, 0, 0.0, "score scale (0: 1/sqrt(head_dim))" },
+	{ NULL, 0, 0, 0, NULL }
+};
+
+#define ALWAYS OP_CAPTURE_ALWAYS, NULL
+
+static const struct op_kind kinds[OP_COUNT] = {
+	[OP_FILL] = { OP_FILL, "fill", "set every element to value",
+		no_operands, out_out, fill_attrs, OP_DTYPES_ALL, ALWAYS, 0, check_fill },
+	[OP_COPY] = { OP_COPY, "copy", "copy x into out, converting between float dtypes",
+		in_x, out_out, no_attrs, OP_DTYPES_ALL, ALWAYS, OP_INPLACE, check_copy },
+	[OP_ADD] = { OP_ADD, "add", "a + b, b broadcast over a's rows",
+		in_ab, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_binary },
+	[OP_MUL] = { OP_MUL, "mul", "a * b, b broadcast over a's rows",
+		in_ab, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_binary },
+	[OP_SCALE] = { OP_SCALE, "scale", "alpha * x",
+		in_x, out_out, scale_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_unary },
+	[OP_MATMUL] = { OP_MATMUL, "matmul", "op(a)[M,K] @ op(b)[K,N], rank 2",
+		in_ab, out_out, matmul_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_matmul },
+	[OP_RMSNORM] = { OP_RMSNORM, "rmsnorm", "x / sqrt(mean(x^2) + eps) * w, per row",
+		in_xw, out_out, rmsnorm_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_norm },
+	[OP_LAYERNORM] = { OP_LAYERNORM, "layernorm", "(x - mean) / sqrt(var + eps) * w + b, per row",
+		in_xwb, out_out, layernorm_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_norm },
+	[OP_SILU_MUL] = { OP_SILU_MUL, "silu_mul", "silu(first half of x) * second half",
+		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_silu_mul },
+	[OP_GELU] = { OP_GELU, "gelu", "0.5 x (1 + erf(x / sqrt 2))",
+		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_unary },
+	[OP_SOFTMAX] = { OP_SOFTMAX, "softmax", "softmax of each row",
+		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_unary },
+	[OP_ROPE] = { OP_ROPE, "rope", "rotary embedding of x [T, heads*head_dim] at pos [T] (i32)",
+		in_xpos, out_out, rope_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_rope },
+	[OP_EMBEDDING] = { OP_EMBEDDING, "embedding", "rows of table [V, H] at ids [T] (i32)",
+		in_emb, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_embedding },
+	[OP_KV_WRITE] = { OP_KV_WRITE, "kv_write", "write x [T, W] into cache [S, W] at pos [T] (i32)",
+		in_xpos, out_cache, no_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_kv_write },
+	[OP_ATTENTION] = { OP_ATTENTION, "attention", "decode attention of q over the first kv_len rows of k, v",
+		in_qkv, out_out, attention_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
+		"its launch shape follows the host var kv_len", 0, check_attention },
+	[OP_ARGMAX] = { OP_ARGMAX, "argmax", "index of the largest element of each row, into out (i32)",
+		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_argmax },
+};
+
+const struct op_kind *op_kind_find(const char *name)
+{
+	for (int i = 0; i < OP_COUNT; i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
+const struct op_kind *op_kind_get(enum op_id id)
+{
+	if ((int)id < 0 || id >= OP_COUNT)
+		return NULL;
+	return &kinds[id];
+}
+
+static int count_names(const char *const *names)
+{
+	int n = 0;
+
+	while (names[n] != NULL)
+		n++;
+	return n;
+}
+
+int op_kind_count_inputs(const struct op_kind *kind)
+{
+	return count_names(kind->inputs);
+}
+
+int op_kind_count_outputs(const struct op_kind *kind)
+{
+	return count_names(kind->outputs);
+}
+
+int op_kind_count_attrs(const struct op_kind *kind)
+{
+	int n = 0;
+
+	while (kind->attrs[n].name != NULL)
+		n++;
+	return n;
+}
+
+int op_kind_attr_index(const struct op_kind *kind, const char *name)
+{
+	for (int i = 0; kind->attrs[i].name != NULL; i++)
+		if (strcmp(kind->attrs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int64_t op_tensor_numel(const struct op_tensor *t)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < t->rank && i < PLAN_MAX_RANK; i++)
+		n *= t->dim[i];
+	return n;
+}
+
+int64_t op_tensor_rows(const struct op_tensor *t)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i + 1 < t->rank && i < PLAN_MAX_RANK; i++)
+		n *= t->dim[i];
+	return n;
+}
+
+int64_t op_tensor_cols(const struct op_tensor *t)
+{
+	if (t->rank < 1 || t->rank > PLAN_MAX_RANK)
+		return 0;
+	return t->dim[t->rank - 1];
+}

@@ -1,0 +1,457 @@
+/*
+ * registry.c - unit test of the op registry: the table itself (names,
+ * operands, attribute positions, capture, in-place), the tensor helpers,
+ * and each kind's check accepting a valid call and rejecting each kind of
+ * mismatch with its message.
+ */
+#include "config.h"
+
+#include "../tap.h"
+#include "ops/op.h"
+
+#define F32  PLAN_DTYPE_F32
+#define F16  PLAN_DTYPE_F16
+#define BF16 PLAN_DTYPE_BF16
+#define I32  PLAN_DTYPE_I32
+
+static struct op_tensor ten1(int dtype, int64_t a)
+{
+	struct op_tensor t = { .dtype = dtype, .rank = 1, .dim = { a } };
+	return t;
+}
+
+static struct op_tensor ten2(int dtype, int64_t a, int64_t b)
+{
+	struct op_tensor t = { .dtype = dtype, .rank = 2, .dim = { a, b } };
+	return t;
+}
+
+static struct op_tensor ten3(int dtype, int64_t a, int64_t b, int64_t c)
+{
+	struct op_tensor t = { .dtype = dtype, .rank = 3, .dim = { a, b, c } };
+	return t;
+}
+
+/* A call of kind NAME with its attribute defaults, operands to be set. */
+static struct op_call call_of(const char *name)
+{
+	struct op_call c;
+	const struct op_kind *k = op_kind_find(name);
+
+	memset(&c, 0, sizeof c);
+	c.kind = k;
+	c.nin = op_kind_count_inputs(k);
+	c.nout = op_kind_count_outputs(k);
+	for (int i = 0; k->attrs[i].name != NULL; i++) {
+		if (k->attrs[i].type == OP_ATTR_FLOAT)
+			c.attr[i].f = k->attrs[i].dflt;
+		else
+			c.attr[i].i = (int64_t)k->attrs[i].dflt;
+	}
+	return c;
+}
+
+static char msg[512];
+
+/* "" when the check accepts, else its message. */
+static const char *check(const struct op_call *c)
+{
+	msg[0] = '\0';
+	if (c->kind->check(c, msg, sizeof msg) == 0)
+		return "";
+	return msg[0] != '\0' ? msg : "(empty message)";
+}
+
+static void test_table(void)
+{
+	static const char *const names[OP_COUNT] = {
+		"fill", "copy", "add", "mul", "scale", "matmul", "rmsnorm", "layernorm",
+		"silu_mul", "gelu", "softmax", "rope", "embedding", "kv_write", "attention", "argmax",
+	};
+	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1 };
+	int inplace = 0;
+
+	for (int i = 0; i < OP_COUNT; i++) {
+		const struct op_kind *k = op_kind_get((enum op_id)i);
+		ok(k != NULL && (int)k->id == i, "op_kind_get(%d) has id %d", i, i);
+		is_str(k->name, names[i], "kind %d is %s", i, names[i]);
+		ok(op_kind_find(names[i]) == k, "op_kind_find(\"%s\") finds it", names[i]);
+		is_int(op_kind_count_inputs(k), nin[i], "%s has %d inputs", names[i], nin[i]);
+		is_int(op_kind_count_outputs(k), 1, "%s has one output", names[i]);
+		ok(k->check != NULL && k->summary != NULL && k->summary[0] != '\0',
+		   "%s has a check and a summary", names[i]);
+		if (i == OP_ATTENTION) {
+			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "attention has a graph-safe form");
+			is_str(k->capture_why, "its launch shape follows the host var kv_len",
+			       "attention says why it breaks graphs");
+		} else {
+			ok(k->capture == OP_CAPTURE_ALWAYS && k->capture_why == NULL,
+			   "%s is always capturable", names[i]);
+		}
+		if (k->flags & OP_INPLACE)
+			inplace |= 1 << i;
+	}
+	is_int(inplace, (1 << OP_COPY) | (1 << OP_ADD) | (1 << OP_MUL) | (1 << OP_SCALE) |
+	       (1 << OP_RMSNORM) | (1 << OP_LAYERNORM) | (1 << OP_GELU) | (1 << OP_SOFTMAX) |
+	       (1 << OP_ROPE), "exactly the in-place kinds of op.h work in place");
+	ok(op_kind_find("matmull") == NULL && op_kind_find("") == NULL, "unknown names are not found");
+	ok(op_kind_get(OP_COUNT) == NULL, "op_kind_get(OP_COUNT) is NULL");
+	is_str(op_kind_get(OP_KV_WRITE)->outputs[0], "cache", "kv_write writes its cache");
+	is_int(op_kind_get(OP_FILL)->dtypes, OP_DTYPES_ALL, "fill takes every dtype");
+	is_int(op_kind_get(OP_COPY)->dtypes, OP_DTYPES_ALL, "copy takes every dtype");
+	is_int(op_kind_get(OP_MATMUL)->dtypes, OP_DTYPES_FLOAT, "matmul takes float dtypes");
+}
+
+static void test_attrs(void)
+{
+	const struct op_kind *k;
+
+	k = op_kind_get(OP_FILL);
+	is_int(op_kind_attr_index(k, "value"), FILL_VALUE, "fill: value at FILL_VALUE");
+	k = op_kind_get(OP_SCALE);
+	is_int(op_kind_attr_index(k, "alpha"), SCALE_ALPHA, "scale: alpha at SCALE_ALPHA");
+	ok(k->attrs[SCALE_ALPHA].dflt == 1.0, "scale: alpha defaults to 1");
+	k = op_kind_get(OP_MATMUL);
+	is_int(op_kind_attr_index(k, "trans_a"), MATMUL_TRANS_A, "matmul: trans_a position");
+	is_int(op_kind_attr_index(k, "trans_b"), MATMUL_TRANS_B, "matmul: trans_b position");
+	ok(k->attrs[MATMUL_TRANS_A].type == OP_ATTR_BOOL && !k->attrs[MATMUL_TRANS_A].required,
+	   "matmul: trans_a is an optional bool");
+	k = op_kind_get(OP_RMSNORM);
+	ok(op_kind_attr_index(k, "eps") == NORM_EPS && k->attrs[NORM_EPS].dflt == 1e-6,
+	   "rmsnorm: eps at NORM_EPS, default 1e-6");
+	k = op_kind_get(OP_LAYERNORM);
+	ok(op_kind_attr_index(k, "eps") == NORM_EPS && k->attrs[NORM_EPS].dflt == 1e-5,
+	   "layernorm: eps at NORM_EPS, default 1e-5");
+	k = op_kind_get(OP_ROPE);
+	is_int(op_kind_attr_index(k, "heads"), ROPE_HEADS, "rope: heads position");
+	is_int(op_kind_attr_index(k, "head_dim"), ROPE_HEAD_DIM, "rope: head_dim position");
+	is_int(op_kind_attr_index(k, "theta"), ROPE_THETA, "rope: theta position");
+	ok(k->attrs[ROPE_HEADS].required && k->attrs[ROPE_HEAD_DIM].required &&
+	   !k->attrs[ROPE_THETA].required && k->attrs[ROPE_THETA].dflt == 10000.0,
+	   "rope: heads and head_dim required, theta 10000");
+	k = op_kind_get(OP_ATTENTION);
+	is_int(op_kind_count_attrs(k), 5, "attention has 5 attributes");
+	is_int(op_kind_attr_index(k, "heads"), ATTN_HEADS, "attention: heads position");
+	is_int(op_kind_attr_index(k, "kv_heads"), ATTN_KV_HEADS, "attention: kv_heads position");
+	is_int(op_kind_attr_index(k, "head_dim"), ATTN_HEAD_DIM, "attention: head_dim position");
+	is_int(op_kind_attr_index(k, "kv_len"), ATTN_KV_LEN, "attention: kv_len position");
+	is_int(op_kind_attr_index(k, "scale"), ATTN_SCALE, "attention: scale position");
+	is_int(k->attrs[ATTN_KV_LEN].type, OP_ATTR_INTVAR, "attention: kv_len takes a var");
+	ok(!k->attrs[ATTN_KV_HEADS].required && !k->attrs[ATTN_SCALE].required,
+	   "attention: kv_heads and scale are optional");
+	is_int(op_kind_attr_index(k, "kv_len "), -1, "an unknown attribute has no position");
+	is_int(op_kind_count_attrs(op_kind_get(OP_ADD)), 0, "add has no attributes");
+	for (int i = 0; i < OP_COUNT; i++)
+		ok(op_kind_count_attrs(op_kind_get((enum op_id)i)) <= OP_MAX_ATTRS &&
+		   op_kind_count_inputs(op_kind_get((enum op_id)i)) <= OP_MAX_IN,
+		   "%s fits op_call", op_kind_get((enum op_id)i)->name);
+}
+
+static void test_tensor_helpers(void)
+{
+	struct op_tensor t = ten3(F32, 2, 3, 5), v = ten1(F32, 7);
+
+	is_int(op_tensor_numel(&t), 30, "numel of [2, 3, 5]");
+	is_int(op_tensor_rows(&t), 6, "rows of [2, 3, 5]");
+	is_int(op_tensor_cols(&t), 5, "cols of [2, 3, 5]");
+	is_int(op_tensor_rows(&v), 1, "a vector is one row");
+	is_int(op_tensor_cols(&v), 7, "of its length");
+}
+
+static void test_elementwise(void)
+{
+	struct op_call c;
+
+	c = call_of("fill");
+	c.out[0] = ten2(I32, 4, 8);
+	is_str(check(&c), "", "fill: any dtype, any shape");
+
+	c = call_of("copy");
+	c.in[0] = ten2(F32, 4, 8);
+	c.out[0] = ten1(BF16, 32);
+	is_str(check(&c), "", "copy: f32 to bf16, same element count");
+	c.out[0] = ten1(BF16, 30);
+	is_str(check(&c), "output out has 30 elements ([30]), expected 32 like input x ([4, 8])",
+	       "copy: element counts differ");
+	c.out[0] = ten1(I32, 32);
+	is_str(check(&c), "output out is i32, expected f32, f16 or bf16", "copy: float to i32");
+	c.in[0] = ten1(I32, 32);
+	c.out[0] = ten1(F16, 32);
+	is_str(check(&c), "output out is f16, expected i32 like input x", "copy: i32 to float");
+
+	c = call_of("add");
+	c.in[0] = ten2(F16, 4, 8);
+	c.in[1] = ten1(F16, 8);
+	c.out[0] = ten2(F16, 4, 8);
+	is_str(check(&c), "", "add: b broadcast over a's rows");
+	c.in[1] = ten2(F16, 4, 8);
+	is_str(check(&c), "", "add: b of a's shape");
+	c.in[1] = ten1(F16, 4);
+	is_str(check(&c), "input b has shape [4], expected input a's shape [4, 8] or a trailing part of it",
+	       "add: b not a trailing part of a");
+	c.in[1] = ten3(F16, 1, 4, 8);
+	is_str(check(&c), "input b has shape [1, 4, 8], expected input a's shape [4, 8] or a trailing part of it",
+	       "add: b of higher rank");
+	c.in[1] = ten1(F32, 8);
+	is_str(check(&c), "input b is f32, expected f16 like input a", "add: dtypes differ");
+	c.in[1] = ten1(F16, 8);
+	c.out[0] = ten2(F16, 8, 4);
+	is_str(check(&c), "output out has shape [8, 4], expected [4, 8] (the shape of input a)",
+	       "add: output shape");
+	c.in[0] = ten2(I32, 4, 8);
+	is_str(check(&c), "input a is i32, expected f32, f16 or bf16", "add: floats only");
+
+	c = call_of("mul");
+	c.in[0] = ten2(BF16, 2, 3);
+	c.in[1] = ten2(BF16, 2, 3);
+	c.out[0] = ten2(BF16, 2, 3);
+	is_str(check(&c), "", "mul: same shapes");
+	c.out[0] = ten2(F32, 2, 3);
+	is_str(check(&c), "output out is f32, expected bf16 like input a", "mul: output dtype");
+
+	c = call_of("scale");
+	c.in[0] = ten2(F32, 2, 3);
+	c.out[0] = ten2(F32, 2, 3);
+	is_str(check(&c), "", "scale");
+	c.out[0] = ten2(F32, 3, 2);
+	is_str(check(&c), "output out has shape [3, 2], expected [2, 3] (the shape of input x)",
+	       "scale: output shape");
+
+	c = call_of("gelu");
+	c.in[0] = ten3(F16, 2, 3, 4);
+	c.out[0] = ten3(F16, 2, 3, 4);
+	is_str(check(&c), "", "gelu: rank 3");
+	c = call_of("softmax");
+	c.in[0] = ten2(F32, 2, 3);
+	c.out[0] = ten2(F16, 2, 3);
+	is_str(check(&c), "output out is f16, expected f32 like input x", "softmax: output dtype");
+	c.nin = 2;
+	is_str(check(&c), "softmax takes 1 input, not 2", "softmax: operand count");
+	c.nin = 1;
+	c.nout = 0;
+	is_str(check(&c), "softmax takes 1 output, not 0", "softmax: output count");
+}
+
+static void test_matmul(void)
+{
+	struct op_call c = call_of("matmul");
+
+	c.in[0] = ten2(F16, 4, 64);
+	c.in[1] = ten2(F16, 64, 128);
+	c.out[0] = ten2(F16, 4, 128);
+	is_str(check(&c), "", "matmul [4,64] @ [64,128]");
+	c.in[1] = ten2(F16, 32, 128);
+	is_str(check(&c), "input b has shape [32, 128], expected [64, N] (K = 64 from input a [4, 64])",
+	       "matmul: K differs");
+	c.attr[MATMUL_TRANS_B].i = 1;
+	c.in[1] = ten2(F16, 128, 64);
+	is_str(check(&c), "", "matmul with trans_b: b is [N, K]");
+	c.in[1] = ten2(F16, 128, 32);
+	is_str(check(&c), "input b has shape [128, 32], expected [N, 64] (K = 64 from input a [4, 64])",
+	       "matmul with trans_b: K differs");
+	c.attr[MATMUL_TRANS_B].i = 0;
+	c.attr[MATMUL_TRANS_A].i = 1;
+	c.in[0] = ten2(F16, 64, 4);
+	c.in[1] = ten2(F16, 32, 128);
+	is_str(check(&c), "input b has shape [32, 128], expected [64, N] (K = 64 from input a [64, 4], transposed)",
+	       "matmul with trans_a: K from a's rows");
+	c.in[1] = ten2(F16, 64, 128);
+	is_str(check(&c), "", "matmul with trans_a: a is [K, M]");
+	c.out[0] = ten2(F16, 64, 128);
+	is_str(check(&c), "output out has shape [64, 128], expected [4, 128] (M = 4 from input a, N = 128 from input b)",
+	       "matmul: output shape");
+	c.attr[MATMUL_TRANS_A].i = 0;
+	c.in[0] = ten3(F16, 1, 4, 64);
+	is_str(check(&c), "input a has rank 3 ([1, 4, 64]), expected rank 2", "matmul: rank");
+	c.in[0] = ten2(F16, 4, 64);
+	c.in[1] = ten2(BF16, 64, 128);
+	is_str(check(&c), "input b is bf16, expected f16 like input a", "matmul: dtypes differ");
+}
+
+static void test_norms(void)
+{
+	struct op_call c = call_of("rmsnorm");
+
+	c.in[0] = ten2(F32, 4, 64);
+	c.in[1] = ten1(F32, 64);
+	c.out[0] = ten2(F32, 4, 64);
+	is_str(check(&c), "", "rmsnorm");
+	c.in[1] = ten1(F32, 32);
+	is_str(check(&c), "input w has shape [32], expected [64] (the columns of input x)",
+	       "rmsnorm: weight length");
+	c.in[1] = ten2(F32, 1, 64);
+	is_str(check(&c), "input w has shape [1, 64], expected [64] (the columns of input x)",
+	       "rmsnorm: weight rank");
+	c.in[1] = ten1(F32, 64);
+	c.attr[NORM_EPS].f = -1.0;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "rmsnorm: negative eps");
+
+	c = call_of("layernorm");
+	c.in[0] = ten2(BF16, 4, 64);
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten1(BF16, 64);
+	c.out[0] = ten2(BF16, 4, 64);
+	is_str(check(&c), "", "layernorm");
+	c.in[2] = ten1(BF16, 63);
+	is_str(check(&c), "input b has shape [63], expected [64] (the columns of input x)",
+	       "layernorm: bias length");
+	c.in[2] = ten1(F16, 64);
+	is_str(check(&c), "input b is f16, expected bf16 like input x", "layernorm: bias dtype");
+}
+
+static void test_silu_mul(void)
+{
+	struct op_call c = call_of("silu_mul");
+
+	c.in[0] = ten2(F16, 4, 352);
+	c.out[0] = ten2(F16, 4, 176);
+	is_str(check(&c), "", "silu_mul halves the columns");
+	c.out[0] = ten2(F16, 4, 352);
+	is_str(check(&c), "output out has shape [4, 352], expected [4, 176] (input x with half its columns)",
+	       "silu_mul: output not halved");
+	c.in[0] = ten2(F16, 4, 35);
+	is_str(check(&c), "input x has 35 columns, expected an even number (gate and up halves)",
+	       "silu_mul: odd columns");
+}
+
+static void test_rope(void)
+{
+	struct op_call c = call_of("rope");
+
+	c.in[0] = ten2(F16, 4, 64);
+	c.in[1] = ten1(I32, 4);
+	c.out[0] = ten2(F16, 4, 64);
+	c.attr[ROPE_HEADS].i = 4;
+	c.attr[ROPE_HEAD_DIM].i = 16;
+	is_str(check(&c), "", "rope 4 heads of 16");
+	c.in[1] = ten1(F32, 4);
+	is_str(check(&c), "input pos is f32, expected i32", "rope: positions dtype");
+	c.in[1] = ten1(I32, 8);
+	is_str(check(&c), "input pos has shape [8], expected [4] (one per row of input x)",
+	       "rope: one position per row");
+	c.in[1] = ten1(I32, 4);
+	c.attr[ROPE_HEAD_DIM].i = 15;
+	is_str(check(&c), "attribute head_dim is 15; rope needs an even head_dim of at least 2",
+	       "rope: odd head_dim");
+	c.attr[ROPE_HEAD_DIM].i = 8;
+	is_str(check(&c), "input x has 64 columns, expected heads x head_dim = 4 x 8",
+	       "rope: heads x head_dim differs from the columns");
+	c.attr[ROPE_HEAD_DIM].i = 16;
+	c.attr[ROPE_HEADS].i = 0;
+	is_str(check(&c), "attribute heads is 0; it must be at least 1", "rope: no heads");
+	c.attr[ROPE_HEADS].i = 4;
+	c.attr[ROPE_THETA].f = 0.0;
+	is_str(check(&c), "attribute theta is 0; it must be positive", "rope: theta 0");
+}
+
+static void test_embedding(void)
+{
+	struct op_call c = call_of("embedding");
+
+	c.in[0] = ten2(F16, 256, 64);
+	c.in[1] = ten1(I32, 4);
+	c.out[0] = ten2(F16, 4, 64);
+	is_str(check(&c), "", "embedding");
+	c.in[1] = ten1(F16, 4);
+	is_str(check(&c), "input ids is f16, expected i32", "embedding: ids dtype");
+	c.in[1] = ten2(I32, 4, 1);
+	is_str(check(&c), "input ids has rank 2 ([4, 1]), expected rank 1", "embedding: ids rank");
+	c.in[1] = ten1(I32, 4);
+	c.out[0] = ten2(F16, 4, 32);
+	is_str(check(&c), "output out has shape [4, 32], expected [4, 64] (one row of input table per element of input ids)",
+	       "embedding: output shape");
+	c.in[0] = ten2(I32, 256, 64);
+	is_str(check(&c), "input table is i32, expected f32, f16 or bf16", "embedding: table dtype");
+}
+
+static void test_kv_write(void)
+{
+	struct op_call c = call_of("kv_write");
+
+	c.in[0] = ten2(BF16, 4, 32);
+	c.in[1] = ten1(I32, 4);
+	c.out[0] = ten2(BF16, 64, 32);
+	is_str(check(&c), "", "kv_write into a cache of 64 rows");
+	c.out[0] = ten2(BF16, 64, 16);
+	is_str(check(&c), "output cache has shape [64, 16], expected [S, 32] (the columns of input x)",
+	       "kv_write: cache row width");
+	c.out[0] = ten2(F32, 64, 32);
+	is_str(check(&c), "output cache is f32, expected bf16 like input x", "kv_write: cache dtype");
+	c.out[0] = ten2(BF16, 64, 32);
+	c.in[1] = ten1(I32, 2);
+	is_str(check(&c), "input pos has shape [2], expected [4] (one per row of input x)",
+	       "kv_write: one position per row");
+}
+
+static void test_attention(void)
+{
+	struct op_call c = call_of("attention");
+
+	c.in[0] = ten2(F16, 4, 64);
+	c.in[1] = ten2(F16, 128, 32);
+	c.in[2] = ten2(F16, 128, 32);
+	c.out[0] = ten2(F16, 4, 64);
+	c.attr[ATTN_HEADS].i = 4;
+	c.attr[ATTN_KV_HEADS].i = 2;
+	c.attr[ATTN_HEAD_DIM].i = 16;
+	c.attr[ATTN_KV_LEN].i = 9;
+	is_str(check(&c), "", "attention with grouped-query heads 4/2");
+	c.attr[ATTN_KV_LEN].i = -3;
+	is_str(check(&c), "", "any kv_len is valid (below 1 gives zeros)");
+	c.attr[ATTN_KV_HEADS].i = 3;
+	is_str(check(&c), "attribute heads (4) is not a multiple of kv_heads (3)",
+	       "attention: heads not a multiple of kv_heads");
+	c.attr[ATTN_KV_HEADS].i = 0;
+	is_str(check(&c), "attribute kv_heads is 0; it must be at least 1", "attention: kv_heads 0");
+	c.attr[ATTN_KV_HEADS].i = 4;
+	is_str(check(&c), "input k has shape [128, 32], expected [S, 64] (kv_heads x head_dim = 4 x 16)",
+	       "attention: cache width follows kv_heads");
+	c.attr[ATTN_KV_HEADS].i = 2;
+	c.attr[ATTN_HEAD_DIM].i = 8;
+	is_str(check(&c), "input q has 64 columns, expected heads x head_dim = 4 x 8",
+	       "attention: q width");
+	c.attr[ATTN_HEAD_DIM].i = 16;
+	c.in[2] = ten2(F16, 64, 32);
+	is_str(check(&c), "input v has shape [64, 32], expected [128, 32] (the shape of input k)",
+	       "attention: v unlike k");
+	c.in[2] = ten2(F32, 128, 32);
+	is_str(check(&c), "input v is f32, expected f16 like input q", "attention: v dtype");
+	c.in[2] = ten2(F16, 128, 32);
+	c.out[0] = ten2(F16, 4, 32);
+	is_str(check(&c), "output out has shape [4, 32], expected [4, 64] (the shape of input q)",
+	       "attention: output shape");
+}
+
+static void test_argmax(void)
+{
+	struct op_call c = call_of("argmax");
+
+	c.in[0] = ten2(F32, 4, 256);
+	c.out[0] = ten1(I32, 4);
+	is_str(check(&c), "", "argmax of [4, 256] into [4]");
+	c.out[0] = ten2(I32, 4, 1);
+	is_str(check(&c), "output out has shape [4, 1], expected [4] (one index per row of input x)",
+	       "argmax: output rank");
+	c.out[0] = ten1(F32, 4);
+	is_str(check(&c), "output out is f32, expected i32", "argmax: output dtype");
+	c.in[0] = ten1(F32, 256);
+	c.out[0] = ten1(I32, 1);
+	is_str(check(&c), "", "argmax of a vector is one index");
+}
+
+int main(void)
+{
+	test_table();
+	test_attrs();
+	test_tensor_helpers();
+	test_elementwise();
+	test_matmul();
+	test_norms();
+	test_silu_mul();
+	test_rope();
+	test_embedding();
+	test_kv_write();
+	test_attention();
+	test_argmax();
+	return tap_done();
+}
