@@ -478,6 +478,31 @@ void plan_get_format_version(const plan_t *plan, unsigned *major, unsigned *mino
 int plan_write_file(const plan_t *plan, const char *path, struct plan_diag *diag);
 int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_diag *diag);
 
+/* ---------------------------------------------------------------------- */
+/* JSON output.                                                            */
+
+/*
+ * A streaming JSON writer: the one behind the plan dumps and every --json
+ * output of bcgtool, so all of it shares one layout (two-space indent, one
+ * member per line), one escaping and one number format (%.9g; NaN and
+ * infinities as null). Inside an object, call plan_json_key before each
+ * value. The caller keeps the nesting balanced.
+ */
+struct plan_json;
+struct plan_json *plan_json_new(FILE *f);       /* NULL when out of memory */
+void plan_json_free(struct plan_json *j);       /* ends the line */
+void plan_json_object_begin(struct plan_json *j);
+void plan_json_object_end(struct plan_json *j);
+void plan_json_array_begin(struct plan_json *j);
+void plan_json_array_end(struct plan_json *j);
+void plan_json_key(struct plan_json *j, const char *key);
+void plan_json_string(struct plan_json *j, const char *s);
+void plan_json_int(struct plan_json *j, int64_t v);
+void plan_json_uint(struct plan_json *j, uint64_t v);
+void plan_json_double(struct plan_json *j, double v);
+void plan_json_bool(struct plan_json *j, int v);
+void plan_json_null(struct plan_json *j);
+
 #ifdef __cplusplus
 }
 #endif
