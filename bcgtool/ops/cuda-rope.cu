@@ -3,12 +3,12 @@
  * positions read from device memory.
  *
  * One thread per (token, head, pair): it reads both elements of its pair
- * before writing either, so rope works in place. The angle is computed in
- * f32 as the host does, with the accurate powf, cosf and sinf (not the
- * __ intrinsics): e = (float)(2i) / head_dim, a = pos * powf(theta, -e).
- * CUDA's powf and cosf may differ from the host's by an ulp or two, and
- * the angle grows with the position, so results agree within a few ulps
- * times the position.
+ * before writing either, so rope works in place. The angle is computed as
+ * the host does: the frequency theta^(-2i/head_dim) in double, rounded once
+ * to f32 (an f32 powf may differ by an ulp between libraries, which at
+ * position 4096 would move the angle by 1e-4), then a = pos * f in f32 and
+ * the accurate cosf and sinf (not the __ intrinsics), which agree with the
+ * host's within an ulp or two.
  */
 #include "config.h"
 
@@ -32,7 +32,7 @@ __device__ __forceinline__ void cuda_rope_copy(const void *x, int dtx, void *out
  * that copies the head's last element unrotated. */
 __global__ void bcg_rope_kernel(const void *x, int dtx, const int32_t *pos, void *out,
                                 int dto, int64_t T, int64_t heads, int64_t head_dim,
-                                float theta)
+                                double theta)
 {
 	int64_t half = head_dim / 2, per_head = half + (head_dim & 1);
 	int64_t total = T * heads * per_head, width = heads * head_dim;
@@ -47,8 +47,8 @@ __global__ void bcg_rope_kernel(const void *x, int dtx, const int32_t *pos, void
 			continue;
 		}
 		float p = (float)pos[t];
-		float e = (float)(2 * i) / (float)head_dim;
-		float a = p * powf(theta, -e);
+		float f = (float)pow(theta, -(double)(2 * i) / (double)head_dim);
+		float a = __fmul_rn(p, f);
 		float c = cosf(a), s = sinf(a);
 		float x1 = cuda_ld(x, dtx, k), x2 = cuda_ld(x, dtx, k + half);
 		/* Products rounded before the sums, as on the host, not fused. */
@@ -62,7 +62,7 @@ extern "C" int cuda_run_rope(const struct op_call *call, const struct cuda_op_ct
 {
 	const struct op_tensor *x = &call->in[0], *pos = &call->in[1], *out = &call->out[0];
 	int64_t heads = call->attr[ROPE_HEADS].i, head_dim = call->attr[ROPE_HEAD_DIM].i;
-	float theta = (float)call->attr[ROPE_THETA].f;
+	double theta = call->attr[ROPE_THETA].f;
 	int64_t T = cuda_numel(pos);
 
 	if (!cuda_is_float_dtype(x->dtype) || !cuda_is_float_dtype(out->dtype) ||

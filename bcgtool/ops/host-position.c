@@ -32,21 +32,24 @@ static void host_copy_elems(const struct op_tensor *dst, int64_t doff,
 }
 
 /* rope (x, pos) -> out: x [T, heads*head_dim], pos [T]. For token t, head
- * h, i < head_dim/2: a = pos[t] * theta^(-2i/head_dim), and the pair
- * (x[t,h,i], x[t,h,i+head_dim/2]) is rotated by a. Each pair is read
- * before it is written, so it works in place. */
+ * h, i < head_dim/2: a = pos[t] * f_i, and the pair (x[t,h,i],
+ * x[t,h,i+head_dim/2]) is rotated by a. The frequency f_i =
+ * theta^(-2i/head_dim) is computed in double and rounded once to f32: an
+ * f32 powf may differ by an ulp between libraries, which at position 4096
+ * moves the angle by 1e-4. Each pair is read before it is written, so it
+ * works in place. */
 void host_run_rope(const struct op_call *call)
 {
 	const struct op_tensor *x = &call->in[0], *pos = &call->in[1], *out = &call->out[0];
 	int64_t heads = call->attr[ROPE_HEADS].i, head_dim = call->attr[ROPE_HEAD_DIM].i;
-	float theta = (float)call->attr[ROPE_THETA].f;
+	double theta = call->attr[ROPE_THETA].f;
 	int64_t T = host_numel(pos), width = heads * head_dim, half = head_dim / 2;
 
 	for (int64_t t = 0; t < T; t++) {
 		float p = (float)host_get_i32(pos, t);
 		for (int64_t i = 0; i < half; i++) {
-			float e = (float)(2 * i) / (float)head_dim;
-			float a = p * powf(theta, -e);
+			float f = (float)pow(theta, -(double)(2 * i) / (double)head_dim);
+			float a = p * f;
 			float c = cosf(a), s = sinf(a);
 			for (int64_t h = 0; h < heads; h++) {
 				int64_t k = t * width + h * head_dim + i;

@@ -32,7 +32,8 @@
  *  softmax    (x) -> out                per row, max subtracted first
  *  rope       (x, pos) -> out           x [T, heads*head_dim], pos [T] i32.
  *                                        For token t, head h, i < head_dim/2:
- *                                        f = theta^(-2i/head_dim), a = pos[t] * f,
+ *                                        f = theta^(-2i/head_dim) computed in double
+ *                                        and rounded to f32, a = pos[t] * f in f32,
  *                                        x1 = x[t,h,i], x2 = x[t,h,i+head_dim/2],
  *                                        out[t,h,i] = x1 cos a - x2 sin a,
  *                                        out[t,h,i+head_dim/2] = x2 cos a + x1 sin a
