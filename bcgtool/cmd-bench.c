@@ -1,38 +1,238 @@
 /*
- * cmd-bench.c - bcgtool bench: compare eager, breakable and full replay of a script.
+ * cmd-bench.c - bcgtool bench: eager, breakable and full replay of one
+ * script side by side, on one arena, in one process.
  *
- * Placeholder entry: the command is being written.
+ * Each mode is captured at the same token count and measured the same way
+ * (engine/replay.h): step time, the GPU's busy time, the host's issue time.
+ * Full mode is skipped, with the reason, when an op has no graph-safe form.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "engine/memplan.h"
+#include "engine/replay.h"
+#include "script/script.h"
+#include "util.h"
 
 static int cmd_bench_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
-	.usage = "SCRIPT",
+	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--json] SCRIPT",
 	.summary = "compare eager, breakable and full replay of a script",
-	.options = "",
+	.options =
+		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
+		"                   cuda when a GPU can be used, else host)\n"
+		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
+		"  -n, --steps N    timed steps per mode (default 100)\n"
+		"  -w, --warmup W   untimed steps first (default 10)\n"
+		"      --json       print JSON instead of a table\n",
 	.exec = cmd_bench_exec,
 };
+
+static const int bench_modes[] = { PLAN_MODE_EAGER, PLAN_MODE_BREAKABLE, PLAN_MODE_FULL };
+#define NMODES 3
+
+struct bench_row {
+	int                 ran;
+	char                why[256];    /* why it did not run */
+	uint32_t            segments;
+	uint32_t            breakpoints;
+	struct replay_stats st;
+};
+
+static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmup, uint64_t steps,
+                      struct bench_row *row, struct engine_error *err)
+{
+	struct schedule sched;
+	struct exec_variant x;
+	int rc;
+
+	if (schedule_build(e->plan, mode, &sched, NULL, row->why, sizeof row->why) != 0)
+		return 0;   /* not possible in this mode: reported, not an error */
+	for (uint32_t i = 0; i < sched.nitems; i++) {
+		if (sched.items[i].kind == PLAN_ITEM_SEGMENT)
+			row->segments++;
+		else
+			row->breakpoints++;
+	}
+	rc = exec_capture(e, tokens, mode, sched.items, sched.nitems, 0, &x, NULL, err);
+	schedule_release(&sched);
+	if (rc != 0)
+		return -1;
+	rc = replay_measure(e, &x, warmup, steps, steps < 10 ? (uint32_t)steps : 10, &row->st, err);
+	exec_release(e, &x);
+	row->ran = rc == 0;
+	return rc;
+}
+
+static void print_text(const char *path, const struct engine *e, int64_t tokens,
+                       const struct bench_row *rows)
+{
+	const struct bench_row *eager = &rows[0];
+
+	printf("script   %s\n", path);
+	printf("backend  %s%s%s%s\n", e->be->name, e->info.device[0] ? " (" : "", e->info.device,
+	       e->info.device[0] ? ")" : "");
+	printf("tokens   %lld\n\n", (long long)tokens);
+	printf("%-9s  %8s  %11s  %11s  %11s  %11s  %10s  %9s\n", "mode", "segments", "breakpoints",
+	       "step", "gpu busy", "host issue", "step/eager", "step/busy");
+	for (int m = 0; m < NMODES; m++) {
+		const struct bench_row *r = &rows[m];
+		if (!r->ran) {
+			printf("%-9s  not run: %s\n", plan_mode_name(bench_modes[m]), r->why);
+			continue;
+		}
+		printf("%-9s  %8u  %11u  %8.3f ms  %8.3f ms  %8.3f ms  %10.3f  %9.3f\n",
+		       plan_mode_name(bench_modes[m]), r->segments, r->breakpoints, r->st.step_median,
+		       r->st.busy_median, r->st.host_median,
+		       eager->ran && eager->st.step_median > 0 ? r->st.step_median / eager->st.step_median : 0.0,
+		       r->st.busy_median > 0 ? r->st.step_median / r->st.busy_median : 0.0);
+	}
+	if (eager->ran)
+		printf("\neager host submission: %.3f ms per step (what the graphs remove)\n",
+		       eager->st.host_median);
+}
+
+static void print_json(const char *path, const struct engine *e, int64_t tokens,
+                       const struct bench_row *rows)
+{
+	struct plan_json *j = plan_json_new(stdout);
+
+	if (j == NULL)
+		return;
+	plan_json_object_begin(j);
+	plan_json_key(j, "script");
+	plan_json_string(j, path);
+	plan_json_key(j, "backend");
+	plan_json_string(j, e->be->name);
+	plan_json_key(j, "device");
+	plan_json_string(j, e->info.device);
+	plan_json_key(j, "tokens");
+	plan_json_int(j, tokens);
+	plan_json_key(j, "modes");
+	plan_json_array_begin(j);
+	for (int m = 0; m < NMODES; m++) {
+		const struct bench_row *r = &rows[m];
+		plan_json_object_begin(j);
+		plan_json_key(j, "mode");
+		plan_json_string(j, plan_mode_name(bench_modes[m]));
+		plan_json_key(j, "ran");
+		plan_json_bool(j, r->ran);
+		if (!r->ran) {
+			plan_json_key(j, "why");
+			plan_json_string(j, r->why);
+		} else {
+			plan_json_key(j, "segments");
+			plan_json_uint(j, r->segments);
+			plan_json_key(j, "breakpoints");
+			plan_json_uint(j, r->breakpoints);
+			plan_json_key(j, "step_ms");
+			plan_json_double(j, r->st.step_median);
+			plan_json_key(j, "step_p90_ms");
+			plan_json_double(j, r->st.step_p90);
+			plan_json_key(j, "busy_ms");
+			plan_json_double(j, r->st.busy_median);
+			plan_json_key(j, "host_ms");
+			plan_json_double(j, r->st.host_median);
+			plan_json_key(j, "gap_ms");
+			plan_json_double(j, r->st.gap_median);
+		}
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+	plan_json_free(j);
+}
 
 static int cmd_bench_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "tokens", required_argument, NULL, 't' },
+		{ "steps", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cmd_entry *self = &cmd_bench_entry;
+	const char *backend = cmd_default_backend();
+	long long tokens = 0, steps = 100, warmup = 10;
+	int json = 0, c, rc = BCG_EXIT_RUNTIME;
+	struct script *s = NULL;
+	struct script_error serr;
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	struct memplan mp = { 0 };
+	struct bench_row rows[NMODES];
+	int64_t t64;
 
-	while ((c = cmd_getopt(&cmd_bench_entry, argc, argv, "h", longopts)) != -1) {
-		if (c == CMD_HELP)
-			return BCG_EXIT_OK;
+	memset(rows, 0, sizeof rows);
+	while ((c = cmd_getopt(self, argc, argv, "b:t:n:w:h", longopts)) != -1) {
+		switch (c) {
+		case 'b': backend = optarg; break;
+		case 't':
+			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &tokens) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'n':
+			if (cmd_parse_int(self, "--steps", optarg, 1, 1000000, &steps) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'w':
+			if (cmd_parse_int(self, "--warmup", optarg, 0, 1000000, &warmup) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'J': json = 1; break;
+		case CMD_HELP: return BCG_EXIT_OK;
+		default: return BCG_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc)
+		return cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
+	if (cmd_check_backend(self, backend) != 0)
+		return BCG_EXIT_USAGE;
+	if (script_load(argv[optind], &s, &serr) != 0) {
+		bcg_error_at(argv[optind], serr.line, serr.col, "%s", serr.message);
 		return BCG_EXIT_USAGE;
 	}
-	fprintf(stderr, "bcgtool bench: not built yet\n");
-	return BCG_EXIT_RUNTIME;
+	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
+	if (memplan_place(s->program, &t64, 1, &mp, err.msg, sizeof err.msg) != 0) {
+		bcg_error("%s", err.msg);
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (engine_open(s->program, backend, t64, &e, &err) != 0)
+		goto fail;
+	if (e->note[0] != '\0')
+		bcg_note("%s", e->note);
+	e->nvtx = nvtx_open();
+	for (int m = 0; m < NMODES; m++)
+		if (bench_mode(e, t64, bench_modes[m], (uint64_t)warmup, (uint64_t)steps, &rows[m], &err) != 0)
+			goto fail;
+	if (json)
+		print_json(argv[optind], e, t64, rows);
+	else
+		print_text(argv[optind], e, t64, rows);
+	for (int m = 0; m < NMODES; m++)
+		free(rows[m].st.item_busy);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+	goto out;
+fail:
+	for (int m = 0; m < NMODES; m++)
+		free(rows[m].st.item_busy);
+	engine_report(&err, s->program, argv[optind]);
+	rc = err.exit;
+out:
+	if (e != NULL)
+		nvtx_close(e->nvtx);
+	engine_close(e);
+	memplan_release(&mp);
+	script_free(s);
+	return rc;
 }

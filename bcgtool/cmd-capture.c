@@ -1,38 +1,249 @@
 /*
- * cmd-capture.c - bcgtool capture: capture every variant of a script into a plan.
+ * cmd-capture.c - bcgtool capture: record every variant of a script as
+ * graph segments and eager breakpoints, verify the replays against eager
+ * runs, and write the plan.
  *
- * Placeholder entry: the command is being written.
+ * The plan is written only when every variant verified; it is written
+ * atomically, so an existing file at the output path is either replaced
+ * whole or left alone.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "engine/capture.h"
+#include "script/script.h"
+#include "util.h"
 
 static int cmd_capture_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
-	.usage = "-o PLAN SCRIPT",
+	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-nvtx] [--json] "
+	         "-o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
-	.options = "",
+	.options =
+		"  -o, --output PLAN  write the plan here (replaced atomically)\n"
+		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
+		"                     cuda when a GPU can be used, else host)\n"
+		"  -m, --mode M       capture every variant in mode M (breakable, full or\n"
+		"                     eager) instead of the script's modes\n"
+		"  -t, --tokens LIST  capture only these capture sizes (comma-separated)\n"
+		"  -n, --steps N      eager reference and verification steps (default 2)\n"
+		"      --no-nvtx      emit no NVTX ranges\n"
+		"      --json         print JSON instead of tables\n",
 	.exec = cmd_capture_exec,
 };
+
+static int parse_tokens(const char *arg, int64_t **out, uint32_t *n)
+{
+	const char *p = arg;
+	int64_t *v = NULL;
+	uint32_t k = 0;
+
+	while (*p != '\0') {
+		char *end;
+		long long x;
+		errno = 0;
+		x = strtoll(p, &end, 10);
+		if (end == p || errno != 0 || x < 1 || (*end != ',' && *end != '\0'))
+			goto bad;
+		int64_t *nv = realloc(v, (k + 1) * sizeof *nv);
+		if (nv == NULL)
+			goto bad;
+		v = nv;
+		v[k++] = x;
+		p = *end == ',' ? end + 1 : end;
+		if (*end == ',' && *p == '\0')
+			goto bad;
+	}
+	if (k == 0)
+		goto bad;
+	*out = v;
+	*n = k;
+	return 0;
+bad:
+	free(v);
+	return -1;
+}
+
+static void capture_print_text(const plan_t *plan, const struct capture_report *rep,
+                               const char *path, size_t bytes)
+{
+	char h[32];
+
+	printf("%8s  %-9s  %8s  %11s  %6s  %11s  %14s  %s\n", "tokens", "mode", "segments",
+	       "breakpoints", "nodes", "capture", "instantiate", "verified");
+	for (uint32_t i = 0; i < rep->nvariants; i++) {
+		const struct capture_variant_report *v = &rep->variants[i];
+		char verified[48];
+		if (v->exact)
+			snprintf(verified, sizeof verified, "bit-exact");
+		else
+			snprintf(verified, sizeof verified, "rel. error %.2g", v->rel_error);
+		printf("%8lld  %-9s  %8u  %11u  %6u  %8.2f ms  %11.2f ms  %s\n", (long long)v->tokens,
+		       plan_mode_name(v->mode), v->segments, v->breakpoints, v->nodes,
+		       (double)v->capture_ns / 1e6, (double)v->instantiate_ns / 1e6, verified);
+	}
+	printf("\nwrote %s (%s): %u variants, %u segments, %u breakpoints, backend %s%s%s%s\n",
+	       path, bcg_human_bytes(bytes, h, sizeof h), plan_count_variants(plan),
+	       plan_count_segments(plan), plan_count_breakpoints(plan),
+	       plan_backend_name(plan_get_meta(plan)->backend),
+	       rep->info.device[0] ? " (" : "", rep->info.device, rep->info.device[0] ? ")" : "");
+}
+
+static void capture_print_json(const plan_t *plan, const struct capture_report *rep,
+                               const char *path, size_t bytes)
+{
+	struct plan_json *j = plan_json_new(stdout);
+
+	if (j == NULL)
+		return;
+	plan_json_object_begin(j);
+	plan_json_key(j, "plan");
+	plan_json_string(j, path);
+	plan_json_key(j, "bytes");
+	plan_json_uint(j, bytes);
+	plan_json_key(j, "backend");
+	plan_json_string(j, plan_backend_name(plan_get_meta(plan)->backend));
+	plan_json_key(j, "device");
+	plan_json_string(j, rep->info.device);
+	plan_json_key(j, "variants");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < rep->nvariants; i++) {
+		const struct capture_variant_report *v = &rep->variants[i];
+		plan_json_object_begin(j);
+		plan_json_key(j, "tokens");
+		plan_json_int(j, v->tokens);
+		plan_json_key(j, "mode");
+		plan_json_string(j, plan_mode_name(v->mode));
+		plan_json_key(j, "segments");
+		plan_json_uint(j, v->segments);
+		plan_json_key(j, "breakpoints");
+		plan_json_uint(j, v->breakpoints);
+		plan_json_key(j, "nodes");
+		plan_json_uint(j, v->nodes);
+		plan_json_key(j, "capture_ms");
+		plan_json_double(j, (double)v->capture_ns / 1e6);
+		plan_json_key(j, "instantiate_ms");
+		plan_json_double(j, (double)v->instantiate_ns / 1e6);
+		plan_json_key(j, "bit_exact");
+		plan_json_bool(j, v->exact);
+		plan_json_key(j, "rel_error");
+		plan_json_double(j, v->rel_error);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+	plan_json_free(j);
+}
 
 static int cmd_capture_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "tokens", required_argument, NULL, 't' },
+		{ "steps", required_argument, NULL, 'n' },
+		{ "no-nvtx", no_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cmd_entry *self = &cmd_capture_entry;
+	struct capture_opts o = { .backend = cmd_default_backend(), .steps = 2, .nvtx = 1 };
+	const char *output = NULL;
+	int64_t *tokens = NULL;
+	long long steps;
+	int json = 0, c, rc = BCG_EXIT_RUNTIME;
+	struct script *s = NULL;
+	struct script_error serr;
+	struct capture_report rep = { 0 };
+	struct engine_error err = { .op = PLAN_NONE };
+	struct plan_diag diag = { 0 };
+	plan_t *plan = NULL;
+	void *bytes = NULL;
+	size_t nbytes = 0;
 
-	while ((c = cmd_getopt(&cmd_capture_entry, argc, argv, "h", longopts)) != -1) {
-		if (c == CMD_HELP)
-			return BCG_EXIT_OK;
-		return BCG_EXIT_USAGE;
+	while ((c = cmd_getopt(self, argc, argv, "o:b:m:t:n:h", longopts)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case 'b': o.backend = optarg; break;
+		case 'm':
+			if ((o.mode = plan_mode_from_name(optarg)) == 0) {
+				rc = cmd_usage_error(self, "unknown mode '%s' (breakable, full, eager)", optarg);
+				goto out;
+			}
+			break;
+		case 't':
+			free(tokens);
+			tokens = NULL;
+			if (parse_tokens(optarg, &tokens, &o.ntokens) != 0) {
+				rc = cmd_usage_error(self, "--tokens takes whole numbers >= 1 separated "
+				                     "by commas, not '%s'", optarg);
+				goto out;
+			}
+			o.tokens = tokens;
+			break;
+		case 'n':
+			if (cmd_parse_int(self, "--steps", optarg, 1, 10000, &steps) != 0) {
+				rc = BCG_EXIT_USAGE;
+				goto out;
+			}
+			o.steps = (uint32_t)steps;
+			break;
+		case 'N': o.nvtx = 0; break;
+		case 'J': json = 1; break;
+		case CMD_HELP: rc = BCG_EXIT_OK; goto out;
+		default: rc = BCG_EXIT_USAGE; goto out;
+		}
 	}
-	fprintf(stderr, "bcgtool capture: not built yet\n");
-	return BCG_EXIT_RUNTIME;
+	if (optind + 1 != argc) {
+		rc = cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
+		goto out;
+	}
+	if (output == NULL) {
+		rc = cmd_usage_error(self, "no output given (-o PLAN)");
+		goto out;
+	}
+	if (cmd_check_backend(self, o.backend) != 0) {
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (script_load(argv[optind], &s, &serr) != 0) {
+		bcg_error_at(argv[optind], serr.line, serr.col, "%s", serr.message);
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (capture_script(s, &o, &plan, &rep, &err) != 0) {
+		engine_report(&err, s->program, argv[optind]);
+		rc = err.exit;
+		goto out;
+	}
+	if (rep.note[0] != '\0')
+		bcg_note("%s", rep.note);
+	/* Serialize once for the size report; the file gets the same bytes. */
+	if (plan_write_memory(plan, &bytes, &nbytes, &diag) != 0 ||
+	    plan_write_file(plan, output, &diag) != 0) {
+		bcg_error("%s: %s: %s", output, plan_strerror(diag.code), diag.message);
+		rc = diag.code == PLAN_ERR_NOMEM ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (json)
+		capture_print_json(plan, &rep, output, nbytes);
+	else
+		capture_print_text(plan, &rep, output, nbytes);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	free(bytes);
+	free(tokens);
+	plan_free(plan);
+	capture_report_release(&rep);
+	script_free(s);
+	return rc;
 }

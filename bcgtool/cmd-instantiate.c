@@ -1,38 +1,215 @@
 /*
- * cmd-instantiate.c - bcgtool instantiate: rebuild a plan's graphs and check they match.
+ * cmd-instantiate.c - bcgtool instantiate: rebuild every graph of a plan in
+ * this process and check that it matches the one that was captured.
  *
- * Placeholder entry: the command is being written.
+ * Each segment is captured again from its recorded op list, instantiated
+ * and uploaded; its nodes are compared with the plan's and reported as a
+ * match or a drift with its reason. Drift exits 1 unless --allow-drift.
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "engine/instantiate.h"
+#include "engine/schedule.h"
+#include "util.h"
 
 static int cmd_instantiate_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_instantiate_entry = {
 	.name = "instantiate",
-	.usage = "PLAN",
+	.usage = "[--backend B] [--allow-drift] [--json] PLAN",
 	.summary = "rebuild a plan's graphs and check they match",
-	.options = "",
+	.options =
+		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
+		"                     cuda when a GPU can be used, else host)\n"
+		"      --allow-drift  exit 0 even when a segment drifted\n"
+		"      --json         print JSON instead of tables\n",
 	.exec = cmd_instantiate_exec,
 };
+
+static const char *const status_words[] = {
+	[INST_MATCH] = "match",
+	[INST_DRIFT] = "drift",
+	[INST_UNCHECKED] = "unchecked",
+};
+
+/* The variant each reported segment belongs to. */
+static int64_t segment_tokens(const plan_t *plan, uint32_t si)
+{
+	return plan_get_variant(plan, plan_get_segment(plan, si)->variant)->tokens;
+}
+
+static void print_text(const plan_t *plan, const char *path, const struct engine *e,
+                       const struct inst_report *rep, uint64_t load_ns, uint64_t open_ns)
+{
+	char first[64], last[64], ops[140];
+
+	printf("plan     %s\n", path);
+	printf("backend  %s%s%s%s (captured on %s%s%s%s)\n\n", e->be->name,
+	       e->info.device[0] ? " (" : "", e->info.device, e->info.device[0] ? ")" : "",
+	       plan_backend_name(plan_get_meta(plan)->backend),
+	       plan_get_meta(plan)->device[0] ? " (" : "", plan_get_meta(plan)->device,
+	       plan_get_meta(plan)->device[0] ? ")" : "");
+	printf("%6s  %7s  %-34s  %11s  %9s  %s\n", "tokens", "segment", "ops", "nodes", "status",
+	       "reason");
+	for (uint32_t i = 0; i < rep->nsegments; i++) {
+		const struct inst_segment *is = &rep->segments[i];
+		const struct plan_segment *seg = plan_get_segment(plan, is->segment);
+		char nodes[32];
+		schedule_break_name(plan, seg->op_first, first, sizeof first);
+		schedule_break_name(plan, seg->op_first + seg->op_count - 1, last, sizeof last);
+		snprintf(ops, sizeof ops, "%s..%s", first, last);
+		snprintf(nodes, sizeof nodes, "%u/%u", is->nodes, is->plan_nodes);
+		printf("%6lld  %7u  %-34s  %11s  %9s  %s\n", (long long)segment_tokens(plan, is->segment),
+		       is->segment, ops, nodes, status_words[is->status], is->reason);
+	}
+	printf("\n%u segments: %u match, %u drift, %u unchecked\n", rep->nsegments, rep->matched,
+	       rep->drifted, rep->unchecked);
+	printf("load %.2f ms, materialize %.2f ms, rebuild %.2f ms, instantiate %.2f ms, "
+	       "upload %.2f ms, total %.2f ms\n",
+	       (double)load_ns / 1e6, (double)open_ns / 1e6, (double)rep->capture_ns / 1e6,
+	       (double)rep->instantiate_ns / 1e6, (double)rep->upload_ns / 1e6,
+	       (double)(load_ns + open_ns + rep->capture_ns + rep->instantiate_ns + rep->upload_ns) / 1e6);
+}
+
+static void print_json(const plan_t *plan, const char *path, const struct engine *e,
+                       const struct inst_report *rep, uint64_t load_ns, uint64_t open_ns)
+{
+	struct plan_json *j = plan_json_new(stdout);
+	char hex[24];
+
+	if (j == NULL)
+		return;
+	plan_json_object_begin(j);
+	plan_json_key(j, "plan");
+	plan_json_string(j, path);
+	plan_json_key(j, "backend");
+	plan_json_string(j, e->be->name);
+	plan_json_key(j, "device");
+	plan_json_string(j, e->info.device);
+	plan_json_key(j, "segments");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < rep->nsegments; i++) {
+		const struct inst_segment *is = &rep->segments[i];
+		plan_json_object_begin(j);
+		plan_json_key(j, "segment");
+		plan_json_uint(j, is->segment);
+		plan_json_key(j, "tokens");
+		plan_json_int(j, segment_tokens(plan, is->segment));
+		plan_json_key(j, "status");
+		plan_json_string(j, status_words[is->status]);
+		plan_json_key(j, "reason");
+		plan_json_string(j, is->reason);
+		plan_json_key(j, "plan_nodes");
+		plan_json_uint(j, is->plan_nodes);
+		plan_json_key(j, "nodes");
+		plan_json_uint(j, is->nodes);
+		plan_json_key(j, "plan_fingerprint");
+		snprintf(hex, sizeof hex, "%016" PRIx64, is->plan_fingerprint);
+		plan_json_string(j, hex);
+		plan_json_key(j, "fingerprint");
+		snprintf(hex, sizeof hex, "%016" PRIx64, is->fingerprint);
+		plan_json_string(j, hex);
+		plan_json_key(j, "rebuild_ms");
+		plan_json_double(j, (double)is->capture_ns / 1e6);
+		plan_json_key(j, "instantiate_ms");
+		plan_json_double(j, (double)is->instantiate_ns / 1e6);
+		plan_json_key(j, "upload_ms");
+		plan_json_double(j, (double)is->upload_ns / 1e6);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_key(j, "matched");
+	plan_json_uint(j, rep->matched);
+	plan_json_key(j, "drifted");
+	plan_json_uint(j, rep->drifted);
+	plan_json_key(j, "unchecked");
+	plan_json_uint(j, rep->unchecked);
+	plan_json_key(j, "load_ms");
+	plan_json_double(j, (double)load_ns / 1e6);
+	plan_json_key(j, "materialize_ms");
+	plan_json_double(j, (double)open_ns / 1e6);
+	plan_json_key(j, "rebuild_ms");
+	plan_json_double(j, (double)rep->capture_ns / 1e6);
+	plan_json_key(j, "instantiate_ms");
+	plan_json_double(j, (double)rep->instantiate_ns / 1e6);
+	plan_json_key(j, "upload_ms");
+	plan_json_double(j, (double)rep->upload_ns / 1e6);
+	plan_json_object_end(j);
+	plan_json_free(j);
+}
 
 static int cmd_instantiate_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "allow-drift", no_argument, NULL, 'A' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cmd_entry *self = &cmd_instantiate_entry;
+	const char *backend = cmd_default_backend();
+	int allow_drift = 0, json = 0, c, rc;
+	plan_t *plan = NULL;
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	struct inst_report rep = { 0 };
+	uint64_t t0, load_ns, open_ns;
+	int64_t max_tokens = 0;
 
-	while ((c = cmd_getopt(&cmd_instantiate_entry, argc, argv, "h", longopts)) != -1) {
-		if (c == CMD_HELP)
-			return BCG_EXIT_OK;
-		return BCG_EXIT_USAGE;
+	while ((c = cmd_getopt(self, argc, argv, "b:h", longopts)) != -1) {
+		switch (c) {
+		case 'b': backend = optarg; break;
+		case 'A': allow_drift = 1; break;
+		case 'J': json = 1; break;
+		case CMD_HELP: return BCG_EXIT_OK;
+		default: return BCG_EXIT_USAGE;
+		}
 	}
-	fprintf(stderr, "bcgtool instantiate: not built yet\n");
-	return BCG_EXIT_RUNTIME;
+	if (optind + 1 != argc)
+		return cmd_usage_error(self, optind == argc ? "no plan given" : "one plan only");
+	if (cmd_check_backend(self, backend) != 0)
+		return BCG_EXIT_USAGE;
+
+	t0 = bcg_now_ns();
+	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
+		return rc;
+	load_ns = bcg_now_ns() - t0;
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
+		if (plan_get_variant(plan, i)->tokens > max_tokens)
+			max_tokens = plan_get_variant(plan, i)->tokens;
+	t0 = bcg_now_ns();
+	if (engine_open(plan, backend, max_tokens, &e, &err) != 0)
+		goto fail;
+	open_ns = bcg_now_ns() - t0;
+	if (e->note[0] != '\0')
+		bcg_note("%s", e->note);
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
+		struct exec_variant x;
+		if (instantiate_variant(e, i, &x, &rep, &err) != 0)
+			goto fail;
+		exec_release(e, &x);
+	}
+	if (json)
+		print_json(plan, argv[optind], e, &rep, load_ns, open_ns);
+	else
+		print_text(plan, argv[optind], e, &rep, load_ns, open_ns);
+	rc = rep.drifted > 0 && !allow_drift ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+	if (fflush(stdout) != 0)
+		rc = BCG_EXIT_RUNTIME;
+	goto out;
+fail:
+	engine_report(&err, plan, NULL);
+	rc = err.exit;
+out:
+	inst_report_release(&rep);
+	engine_close(e);
+	plan_free(plan);
+	return rc;
 }

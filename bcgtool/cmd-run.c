@@ -1,38 +1,268 @@
 /*
- * cmd-run.c - bcgtool run: run eager forward steps of a script.
+ * cmd-run.c - bcgtool run: eager forward steps of a script, the baseline.
  *
- * Placeholder entry: the command is being written.
+ * Every op is launched one by one, feeds and vars advancing per step, and
+ * the outputs' checksums are printed after the last step: the numbers a
+ * capture's reference run records, and what a replay must reproduce.
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "engine/engine.h"
+#include "engine/memplan.h"
+#include "engine/replay.h"
+#include "engine/verify.h"
+#include "script/script.h"
+#include "util.h"
 
 static int cmd_run_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "SCRIPT",
+	.usage = "[--backend B] [--steps N] [--tokens T] [--json] SCRIPT",
 	.summary = "run eager forward steps of a script",
-	.options = "",
+	.options =
+		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
+		"                   cuda when a GPU can be used, else host)\n"
+		"  -n, --steps N    steps to run (default 1)\n"
+		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
+		"      --json       print JSON instead of tables\n",
 	.exec = cmd_run_exec,
 };
+
+struct run_output {
+	uint32_t tensor;
+	uint64_t hash;
+	double   sum;
+};
+
+static void run_shape(const plan_t *plan, uint32_t t, int64_t tokens, char *buf, size_t len)
+{
+	const struct plan_tensor *pt = plan_get_tensor(plan, t);
+	size_t n = 0;
+
+	n += (size_t)snprintf(buf + n, len - n, "[");
+	for (uint32_t i = 0; i < pt->rank && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "",
+		                      (long long)plan_axis_size(plan, &pt->shape[i], tokens));
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+}
+
+static void run_print_text(const struct script *s, const char *path, const struct engine *e,
+                           int64_t tokens, const double *step_ms, uint64_t steps,
+                           const struct run_output *outs, uint32_t nout)
+{
+	const plan_t *plan = s->program;
+	char shape[96];
+
+	printf("script   %s\n", path);
+	printf("backend  %s%s%s%s\n", e->be->name, e->info.device[0] ? " (" : "", e->info.device,
+	       e->info.device[0] ? ")" : "");
+	printf("tokens   %lld\n", (long long)tokens);
+	printf("steps    %llu\n\n", (unsigned long long)steps);
+	printf("%6s  %12s\n", "step", "time");
+	for (uint64_t i = 0; i < steps; i++)
+		printf("%6llu  %9.3f ms\n", (unsigned long long)i, step_ms[i]);
+	printf("\n%-20s %-5s %-16s %16s  %s\n", "output", "dtype", "shape", "sum", "fnv1a64");
+	for (uint32_t k = 0; k < nout; k++) {
+		const struct plan_tensor *pt = plan_get_tensor(plan, outs[k].tensor);
+		run_shape(plan, outs[k].tensor, tokens, shape, sizeof shape);
+		printf("%-20s %-5s %-16s %16.9g  %016" PRIx64 "\n", pt->name, plan_dtype_name(pt->dtype),
+		       shape, outs[k].sum, outs[k].hash);
+	}
+}
+
+static void run_print_json(const struct script *s, const char *path, const struct engine *e,
+                           int64_t tokens, double *step_ms, uint64_t steps,
+                           const struct run_output *outs, uint32_t nout)
+{
+	struct plan_json *j = plan_json_new(stdout);
+	char hash[24];
+
+	if (j == NULL)
+		return;
+	plan_json_object_begin(j);
+	plan_json_key(j, "script");
+	plan_json_string(j, path);
+	plan_json_key(j, "backend");
+	plan_json_string(j, e->be->name);
+	plan_json_key(j, "device");
+	plan_json_string(j, e->info.device);
+	plan_json_key(j, "tokens");
+	plan_json_int(j, tokens);
+	plan_json_key(j, "steps");
+	plan_json_uint(j, steps);
+	plan_json_key(j, "step_ms");
+	plan_json_array_begin(j);
+	for (uint64_t i = 0; i < steps; i++)
+		plan_json_double(j, step_ms[i]);
+	plan_json_array_end(j);
+	plan_json_key(j, "step_ms_median");
+	plan_json_double(j, replay_percentile(step_ms, steps, 50));
+	plan_json_key(j, "outputs");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < nout; k++) {
+		const struct plan_tensor *pt = plan_get_tensor(s->program, outs[k].tensor);
+		plan_json_object_begin(j);
+		plan_json_key(j, "name");
+		plan_json_string(j, pt->name);
+		plan_json_key(j, "dtype");
+		plan_json_string(j, plan_dtype_name(pt->dtype));
+		plan_json_key(j, "sum");
+		plan_json_double(j, outs[k].sum);
+		plan_json_key(j, "fnv1a64");
+		snprintf(hash, sizeof hash, "%016" PRIx64, outs[k].hash);
+		plan_json_string(j, hash);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+	plan_json_free(j);
+}
+
+/* Run STEPS eager steps at TOKENS, timing each on the backend's clock,
+ * then take the outputs' checksums. */
+static int run_steps(struct engine *e, int64_t tokens, uint64_t steps, double *step_ms,
+                     struct run_output *outs, uint32_t *nout, struct engine_error *err)
+{
+	const plan_t *plan = e->plan;
+	struct engine_variant v;
+	int rc = -1;
+
+	if (engine_variant_init(e, tokens, PLAN_MODE_EAGER, &v, err) != 0)
+		return -1;
+	if (engine_reset(e, err) != 0)
+		goto out;
+	for (uint64_t s = 0; s < steps; s++) {
+		if (e->be->mark(e->b, 0, err->msg, sizeof err->msg) != 0) {
+			engine_fail_backend(err, "time stamp");
+			goto out;
+		}
+		if (engine_eager_step(e, &v, s, err) != 0)
+			goto out;
+		if (e->be->mark(e->b, 1, err->msg, sizeof err->msg) != 0 ||
+		    e->be->sync(e->b, err->msg, sizeof err->msg) != 0 ||
+		    e->be->elapsed(e->b, 0, 1, &step_ms[s], err->msg, sizeof err->msg) != 0) {
+			engine_fail_backend(err, "timing the step");
+			goto out;
+		}
+	}
+	*nout = 0;
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++) {
+		const struct plan_tensor *pt = plan_get_tensor(plan, t);
+		uint64_t bytes = plan_tensor_bytes(plan, t, tokens);
+		void *buf;
+		if (pt->role != PLAN_ROLE_OUTPUT)
+			continue;
+		if ((buf = malloc(bytes ? (size_t)bytes : 1)) == NULL) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			goto out;
+		}
+		if (engine_read_tensor(e, t, tokens, buf, err) != 0) {
+			free(buf);
+			goto out;
+		}
+		outs[*nout].tensor = t;
+		outs[*nout].hash = plan_hash64(buf, (size_t)bytes, PLAN_HASH64_INIT);
+		outs[*nout].sum = verify_sum(pt->dtype, buf, plan_tensor_numel(plan, t, tokens));
+		(*nout)++;
+		free(buf);
+	}
+	rc = 0;
+out:
+	engine_variant_release(&v);
+	return rc;
+}
 
 static int cmd_run_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "steps", required_argument, NULL, 'n' },
+		{ "tokens", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cmd_entry *self = &cmd_run_entry;
+	const char *backend = cmd_default_backend();
+	long long steps = 1, tokens = 0;
+	int json = 0, c, rc = BCG_EXIT_RUNTIME;
+	struct script *s = NULL;
+	struct script_error serr;
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	struct memplan mp = { 0 };
+	double *step_ms = NULL;
+	struct run_output *outs = NULL;
+	uint32_t nout = 0;
+	int64_t t64;
 
-	while ((c = cmd_getopt(&cmd_run_entry, argc, argv, "h", longopts)) != -1) {
-		if (c == CMD_HELP)
-			return BCG_EXIT_OK;
+	while ((c = cmd_getopt(self, argc, argv, "b:n:t:h", longopts)) != -1) {
+		switch (c) {
+		case 'b': backend = optarg; break;
+		case 'n':
+			if (cmd_parse_int(self, "--steps", optarg, 1, 1000000, &steps) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 't':
+			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &tokens) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'J': json = 1; break;
+		case CMD_HELP: return BCG_EXIT_OK;
+		default: return BCG_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc)
+		return cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
+	if (cmd_check_backend(self, backend) != 0)
+		return BCG_EXIT_USAGE;
+
+	if (script_load(argv[optind], &s, &serr) != 0) {
+		bcg_error_at(argv[optind], serr.line, serr.col, "%s", serr.message);
 		return BCG_EXIT_USAGE;
 	}
-	fprintf(stderr, "bcgtool run: not built yet\n");
-	return BCG_EXIT_RUNTIME;
+	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
+	if (memplan_place(s->program, &t64, 1, &mp, err.msg, sizeof err.msg) != 0) {
+		bcg_error("%s", err.msg);
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	step_ms = calloc((size_t)steps, sizeof *step_ms);
+	outs = calloc(plan_count_tensors(s->program) + 1, sizeof *outs);
+	if (step_ms == NULL || outs == NULL) {
+		bcg_error("out of memory");
+		goto out;
+	}
+	if (engine_open(s->program, backend, t64, &e, &err) != 0) {
+		engine_report(&err, s->program, argv[optind]);
+		rc = err.exit;
+		goto out;
+	}
+	if (e->note[0] != '\0')
+		bcg_note("%s", e->note);
+	if (run_steps(e, t64, (uint64_t)steps, step_ms, outs, &nout, &err) != 0) {
+		engine_report(&err, s->program, argv[optind]);
+		rc = err.exit;
+		goto out;
+	}
+	if (json)
+		run_print_json(s, argv[optind], e, t64, step_ms, (uint64_t)steps, outs, nout);
+	else
+		run_print_text(s, argv[optind], e, t64, step_ms, (uint64_t)steps, outs, nout);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	engine_close(e);
+	memplan_release(&mp);
+	script_free(s);
+	free(step_ms);
+	free(outs);
+	return rc;
 }

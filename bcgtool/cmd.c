@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "cmd.h"
+#include "plan.h"
 
 extern const struct cmd_entry cmd_bench_entry;
 extern const struct cmd_entry cmd_capture_entry;
@@ -140,4 +142,36 @@ int cmd_parse_int(const struct cmd_entry *entry, const char *opt, const char *ar
 	}
 	*out = v;
 	return 0;
+}
+
+const char *cmd_default_backend(void)
+{
+	const char *b = getenv("BCG_BACKEND");
+	return b != NULL && b[0] != '\0' ? b : "auto";
+}
+
+int cmd_check_backend(const struct cmd_entry *entry, const char *name)
+{
+	if (strcmp(name, "auto") == 0 || backend_find(name) != NULL)
+		return 0;
+	if (strcmp(name, "cuda") == 0)
+		cmd_usage_error(entry, "this bcgtool was built without CUDA: use --backend host");
+	else
+		cmd_usage_error(entry, "unknown backend '%s' (auto, host%s)", name,
+		                backend_find("cuda") ? ", cuda" : "");
+	return -1;
+}
+
+int cmd_read_plan(const char *path, plan_t **out)
+{
+	struct plan_diag diag = { 0 };
+	int rc = plan_read_file(path, NULL, out, &diag);
+
+	if (rc == PLAN_OK)
+		return BCG_EXIT_OK;
+	if (diag.message[0] != '\0')
+		fprintf(stderr, "bcgtool: %s: %s: %s\n", path, plan_strerror(rc), diag.message);
+	else
+		fprintf(stderr, "bcgtool: %s: %s\n", path, plan_strerror(rc));
+	return rc == PLAN_ERR_NOMEM ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
 }

@@ -57,4 +57,16 @@ int cmd_usage_error(const struct cmd_entry *entry, const char *fmt, ...)
 int cmd_parse_int(const struct cmd_entry *entry, const char *opt, const char *arg,
                   long long min, long long max, long long *out);
 
+/* The backend a command uses when --backend is not given: $BCG_BACKEND, or
+ * "auto" (cuda when a GPU can be used, else host with a note). */
+const char *cmd_default_backend(void);
+
+/* Check a --backend argument: auto, host, or cuda when built. */
+int cmd_check_backend(const struct cmd_entry *entry, const char *name);
+
+struct plan;
+/* Read the plan at PATH; on failure print "bcgtool: PATH: why" and return
+ * the exit status (2 for a bad or missing file, 3 out of memory). */
+int cmd_read_plan(const char *path, struct plan **out);
+
 #endif /* BCG_CMD_H */

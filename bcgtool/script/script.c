@@ -12,15 +12,10 @@
 #include "internal.h"
 #include "util.h"
 
-/* plan_hash64() as plan.h defines it (64-bit FNV-1a from PLAN_HASH64_INIT).
- * TODO: call plan_hash64 once libplan's hashes are merged. */
+/* The script's identity in the plan's meta. */
 static uint64_t script_hash(const char *data, size_t len)
 {
-	uint64_t h = PLAN_HASH64_INIT;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)data[i]) * UINT64_C(0x100000001b3);
-	return h;
+	return plan_hash64(data, len, PLAN_HASH64_INIT);
 }
 
 /* ---------------------------------------------------------------------- */

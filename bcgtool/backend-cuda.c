@@ -1,0 +1,698 @@
+/*
+ * backend-cuda.c - the CUDA backend: one non-blocking stream, cuBLAS bound
+ * to it, one device allocation, segments captured from the stream into
+ * CUDA graphs and read back node by node.
+ *
+ * The device allocation holds, from its base: the plan's arena, the
+ * kernels' scratch, then cuBLAS's workspace. Every address a graph holds
+ * is therefore base + offset, and a plan can record operands relocatably.
+ *
+ * Graph nodes are read through the driver API (kernel names and parameter
+ * layouts of library kernels are not visible through the runtime), reached
+ * with cudaGetDriverEntryPointByVersion so that bcgtool never links the
+ * driver library itself and starts on machines without a GPU.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#include "backend.h"
+#include "backend-cuda.h"
+#include "ops/cuda.h"
+#include "util.h"
+
+/* cuBLAS's workspace: its guidance for Hopper is 32 MiB. */
+#define CUDA_WORKSPACE_BYTES (32u << 20)
+
+/* Feeds travel through pinned staging slots, so a copy never waits for
+ * the stream (a pageable copy may) and the host can run ahead. */
+#define CUDA_STAGING_SLOTS     64
+#define CUDA_STAGING_SLOT_SIZE (256u << 10)
+
+typedef CUresult (*pfn_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);
+typedef CUresult (*pfn_func_name)(const char **, CUfunction);
+typedef CUresult (*pfn_func_param)(CUfunction, size_t, size_t *, size_t *);
+typedef CUresult (*pfn_kernel_name)(const char **, CUkernel);
+typedef CUresult (*pfn_kernel_param)(CUkernel, size_t, size_t *, size_t *);
+
+struct seen_node {
+	cudaGraphNode_t node;
+	uint32_t        op;
+};
+
+struct backend {
+	int                device;
+	cudaStream_t       stream;
+	cublasHandle_t     cublas;
+	struct cuda_op_ctx ctx;
+
+	void              *base;
+	uint64_t           arena_bytes;           /* the plan's arena, from base */
+	uint64_t           total_bytes;
+
+	cudaEvent_t        marks[BACKEND_MAX_MARKS];
+
+	unsigned char     *staging;               /* pinned */
+	cudaEvent_t        staging_done[CUDA_STAGING_SLOTS];
+	int                staging_used[CUDA_STAGING_SLOTS];
+	unsigned           staging_next;
+
+	/* The capture in progress: nodes in creation order with their op. */
+	int                capturing;
+	uint64_t           capture_t0;
+	struct seen_node  *seen;
+	uint32_t           nseen;
+	uint32_t           capseen;
+
+	pfn_node_params    node_params;
+	pfn_func_name      func_name;
+	pfn_func_param     func_param;
+	pfn_kernel_name    kernel_name;
+	pfn_kernel_param   kernel_param;
+};
+
+struct backend_graph {
+	cudaGraphExec_t exec;
+};
+
+#define CUDA_TRY(call, what)                                                    \
+	do {                                                                    \
+		cudaError_t e_ = (call);                                        \
+		if (e_ != cudaSuccess) {                                        \
+			snprintf(msg, len, "%s: %s (%s)", what,                 \
+			         cudaGetErrorString(e_), cudaGetErrorName(e_));  \
+			goto fail;                                              \
+		}                                                               \
+	} while (0)
+
+#define CUBLAS_TRY(call, what)                                                  \
+	do {                                                                    \
+		cublasStatus_t s_ = (call);                                     \
+		if (s_ != CUBLAS_STATUS_SUCCESS) {                              \
+			snprintf(msg, len, "%s: %s", what, cublasGetStatusString(s_)); \
+			goto fail;                                              \
+		}                                                               \
+	} while (0)
+
+static void *cuda_entry(const char *symbol)
+{
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+
+	if (cudaGetDriverEntryPointByVersion(symbol, &fn, CUDART_VERSION, cudaEnableDefault, &q) !=
+	    cudaSuccess || q != cudaDriverEntryPointSuccess)
+		return NULL;
+	return fn;
+}
+
+static void cuda_close(struct backend *b);
+
+static int cuda_open(struct backend **out, struct backend_info *info, char *msg, size_t len)
+{
+	struct backend *b = calloc(1, sizeof *b);
+	struct cudaDeviceProp prop;
+	size_t mfree = 0, mtotal = 0;
+	int n = 0, v = 0;
+
+	if (b == NULL) {
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	memset(info, 0, sizeof *info);
+	CUDA_TRY(cudaGetDeviceCount(&n), "no usable CUDA device");
+	if (n < 1) {
+		snprintf(msg, len, "no CUDA device");
+		goto fail;
+	}
+	b->device = 0;
+	CUDA_TRY(cudaSetDevice(b->device), "cudaSetDevice");
+	CUDA_TRY(cudaGetDeviceProperties(&prop, b->device), "cudaGetDeviceProperties");
+	snprintf(info->device, sizeof info->device, "%s", prop.name);
+	info->cc_major = prop.major;
+	info->cc_minor = prop.minor;
+	info->sm_count = prop.multiProcessorCount;
+	CUDA_TRY(cudaRuntimeGetVersion(&v), "cudaRuntimeGetVersion");
+	info->cuda_runtime = v;
+	CUDA_TRY(cudaDriverGetVersion(&v), "cudaDriverGetVersion");
+	info->cuda_driver = v;
+	CUDA_TRY(cudaMemGetInfo(&mfree, &mtotal), "cudaMemGetInfo");
+	info->mem_free = mfree;
+	info->mem_total = mtotal;
+
+	CUDA_TRY(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+	CUBLAS_TRY(cublasCreate(&b->cublas), "cublasCreate");
+	CUBLAS_TRY(cublasGetVersion(b->cublas, &v), "cublasGetVersion");
+	info->cublas = v;
+	CUBLAS_TRY(cublasSetStream(b->cublas, b->stream), "cublasSetStream");
+
+	CUDA_TRY(cudaMallocHost((void **)&b->staging,
+	                        (size_t)CUDA_STAGING_SLOTS * CUDA_STAGING_SLOT_SIZE),
+	         "allocating pinned staging memory");
+	for (unsigned i = 0; i < CUDA_STAGING_SLOTS; i++)
+		CUDA_TRY(cudaEventCreateWithFlags(&b->staging_done[i], cudaEventDisableTiming),
+		         "cudaEventCreate");
+
+	b->node_params = (pfn_node_params)cuda_entry("cuGraphKernelNodeGetParams");
+	b->func_name = (pfn_func_name)cuda_entry("cuFuncGetName");
+	b->func_param = (pfn_func_param)cuda_entry("cuFuncGetParamInfo");
+	b->kernel_name = (pfn_kernel_name)cuda_entry("cuKernelGetName");
+	b->kernel_param = (pfn_kernel_param)cuda_entry("cuKernelGetParamInfo");
+	if (b->node_params == NULL) {
+		snprintf(msg, len, "the driver lacks cuGraphKernelNodeGetParams");
+		goto fail;
+	}
+
+	b->ctx.stream = b->stream;
+	b->ctx.cublas = b->cublas;
+	b->ctx.sm_count = prop.multiProcessorCount;
+	*out = b;
+	return 0;
+fail:
+	cuda_close(b);
+	return -1;
+}
+
+static void cuda_close(struct backend *b)
+{
+	if (b == NULL)
+		return;
+	if (b->stream != NULL)
+		cudaStreamSynchronize(b->stream);
+	for (unsigned i = 0; i < BACKEND_MAX_MARKS; i++)
+		if (b->marks[i] != NULL)
+			cudaEventDestroy(b->marks[i]);
+	for (unsigned i = 0; i < CUDA_STAGING_SLOTS; i++)
+		if (b->staging_done[i] != NULL)
+			cudaEventDestroy(b->staging_done[i]);
+	if (b->staging != NULL)
+		cudaFreeHost(b->staging);
+	if (b->cublas != NULL)
+		cublasDestroy(b->cublas);
+	if (b->stream != NULL)
+		cudaStreamDestroy(b->stream);
+	free(b->seen);
+	free(b);
+}
+
+static uint64_t cuda_extra_bytes(struct backend *b, uint64_t scratch_bytes)
+{
+	(void)b;
+	return ((scratch_bytes + 255) & ~(uint64_t)255) + CUDA_WORKSPACE_BYTES;
+}
+
+static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
+                      void **base, char *msg, size_t len)
+{
+	uint64_t arena = (arena_bytes + 255) & ~(uint64_t)255;
+	uint64_t scratch = (scratch_bytes + 255) & ~(uint64_t)255;
+	uint64_t total = arena + cuda_extra_bytes(b, scratch_bytes);
+	cudaError_t e;
+
+	e = cudaMalloc(base, (size_t)total);
+	if (e != cudaSuccess) {
+		char want[32], have[32];
+		size_t mfree = 0, mtotal = 0;
+		cudaGetLastError();
+		cudaMemGetInfo(&mfree, &mtotal);
+		snprintf(msg, len, "cannot allocate %s on the device (%s free): %s",
+		         bcg_human_bytes(total, want, sizeof want),
+		         bcg_human_bytes(mfree, have, sizeof have), cudaGetErrorString(e));
+		*base = NULL;
+		return -1;
+	}
+	b->base = *base;
+	b->arena_bytes = arena_bytes;
+	b->total_bytes = total;
+	b->ctx.scratch = backend_at(*base, arena);
+	b->ctx.scratch_bytes = (size_t)scratch;
+	CUDA_TRY(cudaMemsetAsync(*base, 0, (size_t)total, b->stream), "clearing the arena");
+	CUBLAS_TRY(cublasSetWorkspace(b->cublas, backend_at(*base, arena + scratch),
+	                              CUDA_WORKSPACE_BYTES), "cublasSetWorkspace");
+	return 0;
+fail:
+	cudaFree(*base);
+	*base = NULL;
+	b->base = NULL;
+	return -1;
+}
+
+static void cuda_free(struct backend *b, void *base)
+{
+	if (b->stream != NULL)
+		cudaStreamSynchronize(b->stream);
+	cudaFree(base);
+	b->base = NULL;
+}
+
+static size_t cuda_scratch(const struct op_call *call)
+{
+	return cuda_op_scratch_bytes(call);
+}
+
+static int cuda_init(struct backend *b, void *dst, int dtype, uint64_t count,
+                     const struct plan_init *init, char *msg, size_t len)
+{
+	return cuda_init_tensor(dst, dtype, count, init, b->stream, msg, len);
+}
+
+static int cuda_write(struct backend *b, void *dst, const void *src, size_t bytes,
+                      char *msg, size_t len)
+{
+	unsigned slot = b->staging_next;
+	unsigned char *stage = b->staging + (size_t)slot * CUDA_STAGING_SLOT_SIZE;
+
+	if (bytes > CUDA_STAGING_SLOT_SIZE) {
+		/* Rare and large: a plain copy, ordered after the stream's work. */
+		CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+		CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+		return 0;
+	}
+	b->staging_next = (slot + 1) % CUDA_STAGING_SLOTS;
+	/* The slot's last copy was queued CUDA_STAGING_SLOTS writes ago. */
+	if (b->staging_used[slot])
+		CUDA_TRY(cudaEventSynchronize(b->staging_done[slot]), "waiting for a staging slot");
+	memcpy(stage, src, bytes);
+	CUDA_TRY(cudaMemcpyAsync(dst, stage, bytes, cudaMemcpyHostToDevice, b->stream),
+	         "cudaMemcpyAsync");
+	CUDA_TRY(cudaEventRecord(b->staging_done[slot], b->stream), "cudaEventRecord");
+	b->staging_used[slot] = 1;
+	return 0;
+fail:
+	return -1;
+}
+
+static int cuda_read(struct backend *b, void *dst, const void *src, size_t bytes,
+                     char *msg, size_t len)
+{
+	CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, b->stream),
+	         "cudaMemcpyAsync");
+	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	return 0;
+fail:
+	return -1;
+}
+
+static int cuda_launch(struct backend *b, const struct op_call *call, char *msg, size_t len)
+{
+	cuda_kernel_fn fn = cuda_kernel(call->kind->id);
+
+	if (fn == NULL) {
+		snprintf(msg, len, "no CUDA kernel for %s", call->kind->name);
+		return -1;
+	}
+	return fn(call, &b->ctx, msg, len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Capture.                                                                */
+
+static int cuda_capture_begin(struct backend *b, char *msg, size_t len)
+{
+	b->nseen = 0;
+	b->capture_t0 = bcg_now_ns();
+	/* Thread-local mode: a sync or an allocation from this thread while
+	 * capturing fails (and names the op that did it) instead of being
+	 * silently left out of the graph. */
+	CUDA_TRY(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal),
+	         "cudaStreamBeginCapture");
+	b->capturing = 1;
+	return 0;
+fail:
+	return -1;
+}
+
+static int seen_push(struct backend *b, cudaGraphNode_t node, uint32_t op)
+{
+	if (b->nseen == b->capseen) {
+		uint32_t cap = b->capseen ? b->capseen * 2 : 256;
+		struct seen_node *s = realloc(b->seen, cap * sizeof *s);
+		if (s == NULL)
+			return -1;
+		b->seen = s;
+		b->capseen = cap;
+	}
+	b->seen[b->nseen].node = node;
+	b->seen[b->nseen].op = op;
+	b->nseen++;
+	return 0;
+}
+
+static int seen_has(const struct backend *b, cudaGraphNode_t node)
+{
+	for (uint32_t i = b->nseen; i-- > 0;)
+		if (b->seen[i].node == node)
+			return 1;
+	return 0;
+}
+
+/* Attribute the nodes the capture gained since the last op to OP. */
+static int cuda_capture_op_done(struct backend *b, uint32_t op, char *msg, size_t len)
+{
+	enum cudaStreamCaptureStatus status;
+	cudaGraph_t graph = NULL;
+	cudaGraphNode_t *nodes = NULL;
+	size_t n = 0;
+	int fast;
+
+	CUDA_TRY(cudaStreamGetCaptureInfo(b->stream, &status, NULL, &graph, NULL, NULL, NULL),
+	         "cudaStreamGetCaptureInfo");
+	if (status != cudaStreamCaptureStatusActive) {
+		snprintf(msg, len, "the stream capture was invalidated: the op did work that "
+		         "cannot be captured (a synchronization or an allocation?)");
+		return -1;
+	}
+	CUDA_TRY(cudaGraphGetNodes(graph, NULL, &n), "cudaGraphGetNodes");
+	if (n == b->nseen)
+		return 0;
+	if ((nodes = malloc(n * sizeof *nodes)) == NULL) {
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	CUDA_TRY(cudaGraphGetNodes(graph, nodes, &n), "cudaGraphGetNodes");
+	/* Nodes come back in creation order in practice; check it, and fall
+	 * back to a search when it does not hold. */
+	fast = n >= b->nseen;
+	for (uint32_t i = 0; fast && i < b->nseen; i++)
+		fast = nodes[i] == b->seen[i].node;
+	for (size_t i = fast ? b->nseen : 0; i < n; i++)
+		if ((fast || !seen_has(b, nodes[i])) && seen_push(b, nodes[i], op) != 0) {
+			snprintf(msg, len, "out of memory");
+			goto fail;
+		}
+	free(nodes);
+	return 0;
+fail:
+	free(nodes);
+	return -1;
+}
+
+static int node_type(enum cudaGraphNodeType t)
+{
+	switch (t) {
+	case cudaGraphNodeTypeKernel:      return PLAN_NODE_KERNEL;
+	case cudaGraphNodeTypeMemcpy:      return PLAN_NODE_MEMCPY;
+	case cudaGraphNodeTypeMemset:      return PLAN_NODE_MEMSET;
+	case cudaGraphNodeTypeHost:        return PLAN_NODE_HOST;
+	case cudaGraphNodeTypeGraph:       return PLAN_NODE_GRAPH;
+	case cudaGraphNodeTypeEmpty:       return PLAN_NODE_EMPTY;
+	case cudaGraphNodeTypeWaitEvent:   return PLAN_NODE_EVENT_WAIT;
+	case cudaGraphNodeTypeEventRecord: return PLAN_NODE_EVENT_RECORD;
+	default:                           return PLAN_NODE_OTHER;
+	}
+}
+
+/* Record every 8-byte word of BUF (BYTES long, starting at byte AT of the
+ * parameter buffer) that points into the plan's arena. Pointers to the
+ * scratch and workspace behind it are the backend's own business and stay
+ * out of the plan. */
+static int scan_words(struct backend *b, const unsigned char *buf, size_t at, size_t bytes,
+                      struct plan_param **params, uint32_t *n, uint32_t *cap)
+{
+	uintptr_t lo = (uintptr_t)b->base, hi = lo + (uintptr_t)b->arena_bytes;
+
+	for (size_t k = (8 - at % 8) % 8; k + 8 <= bytes; k += 8) {
+		uint64_t w;
+		memcpy(&w, buf + k, sizeof w);
+		if (w < lo || w >= hi)
+			continue;
+		if (*n == *cap) {
+			uint32_t c = *cap ? *cap * 2 : 8;
+			struct plan_param *p = realloc(*params, c * sizeof *p);
+			if (p == NULL)
+				return -1;
+			*params = p;
+			*cap = c;
+		}
+		(*params)[*n].index = (uint32_t)((at + k) / 8);
+		(*params)[*n].offset = w - lo;
+		(*n)++;
+	}
+	return 0;
+}
+
+static int read_kernel_node(struct backend *b, cudaGraphNode_t node, struct plan_node *out,
+                            char *msg, size_t len)
+{
+	CUDA_KERNEL_NODE_PARAMS_v2 p;
+	const char *name = NULL;
+	struct plan_param *params = NULL;
+	uint32_t n = 0, cap = 0;
+	CUresult r;
+
+	memset(&p, 0, sizeof p);
+	if ((r = b->node_params((CUgraphNode)node, &p)) != CUDA_SUCCESS) {
+		snprintf(msg, len, "cuGraphKernelNodeGetParams failed (CUresult %d)", (int)r);
+		return -1;
+	}
+	if (p.func != NULL && b->func_name != NULL)
+		b->func_name(&name, p.func);
+	else if (p.kern != NULL && b->kernel_name != NULL)
+		b->kernel_name(&name, p.kern);
+	out->kernel = strdup(name != NULL ? name : "?");
+	out->grid[0] = p.gridDimX;
+	out->grid[1] = p.gridDimY;
+	out->grid[2] = p.gridDimZ;
+	out->block[0] = p.blockDimX;
+	out->block[1] = p.blockDimY;
+	out->block[2] = p.blockDimZ;
+	out->shmem = p.sharedMemBytes;
+
+	if (p.kernelParams != NULL) {
+		for (size_t i = 0;; i++) {
+			size_t off = 0, size = 0;
+			if (p.func != NULL && b->func_param != NULL)
+				r = b->func_param(p.func, i, &off, &size);
+			else if (p.kern != NULL && b->kernel_param != NULL)
+				r = b->kernel_param(p.kern, i, &off, &size);
+			else
+				break;
+			if (r != CUDA_SUCCESS)
+				break;   /* past the last parameter */
+			if (scan_words(b, p.kernelParams[i], off, size, &params, &n, &cap) != 0)
+				goto nomem;
+		}
+	} else if (p.extra != NULL) {
+		void *buf = NULL;
+		size_t size = 0;
+		for (size_t i = 0; p.extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+			if (p.extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				buf = p.extra[i + 1];
+			else if (p.extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = *(size_t *)p.extra[i + 1];
+		}
+		if (buf != NULL && scan_words(b, buf, 0, size, &params, &n, &cap) != 0)
+			goto nomem;
+	}
+	out->params = params;
+	out->nparams = n;
+	if (out->kernel == NULL)
+		goto nomem;
+	return 0;
+nomem:
+	free(params);
+	snprintf(msg, len, "out of memory");
+	return -1;
+}
+
+static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_capture *rec,
+                           char *msg, size_t len)
+{
+	cudaGraphNode_t *from = NULL, *to = NULL;
+	size_t nedges = 0;
+
+	rec->nodes = calloc(b->nseen + 1, sizeof *rec->nodes);
+	if (rec->nodes == NULL)
+		goto nomem;
+	for (uint32_t i = 0; i < b->nseen; i++) {
+		enum cudaGraphNodeType t;
+		struct plan_node *pn = &rec->nodes[i];
+		CUDA_TRY(cudaGraphNodeGetType(b->seen[i].node, &t), "cudaGraphNodeGetType");
+		pn->type = node_type(t);
+		pn->op = b->seen[i].op;
+		rec->nnodes = i + 1;
+		if (pn->type == PLAN_NODE_KERNEL) {
+			if (read_kernel_node(b, b->seen[i].node, pn, msg, len) != 0)
+				return -1;
+		} else if ((pn->kernel = strdup("")) == NULL) {
+			goto nomem;
+		}
+	}
+	CUDA_TRY(cudaGraphGetEdges(graph, NULL, NULL, NULL, &nedges), "cudaGraphGetEdges");
+	if (nedges > 0) {
+		from = malloc(nedges * sizeof *from);
+		to = malloc(nedges * sizeof *to);
+		rec->edges = calloc(nedges, sizeof *rec->edges);
+		if (from == NULL || to == NULL || rec->edges == NULL)
+			goto nomem;
+		CUDA_TRY(cudaGraphGetEdges(graph, from, to, NULL, &nedges), "cudaGraphGetEdges");
+		for (size_t i = 0; i < nedges; i++) {
+			uint32_t f = UINT32_MAX, t = UINT32_MAX;
+			for (uint32_t k = 0; k < b->nseen; k++) {
+				if (b->seen[k].node == from[i])
+					f = k;
+				if (b->seen[k].node == to[i])
+					t = k;
+			}
+			if (f == UINT32_MAX || t == UINT32_MAX) {
+				snprintf(msg, len, "an edge of the graph names a node the capture did not see");
+				goto fail;
+			}
+			rec->edges[i].from = f;
+			rec->edges[i].to = t;
+		}
+		rec->nedges = (uint32_t)nedges;
+	}
+	free(from);
+	free(to);
+	return 0;
+nomem:
+	snprintf(msg, len, "out of memory");
+fail:
+	free(from);
+	free(to);
+	return -1;
+}
+
+static int cuda_capture_end(struct backend *b, struct backend_graph **out,
+                            struct backend_capture *rec, char *msg, size_t len)
+{
+	cudaGraph_t graph = NULL;
+	struct backend_graph *g = NULL;
+	uint64_t t0;
+	cudaError_t e;
+
+	*out = NULL;
+	b->capturing = 0;
+	e = cudaStreamEndCapture(b->stream, &graph);
+	if (e != cudaSuccess) {
+		snprintf(msg, len, "cudaStreamEndCapture: %s (%s)%s", cudaGetErrorString(e),
+		         cudaGetErrorName(e),
+		         e == cudaErrorStreamCaptureInvalidated
+		                 ? ": work that cannot be captured ran during the capture" : "");
+		cudaGetLastError();
+		return -1;
+	}
+	if (rec != NULL) {
+		memset(rec, 0, sizeof *rec);
+		rec->capture_ns = bcg_now_ns() - b->capture_t0;
+		if (cuda_read_graph(b, graph, rec, msg, len) != 0)
+			goto fail;
+	}
+	if ((g = calloc(1, sizeof *g)) == NULL) {
+		snprintf(msg, len, "out of memory");
+		goto fail;
+	}
+	t0 = bcg_now_ns();
+	CUDA_TRY(cudaGraphInstantiate(&g->exec, graph, 0), "cudaGraphInstantiate");
+	if (rec != NULL)
+		rec->instantiate_ns = bcg_now_ns() - t0;
+	t0 = bcg_now_ns();
+	CUDA_TRY(cudaGraphUpload(g->exec, b->stream), "cudaGraphUpload");
+	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	if (rec != NULL)
+		rec->upload_ns = bcg_now_ns() - t0;
+	cudaGraphDestroy(graph);
+	*out = g;
+	return 0;
+fail:
+	if (g != NULL && g->exec != NULL)
+		cudaGraphExecDestroy(g->exec);
+	free(g);
+	if (graph != NULL)
+		cudaGraphDestroy(graph);
+	return -1;
+}
+
+static int cuda_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
+{
+	CUDA_TRY(cudaGraphLaunch(g->exec, b->stream), "cudaGraphLaunch");
+	return 0;
+fail:
+	return -1;
+}
+
+static void cuda_graph_free(struct backend *b, struct backend_graph *g)
+{
+	(void)b;
+	if (g == NULL)
+		return;
+	cudaGraphExecDestroy(g->exec);
+	free(g);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Timing.                                                                 */
+
+static int cuda_hold(struct backend *b, double us, char *msg, size_t len)
+{
+	return cuda_hold_stream(b->stream, us, msg, len);
+}
+
+static int cuda_mark(struct backend *b, unsigned slot, char *msg, size_t len)
+{
+	if (slot >= BACKEND_MAX_MARKS) {
+		snprintf(msg, len, "time stamp %u out of range", slot);
+		return -1;
+	}
+	if (b->marks[slot] == NULL)
+		CUDA_TRY(cudaEventCreate(&b->marks[slot]), "cudaEventCreate");
+	CUDA_TRY(cudaEventRecord(b->marks[slot], b->stream), "cudaEventRecord");
+	return 0;
+fail:
+	return -1;
+}
+
+static int cuda_sync(struct backend *b, char *msg, size_t len)
+{
+	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	return 0;
+fail:
+	return -1;
+}
+
+static int cuda_elapsed(struct backend *b, unsigned from, unsigned to, double *ms,
+                        char *msg, size_t len)
+{
+	float f = 0.0f;
+
+	if (from >= BACKEND_MAX_MARKS || to >= BACKEND_MAX_MARKS ||
+	    b->marks[from] == NULL || b->marks[to] == NULL) {
+		snprintf(msg, len, "time stamp %u or %u was never recorded", from, to);
+		return -1;
+	}
+	CUDA_TRY(cudaEventElapsedTime(&f, b->marks[from], b->marks[to]), "cudaEventElapsedTime");
+	*ms = f;
+	return 0;
+fail:
+	return -1;
+}
+
+const struct backend_ops backend_cuda = {
+	.name = "cuda",
+	.kind = PLAN_BACKEND_CUDA,
+	.open = cuda_open,
+	.close = cuda_close,
+	.extra_bytes = cuda_extra_bytes,
+	.alloc = cuda_alloc,
+	.free = cuda_free,
+	.scratch_bytes = cuda_scratch,
+	.init = cuda_init,
+	.write = cuda_write,
+	.read = cuda_read,
+	.launch = cuda_launch,
+	.capture_begin = cuda_capture_begin,
+	.capture_op_done = cuda_capture_op_done,
+	.capture_end = cuda_capture_end,
+	.graph_launch = cuda_graph_launch,
+	.graph_free = cuda_graph_free,
+	.hold = cuda_hold,
+	.mark = cuda_mark,
+	.sync = cuda_sync,
+	.elapsed = cuda_elapsed,
+};

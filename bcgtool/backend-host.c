@@ -1,0 +1,264 @@
+/*
+ * backend-host.c - the host backend: the reference kernels on host memory.
+ *
+ * It computes real results (the numerical reference for the CUDA kernels)
+ * and implements capture faithfully enough to test the engine without a
+ * GPU: a captured segment is a snapshot of its op calls taken at capture,
+ * so, as in a CUDA graph, later changes to host state do not reach it; an
+ * op captured in its graph-safe form reads its var from the arena mirror at
+ * replay, as the CUDA kernel reads device memory.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "ops/host.h"
+#include "util.h"
+
+struct backend {
+	uint64_t              *marks;      /* ns per time stamp */
+	struct backend_graph  *capturing;  /* the segment being captured */
+	uint64_t               capture_start;
+};
+
+struct backend_graph {
+	uint32_t        ncalls;
+	uint32_t        cap;
+	struct op_call *calls;
+};
+
+static int host_open(struct backend **out, struct backend_info *info, char *msg, size_t len)
+{
+	struct backend *b = calloc(1, sizeof *b);
+
+	if (b == NULL || (b->marks = calloc(BACKEND_MAX_MARKS, sizeof *b->marks)) == NULL) {
+		free(b);
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	memset(info, 0, sizeof *info);
+	*out = b;
+	return 0;
+}
+
+static void host_close(struct backend *b)
+{
+	if (b == NULL)
+		return;
+	if (b->capturing != NULL) {
+		free(b->capturing->calls);
+		free(b->capturing);
+	}
+	free(b->marks);
+	free(b);
+}
+
+static uint64_t host_extra_bytes(struct backend *b, uint64_t scratch_bytes)
+{
+	(void)b;
+	return scratch_bytes;
+}
+
+static int host_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
+                      void **base, char *msg, size_t len)
+{
+	uint64_t total = arena_bytes + host_extra_bytes(b, scratch_bytes);
+
+	/* Round up for aligned_alloc, and never ask for zero bytes. */
+	total = (total + 255) & ~(uint64_t)255;
+	if (total == 0)
+		total = 256;
+	if (total > SIZE_MAX || (*base = aligned_alloc(256, (size_t)total)) == NULL) {
+		char h[32];
+		snprintf(msg, len, "cannot allocate the %s arena in host memory",
+		         bcg_human_bytes(total, h, sizeof h));
+		return -1;
+	}
+	/* Deterministic contents for anything never written. */
+	memset(*base, 0, (size_t)total);
+	return 0;
+}
+
+static void host_free(struct backend *b, void *base)
+{
+	(void)b;
+	free(base);
+}
+
+static size_t host_scratch_bytes(const struct op_call *call)
+{
+	(void)call;
+	return 0;
+}
+
+static int host_init(struct backend *b, void *dst, int dtype, uint64_t count,
+                     const struct plan_init *init, char *msg, size_t len)
+{
+	(void)b;
+	(void)msg;
+	(void)len;
+	host_init_tensor(dst, dtype, count, init);
+	return 0;
+}
+
+static int host_copy(struct backend *b, void *dst, const void *src, size_t bytes,
+                     char *msg, size_t len)
+{
+	(void)b;
+	(void)msg;
+	(void)len;
+	memmove(dst, src, bytes);
+	return 0;
+}
+
+static void host_run(const struct op_call *call)
+{
+	struct op_call c;
+
+	if (!call->graph_safe) {
+		host_kernel(call->kind->id)(call);
+		return;
+	}
+	/* The graph-safe form: var-bound attributes come from the mirrors. */
+	c = *call;
+	for (int p = 0; p < OP_MAX_ATTRS; p++)
+		if (c.attr_dev[p] != NULL)
+			c.attr[p].i = *c.attr_dev[p];
+	host_kernel(c.kind->id)(&c);
+}
+
+static int host_launch(struct backend *b, const struct op_call *call, char *msg, size_t len)
+{
+	struct backend_graph *g = b->capturing;
+
+	if (g == NULL) {
+		host_run(call);
+		return 0;
+	}
+	if (g->ncalls == g->cap) {
+		uint32_t cap = g->cap ? g->cap * 2 : 16;
+		struct op_call *n = realloc(g->calls, cap * sizeof *n);
+		if (n == NULL) {
+			snprintf(msg, len, "out of memory");
+			return -1;
+		}
+		g->calls = n;
+		g->cap = cap;
+	}
+	g->calls[g->ncalls++] = *call;
+	return 0;
+}
+
+static int host_capture_begin(struct backend *b, char *msg, size_t len)
+{
+	if (b->capturing != NULL) {
+		snprintf(msg, len, "a capture is already in progress");
+		return -1;
+	}
+	if ((b->capturing = calloc(1, sizeof *b->capturing)) == NULL) {
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	b->capture_start = bcg_now_ns();
+	return 0;
+}
+
+static int host_capture_op_done(struct backend *b, uint32_t op, char *msg, size_t len)
+{
+	(void)b;
+	(void)op;
+	(void)msg;
+	(void)len;
+	return 0;
+}
+
+static int host_capture_end(struct backend *b, struct backend_graph **graph,
+                            struct backend_capture *rec, char *msg, size_t len)
+{
+	if (b->capturing == NULL) {
+		snprintf(msg, len, "no capture in progress");
+		return -1;
+	}
+	*graph = b->capturing;
+	b->capturing = NULL;
+	if (rec != NULL) {
+		memset(rec, 0, sizeof *rec);
+		rec->capture_ns = bcg_now_ns() - b->capture_start;
+	}
+	return 0;
+}
+
+static int host_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
+{
+	(void)b;
+	(void)msg;
+	(void)len;
+	for (uint32_t i = 0; i < g->ncalls; i++)
+		host_run(&g->calls[i]);
+	return 0;
+}
+
+static void host_graph_free(struct backend *b, struct backend_graph *g)
+{
+	(void)b;
+	if (g != NULL) {
+		free(g->calls);
+		free(g);
+	}
+}
+
+static int host_mark(struct backend *b, unsigned slot, char *msg, size_t len)
+{
+	if (slot >= BACKEND_MAX_MARKS) {
+		snprintf(msg, len, "time stamp %u out of range", slot);
+		return -1;
+	}
+	b->marks[slot] = bcg_now_ns();
+	return 0;
+}
+
+static int host_sync(struct backend *b, char *msg, size_t len)
+{
+	(void)b;
+	(void)msg;
+	(void)len;
+	return 0;
+}
+
+static int host_elapsed(struct backend *b, unsigned from, unsigned to, double *ms,
+                        char *msg, size_t len)
+{
+	if (from >= BACKEND_MAX_MARKS || to >= BACKEND_MAX_MARKS) {
+		snprintf(msg, len, "time stamp out of range");
+		return -1;
+	}
+	*ms = ((double)b->marks[to] - (double)b->marks[from]) / 1e6;
+	return 0;
+}
+
+const struct backend_ops backend_host = {
+	.name = "host",
+	.kind = PLAN_BACKEND_HOST,
+	.open = host_open,
+	.close = host_close,
+	.extra_bytes = host_extra_bytes,
+	.alloc = host_alloc,
+	.free = host_free,
+	.scratch_bytes = host_scratch_bytes,
+	.init = host_init,
+	.write = host_copy,
+	.read = host_copy,
+	.launch = host_launch,
+	.capture_begin = host_capture_begin,
+	.capture_op_done = host_capture_op_done,
+	.capture_end = host_capture_end,
+	.graph_launch = host_graph_launch,
+	.graph_free = host_graph_free,
+	.hold = NULL,
+	.mark = host_mark,
+	.sync = host_sync,
+	.elapsed = host_elapsed,
+};

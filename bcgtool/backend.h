@@ -1,0 +1,119 @@
+/*
+ * backend.h - what the engine needs from a backend.
+ *
+ * The engine (engine/) is written once; a backend supplies memory, kernel
+ * launches, segment capture and timing. Two exist:
+ *  - cuda (backend-cuda.c): one stream, cuBLAS, CUDA graphs from stream
+ *    capture, CUDA events;
+ *  - host (backend-host.c): the reference kernels on host memory; a
+ *    "captured" segment is a snapshot of its op calls, replayed in order.
+ * Every function returns 0, or -1 with one sentence in MSG.
+ */
+#ifndef BCG_BACKEND_H
+#define BCG_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/op.h"
+#include "plan.h"
+
+struct backend;         /* one open backend: device, stream, handles */
+struct backend_graph;   /* a captured, instantiated segment */
+
+/* What a backend reports about itself; becomes the plan's meta. */
+struct backend_info {
+	char     device[256];     /* "" on host */
+	int32_t  cc_major;
+	int32_t  cc_minor;
+	int32_t  cuda_runtime;
+	int32_t  cuda_driver;
+	int32_t  cublas;
+	int32_t  sm_count;
+	uint64_t mem_total;
+	uint64_t mem_free;
+};
+
+/* A node of a captured segment as the backend read it back, with the op
+ * whose launch created it. The engine turns these into plan nodes. */
+struct backend_capture {
+	uint32_t           nnodes;
+	struct plan_node  *nodes;     /* kernel strings and params owned here */
+	uint32_t           nedges;
+	struct plan_edge  *edges;
+	uint64_t           capture_ns;
+	uint64_t           instantiate_ns;
+	uint64_t           upload_ns;
+};
+
+void backend_capture_release(struct backend_capture *cap);
+
+/* Time stamps on the backend's timeline (CUDA events; the host clock). */
+#define BACKEND_MAX_MARKS 4096
+
+struct backend_ops {
+	const char *name;
+	int         kind;                       /* enum plan_backend */
+
+	int  (*open)(struct backend **out, struct backend_info *info, char *msg, size_t len);
+	void (*close)(struct backend *b);
+
+	/* One allocation for the arena and the backend's extra areas
+	 * (scratch, library workspace). EXTRA is what extra_bytes() asked. */
+	uint64_t (*extra_bytes)(struct backend *b, uint64_t scratch_bytes);
+	int  (*alloc)(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
+	              void **base, char *msg, size_t len);
+	void (*free)(struct backend *b, void *base);
+
+	/* Bytes of scratch CALL needs (0 for most ops). */
+	size_t (*scratch_bytes)(const struct op_call *call);
+
+	/* Fill COUNT elements at DST per INIT, ordered on the stream. */
+	int  (*init)(struct backend *b, void *dst, int dtype, uint64_t count,
+	             const struct plan_init *init, char *msg, size_t len);
+	/* Host memory to the arena, ordered on the stream; SRC may be reused
+	 * as soon as the call returns. */
+	int  (*write)(struct backend *b, void *dst, const void *src, size_t bytes,
+	              char *msg, size_t len);
+	/* The arena to host memory; waits for all earlier work. */
+	int  (*read)(struct backend *b, void *dst, const void *src, size_t bytes,
+	             char *msg, size_t len);
+	/* Launch one op (eagerly, or into the capture in progress). */
+	int  (*launch)(struct backend *b, const struct op_call *call, char *msg, size_t len);
+
+	/* Segment capture: begin; after each op's launch, op_done(op) so nodes
+	 * can be attributed; end gives the instantiated, uploaded segment and
+	 * (when REC is not NULL) its nodes. */
+	int  (*capture_begin)(struct backend *b, char *msg, size_t len);
+	int  (*capture_op_done)(struct backend *b, uint32_t op, char *msg, size_t len);
+	int  (*capture_end)(struct backend *b, struct backend_graph **graph,
+	                    struct backend_capture *rec, char *msg, size_t len);
+	int  (*graph_launch)(struct backend *b, struct backend_graph *graph, char *msg, size_t len);
+	void (*graph_free)(struct backend *b, struct backend_graph *graph);
+
+	/* Hold the stream for about US microseconds (the GPU waits, the host
+	 * goes on queueing): lets timings of queued work exclude host gaps.
+	 * May be NULL (the host backend has no separate timeline). */
+	int  (*hold)(struct backend *b, double us, char *msg, size_t len);
+	/* Record time stamp SLOT (< BACKEND_MAX_MARKS) on the stream. */
+	int  (*mark)(struct backend *b, unsigned slot, char *msg, size_t len);
+	/* Wait for all work; then elapsed milliseconds between two marks. */
+	int  (*sync)(struct backend *b, char *msg, size_t len);
+	int  (*elapsed)(struct backend *b, unsigned from, unsigned to, double *ms,
+	                char *msg, size_t len);
+};
+
+/* The backend called NAME ("host", "cuda"), or NULL when this build lacks
+ * it. */
+const struct backend_ops *backend_find(const char *name);
+
+/* Names of the backends in this build, "cuda" first when built. */
+extern const struct backend_ops *const backend_table[];
+
+/* Address arithmetic on an arena base that may be a device address. */
+static inline void *backend_at(void *base, uint64_t offset)
+{
+	return (void *)((uintptr_t)base + (uintptr_t)offset);
+}
+
+#endif /* BCG_BACKEND_H */

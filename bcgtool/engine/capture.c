@@ -1,0 +1,534 @@
+/*
+ * capture.c - the capture loop: reference, breakable capture, verification.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "cmd.h"
+#include "exec.h"
+#include "memplan.h"
+#include "util.h"
+#include "verify.h"
+
+/* The tensors a step's result lies in: outputs after every step, state
+ * after the last. */
+struct capture_snapshot {
+	uint32_t  nout;
+	uint32_t *out;          /* tensor indexes of the outputs */
+	void    **out_data;     /* [step * nout + k] */
+	uint32_t  nstate;
+	uint32_t *state;
+	void    **state_data;
+};
+
+static void snapshot_release(struct capture_snapshot *s, uint32_t steps)
+{
+	if (s->out_data != NULL)
+		for (uint32_t i = 0; i < steps * s->nout; i++)
+			free(s->out_data[i]);
+	if (s->state_data != NULL)
+		for (uint32_t i = 0; i < s->nstate; i++)
+			free(s->state_data[i]);
+	free(s->out);
+	free(s->out_data);
+	free(s->state);
+	free(s->state_data);
+	memset(s, 0, sizeof *s);
+}
+
+static int snapshot_init(const plan_t *plan, uint32_t steps, struct capture_snapshot *s,
+                         struct engine_error *err)
+{
+	uint32_t nt = plan_count_tensors(plan);
+
+	memset(s, 0, sizeof *s);
+	s->out = calloc(nt ? nt : 1, sizeof *s->out);
+	s->state = calloc(nt ? nt : 1, sizeof *s->state);
+	if (s->out == NULL || s->state == NULL)
+		goto nomem;
+	for (uint32_t t = 0; t < nt; t++) {
+		int role = plan_get_tensor(plan, t)->role;
+		if (role == PLAN_ROLE_OUTPUT)
+			s->out[s->nout++] = t;
+		else if (role == PLAN_ROLE_STATE)
+			s->state[s->nstate++] = t;
+	}
+	s->out_data = calloc((size_t)steps * s->nout + 1, sizeof *s->out_data);
+	s->state_data = calloc((size_t)s->nstate + 1, sizeof *s->state_data);
+	if (s->out_data == NULL || s->state_data == NULL)
+		goto nomem;
+	return 0;
+nomem:
+	snapshot_release(s, steps);
+	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+}
+
+static void *read_copy(struct engine *e, uint32_t t, int64_t tokens, struct engine_error *err)
+{
+	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
+	void *buf = malloc(bytes ? (size_t)bytes : 1);
+
+	if (buf == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory reading '%s'",
+		            plan_get_tensor(e->plan, t)->name);
+		return NULL;
+	}
+	if (engine_read_tensor(e, t, tokens, buf, err) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Read the outputs after STEP (and the state when LAST) into S. */
+static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int last,
+                         struct capture_snapshot *s, struct engine_error *err)
+{
+	for (uint32_t k = 0; k < s->nout; k++)
+		if ((s->out_data[step * s->nout + k] = read_copy(e, s->out[k], tokens, err)) == NULL)
+			return -1;
+	if (last)
+		for (uint32_t k = 0; k < s->nstate; k++)
+			if ((s->state_data[k] = read_copy(e, s->state[k], tokens, err)) == NULL)
+				return -1;
+	return 0;
+}
+
+/* Compare one tensor of a replay with the reference; fail the capture on a
+ * mismatch beyond what the mode allows. */
+static int compare_tensor(struct engine *e, uint32_t t, int64_t tokens, const void *got,
+                          const void *want, int tolerant, const char *when,
+                          struct capture_variant_report *vr, struct engine_error *err)
+{
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+	struct verify_result r;
+
+	verify_compare(pt->dtype, got, want, plan_tensor_numel(e->plan, t, tokens), tolerant, &r);
+	if (!r.exact)
+		vr->exact = 0;
+	if (r.rel_error > vr->rel_error || r.rel_error != r.rel_error)
+		vr->rel_error = r.rel_error;
+	if (!r.pass)
+		return engine_fail(err, BCG_EXIT_NEGATIVE, PLAN_NONE,
+		                   "verification failed at %lld tokens (%s mode): '%s' %s differs "
+		                   "from the eager reference in %llu of %llu elements "
+		                   "(relative error %.3g%s)",
+		                   (long long)tokens, plan_mode_name(vr->mode), pt->name,
+		                   when, (unsigned long long)r.mismatches,
+		                   (unsigned long long)r.count, r.rel_error,
+		                   tolerant ? "" : "; this mode must match bit for bit");
+	return 0;
+}
+
+static int capture_reference(struct engine *e, int64_t tokens, int mode, uint32_t steps,
+                             struct capture_snapshot *ref, struct engine_error *err)
+{
+	struct engine_variant v;
+	int rc = -1;
+
+	if (engine_variant_init(e, tokens, mode, &v, err) != 0)
+		return -1;
+	if (engine_reset(e, err) != 0)
+		goto out;
+	for (uint32_t s = 0; s < steps; s++)
+		if (engine_eager_step(e, &v, s, err) != 0 ||
+		    snapshot_take(e, tokens, s, s + 1 == steps, ref, err) != 0)
+			goto out;
+	rc = 0;
+out:
+	engine_variant_release(&v);
+	return rc;
+}
+
+static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t steps,
+                          const struct capture_snapshot *ref,
+                          struct capture_variant_report *vr, struct engine_error *err)
+{
+	int64_t tokens = x->ev.tokens;
+	int tolerant = x->ev.mode == PLAN_MODE_FULL;
+	char when[64];
+
+	vr->exact = 1;
+	vr->rel_error = 0.0;
+	if (engine_reset(e, err) != 0)
+		return -1;
+	for (uint32_t s = 0; s < steps; s++) {
+		if (exec_step(e, x, s, NULL, err) != 0)
+			return -1;
+		for (uint32_t k = 0; k < ref->nout; k++) {
+			void *got = read_copy(e, ref->out[k], tokens, err);
+			if (got == NULL)
+				return -1;
+			snprintf(when, sizeof when, "after step %u", s);
+			int rc = compare_tensor(e, ref->out[k], tokens, got, ref->out_data[s * ref->nout + k],
+			                        tolerant, when, vr, err);
+			free(got);
+			if (rc != 0)
+				return -1;
+		}
+	}
+	for (uint32_t k = 0; k < ref->nstate; k++) {
+		void *got = read_copy(e, ref->state[k], tokens, err);
+		if (got == NULL)
+			return -1;
+		snprintf(when, sizeof when, "(state) after step %u", steps - 1);
+		int rc = compare_tensor(e, ref->state[k], tokens, got, ref->state_data[k], tolerant,
+		                        when, vr, err);
+		free(got);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* What one variant's capture produced, kept until every variant verified
+ * and the plan is written in variant order. */
+struct captured {
+	struct schedule         sched;    /* items, with breakpoint reasons */
+	struct backend_capture *recs;     /* per item: nodes, timings */
+	uint32_t                nout;
+	struct plan_check      *checks;   /* the reference checksums */
+};
+
+static void captured_release(struct captured *c)
+{
+	if (c->recs != NULL)
+		for (uint32_t i = 0; i < c->sched.nitems; i++)
+			backend_capture_release(&c->recs[i]);
+	free(c->recs);
+	free(c->checks);
+	schedule_release(&c->sched);
+	memset(c, 0, sizeof *c);
+}
+
+/* Record variant VI's items, nodes, breakpoints and checksums in PLAN. */
+static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, int with_nodes,
+                          struct capture_variant_report *vr, struct engine_error *err)
+{
+	const struct schedule *sched = &c->sched;
+	struct backend_capture *recs = c->recs;
+	struct plan_diag diag = { 0 };
+
+	for (uint32_t i = 0; i < sched->nitems; i++) {
+		const struct sched_item *it = &sched->items[i];
+		const struct plan_op *op = plan_get_op(plan, it->op_first);
+
+		if (it->kind == PLAN_ITEM_SEGMENT) {
+			struct plan_segment seg = {
+				.variant = vi,
+				.op_first = it->op_first,
+				.op_count = it->op_count,
+				.flags = with_nodes ? PLAN_SEG_NODES : 0,
+				.capture_ns = recs[i].capture_ns,
+				.instantiate_ns = recs[i].instantiate_ns + recs[i].upload_ns,
+				.nnodes = recs[i].nnodes,
+				.nodes = recs[i].nodes,
+				.nedges = recs[i].nedges,
+				.edges = recs[i].edges,
+			};
+			seg.fingerprint = with_nodes ? plan_fingerprint(&seg) : 0;
+			if (plan_add_segment(plan, &seg, NULL, &diag) != 0)
+				goto fail;
+			vr->segments++;
+			vr->nodes += seg.nnodes;
+			vr->capture_ns += seg.capture_ns;
+			vr->instantiate_ns += seg.instantiate_ns;
+		} else {
+			char name[128];
+			struct plan_breakpoint bp = {
+				.variant = vi,
+				.op = it->op_first,
+				.name = name,
+				.reason = it->reason,
+				.detail = it->detail,
+				.nreads = op->nin,
+				.reads = op->in,
+				.nwrites = op->nout,
+				.writes = op->out,
+			};
+			schedule_break_name(plan, it->op_first, name, sizeof name);
+			if (plan_add_breakpoint(plan, &bp, NULL, &diag) != 0)
+				goto fail;
+			vr->breakpoints++;
+		}
+	}
+	for (uint32_t k = 0; k < c->nout; k++) {
+		struct plan_check check = c->checks[k];
+		check.variant = vi;
+		if (plan_add_check(plan, &check, NULL, &diag) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "recording the plan: %s", diag.message);
+}
+
+/* The reference's checksums after its last step. */
+static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
+                             const struct capture_snapshot *ref, struct captured *c,
+                             struct engine_error *err)
+{
+	c->checks = calloc(ref->nout + 1, sizeof *c->checks);
+	if (c->checks == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t k = 0; k < ref->nout; k++) {
+		uint32_t t = ref->out[k];
+		const void *data = ref->out_data[(steps - 1) * ref->nout + k];
+		c->checks[k].tensor = t;
+		c->checks[k].steps = steps;
+		c->checks[k].hash = plan_hash64(data, (size_t)plan_tensor_bytes(plan, t, tokens),
+		                                PLAN_HASH64_INIT);
+		c->checks[k].sum = verify_sum(plan_get_tensor(plan, t)->dtype, data,
+		                              plan_tensor_numel(plan, t, tokens));
+	}
+	c->nout = ref->nout;
+	return 0;
+}
+
+/* One variant: reference, capture, verify; the result kept in C. */
+static int capture_variant(struct engine *e, const plan_t *plan, uint32_t vi, uint32_t steps,
+                           struct captured *c, struct capture_variant_report *vr,
+                           struct plan_stats *st, struct engine_error *err)
+{
+	const struct plan_variant *pv = plan_get_variant(plan, vi);
+	struct capture_snapshot ref;
+	struct exec_variant x = { 0 };
+	uint32_t bad_op = PLAN_NONE;
+	uint64_t t0;
+	int rc = -1;
+
+	memset(c, 0, sizeof *c);
+	vr->tokens = pv->tokens;
+	vr->mode = pv->mode;
+	if (schedule_build(plan, pv->mode, &c->sched, &bad_op, err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_USAGE, bad_op, "%lld tokens: %s",
+		                   (long long)pv->tokens, err->msg);
+	if (snapshot_init(plan, steps, &ref, err) != 0)
+		return -1;
+	c->recs = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->recs);
+	if (c->recs == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+
+	t0 = bcg_now_ns();
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
+	rc = capture_reference(e, pv->tokens, pv->mode, steps, &ref, err);
+	nvtx_pop(e->nvtx);
+	st->reference_ns += bcg_now_ns() - t0;
+	if (rc != 0)
+		goto out;
+
+	rc = exec_capture(e, pv->tokens, pv->mode, c->sched.items, c->sched.nitems, 0, &x,
+	                  c->recs, err);
+	if (rc != 0)
+		goto out;
+	for (uint32_t i = 0; i < c->sched.nitems; i++) {
+		st->capture_ns += c->recs[i].capture_ns;
+		st->instantiate_ns += c->recs[i].instantiate_ns + c->recs[i].upload_ns;
+	}
+
+	t0 = bcg_now_ns();
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "verify");
+	rc = capture_verify(e, &x, steps, &ref, vr, err);
+	nvtx_pop(e->nvtx);
+	st->verify_ns += bcg_now_ns() - t0;
+	if (rc != 0)
+		goto out;
+	if (!vr->exact)
+		st->verify_exact = 0;
+	if (vr->rel_error > st->verify_max_error)
+		st->verify_max_error = vr->rel_error;
+	rc = capture_checksums(plan, pv->tokens, steps, &ref, c, err);
+out:
+	exec_release(e, &x);
+	snapshot_release(&ref, steps);
+	return rc;
+}
+
+static int by_tokens(const void *a, const void *b)
+{
+	const struct script_variant *x = a, *y = b;
+	return (x->tokens > y->tokens) - (x->tokens < y->tokens);
+}
+
+/* The variants to capture, ascending by tokens. */
+static int capture_select(const struct script *script, const struct capture_opts *o,
+                          struct script_variant **sel, uint32_t *n, struct engine_error *err)
+{
+	struct script_variant *v = calloc(script->nvariants + 1, sizeof *v);
+	uint32_t k = 0;
+
+	if (v == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t i = 0; i < script->nvariants; i++) {
+		int want = o->tokens == NULL;
+		for (uint32_t j = 0; j < o->ntokens; j++)
+			if (o->tokens[j] == script->variants[i].tokens)
+				want = 1;
+		if (!want)
+			continue;
+		v[k] = script->variants[i];
+		if (o->mode != 0)
+			v[k].mode = o->mode;
+		k++;
+	}
+	for (uint32_t j = 0; j < o->ntokens; j++) {
+		int found = 0;
+		for (uint32_t i = 0; i < script->nvariants; i++)
+			found |= script->variants[i].tokens == o->tokens[j];
+		if (!found) {
+			free(v);
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+			                   "%lld is not a capture size of the script's token dim",
+			                   (long long)o->tokens[j]);
+		}
+	}
+	if (k == 0) {
+		free(v);
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "no capture sizes to capture");
+	}
+	qsort(v, k, sizeof *v, by_tokens);
+	*sel = v;
+	*n = k;
+	return 0;
+}
+
+static int capture_dispatch(plan_t *plan, struct engine_error *err)
+{
+	struct plan_diag diag = { 0 };
+	uint32_t n = plan_count_variants(plan);
+	int64_t lo = 1;
+
+	/* Variants were added ascending: each takes the counts above the
+	 * previous one's, padding up to its own. */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_variant *v = plan_get_variant(plan, i);
+		struct plan_dispatch d = { .tokens_min = lo, .tokens_max = v->tokens, .variant = i };
+		if (plan_add_dispatch(plan, &d, NULL, &diag) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "dispatch table: %s",
+			                   diag.message);
+		lo = v->tokens + 1;
+	}
+	return 0;
+}
+
+void capture_report_release(struct capture_report *rep)
+{
+	free(rep->variants);
+	memset(rep, 0, sizeof *rep);
+}
+
+int capture_script(struct script *script, const struct capture_opts *o, plan_t **out,
+                   struct capture_report *rep, struct engine_error *err)
+{
+	plan_t *plan = script->program;
+	struct script_variant *sel = NULL;
+	struct engine *e = NULL;
+	struct memplan mp = { 0 };
+	struct plan_stats st = { .verify_exact = 1 };
+	struct plan_diag diag = { 0 };
+	struct captured *caps = NULL;
+	int64_t *tokens = NULL;
+	uint32_t n = 0;
+	uint64_t t0;
+	int rc = -1;
+
+	*out = NULL;
+	memset(rep, 0, sizeof *rep);
+	if (capture_select(script, o, &sel, &n, err) != 0)
+		return -1;
+	tokens = calloc(n, sizeof *tokens);
+	rep->variants = calloc(n, sizeof *rep->variants);
+	if (tokens == NULL || rep->variants == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	rep->nvariants = n;
+	for (uint32_t i = 0; i < n; i++)
+		tokens[i] = sel[i].tokens;
+	if (memplan_place(plan, tokens, n, &mp, err->msg, sizeof err->msg) != 0) {
+		engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct plan_variant pv = { .tokens = sel[i].tokens, .mode = sel[i].mode };
+		uint32_t vi;
+		if (plan_add_variant(plan, &pv, &vi, &diag) != 0 ||
+		    plan_set_variant_peak(plan, vi, mp.peak_bytes[i], &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
+	}
+
+	t0 = bcg_now_ns();
+	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
+		goto out;
+	st.materialize_ns = bcg_now_ns() - t0;
+	rep->info = e->info;
+	snprintf(rep->note, sizeof rep->note, "%s", e->note);
+	if (o->nvtx)
+		e->nvtx = nvtx_open();
+
+	/* Largest first: it needs the most of everything, so a failure to
+	 * fit shows at once. The plan gets them in variant order. */
+	if ((caps = calloc(n, sizeof *caps)) == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	for (uint32_t k = n; k-- > 0;)
+		if (capture_variant(e, plan, k, o->steps, &caps[k], &rep->variants[k], &st, err) != 0)
+			goto out;
+	for (uint32_t k = 0; k < n; k++)
+		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA,
+		                   &rep->variants[k], err) != 0)
+			goto out;
+	st.reference_steps = o->steps;
+
+	if (capture_dispatch(plan, err) != 0)
+		goto out;
+	{
+		const struct plan_meta *old = plan_get_meta(plan);
+		struct plan_meta m = *old;
+		m.tool = "bcgtool " PACKAGE_VERSION;
+		m.created = plan_now();
+		m.backend = e->be->kind;
+		m.device = e->info.device;
+		m.cc_major = e->info.cc_major;
+		m.cc_minor = e->info.cc_minor;
+		m.cuda_runtime = e->info.cuda_runtime;
+		m.cuda_driver = e->info.cuda_driver;
+		m.cublas = e->info.cublas;
+		if (plan_set_meta(plan, &m, &diag) != 0 || plan_set_stats(plan, &st, &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
+	}
+	if (plan_validate(plan, &diag) != 0) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "the captured plan is inconsistent: %s",
+		            diag.message);
+		goto out;
+	}
+	*out = plan;
+	script->program = NULL;
+	rc = 0;
+out:
+	if (e != NULL) {
+		nvtx_close(e->nvtx);
+		engine_close(e);
+	}
+	if (caps != NULL)
+		for (uint32_t k = 0; k < n; k++)
+			captured_release(&caps[k]);
+	free(caps);
+	memplan_release(&mp);
+	free(tokens);
+	free(sel);
+	if (rc != 0)
+		capture_report_release(rep);
+	return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * capture.h - the breakable capture of a script into a plan.
+ *
+ * For each variant, largest first:
+ *   1. the eager reference: from the initial state, STEPS eager steps,
+ *      keeping every output after each step and the state after the last;
+ *   2. the capture: one stream capture per segment; at each breakpoint the
+ *      capture ends, the op runs eagerly, and a new capture begins; every
+ *      segment is instantiated and uploaded, its nodes read back;
+ *   3. the verification: from the initial state again, STEPS replayed
+ *      steps, compared with the reference (verify.h). A mismatch fails the
+ *      capture and no plan is written.
+ * The plan gets the variants, their items, the nodes, the breakpoints, the
+ * reference checksums, the dispatch table and the timings.
+ */
+#ifndef BCG_ENGINE_CAPTURE_H
+#define BCG_ENGINE_CAPTURE_H
+
+#include <stdint.h>
+
+#include "engine.h"
+#include "script/script.h"
+
+struct capture_opts {
+	const char    *backend;     /* "host" or "cuda" */
+	uint32_t       steps;       /* reference and verification steps, >= 1 */
+	int            mode;        /* 0: each variant's mode from the script */
+	const int64_t *tokens;      /* only these capture sizes; NULL: all */
+	uint32_t       ntokens;
+	int            nvtx;        /* emit NVTX ranges */
+};
+
+/* What happened to one variant, for the command's report. */
+struct capture_variant_report {
+	int64_t  tokens;
+	int      mode;
+	uint32_t segments;
+	uint32_t breakpoints;
+	uint32_t nodes;
+	uint64_t capture_ns;
+	uint64_t instantiate_ns;
+	int      exact;          /* replay matched the reference bit for bit */
+	double   rel_error;      /* largest normwise relative error seen */
+};
+
+struct capture_report {
+	uint32_t                       nvariants;
+	struct capture_variant_report *variants;   /* in plan order */
+	struct backend_info            info;
+	char                           note[320];  /* why "auto" used the host */
+};
+
+void capture_report_release(struct capture_report *rep);
+
+/* Capture SCRIPT per OPTS. On success *OUT is the plan (SCRIPT's program,
+ * taken over: script->program becomes NULL). */
+int capture_script(struct script *script, const struct capture_opts *opts, plan_t **out,
+                   struct capture_report *rep, struct engine_error *err);
+
+#endif /* BCG_ENGINE_CAPTURE_H */

@@ -1,0 +1,491 @@
+/*
+ * engine.c - materialize a program on a backend and drive its ops.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "engine.h"
+#include "nvtx.h"
+#include "ops/numeric.h"
+#include "util.h"
+
+int engine_fail(struct engine_error *err, int exit, uint32_t op, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL) {
+		err->exit = exit;
+		err->op = op;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int engine_fail_backend(struct engine_error *err, const char *what)
+{
+	char why[sizeof err->msg];
+
+	snprintf(why, sizeof why, "%s", err->msg);
+	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s: %s", what, why);
+}
+
+void engine_report(const struct engine_error *err, const plan_t *plan, const char *script)
+{
+	const struct plan_op *o = err->op != PLAN_NONE ? plan_get_op(plan, err->op) : NULL;
+
+	if (script == NULL)
+		script = plan_get_meta(plan)->script;
+	if (o != NULL && o->line > 0 && script[0] != '\0')
+		bcg_error_at(script, o->line, o->col, "%s", err->msg);
+	else
+		bcg_error("%s", err->msg);
+}
+
+void engine_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len)
+{
+	const struct plan_op *o = plan_get_op(plan, op);
+
+	if (o == NULL)
+		snprintf(buf, len, "op #%u", op);
+	else if (o->name[0] != '\0')
+		snprintf(buf, len, "'%s' (%s)", o->name, o->kind);
+	else
+		snprintf(buf, len, "%s#%u", o->kind, op);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Launch descriptions.                                                    */
+
+static void engine_fill_operand(const struct engine *e, uint32_t t, int64_t tokens,
+                                struct op_tensor *ot)
+{
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+
+	ot->dtype = pt->dtype;
+	ot->rank = (int)pt->rank;
+	for (uint32_t i = 0; i < pt->rank; i++)
+		ot->dim[i] = plan_axis_size(e->plan, &pt->shape[i], tokens);
+	ot->data = backend_at(e->base, pt->offset);
+}
+
+/* Fill CALL's attributes from the plan's, by name, in the kind's order. */
+static int engine_fill_attrs(const struct engine *e, uint32_t op, struct op_call *call,
+                             struct engine_error *err)
+{
+	const struct plan_op *o = plan_get_op(e->plan, op);
+	const struct op_kind *k = call->kind;
+
+	for (int p = 0; k->attrs[p].name != NULL; p++) {
+		const struct op_attr_spec *spec = &k->attrs[p];
+		const struct plan_attr *a = NULL;
+
+		for (uint32_t i = 0; i < o->nattr; i++)
+			if (strcmp(o->attr[i].key, spec->name) == 0)
+				a = &o->attr[i];
+		if (a == NULL) {
+			if (spec->required)
+				return engine_fail(err, BCG_EXIT_USAGE, op,
+				                   "op %u (%s) lacks its attribute %s", op, k->name, spec->name);
+			if (spec->type == OP_ATTR_FLOAT)
+				call->attr[p].f = spec->dflt;
+			else
+				call->attr[p].i = (int64_t)spec->dflt;
+			continue;
+		}
+		switch (a->type) {
+		case PLAN_ATTR_FLOAT:
+			call->attr[p].f = a->f;
+			break;
+		case PLAN_ATTR_VAR:
+			/* value bound per step; the mirror's address now */
+			call->attr[p].i = plan_get_var(e->plan, (uint32_t)a->i)->start;
+			call->attr_dev[p] = backend_at(e->base, plan_get_var(e->plan, (uint32_t)a->i)->offset);
+			break;
+		default:
+			call->attr[p].i = a->i;
+			break;
+		}
+		if (spec->type == OP_ATTR_FLOAT && a->type != PLAN_ATTR_FLOAT)
+			call->attr[p].f = (double)a->i;
+	}
+	return 0;
+}
+
+int engine_variant_init(struct engine *e, int64_t tokens, int mode,
+                        struct engine_variant *v, struct engine_error *err)
+{
+	memset(v, 0, sizeof *v);
+	if (tokens < 1 || tokens > e->max_tokens)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+		                   "%lld tokens is outside this arena's range 1..%lld",
+		                   (long long)tokens, (long long)e->max_tokens);
+	v->tokens = tokens;
+	v->mode = mode;
+	v->calls = calloc(e->nops ? e->nops : 1, sizeof *v->calls);
+	if (v->calls == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(e->plan, i);
+		struct op_call *c = &v->calls[i];
+
+		c->kind = e->kinds[i];
+		c->nin = (int)o->nin;
+		c->nout = (int)o->nout;
+		for (uint32_t k = 0; k < o->nin; k++)
+			engine_fill_operand(e, o->in[k], tokens, &c->in[k]);
+		for (uint32_t k = 0; k < o->nout; k++)
+			engine_fill_operand(e, o->out[k], tokens, &c->out[k]);
+		if (engine_fill_attrs(e, i, c, err) != 0) {
+			engine_variant_release(v);
+			return -1;
+		}
+		c->graph_safe = mode == PLAN_MODE_FULL && c->kind->capture == OP_CAPTURE_SAFE_FORM;
+		if (c->kind->check(c, err->msg, sizeof err->msg) != 0) {
+			char label[128];
+			char why[sizeof err->msg];
+			engine_op_label(e->plan, i, label, sizeof label);
+			snprintf(why, sizeof why, "%s", err->msg);
+			engine_variant_release(v);
+			return engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
+			                   label, (long long)tokens, why);
+		}
+	}
+	return 0;
+}
+
+void engine_variant_release(struct engine_variant *v)
+{
+	free(v->calls);
+	memset(v, 0, sizeof *v);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Opening: kinds, bindings, scratch, arena.                               */
+
+static int engine_resolve(struct engine *e, struct engine_error *err)
+{
+	uint32_t nb = 0;
+
+	e->kinds = calloc(e->nops ? e->nops : 1, sizeof *e->kinds);
+	if (e->kinds == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(e->plan, i);
+		e->kinds[i] = op_kind_find(o->kind);
+		if (e->kinds[i] == NULL)
+			return engine_fail(err, BCG_EXIT_USAGE, i,
+			                   "op %u has kind '%s', which this bcgtool does not know",
+			                   i, o->kind);
+		if ((int)o->nin != op_kind_count_inputs(e->kinds[i]) ||
+		    (int)o->nout != op_kind_count_outputs(e->kinds[i]))
+			return engine_fail(err, BCG_EXIT_USAGE, i,
+			                   "op %u (%s) has %u inputs and %u outputs, not %d and %d",
+			                   i, o->kind, o->nin, o->nout,
+			                   op_kind_count_inputs(e->kinds[i]),
+			                   op_kind_count_outputs(e->kinds[i]));
+		for (uint32_t a = 0; a < o->nattr; a++)
+			if (o->attr[a].type == PLAN_ATTR_VAR)
+				nb++;
+	}
+	e->binds = calloc(nb ? nb : 1, sizeof *e->binds);
+	if (e->binds == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(e->plan, i);
+		for (uint32_t a = 0; a < o->nattr; a++) {
+			int pos;
+			if (o->attr[a].type != PLAN_ATTR_VAR)
+				continue;
+			pos = op_kind_attr_index(e->kinds[i], o->attr[a].key);
+			if (pos < 0 || e->kinds[i]->attrs[pos].type != OP_ATTR_INTVAR)
+				return engine_fail(err, BCG_EXIT_USAGE, i,
+				                   "op %u (%s): attribute %s cannot take a var",
+				                   i, o->kind, o->attr[a].key);
+			e->binds[e->nbinds].op = i;
+			e->binds[e->nbinds].pos = pos;
+			e->binds[e->nbinds].var = (uint32_t)o->attr[a].i;
+			e->nbinds++;
+		}
+	}
+	return 0;
+}
+
+/* The most scratch any op needs at any token count up to max_tokens: the
+ * needs grow with the token count, so the largest decides. */
+static int engine_size_scratch(struct engine *e, struct engine_error *err)
+{
+	struct engine_variant v;
+	uint64_t need = 0;
+
+	e->base = NULL;  /* shapes only; addresses unused */
+	for (int mode = PLAN_MODE_BREAKABLE; mode <= PLAN_MODE_FULL; mode++) {
+		if (engine_variant_init(e, e->max_tokens, mode, &v, err) != 0)
+			return -1;
+		for (uint32_t i = 0; i < e->nops; i++) {
+			size_t s = e->be->scratch_bytes(&v.calls[i]);
+			if (s > need)
+				need = s;
+		}
+		engine_variant_release(&v);
+	}
+	e->scratch_bytes = (need + 255) & ~(uint64_t)255;
+	return 0;
+}
+
+/* The largest buffer a feed needs, for the staging area. */
+static size_t engine_staging_size(const struct engine *e)
+{
+	size_t need = (size_t)plan_count_vars(e->plan) * sizeof(int32_t);
+
+	for (uint32_t t = 0; t < plan_count_tensors(e->plan); t++) {
+		const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+		if (pt->feed.kind != PLAN_FEED_NONE) {
+			uint64_t b = plan_tensor_bytes(e->plan, t, e->max_tokens);
+			if (b > need)
+				need = (size_t)b;
+		}
+	}
+	return need ? need : 16;
+}
+
+/* Initialize the tensors. A tensor with no initializer starts as zeros
+ * (state, outputs, activations alike), so that every run from a reset sees
+ * the same bytes: verification compares runs bit for bit. */
+static int engine_init_tensors(struct engine *e, int include_weights, struct engine_error *err)
+{
+	static const struct plan_init zeros = { .kind = PLAN_INIT_ZEROS };
+
+	for (uint32_t t = 0; t < plan_count_tensors(e->plan); t++) {
+		const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+		const struct plan_init *init = pt->init.kind == PLAN_INIT_NONE ? &zeros : &pt->init;
+		uint64_t count;
+
+		if (pt->role == PLAN_ROLE_WEIGHT && !include_weights)
+			continue;
+		/* Its reserved space, not its shape: a tensor no op touches has
+		 * none, and must not spill into its neighbours'. */
+		count = pt->bytes / plan_dtype_size(pt->dtype);
+		if (count == 0)
+			continue;
+		if (e->be->init(e->b, backend_at(e->base, pt->offset), pt->dtype, count,
+		                init, err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+			                   "initializing tensor '%s': %s", pt->name, err->msg);
+	}
+	return 0;
+}
+
+int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
+                struct engine **out, struct engine_error *err)
+{
+	struct engine *e;
+	const struct plan_layout *layout = plan_get_layout(program);
+
+	*out = NULL;
+	if ((e = calloc(1, sizeof *e)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	e->plan = program;
+	e->nops = plan_count_ops(program);
+	e->max_tokens = max_tokens;
+	e->arena_bytes = layout->arena_bytes;
+	e->be = backend_find(strcmp(backend, "auto") == 0 ? "cuda" : backend);
+	if (e->be == NULL && strcmp(backend, "auto") == 0) {
+		e->be = backend_find("host");
+		snprintf(e->note, sizeof e->note,
+		         "this bcgtool was built without CUDA: using the host backend");
+	}
+	if (e->be == NULL) {
+		engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+		            "backend '%s' is not in this build (try host%s)", backend,
+		            backend_find("cuda") ? " or cuda" : "");
+		goto fail;
+	}
+	if (engine_resolve(e, err) != 0 || engine_size_scratch(e, err) != 0)
+		goto fail;
+	e->staging_bytes = engine_staging_size(e);
+	if ((e->staging = malloc(e->staging_bytes)) == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto fail;
+	}
+	if (e->be->open(&e->b, &e->info, err->msg, sizeof err->msg) != 0) {
+		if (strcmp(backend, "auto") == 0 && e->be->kind == PLAN_BACKEND_CUDA) {
+			/* No usable GPU: the host backend computes the same. */
+			snprintf(e->note, sizeof e->note, "no usable GPU (%.200s): using the host backend",
+			         err->msg);
+			e->b = NULL;
+			e->be = backend_find("host");
+			if (engine_size_scratch(e, err) != 0)
+				goto fail;
+		}
+		if (e->b == NULL && e->be->open(&e->b, &e->info, err->msg, sizeof err->msg) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s backend: %s",
+			            e->be->name, err->msg);
+			goto fail;
+		}
+	}
+	if (e->be->alloc(e->b, e->arena_bytes, e->scratch_bytes, &e->base,
+	                 err->msg, sizeof err->msg) != 0) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", err->msg);
+		goto fail;
+	}
+	e->scratch = backend_at(e->base, e->arena_bytes);
+	e->sync_in_capture = getenv("BCG_TEST_SYNC_IN_CAPTURE");
+	if (engine_init_tensors(e, 1, err) != 0)
+		goto fail;
+	*out = e;
+	return 0;
+fail:
+	engine_close(e);
+	return -1;
+}
+
+void engine_close(struct engine *e)
+{
+	if (e == NULL)
+		return;
+	if (e->b != NULL) {
+		if (e->base != NULL)
+			e->be->free(e->b, e->base);
+		e->be->close(e->b);
+	}
+	free(e->staging);
+	free(e->binds);
+	free(e->kinds);
+	free(e);
+}
+
+int engine_reset(struct engine *e, struct engine_error *err)
+{
+	return engine_init_tensors(e, 0, err);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Steps.                                                                  */
+
+/* Compute a feed's values for STEP at TOKENS tokens into e->staging. */
+static size_t engine_feed_values(struct engine *e, uint32_t t, int64_t tokens, uint64_t step)
+{
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+	uint64_t n = plan_tensor_numel(e->plan, t, tokens);
+	const struct plan_feed *f = &pt->feed;
+	int32_t *i32 = (int32_t *)e->staging;
+
+	switch (f->kind) {
+	case PLAN_FEED_POSITIONS: {
+		int64_t last = f->var != PLAN_NONE
+			? plan_var_value(plan_get_var(e->plan, f->var), step)
+			: (int64_t)(step + 1) * tokens;
+		/* positions of the newest tokens: last - T + i, along the first axis;
+		 * a wider tensor repeats the pattern */
+		for (uint64_t i = 0; i < n; i++)
+			i32[i] = (int32_t)(last - tokens + (int64_t)(i % (uint64_t)tokens));
+		break;
+	}
+	case PLAN_FEED_TOKENS:
+		for (uint64_t i = 0; i < n; i++)
+			i32[i] = (int32_t)(bcg_mix64(f->seed, bcg_feed_counter(step, i)) %
+			                   (uint64_t)(f->range > 0 ? f->range : 1));
+		break;
+	case PLAN_FEED_RANDOM:
+		for (uint64_t i = 0; i < n; i++) {
+			float v = bcg_uniform(f->seed, bcg_feed_counter(step, i)) * (float)f->scale;
+			switch (pt->dtype) {
+			case PLAN_DTYPE_F16:
+				((uint16_t *)e->staging)[i] = bcg_f32_to_f16(v);
+				break;
+			case PLAN_DTYPE_BF16:
+				((uint16_t *)e->staging)[i] = bcg_f32_to_bf16(v);
+				break;
+			case PLAN_DTYPE_I32:
+				i32[i] = (int32_t)v;
+				break;
+			default:
+				((float *)e->staging)[i] = v;
+				break;
+			}
+		}
+		break;
+	default:
+		return 0;
+	}
+	return (size_t)plan_tensor_bytes(e->plan, t, tokens);
+}
+
+int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
+                      struct engine_error *err)
+{
+	uint32_t nv = plan_count_vars(e->plan);
+
+	for (uint32_t t = 0; t < plan_count_tensors(e->plan); t++) {
+		const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+		size_t bytes;
+		if (pt->feed.kind == PLAN_FEED_NONE)
+			continue;
+		bytes = engine_feed_values(e, t, v->tokens, step);
+		if (e->be->write(e->b, backend_at(e->base, pt->offset), e->staging, bytes,
+		                 err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "feeding '%s': %s",
+			                   pt->name, err->msg);
+	}
+	for (uint32_t i = 0; i < nv; i++) {
+		const struct plan_var *pv = plan_get_var(e->plan, i);
+		int32_t value = (int32_t)plan_var_value(pv, step);
+		if (e->be->write(e->b, backend_at(e->base, pv->offset), &value, sizeof value,
+		                 err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "writing var '%s': %s",
+			                   pv->name, err->msg);
+	}
+	for (uint32_t i = 0; i < e->nbinds; i++) {
+		const struct engine_bind *bd = &e->binds[i];
+		v->calls[bd->op].attr[bd->pos].i = plan_var_value(plan_get_var(e->plan, bd->var), step);
+	}
+	return 0;
+}
+
+int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,
+                  struct engine_error *err)
+{
+	if (e->be->launch(e->b, &v->calls[op], err->msg, sizeof err->msg) != 0) {
+		char label[128], why[sizeof err->msg];
+		engine_op_label(e->plan, op, label, sizeof label);
+		snprintf(why, sizeof why, "%s", err->msg);
+		return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s: %s", label, why);
+	}
+	return 0;
+}
+
+int engine_eager_step(struct engine *e, struct engine_variant *v, uint64_t step,
+                      struct engine_error *err)
+{
+	if (engine_step_begin(e, v, step, err) != 0)
+		return -1;
+	for (uint32_t i = 0; i < e->nops; i++) {
+		int safe = v->calls[i].graph_safe;
+		v->calls[i].graph_safe = 0;   /* eager: the host-shaped form */
+		int rc = engine_launch(e, v, i, err);
+		v->calls[i].graph_safe = safe;
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int engine_read_tensor(struct engine *e, uint32_t t, int64_t tokens, void *dst,
+                       struct engine_error *err)
+{
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
+
+	if (e->be->read(e->b, dst, backend_at(e->base, pt->offset), (size_t)bytes,
+	                err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "reading '%s': %s",
+		                   pt->name, err->msg);
+	return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * engine.h - a program made real on a backend: the arena allocated and
+ * initialized, every op's launch prepared per token count, feeds and vars
+ * written before each step.
+ *
+ * The capture loop (capture.c), replay (replay.c) and instantiate
+ * (instantiate.c) are built on this; so are `run` and `bench`.
+ */
+#ifndef BCG_ENGINE_ENGINE_H
+#define BCG_ENGINE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "ops/op.h"
+#include "plan.h"
+
+struct nvtx;
+
+/* Why an engine call failed: a sentence, the op it concerns (PLAN_NONE when
+ * none) and the exit status it deserves (BCG_EXIT_*). */
+struct engine_error {
+	uint32_t op;
+	int      exit;
+	char     msg[512];
+};
+
+/* Fill ERR and return -1. */
+int engine_fail(struct engine_error *err, int exit, uint32_t op, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* After a backend call failed with its sentence in err->msg: prefix it
+ * with WHAT ("waiting for the step: ..."), exit status 3. Returns -1. */
+int engine_fail_backend(struct engine_error *err, const char *what);
+
+/* A var-bound attribute: before each step, call[op].attr[pos] gets the
+ * var's value (its mirror in the arena is written too). */
+struct engine_bind {
+	uint32_t op;
+	int      pos;
+	uint32_t var;
+};
+
+/* Every op's launch at one token count. */
+struct engine_variant {
+	int64_t         tokens;
+	int             mode;       /* enum plan_mode: decides graph-safe forms */
+	struct op_call *calls;      /* one per op */
+};
+
+struct engine {
+	const plan_t             *plan;      /* the program; not owned */
+	const struct backend_ops *be;
+	struct backend           *b;
+	struct backend_info       info;
+	void                     *base;      /* arena base (device or host address) */
+	uint64_t                  arena_bytes;
+	uint64_t                  scratch_bytes;
+	void                     *scratch;   /* after the arena, in the same allocation */
+	int64_t                   max_tokens;
+	uint32_t                  nops;
+	const struct op_kind    **kinds;     /* per op */
+	uint32_t                  nbinds;
+	struct engine_bind       *binds;
+	unsigned char            *staging;   /* host buffer for feeds */
+	size_t                    staging_bytes;
+	struct nvtx              *nvtx;      /* NULL: no ranges */
+	char                      note[320]; /* why "auto" fell back to host */
+	const char               *sync_in_capture; /* test hook, see exec.c */
+};
+
+/* Open BACKEND ("host", "cuda", or "auto": cuda when a device opens, else
+ * host with the reason in e->note) for PROGRAM, whose tensors are placed
+ * (plan_get_layout()->arena_bytes set) and whose token counts go up to
+ * MAX_TOKENS; allocate the arena and initialize every tensor. */
+int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
+                struct engine **out, struct engine_error *err);
+void engine_close(struct engine *e);
+
+/* Put every tensor but the weights back in its initial state. */
+int engine_reset(struct engine *e, struct engine_error *err);
+
+/* Prepare the launches of all ops at TOKENS tokens in MODE. */
+int engine_variant_init(struct engine *e, int64_t tokens, int mode,
+                        struct engine_variant *v, struct engine_error *err);
+void engine_variant_release(struct engine_variant *v);
+
+/* Before step STEP (0-based since the last reset): write the feeds and var
+ * mirrors, and bind var attributes in V's calls. */
+int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
+                      struct engine_error *err);
+
+/* Launch op OP of V (eagerly, or into the capture in progress). */
+int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,
+                  struct engine_error *err);
+
+/* One whole eager step: engine_step_begin then every op. */
+int engine_eager_step(struct engine *e, struct engine_variant *v, uint64_t step,
+                      struct engine_error *err);
+
+/* Copy tensor T's contents at TOKENS tokens into host memory (plan_tensor_bytes
+ * bytes); waits for the work before it. */
+int engine_read_tensor(struct engine *e, uint32_t t, int64_t tokens, void *dst,
+                       struct engine_error *err);
+
+/* Print ERR on stderr: "bcgtool: SCRIPT:LINE:COL: message" when it
+ * concerns an op with a known position in SCRIPT (the plan's script when
+ * SCRIPT is NULL), else "bcgtool: message". */
+void engine_report(const struct engine_error *err, const plan_t *plan, const char *script);
+
+/* The op's position for messages: "attn.3 (matmul)" style name. */
+void engine_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);
+
+#endif /* BCG_ENGINE_ENGINE_H */

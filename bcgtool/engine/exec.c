@@ -1,0 +1,178 @@
+/*
+ * exec.c - capture a variant's segments and run its steps.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "exec.h"
+
+static void exec_label(const plan_t *plan, struct exec_item *it, uint32_t seg_no)
+{
+	char first[64], last[64];
+
+	if (it->kind == PLAN_ITEM_BREAK) {
+		schedule_break_name(plan, it->op_first, first, sizeof first);
+		snprintf(it->label, sizeof it->label, "break %s", first);
+		return;
+	}
+	schedule_break_name(plan, it->op_first, first, sizeof first);
+	schedule_break_name(plan, it->op_first + it->op_count - 1, last, sizeof last);
+	snprintf(it->label, sizeof it->label, "seg %u %s..%s", seg_no, first, last);
+}
+
+/* Test hook: with BCG_TEST_SYNC_IN_CAPTURE naming an op, that op also
+ * synchronizes the stream while it is captured -- the illegal work a real
+ * op might do -- so that the tests can see it caught and named. */
+static int exec_test_sync(struct engine *e, uint32_t op, struct engine_error *err)
+{
+	char name[128];
+
+	if (e->sync_in_capture == NULL)
+		return 0;
+	schedule_break_name(e->plan, op, name, sizeof name);
+	if (strcmp(name, e->sync_in_capture) != 0)
+		return 0;
+	return e->be->sync(e->b, err->msg, sizeof err->msg);
+}
+
+int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_item *items,
+                 uint32_t nitems, uint64_t step, struct exec_variant *v,
+                 struct backend_capture *recs, struct engine_error *err)
+{
+	uint32_t seg_no = 0;
+	char label[64];
+
+	memset(v, 0, sizeof *v);
+	if (engine_variant_init(e, tokens, mode, &v->ev, err) != 0)
+		return -1;
+	v->items = calloc(nitems ? nitems : 1, sizeof *v->items);
+	if (v->items == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto fail;
+	}
+	v->nitems = nitems;
+	if (engine_step_begin(e, &v->ev, step, err) != 0)
+		goto fail;
+	snprintf(label, sizeof label, "capture %lld", (long long)tokens);
+	nvtx_push(e->nvtx, NVTX_KIND_CAPTURE, label);
+	for (uint32_t i = 0; i < nitems; i++) {
+		struct exec_item *it = &v->items[i];
+		struct backend_capture *rec = recs ? &recs[i] : NULL;
+
+		it->kind = items[i].kind;
+		it->op_first = items[i].op_first;
+		it->op_count = items[i].op_count;
+		exec_label(e->plan, it, seg_no);
+		it->nvtx_name = nvtx_register(e->nvtx, it->label);
+		if (rec != NULL)
+			memset(rec, 0, sizeof *rec);
+		if (it->kind == PLAN_ITEM_BREAK) {
+			/* Run it eagerly, as a step would between the segments. */
+			nvtx_push_registered(e->nvtx, NVTX_KIND_BREAK, it->nvtx_name, 0);
+			int rc = engine_launch(e, &v->ev, it->op_first, err);
+			nvtx_pop(e->nvtx);
+			if (rc != 0)
+				goto fail_pop;
+			continue;
+		}
+		seg_no++;
+		nvtx_push_registered(e->nvtx, NVTX_KIND_SEGMENT, it->nvtx_name, it->op_count);
+		if (e->be->capture_begin(e->b, err->msg, sizeof err->msg) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "beginning the capture of %s: %s",
+			            it->label, err->msg);
+			goto fail_seg;
+		}
+		for (uint32_t op = it->op_first; op < it->op_first + it->op_count; op++) {
+			if (engine_launch(e, &v->ev, op, err) != 0 ||
+			    exec_test_sync(e, op, err) != 0 ||
+			    e->be->capture_op_done(e->b, op, err->msg, sizeof err->msg) != 0) {
+				char why[sizeof err->msg], name[128];
+				struct backend_graph *junk = NULL;
+				snprintf(why, sizeof why, "%s", err->msg);
+				engine_op_label(e->plan, op, name, sizeof name);
+				/* End the broken capture so the stream is usable. */
+				if (e->be->capture_end(e->b, &junk, NULL, err->msg, sizeof err->msg) == 0)
+					e->be->graph_free(e->b, junk);
+				engine_fail(err, BCG_EXIT_RUNTIME, op,
+				            "capturing op %s: %s", name, why);
+				goto fail_seg;
+			}
+		}
+		if (e->be->capture_end(e->b, &it->graph, rec, err->msg, sizeof err->msg) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "ending the capture of %s: %s",
+			            it->label, err->msg);
+			goto fail_seg;
+		}
+		it->nodes = rec != NULL && rec->nnodes ? rec->nnodes : it->op_count;
+		nvtx_pop(e->nvtx);
+	}
+	nvtx_pop(e->nvtx);
+	return 0;
+fail_seg:
+	nvtx_pop(e->nvtx);
+fail_pop:
+	nvtx_pop(e->nvtx);
+fail:
+	exec_release(e, v);
+	return -1;
+}
+
+void exec_release(struct engine *e, struct exec_variant *v)
+{
+	for (uint32_t i = 0; i < v->nitems; i++)
+		if (v->items[i].graph != NULL)
+			e->be->graph_free(e->b, v->items[i].graph);
+	free(v->items);
+	engine_variant_release(&v->ev);
+	memset(v, 0, sizeof *v);
+}
+
+int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
+              const struct exec_marks *marks, struct engine_error *err)
+{
+	char label[32];
+
+	snprintf(label, sizeof label, "step %llu", (unsigned long long)step);
+	nvtx_push(e->nvtx, NVTX_KIND_STEP, label);
+	if (marks != NULL && e->be->mark(e->b, marks->first, err->msg, sizeof err->msg) != 0)
+		goto fail_mark;
+	if (engine_step_begin(e, &v->ev, step, err) != 0)
+		goto fail;
+	for (uint32_t i = 0; i < v->nitems; i++) {
+		struct exec_item *it = &v->items[i];
+		int rc;
+
+		if (it->kind == PLAN_ITEM_SEGMENT) {
+			nvtx_push_registered(e->nvtx, NVTX_KIND_SEGMENT, it->nvtx_name, it->nodes);
+			rc = e->be->graph_launch(e->b, it->graph, err->msg, sizeof err->msg);
+			nvtx_pop(e->nvtx);
+			if (rc != 0) {
+				char why[sizeof err->msg];
+				snprintf(why, sizeof why, "%s", err->msg);
+				engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "launching %s: %s",
+				            it->label, why);
+				goto fail;
+			}
+		} else {
+			nvtx_push_registered(e->nvtx, NVTX_KIND_BREAK, it->nvtx_name, 0);
+			rc = engine_launch(e, &v->ev, it->op_first, err);
+			nvtx_pop(e->nvtx);
+			if (rc != 0)
+				goto fail;
+		}
+		if (marks != NULL &&
+		    e->be->mark(e->b, marks->first + 1 + i, err->msg, sizeof err->msg) != 0)
+			goto fail_mark;
+	}
+	nvtx_pop(e->nvtx);
+	return 0;
+fail_mark:
+	engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "time stamp: %s", err->msg);
+fail:
+	nvtx_pop(e->nvtx);
+	return -1;
+}

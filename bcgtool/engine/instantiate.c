@@ -1,0 +1,198 @@
+/*
+ * instantiate.c - rebuild a plan's segments and compare them with it.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "instantiate.h"
+
+void inst_report_release(struct inst_report *rep)
+{
+	free(rep->segments);
+	memset(rep, 0, sizeof *rep);
+}
+
+static void shape3(const uint32_t *v, char *buf, size_t len)
+{
+	snprintf(buf, len, "[%u,%u,%u]", v[0], v[1], v[2]);
+}
+
+void instantiate_explain(const struct plan_segment *want, const struct plan_segment *got,
+                         char *buf, size_t len)
+{
+	char a[48], b[48];
+
+	buf[0] = '\0';
+	if (want->nnodes != got->nnodes) {
+		snprintf(buf, len, "node count %u, rebuilt %u", want->nnodes, got->nnodes);
+		return;
+	}
+	for (uint32_t i = 0; i < want->nnodes; i++) {
+		const struct plan_node *w = &want->nodes[i], *g = &got->nodes[i];
+		if (w->type != g->type) {
+			snprintf(buf, len, "node %u: type %s, rebuilt %s", i,
+			         plan_node_type_name(w->type), plan_node_type_name(g->type));
+			return;
+		}
+		if (strcmp(w->kernel, g->kernel) != 0) {
+			snprintf(buf, len, "node %u: kernel %s, rebuilt %s", i, w->kernel, g->kernel);
+			return;
+		}
+		if (memcmp(w->grid, g->grid, sizeof w->grid) != 0) {
+			shape3(w->grid, a, sizeof a);
+			shape3(g->grid, b, sizeof b);
+			snprintf(buf, len, "node %u (%s): grid %s, rebuilt %s", i, w->kernel, a, b);
+			return;
+		}
+		if (memcmp(w->block, g->block, sizeof w->block) != 0) {
+			shape3(w->block, a, sizeof a);
+			shape3(g->block, b, sizeof b);
+			snprintf(buf, len, "node %u (%s): block %s, rebuilt %s", i, w->kernel, a, b);
+			return;
+		}
+		if (w->shmem != g->shmem) {
+			snprintf(buf, len, "node %u (%s): shared memory %u, rebuilt %u", i, w->kernel,
+			         w->shmem, g->shmem);
+			return;
+		}
+		if (w->nparams != g->nparams) {
+			snprintf(buf, len, "node %u (%s): %u arena operands, rebuilt %u", i, w->kernel,
+			         w->nparams, g->nparams);
+			return;
+		}
+		for (uint32_t p = 0; p < w->nparams; p++)
+			if (w->params[p].index != g->params[p].index ||
+			    w->params[p].offset != g->params[p].offset) {
+				snprintf(buf, len, "node %u (%s): parameter word %u points at arena "
+				         "offset %" PRIu64 ", rebuilt word %u at %" PRIu64, i, w->kernel,
+				         w->params[p].index, w->params[p].offset, g->params[p].index,
+				         g->params[p].offset);
+				return;
+			}
+	}
+	if (want->nedges != got->nedges) {
+		snprintf(buf, len, "edge count %u, rebuilt %u", want->nedges, got->nedges);
+		return;
+	}
+	for (uint32_t i = 0; i < want->nedges; i++)
+		if (want->edges[i].from != got->edges[i].from || want->edges[i].to != got->edges[i].to) {
+			snprintf(buf, len, "edge %u: %u->%u, rebuilt %u->%u", i, want->edges[i].from,
+			         want->edges[i].to, got->edges[i].from, got->edges[i].to);
+			return;
+		}
+	if (want->fingerprint != got->fingerprint)
+		snprintf(buf, len, "fingerprint %016" PRIx64 ", rebuilt %016" PRIx64,
+		         want->fingerprint, got->fingerprint);
+}
+
+static void instantiate_judge(const plan_t *plan, uint32_t si, const struct backend_capture *rec,
+                              int with_nodes, struct inst_segment *out)
+{
+	const struct plan_segment *want = plan_get_segment(plan, si);
+	struct plan_segment got = *want;
+
+	memset(out, 0, sizeof *out);
+	out->segment = si;
+	out->plan_nodes = want->nnodes;
+	out->plan_fingerprint = want->fingerprint;
+	out->nodes = rec->nnodes;
+	out->capture_ns = rec->capture_ns;
+	out->instantiate_ns = rec->instantiate_ns;
+	out->upload_ns = rec->upload_ns;
+	if (!(want->flags & PLAN_SEG_NODES)) {
+		out->status = INST_UNCHECKED;
+		snprintf(out->reason, sizeof out->reason,
+		         "the plan has no nodes for it (captured on the host backend)");
+		return;
+	}
+	if (!with_nodes) {
+		out->status = INST_UNCHECKED;
+		snprintf(out->reason, sizeof out->reason,
+		         "the host backend records no nodes to compare");
+		return;
+	}
+	got.nnodes = rec->nnodes;
+	got.nodes = rec->nodes;
+	got.nedges = rec->nedges;
+	got.edges = rec->edges;
+	got.fingerprint = plan_fingerprint(&got);
+	out->fingerprint = got.fingerprint;
+	instantiate_explain(want, &got, out->reason, sizeof out->reason);
+	out->status = out->reason[0] == '\0' ? INST_MATCH : INST_DRIFT;
+}
+
+int instantiate_variant(struct engine *e, uint32_t vi, struct exec_variant *x,
+                        struct inst_report *rep, struct engine_error *err)
+{
+	const plan_t *plan = e->plan;
+	const struct plan_variant *pv = plan_get_variant(plan, vi);
+	struct sched_item *items;
+	struct backend_capture *recs;
+	int rc = -1;
+
+	if (pv == NULL)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "no variant %u", vi);
+	items = calloc(pv->nitems ? pv->nitems : 1, sizeof *items);
+	recs = calloc(pv->nitems ? pv->nitems : 1, sizeof *recs);
+	if (items == NULL || recs == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < pv->nitems; i++) {
+		items[i].kind = pv->items[i].kind;
+		if (items[i].kind == PLAN_ITEM_SEGMENT) {
+			const struct plan_segment *s = plan_get_segment(plan, pv->items[i].index);
+			items[i].op_first = s->op_first;
+			items[i].op_count = s->op_count;
+		} else {
+			const struct plan_breakpoint *b = plan_get_breakpoint(plan, pv->items[i].index);
+			items[i].op_first = b->op;
+			items[i].op_count = 1;
+			items[i].reason = b->reason;
+		}
+	}
+	if (exec_capture(e, pv->tokens, pv->mode, items, pv->nitems, 0, x, recs, err) != 0)
+		goto out;
+	if (rep != NULL) {
+		uint32_t nseg = 0;
+		for (uint32_t i = 0; i < pv->nitems; i++)
+			nseg += pv->items[i].kind == PLAN_ITEM_SEGMENT;
+		struct inst_segment *s = realloc(rep->segments,
+		                                 (rep->nsegments + nseg + 1) * sizeof *s);
+		if (s == NULL) {
+			exec_release(e, x);
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			goto out;
+		}
+		rep->segments = s;
+		for (uint32_t i = 0; i < pv->nitems; i++) {
+			if (pv->items[i].kind != PLAN_ITEM_SEGMENT)
+				continue;
+			struct inst_segment *is = &rep->segments[rep->nsegments++];
+			instantiate_judge(plan, pv->items[i].index, &recs[i],
+			                  e->be->kind == PLAN_BACKEND_CUDA, is);
+			rep->capture_ns += is->capture_ns;
+			rep->instantiate_ns += is->instantiate_ns;
+			rep->upload_ns += is->upload_ns;
+			if (is->status == INST_MATCH)
+				rep->matched++;
+			else if (is->status == INST_DRIFT)
+				rep->drifted++;
+			else
+				rep->unchecked++;
+		}
+	}
+	rc = 0;
+out:
+	if (recs != NULL && pv != NULL)
+		for (uint32_t i = 0; i < pv->nitems; i++)
+			backend_capture_release(&recs[i]);
+	free(recs);
+	free(items);
+	return rc;
+}

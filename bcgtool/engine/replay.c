@@ -1,0 +1,379 @@
+/*
+ * replay.c - replay steps of a plan, timed, checked against eager.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "memplan.h"
+#include "replay.h"
+#include "util.h"
+#include "verify.h"
+
+/* Items above this many get no time stamps of their own in the busy pass:
+ * two queue entries per item would crowd the launch queue and let the host
+ * fall behind, which the pass exists to avoid. */
+#define REPLAY_ITEM_MARKS_MAX 256
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double replay_percentile(double *v, uint64_t n, double p)
+{
+	if (n == 0)
+		return 0.0;
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	/* nearest rank */
+	uint64_t rank = (uint64_t)(p / 100.0 * (double)n + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
+void replay_result_release(struct replay_result *res)
+{
+	inst_report_release(&res->inst);
+	free(res->stats.item_busy);
+	memset(res, 0, sizeof *res);
+}
+
+/* A backend call's result: 0, or the error prefixed with WHAT. */
+static int be_call(int rc, const char *what, struct engine_error *err)
+{
+	return rc == 0 ? 0 : engine_fail_backend(err, what);
+}
+
+/* The timed pass: WARMUP + STEPS steps from a reset, back to back. */
+static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmup,
+                        uint64_t steps, double *step_ms, double *host_ms, double *host_max,
+                        struct engine_error *err)
+{
+	const unsigned batch = BACKEND_MAX_MARKS - 2;
+	uint64_t total = warmup + steps, s = 0;
+
+	*host_max = 0.0;
+	if (engine_reset(e, err) != 0)
+		return -1;
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "timed");
+	while (s < total) {
+		unsigned k = total - s < batch ? (unsigned)(total - s) : batch;
+		for (unsigned j = 0; j < k; j++) {
+			uint64_t t0 = bcg_now_ns();
+			if (be_call(e->be->mark(e->b, j, err->msg, sizeof err->msg), "time stamp", err) != 0 ||
+			    exec_step(e, x, s + j, NULL, err) != 0)
+				goto fail;
+			double h = (double)(bcg_now_ns() - t0) / 1e6;
+			if (s + j >= warmup)
+				host_ms[s + j - warmup] = h;
+			if (h > *host_max)
+				*host_max = h;
+		}
+		if (be_call(e->be->mark(e->b, k, err->msg, sizeof err->msg), "time stamp", err) != 0 ||
+		    be_call(e->be->sync(e->b, err->msg, sizeof err->msg), "waiting for the steps", err) != 0)
+			goto fail;
+		for (unsigned j = 0; j < k; j++) {
+			double ms;
+			if (s + j < warmup)
+				continue;
+			if (be_call(e->be->elapsed(e->b, j, j + 1, &ms, err->msg, sizeof err->msg),
+			            "reading time stamps", err) != 0)
+				goto fail;
+			step_ms[s + j - warmup] = ms;
+		}
+		s += k;
+	}
+	nvtx_pop(e->nvtx);
+	return 0;
+fail:
+	nvtx_pop(e->nvtx);
+	return -1;
+}
+
+/* The busy pass: steps issued behind a hold, sampled evenly over the timed
+ * range so they see the same var values (kv_len) as the timed steps. */
+static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
+                       uint32_t nbusy, double host_max, double *busy_ms, double *item_ms,
+                       struct engine_error *err)
+{
+	int per_item = x->nitems <= REPLAY_ITEM_MARKS_MAX && item_ms != NULL;
+	struct exec_marks marks = { .first = 0 };
+	double hold_us = 3.0 * host_max * 1000.0 + 500.0;
+
+	if (hold_us > 2e6)
+		hold_us = 2e6;
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "busy");
+	for (uint32_t b = 0; b < nbusy; b++) {
+		uint64_t step = warmup + steps * b / nbusy;
+		unsigned last = per_item ? x->nitems : 1;
+		double ms;
+
+		if (e->be->hold != NULL &&
+		    be_call(e->be->hold(e->b, hold_us, err->msg, sizeof err->msg), "holding the stream", err) != 0)
+			goto fail;
+		if (per_item) {
+			if (exec_step(e, x, step, &marks, err) != 0)
+				goto fail;
+		} else if (be_call(e->be->mark(e->b, 0, err->msg, sizeof err->msg), "time stamp", err) != 0 ||
+		           exec_step(e, x, step, NULL, err) != 0 ||
+		           be_call(e->be->mark(e->b, 1, err->msg, sizeof err->msg), "time stamp", err) != 0) {
+			goto fail;
+		}
+		if (be_call(e->be->sync(e->b, err->msg, sizeof err->msg), "waiting for the step", err) != 0 ||
+		    be_call(e->be->elapsed(e->b, 0, last, &ms, err->msg, sizeof err->msg),
+		            "reading time stamps", err) != 0)
+			goto fail;
+		busy_ms[b] = ms;
+		for (uint32_t i = 0; per_item && i < x->nitems; i++) {
+			if (be_call(e->be->elapsed(e->b, i, i + 1, &ms, err->msg, sizeof err->msg),
+			            "reading time stamps", err) != 0)
+				goto fail;
+			/* The first item's interval also holds the feeds. */
+			item_ms[(size_t)i * nbusy + b] = ms;
+		}
+	}
+	nvtx_pop(e->nvtx);
+	return 0;
+fail:
+	nvtx_pop(e->nvtx);
+	return -1;
+}
+
+/* Read every output and state tensor into one buffer list. */
+static int replay_snapshot(struct engine *e, int64_t tokens, void ***out, uint32_t **which,
+                           uint32_t *n, struct engine_error *err)
+{
+	uint32_t nt = plan_count_tensors(e->plan);
+
+	*n = 0;
+	*out = calloc(nt + 1, sizeof **out);
+	*which = calloc(nt + 1, sizeof **which);
+	if (*out == NULL || *which == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t t = 0; t < nt; t++) {
+		int role = plan_get_tensor(e->plan, t)->role;
+		uint64_t bytes;
+		if (role != PLAN_ROLE_OUTPUT && role != PLAN_ROLE_STATE)
+			continue;
+		bytes = plan_tensor_bytes(e->plan, t, tokens);
+		(*which)[*n] = t;
+		if (((*out)[*n] = malloc(bytes ? (size_t)bytes : 1)) == NULL)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		(*n)++;
+		if (engine_read_tensor(e, t, tokens, (*out)[*n - 1], err) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void snapshot_free(void **bufs, uint32_t *which, uint32_t n)
+{
+	if (bufs != NULL)
+		for (uint32_t i = 0; i <= n; i++)
+			free(bufs[i]);
+	free(bufs);
+	free(which);
+}
+
+int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
+                 struct replay_result *res, struct engine_error *err)
+{
+	void **got = NULL, **want = NULL;
+	uint32_t *gw = NULL, *ww = NULL, ng = 0, nw = 0;
+	struct engine_variant ev = { 0 };
+	int64_t tokens = x->ev.tokens;
+	int tolerant = x->ev.mode == PLAN_MODE_FULL;
+	int rc = -1;
+
+	/* X's state now is after NSTEPS steps from a reset. */
+	if (replay_snapshot(e, tokens, &got, &gw, &ng, err) != 0)
+		goto out;
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "check");
+	if (engine_variant_init(e, tokens, PLAN_MODE_EAGER, &ev, err) != 0 || engine_reset(e, err) != 0)
+		goto out_pop;
+	for (uint64_t s = 0; s < nsteps; s++)
+		if (engine_eager_step(e, &ev, s, err) != 0)
+			goto out_pop;
+	if (replay_snapshot(e, tokens, &want, &ww, &nw, err) != 0)
+		goto out_pop;
+	res->checked = 1;
+	res->check_pass = 1;
+	res->check_exact = 1;
+	res->check_error = 0.0;
+	for (uint32_t i = 0; i < ng; i++) {
+		const struct plan_tensor *pt = plan_get_tensor(e->plan, gw[i]);
+		struct verify_result r;
+		verify_compare(pt->dtype, got[i], want[i], plan_tensor_numel(e->plan, gw[i], tokens),
+		               tolerant, &r);
+		if (!r.exact)
+			res->check_exact = 0;
+		if (r.rel_error > res->check_error || r.rel_error != r.rel_error)
+			res->check_error = r.rel_error;
+		if (!r.pass && res->check_pass) {
+			res->check_pass = 0;
+			snprintf(res->check_detail, sizeof res->check_detail,
+			         "'%s' differs from the eager run in %llu of %llu elements "
+			         "(relative error %.3g)", pt->name, (unsigned long long)r.mismatches,
+			         (unsigned long long)r.count, r.rel_error);
+		}
+	}
+	rc = 0;
+out_pop:
+	nvtx_pop(e->nvtx);
+out:
+	engine_variant_release(&ev);
+	snapshot_free(got, gw, ng);
+	snapshot_free(want, ww, nw);
+	return rc;
+}
+
+static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_t warmup,
+                               uint64_t steps, uint32_t busy_steps, struct replay_stats *st,
+                               struct replay_result *check, struct engine_error *err)
+{
+	double *step_ms = calloc(steps, sizeof *step_ms);
+	double *host_ms = calloc(steps, sizeof *host_ms);
+	double *busy_ms = calloc(busy_steps, sizeof *busy_ms);
+	double *item_ms = calloc((size_t)x->nitems * busy_steps + 1, sizeof *item_ms);
+	double host_max, sum = 0.0;
+	int rc = -1;
+
+	memset(st, 0, sizeof *st);
+	if (step_ms == NULL || host_ms == NULL || busy_ms == NULL || item_ms == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	if (replay_timed(e, x, warmup, steps, step_ms, host_ms, &host_max, err) != 0)
+		goto out;
+	if (check != NULL && replay_check(e, x, warmup + steps, check, err) != 0)
+		goto out;
+	if (replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms, err) != 0)
+		goto out;
+
+	st->steps = steps;
+	for (uint64_t i = 0; i < steps; i++)
+		sum += step_ms[i];
+	st->step_mean = sum / (double)steps;
+	st->step_median = replay_percentile(step_ms, steps, 50);
+	st->step_p90 = replay_percentile(step_ms, steps, 90);
+	st->step_p99 = replay_percentile(step_ms, steps, 99);
+	st->host_median = replay_percentile(host_ms, steps, 50);
+	st->busy_median = replay_percentile(busy_ms, busy_steps, 50);
+	st->gap_median = st->step_median > st->busy_median ? st->step_median - st->busy_median : 0.0;
+	st->nitems = x->nitems;
+	if (x->nitems <= REPLAY_ITEM_MARKS_MAX) {
+		st->item_busy = calloc(x->nitems + 1, sizeof *st->item_busy);
+		if (st->item_busy == NULL) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			goto out;
+		}
+		for (uint32_t i = 0; i < x->nitems; i++)
+			st->item_busy[i] = replay_percentile(&item_ms[(size_t)i * busy_steps], busy_steps, 50);
+	}
+	rc = 0;
+out:
+	free(step_ms);
+	free(host_ms);
+	free(busy_ms);
+	free(item_ms);
+	return rc;
+}
+
+int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
+                   uint32_t busy_steps, struct replay_stats *st, struct engine_error *err)
+{
+	return replay_measure_impl(e, x, warmup, steps, busy_steps, st, NULL, err);
+}
+
+/* Build an executable variant of only breakpoints: every op eager. */
+static int replay_eager_variant(struct engine *e, int64_t tokens, struct exec_variant *x,
+                                struct engine_error *err)
+{
+	struct schedule sched;
+	int rc;
+
+	if (schedule_build(e->plan, PLAN_MODE_EAGER, &sched, NULL, err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
+	rc = exec_capture(e, tokens, PLAN_MODE_EAGER, sched.items, sched.nitems, 0, x, NULL, err);
+	schedule_release(&sched);
+	return rc;
+}
+
+int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_result *res,
+                struct engine_error *err)
+{
+	struct engine *e = NULL;
+	struct exec_variant x = { 0 };
+	plan_t *eager_program = NULL;
+	struct memplan mp = { 0 };
+	uint32_t nv = plan_count_variants(plan);
+	int64_t max_tokens = 0;
+	int rc = -1;
+
+	memset(res, 0, sizeof *res);
+	for (uint32_t i = 0; i < nv; i++)
+		if (plan_get_variant(plan, i)->tokens > max_tokens)
+			max_tokens = plan_get_variant(plan, i)->tokens;
+	res->tokens = o->tokens ? o->tokens : max_tokens;
+	if (res->tokens < 1)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the plan has no variants");
+	res->variant = plan_dispatch_lookup(plan, res->tokens);
+
+	if (res->variant == PLAN_NONE) {
+		/* Above every capture size: its own arena, every op eager. */
+		res->run_tokens = res->tokens;
+		res->mode = PLAN_MODE_EAGER;
+		if ((eager_program = plan_clone_program(plan)) == NULL) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			goto out;
+		}
+		if (memplan_place(eager_program, &res->tokens, 1, &mp, err->msg, sizeof err->msg) != 0) {
+			engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
+			goto out;
+		}
+		if (engine_open(eager_program, o->backend, res->tokens, &e, err) != 0)
+			goto out;
+		if (o->nvtx)
+			e->nvtx = nvtx_open();
+		if (replay_eager_variant(e, res->tokens, &x, err) != 0)
+			goto out;
+		res->breakpoints = x.nitems;
+	} else {
+		const struct plan_variant *pv = plan_get_variant(plan, res->variant);
+		res->run_tokens = pv->tokens;
+		res->mode = pv->mode;
+		if (engine_open(plan, o->backend, max_tokens, &e, err) != 0)
+			goto out;
+		if (o->nvtx)
+			e->nvtx = nvtx_open();
+		if (instantiate_variant(e, res->variant, &x, &res->inst, err) != 0)
+			goto out;
+		for (uint32_t i = 0; i < x.nitems; i++) {
+			if (x.items[i].kind == PLAN_ITEM_SEGMENT)
+				res->segments++;
+			else
+				res->breakpoints++;
+		}
+	}
+	snprintf(res->backend, sizeof res->backend, "%s", e->be->name);
+	snprintf(res->device, sizeof res->device, "%s", e->info.device);
+	snprintf(res->note, sizeof res->note, "%s", e->note);
+	rc = replay_measure_impl(e, &x, o->warmup, o->steps, o->busy_steps, &res->stats,
+	                         o->check ? res : NULL, err);
+out:
+	if (e != NULL) {
+		exec_release(e, &x);
+		nvtx_close(e->nvtx);
+		engine_close(e);
+	}
+	memplan_release(&mp);
+	plan_free(eager_program);
+	return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * replay.h - run a plan's steps and measure them.
+ *
+ * A measurement has two passes over an executable variant:
+ *  - timed: warm-up then N steps issued back to back, as a serving loop
+ *    would; a time stamp on the backend's timeline at each step start gives
+ *    the step time (start to start), the host clock the time the host spent
+ *    issuing each step;
+ *  - busy: a few steps issued while the stream is held, so the GPU finds
+ *    the whole step queued and never waits for the host; time stamps around
+ *    every item give the GPU's own busy time per step and per item.
+ * The idle gap is step time minus busy time: what the host costs the GPU.
+ */
+#ifndef BCG_ENGINE_REPLAY_H
+#define BCG_ENGINE_REPLAY_H
+
+#include <stdint.h>
+
+#include "exec.h"
+#include "instantiate.h"
+
+struct replay_opts {
+	const char *backend;
+	uint64_t    steps;        /* timed steps, >= 1 */
+	uint64_t    warmup;       /* untimed steps before them */
+	uint32_t    busy_steps;   /* steps of the busy pass, >= 1 */
+	int64_t     tokens;       /* 0: the largest capture size */
+	int         check;        /* compare with eager steps from the same state */
+	int         nvtx;
+};
+
+struct replay_stats {
+	uint64_t steps;
+	double   step_median;     /* ms */
+	double   step_p90;
+	double   step_p99;
+	double   step_mean;
+	double   host_median;     /* ms the host spent issuing a step */
+	double   busy_median;     /* ms of GPU work per step, never waiting */
+	double   gap_median;      /* step_median - busy_median, at least 0 */
+	uint32_t nitems;
+	double  *item_busy;       /* per item, median ms; NULL when not measured */
+};
+
+struct replay_result {
+	char                backend[16];     /* the backend that ran */
+	char                device[256];
+	char                note[320];       /* why "auto" used the host */
+	int64_t             tokens;          /* asked for */
+	int64_t             run_tokens;      /* the variant's (padded) count */
+	uint32_t            variant;         /* PLAN_NONE: ran eagerly */
+	int                 mode;
+	uint32_t            segments;
+	uint32_t            breakpoints;
+	struct inst_report  inst;
+	struct replay_stats stats;
+	int                 checked;
+	int                 check_pass;
+	int                 check_exact;
+	double              check_error;
+	char                check_detail[256];
+};
+
+void replay_result_release(struct replay_result *res);
+
+/* Replay PLAN per OPTS. A failed --check is not an error: see
+ * res->check_pass. */
+int replay_plan(const plan_t *plan, const struct replay_opts *opts,
+                struct replay_result *res, struct engine_error *err);
+
+/* Measure X on E: reset, WARMUP + STEPS timed steps, then BUSY_STEPS held
+ * steps (after a reset). The building block of replay and bench. */
+int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
+                   uint32_t busy_steps, struct replay_stats *st, struct engine_error *err);
+
+/* Compare X's state after WARMUP + STEPS steps from a reset with an eager
+ * run of the same steps. */
+int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
+                 struct replay_result *res, struct engine_error *err);
+
+/* Median and percentiles of N values (sorted in place). */
+double replay_percentile(double *v, uint64_t n, double p);
+
+#endif /* BCG_ENGINE_REPLAY_H */
