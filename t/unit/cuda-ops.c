@@ -37,7 +37,7 @@
 #include "ops/cuda.h"
 #include "ops/host.h"
 #include "ops/numeric.h"
-#include "../tap.h"
+#include "tap.h"
 
 #define POISON_DEV      0xFF
 #define POISON_HOST_I32 0x7F

@@ -25,7 +25,7 @@
 #include "ops/host-kernels.h"
 #include "ops/host.h"
 #include "ops/numeric.h"
-#include "../tap.h"
+#include "tap.h"
 
 static const int float_dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16 };
 #define NFLOAT 3

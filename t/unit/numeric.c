@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "ops/numeric.h"
-#include "../tap.h"
+#include "tap.h"
 
 /* A binary float format: precision P (significand bits, hidden bit
  * included), exponent bias, exponent field width. */

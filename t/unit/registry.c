@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "../tap.h"
+#include "tap.h"
 #include "ops/op.h"
 
 #define F32  PLAN_DTYPE_F32

@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "ops/op.h"
 #include "script/expr.h"
 #include "script/script.h"

@@ -1,0 +1,82 @@
+#!/bin/sh
+test_description='the CUDA engine end to end: capture, instantiate in a new process, replay --check'
+. "$(dirname "$0")/test-lib.sh"
+
+# Every step needs a GPU; without one the whole script skips.
+test_have_prereq CUDA || test_skip_all 'no usable CUDA device'
+
+for s in tiny-mlp llama-decode-small llama-decode; do
+	test_expect_success "capture $s on cuda: every variant verified" '
+		bcg capture --backend cuda -o $s.plan "$SAMPLES/$s.yaml" >$s.out &&
+		test_grep "backend cuda (" $s.out &&
+		! grep -q "rel. error nan" $s.out
+	'
+
+	test_expect_success "instantiate $s in a second process: no drift" '
+		bcg instantiate --backend cuda $s.plan >$s.inst &&
+		test_grep "^[0-9]* segments: [0-9]* match, 0 drift, 0 unchecked$" $s.inst
+	'
+
+	test_expect_success "replay $s with --check" '
+		bcg replay --backend cuda --steps 20 --warmup 2 --check $s.plan >$s.replay &&
+		test_grep "^check        \(bit-exact\|within bounds\)" $s.replay
+	'
+done
+
+test_expect_success 'breakable variants of llama-decode replay bit for bit' '
+	test $(grep -c "  breakable .* bit-exact$" llama-decode.out) = 6
+'
+
+test_expect_success 'llama-decode: 33 segments and 32 attention breakpoints per variant' '
+	for t in 1 2 4 8 16 32; do
+		test_grep "^ *$t  breakable  *33  *32  " llama-decode.out || return 1
+	done
+'
+
+test_expect_success 'five tokens run on the variant of 8' '
+	bcg replay --backend cuda --steps 5 --tokens 5 --check llama-decode.plan >out &&
+	test_grep "^tokens       5 -> variant 8 (breakable: 33 segments, 32 breakpoints)$" out &&
+	test_grep "^check        bit-exact" out
+'
+
+test_expect_success 'above 32 tokens replay runs eagerly on cuda' '
+	bcg replay --backend cuda --steps 3 --tokens 40 --check llama-decode.plan >out 2>err &&
+	test_grep "running eagerly" err &&
+	test_grep "^check        bit-exact" out
+'
+
+test_expect_success 'full mode on cuda: one graph per variant, within bounds of eager' '
+	bcg capture --backend cuda --mode full -o full.plan "$SAMPLES/llama-decode-small.yaml" >out &&
+	test $(grep -c "  full  *1  *0  " out) = 3 &&
+	bcg instantiate --backend cuda full.plan >inst &&
+	test_grep " 0 drift, 0 unchecked$" inst &&
+	bcg replay --backend cuda --steps 10 --check full.plan >out &&
+	test_grep "^check        \(bit-exact\|within bounds\)" out
+'
+
+test_expect_success 'a plan captured on host instantiates and replays on cuda' '
+	bcg capture --backend host -o host.plan "$SAMPLES/llama-decode-small.yaml" >/dev/null &&
+	bcg instantiate --backend cuda host.plan >out &&
+	test_grep "^9 segments: 0 match, 0 drift, 9 unchecked$" out &&
+	bcg replay --backend cuda --steps 5 --check host.plan >out &&
+	test_grep "^check        bit-exact" out
+'
+
+test_expect_success 'work that cannot be captured is reported with the op and its position' '
+	test_expect_code 3 env BCG_TEST_SYNC_IN_CAPTURE=q.1 \
+		bcg capture --backend cuda -o bad.plan "$SAMPLES/llama-decode-small.yaml" 2>err &&
+	test_grep "^bcgtool: .*llama-decode-small.yaml:[0-9]*:[0-9]*: capturing op .q.1. (matmul): " err &&
+	test_grep "capturing" err &&
+	! test -e bad.plan
+'
+
+test_expect_success PYTHON3 'cuda plans record kernel nodes with arena operands' '
+	bcg instantiate --backend cuda --json llama-decode-small.plan >inst.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"inst.json\"))
+assert all(s[\"plan_nodes\"] > 0 and s[\"status\"] == \"match\" for s in d[\"segments\"]), d
+"
+'
+
+test_done
