@@ -39,6 +39,29 @@ static int exec_test_sync(struct engine *e, uint32_t op, struct engine_error *er
 	return e->be->sync(e->b, err->msg, sizeof err->msg);
 }
 
+/* Launch, outside any capture, exactly what the capture will record:
+ * lazily loaded modules, cuBLAS's choices for these shapes and graph-safe
+ * forms all meet the GPU here first, never inside a capture (a new
+ * process -- instantiate, replay -- has run nothing before). */
+static int exec_warmup(struct engine *e, struct exec_variant *v, const struct sched_item *items,
+                       uint32_t nitems, struct engine_error *err)
+{
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "warm-up");
+	for (uint32_t i = 0; i < nitems; i++) {
+		if (items[i].kind != PLAN_ITEM_SEGMENT)
+			continue;
+		for (uint32_t op = items[i].op_first; op < items[i].op_first + items[i].op_count; op++)
+			if (engine_launch(e, &v->ev, op, err) != 0) {
+				nvtx_pop(e->nvtx);
+				return -1;
+			}
+	}
+	nvtx_pop(e->nvtx);
+	if (e->be->sync(e->b, err->msg, sizeof err->msg) != 0)
+		return engine_fail_backend(err, "warming up");
+	return 0;
+}
+
 int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_item *items,
                  uint32_t nitems, uint64_t step, struct exec_variant *v,
                  struct backend_capture *recs, struct engine_error *err)
@@ -55,7 +78,7 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		goto fail;
 	}
 	v->nitems = nitems;
-	if (engine_step_begin(e, &v->ev, step, err) != 0)
+	if (engine_step_begin(e, &v->ev, step, err) != 0 || exec_warmup(e, v, items, nitems, err) != 0)
 		goto fail;
 	snprintf(label, sizeof label, "capture %lld", (long long)tokens);
 	nvtx_push(e->nvtx, NVTX_KIND_CAPTURE, label);
