@@ -1,0 +1,139 @@
+#!/bin/sh
+# bench/gpu-session.sh - one call on the GPU machine: build and test the tree
+# shipped by ../shared/tools/gpu-bundle, then benchmark, sanitize and profile.
+#
+#   sh bench/gpu-session.sh [STAGE...]     (from the repository root there)
+#
+# Stages (default: all, in this order):
+#   check     build with CUDA and run `make check` (the CUDA tests run)
+#   bench     bcgtool bench on llama-decode at T=8, replay timings, plan sizes
+#   sanitize  compute-sanitizer memcheck on capture and replay of the small sample
+#   nsys      Nsight Systems on a replay, exported and checked (bench/nsys-check.py)
+# Everything is logged under $OUT (or /tmp/bcg-out) and packed into
+# $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
+set -u
+
+out=${OUT:-/tmp/bcg-out}
+mkdir -p "$out/logs"
+log="$out/logs"
+summary="$out/summary.txt"
+stages=${*:-check bench sanitize nsys}
+top=$(pwd)
+say() { printf '%s\n' "$*" | tee -a "$summary"; }
+
+say "gpu-session $(date -u +%Y-%m-%dT%H:%M:%SZ) stages: $stages"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+	--format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
+
+build=
+for s in $stages; do
+	case $s in
+	check)
+		t0=$(date +%s)
+		sh .gpu/run check >"$log/check.out" 2>&1
+		rc=$?
+		say "check: exit $rc in $(( $(date +%s) - t0 )) s"
+		grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' /tmp/bcg-gpu/*/test-suite.log 2>/dev/null |
+			tee -a "$summary"
+		grep -E '^(FAIL|ERROR|SKIP):' /tmp/bcg-gpu/*/test-suite.log 2>/dev/null | head -40 |
+			tee -a "$summary"
+		mkdir -p "$log/t"
+		cp /tmp/bcg-gpu/*/t/*.log /tmp/bcg-gpu/*/t/unit/*.log "$log/t/" 2>/dev/null
+		;;
+	esac
+done
+
+build=$(ls -d /tmp/bcg-gpu/*/ 2>/dev/null | head -1)
+if [ -z "$build" ] || [ ! -x "$build/bcgtool/bcgtool" ]; then
+	say "no build found under /tmp/bcg-gpu: run the check stage first"
+	tar czf "$out/session.tar.gz" -C "$out" logs
+	exit 1
+fi
+B="$build/bcgtool/bcgtool"
+S="$top/samples"
+export SOURCE_DATE_EPOCH=1700000000
+cd "$log" || exit 1
+
+for s in $stages; do
+	case $s in
+	bench)
+		timeout 300 "$B" bench --backend cuda --tokens 8 --steps 500 --warmup 50 \
+			"$S/llama-decode.yaml" >bench-t8.txt 2>&1
+		say "bench llama-decode T=8: exit $?"
+		sed 's/^/  /' bench-t8.txt | tee -a "$summary"
+		timeout 300 "$B" bench --backend cuda --tokens 8 --steps 500 --warmup 50 --json \
+			"$S/llama-decode.yaml" >bench-t8.json 2>&1
+		for t in 1 32; do
+			timeout 300 "$B" bench --backend cuda --tokens $t --steps 300 --warmup 30 \
+				"$S/llama-decode.yaml" >bench-t$t.txt 2>&1
+			say "bench llama-decode T=$t: exit $?"
+			sed 's/^/  /' bench-t$t.txt | tee -a "$summary"
+		done
+		t0=$(date +%s%N)
+		"$B" capture --backend cuda -o llama.plan "$S/llama-decode.yaml" >capture.txt 2>&1
+		say "capture llama-decode: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+		sed 's/^/  /' capture.txt | tee -a "$summary"
+		"$B" instantiate --backend cuda llama.plan >instantiate.txt 2>&1
+		say "instantiate llama.plan in a new process: exit $?"
+		tail -3 instantiate.txt | sed 's/^/  /' | tee -a "$summary"
+		"$B" instantiate --backend cuda --json llama.plan >instantiate.json 2>&1
+		"$B" replay --backend cuda --tokens 8 --steps 1000 --warmup 100 --check llama.plan \
+			>replay-t8.txt 2>&1
+		say "replay llama.plan T=8: exit $?"
+		sed 's/^/  /' replay-t8.txt | tee -a "$summary"
+		"$B" replay --backend cuda --tokens 8 --steps 1000 --warmup 100 --no-nvtx llama.plan \
+			>replay-t8-nonvtx.txt 2>&1
+		say "replay llama.plan T=8 --no-nvtx: exit $?"
+		grep -E '^(step|gpu busy|host issue|idle gap|step/busy) ' replay-t8-nonvtx.txt |
+			sed 's/^/  /' | tee -a "$summary"
+		"$B" replay --backend cuda --tokens 8 --steps 1000 --warmup 100 --json llama.plan \
+			>replay-t8.json 2>&1
+		"$B" capture --backend cuda --mode full --tokens 8 -o llama-full.plan \
+			"$S/llama-decode.yaml" >capture-full.txt 2>&1
+		say "capture llama-decode full T=8: exit $?"
+		sed 's/^/  /' capture-full.txt | tee -a "$summary"
+		ls -l llama.plan llama-full.plan 2>&1 | sed 's/^/  /' | tee -a "$summary"
+		"$B" capture --backend cuda -o small.plan "$S/llama-decode-small.yaml" >/dev/null 2>&1 &&
+			cp small.plan "$out/llama-decode-small.cuda.plan"
+		;;
+	sanitize)
+		CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+		if [ -z "$CS" ]; then
+			say "sanitize: compute-sanitizer not found"
+			continue
+		fi
+		timeout 400 "$CS" --tool memcheck --leak-check full --error-exitcode 99 \
+			"$B" capture --backend cuda -o san.plan "$S/llama-decode-small.yaml" \
+			>sanitize-capture.txt 2>&1
+		say "compute-sanitizer memcheck capture small: exit $?"
+		grep -E 'ERROR SUMMARY|LEAK SUMMARY' sanitize-capture.txt | sed 's/^/  /' | tee -a "$summary"
+		timeout 400 "$CS" --tool memcheck --leak-check full --error-exitcode 99 \
+			"$B" replay --backend cuda --steps 20 --warmup 2 --check san.plan \
+			>sanitize-replay.txt 2>&1
+		say "compute-sanitizer memcheck replay small: exit $?"
+		grep -E 'ERROR SUMMARY|LEAK SUMMARY' sanitize-replay.txt | sed 's/^/  /' | tee -a "$summary"
+		;;
+	nsys)
+		"$B" capture --backend cuda -o nsys-small.plan "$S/llama-decode-small.yaml" >/dev/null 2>&1
+		"$B" inspect --json nsys-small.plan >nsys-small.json 2>&1
+		sh "$top/.gpu/nsys-profile" "$log/replay-small" "$B" replay --backend cuda --steps 20 \
+			--warmup 2 nsys-small.plan >nsys-profile.txt 2>&1
+		say "nsys profile replay small: exit $?"
+		NSYS=$(sed -n 's/^NSYS=//p' nsys-profile.txt)
+		if [ -n "$NSYS" ] && [ -f replay-small.nsys-rep ]; then
+			"$NSYS" export --type sqlite --force-overwrite true -o replay-small.sqlite \
+				replay-small.nsys-rep >nsys-export.txt 2>&1
+			say "nsys export: exit $?"
+			python3 "$top/bench/nsys-check.py" replay-small.sqlite nsys-small.json \
+				>nsys-check.txt 2>&1
+			say "nsys-check small: exit $?"
+			sed 's/^/  /' nsys-check.txt | tee -a "$summary"
+			"$NSYS" stats --report nvtx_sum,cuda_gpu_kern_sum replay-small.nsys-rep \
+				>nsys-stats.txt 2>&1
+		fi
+		;;
+	esac
+done
+
+cd "$out" && tar czf session.tar.gz logs
+say "session done"
