@@ -46,6 +46,17 @@ struct seen_node {
 	uint32_t        op;
 };
 
+/* A kernel's parameter layout. The driver offers no count: parameters are
+ * enumerated until cuFuncGetParamInfo refuses the index, so each kernel is
+ * enumerated once and remembered. */
+#define CUDA_MAX_PARAMS 64
+struct param_layout {
+	const void *fn;                    /* CUfunction or CUkernel */
+	uint32_t    n;
+	uint32_t    offset[CUDA_MAX_PARAMS];
+	uint32_t    size[CUDA_MAX_PARAMS];
+};
+
 struct backend {
 	int                device;
 	cudaStream_t       stream;
@@ -69,6 +80,10 @@ struct backend {
 	struct seen_node  *seen;
 	uint32_t           nseen;
 	uint32_t           capseen;
+
+	struct param_layout *layouts;
+	uint32_t           nlayouts;
+	uint32_t           caplayouts;
 
 	pfn_node_params    node_params;
 	pfn_func_name      func_name;
@@ -197,6 +212,7 @@ static void cuda_close(struct backend *b)
 	if (b->stream != NULL)
 		cudaStreamDestroy(b->stream);
 	free(b->seen);
+	free(b->layouts);
 	free(b);
 }
 
@@ -436,6 +452,47 @@ static int scan_words(struct backend *b, const unsigned char *buf, size_t at, si
 	return 0;
 }
 
+/* The parameter layout of the kernel a node launches; NULL when the
+ * driver cannot say (or out of memory: the node then records no
+ * operands). */
+static const struct param_layout *param_layout(struct backend *b, CUfunction func, CUkernel kern)
+{
+	const void *fn = func != NULL ? (const void *)func : (const void *)kern;
+	struct param_layout *l;
+
+	for (uint32_t i = 0; i < b->nlayouts; i++)
+		if (b->layouts[i].fn == fn)
+			return &b->layouts[i];
+	if (b->nlayouts == b->caplayouts) {
+		uint32_t cap = b->caplayouts ? b->caplayouts * 2 : 32;
+		struct param_layout *nl = realloc(b->layouts, cap * sizeof *nl);
+		if (nl == NULL)
+			return NULL;
+		b->layouts = nl;
+		b->caplayouts = cap;
+	}
+	l = &b->layouts[b->nlayouts];
+	memset(l, 0, sizeof *l);
+	l->fn = fn;
+	for (size_t i = 0; i < CUDA_MAX_PARAMS; i++) {
+		size_t off = 0, size = 0;
+		CUresult r;
+		if (func != NULL && b->func_param != NULL)
+			r = b->func_param(func, i, &off, &size);
+		else if (kern != NULL && b->kernel_param != NULL)
+			r = b->kernel_param(kern, i, &off, &size);
+		else
+			break;
+		if (r != CUDA_SUCCESS)
+			break;   /* past the last parameter */
+		l->offset[i] = (uint32_t)off;
+		l->size[i] = (uint32_t)size;
+		l->n = (uint32_t)i + 1;
+	}
+	b->nlayouts++;
+	return l;
+}
+
 static int read_kernel_node(struct backend *b, cudaGraphNode_t node, struct plan_node *out,
                             char *msg, size_t len)
 {
@@ -464,19 +521,11 @@ static int read_kernel_node(struct backend *b, cudaGraphNode_t node, struct plan
 	out->shmem = p.sharedMemBytes;
 
 	if (p.kernelParams != NULL) {
-		for (size_t i = 0;; i++) {
-			size_t off = 0, size = 0;
-			if (p.func != NULL && b->func_param != NULL)
-				r = b->func_param(p.func, i, &off, &size);
-			else if (p.kern != NULL && b->kernel_param != NULL)
-				r = b->kernel_param(p.kern, i, &off, &size);
-			else
-				break;
-			if (r != CUDA_SUCCESS)
-				break;   /* past the last parameter */
-			if (scan_words(b, p.kernelParams[i], off, size, &params, &n, &cap) != 0)
+		const struct param_layout *l = param_layout(b, p.func, p.kern);
+		for (uint32_t i = 0; l != NULL && i < l->n; i++)
+			if (scan_words(b, p.kernelParams[i], l->offset[i], l->size[i],
+			               &params, &n, &cap) != 0)
 				goto nomem;
-		}
 	} else if (p.extra != NULL) {
 		void *buf = NULL;
 		size_t size = 0;
@@ -504,6 +553,7 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
                            char *msg, size_t len)
 {
 	cudaGraphNode_t *from = NULL, *to = NULL;
+	cudaGraphEdgeData *data = NULL;
 	size_t nedges = 0;
 
 	rec->nodes = calloc(b->nseen + 1, sizeof *rec->nodes);
@@ -523,14 +573,18 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 			goto nomem;
 		}
 	}
+	/* Edge data must be asked for: libraries add edges that are not plain
+	 * dependencies (programmatic launches on Hopper), and a query without
+	 * it fails as lossy. The plan records the dependency itself. */
 	CUDA_TRY(cudaGraphGetEdges(graph, NULL, NULL, NULL, &nedges), "cudaGraphGetEdges");
 	if (nedges > 0) {
 		from = malloc(nedges * sizeof *from);
 		to = malloc(nedges * sizeof *to);
+		data = calloc(nedges, sizeof *data);
 		rec->edges = calloc(nedges, sizeof *rec->edges);
-		if (from == NULL || to == NULL || rec->edges == NULL)
+		if (from == NULL || to == NULL || data == NULL || rec->edges == NULL)
 			goto nomem;
-		CUDA_TRY(cudaGraphGetEdges(graph, from, to, NULL, &nedges), "cudaGraphGetEdges");
+		CUDA_TRY(cudaGraphGetEdges(graph, from, to, data, &nedges), "cudaGraphGetEdges");
 		for (size_t i = 0; i < nedges; i++) {
 			uint32_t f = UINT32_MAX, t = UINT32_MAX;
 			for (uint32_t k = 0; k < b->nseen; k++) {
@@ -550,12 +604,14 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 	}
 	free(from);
 	free(to);
+	free(data);
 	return 0;
 nomem:
 	snprintf(msg, len, "out of memory");
 fail:
 	free(from);
 	free(to);
+	free(data);
 	return -1;
 }
 

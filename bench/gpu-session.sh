@@ -102,12 +102,12 @@ for s in $stages; do
 			say "sanitize: compute-sanitizer not found"
 			continue
 		fi
-		timeout 400 "$CS" --tool memcheck --leak-check full --error-exitcode 99 \
+		timeout 400 "$CS" --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 \
 			"$B" capture --backend cuda -o san.plan "$S/llama-decode-small.yaml" \
 			>sanitize-capture.txt 2>&1
 		say "compute-sanitizer memcheck capture small: exit $?"
 		grep -E 'ERROR SUMMARY|LEAK SUMMARY' sanitize-capture.txt | sed 's/^/  /' | tee -a "$summary"
-		timeout 400 "$CS" --tool memcheck --leak-check full --error-exitcode 99 \
+		timeout 400 "$CS" --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 \
 			"$B" replay --backend cuda --steps 20 --warmup 2 --check san.plan \
 			>sanitize-replay.txt 2>&1
 		say "compute-sanitizer memcheck replay small: exit $?"

@@ -63,8 +63,8 @@ test_expect_success 'a plan captured on host instantiates and replays on cuda' '
 '
 
 test_expect_success 'work that cannot be captured is reported with the op and its position' '
-	test_expect_code 3 env BCG_TEST_SYNC_IN_CAPTURE=q.1 \
-		bcg capture --backend cuda -o bad.plan "$SAMPLES/llama-decode-small.yaml" 2>err &&
+	test_expect_code 3 env BCG_TEST_SYNC_IN_CAPTURE=q.1 "$BCGTOOL" \
+		capture --backend cuda -o bad.plan "$SAMPLES/llama-decode-small.yaml" 2>err &&
 	test_grep "^bcgtool: .*llama-decode-small.yaml:[0-9]*:[0-9]*: capturing op .q.1. (matmul): " err &&
 	test_grep "capturing" err &&
 	! test -e bad.plan

@@ -16,24 +16,25 @@
 
 int engine_fail(struct engine_error *err, int exit, uint32_t op, const char *fmt, ...)
 {
+	char msg[sizeof err->msg];
 	va_list ap;
 
 	if (err != NULL) {
+		/* Formatted aside first: callers pass err->msg itself (a backend's
+		 * sentence) as an argument to wrap it. */
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+		memcpy(err->msg, msg, sizeof msg);
 		err->exit = exit;
 		err->op = op;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-		va_end(ap);
 	}
 	return -1;
 }
 
 int engine_fail_backend(struct engine_error *err, const char *what)
 {
-	char why[sizeof err->msg];
-
-	snprintf(why, sizeof why, "%s", err->msg);
-	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s: %s", what, why);
+	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s: %s", what, err->msg);
 }
 
 void engine_report(const struct engine_error *err, const plan_t *plan, const char *script)
@@ -149,12 +150,10 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		c->graph_safe = mode == PLAN_MODE_FULL && c->kind->capture == OP_CAPTURE_SAFE_FORM;
 		if (c->kind->check(c, err->msg, sizeof err->msg) != 0) {
 			char label[128];
-			char why[sizeof err->msg];
 			engine_op_label(e->plan, i, label, sizeof label);
-			snprintf(why, sizeof why, "%s", err->msg);
 			engine_variant_release(v);
 			return engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
-			                   label, (long long)tokens, why);
+			                   label, (long long)tokens, err->msg);
 		}
 	}
 	return 0;
@@ -453,10 +452,9 @@ int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,
                   struct engine_error *err)
 {
 	if (e->be->launch(e->b, &v->calls[op], err->msg, sizeof err->msg) != 0) {
-		char label[128], why[sizeof err->msg];
+		char label[128];
 		engine_op_label(e->plan, op, label, sizeof label);
-		snprintf(why, sizeof why, "%s", err->msg);
-		return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s: %s", label, why);
+		return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s: %s", label, err->msg);
 	}
 	return 0;
 }

@@ -115,9 +115,10 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 			    e->be->capture_op_done(e->b, op, err->msg, sizeof err->msg) != 0) {
 				char why[sizeof err->msg], name[128];
 				struct backend_graph *junk = NULL;
+				/* Kept aside: ending the broken capture (so the stream
+				 * is usable again) reuses err->msg. */
 				snprintf(why, sizeof why, "%s", err->msg);
 				engine_op_label(e->plan, op, name, sizeof name);
-				/* End the broken capture so the stream is usable. */
 				if (e->be->capture_end(e->b, &junk, NULL, err->msg, sizeof err->msg) == 0)
 					e->be->graph_free(e->b, junk);
 				engine_fail(err, BCG_EXIT_RUNTIME, op,
@@ -174,10 +175,8 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 			rc = e->be->graph_launch(e->b, it->graph, err->msg, sizeof err->msg);
 			nvtx_pop(e->nvtx);
 			if (rc != 0) {
-				char why[sizeof err->msg];
-				snprintf(why, sizeof why, "%s", err->msg);
 				engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "launching %s: %s",
-				            it->label, why);
+				            it->label, err->msg);
 				goto fail;
 			}
 		} else {

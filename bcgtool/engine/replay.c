@@ -53,7 +53,7 @@ static int be_call(int rc, const char *what, struct engine_error *err)
 
 /* The timed pass: WARMUP + STEPS steps from a reset, back to back. */
 static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmup,
-                        uint64_t steps, double *step_ms, double *host_ms, double *host_max,
+                        uint64_t steps, double *step_ms, double *host_max,
                         struct engine_error *err)
 {
 	const unsigned batch = BACKEND_MAX_MARKS - 2;
@@ -71,8 +71,6 @@ static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmu
 			    exec_step(e, x, s + j, NULL, err) != 0)
 				goto fail;
 			double h = (double)(bcg_now_ns() - t0) / 1e6;
-			if (s + j >= warmup)
-				host_ms[s + j - warmup] = h;
 			if (h > *host_max)
 				*host_max = h;
 		}
@@ -101,7 +99,7 @@ fail:
  * range so they see the same var values (kv_len) as the timed steps. */
 static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
                        uint32_t nbusy, double host_max, double *busy_ms, double *item_ms,
-                       struct engine_error *err)
+                       double *issue_ms, struct engine_error *err)
 {
 	int per_item = x->nitems <= REPLAY_ITEM_MARKS_MAX && item_ms != NULL;
 	struct exec_marks marks = { .first = 0 };
@@ -115,9 +113,15 @@ static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup
 		unsigned last = per_item ? x->nitems : 1;
 		double ms;
 
+		uint64_t t0;
+
 		if (e->be->hold != NULL &&
 		    be_call(e->be->hold(e->b, hold_us, err->msg, sizeof err->msg), "holding the stream", err) != 0)
 			goto fail;
+		/* The host's issue time is taken here, with the queue drained: in
+		 * the timed pass a host ahead of the GPU ends up waiting on a full
+		 * launch queue, and its time per step becomes the GPU's. */
+		t0 = bcg_now_ns();
 		if (per_item) {
 			if (exec_step(e, x, step, &marks, err) != 0)
 				goto fail;
@@ -126,6 +130,7 @@ static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup
 		           be_call(e->be->mark(e->b, 1, err->msg, sizeof err->msg), "time stamp", err) != 0) {
 			goto fail;
 		}
+		issue_ms[b] = (double)(bcg_now_ns() - t0) / 1e6;
 		if (be_call(e->be->sync(e->b, err->msg, sizeof err->msg), "waiting for the step", err) != 0 ||
 		    be_call(e->be->elapsed(e->b, 0, last, &ms, err->msg, sizeof err->msg),
 		            "reading time stamps", err) != 0)
@@ -239,22 +244,24 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
                                struct replay_result *check, struct engine_error *err)
 {
 	double *step_ms = calloc(steps, sizeof *step_ms);
-	double *host_ms = calloc(steps, sizeof *host_ms);
 	double *busy_ms = calloc(busy_steps, sizeof *busy_ms);
 	double *item_ms = calloc((size_t)x->nitems * busy_steps + 1, sizeof *item_ms);
+	double *issue_ms = calloc(busy_steps, sizeof *issue_ms);
 	double host_max, sum = 0.0;
 	int rc = -1;
 
 	memset(st, 0, sizeof *st);
-	if (step_ms == NULL || host_ms == NULL || busy_ms == NULL || item_ms == NULL) {
+	if (step_ms == NULL || busy_ms == NULL || item_ms == NULL ||
+	    issue_ms == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
-	if (replay_timed(e, x, warmup, steps, step_ms, host_ms, &host_max, err) != 0)
+	if (replay_timed(e, x, warmup, steps, step_ms, &host_max, err) != 0)
 		goto out;
 	if (check != NULL && replay_check(e, x, warmup + steps, check, err) != 0)
 		goto out;
-	if (replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms, err) != 0)
+	if (replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms, issue_ms,
+	                err) != 0)
 		goto out;
 
 	st->steps = steps;
@@ -264,7 +271,7 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	st->step_median = replay_percentile(step_ms, steps, 50);
 	st->step_p90 = replay_percentile(step_ms, steps, 90);
 	st->step_p99 = replay_percentile(step_ms, steps, 99);
-	st->host_median = replay_percentile(host_ms, steps, 50);
+	st->host_median = replay_percentile(issue_ms, busy_steps, 50);
 	st->busy_median = replay_percentile(busy_ms, busy_steps, 50);
 	st->gap_median = st->step_median > st->busy_median ? st->step_median - st->busy_median : 0.0;
 	st->nitems = x->nitems;
@@ -280,9 +287,9 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	rc = 0;
 out:
 	free(step_ms);
-	free(host_ms);
 	free(busy_ms);
 	free(item_ms);
+	free(issue_ms);
 	return rc;
 }
 

@@ -4,11 +4,12 @@
  * A measurement has two passes over an executable variant:
  *  - timed: warm-up then N steps issued back to back, as a serving loop
  *    would; a time stamp on the backend's timeline at each step start gives
- *    the step time (start to start), the host clock the time the host spent
- *    issuing each step;
+ *    the step time (start to start);
  *  - busy: a few steps issued while the stream is held, so the GPU finds
  *    the whole step queued and never waits for the host; time stamps around
- *    every item give the GPU's own busy time per step and per item.
+ *    every item give the GPU's own busy time per step and per item, and the
+ *    host clock the time the host needs to issue a step (in the timed pass
+ *    a host that runs ahead waits on the full launch queue instead).
  * The idle gap is step time minus busy time: what the host costs the GPU.
  */
 #ifndef BCG_ENGINE_REPLAY_H
@@ -35,7 +36,7 @@ struct replay_stats {
 	double   step_p90;
 	double   step_p99;
 	double   step_mean;
-	double   host_median;     /* ms the host spent issuing a step */
+	double   host_median;     /* ms the host needs to issue a step */
 	double   busy_median;     /* ms of GPU work per step, never waiting */
 	double   gap_median;      /* step_median - busy_median, at least 0 */
 	uint32_t nitems;

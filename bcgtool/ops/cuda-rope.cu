@@ -43,7 +43,8 @@ __global__ void bcg_rope_kernel(const void *x, int dtx, const int32_t *pos, void
 		int64_t h = th % heads, t = th / heads;
 		int64_t k = t * width + h * head_dim + i;
 		if (i >= half) {
-			cuda_rope_copy(x, dtx, out, dto, k);    /* odd head_dim: the last one */
+			/* odd head_dim: the head's last element stays as it is */
+			cuda_rope_copy(x, dtx, out, dto, t * width + h * head_dim + head_dim - 1);
 			continue;
 		}
 		float p = (float)pos[t];
