@@ -9,6 +9,7 @@
 #   bench     bcgtool bench on llama-decode at T=8, replay timings, plan sizes
 #   sanitize  compute-sanitizer memcheck on capture and replay of the small sample
 #   nsys      Nsight Systems on a replay, exported and checked (bench/nsys-check.py)
+#   profile   Nsight Systems kernel statistics of a llama-decode replay at T=8
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -130,6 +131,29 @@ for s in $stages; do
 			sed 's/^/  /' nsys-check.txt | tee -a "$summary"
 			"$NSYS" stats --report nvtx_sum,cuda_gpu_kern_sum replay-small.nsys-rep \
 				>nsys-stats.txt 2>&1
+		fi
+		;;
+	profile)
+		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \
+			"$S/llama-decode.yaml" >/dev/null 2>&1
+		sh "$top/.gpu/nsys-profile" "$log/replay-llama" "$B" replay --backend cuda --tokens 8 \
+			--steps 200 --warmup 20 llama.plan >nsys-llama.txt 2>&1
+		say "nsys profile replay llama T=8: exit $?"
+		NSYS=$(sed -n 's/^NSYS=//p' nsys-llama.txt)
+		if [ -n "$NSYS" ] && [ -f replay-llama.nsys-rep ]; then
+			"$NSYS" stats --report cuda_gpu_kern_sum --format csv replay-llama.nsys-rep \
+				>kern-llama.csv 2>&1
+			python3 - kern-llama.csv <<'PY' | tee -a "$summary"
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 8]
+head, rows = rows[0], rows[1:]
+i = {h: k for k, h in enumerate(head)}
+tot = sum(float(r[i["Total Time (ns)"]]) for r in rows)
+print("  kernels by total time (%d kinds, %.1f ms in all):" % (len(rows), tot / 1e6))
+for r in rows[:14]:
+    print("  %5.1f%% %8d x %8.2f us  %s" % (float(r[i["Time (%)"]]), int(r[i["Instances"]]),
+          float(r[i["Avg (ns)"]]) / 1e3, r[i["Name"]][:90]))
+PY
 		fi
 		;;
 	esac
