@@ -343,9 +343,9 @@ static int check_rope(const struct op_call *c, char *msg, size_t len)
 	if (heads < 1)
 		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
 		                  (long long)heads);
-	if (hd < 2 || hd % 2 != 0)
+	if (hd < 2 || hd % 2 != 0 || hd > 512)
 		return check_fail(msg, len, "attribute head_dim is %lld; rope needs an even "
-		                  "head_dim of at least 2", (long long)hd);
+		                  "head_dim from 2 to 512", (long long)hd);
 	if (heads > x.t->dim[1] / hd || heads * hd != x.t->dim[1])
 		return check_fail(msg, len, "input x has %lld columns, expected heads x head_dim "
 		                  "= %lld x %lld", (long long)x.t->dim[1], (long long)heads,
@@ -416,8 +416,8 @@ static int check_attention(const struct op_call *c, char *msg, size_t len)
 	if (kvh < 1)
 		return check_fail(msg, len, "attribute kv_heads is %lld; it must be at least 1",
 		                  (long long)kvh);
-	if (hd < 1)
-		return check_fail(msg, len, "attribute head_dim is %lld; it must be at least 1",
+	if (hd < 1 || hd > 512)
+		return check_fail(msg, len, "attribute head_dim is %lld; it must be from 1 to 512",
 		                  (long long)hd);
 	if (heads % kvh != 0)
 		return check_fail(msg, len, "attribute heads (%lld) is not a multiple of "

@@ -49,6 +49,7 @@ struct env {
 	cudaStream_t       stream;
 	cublasHandle_t     cublas;
 	void              *workspace;
+	void              *counters_keep;
 	struct cuda_op_ctx ctx;          /* scratch set per case */
 	uint64_t           seed;
 	uint64_t           counter;      /* the generator's next counter */
@@ -568,10 +569,23 @@ static void test_unary(struct env *e)
 
 /* --- matmul ---------------------------------------------------------------- */
 
+static size_t matmul_scratch(const struct tcase *c)
+{
+	struct op_call call;
+
+	tcase_call(c, &call, 1);
+	return cuda_matmul_scratch_bytes(&call);
+}
+
 static void test_matmul(struct env *e)
 {
+	/* Decode-sized rows (M <= 16, N a multiple of 8, b not transposed, f16
+	 * or bf16) take the small-M kernel, split over K in one slice or
+	 * several; the rest go to cuBLAS. */
 	static const int64_t mnk[][3] = { { 1, 64, 128 }, { 7, 33, 65 }, { 32, 96, 40 },
-	                                  { 3, 5, 1 } };
+	                                  { 3, 5, 1 }, { 8, 1024, 1024 }, { 16, 136, 2816 },
+	                                  { 5, 5632, 100 }, { 13, 8, 700 }, { 2, 32000, 64 } };
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 	struct tbuf a, b, out;
 	struct tcase c;
 
@@ -580,7 +594,7 @@ static void test_matmul(struct env *e)
 			int dt = float_dtypes[d], odt = f32out ? PLAN_DTYPE_F32 : dt;
 			if (f32out && dt == PLAN_DTYPE_F32)
 				continue;
-			for (int s = 0; s < 4; s++) {
+			for (int s = 0; s < nshapes; s++) {
 				for (int t = 0; t < 4; t++) {
 					int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
 					int ta = t & 1, tb = (t >> 1) & 1;
@@ -598,7 +612,8 @@ static void test_matmul(struct env *e)
 					c.attr[MATMUL_TRANS_A].i = ta;
 					c.attr[MATMUL_TRANS_B].i = tb;
 					c.tol = tol_for(odt, 1e-4);
-					c.capture = dt == PLAN_DTYPE_F16 && s == 1;
+					c.capture = dt == PLAN_DTYPE_F16 && (s == 1 || s == 4);
+					c.scratch = matmul_scratch(&c);
 					snprintf(c.what, sizeof c.what,
 					         "matmul %s -> %s M %lld N %lld K %lld trans_a %d trans_b %d",
 					         dtype_name(dt), dtype_name(odt), (long long)M, (long long)N,
@@ -611,6 +626,79 @@ static void test_matmul(struct env *e)
 			}
 		}
 	}
+}
+
+/* The small-M kernel sums its K slices through ticket counters that the
+ * last block resets: one graph replayed again and again must give the
+ * eager launch's bytes every time and leave every counter at zero. */
+static void test_matmul_replays(struct env *e)
+{
+	const int64_t M = 8, N = 1024, K = 1024;
+	struct tbuf a, b, out;
+	struct tcase c;
+	struct op_call call;
+	struct cuda_op_ctx ctx = e->ctx;
+	cuda_kernel_fn fn = cuda_kernel(OP_MATMUL);
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+	void *scratch, *want, *got;
+	unsigned *counters;
+	char msg[256];
+	int same = 1, zero = 1, rc;
+
+	tbuf_init(&a, PLAN_DTYPE_F16, 2, (const int64_t[]){ M, K }, 0);
+	tbuf_init(&b, PLAN_DTYPE_F16, 2, (const int64_t[]){ K, N }, 0);
+	tbuf_init(&out, PLAN_DTYPE_F16, 2, (const int64_t[]){ M, N }, 0);
+	tbuf_random(e, &a, 1.0f);
+	tbuf_random(e, &b, 1.0f);
+	tbuf_upload(&a);
+	tbuf_upload(&b);
+	tcase_init(&c, OP_MATMUL, 2, 1);
+	c.in[0] = &a;
+	c.in[1] = &b;
+	c.out[0] = &out;
+	tcase_call(&c, &call, 1);
+	ctx.scratch_bytes = cuda_matmul_scratch_bytes(&call);
+	ok(ctx.scratch_bytes > 0, "matmul 8x1024x1024 f16 is split over K (%zu scratch bytes)",
+	   ctx.scratch_bytes);
+	CK(cudaMalloc(&scratch, ctx.scratch_bytes + 1));
+	ctx.scratch = scratch;
+	want = malloc(out.bytes);
+	got = malloc(out.bytes);
+	counters = malloc(4096 * sizeof *counters);
+	if (want == NULL || got == NULL || counters == NULL)
+		bail("out of memory");
+	CK(cudaDeviceSynchronize());
+
+	rc = fn(&call, &ctx, msg, sizeof msg);
+	CK(cudaStreamSynchronize(e->stream));
+	CK(cudaMemcpy(want, out.dev, out.bytes, cudaMemcpyDeviceToHost));
+	CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+	rc |= fn(&call, &ctx, msg, sizeof msg);
+	CK(cudaStreamEndCapture(e->stream, &graph));
+	CK(cudaGraphInstantiate(&exec, graph, 0));
+	for (int i = 0; i < 5; i++) {
+		CK(cudaMemsetAsync(out.dev, POISON_DEV, out.bytes, e->stream));
+		CK(cudaGraphLaunch(exec, e->stream));
+		CK(cudaStreamSynchronize(e->stream));
+		CK(cudaMemcpy(got, out.dev, out.bytes, cudaMemcpyDeviceToHost));
+		same &= memcmp(got, want, out.bytes) == 0;
+	}
+	CK(cudaMemcpy(counters, e->ctx.counters, 4096 * sizeof *counters, cudaMemcpyDeviceToHost));
+	for (int i = 0; i < 4096; i++)
+		zero &= counters[i] == 0;
+	ok(rc == 0 && same, "the split matmul replayed 5 times from one graph matches the eager "
+	   "launch bit for bit%s%s", rc ? ": " : "", rc ? msg : "");
+	ok(zero, "every ticket counter is back at zero");
+	CK(cudaGraphExecDestroy(exec));
+	CK(cudaGraphDestroy(graph));
+	CK(cudaFree(scratch));
+	free(want);
+	free(got);
+	free(counters);
+	tbuf_free(&a);
+	tbuf_free(&b);
+	tbuf_free(&out);
 }
 
 /* --- row reductions ---------------------------------------------------------- */
@@ -1190,6 +1278,11 @@ int main(void)
 	e.ctx.stream = e.stream;
 	e.ctx.cublas = e.cublas;
 	e.ctx.sm_count = sms;
+	/* Ticket counters, zeroed once, as the engine provides them. */
+	CK(cudaMalloc((void **)&e.ctx.counters, 4096 * sizeof(unsigned)));
+	CK(cudaMemset(e.ctx.counters, 0, 4096 * sizeof(unsigned)));
+	e.ctx.ncounters = 4096;
+	e.counters_keep = e.ctx.counters;
 	diag("device 0: %d multiprocessors", sms);
 
 	test_fill(&e);
@@ -1197,6 +1290,7 @@ int main(void)
 	test_binary(&e);
 	test_unary(&e);
 	test_matmul(&e);
+	test_matmul_replays(&e);
 	test_rows(&e);
 	test_argmax(&e);
 	test_rope(&e);
@@ -1208,6 +1302,7 @@ int main(void)
 	test_errors(&e);
 
 	cublasDestroy(e.cublas);
+	CK(cudaFree(e.counters_keep));
 	CK(cudaFree(e.workspace));
 	CK(cudaStreamDestroy(e.stream));
 	return tap_done();

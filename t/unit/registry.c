@@ -331,8 +331,11 @@ static void test_rope(void)
 	       "rope: one position per row");
 	c.in[1] = ten1(I32, 4);
 	c.attr[ROPE_HEAD_DIM].i = 15;
-	is_str(check(&c), "attribute head_dim is 15; rope needs an even head_dim of at least 2",
+	is_str(check(&c), "attribute head_dim is 15; rope needs an even head_dim from 2 to 512",
 	       "rope: odd head_dim");
+	c.attr[ROPE_HEAD_DIM].i = 514;
+	is_str(check(&c), "attribute head_dim is 514; rope needs an even head_dim from 2 to 512",
+	       "rope: head_dim above what the CUDA kernel takes");
 	c.attr[ROPE_HEAD_DIM].i = 8;
 	is_str(check(&c), "input x has 64 columns, expected heads x head_dim = 4 x 8",
 	       "rope: heads x head_dim differs from the columns");
@@ -410,6 +413,9 @@ static void test_attention(void)
 	c.attr[ATTN_HEAD_DIM].i = 8;
 	is_str(check(&c), "input q has 64 columns, expected heads x head_dim = 4 x 8",
 	       "attention: q width");
+	c.attr[ATTN_HEAD_DIM].i = 1024;
+	is_str(check(&c), "attribute head_dim is 1024; it must be from 1 to 512",
+	       "attention: head_dim above what the CUDA kernel takes");
 	c.attr[ATTN_HEAD_DIM].i = 16;
 	c.in[2] = ten2(F16, 64, 32);
 	is_str(check(&c), "input v has shape [64, 32], expected [128, 32] (the shape of input k)",
