@@ -4,7 +4,7 @@
  * CUDA graphs and read back node by node.
  *
  * The device allocation holds, from its base: the plan's arena, the
- * kernels' scratch, cuBLAS's workspace, then the kernels' ticket counters.
+ * kernels' scratch, then cuBLAS's workspace.
  * Every address a graph holds is therefore base + offset, and a plan can
  * record operands relocatably.
  *
@@ -30,10 +30,6 @@
 
 /* cuBLAS's workspace: its guidance for Hopper is 32 MiB. */
 #define CUDA_WORKSPACE_BYTES (32u << 20)
-
-/* Counters for kernels that take tickets (the small matmul's split-K):
- * zeroed once, touched by nothing else, left zeroed by their users. */
-#define CUDA_COUNTERS 4096
 
 /* Feeds travel through pinned staging slots, so a copy never waits for
  * the stream (a pageable copy may) and the host can run ahead. */
@@ -224,8 +220,7 @@ static void cuda_close(struct backend *b)
 static uint64_t cuda_extra_bytes(struct backend *b, uint64_t scratch_bytes)
 {
 	(void)b;
-	return ((scratch_bytes + 255) & ~(uint64_t)255) + CUDA_WORKSPACE_BYTES +
-	       CUDA_COUNTERS * sizeof(unsigned);
+	return ((scratch_bytes + 255) & ~(uint64_t)255) + CUDA_WORKSPACE_BYTES;
 }
 
 static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
@@ -256,8 +251,6 @@ static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_
 	CUDA_TRY(cudaMemsetAsync(*base, 0, (size_t)total, b->stream), "clearing the arena");
 	CUBLAS_TRY(cublasSetWorkspace(b->cublas, backend_at(*base, arena + scratch),
 	                              CUDA_WORKSPACE_BYTES), "cublasSetWorkspace");
-	b->ctx.counters = backend_at(*base, arena + scratch + CUDA_WORKSPACE_BYTES);
-	b->ctx.ncounters = CUDA_COUNTERS;
 	return 0;
 fail:
 	cudaFree(*base);

@@ -47,8 +47,6 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 	switch (call->kind->id) {
 	case OP_ATTENTION:
 		return cuda_attention_scratch_bytes(call);
-	case OP_MATMUL:
-		return cuda_matmul_scratch_bytes(call);
 	default:
 		return 0;
 	}

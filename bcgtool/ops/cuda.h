@@ -34,10 +34,6 @@ struct cuda_op_ctx {
 	int            sm_count;        /* multiprocessors on the device */
 	void          *scratch;         /* device scratch; NULL when none needed */
 	size_t         scratch_bytes;
-	unsigned      *counters;        /* zeroed device counters no other work
-	                                   touches: kernels that take tickets
-	                                   leave them zeroed again */
-	size_t         ncounters;
 };
 
 /* Launch CALL (device addresses) on CTX's stream. Returns 0, or -1 with one
@@ -54,10 +50,6 @@ cuda_kernel_fn cuda_kernel(enum op_id id);
  * launchers it reads call->kind, which must be set (NULL gives 0). A
  * launcher given too little scratch fails with a message saying so. */
 size_t cuda_op_scratch_bytes(const struct op_call *call);
-
-/* The same for a matmul call: the split-K partials of the small-M kernel
- * (cuda-matmul-small.cu), 0 for the shapes it does not take. */
-size_t cuda_matmul_scratch_bytes(const struct op_call *call);
 
 /* The same for an attention call: the split-K partials for kv_len = S (the
  * cache rows), the largest a step can use. */
