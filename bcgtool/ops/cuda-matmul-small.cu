@@ -10,12 +10,14 @@
  * Here a block owns 16 columns and all of K: two threads share a row of b
  * (8 columns, one 16-byte load each), 128 rows are read at once, and each
  * thread keeps eight loads in flight while it accumulates M x 8 sums. A
- * tile is a whole 32-byte sector of every row it reads. a is small and read
- * through the read-only cache. One warp-shuffle tree and one pass over
- * shared memory add the partial sums, always in the same order, so the
- * result is the same bits on every launch, eager or replayed. (An earlier
- * split-K design with a ticketed last-block reduction was slower, 9.8 us
- * for 2 MB: each block read too little to hide its chain of latencies.)
+ * tile is a whole 32-byte sector of every row it reads. a is staged in
+ * shared memory a chunk at a time, transposed to [k][m]. One warp-shuffle
+ * tree and one pass over shared memory add the partial sums, always in the
+ * same order, so the result is the same bits on every launch, eager or
+ * replayed. Measured on the H100 on the way here: a split-K design with a
+ * ticketed last-block reduction ran 9.8 us for 2 MB (each block read too
+ * little to hide its chain of latencies), and reading a straight from
+ * global memory, uncoalesced, 20.8 us.
  */
 #include "config.h"
 
@@ -31,10 +33,9 @@
 #define SMALL_ROWS    (SMALL_THREADS / SMALL_GROUPS)   /* rows of b at once: 128 */
 #define SMALL_WARPS   (SMALL_THREADS / 32)
 
-/* Eight consecutive elements of a row of b, as floats, from one 16-byte load. */
-__device__ __forceinline__ void small_load8(const __half *p, float *f)
+/* Eight consecutive elements of a row of b, as floats, from its 16-byte load. */
+__device__ __forceinline__ void small_unpack8(const uint4 &u, const __half *, float *f)
 {
-	uint4 u = __ldg(reinterpret_cast<const uint4 *>(p));
 	const __half2 *h = reinterpret_cast<const __half2 *>(&u);
 #pragma unroll
 	for (int j = 0; j < 4; j++) {
@@ -44,9 +45,8 @@ __device__ __forceinline__ void small_load8(const __half *p, float *f)
 	}
 }
 
-__device__ __forceinline__ void small_load8(const __nv_bfloat16 *p, float *f)
+__device__ __forceinline__ void small_unpack8(const uint4 &u, const __nv_bfloat16 *, float *f)
 {
-	uint4 u = __ldg(reinterpret_cast<const uint4 *>(p));
 	const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
 #pragma unroll
 	for (int j = 0; j < 4; j++) {
@@ -59,12 +59,37 @@ __device__ __forceinline__ void small_load8(const __nv_bfloat16 *p, float *f)
 __device__ __forceinline__ float small_to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float small_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-/* a is read as a[m * a_m + k * a_k], which covers both of its layouts. */
+/* The MT values of one staged row of a, as floats, in one shared-memory
+ * load where the row is 16 bytes or a multiple of them. */
+template <typename T, int MT>
+__device__ __forceinline__ void small_row(const T *p, float *av)
+{
+	if constexpr (MT % 8 == 0) {
+#pragma unroll
+		for (int q = 0; q < MT / 8; q++)
+			small_unpack8(reinterpret_cast<const uint4 *>(p)[q], p, av + 8 * q);
+	} else {
+#pragma unroll
+		for (int m = 0; m < MT; m++)
+			av[m] = small_to_float(p[m]);
+	}
+}
+
+/* Rows of b each thread loads ahead per chunk: eight, or four where the
+ * accumulators of 16 rows of a leave too few registers. */
+template <int MT> struct small_batch { enum { n = MT >= 16 ? 4 : 8 }; };
+
+/* a is read as a[m * a_m + k * a_k], which covers both of its layouts. A
+ * chunk of it at a time is staged in shared memory as [k][m], in its own
+ * dtype (exact), so that a thread reads all M values of its k-row at once
+ * while the warp's loads stay coalesced along k. */
 template <typename T, int MT>
 __global__ void __launch_bounds__(SMALL_THREADS)
 bcg_matmul_small_kernel(const T *a, int64_t a_m, int64_t a_k, const T *b, void *out,
                         int out_dt, int M, int N, int K)
 {
+	enum { NB = small_batch<MT>::n, CHUNK = SMALL_ROWS * NB };
+	__shared__ __align__(16) T as[CHUNK][MT];
 	__shared__ float red[SMALL_WARPS][MT][SMALL_TILE_N];
 	const int tid = threadIdx.x, group = tid % SMALL_GROUPS, row = tid / SMALL_GROUPS;
 	const int warp = tid / 32, lane = tid % 32;
@@ -76,20 +101,36 @@ bcg_matmul_small_kernel(const T *a, int64_t a_m, int64_t a_k, const T *b, void *
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 			acc[m][j] = 0.0f;
-	if (n0 < N) {
-#pragma unroll 8
-		for (int k = row; k < K; k += SMALL_ROWS) {
-			float w[8];
-			small_load8(b + (int64_t)k * N + n0, w);
+
+	for (int c0 = 0; c0 < K; c0 += CHUNK) {
+		uint4 braw[NB];
+
+		/* This chunk's rows of b first: their latency then overlaps the
+		 * staging of a below. */
 #pragma unroll
-			for (int m = 0; m < MT; m++) {
-				if (m >= M)
-					break;
-				float av = small_to_float(__ldg(&a[m * a_m + k * a_k]));
+		for (int i = 0; i < NB; i++) {
+			int k = c0 + row + i * SMALL_ROWS;
+			braw[i] = n0 < N && k < K
+				? __ldg(reinterpret_cast<const uint4 *>(b + (int64_t)k * N + n0))
+				: make_uint4(0, 0, 0, 0);
+		}
+		__syncthreads();   /* the last chunk's readers are done with as */
+		for (int e = tid; e < MT * CHUNK; e += SMALL_THREADS) {
+			int m = e / CHUNK, kk = e % CHUNK, k = c0 + kk;
+			as[kk][m] = m < M && k < K ? a[m * a_m + k * a_k] : T(0.0f);
+		}
+		__syncthreads();
+#pragma unroll
+		for (int i = 0; i < NB; i++) {
+			int kk = row + i * SMALL_ROWS;
+			float w[8], av[MT];
+			small_unpack8(braw[i], b, w);
+			small_row<T, MT>(as[kk], av);
+#pragma unroll
+			for (int m = 0; m < MT; m++)
 #pragma unroll
 				for (int j = 0; j < 8; j++)
-					acc[m][j] = fmaf(av, w[j], acc[m][j]);
-			}
+					acc[m][j] = fmaf(av[m], w[j], acc[m][j]);
 		}
 	}
 
