@@ -1,38 +1,1010 @@
 /*
  * cmd-inspect.c - bcgtool inspect: show what a plan holds.
  *
- * Placeholder entry: the command is being written.
+ * Without a section option it prints the summary: where the plan came
+ * from, its variants and arena. Each section option prints one table
+ * instead, in a fixed order whatever the order of the options. --json and
+ * --dot hand the whole plan to libplan's dumps.
  */
 #include "config.h"
 
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "cmd.h"
+#include "plan.h"
+#include "table.h"
+#include "util.h"
 
 static int cmd_inspect_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_inspect_entry = {
 	.name = "inspect",
-	.usage = "PLAN",
+	.usage = "[--all] [--dims] [--vars] [--tensors] [--ops] [--items] [--segments] "
+	         "[--breakpoints] [--nodes] [--dispatch] [--checks] [--stats] [--variant T] "
+	         "[--json | --dot] [--color WHEN] PLAN",
 	.summary = "show what a plan holds",
-	.options = "",
+	.options =
+		"      --all          every section below, in this order\n"
+		"      --dims         the dims and their values\n"
+		"      --vars         the host vars\n"
+		"      --tensors      name, dtype, shape, role, arena offset, bytes, contents\n"
+		"      --ops          the ops: kind, inputs, outputs, attributes\n"
+		"      --items        each variant's step: its items in execution order\n"
+		"      --segments     each variant's segments: ops, nodes, fingerprint\n"
+		"      --breakpoints  each variant's breakpoints: op, reason, tensors\n"
+		"      --nodes        per segment: node type, kernel, grid, block, shared\n"
+		"                     memory, arena operands\n"
+		"      --dispatch     which variant runs each token count, or eager\n"
+		"      --checks       the output checksums of the eager reference run\n"
+		"      --stats        capture and instantiate times, nodes per segment,\n"
+		"                     a histogram of kernels\n"
+		"  -t, --variant T    only the variant captured for T tokens\n"
+		"      --json         the whole plan as JSON (formats/inspect-json.md)\n"
+		"      --dot          the variants' steps as a Graphviz graph\n"
+		"      --color WHEN   auto (default: on a terminal, unless NO_COLOR is set),\n"
+		"                     always or never\n"
+		"  -h, --help         show this help\n",
 	.exec = cmd_inspect_exec,
 };
 
+/* Sections, in the order they print. */
+enum {
+	SEC_DIMS        = 1u << 0,
+	SEC_VARS        = 1u << 1,
+	SEC_TENSORS     = 1u << 2,
+	SEC_OPS         = 1u << 3,
+	SEC_ITEMS       = 1u << 4,
+	SEC_SEGMENTS    = 1u << 5,
+	SEC_BREAKPOINTS = 1u << 6,
+	SEC_NODES       = 1u << 7,
+	SEC_DISPATCH    = 1u << 8,
+	SEC_CHECKS      = 1u << 9,
+	SEC_STATS       = 1u << 10,
+	SEC_ALL         = (1u << 11) - 1,
+};
+
+struct inspect {
+	const plan_t *plan;
+	const char   *path;
+	uint32_t      variant;    /* PLAN_NONE: every variant */
+	struct style  st;
+	int           printed;    /* a section was printed: separate the next */
+};
+
+static int inspect_wanted(const struct inspect *in, uint32_t variant)
+{
+	return in->variant == PLAN_NONE || in->variant == variant;
+}
+
+static void inspect_title(struct inspect *in, const char *fmt, ...) BCG_PRINTF(2, 3);
+
+static void inspect_title(struct inspect *in, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (in->printed)
+		putchar('\n');
+	in->printed = 1;
+	fputs(in->st.bold, stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputs(in->st.reset, stdout);
+	putchar('\n');
+}
+
+static void inspect_variant_title(struct inspect *in, const char *what, uint32_t v)
+{
+	const struct plan_variant *var = plan_get_variant(in->plan, v);
+
+	inspect_title(in, "%s of variant %lld (%s)", what, (long long)var->tokens,
+	              plan_mode_name(var->mode));
+}
+
+/* "ops 0-6 embed..v_write", "op 8 o". */
+static void inspect_span(const plan_t *plan, uint32_t first, uint32_t count, char *buf,
+                         size_t len)
+{
+	char a[128], b[128];
+
+	plan_op_label(plan, first, a, sizeof a);
+	if (count == 1) {
+		snprintf(buf, len, "%s", a);
+		return;
+	}
+	plan_op_label(plan, first + count - 1, b, sizeof b);
+	snprintf(buf, len, "%s..%s", a, b);
+}
+
+static void inspect_range(uint32_t first, uint32_t count, char *buf, size_t len)
+{
+	if (count == 1)
+		snprintf(buf, len, "%u", first);
+	else
+		snprintf(buf, len, "%u-%u", first, first + count - 1);
+}
+
+/* What an arena offset points at, for a node of op OP: a tensor the op
+ * uses, else any tensor or var mirror that holds it ("x", "k_cache+64"),
+ * else the bare offset. Activations share space, so the op's own tensors
+ * are the best guess. */
+static void inspect_operand(const plan_t *plan, uint32_t op, uint64_t off, char *buf, size_t len)
+{
+	const struct plan_op *o = op != PLAN_NONE ? plan_get_op(plan, op) : NULL;
+	uint32_t found = PLAN_NONE;
+
+	for (uint32_t k = 0; o != NULL && k < o->nin + o->nout && found == PLAN_NONE; k++) {
+		uint32_t ti = k < o->nin ? o->in[k] : o->out[k - o->nin];
+		const struct plan_tensor *t = plan_get_tensor(plan, ti);
+		if (t != NULL && off >= t->offset && off - t->offset < t->bytes)
+			found = ti;
+	}
+	for (uint32_t ti = 0; ti < plan_count_tensors(plan) && found == PLAN_NONE; ti++) {
+		const struct plan_tensor *t = plan_get_tensor(plan, ti);
+		if (off >= t->offset && off - t->offset < t->bytes)
+			found = ti;
+	}
+	if (found != PLAN_NONE) {
+		const struct plan_tensor *t = plan_get_tensor(plan, found);
+		if (off == t->offset)
+			snprintf(buf, len, "%s", t->name);
+		else
+			snprintf(buf, len, "%s+%llu", t->name, (unsigned long long)(off - t->offset));
+		return;
+	}
+	for (uint32_t vi = 0; vi < plan_count_vars(plan); vi++) {
+		const struct plan_var *v = plan_get_var(plan, vi);
+		if (off >= v->offset && off - v->offset < 4) {
+			snprintf(buf, len, "var %s", v->name);
+			return;
+		}
+	}
+	snprintf(buf, len, "@%llu", (unsigned long long)off);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The summary.                                                            */
+
+static void inspect_variant_counts(const plan_t *plan, uint32_t v, uint32_t *nseg, uint32_t *nbp,
+                                   uint32_t *nnodes)
+{
+	const struct plan_variant *var = plan_get_variant(plan, v);
+
+	*nseg = *nbp = *nnodes = 0;
+	for (uint32_t k = 0; k < var->nitems; k++) {
+		if (var->items[k].kind == PLAN_ITEM_SEGMENT) {
+			(*nseg)++;
+			*nnodes += plan_get_segment(plan, var->items[k].index)->nnodes;
+		} else {
+			(*nbp)++;
+		}
+	}
+}
+
+static void inspect_summary(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	const struct plan_meta *m = plan_get_meta(plan);
+	const struct plan_layout *l = plan_get_layout(plan);
+	char a[32], b[32], c[32], when[64] = "-";
+	unsigned major, minor;
+	struct stat sb;
+	time_t t = (time_t)m->created;
+	struct tm tm;
+	struct table *tb;
+	uint32_t tot[4] = { 0 };
+
+	plan_get_format_version(plan, &major, &minor);
+	if ((int64_t)t == m->created && gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	if (stat(in->path, &sb) == 0)
+		printf("plan      %s (%s, format %u.%u)\n", in->path,
+		       bcg_human_bytes((uint64_t)sb.st_size, a, sizeof a), major, minor);
+	else
+		printf("plan      %s (format %u.%u)\n", in->path, major, minor);
+	printf("script    %s (hash 0x%016" PRIx64 ")\n", m->script[0] ? m->script : "-",
+	       m->script_hash);
+	printf("tool      %s\n", m->tool[0] ? m->tool : "-");
+	printf("backend   %s\n", plan_backend_name(m->backend));
+	if (m->device[0] != '\0')
+		printf("device    %s (compute capability %d.%d)\n", m->device, (int)m->cc_major,
+		       (int)m->cc_minor);
+	else
+		printf("device    -\n");
+	if (m->cuda_runtime > 0 || m->cuda_driver > 0 || m->cublas > 0)
+		printf("toolkit   CUDA runtime %s, driver %s, cuBLAS %s\n",
+		       plan_version_text(m->cuda_runtime, 0, a, sizeof a),
+		       plan_version_text(m->cuda_driver, 0, b, sizeof b),
+		       plan_version_text(m->cublas, 1, c, sizeof c));
+	else
+		printf("toolkit   -\n");
+	printf("created   %s\n", when);
+	printf("arena     %s (%s without reuse), alignment %u\n",
+	       bcg_human_bytes(l->arena_bytes, a, sizeof a),
+	       bcg_human_bytes(l->unshared_bytes, b, sizeof b), l->alignment);
+	printf("program   %u dim%s, %u var%s, %u tensor%s, %u op%s\n", plan_count_dims(plan),
+	       plan_count_dims(plan) == 1 ? "" : "s", plan_count_vars(plan),
+	       plan_count_vars(plan) == 1 ? "" : "s", plan_count_tensors(plan),
+	       plan_count_tensors(plan) == 1 ? "" : "s", plan_count_ops(plan),
+	       plan_count_ops(plan) == 1 ? "" : "s");
+	in->printed = 1;
+
+	inspect_title(in, "variants");
+	tb = table_new("rlrrrrr");
+	table_cell(tb, "tokens");
+	table_cell(tb, "mode");
+	table_cell(tb, "items");
+	table_cell(tb, "segments");
+	table_cell(tb, "breakpoints");
+	table_cell(tb, "nodes");
+	table_cell(tb, "peak");
+	table_end_row(tb, NULL);
+	uint32_t shown = 0;
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		uint32_t nseg, nbp, nnodes;
+		if (!inspect_wanted(in, v))
+			continue;
+		inspect_variant_counts(plan, v, &nseg, &nbp, &nnodes);
+		table_cell(tb, "%lld", (long long)var->tokens);
+		table_cell(tb, "%s", plan_mode_name(var->mode));
+		table_cell(tb, "%u", var->nitems);
+		table_cell(tb, "%u", nseg);
+		table_cell(tb, "%u", nbp);
+		table_cell(tb, "%u", nnodes);
+		table_cell(tb, "%s", bcg_human_bytes(var->peak_bytes, a, sizeof a));
+		table_end_row(tb, NULL);
+		tot[0] += var->nitems;
+		tot[1] += nseg;
+		tot[2] += nbp;
+		tot[3] += nnodes;
+		shown++;
+	}
+	if (shown > 1) {
+		table_cell(tb, "total");
+		table_cell(tb, "%s", "");
+		table_cell(tb, "%u", tot[0]);
+		table_cell(tb, "%u", tot[1]);
+		table_cell(tb, "%u", tot[2]);
+		table_cell(tb, "%u", tot[3]);
+		table_end_row(tb, in->st.bold);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sections of the program.                                                */
+
+static void inspect_dims(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	struct table *tb = table_new("lrl");
+
+	inspect_title(in, "dims");
+	table_cell(tb, "name");
+	table_cell(tb, "value");
+	table_cell(tb, "expr");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < plan_count_dims(plan); i++) {
+		const struct plan_dim *d = plan_get_dim(plan, i);
+		table_cell(tb, "%s", d->name);
+		table_cell(tb, "%lld", (long long)d->value);
+		if (d->flags & PLAN_DIM_TOKENS) {
+			char sizes[512];
+			size_t at = 0;
+			sizes[0] = '\0';
+			for (uint32_t v = 0; v < plan_count_variants(plan) && at < sizeof sizes; v++) {
+				int n = snprintf(sizes + at, sizeof sizes - at, "%s%lld", v ? ", " : "",
+				                 (long long)plan_get_variant(plan, v)->tokens);
+				at += n > 0 ? (size_t)n : 0;
+			}
+			table_cell(tb, "the token dim; capture sizes %s", sizes[0] ? sizes : "none");
+		} else {
+			table_cell(tb, "%s", d->expr);
+		}
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+static void inspect_vars(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	struct table *tb = table_new("lrrrr");
+
+	inspect_title(in, "vars");
+	if (plan_count_vars(plan) == 0) {
+		printf("  none\n");
+		table_free(tb);
+		return;
+	}
+	table_cell(tb, "name");
+	table_cell(tb, "start");
+	table_cell(tb, "step");
+	table_cell(tb, "limit");
+	table_cell(tb, "offset");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < plan_count_vars(plan); i++) {
+		const struct plan_var *v = plan_get_var(plan, i);
+		table_cell(tb, "%s", v->name);
+		table_cell(tb, "%lld", (long long)v->start);
+		table_cell(tb, "%lld", (long long)v->step);
+		table_cell(tb, "%lld", (long long)v->limit);
+		table_cell(tb, "%llu", (unsigned long long)v->offset);
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+static void inspect_tensors(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	struct table *tb = table_new("rllllrrl");
+	char shape[160], source[160], h[32];
+
+	inspect_title(in, "tensors");
+	table_cell(tb, "#");
+	table_cell(tb, "name");
+	table_cell(tb, "dtype");
+	table_cell(tb, "shape");
+	table_cell(tb, "role");
+	table_cell(tb, "offset");
+	table_cell(tb, "bytes");
+	table_cell(tb, "contents");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < plan_count_tensors(plan); i++) {
+		const struct plan_tensor *t = plan_get_tensor(plan, i);
+		table_cell(tb, "%u", i);
+		table_cell(tb, "%s", t->name);
+		table_cell(tb, "%s", plan_dtype_name(t->dtype));
+		table_cell(tb, "%s", plan_shape_text(plan, t, shape, sizeof shape));
+		table_cell(tb, "%s", plan_role_name(t->role));
+		table_cell(tb, "%llu", (unsigned long long)t->offset);
+		table_cell(tb, "%s", bcg_human_bytes(t->bytes, h, sizeof h));
+		table_cell(tb, "%s", plan_source_text(plan, t, source, sizeof source));
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+static void inspect_ops(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	struct table *tb = table_new("rlllllll");
+	char label[160], list[512], one[160];
+
+	inspect_title(in, "ops");
+	table_cell(tb, "#");
+	table_cell(tb, "name");
+	table_cell(tb, "kind");
+	table_cell(tb, "inputs");
+	table_cell(tb, "outputs");
+	table_cell(tb, "eager");
+	table_cell(tb, "line");
+	table_cell(tb, "attrs");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < plan_count_ops(plan); i++) {
+		const struct plan_op *o = plan_get_op(plan, i);
+		size_t at = 0;
+		table_cell(tb, "%u", i);
+		table_cell(tb, "%s", plan_op_label(plan, i, label, sizeof label));
+		table_cell(tb, "%s", o->kind);
+		table_cell(tb, "%s", plan_tensor_list_text(plan, o->in, o->nin, list, sizeof list));
+		table_cell(tb, "%s", plan_tensor_list_text(plan, o->out, o->nout, list, sizeof list));
+		table_cell(tb, "%s", o->flags & PLAN_OP_EAGER ? "yes" : "-");
+		if (o->line > 0)
+			table_cell(tb, "%u:%u", o->line, o->col);
+		else
+			table_cell(tb, "-");
+		list[0] = '\0';
+		for (uint32_t k = 0; k < o->nattr && at < sizeof list; k++) {
+			int n = snprintf(list + at, sizeof list - at, "%s%s", k ? " " : "",
+			                 plan_attr_text(plan, &o->attr[k], one, sizeof one));
+			at += n > 0 ? (size_t)n : 0;
+		}
+		table_cell(tb, "%s", o->nattr ? list : "-");
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sections of the variants.                                               */
+
+static void inspect_items(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	char range[32], span[320];
+
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		struct table *tb;
+		if (!inspect_wanted(in, v))
+			continue;
+		inspect_variant_title(in, "items", v);
+		tb = table_new("rlrrll");
+		table_cell(tb, "item");
+		table_cell(tb, "kind");
+		table_cell(tb, "index");
+		table_cell(tb, "ops");
+		table_cell(tb, "names");
+		table_cell(tb, "detail");
+		table_end_row(tb, NULL);
+		for (uint32_t k = 0; k < var->nitems; k++) {
+			const struct plan_item *it = &var->items[k];
+			table_cell(tb, "%u", k);
+			if (it->kind == PLAN_ITEM_SEGMENT) {
+				const struct plan_segment *s = plan_get_segment(plan, it->index);
+				inspect_range(s->op_first, s->op_count, range, sizeof range);
+				inspect_span(plan, s->op_first, s->op_count, span, sizeof span);
+				table_cell(tb, "segment");
+				table_cell(tb, "%u", it->index);
+				table_cell(tb, "%s", range);
+				table_cell(tb, "%s", span);
+				if (s->flags & PLAN_SEG_NODES)
+					table_cell(tb, "%u node%s", s->nnodes, s->nnodes == 1 ? "" : "s");
+				else
+					table_cell(tb, "%u op%s", s->op_count, s->op_count == 1 ? "" : "s");
+				table_end_row(tb, in->st.cyan);
+			} else {
+				const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
+				table_cell(tb, "break");
+				table_cell(tb, "%u", it->index);
+				table_cell(tb, "%u", b->op);
+				table_cell(tb, "%s", b->name);
+				table_cell(tb, "%s, %s", plan_get_op(plan, b->op)->kind,
+				           plan_break_reason_name(b->reason));
+				table_end_row(tb, in->st.yellow);
+			}
+		}
+		table_print(tb, stdout, "  ", &in->st);
+		table_free(tb);
+	}
+}
+
+static void inspect_segments(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	char range[32], span[320];
+
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		struct table *tb;
+		uint32_t n = 0;
+		if (!inspect_wanted(in, v))
+			continue;
+		inspect_variant_title(in, "segments", v);
+		tb = table_new("rrrllrrl");
+		table_cell(tb, "seg");
+		table_cell(tb, "item");
+		table_cell(tb, "ops");
+		table_cell(tb, "first..last");
+		table_cell(tb, "count");
+		table_cell(tb, "nodes");
+		table_cell(tb, "edges");
+		table_cell(tb, "fingerprint");
+		table_end_row(tb, NULL);
+		for (uint32_t k = 0; k < var->nitems; k++) {
+			const struct plan_item *it = &var->items[k];
+			if (it->kind != PLAN_ITEM_SEGMENT)
+				continue;
+			const struct plan_segment *s = plan_get_segment(plan, it->index);
+			n++;
+			inspect_range(s->op_first, s->op_count, range, sizeof range);
+			inspect_span(plan, s->op_first, s->op_count, span, sizeof span);
+			table_cell(tb, "%u", it->index);
+			table_cell(tb, "%u", k);
+			table_cell(tb, "%s", range);
+			table_cell(tb, "%s", span);
+			table_cell(tb, "%u op%s", s->op_count, s->op_count == 1 ? "" : "s");
+			if (s->flags & PLAN_SEG_NODES) {
+				table_cell(tb, "%u", s->nnodes);
+				table_cell(tb, "%u", s->nedges);
+				table_cell(tb, "%016" PRIx64, s->fingerprint);
+			} else {
+				table_cell(tb, "-");
+				table_cell(tb, "-");
+				table_cell(tb, "- (no nodes recorded)");
+			}
+			table_end_row(tb, NULL);
+		}
+		if (n == 0)
+			printf("  none: every op is a breakpoint in eager mode\n");
+		else
+			table_print(tb, stdout, "  ", &in->st);
+		table_free(tb);
+	}
+}
+
+static void inspect_breakpoints(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	char reads[512], writes[512];
+
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		struct table *tb;
+		uint32_t n = 0;
+		if (!inspect_wanted(in, v))
+			continue;
+		inspect_variant_title(in, "breakpoints", v);
+		tb = table_new("rrrlllll");
+		table_cell(tb, "bp");
+		table_cell(tb, "item");
+		table_cell(tb, "op");
+		table_cell(tb, "name");
+		table_cell(tb, "kind");
+		table_cell(tb, "reason");
+		table_cell(tb, "reads -> writes");
+		table_cell(tb, "detail");
+		table_end_row(tb, NULL);
+		for (uint32_t k = 0; k < var->nitems; k++) {
+			const struct plan_item *it = &var->items[k];
+			if (it->kind != PLAN_ITEM_BREAK)
+				continue;
+			const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
+			table_cell(tb, "%u", it->index);
+			table_cell(tb, "%u", k);
+			table_cell(tb, "%u", b->op);
+			table_cell(tb, "%s", b->name);
+			table_cell(tb, "%s", plan_get_op(plan, b->op)->kind);
+			table_cell(tb, "%s", plan_break_reason_name(b->reason));
+			table_cell(tb, "%s -> %s", plan_tensor_list_text(plan, b->reads, b->nreads, reads,
+			                                                 sizeof reads),
+			           plan_tensor_list_text(plan, b->writes, b->nwrites, writes, sizeof writes));
+			table_cell(tb, "%s", b->detail);
+			table_end_row(tb, NULL);
+			n++;
+		}
+		if (n == 0)
+			printf("  none: the step is one graph\n");
+		else
+			table_print(tb, stdout, "  ", &in->st);
+		table_free(tb);
+	}
+}
+
+static void inspect_segment_nodes(struct inspect *in, uint32_t si, uint32_t item)
+{
+	const plan_t *plan = in->plan;
+	const struct plan_segment *s = plan_get_segment(plan, si);
+	const struct plan_variant *var = plan_get_variant(plan, s->variant);
+	char range[32], span[320], label[160], operands[1024], one[192], h[32];
+	struct table *tb;
+
+	inspect_range(s->op_first, s->op_count, range, sizeof range);
+	inspect_span(plan, s->op_first, s->op_count, span, sizeof span);
+	inspect_title(in, "nodes of segment %u (variant %lld, item %u, ops %s %s)", si,
+	              (long long)var->tokens, item, range, span);
+	if (!(s->flags & PLAN_SEG_NODES)) {
+		printf("  none recorded (the %s backend records segments as ops)\n",
+		       plan_backend_name(plan_get_meta(plan)->backend));
+		return;
+	}
+	if (s->nnodes == 0) {
+		printf("  none: an empty graph\n");
+		return;
+	}
+	tb = table_new("rlllrrll");
+	table_cell(tb, "#");
+	table_cell(tb, "type");
+	table_cell(tb, "kernel");
+	table_cell(tb, "grid");
+	table_cell(tb, "block");
+	table_cell(tb, "shared");
+	table_cell(tb, "op");
+	table_cell(tb, "arena operands");
+	table_end_row(tb, NULL);
+	for (uint32_t k = 0; k < s->nnodes; k++) {
+		const struct plan_node *n = &s->nodes[k];
+		size_t at = 0;
+		table_cell(tb, "%u", k);
+		table_cell(tb, "%s", plan_node_type_name(n->type));
+		table_cell(tb, "%s", n->kernel[0] ? n->kernel : "-");
+		if (n->type == PLAN_NODE_KERNEL) {
+			table_cell(tb, "%u,%u,%u", n->grid[0], n->grid[1], n->grid[2]);
+			table_cell(tb, "%u,%u,%u", n->block[0], n->block[1], n->block[2]);
+			table_cell(tb, "%s", bcg_human_bytes(n->shmem, h, sizeof h));
+		} else {
+			table_cell(tb, "-");
+			table_cell(tb, "-");
+			table_cell(tb, "-");
+		}
+		if (n->op != PLAN_NONE)
+			table_cell(tb, "%u %s", n->op, plan_op_label(plan, n->op, label, sizeof label));
+		else
+			table_cell(tb, "-");
+		operands[0] = '\0';
+		for (uint32_t p = 0; p < n->nparams && at < sizeof operands; p++) {
+			int w;
+			inspect_operand(plan, n->op, n->params[p].offset, one, sizeof one);
+			w = snprintf(operands + at, sizeof operands - at, "%s[%u]=%s", p ? " " : "",
+			             n->params[p].index, one);
+			at += w > 0 ? (size_t)w : 0;
+		}
+		table_cell(tb, "%s", n->nparams ? operands : "-");
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+	if (s->nedges > 0) {
+		printf("  edges:");
+		for (uint32_t k = 0; k < s->nedges; k++)
+			printf(" %u->%u", s->edges[k].from, s->edges[k].to);
+		printf("\n");
+	}
+}
+
+static void inspect_nodes(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	int any = 0;
+
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		if (!inspect_wanted(in, v))
+			continue;
+		for (uint32_t k = 0; k < var->nitems; k++)
+			if (var->items[k].kind == PLAN_ITEM_SEGMENT) {
+				inspect_segment_nodes(in, var->items[k].index, k);
+				any = 1;
+			}
+	}
+	if (!any) {
+		inspect_title(in, "nodes");
+		printf("  none: no segments\n");
+	}
+}
+
+static void inspect_dispatch(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	struct table *tb = table_new("rll");
+	int64_t top = 0;
+	char range[64];
+
+	inspect_title(in, "dispatch");
+	table_cell(tb, "tokens");
+	table_cell(tb, "variant");
+	table_cell(tb, "mode");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < plan_count_dispatch(plan); i++) {
+		const struct plan_dispatch *d = plan_get_dispatch(plan, i);
+		const struct plan_variant *var = d->variant != PLAN_NONE ?
+			plan_get_variant(plan, d->variant) : NULL;
+		if (d->tokens_max > top)
+			top = d->tokens_max;
+		if (in->variant != PLAN_NONE && d->variant != in->variant)
+			continue;
+		if (d->tokens_min == d->tokens_max)
+			snprintf(range, sizeof range, "%lld", (long long)d->tokens_min);
+		else
+			snprintf(range, sizeof range, "%lld-%lld", (long long)d->tokens_min,
+			         (long long)d->tokens_max);
+		table_cell(tb, "%s", range);
+		if (var != NULL) {
+			table_cell(tb, "%lld", (long long)var->tokens);
+			if (var->tokens > d->tokens_min)
+				table_cell(tb, "%s, padded to %lld", plan_mode_name(var->mode),
+				           (long long)var->tokens);
+			else
+				table_cell(tb, "%s", plan_mode_name(var->mode));
+		} else {
+			table_cell(tb, "-");
+			table_cell(tb, "eager");
+		}
+		table_end_row(tb, NULL);
+	}
+	if (in->variant == PLAN_NONE) {
+		/* Above every entry, and above the largest capture size, a step
+		 * runs eagerly (plan_dispatch_lookup). */
+		table_cell(tb, "%lld-", (long long)top + 1);
+		table_cell(tb, "-");
+		table_cell(tb, "eager");
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+static void inspect_checks(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	struct table *tb = table_new("rlrll");
+
+	inspect_title(in, "checks");
+	table_cell(tb, "tokens");
+	table_cell(tb, "tensor");
+	table_cell(tb, "steps");
+	table_cell(tb, "hash");
+	table_cell(tb, "sum");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < plan_count_checks(plan); i++) {
+		const struct plan_check *c = plan_get_check(plan, i);
+		if (!inspect_wanted(in, c->variant))
+			continue;
+		table_cell(tb, "%lld", (long long)plan_get_variant(plan, c->variant)->tokens);
+		table_cell(tb, "%s", plan_get_tensor(plan, c->tensor)->name);
+		table_cell(tb, "%u", c->steps);
+		table_cell(tb, "%016" PRIx64, c->hash);
+		table_cell(tb, "%.9g", c->sum);
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Statistics.                                                             */
+
+struct histo_entry {
+	const char *name;
+	uint32_t    count;
+};
+
+static int histo_by_count(const void *x, const void *y)
+{
+	const struct histo_entry *a = x, *b = y;
+
+	if (a->count != b->count)
+		return a->count < b->count ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+static void histo_add(struct histo_entry **h, uint32_t *n, const char *name)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (strcmp((*h)[i].name, name) == 0) {
+			(*h)[i].count++;
+			return;
+		}
+	*h = xreallocarray(*h, *n + 1, sizeof **h);
+	(*h)[*n].name = name;
+	(*h)[*n].count = 1;
+	(*n)++;
+}
+
+static void inspect_stats(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	const struct plan_stats *st = plan_get_stats(plan);
+	struct histo_entry *h = NULL;
+	uint32_t nh = 0, total = 0, nodes = 0;
+	struct table *tb;
+	char a[32], b[32];
+
+	inspect_title(in, "capture statistics");
+	printf("  materialize  %s\n", bcg_human_ns(st->materialize_ns, a, sizeof a));
+	printf("  reference    %s (%u step%s)\n", bcg_human_ns(st->reference_ns, a, sizeof a),
+	       st->reference_steps, st->reference_steps == 1 ? "" : "s");
+	printf("  capture      %s\n", bcg_human_ns(st->capture_ns, a, sizeof a));
+	printf("  instantiate  %s\n", bcg_human_ns(st->instantiate_ns, a, sizeof a));
+	if (st->verify_exact)
+		printf("  verify       %s (bit-exact)\n", bcg_human_ns(st->verify_ns, a, sizeof a));
+	else
+		printf("  verify       %s (largest relative error %.3g)\n",
+		       bcg_human_ns(st->verify_ns, a, sizeof a), st->verify_max_error);
+
+	inspect_title(in, "segments");
+	tb = table_new("rrrrrrr");
+	table_cell(tb, "seg");
+	table_cell(tb, "tokens");
+	table_cell(tb, "ops");
+	table_cell(tb, "nodes");
+	table_cell(tb, "capture");
+	table_cell(tb, "instantiate");
+	table_cell(tb, "per node");
+	table_end_row(tb, NULL);
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		if (!inspect_wanted(in, v))
+			continue;
+		for (uint32_t k = 0; k < var->nitems; k++) {
+			const struct plan_segment *s;
+			if (var->items[k].kind != PLAN_ITEM_SEGMENT)
+				continue;
+			s = plan_get_segment(plan, var->items[k].index);
+			table_cell(tb, "%u", var->items[k].index);
+			table_cell(tb, "%lld", (long long)var->tokens);
+			table_cell(tb, "%u", s->op_count);
+			if (s->flags & PLAN_SEG_NODES)
+				table_cell(tb, "%u", s->nnodes);
+			else
+				table_cell(tb, "-");
+			table_cell(tb, "%s", bcg_human_ns(s->capture_ns, a, sizeof a));
+			table_cell(tb, "%s", bcg_human_ns(s->instantiate_ns, b, sizeof b));
+			if (s->nnodes > 0)
+				table_cell(tb, "%s", bcg_human_ns((s->capture_ns + s->instantiate_ns) / s->nnodes,
+				                                  a, sizeof a));
+			else
+				table_cell(tb, "-");
+			table_end_row(tb, NULL);
+			for (uint32_t n = 0; n < s->nnodes; n++)
+				histo_add(&h, &nh, s->nodes[n].kernel[0] ? s->nodes[n].kernel :
+				          plan_node_type_name(s->nodes[n].type));
+			if (!(s->flags & PLAN_SEG_NODES))
+				for (uint32_t o = 0; o < s->op_count; o++)
+					histo_add(&h, &nh, plan_get_op(plan, s->op_first + o)->kind);
+			nodes += s->nnodes;
+		}
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+
+	for (uint32_t i = 0; i < nh; i++)
+		total += h[i].count;
+	if (nodes > 0)
+		inspect_title(in, "kernels (%u node%s)", total, total == 1 ? "" : "s");
+	else
+		inspect_title(in, "ops in segments by kind (no nodes recorded)");
+	if (nh == 0) {
+		printf("  none\n");
+		free(h);
+		return;
+	}
+	qsort(h, nh, sizeof *h, histo_by_count);
+	tb = table_new("rll");
+	table_cell(tb, "count");
+	table_cell(tb, "%s", nodes > 0 ? "kernel" : "kind");
+	table_cell(tb, "%s", "");
+	table_end_row(tb, NULL);
+	for (uint32_t i = 0; i < nh; i++) {
+		/* Bars of at most 40 marks, at least one per entry. */
+		uint32_t w = (uint32_t)((uint64_t)h[i].count * 40 / h[0].count);
+		char bar[41];
+		memset(bar, '#', w ? w : 1);
+		bar[w ? w : 1] = '\0';
+		table_cell(tb, "%u", h[i].count);
+		table_cell(tb, "%s", h[i].name);
+		table_cell(tb, "%s", bar);
+		table_end_row(tb, NULL);
+	}
+	table_print(tb, stdout, "  ", &in->st);
+	table_free(tb);
+	free(h);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int inspect_find_variant(const plan_t *plan, const char *path, long long tokens,
+                                uint32_t *out)
+{
+	char sizes[256];
+	size_t at = 0;
+
+	*out = plan_find_variant(plan, tokens);
+	if (*out != PLAN_NONE)
+		return 0;
+	sizes[0] = '\0';
+	for (uint32_t v = 0; v < plan_count_variants(plan) && at < sizeof sizes; v++) {
+		int n = snprintf(sizes + at, sizeof sizes - at, "%s%lld", v ? ", " : "",
+		                 (long long)plan_get_variant(plan, v)->tokens);
+		at += n > 0 ? (size_t)n : 0;
+	}
+	bcg_error("%s: no variant for %lld tokens (capture sizes: %s)", path, tokens,
+	          sizes[0] ? sizes : "none");
+	return -1;
+}
+
 static int cmd_inspect_exec(int argc, char **argv)
 {
+	enum { OPT_JSON = 256, OPT_DOT, OPT_COLOR, OPT_SECTION };
 	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, OPT_SECTION + 0 },
+		{ "dims", no_argument, NULL, OPT_SECTION + 1 },
+		{ "vars", no_argument, NULL, OPT_SECTION + 2 },
+		{ "tensors", no_argument, NULL, OPT_SECTION + 3 },
+		{ "ops", no_argument, NULL, OPT_SECTION + 4 },
+		{ "items", no_argument, NULL, OPT_SECTION + 5 },
+		{ "segments", no_argument, NULL, OPT_SECTION + 6 },
+		{ "breakpoints", no_argument, NULL, OPT_SECTION + 7 },
+		{ "nodes", no_argument, NULL, OPT_SECTION + 8 },
+		{ "dispatch", no_argument, NULL, OPT_SECTION + 9 },
+		{ "checks", no_argument, NULL, OPT_SECTION + 10 },
+		{ "stats", no_argument, NULL, OPT_SECTION + 11 },
+		{ "variant", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "dot", no_argument, NULL, OPT_DOT },
+		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	static const unsigned section_bits[] = {
+		SEC_ALL, SEC_DIMS, SEC_VARS, SEC_TENSORS, SEC_OPS, SEC_ITEMS, SEC_SEGMENTS,
+		SEC_BREAKPOINTS, SEC_NODES, SEC_DISPATCH, SEC_CHECKS, SEC_STATS,
+	};
+	const struct cmd_entry *self = &cmd_inspect_entry;
+	struct inspect in = { .variant = PLAN_NONE };
+	const char *color = "auto";
+	unsigned sections = 0;
+	long long tokens = 0;
+	int json = 0, dot = 0, have_tokens = 0, c, rc;
+	plan_t *plan = NULL;
+	struct plan_diag diag = { 0 };
 
-	while ((c = cmd_getopt(&cmd_inspect_entry, argc, argv, "h", longopts)) != -1) {
-		if (c == CMD_HELP)
-			return BCG_EXIT_OK;
-		return BCG_EXIT_USAGE;
+	while ((c = cmd_getopt(self, argc, argv, "t:h", longopts)) != -1) {
+		if (c >= OPT_SECTION && c < OPT_SECTION + 12) {
+			sections |= section_bits[c - OPT_SECTION];
+			continue;
+		}
+		switch (c) {
+		case 't':
+			if (cmd_parse_int(self, "--variant", optarg, 1, INT64_MAX, &tokens) != 0)
+				return BCG_EXIT_USAGE;
+			have_tokens = 1;
+			break;
+		case OPT_JSON: json = 1; break;
+		case OPT_DOT: dot = 1; break;
+		case OPT_COLOR: color = optarg; break;
+		case CMD_HELP: return BCG_EXIT_OK;
+		default: return BCG_EXIT_USAGE;
+		}
 	}
-	fprintf(stderr, "bcgtool inspect: not built yet\n");
-	return BCG_EXIT_RUNTIME;
+	if (optind + 1 != argc)
+		return cmd_usage_error(self, optind == argc ? "no plan given" : "one plan only");
+	if (json && dot)
+		return cmd_usage_error(self, "--json and --dot are exclusive");
+	if ((json || dot) && sections != 0)
+		return cmd_usage_error(self, "--%s shows the whole plan: section options do not apply",
+		                       json ? "json" : "dot");
+	if (style_init(&in.st, color, stdout) != 0)
+		return cmd_usage_error(self, "--color takes auto, always or never, not '%s'", color);
+	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
+		return rc;
+	in.plan = plan;
+	in.path = argv[optind];
+	rc = BCG_EXIT_USAGE;
+	if (have_tokens && inspect_find_variant(plan, in.path, tokens, &in.variant) != 0)
+		goto out;
+
+	if (json || dot) {
+		struct plan_dump_opts o = { .variant = in.variant, .title = in.path };
+		int err = json ? plan_dump_json(plan, stdout, &o, &diag) :
+		                 plan_dump_dot(plan, stdout, &o, &diag);
+		if (err != 0) {
+			bcg_error("%s: %s: %s", in.path, plan_strerror(err), diag.message);
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+	} else if (sections == 0) {
+		inspect_summary(&in);
+	} else {
+		if (sections & SEC_DIMS)
+			inspect_dims(&in);
+		if (sections & SEC_VARS)
+			inspect_vars(&in);
+		if (sections & SEC_TENSORS)
+			inspect_tensors(&in);
+		if (sections & SEC_OPS)
+			inspect_ops(&in);
+		if (sections & SEC_ITEMS)
+			inspect_items(&in);
+		if (sections & SEC_SEGMENTS)
+			inspect_segments(&in);
+		if (sections & SEC_BREAKPOINTS)
+			inspect_breakpoints(&in);
+		if (sections & SEC_NODES)
+			inspect_nodes(&in);
+		if (sections & SEC_DISPATCH)
+			inspect_dispatch(&in);
+		if (sections & SEC_CHECKS)
+			inspect_checks(&in);
+		if (sections & SEC_STATS)
+			inspect_stats(&in);
+	}
+	rc = fflush(stdout) == 0 && !ferror(stdout) ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	plan_free(plan);
+	return rc;
 }

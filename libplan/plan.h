@@ -503,6 +503,121 @@ void plan_json_double(struct plan_json *j, double v);
 void plan_json_bool(struct plan_json *j, int v);
 void plan_json_null(struct plan_json *j);
 
+/* ---------------------------------------------------------------------- */
+/* Text for people.                                                        */
+
+/*
+ * Short descriptions of records, as bcgtool's tables, the dumps and the
+ * diff write them. Each writes a NUL-terminated text into BUF (LEN bytes,
+ * truncated to fit) and returns BUF.
+ *
+ *   plan_shape_text        "[T, H]": dim names, literal sizes as numbers
+ *   plan_op_label          the op's name, or "<kind>#<index>" (as
+ *                          breakpoints are named) when it has none
+ *   plan_init_text         "random scale 0.5 seed 1", "ones", "none"
+ *   plan_feed_text         "tokens range 32 seed 3", "positions var kv_len"
+ *   plan_source_text       "feed ...", "init ..." or "-"
+ *   plan_attr_text         "eps=1e-05", "kv_len=kv_len" (a var by name)
+ *   plan_tensor_list_text  "q, k_cache, v_cache"; "-" for none
+ *   plan_version_text      13000 -> "13.0"; with CUBLAS, 130100 -> "13.1.0";
+ *                          "-" for 0
+ *   plan_dispatch_text     "3-4 -> 4", "1 -> 1", "5-8 -> eager"
+ */
+const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
+const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);
+const char *plan_init_text(const struct plan_tensor *t, char *buf, size_t len);
+const char *plan_feed_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
+const char *plan_source_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
+const char *plan_attr_text(const plan_t *plan, const struct plan_attr *a, char *buf, size_t len);
+const char *plan_tensor_list_text(const plan_t *plan, const uint32_t *list, uint32_t n,
+                                  char *buf, size_t len);
+const char *plan_version_text(int32_t version, int cublas, char *buf, size_t len);
+const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d, char *buf,
+                               size_t len);
+
+/* ---------------------------------------------------------------------- */
+/* Dumps.                                                                  */
+
+struct plan_dump_opts {
+	uint32_t    variant;  /* only this variant's records; PLAN_NONE: all */
+	const char *title;    /* DOT: the graph's title (NULL: the script) */
+};
+
+/*
+ * The whole plan as one JSON object (formats/inspect-json.md), or as a
+ * Graphviz digraph: per variant a cluster holding one cluster per segment
+ * (its nodes and edges, or its ops as a chain when no nodes were recorded)
+ * and one octagon per breakpoint, joined in execution order by bold edges.
+ * OPTS may be NULL. Fails with PLAN_ERR_NOT_FOUND for a variant out of
+ * range, PLAN_ERR_IO when the stream reports an error.
+ */
+int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
+                   struct plan_diag *diag);
+int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
+                  struct plan_diag *diag);
+
+/* ---------------------------------------------------------------------- */
+/* Diff.                                                                   */
+
+/* Where a difference lies, in the order plan_diff lists them. */
+enum plan_diff_area {
+	PLAN_DIFF_META     = 1,  /* tool, script, backend, device, toolkit */
+	PLAN_DIFF_LAYOUT   = 2,  /* arena size, alignment, reference steps */
+	PLAN_DIFF_DIMS     = 3,
+	PLAN_DIFF_VARS     = 4,
+	PLAN_DIFF_TENSORS  = 5,
+	PLAN_DIFF_OPS      = 6,
+	PLAN_DIFF_VARIANTS = 7,  /* capture sizes: variants added, removed, changed */
+	PLAN_DIFF_ITEMS    = 8,  /* one variant's items, segments' nodes */
+	PLAN_DIFF_CHECKS   = 9,
+	PLAN_DIFF_DISPATCH = 10,
+};
+
+enum plan_diff_change {
+	PLAN_DIFF_SAME    = 0,   /* an item present and equal in both (context) */
+	PLAN_DIFF_ADDED   = 1,   /* only in B */
+	PLAN_DIFF_REMOVED = 2,   /* only in A */
+	PLAN_DIFF_CHANGED = 3,   /* FIELD differs; or, FIELD "", A replaced by B */
+	PLAN_DIFF_RENAMED = 4,   /* the same thing under another name */
+	PLAN_DIFF_MOVED   = 5,   /* the same thing at another place */
+};
+
+/*
+ * One difference. SUBJECT names the record ("tensor x", "segment ops 0-6
+ * embed..v_write", "break attn at op 7"); A and B are its texts in each
+ * plan: the whole record for ADDED, REMOVED, RENAMED, MOVED and a CHANGED
+ * with FIELD "", else the field's values. Absent texts are "".
+ */
+struct plan_diff_entry {
+	int         area;     /* enum plan_diff_area */
+	int         change;   /* enum plan_diff_change */
+	int64_t     tokens;   /* VARIANTS, ITEMS, CHECKS: the variant; else 0 */
+	const char *subject;
+	const char *field;    /* "shape", "node 3 kernel"; "" for a whole record */
+	const char *a;
+	const char *b;
+	uint32_t    a_index;  /* ITEMS: the item's position in A's variant; else the */
+	uint32_t    b_index;  /* record's index in A (B); PLAN_NONE where absent */
+};
+
+#define PLAN_DIFF_IGNORE_ENV 0x1u  /* ignore tool, device and toolkit versions */
+
+/*
+ * Compare two plans structurally (bcgtool-diff(1) says what is compared
+ * and how records are matched). Timestamps and timings are never
+ * differences. The list holds SAME entries for every item of the variants
+ * both plans have, so that a reader can show context; plan_diff_count
+ * counts the others. NULL when out of memory.
+ */
+struct plan_diff;
+struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags);
+void plan_diff_free(struct plan_diff *d);
+uint32_t plan_diff_count(const struct plan_diff *d);     /* differences, SAME excluded */
+uint32_t plan_diff_length(const struct plan_diff *d);    /* entries, SAME included */
+const struct plan_diff_entry *plan_diff_get(const struct plan_diff *d, uint32_t i);
+const char *plan_diff_area_name(int area);     /* "meta", "tensors", "items", ... */
+const char *plan_diff_change_name(int change); /* "same", "added", ... */
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,12 @@ assert all(x[\"segments\"] == 3 and x[\"breakpoints\"] == 2 and x[\"bit_exact\"]
 "
 '
 
+test_expect_success 'two captures of one script differ only in timings: diff finds nothing' '
+	bcg capture --backend host -o again.plan "$small" >/dev/null &&
+	bcg diff small.plan again.plan >out &&
+	test_cmp /dev/null out
+'
+
 test_expect_success 'a capture that fails leaves the existing plan alone' '
 	cp small.plan before.plan &&
 	test_expect_code 2 bcg capture --backend host --tokens 3 -o small.plan "$small" 2>err &&

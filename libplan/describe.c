@@ -1,0 +1,235 @@
+/*
+ * describe.c - short texts for people about the records of a plan: a
+ * tensor's shape, an op's label, an initializer, a feed, a version.
+ *
+ * bcgtool's tables, the DOT dump and the diff all use them, so that one
+ * thing is written the same way everywhere.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+/* Append to BUF (LEN bytes, holding *AT characters); truncates silently. */
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*at >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	*at = (size_t)n >= len - *at ? len : *at + (size_t)n;
+}
+
+static char *empty(char *buf, size_t len)
+{
+	if (len > 0)
+		buf[0] = '\0';
+	return buf;
+}
+
+const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf,
+                            size_t len)
+{
+	size_t at = 0;
+
+	empty(buf, len);
+	put(buf, len, &at, "[");
+	for (uint32_t i = 0; i < t->rank && i < PLAN_MAX_RANK; i++) {
+		const struct plan_dim *d = t->shape[i].dim != PLAN_NONE ?
+			plan_get_dim(plan, t->shape[i].dim) : NULL;
+		if (d != NULL)
+			put(buf, len, &at, "%s%s", i ? ", " : "", d->name);
+		else
+			put(buf, len, &at, "%s%lld", i ? ", " : "", (long long)t->shape[i].size);
+	}
+	put(buf, len, &at, "]");
+	return buf;
+}
+
+const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len)
+{
+	const struct plan_op *o = plan_get_op(plan, op);
+
+	empty(buf, len);
+	if (o == NULL)
+		snprintf(buf, len, "op#%u", op);
+	else if (o->name[0] != '\0')
+		snprintf(buf, len, "%s", o->name);
+	else
+		snprintf(buf, len, "%s#%u", o->kind, op);
+	return buf;
+}
+
+const char *plan_init_text(const struct plan_tensor *t, char *buf, size_t len)
+{
+	const struct plan_init *in = &t->init;
+
+	empty(buf, len);
+	switch (in->kind) {
+	case PLAN_INIT_NONE:
+		snprintf(buf, len, "none");
+		break;
+	case PLAN_INIT_ZEROS:
+	case PLAN_INIT_ONES:
+		snprintf(buf, len, "%s", plan_init_name(in->kind));
+		break;
+	case PLAN_INIT_CONST:
+		snprintf(buf, len, "const value %g", in->value);
+		break;
+	case PLAN_INIT_RANDOM:
+		snprintf(buf, len, "random scale %g seed %llu", in->scale,
+		         (unsigned long long)in->seed);
+		break;
+	case PLAN_INIT_ARANGE:
+		snprintf(buf, len, "arange value %g scale %g", in->value, in->scale);
+		break;
+	default:
+		snprintf(buf, len, "unknown %d", in->kind);
+		break;
+	}
+	return buf;
+}
+
+const char *plan_feed_text(const plan_t *plan, const struct plan_tensor *t, char *buf,
+                           size_t len)
+{
+	const struct plan_feed *f = &t->feed;
+	const struct plan_var *v = f->var != PLAN_NONE ? plan_get_var(plan, f->var) : NULL;
+
+	empty(buf, len);
+	switch (f->kind) {
+	case PLAN_FEED_NONE:
+		snprintf(buf, len, "none");
+		break;
+	case PLAN_FEED_POSITIONS:
+		if (v != NULL)
+			snprintf(buf, len, "positions var %s", v->name);
+		else
+			snprintf(buf, len, "positions");
+		break;
+	case PLAN_FEED_TOKENS:
+		snprintf(buf, len, "tokens range %lld seed %llu", (long long)f->range,
+		         (unsigned long long)f->seed);
+		break;
+	case PLAN_FEED_RANDOM:
+		snprintf(buf, len, "random scale %g seed %llu", f->scale,
+		         (unsigned long long)f->seed);
+		break;
+	default:
+		snprintf(buf, len, "unknown %d", f->kind);
+		break;
+	}
+	return buf;
+}
+
+const char *plan_source_text(const plan_t *plan, const struct plan_tensor *t, char *buf,
+                             size_t len)
+{
+	char sub[128];
+
+	empty(buf, len);
+	if (t->feed.kind != PLAN_FEED_NONE)
+		snprintf(buf, len, "feed %s", plan_feed_text(plan, t, sub, sizeof sub));
+	else if (t->init.kind != PLAN_INIT_NONE)
+		snprintf(buf, len, "init %s", plan_init_text(t, sub, sizeof sub));
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+const char *plan_attr_text(const plan_t *plan, const struct plan_attr *a, char *buf,
+                           size_t len)
+{
+	const struct plan_var *v;
+
+	empty(buf, len);
+	switch (a->type) {
+	case PLAN_ATTR_INT:
+		snprintf(buf, len, "%s=%lld", a->key, (long long)a->i);
+		break;
+	case PLAN_ATTR_FLOAT:
+		snprintf(buf, len, "%s=%g", a->key, a->f);
+		break;
+	case PLAN_ATTR_BOOL:
+		snprintf(buf, len, "%s=%s", a->key, a->i ? "true" : "false");
+		break;
+	case PLAN_ATTR_VAR:
+		v = a->i >= 0 && a->i < (int64_t)plan_count_vars(plan) ?
+			plan_get_var(plan, (uint32_t)a->i) : NULL;
+		if (v != NULL)
+			snprintf(buf, len, "%s=%s", a->key, v->name);
+		else
+			snprintf(buf, len, "%s=var#%lld", a->key, (long long)a->i);
+		break;
+	case PLAN_ATTR_STR:
+		snprintf(buf, len, "%s=\"%s\"", a->key, a->s);
+		break;
+	default:
+		snprintf(buf, len, "%s=?", a->key);
+		break;
+	}
+	return buf;
+}
+
+const char *plan_tensor_list_text(const plan_t *plan, const uint32_t *list, uint32_t n,
+                                  char *buf, size_t len)
+{
+	size_t at = 0;
+
+	empty(buf, len);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_tensor *t = plan_get_tensor(plan, list[i]);
+		if (t != NULL)
+			put(buf, len, &at, "%s%s", i ? ", " : "", t->name);
+		else
+			put(buf, len, &at, "%stensor#%u", i ? ", " : "", list[i]);
+	}
+	if (n == 0)
+		put(buf, len, &at, "-");
+	return buf;
+}
+
+/* cudaRuntimeGetVersion and cudaDriverGetVersion give 1000 * major + 10 *
+ * minor; cublasGetVersion gives 10000 * major + 100 * minor + patch. */
+const char *plan_version_text(int32_t version, int cublas, char *buf, size_t len)
+{
+	empty(buf, len);
+	if (version <= 0)
+		snprintf(buf, len, "-");
+	else if (cublas)
+		snprintf(buf, len, "%d.%d.%d", version / 10000, version % 10000 / 100, version % 100);
+	else
+		snprintf(buf, len, "%d.%d", version / 1000, version % 1000 / 10);
+	return buf;
+}
+
+const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d, char *buf,
+                               size_t len)
+{
+	const struct plan_variant *v = d->variant != PLAN_NONE ? plan_get_variant(plan, d->variant) : NULL;
+	char range[64];
+
+	empty(buf, len);
+	if (d->tokens_min == d->tokens_max)
+		snprintf(range, sizeof range, "%lld", (long long)d->tokens_min);
+	else
+		snprintf(range, sizeof range, "%lld-%lld", (long long)d->tokens_min,
+		         (long long)d->tokens_max);
+	if (v != NULL)
+		snprintf(buf, len, "%s -> %lld", range, (long long)v->tokens);
+	else
+		snprintf(buf, len, "%s -> eager", range);
+	return buf;
+}

@@ -1,0 +1,786 @@
+/*
+ * dump.c - a whole plan as JSON (the schema of formats/inspect-json.md) or
+ * as a Graphviz DOT graph, written to a caller's stream.
+ *
+ * The JSON dump reaches every field of the model; bcgtool inspect --json
+ * is this dump. The DOT dump draws each variant's step: one cluster per
+ * segment holding its node graph (or its ops, as a chain, where no nodes
+ * were recorded), the breakpoints as octagons between the clusters, and
+ * bold edges through the items in execution order.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan.h"
+
+#define DUMP_JSON_SCHEMA 1
+
+static int dump_wanted(const struct plan_dump_opts *opts, uint32_t variant)
+{
+	return opts == NULL || opts->variant == PLAN_NONE || opts->variant == variant;
+}
+
+static int dump_finish(FILE *f, struct plan_diag *diag)
+{
+	if (ferror(f)) {
+		if (diag != NULL) {
+			diag->code = PLAN_ERR_IO;
+			snprintf(diag->message, sizeof diag->message, "writing the dump failed");
+		}
+		return PLAN_ERR_IO;
+	}
+	return PLAN_OK;
+}
+
+static int dump_check_opts(const plan_t *plan, const struct plan_dump_opts *opts,
+                           struct plan_diag *diag)
+{
+	if (opts != NULL && opts->variant != PLAN_NONE &&
+	    opts->variant >= plan_count_variants(plan)) {
+		if (diag != NULL) {
+			diag->code = PLAN_ERR_NOT_FOUND;
+			snprintf(diag->message, sizeof diag->message, "no variant %u (the plan has %u)",
+			         opts->variant, plan_count_variants(plan));
+		}
+		return PLAN_ERR_NOT_FOUND;
+	}
+	return PLAN_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* JSON.                                                                   */
+
+static void json_hex(struct plan_json *j, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+	plan_json_string(j, buf);
+}
+
+static void json_index(struct plan_json *j, uint32_t v)
+{
+	if (v == PLAN_NONE)
+		plan_json_null(j);
+	else
+		plan_json_uint(j, v);
+}
+
+static void json_index_list(struct plan_json *j, const uint32_t *list, uint32_t n)
+{
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < n; i++)
+		plan_json_uint(j, list[i]);
+	plan_json_array_end(j);
+}
+
+static void json_triple(struct plan_json *j, const uint32_t *v)
+{
+	plan_json_array_begin(j);
+	for (int i = 0; i < 3; i++)
+		plan_json_uint(j, v[i]);
+	plan_json_array_end(j);
+}
+
+static void json_meta(struct plan_json *j, const plan_t *plan)
+{
+	const struct plan_meta *m = plan_get_meta(plan);
+	char utc[32] = "";
+	time_t t = (time_t)m->created;
+	struct tm tm;
+
+	if ((int64_t)t == m->created && gmtime_r(&t, &tm) != NULL)
+		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	plan_json_key(j, "meta");
+	plan_json_object_begin(j);
+	plan_json_key(j, "tool");
+	plan_json_string(j, m->tool);
+	plan_json_key(j, "script");
+	plan_json_string(j, m->script);
+	plan_json_key(j, "script_hash");
+	json_hex(j, m->script_hash);
+	plan_json_key(j, "created");
+	plan_json_int(j, m->created);
+	plan_json_key(j, "created_utc");
+	plan_json_string(j, utc);
+	plan_json_key(j, "backend");
+	plan_json_string(j, plan_backend_name(m->backend));
+	plan_json_key(j, "device");
+	plan_json_string(j, m->device);
+	plan_json_key(j, "cc_major");
+	plan_json_int(j, m->cc_major);
+	plan_json_key(j, "cc_minor");
+	plan_json_int(j, m->cc_minor);
+	plan_json_key(j, "cuda_runtime");
+	plan_json_int(j, m->cuda_runtime);
+	plan_json_key(j, "cuda_driver");
+	plan_json_int(j, m->cuda_driver);
+	plan_json_key(j, "cublas");
+	plan_json_int(j, m->cublas);
+	plan_json_object_end(j);
+}
+
+static void json_layout_stats(struct plan_json *j, const plan_t *plan)
+{
+	const struct plan_layout *l = plan_get_layout(plan);
+	const struct plan_stats *s = plan_get_stats(plan);
+
+	plan_json_key(j, "layout");
+	plan_json_object_begin(j);
+	plan_json_key(j, "arena_bytes");
+	plan_json_uint(j, l->arena_bytes);
+	plan_json_key(j, "unshared_bytes");
+	plan_json_uint(j, l->unshared_bytes);
+	plan_json_key(j, "alignment");
+	plan_json_uint(j, l->alignment);
+	plan_json_object_end(j);
+
+	plan_json_key(j, "stats");
+	plan_json_object_begin(j);
+	plan_json_key(j, "materialize_ns");
+	plan_json_uint(j, s->materialize_ns);
+	plan_json_key(j, "reference_ns");
+	plan_json_uint(j, s->reference_ns);
+	plan_json_key(j, "capture_ns");
+	plan_json_uint(j, s->capture_ns);
+	plan_json_key(j, "instantiate_ns");
+	plan_json_uint(j, s->instantiate_ns);
+	plan_json_key(j, "verify_ns");
+	plan_json_uint(j, s->verify_ns);
+	plan_json_key(j, "reference_steps");
+	plan_json_uint(j, s->reference_steps);
+	plan_json_key(j, "verify_exact");
+	plan_json_bool(j, s->verify_exact != 0);
+	plan_json_key(j, "verify_max_error");
+	plan_json_double(j, s->verify_max_error);
+	plan_json_object_end(j);
+}
+
+static void json_dims_vars(struct plan_json *j, const plan_t *plan)
+{
+	plan_json_key(j, "dims");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_dims(plan); i++) {
+		const struct plan_dim *d = plan_get_dim(plan, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "name");
+		plan_json_string(j, d->name);
+		plan_json_key(j, "expr");
+		plan_json_string(j, d->expr);
+		plan_json_key(j, "value");
+		plan_json_int(j, d->value);
+		plan_json_key(j, "tokens");
+		plan_json_bool(j, (d->flags & PLAN_DIM_TOKENS) != 0);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+
+	plan_json_key(j, "vars");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_vars(plan); i++) {
+		const struct plan_var *v = plan_get_var(plan, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "name");
+		plan_json_string(j, v->name);
+		plan_json_key(j, "start");
+		plan_json_int(j, v->start);
+		plan_json_key(j, "step");
+		plan_json_int(j, v->step);
+		plan_json_key(j, "limit");
+		plan_json_int(j, v->limit);
+		plan_json_key(j, "offset");
+		plan_json_uint(j, v->offset);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+}
+
+static void json_tensor(struct plan_json *j, const plan_t *plan, uint32_t i)
+{
+	const struct plan_tensor *t = plan_get_tensor(plan, i);
+	char shape[160];
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "name");
+	plan_json_string(j, t->name);
+	plan_json_key(j, "dtype");
+	plan_json_string(j, plan_dtype_name(t->dtype));
+	plan_json_key(j, "role");
+	plan_json_string(j, plan_role_name(t->role));
+	plan_json_key(j, "shape_text");
+	plan_json_string(j, plan_shape_text(plan, t, shape, sizeof shape));
+	plan_json_key(j, "shape");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < t->rank && k < PLAN_MAX_RANK; k++) {
+		const struct plan_dim *d = t->shape[k].dim != PLAN_NONE ?
+			plan_get_dim(plan, t->shape[k].dim) : NULL;
+		plan_json_object_begin(j);
+		plan_json_key(j, "dim");
+		json_index(j, t->shape[k].dim);
+		plan_json_key(j, "dim_name");
+		if (d != NULL)
+			plan_json_string(j, d->name);
+		else
+			plan_json_null(j);
+		plan_json_key(j, "size");
+		plan_json_int(j, t->shape[k].size);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_key(j, "offset");
+	plan_json_uint(j, t->offset);
+	plan_json_key(j, "bytes");
+	plan_json_uint(j, t->bytes);
+	plan_json_key(j, "init");
+	plan_json_object_begin(j);
+	plan_json_key(j, "kind");
+	plan_json_string(j, plan_init_name(t->init.kind));
+	plan_json_key(j, "seed");
+	plan_json_uint(j, t->init.seed);
+	plan_json_key(j, "scale");
+	plan_json_double(j, t->init.scale);
+	plan_json_key(j, "value");
+	plan_json_double(j, t->init.value);
+	plan_json_object_end(j);
+	plan_json_key(j, "feed");
+	plan_json_object_begin(j);
+	plan_json_key(j, "kind");
+	plan_json_string(j, plan_feed_name(t->feed.kind));
+	plan_json_key(j, "var");
+	json_index(j, t->feed.var);
+	plan_json_key(j, "seed");
+	plan_json_uint(j, t->feed.seed);
+	plan_json_key(j, "range");
+	plan_json_int(j, t->feed.range);
+	plan_json_key(j, "scale");
+	plan_json_double(j, t->feed.scale);
+	plan_json_object_end(j);
+	plan_json_object_end(j);
+}
+
+static void json_attr(struct plan_json *j, const struct plan_attr *a)
+{
+	plan_json_object_begin(j);
+	plan_json_key(j, "key");
+	plan_json_string(j, a->key);
+	plan_json_key(j, "type");
+	plan_json_string(j, plan_attr_type_name(a->type));
+	plan_json_key(j, "value");
+	switch (a->type) {
+	case PLAN_ATTR_FLOAT: plan_json_double(j, a->f); break;
+	case PLAN_ATTR_BOOL:  plan_json_bool(j, a->i != 0); break;
+	case PLAN_ATTR_STR:   plan_json_string(j, a->s); break;
+	default:              plan_json_int(j, a->i); break;   /* int, var index */
+	}
+	plan_json_object_end(j);
+}
+
+static void json_op(struct plan_json *j, const plan_t *plan, uint32_t i)
+{
+	const struct plan_op *o = plan_get_op(plan, i);
+	char label[160];
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "kind");
+	plan_json_string(j, o->kind);
+	plan_json_key(j, "name");
+	plan_json_string(j, o->name);
+	plan_json_key(j, "label");
+	plan_json_string(j, plan_op_label(plan, i, label, sizeof label));
+	plan_json_key(j, "eager");
+	plan_json_bool(j, (o->flags & PLAN_OP_EAGER) != 0);
+	plan_json_key(j, "line");
+	plan_json_uint(j, o->line);
+	plan_json_key(j, "col");
+	plan_json_uint(j, o->col);
+	plan_json_key(j, "in");
+	json_index_list(j, o->in, o->nin);
+	plan_json_key(j, "out");
+	json_index_list(j, o->out, o->nout);
+	plan_json_key(j, "attrs");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < o->nattr; k++)
+		json_attr(j, &o->attr[k]);
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+}
+
+static void json_variant(struct plan_json *j, const plan_t *plan, uint32_t i)
+{
+	const struct plan_variant *v = plan_get_variant(plan, i);
+	uint32_t nseg = 0, nbp = 0, nnodes = 0;
+
+	for (uint32_t k = 0; k < v->nitems; k++) {
+		if (v->items[k].kind == PLAN_ITEM_SEGMENT) {
+			const struct plan_segment *s = plan_get_segment(plan, v->items[k].index);
+			nseg++;
+			nnodes += s != NULL ? s->nnodes : 0;
+		} else {
+			nbp++;
+		}
+	}
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "tokens");
+	plan_json_int(j, v->tokens);
+	plan_json_key(j, "mode");
+	plan_json_string(j, plan_mode_name(v->mode));
+	plan_json_key(j, "peak_bytes");
+	plan_json_uint(j, v->peak_bytes);
+	plan_json_key(j, "segments");
+	plan_json_uint(j, nseg);
+	plan_json_key(j, "breakpoints");
+	plan_json_uint(j, nbp);
+	plan_json_key(j, "nodes");
+	plan_json_uint(j, nnodes);
+	plan_json_key(j, "items");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < v->nitems; k++) {
+		plan_json_object_begin(j);
+		plan_json_key(j, "kind");
+		plan_json_string(j, v->items[k].kind == PLAN_ITEM_SEGMENT ? "segment" : "breakpoint");
+		plan_json_key(j, "index");
+		plan_json_uint(j, v->items[k].index);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+}
+
+static void json_node(struct plan_json *j, const struct plan_node *n, uint32_t i)
+{
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "type");
+	plan_json_string(j, plan_node_type_name(n->type));
+	plan_json_key(j, "op");
+	json_index(j, n->op);
+	plan_json_key(j, "kernel");
+	plan_json_string(j, n->kernel);
+	plan_json_key(j, "grid");
+	json_triple(j, n->grid);
+	plan_json_key(j, "block");
+	json_triple(j, n->block);
+	plan_json_key(j, "shmem");
+	plan_json_uint(j, n->shmem);
+	plan_json_key(j, "params");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < n->nparams; k++) {
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, n->params[k].index);
+		plan_json_key(j, "offset");
+		plan_json_uint(j, n->params[k].offset);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+}
+
+static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
+{
+	const struct plan_segment *s = plan_get_segment(plan, i);
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "variant");
+	plan_json_uint(j, s->variant);
+	plan_json_key(j, "op_first");
+	plan_json_uint(j, s->op_first);
+	plan_json_key(j, "op_count");
+	plan_json_uint(j, s->op_count);
+	plan_json_key(j, "nodes_recorded");
+	plan_json_bool(j, (s->flags & PLAN_SEG_NODES) != 0);
+	plan_json_key(j, "fingerprint");
+	json_hex(j, s->fingerprint);
+	plan_json_key(j, "capture_ns");
+	plan_json_uint(j, s->capture_ns);
+	plan_json_key(j, "instantiate_ns");
+	plan_json_uint(j, s->instantiate_ns);
+	plan_json_key(j, "nodes");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < s->nnodes; k++)
+		json_node(j, &s->nodes[k], k);
+	plan_json_array_end(j);
+	plan_json_key(j, "edges");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < s->nedges; k++) {
+		plan_json_object_begin(j);
+		plan_json_key(j, "from");
+		plan_json_uint(j, s->edges[k].from);
+		plan_json_key(j, "to");
+		plan_json_uint(j, s->edges[k].to);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+}
+
+static void json_breakpoint(struct plan_json *j, const plan_t *plan, uint32_t i)
+{
+	const struct plan_breakpoint *b = plan_get_breakpoint(plan, i);
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "variant");
+	plan_json_uint(j, b->variant);
+	plan_json_key(j, "op");
+	plan_json_uint(j, b->op);
+	plan_json_key(j, "name");
+	plan_json_string(j, b->name);
+	plan_json_key(j, "reason");
+	plan_json_string(j, plan_break_reason_name(b->reason));
+	plan_json_key(j, "detail");
+	plan_json_string(j, b->detail);
+	plan_json_key(j, "reads");
+	json_index_list(j, b->reads, b->nreads);
+	plan_json_key(j, "writes");
+	json_index_list(j, b->writes, b->nwrites);
+	plan_json_object_end(j);
+}
+
+static void json_checks_dispatch(struct plan_json *j, const plan_t *plan,
+                                 const struct plan_dump_opts *opts)
+{
+	plan_json_key(j, "checks");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_checks(plan); i++) {
+		const struct plan_check *c = plan_get_check(plan, i);
+		if (!dump_wanted(opts, c->variant))
+			continue;
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "variant");
+		plan_json_uint(j, c->variant);
+		plan_json_key(j, "tensor");
+		plan_json_uint(j, c->tensor);
+		plan_json_key(j, "steps");
+		plan_json_uint(j, c->steps);
+		plan_json_key(j, "hash");
+		json_hex(j, c->hash);
+		plan_json_key(j, "sum");
+		plan_json_double(j, c->sum);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+
+	plan_json_key(j, "dispatch");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_dispatch(plan); i++) {
+		const struct plan_dispatch *d = plan_get_dispatch(plan, i);
+		if (opts != NULL && opts->variant != PLAN_NONE && d->variant != opts->variant)
+			continue;
+		plan_json_object_begin(j);
+		plan_json_key(j, "tokens_min");
+		plan_json_int(j, d->tokens_min);
+		plan_json_key(j, "tokens_max");
+		plan_json_int(j, d->tokens_max);
+		plan_json_key(j, "variant");
+		json_index(j, d->variant);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+}
+
+int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
+                   struct plan_diag *diag)
+{
+	struct plan_json *j;
+	unsigned major, minor;
+	char version[32];
+	int err;
+
+	if ((err = dump_check_opts(plan, opts, diag)) != 0)
+		return err;
+	if ((j = plan_json_new(f)) == NULL) {
+		if (diag != NULL) {
+			diag->code = PLAN_ERR_NOMEM;
+			snprintf(diag->message, sizeof diag->message, "out of memory");
+		}
+		return PLAN_ERR_NOMEM;
+	}
+	plan_get_format_version(plan, &major, &minor);
+	snprintf(version, sizeof version, "%u.%u", major, minor);
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "schema");
+	plan_json_uint(j, DUMP_JSON_SCHEMA);
+	plan_json_key(j, "format");
+	plan_json_string(j, version);
+	json_meta(j, plan);
+	json_layout_stats(j, plan);
+	json_dims_vars(j, plan);
+	plan_json_key(j, "tensors");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_tensors(plan); i++)
+		json_tensor(j, plan, i);
+	plan_json_array_end(j);
+	plan_json_key(j, "ops");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_ops(plan); i++)
+		json_op(j, plan, i);
+	plan_json_array_end(j);
+	plan_json_key(j, "variants");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
+		if (dump_wanted(opts, i))
+			json_variant(j, plan, i);
+	plan_json_array_end(j);
+	plan_json_key(j, "segments");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_segments(plan); i++)
+		if (dump_wanted(opts, plan_get_segment(plan, i)->variant))
+			json_segment(j, plan, i);
+	plan_json_array_end(j);
+	plan_json_key(j, "breakpoints");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_breakpoints(plan); i++)
+		if (dump_wanted(opts, plan_get_breakpoint(plan, i)->variant))
+			json_breakpoint(j, plan, i);
+	plan_json_array_end(j);
+	json_checks_dispatch(j, plan, opts);
+	plan_json_object_end(j);
+	plan_json_free(j);
+	return dump_finish(f, diag);
+}
+
+/* ---------------------------------------------------------------------- */
+/* DOT.                                                                    */
+
+/* A DOT string's contents: quotes and backslashes escaped, control
+ * characters (which the file format allows in strings) shown as '?'. */
+static void dot_text(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', f);
+		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+	}
+}
+
+static void dot_op_line(FILE *f, const plan_t *plan, uint32_t op)
+{
+	char label[160];
+
+	plan_op_label(plan, op, label, sizeof label);
+	fprintf(f, "op %u ", op);
+	dot_text(f, label);
+}
+
+/* The ids of the entry and exit nodes of a segment, for the edges that
+ * join the items. Entry: the first node no edge leads to; exit: the last
+ * node no edge leaves. */
+static void dot_segment_ends(const struct plan_segment *s, uint32_t *entry, uint32_t *exit)
+{
+	*entry = 0;
+	*exit = s->nnodes > 0 ? s->nnodes - 1 : 0;
+	for (uint32_t n = 0; n < s->nnodes; n++) {
+		uint32_t k;
+		for (k = 0; k < s->nedges && s->edges[k].to != n; k++)
+			;
+		if (k == s->nedges) {
+			*entry = n;
+			break;
+		}
+	}
+	for (uint32_t n = s->nnodes; n-- > 0;) {
+		uint32_t k;
+		for (k = 0; k < s->nedges && s->edges[k].from != n; k++)
+			;
+		if (k == s->nedges) {
+			*exit = n;
+			break;
+		}
+	}
+}
+
+static const char *dot_node_shape(int type)
+{
+	switch (type) {
+	case PLAN_NODE_KERNEL: return "box";
+	case PLAN_NODE_MEMCPY:
+	case PLAN_NODE_MEMSET: return "ellipse";
+	case PLAN_NODE_GRAPH:  return "box3d";
+	case PLAN_NODE_EVENT_RECORD:
+	case PLAN_NODE_EVENT_WAIT: return "cds";
+	default:               return "diamond";
+	}
+}
+
+static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
+{
+	const struct plan_segment *s = plan_get_segment(plan, si);
+	char first[160], last[160];
+
+	plan_op_label(plan, s->op_first, first, sizeof first);
+	plan_op_label(plan, s->op_first + s->op_count - 1, last, sizeof last);
+	fprintf(f, "\t\tsubgraph \"cluster_s%u\" {\n", si);
+	fprintf(f, "\t\t\tlabel=\"item %u: segment %u\\nops %u-%u (", item, si, s->op_first,
+	        s->op_first + s->op_count - 1);
+	dot_text(f, first);
+	if (s->op_count > 1) {
+		fputs("..", f);
+		dot_text(f, last);
+	}
+	if (s->flags & PLAN_SEG_NODES)
+		fprintf(f, ")\\n%u nodes, fingerprint %016" PRIx64 "\";\n", s->nnodes, s->fingerprint);
+	else
+		fprintf(f, ")\\nno nodes recorded\";\n");
+	fputs("\t\t\tstyle=\"rounded,filled\"; color=\"#3b6ea8\"; fillcolor=\"#eaf1fb\";\n", f);
+	if (!(s->flags & PLAN_SEG_NODES)) {
+		/* The host backend records ops, not nodes: draw them as a chain. */
+		for (uint32_t k = 0; k < s->op_count; k++) {
+			uint32_t op = s->op_first + k;
+			fprintf(f, "\t\t\t\"s%u_o%u\" [shape=box, style=\"rounded,filled\", "
+			        "fillcolor=white, label=\"", si, op);
+			dot_op_line(f, plan, op);
+			fputs("\\n", f);
+			dot_text(f, plan_get_op(plan, op)->kind);
+			fputs("\"];\n", f);
+		}
+		for (uint32_t k = 1; k < s->op_count; k++)
+			fprintf(f, "\t\t\t\"s%u_o%u\" -> \"s%u_o%u\";\n", si, s->op_first + k - 1, si,
+			        s->op_first + k);
+	} else if (s->nnodes == 0) {
+		fprintf(f, "\t\t\t\"s%u_n0\" [shape=plaintext, label=\"(empty graph)\"];\n", si);
+	} else {
+		for (uint32_t k = 0; k < s->nnodes; k++) {
+			const struct plan_node *n = &s->nodes[k];
+			fprintf(f, "\t\t\t\"s%u_n%u\" [shape=%s, style=filled, fillcolor=white, "
+			        "label=\"", si, k, dot_node_shape(n->type));
+			if (n->type == PLAN_NODE_KERNEL) {
+				dot_text(f, n->kernel);
+				fprintf(f, "\\n<<<(%u,%u,%u), (%u,%u,%u)", n->grid[0], n->grid[1],
+				        n->grid[2], n->block[0], n->block[1], n->block[2]);
+				if (n->shmem > 0)
+					fprintf(f, ", %u", n->shmem);
+				fputs(">>>", f);
+			} else {
+				fputs(plan_node_type_name(n->type), f);
+			}
+			if (n->op != PLAN_NONE) {
+				fputs("\\n", f);
+				dot_op_line(f, plan, n->op);
+			}
+			fputs("\"];\n", f);
+		}
+		for (uint32_t k = 0; k < s->nedges; k++)
+			fprintf(f, "\t\t\t\"s%u_n%u\" -> \"s%u_n%u\";\n", si, s->edges[k].from, si,
+			        s->edges[k].to);
+	}
+	fputs("\t\t}\n", f);
+}
+
+/* The DOT id of an item's entry or exit node, and the cluster to clip an
+ * edge at ("" for a breakpoint). */
+static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exit, char *id,
+                         size_t len, char *cluster, size_t clen)
+{
+	if (it->kind == PLAN_ITEM_BREAK) {
+		snprintf(id, len, "b%u", it->index);
+		snprintf(cluster, clen, "%s", "");
+		return;
+	}
+	const struct plan_segment *s = plan_get_segment(plan, it->index);
+	snprintf(cluster, clen, "cluster_s%u", it->index);
+	if (!(s->flags & PLAN_SEG_NODES)) {
+		snprintf(id, len, "s%u_o%u", it->index, exit ? s->op_first + s->op_count - 1 : s->op_first);
+	} else {
+		uint32_t entry, last;
+		dot_segment_ends(s, &entry, &last);
+		snprintf(id, len, "s%u_n%u", it->index, exit ? last : entry);
+	}
+}
+
+static void dot_variant(FILE *f, const plan_t *plan, uint32_t vi)
+{
+	const struct plan_variant *v = plan_get_variant(plan, vi);
+	char from[48], to[48], ltail[48], lhead[48];
+
+	fprintf(f, "\tsubgraph \"cluster_v%u\" {\n", vi);
+	fprintf(f, "\t\tlabel=\"variant %lld (%s), %u item%s\";\n",
+	        (long long)v->tokens, plan_mode_name(v->mode), v->nitems, v->nitems == 1 ? "" : "s");
+	fputs("\t\tstyle=dashed; color=\"#777777\";\n", f);
+	fprintf(f, "\t\t\"v%u_start\" [shape=circle, style=filled, fillcolor=black, "
+	        "fontcolor=white, label=\"%lld\"];\n", vi, (long long)v->tokens);
+	fprintf(f, "\t\t\"v%u_end\" [shape=doublecircle, label=\"end\"];\n", vi);
+	for (uint32_t k = 0; k < v->nitems; k++) {
+		const struct plan_item *it = &v->items[k];
+		if (it->kind == PLAN_ITEM_SEGMENT) {
+			dot_segment(f, plan, it->index, k);
+			continue;
+		}
+		const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
+		fprintf(f, "\t\t\"b%u\" [shape=octagon, style=filled, fillcolor=\"%s\", "
+		        "color=\"#b85c00\", label=\"item %u: break ", it->index,
+		        b->reason == PLAN_BREAK_MODE ? "#fff1dc" : "#ffcf99", k);
+		dot_text(f, b->name);
+		fprintf(f, "\\nop %u ", b->op);
+		dot_text(f, plan_get_op(plan, b->op)->kind);
+		fprintf(f, " (%s)\"];\n", plan_break_reason_name(b->reason));
+	}
+	/* The step: start, every item in order, end. */
+	snprintf(from, sizeof from, "v%u_start", vi);
+	ltail[0] = '\0';
+	for (uint32_t k = 0; k <= v->nitems; k++) {
+		if (k < v->nitems)
+			dot_item_end(plan, &v->items[k], 0, to, sizeof to, lhead, sizeof lhead);
+		else {
+			snprintf(to, sizeof to, "v%u_end", vi);
+			lhead[0] = '\0';
+		}
+		fprintf(f, "\t\t\"%s\" -> \"%s\" [style=bold, color=\"#b85c00\"", from, to);
+		if (ltail[0] != '\0')
+			fprintf(f, ", ltail=\"%s\"", ltail);
+		if (lhead[0] != '\0')
+			fprintf(f, ", lhead=\"%s\"", lhead);
+		fputs("];\n", f);
+		if (k < v->nitems)
+			dot_item_end(plan, &v->items[k], 1, from, sizeof from, ltail, sizeof ltail);
+	}
+	fputs("\t}\n", f);
+}
+
+int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
+                  struct plan_diag *diag)
+{
+	const struct plan_meta *m = plan_get_meta(plan);
+	int err;
+
+	if ((err = dump_check_opts(plan, opts, diag)) != 0)
+		return err;
+	fputs("digraph \"plan\" {\n", f);
+	fputs("\tgraph [compound=true, newrank=true, fontname=\"Helvetica\", fontsize=11, "
+	      "labelloc=t, label=\"", f);
+	dot_text(f, opts != NULL && opts->title != NULL ? opts->title : m->script);
+	fprintf(f, "\\n%s", plan_backend_name(m->backend));
+	if (m->device[0] != '\0') {
+		fputs(", ", f);
+		dot_text(f, m->device);
+	}
+	fputs("\"];\n", f);
+	fputs("\tnode [fontname=\"Helvetica\", fontsize=10];\n", f);
+	fputs("\tedge [fontname=\"Helvetica\", fontsize=9];\n", f);
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
+		if (dump_wanted(opts, i))
+			dot_variant(f, plan, i);
+	fputs("}\n", f);
+	return dump_finish(f, diag);
+}

@@ -1,0 +1,71 @@
+#!/bin/sh
+# regen.sh - remake the fixture plans of the inspect and diff tests.
+#
+#   make regen-plans      (or: BCG_BUILD_DIR=/path/to/build sh regen.sh)
+#
+# Captures record timings, so two runs never give the same bytes: the
+# plans are committed, and the golden files (t/regen-golden.sh) are made
+# from the committed plans. After running this, run `make regen-golden`
+# and review both with `git diff`.
+#
+# Every capture runs on the host backend with SOURCE_DATE_EPOCH fixed,
+# from a scratch directory holding the script as mini.yaml, so that the
+# plans record the same script path wherever they are made.
+#
+#   mini.plan          mini.yaml: sizes 1 and 2 breakable (breakpoints attn
+#                      and probe), 4 eager
+#   mini-cuda.plan     mini.plan with kernel nodes and edges (plan-edit
+#                      cudaify): the base of the single-edit plans below
+#   mlp-full.plan      samples/tiny-mlp.yaml in full mode, sizes 1 and 8
+#   edit-tensor.plan   + a tensor `scratch`
+#   edit-rename.plan   op and breakpoint attn renamed attention
+#   edit-kernel.plan   segment 4 (size 2, ops o..res), node 1 runs another kernel
+#   edit-env.plan      another device and toolkit
+#   edit-sizes.plan    capture sizes 1, 3, 4 instead of 1, 2, 4
+#   edit-moved.plan    the op probe (a forced breakpoint) moved before res
+set -e
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../.." && pwd)
+build=${BCG_BUILD_DIR:-$src}
+bcgtool="$build/bcgtool/bcgtool"
+edit="$build/t/helper/plan-edit"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+SOURCE_DATE_EPOCH=1700000000
+export SOURCE_DATE_EPOCH
+unset BCG_BACKEND NVTX_INJECTION64_PATH
+
+# capture SCRIPT OUT [OPTIONS...]: capture SCRIPT as mini.yaml (or as its
+# own name) from the scratch directory.
+capture() {
+	script=$1 out=$2 name=$3
+	shift 3
+	cp "$script" "$scratch/$name"
+	(cd "$scratch" && "$bcgtool" capture --backend host --no-nvtx "$@" -o "$out" "$name" >/dev/null)
+}
+
+capture "$here/mini.yaml" "$here/mini.plan" mini.yaml
+"$edit" "$here/mini.plan" "$here/mini-cuda.plan" cudaify
+capture "$src/samples/tiny-mlp.yaml" "$here/mlp-full.plan" tiny-mlp.yaml --mode full --tokens 1,8
+
+"$edit" "$here/mini-cuda.plan" "$here/edit-tensor.plan" add-tensor scratch f32 activation T,H
+"$edit" "$here/mini-cuda.plan" "$here/edit-rename.plan" rename-op attn attention
+"$edit" "$here/mini-cuda.plan" "$here/edit-kernel.plan" kernel 4 1 add_f32_vec4
+"$edit" "$here/mini-cuda.plan" "$here/edit-env.plan" \
+	env "NVIDIA H200" 9.0 13010 13010 130100
+
+sed -e 's/tokens: \[1, 2, 4\]/tokens: [1, 3, 4]/' "$here/mini.yaml" >"$scratch/sizes.yaml"
+grep -q 'tokens: \[1, 3, 4\]' "$scratch/sizes.yaml"
+capture "$scratch/sizes.yaml" "$scratch/sizes.plan" mini.yaml
+"$edit" "$scratch/sizes.plan" "$here/edit-sizes.plan" cudaify
+
+# probe, the line after res, goes before it.
+awk '/name: res,/ { res = $0; next }
+     /name: probe,/ { print; print res; next }
+     { print }' "$here/mini.yaml" >"$scratch/moved.yaml"
+test "$(grep -n 'name: probe,' "$scratch/moved.yaml" | cut -d: -f1)" -lt \
+     "$(grep -n 'name: res,' "$scratch/moved.yaml" | cut -d: -f1)"
+capture "$scratch/moved.yaml" "$scratch/moved.plan" mini.yaml
+"$edit" "$scratch/moved.plan" "$here/edit-moved.plan" cudaify
