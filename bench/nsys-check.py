@@ -71,17 +71,21 @@ def kernels_by_correlation(db):
 
 
 def plan_items(plan, tokens):
-    """The item names and kernel counts of the variant for TOKENS."""
+    """The item range names of the variant for TOKENS, with the number of
+    kernel nodes of each segment: "seg K first..last" (K counts the
+    variant's segments) and "break NAME", as bcgtool names its ranges."""
     variants = plan["variants"]
     v = min((x for x in variants if x["tokens"] >= tokens), key=lambda x: x["tokens"])
-    segs = plan["segments"]
-    bps = plan["breakpoints"]
-    items = []
+    ops, segs, bps = plan["ops"], plan["segments"], plan["breakpoints"]
+    items, k = [], 0
     for it in v["items"]:
         if it["kind"] == "segment":
             s = segs[it["index"]]
-            kernels = sum(1 for n in s.get("nodes", []) if n["type"] == "kernel")
-            items.append(("seg", s["label"], kernels))
+            first = ops[s["op_first"]]["label"]
+            last = ops[s["op_first"] + s["op_count"] - 1]["label"]
+            kernels = sum(1 for n in s["nodes"] if n["type"] == "kernel")
+            items.append(("seg", "seg %d %s..%s" % (k, first, last), kernels))
+            k += 1
         else:
             items.append(("break", "break " + bps[it["index"]]["name"], 0))
     return v["tokens"], items
