@@ -11,13 +11,15 @@
  * (8 columns, one 16-byte load each), 128 rows are read at once, and each
  * thread keeps eight loads in flight while it accumulates M x 8 sums. A
  * tile is a whole 32-byte sector of every row it reads. a is staged in
- * shared memory a chunk at a time, transposed to [k][m]. One warp-shuffle
+ * shared memory a chunk at a time, transposed to [k][m], from 16-byte
+ * loads all issued at once. One warp-shuffle
  * tree and one pass over shared memory add the partial sums, always in the
  * same order, so the result is the same bits on every launch, eager or
  * replayed. Measured on the H100 on the way here: a split-K design with a
  * ticketed last-block reduction ran 9.8 us for 2 MB (each block read too
- * little to hide its chain of latencies), and reading a straight from
- * global memory, uncoalesced, 20.8 us.
+ * little to hide its chain of latencies); reading a straight from global
+ * memory, uncoalesced, 20.8 us; staging a with one 2-byte load after
+ * another, 11 us.
  */
 #include "config.h"
 
@@ -79,14 +81,12 @@ __device__ __forceinline__ void small_row(const T *p, float *av)
  * accumulators of 16 rows of a leave too few registers. */
 template <int MT> struct small_batch { enum { n = MT >= 16 ? 4 : 8 }; };
 
-/* a is read as a[m * a_m + k * a_k], which covers both of its layouts. A
- * chunk of it at a time is staged in shared memory as [k][m], in its own
- * dtype (exact), so that a thread reads all M values of its k-row at once
- * while the warp's loads stay coalesced along k. */
+/* a [M,K] is staged in shared memory a chunk of K at a time, as [k][m] and
+ * in its own dtype (exact), so that a thread reads all M values of its
+ * k-row at once while the loads of a stay 16 bytes wide along k. */
 template <typename T, int MT>
 __global__ void __launch_bounds__(SMALL_THREADS)
-bcg_matmul_small_kernel(const T *a, int64_t a_m, int64_t a_k, const T *b, void *out,
-                        int out_dt, int M, int N, int K)
+bcg_matmul_small_kernel(const T *a, const T *b, void *out, int out_dt, int M, int N, int K)
 {
 	enum { NB = small_batch<MT>::n, CHUNK = SMALL_ROWS * NB };
 	__shared__ __align__(16) T as[CHUNK][MT];
@@ -114,10 +114,30 @@ bcg_matmul_small_kernel(const T *a, int64_t a_m, int64_t a_k, const T *b, void *
 				? __ldg(reinterpret_cast<const uint4 *>(b + (int64_t)k * N + n0))
 				: make_uint4(0, 0, 0, 0);
 		}
+		/* The chunk of a: all of this thread's 16-byte loads at once (K is
+		 * a multiple of 8, so a vector is wholly inside a row or past it),
+		 * then scattered to [k][m]. */
+		enum { NVEC = MT * CHUNK / 8, VECS = (NVEC + SMALL_THREADS - 1) / SMALL_THREADS };
+		uint4 araw[VECS];
+#pragma unroll
+		for (int i = 0; i < VECS; i++) {
+			int v = tid + i * SMALL_THREADS;
+			int m = v / (CHUNK / 8), k = c0 + v % (CHUNK / 8) * 8;
+			araw[i] = v < NVEC && m < M && k < K
+				? __ldg(reinterpret_cast<const uint4 *>(a + (int64_t)m * K + k))
+				: make_uint4(0, 0, 0, 0);
+		}
 		__syncthreads();   /* the last chunk's readers are done with as */
-		for (int e = tid; e < MT * CHUNK; e += SMALL_THREADS) {
-			int m = e / CHUNK, kk = e % CHUNK, k = c0 + kk;
-			as[kk][m] = m < M && k < K ? a[m * a_m + k * a_k] : T(0.0f);
+#pragma unroll
+		for (int i = 0; i < VECS; i++) {
+			int v = tid + i * SMALL_THREADS;
+			int m = v / (CHUNK / 8), kk = v % (CHUNK / 8) * 8;
+			const T *e = reinterpret_cast<const T *>(&araw[i]);
+			if (v >= NVEC)
+				break;
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				as[kk + j][m] = e[j];
 		}
 		__syncthreads();
 #pragma unroll
@@ -173,31 +193,30 @@ static int small_applies(const struct op_call *call)
 	int64_t M = out->dim[0], N = out->dim[1];
 	int64_t K = call->attr[MATMUL_TRANS_A].i ? a->dim[0] : a->dim[1];
 
-	if (call->attr[MATMUL_TRANS_B].i != 0 || a->rank != 2 || b->rank != 2 || out->rank != 2)
+	if (call->attr[MATMUL_TRANS_A].i != 0 || call->attr[MATMUL_TRANS_B].i != 0 ||
+	    a->rank != 2 || b->rank != 2 || out->rank != 2)
 		return 0;
 	if ((a->dtype != PLAN_DTYPE_F16 && a->dtype != PLAN_DTYPE_BF16) || b->dtype != a->dtype ||
 	    (out->dtype != a->dtype && out->dtype != PLAN_DTYPE_F32))
 		return 0;
-	if (M < 1 || M > SMALL_M_MAX || N < 8 || N % 8 != 0 || K < 1 || K > INT32_MAX ||
+	if (M < 1 || M > SMALL_M_MAX || N < 8 || N % 8 != 0 || K < 8 || K % 8 != 0 ||
+	    K > INT32_MAX || a->dim[0] != M ||
 	    N > INT32_MAX || b->dim[0] != K || b->dim[1] != N ||
 	    (N + SMALL_TILE_N - 1) / SMALL_TILE_N > INT32_MAX)
 		return 0;
-	return ((uintptr_t)b->data & 15) == 0;
+	return ((uintptr_t)a->data & 15) == 0 && ((uintptr_t)b->data & 15) == 0;
 }
 
 template <typename T, int MT>
 static void small_launch(const struct op_call *call, const struct cuda_op_ctx *ctx)
 {
 	const struct op_tensor *a = &call->in[0], *b = &call->in[1], *out = &call->out[0];
-	int trans_a = call->attr[MATMUL_TRANS_A].i != 0;
-	int64_t M = out->dim[0], N = out->dim[1], K = trans_a ? a->dim[0] : a->dim[1];
-	/* a is [M,K] (row m at m*K), or [K,M] when transposed (row m at m). */
-	int64_t a_m = trans_a ? 1 : K, a_k = trans_a ? M : 1;
+	int64_t M = out->dim[0], N = out->dim[1], K = a->dim[1];
 	unsigned blocks = (unsigned)((N + SMALL_TILE_N - 1) / SMALL_TILE_N);
 
 	bcg_matmul_small_kernel<T, MT><<<blocks, SMALL_THREADS, 0, ctx->stream>>>(
-		static_cast<const T *>(a->data), a_m, a_k, static_cast<const T *>(b->data),
-		out->data, out->dtype, (int)M, (int)N, (int)K);
+		static_cast<const T *>(a->data), static_cast<const T *>(b->data), out->data,
+		out->dtype, (int)M, (int)N, (int)K);
 }
 
 template <typename T>
