@@ -46,9 +46,6 @@ int cuda_run_gelu(const struct op_call *call, const struct cuda_op_ctx *ctx,
 /* cuda-matmul.cu */
 int cuda_run_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
                     char *msg, size_t len);
-/* cuda-matmul-small.cu: 0 done, -1 failed, 1 not a shape it takes */
-int cuda_matmul_small(const struct op_call *call, const struct cuda_op_ctx *ctx,
-                      char *msg, size_t len);
 /* cuda-norm.cu */
 int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
                      char *msg, size_t len);

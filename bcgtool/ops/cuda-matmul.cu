@@ -1,6 +1,5 @@
 /*
- * cuda-matmul.cu - matmul through cuBLAS (decode-sized products go to
- * cuda-matmul-small.cu first).
+ * cuda-matmul.cu - matmul through cuBLAS.
  *
  * out[M,N] = op(a)[M,K] @ op(b)[K,N], every tensor row-major. cuBLAS is
  * column-major, and a row-major X[r,c] read column-major is X^T[c,r] with
@@ -83,12 +82,6 @@ extern "C" int cuda_run_matmul(const struct op_call *call, const struct cuda_op_
 		                         ctx->stream>>>(out->data, out->dtype, M * N);
 		return cuda_check_launch("bcg_matmul_zero_kernel", msg, len);
 	}
-
-	/* Decode-sized products have a kernel of their own (cuda-matmul-small.cu);
-	 * it answers 1 for the shapes it does not take. */
-	int small = cuda_matmul_small(call, ctx, msg, len);
-	if (small <= 0)
-		return small;
 
 	/* The scalars below live on the host; a handle in device pointer mode
 	 * would read them as device addresses. */

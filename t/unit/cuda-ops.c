@@ -570,8 +570,8 @@ static void test_unary(struct env *e)
 
 static void test_matmul(struct env *e)
 {
-	/* Decode-sized rows (M <= 16, N a multiple of 8, b not transposed, f16
-	 * or bf16) take the small-M kernel; the rest go to cuBLAS. */
+	/* Decode-sized products (M of a few rows, K and N in the thousands)
+	 * beside small odd shapes. */
 	static const int64_t mnk[][3] = { { 1, 64, 128 }, { 7, 33, 65 }, { 32, 96, 40 },
 	                                  { 3, 5, 1 }, { 8, 1024, 1024 }, { 16, 136, 2816 },
 	                                  { 5, 5632, 104 }, { 13, 8, 704 }, { 2, 32000, 64 } };
@@ -617,8 +617,9 @@ static void test_matmul(struct env *e)
 	}
 }
 
-/* One graph holding a small-M matmul, replayed again and again, gives the
- * eager launch's bytes every time: the kernel's sums have a fixed order. */
+/* One graph holding a decode-sized matmul, replayed again and again,
+ * gives the eager launch's bytes every time: replays can be held to bit
+ * equality with eager runs. */
 static void test_matmul_replays(struct env *e)
 {
 	const int64_t M = 8, N = 1024, K = 2816;
