@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "engine/memplan.h"
 #include "engine/replay.h"
 #include "script/script.h"
 #include "util.h"
@@ -30,7 +29,8 @@ const struct cmd_entry cmd_bench_entry = {
 		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
 		"  -n, --steps N    timed steps per mode (default 100)\n"
 		"  -w, --warmup W   untimed steps first (default 10)\n"
-		"      --json       print JSON instead of a table\n",
+		"      --json       print JSON instead of a table\n"
+		"  -h, --help       show this help\n",
 	.exec = cmd_bench_exec,
 };
 
@@ -165,10 +165,8 @@ static int cmd_bench_exec(int argc, char **argv)
 	long long tokens = 0, steps = 100, warmup = 10;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
-	struct script_error serr;
 	struct engine *e = NULL;
 	struct engine_error err = { .op = PLAN_NONE };
-	struct memplan mp = { 0 };
 	struct bench_row rows[NMODES];
 	int64_t t64;
 
@@ -197,17 +195,10 @@ static int cmd_bench_exec(int argc, char **argv)
 		return cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
 	if (cmd_check_backend(self, backend) != 0)
 		return BCG_EXIT_USAGE;
-	if (script_load(argv[optind], &s, &serr) != 0) {
-		bcg_error_at(argv[optind], serr.line, serr.col, "%s", serr.message);
-		return BCG_EXIT_USAGE;
-	}
+	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
+		return rc;
 	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
-	if (memplan_place(s->program, &t64, 1, &mp, err.msg, sizeof err.msg) != 0) {
-		bcg_error("%s", err.msg);
-		rc = BCG_EXIT_USAGE;
-		goto out;
-	}
-	if (engine_open(s->program, backend, t64, &e, &err) != 0)
+	if (engine_open_at(s->program, backend, t64, &e, &err) != 0)
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
@@ -232,7 +223,6 @@ out:
 	if (e != NULL)
 		nvtx_close(e->nvtx);
 	engine_close(e);
-	memplan_release(&mp);
 	script_free(s);
 	return rc;
 }

@@ -35,7 +35,8 @@ const struct cmd_entry cmd_capture_entry = {
 		"  -t, --tokens LIST  capture only these capture sizes (comma-separated)\n"
 		"  -n, --steps N      eager reference and verification steps (default 2)\n"
 		"      --no-nvtx      emit no NVTX ranges\n"
-		"      --json         print JSON instead of tables\n",
+		"      --json         print JSON instead of tables\n"
+		"  -h, --help         show this help\n",
 	.exec = cmd_capture_exec,
 };
 
@@ -162,7 +163,6 @@ static int cmd_capture_exec(int argc, char **argv)
 	long long steps;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
-	struct script_error serr;
 	struct capture_report rep = { 0 };
 	struct engine_error err = { .op = PLAN_NONE };
 	struct plan_diag diag = { 0 };
@@ -215,11 +215,8 @@ static int cmd_capture_exec(int argc, char **argv)
 		rc = BCG_EXIT_USAGE;
 		goto out;
 	}
-	if (script_load(argv[optind], &s, &serr) != 0) {
-		bcg_error_at(argv[optind], serr.line, serr.col, "%s", serr.message);
-		rc = BCG_EXIT_USAGE;
+	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		goto out;
-	}
 	if (capture_script(s, &o, &plan, &rep, &err) != 0) {
 		engine_report(&err, s->program, argv[optind]);
 		rc = err.exit;

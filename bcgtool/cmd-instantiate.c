@@ -28,7 +28,8 @@ const struct cmd_entry cmd_instantiate_entry = {
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                     cuda when a GPU can be used, else host)\n"
 		"      --allow-drift  exit 0 even when a segment drifted\n"
-		"      --json         print JSON instead of tables\n",
+		"      --json         print JSON instead of tables\n"
+		"  -h, --help         show this help\n",
 	.exec = cmd_instantiate_exec,
 };
 
@@ -61,8 +62,8 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 		const struct inst_segment *is = &rep->segments[i];
 		const struct plan_segment *seg = plan_get_segment(plan, is->segment);
 		char nodes[32];
-		schedule_break_name(plan, seg->op_first, first, sizeof first);
-		schedule_break_name(plan, seg->op_first + seg->op_count - 1, last, sizeof last);
+		plan_op_label(plan, seg->op_first, first, sizeof first);
+		plan_op_label(plan, seg->op_first + seg->op_count - 1, last, sizeof last);
 		snprintf(ops, sizeof ops, "%s..%s", first, last);
 		snprintf(nodes, sizeof nodes, "%u/%u", is->nodes, is->plan_nodes);
 		printf("%6lld  %7u  %-34s  %11s  %9s  %s\n", (long long)segment_tokens(plan, is->segment),

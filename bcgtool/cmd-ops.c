@@ -139,83 +139,92 @@ static void ops_print_text(void)
 	}
 }
 
-static void ops_json_string(const char *s)
+static void ops_json_names(struct plan_json *j, const char *const *names)
 {
-	putchar('"');
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			putchar('\\');
-		putchar(*s);
-	}
-	putchar('"');
+	plan_json_array_begin(j);
+	for (int i = 0; names[i] != NULL; i++)
+		plan_json_string(j, names[i]);
+	plan_json_array_end(j);
 }
 
-static void ops_json_names(const char *const *names)
+static void ops_json_attr(struct plan_json *j, const struct op_kind *k, int a)
 {
-	putchar('[');
-	for (int i = 0; names[i] != NULL; i++) {
-		if (i)
-			printf(", ");
-		ops_json_string(names[i]);
-	}
-	putchar(']');
+	const struct op_attr_spec *s = &k->attrs[a];
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "name");
+	plan_json_string(j, s->name);
+	plan_json_key(j, "type");
+	plan_json_string(j, ops_attr_type_name(s->type));
+	plan_json_key(j, "required");
+	plan_json_bool(j, s->required);
+	plan_json_key(j, "default");
+	if (s->required)
+		plan_json_null(j);
+	else if (k->id == OP_ATTENTION && a == ATTN_KV_HEADS)
+		plan_json_string(j, "heads");
+	else if (s->type == OP_ATTR_BOOL)
+		plan_json_bool(j, s->dflt != 0.0);
+	else if (s->type == OP_ATTR_FLOAT)
+		plan_json_double(j, s->dflt);
+	else
+		plan_json_int(j, (int64_t)s->dflt);
+	plan_json_key(j, "help");
+	plan_json_string(j, s->help);
+	plan_json_object_end(j);
 }
 
 static void ops_print_json(void)
 {
-	printf("[\n");
+	struct plan_json *j = plan_json_new(stdout);
+
+	if (j == NULL)
+		return;
+	plan_json_array_begin(j);
 	for (int i = 0; i < OP_COUNT; i++) {
 		const struct op_kind *k = op_kind_get((enum op_id)i);
 		char dt[32];
-		const char *p;
+		const char *p = dt;
 
-		printf("  {\"name\": ");
-		ops_json_string(k->name);
-		printf(", \"summary\": ");
-		ops_json_string(k->summary);
-		printf(", \"inputs\": ");
-		ops_json_names(k->inputs);
-		printf(", \"outputs\": ");
-		ops_json_names(k->outputs);
-		printf(", \"attrs\": [");
-		for (int a = 0; k->attrs[a].name != NULL; a++) {
-			const struct op_attr_spec *s = &k->attrs[a];
-			printf("%s{\"name\": ", a ? ", " : "");
-			ops_json_string(s->name);
-			printf(", \"type\": \"%s\", \"required\": %s, \"default\": ",
-			       ops_attr_type_name(s->type), s->required ? "true" : "false");
-			if (s->required)
-				printf("null");
-			else if (k->id == OP_ATTENTION && a == ATTN_KV_HEADS)
-				printf("\"heads\"");
-			else if (s->type == OP_ATTR_BOOL)
-				printf("%s", s->dflt != 0.0 ? "true" : "false");
-			else if (s->type == OP_ATTR_FLOAT)
-				printf("%.17g", s->dflt);
-			else
-				printf("%lld", (long long)s->dflt);
-			printf(", \"help\": ");
-			ops_json_string(s->help);
-			printf("}");
-		}
-		printf("], \"dtypes\": [");
+		plan_json_object_begin(j);
+		plan_json_key(j, "name");
+		plan_json_string(j, k->name);
+		plan_json_key(j, "summary");
+		plan_json_string(j, k->summary);
+		plan_json_key(j, "inputs");
+		ops_json_names(j, k->inputs);
+		plan_json_key(j, "outputs");
+		ops_json_names(j, k->outputs);
+		plan_json_key(j, "attrs");
+		plan_json_array_begin(j);
+		for (int a = 0; k->attrs[a].name != NULL; a++)
+			ops_json_attr(j, k, a);
+		plan_json_array_end(j);
+		plan_json_key(j, "dtypes");
+		plan_json_array_begin(j);
 		ops_dtypes(k->dtypes, dt, sizeof dt);
-		p = dt;
-		for (int n = 0; *p != '\0'; n++) {
+		while (*p != '\0') {
+			char one[8];
 			size_t l = strcspn(p, " ");
-			printf("%s\"%.*s\"", n ? ", " : "", (int)l, p);
+			snprintf(one, sizeof one, "%.*s", (int)l, p);
+			plan_json_string(j, one);
 			p += l;
 			p += *p == ' ';
 		}
-		printf("], \"inplace\": %s, \"capture\": \"%s\", \"capture_why\": ",
-		       (k->flags & OP_INPLACE) ? "true" : "false", ops_capture_name(k->capture));
+		plan_json_array_end(j);
+		plan_json_key(j, "inplace");
+		plan_json_bool(j, (k->flags & OP_INPLACE) != 0);
+		plan_json_key(j, "capture");
+		plan_json_string(j, ops_capture_name(k->capture));
+		plan_json_key(j, "capture_why");
 		if (k->capture_why != NULL)
-			ops_json_string(k->capture_why);
+			plan_json_string(j, k->capture_why);
 		else
-			printf("null");
-		printf("}%s\n", i + 1 < OP_COUNT ? "," : "");
+			plan_json_null(j);
+		plan_json_object_end(j);
 	}
-	printf("]\n");
+	plan_json_array_end(j);
+	plan_json_free(j);
 }
 
 static int cmd_ops_exec(int argc, char **argv)

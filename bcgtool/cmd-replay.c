@@ -34,7 +34,8 @@ const struct cmd_entry cmd_replay_entry = {
 		"      --check      compare the outputs and state with eager steps run\n"
 		"                   from the same initial state; exit 1 on a mismatch\n"
 		"      --no-nvtx    emit no NVTX ranges\n"
-		"      --json       print JSON instead of tables\n",
+		"      --json       print JSON instead of tables\n"
+		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
 

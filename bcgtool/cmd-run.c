@@ -14,7 +14,6 @@
 
 #include "cmd.h"
 #include "engine/engine.h"
-#include "engine/memplan.h"
 #include "engine/replay.h"
 #include "engine/verify.h"
 #include "script/script.h"
@@ -31,7 +30,8 @@ const struct cmd_entry cmd_run_entry = {
 		"                   cuda when a GPU can be used, else host)\n"
 		"  -n, --steps N    steps to run (default 1)\n"
 		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
-		"      --json       print JSON instead of tables\n",
+		"      --json       print JSON instead of tables\n"
+		"  -h, --help       show this help\n",
 	.exec = cmd_run_exec,
 };
 
@@ -195,10 +195,8 @@ static int cmd_run_exec(int argc, char **argv)
 	long long steps = 1, tokens = 0;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
-	struct script_error serr;
 	struct engine *e = NULL;
 	struct engine_error err = { .op = PLAN_NONE };
-	struct memplan mp = { 0 };
 	double *step_ms = NULL;
 	struct run_output *outs = NULL;
 	uint32_t nout = 0;
@@ -225,23 +223,17 @@ static int cmd_run_exec(int argc, char **argv)
 	if (cmd_check_backend(self, backend) != 0)
 		return BCG_EXIT_USAGE;
 
-	if (script_load(argv[optind], &s, &serr) != 0) {
-		bcg_error_at(argv[optind], serr.line, serr.col, "%s", serr.message);
-		return BCG_EXIT_USAGE;
-	}
+	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
+		return rc;
 	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
-	if (memplan_place(s->program, &t64, 1, &mp, err.msg, sizeof err.msg) != 0) {
-		bcg_error("%s", err.msg);
-		rc = BCG_EXIT_USAGE;
-		goto out;
-	}
 	step_ms = calloc((size_t)steps, sizeof *step_ms);
 	outs = calloc(plan_count_tensors(s->program) + 1, sizeof *outs);
 	if (step_ms == NULL || outs == NULL) {
 		bcg_error("out of memory");
+		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
-	if (engine_open(s->program, backend, t64, &e, &err) != 0) {
+	if (engine_open_at(s->program, backend, t64, &e, &err) != 0) {
 		engine_report(&err, s->program, argv[optind]);
 		rc = err.exit;
 		goto out;
@@ -260,7 +252,6 @@ static int cmd_run_exec(int argc, char **argv)
 	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
 out:
 	engine_close(e);
-	memplan_release(&mp);
 	script_free(s);
 	free(step_ms);
 	free(outs);

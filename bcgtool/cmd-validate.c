@@ -298,7 +298,7 @@ static void validate_print_variants(const struct validate_result *r)
 			char name[160];
 			if (sc->items[i].kind != PLAN_ITEM_BREAK)
 				continue;
-			schedule_break_name(r->program, sc->items[i].op_first, name, sizeof name);
+			plan_op_label(r->program, sc->items[i].op_first, name, sizeof name);
 			printf("  %-12s %s\n", name, sc->items[i].detail);
 		}
 	}
@@ -496,7 +496,7 @@ static void validate_print_json(const struct validate_result *r, const char *pat
 			char name[160];
 			if (sc->items[i].kind != PLAN_ITEM_BREAK)
 				continue;
-			schedule_break_name(pr, sc->items[i].op_first, name, sizeof name);
+			plan_op_label(pr, sc->items[i].op_first, name, sizeof name);
 			printf("%s\n      {\"op\": %u, \"name\": ", first ? "" : ",", sc->items[i].op_first);
 			json_string(name);
 			printf(", \"reason\": \"%s\", \"detail\": ", plan_break_reason_name(sc->items[i].reason));
@@ -521,16 +521,14 @@ static void validate_print_json(const struct validate_result *r, const char *pat
 static int validate_run(const char *path, int json)
 {
 	struct script *s = NULL;
-	struct script_error err;
 	struct validate_result r;
 	char msg[256];
 	int rc = BCG_EXIT_USAGE;
 
 	memset(&r, 0, sizeof r);
-	if (script_load(path, &s, &err) != 0) {
-		bcg_error_at(path, err.line, err.col, "%s", err.message);
-		return BCG_EXIT_USAGE;
-	}
+	if ((rc = cmd_read_script(path, &s)) != BCG_EXIT_OK)
+		return rc;
+	rc = BCG_EXIT_USAGE;   /* for the errors below */
 	r.script = s;
 	r.program = s->program;
 	r.tokens = xcalloc(s->nvariants, sizeof *r.tokens);

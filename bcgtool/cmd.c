@@ -13,6 +13,8 @@
 #include "backend.h"
 #include "cmd.h"
 #include "plan.h"
+#include "script/script.h"
+#include "util.h"
 
 extern const struct cmd_entry cmd_bench_entry;
 extern const struct cmd_entry cmd_capture_entry;
@@ -174,4 +176,14 @@ int cmd_read_plan(const char *path, plan_t **out)
 	else
 		fprintf(stderr, "bcgtool: %s: %s\n", path, plan_strerror(rc));
 	return rc == PLAN_ERR_NOMEM ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
+}
+
+int cmd_read_script(const char *path, struct script **out)
+{
+	struct script_error err;
+
+	if (script_load(path, out, &err) == 0)
+		return BCG_EXIT_OK;
+	bcg_error_at(path, err.line, err.col, "%s", err.message);
+	return BCG_EXIT_USAGE;
 }

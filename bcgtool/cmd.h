@@ -69,4 +69,9 @@ struct plan;
  * the exit status (2 for a bad or missing file, 3 out of memory). */
 int cmd_read_plan(const char *path, struct plan **out);
 
+struct script;
+/* Load the op script at PATH; on failure print "bcgtool: PATH:LINE:COL:
+ * why" and return BCG_EXIT_USAGE. */
+int cmd_read_script(const char *path, struct script **out);
+
 #endif /* BCG_CMD_H */

@@ -250,7 +250,7 @@ static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, i
 				.nwrites = op->nout,
 				.writes = op->out,
 			};
-			schedule_break_name(plan, it->op_first, name, sizeof name);
+			plan_op_label(plan, it->op_first, name, sizeof name);
 			if (plan_add_breakpoint(plan, &bp, NULL, &diag) != 0)
 				goto fail;
 			vr->breakpoints++;

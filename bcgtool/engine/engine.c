@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "engine.h"
+#include "memplan.h"
 #include "nvtx.h"
 #include "ops/numeric.h"
 #include "util.h"
@@ -346,6 +347,18 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 fail:
 	engine_close(e);
 	return -1;
+}
+
+int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
+                   struct engine **out, struct engine_error *err)
+{
+	struct memplan mp;
+
+	*out = NULL;
+	if (memplan_place(program, &tokens, 1, &mp, err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
+	memplan_release(&mp);
+	return engine_open(program, backend, tokens, out, err);
 }
 
 void engine_close(struct engine *e)

@@ -78,6 +78,12 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
                 struct engine **out, struct engine_error *err);
 void engine_close(struct engine *e);
 
+/* Place PROGRAM's tensors for TOKENS tokens alone (memplan.h), then open it
+ * as engine_open does: for running a program at one token count outside
+ * any plan (run, bench, replay's eager fallback). */
+int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
+                   struct engine **out, struct engine_error *err);
+
 /* Put every tensor but the weights back in its initial state. */
 int engine_reset(struct engine *e, struct engine_error *err);
 

@@ -15,12 +15,12 @@ static void exec_label(const plan_t *plan, struct exec_item *it, uint32_t seg_no
 	char first[64], last[64];
 
 	if (it->kind == PLAN_ITEM_BREAK) {
-		schedule_break_name(plan, it->op_first, first, sizeof first);
+		plan_op_label(plan, it->op_first, first, sizeof first);
 		snprintf(it->label, sizeof it->label, "break %s", first);
 		return;
 	}
-	schedule_break_name(plan, it->op_first, first, sizeof first);
-	schedule_break_name(plan, it->op_first + it->op_count - 1, last, sizeof last);
+	plan_op_label(plan, it->op_first, first, sizeof first);
+	plan_op_label(plan, it->op_first + it->op_count - 1, last, sizeof last);
 	snprintf(it->label, sizeof it->label, "seg %u %s..%s", seg_no, first, last);
 }
 
@@ -33,7 +33,7 @@ static int exec_test_sync(struct engine *e, uint32_t op, struct engine_error *er
 
 	if (e->sync_in_capture == NULL)
 		return 0;
-	schedule_break_name(e->plan, op, name, sizeof name);
+	plan_op_label(e->plan, op, name, sizeof name);
 	if (strcmp(name, e->sync_in_capture) != 0)
 		return 0;
 	return e->be->sync(e->b, err->msg, sizeof err->msg);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "memplan.h"
 #include "replay.h"
 #include "util.h"
 #include "verify.h"
@@ -319,7 +318,6 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 	struct engine *e = NULL;
 	struct exec_variant x = { 0 };
 	plan_t *eager_program = NULL;
-	struct memplan mp = { 0 };
 	uint32_t nv = plan_count_variants(plan);
 	int64_t max_tokens = 0;
 	int rc = -1;
@@ -341,11 +339,7 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 			goto out;
 		}
-		if (memplan_place(eager_program, &res->tokens, 1, &mp, err->msg, sizeof err->msg) != 0) {
-			engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
-			goto out;
-		}
-		if (engine_open(eager_program, o->backend, res->tokens, &e, err) != 0)
+		if (engine_open_at(eager_program, o->backend, res->tokens, &e, err) != 0)
 			goto out;
 		if (o->nvtx)
 			e->nvtx = nvtx_open();
@@ -380,7 +374,6 @@ out:
 		nvtx_close(e->nvtx);
 		engine_close(e);
 	}
-	memplan_release(&mp);
 	plan_free(eager_program);
 	return rc;
 }

@@ -10,18 +10,6 @@
 #include "ops/op.h"
 #include "schedule.h"
 
-void schedule_break_name(const plan_t *program, uint32_t op, char *buf, size_t len)
-{
-	const struct plan_op *o = plan_get_op(program, op);
-
-	if (o == NULL)
-		snprintf(buf, len, "op#%u", op);
-	else if (o->name[0] != '\0')
-		snprintf(buf, len, "%s", o->name);
-	else
-		snprintf(buf, len, "%s#%u", o->kind, op);
-}
-
 int schedule_graph_safe(const plan_t *program, uint32_t op, int mode)
 {
 	const struct plan_op *o = plan_get_op(program, op);
@@ -95,7 +83,7 @@ int schedule_build(const plan_t *program, int mode, struct schedule *out,
 		d = schedule_decide(o, k, mode, &reason, detail, sizeof detail);
 		if (d < 0) {
 			char name[128];
-			schedule_break_name(program, i, name, sizeof name);
+			plan_op_label(program, i, name, sizeof name);
 			snprintf(msg, len, "op '%s' cannot run in %s mode: %s", name,
 			         plan_mode_name(mode), detail);
 			if (op_out != NULL)

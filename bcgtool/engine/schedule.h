@@ -11,7 +11,8 @@
  *    follows host state), its graph-safe form captured in full mode;
  *  - OP_CAPTURE_NEVER: a breakpoint; an error in full mode.
  * The result is the variant's item list: maximal runs of captured ops as
- * segments, breakpoints between them, in op order.
+ * segments, breakpoints between them, in op order. A breakpoint is named
+ * after its op (plan_op_label: the op's name, or "<kind>#<index>").
  */
 #ifndef BCG_ENGINE_SCHEDULE_H
 #define BCG_ENGINE_SCHEDULE_H
@@ -42,9 +43,6 @@ int schedule_build(const plan_t *program, int mode, struct schedule *out,
                    uint32_t *op_out, char *msg, size_t len);
 
 void schedule_release(struct schedule *sched);
-
-/* The name a breakpoint of op OP gets: the op's name, or "<kind>#<index>". */
-void schedule_break_name(const plan_t *program, uint32_t op, char *buf, size_t len);
 
 /* Whether op OP is launched in its graph-safe form in MODE. */
 int schedule_graph_safe(const plan_t *program, uint32_t op, int mode);
