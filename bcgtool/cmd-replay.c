@@ -61,7 +61,9 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 	printf("%-12s %10s %10s %10s\n", "", "median", "p90", "p99");
 	printf("%-12s %7.3f ms %7.3f ms %7.3f ms\n", "step", st->step_median, st->step_p90,
 	       st->step_p99);
-	printf("%-12s %7.3f ms\n", "gpu busy", st->busy_median);
+	/* On the host backend the "device" is the CPU that also issues. */
+	printf("%-12s %7.3f ms\n", strcmp(backend, "cuda") == 0 ? "gpu busy" : "cpu busy",
+	       st->busy_median);
 	printf("%-12s %7.3f ms\n", "host issue", st->host_median);
 	printf("%-12s %7.3f ms (%.1f%% of the step)\n", "idle gap", st->gap_median,
 	       st->step_median > 0 ? 100.0 * st->gap_median / st->step_median : 0.0);
