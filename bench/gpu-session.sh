@@ -89,6 +89,16 @@ for s in $stages; do
 			sed 's/^/  /' | tee -a "$summary"
 		"$B" replay --backend cuda --tokens 8 --steps 1000 --warmup 100 --json llama.plan \
 			>replay-t8.json 2>&1
+		python3 - replay-t8.json <<'PY' | tee -a "$summary"
+import json, sys
+d = json.load(open(sys.argv[1]))
+segs = [i["busy_ms"] for i in d["items"] if i["kind"] == "segment"]
+brks = [i["busy_ms"] for i in d["items"] if i["kind"] == "break"]
+print("  replay --json T=8: step %.3f ms, busy %.3f ms, host %.3f ms; segments %d (%.3f ms in all,"
+      " %.1f us each on average), breaks %d (%.3f ms in all, %.1f us each on average)" %
+      (d["step_ms"]["median"], d["busy_ms"], d["host_ms"], len(segs), sum(segs),
+       1e3 * sum(segs) / len(segs), len(brks), sum(brks), 1e3 * sum(brks) / len(brks)))
+PY
 		"$B" capture --backend cuda --mode full --tokens 8 -o llama-full.plan \
 			"$S/llama-decode.yaml" >capture-full.txt 2>&1
 		say "capture llama-decode full T=8: exit $?"
