@@ -31,6 +31,20 @@ assert [s[\"tokens\"] for s in d[\"segments\"]] == [1,1,1,2,2,2,4,4,4]
 "
 '
 
+test_expect_success 'a plan captured on an H100 instantiates here: its nodes are not compared' '
+	bcg instantiate --backend host "$TEST_DATA/plans/llama-decode-small.cuda.plan" >out &&
+	test_grep "^backend  host (captured on cuda (NVIDIA H100 80GB HBM3))$" out &&
+	test_grep "^9 segments: 0 match, 0 drift, 9 unchecked$" out &&
+	test $(grep -c " unchecked  the host backend records no nodes to compare" out) = 9
+'
+
+test_expect_success 'its nodes read back: real kernels, with their arena operands named' '
+	bcg inspect --nodes --variant 1 "$TEST_DATA/plans/llama-decode-small.cuda.plan" >out &&
+	test_grep "bcg_rmsnorm_kernel.* 1 attn_norm.0 .*=x .*=attn_norm\[0\] .*=h" out &&
+	test_grep "nvjet_sm90.* 2 q.0 .*=w_q\[0\]" out &&
+	test_grep "^  edges: 0->1 1->2 2->3" out
+'
+
 test_expect_success 'a corrupt plan is an input error' '
 	head -c 100 small.plan >cut.plan &&
 	test_expect_code 2 bcg instantiate --backend host cut.plan 2>err &&

@@ -40,6 +40,12 @@ test_expect_success 'a full-mode plan replays and checks' '
 	! test_grep FAILED out
 '
 
+test_expect_success 'a plan captured on an H100 replays on the host against eager' '
+	bcg replay --backend host --steps 3 --check "$TEST_DATA/plans/llama-decode-small.cuda.plan" >out &&
+	test_grep "^tokens       4 -> variant 4 (breakable: 3 segments, 2 breakpoints)$" out &&
+	test_grep "^check        bit-exact with eager$" out
+'
+
 test_expect_success PYTHON3 '--json' '
 	bcg replay --backend host --steps 3 --warmup 0 --check --json small.plan >out.json &&
 	"$PYTHON3" -c "

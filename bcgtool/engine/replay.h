@@ -7,9 +7,11 @@
  *    the step time (start to start);
  *  - busy: a few steps issued while the stream is held, so the GPU finds
  *    the whole step queued and never waits for the host; time stamps around
- *    every item give the GPU's own busy time per step and per item, and the
- *    host clock the time the host needs to issue a step (in the timed pass
- *    a host that runs ahead waits on the full launch queue instead).
+ *    every item give the GPU's own busy time per step and per item.
+ * The host clock times the issue of every step in both passes. Each can
+ * only overstate it -- the timed pass when the host runs ahead and waits on
+ * a full launch queue, the busy pass when one step alone overflows the
+ * queue behind the hold -- so the smaller median is the host's issue time.
  * The idle gap is step time minus busy time: what the host costs the GPU.
  */
 #ifndef BCG_ENGINE_REPLAY_H

@@ -23,6 +23,11 @@
 #   edit-env.plan      another device and toolkit
 #   edit-sizes.plan    capture sizes 1, 3, 4 instead of 1, 2, 4
 #   edit-moved.plan    the op probe (a forced breakpoint) moved before res
+#
+# One fixture is not made here: llama-decode-small.cuda.plan is a real
+# capture of samples/llama-decode-small.yaml on an H100 (CUDA 13.0), as
+# bench/gpu-session.sh's bench stage writes it to $OUT. The host tests use
+# it to read, instantiate and replay a plan with genuine graph nodes.
 set -e
 
 here=$(cd "$(dirname "$0")" && pwd)
