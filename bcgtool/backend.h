@@ -65,7 +65,9 @@ struct backend_ops {
 	              void **base, char *msg, size_t len);
 	void (*free)(struct backend *b, void *base);
 
-	/* Bytes of scratch CALL needs (0 for most ops). */
+	/* Bytes of scratch CALL needs (0 for most ops). It must not shrink as
+	 * the token count of CALL's operands grows: the engine asks at the
+	 * largest count it will run and gives every launch that much. */
 	size_t (*scratch_bytes)(const struct op_call *call);
 
 	/* Fill COUNT elements at DST per INIT, ordered on the stream. */

@@ -218,25 +218,23 @@ static int engine_resolve(struct engine *e, struct engine_error *err)
 }
 
 /* The most scratch any op needs at any token count up to max_tokens, in
- * either launch form. Needs need not grow with the token count (a kernel
- * may take small counts only), so every count is asked. */
+ * either launch form: backends promise needs that never shrink as the
+ * token count grows (backend.h), so the largest count decides. */
 static int engine_size_scratch(struct engine *e, struct engine_error *err)
 {
 	struct engine_variant v;
 	uint64_t need = 0;
 
 	e->base = NULL;  /* shapes only; addresses unused */
-	for (int64_t t = 1; t <= e->max_tokens; t++) {
-		for (int mode = PLAN_MODE_BREAKABLE; mode <= PLAN_MODE_FULL; mode++) {
-			if (engine_variant_init(e, t, mode, &v, err) != 0)
-				return -1;
-			for (uint32_t i = 0; i < e->nops; i++) {
-				size_t s = e->be->scratch_bytes(&v.calls[i]);
-				if (s > need)
-					need = s;
-			}
-			engine_variant_release(&v);
+	for (int mode = PLAN_MODE_BREAKABLE; mode <= PLAN_MODE_FULL; mode++) {
+		if (engine_variant_init(e, e->max_tokens, mode, &v, err) != 0)
+			return -1;
+		for (uint32_t i = 0; i < e->nops; i++) {
+			size_t s = e->be->scratch_bytes(&v.calls[i]);
+			if (s > need)
+				need = s;
 		}
+		engine_variant_release(&v);
 	}
 	e->scratch_bytes = (need + 255) & ~(uint64_t)255;
 	return 0;

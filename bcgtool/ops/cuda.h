@@ -46,7 +46,8 @@ cuda_kernel_fn cuda_kernel(enum op_id id);
 
 /* Device scratch bytes the launch of CALL needs in its context (0 for most
  * kinds): the most any step can need, whatever its host var values, so
- * that the engine can allocate once, before capturing. Unlike the
+ * that the engine can allocate once, before capturing. It never shrinks as
+ * the token count grows (the engine asks at the largest only). Unlike the
  * launchers it reads call->kind, which must be set (NULL gives 0). A
  * launcher given too little scratch fails with a message saying so. */
 size_t cuda_op_scratch_bytes(const struct op_call *call);
