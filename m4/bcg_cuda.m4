@@ -34,14 +34,18 @@ AS_CASE([$with_cuda],
   [guess|yes], [bcg_cuda_dirs="${CUDA_HOME} ${CUDA_PATH} /usr/local/cuda"],
   [bcg_cuda_dirs="$with_cuda"])
 
+# The toolkit found goes to a variable of our own first: CUDA_HOME may come
+# from the environment, and must not stand for a directory not searched.
+bcg_cuda_home=
 AS_IF([test "x$with_cuda" != xno], [
   for bcg_dir in $bcg_cuda_dirs; do
-    AS_IF([test -x "$bcg_dir/bin/nvcc"], [CUDA_HOME="$bcg_dir"; break])
+    AS_IF([test -x "$bcg_dir/bin/nvcc"], [bcg_cuda_home="$bcg_dir"; break])
   done
-  AS_IF([test -z "$CUDA_HOME"],
+  AS_IF([test -z "$bcg_cuda_home"],
     [bcg_cuda_why="no nvcc found in: $bcg_cuda_dirs"],
     [bcg_have_cuda=yes])
 ])
+CUDA_HOME=$bcg_cuda_home
 
 AS_IF([test "x$bcg_have_cuda" = xyes], [
   AS_IF([test -z "$NVCC"], [NVCC="$CUDA_HOME/bin/nvcc"])
