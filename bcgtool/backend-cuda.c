@@ -735,7 +735,6 @@ const struct backend_ops backend_cuda = {
 	.kind = PLAN_BACKEND_CUDA,
 	.open = cuda_open,
 	.close = cuda_close,
-	.extra_bytes = cuda_extra_bytes,
 	.alloc = cuda_alloc,
 	.free = cuda_free,
 	.scratch_bytes = cuda_scratch,

@@ -56,16 +56,11 @@ static void host_close(struct backend *b)
 	free(b);
 }
 
-static uint64_t host_extra_bytes(struct backend *b, uint64_t scratch_bytes)
-{
-	(void)b;
-	return scratch_bytes;
-}
-
 static int host_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
                       void **base, char *msg, size_t len)
 {
-	uint64_t total = arena_bytes + host_extra_bytes(b, scratch_bytes);
+	(void)b;
+	uint64_t total = arena_bytes + scratch_bytes;
 
 	/* Round up for aligned_alloc, and never ask for zero bytes. */
 	total = (total + 255) & ~(uint64_t)255;
@@ -244,7 +239,6 @@ const struct backend_ops backend_host = {
 	.kind = PLAN_BACKEND_HOST,
 	.open = host_open,
 	.close = host_close,
-	.extra_bytes = host_extra_bytes,
 	.alloc = host_alloc,
 	.free = host_free,
 	.scratch_bytes = host_scratch_bytes,

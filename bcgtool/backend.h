@@ -59,8 +59,7 @@ struct backend_ops {
 	void (*close)(struct backend *b);
 
 	/* One allocation for the arena and the backend's extra areas
-	 * (scratch, library workspace). EXTRA is what extra_bytes() asked. */
-	uint64_t (*extra_bytes)(struct backend *b, uint64_t scratch_bytes);
+	 * (scratch, library workspace), which follow the arena. */
 	int  (*alloc)(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
 	              void **base, char *msg, size_t len);
 	void (*free)(struct backend *b, void *base);

@@ -336,7 +336,6 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", err->msg);
 		goto fail;
 	}
-	e->scratch = backend_at(e->base, e->arena_bytes);
 	e->sync_in_capture = getenv("BCG_TEST_SYNC_IN_CAPTURE");
 	if (engine_init_tensors(e, 1, err) != 0)
 		goto fail;

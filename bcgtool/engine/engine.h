@@ -56,8 +56,7 @@ struct engine {
 	struct backend_info       info;
 	void                     *base;      /* arena base (device or host address) */
 	uint64_t                  arena_bytes;
-	uint64_t                  scratch_bytes;
-	void                     *scratch;   /* after the arena, in the same allocation */
+	uint64_t                  scratch_bytes; /* given to the backend's alloc */
 	int64_t                   max_tokens;
 	uint32_t                  nops;
 	const struct op_kind    **kinds;     /* per op */
