@@ -160,7 +160,13 @@ struct plan_meta {
 	int32_t     cuda_runtime;  /* as cudaRuntimeGetVersion(): 13000 */
 	int32_t     cuda_driver;   /* as cudaDriverGetVersion() */
 	int32_t     cublas;        /* as cublasGetVersion(): 130000 */
+	uint32_t    features;      /* PLAN_FEATURE_*: how the plan was captured */
 };
+
+/* Capture features that instantiate and replay must reproduce. */
+#define PLAN_FEATURE_PDL 0x1u      /* kernels launched with programmatic
+                                      stream serialization where they
+                                      support it */
 
 /* The arena: one allocation holding every tensor and var mirror. */
 struct plan_layout {
@@ -279,9 +285,26 @@ struct plan_node {
 	const struct plan_param *params;
 };
 
+/* How an edge orders its two nodes (CUDA's cudaGraphDependencyType and
+ * kernel node ports). Values are stored in files: never renumber. */
+enum plan_edge_type {
+	PLAN_EDGE_DEFAULT      = 0, /* `to` starts after `from` completes */
+	PLAN_EDGE_PROGRAMMATIC = 1, /* programmatic dependent launch: `to` may
+	                               start once `from` triggers or completes */
+};
+
+enum plan_edge_port {
+	PLAN_PORT_DEFAULT           = 0,
+	PLAN_PORT_PROGRAMMATIC      = 1, /* fires when every block triggers */
+	PLAN_PORT_LAUNCH_COMPLETION = 2, /* fires when every block has started */
+};
+
 struct plan_edge {
 	uint32_t from;       /* node indexes within the segment */
 	uint32_t to;
+	uint8_t  type;       /* enum plan_edge_type; format 1.0 files: DEFAULT */
+	uint8_t  from_port;  /* enum plan_edge_port */
+	uint8_t  to_port;    /* enum plan_edge_port (CUDA 13: always DEFAULT) */
 };
 
 #define PLAN_SEG_NODES 0x1u    /* nodes and fingerprint were recorded (cuda) */
@@ -328,6 +351,27 @@ struct plan_dispatch {
 	uint32_t variant;
 };
 
+/* The implementation chosen for one op of one variant, where the backend
+ * has more than one for it (plan-format.md, CHOI). Instantiate and replay
+ * run the recorded one, never choose again. */
+#define PLAN_CHOICE_TUNED 0x1u     /* chosen by measurement; else the default */
+#define PLAN_CHOICE_CLOSE 0x2u     /* a runner-up measured within the noise
+                                      margin: another capture may choose it */
+
+struct plan_candidate {
+	const char *impl;    /* implementation name ("mma", "cublas") */
+	double      us;      /* median measured GPU time, microseconds; 0 untimed */
+};
+
+struct plan_choice {
+	uint32_t                     variant;
+	uint32_t                     op;
+	const char                  *impl;   /* the chosen one; one of cand when ncand > 0 */
+	uint32_t                     flags;  /* PLAN_CHOICE_* */
+	uint32_t                     ncand;
+	const struct plan_candidate *cand;   /* every usable one, as measured */
+};
+
 struct plan_stats {
 	uint64_t materialize_ns;  /* arena allocation and initialization */
 	uint64_t reference_ns;    /* the eager reference steps */
@@ -366,6 +410,7 @@ int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t 
 int plan_add_breakpoint(plan_t *plan, const struct plan_breakpoint *bp, uint32_t *index, struct plan_diag *diag);
 int plan_add_check(plan_t *plan, const struct plan_check *check, uint32_t *index, struct plan_diag *diag);
 int plan_add_dispatch(plan_t *plan, const struct plan_dispatch *entry, uint32_t *index, struct plan_diag *diag);
+int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *index, struct plan_diag *diag);
 
 /* Placement, filled in by the memory planner. */
 int plan_set_tensor_placement(plan_t *plan, uint32_t tensor, uint64_t offset, uint64_t bytes, struct plan_diag *diag);
@@ -389,6 +434,7 @@ uint32_t plan_count_segments(const plan_t *plan);
 uint32_t plan_count_breakpoints(const plan_t *plan);
 uint32_t plan_count_checks(const plan_t *plan);
 uint32_t plan_count_dispatch(const plan_t *plan);
+uint32_t plan_count_choices(const plan_t *plan);
 
 const struct plan_dim        *plan_get_dim(const plan_t *plan, uint32_t index);
 const struct plan_var        *plan_get_var(const plan_t *plan, uint32_t index);
@@ -399,6 +445,10 @@ const struct plan_segment    *plan_get_segment(const plan_t *plan, uint32_t inde
 const struct plan_breakpoint *plan_get_breakpoint(const plan_t *plan, uint32_t index);
 const struct plan_check      *plan_get_check(const plan_t *plan, uint32_t index);
 const struct plan_dispatch   *plan_get_dispatch(const plan_t *plan, uint32_t index);
+const struct plan_choice     *plan_get_choice(const plan_t *plan, uint32_t index);
+
+/* The choice recorded for OP in VARIANT, or NULL. */
+const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op);
 
 /* Index by name (tokens for variants), or PLAN_NONE. */
 uint32_t plan_find_dim(const plan_t *plan, const char *name);

@@ -30,6 +30,8 @@ extern "C" {
  * allocated, at the same place, for as long as any graph that used it. */
 struct cuda_op_ctx {
 	cudaStream_t   stream;
+	int            pdl;             /* launch the kernels that support it with
+	                                   programmatic stream serialization */
 	cublasHandle_t cublas;          /* bound to stream, workspace set */
 	int            sm_count;        /* multiprocessors on the device */
 	void          *scratch;         /* device scratch; NULL when none needed */
@@ -41,8 +43,21 @@ struct cuda_op_ctx {
 typedef int (*cuda_kernel_fn)(const struct op_call *call, const struct cuda_op_ctx *ctx,
                               char *msg, size_t len);
 
-/* The launcher of op ID; NULL for an ID out of range. */
+/* The launcher of op ID; NULL for an ID out of range. It runs the
+ * implementation call->impl names. */
 cuda_kernel_fn cuda_kernel(enum op_id id);
+
+/* The implementations of op ID on CUDA, in order of preference, and their
+ * names ("mma", "gemv", "cublas", ...). Names are stored in plans: never
+ * rename one, never reuse one for other code. Every kind has at least one;
+ * index 0 is preferred. Out of range: 0 implementations, name NULL. */
+int         cuda_impl_count(enum op_id id);
+const char *cuda_impl_name(enum op_id id, int impl);
+
+/* Whether implementation IMPL of call->kind can run CALL: its shapes,
+ * dtypes, attributes and (when data is not NULL) operand alignment. The
+ * default for a call is the first usable one. */
+int cuda_impl_usable(const struct op_call *call, int impl);
 
 /* Device scratch bytes the launch of CALL needs in its context (0 for most
  * kinds): the most any step can need, whatever its host var values, so

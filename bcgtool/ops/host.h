@@ -42,6 +42,14 @@ typedef void (*host_kernel_fn)(const struct op_call *call);
 /* The reference kernel of op ID; NULL for an ID out of range. */
 host_kernel_fn host_kernel(enum op_id id);
 
+/* Implementations of op ID on the host, as cuda.h has them for CUDA: index 0
+ * is host_kernel(ID); the products also have a cache-blocked loop order
+ * ("blocked") that sums each element in the same order, so every
+ * implementation gives the same bytes. Names are stored in plans. */
+int            host_impl_count(enum op_id id);
+const char    *host_impl_name(enum op_id id, int impl);
+host_kernel_fn host_impl_kernel(enum op_id id, int impl);
+
 /* Element I of a float tensor (f32, f16 or bf16) widened to f32, and
  * stored back with rounding; the tensor's dtype decides the format.
  * An i32 tensor loads as (float)value and stores as host_f32_to_i32(v). */

@@ -58,11 +58,39 @@
  *  argmax     (x) -> out                out (i32) [rows] = index of the largest
  *                                        element of each row; ties: the first
  *
+ * Fused kinds. Each computes exactly what its unfused sequence computes,
+ * intermediates rounded to the dtype where the sequence stores them; only
+ * the memory traffic and the kernel count differ. So a fused script and its
+ * unfused twin give the same bytes on the host backend, and the CUDA
+ * kernels are held to the same per-dtype bounds as the kinds they fuse.
+ *
+ *  add_rmsnorm     (x, r, w) -> (sum, out)  sum = add(x, r); out = rmsnorm(sum, w):
+ *                                        the residual add and the norm that
+ *                                        follows it; x, r, sum [rows, H], w [H]
+ *  matmul_add      (x, a, b) -> out      out = add(x, matmul(a, b)): a product
+ *                                        whose epilogue adds the residual x
+ *                                        (x and out [M, N]; the product is
+ *                                        rounded before the add)
+ *  matmul_silu_mul (a, b) -> out         out = silu_mul(matmul(a, b)): op(b) is
+ *                                        [K, 2N], gate columns first, out [M, N]
+ *  rope_kv_write   (qkv, pos) -> (q, k_cache, v_cache)
+ *                                        qkv [T, (heads + 2 kv_heads) * head_dim]
+ *                                        read as three parts q | k | v;
+ *                                        q = rope(qkv[:, q part]);
+ *                                        kv_write(rope(qkv[:, k part]), pos) -> k_cache;
+ *                                        kv_write(qkv[:, v part], pos) -> v_cache;
+ *                                        caches [S, kv_heads * head_dim]
+ *
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
  *  [10000]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
- *  host var), scale [0, meaning 1/sqrt(head_dim)].
+ *  host var), scale [0, meaning 1/sqrt(head_dim)]; add_rmsnorm: eps [1e-6];
+ *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
+ *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000].
+ *
+ * Weights stored [out, in], as checkpoints store them, are the b of a
+ * product with trans_b: true; the fast small-M kernels want that layout.
  */
 #ifndef BCG_OPS_OP_H
 #define BCG_OPS_OP_H
@@ -89,6 +117,10 @@ enum op_id {
 	OP_KV_WRITE,
 	OP_ATTENTION,
 	OP_ARGMAX,
+	OP_ADD_RMSNORM,
+	OP_MATMUL_ADD,
+	OP_MATMUL_SILU_MUL,
+	OP_ROPE_KV_WRITE,
 	OP_COUNT
 };
 
@@ -97,14 +129,15 @@ enum op_id {
  * (defaults filled in by the script parser; kv_heads defaults to heads). */
 enum { FILL_VALUE = 0 };
 enum { SCALE_ALPHA = 0 };
-enum { MATMUL_TRANS_A = 0, MATMUL_TRANS_B = 1 };
-enum { NORM_EPS = 0 };                                  /* rmsnorm, layernorm */
+enum { MATMUL_TRANS_A = 0, MATMUL_TRANS_B = 1 };   /* and the fused products */
+enum { NORM_EPS = 0 };                       /* rmsnorm, layernorm, add_rmsnorm */
 enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2 };
 enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
        ATTN_SCALE = 4 };
+enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3 };
 
 #define OP_MAX_IN    4
-#define OP_MAX_OUT   2
+#define OP_MAX_OUT   3
 #define OP_MAX_ATTRS 8
 
 /* One operand at one variant's shape. */
@@ -147,6 +180,10 @@ struct op_call {
 	                                                 i32 mirror (device memory
 	                                                 on cuda); NULL otherwise */
 	int                   graph_safe;             /* launch the graph-safe form */
+	int                   impl;                   /* which implementation of the
+	                                                 kind the backend runs: an
+	                                                 index into its list for the
+	                                                 kind (0: the first) */
 };
 
 enum op_capture {
