@@ -81,13 +81,21 @@
  *                                        kv_write(qkv[:, v part], pos) -> v_cache;
  *                                        caches [S, kv_heads * head_dim]
  *
+ * And the one unfused kind the fused ones need to have a twin:
+ *
+ *  slice      (x) -> out                x [rows, C], out [rows, W]:
+ *                                        out[r, j] = x[r, start + j];
+ *                                        start + W <= C (a column range, e.g.
+ *                                        q, k or v out of one q|k|v product)
+ *
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
  *  [10000]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
  *  host var), scale [0, meaning 1/sqrt(head_dim)]; add_rmsnorm: eps [1e-6];
  *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
- *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000].
+ *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000];
+ *  slice: start (required).
  *
  * Weights stored [out, in], as checkpoints store them, are the b of a
  * product with trans_b: true; the fast small-M kernels want that layout.
@@ -121,6 +129,7 @@ enum op_id {
 	OP_MATMUL_ADD,
 	OP_MATMUL_SILU_MUL,
 	OP_ROPE_KV_WRITE,
+	OP_SLICE,
 	OP_COUNT
 };
 
@@ -134,6 +143,7 @@ enum { NORM_EPS = 0 };                       /* rmsnorm, layernorm, add_rmsnorm 
 enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2 };
 enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
        ATTN_SCALE = 4 };
+enum { SLICE_START = 0 };
 enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3 };
 
 #define OP_MAX_IN    4
