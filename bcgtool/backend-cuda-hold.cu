@@ -1,5 +1,6 @@
 /*
- * backend-cuda-hold.cu - the stream hold used to time queued work.
+ * backend-cuda-hold.cu - the stream hold used to time queued work, and the
+ * cache scrub that makes a timed launch start cold.
  */
 #include <stdio.h>
 
@@ -25,6 +26,38 @@ extern "C" int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess) {
 		snprintf(msg, len, "hold kernel: %s", cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+
+/* Read every 16 bytes of BUF once. The store that keeps the loads alive
+ * never happens for a buffer of zeros (cudaMalloc'd and memset by the
+ * caller): the sum of zeros is zero. */
+static __global__ void scrub_kernel(const uint4 *buf, size_t n, unsigned *sink)
+{
+	unsigned acc = 0;
+
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		uint4 v = buf[i];
+		acc |= v.x | v.y | v.z | v.w;
+	}
+	if (acc == 0xFFFFFFFFu)
+		*sink = acc;
+}
+
+extern "C" int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t bytes, int sm_count,
+                                char *msg, size_t len)
+{
+	size_t n = bytes / sizeof(uint4);
+	unsigned blocks = (unsigned)(sm_count > 0 ? sm_count * 4 : 512);
+
+	scrub_kernel<<<blocks, 512, 0, stream>>>(static_cast<const uint4 *>(buf), n,
+	                                          (unsigned *)buf);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess) {
+		snprintf(msg, len, "cache scrub kernel: %s", cudaGetErrorString(e));
 		return -1;
 	}
 	return 0;

@@ -31,6 +31,9 @@
 /* cuBLAS's workspace: its guidance for Hopper is 32 MiB. */
 #define CUDA_WORKSPACE_BYTES (32u << 20)
 
+/* The most repetitions one time_call measures. */
+#define CUDA_TIME_REPS_MAX 64
+
 /* Feeds travel through pinned staging slots, so a copy never waits for
  * the stream (a pageable copy may) and the host can run ahead. */
 #define CUDA_STAGING_SLOTS     64
@@ -69,6 +72,13 @@ struct backend {
 	uint64_t           total_bytes;
 
 	cudaEvent_t        marks[BACKEND_MAX_MARKS];
+
+	/* Timing single launches (time_call): a pair of events per
+	 * repetition and a buffer of zeros twice the L2 cache, read between
+	 * repetitions to empty it. */
+	cudaEvent_t        tick[2 * CUDA_TIME_REPS_MAX];
+	void              *scrub;
+	size_t             scrub_bytes;
 
 	unsigned char     *staging;               /* pinned */
 	cudaEvent_t        staging_done[CUDA_STAGING_SLOTS];
@@ -206,6 +216,11 @@ static void cuda_close(struct backend *b)
 	for (unsigned i = 0; i < CUDA_STAGING_SLOTS; i++)
 		if (b->staging_done[i] != NULL)
 			cudaEventDestroy(b->staging_done[i]);
+	for (unsigned i = 0; i < 2 * CUDA_TIME_REPS_MAX; i++)
+		if (b->tick[i] != NULL)
+			cudaEventDestroy(b->tick[i]);
+	if (b->scrub != NULL)
+		cudaFree(b->scrub);
 	if (b->staging != NULL)
 		cudaFreeHost(b->staging);
 	if (b->cublas != NULL)
@@ -574,9 +589,11 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 			goto nomem;
 		}
 	}
-	/* Edge data must be asked for: libraries add edges that are not plain
-	 * dependencies (programmatic launches on Hopper), and a query without
-	 * it fails as lossy. The plan records the dependency itself. */
+	/* Edge data must be asked for: kernels launched with programmatic
+	 * stream serialization (ours, and cuBLAS's on Hopper) make edges that
+	 * are not plain dependencies, and a query without it fails as lossy.
+	 * The plan records each edge with its type and ports, so that a
+	 * rebuilt graph is compared on them too. */
 	CUDA_TRY(cudaGraphGetEdges(graph, NULL, NULL, NULL, &nedges), "cudaGraphGetEdges");
 	if (nedges > 0) {
 		from = malloc(nedges * sizeof *from);
@@ -600,6 +617,9 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 			}
 			rec->edges[i].from = f;
 			rec->edges[i].to = t;
+			rec->edges[i].type = data[i].type;
+			rec->edges[i].from_port = data[i].from_port;
+			rec->edges[i].to_port = data[i].to_port;
 		}
 		rec->nedges = (uint32_t)nedges;
 	}
@@ -730,6 +750,80 @@ fail:
 	return -1;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Implementations and their timing.                                       */
+
+static int cuda_usable(const struct op_call *call, int impl)
+{
+	return cuda_impl_usable(call, impl);
+}
+
+/* Lazily: the events, and the scrub buffer sized from the device's L2. */
+static int cuda_time_setup(struct backend *b, char *msg, size_t len)
+{
+	int l2 = 0;
+
+	for (unsigned i = 0; i < 2 * CUDA_TIME_REPS_MAX; i++)
+		if (b->tick[i] == NULL)
+			CUDA_TRY(cudaEventCreate(&b->tick[i]), "cudaEventCreate");
+	if (b->scrub != NULL)
+		return 0;
+	CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b->device),
+	         "cudaDeviceGetAttribute(L2 cache size)");
+	b->scrub_bytes = 2 * (size_t)(l2 > 0 ? l2 : (64 << 20));
+	CUDA_TRY(cudaMalloc(&b->scrub, b->scrub_bytes), "allocating the cache scrub buffer");
+	CUDA_TRY(cudaMemsetAsync(b->scrub, 0, b->scrub_bytes, b->stream), "cudaMemsetAsync");
+	return 0;
+fail:
+	cudaGetLastError();
+	return -1;
+}
+
+/* Each repetition: scrub the cache, then the launch between two events.
+ * A hold first lets the host queue every repetition before the GPU
+ * starts, so that no event waits on the host's launch overhead: the
+ * difference between a pair is the launch's GPU time alone. */
+static int cuda_time_call(struct backend *b, const struct op_call *call, unsigned reps,
+                          double *us, char *msg, size_t len)
+{
+	double t[CUDA_TIME_REPS_MAX];
+
+	if (reps < 1 || reps > CUDA_TIME_REPS_MAX) {
+		snprintf(msg, len, "%u repetitions: from 1 to %d can be timed", reps,
+		         CUDA_TIME_REPS_MAX);
+		return -1;
+	}
+	if (cuda_time_setup(b, msg, len) != 0)
+		return -1;
+	if (cuda_hold_stream(b->stream, 40.0 * reps + 200.0, msg, len) != 0)
+		return -1;
+	for (unsigned r = 0; r < reps; r++) {
+		if (cuda_scrub_cache(b->stream, b->scrub, b->scrub_bytes, b->ctx.sm_count,
+		                     msg, len) != 0)
+			return -1;
+		CUDA_TRY(cudaEventRecord(b->tick[2 * r], b->stream), "cudaEventRecord");
+		if (cuda_launch(b, call, msg, len) != 0)
+			return -1;
+		CUDA_TRY(cudaEventRecord(b->tick[2 * r + 1], b->stream), "cudaEventRecord");
+	}
+	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	for (unsigned r = 0; r < reps; r++) {
+		float ms = 0.0f;
+		CUDA_TRY(cudaEventElapsedTime(&ms, b->tick[2 * r], b->tick[2 * r + 1]),
+		         "cudaEventElapsedTime");
+		t[r] = (double)ms * 1e3;
+	}
+	*us = bcg_percentile(t, reps, 50);
+	return 0;
+fail:
+	return -1;
+}
+
+static void cuda_set_features(struct backend *b, uint32_t features)
+{
+	b->ctx.pdl = (features & PLAN_FEATURE_PDL) != 0;
+}
+
 const struct backend_ops backend_cuda = {
 	.name = "cuda",
 	.kind = PLAN_BACKEND_CUDA,
@@ -742,6 +836,11 @@ const struct backend_ops backend_cuda = {
 	.write = cuda_write,
 	.read = cuda_read,
 	.launch = cuda_launch,
+	.impl_count = cuda_impl_count,
+	.impl_name = cuda_impl_name,
+	.impl_usable = cuda_usable,
+	.time_call = cuda_time_call,
+	.set_features = cuda_set_features,
 	.capture_begin = cuda_capture_begin,
 	.capture_op_done = cuda_capture_op_done,
 	.capture_end = cuda_capture_end,

@@ -17,6 +17,12 @@ extern "C" {
  * host can queue a whole step first. */
 int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_t len);
 
+/* Read BYTES of BUF (zeros, 16-byte aligned) on STREAM: with BYTES twice
+ * the L2 cache, whatever a kernel left there is gone, so the launch timed
+ * next reads its weights from memory as it does in a step. */
+int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t bytes, int sm_count,
+                     char *msg, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

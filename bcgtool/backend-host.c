@@ -113,8 +113,10 @@ static void host_run(const struct op_call *call)
 {
 	struct op_call c;
 
+	host_kernel_fn run = host_impl_kernel(call->kind->id, call->impl);
+
 	if (!call->graph_safe) {
-		host_kernel(call->kind->id)(call);
+		run(call);
 		return;
 	}
 	/* The graph-safe form: var-bound attributes come from the mirrors. */
@@ -122,7 +124,7 @@ static void host_run(const struct op_call *call)
 	for (int p = 0; p < OP_MAX_ATTRS; p++)
 		if (c.attr_dev[p] != NULL)
 			c.attr[p].i = *c.attr_dev[p];
-	host_kernel(c.kind->id)(&c);
+	run(&c);
 }
 
 static int host_launch(struct backend *b, const struct op_call *call, char *msg, size_t len)
@@ -145,6 +147,40 @@ static int host_launch(struct backend *b, const struct op_call *call, char *msg,
 	}
 	g->calls[g->ncalls++] = *call;
 	return 0;
+}
+
+/* Every host implementation runs every call its kind's check accepts. */
+static int host_impl_usable(const struct op_call *call, int impl)
+{
+	return impl >= 0 && impl < host_impl_count(call->kind->id);
+}
+
+/* The host has no caches to empty worth the name next to its kernels'
+ * run times: the median of REPS runs. */
+static int host_time_call(struct backend *b, const struct op_call *call, unsigned reps,
+                          double *us, char *msg, size_t len)
+{
+	double *t = calloc(reps ? reps : 1, sizeof *t);
+
+	(void)b;
+	if (t == NULL) {
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	for (unsigned r = 0; r < reps; r++) {
+		uint64_t t0 = bcg_now_ns();
+		host_run(call);
+		t[r] = (double)(bcg_now_ns() - t0) / 1e3;
+	}
+	*us = bcg_percentile(t, reps, 50);
+	free(t);
+	return 0;
+}
+
+static void host_set_features(struct backend *b, uint32_t features)
+{
+	(void)b;
+	(void)features;   /* nothing to launch differently on the host */
 }
 
 static int host_capture_begin(struct backend *b, char *msg, size_t len)
@@ -246,6 +282,11 @@ const struct backend_ops backend_host = {
 	.write = host_copy,
 	.read = host_copy,
 	.launch = host_launch,
+	.impl_count = host_impl_count,
+	.impl_name = host_impl_name,
+	.impl_usable = host_impl_usable,
+	.time_call = host_time_call,
+	.set_features = host_set_features,
 	.capture_begin = host_capture_begin,
 	.capture_op_done = host_capture_op_done,
 	.capture_end = host_capture_end,

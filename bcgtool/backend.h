@@ -79,8 +79,26 @@ struct backend_ops {
 	/* The arena to host memory; waits for all earlier work. */
 	int  (*read)(struct backend *b, void *dst, const void *src, size_t bytes,
 	             char *msg, size_t len);
-	/* Launch one op (eagerly, or into the capture in progress). */
+	/* Launch one op (eagerly, or into the capture in progress), running
+	 * the implementation call->impl names. */
 	int  (*launch)(struct backend *b, const struct op_call *call, char *msg, size_t len);
+
+	/* The implementations of op kind ID (at least one), each by the name
+	 * plans store; whether implementation IMPL can run CALL (shapes,
+	 * dtypes, alignment). The first usable one is a call's default. These
+	 * need no open backend. */
+	int         (*impl_count)(enum op_id id);
+	const char *(*impl_name)(enum op_id id, int impl);
+	int         (*impl_usable)(const struct op_call *call, int impl);
+	/* The median time of CALL over REPS launches, each started with cold
+	 * caches (as in a step, where every product streams weights that no
+	 * earlier op left in cache), in microseconds: GPU time on cuda, host
+	 * time on host. CALL's operands are overwritten. */
+	int  (*time_call)(struct backend *b, const struct op_call *call, unsigned reps,
+	                  double *us, char *msg, size_t len);
+	/* Capture features (PLAN_FEATURE_*) for every launch from now on;
+	 * features a backend lacks are ignored. */
+	void (*set_features)(struct backend *b, uint32_t features);
 
 	/* Segment capture: begin; after each op's launch, op_done(op) so nodes
 	 * can be attributed; end gives the instantiated, uploaded segment and

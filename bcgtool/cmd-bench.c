@@ -5,6 +5,11 @@
  * Each mode is captured at the same token count and measured the same way
  * (engine/replay.h): step time, the GPU's busy time, the host's issue time.
  * Full mode is skipped, with the reason, when an op has no graph-safe form.
+ * When both breakable and full ran, the difference between them divided by
+ * the breakpoints is what one break costs: the GPU time it adds (the eager
+ * kernel's own launch, the graph ending and the next one starting, minus
+ * what the graph-safe form of the op costs inside the full graph) and the
+ * step time it adds.
  */
 #include "config.h"
 
@@ -21,7 +26,7 @@ static int cmd_bench_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
-	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--json] SCRIPT",
+	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--no-pdl] [--json] SCRIPT",
 	.summary = "compare eager, breakable and full replay of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -29,6 +34,7 @@ const struct cmd_entry cmd_bench_entry = {
 		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
 		"  -n, --steps N    timed steps per mode (default 100)\n"
 		"  -w, --warmup W   untimed steps first (default 10)\n"
+		"      --no-pdl     launch kernels without programmatic dependent launch\n"
 		"      --json       print JSON instead of a table\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_bench_exec,
@@ -70,6 +76,21 @@ static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmu
 	return rc;
 }
 
+/* What one break adds over the full step, in microseconds: GPU busy time
+ * and step time. 0 when breakable or full did not run or there are no
+ * breaks. */
+static int bench_break_cost(const struct bench_row *rows, double *busy_us, double *step_us)
+{
+	const struct bench_row *br = &rows[1], *full = &rows[2];
+
+	*busy_us = *step_us = 0.0;
+	if (!br->ran || !full->ran || br->breakpoints == 0)
+		return 0;
+	*busy_us = (br->st.busy_median - full->st.busy_median) * 1e3 / br->breakpoints;
+	*step_us = (br->st.step_median - full->st.step_median) * 1e3 / br->breakpoints;
+	return 1;
+}
+
 static void print_text(const char *path, const struct engine *e, int64_t tokens,
                        const struct bench_row *rows)
 {
@@ -96,6 +117,10 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 	if (eager->ran)
 		printf("\neager host submission: %.3f ms per step (what the graphs remove)\n",
 		       eager->st.host_median);
+	double busy_us, step_us;
+	if (bench_break_cost(rows, &busy_us, &step_us))
+		printf("a break over the full step: %+.2f us of gpu busy time, %+.2f us of step time "
+		       "(%u breaks)\n", busy_us, step_us, rows[1].breakpoints);
 }
 
 static void print_json(const char *path, const struct engine *e, int64_t tokens,
@@ -145,6 +170,18 @@ static void print_json(const char *path, const struct engine *e, int64_t tokens,
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
+	double busy_us, step_us;
+	if (bench_break_cost(rows, &busy_us, &step_us)) {
+		plan_json_key(j, "break_cost");
+		plan_json_object_begin(j);
+		plan_json_key(j, "breaks");
+		plan_json_uint(j, rows[1].breakpoints);
+		plan_json_key(j, "busy_us");
+		plan_json_double(j, busy_us);
+		plan_json_key(j, "step_us");
+		plan_json_double(j, step_us);
+		plan_json_object_end(j);
+	}
 	plan_json_object_end(j);
 	plan_json_free(j);
 }
@@ -156,6 +193,7 @@ static int cmd_bench_exec(int argc, char **argv)
 		{ "tokens", required_argument, NULL, 't' },
 		{ "steps", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "no-pdl", no_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -164,6 +202,7 @@ static int cmd_bench_exec(int argc, char **argv)
 	const char *backend = cmd_default_backend();
 	long long tokens = 0, steps = 100, warmup = 10;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
+	uint32_t features = PLAN_FEATURE_PDL;
 	struct script *s = NULL;
 	struct engine *e = NULL;
 	struct engine_error err = { .op = PLAN_NONE };
@@ -186,6 +225,7 @@ static int cmd_bench_exec(int argc, char **argv)
 			if (cmd_parse_int(self, "--warmup", optarg, 0, 1000000, &warmup) != 0)
 				return BCG_EXIT_USAGE;
 			break;
+		case 'P': features &= ~PLAN_FEATURE_PDL; break;
 		case 'J': json = 1; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
@@ -202,6 +242,7 @@ static int cmd_bench_exec(int argc, char **argv)
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
+	engine_set_features(e, e->be->kind == PLAN_BACKEND_CUDA ? features : 0);
 	e->nvtx = nvtx_open();
 	for (int m = 0; m < NMODES; m++)
 		if (bench_mode(e, t64, bench_modes[m], (uint64_t)warmup, (uint64_t)steps, &rows[m], &err) != 0)

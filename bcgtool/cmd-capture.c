@@ -23,8 +23,8 @@ static int cmd_capture_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
-	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-nvtx] [--json] "
-	         "-o PLAN SCRIPT",
+	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-tune] [--no-pdl] "
+	         "[--no-nvtx] [--json] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
 		"  -o, --output PLAN  write the plan here (replaced atomically)\n"
@@ -34,6 +34,9 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     eager) instead of the script's modes\n"
 		"  -t, --tokens LIST  capture only these capture sizes (comma-separated)\n"
 		"  -n, --steps N      eager reference and verification steps (default 2)\n"
+		"      --no-tune      take each op's default implementation instead of\n"
+		"                     timing the candidates (the plan records it either way)\n"
+		"      --no-pdl       launch kernels without programmatic dependent launch\n"
 		"      --no-nvtx      emit no NVTX ranges\n"
 		"      --json         print JSON instead of tables\n"
 		"  -h, --help         show this help\n",
@@ -77,8 +80,8 @@ static void capture_print_text(const plan_t *plan, const struct capture_report *
 {
 	char h[32];
 
-	printf("%8s  %-9s  %8s  %11s  %6s  %11s  %14s  %s\n", "tokens", "mode", "segments",
-	       "breakpoints", "nodes", "capture", "instantiate", "verified");
+	printf("%8s  %-9s  %8s  %11s  %6s  %7s  %11s  %14s  %s\n", "tokens", "mode", "segments",
+	       "breakpoints", "nodes", "choices", "capture", "instantiate", "verified");
 	for (uint32_t i = 0; i < rep->nvariants; i++) {
 		const struct capture_variant_report *v = &rep->variants[i];
 		char verified[48];
@@ -86,8 +89,9 @@ static void capture_print_text(const plan_t *plan, const struct capture_report *
 			snprintf(verified, sizeof verified, "bit-exact");
 		else
 			snprintf(verified, sizeof verified, "rel. error %.2g", v->rel_error);
-		printf("%8lld  %-9s  %8u  %11u  %6u  %8.2f ms  %11.2f ms  %s\n", (long long)v->tokens,
-		       plan_mode_name(v->mode), v->segments, v->breakpoints, v->nodes,
+		printf("%8lld  %-9s  %8u  %11u  %6u  %7u  %8.2f ms  %11.2f ms  %s\n",
+		       (long long)v->tokens, plan_mode_name(v->mode), v->segments, v->breakpoints,
+		       v->nodes, v->choices,
 		       (double)v->capture_ns / 1e6, (double)v->instantiate_ns / 1e6, verified);
 	}
 	printf("\nwrote %s (%s): %u variants, %u segments, %u breakpoints, backend %s%s%s%s\n",
@@ -128,6 +132,8 @@ static void capture_print_json(const plan_t *plan, const struct capture_report *
 		plan_json_uint(j, v->breakpoints);
 		plan_json_key(j, "nodes");
 		plan_json_uint(j, v->nodes);
+		plan_json_key(j, "choices");
+		plan_json_uint(j, v->choices);
 		plan_json_key(j, "capture_ms");
 		plan_json_double(j, (double)v->capture_ns / 1e6);
 		plan_json_key(j, "instantiate_ms");
@@ -152,12 +158,18 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "tokens", required_argument, NULL, 't' },
 		{ "steps", required_argument, NULL, 'n' },
 		{ "no-nvtx", no_argument, NULL, 'N' },
+		{ "no-tune", no_argument, NULL, 'T' },
+		{ "no-pdl", no_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_capture_entry;
-	struct capture_opts o = { .backend = cmd_default_backend(), .steps = 2, .nvtx = 1 };
+	struct capture_opts o = {
+		.backend = cmd_default_backend(), .steps = 2, .nvtx = 1,
+		.tune = { .measure = 1, .margin = TUNE_MARGIN },
+		.features = PLAN_FEATURE_PDL,
+	};
 	const char *output = NULL;
 	int64_t *tokens = NULL;
 	long long steps;
@@ -198,6 +210,8 @@ static int cmd_capture_exec(int argc, char **argv)
 			o.steps = (uint32_t)steps;
 			break;
 		case 'N': o.nvtx = 0; break;
+		case 'T': o.tune.measure = 0; break;
+		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
 		case 'J': json = 1; break;
 		case CMD_HELP: rc = BCG_EXIT_OK; goto out;
 		default: rc = BCG_EXIT_USAGE; goto out;

@@ -104,7 +104,7 @@ static void run_print_json(const struct script *s, const char *path, const struc
 		plan_json_double(j, step_ms[i]);
 	plan_json_array_end(j);
 	plan_json_key(j, "step_ms_median");
-	plan_json_double(j, replay_percentile(step_ms, steps, 50));
+	plan_json_double(j, bcg_percentile(step_ms, steps, 50));
 	plan_json_key(j, "outputs");
 	plan_json_array_begin(j);
 	for (uint32_t k = 0; k < nout; k++) {

@@ -120,6 +120,27 @@ uint64_t bcg_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double bcg_percentile(double *v, uint64_t n, double p)
+{
+	uint64_t rank;
+
+	if (n == 0)
+		return 0.0;
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	rank = (uint64_t)(p / 100.0 * (double)n + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
 int bcg_read_file(const char *path, char **data, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

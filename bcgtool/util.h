@@ -32,6 +32,10 @@ char *xasprintf(const char *fmt, ...) BCG_PRINTF(1, 2);
 /* Monotonic time in nanoseconds. */
 uint64_t bcg_now_ns(void);
 
+/* The P-th percentile (nearest rank; 50: the median) of N values, which
+ * are sorted in place; 0 when N is 0. */
+double bcg_percentile(double *v, uint64_t n, double p);
+
 /* Read a whole file into a NUL-terminated buffer; -1 with errno on error. */
 int bcg_read_file(const char *path, char **data, size_t *len);
 

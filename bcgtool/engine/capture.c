@@ -289,11 +289,13 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
 	return 0;
 }
 
-/* One variant: reference, capture, verify; the result kept in C. */
-static int capture_variant(struct engine *e, const plan_t *plan, uint32_t vi, uint32_t steps,
+/* One variant: choices, reference, capture, verify; the result kept in C. */
+static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
+                           const struct capture_opts *o, struct tune_cache *tc,
                            struct captured *c, struct capture_variant_report *vr,
                            struct plan_stats *st, struct engine_error *err)
 {
+	uint32_t steps = o->steps;
 	const struct plan_variant *pv = plan_get_variant(plan, vi);
 	struct capture_snapshot ref;
 	struct exec_variant x = { 0 };
@@ -314,6 +316,12 @@ static int capture_variant(struct engine *e, const plan_t *plan, uint32_t vi, ui
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
+
+	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "tune");
+	rc = tune_variant(e, plan, vi, &o->tune, tc, &vr->choices, err);
+	nvtx_pop(e->nvtx);
+	if (rc != 0)
+		goto out;
 
 	t0 = bcg_now_ns();
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
@@ -433,6 +441,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	struct plan_stats st = { .verify_exact = 1 };
 	struct plan_diag diag = { 0 };
 	struct captured *caps = NULL;
+	struct tune_cache tc = { 0 };
 	int64_t *tokens = NULL;
 	uint32_t n = 0;
 	uint64_t t0;
@@ -473,6 +482,10 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	snprintf(rep->note, sizeof rep->note, "%s", e->note);
 	if (o->nvtx)
 		e->nvtx = nvtx_open();
+	/* The plan being made: its choices, as they are recorded, are what
+	 * every run below uses. PDL only means something on CUDA. */
+	e->use_choices = 1;
+	engine_set_features(e, e->be->kind == PLAN_BACKEND_CUDA ? o->features : 0);
 
 	/* Largest first: it needs the most of everything, so a failure to
 	 * fit shows at once. The plan gets them in variant order. */
@@ -481,7 +494,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		goto out;
 	}
 	for (uint32_t k = n; k-- > 0;)
-		if (capture_variant(e, plan, k, o->steps, &caps[k], &rep->variants[k], &st, err) != 0)
+		if (capture_variant(e, plan, k, o, &tc, &caps[k], &rep->variants[k], &st, err) != 0)
 			goto out;
 	for (uint32_t k = 0; k < n; k++)
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA,
@@ -503,6 +516,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		m.cuda_runtime = e->info.cuda_runtime;
 		m.cuda_driver = e->info.cuda_driver;
 		m.cublas = e->info.cublas;
+		m.features = e->features;
 		if (plan_set_meta(plan, &m, &diag) != 0 || plan_set_stats(plan, &st, &diag) != 0) {
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
 			goto out;
@@ -525,6 +539,7 @@ out:
 		for (uint32_t k = 0; k < n; k++)
 			captured_release(&caps[k]);
 	free(caps);
+	tune_cache_release(&tc);
 	memplan_release(&mp);
 	free(tokens);
 	free(sel);

@@ -2,6 +2,8 @@
  * capture.h - the breakable capture of a script into a plan.
  *
  * For each variant, largest first:
+ *   0. the choice of each op's implementation, by measurement (tune.h),
+ *      recorded in the plan: everything after runs the chosen kernels;
  *   1. the eager reference: from the initial state, STEPS eager steps,
  *      keeping every output after each step and the state after the last;
  *   2. the capture: one stream capture per segment; at each breakpoint the
@@ -20,6 +22,7 @@
 
 #include "engine.h"
 #include "script/script.h"
+#include "tune.h"
 
 struct capture_opts {
 	const char    *backend;     /* "host" or "cuda" */
@@ -28,6 +31,8 @@ struct capture_opts {
 	const int64_t *tokens;      /* only these capture sizes; NULL: all */
 	uint32_t       ntokens;
 	int            nvtx;        /* emit NVTX ranges */
+	struct tune_opts tune;      /* how implementations are chosen */
+	uint32_t       features;    /* PLAN_FEATURE_*: PDL launches (cuda only) */
 };
 
 /* What happened to one variant, for the command's report. */
@@ -37,6 +42,7 @@ struct capture_variant_report {
 	uint32_t segments;
 	uint32_t breakpoints;
 	uint32_t nodes;
+	uint32_t choices;        /* ops with an implementation choice recorded */
 	uint64_t capture_ns;
 	uint64_t instantiate_ns;
 	int      exact;          /* replay matched the reference bit for bit */

@@ -120,6 +120,63 @@ static int engine_fill_attrs(const struct engine *e, uint32_t op, struct op_call
 	return 0;
 }
 
+/* "mma, gemv or cublas": the implementations of KIND on E's backend. */
+static void engine_impl_list(const struct engine *e, enum op_id id, char *buf, size_t len)
+{
+	int n = e->be->impl_count(id);
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < n && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? "" : k + 1 == n ? " or " : ", ",
+		                       e->be->impl_name(id, k));
+}
+
+/* Set C->impl for op OP at TOKENS tokens (engine_variant_init's rule). A
+ * recorded choice this backend cannot honour is an error, never a silent
+ * substitute: the plan promises those kernels. */
+static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t op,
+                              struct op_call *c, struct engine_error *err)
+{
+	const struct plan_choice *ch = NULL;
+	enum op_id id = c->kind->id;
+	int n = e->be->impl_count(id);
+	uint32_t vi;
+	char label[128], list[160];
+
+	if (e->use_choices && (vi = plan_find_variant(e->plan, tokens)) != PLAN_NONE)
+		ch = plan_find_choice(e->plan, vi, op);
+	if (ch != NULL) {
+		for (int k = 0; k < n; k++) {
+			if (strcmp(e->be->impl_name(id, k), ch->impl) != 0)
+				continue;
+			if (!e->be->impl_usable(c, k)) {
+				engine_op_label(e->plan, op, label, sizeof label);
+				return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: the plan "
+				                   "chose implementation '%s', which cannot run it here",
+				                   label, (long long)tokens, ch->impl);
+			}
+			c->impl = k;
+			return 0;
+		}
+		engine_op_label(e->plan, op, label, sizeof label);
+		engine_impl_list(e, id, list, sizeof list);
+		return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: the plan chose "
+		                   "implementation '%s', which the %s backend lacks (it has %s)",
+		                   label, (long long)tokens, ch->impl, e->be->name, list);
+	}
+	for (int k = 0; k < n; k++)
+		if (e->be->impl_usable(c, k)) {
+			c->impl = k;
+			return 0;
+		}
+	engine_op_label(e->plan, op, label, sizeof label);
+	engine_impl_list(e, id, list, sizeof list);
+	return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: none of the %s "
+	                   "backend's implementations (%s) can run it", label, (long long)tokens,
+	                   e->be->name, list);
+}
+
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err)
 {
@@ -155,6 +212,10 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 			engine_variant_release(v);
 			return engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
 			                   label, (long long)tokens, err->msg);
+		}
+		if (engine_choose_impl(e, tokens, i, c, err) != 0) {
+			engine_variant_release(v);
+			return -1;
 		}
 	}
 	return 0;
@@ -229,10 +290,14 @@ static int engine_size_scratch(struct engine *e, struct engine_error *err)
 	for (int mode = PLAN_MODE_BREAKABLE; mode <= PLAN_MODE_FULL; mode++) {
 		if (engine_variant_init(e, e->max_tokens, mode, &v, err) != 0)
 			return -1;
+		/* Every usable implementation: capture may time each. */
 		for (uint32_t i = 0; i < e->nops; i++) {
-			size_t s = e->be->scratch_bytes(&v.calls[i]);
-			if (s > need)
-				need = s;
+			struct op_call c = v.calls[i];
+			for (c.impl = 0; c.impl < e->be->impl_count(c.kind->id); c.impl++) {
+				size_t s = e->be->impl_usable(&c, c.impl) ? e->be->scratch_bytes(&c) : 0;
+				if (s > need)
+					need = s;
+			}
 		}
 		engine_variant_release(&v);
 	}
@@ -337,6 +402,9 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 		goto fail;
 	}
 	e->sync_in_capture = getenv("BCG_TEST_SYNC_IN_CAPTURE");
+	/* Choices and features belong to the backend that captured them. */
+	e->use_choices = plan_get_meta(program)->backend == e->be->kind;
+	engine_set_features(e, e->use_choices ? plan_get_meta(program)->features : 0);
 	if (engine_init_tensors(e, 1, err) != 0)
 		goto fail;
 	*out = e;
@@ -371,6 +439,12 @@ void engine_close(struct engine *e)
 	free(e->binds);
 	free(e->kinds);
 	free(e);
+}
+
+void engine_set_features(struct engine *e, uint32_t features)
+{
+	e->features = features;
+	e->be->set_features(e->b, features);
 }
 
 int engine_reset(struct engine *e, struct engine_error *err)

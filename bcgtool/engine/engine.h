@@ -65,6 +65,10 @@ struct engine {
 	unsigned char            *staging;   /* host buffer for feeds */
 	size_t                    staging_bytes;
 	struct nvtx              *nvtx;      /* NULL: no ranges */
+	int                       use_choices; /* run the implementations the
+	                                          plan records (it was captured
+	                                          on this backend) */
+	uint32_t                  features;  /* PLAN_FEATURE_* of every launch */
 	char                      note[320]; /* why "auto" fell back to host */
 	const char               *sync_in_capture; /* test hook, see exec.c */
 };
@@ -83,10 +87,15 @@ void engine_close(struct engine *e);
 int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
                    struct engine **out, struct engine_error *err);
 
+/* Launch with FEATURES (PLAN_FEATURE_*) from now on. */
+void engine_set_features(struct engine *e, uint32_t features);
+
 /* Put every tensor but the weights back in its initial state. */
 int engine_reset(struct engine *e, struct engine_error *err);
 
-/* Prepare the launches of all ops at TOKENS tokens in MODE. */
+/* Prepare the launches of all ops at TOKENS tokens in MODE. Each op runs
+ * the implementation the plan records for it at TOKENS when e->use_choices
+ * is set and there is a record, else the backend's first usable one. */
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err);
 void engine_variant_release(struct engine_variant *v);

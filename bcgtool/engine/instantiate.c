@@ -79,12 +79,25 @@ void instantiate_explain(const struct plan_segment *want, const struct plan_segm
 		snprintf(buf, len, "edge count %u, rebuilt %u", want->nedges, got->nedges);
 		return;
 	}
-	for (uint32_t i = 0; i < want->nedges; i++)
-		if (want->edges[i].from != got->edges[i].from || want->edges[i].to != got->edges[i].to) {
-			snprintf(buf, len, "edge %u: %u->%u, rebuilt %u->%u", i, want->edges[i].from,
-			         want->edges[i].to, got->edges[i].from, got->edges[i].to);
+	for (uint32_t i = 0; i < want->nedges; i++) {
+		const struct plan_edge *w = &want->edges[i], *g = &got->edges[i];
+		if (w->from != g->from || w->to != g->to) {
+			snprintf(buf, len, "edge %u: %u->%u, rebuilt %u->%u", i, w->from, w->to,
+			         g->from, g->to);
 			return;
 		}
+		/* A programmatic edge that came back plain (or the reverse) is
+		 * a graph that overlaps its kernels differently. */
+		if (w->type != g->type || w->from_port != g->from_port || w->to_port != g->to_port) {
+			snprintf(buf, len, "edge %u (%u->%u): %s, ports %u->%u; rebuilt %s, "
+			         "ports %u->%u", i, w->from, w->to,
+			         w->type == PLAN_EDGE_PROGRAMMATIC ? "programmatic" : "default",
+			         w->from_port, w->to_port,
+			         g->type == PLAN_EDGE_PROGRAMMATIC ? "programmatic" : "default",
+			         g->from_port, g->to_port);
+			return;
+		}
+	}
 	if (want->fingerprint != got->fingerprint)
 		snprintf(buf, len, "fingerprint %016" PRIx64 ", rebuilt %016" PRIx64,
 		         want->fingerprint, got->fingerprint);

@@ -17,26 +17,6 @@
  * fall behind, which the pass exists to avoid. */
 #define REPLAY_ITEM_MARKS_MAX 256
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-double replay_percentile(double *v, uint64_t n, double p)
-{
-	if (n == 0)
-		return 0.0;
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	/* nearest rank */
-	uint64_t rank = (uint64_t)(p / 100.0 * (double)n + 0.999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return v[rank - 1];
-}
-
 void replay_result_release(struct replay_result *res)
 {
 	inst_report_release(&res->inst);
@@ -270,20 +250,20 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	for (uint64_t i = 0; i < steps; i++)
 		sum += step_ms[i];
 	st->step_mean = sum / (double)steps;
-	st->step_median = replay_percentile(step_ms, steps, 50);
-	st->step_p90 = replay_percentile(step_ms, steps, 90);
-	st->step_p99 = replay_percentile(step_ms, steps, 99);
+	st->step_median = bcg_percentile(step_ms, steps, 50);
+	st->step_p90 = bcg_percentile(step_ms, steps, 90);
+	st->step_p99 = bcg_percentile(step_ms, steps, 99);
 	/* Each pass can only overstate the host's issue time: the timed one
 	 * when the GPU is the bottleneck (the host waits on a full launch
 	 * queue), the held one when a step alone overflows the queue (the
 	 * host waits for the hold to end). The smaller is the estimate. */
-	st->host_median = replay_percentile(issue_ms, busy_steps, 50);
+	st->host_median = bcg_percentile(issue_ms, busy_steps, 50);
 	{
-		double timed = replay_percentile(host_ms, steps, 50);
+		double timed = bcg_percentile(host_ms, steps, 50);
 		if (timed < st->host_median)
 			st->host_median = timed;
 	}
-	st->busy_median = replay_percentile(busy_ms, busy_steps, 50);
+	st->busy_median = bcg_percentile(busy_ms, busy_steps, 50);
 	st->gap_median = st->step_median > st->busy_median ? st->step_median - st->busy_median : 0.0;
 	st->nitems = x->nitems;
 	if (x->nitems <= REPLAY_ITEM_MARKS_MAX) {
@@ -293,7 +273,7 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 			goto out;
 		}
 		for (uint32_t i = 0; i < x->nitems; i++)
-			st->item_busy[i] = replay_percentile(&item_ms[(size_t)i * busy_steps], busy_steps, 50);
+			st->item_busy[i] = bcg_percentile(&item_ms[(size_t)i * busy_steps], busy_steps, 50);
 	}
 	rc = 0;
 out:

@@ -81,7 +81,4 @@ int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, ui
 int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
                  struct replay_result *res, struct engine_error *err);
 
-/* Median and percentiles of N values (sorted in place). */
-double replay_percentile(double *v, uint64_t n, double p);
-
 #endif /* BCG_ENGINE_REPLAY_H */
