@@ -10,6 +10,11 @@
 #   sanitize  compute-sanitizer memcheck on capture and replay of the small sample
 #   nsys      Nsight Systems on a replay, exported and checked (bench/nsys-check.py)
 #   profile   Nsight Systems kernel statistics of a llama-decode replay at T=8
+#   before    the tree before the fused kernels (.gpu/before/*.tar.gz, made by
+#             bench/bundle-before.sh): its bench of its llama-decode at T=1, 8
+#   fast      the fused samples: bench with and without PDL, tuned captures,
+#             replays in full (T=1) and breakable (T=8) mode, Llama-3.2-1B's
+#             shapes, and a per-op table from an Nsight Systems profile
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -142,6 +147,82 @@ PY
 			"$NSYS" stats --report nvtx_sum,cuda_gpu_kern_sum replay-small.nsys-rep \
 				>nsys-stats.txt 2>&1
 		fi
+		;;
+	before)
+		bt=$(ls "$top"/.gpu/before/*.tar.gz 2>/dev/null | head -1)
+		if [ -z "$bt" ]; then
+			say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
+			continue
+		fi
+		export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+		rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
+		ob=$(ls -d /tmp/bcg-before/*/ | head -1)
+		(cd "$ob" && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
+			make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
+		say "before: build exit $? ($(basename "$bt"))"
+		for t in 1 8; do
+			timeout 200 "$ob/bcgtool/bcgtool" bench --backend cuda --tokens $t --steps 300 \
+				--warmup 30 "$ob/samples/llama-decode.yaml" >before-bench-t$t.txt 2>&1
+			say "before: bench llama-decode T=$t: exit $?"
+			sed 's/^/  /' before-bench-t$t.txt | tee -a "$summary"
+		done
+		;;
+	fast)
+		for t in 1 8; do
+			for p in "" --no-pdl; do
+				timeout 200 "$B" bench --backend cuda --tokens $t --steps 300 --warmup 30 $p \
+					"$S/llama-decode.yaml" >fast-bench-t$t$p.txt 2>&1
+				say "fast: bench llama-decode T=$t $p: exit $?"
+				sed 's/^/  /' fast-bench-t$t$p.txt | tee -a "$summary"
+			done
+		done
+		timeout 200 "$B" bench --backend cuda --tokens 8 --steps 300 --warmup 30 \
+			"$S/llama-decode-unfused.yaml" >fast-bench-unfused-t8.txt 2>&1
+		say "fast: bench llama-decode-unfused T=8: exit $?"
+		sed 's/^/  /' fast-bench-unfused-t8.txt | tee -a "$summary"
+		timeout 200 "$B" bench --backend cuda --tokens 8 --steps 200 --warmup 20 \
+			"$S/llama-decode-gqa.yaml" >fast-bench-gqa-t8.txt 2>&1
+		say "fast: bench llama-decode-gqa T=8: exit $?"
+		sed 's/^/  /' fast-bench-gqa-t8.txt | tee -a "$summary"
+		t0=$(date +%s)
+		"$B" capture --backend cuda -o llama.plan "$S/llama-decode.yaml" >capture.txt 2>&1
+		say "fast: capture llama-decode (tuned): exit $? in $(( $(date +%s) - t0 )) s"
+		sed 's/^/  /' capture.txt | tee -a "$summary"
+		"$B" inspect --choices llama.plan >choices.txt 2>&1
+		head -40 choices.txt | sed 's/^/  /' | tee -a "$summary"
+		"$B" instantiate --backend cuda llama.plan >instantiate.txt 2>&1
+		say "fast: instantiate llama.plan: exit $?"
+		tail -3 instantiate.txt | sed 's/^/  /' | tee -a "$summary"
+		"$B" replay --backend cuda --tokens 8 --steps 1000 --warmup 100 --check llama.plan \
+			>replay-t8.txt 2>&1
+		say "fast: replay llama.plan T=8 (breakable): exit $?"
+		sed 's/^/  /' replay-t8.txt | tee -a "$summary"
+		for p in llama-decode llama-3.2-1b; do
+			"$B" capture --backend cuda --mode full --tokens 1 -o $p-full1.plan "$S/$p.yaml" \
+				>capture-$p-full1.txt 2>&1
+			say "fast: capture $p full T=1: exit $?"
+			sed 's/^/  /' capture-$p-full1.txt | tee -a "$summary"
+			"$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 --check \
+				$p-full1.plan >replay-$p-full1.txt 2>&1
+			say "fast: replay $p full T=1: exit $?"
+			sed 's/^/  /' replay-$p-full1.txt | tee -a "$summary"
+			"$B" inspect --json $p-full1.plan >$p-full1.json 2>&1
+		done
+		"$B" inspect --json llama.plan >llama.json 2>&1
+		for run in "llama-decode-full1 1" "llama 8"; do
+			set -- $run
+			sh "$top/.gpu/nsys-profile" "$log/rep-$1" "$B" replay --backend cuda --tokens $2 \
+				--steps 200 --warmup 20 $1.plan >nsys-$1.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' nsys-$1.txt)
+			say "fast: nsys profile $1: exit $?"
+			if [ -n "$NSYS" ] && [ -f rep-$1.nsys-rep ]; then
+				"$NSYS" export --type sqlite --force-overwrite true -o rep-$1.sqlite \
+					rep-$1.nsys-rep >/dev/null 2>&1
+				python3 "$top/bench/op-table.py" rep-$1.sqlite $1.json >optable-$1.txt 2>&1
+				say "fast: op-table $1: exit $?"
+				sed 's/^/  /' optable-$1.txt | tee -a "$summary"
+			fi
+		done
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \
