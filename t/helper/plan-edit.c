@@ -146,7 +146,7 @@ static int copy_segment(const plan_t *src, plan_t *dst, uint32_t si, const struc
 			             sizeof kernels[k]);
 			np += nodes[k].nparams;
 			if (k > 0)
-				edges[k - 1] = (struct plan_edge){ k - 1, k };
+				edges[k - 1] = (struct plan_edge){ .from = k - 1, .to = k };
 		}
 		s.flags |= PLAN_SEG_NODES;
 		s.nodes = nodes;

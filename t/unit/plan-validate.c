@@ -256,7 +256,7 @@ static void test_captures(void)
 	expect_invalid(p, "unknown flags 0x10", "a segment with an unknown flag");
 
 	struct plan_node n2[2] = { n, n };
-	struct plan_edge self = { 1, 1 };
+	struct plan_edge self = { .from = 1, .to = 1 };
 	struct plan_segment s = { .variant = 0, .op_first = 0, .op_count = 3, .flags = PLAN_SEG_NODES,
 	                          .nnodes = 2, .nodes = n2, .nedges = 1, .edges = &self };
 	s.fingerprint = plan_fingerprint(&s);
