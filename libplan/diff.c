@@ -1109,14 +1109,26 @@ static void choice_text(const char *subject, const struct plan_choice *ch, char 
 	}
 }
 
+/* The candidates' names in name order: the order they were measured in is
+ * no part of the plan's structure. */
 static void candidates_text(const struct plan_choice *ch, char *buf, size_t len)
 {
+	const char *prev = NULL;
 	size_t at = 0;
 
 	snprintf(buf, len, "-");
-	for (uint32_t k = 0; k < ch->ncand && at < len; k++) {
-		int w = snprintf(buf + at, len - at, "%s%s", k ? ", " : "", ch->cand[k].impl);
+	for (uint32_t n = 0; n < ch->ncand && at < len; n++) {
+		const char *next = NULL;
+		for (uint32_t k = 0; k < ch->ncand; k++) {
+			const char *x = ch->cand[k].impl;
+			if ((prev == NULL || strcmp(x, prev) > 0) && (next == NULL || strcmp(x, next) < 0))
+				next = x;
+		}
+		if (next == NULL)
+			break;
+		int w = snprintf(buf + at, len - at, "%s%s", n ? ", " : "", next);
 		at = w > 0 && (size_t)w < len - at ? at + (size_t)w : len;
+		prev = next;
 	}
 }
 
@@ -1124,8 +1136,10 @@ static void choice_subject(const plan_t *p, const struct plan_choice *ch, char *
 {
 	char label[160];
 
-	snprintf(buf, len, "op %s at %lld tokens", plan_op_label(p, ch->op, label, sizeof label),
-	         (long long)plan_get_variant(p, ch->variant)->tokens);
+	int64_t tokens = plan_get_variant(p, ch->variant)->tokens;
+
+	snprintf(buf, len, "op %s at %lld token%s", plan_op_label(p, ch->op, label, sizeof label),
+	         (long long)tokens, tokens == 1 ? "" : "s");
 }
 
 /* Choices are matched by variant (token count) and op (as the ops were
