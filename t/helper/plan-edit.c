@@ -306,7 +306,7 @@ static int copy_choices(const plan_t *src, plan_t *dst, const struct edit *e, st
 				return 1;
 			continue;
 		}
-		if (e->has_times && c.ncand <= 64) {
+		if (e->has_times && c.ncand > 0 && c.ncand <= 64) {
 			memcpy(cand, c.cand, c.ncand * sizeof *cand);
 			for (uint32_t k = 0; k < c.ncand; k++)
 				cand[k].us = (double)(e->times / 1000 + 7 + k);

@@ -156,7 +156,8 @@ static plan_t *rich_edited(const plan_t *rich)
 			}
 			struct plan_segment s = *plan_get_segment(rich, it->index);
 			struct plan_edge e[8];
-			memcpy(e, s.edges, s.nedges * sizeof *e);
+			if (s.nedges > 0)
+				memcpy(e, s.edges, s.nedges * sizeof *e);
 			for (uint32_t j = 0; j < s.nedges; j++)
 				if (e[j].from_port == PLAN_PORT_PROGRAMMATIC)
 					e[j].type = e[j].from_port = PLAN_PORT_DEFAULT;
@@ -175,7 +176,8 @@ static plan_t *rich_edited(const plan_t *rich)
 		struct plan_candidate cand[4];
 		if (c.op == 2)
 			continue;                   /* silu_mul's: removed */
-		memcpy(cand, c.cand, c.ncand * sizeof *cand);
+		if (c.ncand > 0)
+			memcpy(cand, c.cand, c.ncand * sizeof *cand);
 		for (uint32_t k = 0; k < c.ncand; k++)
 			cand[k].us *= 3;            /* timings: no difference */
 		c.cand = c.ncand ? cand : NULL;
