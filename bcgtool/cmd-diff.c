@@ -42,6 +42,7 @@ struct diff_stat {
 	uint32_t same, added, removed, changed, renamed, moved;
 	uint32_t fields;          /* variant fields (mode, peak) that differ */
 	uint32_t checks;          /* checks that differ */
+	uint32_t choices;         /* implementation choices that differ */
 };
 
 struct diff_view {
@@ -101,7 +102,7 @@ static void diff_count(struct diff_view *v)
 		struct diff_stat *s = stat_find(v, e->tokens);
 		uint32_t k = i + 1;
 		if (s == NULL || (e->area != PLAN_DIFF_ITEMS && e->area != PLAN_DIFF_VARIANTS &&
-		                  e->area != PLAN_DIFF_CHECKS)) {
+		                  e->area != PLAN_DIFF_CHECKS && e->area != PLAN_DIFF_CHOICES)) {
 			i++;
 			continue;
 		}
@@ -110,9 +111,12 @@ static void diff_count(struct diff_view *v)
 			i++;
 			continue;
 		}
-		if (e->area == PLAN_DIFF_CHECKS) {
-			/* One check, however many of its fields differ. */
-			s->checks++;
+		if (e->area == PLAN_DIFF_CHECKS || e->area == PLAN_DIFF_CHOICES) {
+			/* One check or choice, however many of its fields differ. */
+			if (e->area == PLAN_DIFF_CHECKS)
+				s->checks++;
+			else
+				s->choices++;
 			while (k < n && plan_diff_get(v->d, k)->area == e->area &&
 			       plan_diff_get(v->d, k)->a_index == e->a_index &&
 			       plan_diff_get(v->d, k)->b_index == e->b_index)
@@ -150,7 +154,7 @@ static void diff_count(struct diff_view *v)
 static int stat_identical(const struct diff_stat *s)
 {
 	return s->va != PLAN_NONE && s->vb != PLAN_NONE && s->added + s->removed + s->changed +
-	       s->renamed + s->moved + s->fields + s->checks == 0;
+	       s->renamed + s->moved + s->fields + s->checks + s->choices == 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -352,6 +356,8 @@ static void diff_print_stat(struct diff_view *v)
 			PUT("; %u variant field%s changed", s->fields, s->fields == 1 ? "" : "s");
 		if (s->checks)
 			PUT("; %u check%s changed", s->checks, s->checks == 1 ? "" : "s");
+		if (s->choices)
+			PUT("; %u choice%s changed", s->choices, s->choices == 1 ? "" : "s");
 #undef PUT
 		printf("%s\n", line);
 	}
@@ -410,7 +416,7 @@ static void diff_print_json(struct diff_view *v, const char *pa, const char *pb)
 	for (uint32_t i = 0; i < plan_diff_length(v->d); i++) {
 		const struct plan_diff_entry *e = plan_diff_get(v->d, i);
 		int per_variant = e->area == PLAN_DIFF_VARIANTS || e->area == PLAN_DIFF_ITEMS ||
-		                  e->area == PLAN_DIFF_CHECKS;
+		                  e->area == PLAN_DIFF_CHECKS || e->area == PLAN_DIFF_CHOICES;
 		if (e->change == PLAN_DIFF_SAME)
 			continue;
 		plan_json_object_begin(j);
@@ -470,6 +476,8 @@ static void diff_print_json(struct diff_view *v, const char *pa, const char *pb)
 		plan_json_uint(j, s->renamed);
 		plan_json_key(j, "moved");
 		plan_json_uint(j, s->moved);
+		plan_json_key(j, "choices");
+		plan_json_uint(j, s->choices);
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);

@@ -26,7 +26,7 @@ static int cmd_inspect_exec(int argc, char **argv);
 const struct cmd_entry cmd_inspect_entry = {
 	.name = "inspect",
 	.usage = "[--all] [--dims] [--vars] [--tensors] [--ops] [--items] [--segments] "
-	         "[--breakpoints] [--nodes] [--dispatch] [--checks] [--stats] [--variant T] "
+	         "[--breakpoints] [--nodes] [--choices] [--dispatch] [--checks] [--stats] [--variant T] "
 	         "[--json | --dot] [--color WHEN] PLAN",
 	.summary = "show what a plan holds",
 	.options =
@@ -39,7 +39,9 @@ const struct cmd_entry cmd_inspect_entry = {
 		"      --segments     each variant's segments: ops, nodes, fingerprint\n"
 		"      --breakpoints  each variant's breakpoints: op, reason, tensors\n"
 		"      --nodes        per segment: node type, kernel, grid, block, shared\n"
-		"                     memory, arena operands\n"
+		"                     memory, arena operands; edges\n"
+		"      --choices      per variant: the implementation chosen for each op\n"
+		"                     that has several, and the candidates' measured times\n"
 		"      --dispatch     which variant runs each token count, or eager\n"
 		"      --checks       the output checksums of the eager reference run\n"
 		"      --stats        capture and instantiate times, nodes per segment,\n"
@@ -63,10 +65,11 @@ enum {
 	SEC_SEGMENTS    = 1u << 5,
 	SEC_BREAKPOINTS = 1u << 6,
 	SEC_NODES       = 1u << 7,
-	SEC_DISPATCH    = 1u << 8,
-	SEC_CHECKS      = 1u << 9,
-	SEC_STATS       = 1u << 10,
-	SEC_ALL         = (1u << 11) - 1,
+	SEC_CHOICES     = 1u << 8,
+	SEC_DISPATCH    = 1u << 9,
+	SEC_CHECKS      = 1u << 10,
+	SEC_STATS       = 1u << 11,
+	SEC_ALL         = (1u << 12) - 1,
 };
 
 struct inspect {
@@ -171,6 +174,30 @@ static void inspect_operand(const plan_t *plan, uint32_t op, uint64_t off, char 
 /* ---------------------------------------------------------------------- */
 /* The summary.                                                            */
 
+/* "choices   2 ops in 3 variants: 4 choices, 3 tuned (1 close)", or "-". */
+static void inspect_choices_line(const plan_t *plan)
+{
+	uint32_t n = plan_count_choices(plan), nops = 0, nvar = 0, tuned = 0, close = 0;
+	unsigned char *op_seen = xcalloc((size_t)plan_count_ops(plan) + 1, 1);
+	unsigned char *var_seen = xcalloc((size_t)plan_count_variants(plan) + 1, 1);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_choice *c = plan_get_choice(plan, i);
+		nops += op_seen[c->op]++ == 0;
+		nvar += var_seen[c->variant]++ == 0;
+		tuned += (c->flags & PLAN_CHOICE_TUNED) != 0;
+		close += (c->flags & PLAN_CHOICE_CLOSE) != 0;
+	}
+	if (n == 0)
+		printf("choices   -\n");
+	else
+		printf("choices   %u op%s in %u variant%s: %u choice%s, %u tuned (%u close)\n", nops,
+		       nops == 1 ? "" : "s", nvar, nvar == 1 ? "" : "s", n, n == 1 ? "" : "s", tuned,
+		       close);
+	free(op_seen);
+	free(var_seen);
+}
+
 static void inspect_variant_counts(const plan_t *plan, uint32_t v, uint32_t *nseg, uint32_t *nbp,
                                    uint32_t *nnodes)
 {
@@ -233,6 +260,10 @@ static void inspect_summary(struct inspect *in)
 	       plan_count_vars(plan) == 1 ? "" : "s", plan_count_tensors(plan),
 	       plan_count_tensors(plan) == 1 ? "" : "s", plan_count_ops(plan),
 	       plan_count_ops(plan) == 1 ? "" : "s");
+	printf("features  %s\n", m->features & PLAN_FEATURE_PDL ?
+	       "pdl (kernels launched with programmatic dependent launch)" :
+	       plan_features_text(m->features, a, sizeof a));
+	inspect_choices_line(plan);
 	in->printed = 1;
 
 	inspect_title(in, "variants");
@@ -639,9 +670,19 @@ static void inspect_segment_nodes(struct inspect *in, uint32_t si, uint32_t item
 	table_print(tb, stdout, "  ", &in->st);
 	table_free(tb);
 	if (s->nedges > 0) {
+		/* "0->1 1->2 (programmatic)": an edge's type and ports after it
+		 * where they are not the default. */
 		printf("  edges:");
-		for (uint32_t k = 0; k < s->nedges; k++)
-			printf(" %u->%u", s->edges[k].from, s->edges[k].to);
+		for (uint32_t k = 0; k < s->nedges; k++) {
+			char e[96];
+			char *sp = strchr(plan_edge_text(&s->edges[k], e, sizeof e), ' ');
+			if (sp != NULL) {
+				*sp = '\0';
+				printf(" %s (%s)", e, sp + 1);
+			} else {
+				printf(" %s", e);
+			}
+		}
 		printf("\n");
 	}
 }
@@ -664,6 +705,69 @@ static void inspect_nodes(struct inspect *in)
 	if (!any) {
 		inspect_title(in, "nodes");
 		printf("  none: no segments\n");
+	}
+}
+
+/* The candidates as "mma 3.25 us, cublas 3.50 us"; "-" for none, and an
+ * untimed one (0) without a time. */
+static void inspect_candidates(const struct plan_choice *c, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	snprintf(buf, len, "-");
+	for (uint32_t k = 0; k < c->ncand && at < len; k++) {
+		int w = c->cand[k].us > 0 ?
+			snprintf(buf + at, len - at, "%s%s %.2f us", k ? ", " : "", c->cand[k].impl,
+			         c->cand[k].us) :
+			snprintf(buf + at, len - at, "%s%s", k ? ", " : "", c->cand[k].impl);
+		at += w > 0 ? (size_t)w : 0;
+	}
+}
+
+static void inspect_choices(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	char label[160], cands[1024];
+
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		struct table *tb;
+		uint32_t n = 0;
+		if (!inspect_wanted(in, v))
+			continue;
+		inspect_variant_title(in, "choices", v);
+		tb = table_new("rlllll");
+		table_cell(tb, "op");
+		table_cell(tb, "name");
+		table_cell(tb, "kind");
+		table_cell(tb, "impl");
+		table_cell(tb, "chosen");
+		table_cell(tb, "candidates");
+		table_end_row(tb, NULL);
+		/* In op order, whatever the order they were recorded in. */
+		for (uint32_t op = 0; op < plan_count_ops(plan); op++) {
+			const struct plan_choice *c = plan_find_choice(plan, v, op);
+			if (c == NULL)
+				continue;
+			table_cell(tb, "%u", op);
+			table_cell(tb, "%s", plan_op_label(plan, op, label, sizeof label));
+			table_cell(tb, "%s", plan_get_op(plan, op)->kind);
+			table_cell(tb, "%s", c->impl);
+			if (!(c->flags & PLAN_CHOICE_TUNED))
+				table_cell(tb, "default");
+			else if (c->flags & PLAN_CHOICE_CLOSE)
+				table_cell(tb, "tuned, close");
+			else
+				table_cell(tb, "tuned");
+			inspect_candidates(c, cands, sizeof cands);
+			table_cell(tb, "%s", cands);
+			table_end_row(tb, NULL);
+			n++;
+		}
+		if (n == 0)
+			printf("  none recorded\n");
+		else
+			table_print(tb, stdout, "  ", &in->st);
+		table_free(tb);
 	}
 }
 
@@ -910,9 +1014,10 @@ static int cmd_inspect_exec(int argc, char **argv)
 		{ "segments", no_argument, NULL, OPT_SECTION + 6 },
 		{ "breakpoints", no_argument, NULL, OPT_SECTION + 7 },
 		{ "nodes", no_argument, NULL, OPT_SECTION + 8 },
-		{ "dispatch", no_argument, NULL, OPT_SECTION + 9 },
-		{ "checks", no_argument, NULL, OPT_SECTION + 10 },
-		{ "stats", no_argument, NULL, OPT_SECTION + 11 },
+		{ "choices", no_argument, NULL, OPT_SECTION + 9 },
+		{ "dispatch", no_argument, NULL, OPT_SECTION + 10 },
+		{ "checks", no_argument, NULL, OPT_SECTION + 11 },
+		{ "stats", no_argument, NULL, OPT_SECTION + 12 },
 		{ "variant", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "dot", no_argument, NULL, OPT_DOT },
@@ -922,7 +1027,7 @@ static int cmd_inspect_exec(int argc, char **argv)
 	};
 	static const unsigned section_bits[] = {
 		SEC_ALL, SEC_DIMS, SEC_VARS, SEC_TENSORS, SEC_OPS, SEC_ITEMS, SEC_SEGMENTS,
-		SEC_BREAKPOINTS, SEC_NODES, SEC_DISPATCH, SEC_CHECKS, SEC_STATS,
+		SEC_BREAKPOINTS, SEC_NODES, SEC_CHOICES, SEC_DISPATCH, SEC_CHECKS, SEC_STATS,
 	};
 	const struct cmd_entry *self = &cmd_inspect_entry;
 	struct inspect in = { .variant = PLAN_NONE };
@@ -934,7 +1039,7 @@ static int cmd_inspect_exec(int argc, char **argv)
 	struct plan_diag diag = { 0 };
 
 	while ((c = cmd_getopt(self, argc, argv, "t:h", longopts)) != -1) {
-		if (c >= OPT_SECTION && c < OPT_SECTION + 12) {
+		if (c >= OPT_SECTION && c < OPT_SECTION + 13) {
 			sections |= section_bits[c - OPT_SECTION];
 			continue;
 		}
@@ -996,6 +1101,8 @@ static int cmd_inspect_exec(int argc, char **argv)
 			inspect_breakpoints(&in);
 		if (sections & SEC_NODES)
 			inspect_nodes(&in);
+		if (sections & SEC_CHOICES)
+			inspect_choices(&in);
 		if (sections & SEC_DISPATCH)
 			inspect_dispatch(&in);
 		if (sections & SEC_CHECKS)

@@ -233,3 +233,38 @@ const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d
 		snprintf(buf, len, "%s -> eager", range);
 	return buf;
 }
+
+/* An edge's type is written when any of its data is not the default; a
+ * port only when it is not the one its type normally leaves from or
+ * arrives at (a programmatic edge leaves from the programmatic port). */
+const char *plan_edge_text(const struct plan_edge *e, char *buf, size_t len)
+{
+	int usual_out = e->type == PLAN_EDGE_PROGRAMMATIC ? PLAN_PORT_PROGRAMMATIC : PLAN_PORT_DEFAULT;
+	size_t at = 0;
+
+	empty(buf, len);
+	put(buf, len, &at, "%u->%u", e->from, e->to);
+	if (e->type == PLAN_EDGE_DEFAULT && e->from_port == PLAN_PORT_DEFAULT &&
+	    e->to_port == PLAN_PORT_DEFAULT)
+		return buf;
+	put(buf, len, &at, " %s", plan_edge_type_name(e->type));
+	if (e->from_port != usual_out)
+		put(buf, len, &at, " out=%s", plan_edge_port_name(e->from_port));
+	if (e->to_port != PLAN_PORT_DEFAULT)
+		put(buf, len, &at, " in=%s", plan_edge_port_name(e->to_port));
+	return buf;
+}
+
+const char *plan_features_text(uint32_t features, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	empty(buf, len);
+	if (features & PLAN_FEATURE_PDL)
+		put(buf, len, &at, "pdl");
+	if (features & ~PLAN_FEATURE_PDL)
+		put(buf, len, &at, "%s0x%x", at ? "," : "", (unsigned)(features & ~PLAN_FEATURE_PDL));
+	if (features == 0)
+		put(buf, len, &at, "-");
+	return buf;
+}

@@ -10,7 +10,10 @@
  * it, counting only ops both plans have, are not the same in both.
  *
  * Timestamps and timings are never compared: two captures of one script
- * differ only in them, and must compare equal.
+ * differ only in them, and must compare equal. Nor is the file's format
+ * version: a plan read from a 1.0 file and the same plan written as 1.1
+ * are one plan, and the fields 1.1 added (features, edge types, choices)
+ * are compared themselves. A choice's measured times are timings too.
  */
 #include "config.h"
 
@@ -234,17 +237,13 @@ static void diff_meta(struct diff_ctx *c)
 	const struct plan_meta *x = plan_get_meta(c->a), *y = plan_get_meta(c->b);
 	const int area = PLAN_DIFF_META;
 	char sx[64], sy[64];
-	unsigned xa, xb, ya, yb;
 
-	plan_get_format_version(c->a, &xa, &xb);
-	plan_get_format_version(c->b, &ya, &yb);
-	snprintf(sx, sizeof sx, "%u.%u", xa, xb);
-	snprintf(sy, sizeof sy, "%u.%u", ya, yb);
-	diff_field(c, area, 0, "", "format", sx, sy, 0, 0);
 	diff_field(c, area, 0, "", "script", x->script, y->script, 0, 0);
 	diff_field_hex(c, area, 0, "", "script hash", x->script_hash, y->script_hash, 0, 0);
 	diff_field(c, area, 0, "", "backend", plan_backend_name(x->backend),
 	           plan_backend_name(y->backend), 0, 0);
+	diff_field(c, area, 0, "", "features", plan_features_text(x->features, sx, sizeof sx),
+	           plan_features_text(y->features, sy, sizeof sy), 0, 0);
 	if (c->flags & PLAN_DIFF_IGNORE_ENV)
 		return;
 	diff_field(c, area, 0, "", "tool", x->tool, y->tool, 0, 0);
@@ -727,14 +726,23 @@ static void params_text(const struct plan_node *n, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/* "0->1 1->2": an edge whose type or ports are not the default shows them,
+ * "0->1 (programmatic)", so a changed type reads as a changed edge. */
 static void edges_text(const struct plan_segment *s, char *buf, size_t len)
 {
 	size_t at = 0;
+	char one[96];
 
 	buf[0] = '\0';
 	for (uint32_t k = 0; k < s->nedges && at < len; k++) {
-		int w = snprintf(buf + at, len - at, "%s%u->%u", k ? " " : "", s->edges[k].from,
-		                 s->edges[k].to);
+		const char *t = strchr(plan_edge_text(&s->edges[k], one, sizeof one), ' ');
+		int w;
+		if (t != NULL) {
+			one[t - one] = '\0';
+			w = snprintf(buf + at, len - at, "%s%s (%s)", k ? " " : "", one, t + 1);
+		} else {
+			w = snprintf(buf + at, len - at, "%s%s", k ? " " : "", one);
+		}
 		if (w < 0)
 			break;
 		at += (size_t)w;
@@ -1083,6 +1091,99 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* Implementation choices.                                                 */
+
+/* "op q.3 at 8 tokens: mma, tuned from mma, cublas": what was chosen and
+ * how, never the times it was measured in. */
+static void choice_text(const char *subject, const struct plan_choice *ch, char *buf, size_t len)
+{
+	size_t at = 0;
+	int w;
+
+	w = snprintf(buf, len, "%s: %s, %s", subject, ch->impl,
+	             ch->flags & PLAN_CHOICE_TUNED ? "tuned" : "default");
+	at = w > 0 && (size_t)w < len ? (size_t)w : len;
+	for (uint32_t k = 0; k < ch->ncand && at < len; k++) {
+		w = snprintf(buf + at, len - at, "%s%s", k ? ", " : " from ", ch->cand[k].impl);
+		at = w > 0 && (size_t)w < len - at ? at + (size_t)w : len;
+	}
+}
+
+/* The candidates' names in name order: the order they were measured in is
+ * no part of the plan's structure. */
+static void candidates_text(const struct plan_choice *ch, char *buf, size_t len)
+{
+	const char *prev = NULL;
+	size_t at = 0;
+
+	snprintf(buf, len, "-");
+	for (uint32_t n = 0; n < ch->ncand && at < len; n++) {
+		const char *next = NULL;
+		for (uint32_t k = 0; k < ch->ncand; k++) {
+			const char *x = ch->cand[k].impl;
+			if ((prev == NULL || strcmp(x, prev) > 0) && (next == NULL || strcmp(x, next) < 0))
+				next = x;
+		}
+		if (next == NULL)
+			break;
+		int w = snprintf(buf + at, len - at, "%s%s", n ? ", " : "", next);
+		at = w > 0 && (size_t)w < len - at ? at + (size_t)w : len;
+		prev = next;
+	}
+}
+
+static void choice_subject(const plan_t *p, const struct plan_choice *ch, char *buf, size_t len)
+{
+	char label[160];
+
+	int64_t tokens = plan_get_variant(p, ch->variant)->tokens;
+
+	snprintf(buf, len, "op %s at %lld token%s", plan_op_label(p, ch->op, label, sizeof label),
+	         (long long)tokens, tokens == 1 ? "" : "s");
+}
+
+/* Choices are matched by variant (token count) and op (as the ops were
+ * aligned). One whose variant or op the other plan lacks is left to that
+ * removal or addition. */
+static void diff_choices(struct diff_ctx *c)
+{
+	const int area = PLAN_DIFF_CHOICES;
+	char subject[TEXT_MAX], text[TEXT_MAX], sx[TEXT_MAX], sy[TEXT_MAX];
+
+	for (uint32_t i = 0; i < plan_count_choices(c->a); i++) {
+		const struct plan_choice *x = plan_get_choice(c->a, i);
+		int64_t tokens = plan_get_variant(c->a, x->variant)->tokens;
+		uint32_t vb = plan_find_variant(c->b, tokens), ob = c->opmap_a[x->op];
+		if (vb == PLAN_NONE || ob == PLAN_NONE)
+			continue;
+		const struct plan_choice *y = plan_find_choice(c->b, vb, ob);
+		choice_subject(c->a, x, subject, sizeof subject);
+		if (y == NULL) {
+			choice_text(subject, x, text, sizeof text);
+			diff_add(c->d, area, PLAN_DIFF_REMOVED, tokens, text, "", text, "", i, PLAN_NONE);
+			continue;
+		}
+		uint32_t k = (uint32_t)(y - plan_get_choice(c->b, 0));
+		diff_field(c, area, tokens, subject, "impl", x->impl, y->impl, i, k);
+		diff_field(c, area, tokens, subject, "chosen", x->flags & PLAN_CHOICE_TUNED ? "tuned" : "default",
+		           y->flags & PLAN_CHOICE_TUNED ? "tuned" : "default", i, k);
+		candidates_text(x, sx, sizeof sx);
+		candidates_text(y, sy, sizeof sy);
+		diff_field(c, area, tokens, subject, "candidates", sx, sy, i, k);
+	}
+	for (uint32_t k = 0; k < plan_count_choices(c->b); k++) {
+		const struct plan_choice *y = plan_get_choice(c->b, k);
+		int64_t tokens = plan_get_variant(c->b, y->variant)->tokens;
+		uint32_t va = plan_find_variant(c->a, tokens), oa = c->opmap_b[y->op];
+		if (va == PLAN_NONE || oa == PLAN_NONE || plan_find_choice(c->a, va, oa) != NULL)
+			continue;
+		choice_subject(c->b, y, subject, sizeof subject);
+		choice_text(subject, y, text, sizeof text);
+		diff_add(c->d, area, PLAN_DIFF_ADDED, tokens, text, "", "", text, PLAN_NONE, k);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
 
 struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 {
@@ -1110,7 +1211,10 @@ struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 			goto fail;
 	}
 	diff_checks(&c);
-	if (diff_dispatch(&c) != 0 || d->failed)
+	if (diff_dispatch(&c) != 0)
+		goto fail;
+	diff_choices(&c);
+	if (d->failed)
 		goto fail;
 	free(c.opmap_a);
 	free(c.opmap_b);
@@ -1161,6 +1265,7 @@ const char *plan_diff_area_name(int area)
 		[PLAN_DIFF_TENSORS] = "tensors", [PLAN_DIFF_OPS] = "ops",
 		[PLAN_DIFF_VARIANTS] = "variants", [PLAN_DIFF_ITEMS] = "items",
 		[PLAN_DIFF_CHECKS] = "checks", [PLAN_DIFF_DISPATCH] = "dispatch",
+		[PLAN_DIFF_CHOICES] = "choices",
 	};
 	return area > 0 && (size_t)area < sizeof names / sizeof names[0] && names[area] ? names[area] : "?";
 }

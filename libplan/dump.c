@@ -121,6 +121,11 @@ static void json_meta(struct plan_json *j, const plan_t *plan)
 	plan_json_int(j, m->cuda_driver);
 	plan_json_key(j, "cublas");
 	plan_json_int(j, m->cublas);
+	plan_json_key(j, "features");
+	plan_json_array_begin(j);
+	if (m->features & PLAN_FEATURE_PDL)
+		plan_json_string(j, "pdl");
+	plan_json_array_end(j);
 	plan_json_object_end(j);
 }
 
@@ -425,6 +430,12 @@ static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
 		plan_json_uint(j, s->edges[k].from);
 		plan_json_key(j, "to");
 		plan_json_uint(j, s->edges[k].to);
+		plan_json_key(j, "type");
+		plan_json_string(j, plan_edge_type_name(s->edges[k].type));
+		plan_json_key(j, "from_port");
+		plan_json_string(j, plan_edge_port_name(s->edges[k].from_port));
+		plan_json_key(j, "to_port");
+		plan_json_string(j, plan_edge_port_name(s->edges[k].to_port));
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
@@ -499,6 +510,47 @@ static void json_checks_dispatch(struct plan_json *j, const plan_t *plan,
 	plan_json_array_end(j);
 }
 
+static void json_choices(struct plan_json *j, const plan_t *plan, const struct plan_dump_opts *opts)
+{
+	char label[160];
+
+	plan_json_key(j, "choices");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_choices(plan); i++) {
+		const struct plan_choice *c = plan_get_choice(plan, i);
+		if (!dump_wanted(opts, c->variant))
+			continue;
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "variant");
+		plan_json_uint(j, c->variant);
+		plan_json_key(j, "op");
+		plan_json_uint(j, c->op);
+		plan_json_key(j, "op_label");
+		plan_json_string(j, plan_op_label(plan, c->op, label, sizeof label));
+		plan_json_key(j, "impl");
+		plan_json_string(j, c->impl);
+		plan_json_key(j, "tuned");
+		plan_json_bool(j, (c->flags & PLAN_CHOICE_TUNED) != 0);
+		plan_json_key(j, "close");
+		plan_json_bool(j, (c->flags & PLAN_CHOICE_CLOSE) != 0);
+		plan_json_key(j, "candidates");
+		plan_json_array_begin(j);
+		for (uint32_t k = 0; k < c->ncand; k++) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "impl");
+			plan_json_string(j, c->cand[k].impl);
+			plan_json_key(j, "us");
+			plan_json_double(j, c->cand[k].us);
+			plan_json_object_end(j);
+		}
+		plan_json_array_end(j);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+}
+
 int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
                    struct plan_diag *diag)
 {
@@ -556,6 +608,7 @@ int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opt
 			json_breakpoint(j, plan, i);
 	plan_json_array_end(j);
 	json_checks_dispatch(j, plan, opts);
+	json_choices(j, plan, opts);
 	plan_json_object_end(j);
 	plan_json_free(j);
 	return dump_finish(f, diag);
@@ -681,9 +734,21 @@ static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
 			}
 			fputs("\"];\n", f);
 		}
-		for (uint32_t k = 0; k < s->nedges; k++)
-			fprintf(f, "\t\t\t\"s%u_n%u\" -> \"s%u_n%u\";\n", si, s->edges[k].from, si,
-			        s->edges[k].to);
+		/* Programmatic edges dashed: the next kernel may start early. */
+		for (uint32_t k = 0; k < s->nedges; k++) {
+			const struct plan_edge *e = &s->edges[k];
+			char text[96];
+			fprintf(f, "\t\t\t\"s%u_n%u\" -> \"s%u_n%u\"", si, e->from, si, e->to);
+			if (e->type != PLAN_EDGE_DEFAULT || e->from_port != PLAN_PORT_DEFAULT ||
+			    e->to_port != PLAN_PORT_DEFAULT) {
+				/* The label: the edge's text without its "from->to". */
+				const char *t = strchr(plan_edge_text(e, text, sizeof text), ' ');
+				fprintf(f, " [style=%s, label=\"%s\"]",
+				        e->type == PLAN_EDGE_PROGRAMMATIC ? "dashed" : "solid",
+				        t != NULL ? t + 1 : "");
+			}
+			fputs(";\n", f);
+		}
 	}
 	fputs("\t\t}\n", f);
 }
@@ -774,6 +839,10 @@ int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts
 	if (m->device[0] != '\0') {
 		fputs(", ", f);
 		dot_text(f, m->device);
+	}
+	if (m->features != 0) {
+		char feat[64];
+		fprintf(f, ", features %s", plan_features_text(m->features, feat, sizeof feat));
 	}
 	fputs("\"];\n", f);
 	fputs("\tnode [fontname=\"Helvetica\", fontsize=10];\n", f);

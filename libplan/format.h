@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "plan.h"
+
 /* ---------------------------------------------------------------------- */
 /* The file header.                                                        */
 
@@ -55,15 +57,15 @@
 #define RA_RECORD_COUNT     4
 #define RA_HEADER_SIZE      8
 
-/* The sections of format 1.0, in the order the writer puts them. */
+/* The sections of format 1.1, in the order the writer puts them. */
 enum fmt_section {
 	S_META, S_STAT, S_DIMS, S_VARS, S_TENS, S_OPER, S_ATTR, S_IDXS,
 	S_VARI, S_ITEM, S_SEGS, S_NODE, S_PARM, S_EDGE, S_BRKP, S_CHKS,
-	S_DISP, S_STRS, S_COUNT
+	S_DISP, S_CHOI, S_CAND, S_STRS, S_COUNT
 };
 
-/* Record sizes of format 1.0; 0 for STRS, which is a table of bytes. */
-#define REC_META 72
+/* Record sizes of format 1.1; 0 for STRS, which is a table of bytes. */
+#define REC_META 80
 #define REC_STAT 56
 #define REC_DIMS 24
 #define REC_VARS 40
@@ -76,26 +78,53 @@ enum fmt_section {
 #define REC_SEGS 56
 #define REC_NODE 48
 #define REC_PARM 16
-#define REC_EDGE 8
+#define REC_EDGE 12
 #define REC_BRKP 40
 #define REC_CHKS 32
 #define REC_DISP 24
+#define REC_CHOI 24
+#define REC_CAND 16
+
+/* The records 1.1 grew, at their 1.0 sizes: a 1.0 file has exactly these,
+ * and the fields past them take their defaults. */
+#define REC_META_1_0 72
+#define REC_EDGE_1_0 8
+
+/*
+ * A section as each minor version defines it: SINCE is the first minor
+ * version that has it (files of older minors neither have it nor need
+ * it, and one there of that id is unknown to them), SIZE[m] its record
+ * size in minor version m.
+ */
+#define FMT_MINORS (PLAN_FORMAT_MINOR + 1)
 
 struct fmt_section_def {
 	char     id[5];
-	uint32_t record_size;
+	unsigned since;
+	uint32_t size[FMT_MINORS];
 };
 
 static const struct fmt_section_def fmt_sections[S_COUNT] = {
-	[S_META] = { "META", REC_META }, [S_STAT] = { "STAT", REC_STAT },
-	[S_DIMS] = { "DIMS", REC_DIMS }, [S_VARS] = { "VARS", REC_VARS },
-	[S_TENS] = { "TENS", REC_TENS }, [S_OPER] = { "OPER", REC_OPER },
-	[S_ATTR] = { "ATTR", REC_ATTR }, [S_IDXS] = { "IDXS", REC_IDXS },
-	[S_VARI] = { "VARI", REC_VARI }, [S_ITEM] = { "ITEM", REC_ITEM },
-	[S_SEGS] = { "SEGS", REC_SEGS }, [S_NODE] = { "NODE", REC_NODE },
-	[S_PARM] = { "PARM", REC_PARM }, [S_EDGE] = { "EDGE", REC_EDGE },
-	[S_BRKP] = { "BRKP", REC_BRKP }, [S_CHKS] = { "CHKS", REC_CHKS },
-	[S_DISP] = { "DISP", REC_DISP }, [S_STRS] = { "STRS", 0 },
+	[S_META] = { "META", 0, { REC_META_1_0, REC_META } },
+	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT } },
+	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS } },
+	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS } },
+	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS } },
+	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER } },
+	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR } },
+	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS } },
+	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI } },
+	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM } },
+	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS } },
+	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE } },
+	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM } },
+	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE } },
+	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP } },
+	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS } },
+	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP } },
+	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI } },
+	[S_CAND] = { "CAND", 1, { 0, REC_CAND } },
+	[S_STRS] = { "STRS", 0, { 0, 0 } },
 };
 
 /* ---------------------------------------------------------------------- */
@@ -115,6 +144,8 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define META_ALIGNMENT       52
 #define META_ARENA_BYTES     56
 #define META_UNSHARED_BYTES  64
+#define META_FEATURES        72   /* 1.1 */
+#define META_RESERVED        76   /* 1.1 */
 
 #define STAT_MATERIALIZE_NS  0
 #define STAT_REFERENCE_NS    8
@@ -220,6 +251,10 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 
 #define EDGE_FROM            0
 #define EDGE_TO              4
+#define EDGE_TYPE            8    /* 1.1 */
+#define EDGE_FROM_PORT       9    /* 1.1 */
+#define EDGE_TO_PORT         10   /* 1.1 */
+#define EDGE_RESERVED        11   /* 1.1 */
 
 #define BRKP_VARIANT         0
 #define BRKP_OP              4
@@ -244,10 +279,23 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define DISP_VARIANT         16
 #define DISP_RESERVED        20
 
+#define CHOI_VARIANT         0
+#define CHOI_OP              4
+#define CHOI_IMPL            8
+#define CHOI_FLAGS           12
+#define CHOI_CAND_FIRST      16
+#define CHOI_CAND_COUNT      20
+
+#define CAND_IMPL            0
+#define CAND_RESERVED        4
+#define CAND_US              8
+
 /* Flag bits each version defines; every other bit is reserved. */
 #define FMT_DIM_FLAGS        PLAN_DIM_TOKENS
 #define FMT_OP_FLAGS         PLAN_OP_EAGER
 #define FMT_SEG_FLAGS        PLAN_SEG_NODES
+#define FMT_FEATURES         PLAN_FEATURE_PDL
+#define FMT_CHOICE_FLAGS     (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE)
 
 /* ---------------------------------------------------------------------- */
 /* Little-endian access, independent of the host's byte order and of the  */

@@ -101,9 +101,16 @@ static uint64_t hash_u64(uint64_t h, uint64_t v)
 	return hash_u32(h, (uint32_t)(v >> 32));
 }
 
+static int edge_has_data(const struct plan_edge *e)
+{
+	return e->type != PLAN_EDGE_DEFAULT || e->from_port != PLAN_PORT_DEFAULT ||
+	       e->to_port != PLAN_PORT_DEFAULT;
+}
+
 uint64_t plan_fingerprint(const struct plan_segment *segment)
 {
 	uint64_t h = PLAN_HASH64_INIT;
+	uint32_t ndata = 0;
 
 	h = hash_u32(h, segment->nnodes);
 	for (uint32_t i = 0; i < segment->nnodes; i++) {
@@ -129,6 +136,23 @@ uint64_t plan_fingerprint(const struct plan_segment *segment)
 	for (uint32_t i = 0; i < segment->nedges; i++) {
 		h = hash_u32(h, segment->edges[i].from);
 		h = hash_u32(h, segment->edges[i].to);
+		if (edge_has_data(&segment->edges[i]))
+			ndata++;
+	}
+	/* Edge types and ports (format 1.1) follow only when some edge has
+	 * them, so that a graph of default edges keeps the fingerprint 1.0
+	 * gave it. The part before is self-delimiting, so the two forms
+	 * never serialize alike. */
+	if (ndata == 0)
+		return h;
+	h = hash_u32(h, ndata);
+	for (uint32_t i = 0; i < segment->nedges; i++) {
+		const struct plan_edge *e = &segment->edges[i];
+		unsigned char b[3] = { e->type, e->from_port, e->to_port };
+		if (!edge_has_data(e))
+			continue;
+		h = hash_u32(h, i);
+		h = plan_hash64(b, sizeof b, h);
 	}
 	return h;
 }

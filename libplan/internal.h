@@ -42,6 +42,7 @@ struct plan {
 	struct plan_vec breakpoints;  /* struct plan_breakpoint */
 	struct plan_vec checks;       /* struct plan_check */
 	struct plan_vec dispatch;     /* struct plan_dispatch */
+	struct plan_vec choices;      /* struct plan_choice */
 
 	struct plan_pool_chunk *pool;
 };

@@ -151,6 +151,7 @@ void plan_free(plan_t *plan)
 	free(plan->breakpoints.data);
 	free(plan->checks.data);
 	free(plan->dispatch.data);
+	free(plan->choices.data);
 	while (plan->pool != NULL) {
 		struct plan_pool_chunk *next = plan->pool->next;
 		free(plan->pool);
@@ -543,6 +544,39 @@ int plan_add_dispatch(plan_t *plan, const struct plan_dispatch *entry, uint32_t 
 	return PLAN_OK;
 }
 
+int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *index,
+                    struct plan_diag *diag)
+{
+	struct plan_choice c = *choice;
+	struct plan_candidate *cand = NULL;
+
+	if (c.variant >= plan->variants.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice: variant %u of %u",
+		                  c.variant, plan->variants.count);
+	if (c.op >= plan->ops.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice: op %u of %u", c.op, plan->ops.count);
+	if (c.ncand > 0 && c.cand == NULL)
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice: %u candidates but no list", c.ncand);
+	if (c.ncand > 0) {
+		cand = plan__pool_memdup(plan, choice->cand, c.ncand, sizeof *cand);
+		if (cand == NULL)
+			return NOMEM(diag);
+		for (uint32_t i = 0; i < c.ncand; i++)
+			if ((cand[i].impl = plan__pool_strdup(plan, choice->cand[i].impl)) == NULL)
+				return NOMEM(diag);
+	}
+	c.cand = cand;
+	if ((c.impl = plan__pool_strdup(plan, choice->impl)) == NULL)
+		return NOMEM(diag);
+	struct plan_choice *slot = plan__vec_push(&plan->choices, sizeof *slot);
+	if (slot == NULL)
+		return NOMEM(diag);
+	*slot = c;
+	if (index != NULL)
+		*index = plan->choices.count - 1;
+	return PLAN_OK;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Placement and timing.                                                   */
 
@@ -620,6 +654,17 @@ COUNT_AND_GET(segment, segments, struct plan_segment)
 COUNT_AND_GET(breakpoint, breakpoints, struct plan_breakpoint)
 COUNT_AND_GET(check, checks, struct plan_check)
 COUNT_AND_GET(dispatch, dispatch, struct plan_dispatch)
+COUNT_AND_GET(choice, choices, struct plan_choice)
+
+const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op)
+{
+	for (uint32_t i = 0; i < plan->choices.count; i++) {
+		const struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
+		if (c->variant == variant && c->op == op)
+			return c;
+	}
+	return NULL;
+}
 
 uint32_t plan_count_variants(const plan_t *plan)
 {

@@ -50,6 +50,13 @@ static const char *const break_reason_names[] = {
 	[PLAN_BREAK_KIND] = "kind", [PLAN_BREAK_FORCED] = "forced",
 	[PLAN_BREAK_MODE] = "mode",
 };
+static const char *const edge_type_names[] = {
+	[PLAN_EDGE_DEFAULT] = "default", [PLAN_EDGE_PROGRAMMATIC] = "programmatic",
+};
+static const char *const edge_port_names[] = {
+	[PLAN_PORT_DEFAULT] = "default", [PLAN_PORT_PROGRAMMATIC] = "programmatic",
+	[PLAN_PORT_LAUNCH_COMPLETION] = "launch-completion",
+};
 
 const char *plan_dtype_name(int v) { return NAME_AT(dtype_names, v); }
 const char *plan_role_name(int v) { return NAME_AT(role_names, v); }
@@ -60,6 +67,8 @@ const char *plan_feed_name(int v) { return NAME_AT(feed_names, v); }
 const char *plan_attr_type_name(int v) { return NAME_AT(attr_type_names, v); }
 const char *plan_node_type_name(int v) { return NAME_AT(node_type_names, v); }
 const char *plan_break_reason_name(int v) { return NAME_AT(break_reason_names, v); }
+const char *plan_edge_type_name(int v) { return NAME_AT(edge_type_names, v); }
+const char *plan_edge_port_name(int v) { return NAME_AT(edge_port_names, v); }
 
 static int lookup(const char *const *table, size_t n, const char *name)
 {

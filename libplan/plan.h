@@ -43,7 +43,7 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 0
+#define PLAN_FORMAT_MINOR 1
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -138,6 +138,9 @@ const char *plan_feed_name(int feed);
 const char *plan_attr_type_name(int type);
 const char *plan_node_type_name(int type);
 const char *plan_break_reason_name(int reason);
+const char *plan_edge_type_name(int type);     /* "default", "programmatic" */
+const char *plan_edge_port_name(int port);     /* "default", "programmatic",
+                                                  "launch-completion" */
 int plan_dtype_from_name(const char *name);
 int plan_role_from_name(const char *name);
 int plan_mode_from_name(const char *name);
@@ -572,6 +575,11 @@ void plan_json_null(struct plan_json *j);
  *   plan_version_text      13000 -> "13.0"; with CUBLAS, 130100 -> "13.1.0";
  *                          "-" for 0
  *   plan_dispatch_text     "3-4 -> 4", "1 -> 1", "5-8 -> eager"
+ *   plan_edge_text         "0->1"; with a type or ports other than the
+ *                          default, "0->1 programmatic", "0->1
+ *                          programmatic out=launch-completion"
+ *   plan_features_text     "pdl"; names joined by "," ("-" for none,
+ *                          unknown bits as "0x..")
  */
 const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
 const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);
@@ -584,6 +592,8 @@ const char *plan_tensor_list_text(const plan_t *plan, const uint32_t *list, uint
 const char *plan_version_text(int32_t version, int cublas, char *buf, size_t len);
 const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d, char *buf,
                                size_t len);
+const char *plan_edge_text(const struct plan_edge *e, char *buf, size_t len);
+const char *plan_features_text(uint32_t features, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------- */
 /* Dumps.                                                                  */
@@ -621,6 +631,7 @@ enum plan_diff_area {
 	PLAN_DIFF_ITEMS    = 8,  /* one variant's items, segments' nodes */
 	PLAN_DIFF_CHECKS   = 9,
 	PLAN_DIFF_DISPATCH = 10,
+	PLAN_DIFF_CHOICES  = 11, /* implementation choices, per variant and op */
 };
 
 enum plan_diff_change {
@@ -641,7 +652,7 @@ enum plan_diff_change {
 struct plan_diff_entry {
 	int         area;     /* enum plan_diff_area */
 	int         change;   /* enum plan_diff_change */
-	int64_t     tokens;   /* VARIANTS, ITEMS, CHECKS: the variant; else 0 */
+	int64_t     tokens;   /* VARIANTS, ITEMS, CHECKS, CHOICES: the variant; else 0 */
 	const char *subject;
 	const char *field;    /* "shape", "node 3 kernel"; "" for a whole record */
 	const char *a;

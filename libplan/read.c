@@ -52,6 +52,7 @@ struct pools {
 	struct plan_node  *nodes;
 	struct plan_edge  *edges;
 	struct plan_item  *items;
+	struct plan_candidate *cands;
 	uint32_t          *item_first;   /* per variant */
 	uint32_t          *item_count;
 };
@@ -235,11 +236,20 @@ static void id_text(const unsigned char *p, char out[5])
 	out[4] = '\0';
 }
 
-static int find_known(const unsigned char *id)
+/* Whether files of this reader's minor version have section S: a file
+ * of an older minor lacks the sections added after it. */
+static int sect_in_file(const struct reader *r, int s)
+{
+	return fmt_sections[s].since <= r->minor;
+}
+
+/* The section ID names in this file, or -1. An id that a later minor
+ * version defines is unknown in a file of an earlier one. */
+static int find_known(const struct reader *r, const unsigned char *id)
 {
 	for (int s = 0; s < S_COUNT; s++)
 		if (memcmp(fmt_sections[s].id, id, 4) == 0)
-			return s;
+			return sect_in_file(r, s) ? s : -1;
 	return -1;
 }
 
@@ -255,11 +265,12 @@ static int check_zero(struct reader *r, uint64_t from, uint64_t to, const char *
 static int read_record_header(struct reader *r, int s)
 {
 	struct sect *x = &r->s[s];
-	uint32_t known = fmt_sections[s].record_size;
+	unsigned m = r->minor < PLAN_FORMAT_MINOR ? r->minor : PLAN_FORMAT_MINOR;
+	uint32_t known = fmt_sections[s].size[m];
 	uint64_t body;
 	const char *id = fmt_sections[s].id;
 
-	if (s == S_STRS)
+	if (s == S_STRS || !sect_in_file(r, s))
 		return PLAN_OK;
 	if (x->size < RA_HEADER_SIZE)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s of %llu bytes has no room for its "
@@ -269,8 +280,8 @@ static int read_record_header(struct reader *r, int s)
 	x->rec = x->data + RA_HEADER_SIZE;
 	if (x->rsize < known)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s: records of %u bytes are shorter than "
-		            "the %u bytes of format %d.%d", id, x->rsize, known,
-		            PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR);
+		            "the %u bytes of format %d.%u", id, x->rsize, known,
+		            PLAN_FORMAT_MAJOR, m);
 	if (r->minor <= PLAN_FORMAT_MINOR && x->rsize != known)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s: records of %u bytes in a format %u.%u "
 		            "file, which defines %u", id, x->rsize, r->major, r->minor, known);
@@ -334,7 +345,7 @@ static int read_directory(struct reader *r)
 			if (memcmp(r->c + DIR_HEADER_SIZE + (size_t)j * DIR_ENTRY_SIZE + ENT_ID,
 			           e + ENT_ID, 4) == 0)
 				return FAIL(r, PLAN_ERR_CORRUPT, "section %s is listed twice", id);
-		known = find_known(e + ENT_ID);
+		known = find_known(r, e + ENT_ID);
 		if (known < 0 && (flags & SECT_REQUIRED))
 			return FAIL(r, PLAN_ERR_VERSION, "section %s of this format %u.%u file is "
 			            "required, but this reader (format %d.%d) does not know it",
@@ -350,6 +361,8 @@ static int read_directory(struct reader *r)
 	if ((err = check_zero(r, prev_end, r->clen, "after the last section")) != 0)
 		return err;
 	for (int s = 0; s < S_COUNT; s++) {
+		if (!sect_in_file(r, s))
+			continue;
 		if (!r->s[s].present)
 			return FAIL(r, PLAN_ERR_CORRUPT, "section %s is missing", fmt_sections[s].id);
 		if ((err = read_record_header(r, s)) != 0)
@@ -447,10 +460,11 @@ static int read_pools(struct reader *r)
 	p->nodes = alloc_array(r->s[S_NODE].count, sizeof *p->nodes);
 	p->edges = alloc_array(r->s[S_EDGE].count, sizeof *p->edges);
 	p->items = alloc_array(r->s[S_ITEM].count, sizeof *p->items);
+	p->cands = alloc_array(r->s[S_CAND].count, sizeof *p->cands);
 	p->item_first = alloc_array(r->s[S_VARI].count, sizeof *p->item_first);
 	p->item_count = alloc_array(r->s[S_VARI].count, sizeof *p->item_count);
 	if (!p->idxs || !p->attrs || !p->params || !p->nodes || !p->edges || !p->items ||
-	    !p->item_first || !p->item_count)
+	    !p->cands || !p->item_first || !p->item_count)
 		return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
 
 	for (uint32_t i = 0; i < r->s[S_IDXS].count; i++)
@@ -498,10 +512,27 @@ static int read_pools(struct reader *r)
 		n->params = n->nparams ? p->params + first : NULL;
 	}
 
+	/* Edges of a 1.0 file have no type or ports: they are the default. */
 	for (uint32_t i = 0; i < r->s[S_EDGE].count; i++) {
 		const unsigned char *q = rec_at(r, S_EDGE, i);
 		p->edges[i].from = fmt_get32(q + EDGE_FROM);
 		p->edges[i].to = fmt_get32(q + EDGE_TO);
+		if (r->s[S_EDGE].rsize < REC_EDGE)
+			continue;
+		if (q[EDGE_RESERVED] != 0)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_EDGE, i, "Reserved is 0x%02x, not zero",
+			                q[EDGE_RESERVED]);
+		p->edges[i].type = q[EDGE_TYPE];
+		p->edges[i].from_port = q[EDGE_FROM_PORT];
+		p->edges[i].to_port = q[EDGE_TO_PORT];
+	}
+
+	for (uint32_t i = 0; i < r->s[S_CAND].count; i++) {
+		const unsigned char *q = rec_at(r, S_CAND, i);
+		if ((err = get_str(r, S_CAND, i, "Impl", fmt_get32(q + CAND_IMPL), &p->cands[i].impl)) != 0 ||
+		    (err = zero32(r, S_CAND, i, q + CAND_RESERVED, "Reserved")) != 0)
+			return err;
+		p->cands[i].us = fmt_getf64(q + CAND_US);
 	}
 
 	for (uint32_t i = 0; i < r->s[S_ITEM].count; i++) {
@@ -522,6 +553,7 @@ static void free_pools(struct pools *p)
 	free(p->nodes);
 	free(p->edges);
 	free(p->items);
+	free(p->cands);
 	free(p->item_first);
 	free(p->item_count);
 }
@@ -552,6 +584,15 @@ static int build_meta(struct reader *r)
 	l.alignment = fmt_get32(q + META_ALIGNMENT);
 	l.arena_bytes = fmt_get64(q + META_ARENA_BYTES);
 	l.unshared_bytes = fmt_get64(q + META_UNSHARED_BYTES);
+	/* A 1.0 file's META ends before the features: it has none. */
+	if (r->s[S_META].rsize >= REC_META) {
+		if ((err = zero32(r, S_META, 0, q + META_RESERVED, "Reserved")) != 0)
+			return err;
+		m.features = fmt_get32(q + META_FEATURES);
+		if (m.features & ~(uint32_t)FMT_FEATURES)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_META, 0, "unknown features 0x%08x are set",
+			                m.features & ~(uint32_t)FMT_FEATURES);
+	}
 	if ((err = built(r, plan_set_meta(r->plan, &m, &r->d), S_META, 0)) != 0 ||
 	    (err = built(r, plan_set_layout(r->plan, &l, &r->d), S_META, 0)) != 0)
 		return err;
@@ -786,6 +827,34 @@ static int build_checks(struct reader *r)
 	return PLAN_OK;
 }
 
+/* Implementation choices: none in a 1.0 file. */
+static int build_choices(struct reader *r)
+{
+	uint32_t cursor = 0;
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_CHOI].count; i++) {
+		const unsigned char *q = rec_at(r, S_CHOI, i);
+		struct plan_choice c = { 0 };
+		uint32_t first = fmt_get32(q + CHOI_CAND_FIRST);
+		if ((err = get_str(r, S_CHOI, i, "Impl", fmt_get32(q + CHOI_IMPL), &c.impl)) != 0)
+			return err;
+		c.variant = fmt_get32(q + CHOI_VARIANT);
+		c.op = fmt_get32(q + CHOI_OP);
+		c.flags = fmt_get32(q + CHOI_FLAGS);
+		c.ncand = fmt_get32(q + CHOI_CAND_COUNT);
+		if (c.flags & ~(uint32_t)FMT_CHOICE_FLAGS)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_CHOI, i, "reserved flags 0x%08x are set",
+			                c.flags & ~(uint32_t)FMT_CHOICE_FLAGS);
+		if ((err = get_range(r, S_CHOI, i, "Candidates", S_CAND, first, c.ncand, &cursor)) != 0)
+			return err;
+		c.cand = r->p.cands + first;
+		if ((err = built(r, plan_add_choice(r->plan, &c, NULL, &r->d), S_CHOI, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
 static int read_content(struct reader *r)
 {
 	uint32_t idx_cursor = 0;
@@ -802,7 +871,8 @@ static int read_content(struct reader *r)
 	    (err = build_tensors(r)) != 0 ||
 	    (err = build_ops(r, &idx_cursor)) != 0 ||
 	    (err = build_captures(r, &idx_cursor)) != 0 ||
-	    (err = build_checks(r)) != 0)
+	    (err = build_checks(r)) != 0 ||
+	    (err = build_choices(r)) != 0)
 		return err;
 	if ((err = plan_validate(r->plan, &r->d)) != 0 && err != PLAN_ERR_NOMEM) {
 		char msg[PLAN_DIAG_MESSAGE_MAX];

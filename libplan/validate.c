@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,8 @@ static int validate_meta(const plan_t *plan, struct plan_diag *diag)
 		return FAIL("section META: unknown backend %d", plan->meta.backend);
 	if (a == 0 || (a & (a - 1)) != 0)
 		return FAIL("section META: alignment %u is not a power of two", a);
+	if (plan->meta.features & ~(uint32_t)PLAN_FEATURE_PDL)
+		return FAIL("section META: unknown features 0x%x", plan->meta.features);
 	if (plan->stats.verify_exact > 1)
 		return FAIL("section STAT: verify_exact is %u, not 0 or 1", plan->stats.verify_exact);
 	return PLAN_OK;
@@ -468,6 +471,14 @@ static int validate_segments(const plan_t *plan, struct plan_diag *diag)
 			if (e->from >= s->nnodes || e->to >= s->nnodes || e->from == e->to)
 				return FAIL("section EDGE: segment %u edge %u (%u -> %u) is not between two "
 				            "of its %u nodes", i, k, e->from, e->to, s->nnodes);
+			if (e->type > PLAN_EDGE_PROGRAMMATIC)
+				return FAIL("section EDGE: segment %u edge %u has unknown type %u", i, k,
+				            e->type);
+			if (e->from_port > PLAN_PORT_LAUNCH_COMPLETION ||
+			    e->to_port > PLAN_PORT_LAUNCH_COMPLETION)
+				return FAIL("section EDGE: segment %u edge %u has unknown port %u",
+				            i, k, e->from_port > PLAN_PORT_LAUNCH_COMPLETION ?
+				            e->from_port : e->to_port);
 		}
 		uint64_t fp = plan_fingerprint(s);
 		if (fp != s->fingerprint)
@@ -628,6 +639,102 @@ static int validate_dispatch(const plan_t *plan, struct plan_diag *diag)
 	return PLAN_OK;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Implementation choices.                                                 */
+
+struct choice_key {
+	uint32_t variant;
+	uint32_t op;
+	uint32_t index;
+};
+
+static int by_variant_op(const void *a, const void *b)
+{
+	const struct choice_key *x = a, *y = b;
+
+	if (x->variant != y->variant)
+		return x->variant < y->variant ? -1 : 1;
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int validate_choice(const plan_t *plan, uint32_t i, struct plan_diag *diag)
+{
+	const struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
+	const uint32_t known = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE;
+	int found = 0, err;
+
+	if (c->variant >= plan->variants.count)
+		return FAIL("section CHOI: choice %u names variant %u of %u", i, c->variant,
+		            plan->variants.count);
+	if (c->op >= plan->ops.count)
+		return FAIL("section CHOI: choice %u names op %u of %u", i, c->op, plan->ops.count);
+	if (c->impl[0] == '\0')
+		return FAIL("section CHOI: choice %u has an empty implementation name", i);
+	if (c->flags & ~known)
+		return FAIL("section CHOI: choice %u has unknown flags 0x%x", i, c->flags);
+	if ((c->flags & PLAN_CHOICE_CLOSE) && !(c->flags & PLAN_CHOICE_TUNED))
+		return FAIL("section CHOI: choice %u is marked close but was not tuned", i);
+	if (c->ncand > 0 && c->cand == NULL)
+		return FAIL("section CHOI: choice %u: %u candidates but no list", i, c->ncand);
+	for (uint32_t k = 0; k < c->ncand; k++) {
+		const struct plan_candidate *d = &c->cand[k];
+		if (!isfinite(d->us) || d->us < 0)
+			return FAIL("section CAND: choice %u candidate %u (%.64s) has time %g, not a "
+			            "finite number >= 0", i, k, d->impl, d->us);
+		if (strcmp(d->impl, c->impl) == 0)
+			found = 1;
+	}
+	if (c->ncand > 0 && !found)
+		return FAIL("section CHOI: choice %u chose '%.64s', which is none of its %u candidates",
+		            i, c->impl, c->ncand);
+	if (c->ncand > 0) {
+		const char **names = malloc((size_t)c->ncand * sizeof *names);
+		char what[64];
+		if (names == NULL)
+			return NOMEM();
+		for (uint32_t k = 0; k < c->ncand; k++)
+			names[k] = c->cand[k].impl;
+		snprintf(what, sizeof what, "choice %u candidate", i);
+		err = check_names(names, c->ncand, "CAND", what, diag);
+		free(names);
+		if (err != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
+/* Every choice names a variant and op of the plan, at most one per pair,
+ * and chooses one of the implementations it lists. */
+static int validate_choices(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t n = plan->choices.count;
+	struct choice_key *k;
+	int err = PLAN_OK;
+
+	for (uint32_t i = 0; i < n; i++)
+		if ((err = validate_choice(plan, i, diag)) != 0)
+			return err;
+	if (n < 2)
+		return PLAN_OK;
+	if ((k = malloc((size_t)n * sizeof *k)) == NULL)
+		return NOMEM();
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
+		k[i] = (struct choice_key){ c->variant, c->op, i };
+	}
+	qsort(k, n, sizeof *k, by_variant_op);
+	for (uint32_t i = 1; i < n; i++)
+		if (k[i].variant == k[i - 1].variant && k[i].op == k[i - 1].op) {
+			err = FAIL("section CHOI: choices %u and %u are both for op %u of variant %u",
+			           k[i - 1].index, k[i].index, k[i].op, k[i].variant);
+			break;
+		}
+	free(k);
+	return err;
+}
+
 int plan_validate(const plan_t *plan, struct plan_diag *diag)
 {
 	int err;
@@ -641,7 +748,8 @@ int plan_validate(const plan_t *plan, struct plan_diag *diag)
 	    (err = validate_ops(plan, diag)) != 0 ||
 	    (err = validate_captures(plan, diag)) != 0 ||
 	    (err = validate_checks(plan, diag)) != 0 ||
-	    (err = validate_dispatch(plan, diag)) != 0)
+	    (err = validate_dispatch(plan, diag)) != 0 ||
+	    (err = validate_choices(plan, diag)) != 0)
 		return err;
 	return PLAN_OK;
 }

@@ -166,7 +166,7 @@ static void sect_begin(struct writer *w, int sect, uint32_t count)
 	w->sect_off[sect] = w->out.len;
 	if (sect != S_STRS) {
 		unsigned char *p = w_record(w, RA_HEADER_SIZE);
-		fmt_put32(p + RA_RECORD_SIZE, fmt_sections[sect].record_size);
+		fmt_put32(p + RA_RECORD_SIZE, fmt_sections[sect].size[PLAN_FORMAT_MINOR]);
 		fmt_put32(p + RA_RECORD_COUNT, count);
 	}
 }
@@ -202,6 +202,7 @@ static void encode_meta(struct writer *w, const plan_t *plan)
 	fmt_put32(p + META_ALIGNMENT, l->alignment);
 	fmt_put64(p + META_ARENA_BYTES, l->arena_bytes);
 	fmt_put64(p + META_UNSHARED_BYTES, l->unshared_bytes);
+	fmt_put32(p + META_FEATURES, m->features);
 	sect_end(w, S_META);
 
 	const struct plan_stats *st = &plan->stats;
@@ -278,7 +279,7 @@ static void encode_program(struct writer *w, const plan_t *plan)
 
 /* Pool cursors as 64-bit counts, so that a sum past UINT32_MAX is seen. */
 struct cursors {
-	uint64_t idxs, attr, item, node, parm, edge;
+	uint64_t idxs, attr, item, node, parm, edge, cand;
 };
 
 static uint32_t take(struct writer *w, uint64_t *cursor, uint32_t n)
@@ -453,6 +454,9 @@ static void encode_segments(struct writer *w, const plan_t *plan, struct cursors
 			p = w_record(w, REC_EDGE);
 			fmt_put32(p + EDGE_FROM, s->edges[k].from);
 			fmt_put32(p + EDGE_TO, s->edges[k].to);
+			p[EDGE_TYPE] = s->edges[k].type;
+			p[EDGE_FROM_PORT] = s->edges[k].from_port;
+			p[EDGE_TO_PORT] = s->edges[k].to_port;
 		}
 	}
 	sect_end(w, S_EDGE);
@@ -501,6 +505,32 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 	}
 	sect_end(w, S_DISP);
 
+	sect_begin(w, S_CHOI, plan->choices.count);
+	for (uint32_t i = 0; i < plan->choices.count; i++) {
+		const struct plan_choice *ch = AT(plan->choices, struct plan_choice, i);
+		uint32_t impl = w_str(w, ch->impl);
+		p = w_record(w, REC_CHOI);
+		fmt_put32(p + CHOI_VARIANT, ch->variant);
+		fmt_put32(p + CHOI_OP, ch->op);
+		fmt_put32(p + CHOI_IMPL, impl);
+		fmt_put32(p + CHOI_FLAGS, ch->flags);
+		fmt_put32(p + CHOI_CAND_FIRST, take(w, &c->cand, ch->ncand));
+		fmt_put32(p + CHOI_CAND_COUNT, ch->ncand);
+	}
+	sect_end(w, S_CHOI);
+
+	sect_begin(w, S_CAND, (uint32_t)c->cand);
+	for (uint32_t i = 0; i < plan->choices.count; i++) {
+		const struct plan_choice *ch = AT(plan->choices, struct plan_choice, i);
+		for (uint32_t k = 0; k < ch->ncand; k++) {
+			uint32_t impl = w_str(w, ch->cand[k].impl);
+			p = w_record(w, REC_CAND);
+			fmt_put32(p + CAND_IMPL, impl);
+			fmt_putf64(p + CAND_US, ch->cand[k].us);
+		}
+	}
+	sect_end(w, S_CAND);
+
 	/* Every string has been met: the table goes last. */
 	sect_begin(w, S_STRS, 0);
 	if (!w->failed) {
@@ -510,6 +540,26 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 			w_fail(w, PLAN_ERR_NOMEM);
 	}
 	sect_end(w, S_STRS);
+}
+
+/*
+ * Whether PLAN holds something a reader of format 1.0 would get wrong by
+ * skipping what 1.1 added: a feature, an edge type or port, a choice. Such
+ * a plan marks the sections 1.1 added Required, so that a 1.0 reader
+ * refuses it by name rather than replaying other kernels or rejecting the
+ * fingerprints as corrupt; any other plan stays readable by it.
+ */
+static int uses_1_1(const plan_t *plan)
+{
+	if (plan->meta.features != 0 || plan->choices.count != 0)
+		return 1;
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		for (uint32_t k = 0; k < s->nedges; k++)
+			if (s->edges[k].type != 0 || s->edges[k].from_port != 0 || s->edges[k].to_port != 0)
+				return 1;
+	}
+	return 0;
 }
 
 /* The content of PLAN in W->out. */
@@ -536,8 +586,9 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	fmt_put32(dir + DIR_SECTION_COUNT, S_COUNT);
 	for (int s = 0; s < S_COUNT; s++) {
 		unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)s * DIR_ENTRY_SIZE;
+		int required = fmt_sections[s].since == 0 || uses_1_1(plan);
 		memcpy(e + ENT_ID, fmt_sections[s].id, 4);
-		fmt_put32(e + ENT_FLAGS, SECT_REQUIRED);
+		fmt_put32(e + ENT_FLAGS, required ? SECT_REQUIRED : 0);
 		fmt_put64(e + ENT_OFFSET, w->sect_off[s]);
 		fmt_put64(e + ENT_SIZE, w->sect_size[s]);
 	}

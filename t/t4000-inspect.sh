@@ -40,7 +40,7 @@ test_expect_success 'sections print in a fixed order, whatever the order of the 
 '
 
 test_expect_success '--all is every section, in order, separated by empty lines' '
-	for s in dims vars tensors ops items segments breakpoints nodes-1 dispatch checks stats; do
+	for s in dims vars tensors ops items segments breakpoints nodes-1 choices dispatch checks stats; do
 		case $s in nodes-1) bcg inspect --nodes mini.plan ;; *) cat "$golden/mini.$s.out" ;; esac &&
 		echo || return 1
 	done >expect.all &&

@@ -41,7 +41,9 @@ test_expect_success 'the single edits each show their one change' '
 	test_grep "^+variant 3: breakable" "$golden/sizes.out" &&
 	test_grep "^+break probe at op 9 (moved)$" "$golden/moved.out" &&
 	test_grep "^+  node 1 kernel: add_f32_vec4$" "$golden/kernel.out" &&
-	test_grep "^+device: NVIDIA H200$" "$golden/env.out"
+	test_grep "^+device: NVIDIA H200$" "$golden/env.out" &&
+	test_grep "^+features: pdl$" "$golden/pdl.out" &&
+	test_grep "^+  edges: 0->1 (programmatic)$" "$golden/pdl.out"
 '
 
 test_expect_success 'diff A B and diff B A show the same change from both sides' '
@@ -100,6 +102,33 @@ test_expect_success 'other timings are no difference' '
 	test_cmp /dev/null out &&
 	bcg diff --json mini-cuda.plan slow.plan >same.json &&
 	test_grep "\"identical\": true" same.json
+'
+
+test_expect_success 'the measured times of choices are no difference either' '
+	"$BCG_BUILD_DIR/t/helper/plan-edit" edit-choices.plan slow-choices.plan times 9000000 &&
+	bcg inspect --choices slow-choices.plan >choices &&
+	test_grep "^   2  q     matmul  mma   tuned   mma 9007.00 us, cublas 9008.00 us$" choices &&
+	bcg diff edit-choices.plan slow-choices.plan >out &&
+	bcg diff --stat edit-choices.plan slow-choices.plan >>out &&
+	test_cmp /dev/null out
+'
+
+test_expect_success 'a choice changed in one variant: its op and token count, both impls' '
+	test_grep "^ op q at 2 tokens$" "$golden/choices.out" &&
+	test_grep "^-  impl: cublas$" "$golden/choices.out" &&
+	test_grep "^+  impl: mma$" "$golden/choices.out" &&
+	test_grep "^-op o at 2 tokens: mma, tuned from mma, cublas$" "$golden/choices.out" &&
+	test_grep "^+op o at 1 token: cublas, default$" "$golden/choices.out" &&
+	! grep "us\b\|3\.9" "$golden/choices.out"
+'
+
+test_expect_success 'a 1.0 plan and the same plan written as 1.1 are the same plan' '
+	"$BCG_BUILD_DIR/t/helper/plan-edit" mini-cuda.plan rewritten.plan \
+		env "NVIDIA H100 80GB HBM3" 9.0 13000 13000 130000 &&
+	bcg inspect rewritten.plan >summary &&
+	test_grep "format 1.1)$" summary &&
+	bcg diff mini-cuda.plan rewritten.plan >out &&
+	test_cmp /dev/null out
 '
 
 test_expect_success 'two host captures of one script differ only in timings: exit 0' '

@@ -27,9 +27,22 @@
  *       the end of the arena, which grows to hold it.
  *   times NS
  *       Set every time the plan records (capture statistics, each
- *       segment's capture and instantiate times) to NS plus a different
- *       small number each, and the verification's largest error to 1e-3:
- *       what another capture of the same script changes.
+ *       segment's capture and instantiate times, each choice's measured
+ *       times) to NS plus a different small number each, and the
+ *       verification's largest error to 1e-3: what another capture of the
+ *       same script changes.
+ *   pdl
+ *       Set the PDL capture feature.
+ *   programmatic SEGMENT EDGE
+ *       Make an edge programmatic, leaving from the programmatic port
+ *       (the fingerprint follows).
+ *   choice TOKENS OP IMPL HOW [CAND=US,...]
+ *       Record (or replace) the choice for the op labelled OP in the
+ *       variant of TOKENS tokens: IMPL chosen, HOW one of default, tuned,
+ *       tuned,close; the candidates with their times in microseconds
+ *       ("mma=3.5,cublas=4.25"), none when left out.
+ *   drop-choice TOKENS OP
+ *       Remove the choice for OP in the variant of TOKENS tokens.
  *
  * The fixtures of t/data/plans are made with it (t/data/plans/regen.sh).
  */
@@ -42,6 +55,19 @@
 #include "plan.h"
 
 #define MAX_NODES 4096
+#define MAX_EDITS 8
+#define MAX_CAND  8
+
+/* One choice edit: IMPL NULL drops the choice. */
+struct choice_edit {
+	int64_t               tokens;
+	const char           *op;
+	const char           *impl;
+	uint32_t              flags;
+	uint32_t              ncand;
+	struct plan_candidate cand[MAX_CAND];
+	char                  names[MAX_CAND][32];
+};
 
 struct edit {
 	int         cudaify;
@@ -55,6 +81,11 @@ struct edit {
 	const char *tensor_name, *tensor_dtype, *tensor_role, *tensor_shape;
 	int         has_times;
 	uint64_t    times;
+	int         pdl;
+	uint32_t    prog_segment[MAX_EDITS], prog_edge[MAX_EDITS];
+	uint32_t    nprog;
+	struct choice_edit choice[MAX_EDITS];
+	uint32_t    nchoice;
 };
 
 static int fail(const char *what, const struct plan_diag *d)
@@ -146,13 +177,29 @@ static int copy_segment(const plan_t *src, plan_t *dst, uint32_t si, const struc
 			             sizeof kernels[k]);
 			np += nodes[k].nparams;
 			if (k > 0)
-				edges[k - 1] = (struct plan_edge){ k - 1, k };
+				edges[k - 1] = (struct plan_edge){ .from = k - 1, .to = k };
 		}
 		s.flags |= PLAN_SEG_NODES;
 		s.nodes = nodes;
 		s.nnodes = s.op_count;
 		s.edges = edges;
 		s.nedges = s.op_count - 1;
+	}
+	for (uint32_t k = 0; k < e->nprog; k++) {
+		if (e->prog_segment[k] != si)
+			continue;
+		if (e->prog_edge[k] >= s.nedges) {
+			fprintf(stderr, "plan-edit: segment %u has no edge %u\n", si, e->prog_edge[k]);
+			goto out;
+		}
+		if (edges == NULL) {
+			if ((edges = calloc(s.nedges, sizeof *edges)) == NULL)
+				goto out;
+			memcpy(edges, s.edges, s.nedges * sizeof *edges);
+			s.edges = edges;
+		}
+		edges[e->prog_edge[k]].type = PLAN_EDGE_PROGRAMMATIC;
+		edges[e->prog_edge[k]].from_port = PLAN_PORT_PROGRAMMATIC;
 	}
 	if (e->kernel_name != NULL && si == e->kernel_segment) {
 		if (e->kernel_node >= s.nnodes) {
@@ -220,6 +267,103 @@ static int add_tensor(const plan_t *src, plan_t *dst, const struct edit *e, stru
 	return 0;
 }
 
+/* The edit for the choice of op OP in variant V of P, or NULL. */
+static const struct choice_edit *find_choice_edit(const plan_t *p, const struct edit *e, uint32_t v,
+                                                  uint32_t op)
+{
+	char label[160];
+
+	plan_op_label(p, op, label, sizeof label);
+	for (uint32_t k = 0; k < e->nchoice; k++)
+		if (plan_get_variant(p, v)->tokens == e->choice[k].tokens &&
+		    strcmp(e->choice[k].op, label) == 0)
+			return &e->choice[k];
+	return NULL;
+}
+
+static int add_choice_edit(plan_t *dst, const struct choice_edit *ce, uint32_t v, uint32_t op,
+                           struct plan_diag *diag)
+{
+	struct plan_choice c = { v, op, ce->impl, ce->flags, ce->ncand, ce->cand };
+
+	if (plan_add_choice(dst, &c, NULL, diag) != 0)
+		return fail("adding a choice", diag);
+	return 0;
+}
+
+/* The choices of SRC, edited, then those the edits add. */
+static int copy_choices(const plan_t *src, plan_t *dst, const struct edit *e, struct plan_diag *diag)
+{
+	unsigned char used[MAX_EDITS] = { 0 };
+
+	for (uint32_t i = 0; i < plan_count_choices(src); i++) {
+		struct plan_choice c = *plan_get_choice(src, i);
+		struct plan_candidate cand[64];
+		const struct choice_edit *ce = find_choice_edit(src, e, c.variant, c.op);
+		if (ce != NULL) {
+			used[ce - e->choice] = 1;
+			if (ce->impl != NULL && add_choice_edit(dst, ce, c.variant, c.op, diag) != 0)
+				return 1;
+			continue;
+		}
+		if (e->has_times && c.ncand > 0 && c.ncand <= 64) {
+			memcpy(cand, c.cand, c.ncand * sizeof *cand);
+			for (uint32_t k = 0; k < c.ncand; k++)
+				cand[k].us = (double)(e->times / 1000 + 7 + k);
+			c.cand = c.ncand ? cand : NULL;
+		}
+		if (plan_add_choice(dst, &c, NULL, diag) != 0)
+			return fail("choices", diag);
+	}
+	for (uint32_t k = 0; k < e->nchoice; k++) {
+		const struct choice_edit *ce = &e->choice[k];
+		uint32_t v = plan_find_variant(src, ce->tokens), op;
+		char label[160];
+		if (used[k] || ce->impl == NULL)
+			continue;
+		for (op = 0; op < plan_count_ops(src); op++)
+			if (strcmp(plan_op_label(src, op, label, sizeof label), ce->op) == 0)
+				break;
+		if (v == PLAN_NONE || op == plan_count_ops(src)) {
+			fprintf(stderr, "plan-edit: choice: no op %s at %lld tokens\n", ce->op,
+			        (long long)ce->tokens);
+			return 1;
+		}
+		if (add_choice_edit(dst, ce, v, op, diag) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* "tuned,close" and "mma=3.5,cublas=4.25" into CE. */
+static int parse_choice(struct choice_edit *ce, const char *how, const char *cands)
+{
+	char buf[512], *tok, *save = NULL;
+
+	if (strcmp(how, "default") == 0)
+		ce->flags = 0;
+	else if (strcmp(how, "tuned") == 0)
+		ce->flags = PLAN_CHOICE_TUNED;
+	else if (strcmp(how, "tuned,close") == 0)
+		ce->flags = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE;
+	else
+		return -1;
+	if (cands == NULL)
+		return 0;
+	snprintf(buf, sizeof buf, "%s", cands);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (eq == NULL || ce->ncand == MAX_CAND)
+			return -1;
+		*eq = '\0';
+		snprintf(ce->names[ce->ncand], sizeof ce->names[0], "%s", tok);
+		ce->cand[ce->ncand].impl = ce->names[ce->ncand];
+		ce->cand[ce->ncand].us = strtod(eq + 1, NULL);
+		ce->ncand++;
+	}
+	return 0;
+}
+
 static int copy_plan(const plan_t *src, plan_t *dst, const struct edit *e)
 {
 	struct plan_diag diag = { 0 };
@@ -243,6 +387,8 @@ static int copy_plan(const plan_t *src, plan_t *dst, const struct edit *e)
 		m.cuda_driver = e->env_driver;
 		m.cublas = e->env_cublas;
 	}
+	if (e->pdl)
+		m.features |= PLAN_FEATURE_PDL;
 	struct plan_stats st = *plan_get_stats(src);
 	if (e->has_times) {
 		st.materialize_ns = e->times + 1;
@@ -299,14 +445,16 @@ static int copy_plan(const plan_t *src, plan_t *dst, const struct edit *e)
 	for (uint32_t i = 0; i < plan_count_dispatch(src); i++)
 		if (plan_add_dispatch(dst, plan_get_dispatch(src, i), NULL, &diag) != 0)
 			return fail("dispatch", &diag);
-	return 0;
+	return copy_choices(src, dst, e, &diag);
 }
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: plan-edit IN OUT EDIT [EDIT...]\n"
 	        "edits: cudaify | env DEVICE CC RUNTIME DRIVER CUBLAS | kernel SEGMENT NODE NAME |\n"
-	        "       rename-op OLD NEW | add-tensor NAME DTYPE ROLE SHAPE | times NS\n");
+	        "       rename-op OLD NEW | add-tensor NAME DTYPE ROLE SHAPE | times NS | pdl |\n"
+	        "       programmatic SEGMENT EDGE | choice TOKENS OP IMPL HOW [CAND=US,...] |\n"
+	        "       drop-choice TOKENS OP\n");
 	return 2;
 }
 
@@ -352,6 +500,29 @@ int main(int argc, char **argv)
 			e.has_times = 1;
 			e.times = strtoull(argv[i + 1], NULL, 10);
 			i += 2;
+		} else if (strcmp(w, "pdl") == 0) {
+			e.pdl = 1;
+			i += 1;
+		} else if (strcmp(w, "programmatic") == 0 && i + 2 < argc && e.nprog < MAX_EDITS) {
+			e.prog_segment[e.nprog] = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+			e.prog_edge[e.nprog++] = (uint32_t)strtoul(argv[i + 2], NULL, 10);
+			i += 3;
+		} else if (strcmp(w, "choice") == 0 && i + 4 < argc && e.nchoice < MAX_EDITS) {
+			struct choice_edit *ce = &e.choice[e.nchoice++];
+			/* The candidates are optional: the next word is one when it
+			 * holds a '='. */
+			const char *cands = i + 5 < argc && strchr(argv[i + 5], '=') ? argv[i + 5] : NULL;
+			ce->tokens = atoll(argv[i + 1]);
+			ce->op = argv[i + 2];
+			ce->impl = argv[i + 3];
+			if (parse_choice(ce, argv[i + 4], cands) != 0)
+				return usage();
+			i += cands != NULL ? 6 : 5;
+		} else if (strcmp(w, "drop-choice") == 0 && i + 2 < argc && e.nchoice < MAX_EDITS) {
+			struct choice_edit *ce = &e.choice[e.nchoice++];
+			ce->tokens = atoll(argv[i + 1]);
+			ce->op = argv[i + 2];
+			i += 3;
 		} else {
 			return usage();
 		}

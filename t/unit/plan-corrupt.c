@@ -109,7 +109,7 @@ static unsigned char *make_file_ex(const unsigned char *content, size_t clen, un
 
 static unsigned char *make_file(const unsigned char *content, size_t clen, size_t *len)
 {
-	return make_file_ex(content, clen, 1, 0, 1, len);
+	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR, 1, len);
 }
 
 static unsigned char *get_content(const unsigned char *file, size_t *clen)
@@ -366,10 +366,12 @@ static void test_structure(const unsigned char *content, size_t clen)
 	     put32(sect_of(c, "TENS") + 4, 0x1C71C71Du));
 	EDIT("a record count one too many", PLAN_ERR_CORRUPT, "do not fill",
 	     put32(sect_of(c, "DIMS") + 4, get32(sect_of(c, "DIMS") + 4) + 1));
-	EDIT("a record size shorter than format 1.0's", PLAN_ERR_CORRUPT, "shorter than",
+	EDIT("a record size shorter than format 1.1's", PLAN_ERR_CORRUPT, "shorter than",
 	     put32(sect_of(c, "DIMS"), 16));
-	EDIT("a record size longer than format 1.0's in a 1.0 file", PLAN_ERR_CORRUPT, "which defines",
+	EDIT("a record size longer than format 1.1's in a 1.1 file", PLAN_ERR_CORRUPT, "which defines",
 	     put32(sect_of(c, "DIMS"), 48));
+	EDIT("EDGE records of 1.0's 8 bytes in a 1.1 file", PLAN_ERR_CORRUPT, "shorter than",
+	     put32(sect_of(c, "EDGE"), 8));
 	EDIT("two META records", PLAN_ERR_CORRUPT, "do not fill",
 	     put32(sect_of(c, "META") + 4, 2));
 	EDIT("a directory of 2000 sections", PLAN_ERR_CORRUPT, "more than",
@@ -399,6 +401,41 @@ static void test_structure(const unsigned char *content, size_t clen)
 	EDIT("a dispatch entry naming variant 3 of 3", PLAN_ERR_CORRUPT, "section DISP record 0",
 	     put32(record_of(c, "DISP", 0) + 16, 3));
 
+	/* What format 1.1 added. */
+	EDIT("an edge of type 2", PLAN_ERR_CORRUPT, "edge 1 has unknown type 2",
+	     record_of(c, "EDGE", 1)[8] = 2);
+	EDIT("an edge leaving from port 3", PLAN_ERR_CORRUPT, "unknown port 3",
+	     record_of(c, "EDGE", 0)[9] = 3);
+	EDIT("an edge arriving at port 7", PLAN_ERR_CORRUPT, "unknown port 7",
+	     record_of(c, "EDGE", 0)[10] = 7);
+	EDIT("a choice naming variant 9", PLAN_ERR_CORRUPT, "section CHOI record 0",
+	     put32(record_of(c, "CHOI", 0), 9));
+	EDIT("a choice naming op 99", PLAN_ERR_CORRUPT, "op 99",
+	     put32(record_of(c, "CHOI", 1) + 4, 99));
+	EDIT("two choices for one variant and op", PLAN_ERR_CORRUPT, "are both for op 1",
+	     put32(record_of(c, "CHOI", 1), get32(record_of(c, "CHOI", 0))));
+	EDIT("a choice of an implementation none of its candidates", PLAN_ERR_CORRUPT,
+	     "none of its 2 candidates",
+	     put32(record_of(c, "CHOI", 0) + 8, get32(record_of(c, "DIMS", 0))));
+	EDIT("a choice with an empty implementation", PLAN_ERR_CORRUPT, "empty implementation",
+	     put32(record_of(c, "CHOI", 2) + 8, 0));
+	EDIT("a choice's candidates outside CAND", PLAN_ERR_CORRUPT, "section CHOI record 3",
+	     put32(record_of(c, "CHOI", 3) + 20, 1000));
+	EDIT("two choices sharing candidates", PLAN_ERR_CORRUPT, "starts before",
+	     put32(record_of(c, "CHOI", 1) + 16, 0));
+	EDIT("a choice marked close but not tuned", PLAN_ERR_CORRUPT, "close but was not tuned",
+	     put32(record_of(c, "CHOI", 1) + 12, 2));
+	EDIT("a candidate named twice", PLAN_ERR_CORRUPT, "are both named",
+	     put32(record_of(c, "CAND", 3) + 0, get32(record_of(c, "CAND", 2))));
+	EDIT("a candidate with an empty name", PLAN_ERR_CORRUPT, "has an empty name",
+	     put32(record_of(c, "CAND", 4), 0));
+	EDIT("a candidate time of -1 us", PLAN_ERR_CORRUPT, "not a finite number",
+	     put64(record_of(c, "CAND", 0) + 8, UINT64_C(0xBFF0000000000000)));
+	EDIT("a candidate time of NaN", PLAN_ERR_CORRUPT, "not a finite number",
+	     put64(record_of(c, "CAND", 1) + 8, UINT64_C(0x7FF8000000000000)));
+	EDIT("a candidate time of infinity", PLAN_ERR_CORRUPT, "not a finite number",
+	     put64(record_of(c, "CAND", 1) + 8, UINT64_C(0x7FF0000000000000)));
+
 	/* Strings. */
 	EDIT("a string without a terminating NUL", PLAN_ERR_CORRUPT, "no terminating NUL",
 	     sect_of(c, "STRS")[get64(entry_of(c, "STRS") + 16) - 1] = 'x');
@@ -427,6 +464,16 @@ static void test_structure(const unsigned char *content, size_t clen)
 	     put32(record_of(c, "SEGS", 0) + 12, 3));
 	EDIT("a breakpoint's reserved field", PLAN_ERR_RESERVED, "section BRKP record 0",
 	     put32(record_of(c, "BRKP", 0) + 36, 1));
+	EDIT("an edge's reserved byte", PLAN_ERR_RESERVED, "section EDGE record 2",
+	     record_of(c, "EDGE", 2)[11] = 1);
+	EDIT("a feature bit 1", PLAN_ERR_RESERVED, "unknown features 0x00000002",
+	     put32(record_of(c, "META", 0) + 72, 3));
+	EDIT("META's reserved field", PLAN_ERR_RESERVED, "section META record 0",
+	     put32(record_of(c, "META", 0) + 76, 1));
+	EDIT("a choice flag bit 2", PLAN_ERR_RESERVED, "section CHOI record 1",
+	     put32(record_of(c, "CHOI", 1) + 12, 5));
+	EDIT("a candidate's reserved field", PLAN_ERR_RESERVED, "section CAND record 2",
+	     put32(record_of(c, "CAND", 2) + 4, 1));
 	EDIT("a byte after the last section", PLAN_ERR_RESERVED, "after the last section",
 	     put64(entry_of(c, "STRS") + 16, get64(entry_of(c, "STRS") + 16) - 1);
 	     c[clen - 1] = 'x');
@@ -500,7 +547,7 @@ static void test_frame(const unsigned char *file, size_t len, const unsigned cha
 	expect_file(f, len + 3, NULL, PLAN_ERR_CORRUPT, "follow the payload", "bytes after the payload");
 	free(f);
 
-	f = make_file_ex(content, clen, 1, 0, 0, &n);
+	f = make_file_ex(content, clen, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR, 0, &n);
 	expect_file(f, n, NULL, PLAN_ERR_CORRUPT, "no content checksum", "a zstd frame without checksum");
 	free(f);
 
@@ -566,11 +613,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.0 is newer than this reader's 1.0",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.1",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.0",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.1",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -579,7 +626,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.1 as a future writer might make it: an optional section
+	/* Format 1.2 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer. */
 	ns = split_content(content, s);
 	int k = 0;
@@ -603,19 +650,19 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 152;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 1, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 2, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.1 with an unknown optional section and longer records is read");
+	       "format 1.2 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 1, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 2, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
 		ok(w != NULL && wl == len && memcmp(w, file, len) == 0,
-		   "written again, it is the format 1.0 file it came from");
+		   "written again, it is the format 1.1 file it came from");
 		free(w);
 		plan_free(p);
 	} else {
@@ -623,9 +670,9 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	}
 	free(f2);
 
-	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 1, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_CORRUPT, "which defines 144",
-	            "the same content labelled 1.0 (records longer than 1.0 defines)");
+	            "the same content labelled 1.1 (records longer than 1.1 defines)");
 	free(f2);
 
 	/* The extra section made required. */
@@ -634,14 +681,38 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 1, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.1 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 2, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.2 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
 	for (int i = 0; i < k; i++)
 		if (memcmp(ext[i].id, "TENS", 4) == 0)
 			free((void *)ext[i].data);
+
+	/* The sections 1.1 added: a 1.1 file must have them; in a file
+	 * labelled 1.0 an id of them is unknown, skipped or, if required,
+	 * refused. */
+	k = 0;
+	for (int i = 0; i < ns; i++)
+		if (memcmp(s[i].id, "CAND", 4) != 0)
+			ext[k++] = s[i];
+	c2 = join_content(ext, k, &c2len);
+	f2 = make_file_ex(c2, c2len, 1, 1, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_CORRUPT, "section CAND is missing",
+	            "a 1.1 file without CAND");
+	free(f2);
+	free(c2);
+	for (int i = 0; i < ns; i++)
+		if (memcmp(s[i].id, "CHOI", 4) == 0 || memcmp(s[i].id, "CAND", 4) == 0)
+			ok(s[i].flags == 1, "the sample, which has choices, marks %.4s Required", s[i].id);
+	c2 = join_content(s, ns, &c2len);
+	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
+	            "but this reader (format 1.1) does not know it",
+	            "a file labelled 1.0 with a required CHOI");
+	free(f2);
+	free(c2);
 }
 
 /* ---------------------------------------------------------------------- */

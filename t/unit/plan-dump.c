@@ -85,11 +85,21 @@ static void test_json(const plan_t *rich, const plan_t *v)
 	ok(strstr(all, "\"value\": \"tf32 na\xc3\xafve\"") != NULL, "a string attribute, as UTF-8");
 	ok(strstr(all, "\"type\": \"bool\",\n") != NULL && strstr(all, "\"value\": true") != NULL,
 	   "a bool attribute");
+	ok(strstr(all, "\"features\": [\n      \"pdl\"\n    ]") != NULL, "the features, by name");
+	is_int(count(all, "\"type\": \"programmatic\""), 2, "the programmatic edges");
+	is_int(count(all, "\"from_port\": \"launch-completion\""), 1, "an edge's port");
+	is_int(count(all, "\"impl\": \"mma\""), 3, "the choices and their candidates");
+	ok(strstr(all, "\"op_label\": \"silu_mul#2\",\n      \"impl\": \"fused\",\n"
+	           "      \"tuned\": false,\n      \"close\": false") != NULL,
+	   "a choice made by default");
+	ok(strstr(all, "\"impl\": \"cublaslt\",\n          \"us\": 9.75\n") != NULL,
+	   "a candidate's time");
 	free(all);
 
 	char *part = dump(plan_dump_json, rich, &one, &rc);
 	is_int(rc, PLAN_OK, "the JSON dump of one variant");
 	is_int(count(part, "\"peak_bytes\": "), 1, "one variant");
+	is_int(count(part, "\"tuned\": "), 1, "its one choice alone");
 	free(part);
 
 	char *bad = dump(plan_dump_json, rich, &none, &rc);
@@ -100,7 +110,7 @@ static void test_json(const plan_t *rich, const plan_t *v)
 	char *vec = dump(plan_dump_json, v, NULL, &rc);
 	ok(rc == PLAN_OK && strstr(vec, "\"script_hash\": \"0x1122334455667788\"") != NULL &&
 	   strstr(vec, "\"created_utc\": \"2023-11-14T22:13:20Z\"") != NULL &&
-	   strstr(vec, "\"fingerprint\": \"0x07f75855dd81e7e7\"") != NULL,
+	   strstr(vec, "\"fingerprint\": \"0x6bed0ed1d5ce4aaf\"") != NULL,
 	   "the vector's hashes and time, as plan-format.md gives them");
 	free(vec);
 }
@@ -116,7 +126,108 @@ static void test_dot(const plan_t *rich)
 	is_int(count(dot, "subgraph \"cluster_v"), plan_count_variants(rich), "a cluster per variant");
 	is_int(count(dot, "subgraph \"cluster_s"), plan_count_segments(rich), "a cluster per segment");
 	is_int(count(dot, "shape=octagon"), plan_count_breakpoints(rich), "an octagon per breakpoint");
+	ok(strstr(dot, "\"s1_n0\" -> \"s1_n1\" [style=dashed, label=\"programmatic\"];\n") != NULL,
+	   "a programmatic edge, dashed");
+	ok(strstr(dot, "\"s1_n0\" -> \"s1_n2\" [style=dashed, label=\"programmatic "
+	           "out=launch-completion\"];\n") != NULL, "one from the launch-completion port, named");
+	ok(strstr(dot, "\"s1_n1\" -> \"s1_n2\";\n") != NULL, "a default edge, plain");
+	ok(strstr(dot, ", features pdl\"];\n") != NULL, "the features in the title");
 	free(dot);
+}
+
+/* RICH with a choice changed, one removed, one added, an edge made
+ * default, and no features: a copy through the API, edited. */
+static plan_t *rich_edited(const plan_t *rich)
+{
+	plan_t *p = plan_clone_program(rich);
+	struct plan_meta m = *plan_get_meta(rich);
+	int bad = p == NULL;
+
+	m.features = 0;
+	bad = bad || plan_set_meta(p, &m, NULL) != 0 || plan_set_stats(p, plan_get_stats(rich), NULL);
+	for (uint32_t v = 0; !bad && v < plan_count_variants(rich); v++) {
+		const struct plan_variant *var = plan_get_variant(rich, v);
+		bad = plan_add_variant(p, var, NULL, NULL) != 0;
+		for (uint32_t k = 0; !bad && k < var->nitems; k++) {
+			const struct plan_item *it = &var->items[k];
+			if (it->kind == PLAN_ITEM_BREAK) {
+				bad = plan_add_breakpoint(p, plan_get_breakpoint(rich, it->index), NULL, NULL);
+				continue;
+			}
+			struct plan_segment s = *plan_get_segment(rich, it->index);
+			struct plan_edge e[8];
+			if (s.nedges > 0)
+				memcpy(e, s.edges, s.nedges * sizeof *e);
+			for (uint32_t j = 0; j < s.nedges; j++)
+				if (e[j].from_port == PLAN_PORT_PROGRAMMATIC)
+					e[j].type = e[j].from_port = PLAN_PORT_DEFAULT;
+			s.edges = s.nedges ? e : NULL;
+			if (s.flags & PLAN_SEG_NODES)
+				s.fingerprint = plan_fingerprint(&s);
+			bad = plan_add_segment(p, &s, NULL, NULL) != 0;
+		}
+	}
+	for (uint32_t i = 0; !bad && i < plan_count_checks(rich); i++)
+		bad = plan_add_check(p, plan_get_check(rich, i), NULL, NULL) != 0;
+	for (uint32_t i = 0; !bad && i < plan_count_dispatch(rich); i++)
+		bad = plan_add_dispatch(p, plan_get_dispatch(rich, i), NULL, NULL) != 0;
+	for (uint32_t i = 0; !bad && i < plan_count_choices(rich); i++) {
+		struct plan_choice c = *plan_get_choice(rich, i);
+		struct plan_candidate cand[4];
+		if (c.op == 2)
+			continue;                   /* silu_mul's: removed */
+		if (c.ncand > 0)
+			memcpy(cand, c.cand, c.ncand * sizeof *cand);
+		for (uint32_t k = 0; k < c.ncand; k++)
+			cand[k].us *= 3;            /* timings: no difference */
+		c.cand = c.ncand ? cand : NULL;
+		if (c.variant == 0)
+			c.impl = "cublas";          /* changed: mma -> cublas */
+		bad = plan_add_choice(p, &c, NULL, NULL) != 0;
+	}
+	bad = bad || plan_add_choice(p, &(struct plan_choice){ 1, 4, "vec4", 0, 0, NULL }, NULL, NULL);
+	if (bad) {
+		plan_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void test_diff_choices(const plan_t *rich)
+{
+	plan_t *b = rich_edited(rich);
+	struct plan_diff *d = b != NULL ? plan_diff(rich, b, 0) : NULL;
+	char all[4096] = "";
+	size_t at = 0;
+
+	if (!ok(d != NULL, "the rich plan against an edit of its choices, edges and features")) {
+		plan_free(b);
+		return;
+	}
+	for (uint32_t i = 0; i < plan_diff_length(d); i++) {
+		const struct plan_diff_entry *e = plan_diff_get(d, i);
+		if (e->change == PLAN_DIFF_SAME)
+			continue;
+		int w = snprintf(all + at, sizeof all - at, "%s %s %lld [%s] [%s] [%s] [%s]\n",
+		                 plan_diff_area_name(e->area), plan_diff_change_name(e->change),
+		                 (long long)e->tokens, e->subject, e->field, e->a, e->b);
+		at += w > 0 && (size_t)w < sizeof all - at ? (size_t)w : 0;
+	}
+	ok(strstr(all, "meta changed 0 [] [features] [pdl] [-]\n") != NULL, "the features");
+	ok(strstr(all, "[edges] [0->1 (programmatic) 1->2 0->2 (programmatic out=launch-completion) "
+	           "2->3] [0->1 1->2 0->2 (programmatic out=launch-completion) 2->3]") != NULL,
+	   "the edge that is no longer programmatic");
+	ok(strstr(all, "choices changed 16 [op mm.0 at 16 tokens] [impl] [mma] [cublas]\n") != NULL,
+	   "the choice changed, per variant and op");
+	ok(strstr(all, "choices removed 16 [op silu_mul#2 at 16 tokens: fused, default from fused] [] "
+	           "[op silu_mul#2 at 16 tokens: fused, default from fused] []\n") != NULL,
+	   "the choice removed");
+	ok(strstr(all, "choices added 4 [op res at 4 tokens: vec4, default] [] [] "
+	           "[op res at 4 tokens: vec4, default]\n") != NULL, "the choice added");
+	is_int(count(all, "\nchoices "), 3, "and no other choice, though every time changed");
+	is_int(count(all, "\n"), 6, "nothing else");
+	plan_diff_free(d);
+	plan_free(b);
 }
 
 static void test_diff(const plan_t *rich, const plan_t *v)
@@ -153,6 +264,8 @@ static void test_diff(const plan_t *rich, const plan_t *v)
 		        strcmp(plan_diff_get(d, i)->field, "tool") == 0;
 	is_int(meta, 0, "--ignore-env: the tool is not compared");
 	plan_diff_free(d);
+
+	test_diff_choices(rich);
 
 	is_int(plan_diff_count(NULL), 0, "no diff: no difference");
 	plan_diff_free(NULL);

@@ -125,7 +125,7 @@ static void test_fingerprint(void)
 		{ PLAN_NODE_KERNEL, 0, "gemm", { 4, 2, 1 }, { 128, 1, 1 }, 1024, 2, pa },
 		{ PLAN_NODE_MEMSET, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
 	};
-	struct plan_edge edges[] = { { 0, 1 } };
+	struct plan_edge edges[] = { { .from = 0, .to = 1 } };
 	struct plan_segment s = { .flags = PLAN_SEG_NODES, .nnodes = 2, .nodes = nodes,
 	                          .nedges = 1, .edges = edges };
 	unsigned char buf[512];
@@ -150,9 +150,9 @@ static void test_fingerprint(void)
 	pa[1].offset += UINT64_C(1) << 32;
 	ok(plan_fingerprint(&s) != fp, "a parameter's high offset bits enter the fingerprint");
 	pa[1].offset -= UINT64_C(1) << 32;
-	edges[0] = (struct plan_edge){ 1, 0 };
+	edges[0] = (struct plan_edge){ .from = 1, .to = 0 };
 	ok(plan_fingerprint(&s) != fp, "an edge's direction enters the fingerprint");
-	edges[0] = (struct plan_edge){ 0, 1 };
+	edges[0] = (struct plan_edge){ .from = 0, .to = 1 };
 	nodes[0].kernel = "gem";
 	nodes[1].kernel = "m";
 	ok(plan_fingerprint(&s) != fp, "kernel names are length-prefixed (\"gem\"+\"m\" != \"gemm\"+\"\")");

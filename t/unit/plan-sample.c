@@ -47,7 +47,7 @@ plan_t *sample_rich(void)
 		.script_hash = UINT64_C(0x0123456789abcdef), .created = 1700000123,
 		.backend = PLAN_BACKEND_CUDA, .device = "NVIDIA H100 80GB HBM3",
 		.cc_major = 9, .cc_minor = 0, .cuda_runtime = 13000, .cuda_driver = 13010,
-		.cublas = 130001,
+		.cublas = 130001, .features = PLAN_FEATURE_PDL,
 	};
 	CHECK(plan_set_meta(p, &meta, NULL));
 	struct plan_stats stats = {
@@ -170,7 +170,14 @@ plan_t *sample_rich(void)
 		{ PLAN_NODE_MEMSET, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
 		{ PLAN_NODE_KERNEL, 2, "silu_mul_kernel", { 8, 1, 1 }, { 64, 2, 1 }, 128, 1, pr2 },
 	};
-	struct plan_edge edges0[] = { { 0, 1 }, { 1, 2 }, { 0, 2 }, { 2, 3 } };
+	/* A programmatic edge, one leaving from the launch-completion port,
+	 * and default ones. */
+	struct plan_edge edges0[] = {
+		{ 0, 1, PLAN_EDGE_PROGRAMMATIC, PLAN_PORT_PROGRAMMATIC, PLAN_PORT_DEFAULT },
+		{ 1, 2, PLAN_EDGE_DEFAULT, PLAN_PORT_DEFAULT, PLAN_PORT_DEFAULT },
+		{ 0, 2, PLAN_EDGE_PROGRAMMATIC, PLAN_PORT_LAUNCH_COMPLETION, PLAN_PORT_DEFAULT },
+		{ 2, 3, PLAN_EDGE_DEFAULT, PLAN_PORT_DEFAULT, PLAN_PORT_DEFAULT },
+	};
 	struct plan_segment s0 = { .variant = v0, .op_first = 0, .op_count = 3,
 	                           .flags = PLAN_SEG_NODES, .nnodes = N(nodes0), .nodes = nodes0,
 	                           .nedges = N(edges0), .edges = edges0,
@@ -184,7 +191,9 @@ plan_t *sample_rich(void)
 		{ PLAN_NODE_GRAPH, 4, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
 		{ PLAN_NODE_OTHER, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
 	};
-	struct plan_edge edges1[] = { { 1, 0 }, { 2, 1 }, { 3, 2 } };
+	struct plan_edge edges1[] = {
+		{ .from = 1, .to = 0 }, { .from = 2, .to = 1 }, { .from = 3, .to = 2 },
+	};
 	struct plan_segment s1 = { .variant = v1, .op_first = 0, .op_count = 5,
 	                           .flags = PLAN_SEG_NODES, .nnodes = N(nodes1), .nodes = nodes1,
 	                           .nedges = N(edges1), .edges = edges1,
@@ -218,6 +227,19 @@ plan_t *sample_rich(void)
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 2, 4, v1 }, NULL, NULL));
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 5, 16, v0 }, NULL, NULL));
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 17, 64, PLAN_NONE }, NULL, NULL));
+
+	/* Choices for the matmul mm.0 in each variant, added out of variant
+	 * order: tuned with a close runner-up, tuned, and the default with no
+	 * candidates measured; and one for the unnamed silu_mul. */
+	struct plan_candidate c1[] = { { "cublas", 2.0 }, { "mma", 2.5 } };
+	CHECK(plan_add_choice(p, &(struct plan_choice){ v1, 1, "cublas", PLAN_CHOICE_TUNED, 2, c1 },
+	                      NULL, NULL));
+	struct plan_candidate c0[] = { { "mma", 3.25 }, { "cublas", 3.5 }, { "cublaslt", 9.75 } };
+	CHECK(plan_add_choice(p, &(struct plan_choice){ v0, 1, "mma",
+	                      PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE, 3, c0 }, NULL, NULL));
+	CHECK(plan_add_choice(p, &(struct plan_choice){ v2, 1, "cublas", 0, 0, NULL }, NULL, NULL));
+	struct plan_candidate c2[] = { { "fused", 0 } };
+	CHECK(plan_add_choice(p, &(struct plan_choice){ v0, 2, "fused", 0, 1, c2 }, NULL, NULL));
 	return p;
 fail:
 	plan_free(p);
@@ -227,7 +249,9 @@ fail:
 /* ---------------------------------------------------------------------- */
 /* The spec's test vector.                                                 */
 
-plan_t *sample_vector(void)
+/* Format 1.1's vector adds to 1.0's a second node, a programmatic edge to
+ * it, the PDL feature and a choice for the matmul. */
+static plan_t *vector(unsigned minor)
 {
 	plan_t *p = plan_new();
 	uint32_t T, H, x, w, y, v;
@@ -239,7 +263,7 @@ plan_t *sample_vector(void)
 		.script_hash = UINT64_C(0x1122334455667788), .created = 1700000000,
 		.backend = PLAN_BACKEND_CUDA, .device = "NVIDIA H100 80GB HBM3",
 		.cc_major = 9, .cc_minor = 0, .cuda_runtime = 13000, .cuda_driver = 13000,
-		.cublas = 130000,
+		.cublas = 130000, .features = minor >= 1 ? PLAN_FEATURE_PDL : 0,
 	};
 	CHECK(plan_set_meta(p, &meta, NULL));
 	CHECK(plan_set_layout(p, &(struct plan_layout){ 1024, 1024, 256 }, NULL));
@@ -266,10 +290,16 @@ plan_t *sample_vector(void)
 	CHECK(plan_add_op(p, &(struct plan_op){ "scale", "s", PLAN_OP_EAGER, 8, 5, 1, 1, 1, in1, out1, at1 },
 	                  NULL, NULL));
 	CHECK(plan_add_variant(p, &(struct plan_variant){ 2, PLAN_MODE_BREAKABLE, 1024, 0, NULL }, &v, NULL));
-	struct plan_param pr[] = { { 0, 0 }, { 1, 256 }, { 2, 512 } };
-	struct plan_node node = { PLAN_NODE_KERNEL, 0, "matmul_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 3, pr };
+	struct plan_param pr[] = { { 0, 0 }, { 1, 256 }, { 2, 512 } }, pr1[] = { { 0, 512 } };
+	struct plan_node nodes[] = {
+		{ PLAN_NODE_KERNEL, 0, "matmul_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 3, pr },
+		{ PLAN_NODE_KERNEL, 0, "splitk_reduce_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 1, pr1 },
+	};
+	struct plan_edge edge = { 0, 1, PLAN_EDGE_PROGRAMMATIC, PLAN_PORT_PROGRAMMATIC,
+	                          PLAN_PORT_DEFAULT };
 	struct plan_segment s = { .variant = v, .op_first = 0, .op_count = 1, .flags = PLAN_SEG_NODES,
-	                          .nnodes = 1, .nodes = &node };
+	                          .nnodes = minor >= 1 ? 2 : 1, .nodes = nodes,
+	                          .nedges = minor >= 1 ? 1 : 0, .edges = &edge };
 	s.fingerprint = plan_fingerprint(&s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, 1, "s", PLAN_BREAK_FORCED,
@@ -277,10 +307,25 @@ plan_t *sample_vector(void)
 	CHECK(plan_add_check(p, &(struct plan_check){ v, y, 1, UINT64_C(0xa5a5a5a55a5a5a5a), 1.5 },
 	                     NULL, NULL));
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 1, 2, v }, NULL, NULL));
+	if (minor >= 1) {
+		struct plan_candidate cand[] = { { "mma", 3.5 }, { "cublas", 3.75 } };
+		CHECK(plan_add_choice(p, &(struct plan_choice){ v, 0, "mma",
+		                      PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE, 2, cand }, NULL, NULL));
+	}
 	return p;
 fail:
 	plan_free(p);
 	return NULL;
+}
+
+plan_t *sample_vector(void)
+{
+	return vector(1);
+}
+
+plan_t *sample_vector_1_0(void)
+{
+	return vector(0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -327,7 +372,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 				k % 3 ? "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"
 				      : "rmsnorm_kernel<__half, 1024>",
 				{ 64 + k % 7, 1, 1 }, { 128, 1, 1 }, (k % 4) * 1024, 2, &pr[2 * k] };
-			ed[k] = (struct plan_edge){ k ? k - 1 : 0, k };
+			ed[k] = (struct plan_edge){ .from = k ? k - 1 : 0, .to = k };
 		}
 		struct plan_segment seg = { .variant = v, .op_first = first, .op_count = nodes,
 		                            .flags = PLAN_SEG_NODES, .nnodes = nodes, .nodes = nd,
@@ -432,6 +477,7 @@ static void cmp_program(struct cmp *c, const plan_t *a, const plan_t *b)
 	EQ_INT("meta.cuda_runtime", ma->cuda_runtime, mb->cuda_runtime);
 	EQ_INT("meta.cuda_driver", ma->cuda_driver, mb->cuda_driver);
 	EQ_INT("meta.cublas", ma->cublas, mb->cublas);
+	EQ_INT("meta.features", ma->features, mb->features);
 	EQ_U64("layout.arena_bytes", la->arena_bytes, lb->arena_bytes);
 	EQ_U64("layout.unshared_bytes", la->unshared_bytes, lb->unshared_bytes);
 	EQ_INT("layout.alignment", la->alignment, lb->alignment);
@@ -560,6 +606,9 @@ static void cmp_captures(struct cmp *c, const plan_t *a, const plan_t *b)
 		for (uint32_t k = 0; k < x->nedges && k < y->nedges; k++) {
 			EQ_INT(w, x->edges[k].from, y->edges[k].from);
 			EQ_INT(w, x->edges[k].to, y->edges[k].to);
+			EQ_INT(w, x->edges[k].type, y->edges[k].type);
+			EQ_INT(w, x->edges[k].from_port, y->edges[k].from_port);
+			EQ_INT(w, x->edges[k].to_port, y->edges[k].to_port);
 		}
 	}
 	EQ_INT("breakpoint count", plan_count_breakpoints(a), plan_count_breakpoints(b));
@@ -591,6 +640,20 @@ static void cmp_captures(struct cmp *c, const plan_t *a, const plan_t *b)
 		EQ_INT(w, x->tokens_min, y->tokens_min);
 		EQ_INT(w, x->tokens_max, y->tokens_max);
 		EQ_INT(w, x->variant, y->variant);
+	}
+	EQ_INT("choice count", plan_count_choices(a), plan_count_choices(b));
+	for (uint32_t i = 0; i < plan_count_choices(a) && i < plan_count_choices(b); i++) {
+		const struct plan_choice *x = plan_get_choice(a, i), *y = plan_get_choice(b, i);
+		snprintf(w, sizeof w, "choice %u", i);
+		EQ_INT(w, x->variant, y->variant);
+		EQ_INT(w, x->op, y->op);
+		EQ_STR(w, x->impl, y->impl);
+		EQ_INT(w, x->flags, y->flags);
+		EQ_INT(w, x->ncand, y->ncand);
+		for (uint32_t k = 0; k < x->ncand && k < y->ncand; k++) {
+			EQ_STR(w, x->cand[k].impl, y->cand[k].impl);
+			EQ_F64(w, x->cand[k].us, y->cand[k].us);
+		}
 	}
 }
 

@@ -11,16 +11,22 @@
 #include "plan.h"
 
 /* Every kind of record and field: three variants (breakable, full,
- * eager), segments with and without nodes, params and edges, breakpoints
+ * eager), segments with and without nodes, params and edges (default and
+ * programmatic), the PDL feature, implementation choices, breakpoints
  * with reads and writes, checks, dispatch, stats, attributes of every
  * type. Variants' segments and breakpoints are added interleaved across
  * variants. NULL when a builder call fails (the message on stderr). */
 plan_t *sample_rich(void);
 
 /* The plan of t/data/vector.plan, as formats/plan-format.md describes it:
- * 2 dims, 1 var, 3 tensors, 2 ops, 1 variant of one segment (one node)
- * and one breakpoint, 1 check, 1 dispatch entry. */
+ * 2 dims, 1 var, 3 tensors, 2 ops, 1 variant of one segment (two nodes
+ * joined by a programmatic edge) and one breakpoint, 1 check, 1 dispatch
+ * entry, 1 choice, the PDL feature. */
 plan_t *sample_vector(void);
+
+/* The plan of t/data/vector-1.0.plan, the vector of format 1.0: the same
+ * but for the second node, the edge, the feature and the choice. */
+plan_t *sample_vector_1_0(void);
 
 /* A plan of NSEG segments of NODES nodes each (in one breakable variant,
  * with a breakpoint after each segment), as a capture of a large model

@@ -256,7 +256,7 @@ static void test_captures(void)
 	expect_invalid(p, "unknown flags 0x10", "a segment with an unknown flag");
 
 	struct plan_node n2[2] = { n, n };
-	struct plan_edge self = { 1, 1 };
+	struct plan_edge self = { .from = 1, .to = 1 };
 	struct plan_segment s = { .variant = 0, .op_first = 0, .op_count = 3, .flags = PLAN_SEG_NODES,
 	                          .nnodes = 2, .nodes = n2, .nedges = 1, .edges = &self };
 	s.fingerprint = plan_fingerprint(&s);
@@ -381,6 +381,121 @@ static void test_builder(void)
 	plan_free(p);
 }
 
+/* Edges' types and ports, the features, and implementation choices
+ * (format 1.1). */
+static void test_choices(void)
+{
+	struct plan_node n = { PLAN_NODE_KERNEL, 0, "k", { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, NULL };
+	struct plan_node n2[2] = { n, n };
+	struct plan_edge e = { 0, 1, PLAN_EDGE_PROGRAMMATIC, PLAN_PORT_LAUNCH_COMPLETION, 0 };
+	struct plan_segment s = { .variant = 0, .op_first = 0, .op_count = 3, .flags = PLAN_SEG_NODES,
+	                          .nnodes = 2, .nodes = n2, .nedges = 1, .edges = &e };
+	struct plan_diag d = { 0 };
+	plan_t *p;
+
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	is_int(plan_validate(p, &d), 0, "a programmatic edge from the launch-completion port is valid");
+	plan_free(p);
+	e.type = 2;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "segment 0 edge 0 has unknown type 2", "an edge of type 2");
+	e.type = PLAN_EDGE_PROGRAMMATIC;
+	e.from_port = 3;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "unknown port 3", "an edge from port 3");
+	e.from_port = PLAN_PORT_PROGRAMMATIC;
+	e.to_port = 200;
+	s.fingerprint = plan_fingerprint(&s);
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "unknown port 200", "an edge to port 200");
+	e.to_port = 0;
+	p = small_plan();
+	plan_add_segment(p, &s, NULL, NULL);
+	expect_invalid(p, "does not match its nodes", "a fingerprint that leaves out the edge's type");
+
+	p = small_plan();
+	plan_set_meta(p, &(struct plan_meta){ .features = PLAN_FEATURE_PDL | 0x8 }, NULL);
+	expect_invalid(p, "unknown features 0x9", "an unknown feature bit");
+
+	struct plan_candidate two[] = { { "mma", 1.5 }, { "cublas", 2.0 } };
+#define CHOICE_PLAN(...)                                                        \
+	p = small_plan();                                                       \
+	add_seg(p, 0, 0, 3);                                                    \
+	plan_add_choice(p, &(struct plan_choice){ __VA_ARGS__ }, NULL, NULL)
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE, 2, two);
+	is_int(plan_validate(p, &d), 0, "a tuned, close choice among two candidates is valid");
+	ok(plan_find_choice(p, 0, 1) == plan_get_choice(p, 0) && plan_find_choice(p, 0, 2) == NULL &&
+	   plan_count_choices(p) == 1, "plan_find_choice finds it by variant and op, and nothing else");
+	plan_add_choice(p, &(struct plan_choice){ 0, 2, "mma", 0, 0, NULL }, NULL, NULL);
+	plan_add_choice(p, &(struct plan_choice){ 0, 1, "cublas", 0, 0, NULL }, NULL, NULL);
+	expect_invalid(p, "choices 0 and 2 are both for op 1 of variant 0", "two choices for one op");
+	CHOICE_PLAN(0, 1, "", 0, 0, NULL);
+	expect_invalid(p, "choice 0 has an empty implementation name", "an empty implementation");
+	CHOICE_PLAN(0, 1, "tiled", PLAN_CHOICE_TUNED, 2, two);
+	expect_invalid(p, "chose 'tiled', which is none of its 2 candidates", "a choice of no candidate");
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_CLOSE, 2, two);
+	expect_invalid(p, "close but was not tuned", "close without tuned");
+	CHOICE_PLAN(0, 1, "mma", 0x4, 2, two);
+	expect_invalid(p, "choice 0 has unknown flags 0x4", "an unknown choice flag");
+	struct plan_candidate dup[] = { { "mma", 1.5 }, { "cublas", 2.0 }, { "mma", 1.0 } };
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED, 3, dup);
+	expect_invalid(p, "choice 0 candidates 0 and 2 are both named 'mma'", "a candidate twice");
+	struct plan_candidate unnamed[] = { { "mma", 1.5 }, { "", 2.0 } };
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED, 2, unnamed);
+	expect_invalid(p, "choice 0 candidate 1 has an empty name", "a candidate without a name");
+	static const double bad_us[] = { -0.5, 1.0 / 0.0, -1.0 / 0.0 };
+	for (unsigned k = 0; k < 3; k++) {
+		struct plan_candidate t[] = { { "mma", 1.5 }, { "cublas", bad_us[k] } };
+		CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED, 2, t);
+		expect_invalid(p, "not a finite number >= 0", "a negative or infinite candidate time");
+	}
+	struct plan_candidate nan[] = { { "mma", 0.0 / 0.0 } };
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED, 1, nan);
+	expect_invalid(p, "candidate 0 (mma) has time", "a candidate time of NaN");
+	struct plan_candidate untimed[] = { { "mma", 0 } };
+	CHOICE_PLAN(0, 1, "mma", 0, 1, untimed);
+	is_int(plan_validate(p, &d), 0, "an untimed default among one candidate is valid");
+	plan_free(p);
+#undef CHOICE_PLAN
+
+	/* The builder's own checks. */
+	p = small_plan();
+	is_int(plan_add_choice(p, &(struct plan_choice){ 1, 0, "mma", 0, 0, NULL }, NULL, &d),
+	       PLAN_ERR_INVALID, "the builder refuses a choice of variant 1 of 1");
+	ok(strstr(d.message, "choice: variant 1 of 1") != NULL, "saying so: %s", d.message);
+	is_int(plan_add_choice(p, &(struct plan_choice){ 0, 3, "mma", 0, 0, NULL }, NULL, &d),
+	       PLAN_ERR_INVALID, "a choice of op 3 of 3");
+	is_int(plan_add_choice(p, &(struct plan_choice){ 0, 0, "mma", 0, 2, NULL }, NULL, &d),
+	       PLAN_ERR_INVALID, "a choice of 2 candidates without a list");
+	is_int(plan_count_choices(p), 0, "none of them was added");
+	plan_free(p);
+
+	/* The builder copies: the caller's strings and arrays may go. */
+	char impl[8] = "mma", name[8] = "mma";
+	struct plan_candidate mine[] = { { name, 4.5 } };
+	uint32_t idx = 9;
+	p = small_plan();
+	add_seg(p, 0, 0, 3);
+	is_int(plan_add_choice(p, &(struct plan_choice){ 0, 2, impl, PLAN_CHOICE_TUNED, 1, mine },
+	                       &idx, &d), 0, "a choice is added");
+	memset(impl, 'x', sizeof impl - 1);
+	memset(name, 'y', sizeof name - 1);
+	mine[0].us = 99;
+	const struct plan_choice *c = plan_get_choice(p, idx);
+	ok(idx == 0 && c != NULL && strcmp(c->impl, "mma") == 0 && c->ncand == 1 &&
+	   strcmp(c->cand[0].impl, "mma") == 0 && c->cand[0].us == 4.5,
+	   "and keeps its own copy of what it was given");
+	ok(plan_get_choice(p, 1) == NULL, "no choice 1");
+	plan_free(p);
+}
+
 int main(void)
 {
 	test_valid();
@@ -388,5 +503,6 @@ int main(void)
 	test_items();
 	test_captures();
 	test_builder();
+	test_choices();
 	return tap_done();
 }

@@ -23,6 +23,7 @@
 #   edit-env.plan      another device and toolkit
 #   edit-sizes.plan    capture sizes 1, 3, 4 instead of 1, 2, 4
 #   edit-moved.plan    the op probe (a forced breakpoint) moved before res
+#   edit-choices*.plan see the end
 #
 # One fixture is not made here: llama-decode-small.cuda.plan is a real
 # capture of samples/llama-decode-small.yaml on an H100 (CUDA 13.0), as
@@ -74,3 +75,21 @@ test "$(grep -n 'name: probe,' "$scratch/moved.yaml" | cut -d: -f1)" -lt \
      "$(grep -n 'name: res,' "$scratch/moved.yaml" | cut -d: -f1)"
 capture "$scratch/moved.yaml" "$scratch/moved.plan" mini.yaml
 "$edit" "$scratch/moved.plan" "$here/edit-moved.plan" cudaify
+
+# Format 1.1's additions, made through the API (a host capture records
+# none of them):
+#   edit-choices.plan    mini-cuda.plan with the PDL feature, three
+#                        programmatic edges, and implementation choices for
+#                        q (sizes 1 and 2, one close), o (size 2) and
+#                        lm_head (size 4, by default)
+#   edit-choices-b.plan  edit-choices.plan with q at size 2 choosing mma, o's
+#                        choice at size 2 gone, one for o at size 1, and
+#                        every time changed (which is no difference)
+"$edit" "$here/mini-cuda.plan" "$here/edit-choices.plan" pdl \
+	programmatic 3 1 programmatic 3 2 programmatic 4 0 \
+	choice 1 q mma tuned mma=3.5,cublas=4.25 \
+	choice 2 q cublas tuned,close cublas=3.75,mma=3.8 \
+	choice 2 o mma tuned mma=2.25,cublas=2.5 \
+	choice 4 lm_head cublas default
+"$edit" "$here/edit-choices.plan" "$here/edit-choices-b.plan" times 5000000 \
+	choice 2 q mma tuned mma=3.5,cublas=3.9 drop-choice 2 o choice 1 o cublas default
