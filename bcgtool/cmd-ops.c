@@ -43,6 +43,13 @@ static const char *ops_attr_type_name(int type)
 	}
 }
 
+/* Whether attribute I of K defaults to the value of heads (kv_heads). */
+static int ops_defaults_to_heads(const struct op_kind *k, int i)
+{
+	return (k->id == OP_ATTENTION && i == ATTN_KV_HEADS) ||
+	       (k->id == OP_ROPE_KV_WRITE && i == RKV_KV_HEADS);
+}
+
 /* The default as a script would write it; "" when required. */
 static void ops_attr_default(const struct op_kind *k, int i, char *buf, size_t len)
 {
@@ -50,7 +57,7 @@ static void ops_attr_default(const struct op_kind *k, int i, char *buf, size_t l
 
 	if (a->required)
 		buf[0] = '\0';
-	else if (k->id == OP_ATTENTION && i == ATTN_KV_HEADS)
+	else if (ops_defaults_to_heads(k, i))
 		snprintf(buf, len, "heads");
 	else if (a->type == OP_ATTR_BOOL)
 		snprintf(buf, len, "%s", a->dflt != 0.0 ? "true" : "false");
@@ -94,7 +101,10 @@ static void ops_row_fill(const struct op_kind *k, struct ops_row *r)
 
 	ops_list_names(k->inputs, in, sizeof in);
 	ops_list_names(k->outputs, out, sizeof out);
-	snprintf(r->signature, sizeof r->signature, "(%s) -> %s", in, out);
+	if (k->outputs[0] != NULL && k->outputs[1] != NULL)
+		snprintf(r->signature, sizeof r->signature, "(%s) -> (%s)", in, out);
+	else
+		snprintf(r->signature, sizeof r->signature, "(%s) -> %s", in, out);
 	r->attrs[0] = '\0';
 	for (int i = 0; k->attrs[i].name != NULL && n < sizeof r->attrs; i++) {
 		char d[32];
@@ -161,7 +171,7 @@ static void ops_json_attr(struct plan_json *j, const struct op_kind *k, int a)
 	plan_json_key(j, "default");
 	if (s->required)
 		plan_json_null(j);
-	else if (k->id == OP_ATTENTION && a == ATTN_KV_HEADS)
+	else if (ops_defaults_to_heads(k, a))
 		plan_json_string(j, "heads");
 	else if (s->type == OP_ATTR_BOOL)
 		plan_json_bool(j, s->dflt != 0.0);

@@ -4,13 +4,18 @@
  * Every op is launched one by one, feeds and vars advancing per step, and
  * the outputs' checksums are printed after the last step: the numbers a
  * capture's reference run records, and what a replay must reproduce.
+ * --dump-outputs also writes the outputs' values, for comparing two runs
+ * (of two backends, or of a fused script and its unfused twin) within a
+ * tolerance.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd.h"
 #include "engine/engine.h"
@@ -23,7 +28,7 @@ static int cmd_run_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[--backend B] [--steps N] [--tokens T] [--json] SCRIPT",
+	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] SCRIPT",
 	.summary = "run eager forward steps of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -31,6 +36,10 @@ const struct cmd_entry cmd_run_entry = {
 		"  -n, --steps N    steps to run (default 1)\n"
 		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
 		"      --json       print JSON instead of tables\n"
+		"      --dump-outputs DIR\n"
+		"                   write each output's values after the last step to\n"
+		"                   DIR/NAME.bin (raw, little-endian) and list them in\n"
+		"                   DIR/outputs.json\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_run_exec,
 };
@@ -126,10 +135,108 @@ static void run_print_json(const struct script *s, const char *path, const struc
 	plan_json_free(j);
 }
 
+/* The file of output NAME under --dump-outputs: NAME.bin, any character
+ * but letters, digits, '.', '-' and '_' made '_' ("x[3]" is "x_3_.bin"). */
+static void run_dump_file(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *name != '\0' && n + 5 < len; name++, n++) {
+		char c = *name;
+		int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		            (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+		buf[n] = plain && !(n == 0 && c == '.') ? c : '_';
+	}
+	snprintf(buf + n, len - n, ".bin");
+}
+
+/* Write BYTES of BUF (elements of ESIZE bytes) to DIR/FILE, little-endian
+ * whatever the host's order; on failure say why in ERR. */
+static int run_dump_write(const char *dir, const char *file, unsigned char *buf, size_t bytes,
+                          size_t esize, struct engine_error *err)
+{
+	const uint16_t one = 1;
+	char *path = xasprintf("%s/%s", dir, file);
+	FILE *f;
+	int rc = -1;
+
+	if (*(const unsigned char *)&one != 1)
+		for (size_t i = 0; i + esize <= bytes; i += esize)
+			for (size_t a = 0, b = esize - 1; a < b; a++, b--) {
+				unsigned char t = buf[i + a];
+				buf[i + a] = buf[i + b];
+				buf[i + b] = t;
+			}
+	if ((f = fopen(path, "wb")) == NULL ||
+	    (bytes > 0 && fwrite(buf, 1, bytes, f) != bytes) | (fclose(f) != 0)) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", path,
+		            strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(path);
+	return rc;
+}
+
+/* DIR/outputs.json: what each dumped file holds. */
+static int run_dump_manifest(const char *dir, const struct script *s, int64_t tokens,
+                             uint64_t steps, const struct run_output *outs, uint32_t nout)
+{
+	const plan_t *plan = s->program;
+	char *path = xasprintf("%s/outputs.json", dir);
+	FILE *f = fopen(path, "w");
+	struct plan_json *j;
+	int rc = -1;
+
+	if (f == NULL || (j = plan_json_new(f)) == NULL) {
+		bcg_error("%s: cannot write: %s", path, f ? "out of memory" : strerror(errno));
+		if (f != NULL)
+			fclose(f);
+		free(path);
+		return -1;
+	}
+	plan_json_object_begin(j);
+	plan_json_key(j, "tokens");
+	plan_json_int(j, tokens);
+	plan_json_key(j, "steps");
+	plan_json_uint(j, steps);
+	plan_json_key(j, "outputs");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < nout; k++) {
+		const struct plan_tensor *pt = plan_get_tensor(plan, outs[k].tensor);
+		char file[160];
+		run_dump_file(pt->name, file, sizeof file);
+		plan_json_object_begin(j);
+		plan_json_key(j, "name");
+		plan_json_string(j, pt->name);
+		plan_json_key(j, "dtype");
+		plan_json_string(j, plan_dtype_name(pt->dtype));
+		plan_json_key(j, "shape");
+		plan_json_array_begin(j);
+		for (uint32_t i = 0; i < pt->rank; i++)
+			plan_json_int(j, plan_axis_size(plan, &pt->shape[i], tokens));
+		plan_json_array_end(j);
+		plan_json_key(j, "file");
+		plan_json_string(j, file);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+	plan_json_free(j);
+	if (ferror(f) | fclose(f))
+		bcg_error("%s: cannot write: %s", path, strerror(errno));
+	else
+		rc = 0;
+	free(path);
+	return rc;
+}
+
 /* Run STEPS eager steps at TOKENS, timing each on the backend's clock,
  * then take the outputs' checksums. */
 static int run_steps(struct engine *e, int64_t tokens, uint64_t steps, double *step_ms,
-                     struct run_output *outs, uint32_t *nout, struct engine_error *err)
+                     struct run_output *outs, uint32_t *nout, const char *dump,
+                     struct engine_error *err)
 {
 	const plan_t *plan = e->plan;
 	struct engine_variant v;
@@ -172,6 +279,15 @@ static int run_steps(struct engine *e, int64_t tokens, uint64_t steps, double *s
 		outs[*nout].hash = plan_hash64(buf, (size_t)bytes, PLAN_HASH64_INIT);
 		outs[*nout].sum = verify_sum(pt->dtype, buf, plan_tensor_numel(plan, t, tokens));
 		(*nout)++;
+		if (dump != NULL) {
+			char file[160];
+			run_dump_file(pt->name, file, sizeof file);
+			if (run_dump_write(dump, file, buf, (size_t)bytes,
+			                   (size_t)plan_dtype_size(pt->dtype), err) != 0) {
+				free(buf);
+				goto out;
+			}
+		}
 		free(buf);
 	}
 	rc = 0;
@@ -187,11 +303,13 @@ static int cmd_run_exec(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'n' },
 		{ "tokens", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "dump-outputs", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_run_entry;
 	const char *backend = cmd_default_backend();
+	const char *dump = NULL;
 	long long steps = 1, tokens = 0;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
@@ -214,6 +332,7 @@ static int cmd_run_exec(int argc, char **argv)
 				return BCG_EXIT_USAGE;
 			break;
 		case 'J': json = 1; break;
+		case 'D': dump = optarg; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
@@ -225,6 +344,11 @@ static int cmd_run_exec(int argc, char **argv)
 
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		return rc;
+	if (dump != NULL && mkdir(dump, 0777) != 0 && errno != EEXIST) {
+		bcg_error("%s: cannot make the directory: %s", dump, strerror(errno));
+		script_free(s);
+		return BCG_EXIT_RUNTIME;
+	}
 	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
 	step_ms = calloc((size_t)steps, sizeof *step_ms);
 	outs = calloc(plan_count_tensors(s->program) + 1, sizeof *outs);
@@ -240,9 +364,14 @@ static int cmd_run_exec(int argc, char **argv)
 	}
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
-	if (run_steps(e, t64, (uint64_t)steps, step_ms, outs, &nout, &err) != 0) {
+	if (run_steps(e, t64, (uint64_t)steps, step_ms, outs, &nout, dump, &err) != 0) {
 		engine_report(&err, s->program, argv[optind]);
 		rc = err.exit;
+		goto out;
+	}
+	if (dump != NULL &&
+	    run_dump_manifest(dump, s, t64, (uint64_t)steps, outs, nout) != 0) {
+		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
 	if (json)

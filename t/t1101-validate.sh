@@ -32,14 +32,28 @@ test_expect_success 'the example of op-script.md validates' '
 	test_cmp expect actual
 '
 
-test_expect_success 'llama-decode: 516 ops, 32 attention breakpoints at every size' '
+test_expect_success 'llama-decode: 260 ops, 8 a layer, 32 attention breakpoints at every size' '
 	bcg validate "$SAMPLES/llama-decode.yaml" >out &&
-	test_grep "^ops (516): add 64, matmul 193, rmsnorm 65, silu_mul 32, rope 64, embedding 1, kv_write 64, attention 32, argmax 1\$" out &&
+	test_grep "^ops (260): matmul 33, rmsnorm 65, embedding 1, attention 32, argmax 1, matmul_add 64, matmul_silu_mul 32, rope_kv_write 32\$" out &&
 	test_grep "^breakpoints in breakable mode (T=1 2 4 8 16 32): 32\$" out &&
 	for l in 0 1 30 31; do
 		test_grep "^  attn\\.$l  *its launch shape follows the host var kv_len\$" out || return 1
 	done &&
 	test $(grep -c "^  attn\\." out) = 32
+'
+
+test_expect_success 'llama-decode-unfused: 548 ops, 17 a layer, the same breakpoints' '
+	bcg validate "$SAMPLES/llama-decode-unfused.yaml" >out &&
+	test_grep "^ops (548): add 64, matmul 129, rmsnorm 65, silu_mul 32, rope 64, embedding 1, kv_write 64, attention 32, argmax 1, slice 96\$" out &&
+	test_grep "^breakpoints in breakable mode (T=1 2 4 8 16 32): 32\$" out
+'
+
+test_expect_success 'llama-decode-gqa and llama-3.2-1b: 8 kernels a layer' '
+	bcg validate "$SAMPLES/llama-decode-gqa.yaml" >out &&
+	test_grep "^ops (37): fill 1, matmul 13, embedding 1, attention 4, argmax 1, add_rmsnorm 9, matmul_silu_mul 4, rope_kv_write 4\$" out &&
+	bcg validate "$SAMPLES/llama-3.2-1b.yaml" >out &&
+	test_grep "^ops (132): matmul 17, rmsnorm 33, embedding 1, attention 16, argmax 1, matmul_add 32, matmul_silu_mul 16, rope_kv_write 16\$" out &&
+	test_grep "^breakpoints in breakable mode (T=1 2 4 8): 16\$" out
 '
 
 test_expect_success PYTHON3 'validate --json is JSON with the values of tiny-mlp' '

@@ -2,11 +2,12 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 16 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 21 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,17p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,22p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
-		softmax rope embedding kv_write attention argmax >expect &&
+		softmax rope embedding kv_write attention argmax \
+		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice >expect &&
 	test_cmp expect kinds
 '
 
@@ -18,14 +19,24 @@ test_expect_success 'ops shows signatures, defaults and capturability' '
 	test_grep "^  attention: its launch shape follows the host var kv_len\$" out
 '
 
+test_expect_success 'ops shows the fused kinds, several outputs in parentheses' '
+	bcg ops >out &&
+	test_grep "^add_rmsnorm  *(x, r, w) -> (sum, out)  *eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
+	test_grep "^matmul_add  *(x, a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *yes  *always\$" out &&
+	test_grep "^matmul_silu_mul  *(a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^rope_kv_write  *(qkv, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^slice  *(x) -> out  *start  *f32 f16 bf16  *no  *always\$" out
+'
+
 test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h order' '
 	bcg ops --json >out.json &&
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 16
+	assert len(k) == 21
 	inplace = sorted(n for n in k if k[n]["inplace"])
-	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope"])
+	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
+	                          "add_rmsnorm", "matmul_add"])
 	assert [n for n in k if k[n]["capture"] != "always"] == ["attention"]
 	assert k["attention"]["capture"] == "safe-form"
 	assert [a["name"] for a in k["attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "kv_len", "scale"]
@@ -35,6 +46,13 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert k["rmsnorm"]["attrs"][0]["default"] == 1e-6 and k["layernorm"]["attrs"][0]["default"] == 1e-5
 	assert k["fill"]["dtypes"] == ["f32", "f16", "bf16", "i32"] and k["fill"]["inputs"] == []
 	assert k["embedding"]["inputs"] == ["table", "ids"]
+	assert k["add_rmsnorm"]["outputs"] == ["sum", "out"]
+	assert k["rope_kv_write"]["outputs"] == ["q", "k_cache", "v_cache"]
+	assert [a["name"] for a in k["rope_kv_write"]["attrs"]] == ["heads", "kv_heads", "head_dim", "theta"]
+	assert k["rope_kv_write"]["attrs"][1]["default"] == "heads"
+	assert k["slice"]["attrs"] == [{"name": "start", "type": "int", "required": True, "default": None,
+	                                "help": "the first column of x taken"}]
+	assert k["matmul_add"]["inputs"] == ["x", "a", "b"] and k["matmul_silu_mul"]["inputs"] == ["a", "b"]
 	EOT
 	"$PYTHON3" check.py out.json
 '

@@ -1,6 +1,6 @@
 /*
  * host-elementwise.c - the host references of the element-by-element ops:
- * fill, copy, add, mul, scale, silu_mul, gelu.
+ * fill, copy, slice, add, mul, scale, silu_mul, gelu.
  *
  * Each output element depends only on the input elements at its own index
  * (or its own row and column for silu_mul), read before it is written, so
@@ -41,6 +41,18 @@ void host_run_copy(const struct op_call *call)
 		return;         /* the check accepts float<->float and i32->i32 only */
 	for (int64_t i = 0; i < n; i++)
 		host_put(out, i, host_get(x, i));
+}
+
+/* slice (x) -> out: x [rows, C], out [rows, W] of x's dtype: out[r, j] =
+ * x[r, start + j], the bytes. */
+void host_run_slice(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0], *out = &call->out[0];
+	int64_t rows = host_rows(out), w = host_cols(out), c = host_cols(x);
+	int64_t start = call->attr[SLICE_START].i;
+
+	for (int64_t r = 0; r < rows; r++)
+		host_copy_elems(out, r * w, x, r * c + start, w);
 }
 
 /* add and mul: b has a's shape or a trailing part of it, so b's element

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "host.h"
 #include "numeric.h"
@@ -28,11 +29,20 @@ void host_run_mul(const struct op_call *call);
 void host_run_scale(const struct op_call *call);
 void host_run_silu_mul(const struct op_call *call);
 void host_run_gelu(const struct op_call *call);
-/* host-matmul.c */
+void host_run_slice(const struct op_call *call);
+/* host-matmul.c: the products, reference and blocked (same bytes) */
 void host_run_matmul(const struct op_call *call);
+void host_run_matmul_add(const struct op_call *call);
+void host_run_matmul_silu_mul(const struct op_call *call);
+void host_run_matmul_blocked(const struct op_call *call);
+void host_run_matmul_add_blocked(const struct op_call *call);
+void host_run_matmul_silu_mul_blocked(const struct op_call *call);
 /* host-norm.c */
 void host_run_rmsnorm(const struct op_call *call);
 void host_run_layernorm(const struct op_call *call);
+/* host-fused.c */
+void host_run_add_rmsnorm(const struct op_call *call);
+void host_run_rope_kv_write(const struct op_call *call);
 /* host-softmax.c */
 void host_run_softmax(const struct op_call *call);
 void host_run_argmax(const struct op_call *call);
@@ -48,6 +58,33 @@ void host_run_attention(const struct op_call *call);
  * malloc fails. Both paths give the same bytes; the unit tests check it. */
 void host_matmul_run(const struct op_call *call, int use_scratch);
 void host_attention_run(const struct op_call *call, int use_scratch);
+
+/* The products (host-matmul.c): what follows the product. */
+enum host_epilogue {
+	HOST_EPI_NONE,                 /* matmul: out = P */
+	HOST_EPI_ADD,                  /* matmul_add (x, a, b): out = x + P */
+	HOST_EPI_SILU_MUL,             /* matmul_silu_mul: out = silu_mul(P) */
+};
+
+/* The product kernel of EPILOGUE; BLOCKED picks the blocked loop order,
+ * USE_SCRATCH 0 the allocation-free path of the reference. Every choice
+ * gives the same bytes. */
+void host_product_run(const struct op_call *call, int epilogue, int blocked, int use_scratch);
+
+/* Row ROW of rmsnorm (x, w) -> out (host-norm.c), for add_rmsnorm to
+ * normalize exactly as rmsnorm does. */
+void host_rmsnorm_row(const struct op_tensor *x, const struct op_tensor *w,
+                      const struct op_tensor *out, int64_t row, float eps);
+
+/* rope (host-position.c) on part of a row: for each token t < numel(pos),
+ * the HEADS heads of HEAD_DIM elements from column X_COL of row t of X
+ * (X_COLS columns a row) are rotated by pos[t] into OUT from column
+ * OUT_COL (OUT_COLS columns a row), at row t or, when AT_POS, at row
+ * pos[t], skipped outside [0, rows of OUT) as kv_write skips it. */
+void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
+                    const struct op_tensor *pos, const struct op_tensor *out,
+                    int64_t out_cols, int64_t out_col, int at_pos, int64_t heads,
+                    int64_t head_dim, double theta);
 
 /* Inline forms of host_load and host_store, for the kernels' inner loops. */
 static inline float host_get(const struct op_tensor *t, int64_t i)
@@ -83,6 +120,19 @@ static inline void host_put(const struct op_tensor *t, int64_t i, float v)
 	}
 }
 
+/* V rounded to DTYPE and widened back: what a store to a tensor of DTYPE
+ * and a load from it give (f32 is unchanged). */
+static inline float host_round(int dtype, float v)
+{
+	switch (dtype) {
+	case PLAN_DTYPE_F16:
+		return bcg_f16_to_f32(bcg_f32_to_f16(v));
+	case PLAN_DTYPE_BF16:
+		return bcg_bf16_to_f32(bcg_f32_to_bf16(v));
+	}
+	return v;
+}
+
 /* Element I of an i32 operand (ids, positions). */
 static inline int32_t host_get_i32(const struct op_tensor *t, int64_t i)
 {
@@ -93,6 +143,22 @@ static inline int32_t host_get_i32(const struct op_tensor *t, int64_t i)
 static inline size_t host_dtype_size(int dtype)
 {
 	return dtype == PLAN_DTYPE_F16 || dtype == PLAN_DTYPE_BF16 ? 2 : 4;
+}
+
+/* Copy N elements from SRC at SOFF to DST at DOFF: the bytes when the
+ * dtypes agree, else converted through f32. */
+static inline void host_copy_elems(const struct op_tensor *dst, int64_t doff,
+                                   const struct op_tensor *src, int64_t soff, int64_t n)
+{
+	if (dst->dtype == src->dtype) {
+		size_t size = host_dtype_size(dst->dtype);
+		if (n > 0)
+			memmove((char *)dst->data + (size_t)doff * size,
+			        (const char *)src->data + (size_t)soff * size, (size_t)n * size);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		host_put(dst, doff + i, host_get(src, soff + i));
 }
 
 /* Shapes, as op.h defines them (computed here rather than through the

@@ -17,21 +17,26 @@
  * [cols]. */
 void host_run_rmsnorm(const struct op_call *call)
 {
-	const struct op_tensor *x = &call->in[0], *w = &call->in[1], *out = &call->out[0];
-	int64_t rows = host_rows(x), cols = host_cols(x);
+	int64_t rows = host_rows(&call->in[0]);
 	float eps = (float)call->attr[NORM_EPS].f;
 
-	for (int64_t r = 0; r < rows; r++) {
-		int64_t base = r * cols;
-		float sum = 0.0f;
-		for (int64_t j = 0; j < cols; j++) {
-			float v = host_get(x, base + j);
-			sum += v * v;
-		}
-		float rms = sqrtf(sum / (float)cols + eps);
-		for (int64_t j = 0; j < cols; j++)
-			host_put(out, base + j, host_get(x, base + j) / rms * host_get(w, j));
+	for (int64_t r = 0; r < rows; r++)
+		host_rmsnorm_row(&call->in[0], &call->in[1], &call->out[0], r, eps);
+}
+
+void host_rmsnorm_row(const struct op_tensor *x, const struct op_tensor *w,
+                      const struct op_tensor *out, int64_t row, float eps)
+{
+	int64_t cols = host_cols(x), base = row * cols;
+	float sum = 0.0f;
+
+	for (int64_t j = 0; j < cols; j++) {
+		float v = host_get(x, base + j);
+		sum += v * v;
 	}
+	float rms = sqrtf(sum / (float)cols + eps);
+	for (int64_t j = 0; j < cols; j++)
+		host_put(out, base + j, host_get(x, base + j) / rms * host_get(w, j));
 }
 
 /* layernorm (x, w, b) -> out: out = (x - mean) / sqrt(var + eps) * w + b per

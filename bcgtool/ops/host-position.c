@@ -15,22 +15,6 @@
 
 #include "host-kernels.h"
 
-/* Copy N elements from SRC at SOFF to DST at DOFF: the bytes when the
- * dtypes agree, else converted through f32. */
-static void host_copy_elems(const struct op_tensor *dst, int64_t doff,
-                            const struct op_tensor *src, int64_t soff, int64_t n)
-{
-	if (dst->dtype == src->dtype) {
-		size_t size = host_dtype_size(dst->dtype);
-		if (n > 0)
-			memmove((char *)dst->data + (size_t)doff * size,
-			        (const char *)src->data + (size_t)soff * size, (size_t)n * size);
-		return;
-	}
-	for (int64_t i = 0; i < n; i++)
-		host_put(dst, doff + i, host_get(src, soff + i));
-}
-
 /* rope (x, pos) -> out: x [T, heads*head_dim], pos [T]. For token t, head
  * h, i < head_dim/2: a = pos[t] * f_i, and the pair (x[t,h,i],
  * x[t,h,i+head_dim/2]) is rotated by a. The frequency f_i =
@@ -40,29 +24,46 @@ static void host_copy_elems(const struct op_tensor *dst, int64_t doff,
  * works in place. */
 void host_run_rope(const struct op_call *call)
 {
-	const struct op_tensor *x = &call->in[0], *pos = &call->in[1], *out = &call->out[0];
-	int64_t heads = call->attr[ROPE_HEADS].i, head_dim = call->attr[ROPE_HEAD_DIM].i;
-	double theta = call->attr[ROPE_THETA].f;
-	int64_t T = host_numel(pos), width = heads * head_dim, half = head_dim / 2;
+	int64_t width = call->attr[ROPE_HEADS].i * call->attr[ROPE_HEAD_DIM].i;
+
+	host_rope_part(&call->in[0], width, 0, &call->in[1], &call->out[0], width, 0, 0,
+	               call->attr[ROPE_HEADS].i, call->attr[ROPE_HEAD_DIM].i,
+	               call->attr[ROPE_THETA].f);
+}
+
+/* rope on part of each row (host-kernels.h), for rope and rope_kv_write. */
+void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
+                    const struct op_tensor *pos, const struct op_tensor *out,
+                    int64_t out_cols, int64_t out_col, int at_pos, int64_t heads,
+                    int64_t head_dim, double theta)
+{
+	int64_t T = host_numel(pos), S = host_rows(out), half = head_dim / 2;
 
 	for (int64_t t = 0; t < T; t++) {
 		float p = (float)host_get_i32(pos, t);
+		int64_t xb = t * x_cols + x_col, ob = t;
+		if (at_pos) {
+			ob = host_get_i32(pos, t);
+			if (ob < 0 || ob >= S)
+				continue;
+		}
+		ob = ob * out_cols + out_col;
 		for (int64_t i = 0; i < half; i++) {
 			float f = (float)pow(theta, -(double)(2 * i) / (double)head_dim);
 			float a = p * f;
 			float c = cosf(a), s = sinf(a);
 			for (int64_t h = 0; h < heads; h++) {
-				int64_t k = t * width + h * head_dim + i;
-				float x1 = host_get(x, k), x2 = host_get(x, k + half);
-				host_put(out, k, x1 * c - x2 * s);
-				host_put(out, k + half, x2 * c + x1 * s);
+				int64_t xk = xb + h * head_dim + i, ok = ob + h * head_dim + i;
+				float x1 = host_get(x, xk), x2 = host_get(x, xk + half);
+				host_put(out, ok, x1 * c - x2 * s);
+				host_put(out, ok + half, x2 * c + x1 * s);
 			}
 		}
 		/* An odd head_dim leaves each head's last element unrotated. */
 		if (head_dim % 2 != 0)
 			for (int64_t h = 0; h < heads; h++)
-				host_copy_elems(out, t * width + h * head_dim + head_dim - 1,
-				                x, t * width + h * head_dim + head_dim - 1, 1);
+				host_copy_elems(out, ob + h * head_dim + head_dim - 1,
+				                x, xb + h * head_dim + head_dim - 1, 1);
 	}
 }
 

@@ -29,13 +29,49 @@ static const host_kernel_fn host_kernels[OP_COUNT] = {
 	[OP_KV_WRITE]  = host_run_kv_write,
 	[OP_ATTENTION] = host_run_attention,
 	[OP_ARGMAX]    = host_run_argmax,
+	[OP_ADD_RMSNORM]     = host_run_add_rmsnorm,
+	[OP_MATMUL_ADD]      = host_run_matmul_add,
+	[OP_MATMUL_SILU_MUL] = host_run_matmul_silu_mul,
+	[OP_ROPE_KV_WRITE]   = host_run_rope_kv_write,
+	[OP_SLICE]           = host_run_slice,
 };
+
+/* The second implementation of the products (host-matmul.c). */
+static const host_kernel_fn host_blocked[OP_COUNT] = {
+	[OP_MATMUL]          = host_run_matmul_blocked,
+	[OP_MATMUL_ADD]      = host_run_matmul_add_blocked,
+	[OP_MATMUL_SILU_MUL] = host_run_matmul_silu_mul_blocked,
+};
+
+/* Stored in plans: never rename one. */
+static const char *const host_impl_names[] = { "reference", "blocked" };
 
 host_kernel_fn host_kernel(enum op_id id)
 {
 	if ((int)id < 0 || id >= OP_COUNT)
 		return NULL;
 	return host_kernels[id];
+}
+
+int host_impl_count(enum op_id id)
+{
+	if ((int)id < 0 || id >= OP_COUNT)
+		return 0;
+	return host_blocked[id] != NULL ? 2 : 1;
+}
+
+const char *host_impl_name(enum op_id id, int impl)
+{
+	if (impl < 0 || impl >= host_impl_count(id))
+		return NULL;
+	return host_impl_names[impl];
+}
+
+host_kernel_fn host_impl_kernel(enum op_id id, int impl)
+{
+	if (impl < 0 || impl >= host_impl_count(id))
+		return NULL;
+	return impl == 0 ? host_kernels[id] : host_blocked[id];
 }
 
 float host_load(const struct op_tensor *t, int64_t i)

@@ -6,9 +6,11 @@
  * them; the CUDA kernels are tested against them.
  *
  * Where each kind's reference lives:
- *   host-elementwise.c  fill copy add mul scale silu_mul gelu
- *   host-matmul.c       matmul
+ *   host-elementwise.c  fill copy slice add mul scale silu_mul gelu
+ *   host-matmul.c       matmul matmul_add matmul_silu_mul, each also
+ *                       "blocked"
  *   host-norm.c         rmsnorm layernorm
+ *   host-fused.c        add_rmsnorm rope_kv_write
  *   host-softmax.c      softmax argmax
  *   host-position.c     rope embedding kv_write
  *   host-attention.c    attention
@@ -23,7 +25,11 @@
  *    and never touches memory outside them, whatever the data: ids and
  *    positions out of range, kv_len out of [0, S], are handled as op.h says.
  *  - Kinds flagged OP_INPLACE (copy, add, mul, scale, rmsnorm, layernorm,
- *    gelu, softmax, rope) give the same bytes when out[0] is in[0].
+ *    gelu, softmax, rope, add_rmsnorm, matmul_add) give the same bytes
+ *    when out[0] is in[0].
+ *  - A fused kind gives the bytes of its unfused sequence of kernels: it
+ *    runs the same arithmetic, rounding to the dtype where the sequence
+ *    stores an intermediate.
  *  - Kernels never dereference call->kind: a test may leave it NULL.
  *  - They may allocate scratch to go faster, and fall back to a slower path
  *    giving identical bytes when that fails: they cannot fail.

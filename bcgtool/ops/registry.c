@@ -242,35 +242,90 @@ static int check_unary(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &x, msg, len);
 }
 
-static int check_matmul(const struct op_call *c, char *msg, size_t len)
+/* The product op(a) @ op(b) of inputs IA and IB (a and b by name): ranks,
+ * dtypes and the shared K; its M and N. A's dtype is checked against the
+ * kind's dtypes when REF is NULL, else against REF's. */
+static int check_product(const struct op_call *c, int ia, int ib, const struct operand *ref,
+                         int64_t *m, int64_t *n, char *msg, size_t len)
 {
-	struct operand a, b, out;
+	struct operand a = operand_in(c, ia), b = operand_in(c, ib);
 	int ta = c->attr[MATMUL_TRANS_A].i != 0, tb = c->attr[MATMUL_TRANS_B].i != 0;
-	int64_t m, k, bk, n, want[2];
-	char sa[96], sb[96], why[128];
+	int64_t k, bk;
+	char sa[96], sb[96];
 
-	TRY(want_counts(c, msg, len));
-	a = operand_in(c, 0);
-	b = operand_in(c, 1);
-	out = operand_out(c, 0);
-	TRY(want_dtypes(&a, c->kind->dtypes, msg, len));
+	if (ref == NULL)
+		TRY(want_dtypes(&a, c->kind->dtypes, msg, len));
+	else
+		TRY(want_same_dtype(&a, ref, msg, len));
 	TRY(want_rank(&a, 2, msg, len));
 	TRY(want_same_dtype(&b, &a, msg, len));
 	TRY(want_rank(&b, 2, msg, len));
-	m = ta ? a.t->dim[1] : a.t->dim[0];
+	*m = ta ? a.t->dim[1] : a.t->dim[0];
 	k = ta ? a.t->dim[0] : a.t->dim[1];
 	bk = tb ? b.t->dim[1] : b.t->dim[0];
-	n = tb ? b.t->dim[0] : b.t->dim[1];
+	*n = tb ? b.t->dim[0] : b.t->dim[1];
 	if (bk != k)
 		return check_fail(msg, len, "input b has shape %s, expected %s%lld%s "
 		                  "(K = %lld from input a %s%s)", shape_str(b.t, sb, sizeof sb),
 		                  tb ? "[N, " : "[", (long long)k, tb ? "]" : ", N]", (long long)k,
 		                  shape_str(a.t, sa, sizeof sa), ta ? ", transposed" : "");
+	return 0;
+}
+
+static int check_matmul(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand a, out;
+	int64_t want[2];
+	char why[128];
+
+	TRY(want_counts(c, msg, len));
+	TRY(check_product(c, 0, 1, NULL, &want[0], &want[1], msg, len));
+	a = operand_in(c, 0);
+	out = operand_out(c, 0);
 	TRY(want_same_dtype(&out, &a, msg, len));
-	want[0] = m;
-	want[1] = n;
 	snprintf(why, sizeof why, "M = %lld from input a, N = %lld from input b",
-	         (long long)m, (long long)n);
+	         (long long)want[0], (long long)want[1]);
+	return want_shape(&out, want, 2, why, msg, len);
+}
+
+/* matmul_add (x, a, b) -> out: the product's [M, N] is x's and out's. */
+static int check_matmul_add(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t want[2];
+	char why[128];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(check_product(c, 1, 2, &x, &want[0], &want[1], msg, len));
+	snprintf(why, sizeof why, "M = %lld from input a, N = %lld from input b: "
+	         "the residual of the product", (long long)want[0], (long long)want[1]);
+	TRY(want_shape(&x, want, 2, why, msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
+/* matmul_silu_mul (a, b) -> out: the product's 2N columns are gate then
+ * up; out is [M, N]. */
+static int check_matmul_silu_mul(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand a, out;
+	int64_t want[2], n2;
+	char why[128];
+
+	TRY(want_counts(c, msg, len));
+	TRY(check_product(c, 0, 1, NULL, &want[0], &n2, msg, len));
+	if (n2 % 2 != 0)
+		return check_fail(msg, len, "input b gives the product %lld columns, expected an "
+		                  "even number (gate and up halves)", (long long)n2);
+	a = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_same_dtype(&out, &a, msg, len));
+	want[1] = n2 / 2;
+	snprintf(why, sizeof why, "M = %lld from input a, half the N = %lld of input b",
+	         (long long)want[0], (long long)n2);
 	return want_shape(&out, want, 2, why, msg, len);
 }
 
@@ -461,6 +516,120 @@ static int check_argmax(const struct op_call *c, char *msg, size_t len)
 	return want_shape(&out, want, rank, "one index per row of input x", msg, len);
 }
 
+/* add_rmsnorm (x, r, w) -> (sum, out): x, r, sum and out share a shape; w
+ * is per column. */
+static int check_add_rmsnorm(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, r, w, sum, out;
+	int64_t cols;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	r = operand_in(c, 1);
+	w = operand_in(c, 2);
+	sum = operand_out(c, 0);
+	out = operand_out(c, 1);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_same_dtype(&r, &x, msg, len));
+	TRY(want_shape_like(&r, &x, msg, len));
+	cols = op_tensor_cols(x.t);
+	TRY(want_same_dtype(&w, &x, msg, len));
+	TRY(want_shape(&w, &cols, 1, "the columns of input x", msg, len));
+	if (!(c->attr[NORM_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[NORM_EPS].f);
+	TRY(want_same_dtype(&sum, &x, msg, len));
+	TRY(want_shape_like(&sum, &x, msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
+static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand qkv, q, kc, vc;
+	int64_t heads = c->attr[RKV_HEADS].i, kvh = c->attr[RKV_KV_HEADS].i;
+	int64_t hd = c->attr[RKV_HEAD_DIM].i, cols, want[2];
+	double theta = c->attr[RKV_THETA].f;
+	char got[96];
+
+	TRY(want_counts(c, msg, len));
+	qkv = operand_in(c, 0);
+	q = operand_out(c, 0);
+	kc = operand_out(c, 1);
+	vc = operand_out(c, 2);
+	TRY(want_dtypes(&qkv, c->kind->dtypes, msg, len));
+	TRY(want_rank(&qkv, 2, msg, len));
+	TRY(want_positions(c, 1, &qkv, msg, len));
+	if (heads < 1)
+		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
+		                  (long long)heads);
+	if (kvh < 1)
+		return check_fail(msg, len, "attribute kv_heads is %lld; it must be at least 1",
+		                  (long long)kvh);
+	if (hd < 2 || hd % 2 != 0 || hd > 512)
+		return check_fail(msg, len, "attribute head_dim is %lld; rope needs an even "
+		                  "head_dim from 2 to 512", (long long)hd);
+	if (!(theta > 0.0))
+		return check_fail(msg, len, "attribute theta is %g; it must be positive", theta);
+	/* Bounded before multiplying, so that no product overflows. */
+	cols = qkv.t->dim[1];
+	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
+		return check_fail(msg, len, "input qkv has %lld columns, expected (heads + 2 x "
+		                  "kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k and v "
+		                  "parts)", (long long)cols, (long long)heads, (long long)kvh,
+		                  (long long)hd);
+	TRY(want_same_dtype(&q, &qkv, msg, len));
+	want[0] = qkv.t->dim[0];
+	want[1] = heads * hd;
+	TRY(want_shape(&q, want, 2, "the rows of input qkv, heads x head_dim columns", msg, len));
+	TRY(want_same_dtype(&kc, &qkv, msg, len));
+	TRY(want_rank(&kc, 2, msg, len));
+	if (kc.t->dim[1] != kvh * hd)
+		return check_fail(msg, len, "output k_cache has shape %s, expected [S, %lld] "
+		                  "(kv_heads x head_dim = %lld x %lld)", shape_str(kc.t, got, sizeof got),
+		                  (long long)(kvh * hd), (long long)kvh, (long long)hd);
+	TRY(want_same_dtype(&vc, &qkv, msg, len));
+	return want_shape_like(&vc, &kc, msg, len);
+}
+
+/* slice (x) -> out: out has x's rows and a range of its columns. */
+static int check_slice(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t start = c->attr[SLICE_START].i, cols, width;
+	char got[96], rows[96];
+	int same;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	same = out.t->rank == x.t->rank;
+	for (int i = 0; same && i + 1 < x.t->rank; i++)
+		same = out.t->dim[i] == x.t->dim[i];
+	if (!same) {
+		size_t n = (size_t)snprintf(rows, sizeof rows, "[");
+		for (int i = 0; i + 1 < x.t->rank && n < sizeof rows; i++)
+			n += (size_t)snprintf(rows + n, sizeof rows - n, "%lld, ",
+			                      (long long)x.t->dim[i]);
+		if (n < sizeof rows)
+			snprintf(rows + n, sizeof rows - n, "W]");
+		return check_fail(msg, len, "output out has shape %s, expected %s (the rows of "
+		                  "input x, W of its columns)", shape_str(out.t, got, sizeof got), rows);
+	}
+	cols = op_tensor_cols(x.t);
+	width = op_tensor_cols(out.t);
+	if (start < 0)
+		return check_fail(msg, len, "attribute start is %lld; it must not be negative",
+		                  (long long)start);
+	if (start > cols || width > cols - start)
+		return check_fail(msg, len, "attribute start is %lld: the %lld columns of output "
+		                  "out from there pass the %lld columns of input x", (long long)start,
+		                  (long long)width, (long long)cols);
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* The table.                                                              */
 
@@ -474,6 +643,11 @@ static const char *const in_emb[] = { "table", "ids", NULL };
 static const char *const in_qkv[] = { "q", "k", "v", NULL };
 static const char *const out_out[] = { "out", NULL };
 static const char *const out_cache[] = { "cache", NULL };
+static const char *const in_xrw[] = { "x", "r", "w", NULL };
+static const char *const in_xab[] = { "x", "a", "b", NULL };
+static const char *const in_qkvpos[] = { "qkv", "pos", NULL };
+static const char *const out_sum_out[] = { "sum", "out", NULL };
+static const char *const out_q_caches[] = { "q", "k_cache", "v_cache", NULL };
 
 static const struct op_attr_spec no_attrs[] = { { NULL, 0, 0, 0, NULL } };
 
@@ -515,6 +689,19 @@ static const struct op_attr_spec attention_attrs[] = {
 	{ NULL, 0, 0, 0, NULL }
 };
 
+/* kv_heads defaults to heads here too. */
+static const struct op_attr_spec rope_kv_write_attrs[] = {
+	[RKV_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
+	[RKV_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
+	[RKV_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
+	[RKV_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec slice_attrs[] = {
+	[SLICE_START] = { "start", OP_ATTR_INT, 1, 0.0, "the first column of x taken" },
+	{ NULL, 0, 0, 0, NULL }
+};
+
 #define ALWAYS OP_CAPTURE_ALWAYS, NULL
 
 static const struct op_kind kinds[OP_COUNT] = {
@@ -551,6 +738,20 @@ static const struct op_kind kinds[OP_COUNT] = {
 		"its launch shape follows the host var kv_len", 0, check_attention },
 	[OP_ARGMAX] = { OP_ARGMAX, "argmax", "index of the largest element of each row, into out (i32)",
 		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_argmax },
+	[OP_ADD_RMSNORM] = { OP_ADD_RMSNORM, "add_rmsnorm", "sum = x + r; out = rmsnorm(sum, w)",
+		in_xrw, out_sum_out, rmsnorm_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE,
+		check_add_rmsnorm },
+	[OP_MATMUL_ADD] = { OP_MATMUL_ADD, "matmul_add", "x + op(a) @ op(b), the product rounded first",
+		in_xab, out_out, matmul_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_matmul_add },
+	[OP_MATMUL_SILU_MUL] = { OP_MATMUL_SILU_MUL, "matmul_silu_mul",
+		"silu_mul(op(a) @ op(b)): gate columns, then up", in_ab, out_out, matmul_attrs,
+		OP_DTYPES_FLOAT, ALWAYS, 0, check_matmul_silu_mul },
+	[OP_ROPE_KV_WRITE] = { OP_ROPE_KV_WRITE, "rope_kv_write",
+		"q|k|v rows: rope q into q, rope k and write it and v into the caches at pos",
+		in_qkvpos, out_q_caches, rope_kv_write_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_rope_kv_write },
+	[OP_SLICE] = { OP_SLICE, "slice", "columns start .. start+W-1 of x into out [rows, W]",
+		in_x, out_out, slice_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_slice },
 };
 
 const struct op_kind *op_kind_find(const char *name)

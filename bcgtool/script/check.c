@@ -39,6 +39,11 @@ static int check_roles(struct sp *p, const struct plan_op *op, const struct op_k
 				return sp_error(p, out_nodes[k], "%s cannot work in place: output %s "
 				                "is also input %s ('%s')", desc, kind->outputs[k],
 				                kind->inputs[j], t->name);
+			if ((k != 0 || j != 0) && kind->outputs[1] != NULL)
+				return sp_error(p, out_nodes[k], "%s works in place from input %s into "
+				                "output %s only: output %s is also input %s ('%s')", desc,
+				                kind->inputs[0], kind->outputs[0], kind->outputs[k],
+				                kind->inputs[j], t->name);
 			if (k != 0 || j != 0)
 				return sp_error(p, out_nodes[k], "%s works in place on input %s only: "
 				                "output %s is also input %s ('%s')", desc, kind->inputs[0],

@@ -8,6 +8,10 @@
  * over one position, ...). Outputs are poisoned with NaN (or a sentinel
  * for i32) before each run, so an element the kernel skipped fails its
  * check. Calls are built by hand, without the registry, and with kind NULL.
+ *
+ * The fused kinds are also run against their unfused sequence of kernels
+ * on random shapes, where the bytes must be identical, and the blocked
+ * products against the reference on shapes that straddle their tiles.
  * Buffers are allocated at their exact size so that the sanitizer builds
  * catch any access outside them.
  *
@@ -1315,6 +1319,542 @@ static void test_inplace(void)
 	}
 }
 
+/* --- implementations ---------------------------------------------------- */
+
+static void test_impls(void)
+{
+	int bad = 0;
+
+	for (int id = 0; id < OP_COUNT; id++) {
+		int n = host_impl_count((enum op_id)id);
+		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL;
+		if (n != (product ? 2 : 1) ||
+		    host_impl_kernel((enum op_id)id, 0) != host_kernel((enum op_id)id) ||
+		    strcmp(host_impl_name((enum op_id)id, 0), "reference") != 0 ||
+		    (product && (strcmp(host_impl_name((enum op_id)id, 1), "blocked") != 0 ||
+		                 host_impl_kernel((enum op_id)id, 1) == NULL)) ||
+		    host_impl_name((enum op_id)id, n) != NULL ||
+		    host_impl_kernel((enum op_id)id, n) != NULL ||
+		    host_impl_name((enum op_id)id, -1) != NULL)
+			bad++;
+	}
+	is_int(bad, 0, "every kind has \"reference\" (its host_kernel); the products also \"blocked\"");
+	ok(host_impl_count(OP_COUNT) == 0 && host_impl_name(OP_COUNT, 0) == NULL &&
+	   host_impl_kernel(OP_COUNT, 0) == NULL, "no implementation past the last kind");
+}
+
+/* --- fused kinds against double ----------------------------------------- */
+
+/* V rounded to DT, as an intermediate stored in a tensor of DT. */
+static double round_dt(int dt, double v)
+{
+	uint32_t buf = 0;
+	struct op_tensor t = { .dtype = dt, .rank = 1, .dim = { 1 }, .data = &buf };
+
+	set(&t, 0, v);
+	return at(&t, 0);
+}
+
+static double silu(double g)
+{
+	return g / (1 + exp(-g));
+}
+
+static void test_add_rmsnorm(void)
+{
+	enum { R = 3, C = 40 };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, R, C), r = T2(dt, R, C), w = T1(dt, C);
+		struct op_tensor sum = T2(dt, R, C), out = T2(dt, R, C);
+		struct op_call c = call_new(3, 2);
+		double want_sum[R * C], want[R * C];
+		fill_random(&x, 171, -3, 3);
+		fill_random(&r, 172, -2, 2);
+		fill_random(&w, 173, 0.5, 1.5);
+		for (int i = 0; i < R; i++) {
+			double ss = 0, s[C];
+			for (int j = 0; j < C; j++) {
+				want_sum[i * C + j] = at(&x, i * C + j) + at(&r, i * C + j);
+				s[j] = round_dt(dt, want_sum[i * C + j]);
+				ss += s[j] * s[j];
+			}
+			double rms = sqrt(ss / C + 1e-5);
+			for (int j = 0; j < C; j++)
+				want[i * C + j] = s[j] / rms * at(&w, j);
+		}
+		c.in[0] = x;
+		c.in[1] = r;
+		c.in[2] = w;
+		c.out[0] = sum;
+		c.out[1] = out;
+		c.attr[NORM_EPS].f = 1e-5;
+		poison(&sum);
+		poison(&out);
+		run(OP_ADD_RMSNORM, &c);
+		check(&sum, want_sum, dt_tol(dt), "add_rmsnorm %s: sum = x + r", dt_name(dt));
+		check(&out, want, dt_tol(dt), "add_rmsnorm %s: out = rmsnorm of the stored sum",
+		      dt_name(dt));
+		drop(&x);
+		drop(&r);
+		drop(&w);
+		drop(&sum);
+		drop(&out);
+	}
+}
+
+/* The product op(a) @ op(b) in double, element (m, n). */
+static double dot_double(const struct op_tensor *a, const struct op_tensor *b, int ta, int tb,
+                         int64_t M, int64_t K, int64_t N, int64_t m, int64_t n)
+{
+	double s = 0;
+	for (int64_t i = 0; i < K; i++) {
+		double x = ta ? at(a, i * M + m) : at(a, m * K + i);
+		double y = tb ? at(b, n * K + i) : at(b, i * N + n);
+		s += x * y;
+	}
+	return s;
+}
+
+static void test_matmul_add(void)
+{
+	const int64_t M = 3, K = 37, N = 11;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int tb = 0; tb < 2; tb++) {
+			struct op_tensor x = T2(dt, M, N), a = T2(dt, M, K);
+			struct op_tensor b = tb ? T2(dt, N, K) : T2(dt, K, N), out = T2(dt, M, N);
+			struct op_call c = call_new(3, 1);
+			double *want = want_new(M * N);
+			fill_random(&x, 181, -4, 4);
+			fill_random(&a, 182, -1, 1);
+			fill_random(&b, 183, -1, 1);
+			for (int64_t m = 0; m < M; m++)
+				for (int64_t n = 0; n < N; n++)
+					want[m * N + n] = at(&x, m * N + n) +
+						round_dt(dt, dot_double(&a, &b, 0, tb, M, K, N, m, n));
+			c.in[0] = x;
+			c.in[1] = a;
+			c.in[2] = b;
+			c.out[0] = out;
+			c.attr[MATMUL_TRANS_B].i = tb;
+			poison(&out);
+			run(OP_MATMUL_ADD, &c);
+			check(&out, want, dt_tol(dt), "matmul_add %s: x + [3,37] @ b, trans_b %d",
+			      dt_name(dt), tb);
+			free(want);
+			drop(&x);
+			drop(&a);
+			drop(&b);
+			drop(&out);
+		}
+	}
+}
+
+static void test_matmul_silu_mul(void)
+{
+	const int64_t M = 2, K = 29, N = 14, H = N / 2;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int tb = 0; tb < 2; tb++) {
+			struct op_tensor a = T2(dt, M, K), b = tb ? T2(dt, N, K) : T2(dt, K, N);
+			struct op_tensor out = T2(dt, M, H);
+			struct op_call c = call_new(2, 1);
+			double *want = want_new(M * H);
+			fill_random(&a, 191, -1, 1);
+			fill_random(&b, 192, -1, 1);
+			for (int64_t m = 0; m < M; m++) {
+				for (int64_t j = 0; j < H; j++) {
+					double g = round_dt(dt, dot_double(&a, &b, 0, tb, M, K, N, m, j));
+					double u = round_dt(dt, dot_double(&a, &b, 0, tb, M, K, N, m, H + j));
+					want[m * H + j] = silu(g) * u;
+				}
+			}
+			c.in[0] = a;
+			c.in[1] = b;
+			c.out[0] = out;
+			c.attr[MATMUL_TRANS_B].i = tb;
+			poison(&out);
+			run(OP_MATMUL_SILU_MUL, &c);
+			check(&out, want, dt_tol(dt), "matmul_silu_mul %s: [2,29] @ b [29,14], trans_b %d",
+			      dt_name(dt), tb);
+			free(want);
+			drop(&a);
+			drop(&b);
+			drop(&out);
+		}
+	}
+}
+
+/* Rope of element pair (x1, x2) of head position I, at position P. */
+static void rope_double(double x1, double x2, int64_t i, int64_t hd, double theta, int32_t p,
+                        double *y1, double *y2)
+{
+	double a = p * pow(theta, -2.0 * (double)i / (double)hd);
+	*y1 = x1 * cos(a) - x2 * sin(a);
+	*y2 = x2 * cos(a) + x1 * sin(a);
+}
+
+static void test_rope_kv_write(void)
+{
+	enum { T = 4, NH = 4, KVH = 2, HD = 8, S = 6 };
+	enum { QW = NH * HD, KW = KVH * HD, C = QW + 2 * KW };
+	const int32_t p[T] = { 3, -1, 0, 6 };          /* -1 and 6 are outside the caches */
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor qkv = T2(dt, T, C), pos = T1(PLAN_DTYPE_I32, T);
+		struct op_tensor q = T2(dt, T, QW), kc = T2(dt, S, KW), vc = T2(dt, S, KW);
+		struct op_call c = call_new(2, 3);
+		double want_q[T * QW], want_k[S * KW], want_v[S * KW];
+		fill_random(&qkv, 201, -2, 2);
+		fill_random(&kc, 202, 10, 20);
+		fill_random(&vc, 203, 30, 40);
+		memcpy(pos.data, p, sizeof p);
+		for (int i = 0; i < S * KW; i++) {
+			want_k[i] = at(&kc, i);
+			want_v[i] = at(&vc, i);
+		}
+		for (int t = 0; t < T; t++) {
+			int in_cache = p[t] >= 0 && p[t] < S;
+			for (int h = 0; h < NH; h++)
+				for (int i = 0; i < HD / 2; i++)
+					rope_double(at(&qkv, t * C + h * HD + i),
+					            at(&qkv, t * C + h * HD + i + HD / 2), i, HD, 500000, p[t],
+					            &want_q[t * QW + h * HD + i],
+					            &want_q[t * QW + h * HD + i + HD / 2]);
+			if (!in_cache)
+				continue;
+			for (int h = 0; h < KVH; h++)
+				for (int i = 0; i < HD / 2; i++)
+					rope_double(at(&qkv, t * C + QW + h * HD + i),
+					            at(&qkv, t * C + QW + h * HD + i + HD / 2), i, HD, 500000,
+					            p[t], &want_k[p[t] * KW + h * HD + i],
+					            &want_k[p[t] * KW + h * HD + i + HD / 2]);
+			for (int j = 0; j < KW; j++)
+				want_v[p[t] * KW + j] = at(&qkv, t * C + QW + KW + j);
+		}
+		c.in[0] = qkv;
+		c.in[1] = pos;
+		c.out[0] = q;
+		c.out[1] = kc;
+		c.out[2] = vc;
+		c.attr[RKV_HEADS].i = NH;
+		c.attr[RKV_KV_HEADS].i = KVH;
+		c.attr[RKV_HEAD_DIM].i = HD;
+		c.attr[RKV_THETA].f = 500000;
+		poison(&q);
+		run(OP_ROPE_KV_WRITE, &c);
+		check(&q, want_q, dt_tol(dt), "rope_kv_write %s: q is rope of the q part", dt_name(dt));
+		check(&kc, want_k, dt_tol(dt), "rope_kv_write %s: rope of k in rows 3 and 0, "
+		      "positions -1 and 6 skipped, other rows untouched", dt_name(dt));
+		check(&vc, want_v, 0, "rope_kv_write %s: v copied exactly into rows 3 and 0, "
+		      "other rows untouched", dt_name(dt));
+		drop(&qkv);
+		drop(&pos);
+		drop(&q);
+		drop(&kc);
+		drop(&vc);
+	}
+}
+
+static void test_slice(void)
+{
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T3(dt, 2, 3, 10), out = T3(dt, 2, 3, 4);
+		struct op_call c = call_new(1, 1);
+		double want[24];
+		fill_random(&x, 211, -5, 5);
+		for (int r = 0; r < 6; r++)
+			for (int j = 0; j < 4; j++)
+				want[r * 4 + j] = at(&x, r * 10 + 5 + j);
+		c.in[0] = x;
+		c.out[0] = out;
+		c.attr[SLICE_START].i = 5;
+		poison(&out);
+		run(OP_SLICE, &c);
+		check(&out, want, 0, "slice %s: columns 5 to 8 of [2,3,10], exactly", dt_name(dt));
+		drop(&x);
+		drop(&out);
+	}
+}
+
+/* --- fused == unfused, bit for bit --------------------------------------- */
+
+/* A dim from 1 to HI, from the tests' generator. */
+static int64_t rnd_dim(uint64_t *s, int64_t hi)
+{
+	int64_t v = 1 + (int64_t)rnd(s, 0, (double)hi);
+	return v > hi ? hi : v;
+}
+
+static void test_fused_add_rmsnorm_bits(void)
+{
+	uint64_t s = 221;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 4; round++) {
+			int64_t R = rnd_dim(&s, 6), C = rnd_dim(&s, 300);
+			struct op_tensor x = T2(dt, R, C), r = T2(dt, R, C), w = T1(dt, C);
+			struct op_tensor sum = T2(dt, R, C), out = T2(dt, R, C);
+			struct op_tensor sum2 = T2(dt, R, C), out2 = T2(dt, R, C);
+			struct op_call c = call_new(3, 2), add = call_new(2, 1), norm = call_new(2, 1);
+			fill_random(&x, 222 + (uint64_t)round, -8, 8);
+			fill_random(&r, 223 + (uint64_t)round, -8, 8);
+			fill_random(&w, 224 + (uint64_t)round, -2, 2);
+			c.in[0] = x;
+			c.in[1] = r;
+			c.in[2] = w;
+			c.out[0] = sum;
+			c.out[1] = out;
+			c.attr[NORM_EPS].f = 1e-5;
+			run(OP_ADD_RMSNORM, &c);
+			add.in[0] = x;
+			add.in[1] = r;
+			add.out[0] = sum2;
+			run(OP_ADD, &add);
+			norm.in[0] = sum2;
+			norm.in[1] = w;
+			norm.out[0] = out2;
+			norm.attr[NORM_EPS].f = 1e-5;
+			run(OP_RMSNORM, &norm);
+			ok(same_bytes(&sum, &sum2) && same_bytes(&out, &out2),
+			   "add_rmsnorm %s [%lld,%lld] is add then rmsnorm, bit for bit", dt_name(dt),
+			   (long long)R, (long long)C);
+
+			/* In place: sum is x. */
+			struct op_tensor self = clone(&x);
+			c.in[0] = self;
+			c.out[0] = self;
+			poison(&out);
+			run(OP_ADD_RMSNORM, &c);
+			ok(same_bytes(&self, &sum2) && same_bytes(&out, &out2),
+			   "add_rmsnorm %s [%lld,%lld]: sum in place of x gives the same bytes",
+			   dt_name(dt), (long long)R, (long long)C);
+			drop(&self);
+			drop(&x);
+			drop(&r);
+			drop(&w);
+			drop(&sum);
+			drop(&out);
+			drop(&sum2);
+			drop(&out2);
+		}
+	}
+}
+
+/* Operands of a random product [M, K] @ [K, N] with trans_a TA, trans_b
+ * TB, in CALL's inputs FIRST and FIRST + 1. */
+static void product_operands(struct op_call *c, int first, int dt, int64_t M, int64_t K,
+                             int64_t N, int ta, int tb, uint64_t seed)
+{
+	c->in[first] = ta ? T2(dt, K, M) : T2(dt, M, K);
+	c->in[first + 1] = tb ? T2(dt, N, K) : T2(dt, K, N);
+	fill_random(&c->in[first], seed, -1, 1);
+	fill_random(&c->in[first + 1], seed + 1, -1, 1);
+	c->attr[MATMUL_TRANS_A].i = ta;
+	c->attr[MATMUL_TRANS_B].i = tb;
+}
+
+static void test_fused_products_bits(void)
+{
+	uint64_t s = 231;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 4; round++) {
+			int64_t M = rnd_dim(&s, 9), K = rnd_dim(&s, 200), N = 2 * rnd_dim(&s, 90);
+			int ta = round & 1, tb = (round >> 1) & 1;
+			struct op_call mm = call_new(2, 1), fused = call_new(3, 1), add = call_new(2, 1);
+			struct op_call sm = call_new(1, 1);
+			struct op_tensor p = T2(dt, M, N), x = T2(dt, M, N);
+			struct op_tensor out = T2(dt, M, N), out2 = T2(dt, M, N);
+			struct op_tensor act = T2(dt, M, N / 2), act2 = T2(dt, M, N / 2);
+
+			product_operands(&mm, 0, dt, M, K, N, ta, tb, 232 + (uint64_t)round);
+			fill_random(&x, 233 + (uint64_t)round, -4, 4);
+			mm.out[0] = p;
+			run(OP_MATMUL, &mm);
+
+			/* matmul_add against matmul then add (x + p). */
+			fused.in[0] = x;
+			fused.in[1] = mm.in[0];
+			fused.in[2] = mm.in[1];
+			fused.out[0] = out;
+			fused.attr[MATMUL_TRANS_A].i = ta;
+			fused.attr[MATMUL_TRANS_B].i = tb;
+			run(OP_MATMUL_ADD, &fused);
+			add.in[0] = x;
+			add.in[1] = p;
+			add.out[0] = out2;
+			run(OP_ADD, &add);
+			ok(same_bytes(&out, &out2), "matmul_add %s [%lld,%lld]@[%lld,%lld] (%d%d) is "
+			   "matmul then add, bit for bit", dt_name(dt), (long long)M, (long long)K,
+			   (long long)K, (long long)N, ta, tb);
+			struct op_tensor self = clone(&x);
+			fused.in[0] = self;
+			fused.out[0] = self;
+			run(OP_MATMUL_ADD, &fused);
+			ok(same_bytes(&self, &out2), "matmul_add %s: out in place of x gives the same "
+			   "bytes", dt_name(dt));
+			drop(&self);
+
+			/* matmul_silu_mul against matmul then silu_mul. */
+			mm.out[0] = act;
+			run(OP_MATMUL_SILU_MUL, &mm);
+			sm.in[0] = p;
+			sm.out[0] = act2;
+			run(OP_SILU_MUL, &sm);
+			ok(same_bytes(&act, &act2), "matmul_silu_mul %s [%lld,%lld]@[%lld,%lld] (%d%d) "
+			   "is matmul then silu_mul, bit for bit", dt_name(dt), (long long)M,
+			   (long long)K, (long long)K, (long long)N, ta, tb);
+			drop(&mm.in[0]);
+			drop(&mm.in[1]);
+			drop(&p);
+			drop(&x);
+			drop(&out);
+			drop(&out2);
+			drop(&act);
+			drop(&act2);
+		}
+	}
+}
+
+static void test_fused_rope_kv_write_bits(void)
+{
+	uint64_t s = 241;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 4; round++) {
+			int64_t kvh = rnd_dim(&s, 3), heads = kvh * rnd_dim(&s, 4);
+			int64_t hd = 2 * rnd_dim(&s, 12), T = rnd_dim(&s, 7), S = rnd_dim(&s, 9);
+			int64_t qw = heads * hd, kw = kvh * hd, C = qw + 2 * kw;
+			double theta = round & 1 ? 500000 : 10000;
+			struct op_tensor qkv = T2(dt, T, C), pos = T1(PLAN_DTYPE_I32, T);
+			struct op_tensor q = T2(dt, T, qw), kc = T2(dt, S, kw), vc = T2(dt, S, kw);
+			struct op_tensor q2 = T2(dt, T, qw), k2 = T2(dt, T, kw), v2 = T2(dt, T, kw);
+			struct op_call c = call_new(2, 3), sl = call_new(1, 1), rope, kvw = call_new(2, 1);
+			fill_random(&qkv, 242 + (uint64_t)round, -3, 3);
+			fill_random(&kc, 243 + (uint64_t)round, -1, 1);
+			fill_random(&vc, 244 + (uint64_t)round, -1, 1);
+			/* Positions from -1 to S, so some fall outside, some repeat. */
+			for (int64_t t = 0; t < T; t++)
+				((int32_t *)pos.data)[t] = (int32_t)rnd_dim(&s, S + 2) - 2;
+			struct op_tensor kc2 = clone(&kc), vc2 = clone(&vc);
+
+			c.in[0] = qkv;
+			c.in[1] = pos;
+			c.out[0] = q;
+			c.out[1] = kc;
+			c.out[2] = vc;
+			c.attr[RKV_HEADS].i = heads;
+			c.attr[RKV_KV_HEADS].i = kvh;
+			c.attr[RKV_HEAD_DIM].i = hd;
+			c.attr[RKV_THETA].f = theta;
+			run(OP_ROPE_KV_WRITE, &c);
+
+			/* slice x3, rope x2 (in place), kv_write x2 */
+			sl.in[0] = qkv;
+			sl.out[0] = q2;
+			sl.attr[SLICE_START].i = 0;
+			run(OP_SLICE, &sl);
+			sl.out[0] = k2;
+			sl.attr[SLICE_START].i = qw;
+			run(OP_SLICE, &sl);
+			sl.out[0] = v2;
+			sl.attr[SLICE_START].i = qw + kw;
+			run(OP_SLICE, &sl);
+			rope = rope_call(q2, pos, q2, heads, hd, theta);
+			run(OP_ROPE, &rope);
+			rope = rope_call(k2, pos, k2, kvh, hd, theta);
+			run(OP_ROPE, &rope);
+			kvw.in[0] = k2;
+			kvw.in[1] = pos;
+			kvw.out[0] = kc2;
+			run(OP_KV_WRITE, &kvw);
+			kvw.in[0] = v2;
+			kvw.out[0] = vc2;
+			run(OP_KV_WRITE, &kvw);
+			ok(same_bytes(&q, &q2) && same_bytes(&kc, &kc2) && same_bytes(&vc, &vc2),
+			   "rope_kv_write %s (T %lld, heads %lld/%lld of %lld, S %lld) is slice, rope, "
+			   "kv_write, bit for bit", dt_name(dt), (long long)T, (long long)heads,
+			   (long long)kvh, (long long)hd, (long long)S);
+			drop(&qkv);
+			drop(&pos);
+			drop(&q);
+			drop(&kc);
+			drop(&vc);
+			drop(&q2);
+			drop(&k2);
+			drop(&v2);
+			drop(&kc2);
+			drop(&vc2);
+		}
+	}
+}
+
+/* --- blocked == reference ------------------------------------------------ */
+
+static void test_blocked(void)
+{
+	/* Odd shapes that cross the 128-wide tiles in K and N, and stop short
+	 * of them. */
+	static const int64_t shapes[][3] = {            /* M, K, N (N even) */
+		{ 1, 1, 2 }, { 3, 300, 258 }, { 5, 129, 130 }, { 1, 257, 386 }, { 7, 17, 6 },
+	};
+	static const int epis[] = { HOST_EPI_NONE, HOST_EPI_ADD, HOST_EPI_SILU_MUL };
+	static const enum op_id ids[] = { OP_MATMUL, OP_MATMUL_ADD, OP_MATMUL_SILU_MUL };
+	static const char *const names[] = { "matmul", "matmul_add", "matmul_silu_mul" };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (size_t z = 0; z < sizeof shapes / sizeof shapes[0]; z++) {
+			int64_t M = shapes[z][0], K = shapes[z][1], N = shapes[z][2];
+			for (int e = 0; e < 3; e++) {
+				int same = 1;
+				for (int tt = 0; tt < 4; tt++) {
+					int first = epis[e] == HOST_EPI_ADD;
+					int64_t W = epis[e] == HOST_EPI_SILU_MUL ? N / 2 : N;
+					struct op_call c = call_new(2 + first, 1);
+					struct op_tensor ref = T2(dt, M, W), blk, direct;
+					product_operands(&c, first, dt, M, K, N, tt & 1, tt >> 1,
+					                 251 + (uint64_t)z);
+					if (first) {
+						c.in[0] = T2(dt, M, N);
+						fill_random(&c.in[0], 259, -2, 2);
+					}
+					blk = clone(&ref);
+					direct = clone(&ref);
+					c.out[0] = ref;
+					poison(&ref);
+					host_impl_kernel(ids[e], 0)(&c);
+					c.out[0] = blk;
+					poison(&blk);
+					host_impl_kernel(ids[e], 1)(&c);
+					c.out[0] = direct;
+					poison(&direct);
+					host_product_run(&c, epis[e], 0, 0);
+					same &= same_bytes(&ref, &blk) && same_bytes(&ref, &direct);
+					for (int i = 0; i < c.nin; i++)
+						drop(&c.in[i]);
+					drop(&ref);
+					drop(&blk);
+					drop(&direct);
+				}
+				ok(same, "%s %s [%lld,%lld]@[%lld,%lld]: blocked, reference and the "
+				   "no-scratch path give the same bytes, every transposition", names[e],
+				   dt_name(dt), (long long)M, (long long)K, (long long)K, (long long)N);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	test_table();
@@ -1337,5 +1877,15 @@ int main(void)
 	test_kv_write();
 	test_attention();
 	test_inplace();
+	test_impls();
+	test_add_rmsnorm();
+	test_matmul_add();
+	test_matmul_silu_mul();
+	test_rope_kv_write();
+	test_slice();
+	test_fused_add_rmsnorm_bits();
+	test_fused_products_bits();
+	test_fused_rope_kv_write_bits();
+	test_blocked();
 	return tap_done();
 }

@@ -67,8 +67,12 @@ static void test_table(void)
 	static const char *const names[OP_COUNT] = {
 		"fill", "copy", "add", "mul", "scale", "matmul", "rmsnorm", "layernorm",
 		"silu_mul", "gelu", "softmax", "rope", "embedding", "kv_write", "attention", "argmax",
+		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
 	};
-	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1 };
+	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
+	                                   3, 3, 2, 2, 1 };
+	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	                                    2, 1, 1, 3, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -77,7 +81,8 @@ static void test_table(void)
 		is_str(k->name, names[i], "kind %d is %s", i, names[i]);
 		ok(op_kind_find(names[i]) == k, "op_kind_find(\"%s\") finds it", names[i]);
 		is_int(op_kind_count_inputs(k), nin[i], "%s has %d inputs", names[i], nin[i]);
-		is_int(op_kind_count_outputs(k), 1, "%s has one output", names[i]);
+		is_int(op_kind_count_outputs(k), nout[i], "%s has %d output%s", names[i], nout[i],
+		       nout[i] == 1 ? "" : "s");
 		ok(k->check != NULL && k->summary != NULL && k->summary[0] != '\0',
 		   "%s has a check and a summary", names[i]);
 		if (i == OP_ATTENTION) {
@@ -93,7 +98,12 @@ static void test_table(void)
 	}
 	is_int(inplace, (1 << OP_COPY) | (1 << OP_ADD) | (1 << OP_MUL) | (1 << OP_SCALE) |
 	       (1 << OP_RMSNORM) | (1 << OP_LAYERNORM) | (1 << OP_GELU) | (1 << OP_SOFTMAX) |
-	       (1 << OP_ROPE), "exactly the in-place kinds of op.h work in place");
+	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD),
+	       "exactly the in-place kinds of op.h work in place");
+	is_str(op_kind_get(OP_ADD_RMSNORM)->outputs[0], "sum",
+	       "add_rmsnorm's first output, the one that may be x, is sum");
+	is_str(op_kind_get(OP_MATMUL_ADD)->inputs[0], "x",
+	       "matmul_add's first input, the one out may be, is the residual x");
 	ok(op_kind_find("matmull") == NULL && op_kind_find("") == NULL, "unknown names are not found");
 	ok(op_kind_get(OP_COUNT) == NULL, "op_kind_get(OP_COUNT) is NULL");
 	is_str(op_kind_get(OP_KV_WRITE)->outputs[0], "cache", "kv_write writes its cache");
@@ -140,10 +150,33 @@ static void test_attrs(void)
 	ok(!k->attrs[ATTN_KV_HEADS].required && !k->attrs[ATTN_SCALE].required,
 	   "attention: kv_heads and scale are optional");
 	is_int(op_kind_attr_index(k, "kv_len "), -1, "an unknown attribute has no position");
+	k = op_kind_get(OP_ADD_RMSNORM);
+	ok(op_kind_count_attrs(k) == 1 && op_kind_attr_index(k, "eps") == NORM_EPS &&
+	   k->attrs[NORM_EPS].dflt == 1e-6, "add_rmsnorm: eps at NORM_EPS, default 1e-6 as rmsnorm");
+	for (int id = OP_MATMUL_ADD; id <= OP_MATMUL_SILU_MUL; id++) {
+		k = op_kind_get((enum op_id)id);
+		ok(op_kind_count_attrs(k) == 2 && op_kind_attr_index(k, "trans_a") == MATMUL_TRANS_A &&
+		   op_kind_attr_index(k, "trans_b") == MATMUL_TRANS_B &&
+		   k->attrs[MATMUL_TRANS_B].type == OP_ATTR_BOOL && k->attrs[MATMUL_TRANS_B].dflt == 0,
+		   "%s: trans_a and trans_b as matmul's, false by default", k->name);
+	}
+	k = op_kind_get(OP_ROPE_KV_WRITE);
+	is_int(op_kind_count_attrs(k), 4, "rope_kv_write has 4 attributes");
+	ok(op_kind_attr_index(k, "heads") == RKV_HEADS && op_kind_attr_index(k, "kv_heads") == RKV_KV_HEADS &&
+	   op_kind_attr_index(k, "head_dim") == RKV_HEAD_DIM && op_kind_attr_index(k, "theta") == RKV_THETA,
+	   "rope_kv_write: attributes at RKV_*");
+	ok(k->attrs[RKV_HEADS].required && !k->attrs[RKV_KV_HEADS].required &&
+	   k->attrs[RKV_HEAD_DIM].required && k->attrs[RKV_THETA].dflt == 10000.0,
+	   "rope_kv_write: heads and head_dim required, kv_heads optional, theta 10000");
+	k = op_kind_get(OP_SLICE);
+	ok(op_kind_count_attrs(k) == 1 && op_kind_attr_index(k, "start") == SLICE_START &&
+	   k->attrs[SLICE_START].required && k->attrs[SLICE_START].type == OP_ATTR_INT,
+	   "slice: start at SLICE_START, a required int");
 	is_int(op_kind_count_attrs(op_kind_get(OP_ADD)), 0, "add has no attributes");
 	for (int i = 0; i < OP_COUNT; i++)
 		ok(op_kind_count_attrs(op_kind_get((enum op_id)i)) <= OP_MAX_ATTRS &&
-		   op_kind_count_inputs(op_kind_get((enum op_id)i)) <= OP_MAX_IN,
+		   op_kind_count_inputs(op_kind_get((enum op_id)i)) <= OP_MAX_IN &&
+		   op_kind_count_outputs(op_kind_get((enum op_id)i)) <= OP_MAX_OUT,
 		   "%s fits op_call", op_kind_get((enum op_id)i)->name);
 }
 
@@ -445,6 +478,222 @@ static void test_argmax(void)
 	is_str(check(&c), "", "argmax of a vector is one index");
 }
 
+static void test_add_rmsnorm(void)
+{
+	struct op_call c = call_of("add_rmsnorm");
+
+	c.in[0] = ten2(F16, 4, 64);
+	c.in[1] = ten2(F16, 4, 64);
+	c.in[2] = ten1(F16, 64);
+	c.out[0] = ten2(F16, 4, 64);
+	c.out[1] = ten2(F16, 4, 64);
+	is_str(check(&c), "", "add_rmsnorm");
+	c.in[1] = ten1(F16, 64);
+	is_str(check(&c), "input r has shape [64], expected [4, 64] (the shape of input x)",
+	       "add_rmsnorm: r is not broadcast");
+	c.in[1] = ten2(BF16, 4, 64);
+	is_str(check(&c), "input r is bf16, expected f16 like input x", "add_rmsnorm: r dtype");
+	c.in[1] = ten2(F16, 4, 64);
+	c.in[2] = ten1(F16, 32);
+	is_str(check(&c), "input w has shape [32], expected [64] (the columns of input x)",
+	       "add_rmsnorm: weight length");
+	c.in[2] = ten1(F16, 64);
+	c.attr[NORM_EPS].f = -0.5;
+	is_str(check(&c), "attribute eps is -0.5; it must not be negative", "add_rmsnorm: negative eps");
+	c.attr[NORM_EPS].f = 1e-5;
+	c.out[0] = ten2(F16, 2, 64);
+	is_str(check(&c), "output sum has shape [2, 64], expected [4, 64] (the shape of input x)",
+	       "add_rmsnorm: sum shape");
+	c.out[0] = ten2(F32, 4, 64);
+	is_str(check(&c), "output sum is f32, expected f16 like input x", "add_rmsnorm: sum dtype");
+	c.out[0] = ten2(F16, 4, 64);
+	c.out[1] = ten3(F16, 1, 4, 64);
+	is_str(check(&c), "output out has shape [1, 4, 64], expected [4, 64] (the shape of input x)",
+	       "add_rmsnorm: out shape");
+	c.out[1] = ten2(F16, 4, 64);
+	c.nout = 1;
+	is_str(check(&c), "add_rmsnorm takes 2 outputs, not 1", "add_rmsnorm: output count");
+	c.nout = 2;
+	c.in[0] = ten2(I32, 4, 64);
+	is_str(check(&c), "input x is i32, expected f32, f16 or bf16", "add_rmsnorm: floats only");
+}
+
+static void test_matmul_add(void)
+{
+	struct op_call c = call_of("matmul_add");
+
+	c.in[0] = ten2(F16, 4, 128);
+	c.in[1] = ten2(F16, 4, 64);
+	c.in[2] = ten2(F16, 128, 64);
+	c.out[0] = ten2(F16, 4, 128);
+	c.attr[MATMUL_TRANS_B].i = 1;
+	is_str(check(&c), "", "matmul_add: x + [4,64] @ [128,64]^T");
+	c.in[2] = ten2(F16, 128, 32);
+	is_str(check(&c), "input b has shape [128, 32], expected [N, 64] (K = 64 from input a [4, 64])",
+	       "matmul_add: K differs");
+	c.in[2] = ten2(F16, 128, 64);
+	c.in[1] = ten2(BF16, 4, 64);
+	is_str(check(&c), "input a is bf16, expected f16 like input x", "matmul_add: a's dtype");
+	c.in[1] = ten2(F16, 4, 64);
+	c.in[0] = ten2(F16, 4, 64);
+	is_str(check(&c), "input x has shape [4, 64], expected [4, 128] (M = 4 from input a, "
+	       "N = 128 from input b: the residual of the product)", "matmul_add: residual shape");
+	c.in[0] = ten1(F16, 128);
+	is_str(check(&c), "input x has shape [128], expected [4, 128] (M = 4 from input a, "
+	       "N = 128 from input b: the residual of the product)", "matmul_add: no broadcast");
+	c.in[0] = ten2(F16, 4, 128);
+	c.out[0] = ten2(F32, 4, 128);
+	is_str(check(&c), "output out is f32, expected f16 like input x", "matmul_add: out dtype");
+	c.out[0] = ten2(F16, 128, 4);
+	is_str(check(&c), "output out has shape [128, 4], expected [4, 128] (the shape of input x)",
+	       "matmul_add: out shape");
+	c.out[0] = ten2(F16, 4, 128);
+	c.attr[MATMUL_TRANS_B].i = 0;
+	is_str(check(&c), "input b has shape [128, 64], expected [64, N] (K = 64 from input a [4, 64])",
+	       "matmul_add: b not transposed");
+	c.in[2] = ten3(F16, 1, 64, 128);
+	is_str(check(&c), "input b has rank 3 ([1, 64, 128]), expected rank 2", "matmul_add: b's rank");
+}
+
+static void test_matmul_silu_mul(void)
+{
+	struct op_call c = call_of("matmul_silu_mul");
+
+	c.in[0] = ten2(BF16, 2, 64);
+	c.in[1] = ten2(BF16, 352, 64);
+	c.out[0] = ten2(BF16, 2, 176);
+	c.attr[MATMUL_TRANS_B].i = 1;
+	is_str(check(&c), "", "matmul_silu_mul: [2,64] @ [352,64]^T halves to 176");
+	c.out[0] = ten2(BF16, 2, 352);
+	is_str(check(&c), "output out has shape [2, 352], expected [2, 176] (M = 2 from input a, "
+	       "half the N = 352 of input b)", "matmul_silu_mul: out not halved");
+	c.out[0] = ten2(BF16, 2, 176);
+	c.in[1] = ten2(BF16, 351, 64);
+	is_str(check(&c), "input b gives the product 351 columns, expected an even number "
+	       "(gate and up halves)", "matmul_silu_mul: odd product columns");
+	c.in[1] = ten2(BF16, 352, 63);
+	is_str(check(&c), "input b has shape [352, 63], expected [N, 64] (K = 64 from input a [2, 64])",
+	       "matmul_silu_mul: K differs");
+	c.in[1] = ten2(BF16, 352, 64);
+	c.out[0] = ten2(F16, 2, 176);
+	is_str(check(&c), "output out is f16, expected bf16 like input a", "matmul_silu_mul: out dtype");
+	c.out[0] = ten2(BF16, 2, 176);
+	c.in[0] = ten2(I32, 2, 64);
+	is_str(check(&c), "input a is i32, expected f32, f16 or bf16", "matmul_silu_mul: floats only");
+}
+
+/* 4 tokens of 4 query and 2 key/value heads of 16: q|k|v is 128 wide. */
+static struct op_call rkv_call(void)
+{
+	struct op_call c = call_of("rope_kv_write");
+
+	c.in[0] = ten2(F16, 4, 128);
+	c.in[1] = ten1(I32, 4);
+	c.out[0] = ten2(F16, 4, 64);
+	c.out[1] = ten2(F16, 256, 32);
+	c.out[2] = ten2(F16, 256, 32);
+	c.attr[RKV_HEADS].i = 4;
+	c.attr[RKV_KV_HEADS].i = 2;
+	c.attr[RKV_HEAD_DIM].i = 16;
+	return c;
+}
+
+static void test_rope_kv_write(void)
+{
+	struct op_call c = rkv_call();
+
+	is_str(check(&c), "", "rope_kv_write: 4 query, 2 kv heads of 16");
+	c.in[0] = ten2(F16, 4, 192);
+	c.out[1] = ten2(F16, 256, 64);
+	c.out[2] = ten2(F16, 256, 64);
+	c.attr[RKV_KV_HEADS].i = 4;
+	is_str(check(&c), "", "rope_kv_write: as many kv heads as query heads");
+	c = rkv_call();
+	c.in[0] = ten2(F16, 4, 192);
+	is_str(check(&c), "input qkv has 192 columns, expected (heads + 2 x kv_heads) x head_dim "
+	       "= (4 + 2 x 2) x 16 (q, k and v parts)", "rope_kv_write: qkv width");
+	c.in[0] = ten1(F16, 128);
+	is_str(check(&c), "input qkv has rank 1 ([128]), expected rank 2", "rope_kv_write: qkv rank");
+	c.in[0] = ten2(F16, 4, 128);
+	c.in[1] = ten1(I32, 3);
+	is_str(check(&c), "input pos has shape [3], expected [4] (one per row of input qkv)",
+	       "rope_kv_write: one position per token");
+	c.in[1] = ten1(F32, 4);
+	is_str(check(&c), "input pos is f32, expected i32", "rope_kv_write: positions dtype");
+	c.in[1] = ten1(I32, 4);
+	c.attr[RKV_HEAD_DIM].i = 15;
+	is_str(check(&c), "attribute head_dim is 15; rope needs an even head_dim from 2 to 512",
+	       "rope_kv_write: odd head_dim");
+	c.attr[RKV_HEAD_DIM].i = 16;
+	c.attr[RKV_HEADS].i = 0;
+	is_str(check(&c), "attribute heads is 0; it must be at least 1", "rope_kv_write: no heads");
+	c.attr[RKV_HEADS].i = 4;
+	c.attr[RKV_KV_HEADS].i = -1;
+	is_str(check(&c), "attribute kv_heads is -1; it must be at least 1",
+	       "rope_kv_write: no kv heads");
+	c.attr[RKV_KV_HEADS].i = INT64_MAX / 2;
+	is_str(check(&c), "input qkv has 128 columns, expected (heads + 2 x kv_heads) x head_dim "
+	       "= (4 + 2 x 4611686018427387903) x 16 (q, k and v parts)",
+	       "rope_kv_write: a huge kv_heads is refused, not overflowed");
+	c.attr[RKV_KV_HEADS].i = 2;
+	c.attr[RKV_THETA].f = -1.0;
+	is_str(check(&c), "attribute theta is -1; it must be positive", "rope_kv_write: theta");
+	c.attr[RKV_THETA].f = 500000.0;
+	c.out[0] = ten2(F16, 4, 128);
+	is_str(check(&c), "output q has shape [4, 128], expected [4, 64] (the rows of input qkv, "
+	       "heads x head_dim columns)", "rope_kv_write: q is the q part only");
+	c.out[0] = ten2(BF16, 4, 64);
+	is_str(check(&c), "output q is bf16, expected f16 like input qkv", "rope_kv_write: q dtype");
+	c.out[0] = ten2(F16, 4, 64);
+	c.out[1] = ten2(F16, 256, 64);
+	is_str(check(&c), "output k_cache has shape [256, 64], expected [S, 32] (kv_heads x "
+	       "head_dim = 2 x 16)", "rope_kv_write: k_cache width");
+	c.out[1] = ten2(F32, 256, 32);
+	is_str(check(&c), "output k_cache is f32, expected f16 like input qkv",
+	       "rope_kv_write: k_cache dtype");
+	c.out[1] = ten2(F16, 256, 32);
+	c.out[2] = ten2(F16, 128, 32);
+	is_str(check(&c), "output v_cache has shape [128, 32], expected [256, 32] (the shape of "
+	       "output k_cache)", "rope_kv_write: v_cache unlike k_cache");
+	c.out[2] = ten2(F16, 256, 32);
+	c.nout = 2;
+	is_str(check(&c), "rope_kv_write takes 3 outputs, not 2", "rope_kv_write: output count");
+}
+
+static void test_slice(void)
+{
+	struct op_call c = call_of("slice");
+
+	c.in[0] = ten2(F16, 4, 192);
+	c.out[0] = ten2(F16, 4, 64);
+	c.attr[SLICE_START].i = 128;
+	is_str(check(&c), "", "slice: the last 64 of 192 columns");
+	c.attr[SLICE_START].i = 129;
+	is_str(check(&c), "attribute start is 129: the 64 columns of output out from there pass "
+	       "the 192 columns of input x", "slice: past the end");
+	c.attr[SLICE_START].i = INT64_MAX;
+	is_str(check(&c), "attribute start is 9223372036854775807: the 64 columns of output out "
+	       "from there pass the 192 columns of input x", "slice: a huge start, no overflow");
+	c.attr[SLICE_START].i = -1;
+	is_str(check(&c), "attribute start is -1; it must not be negative", "slice: negative start");
+	c.attr[SLICE_START].i = 0;
+	c.out[0] = ten2(F16, 2, 64);
+	is_str(check(&c), "output out has shape [2, 64], expected [4, W] (the rows of input x, "
+	       "W of its columns)", "slice: rows differ");
+	c.out[0] = ten1(F16, 64);
+	is_str(check(&c), "output out has shape [64], expected [4, W] (the rows of input x, "
+	       "W of its columns)", "slice: rank differs");
+	c.in[0] = ten3(F32, 2, 3, 10);
+	c.out[0] = ten3(F32, 2, 3, 4);
+	c.attr[SLICE_START].i = 6;
+	is_str(check(&c), "", "slice: rank 3, the last 4 columns");
+	c.out[0] = ten3(F32, 2, 4, 4);
+	is_str(check(&c), "output out has shape [2, 4, 4], expected [2, 3, W] (the rows of "
+	       "input x, W of its columns)", "slice: rank 3, rows differ");
+	c.out[0] = ten3(F16, 2, 3, 4);
+	is_str(check(&c), "output out is f16, expected f32 like input x", "slice: dtype");
+}
+
 int main(void)
 {
 	test_table();
@@ -459,5 +708,10 @@ int main(void)
 	test_kv_write();
 	test_attention();
 	test_argmax();
+	test_add_rmsnorm();
+	test_matmul_add();
+	test_matmul_silu_mul();
+	test_rope_kv_write();
+	test_slice();
 	return tap_done();
 }
