@@ -43,10 +43,80 @@ assert all(x[\"segments\"] == 3 and x[\"breakpoints\"] == 2 and x[\"bit_exact\"]
 "
 '
 
-test_expect_success 'two captures of one script differ only in timings: diff finds nothing' '
-	bcg capture --backend host -o again.plan "$small" >/dev/null &&
-	bcg diff small.plan again.plan >out &&
+test_expect_success 'two --no-tune captures of one script differ only in timings: diff finds nothing' '
+	bcg capture --backend host --no-tune -o untuned.plan "$small" >/dev/null &&
+	bcg capture --backend host --no-tune -o again.plan "$small" >/dev/null &&
+	bcg diff untuned.plan again.plan >out &&
 	test_cmp /dev/null out
+'
+
+# The host backend has two implementations of each product, "reference"
+# and "blocked" (the same sums in another loop order): capture times both
+# and records a choice for every product of every variant.
+nproducts=13   # q k v o gate_up down in 2 layers, and lm_head
+
+test_expect_success PYTHON3 'capture records a measured choice for every product, per variant' '
+	bcg inspect --json small.plan >plan.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"plan.json\"))
+ops = d[\"ops\"]
+products = [o[\"index\"] for o in ops if o[\"kind\"] == \"matmul\"]
+assert len(products) == $nproducts, products
+for v in d[\"variants\"]:
+    mine = [c for c in d[\"choices\"] if c[\"variant\"] == v[\"index\"]]
+    assert sorted(c[\"op\"] for c in mine) == products, mine
+    for c in mine:
+        names = [x[\"impl\"] for x in c[\"candidates\"]]
+        assert names == [\"reference\", \"blocked\"], c
+        assert c[\"tuned\"] and all(x[\"us\"] > 0 for x in c[\"candidates\"]), c
+        t = {x[\"impl\"]: x[\"us\"] for x in c[\"candidates\"]}
+        other = \"blocked\" if c[\"impl\"] == \"reference\" else \"reference\"
+        # the rule: the default unless the other leads by more than 3%;
+        # close when the one not chosen is within 3% of the chosen
+        if c[\"impl\"] == \"blocked\":
+            assert t[\"blocked\"] < 0.97 * t[\"reference\"], c
+        else:
+            assert not t[\"blocked\"] < 0.97 * t[\"reference\"], c
+        assert c[\"close\"] == (t[other] <= 1.03 * t[c[\"impl\"]]), c
+"
+'
+
+test_expect_success '--no-tune records the defaults, untimed' '
+	bcg inspect --choices untuned.plan >choices &&
+	test $(grep -c "  matmul  reference  default  reference 0.00 us, blocked 0.00 us$" choices) = $((3 * nproducts)) &&
+	! grep "tuned" choices
+'
+
+test_expect_success 'the capture table counts each variant s choices' '
+	bcg capture --backend host --no-tune -o counted.plan "$small" >out &&
+	for t in 1 2 4; do
+		test_grep "^ *$t  breakable  *3  *2  *0  *$nproducts  " out || return 1
+	done
+'
+
+test_expect_success 'replay runs the recorded implementation: every choice set to blocked, still bit-exact' '
+	edit="$BCG_BUILD_DIR/t/helper/plan-edit" &&
+	args= &&
+	for t in 1 2 4; do
+		for op in q.0 k.0 v.0 o.0 gate_up.0 down.0 q.1 k.1 v.1 o.1 gate_up.1 down.1 lm_head; do
+			args="$args choice $t $op blocked tuned reference=2,blocked=1" || return 1
+		done
+	done &&
+	"$edit" untuned.plan blocked.plan $args &&
+	bcg inspect --choices blocked.plan >choices &&
+	test $(grep -c "  matmul  blocked  " choices) = $((3 * nproducts)) &&
+	bcg replay --backend host --tokens 2 --steps 3 --warmup 0 --check blocked.plan >out &&
+	test_grep "bit-exact" out
+'
+
+test_expect_success 'a recorded implementation the backend lacks: exit 2, named with its op' '
+	"$BCG_BUILD_DIR/t/helper/plan-edit" untuned.plan bogus.plan \
+		choice 2 o.1 warp9 tuned reference=3,warp9=1 &&
+	test_expect_code 2 bcg replay --backend host --tokens 2 --steps 1 bogus.plan 2>err &&
+	test_grep "op .o.1. (matmul) at 2 tokens: the plan chose implementation .warp9., which the host backend lacks (it has reference or blocked)" err &&
+	test_expect_code 2 bcg instantiate --backend host bogus.plan 2>err &&
+	test_grep "warp9" err
 '
 
 test_expect_success 'a capture that fails leaves the existing plan alone' '

@@ -133,16 +133,16 @@ test_expect_success 'a 1.0 plan and the same plan written as 1.1 are the same pl
 
 test_expect_success 'two host captures of one script differ only in timings: exit 0' '
 	cp "$TEST_DATA/plans/mini.yaml" . &&
-	bcg capture --backend host -o one.plan mini.yaml >/dev/null &&
-	bcg capture --backend host -o two.plan mini.yaml >/dev/null &&
+	bcg capture --backend host --no-tune -o one.plan mini.yaml >/dev/null &&
+	bcg capture --backend host --no-tune -o two.plan mini.yaml >/dev/null &&
 	bcg diff one.plan two.plan >out &&
 	test_cmp /dev/null out
 '
 
 test_expect_success 'a capture of another mode: items aligned, reasons compared' '
 	cp "$TEST_DATA/plans/mini.yaml" . &&
-	bcg capture --backend host --mode eager --tokens 2 -o eager.plan mini.yaml >/dev/null &&
-	bcg capture --backend host --tokens 2 -o breakable.plan mini.yaml >/dev/null &&
+	bcg capture --backend host --no-tune --mode eager --tokens 2 -o eager.plan mini.yaml >/dev/null &&
+	bcg capture --backend host --no-tune --tokens 2 -o breakable.plan mini.yaml >/dev/null &&
 	test_expect_code 1 bcg diff --stat breakable.plan eager.plan >out &&
 	echo "variant 2 (breakable -> eager): 5 -> 13 items, 0 same, 2 changed, 11 added, 3 removed; 1 variant field changed" >expect &&
 	head -n 1 out >first &&
