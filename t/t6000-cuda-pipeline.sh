@@ -5,7 +5,7 @@ test_description='the CUDA engine end to end: capture, instantiate in a new proc
 # Every step needs a GPU; without one the whole script skips.
 test_have_prereq CUDA || test_skip_all 'no usable CUDA device'
 
-for s in tiny-mlp llama-decode-small llama-decode; do
+for s in tiny-mlp llama-decode-small llama-decode llama-decode-gqa; do
 	test_expect_success "capture $s on cuda: every variant verified" '
 		bcg capture --backend cuda -o $s.plan "$SAMPLES/$s.yaml" >$s.out &&
 		test_grep "backend cuda (" $s.out &&
@@ -80,3 +80,62 @@ assert all(s[\"plan_nodes\"] > 0 and s[\"status\"] == \"match\" for s in d[\"seg
 '
 
 test_done
+
+# Implementation choices and programmatic dependent launch, on the small
+# fused model of t6100 (products on [out, in] weights, f16).
+twin="$TEST_DATA/scripts/twins/fused.yaml"
+
+test_expect_success PYTHON3 'capture chooses among mma, gemv and cublas and launches with PDL' '
+	bcg capture --backend cuda -o twin.plan "$twin" >twin.out &&
+	bcg inspect --json twin.plan >twin.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"twin.json\"))
+assert \"pdl\" in d[\"meta\"][\"features\"], d[\"meta\"]
+products = [o[\"index\"] for o in d[\"ops\"] if o[\"kind\"].startswith(\"matmul\")]
+for v in d[\"variants\"]:
+    mine = {c[\"op\"]: c for c in d[\"choices\"] if c[\"variant\"] == v[\"index\"]}
+    assert sorted(mine) == products, (v[\"tokens\"], sorted(mine), products)
+    for c in mine.values():
+        names = [x[\"impl\"] for x in c[\"candidates\"]]
+        assert \"mma\" in names and \"cublas\" in names, c
+        assert c[\"tuned\"] and all(x[\"us\"] > 0 for x in c[\"candidates\"]), c
+prog = sum(1 for s in d[\"segments\"] for e in s[\"edges\"] if e[\"type\"] == \"programmatic\")
+assert prog > 0, \"no programmatic edges\"
+"
+'
+
+test_expect_success PYTHON3 'instantiate runs the recorded choice: another one drifts, named by its kernel' '
+	bcg instantiate --backend cuda twin.plan >inst &&
+	test_grep "segments: [0-9]* match, 0 drift, 0 unchecked$" inst &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"twin.json\"))
+v = [x for x in d[\"variants\"] if x[\"tokens\"] == 3][0]
+c = [c for c in d[\"choices\"] if c[\"variant\"] == v[\"index\"] and c[\"op_label\"] == \"qkv.0\"][0]
+other = [x[\"impl\"] for x in c[\"candidates\"] if x[\"impl\"] != c[\"impl\"]][0]
+print(other)
+" >other &&
+	"$BCG_BUILD_DIR/t/helper/plan-edit" twin.plan other.plan choice 3 qkv.0 "$(cat other)" tuned &&
+	test_expect_code 1 bcg instantiate --backend cuda other.plan >inst &&
+	test_grep "drift" inst
+'
+
+test_expect_success PYTHON3 '--no-pdl: no programmatic edges of ours, no pdl feature; instantiate matches' '
+	bcg capture --backend cuda --no-pdl --no-tune -o nopdl.plan "$twin" >/dev/null &&
+	bcg inspect --json nopdl.plan >nopdl.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"nopdl.json\"))
+assert \"pdl\" not in d[\"meta\"][\"features\"], d[\"meta\"]
+ours = 0
+for s in d[\"segments\"]:
+    nodes = s[\"nodes\"]
+    for e in s[\"edges\"]:
+        if e[\"type\"] == \"programmatic\" and nodes[e[\"to\"]][\"kernel\"].find(\"bcg_\") >= 0:
+            ours += 1
+assert ours == 0, ours
+" &&
+	bcg instantiate --backend cuda nopdl.plan >inst &&
+	test_grep "0 drift" inst
+'

@@ -55,7 +55,7 @@
 #include "plan.h"
 
 #define MAX_NODES 4096
-#define MAX_EDITS 8
+#define MAX_EDITS 64
 #define MAX_CAND  8
 
 /* One choice edit: IMPL NULL drops the choice. */
