@@ -10,7 +10,8 @@ test_expect_success 'bench runs the three modes on the host' '
 	test_grep "^eager  *0  *36  " out &&
 	test_grep "^breakable  *3  *2  " out &&
 	test_grep "^full  *1  *0  " out &&
-	test_grep "^eager host submission: .* ms per step" out
+	test_grep "^eager host submission: .* ms per step" out &&
+	test_grep "^a break over the full step: [-+][0-9.]* us of gpu busy time, [-+][0-9.]* us of step time (2 breaks)$" out
 '
 
 test_expect_success 'full mode is reported, not run, when an op has no graph-safe form' '
@@ -19,7 +20,8 @@ test_expect_success 'full mode is reported, not run, when an op has no graph-saf
 	grep -q "eager: true" forced.yaml &&
 	bcg bench --backend host --steps 2 --warmup 0 --tokens 1 forced.yaml >out &&
 	test_grep "^breakable  *5  *4  " out &&
-	test_grep "^full       not run: op .attn_res.0. cannot run in full mode: it is marked eager: true" out
+	test_grep "^full       not run: op .attn_res.0. cannot run in full mode: it is marked eager: true" out &&
+	! grep "a break over the full step" out
 '
 
 test_expect_success PYTHON3 '--json' '
@@ -32,7 +34,20 @@ assert set(m) == {\"eager\", \"breakable\", \"full\"}
 assert all(x[\"ran\"] for x in m.values())
 assert m[\"breakable\"][\"segments\"] == 3 and m[\"breakable\"][\"breakpoints\"] == 2
 assert m[\"eager\"][\"breakpoints\"] == 36
+# what a break costs: breakable minus full, per breakpoint (the JSON's
+# 9 significant digits allow 1e-3 us of rounding)
+bc = d[\"break_cost\"]
+assert bc[\"breaks\"] == 2
+want = (m[\"breakable\"][\"busy_ms\"] - m[\"full\"][\"busy_ms\"]) * 1e3 / 2
+assert abs(bc[\"busy_us\"] - want) <= 1e-3 + 1e-6 * abs(want), (bc, want)
+want = (m[\"breakable\"][\"step_ms\"] - m[\"full\"][\"step_ms\"]) * 1e3 / 2
+assert abs(bc[\"step_us\"] - want) <= 1e-3 + 1e-6 * abs(want), (bc, want)
 "
+'
+
+test_expect_success '--no-pdl is accepted (the host has no PDL to turn off)' '
+	bcg bench --backend host --steps 2 --warmup 0 --tokens 1 --no-pdl "$small" >out &&
+	test_grep "^breakable  *3  *2  " out
 '
 
 test_done
