@@ -8,7 +8,8 @@
 # from the committed plans. After running this, run `make regen-golden`
 # and review both with `git diff`.
 #
-# Every capture runs on the host backend with SOURCE_DATE_EPOCH fixed,
+# Every capture runs on the host backend with SOURCE_DATE_EPOCH fixed and
+# --no-tune (measured choices could differ between two runs),
 # from a scratch directory holding the script as mini.yaml, so that the
 # plans record the same script path wherever they are made.
 #
@@ -49,7 +50,7 @@ capture() {
 	script=$1 out=$2 name=$3
 	shift 3
 	cp "$script" "$scratch/$name"
-	(cd "$scratch" && "$bcgtool" capture --backend host --no-nvtx "$@" -o "$out" "$name" >/dev/null)
+	(cd "$scratch" && "$bcgtool" capture --backend host --no-nvtx --no-tune "$@" -o "$out" "$name" >/dev/null)
 }
 
 capture "$here/mini.yaml" "$here/mini.plan" mini.yaml
