@@ -833,6 +833,7 @@ static void test_matmul(struct env *e)
 					c.attr[MATMUL_TRANS_A].i = ta;
 					c.attr[MATMUL_TRANS_B].i = tb;
 					c.tol = tol_for(odt, 1e-4);
+					c.scratch = op_scratch(&c);
 					c.capture = dt == PLAN_DTYPE_F16 && (s == 1 || s == 4);
 					snprintf(c.what, sizeof c.what,
 					         "matmul %s -> %s M %lld N %lld K %lld trans_a %d trans_b %d",
@@ -1433,7 +1434,8 @@ static void test_products(struct env *e)
 					/* 0: plain; 1: misaligned operands; 2: out f32 (f16/bf16
 					 * in) or, for matmul_add, out in place of x; 3: [K, N]
 					 * weights */
-					int tb = variant != 3, shift = variant == 1 ? 2 : 0;
+					/* misaligned: by one element, off 16 bytes */
+					int tb = variant != 3, shift = variant == 1 ? (int)dtype_size(dt) : 0;
 					int inplace = variant == 2 && k == 1;
 					int odt = variant == 2 && k != 1 && dt != PLAN_DTYPE_F32 ?
 					          PLAN_DTYPE_F32 : dt;
