@@ -9,9 +9,19 @@
  * and acc = sum of exp(s - m) v) in registers, each lane holding EPL
  * consecutive elements of the head dimension; the block then merges its
  * warps. With NS = 1 the block writes out = acc / l itself; otherwise it
- * writes (m, l, acc) to scratch and a second kernel merges the NS partials
- * of each (t, h). Merging rescales each part by exp(m_part - max m); a part
- * with no keys has m = -inf and weight 0. Every sum is in f32.
+ * writes (m, l, acc) to scratch, and the NS partials of each (t, h) are
+ * merged in split order. Merging rescales each part by exp(m_part - max m);
+ * a part with no keys has m = -inf and weight 0. Every sum is in f32.
+ *
+ * Two implementations merge the partials:
+ *  - "split" (one launch): the last block of each (t, h) to finish -- a
+ *    counter per (t, h) in the scratch counters (cuda.h), which that block
+ *    resets -- merges them itself. The merge always runs in split order
+ *    over values read back from the scratch, so whichever block is last
+ *    the bits are the same. Up to CUDA_SCRATCH_COUNTERS (t, h) pairs.
+ *  - "twopass": a second kernel merges them; any size.
+ * Both kernels are PDL-aware: they wait before reading q or the caches and
+ * trigger after their stores.
  *
  * The two forms share both kernels and differ in the launch:
  *  - eager (graph_safe 0): NS and the chunk follow L, from the host's
@@ -86,19 +96,25 @@ __device__ __forceinline__ void attn_load(const T *row, int lane, int D, float (
 	}
 }
 
+template <typename T>
+__device__ void attn_combine(const float *part_acc, const float2 *part_ml, T *out, int64_t th,
+                             int nsplit, int D, float *sm, float *sl, float *sw);
+
 /* Block (t, h, split) = blockIdx.x as (t * H + h) * nsplit + split. Keys
  * [split * chunk, min(split * chunk + chunk, L)). KV_LEN_DEV, when not
  * NULL, gives kv_len; else KV_LEN does. */
 template <typename T, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_THREADS)
 bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *part_acc,
-                           float2 *part_ml, int64_t H, int64_t KVH, int D, int64_t S,
-                           int64_t kv_len, const int32_t *kv_len_dev, int nsplit,
+                           float2 *part_ml, unsigned *counters, int64_t H, int64_t KVH, int D,
+                           int64_t S, int64_t kv_len, const int32_t *kv_len_dev, int nsplit,
                            int64_t chunk, float scale)
 {
 	constexpr int KB = EPL <= 8 ? 4 : 2;    /* keys in flight per warp */
 	__shared__ float sh_m[ATTN_WARPS], sh_l[ATTN_WARPS];
 	__shared__ float sh_acc[ATTN_WARPS][32 * EPL];
+	__shared__ float sh_cm[ATTN_MAX_SPLITS], sh_cl[ATTN_MAX_SPLITS], sh_cw[ATTN_MAX_SPLITS];
+	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t bid = blockIdx.x;
 	const int split = (int)(bid % nsplit);
@@ -107,6 +123,7 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	const int64_t g = h * KVH / H;
 	const int64_t kstride = KVH * D;
 
+	cuda_pdl_wait();
 	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	L = L < 0 ? 0 : L > S ? S : L;
 	const int64_t start = (int64_t)split * chunk;
@@ -206,21 +223,27 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	}
 	if (nsplit > 1 && threadIdx.x == 0)
 		part_ml[th * nsplit + split] = make_float2(M, lsum);
+	if (nsplit > 1 && counters) {
+		if (!cuda_last_block(&counters[th], (unsigned)nsplit, &flag))
+			return;
+		attn_combine<T>(part_acc, part_ml, out, th, nsplit, D, sh_cm, sh_cl, sh_cw);
+	}
+	cuda_pdl_trigger();
 }
 
-/* Block th = t * H + h merges its NSPLIT parts into out[t, h]. */
+/* Merge the NSPLIT parts of (t, h) = TH into out[t, h], in split order,
+ * reading the parts past L1 (other blocks wrote them). SM, SL, SW are
+ * shared arrays of ATTN_MAX_SPLITS floats. Every thread of the block calls
+ * it. */
 template <typename T>
-__global__ void __launch_bounds__(ATTN_COMBINE_THREADS)
-bcg_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *out,
-                             int nsplit, int D)
+__device__ void attn_combine(const float *part_acc, const float2 *part_ml, T *out, int64_t th,
+                             int nsplit, int D, float *sm, float *sl, float *sw)
 {
-	__shared__ float sm[ATTN_MAX_SPLITS], sl[ATTN_MAX_SPLITS], sw[ATTN_MAX_SPLITS];
-	const int64_t th = blockIdx.x;
 	const float2 *ml = part_ml + th * nsplit;
 	const float *acc = part_acc + th * nsplit * D;
 
 	for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
-		float2 p = ml[s];
+		float2 p = __ldcg(ml + s);
 		sm[s] = p.x;
 		sl[s] = p.y;
 	}
@@ -237,9 +260,22 @@ bcg_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *ou
 	for (int d = threadIdx.x; d < D; d += blockDim.x) {
 		float a = 0.0f;
 		for (int s = 0; s < nsplit; s++)
-			a += sw[s] * acc[(int64_t)s * D + d];
+			a += sw[s] * __ldcg(acc + (int64_t)s * D + d);
 		out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
 	}
+}
+
+/* "twopass": block th = t * H + h merges its NSPLIT parts into out[t, h]. */
+template <typename T>
+__global__ void __launch_bounds__(ATTN_COMBINE_THREADS)
+bcg_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *out,
+                             int nsplit, int D)
+{
+	__shared__ float sm[ATTN_MAX_SPLITS], sl[ATTN_MAX_SPLITS], sw[ATTN_MAX_SPLITS];
+
+	cuda_pdl_wait();
+	attn_combine<T>(part_acc, part_ml, out, (int64_t)blockIdx.x, nsplit, D, sm, sl, sw);
+	cuda_pdl_trigger();
 }
 
 /* --- host side ------------------------------------------------------------ */
@@ -262,7 +298,8 @@ struct attn_launch {
 	float scale;
 	float *part_acc;
 	float2 *part_ml;
-	cudaStream_t stream;
+	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
+	const struct cuda_op_ctx *ctx;
 };
 
 static int cuda_attention_shape(const struct op_call *call, struct attn_shape *sh,
@@ -371,7 +408,22 @@ extern "C" size_t cuda_attention_scratch_bytes(const struct op_call *call)
 
 	if (cuda_attention_shape(call, &sh, NULL, 0) != 0 || sh.th < 1)
 		return 0;
-	return attn_scratch_for(&sh, attn_splits_bound(sh.S, sh.th));
+	return cuda_scratch_with_counters(attn_scratch_for(&sh, attn_splits_bound(sh.S, sh.th)));
+}
+
+int cuda_attention_usable(const struct op_call *call, int impl)
+{
+	struct attn_shape sh = {};
+
+	if (cuda_attention_shape(call, &sh, NULL, 0) != 0)
+		return 0;
+	switch (impl) {
+	case CUDA_IMPL_ATTN_SPLIT:
+		return sh.th <= CUDA_SCRATCH_COUNTERS;
+	case CUDA_IMPL_ATTN_TWOPASS:
+		return 1;
+	}
+	return 0;
 }
 
 template <typename T, int EPL>
@@ -385,22 +437,25 @@ static int attn_launch_epl(const struct attn_launch *al, char *msg, size_t len)
 	bool vec = sh->D == 32 * EPL && (uintptr_t)al->q % vec_bytes == 0 &&
 	           (uintptr_t)al->k % vec_bytes == 0 && (uintptr_t)al->v % vec_bytes == 0;
 	unsigned blocks = (unsigned)(sh->th * al->nsplit);
+	const char *name = "bcg_attention_split_kernel";
+	int rc;
 
 	if (vec)
-		bcg_attention_split_kernel<T, EPL, true><<<blocks, ATTN_THREADS, 0, al->stream>>>(
-			q, k, v, out, al->part_acc, al->part_ml, sh->H, sh->KVH, (int)sh->D, sh->S,
-			al->kv_len, al->kv_len_dev, al->nsplit, al->chunk, al->scale);
+		rc = cuda_launch(al->ctx, name, bcg_attention_split_kernel<T, EPL, true>, dim3(blocks),
+		                 dim3(ATTN_THREADS), msg, len, q, k, v, out, al->part_acc, al->part_ml,
+		                 al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
+		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale);
 	else
-		bcg_attention_split_kernel<T, EPL, false><<<blocks, ATTN_THREADS, 0, al->stream>>>(
-			q, k, v, out, al->part_acc, al->part_ml, sh->H, sh->KVH, (int)sh->D, sh->S,
-			al->kv_len, al->kv_len_dev, al->nsplit, al->chunk, al->scale);
-	if (cuda_check_launch("bcg_attention_split_kernel", msg, len))
-		return -1;
-	if (al->nsplit == 1)
-		return 0;
-	bcg_attention_combine_kernel<T><<<(unsigned)sh->th, ATTN_COMBINE_THREADS, 0, al->stream>>>(
-		al->part_acc, al->part_ml, out, al->nsplit, (int)sh->D);
-	return cuda_check_launch("bcg_attention_combine_kernel", msg, len);
+		rc = cuda_launch(al->ctx, name, bcg_attention_split_kernel<T, EPL, false>, dim3(blocks),
+		                 dim3(ATTN_THREADS), msg, len, q, k, v, out, al->part_acc, al->part_ml,
+		                 al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
+		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale);
+	if (rc || al->nsplit == 1 || al->counters)
+		return rc;
+	return cuda_launch(al->ctx, "bcg_attention_combine_kernel", bcg_attention_combine_kernel<T>,
+	                   dim3((unsigned)sh->th), dim3(ATTN_COMBINE_THREADS), msg, len,
+	                   (const float *)al->part_acc, (const float2 *)al->part_ml, out, al->nsplit,
+	                   (int)sh->D);
 }
 
 template <typename T>
@@ -435,7 +490,13 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	al.out = call->out[0].data;
 	al.dtype = call->in[0].dtype;
 	al.kv_len = call->attr[ATTN_KV_LEN].i;
-	al.stream = ctx->stream;
+	al.ctx = ctx;
+	if (call->impl != CUDA_IMPL_ATTN_SPLIT && call->impl != CUDA_IMPL_ATTN_TWOPASS)
+		return cuda_fail(msg, len, "attention: no implementation %d on CUDA", call->impl);
+	if (!cuda_attention_usable(call, call->impl))
+		return cuda_fail(msg, len, "attention: implementation split cannot run %lld (token, "
+		                 "head) pairs, above the %lld scratch counters", (long long)al.sh.th,
+		                 (long long)CUDA_SCRATCH_COUNTERS);
 	al.scale = scale == 0.0 ? 1.0f / sqrtf((float)al.sh.D) : (float)scale;
 	if (call->graph_safe) {
 		/* A literal kv_len has no device mirror; it is the same every
@@ -447,16 +508,18 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		attn_plan(L, al.sh.th, ctx->sm_count, &al.nsplit, &al.chunk);
 	}
 
-	need = attn_scratch_for(&al.sh, al.nsplit);
+	need = cuda_scratch_with_counters(attn_scratch_for(&al.sh, al.nsplit));
 	if (need > 0) {
 		if (!ctx->scratch || ctx->scratch_bytes < need)
 			return cuda_fail(msg, len, "attention: needs %zu bytes of scratch, the context "
 			                 "has %zu", need, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
 		if ((uintptr_t)ctx->scratch % 16 != 0)
 			return cuda_fail(msg, len, "attention: scratch is not 16-byte aligned");
-		al.part_ml = static_cast<float2 *>(ctx->scratch);
-		al.part_acc = reinterpret_cast<float *>(static_cast<char *>(ctx->scratch) +
-		                                        attn_ml_bytes(al.sh.th, al.nsplit));
+		char *data = static_cast<char *>(cuda_scratch_data(ctx));
+		al.part_ml = reinterpret_cast<float2 *>(data);
+		al.part_acc = reinterpret_cast<float *>(data + attn_ml_bytes(al.sh.th, al.nsplit));
+		if (call->impl == CUDA_IMPL_ATTN_SPLIT)
+			al.counters = cuda_scratch_counters(ctx);
 	}
 
 	switch (al.dtype) {

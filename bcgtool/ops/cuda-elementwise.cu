@@ -1,6 +1,8 @@
 /*
  * cuda-elementwise.cu - the CUDA kernels of the element-by-element ops:
- * fill, copy, add, mul, scale, silu_mul, gelu.
+ * fill, copy, add, mul, scale, silu_mul, gelu, and slice (a column range,
+ * moved as bits when the dtypes agree; PDL-aware: it waits before reading
+ * and triggers after its stores).
  *
  * Grid-stride loops over 64-bit indexes; each thread reads the inputs of
  * an element just before writing it, so every op here works in place.
@@ -233,4 +235,59 @@ extern "C" int cuda_run_gelu(const struct op_call *call, const struct cuda_op_ct
 	bcg_gelu_kernel<<<cuda_ew_blocks(n, ctx->sm_count), CUDA_EW_THREADS, 0, ctx->stream>>>(
 		x->data, x->dtype, out->data, out->dtype, n);
 	return cuda_check_launch("bcg_gelu_kernel", msg, len);
+}
+
+/* out[r, j] = x[r, start + j] for x [rows, C], out [rows, W]. U is the
+ * element's storage when the dtypes agree; the converting form passes
+ * char. */
+template <typename U>
+__global__ void bcg_slice_kernel(const void *x, int dtx, void *out, int dto, int64_t rows,
+                                 int64_t C, int64_t W, int64_t start)
+{
+	const int64_t total = rows * W;
+
+	cuda_pdl_wait();
+	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
+	     n += (int64_t)gridDim.x * blockDim.x) {
+		int64_t r = n / W, j = n - r * W, src = r * C + start + j;
+		if constexpr (sizeof(U) == 1)
+			cuda_st(out, dto, n, cuda_ld(x, dtx, src));
+		else
+			static_cast<U *>(out)[n] = static_cast<const U *>(x)[src];
+	}
+	cuda_pdl_trigger();
+}
+
+extern "C" int cuda_run_slice(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                              char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *out = &call->out[0];
+	int64_t rows = cuda_rows(x), C = cuda_cols(x), W = cuda_cols(out);
+	int64_t start = call->attr[SLICE_START].i;
+	const char *name = "bcg_slice_kernel";
+	dim3 grid, block(CUDA_EW_THREADS);
+
+	if (!cuda_is_known_dtype(x->dtype) || !cuda_is_known_dtype(out->dtype) ||
+	    (x->dtype != out->dtype &&
+	     (!cuda_is_float_dtype(x->dtype) || !cuda_is_float_dtype(out->dtype))))
+		return cuda_fail(msg, len, "slice: dtypes %s -> %s not supported",
+		                 cuda_dtype_name(x->dtype), cuda_dtype_name(out->dtype));
+	if (start < 0 || W < 0 || start + W > C || cuda_numel(out) != rows * W)
+		return cuda_fail(msg, len, "slice: columns [%lld, %lld) of x [%lld, %lld] do not "
+		                 "give out's %lld elements", (long long)start, (long long)(start + W),
+		                 (long long)rows, (long long)C, (long long)cuda_numel(out));
+	if (rows * W <= 0)
+		return 0;
+	grid = dim3(cuda_ew_blocks(rows * W, ctx->sm_count));
+	if (x->dtype != out->dtype)
+		return cuda_launch(ctx, name, bcg_slice_kernel<char>, grid, block, msg, len,
+		                   (const void *)x->data, x->dtype, out->data, out->dtype, rows, C, W,
+		                   start);
+	if (cuda_dtype_size(x->dtype) == 2)
+		return cuda_launch(ctx, name, bcg_slice_kernel<uint16_t>, grid, block, msg, len,
+		                   (const void *)x->data, x->dtype, out->data, out->dtype, rows, C, W,
+		                   start);
+	return cuda_launch(ctx, name, bcg_slice_kernel<uint32_t>, grid, block, msg, len,
+	                   (const void *)x->data, x->dtype, out->data, out->dtype, rows, C, W,
+	                   start);
 }

@@ -7,6 +7,10 @@
  * row of zeros, a position outside [0, S) is skipped. Rows move as bits
  * when the dtypes agree (as the host's memmove), else through f32. Two
  * tokens writing one position race; op.h leaves the winner unspecified.
+ *
+ * embedding is PDL-aware (it waits before reading the ids, which a step
+ * writes, and triggers after its stores); kv_write is launched the plain
+ * way.
  */
 #include "config.h"
 
@@ -20,6 +24,7 @@ __global__ void bcg_embedding_kernel(const void *table, int dtt, const int32_t *
 {
 	int64_t total = T * H;
 
+	cuda_pdl_wait();
 	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
 	     n += (int64_t)gridDim.x * blockDim.x) {
 		int64_t t = n / H, j = n - t * H;
@@ -33,6 +38,7 @@ __global__ void bcg_embedding_kernel(const void *table, int dtt, const int32_t *
 		else
 			static_cast<U *>(out)[n] = static_cast<const U *>(table)[id * H + j];
 	}
+	cuda_pdl_trigger();
 }
 
 /* cache[pos[t], j] = x[t, j] for pos[t] in [0, S). */
@@ -73,17 +79,19 @@ extern "C" int cuda_run_embedding(const struct op_call *call, const struct cuda_
 		                 (long long)H);
 	if (T * H <= 0)
 		return 0;
-	unsigned blocks = cuda_ew_blocks(T * H, ctx->sm_count);
+	dim3 grid(cuda_ew_blocks(T * H, ctx->sm_count)), block(CUDA_EW_THREADS);
+	const char *name = "bcg_embedding_kernel";
 	if (table->dtype != out->dtype)
-		bcg_embedding_kernel<char><<<blocks, CUDA_EW_THREADS, 0, ctx->stream>>>(
-			table->data, table->dtype, idp, out->data, out->dtype, T, V, H);
-	else if (cuda_dtype_size(out->dtype) == 2)
-		bcg_embedding_kernel<uint16_t><<<blocks, CUDA_EW_THREADS, 0, ctx->stream>>>(
-			table->data, table->dtype, idp, out->data, out->dtype, T, V, H);
-	else
-		bcg_embedding_kernel<uint32_t><<<blocks, CUDA_EW_THREADS, 0, ctx->stream>>>(
-			table->data, table->dtype, idp, out->data, out->dtype, T, V, H);
-	return cuda_check_launch("bcg_embedding_kernel", msg, len);
+		return cuda_launch(ctx, name, bcg_embedding_kernel<char>, grid, block, msg, len,
+		                   (const void *)table->data, table->dtype, idp, out->data,
+		                   out->dtype, T, V, H);
+	if (cuda_dtype_size(out->dtype) == 2)
+		return cuda_launch(ctx, name, bcg_embedding_kernel<uint16_t>, grid, block, msg, len,
+		                   (const void *)table->data, table->dtype, idp, out->data,
+		                   out->dtype, T, V, H);
+	return cuda_launch(ctx, name, bcg_embedding_kernel<uint32_t>, grid, block, msg, len,
+	                   (const void *)table->data, table->dtype, idp, out->data, out->dtype,
+	                   T, V, H);
 }
 
 extern "C" int cuda_run_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,

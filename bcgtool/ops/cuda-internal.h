@@ -2,7 +2,24 @@
  * cuda-internal.h - private to the CUDA kernels (cuda-*.cu): the launcher
  * of each op kind, which cuda-table.cu's table points at, and the device
  * helpers they share: element load and store in any dtype, block
- * reductions, launch checks and error messages.
+ * reductions, launch checks and error messages, the launch helper that
+ * honours cuda_op_ctx.pdl, and the scratch counters.
+ *
+ * Programmatic dependent launch (PDL). A kernel launched through
+ * cuda_launch() with ctx->pdl set may start while the kernel before it on
+ * the stream is still running. Every such kernel keeps this rule, which
+ * makes the overlap invisible to the results:
+ *  (a) before cuda_pdl_wait() it reads only memory no kernel of the step
+ *      writes (its weights: prefetching them to L2 is the useful work to
+ *      do there) and writes no global memory at all;
+ *  (b) it calls cuda_pdl_wait() on every path before reading activations,
+ *      scratch or counters, or writing anything;
+ *  (c) it calls cuda_pdl_trigger() only after its wait and after its last
+ *      global store (a block that exits triggers implicitly).
+ * cuda_pdl_wait() returns once the previous kernel has completed and its
+ * stores are visible, whether or not that kernel triggered early; without
+ * PDL both calls are no-ops. A kernel that does not keep the rule must be
+ * launched the plain way (<<< >>>), which waits for everything before it.
  *
  * CUDA C++ only; the rest of the program uses cuda.h.
  */
@@ -17,6 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include <utility>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -43,9 +63,15 @@ int cuda_run_silu_mul(const struct op_call *call, const struct cuda_op_ctx *ctx,
                       char *msg, size_t len);
 int cuda_run_gelu(const struct op_call *call, const struct cuda_op_ctx *ctx,
                   char *msg, size_t len);
-/* cuda-matmul.cu */
+int cuda_run_slice(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                   char *msg, size_t len);
+/* cuda-smallm.cu: the products, every implementation */
 int cuda_run_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
                     char *msg, size_t len);
+int cuda_run_matmul_add(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                        char *msg, size_t len);
+int cuda_run_matmul_silu_mul(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                             char *msg, size_t len);
 /* cuda-norm.cu */
 int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
                      char *msg, size_t len);
@@ -55,9 +81,13 @@ int cuda_run_softmax(const struct op_call *call, const struct cuda_op_ctx *ctx,
                      char *msg, size_t len);
 int cuda_run_argmax(const struct op_call *call, const struct cuda_op_ctx *ctx,
                     char *msg, size_t len);
+int cuda_run_add_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                         char *msg, size_t len);
 /* cuda-rope.cu */
 int cuda_run_rope(const struct op_call *call, const struct cuda_op_ctx *ctx,
                   char *msg, size_t len);
+int cuda_run_rope_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                           char *msg, size_t len);
 /* cuda-embedding.cu */
 int cuda_run_embedding(const struct op_call *call, const struct cuda_op_ctx *ctx,
                        char *msg, size_t len);
@@ -66,6 +96,75 @@ int cuda_run_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
 /* cuda-attention.cu */
 int cuda_run_attention(const struct op_call *call, const struct cuda_op_ctx *ctx,
                        char *msg, size_t len);
+}
+
+/* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */
+
+/* The implementations of each kind, by index (cuda_impl_name's order). */
+enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2 };   /* products */
+enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
+enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
+
+/* cuda_impl_usable by op id, for the launchers, which are not given
+ * call->kind. */
+int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl);
+
+/* cuda-smallm.cu: whether implementation IMPL of product ID can run CALL,
+ * and the scratch bytes its launch needs (counters included). */
+int    cuda_product_usable(enum op_id id, const struct op_call *call, int impl);
+size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
+/* cuda-norm.cu */
+int    cuda_argmax_usable(const struct op_call *call, int impl);
+size_t cuda_argmax_scratch_bytes(const struct op_call *call);
+/* cuda-attention.cu */
+int    cuda_attention_usable(const struct op_call *call, int impl);
+
+/* The operands of a product kind, checked: matmul (a, b), matmul_add (x,
+ * a, b), matmul_silu_mul (a, b). out [M, N] = epilogue(op(a)[M, K] @
+ * op(b)[K, NB]), NB = 2N for matmul_silu_mul, else N. X is NULL but for
+ * matmul_add. a and b share a float dtype; out has it or is f32. */
+struct cuda_product {
+	const struct op_tensor *x, *a, *b, *out;
+	int trans_a, trans_b;
+	int64_t M, N, K, NB;
+};
+
+/* cuda-smallm.cu: fill P from CALL; 0, or -1 with one sentence in MSG
+ * (which may be NULL). */
+int cuda_product_shape(enum op_id id, const struct op_call *call, struct cuda_product *p,
+                       char *msg, size_t len);
+
+/* cuda-matmul.cu: the "cublas" implementation of product ID (matmul,
+ * matmul_add, matmul_silu_mul): cublasGemmEx, into the scratch for the
+ * fused kinds and then one epilogue kernel. Its scratch bytes, and whether
+ * it can run CALL. */
+int    cuda_product_cublas(enum op_id id, const struct op_call *call,
+                           const struct cuda_op_ctx *ctx, char *msg, size_t len);
+size_t cuda_product_cublas_scratch(enum op_id id, const struct op_call *call);
+int    cuda_product_cublas_usable(enum op_id id, const struct op_call *call);
+
+/* The scratch counters (cuda.h): CUDA_OP_SCRATCH_COUNTER_BYTES at the start
+ * of the scratch, zero between launches. A kernel that counts finishing
+ * blocks in them returns its counters to zero in the block that sees the
+ * count complete, so the next launch, or the next replay of a graph, finds
+ * them zero. Data scratch starts behind them. */
+#define CUDA_SCRATCH_COUNTERS ((int64_t)(CUDA_OP_SCRATCH_COUNTER_BYTES / sizeof(unsigned)))
+
+static inline unsigned *cuda_scratch_counters(const struct cuda_op_ctx *ctx)
+{
+	return static_cast<unsigned *>(ctx->scratch);
+}
+
+static inline void *cuda_scratch_data(const struct cuda_op_ctx *ctx)
+{
+	return static_cast<char *>(ctx->scratch) + CUDA_OP_SCRATCH_COUNTER_BYTES;
+}
+
+/* Data bytes rounded to 256 behind the counters: what a launch that needs
+ * DATA bytes of scratch reports (0 stays 0). */
+static inline size_t cuda_scratch_with_counters(size_t data)
+{
+	return data == 0 ? 0 : CUDA_OP_SCRATCH_COUNTER_BYTES + ((data + 255) & ~(size_t)255);
 }
 
 /* --- host-side helpers --------------------------------------------------- */
@@ -185,7 +284,102 @@ static inline unsigned cuda_row_blocks(int64_t rows)
 	return rows < 1 ? 1u : (unsigned)rows;
 }
 
+/* Launch KERNEL on CTX's stream with GRID x BLOCK threads: with
+ * programmatic stream serialization when ctx->pdl (the kernel must keep the
+ * rule at the top of this file), else as <<<grid, block, 0, stream>>>.
+ * Returns 0, or -1 naming NAME and the error. */
+template <typename... P, typename... A>
+static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),
+                       dim3 grid, dim3 block, char *msg, size_t len, A &&...args)
+{
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute attr[1] = {};
+	cudaError_t err;
+
+	cfg.gridDim = grid;
+	cfg.blockDim = block;
+	cfg.dynamicSmemBytes = 0;
+	cfg.stream = ctx->stream;
+	if (ctx->pdl) {
+		attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		attr[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = attr;
+		cfg.numAttrs = 1;
+	}
+	err = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+	if (err == cudaSuccess)
+		err = cudaGetLastError();
+	if (err != cudaSuccess)
+		return cuda_fail(msg, len, "launch of %s failed: %s (%s)", name,
+		                 cudaGetErrorString(err), cudaGetErrorName(err));
+	return 0;
+}
+
 /* --- device helpers ----------------------------------------------------- */
+
+/* PDL (see the top of this file). Without a programmatic dependency, or on
+ * a device before sm_90, both do nothing. */
+__device__ __forceinline__ void cuda_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void cuda_pdl_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Ask for the 128-byte line holding P in L2: a hint, no register, no
+ * fault, allowed before cuda_pdl_wait() for memory nobody writes. */
+__device__ __forceinline__ void cuda_prefetch_l2(const void *p)
+{
+	asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
+}
+
+/* V rounded to dtype DT and widened back: what storing V as an
+ * intermediate and reading it again gives. */
+__device__ __forceinline__ float cuda_round_to(int dt, float v)
+{
+	switch (dt) {
+	case PLAN_DTYPE_F16:
+		return __half2float(__float2half_rn(v));
+	case PLAN_DTYPE_BF16:
+		return __bfloat162float(__float2bfloat16_rn(v));
+	default:
+		return v;
+	}
+}
+
+/* The last-block protocol of the split kernels: each block stores its
+ * partial results, then calls this with COUNTER (one per group of blocks
+ * that must be combined) and the group's block count N. Returns true in
+ * exactly one block of the group, the last to arrive, after which that
+ * block may read every partial of the group (through __ldcg, past L1);
+ * that block's thread 0 has already reset the counter to zero. Every
+ * thread of the block must call it. FLAG is a __shared__ int. */
+__device__ __forceinline__ bool cuda_last_block(unsigned *counter, unsigned n, int *flag)
+{
+	/* Each thread makes its own partial stores visible device-wide
+	 * before the block is counted. */
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned old = atomicAdd(counter, 1u);
+		bool last = old == n - 1;
+		if (last)
+			*counter = 0u;      /* every block of the group has counted */
+		*flag = last;
+	}
+	__syncthreads();
+	bool last = *flag != 0;
+	if (last)
+		__threadfence();        /* order the reads below after the count */
+	return last;
+}
 
 /* f32 to i32 as host_f32_to_i32: toward zero, NaN 0, saturating. */
 __device__ __forceinline__ int32_t cuda_f32_to_i32(float v)

@@ -1,5 +1,7 @@
 /*
- * cuda-matmul.cu - matmul through cuBLAS.
+ * cuda-matmul.cu - the products through cuBLAS: the "cublas"
+ * implementation of matmul, matmul_add and matmul_silu_mul, which takes
+ * every shape and layout the kinds allow.
  *
  * out[M,N] = op(a)[M,K] @ op(b)[K,N], every tensor row-major. cuBLAS is
  * column-major, and a row-major X[r,c] read column-major is X^T[c,r] with
@@ -18,6 +20,12 @@
  * Compute type CUBLAS_COMPUTE_32F (f32 accumulation; f32 inputs are not
  * rounded to TF32 under the default math mode), alpha 1, beta 0, scalars
  * on the host. a and b must share a dtype; out has that dtype or f32.
+ *
+ * The fused kinds store the product, in out's dtype, into the scratch
+ * (behind its counters) -- the very rounding their unfused sequence makes
+ * when matmul stores it -- and one epilogue kernel then reads it back:
+ * matmul_add adds the residual x, matmul_silu_mul combines gate column j
+ * with up column N + j.
  */
 #include "config.h"
 
@@ -47,62 +55,139 @@ __global__ void bcg_matmul_zero_kernel(void *out, int dt, int64_t n)
 		cuda_st(out, dt, i, 0.0f);
 }
 
-extern "C" int cuda_run_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
-                               char *msg, size_t len)
+/* The epilogues of the fused kinds, on the stored product P [M, NB] of
+ * dtype DTP: out[m, j] for j < N. Each thread reads x[i] just before it
+ * writes out[i], so out may be x. Launched after cuBLAS's kernels, which
+ * are not PDL-aware: it waits before reading anything. */
+template <bool SILU>
+__global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *x, int dtx,
+                                            void *out, int dto, int64_t M, int64_t N)
 {
-	const struct op_tensor *a = &call->in[0], *b = &call->in[1], *out = &call->out[0];
-	int trans_a = call->attr[MATMUL_TRANS_A].i != 0;
-	int trans_b = call->attr[MATMUL_TRANS_B].i != 0;
+	const int64_t total = M * N, nb = SILU ? 2 * N : N;
+
+	cuda_pdl_wait();
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t m = i / N, j = i - m * N;
+		if constexpr (SILU) {
+			float g = cuda_ld(p, dtp, m * nb + j), u = cuda_ld(p, dtp, m * nb + N + j);
+			float silu = g / (1.0f + expf(-g));
+			cuda_st(out, dto, i, silu * u);
+		} else {
+			cuda_st(out, dto, i, cuda_ld(x, dtx, i) + cuda_ld(p, dtp, m * nb + j));
+		}
+	}
+	cuda_pdl_trigger();
+}
+
+/* out = op(a) @ op(b) by cublasGemmEx; K = 0 gives zeros. */
+static int cuda_gemm_cublas(const char *who, const struct cuda_product *p, void *out,
+                            int dto, int64_t ncols, const struct cuda_op_ctx *ctx,
+                            char *msg, size_t len)
+{
 	const float alpha = 1.0f, beta = 0.0f;
 	cublasPointerMode_t mode;
 	cublasStatus_t st;
 
-	if (a->rank != 2 || b->rank != 2 || out->rank != 2)
-		return cuda_fail(msg, len, "matmul: operands must have rank 2");
-	int64_t M = out->dim[0], N = out->dim[1];
-	int64_t K = trans_a ? a->dim[0] : a->dim[1];
-	int64_t a_m = trans_a ? a->dim[1] : a->dim[0];
-	int64_t b_k = trans_b ? b->dim[1] : b->dim[0];
-	int64_t b_n = trans_b ? b->dim[0] : b->dim[1];
-	if (a_m != M || b_k != K || b_n != N)
-		return cuda_fail(msg, len, "matmul: shapes do not agree (M %lld, N %lld, K %lld)",
-		                 (long long)M, (long long)N, (long long)K);
-	if (!cuda_is_float_dtype(a->dtype) || b->dtype != a->dtype ||
-	    (out->dtype != a->dtype && out->dtype != PLAN_DTYPE_F32))
-		return cuda_fail(msg, len, "matmul: dtypes %s, %s -> %s not supported by cuBLAS "
-		                 "(a and b alike, out alike or f32)", cuda_dtype_name(a->dtype),
-		                 cuda_dtype_name(b->dtype), cuda_dtype_name(out->dtype));
-	if (M > INT_MAX || N > INT_MAX || K > INT_MAX || a->dim[1] > INT_MAX ||
-	    b->dim[1] > INT_MAX)
-		return cuda_fail(msg, len, "matmul: dimensions beyond cuBLAS's int range");
-	if (M <= 0 || N <= 0)
-		return 0;
-	if (K <= 0) {
-		bcg_matmul_zero_kernel<<<cuda_ew_blocks(M * N, ctx->sm_count), CUDA_EW_THREADS, 0,
-		                         ctx->stream>>>(out->data, out->dtype, M * N);
+	if (p->K <= 0) {
+		bcg_matmul_zero_kernel<<<cuda_ew_blocks(p->M * ncols, ctx->sm_count), CUDA_EW_THREADS,
+		                         0, ctx->stream>>>(out, dto, p->M * ncols);
 		return cuda_check_launch("bcg_matmul_zero_kernel", msg, len);
 	}
-
 	/* The scalars below live on the host; a handle in device pointer mode
 	 * would read them as device addresses. */
 	st = cublasGetPointerMode(ctx->cublas, &mode);
 	if (st != CUBLAS_STATUS_SUCCESS)
-		return cuda_fail(msg, len, "matmul: cublasGetPointerMode failed: %s",
+		return cuda_fail(msg, len, "%s: cublasGetPointerMode failed: %s", who,
 		                 cublasGetStatusString(st));
 	if (mode != CUBLAS_POINTER_MODE_HOST)
-		return cuda_fail(msg, len, "matmul: the cuBLAS handle is in device pointer mode");
+		return cuda_fail(msg, len, "%s: the cuBLAS handle is in device pointer mode", who);
 
 	st = cublasGemmEx(ctx->cublas,
-	                  trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-	                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-	                  (int)N, (int)M, (int)K, &alpha,
-	                  b->data, cuda_matmul_type(b->dtype), (int)b->dim[1],
-	                  a->data, cuda_matmul_type(a->dtype), (int)a->dim[1],
+	                  p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+	                  p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+	                  (int)ncols, (int)p->M, (int)p->K, &alpha,
+	                  p->b->data, cuda_matmul_type(p->b->dtype), (int)p->b->dim[1],
+	                  p->a->data, cuda_matmul_type(p->a->dtype), (int)p->a->dim[1],
 	                  &beta,
-	                  out->data, cuda_matmul_type(out->dtype), (int)N,
+	                  out, cuda_matmul_type(dto), (int)ncols,
 	                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 	if (st != CUBLAS_STATUS_SUCCESS)
-		return cuda_fail(msg, len, "matmul: cublasGemmEx (M %lld, N %lld, K %lld) failed: %s",
-		                 (long long)M, (long long)N, (long long)K, cublasGetStatusString(st));
+		return cuda_fail(msg, len, "%s: cublasGemmEx (M %lld, N %lld, K %lld) failed: %s", who,
+		                 (long long)p->M, (long long)ncols, (long long)p->K,
+		                 cublasGetStatusString(st));
 	return 0;
+}
+
+static const char *cuda_product_name(enum op_id id)
+{
+	switch (id) {
+	case OP_MATMUL_ADD:
+		return "matmul_add";
+	case OP_MATMUL_SILU_MUL:
+		return "matmul_silu_mul";
+	default:
+		return "matmul";
+	}
+}
+
+/* Bytes of the stored product of a fused kind (0 for matmul). */
+static size_t cuda_product_tmp_bytes(enum op_id id, const struct cuda_product *p)
+{
+	if (id == OP_MATMUL)
+		return 0;
+	return (size_t)(p->M * p->NB) * cuda_dtype_size(p->out->dtype);
+}
+
+int cuda_product_cublas_usable(enum op_id id, const struct op_call *call)
+{
+	struct cuda_product p;
+
+	if (cuda_product_shape(id, call, &p, NULL, 0))
+		return 0;
+	return p.M <= INT_MAX && p.NB <= INT_MAX && p.K <= INT_MAX && p.a->dim[1] <= INT_MAX &&
+	       p.b->dim[1] <= INT_MAX;
+}
+
+size_t cuda_product_cublas_scratch(enum op_id id, const struct op_call *call)
+{
+	struct cuda_product p;
+
+	if (cuda_product_shape(id, call, &p, NULL, 0))
+		return 0;
+	return cuda_scratch_with_counters(cuda_product_tmp_bytes(id, &p));
+}
+
+int cuda_product_cublas(enum op_id id, const struct op_call *call,
+                                   const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	const char *who = cuda_product_name(id);
+	struct cuda_product p;
+
+	if (cuda_product_shape(id, call, &p, msg, len))
+		return -1;
+	if (!cuda_product_cublas_usable(id, call))
+		return cuda_fail(msg, len, "%s: dimensions beyond cuBLAS's int range", who);
+	if (p.M <= 0 || p.N <= 0)
+		return 0;
+	if (id == OP_MATMUL)
+		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, ctx, msg, len);
+
+	size_t need = cuda_scratch_with_counters(cuda_product_tmp_bytes(id, &p));
+	if (!ctx->scratch || ctx->scratch_bytes < need)
+		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
+		                 need, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
+	void *tmp = cuda_scratch_data(ctx);
+	if (cuda_gemm_cublas(who, &p, tmp, p.out->dtype, p.NB, ctx, msg, len))
+		return -1;
+	unsigned blocks = cuda_ew_blocks(p.M * p.N, ctx->sm_count);
+	const void *x = p.x ? p.x->data : NULL;
+	int dtx = p.x ? p.x->dtype : PLAN_DTYPE_F32;
+	if (id == OP_MATMUL_SILU_MUL)
+		return cuda_launch(ctx, "bcg_product_epilogue_kernel", bcg_product_epilogue_kernel<true>,
+		                   dim3(blocks), dim3(CUDA_EW_THREADS), msg, len, (const void *)tmp,
+		                   p.out->dtype, x, dtx, p.out->data, p.out->dtype, p.M, p.N);
+	return cuda_launch(ctx, "bcg_product_epilogue_kernel", bcg_product_epilogue_kernel<false>,
+	                   dim3(blocks), dim3(CUDA_EW_THREADS), msg, len, (const void *)tmp,
+	                   p.out->dtype, x, dtx, p.out->data, p.out->dtype, p.M, p.N);
 }

@@ -1,6 +1,6 @@
 /*
- * cuda-table.cu - the table of CUDA launchers, indexed by enum op_id, and
- * the scratch each op kind needs.
+ * cuda-table.cu - the table of CUDA launchers, indexed by enum op_id, the
+ * implementations of each kind, and the scratch each kind needs.
  */
 #include "config.h"
 
@@ -23,11 +23,11 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_kv_write,      /* OP_KV_WRITE */
 	cuda_run_attention,     /* OP_ATTENTION */
 	cuda_run_argmax,        /* OP_ARGMAX */
-	NULL,                   /* OP_ADD_RMSNORM: not yet on CUDA */
-	NULL,                   /* OP_MATMUL_ADD */
-	NULL,                   /* OP_MATMUL_SILU_MUL */
-	NULL,                   /* OP_ROPE_KV_WRITE */
-	NULL,                   /* OP_SLICE */
+	cuda_run_add_rmsnorm,   /* OP_ADD_RMSNORM */
+	cuda_run_matmul_add,    /* OP_MATMUL_ADD */
+	cuda_run_matmul_silu_mul, /* OP_MATMUL_SILU_MUL */
+	cuda_run_rope_kv_write, /* OP_ROPE_KV_WRITE */
+	cuda_run_slice,         /* OP_SLICE */
 };
 
 /* C++ has no designated array initializers: the order above must follow
@@ -35,9 +35,9 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_SCALE == 4 &&
               OP_MATMUL == 5 && OP_RMSNORM == 6 && OP_LAYERNORM == 7 && OP_SILU_MUL == 8 &&
               OP_GELU == 9 && OP_SOFTMAX == 10 && OP_ROPE == 11 && OP_EMBEDDING == 12 &&
-              OP_KV_WRITE == 13 && OP_ATTENTION == 14 && OP_ARGMAX == 15 && OP_ADD_RMSNORM == 16 &&
-              OP_MATMUL_ADD == 17 && OP_MATMUL_SILU_MUL == 18 && OP_ROPE_KV_WRITE == 19 &&
-              OP_SLICE == 20 && OP_COUNT == 21,
+              OP_KV_WRITE == 13 && OP_ATTENTION == 14 && OP_ARGMAX == 15 &&
+              OP_ADD_RMSNORM == 16 && OP_MATMUL_ADD == 17 && OP_MATMUL_SILU_MUL == 18 &&
+              OP_ROPE_KV_WRITE == 19 && OP_SLICE == 20 && OP_COUNT == 21,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
@@ -47,6 +47,74 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
 	return cuda_kernels[id];
 }
 
+/* The implementations' names, stored in plans: never rename one, never
+ * reuse one. The kinds with one kernel call it "std". The index order is
+ * the enums' of cuda-internal.h. */
+static const char *const impl_products[] = { "mma", "gemv", "cublas", NULL };
+static const char *const impl_attention[] = { "split", "twopass", NULL };
+static const char *const impl_argmax[] = { "split", "row", NULL };
+static const char *const impl_one[] = { "std", NULL };
+
+static const char *const *cuda_impl_names(enum op_id id)
+{
+	switch (id) {
+	case OP_MATMUL:
+	case OP_MATMUL_ADD:
+	case OP_MATMUL_SILU_MUL:
+		return impl_products;
+	case OP_ATTENTION:
+		return impl_attention;
+	case OP_ARGMAX:
+		return impl_argmax;
+	default:
+		return impl_one;
+	}
+}
+
+extern "C" int cuda_impl_count(enum op_id id)
+{
+	int n = 0;
+
+	if ((int)id < 0 || (int)id >= OP_COUNT)
+		return 0;
+	for (const char *const *p = cuda_impl_names(id); *p; p++)
+		n++;
+	return n;
+}
+
+extern "C" const char *cuda_impl_name(enum op_id id, int impl)
+{
+	if (impl < 0 || impl >= cuda_impl_count(id))
+		return NULL;
+	return cuda_impl_names(id)[impl];
+}
+
+int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl)
+{
+	if (impl < 0 || impl >= cuda_impl_count(id))
+		return 0;
+	switch (id) {
+	case OP_MATMUL:
+	case OP_MATMUL_ADD:
+	case OP_MATMUL_SILU_MUL:
+		return cuda_product_usable(id, call, impl);
+	case OP_ATTENTION:
+		return cuda_attention_usable(call, impl);
+	case OP_ARGMAX:
+		return cuda_argmax_usable(call, impl);
+	default:
+		/* The single kernels check their operands when launched. */
+		return 1;
+	}
+}
+
+extern "C" int cuda_impl_usable(const struct op_call *call, int impl)
+{
+	if (!call->kind)
+		return 0;
+	return cuda_impl_usable_id(call->kind->id, call, impl);
+}
+
 extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 {
 	if (!call->kind)
@@ -54,6 +122,12 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 	switch (call->kind->id) {
 	case OP_ATTENTION:
 		return cuda_attention_scratch_bytes(call);
+	case OP_MATMUL:
+	case OP_MATMUL_ADD:
+	case OP_MATMUL_SILU_MUL:
+		return cuda_product_scratch_bytes(call->kind->id, call);
+	case OP_ARGMAX:
+		return cuda_argmax_scratch_bytes(call);
 	default:
 		return 0;
 	}

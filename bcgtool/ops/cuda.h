@@ -25,9 +25,31 @@ extern "C" {
  * launchers never change the handle. SCRATCH is device memory, at least
  * 16-byte aligned, of SCRATCH_BYTES >= cuda_op_scratch_bytes(call) bytes
  * for every call launched with this context; the launches of one stream
- * may share it, since they run one after another. Its contents need not be
- * kept between calls, but a captured graph keeps its address: it must stay
- * allocated, at the same place, for as long as any graph that used it. */
+ * may share it, since they run one after another. A captured graph keeps
+ * its address: it must stay allocated, at the same place, for as long as
+ * any graph that used it.
+ *
+ * The first CUDA_OP_SCRATCH_COUNTER_BYTES of SCRATCH are counters (the
+ * split kernels count their finished blocks there, so that the last one
+ * combines the parts in one launch). They must be zero before the first
+ * launch that uses scratch: zero the whole scratch once, right after
+ * allocating it and before any launch or capture (cudaMemset). Every
+ * launch leaves them zero again when it completes, so nothing needs
+ * zeroing between launches or graph replays; a launch that fails midway
+ * (a sticky device error) leaves them undefined, as it leaves the device.
+ * The rest of the scratch need not be kept between calls. Any call whose
+ * cuda_op_scratch_bytes is not 0 reports at least the counters' bytes.
+ *
+ * PDL: with PDL set, the kernels that support it (the products' own
+ * kernels, rmsnorm, add_rmsnorm, rope_kv_write, attention, embedding,
+ * argmax, slice) are launched with programmatic stream serialization: each
+ * may start while its predecessor on the stream finishes, reading only its
+ * weights before it waits for that predecessor (cuda-internal.h has the
+ * rule each kernel keeps). Results are the same bits either way. Inside a
+ * stream capture such a launch after another kernel gives a programmatic
+ * edge (cudaGraphDependencyTypeProgrammatic) in the graph. */
+#define CUDA_OP_SCRATCH_COUNTER_BYTES ((size_t)16384)
+
 struct cuda_op_ctx {
 	cudaStream_t   stream;
 	int            pdl;             /* launch the kernels that support it with
@@ -68,7 +90,7 @@ int cuda_impl_usable(const struct op_call *call, int impl);
 size_t cuda_op_scratch_bytes(const struct op_call *call);
 
 /* The same for an attention call: the split-K partials for kv_len = S (the
- * cache rows), the largest a step can use. */
+ * cache rows), the largest a step can use, behind the counters. */
 size_t cuda_attention_scratch_bytes(const struct op_call *call);
 
 /* Fill the COUNT elements of DST (dtype DTYPE) with an initializer of

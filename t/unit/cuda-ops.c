@@ -18,6 +18,15 @@
  * replayed with new device kv_len values. Every op kind is also launched
  * once inside a stream capture, as the engine does.
  *
+ * Kinds with several implementations (cuda_impl_count) run each usable
+ * one, and the usable set is asserted against what the shape allows. A
+ * case's scratch is poisoned but for its counters, which are zeroed once
+ * as the engine does, and must be zero again after every launch. The
+ * fused kinds are checked against host_kernel() of the kind; where this
+ * build has none yet, against their unfused sequence run by the host
+ * kernels (the definition op.h gives). PDL on and off must give the same
+ * bits, and a capture with PDL must hold programmatic edges.
+ *
  * Without a usable CUDA device the whole program is skipped.
  */
 #include "config.h"
@@ -81,8 +90,12 @@ struct tcase {
 	int                keep_out;     /* outputs hold contents to keep (kv_write) */
 	int                capture;      /* also run it inside a captured graph */
 	double             tol;          /* 0: bit for bit */
+	unsigned           exact_outs;   /* bit o: out[o] bit for bit whatever tol */
 	size_t             scratch;      /* scratch bytes to give the launcher */
 	int                sm_count;     /* 0: the device's */
+	int                impl;         /* implementation index; -1: the first usable */
+	int                pdl;          /* launch with programmatic serialization */
+	void              *got[OP_MAX_OUT]; /* when set: receives the device's bytes */
 };
 
 /* --- plumbing ------------------------------------------------------------- */
@@ -264,6 +277,28 @@ static void tcase_init(struct tcase *c, enum op_id id, int nin, int nout)
 	c->id = id;
 	c->nin = nin;
 	c->nout = nout;
+	c->impl = -1;
+}
+
+/* A kind for cuda_impl_usable, which reads call->kind->id only (the
+ * registry is not linked into this program). */
+static const struct op_kind *kind_stub(enum op_id id)
+{
+	static struct op_kind kinds[OP_COUNT];
+
+	kinds[id].id = id;
+	return &kinds[id];
+}
+
+static int first_usable(enum op_id id, const struct op_call *dcall)
+{
+	struct op_call q = *dcall;
+
+	q.kind = kind_stub(id);
+	for (int i = 0; i < cuda_impl_count(id); i++)
+		if (cuda_impl_usable(&q, i))
+			return i;
+	return -1;
 }
 
 static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
@@ -280,6 +315,52 @@ static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
 	if (dev)
 		memcpy(call->attr_dev, c->attr_dev, sizeof call->attr_dev);
 	call->graph_safe = c->graph_safe;
+	call->impl = 0;
+	if (dev)
+		call->impl = c->impl >= 0 ? c->impl : first_usable(c->id, call);
+}
+
+/* The scratch C's call needs, as the engine asks for it. */
+static size_t op_scratch(const struct tcase *c)
+{
+	struct op_call call;
+
+	tcase_call(c, &call, 1);
+	call.kind = kind_stub(c->id);
+	return cuda_op_scratch_bytes(&call);
+}
+
+/* Scratch as the engine gives it: poisoned data behind zeroed counters. */
+static void *scratch_alloc(size_t bytes)
+{
+	void *p = NULL;
+
+	if (bytes == 0)
+		return NULL;
+	CK(cudaMalloc(&p, bytes));
+	CK(cudaMemset(p, POISON_DEV, bytes));
+	CK(cudaMemset(p, 0, bytes < CUDA_OP_SCRATCH_COUNTER_BYTES ? bytes :
+	                    CUDA_OP_SCRATCH_COUNTER_BYTES));
+	return p;
+}
+
+/* Whether the counters at the start of SCRATCH are all zero again. */
+static int scratch_counters_zero(const void *scratch, size_t bytes)
+{
+	size_t n = bytes < CUDA_OP_SCRATCH_COUNTER_BYTES ? bytes : CUDA_OP_SCRATCH_COUNTER_BYTES;
+	unsigned char *h;
+	int zero = 1;
+
+	if (!scratch || n == 0)
+		return 1;
+	h = malloc(n);
+	if (!h)
+		bail("out of memory");
+	CK(cudaMemcpy(h, scratch, n, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < n; i++)
+		zero &= h[i] == 0;
+	free(h);
+	return zero;
 }
 
 static int tcase_is_input(const struct tcase *c, const struct tbuf *b)
@@ -288,6 +369,150 @@ static int tcase_is_input(const struct tcase *c, const struct tbuf *b)
 		if (c->in[i] == b)
 			return 1;
 	return 0;
+}
+
+/* --- references --------------------------------------------------------------- */
+
+static int64_t tensor_numel(const struct op_tensor *t)
+{
+	int64_t n = 1;
+
+	for (int d = 0; d < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+/* A zeroed host tensor; its data is freed with free(). */
+static struct op_tensor host_tensor(int dtype, int64_t rows, int64_t cols)
+{
+	struct op_tensor t;
+
+	memset(&t, 0, sizeof t);
+	t.dtype = dtype;
+	t.rank = 2;
+	t.dim[0] = rows;
+	t.dim[1] = cols;
+	t.data = calloc((size_t)(rows * cols) + 4, dtype_size(dtype));
+	if (!t.data)
+		bail("out of memory");
+	return t;
+}
+
+/* Run host kernel ID on INS -> OUTS with attributes ATTR (may be NULL). */
+static void host_run(enum op_id id, const struct op_tensor *ins, int nin,
+                     const struct op_tensor *outs, int nout, const union op_value *attr)
+{
+	struct op_call call;
+	host_kernel_fn fn = host_kernel(id);
+
+	if (!fn)
+		bail("no host kernel for op %d", (int)id);
+	memset(&call, 0, sizeof call);
+	call.nin = nin;
+	call.nout = nout;
+	for (int i = 0; i < nin; i++)
+		call.in[i] = ins[i];
+	for (int o = 0; o < nout; o++)
+		call.out[o] = outs[o];
+	if (attr)
+		memcpy(call.attr, attr, sizeof call.attr);
+	fn(&call);
+}
+
+/* out[r, j] = x[r, start + j]: a move, as bits when the dtypes agree. */
+static void ref_slice(const struct op_tensor *x, const struct op_tensor *out, int64_t start)
+{
+	int64_t C = x->dim[x->rank - 1], W = out->dim[out->rank - 1];
+	int64_t rows = W > 0 ? tensor_numel(out) / W : 0;
+	size_t es = dtype_size(x->dtype);
+
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < W; j++) {
+			if (x->dtype == out->dtype)
+				memcpy((char *)out->data + (size_t)(r * W + j) * es,
+				       (const char *)x->data + (size_t)(r * C + start + j) * es, es);
+			else
+				host_store(out, r * W + j, host_load(x, r * C + start + j));
+		}
+	}
+}
+
+/* The reference of CALL (host addresses): the kind's host kernel, or, for
+ * the kinds this build has none of yet, the unfused sequence op.h defines
+ * them by, each intermediate stored in the dtype the sequence stores it. */
+static void ref_run(enum op_id id, const struct op_call *call)
+{
+	host_kernel_fn ref = host_kernel(id);
+	union op_value attr[OP_MAX_ATTRS];
+	struct op_tensor t[3], u[3];
+
+	if (ref) {
+		ref(call);
+		return;
+	}
+	memset(attr, 0, sizeof attr);
+	switch (id) {
+	case OP_SLICE:
+		ref_slice(&call->in[0], &call->out[0], call->attr[SLICE_START].i);
+		return;
+	case OP_MATMUL_ADD:
+	case OP_MATMUL_SILU_MUL: {
+		const struct op_tensor *out = &call->out[0];
+		int silu = id == OP_MATMUL_SILU_MUL, base = silu ? 0 : 1;
+		struct op_tensor tmp = host_tensor(out->dtype, out->dim[0],
+		                                   (silu ? 2 : 1) * out->dim[1]);
+		t[0] = call->in[base];
+		t[1] = call->in[base + 1];
+		attr[MATMUL_TRANS_A] = call->attr[MATMUL_TRANS_A];
+		attr[MATMUL_TRANS_B] = call->attr[MATMUL_TRANS_B];
+		host_run(OP_MATMUL, t, 2, &tmp, 1, attr);
+		if (silu) {
+			host_run(OP_SILU_MUL, &tmp, 1, out, 1, NULL);
+		} else {
+			t[0] = call->in[0];
+			t[1] = tmp;
+			host_run(OP_ADD, t, 2, out, 1, NULL);
+		}
+		free(tmp.data);
+		return;
+	}
+	case OP_ADD_RMSNORM:
+		host_run(OP_ADD, call->in, 2, &call->out[0], 1, NULL);
+		t[0] = call->out[0];
+		t[1] = call->in[2];
+		attr[NORM_EPS] = call->attr[NORM_EPS];
+		host_run(OP_RMSNORM, t, 2, &call->out[1], 1, attr);
+		return;
+	case OP_ROPE_KV_WRITE: {
+		const struct op_tensor *qkv = &call->in[0];
+		int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
+		int64_t D = call->attr[RKV_HEAD_DIM].i, T = tensor_numel(&call->in[1]);
+		struct op_tensor tq = host_tensor(qkv->dtype, T, H * D);
+		struct op_tensor tk = host_tensor(qkv->dtype, T, KVH * D);
+		struct op_tensor tv = host_tensor(qkv->dtype, T, KVH * D);
+		ref_slice(qkv, &tq, 0);
+		ref_slice(qkv, &tk, H * D);
+		ref_slice(qkv, &tv, (H + KVH) * D);
+		attr[ROPE_HEAD_DIM] = call->attr[RKV_HEAD_DIM];
+		attr[ROPE_THETA] = call->attr[RKV_THETA];
+		attr[ROPE_HEADS] = call->attr[RKV_HEADS];
+		u[0] = tq;
+		u[1] = call->in[1];
+		host_run(OP_ROPE, u, 2, &call->out[0], 1, attr);
+		attr[ROPE_HEADS] = call->attr[RKV_KV_HEADS];
+		u[0] = tk;
+		host_run(OP_ROPE, u, 2, &tk, 1, attr);
+		host_run(OP_KV_WRITE, u, 2, &call->out[1], 1, NULL);
+		u[0] = tv;
+		host_run(OP_KV_WRITE, u, 2, &call->out[2], 1, NULL);
+		free(tq.data);
+		free(tk.data);
+		free(tv.data);
+		return;
+	}
+	default:
+		bail("no host reference for op %d", (int)id);
+	}
 }
 
 /* Launch CALL inside a stream capture, then run the graph once. */
@@ -331,12 +556,11 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 	struct op_call dcall, hcall;
 	struct cuda_op_ctx ctx = e->ctx;
 	cuda_kernel_fn fn = cuda_kernel(c->id);
-	host_kernel_fn ref = host_kernel(c->id);
 	char msg[256] = "", why[320] = "";
 	void *scratch = NULL;
 	int rc, pass = 1;
 
-	if (!fn || !ref)
+	if (!fn)
 		bail("no kernel for op %d", (int)c->id);
 	for (int i = 0; i < c->nin; i++)
 		tbuf_upload(c->in[i]);
@@ -346,12 +570,10 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 		else if (!tcase_is_input(c, c->out[o]))
 			tbuf_poison(c->out[o]);
 	}
-	if (c->scratch > 0) {
-		CK(cudaMalloc(&scratch, c->scratch));
-		CK(cudaMemset(scratch, POISON_DEV, c->scratch));
-	}
+	scratch = scratch_alloc(c->scratch);
 	ctx.scratch = scratch;
 	ctx.scratch_bytes = c->scratch;
+	ctx.pdl = c->pdl;
 	if (c->sm_count > 0)
 		ctx.sm_count = c->sm_count;
 	tcase_call(c, &dcall, 1);
@@ -372,7 +594,7 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 			}
 		}
 	}
-	ref(&hcall);
+	ref_run(c->id, &hcall);
 
 	if (rc != 0) {
 		pass = 0;
@@ -385,10 +607,19 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 			bail("out of memory");
 		if (b->bytes > 0)
 			CK(cudaMemcpy(got, b->dev, b->bytes, cudaMemcpyDeviceToHost));
-		pass = tbuf_compare(b, got, c->tol, why, sizeof why);
+		pass = tbuf_compare(b, got, (c->exact_outs >> o) & 1 ? 0.0 : c->tol, why, sizeof why);
+		if (c->got[o])
+			memcpy(c->got[o], got, b->bytes);
 		free(got);
 	}
-	ok(pass, "%s%s", c->what, captured ? " (captured)" : "");
+	if (pass && !scratch_counters_zero(scratch, c->scratch)) {
+		pass = 0;
+		snprintf(why, sizeof why, "the scratch counters are not zero after the launch");
+	}
+	ok(pass, "%s%s%s%s%s", c->what, dcall.impl >= 0 && cuda_impl_count(c->id) > 1 ? " [" : "",
+	   dcall.impl >= 0 && cuda_impl_count(c->id) > 1 ? cuda_impl_name(c->id, dcall.impl) : "",
+	   dcall.impl >= 0 && cuda_impl_count(c->id) > 1 ? "]" : "",
+	   captured ? " (captured)" : c->pdl ? " (pdl)" : "");
 	if (!pass)
 		diag("  %s", why);
 	if (scratch)
@@ -602,6 +833,7 @@ static void test_matmul(struct env *e)
 					c.attr[MATMUL_TRANS_A].i = ta;
 					c.attr[MATMUL_TRANS_B].i = tb;
 					c.tol = tol_for(odt, 1e-4);
+					c.scratch = op_scratch(&c);
 					c.capture = dt == PLAN_DTYPE_F16 && (s == 1 || s == 4);
 					snprintf(c.what, sizeof c.what,
 					         "matmul %s -> %s M %lld N %lld K %lld trans_a %d trans_b %d",
@@ -751,13 +983,17 @@ static void test_argmax(struct env *e)
 				host_store(&t, 2 * cols + cols - 3, NAN);
 				host_store(&t, 2 * cols + cols - 1, NAN);
 			}
-			tcase_init(&c, OP_ARGMAX, 1, 1);
-			c.in[0] = &x;
-			c.out[0] = &out;
-			c.capture = dt == PLAN_DTYPE_F16 && s == 0;
-			snprintf(c.what, sizeof c.what, "argmax %s [%lld,%lld]", dtype_name(dt),
-			         (long long)rows, (long long)cols);
-			tcase_run(e, &c);
+			for (int impl = 0; impl < 2; impl++) {
+				tcase_init(&c, OP_ARGMAX, 1, 1);
+				c.in[0] = &x;
+				c.out[0] = &out;
+				c.impl = impl;
+				c.scratch = op_scratch(&c);
+				c.capture = dt == PLAN_DTYPE_F16 && s == 0;
+				snprintf(c.what, sizeof c.what, "argmax %s [%lld,%lld]", dtype_name(dt),
+				         (long long)rows, (long long)cols);
+				tcase_run(e, &c);
+			}
 			tbuf_free(&x);
 			tbuf_free(&out);
 		}
@@ -976,7 +1212,7 @@ static void test_attention(struct env *e)
 			const struct attn_cfg *cfg = &cfgs[k];
 			attn_bufs_init(e, &ab, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 2; smi++) {
+				for (int smi = 0; smi < 3; smi++) {
 					for (int j = 0; j < nkv; j++) {
 						int64_t kv = kvs[j] == -1 ? cfg->S : kvs[j] == -2 ? cfg->S + 100 : kvs[j];
 						if (kvs[j] >= 0 && kvs[j] > cfg->S)
@@ -984,14 +1220,16 @@ static void test_attention(struct env *e)
 						int32_t kv32 = (int32_t)kv;
 						CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 						attn_case_init(&c, &ab, cfg, kv, gs);
-						c.sm_count = smi ? 1 : 0;
+						/* smi 2: the device's size, merged by a second kernel */
+						c.sm_count = smi == 1 ? 1 : 0;
+						c.impl = smi == 2 ? 1 : 0;
 						c.scratch = attn_scratch(&c);
 						snprintf(c.what, sizeof c.what,
 						         "attention %s %s T %lld heads %lld/%lld head_dim %lld "
 						         "S %lld kv_len %lld%s%s", gs ? "graph-safe" : "eager",
 						         dtype_name(dt), (long long)cfg->T, (long long)cfg->H,
 						         (long long)cfg->KVH, (long long)cfg->D, (long long)cfg->S,
-						         (long long)kv, smi ? " sm_count 1" : "",
+						         (long long)kv, smi == 1 ? " sm_count 1" : "",
 						         cfg->shift ? " misaligned" : "");
 						tcase_run(e, &c);
 					}
@@ -1034,10 +1272,7 @@ static void test_attention_graph(struct env *e)
 			tbuf_upload(&ab.v);
 			attn_case_init(&c, &ab, cfg, 3, 1);
 			c.scratch = attn_scratch(&c);
-			if (c.scratch > 0) {
-				CK(cudaMalloc(&scratch, c.scratch));
-				CK(cudaMemset(scratch, POISON_DEV, c.scratch));
-			}
+			scratch = scratch_alloc(c.scratch);
 			ctx.scratch = scratch;
 			ctx.scratch_bytes = c.scratch;
 			tcase_call(&c, &dcall, 1);
@@ -1086,6 +1321,10 @@ static void test_attention_graph(struct env *e)
 					pass = tbuf_compare(&ab.out, got, c.tol, why, sizeof why);
 					free(got);
 				}
+				if (pass && !scratch_counters_zero(scratch, c.scratch)) {
+					pass = 0;
+					snprintf(why, sizeof why, "the scratch counters are not zero");
+				}
 				ok(pass, "attention graph-safe %s S %lld: replay with device kv_len %d",
 				   dtype_name(dt), (long long)cfg->S, (int)kv32);
 				if (!pass)
@@ -1100,6 +1339,640 @@ static void test_attention_graph(struct env *e)
 			attn_bufs_free(&ab);
 		}
 	}
+}
+
+/* --- small-M products and their fused kinds ---------------------------------- */
+
+/* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
+ * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; gemv [N, K]
+ * weights and M <= 8; cublas takes everything here. */
+static int product_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
+{
+	switch (impl) {
+	case 0:
+		return dt != PLAN_DTYPE_F32 && tb && M <= 32 && K % 8 == 0 && aligned;
+	case 1:
+		return tb && M <= 8;
+	default:
+		return 1;
+	}
+}
+
+static const char *const product_names[] = { "matmul", "matmul_add", "matmul_silu_mul" };
+static const enum op_id product_ids[] = { OP_MATMUL, OP_MATMUL_ADD, OP_MATMUL_SILU_MUL };
+
+struct product_bufs {
+	struct tbuf x, a, b, out;
+};
+
+/* Operands of product kind K (0..2) at M, N, K, weights [NB, K] when TB. */
+static void product_bufs_init(struct env *e, struct product_bufs *pb, int k, int dt, int odt,
+                              int64_t M, int64_t N, int64_t K, int tb, size_t shift)
+{
+	int64_t NB = k == 2 ? 2 * N : N;
+
+	memset(pb, 0, sizeof *pb);
+	tbuf_init(&pb->a, dt, 2, (const int64_t[]){ M, K }, shift);
+	tbuf_init(&pb->b, dt, 2, tb ? (const int64_t[]){ NB, K } : (const int64_t[]){ K, NB },
+	          shift);
+	tbuf_init(&pb->out, odt, 2, (const int64_t[]){ M, N }, 0);
+	tbuf_random(e, &pb->a, 1.0f);
+	tbuf_random(e, &pb->b, 1.0f);
+	if (k == 1) {
+		tbuf_init(&pb->x, odt, 2, (const int64_t[]){ M, N }, 0);
+		tbuf_random(e, &pb->x, 4.0f);
+	}
+}
+
+static void product_bufs_free(struct product_bufs *pb)
+{
+	tbuf_free(&pb->a);
+	tbuf_free(&pb->b);
+	tbuf_free(&pb->out);
+	if (pb->x.host)
+		tbuf_free(&pb->x);
+}
+
+/* INPLACE: matmul_add's out is its x. */
+static void product_case_init(struct tcase *c, struct product_bufs *pb, int k, int tb,
+                              int inplace)
+{
+	tcase_init(c, product_ids[k], k == 1 ? 3 : 2, 1);
+	if (k == 1) {
+		c->in[0] = &pb->x;
+		c->in[1] = &pb->a;
+		c->in[2] = &pb->b;
+	} else {
+		c->in[0] = &pb->a;
+		c->in[1] = &pb->b;
+	}
+	c->out[0] = k == 1 && inplace ? &pb->x : &pb->out;
+	c->attr[MATMUL_TRANS_B].i = tb;
+	c->tol = tol_for(c->out[0]->dtype, 1e-4);
+}
+
+static void test_products(struct env *e)
+{
+	/* M, N, K: decode shapes; odd N; K short, long (split along K), not a
+	 * multiple of 32 or of 8; N small against K (few column groups). */
+	static const int64_t mnk[][3] = {
+		{ 1, 1024, 1024 }, { 2, 77, 264 }, { 3, 50, 100 }, { 5, 31, 4096 },
+		{ 8, 1024, 2816 }, { 9, 130, 512 }, { 16, 257, 1024 }, { 17, 64, 2048 },
+		{ 32, 300, 520 }, { 4, 8000, 64 }, { 1, 5, 8 }, { 2, 3, 0 }, { 33, 40, 64 },
+		{ 1, 2816, 11264 },
+	};
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
+	struct product_bufs pb;
+	struct tcase c;
+
+	for (int k = 0; k < 3; k++) {
+		for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+			int dt = float_dtypes[d];
+			for (int s = 0; s < nshapes; s++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				for (int variant = 0; variant < 4; variant++) {
+					/* 0: plain; 1: misaligned operands; 2: out f32 (f16/bf16
+					 * in) or, for matmul_add, out in place of x; 3: [K, N]
+					 * weights */
+					/* misaligned: by one element, off 16 bytes */
+					int tb = variant != 3, shift = variant == 1 ? (int)dtype_size(dt) : 0;
+					int inplace = variant == 2 && k == 1;
+					int odt = variant == 2 && k != 1 && dt != PLAN_DTYPE_F32 ?
+					          PLAN_DTYPE_F32 : dt;
+					if (variant == 2 && !inplace && odt == dt)
+						continue;
+					if ((variant == 1 || variant == 3) && s % 3 != 1)
+						continue;       /* a few shapes are enough */
+					product_bufs_init(e, &pb, k, dt, odt, M, N, K, tb, (size_t)shift);
+					product_case_init(&c, &pb, k, tb, inplace);
+					struct op_call q;
+					tcase_call(&c, &q, 1);
+					q.kind = kind_stub(c.id);
+					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
+						int want = product_expect_usable(impl, dt, M, K, tb, shift == 0);
+						int have = cuda_impl_usable(&q, impl);
+						char what[160];
+						snprintf(what, sizeof what, "%s %s -> %s M %lld N %lld K %lld%s%s%s",
+						         product_names[k], dtype_name(dt), dtype_name(odt),
+						         (long long)M, (long long)N, (long long)K,
+						         tb ? "" : " b [K,N]", shift ? " misaligned" : "",
+						         inplace ? " out = x" : "");
+						ok(have == want, "%s: %s %s usable", what,
+						   cuda_impl_name(c.id, impl), want ? "is" : "is not");
+						if (!have) {
+							/* A launch of it anyway fails and says why. */
+							char msg[256] = "";
+							struct op_call dcall;
+							tcase_call(&c, &dcall, 1);
+							dcall.impl = impl;
+							int rc = cuda_kernel(c.id)(&dcall, &e->ctx, msg, sizeof msg);
+							ok(rc == -1 && strstr(msg, cuda_impl_name(c.id, impl)) != NULL,
+							   "%s: launching %s fails", what, cuda_impl_name(c.id, impl));
+							continue;
+						}
+						c.impl = impl;
+						c.scratch = op_scratch(&c);
+						c.sm_count = (s + impl) % 4 == 3 ? 1 : 0;   /* other splits */
+						c.capture = s == 4 || s == 3;
+						snprintf(c.what, sizeof c.what, "%s%s", what,
+						         c.sm_count ? " sm_count 1" : "");
+						if (inplace)
+							tbuf_random(e, &pb.x, 4.0f);    /* the last run wrote it */
+						tcase_run(e, &c);
+					}
+					product_bufs_free(&pb);
+				}
+			}
+		}
+	}
+}
+
+/* One graph holding each small-M kernel with a split along K, replayed:
+ * every replay gives the eager launch's bits (a fixed order of sums, and
+ * counters that come back to zero), with PDL on as off. */
+static void test_product_replays(struct env *e)
+{
+	static const int64_t mnk[][3] = { { 8, 1024, 2816 }, { 3, 31, 4096 }, { 1, 2816, 11264 } };
+
+	for (int k = 0; k < 3; k++) {
+		for (int s = 0; s < 3; s++) {
+			for (int impl = 0; impl < 2; impl++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				struct product_bufs pb;
+				struct tcase c;
+				struct op_call call;
+				struct cuda_op_ctx ctx = e->ctx;
+				cudaGraph_t graph;
+				cudaGraphExec_t exec;
+				void *want, *got;
+				char msg[256] = "";
+				int same = 1, rc = 0;
+
+				product_bufs_init(e, &pb, k, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, M, N, K, 1, 0);
+				tbuf_upload(&pb.a);
+				tbuf_upload(&pb.b);
+				if (k == 1)
+					tbuf_upload(&pb.x);
+				product_case_init(&c, &pb, k, 1, 0);
+				c.impl = impl;
+				c.scratch = op_scratch(&c);
+				tcase_call(&c, &call, 1);
+				ctx.scratch = scratch_alloc(c.scratch);
+				ctx.scratch_bytes = c.scratch;
+				want = malloc(pb.out.bytes);
+				got = malloc(pb.out.bytes);
+				if (!want || !got)
+					bail("out of memory");
+				CK(cudaDeviceSynchronize());
+				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+				CK(cudaStreamSynchronize(e->stream));
+				CK(cudaMemcpy(want, pb.out.dev, pb.out.bytes, cudaMemcpyDeviceToHost));
+				for (int pdl = 0; pdl < 2; pdl++) {
+					ctx.pdl = pdl;
+					CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+					CK(cudaStreamEndCapture(e->stream, &graph));
+					CK(cudaGraphInstantiate(&exec, graph, 0));
+					for (int i = 0; i < 4; i++) {
+						CK(cudaMemsetAsync(pb.out.dev, POISON_DEV, pb.out.bytes, e->stream));
+						CK(cudaGraphLaunch(exec, e->stream));
+						CK(cudaStreamSynchronize(e->stream));
+						CK(cudaMemcpy(got, pb.out.dev, pb.out.bytes, cudaMemcpyDeviceToHost));
+						same &= memcmp(got, want, pb.out.bytes) == 0;
+					}
+					CK(cudaGraphExecDestroy(exec));
+					CK(cudaGraphDestroy(graph));
+				}
+				same &= scratch_counters_zero(ctx.scratch, c.scratch);
+				ok(rc == 0 && same, "%s bf16 M %lld N %lld K %lld [%s], %zu bytes of scratch: "
+				   "graph replays, PDL off and on, give the eager bits%s%s", product_names[k],
+				   (long long)M, (long long)N, (long long)K, cuda_impl_name(c.id, impl),
+				   c.scratch, rc ? ": " : "", rc ? msg : "");
+				free(want);
+				free(got);
+				if (ctx.scratch)
+					CK(cudaFree(ctx.scratch));
+				product_bufs_free(&pb);
+			}
+		}
+	}
+}
+
+/* --- fused row and position kinds, slice ------------------------------------- */
+
+static void test_add_rmsnorm(struct env *e)
+{
+	static const int64_t shapes[][2] = { { 1, 1024 }, { 5, 300 }, { 3, 4096 }, { 2, 1 },
+	                                     { 32, 1024 } };
+	struct tbuf x, r, w, sum, out;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int s = 0; s < 5; s++) {
+			for (int alias = 0; alias < 3; alias++) {
+				/* 0: separate outputs; 1: sum is x; 2: sum is r, out is x */
+				int64_t cols = shapes[s][1];
+				tbuf_init(&x, dt, 2, shapes[s], 0);
+				tbuf_init(&r, dt, 2, shapes[s], 0);
+				tbuf_init(&w, dt, 1, &cols, 0);
+				tbuf_init(&sum, dt, 2, shapes[s], 0);
+				tbuf_init(&out, dt, 2, shapes[s], 0);
+				tbuf_random(e, &x, 2.0f);
+				tbuf_random(e, &r, 2.0f);
+				tbuf_random(e, &w, 1.5f);
+				tcase_init(&c, OP_ADD_RMSNORM, 3, 2);
+				c.in[0] = &x;
+				c.in[1] = &r;
+				c.in[2] = &w;
+				c.out[0] = alias == 1 ? &x : alias == 2 ? &r : &sum;
+				c.out[1] = alias == 2 ? &x : &out;
+				c.attr[NORM_EPS].f = 1e-6;
+				c.tol = tol_for(dt, 1e-5);
+				c.exact_outs = 1u;              /* the sum: one rounding */
+				c.capture = dt == PLAN_DTYPE_F16 && s == 1 && alias == 0;
+				c.pdl = s == 4;
+				snprintf(c.what, sizeof c.what, "add_rmsnorm %s [%lld,%lld]%s", dtype_name(dt),
+				         (long long)shapes[s][0], (long long)cols,
+				         alias == 1 ? ", sum is x" : alias == 2 ? ", sum is r, out is x" : "");
+				tcase_run(e, &c);
+				tbuf_free(&x);
+				tbuf_free(&r);
+				tbuf_free(&w);
+				tbuf_free(&sum);
+				tbuf_free(&out);
+			}
+		}
+	}
+}
+
+static void test_rope_kv_write(struct env *e)
+{
+	static const struct { int64_t H, KVH, D; int32_t maxpos; double tol; } cfg[] = {
+		{ 4, 4, 64, 16, 1e-5 }, { 8, 2, 128, 32, 1e-5 }, { 3, 1, 7, 16, 1e-5 },
+		{ 2, 2, 64, 4096, 1e-2 }, { 32, 8, 64, 40, 1e-5 },
+	};
+	const int64_t S = 40;
+	struct tbuf qkv, pos, q, kc, vc;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int k = 0; k < 5; k++) {
+			for (int T = 1; T <= 9; T += 4) {
+				int64_t H = cfg[k].H, KVH = cfg[k].KVH, D = cfg[k].D, T64 = T;
+				int64_t Sk = cfg[k].maxpos > S ? cfg[k].maxpos : S;
+				tbuf_init(&qkv, dt, 2, (const int64_t[]){ T64, (H + 2 * KVH) * D }, 0);
+				tbuf_init(&pos, PLAN_DTYPE_I32, 1, &T64, 0);
+				tbuf_init(&q, dt, 2, (const int64_t[]){ T64, H * D }, 0);
+				tbuf_init(&kc, dt, 2, (const int64_t[]){ Sk, KVH * D }, 0);
+				tbuf_init(&vc, dt, 2, (const int64_t[]){ Sk, KVH * D }, 0);
+				tbuf_random(e, &qkv, 1.0f);
+				tbuf_random(e, &kc, 1.0f);      /* rows not written must survive */
+				tbuf_random(e, &vc, 1.0f);
+				memset(q.host, POISON_DEV, q.bytes);     /* every element written */
+				/* Distinct positions (two equal ones race), and for T > 1
+				 * two outside [0, S). */
+				int32_t *p = pos.host;
+				int32_t first = env_int(e, 0, (int32_t)Sk - T - 1);
+				for (int t = 0; t < T; t++)
+					p[t] = first + t;
+				if (T > 1) {
+					p[1] = -3;
+					p[T - 1] = (int32_t)Sk;
+				}
+				tcase_init(&c, OP_ROPE_KV_WRITE, 2, 3);
+				c.in[0] = &qkv;
+				c.in[1] = &pos;
+				c.out[0] = &q;
+				c.out[1] = &kc;
+				c.out[2] = &vc;
+				c.keep_out = 1;
+				c.attr[RKV_HEADS].i = H;
+				c.attr[RKV_KV_HEADS].i = KVH;
+				c.attr[RKV_HEAD_DIM].i = D;
+				c.attr[RKV_THETA].f = 10000.0;
+				c.tol = tol_for(dt, cfg[k].tol);
+				c.exact_outs = 4u;              /* v moves as it is */
+				c.capture = dt == PLAN_DTYPE_F16 && k == 1;
+				c.pdl = k == 4;
+				snprintf(c.what, sizeof c.what, "rope_kv_write %s T %d heads %lld/%lld "
+				         "head_dim %lld S %lld", dtype_name(dt), T, (long long)H,
+				         (long long)KVH, (long long)D, (long long)Sk);
+				tcase_run(e, &c);
+				tbuf_free(&qkv);
+				tbuf_free(&pos);
+				tbuf_free(&q);
+				tbuf_free(&kc);
+				tbuf_free(&vc);
+			}
+		}
+	}
+}
+
+static void test_slice(struct env *e)
+{
+	static const int dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16,
+	                              PLAN_DTYPE_I32 };
+	/* rows, C, start, W */
+	static const int64_t cfg[][4] = { { 7, 96, 32, 40 }, { 3, 3072, 0, 2048 },
+	                                  { 3, 3072, 2048, 1024 }, { 5, 33, 32, 1 },
+	                                  { 1, 17, 0, 17 } };
+	struct tbuf x, out;
+	struct tcase c;
+
+	for (int d = 0; d < 4; d++) {
+		for (int k = 0; k < 5; k++) {
+			for (int shift = 0; shift < 2; shift++) {
+				int64_t rows = cfg[k][0], C = cfg[k][1], start = cfg[k][2], W = cfg[k][3];
+				tbuf_init(&x, dtypes[d], 2, (const int64_t[]){ rows, C }, shift ? 4 : 0);
+				tbuf_init(&out, dtypes[d], 2, (const int64_t[]){ rows, W }, 0);
+				if (dtypes[d] == PLAN_DTYPE_I32) {
+					for (int64_t i = 0; i < x.numel; i++)
+						((int32_t *)x.host)[i] = env_int(e, -100000, 100000);
+				} else {
+					tbuf_random(e, &x, 3.0f);
+				}
+				tcase_init(&c, OP_SLICE, 1, 1);
+				c.in[0] = &x;
+				c.out[0] = &out;
+				c.attr[SLICE_START].i = start;
+				c.capture = dtypes[d] == PLAN_DTYPE_F16 && k == 0;
+				c.pdl = k == 1;
+				snprintf(c.what, sizeof c.what, "slice %s [%lld,%lld] columns [%lld,%lld)%s",
+				         dtype_name(dtypes[d]), (long long)rows, (long long)C,
+				         (long long)start, (long long)(start + W), shift ? " misaligned" : "");
+				tcase_run(e, &c);
+				tbuf_free(&x);
+				tbuf_free(&out);
+			}
+		}
+	}
+}
+
+/* argmax over long rows, split across blocks: ties between elements of
+ * different blocks go to the first, a NaN anywhere wins, the first NaN
+ * first, whatever block finishes last. */
+static void test_argmax_split(struct env *e)
+{
+	static const int64_t shapes[][2] = { { 1, 128256 }, { 3, 32000 }, { 2, 5000 },
+	                                     { 1, 1025 } };
+	struct tbuf x, out;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int s = 0; s < 4; s++) {
+			for (int pattern = 0; pattern < 4; pattern++) {
+				int64_t rows = shapes[s][0], cols = shapes[s][1];
+				tbuf_init(&x, dt, 2, shapes[s], 0);
+				tbuf_init(&out, PLAN_DTYPE_I32, 1, &rows, 0);
+				tbuf_random(e, &x, 1.0f);
+				struct op_tensor t = tbuf_view(&x, 0);
+				for (int64_t r = 0; r < rows; r++) {
+					int64_t b = r * cols;
+					/* equal maxima spread over the row, the last first */
+					int64_t at[] = { cols - 1, cols / 2 + 1, 1023, 1024, cols / 3, 1017 };
+					for (int i = 0; i < 6; i++) {
+						if (at[i] >= cols)
+							continue;
+						if (pattern == 0)
+							host_store(&t, b + at[i], 7.0f);
+						else if (pattern == 1 && i % 2 == 0)
+							host_store(&t, b + at[i], NAN);
+						else if (pattern == 2)
+							host_store(&t, b + at[i], i == 0 ? INFINITY : 5.0f);
+					}
+					if (pattern == 3) {
+						for (int64_t j = 0; j < cols; j++)
+							host_store(&t, b + j, -INFINITY);
+					}
+				}
+				for (int smi = 0; smi < 2; smi++) {
+					tcase_init(&c, OP_ARGMAX, 1, 1);
+					c.in[0] = &x;
+					c.out[0] = &out;
+					c.impl = 0;
+					c.scratch = op_scratch(&c);
+					c.sm_count = smi ? 7 : 0;
+					c.pdl = smi;
+					c.capture = s == 0 && pattern == 0;
+					snprintf(c.what, sizeof c.what, "argmax %s [%lld,%lld] split, %s%s",
+					         dtype_name(dt), (long long)rows, (long long)cols,
+					         pattern == 0 ? "tied maxima across blocks" :
+					         pattern == 1 ? "NaNs across blocks" :
+					         pattern == 2 ? "one infinity" : "all -inf",
+					         smi ? ", sm_count 7" : "");
+					tcase_run(e, &c);
+				}
+				tbuf_free(&x);
+				tbuf_free(&out);
+			}
+		}
+	}
+}
+
+/* --- PDL ------------------------------------------------------------------------ */
+
+/* A decode-like chain (embedding, rmsnorm, matmul, matmul_add,
+ * add_rmsnorm, matmul_silu_mul, slice, argmax), eager and captured, with
+ * PDL off and on: the four runs give the same bits, and the graph captured
+ * with PDL holds programmatic edges while the other holds none. */
+static int chain_run(struct env *e, struct op_call *calls, int n, void *scratch,
+                     size_t scratch_bytes, int pdl, int captured, int *prog_edges, char *msg,
+                     size_t len)
+{
+	struct cuda_op_ctx ctx = e->ctx;
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	int rc = 0;
+
+	ctx.scratch = scratch;
+	ctx.scratch_bytes = scratch_bytes;
+	ctx.pdl = pdl;
+	*prog_edges = 0;
+	if (captured)
+		CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = cuda_kernel(calls[i].kind->id)(&calls[i], &ctx, msg, len);
+	if (captured) {
+		CK(cudaStreamEndCapture(e->stream, &graph));
+		if (rc == 0) {
+			size_t ne = 0;
+			CK(cudaGraphGetEdges(graph, NULL, NULL, NULL, &ne));
+			cudaGraphNode_t *from = calloc(ne + 1, sizeof *from), *to = calloc(ne + 1, sizeof *to);
+			cudaGraphEdgeData *ed = calloc(ne + 1, sizeof *ed);
+			if (!from || !to || !ed)
+				bail("out of memory");
+			CK(cudaGraphGetEdges(graph, from, to, ed, &ne));
+			for (size_t i = 0; i < ne; i++)
+				*prog_edges += ed[i].type == cudaGraphDependencyTypeProgrammatic;
+			free(from);
+			free(to);
+			free(ed);
+			CK(cudaGraphInstantiate(&exec, graph, 0));
+			CK(cudaGraphLaunch(exec, e->stream));
+			CK(cudaGraphExecDestroy(exec));
+		}
+		CK(cudaGraphDestroy(graph));
+	}
+	CK(cudaStreamSynchronize(e->stream));
+	return rc;
+}
+
+static void test_pdl(struct env *e)
+{
+	const int64_t T = 3, V = 500, H = 256, F = 512;
+	struct tbuf table, ids, h, hn, wn, wq, q, wo, wgu, g, wd, res, sl, am;
+	struct op_call calls[8];
+	struct tbuf *outs[] = { &h, &hn, &q, &res, &g, &sl, &am };
+	const int nouts = (int)(sizeof outs / sizeof outs[0]);
+	void *want[8], *got;
+	char msg[256] = "";
+	size_t scratch_bytes = 0;
+	void *scratch;
+	int dt = PLAN_DTYPE_F16;
+
+	tbuf_init(&table, dt, 2, (const int64_t[]){ V, H }, 0);
+	tbuf_init(&ids, PLAN_DTYPE_I32, 1, &T, 0);
+	tbuf_init(&h, dt, 2, (const int64_t[]){ T, H }, 0);
+	tbuf_init(&hn, dt, 2, (const int64_t[]){ T, H }, 0);
+	tbuf_init(&wn, dt, 1, &H, 0);
+	tbuf_init(&wq, dt, 2, (const int64_t[]){ H, H }, 0);
+	tbuf_init(&q, dt, 2, (const int64_t[]){ T, H }, 0);
+	tbuf_init(&wo, dt, 2, (const int64_t[]){ H, H }, 0);
+	tbuf_init(&res, dt, 2, (const int64_t[]){ T, H }, 0);
+	tbuf_init(&wgu, dt, 2, (const int64_t[]){ 2 * F, H }, 0);
+	tbuf_init(&g, dt, 2, (const int64_t[]){ T, F }, 0);
+	tbuf_init(&wd, dt, 2, (const int64_t[]){ V, F }, 0);
+	tbuf_init(&sl, dt, 2, (const int64_t[]){ T, 100 }, 0);
+	tbuf_init(&am, PLAN_DTYPE_I32, 1, &T, 0);
+	tbuf_random(e, &table, 1.0f);
+	tbuf_random(e, &wn, 1.5f);
+	tbuf_random(e, &wq, 0.1f);
+	tbuf_random(e, &wo, 0.1f);
+	tbuf_random(e, &wgu, 0.1f);
+	tbuf_random(e, &wd, 0.1f);
+	for (int64_t t = 0; t < T; t++)
+		((int32_t *)ids.host)[t] = env_int(e, 0, (int32_t)V);
+	struct tbuf *ups[] = { &table, &ids, &wn, &wq, &wo, &wgu, &wd };
+	for (int i = 0; i < 7; i++)
+		tbuf_upload(ups[i]);
+
+	/* Operands by hand: tcase holds one launch. */
+	memset(calls, 0, sizeof calls);
+#define CALL(i, id_, ni, no) (calls[i].kind = kind_stub(id_), calls[i].nin = ni, calls[i].nout = no)
+	CALL(0, OP_EMBEDDING, 2, 1);
+	calls[0].in[0] = tbuf_view(&table, 1);
+	calls[0].in[1] = tbuf_view(&ids, 1);
+	calls[0].out[0] = tbuf_view(&h, 1);
+	CALL(1, OP_RMSNORM, 2, 1);
+	calls[1].in[0] = tbuf_view(&h, 1);
+	calls[1].in[1] = tbuf_view(&wn, 1);
+	calls[1].out[0] = tbuf_view(&hn, 1);
+	calls[1].attr[NORM_EPS].f = 1e-6;
+	CALL(2, OP_MATMUL, 2, 1);
+	calls[2].in[0] = tbuf_view(&hn, 1);
+	calls[2].in[1] = tbuf_view(&wq, 1);
+	calls[2].out[0] = tbuf_view(&q, 1);
+	calls[2].attr[MATMUL_TRANS_B].i = 1;
+	CALL(3, OP_MATMUL_ADD, 3, 1);
+	calls[3].in[0] = tbuf_view(&h, 1);
+	calls[3].in[1] = tbuf_view(&q, 1);
+	calls[3].in[2] = tbuf_view(&wo, 1);
+	calls[3].out[0] = tbuf_view(&h, 1);
+	calls[3].attr[MATMUL_TRANS_B].i = 1;
+	CALL(4, OP_ADD_RMSNORM, 3, 2);
+	calls[4].in[0] = tbuf_view(&h, 1);
+	calls[4].in[1] = tbuf_view(&q, 1);
+	calls[4].in[2] = tbuf_view(&wn, 1);
+	calls[4].out[0] = tbuf_view(&res, 1);
+	calls[4].out[1] = tbuf_view(&hn, 1);
+	calls[4].attr[NORM_EPS].f = 1e-6;
+	CALL(5, OP_MATMUL_SILU_MUL, 2, 1);
+	calls[5].in[0] = tbuf_view(&hn, 1);
+	calls[5].in[1] = tbuf_view(&wgu, 1);
+	calls[5].out[0] = tbuf_view(&g, 1);
+	calls[5].attr[MATMUL_TRANS_B].i = 1;
+	CALL(6, OP_SLICE, 1, 1);
+	calls[6].in[0] = tbuf_view(&g, 1);
+	calls[6].out[0] = tbuf_view(&sl, 1);
+	calls[6].attr[SLICE_START].i = 7;
+	CALL(7, OP_ARGMAX, 1, 1);
+	calls[7].in[0] = tbuf_view(&g, 1);
+	calls[7].out[0] = tbuf_view(&am, 1);
+#undef CALL
+	for (int i = 0; i < 8; i++) {
+		calls[i].impl = first_usable(calls[i].kind->id, &calls[i]);
+		size_t b = cuda_op_scratch_bytes(&calls[i]);
+		scratch_bytes = b > scratch_bytes ? b : scratch_bytes;
+	}
+	is_int(calls[2].impl, 0, "the chain's matmul runs on mma");
+	scratch = scratch_alloc(scratch_bytes);
+
+	for (int run = 0; run < 4; run++) {
+		int pdl = run & 1, captured = run >> 1, prog = 0, rc, same = 1;
+		for (int o = 0; o < nouts; o++)
+			CK(cudaMemset(outs[o]->dev, POISON_DEV, outs[o]->bytes));
+		CK(cudaDeviceSynchronize());
+		rc = chain_run(e, calls, 8, scratch, scratch_bytes, pdl, captured, &prog, msg,
+		               sizeof msg);
+		for (int o = 0; o < nouts; o++) {
+			got = malloc(outs[o]->bytes);
+			if (!got)
+				bail("out of memory");
+			CK(cudaMemcpy(got, outs[o]->dev, outs[o]->bytes, cudaMemcpyDeviceToHost));
+			if (run == 0)
+				want[o] = got;
+			else {
+				same &= memcmp(got, want[o], outs[o]->bytes) == 0;
+				free(got);
+			}
+		}
+		same &= scratch_counters_zero(scratch, scratch_bytes);
+		ok(rc == 0 && (run == 0 || same), "a decode-like chain, %s, PDL %s: %s%s%s",
+		   captured ? "captured" : "eager", pdl ? "on" : "off",
+		   run == 0 ? "runs" : "the same bits as eager without PDL", rc ? ": " : "",
+		   rc ? msg : "");
+		if (captured && pdl)
+			ok(prog > 0, "the graph captured with PDL has programmatic edges (%d)", prog);
+		if (captured && !pdl)
+			is_int(prog, 0, "the graph captured without PDL has no programmatic edge");
+	}
+	/* The first run's values against the host running the same chain
+	 * (argmax aside: a last-bit difference upstream may move a near tie). */
+	{
+		struct tbuf *all[] = { &table, &ids, &h, &hn, &wn, &wq, &q, &wo, &wgu, &g, &wd, &res,
+		                       &sl, &am };
+		struct tbuf *hs[] = { &h, &hn, &q, &res, &g, &sl };
+		int pass = 1;
+		char why[320] = "";
+		for (int i = 0; i < 7; i++) {
+			struct op_call hc = calls[i];
+			for (int k = 0; k < hc.nin + hc.nout; k++) {
+				struct op_tensor *t = k < hc.nin ? &hc.in[k] : &hc.out[k - hc.nin];
+				for (int b = 0; b < 14; b++)
+					if (t->data == all[b]->dev)
+						t->data = all[b]->host;
+			}
+			hc.kind = NULL;
+			ref_run(calls[i].kind->id, &hc);
+		}
+		for (int o = 0; pass && o < 6; o++)
+			pass = tbuf_compare(hs[o], want[o], 3e-2, why, sizeof why);
+		ok(pass, "the chain's values are the host's (within f16 bounds)");
+		if (!pass)
+			diag("  %s", why);
+	}
+	for (int o = 0; o < nouts; o++)
+		free(want[o]);
+	if (scratch)
+		CK(cudaFree(scratch));
+	struct tbuf *all[] = { &table, &ids, &h, &hn, &wn, &wq, &q, &wo, &wgu, &g, &wd, &res, &sl,
+	                       &am };
+	for (int i = 0; i < 14; i++)
+		tbuf_free(all[i]);
 }
 
 /* --- initializers ------------------------------------------------------------ */
@@ -1262,13 +2135,20 @@ int main(void)
 	test_unary(&e);
 	test_matmul(&e);
 	test_matmul_replays(&e);
+	test_products(&e);
+	test_product_replays(&e);
 	test_rows(&e);
+	test_add_rmsnorm(&e);
 	test_argmax(&e);
+	test_argmax_split(&e);
 	test_rope(&e);
+	test_rope_kv_write(&e);
+	test_slice(&e);
 	test_embedding(&e);
 	test_kv_write(&e);
 	test_attention(&e);
 	test_attention_graph(&e);
+	test_pdl(&e);
 	test_init(&e);
 	test_errors(&e);
 
