@@ -34,7 +34,7 @@ assert set(m) == {\"eager\", \"breakable\", \"full\"}
 assert all(x[\"ran\"] for x in m.values())
 assert m[\"breakable\"][\"segments\"] == 3 and m[\"breakable\"][\"breakpoints\"] == 2
 assert m[\"eager\"][\"breakpoints\"] == 36
-# what a break costs: breakable minus full, per breakpoint (the JSON's
+# what a break costs: breakable minus full, per breakpoint (JSON numbers of
 # 9 significant digits allow 1e-3 us of rounding)
 bc = d[\"break_cost\"]
 assert bc[\"breaks\"] == 2
