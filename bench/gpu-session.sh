@@ -14,7 +14,8 @@
 #             bench/bundle-before.sh): its bench of its llama-decode at T=1, 8
 #   fast      the fused samples: bench with and without PDL, tuned captures,
 #             replays in full (T=1) and breakable (T=8) mode, Llama-3.2-1B's
-#             shapes, and a per-op table from an Nsight Systems profile
+#             shapes
+#   optable   per-op tables from Nsight Systems profiles of fast's plans
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -209,6 +210,8 @@ PY
 			"$B" inspect --json $p-full1.plan >$p-full1.json 2>&1
 		done
 		"$B" inspect --json llama.plan >llama.json 2>&1
+		;;
+	optable)
 		for run in "llama-decode-full1 1" "llama 8"; do
 			set -- $run
 			sh "$top/.gpu/nsys-profile" "$log/rep-$1" "$B" replay --backend cuda --tokens $2 \
