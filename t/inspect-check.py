@@ -52,7 +52,7 @@ def check_script(dump, summary, script):
     with open(script, "rb") as f:
         expect("script_hash", dump["meta"]["script_hash"], "0x%016x" % fnv1a64(f.read()))
     expect("schema", dump["schema"], 1)
-    expect("format", dump["format"], "1.0")
+    expect("format", dump["format"], "1.1")
 
     expect("dims", [(d["name"], d["value"], d["expr"], d["tokens"]) for d in dump["dims"]],
            [(d["name"], d["value"], d["expr"], d["tokens"]) for d in summary["dims"]])
@@ -120,6 +120,10 @@ def check_script(dump, summary, script):
         expect("check %d tensor role" % c["index"], dump["tensors"][c["tensor"]]["role"], "output")
 
 
+EDGE_TYPES = {"default": 0, "programmatic": 1}
+EDGE_PORTS = {"default": 0, "programmatic": 1, "launch-completion": 2}
+
+
 def fingerprint(seg):
     out = struct.pack("<I", len(seg["nodes"]))
     for n in seg["nodes"]:
@@ -132,6 +136,15 @@ def fingerprint(seg):
     out += struct.pack("<I", len(seg["edges"]))
     for e in seg["edges"]:
         out += struct.pack("<II", e["from"], e["to"])
+    # format 1.1: edges with a type or ports other than the default follow,
+    # each as its position and three bytes, only when there are any
+    data = [(i, EDGE_TYPES[e["type"]], EDGE_PORTS[e["from_port"]], EDGE_PORTS[e["to_port"]])
+            for i, e in enumerate(seg["edges"])]
+    data = [d for d in data if d[1:] != (0, 0, 0)]
+    if data:
+        out += struct.pack("<I", len(data))
+        for d in data:
+            out += struct.pack("<I3B", *d)
     return fnv1a64(out)
 
 

@@ -4,10 +4,12 @@ test_description='inspect and diff on plans captured on a GPU (skipped without o
 
 check="$TEST_DIRECTORY/inspect-check.py"
 
+# --no-tune: two captures that time their candidates may choose differently
+# where the times are close (inspect --choices marks those).
 test_expect_success CUDA 'setup: two captures of the fixture script on the GPU' '
 	cp "$TEST_DATA/plans/mini.yaml" . &&
-	bcg capture --backend cuda -o one.plan mini.yaml >/dev/null &&
-	bcg capture --backend cuda -o two.plan mini.yaml >/dev/null
+	bcg capture --backend cuda --no-tune -o one.plan mini.yaml >/dev/null &&
+	bcg capture --backend cuda --no-tune -o two.plan mini.yaml >/dev/null
 '
 
 test_expect_success CUDA 'the segments have kernel nodes, shown by --nodes' '
