@@ -5,6 +5,9 @@
  * Each mode is captured at the same token count and measured the same way
  * (engine/replay.h): step time, the GPU's busy time, the host's issue time.
  * Full mode is skipped, with the reason, when an op has no graph-safe form.
+ * Before the modes run, each op's implementation is chosen by measurement
+ * at T tokens, as capture chooses it (engine/tune.h), unless --no-tune:
+ * every mode runs the same kernels.
  * When both breakable and full ran, the difference between them divided by
  * the breakpoints is what one break costs: the GPU time it adds (the eager
  * kernel's own launch, the graph ending and the next one starting, minus
@@ -19,6 +22,7 @@
 
 #include "cmd.h"
 #include "engine/replay.h"
+#include "engine/tune.h"
 #include "script/script.h"
 #include "util.h"
 
@@ -26,7 +30,8 @@ static int cmd_bench_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
-	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--no-pdl] [--json] SCRIPT",
+	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--no-tune] [--no-pdl] "
+	         "[--json] SCRIPT",
 	.summary = "compare eager, breakable and full replay of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -34,6 +39,8 @@ const struct cmd_entry cmd_bench_entry = {
 		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
 		"  -n, --steps N    timed steps per mode (default 100)\n"
 		"  -w, --warmup W   untimed steps first (default 10)\n"
+		"      --no-tune    run each op's default implementation instead of the\n"
+		"                   fastest measured one\n"
 		"      --no-pdl     launch kernels without programmatic dependent launch\n"
 		"      --json       print JSON instead of a table\n"
 		"  -h, --help       show this help\n",
@@ -73,6 +80,25 @@ static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmu
 	rc = replay_measure(e, &x, warmup, steps, steps < 10 ? (uint32_t)steps : 10, &row->st, err);
 	exec_release(e, &x);
 	row->ran = rc == 0;
+	return rc;
+}
+
+/* Choose each op's implementation at TOKENS tokens: the program gets a
+ * variant for them, whose choices every mode's launches then take. */
+static int bench_tune(struct engine *e, plan_t *program, int64_t tokens,
+                      const struct tune_opts *o, struct engine_error *err)
+{
+	struct plan_variant pv = { .tokens = tokens, .mode = PLAN_MODE_BREAKABLE };
+	struct tune_cache tc = { 0 };
+	struct plan_diag diag = { 0 };
+	uint32_t vi;
+	int rc;
+
+	if (plan_add_variant(program, &pv, &vi, &diag) != 0)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+	e->use_choices = 1;
+	rc = tune_variant(e, program, vi, o, &tc, NULL, err);
+	tune_cache_release(&tc);
 	return rc;
 }
 
@@ -194,6 +220,7 @@ static int cmd_bench_exec(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "no-pdl", no_argument, NULL, 'P' },
+		{ "no-tune", no_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -203,6 +230,7 @@ static int cmd_bench_exec(int argc, char **argv)
 	long long tokens = 0, steps = 100, warmup = 10;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
 	uint32_t features = PLAN_FEATURE_PDL;
+	struct tune_opts tune = { .measure = 1, .margin = TUNE_MARGIN };
 	struct script *s = NULL;
 	struct engine *e = NULL;
 	struct engine_error err = { .op = PLAN_NONE };
@@ -226,6 +254,7 @@ static int cmd_bench_exec(int argc, char **argv)
 				return BCG_EXIT_USAGE;
 			break;
 		case 'P': features &= ~PLAN_FEATURE_PDL; break;
+		case 'T': tune.measure = 0; break;
 		case 'J': json = 1; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
@@ -243,6 +272,8 @@ static int cmd_bench_exec(int argc, char **argv)
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
 	engine_set_features(e, e->be->kind == PLAN_BACKEND_CUDA ? features : 0);
+	if (bench_tune(e, s->program, t64, &tune, &err) != 0)
+		goto fail;
 	e->nvtx = nvtx_open();
 	for (int m = 0; m < NMODES; m++)
 		if (bench_mode(e, t64, bench_modes[m], (uint64_t)warmup, (uint64_t)steps, &rows[m], &err) != 0)
