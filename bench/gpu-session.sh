@@ -221,7 +221,8 @@ PY
 			if [ -n "$NSYS" ] && [ -f rep-$1.nsys-rep ]; then
 				"$NSYS" export --type sqlite --force-overwrite true -o rep-$1.sqlite \
 					rep-$1.nsys-rep >/dev/null 2>&1
-				python3 "$top/bench/op-table.py" rep-$1.sqlite $1.json >optable-$1.txt 2>&1
+				python3 "$top/bench/op-table.py" rep-$1.sqlite $1.json --tokens $2 \
+					>optable-$1.txt 2>&1
 				say "fast: op-table $1: exit $?"
 				sed 's/^/  /' optable-$1.txt | tee -a "$summary"
 			fi

@@ -2,11 +2,16 @@
 """op-table.py - per-op GPU time, bytes moved and bandwidth of one replayed
 step, from an Nsight Systems profile of `bcgtool replay`.
 
-  op-table.py REPORT.sqlite PLAN.json [--kv-len N] [--peak-gbs G]
+  op-table.py REPORT.sqlite PLAN.json [--tokens T] [--kv-len N] [--peak-gbs G]
 
 REPORT.sqlite is `nsys export --type sqlite` of a profile taken with
 --trace=cuda,nvtx --cuda-graph-trace=node; PLAN.json is `bcgtool inspect
---json` of the plan replayed (its largest variant is the one read).
+--json` of the plan replayed; --tokens names the token count replayed
+(default: the largest variant's).
+
+With programmatic dependent launch a kernel starts before its predecessor
+ends and waits for it inside: its duration then holds part of the
+predecessor's, and the sum of the kernels' times exceeds the step.
 
 Kernels are joined to ops as bench/nsys-check.py joins them to segments: a
 segment's kernels are the ones its cudaGraphLaunch ran, in start order, and
@@ -16,7 +21,8 @@ Times are averaged over the profiled steps.
 
 Bytes moved by an op: every input read once and every output written once,
 at the variant's token count, except that an op writing a KV cache
-(kv_write, rope_kv_write) writes only its tokens' rows, and attention reads
+(kv_write, rope_kv_write) writes only its tokens' rows, embedding reads
+only its tokens' rows of the table, and attention reads
 only kv_len rows of each cache (--kv-len, default the kv_len var's value
 half-way through a replay of 220 steps from its start).
 """
@@ -51,7 +57,9 @@ def op_bytes(plan, op, tokens, kv_len, token_dim):
 
     total = 0
     for k, ti in enumerate(op["in"]):
-        if op["kind"] == "attention" and k in (1, 2):
+        if op["kind"] == "embedding" and k == 0:
+            total += size(ti, rows=tokens)
+        elif op["kind"] == "attention" and k in (1, 2):
             total += size(ti, rows=min(kv_len, ts[ti]["shape"][0]["size"]))
         else:
             total += size(ti)
@@ -63,20 +71,24 @@ def op_bytes(plan, op, tokens, kv_len, token_dim):
 def main(argv):
     args = argv[1:]
     kv_len = None
+    tokens = None
     peak = 3350.0
     while len(args) > 2:
         if args[-2] == "--kv-len":
             kv_len = int(args[-1])
+        elif args[-2] == "--tokens":
+            tokens = int(args[-1])
         elif args[-2] == "--peak-gbs":
             peak = float(args[-1])
         else:
             break
         args = args[:-2]
     if len(args) != 2:
-        nc.fail("usage: op-table.py REPORT.sqlite PLAN.json [--kv-len N] [--peak-gbs G]")
+        nc.fail("usage: op-table.py REPORT.sqlite PLAN.json [--tokens T] [--kv-len N] "
+                "[--peak-gbs G]")
     db = sqlite3.connect(args[0])
     plan = json.load(open(args[1]))
-    tokens, want = nc.plan_items(plan, max(v["tokens"] for v in plan["variants"]))
+    tokens, want = nc.plan_items(plan, tokens or max(v["tokens"] for v in plan["variants"]))
     token_dim = next((d["index"] for d in plan["dims"] if d["tokens"]), None)
     if kv_len is None:
         var = next((v for v in plan["vars"] if v["name"] == "kv_len"), None)
