@@ -79,7 +79,6 @@ assert all(s[\"plan_nodes\"] > 0 and s[\"status\"] == \"match\" for s in d[\"seg
 "
 '
 
-test_done
 
 # Implementation choices and programmatic dependent launch, on the small
 # fused model of t6100 (products on [out, in] weights, f16).
@@ -139,3 +138,5 @@ assert ours == 0, ours
 	bcg instantiate --backend cuda nopdl.plan >inst &&
 	test_grep "0 drift" inst
 '
+
+test_done
