@@ -383,6 +383,31 @@ static int want_positions(const struct op_call *c, int i, const struct operand *
 	return want_shape(&pos, &rows->t->dim[0], 1, why, msg, len);
 }
 
+/* An attribute that counts heads: at least 1. */
+static int want_heads(const char *attr, int64_t v, char *msg, size_t len)
+{
+	if (v >= 1)
+		return 0;
+	return check_fail(msg, len, "attribute %s is %lld; it must be at least 1", attr,
+	                  (long long)v);
+}
+
+/* Rope's head_dim and theta (rope and rope_kv_write). */
+static int want_rope_head_dim(int64_t hd, char *msg, size_t len)
+{
+	if (hd >= 2 && hd % 2 == 0 && hd <= 512)
+		return 0;
+	return check_fail(msg, len, "attribute head_dim is %lld; rope needs an even "
+	                  "head_dim from 2 to 512", (long long)hd);
+}
+
+static int want_rope_theta(double theta, char *msg, size_t len)
+{
+	if (theta > 0.0)
+		return 0;
+	return check_fail(msg, len, "attribute theta is %g; it must be positive", theta);
+}
+
 static int check_rope(const struct op_call *c, char *msg, size_t len)
 {
 	struct operand x, out;
@@ -395,18 +420,13 @@ static int check_rope(const struct op_call *c, char *msg, size_t len)
 	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
 	TRY(want_rank(&x, 2, msg, len));
 	TRY(want_positions(c, 1, &x, msg, len));
-	if (heads < 1)
-		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
-		                  (long long)heads);
-	if (hd < 2 || hd % 2 != 0 || hd > 512)
-		return check_fail(msg, len, "attribute head_dim is %lld; rope needs an even "
-		                  "head_dim from 2 to 512", (long long)hd);
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_rope_head_dim(hd, msg, len));
 	if (heads > x.t->dim[1] / hd || heads * hd != x.t->dim[1])
 		return check_fail(msg, len, "input x has %lld columns, expected heads x head_dim "
 		                  "= %lld x %lld", (long long)x.t->dim[1], (long long)heads,
 		                  (long long)hd);
-	if (!(theta > 0.0))
-		return check_fail(msg, len, "attribute theta is %g; it must be positive", theta);
+	TRY(want_rope_theta(theta, msg, len));
 	TRY(want_same_dtype(&out, &x, msg, len));
 	return want_shape_like(&out, &x, msg, len);
 }
@@ -465,12 +485,8 @@ static int check_attention(const struct op_call *c, char *msg, size_t len)
 	out = operand_out(c, 0);
 	TRY(want_dtypes(&q, c->kind->dtypes, msg, len));
 	TRY(want_rank(&q, 2, msg, len));
-	if (heads < 1)
-		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
-		                  (long long)heads);
-	if (kvh < 1)
-		return check_fail(msg, len, "attribute kv_heads is %lld; it must be at least 1",
-		                  (long long)kvh);
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
 	if (hd < 1 || hd > 512)
 		return check_fail(msg, len, "attribute head_dim is %lld; it must be from 1 to 512",
 		                  (long long)hd);
@@ -560,17 +576,10 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 	TRY(want_dtypes(&qkv, c->kind->dtypes, msg, len));
 	TRY(want_rank(&qkv, 2, msg, len));
 	TRY(want_positions(c, 1, &qkv, msg, len));
-	if (heads < 1)
-		return check_fail(msg, len, "attribute heads is %lld; it must be at least 1",
-		                  (long long)heads);
-	if (kvh < 1)
-		return check_fail(msg, len, "attribute kv_heads is %lld; it must be at least 1",
-		                  (long long)kvh);
-	if (hd < 2 || hd % 2 != 0 || hd > 512)
-		return check_fail(msg, len, "attribute head_dim is %lld; rope needs an even "
-		                  "head_dim from 2 to 512", (long long)hd);
-	if (!(theta > 0.0))
-		return check_fail(msg, len, "attribute theta is %g; it must be positive", theta);
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
+	TRY(want_rope_head_dim(hd, msg, len));
+	TRY(want_rope_theta(theta, msg, len));
 	/* Bounded before multiplying, so that no product overflows. */
 	cols = qkv.t->dim[1];
 	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
