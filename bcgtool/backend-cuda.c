@@ -819,9 +819,10 @@ fail:
 	return -1;
 }
 
-static void cuda_set_features(struct backend *b, uint32_t features)
+static uint32_t cuda_set_features(struct backend *b, uint32_t features)
 {
 	b->ctx.pdl = (features & PLAN_FEATURE_PDL) != 0;
+	return features & PLAN_FEATURE_PDL;
 }
 
 const struct backend_ops backend_cuda = {

@@ -177,10 +177,11 @@ static int host_time_call(struct backend *b, const struct op_call *call, unsigne
 	return 0;
 }
 
-static void host_set_features(struct backend *b, uint32_t features)
+static uint32_t host_set_features(struct backend *b, uint32_t features)
 {
 	(void)b;
 	(void)features;   /* nothing to launch differently on the host */
+	return 0;
 }
 
 static int host_capture_begin(struct backend *b, char *msg, size_t len)

@@ -96,9 +96,10 @@ struct backend_ops {
 	 * time on host. CALL's operands are overwritten. */
 	int  (*time_call)(struct backend *b, const struct op_call *call, unsigned reps,
 	                  double *us, char *msg, size_t len);
-	/* Capture features (PLAN_FEATURE_*) for every launch from now on;
-	 * features a backend lacks are ignored. */
-	void (*set_features)(struct backend *b, uint32_t features);
+	/* Capture features (PLAN_FEATURE_*) for every launch from now on.
+	 * Returns the ones the backend honours: features it lacks are
+	 * dropped, so that a plan never records what did not happen. */
+	uint32_t (*set_features)(struct backend *b, uint32_t features);
 
 	/* Segment capture: begin; after each op's launch, op_done(op) so nodes
 	 * can be attributed; end gives the instantiated, uploaded segment and

@@ -271,7 +271,7 @@ static int cmd_bench_exec(int argc, char **argv)
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
-	engine_set_features(e, e->be->kind == PLAN_BACKEND_CUDA ? features : 0);
+	engine_set_features(e, features);
 	if (bench_tune(e, s->program, t64, &tune, &err) != 0)
 		goto fail;
 	e->nvtx = nvtx_open();

@@ -483,9 +483,9 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	if (o->nvtx)
 		e->nvtx = nvtx_open();
 	/* The plan being made: its choices, as they are recorded, are what
-	 * every run below uses. PDL only means something on CUDA. */
+	 * every run below uses. */
 	e->use_choices = 1;
-	engine_set_features(e, e->be->kind == PLAN_BACKEND_CUDA ? o->features : 0);
+	engine_set_features(e, o->features);
 
 	/* Largest first: it needs the most of everything, so a failure to
 	 * fit shows at once. The plan gets them in variant order. */

@@ -443,8 +443,7 @@ void engine_close(struct engine *e)
 
 void engine_set_features(struct engine *e, uint32_t features)
 {
-	e->features = features;
-	e->be->set_features(e->b, features);
+	e->features = e->be->set_features(e->b, features);
 }
 
 int engine_reset(struct engine *e, struct engine_error *err)

@@ -87,7 +87,8 @@ void engine_close(struct engine *e);
 int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
                    struct engine **out, struct engine_error *err);
 
-/* Launch with FEATURES (PLAN_FEATURE_*) from now on. */
+/* Launch with FEATURES (PLAN_FEATURE_*) from now on; e->features keeps
+ * the ones the backend honours. */
 void engine_set_features(struct engine *e, uint32_t features);
 
 /* Put every tensor but the weights back in its initial state. */
