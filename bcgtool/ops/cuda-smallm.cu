@@ -141,6 +141,22 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 	cuda_pdl_trigger();
 }
 
+/* Once every warp has stored its E sums in RED[warp], add them in warp
+ * order into RED[0] (a fixed order: the result is the same every run). */
+template <int E>
+__device__ __forceinline__ void smallm_merge_warps(float (*red)[E])
+{
+	__syncthreads();
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		float v = 0.0f;
+#pragma unroll
+		for (int w = 0; w < SM_WARPS; w++)
+			v += red[w][e];
+		red[0][e] = v;
+	}
+	__syncthreads();
+}
+
 /* Ask L2 for the block's weight bytes [k0, k1) of its SLOTS rows, at most
  * SM_PREFETCH lines: the only global access allowed before the wait. */
 __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int slots,
@@ -288,15 +304,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 				int s = rt * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
 				red[warp][s * MT + m] = acc[rt][nt][c];
 			}
-	__syncthreads();
-	for (int e = threadIdx.x; e < S * MT; e += blockDim.x) {
-		float v = 0.0f;
-#pragma unroll
-		for (int w = 0; w < SM_WARPS; w++)
-			v += red[w][e];
-		red[0][e] = v;
-	}
-	__syncthreads();
+	smallm_merge_warps<S * MT>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
 }
 
@@ -432,15 +440,7 @@ bcg_smallm_gemv_kernel(smallm_args p)
 			if (lane == 0)
 				red[warp][s * MT + m] = v;
 		}
-	__syncthreads();
-	for (int e = threadIdx.x; e < S * MT; e += blockDim.x) {
-		float v = 0.0f;
-#pragma unroll
-		for (int w = 0; w < SM_WARPS; w++)
-			v += red[w][e];
-		red[0][e] = v;
-	}
-	__syncthreads();
+	smallm_merge_warps<S * MT>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
 }
 
