@@ -1,0 +1,35 @@
+#!/bin/sh
+# bench/bundle-extra.sh - add the libraries the GPU machine lacks headers for
+# (jansson, SQLite) to .gpu/, next to the libyaml that ../shared/tools/gpu-bundle
+# ships, so that its configure finds them (run after gpu-bundle).
+#
+# That machine has libjansson.so.4 and libsqlite3.so.0 but no headers and no
+# pkg-config files. We ship this machine's static archives and headers with
+# .pc files that locate themselves through ${pcfiledir}, so nothing needs
+# rewriting there; static archives avoid depending on the exact .so versions.
+set -eu
+top=$(git rev-parse --show-toplevel)
+dir="$top/.gpu/yaml"
+[ -d "$dir/lib/pkgconfig" ] || { echo "bundle-extra: run ../shared/tools/gpu-bundle first" >&2; exit 2; }
+multi=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+lib=/usr/lib/$multi
+
+ship() { # NAME HEADER ARCHIVE VERSION PRIVATE-LIBS
+	cp "/usr/include/$2" "$dir/include/"
+	cp "$lib/$3" "$dir/lib/"
+	cat > "$dir/lib/pkgconfig/$1.pc" <<PC
+prefix=\${pcfiledir}/../..
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: $1
+Description: $1, shipped for the GPU machine by bench/bundle-extra.sh
+Version: $4
+Libs: -L\${libdir} -l:$3 $5
+Cflags: -I\${includedir}
+PC
+}
+ship jansson jansson.h libjansson.a "$(pkg-config --modversion jansson)" ""
+cp /usr/include/jansson_config.h "$dir/include/"
+ship sqlite3 sqlite3.h libsqlite3.a "$(pkg-config --modversion sqlite3)" "-lm -lpthread -ldl"
+echo "bundle-extra: jansson and sqlite3 added to .gpu/yaml"
