@@ -28,7 +28,7 @@
 
 /* Small enough that a mutated count cannot exhaust the fuzzer's memory. */
 #define FUZZ_PLAN_MAX_BYTES   (UINT64_C(4) << 20)
-#define FUZZ_PLAN_MAX_RECORDS UINT32_C(1) << 16
+#define FUZZ_PLAN_MAX_RECORDS (UINT32_C(1) << 16)
 
 static FILE *fuzz_null(void)
 {
