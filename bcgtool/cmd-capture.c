@@ -6,6 +6,11 @@
  * The plan is written only when every variant verified; it is written
  * atomically, so an existing file at the output path is either replaced
  * whole or left alone.
+ *
+ * With SOURCE_DATE_EPOCH set the plan is reproducible: it records that
+ * time and none of the times measured (unless --stats asks for them), so
+ * the same script, options and machine give the same bytes, choices by
+ * measurement aside (--no-tune fixes those too).
  */
 #include "config.h"
 
@@ -24,7 +29,7 @@ static int cmd_capture_exec(int argc, char **argv);
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-tune] [--no-pdl] "
-	         "[--no-nvtx] [--json] -o PLAN SCRIPT",
+	         "[--no-nvtx] [--stats] [--json] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
 		"  -o, --output PLAN  write the plan here (replaced atomically)\n"
@@ -38,6 +43,8 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     timing the candidates (the plan records it either way)\n"
 		"      --no-pdl       launch kernels without programmatic dependent launch\n"
 		"      --no-nvtx      emit no NVTX ranges\n"
+		"      --stats        record the times measured in the plan even when\n"
+		"                     SOURCE_DATE_EPOCH is set (they make it irreproducible)\n"
 		"      --json         print JSON instead of tables\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_capture_exec,
@@ -160,11 +167,13 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "no-tune", no_argument, NULL, 'T' },
 		{ "no-pdl", no_argument, NULL, 'P' },
+		{ "stats", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_capture_entry;
+	const char *epoch = getenv("SOURCE_DATE_EPOCH");
 	struct capture_opts o = {
 		.backend = cmd_default_backend(), .steps = 2, .nvtx = 1,
 		.tune = { .measure = 1, .margin = TUNE_MARGIN },
@@ -173,7 +182,7 @@ static int cmd_capture_exec(int argc, char **argv)
 	const char *output = NULL;
 	int64_t *tokens = NULL;
 	long long steps;
-	int json = 0, c, rc = BCG_EXIT_RUNTIME;
+	int json = 0, stats = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
 	struct capture_report rep = { 0 };
 	struct engine_error err = { .op = PLAN_NONE };
@@ -212,6 +221,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		case 'N': o.nvtx = 0; break;
 		case 'T': o.tune.measure = 0; break;
 		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
+		case 'S': stats = 1; break;
 		case 'J': json = 1; break;
 		case CMD_HELP: rc = BCG_EXIT_OK; goto out;
 		default: rc = BCG_EXIT_USAGE; goto out;
@@ -229,6 +239,8 @@ static int cmd_capture_exec(int argc, char **argv)
 		rc = BCG_EXIT_USAGE;
 		goto out;
 	}
+	/* Asked for reproducible output: the measured times stay out. */
+	o.untimed = epoch != NULL && epoch[0] != '\0' && !stats;
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		goto out;
 	if (capture_script(s, &o, &plan, &rep, &err) != 0) {

@@ -603,8 +603,20 @@ static int validate_captures(const plan_t *plan, struct plan_diag *diag)
 	return err;
 }
 
+static int check_key_cmp(const void *x, const void *y)
+{
+	const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* One check per variant and tensor: diff and replay's --check find a
+ * check by the two, so a second one would never be compared. */
 static int validate_checks(const plan_t *plan, struct plan_diag *diag)
 {
+	uint64_t *keys;
+	int err = PLAN_OK;
+
 	for (uint32_t i = 0; i < plan->checks.count; i++) {
 		const struct plan_check *c = AT(plan->checks, struct plan_check, i);
 		if (c->variant >= plan->variants.count)
@@ -614,7 +626,24 @@ static int validate_checks(const plan_t *plan, struct plan_diag *diag)
 			return FAIL("section CHKS: check %u names tensor %u of %u", i, c->tensor,
 			            plan->tensors.count);
 	}
-	return PLAN_OK;
+	if (plan->checks.count < 2)
+		return PLAN_OK;
+	if ((keys = malloc(plan->checks.count * sizeof *keys)) == NULL)
+		return plan__fail(diag, PLAN_ERR_NOMEM, "out of memory checking %u checks",
+		                  plan->checks.count);
+	for (uint32_t i = 0; i < plan->checks.count; i++) {
+		const struct plan_check *c = AT(plan->checks, struct plan_check, i);
+		keys[i] = (uint64_t)c->variant << 32 | c->tensor;
+	}
+	qsort(keys, plan->checks.count, sizeof *keys, check_key_cmp);
+	for (uint32_t i = 1; i < plan->checks.count; i++)
+		if (keys[i] == keys[i - 1]) {
+			err = FAIL("section CHKS: two checks of tensor %u in variant %u",
+			           (uint32_t)keys[i], (uint32_t)(keys[i] >> 32));
+			break;
+		}
+	free(keys);
+	return err;
 }
 
 static int validate_dispatch(const plan_t *plan, struct plan_diag *diag)

@@ -85,7 +85,7 @@ assert all(s[\"plan_nodes\"] > 0 and s[\"status\"] == \"match\" for s in d[\"seg
 twin="$TEST_DATA/scripts/twins/fused.yaml"
 
 test_expect_success PYTHON3 'capture chooses each product among mma, gemv and cublas and launches with PDL' '
-	bcg capture --backend cuda -o twin.plan "$twin" >twin.out &&
+	bcg capture --backend cuda --stats -o twin.plan "$twin" >twin.out &&
 	bcg inspect --json twin.plan >twin.json &&
 	"$PYTHON3" -c "
 import json

@@ -207,7 +207,8 @@ static void captured_release(struct captured *c)
 
 /* Record variant VI's items, nodes, breakpoints and checksums in PLAN. */
 static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, int with_nodes,
-                          struct capture_variant_report *vr, struct engine_error *err)
+                          int untimed, struct capture_variant_report *vr,
+                          struct engine_error *err)
 {
 	const struct schedule *sched = &c->sched;
 	struct backend_capture *recs = c->recs;
@@ -231,12 +232,14 @@ static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, i
 				.edges = recs[i].edges,
 			};
 			seg.fingerprint = with_nodes ? plan_fingerprint(&seg) : 0;
-			if (plan_add_segment(plan, &seg, NULL, &diag) != 0)
-				goto fail;
 			vr->segments++;
 			vr->nodes += seg.nnodes;
 			vr->capture_ns += seg.capture_ns;
 			vr->instantiate_ns += seg.instantiate_ns;
+			if (untimed)
+				seg.capture_ns = seg.instantiate_ns = 0;
+			if (plan_add_segment(plan, &seg, NULL, &diag) != 0)
+				goto fail;
 		} else {
 			char name[128];
 			struct plan_breakpoint bp = {
@@ -318,7 +321,11 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	}
 
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "tune");
-	rc = tune_variant(e, plan, vi, &o->tune, tc, &vr->choices, err);
+	{
+		struct tune_opts to = o->tune;
+		to.untimed = o->untimed;
+		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
+	}
 	nvtx_pop(e->nvtx);
 	if (rc != 0)
 		goto out;
@@ -497,10 +504,13 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		if (capture_variant(e, plan, k, o, &tc, &caps[k], &rep->variants[k], &st, err) != 0)
 			goto out;
 	for (uint32_t k = 0; k < n; k++)
-		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA,
+		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,
 		                   &rep->variants[k], err) != 0)
 			goto out;
 	st.reference_steps = o->steps;
+	if (o->untimed)
+		st.materialize_ns = st.reference_ns = st.capture_ns = st.instantiate_ns =
+			st.verify_ns = 0;
 
 	if (capture_dispatch(plan, err) != 0)
 		goto out;

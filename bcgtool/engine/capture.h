@@ -33,6 +33,8 @@ struct capture_opts {
 	int            nvtx;        /* emit NVTX ranges */
 	struct tune_opts tune;      /* how implementations are chosen */
 	uint32_t       features;    /* PLAN_FEATURE_*: PDL launches (cuda only) */
+	int            untimed;     /* record no measured time in the plan (all 0),
+	                               so that its bytes do not depend on them */
 };
 
 /* What happened to one variant, for the command's report. */

@@ -135,7 +135,7 @@ fail:
 	return -1;
 }
 
-static int tune_record(plan_t *plan, uint32_t vi, uint32_t op, const struct engine *e,
+static int tune_record(plan_t *plan, uint32_t vi, uint32_t op, const struct engine *e, int untimed,
                        const struct op_call *c, const struct tune_entry *t,
                        struct engine_error *err)
 {
@@ -152,7 +152,7 @@ static int tune_record(plan_t *plan, uint32_t vi, uint32_t op, const struct engi
 
 	for (int k = 0; k < t->n; k++) {
 		cand[k].impl = e->be->impl_name(c->kind->id, t->impl[k]);
-		cand[k].us = t->us[k];
+		cand[k].us = untimed ? 0.0 : t->us[k];
 	}
 	if (plan_add_choice(plan, &ch, NULL, &diag) != 0)
 		return engine_fail(err, BCG_EXIT_RUNTIME, op, "recording a choice: %s", diag.message);
@@ -201,7 +201,7 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 			if (o->measure && tune_measure(e, &v, op, t, o, err) != 0)
 				goto out;
 		}
-		if (tune_record(plan, vi, op, e, c, t, err) != 0)
+		if (tune_record(plan, vi, op, e, o->untimed, c, t, err) != 0)
 			goto out;
 		tuned++;
 	}

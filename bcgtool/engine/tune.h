@@ -32,6 +32,8 @@ struct tune_opts {
 	unsigned reps;      /* launches timed per candidate, the median counts;
 	                       0: TUNE_REPS_CUDA or TUNE_REPS_HOST */
 	double   margin;    /* relative lead needed to leave the default */
+	int      untimed;   /* record the candidates' times as 0: the plan's
+	                       bytes then do not depend on them */
 };
 
 #define TUNE_REPS_CUDA  15

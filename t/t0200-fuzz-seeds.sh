@@ -1,0 +1,33 @@
+#!/bin/sh
+test_description='the fuzz targets pass over their seeds, and the plan mutator reaches the sections'
+. "$(dirname "$0")/test-lib.sh"
+
+PLAN_SEEDS="$BCG_BUILD_DIR/t/fuzz/plan-seeds"
+SCRIPT_SEEDS="$BCG_BUILD_DIR/t/fuzz/script-seeds"
+CORPUS="$BCG_SRC_DIR/t/fuzz/corpus"
+
+test_expect_success 'the plan target reads every seed plan and fixture' '
+	"$PLAN_SEEDS" "$CORPUS/plan" "$BCG_SRC_DIR/t/data/plans" \
+		"$BCG_SRC_DIR/t/data/vector.plan" >out &&
+	test_grep "^files [1-9]" out
+'
+
+test_expect_success 'the script target parses every seed, sample and bad script' '
+	"$SCRIPT_SEEDS" "$CORPUS/script" "$BCG_SRC_DIR/samples" \
+		"$BCG_SRC_DIR/t/data/scripts/bad" >out &&
+	test_grep "^files [1-9]" out
+'
+
+# Random bytes almost never pass the header and payload checksums; the
+# custom mutator rewrites them after each mutation of the content, so most
+# of its mutants reach the section parser (one in eight mutates the raw
+# bytes on purpose, for the header checks).
+test_expect_success 'most of the plan mutator'"'"'s mutants get past the checksums' '
+	"$PLAN_SEEDS" -m 200 "$CORPUS/plan/vector.plan" "$CORPUS/plan/mini.plan" >out &&
+	cat out &&
+	read -r _ files _ runs _ mutants _ past <out &&
+	test "$mutants" = 400 &&
+	test $((past * 4)) -ge $((mutants * 3))
+'
+
+test_done

@@ -1,0 +1,66 @@
+#!/bin/sh
+test_description='capture with SOURCE_DATE_EPOCH set: the same script, options and machine give the same bytes'
+. "$(dirname "$0")/test-lib.sh"
+
+# test-lib.sh sets SOURCE_DATE_EPOCH for every test.
+small="$SAMPLES/llama-decode-small.yaml"
+mlp="$SAMPLES/tiny-mlp.yaml"
+
+test_expect_success 'two host captures without tuning are byte for byte the same' '
+	bcg capture --backend host --no-tune -o a.plan "$small" >/dev/null &&
+	bcg capture --backend host --no-tune -o b.plan "$small" >/dev/null &&
+	cmp a.plan b.plan &&
+	bcg capture --backend host --no-tune -o c.plan "$mlp" >/dev/null &&
+	bcg capture --backend host --no-tune -o d.plan "$mlp" >/dev/null &&
+	cmp c.plan d.plan
+'
+
+test_expect_success 'the plan records the epoch and no measured time' '
+	bcg inspect --json a.plan >a.json &&
+	test_grep "\"created\": 1700000000," a.json &&
+	bcg inspect --stats a.plan >stats &&
+	test_grep "^  materialize  0 ns$" stats &&
+	test_grep "^  verify       0 ns (bit-exact)$" stats
+'
+
+# Choices made by measurement follow the timings: another capture may
+# choose another implementation. Everything else is the same.
+test_expect_success 'with tuning, two captures differ in their choices at most' '
+	bcg capture --backend host -o t1.plan "$small" >/dev/null &&
+	bcg capture --backend host -o t2.plan "$small" >/dev/null &&
+	{ bcg diff --json t1.plan t2.plan >d.json; test $? -le 1; } &&
+	grep "\"area\":" d.json >areas;
+	grep -v "\"area\": \"choices\"," areas >others;
+	test_cmp /dev/null others &&
+	bcg inspect --choices t1.plan >choices &&
+	! grep " us" choices
+'
+
+test_expect_success '--stats records the measured times anyway' '
+	bcg capture --backend host --stats -o s.plan "$small" >/dev/null &&
+	bcg inspect --stats s.plan >stats &&
+	! grep "^  materialize  0 ns$" stats
+'
+
+test_expect_success 'without SOURCE_DATE_EPOCH the times are recorded' '
+	(unset SOURCE_DATE_EPOCH && bcg capture --backend host -o n.plan "$small" >/dev/null) &&
+	bcg inspect --stats n.plan >stats &&
+	! grep "^  materialize  0 ns$" stats
+'
+
+test_expect_success CUDA 'two CUDA captures without tuning are byte for byte the same' '
+	bcg capture --backend cuda --no-tune -o g1.plan "$small" >/dev/null &&
+	bcg capture --backend cuda --no-tune -o g2.plan "$small" >/dev/null &&
+	cmp g1.plan g2.plan
+'
+
+test_expect_success CUDA 'with tuning, two CUDA captures differ in their choices at most' '
+	bcg capture --backend cuda -o g3.plan "$small" >/dev/null &&
+	bcg capture --backend cuda -o g4.plan "$small" >/dev/null &&
+	{ bcg diff --json g3.plan g4.plan >d.json; test $? -le 1; } &&
+	grep "\"area\":" d.json >areas;
+	grep -v "\"area\": \"choices\"," areas >others;
+	test_cmp /dev/null others
+'
+
+test_done
