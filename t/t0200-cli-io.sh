@@ -128,9 +128,9 @@ test_expect_success 'BCG_TEST_FAULT=kernel:OP on the host: exit 3 naming the op;
 
 test_expect_success 'BCG_TEST_FAULT=break:OP on the host: exit 3 naming the breakpoint op' '
 	test_expect_code 3 env BCG_TEST_FAULT=break:attn.0 "$BCGTOOL" capture --backend host \
-		-o b.plan "$SAMPLES/llama-decode-small.yaml" >out 2>err &&
+		-o bp.plan "$SAMPLES/llama-decode-small.yaml" >out 2>err &&
 	test_grep "op .attn.0. (attention): kernel fault" err &&
-	! test -e b.plan
+	! test -e bp.plan
 '
 
 test_expect_success 'a malformed BCG_TEST_FAULT is a usage error' '
