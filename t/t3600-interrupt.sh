@@ -3,7 +3,6 @@ test_description='progress on a terminal, -q, and SIGINT/SIGTERM: a partial summ
 . "$(dirname "$0")/test-lib.sh"
 
 small="$SAMPLES/llama-decode-small.yaml"
-big="$TEST_DATA/scripts/big-product.yaml"
 
 # wait_for FILE PATTERN: until FILE holds PATTERN (at most 60 s).
 wait_for() {
@@ -120,25 +119,6 @@ test_expect_success 'capture: SIGINT; no plan, no temporary file, the old plan k
 	ls -A outdir >files &&
 	echo x.plan >expect &&
 	test_cmp expect files
-'
-
-test_expect_success 'a second SIGINT ends the process at once, temporaries removed' '
-	mkdir out2 &&
-	rm -f out err &&
-	BCG_PROGRESS=always "$BCGTOOL" capture --backend host --no-tune -o out2/big.plan "$big" >out 2>err &
-	pid=$! &&
-	# inside the first reference step, a product of many seconds: the
-	# first SIGINT waits for its end, the second does not
-	if ! { wait_for err "capture: variant 1 of 1 (1 tokens): reference" &&
-	       sleep 2 && kill -INT $pid && sleep 1 && kill -0 $pid && kill -INT $pid; }; then
-		kill -KILL $pid; wait $pid; false
-	fi &&
-	{ wait $pid; status=$?; } ;
-	test $status = 130 &&
-	test_cmp /dev/null out &&
-	test_grep "interrupted again: stopping now" err &&
-	ls -A out2 >files &&
-	test_cmp /dev/null files
 '
 
 test_done
