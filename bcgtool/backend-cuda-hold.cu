@@ -2,6 +2,7 @@
  * backend-cuda-hold.cu - the stream hold used to time queued work, and the
  * cache scrub that makes a timed launch start cold.
  */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "backend-cuda.h"
@@ -26,6 +27,24 @@ extern "C" int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess) {
 		snprintf(msg, len, "hold kernel: %s", cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+
+/* BCG_TEST_FAULT's broken kernel: a store to an address no allocation
+ * has, as an out-of-bounds index in a real kernel would make. */
+static __global__ void fault_kernel(unsigned *bad)
+{
+	*bad = 0xdeadu;
+}
+
+extern "C" int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len)
+{
+	fault_kernel<<<1, 1, 0, stream>>>((unsigned *)(uintptr_t)0x10);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess) {
+		snprintf(msg, len, "fault kernel: %s", cudaGetErrorString(e));
 		return -1;
 	}
 	return 0;

@@ -825,6 +825,24 @@ static uint32_t cuda_set_features(struct backend *b, uint32_t features)
 	return features & PLAN_FEATURE_PDL;
 }
 
+/* The test hook's fault (backend.h). Launched eagerly it is waited for,
+ * so that the error is reported as the op's; captured, it faults where
+ * the segment runs. */
+static int cuda_fault(struct backend *b, int capturing, char *msg, size_t len)
+{
+	cudaError_t e;
+
+	if (cuda_fault_kernel(b->stream, msg, len) != 0)
+		return -1;
+	if (capturing)
+		return 0;
+	if ((e = cudaStreamSynchronize(b->stream)) != cudaSuccess) {
+		snprintf(msg, len, "kernel fault: %s (BCG_TEST_FAULT)", cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+
 const struct backend_ops backend_cuda = {
 	.name = "cuda",
 	.kind = PLAN_BACKEND_CUDA,
@@ -851,4 +869,5 @@ const struct backend_ops backend_cuda = {
 	.mark = cuda_mark,
 	.sync = cuda_sync,
 	.elapsed = cuda_elapsed,
+	.fault = cuda_fault,
 };

@@ -16,6 +16,8 @@ extern "C" {
  * global timer. Work queued behind it starts only when it ends, so the
  * host can queue a whole step first. */
 int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_t len);
+/* Test hook: launch one kernel that writes to an invalid address. */
+int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
 
 /* Read BYTES of BUF (zeros, 16-byte aligned) on STREAM: with BYTES twice
  * the L2 cache, whatever a kernel left there is gone, so the launch timed

@@ -271,6 +271,16 @@ static int host_elapsed(struct backend *b, unsigned from, unsigned to, double *m
 	return 0;
 }
 
+/* The test hook's fault (backend.h): a reference kernel cannot fault, so
+ * the launch fails as a faulting kernel's would. */
+static int host_fault(struct backend *b, int capturing, char *msg, size_t len)
+{
+	(void)b;
+	(void)capturing;
+	snprintf(msg, len, "kernel fault: an illegal memory access (BCG_TEST_FAULT)");
+	return -1;
+}
+
 const struct backend_ops backend_host = {
 	.name = "host",
 	.kind = PLAN_BACKEND_HOST,
@@ -297,4 +307,5 @@ const struct backend_ops backend_host = {
 	.mark = host_mark,
 	.sync = host_sync,
 	.elapsed = host_elapsed,
+	.fault = host_fault,
 };

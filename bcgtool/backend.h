@@ -121,6 +121,13 @@ struct backend_ops {
 	int  (*sync)(struct backend *b, char *msg, size_t len);
 	int  (*elapsed)(struct backend *b, unsigned from, unsigned to, double *ms,
 	                char *msg, size_t len);
+
+	/* Test hook (BCG_TEST_FAULT, engine.h): in place of an op's launch,
+	 * work that faults as a broken kernel does -- on cuda a kernel that
+	 * writes to an invalid address, captured like any launch; launched
+	 * eagerly, it is waited for, so that the error is the op's. The host
+	 * backend fails at once. */
+	int  (*fault)(struct backend *b, int capturing, char *msg, size_t len);
 };
 
 /* The backend called NAME ("host", "cuda"), or NULL when this build lacks

@@ -77,7 +77,11 @@ static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmu
 	schedule_release(&sched);
 	if (rc != 0)
 		return -1;
+	char label[32];
+	snprintf(label, sizeof label, "bench: %s", plan_mode_name(mode));
+	e->progress_label = label;
 	rc = replay_measure(e, &x, warmup, steps, steps < 10 ? (uint32_t)steps : 10, &row->st, err);
+	e->progress_label = NULL;
 	exec_release(e, &x);
 	row->ran = rc == 0;
 	return rc;
@@ -110,7 +114,7 @@ static int bench_break_cost(const struct bench_row *rows, double *busy_us, doubl
 	const struct bench_row *br = &rows[1], *full = &rows[2];
 
 	*busy_us = *step_us = 0.0;
-	if (!br->ran || !full->ran || br->breakpoints == 0)
+	if (!br->ran || !full->ran || br->st.partial || full->st.partial || br->breakpoints == 0)
 		return 0;
 	*busy_us = (br->st.busy_median - full->st.busy_median) * 1e3 / br->breakpoints;
 	*step_us = (br->st.step_median - full->st.step_median) * 1e3 / br->breakpoints;
@@ -126,12 +130,21 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 	printf("backend  %s%s%s%s\n", e->be->name, e->info.device[0] ? " (" : "", e->info.device,
 	       e->info.device[0] ? ")" : "");
 	printf("tokens   %lld\n\n", (long long)tokens);
+	/* On the host backend the "device" is the CPU that also issues. */
 	printf("%-9s  %8s  %11s  %11s  %11s  %11s  %10s  %9s\n", "mode", "segments", "breakpoints",
-	       "step", "gpu busy", "host issue", "step/eager", "step/busy");
+	       "step", e->be->kind == PLAN_BACKEND_CUDA ? "gpu busy" : "cpu busy", "host issue",
+	       "step/eager", "step/busy");
 	for (int m = 0; m < NMODES; m++) {
 		const struct bench_row *r = &rows[m];
 		if (!r->ran) {
 			printf("%-9s  not run: %s\n", plan_mode_name(bench_modes[m]), r->why);
+			continue;
+		}
+		if (r->st.partial) {
+			printf("%-9s  %8u  %11u  %8.3f ms  %11s  %8.3f ms  %10s  %9s  partial: %llu "
+			       "steps, interrupted\n", plan_mode_name(bench_modes[m]), r->segments,
+			       r->breakpoints, r->st.step_median, "-", r->st.host_median, "-", "-",
+			       (unsigned long long)r->st.steps);
 			continue;
 		}
 		printf("%-9s  %8u  %11u  %8.3f ms  %8.3f ms  %8.3f ms  %10.3f  %9.3f\n",
@@ -145,8 +158,9 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 		       eager->st.host_median);
 	double busy_us, step_us;
 	if (bench_break_cost(rows, &busy_us, &step_us))
-		printf("a break over the full step: %+.2f us of gpu busy time, %+.2f us of step time "
-		       "(%u breaks)\n", busy_us, step_us, rows[1].breakpoints);
+		printf("a break over the full step: %+.2f us of %s busy time, %+.2f us of step time "
+		       "(%u breaks)\n", busy_us, e->be->kind == PLAN_BACKEND_CUDA ? "gpu" : "cpu",
+		       step_us, rows[1].breakpoints);
 }
 
 static void print_json(const char *path, const struct engine *e, int64_t tokens,
@@ -174,6 +188,8 @@ static void print_json(const char *path, const struct engine *e, int64_t tokens,
 		plan_json_string(j, plan_mode_name(bench_modes[m]));
 		plan_json_key(j, "ran");
 		plan_json_bool(j, r->ran);
+		plan_json_key(j, "partial");
+		plan_json_bool(j, r->ran && r->st.partial);
 		if (!r->ran) {
 			plan_json_key(j, "why");
 			plan_json_string(j, r->why);
@@ -275,9 +291,12 @@ static int cmd_bench_exec(int argc, char **argv)
 	if (bench_tune(e, s->program, t64, &tune, &err) != 0)
 		goto fail;
 	e->nvtx = nvtx_open();
-	for (int m = 0; m < NMODES; m++)
+	for (int m = 0; m < NMODES && !bcg_interrupted(); m++)
 		if (bench_mode(e, t64, bench_modes[m], (uint64_t)warmup, (uint64_t)steps, &rows[m], &err) != 0)
 			goto fail;
+	for (int m = 0; m < NMODES; m++)
+		if (bcg_interrupted() && !rows[m].ran && rows[m].why[0] == '\0')
+			snprintf(rows[m].why, sizeof rows[m].why, "interrupted");
 	if (json)
 		print_json(argv[optind], e, t64, rows);
 	else
@@ -285,6 +304,8 @@ static int cmd_bench_exec(int argc, char **argv)
 	for (int m = 0; m < NMODES; m++)
 		free(rows[m].st.item_busy);
 	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+	if (bcg_interrupted())
+		rc = bcg_signal_status(bcg_interrupted());
 	goto out;
 fail:
 	for (int m = 0; m < NMODES; m++)

@@ -5,7 +5,9 @@
  *
  * The plan is written only when every variant verified; it is written
  * atomically, so an existing file at the output path is either replaced
- * whole or left alone.
+ * whole or left alone. The temporary file is made before the work, so an
+ * output that cannot be written fails at once. "-o -" writes the plan to
+ * standard output, and the report to standard error.
  *
  * With SOURCE_DATE_EPOCH set the plan is reproducible: it records that
  * time and none of the times measured (unless --stats asks for them), so
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "engine/capture.h"
@@ -32,7 +35,8 @@ const struct cmd_entry cmd_capture_entry = {
 	         "[--no-nvtx] [--stats] [--json] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
-		"  -o, --output PLAN  write the plan here (replaced atomically)\n"
+		"  -o, --output PLAN  write the plan here (replaced atomically); - is\n"
+		"                     standard output (the report then goes to stderr)\n"
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                     cuda when a GPU can be used, else host)\n"
 		"  -m, --mode M       capture every variant in mode M (breakable, full or\n"
@@ -82,52 +86,66 @@ bad:
 	return -1;
 }
 
-static void capture_print_text(const plan_t *plan, const struct capture_report *rep,
+/* The report; PLAN NULL: interrupted, only the variants done, no plan. */
+static void capture_print_text(FILE *f, const plan_t *plan, const struct capture_report *rep,
                                const char *path, size_t bytes)
 {
 	char h[32];
 
-	printf("%8s  %-9s  %8s  %11s  %6s  %7s  %11s  %14s  %s\n", "tokens", "mode", "segments",
+	fprintf(f, "%8s  %-9s  %8s  %11s  %6s  %7s  %11s  %14s  %s\n", "tokens", "mode", "segments",
 	       "breakpoints", "nodes", "choices", "capture", "instantiate", "verified");
 	for (uint32_t i = 0; i < rep->nvariants; i++) {
 		const struct capture_variant_report *v = &rep->variants[i];
 		char verified[48];
+		if (!v->done)
+			continue;
 		if (v->exact)
 			snprintf(verified, sizeof verified, "bit-exact");
 		else
 			snprintf(verified, sizeof verified, "rel. error %.2g", v->rel_error);
-		printf("%8lld  %-9s  %8u  %11u  %6u  %7u  %8.2f ms  %11.2f ms  %s\n",
+		fprintf(f, "%8lld  %-9s  %8u  %11u  %6u  %7u  %8.2f ms  %11.2f ms  %s\n",
 		       (long long)v->tokens, plan_mode_name(v->mode), v->segments, v->breakpoints,
 		       v->nodes, v->choices,
 		       (double)v->capture_ns / 1e6, (double)v->instantiate_ns / 1e6, verified);
 	}
-	printf("\nwrote %s (%s): %u variants, %u segments, %u breakpoints, backend %s%s%s%s\n",
+	if (plan == NULL) {
+		fprintf(f, "\npartial: interrupted; no plan written\n");
+		return;
+	}
+	fprintf(f, "\nwrote %s (%s): %u variants, %u segments, %u breakpoints, backend %s%s%s%s\n",
 	       path, bcg_human_bytes(bytes, h, sizeof h), plan_count_variants(plan),
 	       plan_count_segments(plan), plan_count_breakpoints(plan),
 	       plan_backend_name(plan_get_meta(plan)->backend),
 	       rep->info.device[0] ? " (" : "", rep->info.device, rep->info.device[0] ? ")" : "");
 }
 
-static void capture_print_json(const plan_t *plan, const struct capture_report *rep,
+static void capture_print_json(FILE *f, const plan_t *plan, const struct capture_report *rep,
                                const char *path, size_t bytes)
 {
-	struct plan_json *j = plan_json_new(stdout);
+	struct plan_json *j = plan_json_new(f);
 
 	if (j == NULL)
 		return;
 	plan_json_object_begin(j);
 	plan_json_key(j, "plan");
-	plan_json_string(j, path);
+	if (plan != NULL)
+		plan_json_string(j, path);
+	else
+		plan_json_null(j);
 	plan_json_key(j, "bytes");
 	plan_json_uint(j, bytes);
+	plan_json_key(j, "partial");
+	plan_json_bool(j, plan == NULL);
 	plan_json_key(j, "backend");
-	plan_json_string(j, plan_backend_name(plan_get_meta(plan)->backend));
+	plan_json_string(j, rep->backend);
 	plan_json_key(j, "device");
 	plan_json_string(j, rep->info.device);
 	plan_json_key(j, "variants");
 	plan_json_array_begin(j);
 	for (uint32_t i = 0; i < rep->nvariants; i++) {
 		const struct capture_variant_report *v = &rep->variants[i];
+		if (!v->done)
+			continue;
 		plan_json_object_begin(j);
 		plan_json_key(j, "tokens");
 		plan_json_int(j, v->tokens);
@@ -190,6 +208,8 @@ static int cmd_capture_exec(int argc, char **argv)
 	plan_t *plan = NULL;
 	void *bytes = NULL;
 	size_t nbytes = 0;
+	struct bcg_output out = { .fd = -1 };
+	FILE *report = stdout;
 
 	while ((c = cmd_getopt(self, argc, argv, "o:b:m:t:n:h", longopts)) != -1) {
 		switch (c) {
@@ -241,28 +261,48 @@ static int cmd_capture_exec(int argc, char **argv)
 	}
 	/* Asked for reproducible output: the measured times stay out. */
 	o.untimed = epoch != NULL && epoch[0] != '\0' && !stats;
+	if (strcmp(output, "-") == 0) {
+		if (isatty(STDOUT_FILENO)) {
+			rc = cmd_usage_error(self, "will not write a plan to a terminal "
+			                     "(redirect standard output, or -o FILE)");
+			goto out;
+		}
+		report = stderr;
+	}
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		goto out;
+	/* Before the work: an output that cannot be written fails now. */
+	if (bcg_output_open(&out, output) != 0) {
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
 	if (capture_script(s, &o, &plan, &rep, &err) != 0) {
 		engine_report(&err, s->program, argv[optind]);
 		rc = err.exit;
+		if (rc >= 128 && json)
+			capture_print_json(report, NULL, &rep, output, 0);
+		else if (rc >= 128)
+			capture_print_text(report, NULL, &rep, output, 0);
 		goto out;
 	}
 	if (rep.note[0] != '\0')
 		bcg_note("%s", rep.note);
-	/* Serialize once for the size report; the file gets the same bytes. */
-	if (plan_write_memory(plan, &bytes, &nbytes, &diag) != 0 ||
-	    plan_write_file(plan, output, &diag) != 0) {
+	if (plan_write_memory(plan, &bytes, &nbytes, &diag) != 0) {
 		bcg_error("%s: %s: %s", output, plan_strerror(diag.code), diag.message);
 		rc = diag.code == PLAN_ERR_NOMEM ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
 		goto out;
 	}
+	if (bcg_output_commit(&out, bytes, nbytes) != 0) {
+		rc = BCG_EXIT_RUNTIME;
+		goto out;
+	}
 	if (json)
-		capture_print_json(plan, &rep, output, nbytes);
+		capture_print_json(report, plan, &rep, output, nbytes);
 	else
-		capture_print_text(plan, &rep, output, nbytes);
-	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+		capture_print_text(report, plan, &rep, output, nbytes);
+	rc = fflush(report) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
 out:
+	bcg_output_abort(&out);
 	free(bytes);
 	free(tokens);
 	plan_free(plan);

@@ -25,7 +25,8 @@ const struct cmd_entry cmd_diff_entry = {
 	.usage = "[--ignore-env] [--stat | --json] [--color WHEN] A B",
 	.summary = "show the structural differences between two plans",
 	.options =
-		"      --ignore-env  ignore the tool version, device and toolkit versions\n"
+		"      --ignore-env  ignore the tool version, device and toolkit versions,\n"
+		"                    and the script's directory (not its name or content)\n"
 		"      --stat        one line per variant: its items same, added, removed,\n"
 		"                    changed, renamed, moved\n"
 		"      --json        the differences as JSON (see bcgtool-diff(1))\n"

@@ -46,7 +46,7 @@ const struct cmd_entry cmd_inspect_entry = {
 		"      --checks       the output checksums of the eager reference run\n"
 		"      --stats        capture and instantiate times, nodes per segment,\n"
 		"                     a histogram of kernels\n"
-		"  -t, --variant T    only the variant captured for T tokens\n"
+		"  -v, --variant T    only the variant captured for T tokens\n"
 		"      --json         the whole plan as JSON (formats/inspect-json.md)\n"
 		"      --dot          the variants' steps as a Graphviz graph\n"
 		"      --color WHEN   auto (default: on a terminal, unless NO_COLOR is set),\n"
@@ -100,6 +100,12 @@ static void inspect_title(struct inspect *in, const char *fmt, ...)
 	va_end(ap);
 	fputs(in->st.reset, stdout);
 	putchar('\n');
+}
+
+/* A summary line's label, "plan      ", bold when colors are on. */
+static void inspect_key(const struct inspect *in, const char *key)
+{
+	printf("%s%-10s%s", in->st.bold, key, in->st.reset);
 }
 
 static void inspect_variant_title(struct inspect *in, const char *what, uint32_t v)
@@ -175,8 +181,9 @@ static void inspect_operand(const plan_t *plan, uint32_t op, uint64_t off, char 
 /* The summary.                                                            */
 
 /* "choices   2 ops in 3 variants: 4 choices, 3 tuned (1 close)", or "-". */
-static void inspect_choices_line(const plan_t *plan)
+static void inspect_choices_line(const struct inspect *in)
 {
+	const plan_t *plan = in->plan;
 	uint32_t n = plan_count_choices(plan), nops = 0, nvar = 0, tuned = 0, close = 0;
 	unsigned char *op_seen = xcalloc((size_t)plan_count_ops(plan) + 1, 1);
 	unsigned char *var_seen = xcalloc((size_t)plan_count_variants(plan) + 1, 1);
@@ -188,10 +195,11 @@ static void inspect_choices_line(const plan_t *plan)
 		tuned += (c->flags & PLAN_CHOICE_TUNED) != 0;
 		close += (c->flags & PLAN_CHOICE_CLOSE) != 0;
 	}
+	inspect_key(in, "choices");
 	if (n == 0)
-		printf("choices   -\n");
+		printf("-\n");
 	else
-		printf("choices   %u op%s in %u variant%s: %u choice%s, %u tuned (%u close)\n", nops,
+		printf("%u op%s in %u variant%s: %u choice%s, %u tuned (%u close)\n", nops,
 		       nops == 1 ? "" : "s", nvar, nvar == 1 ? "" : "s", n, n == 1 ? "" : "s", tuned,
 		       close);
 	free(op_seen);
@@ -230,40 +238,50 @@ static void inspect_summary(struct inspect *in)
 	plan_get_format_version(plan, &major, &minor);
 	if ((int64_t)t == m->created && gmtime_r(&t, &tm) != NULL)
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-	if (stat(in->path, &sb) == 0)
-		printf("plan      %s (%s, format %u.%u)\n", in->path,
+	inspect_key(in, "plan");
+	if (stat(in->path, &sb) == 0 && S_ISREG(sb.st_mode))
+		printf("%s (%s, format %u.%u)\n", in->path,
 		       bcg_human_bytes((uint64_t)sb.st_size, a, sizeof a), major, minor);
 	else
-		printf("plan      %s (format %u.%u)\n", in->path, major, minor);
-	printf("script    %s (hash 0x%016" PRIx64 ")\n", m->script[0] ? m->script : "-",
+		printf("%s (format %u.%u)\n", in->path, major, minor);
+	inspect_key(in, "script");
+	printf("%s (hash 0x%016" PRIx64 ")\n", m->script[0] ? m->script : "-",
 	       m->script_hash);
-	printf("tool      %s\n", m->tool[0] ? m->tool : "-");
-	printf("backend   %s\n", plan_backend_name(m->backend));
+	inspect_key(in, "tool");
+	printf("%s\n", m->tool[0] ? m->tool : "-");
+	inspect_key(in, "backend");
+	printf("%s\n", plan_backend_name(m->backend));
+	inspect_key(in, "device");
 	if (m->device[0] != '\0')
-		printf("device    %s (compute capability %d.%d)\n", m->device, (int)m->cc_major,
+		printf("%s (compute capability %d.%d)\n", m->device, (int)m->cc_major,
 		       (int)m->cc_minor);
 	else
-		printf("device    -\n");
+		printf("-\n");
+	inspect_key(in, "toolkit");
 	if (m->cuda_runtime > 0 || m->cuda_driver > 0 || m->cublas > 0)
-		printf("toolkit   CUDA runtime %s, driver %s, cuBLAS %s\n",
+		printf("CUDA runtime %s, driver %s, cuBLAS %s\n",
 		       plan_version_text(m->cuda_runtime, 0, a, sizeof a),
 		       plan_version_text(m->cuda_driver, 0, b, sizeof b),
 		       plan_version_text(m->cublas, 1, c, sizeof c));
 	else
-		printf("toolkit   -\n");
-	printf("created   %s\n", when);
-	printf("arena     %s (%s without reuse), alignment %u\n",
+		printf("-\n");
+	inspect_key(in, "created");
+	printf("%s\n", when);
+	inspect_key(in, "arena");
+	printf("%s (%s without reuse), alignment %u\n",
 	       bcg_human_bytes(l->arena_bytes, a, sizeof a),
 	       bcg_human_bytes(l->unshared_bytes, b, sizeof b), l->alignment);
-	printf("program   %u dim%s, %u var%s, %u tensor%s, %u op%s\n", plan_count_dims(plan),
+	inspect_key(in, "program");
+	printf("%u dim%s, %u var%s, %u tensor%s, %u op%s\n", plan_count_dims(plan),
 	       plan_count_dims(plan) == 1 ? "" : "s", plan_count_vars(plan),
 	       plan_count_vars(plan) == 1 ? "" : "s", plan_count_tensors(plan),
 	       plan_count_tensors(plan) == 1 ? "" : "s", plan_count_ops(plan),
 	       plan_count_ops(plan) == 1 ? "" : "s");
-	printf("features  %s\n", m->features & PLAN_FEATURE_PDL ?
+	inspect_key(in, "features");
+	printf("%s\n", m->features & PLAN_FEATURE_PDL ?
 	       "pdl (kernels launched with programmatic dependent launch)" :
 	       plan_features_text(m->features, a, sizeof a));
-	inspect_choices_line(plan);
+	inspect_choices_line(in);
 	in->printed = 1;
 
 	inspect_title(in, "variants");
@@ -1018,7 +1036,7 @@ static int cmd_inspect_exec(int argc, char **argv)
 		{ "dispatch", no_argument, NULL, OPT_SECTION + 10 },
 		{ "checks", no_argument, NULL, OPT_SECTION + 11 },
 		{ "stats", no_argument, NULL, OPT_SECTION + 12 },
-		{ "variant", required_argument, NULL, 't' },
+		{ "variant", required_argument, NULL, 'v' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "dot", no_argument, NULL, OPT_DOT },
 		{ "color", required_argument, NULL, OPT_COLOR },
@@ -1038,13 +1056,13 @@ static int cmd_inspect_exec(int argc, char **argv)
 	plan_t *plan = NULL;
 	struct plan_diag diag = { 0 };
 
-	while ((c = cmd_getopt(self, argc, argv, "t:h", longopts)) != -1) {
+	while ((c = cmd_getopt(self, argc, argv, "v:h", longopts)) != -1) {
 		if (c >= OPT_SECTION && c < OPT_SECTION + 13) {
 			sections |= section_bits[c - OPT_SECTION];
 			continue;
 		}
 		switch (c) {
-		case 't':
+		case 'v':
 			if (cmd_parse_int(self, "--variant", optarg, 1, INT64_MAX, &tokens) != 0)
 				return BCG_EXIT_USAGE;
 			have_tokens = 1;

@@ -111,10 +111,10 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 		plan_json_key(j, "nodes");
 		plan_json_uint(j, is->nodes);
 		plan_json_key(j, "plan_fingerprint");
-		snprintf(hex, sizeof hex, "%016" PRIx64, is->plan_fingerprint);
+		snprintf(hex, sizeof hex, "0x%016" PRIx64, is->plan_fingerprint);
 		plan_json_string(j, hex);
 		plan_json_key(j, "fingerprint");
-		snprintf(hex, sizeof hex, "%016" PRIx64, is->fingerprint);
+		snprintf(hex, sizeof hex, "0x%016" PRIx64, is->fingerprint);
 		plan_json_string(j, hex);
 		plan_json_key(j, "rebuild_ms");
 		plan_json_double(j, (double)is->capture_ns / 1e6);

@@ -56,11 +56,23 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 	if (r->variant != PLAN_NONE)
 		printf("instantiate  %u match, %u drift, %u unchecked\n", r->inst.matched,
 		       r->inst.drifted, r->inst.unchecked);
-	printf("steps        %llu (after %llu warm-up)\n\n", (unsigned long long)o->steps,
-	       (unsigned long long)o->warmup);
+	if (st->partial) {
+		printf("steps        %llu of %llu (after %llu warm-up)\n",
+		       (unsigned long long)st->steps, (unsigned long long)o->steps,
+		       (unsigned long long)o->warmup);
+		printf("partial      interrupted: the steps measured so far; no busy time%s\n\n",
+		       o->check ? ", no check" : "");
+	} else {
+		printf("steps        %llu (after %llu warm-up)\n\n", (unsigned long long)o->steps,
+		       (unsigned long long)o->warmup);
+	}
 	printf("%-12s %10s %10s %10s\n", "", "median", "p90", "p99");
 	printf("%-12s %7.3f ms %7.3f ms %7.3f ms\n", "step", st->step_median, st->step_p90,
 	       st->step_p99);
+	if (st->partial) {
+		printf("%-12s %7.3f ms\n", "host issue", st->host_median);
+		return;
+	}
 	/* On the host backend the "device" is the CPU that also issues. */
 	printf("%-12s %7.3f ms\n", strcmp(backend, "cuda") == 0 ? "gpu busy" : "cpu busy",
 	       st->busy_median);
@@ -118,8 +130,10 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	plan_json_key(j, "unchecked");
 	plan_json_uint(j, r->inst.unchecked);
 	plan_json_object_end(j);
+	plan_json_key(j, "partial");
+	plan_json_bool(j, st->partial);
 	plan_json_key(j, "steps");
-	plan_json_uint(j, o->steps);
+	plan_json_uint(j, st->partial ? st->steps : o->steps);
 	plan_json_key(j, "warmup");
 	plan_json_uint(j, o->warmup);
 	plan_json_key(j, "step_ms");
@@ -146,7 +160,7 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 		for (uint32_t i = 0; i < pv->nitems && i < st->nitems; i++) {
 			plan_json_object_begin(j);
 			plan_json_key(j, "kind");
-			plan_json_string(j, pv->items[i].kind == PLAN_ITEM_SEGMENT ? "segment" : "break");
+			plan_json_string(j, pv->items[i].kind == PLAN_ITEM_SEGMENT ? "segment" : "breakpoint");
 			plan_json_key(j, "index");
 			plan_json_uint(j, pv->items[i].index);
 			plan_json_key(j, "busy_ms");
@@ -245,6 +259,8 @@ static int cmd_replay_exec(int argc, char **argv)
 	else
 		print_text(plan, argv[optind], &o, &res, res.backend, res.device);
 	rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+	if (res.stats.partial)
+		rc = bcg_signal_status(bcg_interrupted());
 	if (fflush(stdout) != 0)
 		rc = BCG_EXIT_RUNTIME;
 out:

@@ -63,9 +63,10 @@ static void run_shape(const plan_t *plan, uint32_t t, int64_t tokens, char *buf,
 		snprintf(buf + n, len - n, "]");
 }
 
+/* STEPS of ASKED ran: fewer when a signal stopped them (partial). */
 static void run_print_text(const struct script *s, const char *path, const struct engine *e,
                            int64_t tokens, const double *step_ms, uint64_t steps,
-                           const struct run_output *outs, uint32_t nout)
+                           uint64_t asked, const struct run_output *outs, uint32_t nout)
 {
 	const plan_t *plan = s->program;
 	char shape[96];
@@ -74,7 +75,12 @@ static void run_print_text(const struct script *s, const char *path, const struc
 	printf("backend  %s%s%s%s\n", e->be->name, e->info.device[0] ? " (" : "", e->info.device,
 	       e->info.device[0] ? ")" : "");
 	printf("tokens   %lld\n", (long long)tokens);
-	printf("steps    %llu\n\n", (unsigned long long)steps);
+	if (steps < asked)
+		printf("steps    %llu of %llu (partial: interrupted; the outputs are after "
+		       "step %llu)\n\n", (unsigned long long)steps, (unsigned long long)asked,
+		       (unsigned long long)steps);
+	else
+		printf("steps    %llu\n\n", (unsigned long long)steps);
 	printf("%6s  %12s\n", "step", "time");
 	for (uint64_t i = 0; i < steps; i++)
 		printf("%6llu  %9.3f ms\n", (unsigned long long)i, step_ms[i]);
@@ -88,7 +94,7 @@ static void run_print_text(const struct script *s, const char *path, const struc
 }
 
 static void run_print_json(const struct script *s, const char *path, const struct engine *e,
-                           int64_t tokens, double *step_ms, uint64_t steps,
+                           int64_t tokens, double *step_ms, uint64_t steps, uint64_t asked,
                            const struct run_output *outs, uint32_t nout)
 {
 	struct plan_json *j = plan_json_new(stdout);
@@ -107,6 +113,8 @@ static void run_print_json(const struct script *s, const char *path, const struc
 	plan_json_int(j, tokens);
 	plan_json_key(j, "steps");
 	plan_json_uint(j, steps);
+	plan_json_key(j, "partial");
+	plan_json_bool(j, steps < asked);
 	plan_json_key(j, "step_ms");
 	plan_json_array_begin(j);
 	for (uint64_t i = 0; i < steps; i++)
@@ -126,7 +134,7 @@ static void run_print_json(const struct script *s, const char *path, const struc
 		plan_json_key(j, "sum");
 		plan_json_double(j, outs[k].sum);
 		plan_json_key(j, "fnv1a64");
-		snprintf(hash, sizeof hash, "%016" PRIx64, outs[k].hash);
+		snprintf(hash, sizeof hash, "0x%016" PRIx64, outs[k].hash);
 		plan_json_string(j, hash);
 		plan_json_object_end(j);
 	}
@@ -233,20 +241,25 @@ static int run_dump_manifest(const char *dir, const struct script *s, int64_t to
 }
 
 /* Run STEPS eager steps at TOKENS, timing each on the backend's clock,
- * then take the outputs' checksums. */
+ * then take the outputs' checksums. A signal stops the steps at the next
+ * one: *DONE says how many ran, and the checksums are after those. */
 static int run_steps(struct engine *e, int64_t tokens, uint64_t steps, double *step_ms,
-                     struct run_output *outs, uint32_t *nout, const char *dump,
+                     uint64_t *done, struct run_output *outs, uint32_t *nout, const char *dump,
                      struct engine_error *err)
 {
 	const plan_t *plan = e->plan;
 	struct engine_variant v;
+	struct bcg_steps progress;
 	int rc = -1;
 
+	*done = 0;
 	if (engine_variant_init(e, tokens, PLAN_MODE_EAGER, &v, err) != 0)
 		return -1;
 	if (engine_reset(e, err) != 0)
 		goto out;
-	for (uint64_t s = 0; s < steps; s++) {
+	bcg_steps_begin(&progress, "run", steps);
+	for (uint64_t s = 0; s < steps && !bcg_interrupted(); s++, *done = s) {
+		bcg_steps_update(&progress, s);
 		if (e->be->mark(e->b, 0, err->msg, sizeof err->msg) != 0) {
 			engine_fail_backend(err, "time stamp");
 			goto out;
@@ -260,6 +273,7 @@ static int run_steps(struct engine *e, int64_t tokens, uint64_t steps, double *s
 			goto out;
 		}
 	}
+	bcg_progress_clear();
 	*nout = 0;
 	for (uint32_t t = 0; t < plan_count_tensors(plan); t++) {
 		const struct plan_tensor *pt = plan_get_tensor(plan, t);
@@ -292,6 +306,7 @@ static int run_steps(struct engine *e, int64_t tokens, uint64_t steps, double *s
 	}
 	rc = 0;
 out:
+	bcg_progress_clear();
 	engine_variant_release(&v);
 	return rc;
 }
@@ -318,6 +333,7 @@ static int cmd_run_exec(int argc, char **argv)
 	double *step_ms = NULL;
 	struct run_output *outs = NULL;
 	uint32_t nout = 0;
+	uint64_t done = 0;
 	int64_t t64;
 
 	while ((c = cmd_getopt(self, argc, argv, "b:n:t:h", longopts)) != -1) {
@@ -364,21 +380,22 @@ static int cmd_run_exec(int argc, char **argv)
 	}
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
-	if (run_steps(e, t64, (uint64_t)steps, step_ms, outs, &nout, dump, &err) != 0) {
+	if (run_steps(e, t64, (uint64_t)steps, step_ms, &done, outs, &nout, dump, &err) != 0) {
 		engine_report(&err, s->program, argv[optind]);
 		rc = err.exit;
 		goto out;
 	}
-	if (dump != NULL &&
-	    run_dump_manifest(dump, s, t64, (uint64_t)steps, outs, nout) != 0) {
+	if (dump != NULL && run_dump_manifest(dump, s, t64, done, outs, nout) != 0) {
 		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
 	if (json)
-		run_print_json(s, argv[optind], e, t64, step_ms, (uint64_t)steps, outs, nout);
+		run_print_json(s, argv[optind], e, t64, step_ms, done, (uint64_t)steps, outs, nout);
 	else
-		run_print_text(s, argv[optind], e, t64, step_ms, (uint64_t)steps, outs, nout);
+		run_print_text(s, argv[optind], e, t64, step_ms, done, (uint64_t)steps, outs, nout);
 	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+	if (done < (uint64_t)steps)
+		rc = bcg_signal_status(bcg_interrupted());
 out:
 	engine_close(e);
 	script_free(s);

@@ -440,7 +440,7 @@ static void validate_print_json(const struct validate_result *r, const char *pat
 	json_string(path);
 	printf(",\n  \"version\": 1,\n  \"description\": ");
 	json_string(s->description);
-	printf(",\n  \"script_hash\": \"%016llx\",\n  \"dims\": [\n",
+	printf(",\n  \"script_hash\": \"0x%016llx\",\n  \"dims\": [\n",
 	       (unsigned long long)plan_get_meta(pr)->script_hash);
 	for (uint32_t i = 0; i < nd; i++) {
 		const struct plan_dim *d = plan_get_dim(pr, i);

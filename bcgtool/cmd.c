@@ -71,11 +71,24 @@ const struct cmd_entry *cmd_find(const char *name)
 	return NULL;
 }
 
+/* The options every command takes, handled here (bcgtool(1), COMMON
+ * OPTIONS). */
+static const char common_options[] =
+	"  -q, --quiet        print no notes and no progress\n"
+	"  -V, --version      print the version\n";
+
 void cmd_print_help(const struct cmd_entry *entry, FILE *f)
 {
 	fprintf(f, "usage: bcgtool %s %s\n\n%s\n", entry->name, entry->usage, entry->summary);
 	if (entry->options != NULL && entry->options[0] != '\0')
 		fprintf(f, "\noptions:\n%s", entry->options);
+	fprintf(f, "\ncommon options (bcgtool(1)):\n%s", common_options);
+}
+
+void cmd_print_version(FILE *f)
+{
+	fprintf(f, "bcgtool %s (plan format %d.%d)\n", PACKAGE_VERSION, PLAN_FORMAT_MAJOR,
+	        PLAN_FORMAT_MINOR);
 }
 
 int cmd_usage_error(const struct cmd_entry *entry, const char *fmt, ...)
@@ -90,42 +103,87 @@ int cmd_usage_error(const struct cmd_entry *entry, const char *fmt, ...)
 	return BCG_EXIT_USAGE;
 }
 
+/* The long option ARG ("--name" or "--name=value") names, exactly or as
+ * an unambiguous prefix; NULL when none or several. */
+static const struct option *long_option(const char *arg, const struct option *longopts)
+{
+	const struct option *o, *found = NULL;
+	size_t n = strcspn(arg + 2, "=");
+	int matches = 0;
+
+	for (o = longopts; o->name != NULL; o++) {
+		if (strncmp(arg + 2, o->name, n) != 0)
+			continue;
+		if (strlen(o->name) == n)
+			return o;
+		found = o;
+		matches++;
+	}
+	return matches == 1 ? found : NULL;
+}
+
+static void getopt_error(const struct cmd_entry *entry, int c, const char *arg,
+                         const char *shortopts, const struct option *longopts)
+{
+	if (arg[0] == '-' && arg[1] == '-') {
+		const struct option *o = long_option(arg, longopts);
+		if (o != NULL && strchr(arg, '=') != NULL && o->has_arg == no_argument)
+			cmd_usage_error(entry, "option --%s takes no argument", o->name);
+		else if (o != NULL && o->has_arg == required_argument)
+			cmd_usage_error(entry, "option --%s needs an argument", o->name);
+		else
+			cmd_usage_error(entry, "unknown option %.*s", (int)strcspn(arg, "="), arg);
+	} else if (optopt != 0 && (c == ':' || strchr(shortopts, optopt) != NULL)) {
+		cmd_usage_error(entry, "option -%c needs an argument", optopt);
+	} else if (optopt != 0) {
+		cmd_usage_error(entry, "unknown option -%c", optopt);
+	} else {
+		cmd_usage_error(entry, "unknown option %s", arg);
+	}
+}
+
 int cmd_getopt(const struct cmd_entry *entry, int argc, char **argv,
                const char *shortopts, const struct option *longopts)
 {
-	int c, prev = optind;
+	/* The command's options and the common ones, -q and -V. */
+	enum { OPT_QUIET = 'q', OPT_VERSION = 'V' };
+	size_t nlong = 0, nshort = strlen(shortopts);
+	struct option *all;
+	char *sall;
+	int c, prev;
+
+	while (longopts[nlong].name != NULL)
+		nlong++;
+	all = xcalloc(nlong + 3, sizeof *all);
+	memcpy(all, longopts, nlong * sizeof *all);
+	all[nlong] = (struct option){ "quiet", no_argument, NULL, OPT_QUIET };
+	all[nlong + 1] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	sall = xmalloc(nshort + 3);
+	memcpy(sall, shortopts, nshort);
+	memcpy(sall + nshort, "qV", 3);
 
 	opterr = 0;
-	c = getopt_long(argc, argv, shortopts, longopts, NULL);
-	if (c == 'h') {
-		cmd_print_help(entry, stdout);
-		return CMD_HELP;
-	}
-	if (c == '?' || c == ':') {
-		const char *arg = prev < argc ? argv[prev] : "";
-		if (optopt != 0 && arg[0] == '-' && arg[1] != '-') {
-			if (c == ':' || strchr(shortopts, optopt) != NULL)
-				cmd_usage_error(entry, "option -%c needs an argument", optopt);
-			else
-				cmd_usage_error(entry, "unknown option -%c", optopt);
-		} else if (optopt != 0) {
-			cmd_usage_error(entry, "option %s needs an argument", arg);
-		} else {
-			/* an unknown or ambiguous long option, or an argument
-			 * given to one that takes none */
-			const char *eq = strchr(arg, '=');
-			const struct option *o;
-			for (o = longopts; eq != NULL && o->name != NULL; o++)
-				if (strncmp(arg + 2, o->name, (size_t)(eq - arg - 2)) == 0 &&
-				    o->has_arg == no_argument)
-					break;
-			if (eq != NULL && o->name != NULL)
-				cmd_usage_error(entry, "option --%s takes no argument", o->name);
-			else
-				cmd_usage_error(entry, "unknown option %s", arg);
+	for (;;) {
+		prev = optind;
+		c = getopt_long(argc, argv, sall, all, NULL);
+		if (c == OPT_QUIET) {
+			bcg_set_quiet(1);
+			continue;
 		}
-		return CMD_BAD;
+		if (c == OPT_VERSION) {
+			cmd_print_version(stdout);
+			c = CMD_HELP;
+		} else if (c == 'h') {
+			cmd_print_help(entry, stdout);
+			c = CMD_HELP;
+		} else if (c == '?' || c == ':') {
+			getopt_error(entry, c, prev < argc ? argv[prev] : "", shortopts, all);
+			c = CMD_BAD;
+		}
+		break;
 	}
+	free(all);
+	free(sall);
 	return c;
 }
 
@@ -167,11 +225,26 @@ int cmd_check_backend(const struct cmd_entry *entry, const char *name)
 int cmd_read_plan(const char *path, plan_t **out)
 {
 	struct plan_diag diag = { 0 };
-	int rc = plan_read_file(path, NULL, out, &diag);
+	int rc;
 
+	if (strcmp(path, "-") == 0) {
+		char *data;
+		size_t len;
+		if (bcg_read_input(path, &data, &len) != 0)
+			return BCG_EXIT_USAGE;
+		rc = plan_read_memory(data, len, NULL, out, &diag);
+		free(data);
+		path = "standard input";
+	} else {
+		rc = plan_read_file(path, NULL, out, &diag);
+	}
 	if (rc == PLAN_OK)
 		return BCG_EXIT_OK;
-	if (diag.message[0] != '\0')
+	if (rc == PLAN_ERR_IO && strncmp(diag.message, path, strlen(path)) == 0)
+		/* libplan's sentence names the file and what failed: "PATH:
+		 * open failed: why", "PATH: is a directory". */
+		fprintf(stderr, "bcgtool: %s\n", diag.message);
+	else if (diag.message[0] != '\0')
 		fprintf(stderr, "bcgtool: %s: %s: %s\n", path, plan_strerror(rc), diag.message);
 	else
 		fprintf(stderr, "bcgtool: %s: %s\n", path, plan_strerror(rc));

@@ -32,12 +32,19 @@ extern const struct cmd_entry *const cmd_table[];
  * NULL. */
 const struct cmd_entry *cmd_find(const char *name);
 
-/* Print "usage: bcgtool NAME USAGE" and the options to F. */
+/* Print "usage: bcgtool NAME USAGE", the options and the common options
+ * to F. */
 void cmd_print_help(const struct cmd_entry *entry, FILE *f);
+
+/* "bcgtool VERSION (plan format MAJOR.MINOR)". */
+void cmd_print_version(FILE *f);
 
 /*
  * getopt_long for a command: like getopt_long, with --help (-h) handled for
- * every command and errors made uniform. Returns the option character; -1
+ * every command and errors made uniform. The common options are added to
+ * the command's and handled here: -q (--quiet) silences notes and
+ * progress, -V (--version) prints the version (the command returns 0, as
+ * for --help). Returns the option character; -1
  * at the end of the options; CMD_HELP after printing the help to stdout
  * (the command returns 0); CMD_BAD after printing the error and the usage
  * line to stderr (the command returns BCG_EXIT_USAGE).
@@ -65,8 +72,9 @@ const char *cmd_default_backend(void);
 int cmd_check_backend(const struct cmd_entry *entry, const char *name);
 
 struct plan;
-/* Read the plan at PATH; on failure print "bcgtool: PATH: why" and return
- * the exit status (2 for a bad or missing file, 3 out of memory). */
+/* Read the plan at PATH ("-": standard input); on failure print "bcgtool:
+ * PATH: why" and return the exit status (2 for a bad or missing file, 3
+ * out of memory). */
 int cmd_read_plan(const char *path, struct plan **out);
 
 struct script;

@@ -13,12 +13,13 @@
 
 #include "cmd.h"
 #include "plan.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
 	const struct cmd_entry *const *e;
 
-	fprintf(f, "usage: bcgtool [--version] [--help] COMMAND [ARGS...]\n\n"
+	fprintf(f, "usage: bcgtool [--version] [--help] [--quiet] COMMAND [ARGS...]\n\n"
 	           "Capture a forward step as CUDA-graph segments and eager breakpoints,\n"
 	           "and inspect, compare, instantiate and replay the resulting plans.\n\n"
 	           "commands:\n");
@@ -34,11 +35,20 @@ int main(int argc, char **argv)
 
 	/* Numbers in output and scripts use '.' whatever the environment. */
 	setlocale(LC_ALL, "C");
+	/* Notes and errors appear when they happen, whatever stderr is. */
+	setvbuf(stderr, NULL, _IONBF, 0);
+	bcg_signals_install();
 
 	if (plan_version_number() != PLAN_VERSION_NUMBER) {
 		fprintf(stderr, "bcgtool: libplan %u does not match the %u bcgtool was built with\n",
 		        plan_version_number(), (unsigned)PLAN_VERSION_NUMBER);
 		return BCG_EXIT_RUNTIME;
+	}
+	while (argc >= 2 && (strcmp(argv[1], "-q") == 0 || strcmp(argv[1], "--quiet") == 0)) {
+		bcg_set_quiet(1);
+		argv[1] = argv[0];
+		argc--;
+		argv++;
 	}
 	if (argc < 2) {
 		usage(stderr);
@@ -48,9 +58,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return BCG_EXIT_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("bcgtool %s (plan format %d.%d)\n", PACKAGE_VERSION,
-		       PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR);
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		cmd_print_version(stdout);
 		return BCG_EXIT_OK;
 	}
 	if (strcmp(argv[1], "help") == 0) {

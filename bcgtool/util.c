@@ -4,15 +4,164 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "util.h"
 
+/*
+ * The few things here that are process-wide by nature -- stderr's state,
+ * the -q flag, the signal that came, the temporary files a signal must
+ * remove -- are the program's only mutable globals.
+ */
+static int quiet;
+static int progress_shown;
+static volatile sig_atomic_t interrupted;
+#define TEMP_MAX 8
+static char *volatile temps[TEMP_MAX];
+
+void bcg_set_quiet(int q)
+{
+	quiet = q;
+}
+
+int bcg_is_quiet(void)
+{
+	return quiet;
+}
+
+int bcg_progress_on(void)
+{
+	const char *force = getenv("BCG_PROGRESS");
+
+	if (quiet || (force != NULL && strcmp(force, "never") == 0))
+		return 0;
+	if (force != NULL && strcmp(force, "always") == 0)
+		return 1;
+	return isatty(STDERR_FILENO);
+}
+
+void bcg_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!bcg_progress_on())
+		return;
+	fputs("\rbcgtool: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\033[K", stderr);
+	fflush(stderr);
+	progress_shown = 1;
+}
+
+void bcg_progress_clear(void)
+{
+	if (!progress_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	progress_shown = 0;
+}
+
+void bcg_steps_begin(struct bcg_steps *p, const char *what, uint64_t total)
+{
+	p->what = what;
+	p->total = total;
+	p->t0 = bcg_now_ns();
+	p->shown = 0;
+	bcg_progress("%s: step 0 of %llu", what, (unsigned long long)total);
+}
+
+void bcg_steps_update(struct bcg_steps *p, uint64_t done)
+{
+	uint64_t now = bcg_now_ns();
+	double left;
+
+	if (now - p->shown < 100000000u && done < p->total)
+		return;
+	p->shown = now;
+	if (done == 0 || done > p->total) {
+		bcg_progress("%s: step %llu of %llu", p->what, (unsigned long long)done,
+		             (unsigned long long)p->total);
+		return;
+	}
+	left = (double)(now - p->t0) / 1e9 / (double)done * (double)(p->total - done);
+	if (left >= 120.0)
+		bcg_progress("%s: step %llu of %llu, about %.0f min left", p->what,
+		             (unsigned long long)done, (unsigned long long)p->total, left / 60.0);
+	else
+		bcg_progress("%s: step %llu of %llu, about %.0f s left", p->what,
+		             (unsigned long long)done, (unsigned long long)p->total, left);
+}
+
+static void remove_temps(void)
+{
+	for (int i = 0; i < TEMP_MAX; i++)
+		if (temps[i] != NULL)
+			unlink(temps[i]);
+}
+
+static void on_signal(int sig)
+{
+	if (interrupted != 0 && sig == SIGINT) {
+		/* The second Ctrl-C: no more waiting for a step to end. */
+		static const char msg[] = "\nbcgtool: interrupted again: stopping now\n";
+		remove_temps();
+		(void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+		_exit(128 + sig);
+	}
+	if (interrupted == 0)
+		interrupted = sig;
+}
+
+void bcg_signals_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int bcg_interrupted(void)
+{
+	return (int)interrupted;
+}
+
+int bcg_signal_status(int sig)
+{
+	return 128 + sig;
+}
+
+void bcg_temp_register(const char *path)
+{
+	for (int i = 0; i < TEMP_MAX; i++)
+		if (temps[i] == NULL) {
+			temps[i] = (char *)path;
+			return;
+		}
+}
+
+void bcg_temp_forget(const char *path)
+{
+	for (int i = 0; i < TEMP_MAX; i++)
+		if (temps[i] == path)
+			temps[i] = NULL;
+}
+
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
+	bcg_progress_clear();
 	fprintf(stderr, "bcgtool: %s", prefix);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -29,6 +178,7 @@ void bcg_error(const char *fmt, ...)
 void bcg_error_at(const char *file, unsigned line, unsigned col, const char *fmt, ...)
 {
 	va_list ap;
+	bcg_progress_clear();
 	if (line > 0)
 		fprintf(stderr, "bcgtool: %s:%u:%u: ", file, line, col);
 	else
@@ -42,6 +192,8 @@ void bcg_error_at(const char *file, unsigned line, unsigned col, const char *fmt
 void bcg_note(const char *fmt, ...)
 {
 	va_list ap;
+	if (quiet)
+		return;
 	va_start(ap, fmt);
 	vmessage("note: ", fmt, ap);
 	va_end(ap);
@@ -143,13 +295,19 @@ double bcg_percentile(double *v, uint64_t n, double p)
 
 int bcg_read_file(const char *path, char **data, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	int is_stdin = strcmp(path, "-") == 0;
+	FILE *f = is_stdin ? stdin : fopen(path, "rb");
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
+	struct stat sb;
 	int saved;
 
 	if (f == NULL)
 		return -1;
+	if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		errno = EISDIR;
+		goto fail;
+	}
 	for (;;) {
 		if (cap - n < 4096) {
 			cap = cap ? cap * 2 : 8192;
@@ -166,10 +324,12 @@ int bcg_read_file(const char *path, char **data, size_t *len)
 			break;
 	}
 	if (ferror(f)) {
-		errno = EIO;
+		if (errno == 0)
+			errno = EIO;
 		goto fail;
 	}
-	fclose(f);
+	if (!is_stdin)
+		fclose(f);
 	buf[n] = '\0';
 	*data = buf;
 	*len = n;
@@ -177,9 +337,129 @@ int bcg_read_file(const char *path, char **data, size_t *len)
 fail:
 	saved = errno;
 	free(buf);
-	fclose(f);
+	if (!is_stdin)
+		fclose(f);
 	errno = saved;
 	return -1;
+}
+
+int bcg_read_input(const char *path, char **data, size_t *len)
+{
+	if (bcg_read_file(path, data, len) == 0)
+		return 0;
+	if (errno == EISDIR)
+		bcg_error("%s: is a directory", strcmp(path, "-") == 0 ? "standard input" : path);
+	else
+		bcg_error("%s: cannot read: %s", strcmp(path, "-") == 0 ? "standard input" : path,
+		          strerror(errno));
+	return -1;
+}
+
+int bcg_output_open(struct bcg_output *o, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	char *dir;
+	struct stat sb;
+
+	memset(o, 0, sizeof *o);
+	o->path = path;
+	o->fd = -1;
+	if (strcmp(path, "-") == 0) {
+		o->fd = STDOUT_FILENO;
+		return 0;
+	}
+	if (base[0] == '\0' || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+		bcg_error("%s: cannot write: is a directory", path);
+		return -1;
+	}
+	dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/")
+	                    : xasprintf("%.*s", (int)(slash - path), path);
+	for (unsigned n = 0; n < 100; n++) {
+		free(o->tmp);
+		o->tmp = xasprintf("%s/.%s.%ld.%u.tmp", dir, base, (long)getpid(), n);
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (o->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	free(dir);
+	if (o->fd < 0) {
+		bcg_error("%s: cannot write: %s", path, strerror(errno));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	bcg_temp_register(o->tmp);
+	return 0;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int bcg_output_commit(struct bcg_output *o, const void *data, size_t len)
+{
+	const char *step = "write";
+	int rc;
+
+	if (o->tmp == NULL) {
+		fflush(stdout);
+		if (write_all(o->fd, data, len) != 0) {
+			bcg_error("standard output: cannot write: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	rc = write_all(o->fd, data, len);
+	/* A file system that cannot sync says EINVAL: nothing more to do. */
+	if (rc == 0 && fsync(o->fd) != 0 && errno != EINVAL && errno != ENOTSUP) {
+		step = "fsync";
+		rc = -1;
+	}
+	if (rc == 0) {
+		step = "close";
+		rc = close(o->fd);
+		o->fd = -1;
+	}
+	if (rc == 0 && rename(o->tmp, o->path) != 0) {
+		step = "rename";
+		rc = -1;
+	}
+	if (rc != 0) {
+		bcg_error("%s: cannot write: %s failed: %s", o->path, step, strerror(errno));
+		bcg_output_abort(o);
+		return -1;
+	}
+	bcg_temp_forget(o->tmp);
+	free(o->tmp);
+	o->tmp = NULL;
+	return 0;
+}
+
+void bcg_output_abort(struct bcg_output *o)
+{
+	if (o->tmp == NULL)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	unlink(o->tmp);
+	bcg_temp_forget(o->tmp);
+	free(o->tmp);
+	o->tmp = NULL;
 }
 
 const char *bcg_human_bytes(uint64_t bytes, char *buf, size_t len)

@@ -20,6 +20,60 @@ void bcg_error_at(const char *file, unsigned line, unsigned col, const char *fmt
 void bcg_note(const char *fmt, ...) BCG_PRINTF(1, 2);
 void bcg_warn(const char *fmt, ...) BCG_PRINTF(1, 2);
 
+/* -q: no notes and no progress. Process-wide, as stderr itself is. */
+void bcg_set_quiet(int quiet);
+int bcg_is_quiet(void);
+
+/*
+ * Progress of long work, on stderr and only when stderr is a terminal (and
+ * not -q): one line, redrawn in place, cleared before any other message
+ * and at the end. BCG_PROGRESS=always shows it whatever stderr is (tests);
+ * BCG_PROGRESS=never hides it.
+ */
+int bcg_progress_on(void);
+void bcg_progress(const char *fmt, ...) BCG_PRINTF(1, 2);
+void bcg_progress_clear(void);
+
+/* "WHAT: step K of N, about T left", redrawn at most ten times a second. */
+struct bcg_steps {
+	const char *what;
+	uint64_t    total;
+	uint64_t    t0;        /* ns, at the first step */
+	uint64_t    shown;     /* ns, when last drawn */
+};
+void bcg_steps_begin(struct bcg_steps *p, const char *what, uint64_t total);
+void bcg_steps_update(struct bcg_steps *p, uint64_t done);
+
+/*
+ * SIGINT and SIGTERM. The first asks the running command to stop at the
+ * next step boundary (bcg_interrupted() says which signal came); a second
+ * SIGINT ends the process at once, removing the registered temporary
+ * files first. A command stopped so prints what it has, marked partial,
+ * and exits with bcg_signal_status().
+ */
+void bcg_signals_install(void);
+int bcg_interrupted(void);
+int bcg_signal_status(int sig);          /* 128 + SIG: 130, 143 */
+/* Temporary files removed if a signal ends the process; up to 8. */
+void bcg_temp_register(const char *path);
+void bcg_temp_forget(const char *path);
+
+/*
+ * An output file written atomically: created early as a temporary file
+ * next to PATH (so that an unwritable place fails before the work), then
+ * renamed over PATH by bcg_output_commit, or removed by bcg_output_abort.
+ * PATH "-" is standard output. Errors are printed ("bcgtool: PATH: cannot
+ * write: why") and return -1.
+ */
+struct bcg_output {
+	const char *path;
+	char       *tmp;       /* NULL for standard output */
+	int         fd;
+};
+int bcg_output_open(struct bcg_output *o, const char *path);
+int bcg_output_commit(struct bcg_output *o, const void *data, size_t len);
+void bcg_output_abort(struct bcg_output *o);
+
 /* Allocation that cannot return NULL: on failure print "out of memory" and
  * exit with BCG_EXIT_RUNTIME. Use where there is no better recovery. */
 void *xmalloc(size_t n);
@@ -36,8 +90,13 @@ uint64_t bcg_now_ns(void);
  * are sorted in place; 0 when N is 0. */
 double bcg_percentile(double *v, uint64_t n, double p);
 
-/* Read a whole file into a NUL-terminated buffer; -1 with errno on error. */
+/* Read a whole file into a NUL-terminated buffer; "-" is standard input.
+ * -1 with errno on error (EISDIR for a directory). */
 int bcg_read_file(const char *path, char **data, size_t *len);
+
+/* Read PATH as bcg_read_file does; on failure print "bcgtool: PATH: why"
+ * ("is a directory", "No such file or directory") and return -1. */
+int bcg_read_input(const char *path, char **data, size_t *len);
 
 /* "1.5 KiB", "12 MiB": at most 4 significant characters before the unit. */
 const char *bcg_human_bytes(uint64_t bytes, char *buf, size_t len);

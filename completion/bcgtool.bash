@@ -83,7 +83,7 @@ _bcgtool()
 	-o|--output)
 		_bcgtool_files "$cur" '*.plan'
 		return 0 ;;
-	-t|--tokens|--variant|-n|--steps|-w|--warmup)
+	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup)
 		return 0 ;;
 	esac
 

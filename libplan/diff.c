@@ -232,13 +232,26 @@ static int diff_align(const struct diff_ctx *c, uint32_t na, uint32_t nb, diff_e
 /* ---------------------------------------------------------------------- */
 /* Meta and layout.                                                        */
 
+/* "model.yaml" of "./samples/model.yaml". */
+static const char *diff_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash != NULL ? slash + 1 : path;
+}
+
 static void diff_meta(struct diff_ctx *c)
 {
 	const struct plan_meta *x = plan_get_meta(c->a), *y = plan_get_meta(c->b);
 	const int area = PLAN_DIFF_META;
 	char sx[64], sy[64];
 
-	diff_field(c, area, 0, "", "script", x->script, y->script, 0, 0);
+	if (c->flags & PLAN_DIFF_IGNORE_ENV)
+		/* Where the script was and how its path was spelled are the
+		 * environment: its name and its content hash identify it. */
+		diff_field(c, area, 0, "", "script", diff_basename(x->script),
+		           diff_basename(y->script), 0, 0);
+	else
+		diff_field(c, area, 0, "", "script", x->script, y->script, 0, 0);
 	diff_field_hex(c, area, 0, "", "script hash", x->script_hash, y->script_hash, 0, 0);
 	diff_field(c, area, 0, "", "backend", plan_backend_name(x->backend),
 	           plan_backend_name(y->backend), 0, 0);

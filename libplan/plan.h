@@ -661,7 +661,8 @@ struct plan_diff_entry {
 	uint32_t    b_index;  /* record's index in A (B); PLAN_NONE where absent */
 };
 
-#define PLAN_DIFF_IGNORE_ENV 0x1u  /* ignore tool, device and toolkit versions */
+#define PLAN_DIFF_IGNORE_ENV 0x1u  /* ignore tool, device and toolkit versions,
+                                     and the script's directory */
 
 /*
  * Compare two plans structurally (bcgtool-diff(1) says what is compared

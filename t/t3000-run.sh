@@ -45,7 +45,7 @@ assert d[\"backend\"] == \"host\" and d[\"tokens\"] == 4 and d[\"steps\"] == 3, 
 assert len(d[\"step_ms\"]) == 3
 names = [o[\"name\"] for o in d[\"outputs\"]]
 assert names == [\"next\"], names
-assert len(d[\"outputs\"][0][\"fnv1a64\"]) == 16
+assert len(d[\"outputs\"][0][\"fnv1a64\"]) == 18 and d[\"outputs\"][0][\"fnv1a64\"].startswith(\"0x\")
 "
 '
 

@@ -55,7 +55,7 @@ assert d[\"tokens\"] == 4 and d[\"variant_tokens\"] == 4 and d[\"mode\"] == \"br
 assert d[\"segments\"] == 3 and d[\"breakpoints\"] == 2 and d[\"steps\"] == 3
 assert d[\"check\"][\"pass\"] and d[\"check\"][\"bit_exact\"]
 kinds = [i[\"kind\"] for i in d[\"items\"]]
-assert kinds == [\"segment\", \"break\", \"segment\", \"break\", \"segment\"], kinds
+assert kinds == [\"segment\", \"breakpoint\", \"segment\", \"breakpoint\", \"segment\"], kinds
 assert d[\"step_ms\"][\"median\"] > 0 and d[\"busy_ms\"] > 0
 "
 '

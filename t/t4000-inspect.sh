@@ -63,10 +63,12 @@ test_expect_success '--variant keeps only that variant in every per-variant sect
 	test $(grep -c "next" checks) = 1
 '
 
-test_expect_success '-t is --variant' '
-	bcg inspect -t 1 --items mini.plan >a &&
+test_expect_success '-v is --variant; -t, which is --tokens elsewhere, is not' '
+	bcg inspect -v 1 --items mini.plan >a &&
 	bcg inspect --variant 1 --items mini.plan >b &&
-	test_cmp a b
+	test_cmp a b &&
+	test_expect_code 2 bcg inspect -t 1 --items mini.plan 2>err &&
+	test_grep "unknown option -t" err
 '
 
 test_expect_success 'a variant the plan does not have is an error naming the capture sizes' '

@@ -53,7 +53,7 @@ test_expect_success 'each page'"'"'s SYNOPSIS is its command'"'"'s usage line' '
 
 test_expect_success 'each page documents every option its --help lists, in a tagged paragraph' '
 	for c in $(cat commands); do
-		bcg $c --help >help &&
+		bcg $c --help | sed "/^common options/,\$d" >help &&
 		tag_text "$man/bcgtool-$c.1" >page &&
 		sed -n -e "s/^ *\(-[a-zA-Z0-9]\), \(--[a-z][a-z-]*\).*/\1 \2/p" \
 		       -e "s/^ *\(--[a-z][a-z-]*\).*/\1/p" help >options &&
@@ -65,14 +65,26 @@ test_expect_success 'each page documents every option its --help lists, in a tag
 	done
 '
 
+test_expect_success 'bcgtool(1) documents the common options every --help lists' '
+	bcg validate --help | sed -n "/^common options/,\$p" |
+		sed -n -e "s/^ *\(-[a-zA-Z0-9]\), \(--[a-z][a-z-]*\).*/\1 \2/p" >options &&
+	test $(wc -l <options) = 2 &&
+	tag_text "$man/bcgtool.1" >page &&
+	for o in $(cat options); do
+		grep -q -e "^$o\\b" -e "^$o," -e "[ ,]$o\\b" page ||
+			{ echo "bcgtool.1 does not document $o"; return 1; }
+	done
+'
+
 test_expect_success 'the pages name the environment and exit statuses of bcgtool(1)' '
 	page_text "$man/bcgtool.1" >page &&
-	for v in BCG_BACKEND NO_COLOR SOURCE_DATE_EPOCH NVTX_INJECTION64_PATH; do
+	for v in BCG_BACKEND BCG_PROGRESS BCG_TEST_FAULT NO_COLOR SOURCE_DATE_EPOCH NVTX_INJECTION64_PATH; do
 		test_grep "^$v\$" page || return 1
 	done &&
 	section_text "$man/bcgtool.1" "EXIT STATUS" >exit &&
 	test_grep "0 Success" exit &&
-	test_grep "3 A device or run-time error" exit
+	test_grep "3 A device or run-time error" exit &&
+	test_grep "130, 143 Interrupted by SIGINT or SIGTERM" exit
 '
 
 test_expect_success 'the replay page gives the Nsight Systems commands' '

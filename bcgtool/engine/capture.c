@@ -135,7 +135,7 @@ static int capture_reference(struct engine *e, int64_t tokens, int mode, uint32_
 	if (engine_reset(e, err) != 0)
 		goto out;
 	for (uint32_t s = 0; s < steps; s++)
-		if (engine_eager_step(e, &v, s, err) != 0 ||
+		if (engine_interrupted(err) != 0 || engine_eager_step(e, &v, s, err) != 0 ||
 		    snapshot_take(e, tokens, s, s + 1 == steps, ref, err) != 0)
 			goto out;
 	rc = 0;
@@ -157,7 +157,7 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 	if (engine_reset(e, err) != 0)
 		return -1;
 	for (uint32_t s = 0; s < steps; s++) {
-		if (exec_step(e, x, s, NULL, err) != 0)
+		if (engine_interrupted(err) != 0 || exec_step(e, x, s, NULL, err) != 0)
 			return -1;
 		for (uint32_t k = 0; k < ref->nout; k++) {
 			void *got = read_copy(e, ref->out[k], tokens, err);
@@ -320,6 +320,8 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		goto out;
 	}
 
+	bcg_progress("capture: variant %u of %u (%lld tokens): tune", o->progress_at,
+	             o->progress_of, (long long)pv->tokens);
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "tune");
 	{
 		struct tune_opts to = o->tune;
@@ -330,6 +332,10 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (rc != 0)
 		goto out;
 
+	if ((rc = engine_interrupted(err)) != 0)
+		goto out;
+	bcg_progress("capture: variant %u of %u (%lld tokens): reference", o->progress_at,
+	             o->progress_of, (long long)pv->tokens);
 	t0 = bcg_now_ns();
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
 	rc = capture_reference(e, pv->tokens, pv->mode, steps, &ref, err);
@@ -338,6 +344,10 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (rc != 0)
 		goto out;
 
+	if ((rc = engine_interrupted(err)) != 0)
+		goto out;
+	bcg_progress("capture: variant %u of %u (%lld tokens): capture", o->progress_at,
+	             o->progress_of, (long long)pv->tokens);
 	rc = exec_capture(e, pv->tokens, pv->mode, c->sched.items, c->sched.nitems, 0, &x,
 	                  c->recs, err);
 	if (rc != 0)
@@ -347,6 +357,10 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		st->instantiate_ns += c->recs[i].instantiate_ns + c->recs[i].upload_ns;
 	}
 
+	if ((rc = engine_interrupted(err)) != 0)
+		goto out;
+	bcg_progress("capture: variant %u of %u (%lld tokens): verify", o->progress_at,
+	             o->progress_of, (long long)pv->tokens);
 	t0 = bcg_now_ns();
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "verify");
 	rc = capture_verify(e, &x, steps, &ref, vr, err);
@@ -359,6 +373,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (vr->rel_error > st->verify_max_error)
 		st->verify_max_error = vr->rel_error;
 	rc = capture_checksums(plan, pv->tokens, steps, &ref, c, err);
+	vr->done = rc == 0;
 out:
 	exec_release(e, &x);
 	snapshot_release(&ref, steps);
@@ -486,6 +501,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
 	rep->info = e->info;
+	snprintf(rep->backend, sizeof rep->backend, "%s", e->be->name);
 	snprintf(rep->note, sizeof rep->note, "%s", e->note);
 	if (o->nvtx)
 		e->nvtx = nvtx_open();
@@ -500,9 +516,15 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
-	for (uint32_t k = n; k-- > 0;)
-		if (capture_variant(e, plan, k, o, &tc, &caps[k], &rep->variants[k], &st, err) != 0)
+	for (uint32_t k = n; k-- > 0;) {
+		struct capture_opts vo = *o;
+		vo.progress_at = n - k;
+		vo.progress_of = n;
+		if (engine_interrupted(err) != 0 ||
+		    capture_variant(e, plan, k, &vo, &tc, &caps[k], &rep->variants[k], &st, err) != 0)
 			goto out;
+	}
+	bcg_progress_clear();
 	for (uint32_t k = 0; k < n; k++)
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,
 		                   &rep->variants[k], err) != 0)
@@ -553,7 +575,9 @@ out:
 	memplan_release(&mp);
 	free(tokens);
 	free(sel);
-	if (rc != 0)
+	bcg_progress_clear();
+	/* Interrupted: what was done is the partial report. */
+	if (rc != 0 && err->exit < 128)
 		capture_report_release(rep);
 	return rc;
 }

@@ -35,6 +35,8 @@ struct capture_opts {
 	uint32_t       features;    /* PLAN_FEATURE_*: PDL launches (cuda only) */
 	int            untimed;     /* record no measured time in the plan (all 0),
 	                               so that its bytes do not depend on them */
+	uint32_t       progress_at; /* set by capture_script: the variant being */
+	uint32_t       progress_of; /* captured (1-based) of how many */
 };
 
 /* What happened to one variant, for the command's report. */
@@ -47,6 +49,7 @@ struct capture_variant_report {
 	uint32_t choices;        /* ops with an implementation choice recorded */
 	uint64_t capture_ns;
 	uint64_t instantiate_ns;
+	int      done;           /* captured and verified (all are, on success) */
 	int      exact;          /* replay matched the reference bit for bit */
 	double   rel_error;      /* largest normwise relative error seen */
 };
@@ -55,13 +58,17 @@ struct capture_report {
 	uint32_t                       nvariants;
 	struct capture_variant_report *variants;   /* in plan order */
 	struct backend_info            info;
+	char                           backend[16]; /* the backend that ran */
 	char                           note[320];  /* why "auto" used the host */
 };
 
 void capture_report_release(struct capture_report *rep);
 
 /* Capture SCRIPT per OPTS. On success *OUT is the plan (SCRIPT's program,
- * taken over: script->program becomes NULL). */
+ * taken over: script->program becomes NULL). Progress (variant i of n and
+ * its phase) goes to the terminal (util.h). Interrupted by a signal, it
+ * stops at the next phase and fails with ERR's exit 130 or 143, REP
+ * keeping the variants done so far. */
 int capture_script(struct script *script, const struct capture_opts *opts, plan_t **out,
                    struct capture_report *rep, struct engine_error *err);
 

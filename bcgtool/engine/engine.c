@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,16 @@ int engine_fail(struct engine_error *err, int exit, uint32_t op, const char *fmt
 		err->op = op;
 	}
 	return -1;
+}
+
+int engine_interrupted(struct engine_error *err)
+{
+	int sig = bcg_interrupted();
+
+	if (sig == 0)
+		return 0;
+	return engine_fail(err, bcg_signal_status(sig), PLAN_NONE, "interrupted by %s",
+	                   sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
 }
 
 int engine_fail_backend(struct engine_error *err, const char *what)
@@ -348,6 +360,36 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 	return 0;
 }
 
+/* BCG_TEST_FAULT (engine.h); a malformed value is a usage error, so that a
+ * test cannot pass by staging nothing. */
+static int engine_test_fault(struct engine_fault *f, struct engine_error *err)
+{
+	const char *v = getenv("BCG_TEST_FAULT");
+	char *end;
+
+	memset(f, 0, sizeof *f);
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	if (strncmp(v, "oom:", 4) == 0) {
+		errno = 0;
+		f->limit = strtoull(v + 4, &end, 10);
+		if (v[4] != '\0' && *end == '\0' && errno == 0) {
+			f->kind = ENGINE_FAULT_OOM;
+			return 0;
+		}
+	} else if (strncmp(v, "kernel:", 7) == 0 && v[7] != '\0') {
+		f->kind = ENGINE_FAULT_KERNEL;
+		snprintf(f->op, sizeof f->op, "%s", v + 7);
+		return 0;
+	} else if (strncmp(v, "break:", 6) == 0 && v[6] != '\0') {
+		f->kind = ENGINE_FAULT_BREAK;
+		snprintf(f->op, sizeof f->op, "%s", v + 6);
+		return 0;
+	}
+	return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+	                   "BCG_TEST_FAULT: '%s' is not oom:BYTES, kernel:OP or break:OP", v);
+}
+
 int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
                 struct engine **out, struct engine_error *err)
 {
@@ -361,6 +403,8 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 	e->nops = plan_count_ops(program);
 	e->max_tokens = max_tokens;
 	e->arena_bytes = layout->arena_bytes;
+	if (engine_test_fault(&e->fault, err) != 0)
+		goto fail;
 	e->be = backend_find(strcmp(backend, "auto") == 0 ? "cuda" : backend);
 	if (e->be == NULL && strcmp(backend, "auto") == 0) {
 		e->be = backend_find("host");
@@ -395,6 +439,20 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 			            e->be->name, err->msg);
 			goto fail;
 		}
+	}
+	/* Said now, not after the work: an interrupted run still shows it. */
+	if (e->note[0] != '\0') {
+		bcg_note("%s", e->note);
+		e->note[0] = '\0';
+	}
+	if (e->fault.kind == ENGINE_FAULT_OOM &&
+	    e->arena_bytes + e->scratch_bytes > e->fault.limit) {
+		char want[32], have[32];
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+		            "cannot allocate the %s arena on the %s backend (%s free; BCG_TEST_FAULT)",
+		            bcg_human_bytes(e->arena_bytes + e->scratch_bytes, want, sizeof want),
+		            e->be->name, bcg_human_bytes(e->fault.limit, have, sizeof have));
+		goto fail;
 	}
 	if (e->be->alloc(e->b, e->arena_bytes, e->scratch_bytes, &e->base,
 	                 err->msg, sizeof err->msg) != 0) {
@@ -534,10 +592,39 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 	return 0;
 }
 
+/* The test hook's fault in place of op OP's launch, where it applies. */
+static int engine_launch_fault(struct engine *e, uint32_t op, int *faulted,
+                               struct engine_error *err)
+{
+	char name[128];
+
+	*faulted = 0;
+	if (e->fault.kind == ENGINE_FAULT_KERNEL ? !e->capturing :
+	    e->fault.kind == ENGINE_FAULT_BREAK ? !e->in_break : 1)
+		return 0;
+	plan_op_label(e->plan, op, name, sizeof name);
+	if (strcmp(name, e->fault.op) != 0)
+		return 0;
+	*faulted = 1;
+	if (e->be->fault == NULL)
+		snprintf(err->msg, sizeof err->msg, "the %s backend cannot stage a fault", e->be->name);
+	else if (e->be->fault(e->b, e->capturing, err->msg, sizeof err->msg) == 0)
+		return 0;
+	return -1;
+}
+
 int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,
                   struct engine_error *err)
 {
-	if (e->be->launch(e->b, &v->calls[op], err->msg, sizeof err->msg) != 0) {
+	int faulted = 0;
+
+	if (e->fault.kind != ENGINE_FAULT_NONE && e->fault.kind != ENGINE_FAULT_OOM &&
+	    engine_launch_fault(e, op, &faulted, err) != 0) {
+		char label[128];
+		engine_op_label(e->plan, op, label, sizeof label);
+		return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s: %s", label, err->msg);
+	}
+	if (!faulted && e->be->launch(e->b, &v->calls[op], err->msg, sizeof err->msg) != 0) {
 		char label[128];
 		engine_op_label(e->plan, op, label, sizeof label);
 		return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s: %s", label, err->msg);

@@ -30,9 +30,28 @@ struct engine_error {
 int engine_fail(struct engine_error *err, int exit, uint32_t op, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* At a step boundary: when SIGINT or SIGTERM came (util.h), fill ERR
+ * ("interrupted", exit 128 + the signal) and return -1; else 0. */
+int engine_interrupted(struct engine_error *err);
+
 /* After a backend call failed with its sentence in err->msg: prefix it
  * with WHAT ("waiting for the step: ..."), exit status 3. Returns -1. */
 int engine_fail_backend(struct engine_error *err, const char *what);
+
+/*
+ * Test hook: BCG_TEST_FAULT stages failures that cannot be staged for real
+ * in a test (bcgtool(1), ENVIRONMENT; never for users):
+ *   oom:BYTES    the arena's allocation fails when it needs more than BYTES;
+ *   kernel:OP    op OP faults where it is captured into a segment;
+ *   break:OP     op OP faults where it runs as a breakpoint.
+ * OP is the op's name as plan_op_label() writes it.
+ */
+enum { ENGINE_FAULT_NONE, ENGINE_FAULT_OOM, ENGINE_FAULT_KERNEL, ENGINE_FAULT_BREAK };
+struct engine_fault {
+	int      kind;
+	char     op[128];
+	uint64_t limit;          /* oom: bytes */
+};
 
 /* A var-bound attribute: before each step, call[op].attr[pos] gets the
  * var's value (its mirror in the arena is written too). */
@@ -69,8 +88,15 @@ struct engine {
 	                                          plan records (it was captured
 	                                          on this backend) */
 	uint32_t                  features;  /* PLAN_FEATURE_* of every launch */
-	char                      note[320]; /* why "auto" fell back to host */
+	char                      note[320]; /* why "auto" fell back to host;
+	                                        printed by engine_open, then
+	                                        emptied */
 	const char               *sync_in_capture; /* test hook, see exec.c */
+	const char               *progress_label;  /* what replay_measure's
+	                                              progress line says */
+	struct engine_fault       fault;     /* test hook, see above */
+	int                       capturing; /* launches go into a segment */
+	int                       in_break;  /* the launch is a breakpoint's */
 };
 
 /* Open BACKEND ("host", "cuda", or "auto": cuda when a device opens, else

@@ -96,7 +96,9 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		if (it->kind == PLAN_ITEM_BREAK) {
 			/* Run it eagerly, as a step would between the segments. */
 			nvtx_push_registered(e->nvtx, NVTX_KIND_BREAK, it->nvtx_name, 0);
+			e->in_break = 1;
 			int rc = engine_launch(e, &v->ev, it->op_first, err);
+			e->in_break = 0;
 			nvtx_pop(e->nvtx);
 			if (rc != 0)
 				goto fail_pop;
@@ -110,7 +112,10 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 			goto fail_seg;
 		}
 		for (uint32_t op = it->op_first; op < it->op_first + it->op_count; op++) {
-			if (engine_launch(e, &v->ev, op, err) != 0 ||
+			e->capturing = 1;
+			int rc = engine_launch(e, &v->ev, op, err);
+			e->capturing = 0;
+			if (rc != 0 ||
 			    exec_test_sync(e, op, err) != 0 ||
 			    e->be->capture_op_done(e->b, op, err->msg, sizeof err->msg) != 0) {
 				char why[sizeof err->msg], name[128];
@@ -121,8 +126,12 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 				engine_op_label(e->plan, op, name, sizeof name);
 				if (e->be->capture_end(e->b, &junk, NULL, err->msg, sizeof err->msg) == 0)
 					e->be->graph_free(e->b, junk);
-				engine_fail(err, BCG_EXIT_RUNTIME, op,
-				            "capturing op %s: %s", name, why);
+				/* A failed launch names its op already. */
+				if (rc != 0)
+					engine_fail(err, BCG_EXIT_RUNTIME, op, "capturing: %s", why);
+				else
+					engine_fail(err, BCG_EXIT_RUNTIME, op,
+					            "capturing op %s: %s", name, why);
 				goto fail_seg;
 			}
 		}
@@ -181,7 +190,9 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 			}
 		} else {
 			nvtx_push_registered(e->nvtx, NVTX_KIND_BREAK, it->nvtx_name, 0);
+			e->in_break = 1;
 			rc = engine_launch(e, &v->ev, it->op_first, err);
+			e->in_break = 0;
 			nvtx_pop(e->nvtx);
 			if (rc != 0)
 				goto fail;

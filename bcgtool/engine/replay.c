@@ -33,19 +33,28 @@ static int be_call(int rc, const char *what, struct engine_error *err)
 /* The timed pass: WARMUP + STEPS steps from a reset, back to back. */
 static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmup,
                         uint64_t steps, double *step_ms, double *host_ms, double *host_max,
-                        struct engine_error *err)
+                        uint64_t *done, struct engine_error *err)
 {
 	const unsigned batch = BACKEND_MAX_MARKS - 2;
 	uint64_t total = warmup + steps, s = 0;
+	struct bcg_steps progress;
 
 	*host_max = 0.0;
+	*done = 0;
 	if (engine_reset(e, err) != 0)
 		return -1;
+	bcg_steps_begin(&progress, e->progress_label ? e->progress_label : "replay", total);
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "timed");
-	while (s < total) {
+	while (s < total && !bcg_interrupted()) {
 		unsigned k = total - s < batch ? (unsigned)(total - s) : batch;
 		for (unsigned j = 0; j < k; j++) {
 			uint64_t t0 = bcg_now_ns();
+			/* A signal: this batch ends here, its steps measured. */
+			if (bcg_interrupted()) {
+				k = j;
+				break;
+			}
+			bcg_steps_update(&progress, s + j);
 			if (be_call(e->be->mark(e->b, j, err->msg, sizeof err->msg), "time stamp", err) != 0 ||
 			    exec_step(e, x, s + j, NULL, err) != 0)
 				goto fail;
@@ -69,9 +78,13 @@ static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmu
 		}
 		s += k;
 	}
+	bcg_steps_update(&progress, s);
+	bcg_progress_clear();
+	*done = s > warmup ? s - warmup : 0;
 	nvtx_pop(e->nvtx);
 	return 0;
 fail:
+	bcg_progress_clear();
 	nvtx_pop(e->nvtx);
 	return -1;
 }
@@ -96,6 +109,8 @@ static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup
 
 		uint64_t t0;
 
+		if (engine_interrupted(err) != 0)
+			goto fail;
 		if (e->be->hold != NULL &&
 		    be_call(e->be->hold(e->b, hold_us, err->msg, sizeof err->msg), "holding the stream", err) != 0)
 			goto fail;
@@ -184,9 +199,13 @@ int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "check");
 	if (engine_variant_init(e, tokens, PLAN_MODE_EAGER, &ev, err) != 0 || engine_reset(e, err) != 0)
 		goto out_pop;
-	for (uint64_t s = 0; s < nsteps; s++)
-		if (engine_eager_step(e, &ev, s, err) != 0)
+	for (uint64_t s = 0; s < nsteps; s++) {
+		bcg_progress("check: eager step %llu of %llu", (unsigned long long)s + 1,
+		             (unsigned long long)nsteps);
+		if (engine_interrupted(err) != 0 || engine_eager_step(e, &ev, s, err) != 0)
 			goto out_pop;
+	}
+	bcg_progress_clear();
 	if (replay_snapshot(e, tokens, &want, &ww, &nw, err) != 0)
 		goto out_pop;
 	res->checked = 1;
@@ -230,6 +249,7 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	double *item_ms = calloc((size_t)x->nitems * busy_steps + 1, sizeof *item_ms);
 	double *issue_ms = calloc(busy_steps, sizeof *issue_ms);
 	double host_max, sum = 0.0;
+	uint64_t done;
 	int rc = -1;
 
 	memset(st, 0, sizeof *st);
@@ -238,30 +258,37 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
-	if (replay_timed(e, x, warmup, steps, step_ms, host_ms, &host_max, err) != 0)
+	if (replay_timed(e, x, warmup, steps, step_ms, host_ms, &host_max, &done, err) != 0)
 		goto out;
-	if (check != NULL && replay_check(e, x, warmup + steps, check, err) != 0)
+	/* Interrupted: the steps measured so far are the result. */
+	st->partial = done < steps;
+	st->steps = steps = done;
+	if (steps > 0) {
+		for (uint64_t i = 0; i < steps; i++)
+			sum += step_ms[i];
+		st->step_mean = sum / (double)steps;
+		st->step_median = bcg_percentile(step_ms, steps, 50);
+		st->step_p90 = bcg_percentile(step_ms, steps, 90);
+		st->step_p99 = bcg_percentile(step_ms, steps, 99);
+		st->host_median = bcg_percentile(host_ms, steps, 50);
+	}
+	if (!st->partial && check != NULL && replay_check(e, x, warmup + steps, check, err) != 0)
+		goto interrupted;
+	if (!st->partial && replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms,
+	                                issue_ms, err) != 0)
+		goto interrupted;
+	if (st->partial) {
+		rc = 0;
 		goto out;
-	if (replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms, issue_ms,
-	                err) != 0)
-		goto out;
-
-	st->steps = steps;
-	for (uint64_t i = 0; i < steps; i++)
-		sum += step_ms[i];
-	st->step_mean = sum / (double)steps;
-	st->step_median = bcg_percentile(step_ms, steps, 50);
-	st->step_p90 = bcg_percentile(step_ms, steps, 90);
-	st->step_p99 = bcg_percentile(step_ms, steps, 99);
+	}
 	/* Each pass can only overstate the host's issue time: the timed one
 	 * when the GPU is the bottleneck (the host waits on a full launch
 	 * queue), the held one when a step alone overflows the queue (the
 	 * host waits for the hold to end). The smaller is the estimate. */
-	st->host_median = bcg_percentile(issue_ms, busy_steps, 50);
 	{
-		double timed = bcg_percentile(host_ms, steps, 50);
-		if (timed < st->host_median)
-			st->host_median = timed;
+		double held = bcg_percentile(issue_ms, busy_steps, 50);
+		if (held < st->host_median)
+			st->host_median = held;
 	}
 	st->busy_median = bcg_percentile(busy_ms, busy_steps, 50);
 	st->gap_median = st->step_median > st->busy_median ? st->step_median - st->busy_median : 0.0;
@@ -276,6 +303,16 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 			st->item_busy[i] = bcg_percentile(&item_ms[(size_t)i * busy_steps], busy_steps, 50);
 	}
 	rc = 0;
+	goto out;
+interrupted:
+	if (err->exit >= 128) {
+		/* A signal during the check or the busy pass: the timed steps
+		 * stand, unchecked, without busy times. */
+		st->partial = 1;
+		if (check != NULL)
+			check->checked = 0;
+		rc = 0;
+	}
 out:
 	free(step_ms);
 	free(host_ms);
@@ -359,6 +396,8 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 	snprintf(res->backend, sizeof res->backend, "%s", e->be->name);
 	snprintf(res->device, sizeof res->device, "%s", e->info.device);
 	snprintf(res->note, sizeof res->note, "%s", e->note);
+	if (engine_interrupted(err) != 0)
+		goto out;
 	rc = replay_measure_impl(e, &x, o->warmup, o->steps, o->busy_steps, &res->stats,
 	                         o->check ? res : NULL, err);
 out:

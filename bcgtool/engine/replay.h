@@ -33,6 +33,9 @@ struct replay_opts {
 };
 
 struct replay_stats {
+	int      partial;         /* a signal stopped the timed steps: STEPS
+	                             is how many were measured, and only the
+	                             step and host times are set */
 	uint64_t steps;
 	double   step_median;     /* ms */
 	double   step_p90;
@@ -72,7 +75,10 @@ int replay_plan(const plan_t *plan, const struct replay_opts *opts,
                 struct replay_result *res, struct engine_error *err);
 
 /* Measure X on E: reset, WARMUP + STEPS timed steps, then BUSY_STEPS held
- * steps (after a reset). The building block of replay and bench. */
+ * steps (after a reset). The building block of replay and bench. The
+ * timed steps show their progress (e->progress_label, "replay" when NULL:
+ * step k of N, time left); a signal ends them at the next step, and the
+ * result is what was measured, marked partial (st->partial). */
 int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
                    uint32_t busy_steps, struct replay_stats *st, struct engine_error *err);
 

@@ -244,7 +244,10 @@ int script_load(const char *path, struct script **out, struct script_error *err)
 	*out = NULL;
 	if (bcg_read_file(path, &data, &len) != 0) {
 		memset(err, 0, sizeof *err);
-		snprintf(err->message, sizeof err->message, "cannot read: %s", strerror(errno));
+		if (errno == EISDIR)
+			snprintf(err->message, sizeof err->message, "is a directory");
+		else
+			snprintf(err->message, sizeof err->message, "cannot read: %s", strerror(errno));
 		return -1;
 	}
 	rc = script_load_memory(path, data, len, out, err);
