@@ -24,16 +24,28 @@
 #define SVG_RIGHT   20.0
 #define SVG_CHAR_W  6.2     /* width of a character at font-size 11 */
 
+/* Distinct from the items' green and orange and the idle red. */
 static const char *const kind_palette[] = {
-	"#1e88e5", "#8e24aa", "#00897b", "#c0ca33", "#6d4c41", "#3949ab",
-	"#d81b60", "#00acc1", "#7cb342", "#5e35b1", "#f4511e", "#546e7a",
+	"#1e88e5", "#8e24aa", "#00897b", "#9e9d24", "#6d4c41", "#d81b60",
+	"#00acc1", "#3949ab", "#546e7a", "#ad1457", "#827717", "#4e342e",
 };
 
-static const char *kind_color(const char *kind)
+/* A kind's color: by the order in which the plan's ops first use each
+ * kind, so a plan's pictures agree with each other. */
+static const char *kind_color(const plan_t *plan, const char *kind)
 {
-	uint32_t h = (uint32_t)plan_hash64(kind, strlen(kind), PLAN_HASH64_INIT);
+	uint32_t n = 0, nops = plan_count_ops(plan);
 
-	return kind_palette[h % (sizeof kind_palette / sizeof kind_palette[0])];
+	for (uint32_t o = 0; o < nops; o++) {
+		const char *k = plan_get_op(plan, o)->kind;
+		uint32_t first = 1;
+		if (strcmp(k, kind) == 0)
+			break;
+		for (uint32_t q = 0; q < o && first; q++)
+			first = strcmp(plan_get_op(plan, q)->kind, k) != 0;
+		n += first;
+	}
+	return kind_palette[n % (sizeof kind_palette / sizeof kind_palette[0])];
 }
 
 static void xml_text(FILE *f, const char *s)
@@ -163,7 +175,7 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 		snprintf(title, sizeof title, "%s (%s): %s, %.2f us", label, kind, kn->name,
 		         (double)(kn->end - kn->start) / 1e3);
 		bar(f, "kernel", ax(&a, kn->start), 80, (double)(kn->end - kn->start) * a.scale, 28,
-		    kind_color(kind), label, title);
+		    kind_color(p->plan, kind), label, title);
 		if (reach >= 0 && kn->start > reach) {
 			snprintf(title, sizeof title, "idle %.2f us", (double)(kn->start - reach) / 1e3);
 			bar(f, "idle", ax(&a, reach), 122, (double)(kn->start - reach) * a.scale, 14,
@@ -201,14 +213,11 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 			        x, fixed[i][1], x + 16, fixed[i][0]);
 			x += 30 + SVG_CHAR_W * (double)strlen(fixed[i][0]);
 		}
+		x = SVG_LEFT;
 		for (uint32_t i = 0; i < nkinds; i++) {
-			if (x > SVG_W - 120) {
-				x = SVG_LEFT;
-				height += 0;   /* one line of kinds is plenty for a step */
-			}
-			fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-			        "<text x=\"%.1f\" y=\"%d\" class=\"legend\">", x, 212, kind_color(kinds[i]),
-			        x + 16, 222);
+			fprintf(f, "<rect x=\"%.1f\" y=\"212\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+			        "<text x=\"%.1f\" y=\"222\" class=\"legend\">", x,
+			        kind_color(p->plan, kinds[i]), x + 16);
 			xml_text(f, kinds[i]);
 			fputs("</text>\n", f);
 			x += 30 + SVG_CHAR_W * (double)strlen(kinds[i]);
