@@ -104,22 +104,32 @@ struct raw_step {
 	uint32_t                  nitems;
 };
 
-static const char *enclosing(const struct nsys_trace *t, size_t at, int64_t start, int64_t end,
-                             int64_t tid)
+static const struct nsys_range *enclosing_range(const struct nsys_trace *t, size_t at,
+                                                int64_t start, int64_t end, int64_t tid)
 {
 	/* The innermost range on TID that holds [START, END], ranges before
 	 * AT in start order (the one at AT excluded). */
 	for (size_t i = at; i-- > 0;) {
 		const struct nsys_range *r = &t->ranges[i];
 		if (r->tid == tid && r->start <= start && r->end >= end)
-			return r->text;
+			return r;
 	}
-	return "";
+	return NULL;
+}
+
+static const char *enclosing(const struct nsys_trace *t, size_t at, int64_t start, int64_t end,
+                             int64_t tid)
+{
+	const struct nsys_range *r = enclosing_range(t, at, start, end, tid);
+
+	return r != NULL ? r->text : "";
 }
 
 static uint32_t find_steps(const struct nsys_trace *t, struct raw_step **out)
 {
 	struct raw_step *steps = NULL;
+	const struct nsys_range *phase = NULL;
+	size_t prev_at = 0;
 	uint32_t n = 0;
 
 	for (size_t i = 0; i < t->nranges; i++) {
@@ -134,7 +144,29 @@ static uint32_t find_steps(const struct nsys_trace *t, struct raw_step **out)
 		memset(s, 0, sizeof *s);
 		s->range = r;
 		s->number = number;
-		s->phase = enclosing(t, i, r->start, r->end, r->tid);
+		/* Steps come in runs inside one phase range. Ranges are nested,
+		 * so a range before the previous step that holds this one holds
+		 * the previous one too: the innermost is one that starts after
+		 * the previous step, else the previous step's if it holds this
+		 * one, else found the long way. */
+		{
+			const struct nsys_range *p = NULL;
+			int same = n > 1 && steps[n - 2].range->tid == r->tid;
+			if (same)
+				for (size_t q = i; q-- > prev_at + 1 && p == NULL;)
+					if (t->ranges[q].tid == r->tid && t->ranges[q].start <= r->start &&
+					    t->ranges[q].end >= r->end)
+						p = &t->ranges[q];
+			if (p == NULL && phase != NULL && phase->tid == r->tid &&
+			    phase->start <= r->start && phase->end >= r->end && same)
+				p = phase;
+			/* (none held the previous step: none before it holds this one) */
+			if (p == NULL && (!same || phase != NULL))
+				p = enclosing_range(t, i, r->start, r->end, r->tid);
+			phase = p;
+			prev_at = i;
+		}
+		s->phase = phase != NULL ? phase->text : "";
 		for (size_t j = i + 1; j < t->nranges && t->ranges[j].start <= r->end; j++) {
 			const struct nsys_range *c = &t->ranges[j];
 			if (c->tid != r->tid || c->end > r->end || !is_item(c))
@@ -388,9 +420,14 @@ int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens
 			continue;
 		}
 		if (kstep[k] == UINT32_MAX) {
-			size_t at = 0;
-			while (at < t->nranges && t->ranges[at].start <= c->start)
-				at++;
+			size_t at = 0, hi = t->nranges;
+			while (at < hi) {     /* the first range starting after the call */
+				size_t mid = at + (hi - at) / 2;
+				if (t->ranges[mid].start <= c->start)
+					at = mid + 1;
+				else
+					hi = mid;
+			}
 			a->where = enclosing(t, at, c->start, c->start, c->tid);
 			a->why = a->where[0] ? keepf(p, "launched in '%s', outside every step", a->where)
 			                     : "launched outside every NVTX range";
