@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "engine/replay.h"
+#include "profile/replay-trace.h"
 #include "util.h"
 
 static int cmd_replay_exec(int argc, char **argv);
@@ -22,7 +23,7 @@ static int cmd_replay_exec(int argc, char **argv);
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
-	         "[--json] PLAN",
+	         "[--json] [--trace-json FILE] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -35,6 +36,9 @@ const struct cmd_entry cmd_replay_entry = {
 		"                   from the same initial state; exit 1 on a mismatch\n"
 		"      --no-nvtx    emit no NVTX ranges\n"
 		"      --json       print JSON instead of tables\n"
+		"      --trace-json FILE\n"
+		"                   write the busy pass's steps, item by item, as a Chrome\n"
+		"                   trace (ui.perfetto.dev): a host and a device track\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
@@ -198,6 +202,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "check", no_argument, NULL, 'C' },
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "trace-json", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -208,6 +213,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	struct replay_result res = { 0 };
 	struct engine_error err = { .op = PLAN_NONE };
 	plan_t *plan = NULL;
+	const char *trace = NULL;
 	long long v;
 	int json = 0, c, rc;
 
@@ -232,6 +238,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		case 'C': o.check = 1; break;
 		case 'N': o.nvtx = 0; break;
 		case 'J': json = 1; break;
+		case 'R': trace = optarg; o.trace = 1; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
@@ -254,6 +261,14 @@ static int cmd_replay_exec(int argc, char **argv)
 	if (res.variant == PLAN_NONE)
 		bcg_note("%lld tokens is above every capture size: running eagerly",
 		         (long long)res.tokens);
+	if (trace != NULL) {
+		char msg[512];
+		if (replay_write_trace(trace, &res, msg, sizeof msg) != 0) {
+			bcg_error("%s: %s", trace, msg);
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+	}
 	if (json)
 		print_json(plan, argv[optind], &o, &res, res.backend, res.device);
 	else

@@ -22,7 +22,9 @@ extern const struct cmd_entry cmd_diff_entry;
 extern const struct cmd_entry cmd_inspect_entry;
 extern const struct cmd_entry cmd_instantiate_entry;
 extern const struct cmd_entry cmd_ops_entry;
+extern const struct cmd_entry cmd_profile_entry;
 extern const struct cmd_entry cmd_replay_entry;
+extern const struct cmd_entry cmd_report_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_validate_entry;
 
@@ -33,7 +35,9 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_inspect_entry,
 	&cmd_instantiate_entry,
 	&cmd_ops_entry,
+	&cmd_profile_entry,
 	&cmd_replay_entry,
+	&cmd_report_entry,
 	&cmd_run_entry,
 	&cmd_validate_entry,
 	NULL

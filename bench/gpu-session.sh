@@ -225,6 +225,9 @@ PY
 					>optable-$1.txt 2>&1
 				say "fast: op-table $1: exit $?"
 				sed 's/^/  /' optable-$1.txt | tee -a "$summary"
+				"$B" report --tokens $2 --top 20 rep-$1.sqlite $1.plan >report-$1.txt 2>&1
+				say "fast: bcgtool report $1: exit $?"
+				sed 's/^/  /' report-$1.txt | tee -a "$summary"
 			fi
 		done
 		;;

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""op-table.py - per-op GPU time, bytes moved and bandwidth of one replayed
+"""op-table.py - superseded by `bcgtool report REPORT.sqlite PLAN`, which
+attributes every kernel (and says which it cannot), with idle gaps and
+break costs; kept to reproduce the table bench/RESULTS.md made with it.
+
+Per-op GPU time, bytes moved and bandwidth of one replayed
 step, from an Nsight Systems profile of `bcgtool replay`.
 
   op-table.py REPORT.sqlite PLAN.json [--tokens T] [--kv-len N] [--peak-gbs G]

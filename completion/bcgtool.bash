@@ -81,9 +81,19 @@ _bcgtool()
 		COMPREPLY=($(compgen -W 'auto always never' -- "$cur"))
 		return 0 ;;
 	-o|--output)
-		_bcgtool_files "$cur" '*.plan'
+		if [[ $cmd == profile ]]; then
+			_bcgtool_files "$cur" '*.nsys-rep'
+		else
+			_bcgtool_files "$cur" '*.plan'
+		fi
 		return 0 ;;
-	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup)
+	--svg)
+		_bcgtool_files "$cur" '*.svg'
+		return 0 ;;
+	--trace-json)
+		_bcgtool_files "$cur" '*.json'
+		return 0 ;;
+	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup|--top|--step)
 		return 0 ;;
 	esac
 
@@ -94,8 +104,10 @@ _bcgtool()
 	case $cmd in
 	capture|run|bench|validate)
 		_bcgtool_files "$cur" '*.yaml' '*.yml' ;;
-	inspect|diff|instantiate|replay)
+	inspect|diff|instantiate|replay|profile)
 		_bcgtool_files "$cur" '*.plan' ;;
+	report)
+		_bcgtool_files "$cur" '*.sqlite' '*.nsys-rep' '*.plan' ;;
 	esac
 	return 0
 }

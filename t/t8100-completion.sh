@@ -34,7 +34,9 @@ test_expect_success BASH 'the commands, and help' '
 	inspect
 	instantiate
 	ops
+	profile
 	replay
+	report
 	run
 	validate
 	EOF
@@ -54,7 +56,7 @@ test_expect_success BASH 'global options' '
 '
 
 test_expect_success BASH 'every command'"'"'s options are those its --help lists' '
-	for c in bench capture diff inspect instantiate ops replay run validate; do
+	for c in bench capture diff inspect instantiate ops profile replay report run validate; do
 		bcg $c --help | sed -n -e "s/^ *-[a-zA-Z0-9], \(--[a-z][a-z-]*\).*/\1/p;t" \
 		                        -e "s/^ *\(--[a-z][a-z-]*\).*/\1/p" | sort >expect &&
 		test -s expect &&

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "exec.h"
+#include "util.h"
 
 static void exec_label(const plan_t *plan, struct exec_item *it, uint32_t seg_no)
 {
@@ -171,6 +172,8 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 
 	snprintf(label, sizeof label, "step %llu", (unsigned long long)step);
 	nvtx_push(e->nvtx, NVTX_KIND_STEP, label);
+	if (marks != NULL && marks->host_ns != NULL)
+		marks->host_ns[0] = bcg_now_ns();
 	if (marks != NULL && e->be->mark(e->b, marks->first, err->msg, sizeof err->msg) != 0)
 		goto fail_mark;
 	if (engine_step_begin(e, &v->ev, step, err) != 0)
@@ -197,6 +200,8 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 			if (rc != 0)
 				goto fail;
 		}
+		if (marks != NULL && marks->host_ns != NULL)
+			marks->host_ns[i + 1] = bcg_now_ns();
 		if (marks != NULL &&
 		    e->be->mark(e->b, marks->first + 1 + i, err->msg, sizeof err->msg) != 0)
 			goto fail_mark;

@@ -45,7 +45,9 @@ void exec_release(struct engine *e, struct exec_variant *v);
 /* Time stamps for one step: mark[0] before the feeds, mark[i + 1] after
  * item i. */
 struct exec_marks {
-	unsigned first;     /* first slot; the step uses first .. first + nitems + 1 */
+	unsigned  first;    /* first slot; the step uses first .. first + nitems + 1 */
+	uint64_t *host_ns;  /* NULL, or nitems + 1 host clock readings taken as
+	                       each mark is issued (replay --trace-json) */
 };
 
 /* Run step STEP of V: feeds and vars, then every item in order. MARKS may

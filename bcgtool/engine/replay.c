@@ -17,9 +17,20 @@
  * fall behind, which the pass exists to avoid. */
 #define REPLAY_ITEM_MARKS_MAX 256
 
+void replay_trace_release(struct replay_trace *t)
+{
+	free(t->host_ns);
+	free(t->dev_ms);
+	free(t->step);
+	free(t->labels);
+	free(t->kinds);
+	memset(t, 0, sizeof *t);
+}
+
 void replay_result_release(struct replay_result *res)
 {
 	inst_report_release(&res->inst);
+	replay_trace_release(&res->stats.trace);
 	free(res->stats.item_busy);
 	memset(res, 0, sizeof *res);
 }
@@ -93,10 +104,13 @@ fail:
  * range so they see the same var values (kv_len) as the timed steps. */
 static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
                        uint32_t nbusy, double host_max, double *busy_ms, double *item_ms,
-                       double *issue_ms, struct engine_error *err)
+                       double *issue_ms, struct replay_trace *trace, struct engine_error *err)
 {
 	int per_item = x->nitems <= REPLAY_ITEM_MARKS_MAX && item_ms != NULL;
 	struct exec_marks marks = { .first = 0 };
+
+	if (!per_item)
+		trace = NULL;
 	double hold_us = 3.0 * host_max * 1000.0 + 500.0;
 
 	if (hold_us > 2e6)
@@ -118,6 +132,10 @@ static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup
 		 * in the timed pass a host ahead of the GPU ends up waiting on a
 		 * full launch queue, and its time per step becomes the GPU's. */
 		t0 = bcg_now_ns();
+		if (trace != NULL) {
+			marks.host_ns = &trace->host_ns[(size_t)b * (x->nitems + 1)];
+			trace->step[b] = step;
+		}
 		if (per_item) {
 			if (exec_step(e, x, step, &marks, err) != 0)
 				goto fail;
@@ -138,8 +156,15 @@ static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup
 				goto fail;
 			/* The first item's interval also holds the feeds. */
 			item_ms[(size_t)i * nbusy + b] = ms;
+			if (trace != NULL &&
+			    be_call(e->be->elapsed(e->b, 0, i + 1, &trace->dev_ms[(size_t)b *
+			                           (x->nitems + 1) + i + 1], err->msg, sizeof err->msg),
+			            "reading time stamps", err) != 0)
+				goto fail;
 		}
 	}
+	if (trace != NULL)
+		trace->nsteps = nbusy;
 	nvtx_pop(e->nvtx);
 	return 0;
 fail:
@@ -239,9 +264,29 @@ out:
 	return rc;
 }
 
+/* Room for the busy pass's item times, with the items' names. */
+static void replay_trace_init(struct replay_trace *t, const struct exec_variant *x,
+                              uint32_t nbusy)
+{
+	size_t n = (size_t)nbusy * (x->nitems + 1);
+
+	memset(t, 0, sizeof *t);
+	t->nitems = x->nitems;
+	t->host_ns = xcalloc(n, sizeof *t->host_ns);
+	t->dev_ms = xcalloc(n, sizeof *t->dev_ms);
+	t->step = xcalloc(nbusy, sizeof *t->step);
+	t->labels = xcalloc(x->nitems + 1, sizeof *t->labels);
+	t->kinds = xcalloc(x->nitems + 1, sizeof *t->kinds);
+	for (uint32_t i = 0; i < x->nitems; i++) {
+		snprintf(t->labels[i], sizeof t->labels[i], "%s", x->items[i].label);
+		t->kinds[i] = x->items[i].kind;
+	}
+}
+
 static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_t warmup,
-                               uint64_t steps, uint32_t busy_steps, struct replay_stats *st,
-                               struct replay_result *check, struct engine_error *err)
+                               uint64_t steps, uint32_t busy_steps, int trace,
+                               struct replay_stats *st, struct replay_result *check,
+                               struct engine_error *err)
 {
 	double *step_ms = calloc(steps, sizeof *step_ms);
 	double *host_ms = calloc(steps, sizeof *host_ms);
@@ -253,6 +298,8 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	int rc = -1;
 
 	memset(st, 0, sizeof *st);
+	if (trace)
+		replay_trace_init(&st->trace, x, busy_steps);
 	if (step_ms == NULL || host_ms == NULL || busy_ms == NULL || item_ms == NULL ||
 	    issue_ms == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
@@ -275,7 +322,7 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	if (!st->partial && check != NULL && replay_check(e, x, warmup + steps, check, err) != 0)
 		goto interrupted;
 	if (!st->partial && replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms,
-	                                issue_ms, err) != 0)
+	                                issue_ms, trace ? &st->trace : NULL, err) != 0)
 		goto interrupted;
 	if (st->partial) {
 		rc = 0;
@@ -325,7 +372,7 @@ out:
 int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
                    uint32_t busy_steps, struct replay_stats *st, struct engine_error *err)
 {
-	return replay_measure_impl(e, x, warmup, steps, busy_steps, st, NULL, err);
+	return replay_measure_impl(e, x, warmup, steps, busy_steps, 0, st, NULL, err);
 }
 
 /* Build an executable variant of only breakpoints: every op eager. */
@@ -398,7 +445,7 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 	snprintf(res->note, sizeof res->note, "%s", e->note);
 	if (engine_interrupted(err) != 0)
 		goto out;
-	rc = replay_measure_impl(e, &x, o->warmup, o->steps, o->busy_steps, &res->stats,
+	rc = replay_measure_impl(e, &x, o->warmup, o->steps, o->busy_steps, o->trace, &res->stats,
 	                         o->check ? res : NULL, err);
 out:
 	if (e != NULL) {

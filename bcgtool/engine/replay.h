@@ -30,6 +30,20 @@ struct replay_opts {
 	int64_t     tokens;       /* 0: the largest capture size */
 	int         check;        /* compare with eager steps from the same state */
 	int         nvtx;
+	int         trace;        /* keep every item's times of the busy pass */
+};
+
+/* The busy pass's steps item by item (replay --trace-json): the host clock
+ * as each item's issue ended, and the backend's time stamps (CUDA events
+ * on cuda) after each item, from the step's first. */
+struct replay_trace {
+	uint32_t   nsteps;
+	uint32_t   nitems;
+	uint64_t  *host_ns;      /* nsteps x (nitems + 1); [0] the step's start */
+	double    *dev_ms;       /* nsteps x (nitems + 1); [0] is 0 */
+	uint64_t  *step;         /* nsteps: the step number */
+	char     (*labels)[160]; /* nitems: "seg 0 a..b", "break c" */
+	int       *kinds;        /* nitems: PLAN_ITEM_* */
 };
 
 struct replay_stats {
@@ -46,6 +60,7 @@ struct replay_stats {
 	double   gap_median;      /* step_median - busy_median, at least 0 */
 	uint32_t nitems;
 	double  *item_busy;       /* per item, median ms; NULL when not measured */
+	struct replay_trace trace;   /* nsteps 0 unless asked for and measured */
 };
 
 struct replay_result {
@@ -81,6 +96,8 @@ int replay_plan(const plan_t *plan, const struct replay_opts *opts,
  * result is what was measured, marked partial (st->partial). */
 int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
                    uint32_t busy_steps, struct replay_stats *st, struct engine_error *err);
+
+void replay_trace_release(struct replay_trace *t);
 
 /* Compare X's state after WARMUP + STEPS steps from a reset with an eager
  * run of the same steps. */

@@ -1,0 +1,560 @@
+/*
+ * attrib.c - join a profile's kernels to the plan's ops (see attrib.h).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attrib.h"
+#include "util.h"
+
+static int fail(char *msg, size_t len, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(char *msg, size_t len, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static const char *keepf(struct profile *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *keepf(struct profile *p, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	p->strings = xreallocarray(p->strings, p->nstrings + 1, sizeof *p->strings);
+	p->strings[p->nstrings] = xstrdup(buf);
+	return p->strings[p->nstrings++];
+}
+
+void profile_release(struct profile *p)
+{
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		free(p->steps[s].items);
+		free(p->steps[s].item_gpu);
+	}
+	free(p->steps);
+	free(p->item_names);
+	free(p->kattr);
+	free(p->ops);
+	for (uint32_t i = 0; i < p->nstrings; i++)
+		free(p->strings[i]);
+	free(p->strings);
+	memset(p, 0, sizeof *p);
+}
+
+/* The NVTX names replay gives a variant's items: "seg K first..last" (K
+ * counts the variant's segments) and "break NAME". */
+static char (*variant_names(const plan_t *plan, uint32_t v))[160]
+{
+	const struct plan_variant *pv = plan_get_variant(plan, v);
+	char (*names)[160] = xcalloc(pv->nitems + 1, sizeof *names);
+	char a[64], b[64];
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < pv->nitems; i++) {
+		if (pv->items[i].kind == PLAN_ITEM_SEGMENT) {
+			const struct plan_segment *s = plan_get_segment(plan, pv->items[i].index);
+			plan_op_label(plan, s->op_first, a, sizeof a);
+			plan_op_label(plan, s->op_first + s->op_count - 1, b, sizeof b);
+			snprintf(names[i], sizeof names[i], "seg %u %s..%s", k++, a, b);
+		} else {
+			const struct plan_breakpoint *bp = plan_get_breakpoint(plan, pv->items[i].index);
+			plan_op_label(plan, bp->op, a, sizeof a);
+			snprintf(names[i], sizeof names[i], "break %s", a);
+		}
+	}
+	return names;
+}
+
+static int is_step(const struct nsys_range *r, int64_t *number)
+{
+	long long n;
+	int end = 0;
+
+	if (sscanf(r->text, "step %lld%n", &n, &end) != 1 || r->text[end] != '\0' || n < 0)
+		return 0;
+	*number = n;
+	return 1;
+}
+
+static int is_item(const struct nsys_range *r)
+{
+	return strncmp(r->text, "seg ", 4) == 0 || strncmp(r->text, "break ", 6) == 0;
+}
+
+/* The steps with their item ranges, in the report's order. */
+struct raw_step {
+	const struct nsys_range  *range;
+	const char               *phase;
+	int64_t                   number;
+	const struct nsys_range **items;
+	uint32_t                  nitems;
+};
+
+static const struct nsys_range *enclosing_range(const struct nsys_trace *t, size_t at,
+                                                int64_t start, int64_t end, int64_t tid)
+{
+	/* The innermost range on TID that holds [START, END], ranges before
+	 * AT in start order (the one at AT excluded). */
+	for (size_t i = at; i-- > 0;) {
+		const struct nsys_range *r = &t->ranges[i];
+		if (r->tid == tid && r->start <= start && r->end >= end)
+			return r;
+	}
+	return NULL;
+}
+
+static const char *enclosing(const struct nsys_trace *t, size_t at, int64_t start, int64_t end,
+                             int64_t tid)
+{
+	const struct nsys_range *r = enclosing_range(t, at, start, end, tid);
+
+	return r != NULL ? r->text : "";
+}
+
+static uint32_t find_steps(const struct nsys_trace *t, struct raw_step **out)
+{
+	struct raw_step *steps = NULL;
+	const struct nsys_range *phase = NULL;
+	size_t prev_at = 0;
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct nsys_range *r = &t->ranges[i];
+		struct raw_step *s;
+		int64_t number;
+
+		if (!is_step(r, &number))
+			continue;
+		steps = xreallocarray(steps, n + 1, sizeof *steps);
+		s = &steps[n++];
+		memset(s, 0, sizeof *s);
+		s->range = r;
+		s->number = number;
+		/* Steps come in runs inside one phase range. Ranges are nested,
+		 * so a range before the previous step that holds this one holds
+		 * the previous one too: the innermost is one that starts after
+		 * the previous step, else the previous step's if it holds this
+		 * one, else found the long way. */
+		{
+			const struct nsys_range *p = NULL;
+			int same = n > 1 && steps[n - 2].range->tid == r->tid;
+			if (same)
+				for (size_t q = i; q-- > prev_at + 1 && p == NULL;)
+					if (t->ranges[q].tid == r->tid && t->ranges[q].start <= r->start &&
+					    t->ranges[q].end >= r->end)
+						p = &t->ranges[q];
+			if (p == NULL && phase != NULL && phase->tid == r->tid &&
+			    phase->start <= r->start && phase->end >= r->end && same)
+				p = phase;
+			/* (none held the previous step: none before it holds this one) */
+			if (p == NULL && (!same || phase != NULL))
+				p = enclosing_range(t, i, r->start, r->end, r->tid);
+			phase = p;
+			prev_at = i;
+		}
+		s->phase = phase != NULL ? phase->text : "";
+		for (size_t j = i + 1; j < t->nranges && t->ranges[j].start <= r->end; j++) {
+			const struct nsys_range *c = &t->ranges[j];
+			if (c->tid != r->tid || c->end > r->end || !is_item(c))
+				continue;
+			/* direct children only: skip ranges inside the last item */
+			if (s->nitems > 0 && c->start < s->items[s->nitems - 1]->end)
+				continue;
+			s->items = xreallocarray(s->items, s->nitems + 1, sizeof *s->items);
+			s->items[s->nitems++] = c;
+		}
+	}
+	*out = steps;
+	return n;
+}
+
+static int step_matches(const struct raw_step *s, char (*names)[160], uint32_t nitems)
+{
+	if (s->nitems != nitems)
+		return 0;
+	for (uint32_t i = 0; i < nitems; i++)
+		if (strcmp(s->items[i]->text, names[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Where a kernel was launched: the raw step and item whose ranges hold its
+ * launching call; *STEP = UINT32_MAX outside every step, *ITEM = UINT32_MAX
+ * inside a step but outside its items. */
+static void locate(const struct raw_step *steps, uint32_t nsteps, const struct nsys_call *c,
+                   uint32_t *step, uint32_t *item)
+{
+	uint32_t lo = 0, hi = nsteps;
+
+	*step = *item = UINT32_MAX;
+	while (lo < hi) {          /* the first step starting after the call */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (steps[mid].range->start <= c->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t s = lo; s-- > 0;) {
+		const struct nsys_range *r = steps[s].range;
+		if (r->tid != c->tid || r->end < c->start)
+			continue;
+		*step = s;
+		for (uint32_t i = 0; i < steps[s].nitems; i++)
+			if (steps[s].items[i]->start <= c->start && c->start <= steps[s].items[i]->end)
+				*item = i;
+		return;
+	}
+}
+
+static uint32_t node_index(const struct nsys_kernel *k)
+{
+	int64_t id = k->orig_node != NSYS_NONE ? k->orig_node : k->node;
+	/* Nsight Systems numbers a graph's nodes in creation order in the low
+	 * 32 bits of the id (the graph's id is above them). */
+	return (uint32_t)((uint64_t)id & 0xffffffffu);
+}
+
+static const struct plan_node *kernel_node(const plan_t *plan, const struct plan_variant *pv,
+                                           uint32_t item, const struct nsys_kernel *k)
+{
+	const struct plan_segment *s;
+	uint32_t idx;
+
+	if (pv->items[item].kind != PLAN_ITEM_SEGMENT || k->node == NSYS_NONE)
+		return NULL;
+	s = plan_get_segment(plan, pv->items[item].index);
+	idx = node_index(k);
+	return idx < s->nnodes ? &s->nodes[idx] : NULL;
+}
+
+static int same_launch(const struct plan_node *n, const struct nsys_kernel *k)
+{
+	return memcmp(n->grid, k->grid, sizeof k->grid) == 0 &&
+	       memcmp(n->block, k->block, sizeof k->block) == 0;
+}
+
+static void span_add(struct prof_span *s, const struct nsys_kernel *k, int64_t *reach)
+{
+	/* Kernels come in start order, so the union grows at its end. */
+	if (s->n == 0) {
+		s->first = k->start;
+		s->last = k->end;
+		s->busy = k->end - k->start;
+		*reach = k->end;
+	} else {
+		if (k->start >= *reach)
+			s->busy += k->end - k->start;
+		else if (k->end > *reach)
+			s->busy += k->end - *reach;
+		if (k->end > *reach)
+			*reach = k->end;
+		if (k->end > s->last)
+			s->last = k->end;
+	}
+	s->ksum += k->end - k->start;
+	s->n++;
+}
+
+int64_t profile_op_bytes(const plan_t *plan, uint32_t op, int64_t tokens)
+{
+	const struct plan_op *o = plan_get_op(plan, op);
+	int64_t total = 0;
+
+	if (strstr(o->kind, "attention") != NULL)
+		return -1;
+	for (uint32_t k = 0; k < o->nin + o->nout; k++) {
+		int out = k >= o->nin;
+		uint32_t t = out ? o->out[k - o->nin] : o->in[k];
+		uint64_t bytes = plan_tensor_bytes(plan, t, tokens);
+		const struct plan_tensor *pt = plan_get_tensor(plan, t);
+		int64_t rows = plan_axis_size(plan, &pt->shape[0], tokens);
+		/* Only the token rows of a table or a cache are touched. */
+		int rows_only = (!out && k == 0 && strcmp(o->kind, "embedding") == 0) ||
+		                (out && strcmp(o->kind, "kv_write") == 0 && k - o->nin == 0) ||
+		                (out && strcmp(o->kind, "rope_kv_write") == 0 &&
+		                 (k - o->nin == 1 || k - o->nin == 2));
+		if (rows_only && rows > 0)
+			bytes = bytes / (uint64_t)rows * (uint64_t)tokens;
+		total += (int64_t)bytes;
+	}
+	return total;
+}
+
+int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens,
+                  struct profile *p, char *msg, size_t len)
+{
+	struct raw_step *raw = NULL;
+	uint32_t nraw, nv = plan_count_variants(plan), best = PLAN_NONE;
+	uint32_t *kstep = NULL, *kitem = NULL;
+	int64_t *reach = NULL;
+	uint64_t best_matches = 0, best_shapes = 0;
+	const struct plan_variant *pv;
+	uint32_t *slot = NULL;
+	int rc = 0;
+
+	memset(p, 0, sizeof *p);
+	p->plan = plan;
+	p->trace = t;
+	p->variant = PLAN_NONE;
+	nraw = find_steps(t, &raw);
+	if (nraw == 0) {
+		rc = fail(msg, len, 2, "no 'step N' NVTX ranges: profile `bcgtool replay` with its "
+		          "NVTX ranges (not --no-nvtx) and --trace=cuda,nvtx");
+		goto out;
+	}
+
+	/* Where each kernel was launched. */
+	kstep = xcalloc(t->nkernels + 1, sizeof *kstep);
+	kitem = xcalloc(t->nkernels + 1, sizeof *kitem);
+	for (size_t k = 0; k < t->nkernels; k++) {
+		const struct nsys_call *c = nsys_find_call(t, t->kernels[k].corr);
+		kstep[k] = kitem[k] = UINT32_MAX;
+		if (c != NULL)
+			locate(raw, nraw, c, &kstep[k], &kitem[k]);
+	}
+
+	/* The variant: given, or the one whose items the most steps hold and
+	 * whose node records agree with the most kernels' launch shapes. */
+	for (uint32_t v = 0; v < nv; v++) {
+		char (*names)[160];
+		uint64_t matches = 0, shapes = 0;
+
+		pv = plan_get_variant(plan, v);
+		if (tokens != 0 && pv->tokens != tokens)
+			continue;
+		names = variant_names(plan, v);
+		for (uint32_t s = 0; s < nraw; s++)
+			matches += step_matches(&raw[s], names, pv->nitems);
+		free(names);
+		for (size_t k = 0; matches > 0 && k < t->nkernels; k++) {
+			const struct plan_node *n;
+			if (kitem[k] == UINT32_MAX || kitem[k] >= pv->nitems)
+				continue;
+			n = kernel_node(plan, pv, kitem[k], &t->kernels[k]);
+			shapes += n != NULL && same_launch(n, &t->kernels[k]);
+		}
+		if (matches > best_matches || (matches == best_matches && matches > 0 &&
+		                                shapes >= best_shapes)) {
+			best = v;
+			best_matches = matches;
+			best_shapes = shapes;
+		}
+	}
+	if (best == PLAN_NONE) {
+		char items[512] = "";
+		size_t at = 0;
+		for (uint32_t i = 0; i < raw[0].nitems && at < sizeof items - 8; i++)
+			at += (size_t)snprintf(items + at, sizeof items - at, "%s'%s'", i ? ", " : "",
+			                       raw[0].items[i]->text);
+		if (tokens != 0 && plan_find_variant(plan, tokens) == PLAN_NONE)
+			rc = fail(msg, len, 2, "the plan has no variant for %lld tokens",
+			          (long long)tokens);
+		else
+			rc = fail(msg, len, 2, "the report does not match the plan: its %s holds %s%s, "
+			          "which no variant of the plan%s has (was another plan replayed?)",
+			          raw[0].range->text, raw[0].nitems ? "" : "no items", items,
+			          tokens ? " for those tokens" : "");
+		goto out;
+	}
+	pv = plan_get_variant(plan, best);
+	p->variant = best;
+	p->tokens = pv->tokens;
+	p->nitems = pv->nitems;
+	p->item_names = variant_names(plan, best);
+
+	/* The steps that match; the others' kernels stay unattributed. */
+	slot = xcalloc(nraw + 1, sizeof *slot);
+	p->steps = xcalloc(nraw + 1, sizeof *p->steps);
+	for (uint32_t s = 0; s < nraw; s++) {
+		slot[s] = UINT32_MAX;
+		if (!step_matches(&raw[s], p->item_names, pv->nitems)) {
+			p->unmatched_steps++;
+			continue;
+		}
+		struct prof_step *ps = &p->steps[p->nsteps];
+		ps->range = raw[s].range;
+		ps->phase = raw[s].phase;
+		ps->number = raw[s].number;
+		ps->items = raw[s].items;
+		raw[s].items = NULL;
+		ps->item_gpu = xcalloc(pv->nitems + 1, sizeof *ps->item_gpu);
+		ps->gpu.first = -1;
+		for (uint32_t i = 0; i < pv->nitems; i++)
+			ps->item_gpu[i].first = -1;
+		slot[s] = p->nsteps++;
+	}
+
+	/* Attribute every kernel. */
+	p->kattr = xcalloc(t->nkernels + 1, sizeof *p->kattr);
+	p->ops = xcalloc(plan_count_ops(plan) + 1, sizeof *p->ops);
+	for (uint32_t o = 0; o < plan_count_ops(plan); o++)
+		p->ops[o].bytes = profile_op_bytes(plan, o, p->tokens);
+	reach = xcalloc((size_t)p->nsteps * (pv->nitems + 1) + 1, sizeof *reach);
+	for (size_t k = 0; k < t->nkernels; k++) {
+		const struct nsys_kernel *kn = &t->kernels[k];
+		struct prof_kattr *a = &p->kattr[k];
+		const struct nsys_call *c = nsys_find_call(t, kn->corr);
+		uint32_t s = kstep[k] == UINT32_MAX ? UINT32_MAX : slot[kstep[k]];
+		uint32_t i = kitem[k];
+
+		a->step = a->item = a->op = a->node = PLAN_NONE;
+		a->where = "";
+		if (c == NULL) {
+			a->why = keepf(p, "no runtime call has its correlation id %lld",
+			               (long long)kn->corr);
+			p->outside++;
+			continue;
+		}
+		if (kstep[k] == UINT32_MAX) {
+			size_t at = 0, hi = t->nranges;
+			while (at < hi) {     /* the first range starting after the call */
+				size_t mid = at + (hi - at) / 2;
+				if (t->ranges[mid].start <= c->start)
+					at = mid + 1;
+				else
+					hi = mid;
+			}
+			a->where = enclosing(t, at, c->start, c->start, c->tid);
+			a->why = a->where[0] ? keepf(p, "launched in '%s', outside every step", a->where)
+			                     : "launched outside every NVTX range";
+			p->outside++;
+			continue;
+		}
+		if (s == UINT32_MAX) {
+			a->where = raw[kstep[k]].range->text;
+			a->why = keepf(p, "launched in %s, whose items are not the plan's",
+			               raw[kstep[k]].range->text);
+			p->unattributed++;
+			continue;
+		}
+		a->step = s;
+		a->where = p->steps[s].range->text;
+		if (i == UINT32_MAX) {
+			a->why = keepf(p, "launched in %s outside its items", p->steps[s].range->text);
+			p->unattributed++;
+			continue;
+		}
+		a->item = i;
+		a->where = p->steps[s].items[i]->text;
+		if (pv->items[i].kind == PLAN_ITEM_SEGMENT) {
+			const struct plan_segment *seg = plan_get_segment(plan, pv->items[i].index);
+			const struct plan_node *n = kernel_node(plan, pv, i, kn);
+			if (kn->node == NSYS_NONE) {
+				a->why = "launched by a segment but not traced as a graph node "
+				         "(profile with --cuda-graph-trace=node)";
+				p->unattributed++;
+				continue;
+			}
+			if (n == NULL) {
+				a->why = keepf(p, "graph node %u: the segment has %u node records",
+				               node_index(kn), seg->nnodes);
+				p->unattributed++;
+				continue;
+			}
+			if (n->type != PLAN_NODE_KERNEL ||
+			    (strcmp(n->kernel, kn->mangled) != 0 && strcmp(n->kernel, kn->name) != 0)) {
+				a->why = keepf(p, "graph node %u ran %s, the plan records %s there",
+				               node_index(kn), kn->name,
+				               n->type == PLAN_NODE_KERNEL ? n->kernel : "no kernel");
+				p->unattributed++;
+				continue;
+			}
+			a->node = node_index(kn);
+			a->op = n->op;
+			if (!same_launch(n, kn))
+				p->grid_mismatch++;
+			p->graph_kernels++;
+		} else {
+			a->op = plan_get_breakpoint(plan, pv->items[i].index)->op;
+			p->break_kernels++;
+		}
+		if (a->op != PLAN_NONE && a->op < plan_count_ops(plan)) {
+			p->ops[a->op].kernels++;
+			p->ops[a->op].total += kn->end - kn->start;
+		}
+		span_add(&p->steps[s].gpu, kn, &reach[(size_t)s * (pv->nitems + 1) + pv->nitems]);
+		span_add(&p->steps[s].item_gpu[i], kn, &reach[(size_t)s * (pv->nitems + 1) + i]);
+	}
+out:
+	for (uint32_t s = 0; s < nraw; s++)
+		free(raw[s].items);
+	free(raw);
+	free(kstep);
+	free(kitem);
+	free(slot);
+	free(reach);
+	if (rc != 0)
+		profile_release(p);
+	return rc;
+}
+
+void profile_item_mean(const struct profile *p, uint32_t item, struct prof_item_mean *m)
+{
+	double nb = 0, na = 0, n = 0;
+
+	memset(m, 0, sizeof *m);
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		const struct prof_span *g = p->steps[s].item_gpu;
+		m->kernels += g[item].n;
+		m->ksum += (double)g[item].ksum;
+		if (g[item].n == 0)
+			continue;
+		n++;
+		m->span += (double)(g[item].last - g[item].first);
+		m->busy += (double)g[item].busy;
+		for (uint32_t j = item; j-- > 0;)
+			if (g[j].n > 0) {
+				m->gap_before += (double)(g[item].first - g[j].last);
+				nb++;
+				break;
+			}
+		for (uint32_t j = item + 1; j < p->nitems; j++)
+			if (g[j].n > 0) {
+				m->gap_after += (double)(g[j].first - g[item].last);
+				na++;
+				break;
+			}
+	}
+	if (p->nsteps > 0) {
+		m->kernels /= p->nsteps;
+		m->ksum /= p->nsteps;
+	}
+	m->span = n > 0 ? m->span / n : 0.0;
+	m->busy = n > 0 ? m->busy / n : 0.0;
+	m->gap_before = nb > 0 ? m->gap_before / nb : NAN;
+	m->gap_after = na > 0 ? m->gap_after / na : NAN;
+}
+
+uint32_t profile_typical_step(const struct profile *p)
+{
+	uint32_t best = 0;
+	double *spans, median;
+
+	if (p->nsteps == 0)
+		return 0;
+	spans = xcalloc(p->nsteps, sizeof *spans);
+	for (uint32_t s = 0; s < p->nsteps; s++)
+		spans[s] = (double)(p->steps[s].gpu.last - p->steps[s].gpu.first);
+	median = bcg_percentile(spans, p->nsteps, 50);
+	for (uint32_t s = 0; s < p->nsteps; s++)
+		if ((double)(p->steps[s].gpu.last - p->steps[s].gpu.first) == median) {
+			best = s;
+			break;
+		}
+	free(spans);
+	return best;
+}

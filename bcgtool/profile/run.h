@@ -1,0 +1,34 @@
+/*
+ * run.h - one report from a profile and a plan, as `bcgtool report` and
+ * `bcgtool profile` both write it.
+ */
+#ifndef BCG_PROFILE_RUN_H
+#define BCG_PROFILE_RUN_H
+
+#include <stdint.h>
+
+struct report_opts {
+	int64_t     tokens;      /* 0: the variant that fits best */
+	unsigned    top;         /* rows of the op and unattributed tables */
+	int         json;
+	const char *svg;         /* NULL: none */
+	int64_t     step;        /* for the SVG; -1: a typical step */
+	const char *trace;       /* Chrome trace; NULL: none */
+	const char *nsys;        /* --nsys, to export an .nsys-rep; NULL: look */
+};
+
+/* Report on REPORT (a .sqlite export, or an .nsys-rep exported first) for
+ * the plan at PLAN_PATH. Prints errors; returns the exit status. */
+int report_run(const struct report_opts *o, const char *report, const char *plan_path);
+
+/* The SQLite export that belongs to the Nsight Systems report REP:
+ * "x.nsys-rep" -> "x.sqlite". Malloc'd. */
+char *report_sqlite_path(const char *rep);
+
+/* The options report and profile share (cmd-report.c): parse option C of
+ * getopt_long. 0 when C was one of them, 1 when not, -1 on a bad value
+ * (reported as a usage error of SELF). */
+struct cmd_entry;
+int cmd_report_option(const struct cmd_entry *self, int c, struct report_opts *o);
+
+#endif /* BCG_PROFILE_RUN_H */
