@@ -360,6 +360,19 @@ int engine_weight_changed(const struct engine *e, uint32_t i)
 	       w->hash != e->weight_hash[i];
 }
 
+void engine_warn_weights(const struct engine *e)
+{
+	for (uint32_t i = 0; i < plan_count_weight_sources(e->plan); i++) {
+		const struct plan_weight_source *w = plan_get_weight_source(e->plan, i);
+		if (!engine_weight_changed(e, i))
+			continue;
+		bcg_warn("weight drift: %s: tensor '%s' (weight '%s') changed since the capture "
+		         "(xxh64 %016llx, now %016llx)", w->file, w->name,
+		         plan_get_tensor(e->plan, w->tensor)->name, (unsigned long long)w->hash,
+		         (unsigned long long)e->weight_hash[i]);
+	}
+}
+
 /* The files of the weight sources, each opened once. */
 struct engine_files {
 	uint32_t         n;

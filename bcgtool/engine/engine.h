@@ -95,6 +95,11 @@ struct engine_gen {
 /* Whether weight source I changed since the plan recorded its hash. */
 int engine_weight_changed(const struct engine *e, uint32_t i);
 
+/* One warning on stderr per weight source whose content changed since the
+ * capture: "weight drift: FILE: tensor 'NAME' (weight 'W') changed since
+ * the capture (xxh64 A, now B)". */
+void engine_warn_weights(const struct engine *e);
+
 /* Open BACKEND ("host", "cuda", or "auto": cuda when a device opens, else
  * host with the reason in e->note) for PROGRAM, whose tensors are placed
  * (plan_get_layout()->arena_bytes set) and whose token counts go up to
