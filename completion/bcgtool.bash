@@ -96,6 +96,8 @@ _bcgtool()
 		_bcgtool_files "$cur" '*.yaml' '*.yml' ;;
 	inspect|diff|instantiate|replay)
 		_bcgtool_files "$cur" '*.plan' ;;
+	import)
+		COMPREPLY=($(compgen -d -- "$cur")) ;;
 	esac
 	return 0
 }
