@@ -101,6 +101,11 @@ const struct st_tensor *st_find(const struct st_file *f, const char *name)
 	return bsearch(&key, f->tensors, f->ntensors, sizeof key, st_cmp_name);
 }
 
+static int st_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 #ifdef HAVE_JANSSON
 
 static const struct {
@@ -309,11 +314,6 @@ static char *st_dirname(const char *path)
 		d[n] = '\0';
 	}
 	return d;
-}
-
-static int st_cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int st_open_index(struct st_checkpoint *ck, char *msg, size_t len)
