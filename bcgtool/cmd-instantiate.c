@@ -27,7 +27,8 @@ const struct cmd_entry cmd_instantiate_entry = {
 	.options =
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                     cuda when a GPU can be used, else host)\n"
-		"      --allow-drift  exit 0 even when a segment drifted\n"
+		"      --allow-drift  exit 0 even when a segment drifted or a weight's\n"
+		"                     content changed since the capture\n"
 		"      --json         print JSON instead of tables\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_instantiate_exec,
@@ -71,6 +72,19 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 	}
 	printf("\n%u segments: %u match, %u drift, %u unchecked\n", rep->nsegments, rep->matched,
 	       rep->drifted, rep->unchecked);
+	if (plan_count_weight_sources(plan) > 0) {
+		printf("%u weight sources, %.1f MiB read (hashed in %.2f ms): %u changed since "
+		       "the capture\n", plan_count_weight_sources(plan),
+		       (double)e->weight_bytes / 1048576.0, (double)e->weight_hash_ns / 1e6,
+		       e->weights_changed);
+		for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++) {
+			const struct plan_weight_source *w = plan_get_weight_source(plan, i);
+			if (engine_weight_changed(e, i))
+				printf("  drift  %s: %s (weight %s): xxh64 %016" PRIx64 ", now %016" PRIx64
+				       "\n", w->file, w->name, plan_get_tensor(plan, w->tensor)->name,
+				       w->hash, e->weight_hash[i]);
+		}
+	}
 	printf("load %.2f ms, materialize %.2f ms, rebuild %.2f ms, instantiate %.2f ms, "
 	       "upload %.2f ms, total %.2f ms\n",
 	       (double)load_ns / 1e6, (double)open_ns / 1e6, (double)rep->capture_ns / 1e6,
@@ -131,6 +145,37 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 	plan_json_uint(j, rep->drifted);
 	plan_json_key(j, "unchecked");
 	plan_json_uint(j, rep->unchecked);
+	plan_json_key(j, "weights");
+	plan_json_object_begin(j);
+	plan_json_key(j, "sources");
+	plan_json_uint(j, plan_count_weight_sources(plan));
+	plan_json_key(j, "bytes");
+	plan_json_uint(j, e->weight_bytes);
+	plan_json_key(j, "hash_ms");
+	plan_json_double(j, (double)e->weight_hash_ns / 1e6);
+	plan_json_key(j, "changed");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++) {
+		const struct plan_weight_source *w = plan_get_weight_source(plan, i);
+		if (!engine_weight_changed(e, i))
+			continue;
+		plan_json_object_begin(j);
+		plan_json_key(j, "tensor");
+		plan_json_string(j, plan_get_tensor(plan, w->tensor)->name);
+		plan_json_key(j, "file");
+		plan_json_string(j, w->file);
+		plan_json_key(j, "name");
+		plan_json_string(j, w->name);
+		plan_json_key(j, "plan_xxh64");
+		snprintf(hex, sizeof hex, "%016" PRIx64, w->hash);
+		plan_json_string(j, hex);
+		plan_json_key(j, "xxh64");
+		snprintf(hex, sizeof hex, "%016" PRIx64, e->weight_hash[i]);
+		plan_json_string(j, hex);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
 	plan_json_key(j, "load_ms");
 	plan_json_double(j, (double)load_ns / 1e6);
 	plan_json_key(j, "materialize_ms");
@@ -201,7 +246,8 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		print_json(plan, argv[optind], e, &rep, load_ns, open_ns);
 	else
 		print_text(plan, argv[optind], e, &rep, load_ns, open_ns);
-	rc = rep.drifted > 0 && !allow_drift ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+	rc = (rep.drifted > 0 || e->weights_changed > 0) && !allow_drift ? BCG_EXIT_NEGATIVE
+	                                                                 : BCG_EXIT_OK;
 	if (fflush(stdout) != 0)
 		rc = BCG_EXIT_RUNTIME;
 	goto out;

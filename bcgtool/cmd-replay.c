@@ -6,6 +6,10 @@
  * above the largest capture size); feeds and vars advance every step. The
  * report gives the step time against the GPU's own busy time: a replay
  * that leaves the GPU idle between segments shows a gap.
+ *
+ * With --prompt it generates greedily instead (engine/generate.h): the
+ * prompt's chunk on the variant its length dispatches to, then every
+ * token on the variant for one token, and prints the token ids.
  */
 #include "config.h"
 
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "engine/generate.h"
 #include "engine/replay.h"
 #include "profile/replay-trace.h"
 #include "util.h"
@@ -23,7 +28,7 @@ static int cmd_replay_exec(int argc, char **argv);
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
-	         "[--json] [--trace-json FILE] PLAN",
+	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -39,6 +44,13 @@ const struct cmd_entry cmd_replay_entry = {
 		"      --trace-json FILE\n"
 		"                   write the busy pass's steps, item by item, as a Chrome\n"
 		"                   trace (ui.perfetto.dev): a host and a device track\n"
+		"  -p, --prompt IDS generate greedily from the prompt IDS (\"1,2,3\", or\n"
+		"                   @FILE) instead of timing steps: its chunk on the\n"
+		"                   variant it dispatches to, each token after on the\n"
+		"                   variant for one token\n"
+		"  -g, --generate N tokens to generate (default 1)\n"
+		"      --logits FILE\n"
+		"                   write the last step's scores to FILE as f32\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
@@ -60,6 +72,9 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 	if (r->variant != PLAN_NONE)
 		printf("instantiate  %u match, %u drift, %u unchecked\n", r->inst.matched,
 		       r->inst.drifted, r->inst.unchecked);
+	if (r->weights > 0)
+		printf("weights      %u sources, %u changed since the capture\n", r->weights,
+		       r->weights_changed);
 	if (st->partial) {
 		printf("steps        %llu of %llu (after %llu warm-up)\n",
 		       (unsigned long long)st->steps, (unsigned long long)o->steps,
@@ -136,6 +151,10 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	plan_json_object_end(j);
 	plan_json_key(j, "partial");
 	plan_json_bool(j, st->partial);
+	plan_json_key(j, "weights");
+	plan_json_uint(j, r->weights);
+	plan_json_key(j, "weights_changed");
+	plan_json_uint(j, r->weights_changed);
 	plan_json_key(j, "steps");
 	plan_json_uint(j, st->partial ? st->steps : o->steps);
 	plan_json_key(j, "warmup");
@@ -192,6 +211,93 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	plan_json_free(j);
 }
 
+/* Generation's step on the plan's variants, each instantiated once. */
+struct replay_gen {
+	uint32_t              nv;
+	struct exec_variant  *x;
+	int                  *have;
+};
+
+static int replay_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t step, int64_t *ran,
+                           struct engine_error *err)
+{
+	struct replay_gen *g = ctx;
+	uint32_t vi = plan_dispatch_lookup(e->plan, real);
+
+	if (vi == PLAN_NONE)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "a step of %lld tokens is above "
+		                   "every capture size of the plan", (long long)real);
+	if (!g->have[vi]) {
+		if (instantiate_variant(e, vi, &g->x[vi], NULL, err) != 0)
+			return -1;
+		g->have[vi] = 1;
+	}
+	*ran = plan_get_variant(e->plan, vi)->tokens;
+	if (exec_step(e, &g->x[vi], step, NULL, err) != 0)
+		return -1;
+	return e->be->sync(e->b, err->msg, sizeof err->msg) != 0
+		? engine_fail_backend(err, "waiting for the step") : 0;
+}
+
+static int replay_generate(const plan_t *plan, const char *path, const char *backend,
+                           const char *prompt, uint64_t n, const char *logits, int json)
+{
+	struct gen_opts o = { .ntokens = n, .logits = logits };
+	struct gen_result r = { 0 };
+	struct replay_gen g = { .nv = plan_count_variants(plan) };
+	struct gen_driver d = { replay_gen_step, &g };
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	int32_t *ids = NULL;
+	int64_t max_tokens = 0;
+	uint32_t scores;
+	int rc;
+
+	if (gen_parse_prompt(prompt, &ids, &o.nprompt, err.msg, sizeof err.msg) != 0) {
+		bcg_error("--prompt: %s", err.msg);
+		return BCG_EXIT_USAGE;
+	}
+	o.prompt = ids;
+	if (gen_find_feed(plan, &scores) == PLAN_NONE) {
+		bcg_error("%s: the plan has no prompt feed: generation needs one", path);
+		free(ids);
+		return BCG_EXIT_USAGE;
+	}
+	g.x = calloc(g.nv + 1, sizeof *g.x);
+	g.have = calloc(g.nv + 1, sizeof *g.have);
+	if (g.x == NULL || g.have == NULL) {
+		bcg_error("out of memory");
+		rc = BCG_EXIT_RUNTIME;
+		goto out;
+	}
+	for (uint32_t i = 0; i < g.nv; i++)
+		if (plan_get_variant(plan, i)->tokens > max_tokens)
+			max_tokens = plan_get_variant(plan, i)->tokens;
+	if (engine_open(plan, backend, max_tokens, &e, &err) != 0)
+		goto fail;
+	if (e->note[0] != '\0')
+		bcg_note("%s", e->note);
+	engine_warn_weights(e);
+	if (generate(e, &o, &d, &r, &err) != 0)
+		goto fail;
+	gen_print(stdout, &o, &r, json, "plan", path, e->be->name, e->info.device);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+	goto out;
+fail:
+	engine_report(&err, plan, NULL);
+	rc = err.exit;
+out:
+	for (uint32_t i = 0; i < g.nv && g.have; i++)
+		if (g.have[i])
+			exec_release(e, &g.x[i]);
+	free(g.x);
+	free(g.have);
+	gen_result_release(&r);
+	engine_close(e);
+	free(ids);
+	return rc;
+}
+
 static int cmd_replay_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -203,10 +309,15 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "trace-json", required_argument, NULL, 'R' },
+		{ "prompt", required_argument, NULL, 'p' },
+		{ "generate", required_argument, NULL, 'g' },
+		{ "logits", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_replay_entry;
+	const char *prompt = NULL, *logits = NULL;
+	long long ngen = 0;
 	struct replay_opts o = {
 		.backend = cmd_default_backend(), .steps = 100, .warmup = 10, .nvtx = 1,
 	};
@@ -217,7 +328,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	long long v;
 	int json = 0, c, rc;
 
-	while ((c = cmd_getopt(self, argc, argv, "b:n:w:t:h", longopts)) != -1) {
+	while ((c = cmd_getopt(self, argc, argv, "b:n:w:t:p:g:h", longopts)) != -1) {
 		switch (c) {
 		case 'b': o.backend = optarg; break;
 		case 'n':
@@ -239,6 +350,12 @@ static int cmd_replay_exec(int argc, char **argv)
 		case 'N': o.nvtx = 0; break;
 		case 'J': json = 1; break;
 		case 'R': trace = optarg; o.trace = 1; break;
+		case 'p': prompt = optarg; break;
+		case 'g':
+			if (cmd_parse_int(self, "--generate", optarg, 1, 1 << 20, &ngen) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'L': logits = optarg; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
@@ -248,9 +365,19 @@ static int cmd_replay_exec(int argc, char **argv)
 	if (cmd_check_backend(self, o.backend) != 0)
 		return BCG_EXIT_USAGE;
 	o.busy_steps = o.steps < 10 ? (uint32_t)o.steps : 10;
+	if (prompt == NULL && (ngen != 0 || logits != NULL))
+		return cmd_usage_error(self, "%s needs --prompt", ngen ? "--generate" : "--logits");
+	if (prompt != NULL && (o.check || o.tokens != 0))
+		return cmd_usage_error(self, "--prompt takes neither --check nor --tokens");
 
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 		return rc;
+	if (prompt != NULL) {
+		rc = replay_generate(plan, argv[optind], o.backend, prompt,
+		                     ngen ? (uint64_t)ngen : 1, logits, json);
+		plan_free(plan);
+		return rc;
+	}
 	if (replay_plan(plan, &o, &res, &err) != 0) {
 		engine_report(&err, plan, NULL);
 		rc = err.exit;

@@ -7,6 +7,10 @@
  * --dump-outputs also writes the outputs' values, for comparing two runs
  * (of two backends, or of a fused script and its unfused twin) within a
  * tolerance.
+ *
+ * With --prompt, it generates greedily instead (engine/generate.h): the
+ * prompt as one chunk, then --generate N tokens one by one, and prints the
+ * token ids.
  */
 #include "config.h"
 
@@ -19,6 +23,7 @@
 
 #include "cmd.h"
 #include "engine/engine.h"
+#include "engine/generate.h"
 #include "engine/replay.h"
 #include "engine/verify.h"
 #include "script/script.h"
@@ -28,7 +33,8 @@ static int cmd_run_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] SCRIPT",
+	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] "
+	         "[--prompt IDS] [--generate N] [--logits FILE] SCRIPT",
 	.summary = "run eager forward steps of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -40,6 +46,13 @@ const struct cmd_entry cmd_run_entry = {
 		"                   write each output's values after the last step to\n"
 		"                   DIR/NAME.bin (raw, little-endian) and list them in\n"
 		"                   DIR/outputs.json\n"
+		"  -p, --prompt IDS generate greedily from the prompt IDS (\"1,2,3\", or\n"
+		"                   @FILE: ids separated by commas or spaces); the\n"
+		"                   script needs a prompt feed\n"
+		"  -g, --generate N tokens to generate (default 1)\n"
+		"      --logits FILE\n"
+		"                   write the last step's scores (the argmax's input, the\n"
+		"                   last prompt or generated row) to FILE as f32\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_run_exec,
 };
@@ -311,6 +324,75 @@ out:
 	return rc;
 }
 
+/* Generation's step, eagerly: a launch description per token count. */
+struct run_gen {
+	struct engine_variant v[2];     /* the prompt's count, and 1 */
+	int                   have[2];
+};
+
+static int run_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t step, int64_t *ran,
+                        struct engine_error *err)
+{
+	struct run_gen *g = ctx;
+	int k = real == 1 ? 1 : 0;
+
+	if (g->have[k] && g->v[k].tokens != real) {
+		engine_variant_release(&g->v[k]);
+		g->have[k] = 0;
+	}
+	if (!g->have[k]) {
+		if (engine_variant_init(e, real, PLAN_MODE_EAGER, &g->v[k], err) != 0)
+			return -1;
+		g->have[k] = 1;
+	}
+	*ran = real;
+	return engine_eager_step(e, &g->v[k], step, err);
+}
+
+static int run_generate(struct script *s, const char *path, const char *backend,
+                        const char *prompt, uint64_t n, const char *logits, int json)
+{
+	struct gen_opts o = { .ntokens = n, .logits = logits };
+	struct gen_result r = { 0 };
+	struct run_gen g = { 0 };
+	struct gen_driver d = { run_gen_step, &g };
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	int32_t *ids = NULL;
+	uint32_t scores;
+	int rc;
+
+	if (gen_parse_prompt(prompt, &ids, &o.nprompt, err.msg, sizeof err.msg) != 0) {
+		bcg_error("--prompt: %s", err.msg);
+		return BCG_EXIT_USAGE;
+	}
+	o.prompt = ids;
+	if (gen_find_feed(s->program, &scores) == PLAN_NONE) {
+		bcg_error("%s: the script has no prompt feed: generation needs one "
+		          "(feed: {kind: prompt, ...})", path);
+		free(ids);
+		return BCG_EXIT_USAGE;
+	}
+	if (engine_open_at(s->program, backend, o.nprompt, &e, &err) != 0 ||
+	    generate(e, &o, &d, &r, &err) != 0) {
+		engine_report(&err, s->program, path);
+		rc = err.exit;
+		goto out;
+	}
+	if (e->note[0] != '\0')
+		bcg_note("%s", e->note);
+	gen_print(stdout, &o, &r, json, "script", path, e->be->name, e->info.device);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	for (int k = 0; k < 2; k++)
+		if (g.have[k])
+			engine_variant_release(&g.v[k]);
+	gen_result_release(&r);
+	engine_close(e);
+	free(ids);
+	return rc;
+}
+
 static int cmd_run_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -319,13 +401,16 @@ static int cmd_run_exec(int argc, char **argv)
 		{ "tokens", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "dump-outputs", required_argument, NULL, 'D' },
+		{ "prompt", required_argument, NULL, 'p' },
+		{ "generate", required_argument, NULL, 'g' },
+		{ "logits", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_run_entry;
 	const char *backend = cmd_default_backend();
-	const char *dump = NULL;
-	long long steps = 1, tokens = 0;
+	const char *dump = NULL, *prompt = NULL, *logits = NULL;
+	long long steps = 1, tokens = 0, ngen = 0;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
 	struct engine *e = NULL;
@@ -336,7 +421,7 @@ static int cmd_run_exec(int argc, char **argv)
 	uint64_t done = 0;
 	int64_t t64;
 
-	while ((c = cmd_getopt(self, argc, argv, "b:n:t:h", longopts)) != -1) {
+	while ((c = cmd_getopt(self, argc, argv, "b:n:t:p:g:h", longopts)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 'n':
@@ -349,6 +434,12 @@ static int cmd_run_exec(int argc, char **argv)
 			break;
 		case 'J': json = 1; break;
 		case 'D': dump = optarg; break;
+		case 'p': prompt = optarg; break;
+		case 'g':
+			if (cmd_parse_int(self, "--generate", optarg, 1, 1 << 20, &ngen) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'L': logits = optarg; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
@@ -357,9 +448,20 @@ static int cmd_run_exec(int argc, char **argv)
 		return cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
 	if (cmd_check_backend(self, backend) != 0)
 		return BCG_EXIT_USAGE;
+	if (prompt == NULL && (ngen != 0 || logits != NULL))
+		return cmd_usage_error(self, "%s needs --prompt", ngen ? "--generate" : "--logits");
+	if (prompt != NULL && (dump != NULL || tokens != 0 || steps != 1))
+		return cmd_usage_error(self, "--prompt takes neither --steps, --tokens nor "
+		                       "--dump-outputs");
 
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		return rc;
+	if (prompt != NULL) {
+		rc = run_generate(s, argv[optind], backend, prompt, ngen ? (uint64_t)ngen : 1,
+		                  logits, json);
+		script_free(s);
+		return rc;
+	}
 	if (dump != NULL && mkdir(dump, 0777) != 0 && errno != EEXIST) {
 		bcg_error("%s: cannot make the directory: %s", dump, strerror(errno));
 		script_free(s);

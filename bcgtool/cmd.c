@@ -19,6 +19,7 @@
 extern const struct cmd_entry cmd_bench_entry;
 extern const struct cmd_entry cmd_capture_entry;
 extern const struct cmd_entry cmd_diff_entry;
+extern const struct cmd_entry cmd_import_entry;
 extern const struct cmd_entry cmd_inspect_entry;
 extern const struct cmd_entry cmd_instantiate_entry;
 extern const struct cmd_entry cmd_ops_entry;
@@ -32,6 +33,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_bench_entry,
 	&cmd_capture_entry,
 	&cmd_diff_entry,
+	&cmd_import_entry,
 	&cmd_inspect_entry,
 	&cmd_instantiate_entry,
 	&cmd_ops_entry,

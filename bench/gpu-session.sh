@@ -16,6 +16,11 @@
 #             replays in full (T=1) and breakable (T=8) mode, Llama-3.2-1B's
 #             shapes
 #   optable   per-op tables from Nsight Systems profiles of fast's plans
+#   hf        a random model of Llama-3.2-1B's shapes built with the
+#             machine's transformers (t/hf-fixtures.py --llama-1b, bf16,
+#             2.5 GB, into /tmp/bcg-hf): import, capture, instantiate (weight
+#             load and hash time), replay --prompt against transformers'
+#             greedy tokens, and the step times of prefill and decode
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -210,6 +215,53 @@ PY
 			"$B" inspect --json $p-full1.plan >$p-full1.json 2>&1
 		done
 		"$B" inspect --json llama.plan >llama.json 2>&1
+		;;
+	hf)
+		hfdir=/tmp/bcg-hf
+		t0=$(date +%s)
+		if [ ! -f "$hfdir/llama-3.2-1b/model.safetensors" ]; then
+			python3 "$top/t/hf-fixtures.py" --llama-1b "$hfdir" >hf-build.txt 2>&1
+			say "hf: build the random Llama-3.2-1B with transformers: exit $? in $(( $(date +%s) - t0 )) s"
+			grep -v Writing hf-build.txt | tail -3 | sed 's/^/  /' | tee -a "$summary"
+		fi
+		m="$hfdir/llama-3.2-1b"
+		"$B" import --tokens 1,8,32 -o hf-llama.yaml "$m" >hf-import.txt 2>&1
+		say "hf: import: exit $?"
+		sed 's/^/  /' hf-import.txt | tee -a "$summary"
+		t0=$(date +%s)
+		"$B" capture --backend cuda -o hf-llama.plan hf-llama.yaml >hf-capture.txt 2>&1
+		say "hf: capture (1, 8, 32; breakable): exit $? in $(( $(date +%s) - t0 )) s"
+		tail -5 hf-capture.txt | sed 's/^/  /' | tee -a "$summary"
+		"$B" instantiate --backend cuda hf-llama.plan >hf-instantiate.txt 2>&1
+		say "hf: instantiate: exit $?"
+		tail -3 hf-instantiate.txt | sed 's/^/  /' | tee -a "$summary"
+		prompt=$(python3 -c "import json; print(*json.load(open('$m/expect.json'))['prompt'], sep=',')")
+		"$B" replay --backend cuda --json --prompt "$prompt" --generate 8 --logits hf-logits.bin \
+			hf-llama.plan >hf-replay.json 2>hf-replay.err
+		say "hf: replay --prompt $prompt --generate 8: exit $?"
+		python3 - "$m/expect.json" hf-replay.json "$m/logits.bin" hf-logits.bin <<-\EOT 2>&1 | tee -a "$summary"
+		import json, struct, sys
+		want = json.load(open(sys.argv[1])); got = json.load(open(sys.argv[2]))
+		same = sum(1 for a, b in zip(want["tokens"], got["tokens"]) if a == b)
+		first = next((i for i, (a, b) in enumerate(zip(want["tokens"], got["tokens"])) if a != b), None)
+		print("  transformers %s" % want["tokens"])
+		print("  bcgtool      %s" % got["tokens"])
+		print("  %d of %d tokens agree%s; smallest top-2 gap in transformers %.4g" % (
+		    same, len(want["tokens"]), "" if first is None else ", first difference at %d" % first,
+		    want["min_gap"]))
+		a = open(sys.argv[3], "rb").read(); b = open(sys.argv[4], "rb").read()
+		x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
+		if first is None:
+		    print("  last logits: max |diff| / max |logit| = %.3g (bf16)" % (
+		        max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)))
+		s = got["steps"]
+		print("  prefill %d tokens (ran %d): %.3f ms; decode median %.3f ms (host clock, synced)" % (
+		    s[0]["tokens"], s[0]["ran"], s[0]["ms"], got["decode_ms_median"]))
+		EOT
+		"$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 hf-llama.plan \
+			>hf-replay-t1.txt 2>&1
+		say "hf: replay T=1 (decode step, breakable): exit $?"
+		sed 's/^/  /' hf-replay-t1.txt | tee -a "$summary"
 		;;
 	optable)
 		for run in "llama-decode-full1 1" "llama 8"; do

@@ -106,6 +106,8 @@ _bcgtool()
 		_bcgtool_files "$cur" '*.yaml' '*.yml' ;;
 	inspect|diff|instantiate|replay|profile)
 		_bcgtool_files "$cur" '*.plan' ;;
+	import)
+		COMPREPLY=($(compgen -d -- "$cur")) ;;
 	report)
 		_bcgtool_files "$cur" '*.sqlite' '*.nsys-rep' '*.plan' ;;
 	esac

@@ -95,6 +95,9 @@ const char *plan_init_text(const struct plan_tensor *t, char *buf, size_t len)
 	case PLAN_INIT_ARANGE:
 		snprintf(buf, len, "arange value %g scale %g", in->value, in->scale);
 		break;
+	case PLAN_INIT_SAFETENSORS:
+		snprintf(buf, len, "safetensors");
+		break;
 	default:
 		snprintf(buf, len, "unknown %d", in->kind);
 		break;
@@ -127,6 +130,12 @@ const char *plan_feed_text(const plan_t *plan, const struct plan_tensor *t, char
 		snprintf(buf, len, "random scale %g seed %llu", f->scale,
 		         (unsigned long long)f->seed);
 		break;
+	case PLAN_FEED_PROMPT: {
+		const struct plan_tensor *from = plan_get_tensor(plan, f->from);
+		snprintf(buf, len, "prompt range %lld seed %llu feedback %s", (long long)f->range,
+		         (unsigned long long)f->seed, from != NULL ? from->name : "?");
+		break;
+	}
 	default:
 		snprintf(buf, len, "unknown %d", f->kind);
 		break;

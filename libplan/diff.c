@@ -1197,6 +1197,83 @@ static void diff_choices(struct diff_ctx *c)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Weight sources.                                                         */
+
+static void weight_subject(const plan_t *p, const struct plan_weight_source *w, char *buf,
+                           size_t len)
+{
+	snprintf(buf, len, "weight %.64s at byte %llu", plan_get_tensor(p, w->tensor)->name,
+	         (unsigned long long)w->offset);
+}
+
+static void weight_text(const struct plan_weight_source *w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.200s: %.200s %s %llu bytes", w->file, w->name,
+	         plan_dtype_name(w->dtype), (unsigned long long)w->bytes);
+}
+
+static void weight_hash_text(const struct plan_weight_source *w, char *buf, size_t len)
+{
+	if (w->flags & PLAN_WSRC_HASHED)
+		snprintf(buf, len, "xxh64 %016llx", (unsigned long long)w->hash);
+	else
+		snprintf(buf, len, "-");
+}
+
+static const struct plan_weight_source *weight_find(const plan_t *p, const char *tensor,
+                                                    uint64_t offset, uint32_t *index)
+{
+	for (uint32_t k = 0; k < plan_count_weight_sources(p); k++) {
+		const struct plan_weight_source *w = plan_get_weight_source(p, k);
+		if (w->offset == offset && strcmp(plan_get_tensor(p, w->tensor)->name, tensor) == 0) {
+			*index = k;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* Sources are matched by the tensor's name and the block's offset in it:
+ * a changed file, checkpoint name, dtype, size or content is a change of
+ * that block's source. */
+static void diff_weights(struct diff_ctx *c)
+{
+	const int area = PLAN_DIFF_WEIGHTS;
+	char subject[TEXT_MAX], text[TEXT_MAX], sx[TEXT_MAX], sy[TEXT_MAX];
+
+	for (uint32_t i = 0; i < plan_count_weight_sources(c->a); i++) {
+		const struct plan_weight_source *x = plan_get_weight_source(c->a, i), *y;
+		uint32_t k = PLAN_NONE;
+		weight_subject(c->a, x, subject, sizeof subject);
+		y = weight_find(c->b, plan_get_tensor(c->a, x->tensor)->name, x->offset, &k);
+		if (y == NULL) {
+			weight_text(x, text, sizeof text);
+			diff_add(c->d, area, PLAN_DIFF_REMOVED, 0, subject, "", text, "", i, PLAN_NONE);
+			continue;
+		}
+		diff_field(c, area, 0, subject, "file", x->file, y->file, i, k);
+		diff_field(c, area, 0, subject, "tensor", x->name, y->name, i, k);
+		diff_field(c, area, 0, subject, "dtype", plan_dtype_name(x->dtype),
+		           plan_dtype_name(y->dtype), i, k);
+		snprintf(sx, sizeof sx, "%llu", (unsigned long long)x->bytes);
+		snprintf(sy, sizeof sy, "%llu", (unsigned long long)y->bytes);
+		diff_field(c, area, 0, subject, "bytes", sx, sy, i, k);
+		weight_hash_text(x, sx, sizeof sx);
+		weight_hash_text(y, sy, sizeof sy);
+		diff_field(c, area, 0, subject, "content", sx, sy, i, k);
+	}
+	for (uint32_t k = 0; k < plan_count_weight_sources(c->b); k++) {
+		const struct plan_weight_source *y = plan_get_weight_source(c->b, k);
+		uint32_t i;
+		if (weight_find(c->a, plan_get_tensor(c->b, y->tensor)->name, y->offset, &i) != NULL)
+			continue;
+		weight_subject(c->b, y, subject, sizeof subject);
+		weight_text(y, text, sizeof text);
+		diff_add(c->d, area, PLAN_DIFF_ADDED, 0, subject, "", "", text, PLAN_NONE, k);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
 
 struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 {
@@ -1227,6 +1304,7 @@ struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 	if (diff_dispatch(&c) != 0)
 		goto fail;
 	diff_choices(&c);
+	diff_weights(&c);
 	if (d->failed)
 		goto fail;
 	free(c.opmap_a);
@@ -1279,6 +1357,7 @@ const char *plan_diff_area_name(int area)
 		[PLAN_DIFF_VARIANTS] = "variants", [PLAN_DIFF_ITEMS] = "items",
 		[PLAN_DIFF_CHECKS] = "checks", [PLAN_DIFF_DISPATCH] = "dispatch",
 		[PLAN_DIFF_CHOICES] = "choices",
+		[PLAN_DIFF_WEIGHTS] = "weights",
 	};
 	return area > 0 && (size_t)area < sizeof names / sizeof names[0] && names[area] ? names[area] : "?";
 }

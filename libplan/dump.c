@@ -510,6 +510,42 @@ static void json_checks_dispatch(struct plan_json *j, const plan_t *plan,
 	plan_json_array_end(j);
 }
 
+/* Weight sources, only in plans that have them (format 1.2). */
+static void json_weights(struct plan_json *j, const plan_t *plan)
+{
+	char hash[24];
+
+	if (plan_count_weight_sources(plan) == 0)
+		return;
+	plan_json_key(j, "weights");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++) {
+		const struct plan_weight_source *w = plan_get_weight_source(plan, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "tensor");
+		plan_json_string(j, plan_get_tensor(plan, w->tensor)->name);
+		plan_json_key(j, "offset");
+		plan_json_uint(j, w->offset);
+		plan_json_key(j, "file");
+		plan_json_string(j, w->file);
+		plan_json_key(j, "name");
+		plan_json_string(j, w->name);
+		plan_json_key(j, "dtype");
+		plan_json_string(j, plan_dtype_name(w->dtype));
+		plan_json_key(j, "bytes");
+		plan_json_uint(j, w->bytes);
+		plan_json_key(j, "xxh64");
+		if (w->flags & PLAN_WSRC_HASHED) {
+			snprintf(hash, sizeof hash, "%016llx", (unsigned long long)w->hash);
+			plan_json_string(j, hash);
+		} else {
+			plan_json_null(j);
+		}
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+}
+
 static void json_choices(struct plan_json *j, const plan_t *plan, const struct plan_dump_opts *opts)
 {
 	char label[160];
@@ -609,6 +645,7 @@ int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opt
 	plan_json_array_end(j);
 	json_checks_dispatch(j, plan, opts);
 	json_choices(j, plan, opts);
+	json_weights(j, plan);
 	plan_json_object_end(j);
 	plan_json_free(j);
 	return dump_finish(f, diag);

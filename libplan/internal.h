@@ -43,6 +43,7 @@ struct plan {
 	struct plan_vec checks;       /* struct plan_check */
 	struct plan_vec dispatch;     /* struct plan_dispatch */
 	struct plan_vec choices;      /* struct plan_choice */
+	struct plan_vec wsrc;         /* struct plan_weight_source */
 
 	struct plan_pool_chunk *pool;
 };

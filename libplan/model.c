@@ -152,6 +152,7 @@ void plan_free(plan_t *plan)
 	free(plan->checks.data);
 	free(plan->dispatch.data);
 	free(plan->choices.data);
+	free(plan->wsrc.data);
 	while (plan->pool != NULL) {
 		struct plan_pool_chunk *next = plan->pool->next;
 		free(plan->pool);
@@ -182,10 +183,47 @@ plan_t *plan_clone_program(const plan_t *src)
 	for (i = 0; i < src->ops.count; i++)
 		if (plan_add_op(plan, AT(src->ops, struct plan_op, i), NULL, NULL) != 0)
 			goto fail;
+	for (i = 0; i < src->wsrc.count; i++)
+		if (plan_add_weight_source(plan, AT(src->wsrc, struct plan_weight_source, i),
+		                           NULL, NULL) != 0)
+			goto fail;
 	return plan;
 fail:
 	plan_free(plan);
 	return NULL;
+}
+
+int plan_add_weight_source(plan_t *plan, const struct plan_weight_source *src, uint32_t *index,
+                           struct plan_diag *diag)
+{
+	struct plan_weight_source w = *src;
+	struct plan_weight_source *slot;
+
+	if (w.tensor >= plan->tensors.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "weight source: tensor %u of %u",
+		                  w.tensor, plan->tensors.count);
+	if ((w.file = plan__pool_strdup(plan, src->file)) == NULL ||
+	    (w.name = plan__pool_strdup(plan, src->name)) == NULL)
+		return plan__fail(diag, PLAN_ERR_NOMEM, "out of memory");
+	if ((slot = plan__vec_push(&plan->wsrc, sizeof *slot)) == NULL)
+		return plan__fail(diag, PLAN_ERR_NOMEM, "out of memory");
+	*slot = w;
+	if (index != NULL)
+		*index = plan->wsrc.count - 1;
+	return PLAN_OK;
+}
+
+int plan_set_weight_hash(plan_t *plan, uint32_t index, uint64_t hash, struct plan_diag *diag)
+{
+	struct plan_weight_source *w;
+
+	if (index >= plan->wsrc.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "weight source %u of %u", index,
+		                  plan->wsrc.count);
+	w = AT(plan->wsrc, struct plan_weight_source, index);
+	w->hash = hash;
+	w->flags |= PLAN_WSRC_HASHED;
+	return PLAN_OK;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -580,6 +618,16 @@ int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *in
 /* ---------------------------------------------------------------------- */
 /* Placement and timing.                                                   */
 
+int plan_set_tensor_feed(plan_t *plan, uint32_t tensor, const struct plan_feed *feed,
+                         struct plan_diag *diag)
+{
+	if (tensor >= plan->tensors.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "tensor %u of %u", tensor,
+		                  plan->tensors.count);
+	AT(plan->tensors, struct plan_tensor, tensor)->feed = *feed;
+	return PLAN_OK;
+}
+
 int plan_set_tensor_placement(plan_t *plan, uint32_t tensor, uint64_t offset, uint64_t bytes,
                               struct plan_diag *diag)
 {
@@ -655,6 +703,15 @@ COUNT_AND_GET(breakpoint, breakpoints, struct plan_breakpoint)
 COUNT_AND_GET(check, checks, struct plan_check)
 COUNT_AND_GET(dispatch, dispatch, struct plan_dispatch)
 COUNT_AND_GET(choice, choices, struct plan_choice)
+uint32_t plan_count_weight_sources(const plan_t *plan)
+{
+	return plan->wsrc.count;
+}
+
+const struct plan_weight_source *plan_get_weight_source(const plan_t *plan, uint32_t index)
+{
+	return index < plan->wsrc.count ? AT(plan->wsrc, struct plan_weight_source, index) : NULL;
+}
 
 const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op)
 {

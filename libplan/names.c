@@ -29,11 +29,12 @@ static const char *const mode_names[] = {
 static const char *const init_names[] = {
 	[PLAN_INIT_NONE] = "none", [PLAN_INIT_ZEROS] = "zeros", [PLAN_INIT_ONES] = "ones",
 	[PLAN_INIT_CONST] = "const", [PLAN_INIT_RANDOM] = "random",
-	[PLAN_INIT_ARANGE] = "arange",
+	[PLAN_INIT_ARANGE] = "arange", [PLAN_INIT_SAFETENSORS] = "safetensors",
 };
 static const char *const feed_names[] = {
 	[PLAN_FEED_NONE] = "none", [PLAN_FEED_POSITIONS] = "positions",
 	[PLAN_FEED_TOKENS] = "tokens", [PLAN_FEED_RANDOM] = "random",
+	[PLAN_FEED_PROMPT] = "prompt",
 };
 static const char *const attr_type_names[] = {
 	[PLAN_ATTR_INT] = "int", [PLAN_ATTR_FLOAT] = "float", [PLAN_ATTR_BOOL] = "bool",

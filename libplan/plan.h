@@ -43,7 +43,7 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 1
+#define PLAN_FORMAT_MINOR 2
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -86,6 +86,8 @@ enum plan_init_kind {
 	PLAN_INIT_CONST  = 3, /* every element = value */
 	PLAN_INIT_RANDOM = 4, /* uniform in [-scale, scale), from seed */
 	PLAN_INIT_ARANGE = 5, /* element i = value + i * scale */
+	PLAN_INIT_SAFETENSORS = 6, /* read from checkpoint files: the plan's
+	                              weight sources (1.2) */
 };
 
 enum plan_feed_kind {
@@ -93,6 +95,9 @@ enum plan_feed_kind {
 	PLAN_FEED_POSITIONS = 1, /* i32: element t = var - T + t (var: the step's value) */
 	PLAN_FEED_TOKENS    = 2, /* i32: pseudo-random ids in [0, range), new each step */
 	PLAN_FEED_RANDOM    = 3, /* float: uniform in [-scale, scale), new each step */
+	PLAN_FEED_PROMPT    = 4, /* i32 (1.2): in a generation, the prompt, then the
+	                            last real row of tensor `from` (greedy feedback);
+	                            otherwise as TOKENS */
 };
 
 enum plan_attr_type {
@@ -215,8 +220,9 @@ struct plan_feed {
 	int      kind;       /* enum plan_feed_kind */
 	uint32_t var;        /* POSITIONS: the var; PLAN_NONE: var = (s + 1) * T */
 	uint64_t seed;       /* TOKENS, RANDOM */
-	int64_t  range;      /* TOKENS */
+	int64_t  range;      /* TOKENS, PROMPT */
 	double   scale;      /* RANDOM */
+	uint32_t from;       /* PROMPT: the i32 tensor fed back; else PLAN_NONE */
 };
 
 struct plan_tensor {
@@ -375,6 +381,25 @@ struct plan_choice {
 	const struct plan_candidate *cand;   /* every usable one, as measured */
 };
 
+/* Where a weight's bytes came from (plan-format.md, WSRC, format 1.2): one
+ * record per checkpoint tensor read into a tensor initialized from
+ * safetensors files. Several records of one tensor fill it in row blocks,
+ * in order (q, k and v projections stacked into one q|k|v weight). The
+ * weights themselves stay out of the plan: instantiate and replay read
+ * them again and compare their hashes. */
+#define PLAN_WSRC_HASHED 0x1u     /* hash holds the content hash */
+
+struct plan_weight_source {
+	uint32_t    tensor;   /* the plan tensor it fills */
+	uint64_t    offset;   /* byte offset of its block in that tensor */
+	const char *file;     /* the safetensors file read (a shard, not an index) */
+	const char *name;     /* the tensor's name in the checkpoint */
+	int         dtype;    /* its dtype in the file: enum plan_dtype */
+	uint64_t    bytes;    /* its size in the file */
+	uint64_t    hash;     /* XXH64 (seed 0) of those bytes, when HASHED */
+	uint32_t    flags;    /* PLAN_WSRC_* */
+};
+
 struct plan_stats {
 	uint64_t materialize_ns;  /* arena allocation and initialization */
 	uint64_t reference_ns;    /* the eager reference steps */
@@ -414,9 +439,15 @@ int plan_add_breakpoint(plan_t *plan, const struct plan_breakpoint *bp, uint32_t
 int plan_add_check(plan_t *plan, const struct plan_check *check, uint32_t *index, struct plan_diag *diag);
 int plan_add_dispatch(plan_t *plan, const struct plan_dispatch *entry, uint32_t *index, struct plan_diag *diag);
 int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *index, struct plan_diag *diag);
+int plan_add_weight_source(plan_t *plan, const struct plan_weight_source *src, uint32_t *index, struct plan_diag *diag);
+/* Record the content hash of weight source INDEX (sets PLAN_WSRC_HASHED). */
+int plan_set_weight_hash(plan_t *plan, uint32_t index, uint64_t hash, struct plan_diag *diag);
 
 /* Placement, filled in by the memory planner. */
 int plan_set_tensor_placement(plan_t *plan, uint32_t tensor, uint64_t offset, uint64_t bytes, struct plan_diag *diag);
+/* Replace tensor TENSOR's feed (the script parser sets a prompt feed's
+ * feedback tensor once every tensor is declared). */
+int plan_set_tensor_feed(plan_t *plan, uint32_t tensor, const struct plan_feed *feed, struct plan_diag *diag);
 int plan_set_var_offset(plan_t *plan, uint32_t var, uint64_t offset, struct plan_diag *diag);
 int plan_set_variant_peak(plan_t *plan, uint32_t variant, uint64_t peak_bytes, struct plan_diag *diag);
 int plan_set_segment_times(plan_t *plan, uint32_t segment, uint64_t capture_ns, uint64_t instantiate_ns, struct plan_diag *diag);
@@ -438,6 +469,7 @@ uint32_t plan_count_breakpoints(const plan_t *plan);
 uint32_t plan_count_checks(const plan_t *plan);
 uint32_t plan_count_dispatch(const plan_t *plan);
 uint32_t plan_count_choices(const plan_t *plan);
+uint32_t plan_count_weight_sources(const plan_t *plan);
 
 const struct plan_dim        *plan_get_dim(const plan_t *plan, uint32_t index);
 const struct plan_var        *plan_get_var(const plan_t *plan, uint32_t index);
@@ -449,6 +481,7 @@ const struct plan_breakpoint *plan_get_breakpoint(const plan_t *plan, uint32_t i
 const struct plan_check      *plan_get_check(const plan_t *plan, uint32_t index);
 const struct plan_dispatch   *plan_get_dispatch(const plan_t *plan, uint32_t index);
 const struct plan_choice     *plan_get_choice(const plan_t *plan, uint32_t index);
+const struct plan_weight_source *plan_get_weight_source(const plan_t *plan, uint32_t index);
 
 /* The choice recorded for OP in VARIANT, or NULL. */
 const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op);
@@ -632,6 +665,7 @@ enum plan_diff_area {
 	PLAN_DIFF_CHECKS   = 9,
 	PLAN_DIFF_DISPATCH = 10,
 	PLAN_DIFF_CHOICES  = 11, /* implementation choices, per variant and op */
+	PLAN_DIFF_WEIGHTS  = 12, /* weight sources: file, checkpoint name, content */
 };
 
 enum plan_diff_change {

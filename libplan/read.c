@@ -674,6 +674,12 @@ static int build_tensors(struct reader *r)
 		t.init.kind = q[TENS_INIT_KIND];
 		t.feed.kind = q[TENS_FEED_KIND];
 		t.feed.var = fmt_get32(q + TENS_FEED_VAR);
+		t.feed.from = PLAN_NONE;
+		/* A prompt feed keeps the tensor it feeds back in Feed_Var. */
+		if (t.feed.kind == PLAN_FEED_PROMPT) {
+			t.feed.from = t.feed.var;
+			t.feed.var = PLAN_NONE;
+		}
 		t.init.seed = fmt_get64(q + TENS_INIT_SEED);
 		t.init.scale = fmt_getf64(q + TENS_INIT_SCALE);
 		t.init.value = fmt_getf64(q + TENS_INIT_VALUE);
@@ -855,6 +861,35 @@ static int build_choices(struct reader *r)
 	return PLAN_OK;
 }
 
+/* Weight sources: none before 1.2. */
+static int build_weight_sources(struct reader *r)
+{
+	int err;
+
+	for (uint32_t i = 0; i < r->s[S_WSRC].count; i++) {
+		const unsigned char *q = rec_at(r, S_WSRC, i);
+		struct plan_weight_source w = { 0 };
+		if ((err = get_str(r, S_WSRC, i, "File", fmt_get32(q + WSRC_FILE), &w.file)) != 0 ||
+		    (err = get_str(r, S_WSRC, i, "Name", fmt_get32(q + WSRC_NAME), &w.name)) != 0 ||
+		    (err = zero32(r, S_WSRC, i, q + WSRC_RESERVED2, "Reserved")) != 0)
+			return err;
+		if (q[WSRC_RESERVED1] != 0 || q[WSRC_RESERVED1 + 1] != 0 || q[WSRC_RESERVED1 + 2] != 0)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_WSRC, i, "a reserved byte is not zero");
+		w.tensor = fmt_get32(q + WSRC_TENSOR);
+		w.dtype = q[WSRC_DTYPE];
+		w.offset = fmt_get64(q + WSRC_OFFSET);
+		w.bytes = fmt_get64(q + WSRC_BYTES);
+		w.hash = fmt_get64(q + WSRC_HASH);
+		w.flags = fmt_get32(q + WSRC_FLAGS);
+		if (w.flags & ~(uint32_t)FMT_WSRC_FLAGS)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_WSRC, i, "reserved flags 0x%08x are set",
+			                w.flags & ~(uint32_t)FMT_WSRC_FLAGS);
+		if ((err = built(r, plan_add_weight_source(r->plan, &w, NULL, &r->d), S_WSRC, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
 static int read_content(struct reader *r)
 {
 	uint32_t idx_cursor = 0;
@@ -872,7 +907,8 @@ static int read_content(struct reader *r)
 	    (err = build_ops(r, &idx_cursor)) != 0 ||
 	    (err = build_captures(r, &idx_cursor)) != 0 ||
 	    (err = build_checks(r)) != 0 ||
-	    (err = build_choices(r)) != 0)
+	    (err = build_choices(r)) != 0 ||
+	    (err = build_weight_sources(r)) != 0)
 		return err;
 	if ((err = plan_validate(r->plan, &r->d)) != 0 && err != PLAN_ERR_NOMEM) {
 		char msg[PLAN_DIAG_MESSAGE_MAX];

@@ -187,16 +187,71 @@ static int validate_tensor(const plan_t *plan, uint32_t i, struct plan_diag *dia
 		return FAIL("section TENS: tensor %u (%.64s): [%llu, +%llu) lies outside the "
 		            "%llu-byte arena", i, t->name, (unsigned long long)t->offset,
 		            (unsigned long long)t->bytes, (unsigned long long)plan->layout.arena_bytes);
-	if (t->init.kind < PLAN_INIT_NONE || t->init.kind > PLAN_INIT_ARANGE)
+	if (t->init.kind < PLAN_INIT_NONE || t->init.kind > PLAN_INIT_SAFETENSORS)
 		return FAIL("section TENS: tensor %u (%.64s) has unknown initializer %d", i,
 		            t->name, t->init.kind);
-	if (t->feed.kind < PLAN_FEED_NONE || t->feed.kind > PLAN_FEED_RANDOM)
+	if (t->feed.kind < PLAN_FEED_NONE || t->feed.kind > PLAN_FEED_PROMPT)
 		return FAIL("section TENS: tensor %u (%.64s) has unknown feed %d", i, t->name,
 		            t->feed.kind);
 	if (t->feed.kind != PLAN_FEED_NONE && t->feed.var != PLAN_NONE &&
 	    t->feed.var >= plan->vars.count)
 		return FAIL("section TENS: tensor %u (%.64s): feed names var %u of %u", i, t->name,
 		            t->feed.var, plan->vars.count);
+	if (t->feed.kind == PLAN_FEED_PROMPT) {
+		const struct plan_tensor *from = t->feed.from < plan->tensors.count
+			? AT(plan->tensors, struct plan_tensor, t->feed.from) : NULL;
+		if (from == NULL)
+			return FAIL("section TENS: tensor %u (%.64s): its prompt feed names tensor %u "
+			            "of %u", i, t->name, t->feed.from, plan->tensors.count);
+		if (from->dtype != PLAN_DTYPE_I32 || t->dtype != PLAN_DTYPE_I32)
+			return FAIL("section TENS: tensor %u (%.64s): a prompt feed and the tensor it "
+			            "feeds back (%.64s) must be i32", i, t->name, from->name);
+	}
+	return PLAN_OK;
+}
+
+/* Weight sources (1.2): each fills a part of a tensor initialized from
+ * safetensors files, within its reserved bytes. */
+static int validate_weight_sources(const plan_t *plan, struct plan_diag *diag)
+{
+	for (uint32_t i = 0; i < plan->wsrc.count; i++) {
+		const struct plan_weight_source *w = AT(plan->wsrc, struct plan_weight_source, i);
+		const struct plan_tensor *t;
+		uint64_t sz = plan_dtype_size(w->dtype), conv;
+
+		if (w->tensor >= plan->tensors.count)
+			return FAIL("section WSRC: source %u names tensor %u of %u", i, w->tensor,
+			            plan->tensors.count);
+		t = AT(plan->tensors, struct plan_tensor, w->tensor);
+		if (t->init.kind != PLAN_INIT_SAFETENSORS)
+			return FAIL("section WSRC: source %u fills tensor %u (%.64s), whose initializer "
+			            "is not safetensors", i, w->tensor, t->name);
+		if (w->dtype == PLAN_DTYPE_I32 || sz == 0 || w->bytes % sz != 0)
+			return FAIL("section WSRC: source %u (%.64s) has dtype %d and %llu bytes", i,
+			            w->name, w->dtype, (unsigned long long)w->bytes);
+		if (w->file[0] == '\0' || w->name[0] == '\0')
+			return FAIL("section WSRC: source %u has an empty file or tensor name", i);
+		if (w->flags & ~PLAN_WSRC_HASHED)
+			return FAIL("section WSRC: source %u has unknown flags 0x%x", i, w->flags);
+		conv = w->bytes / sz * plan_dtype_size(t->dtype);
+		if (t->bytes != 0 && (w->offset > t->bytes || conv > t->bytes - w->offset))
+			return FAIL("section WSRC: source %u (%.64s) of %llu bytes at offset %llu "
+			            "overflows tensor %u (%.64s) of %llu bytes", i, w->name,
+			            (unsigned long long)conv, (unsigned long long)w->offset, w->tensor,
+			            t->name, (unsigned long long)t->bytes);
+	}
+	for (uint32_t i = 0; i < plan->tensors.count; i++) {
+		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+		uint32_t k;
+		if (t->init.kind != PLAN_INIT_SAFETENSORS)
+			continue;
+		for (k = 0; k < plan->wsrc.count; k++)
+			if (AT(plan->wsrc, struct plan_weight_source, k)->tensor == i)
+				break;
+		if (k == plan->wsrc.count)
+			return FAIL("section TENS: tensor %u (%.64s) is initialized from safetensors "
+			            "but has no weight source", i, t->name);
+	}
 	return PLAN_OK;
 }
 
@@ -774,6 +829,7 @@ int plan_validate(const plan_t *plan, struct plan_diag *diag)
 	    (err = validate_dims(plan, diag)) != 0 ||
 	    (err = validate_vars(plan, diag)) != 0 ||
 	    (err = validate_tensors(plan, diag)) != 0 ||
+	    (err = validate_weight_sources(plan, diag)) != 0 ||
 	    (err = validate_ops(plan, diag)) != 0 ||
 	    (err = validate_captures(plan, diag)) != 0 ||
 	    (err = validate_checks(plan, diag)) != 0 ||

@@ -69,6 +69,7 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
+	unsigned   minor;        /* the format version written: 1.1 or 1.2 */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
 	unsigned char scratch[256];
@@ -166,7 +167,7 @@ static void sect_begin(struct writer *w, int sect, uint32_t count)
 	w->sect_off[sect] = w->out.len;
 	if (sect != S_STRS) {
 		unsigned char *p = w_record(w, RA_HEADER_SIZE);
-		fmt_put32(p + RA_RECORD_SIZE, fmt_sections[sect].size[PLAN_FORMAT_MINOR]);
+		fmt_put32(p + RA_RECORD_SIZE, fmt_sections[sect].size[w->minor]);
 		fmt_put32(p + RA_RECORD_COUNT, count);
 	}
 }
@@ -266,7 +267,8 @@ static void encode_program(struct writer *w, const plan_t *plan)
 		}
 		p[TENS_INIT_KIND] = (unsigned char)t->init.kind;
 		p[TENS_FEED_KIND] = (unsigned char)t->feed.kind;
-		fmt_put32(p + TENS_FEED_VAR, t->feed.var);
+		fmt_put32(p + TENS_FEED_VAR,
+		          t->feed.kind == PLAN_FEED_PROMPT ? t->feed.from : t->feed.var);
 		fmt_put64(p + TENS_INIT_SEED, t->init.seed);
 		fmt_putf64(p + TENS_INIT_SCALE, t->init.scale);
 		fmt_putf64(p + TENS_INIT_VALUE, t->init.value);
@@ -531,6 +533,24 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 	}
 	sect_end(w, S_CAND);
 
+	if (w->minor >= 2) {
+		sect_begin(w, S_WSRC, plan->wsrc.count);
+		for (uint32_t i = 0; i < plan->wsrc.count; i++) {
+			const struct plan_weight_source *ws = AT(plan->wsrc, struct plan_weight_source, i);
+			uint32_t file = w_str(w, ws->file), name = w_str(w, ws->name);
+			p = w_record(w, REC_WSRC);
+			fmt_put32(p + WSRC_TENSOR, ws->tensor);
+			fmt_put32(p + WSRC_FILE, file);
+			fmt_put32(p + WSRC_NAME, name);
+			p[WSRC_DTYPE] = (unsigned char)ws->dtype;
+			fmt_put64(p + WSRC_OFFSET, ws->offset);
+			fmt_put64(p + WSRC_BYTES, ws->bytes);
+			fmt_put64(p + WSRC_HASH, ws->hash);
+			fmt_put32(p + WSRC_FLAGS, ws->flags);
+		}
+		sect_end(w, S_WSRC);
+	}
+
 	/* Every string has been met: the table goes last. */
 	sect_begin(w, S_STRS, 0);
 	if (!w->failed) {
@@ -562,16 +582,38 @@ static int uses_1_1(const plan_t *plan)
 	return 0;
 }
 
+/*
+ * Whether PLAN needs format 1.2: weights from checkpoint files, or a prompt
+ * feed. Every other plan is written as 1.1, byte for byte as before, so
+ * that readers of 1.1 keep reading what they can.
+ */
+static int uses_1_2(const plan_t *plan)
+{
+	if (plan->wsrc.count != 0)
+		return 1;
+	for (uint32_t i = 0; i < plan->tensors.count; i++) {
+		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+		if (t->feed.kind == PLAN_FEED_PROMPT || t->init.kind == PLAN_INIT_SAFETENSORS)
+			return 1;
+	}
+	return 0;
+}
+
 /* The content of PLAN in W->out. */
 static int encode_content(struct writer *w, const plan_t *plan)
 {
 	struct cursors c = { 0 };
 	unsigned char *dir;
+	uint32_t nsect = 0;
 
 	/* The string table's first byte is the empty string. */
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
-	if (buf_grow(&w->out, DIR_HEADER_SIZE + (size_t)S_COUNT * DIR_ENTRY_SIZE) == NULL)
+	w->minor = uses_1_2(plan) ? 2 : 1;
+	for (int s = 0; s < S_COUNT; s++)
+		if (fmt_sections[s].since <= w->minor)
+			nsect++;
+	if (buf_grow(&w->out, DIR_HEADER_SIZE + (size_t)nsect * DIR_ENTRY_SIZE) == NULL)
 		return PLAN_ERR_NOMEM;
 	encode_meta(w, plan);
 	encode_program(w, plan);
@@ -583,10 +625,14 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	if (w->failed)
 		return w->failed;
 	dir = w->out.data;
-	fmt_put32(dir + DIR_SECTION_COUNT, S_COUNT);
-	for (int s = 0; s < S_COUNT; s++) {
-		unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)s * DIR_ENTRY_SIZE;
-		int required = fmt_sections[s].since == 0 || uses_1_1(plan);
+	fmt_put32(dir + DIR_SECTION_COUNT, nsect);
+	for (int s = 0, k = 0; s < S_COUNT; s++) {
+		unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)k * DIR_ENTRY_SIZE;
+		int required = fmt_sections[s].since == 0 || uses_1_1(plan) ||
+		               (fmt_sections[s].since == 2 && w->minor >= 2);
+		if (fmt_sections[s].since > w->minor)
+			continue;
+		k++;
 		memcpy(e + ENT_ID, fmt_sections[s].id, 4);
 		fmt_put32(e + ENT_FLAGS, required ? SECT_REQUIRED : 0);
 		fmt_put64(e + ENT_OFFSET, w->sect_off[s]);
@@ -598,8 +644,8 @@ static int encode_content(struct writer *w, const plan_t *plan)
 /* ---------------------------------------------------------------------- */
 /* Compression and the header.                                             */
 
-static int compress_content(const unsigned char *content, size_t len, void **data,
-                            size_t *out_len, struct plan_diag *diag)
+static int compress_content(const unsigned char *content, size_t len, unsigned minor,
+                            void **data, size_t *out_len, struct plan_diag *diag)
 {
 	ZSTD_CCtx *cctx = ZSTD_createCCtx();
 	size_t bound = ZSTD_compressBound(len), n;
@@ -629,7 +675,7 @@ static int compress_content(const unsigned char *content, size_t len, void **dat
 	memset(h, 0, FMT_HEADER_SIZE);
 	memcpy(h + HDR_MAGIC, FMT_MAGIC, FMT_MAGIC_SIZE);
 	fmt_put16(h + HDR_MAJOR, PLAN_FORMAT_MAJOR);
-	fmt_put16(h + HDR_MINOR, PLAN_FORMAT_MINOR);
+	fmt_put16(h + HDR_MINOR, (uint16_t)minor);
 	fmt_put32(h + HDR_FLAGS, 0);
 	fmt_put32(h + HDR_HEADER_SIZE, FMT_HEADER_SIZE);
 	fmt_put32(h + HDR_PAYLOAD_CRC, plan_crc32c(out + FMT_HEADER_SIZE, n));
@@ -669,7 +715,7 @@ int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_
 		plan__fail(diag, err, "the plan is too large for the format "
 		           "(a pool or the string table passes 4 GiB)");
 	else
-		err = compress_content(w.out.data, w.out.len, data, len, diag);
+		err = compress_content(w.out.data, w.out.len, w.minor, data, len, diag);
 	free(w.out.data);
 	free(w.strs.data);
 	free(w.slots);

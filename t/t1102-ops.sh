@@ -15,7 +15,7 @@ test_expect_success 'ops shows signatures, defaults and capturability' '
 	bcg ops >out &&
 	test_grep "^matmul  *(a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^kv_write  *(x, pos) -> cache  *-  *f32 f16 bf16  *no  *always\$" out &&
-	test_grep "^attention  *(q, k, v) -> out  *heads kv_heads=heads head_dim kv_len scale=0  *f32 f16 bf16  *no  *safe-form\$" out &&
+	test_grep "^attention  *(q, k, v) -> out  *heads kv_heads=heads head_dim kv_len scale=0 causal=false  *f32 f16 bf16  *no  *safe-form\$" out &&
 	test_grep "^  attention: its launch shape follows the host var kv_len\$" out
 '
 
@@ -39,7 +39,7 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	                          "add_rmsnorm", "matmul_add"])
 	assert [n for n in k if k[n]["capture"] != "always"] == ["attention"]
 	assert k["attention"]["capture"] == "safe-form"
-	assert [a["name"] for a in k["attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "kv_len", "scale"]
+	assert [a["name"] for a in k["attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "kv_len", "scale", "causal"]
 	assert k["attention"]["attrs"][1]["default"] == "heads"
 	assert k["attention"]["attrs"][3]["type"] == "int-or-var" and k["attention"]["attrs"][3]["required"]
 	assert [a["name"] for a in k["rope"]["attrs"]] == ["heads", "head_dim", "theta"]

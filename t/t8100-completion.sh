@@ -31,6 +31,7 @@ test_expect_success BASH 'the commands, and help' '
 	capture
 	diff
 	help
+	import
 	inspect
 	instantiate
 	ops
@@ -41,7 +42,7 @@ test_expect_success BASH 'the commands, and help' '
 	validate
 	EOF
 	test_cmp expect actual &&
-	complete_line in >actual &&
+	complete_line ins >actual &&
 	printf "inspect\ninstantiate\n" >expect &&
 	test_cmp expect actual &&
 	complete_line help d >actual &&
@@ -56,7 +57,7 @@ test_expect_success BASH 'global options' '
 '
 
 test_expect_success BASH 'every command'"'"'s options are those its --help lists' '
-	for c in bench capture diff inspect instantiate ops profile replay report run validate; do
+	for c in bench capture diff import inspect instantiate ops profile replay report run validate; do
 		bcg $c --help | sed -n -e "s/^ *-[a-zA-Z0-9], \(--[a-z][a-z-]*\).*/\1/p;t" \
 		                        -e "s/^ *\(--[a-z][a-z-]*\).*/\1/p" | sort >expect &&
 		test -s expect &&

@@ -79,6 +79,7 @@ fi
 test -n "${PYTHON3:-}" && "$PYTHON3" -c 'import json' 2>/dev/null && test_set_prereq PYTHON3
 test -n "${DOT:-}" && test -x "$DOT" && test_set_prereq DOT
 test "${BCG_HAVE_NVTX:-no}" = yes && test_set_prereq NVTX
+test "${BCG_HAVE_JANSSON:-no}" = yes && test_set_prereq JANSSON
 test "${BCG_ASAN:-no}" = yes && test_set_prereq ASAN
 test "$(id -u)" != 0 && test_set_prereq NOT_ROOT
 

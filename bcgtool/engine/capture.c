@@ -500,6 +500,13 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
+	/* The content the weights had when captured: instantiate and replay
+	 * compare what they read with it. */
+	for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++)
+		if (plan_set_weight_hash(plan, i, e->weight_hash[i], &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
 	rep->info = e->info;
 	snprintf(rep->backend, sizeof rep->backend, "%s", e->be->name);
 	snprintf(rep->note, sizeof rep->note, "%s", e->note);

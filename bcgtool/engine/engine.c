@@ -13,6 +13,8 @@
 #include "cmd.h"
 #include "engine.h"
 #include "memplan.h"
+#include "model/safetensors.h"
+#include "model/xxh64.h"
 #include "nvtx.h"
 #include "ops/numeric.h"
 #include "util.h"
@@ -342,7 +344,9 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 
 	for (uint32_t t = 0; t < plan_count_tensors(e->plan); t++) {
 		const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
-		const struct plan_init *init = pt->init.kind == PLAN_INIT_NONE ? &zeros : &pt->init;
+		/* safetensors weights: zeros here, their sources read afterwards */
+		const struct plan_init *init = pt->init.kind == PLAN_INIT_NONE ||
+		                               pt->init.kind == PLAN_INIT_SAFETENSORS ? &zeros : &pt->init;
 		uint64_t count;
 
 		if (pt->role == PLAN_ROLE_WEIGHT && !include_weights)
@@ -388,6 +392,138 @@ static int engine_test_fault(struct engine_fault *f, struct engine_error *err)
 	}
 	return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
 	                   "BCG_TEST_FAULT: '%s' is not oom:BYTES, kernel:OP or break:OP", v);
+}
+
+int engine_weight_changed(const struct engine *e, uint32_t i)
+{
+	const struct plan_weight_source *w = plan_get_weight_source(e->plan, i);
+
+	return e->weight_hash != NULL && w != NULL && (w->flags & PLAN_WSRC_HASHED) &&
+	       w->hash != e->weight_hash[i];
+}
+
+void engine_warn_weights(const struct engine *e)
+{
+	for (uint32_t i = 0; i < plan_count_weight_sources(e->plan); i++) {
+		const struct plan_weight_source *w = plan_get_weight_source(e->plan, i);
+		if (!engine_weight_changed(e, i))
+			continue;
+		bcg_warn("weight drift: %s: tensor '%s' (weight '%s') changed since the capture "
+		         "(xxh64 %016llx, now %016llx)", w->file, w->name,
+		         plan_get_tensor(e->plan, w->tensor)->name, (unsigned long long)w->hash,
+		         (unsigned long long)e->weight_hash[i]);
+	}
+}
+
+/* The files of the weight sources, each opened once. */
+struct engine_files {
+	uint32_t         n;
+	struct st_file **f;
+};
+
+static int engine_file(struct engine_files *fs, const char *path, struct st_file **out,
+                       struct engine_error *err)
+{
+	struct st_file **grown;
+
+	for (uint32_t i = 0; i < fs->n; i++)
+		if (strcmp(fs->f[i]->path, path) == 0) {
+			*out = fs->f[i];
+			return 0;
+		}
+	if ((grown = realloc(fs->f, (fs->n + 1) * sizeof *grown)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	fs->f = grown;
+	if (st_open(path, &fs->f[fs->n], err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
+	*out = fs->f[fs->n++];
+	return 0;
+}
+
+/* Upload BYTES of SRC (dtype SDT) to DST (dtype DDT), converting through a
+ * bounded buffer when the dtypes differ. */
+static int engine_upload(struct engine *e, void *dst, int ddt, const unsigned char *src, int sdt,
+                         uint64_t bytes, struct engine_error *err)
+{
+	enum { CHUNK = 1 << 22 };   /* elements per conversion */
+	size_t ss = plan_dtype_size(sdt), ds = plan_dtype_size(ddt);
+	uint64_t n = bytes / ss;
+	void *buf;
+
+	if (sdt == ddt)
+		return e->be->write(e->b, dst, src, (size_t)bytes, err->msg, sizeof err->msg);
+	if ((buf = malloc((size_t)CHUNK * ds)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint64_t i = 0; i < n; i += CHUNK) {
+		uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+		st_convert(buf, ddt, src + i * ss, sdt, k);
+		if (e->be->write(e->b, (unsigned char *)dst + i * ds, buf, (size_t)(k * ds),
+		                 err->msg, sizeof err->msg) != 0) {
+			free(buf);
+			return -1;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+/* Read every weight source into its place: each file mapped, each tensor
+ * hashed and uploaded where it lies (converted on the way when its dtype
+ * is not the tensor's). A file whose tensor is gone, or has another dtype
+ * or size, cannot be loaded (exit 2); one whose content changed loads, and
+ * counts in e->weights_changed. */
+static int engine_load_weights(struct engine *e, struct engine_error *err)
+{
+	uint32_t n = plan_count_weight_sources(e->plan);
+	struct engine_files fs = { 0 };
+	int rc = -1;
+
+	if (n == 0)
+		return 0;
+	if ((e->weight_hash = calloc(n, sizeof *e->weight_hash)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_weight_source *w = plan_get_weight_source(e->plan, i);
+		const struct plan_tensor *t = plan_get_tensor(e->plan, w->tensor);
+		const struct st_tensor *st;
+		struct st_file *f = NULL;
+		uint64_t t0;
+
+		if (engine_file(&fs, w->file, &f, err) != 0)
+			goto out;
+		if ((st = st_find(f, w->name)) == NULL) {
+			engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s: no tensor '%s' (weight '%s')",
+			            w->file, w->name, t->name);
+			goto out;
+		}
+		if (st->dtype != w->dtype || st->end - st->begin != w->bytes) {
+			engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s: tensor '%s' is now %s of %llu "
+			            "bytes; the plan read it as %s of %llu bytes", w->file, w->name,
+			            st->dtype_name, (unsigned long long)(st->end - st->begin),
+			            plan_dtype_name(w->dtype), (unsigned long long)w->bytes);
+			goto out;
+		}
+		t0 = bcg_now_ns();
+		e->weight_hash[i] = bcg_xxh64(st_data(f, st), (size_t)w->bytes, 0);
+		e->weight_hash_ns += bcg_now_ns() - t0;
+		e->weight_bytes += w->bytes;
+		if (engine_weight_changed(e, i))
+			e->weights_changed++;
+		if (t->bytes == 0)      /* no op reads it: no place in the arena */
+			continue;
+		if (engine_upload(e, backend_at(e->base, t->offset + w->offset), t->dtype,
+		                  st_data(f, st), w->dtype, w->bytes, err) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "loading '%s' from %s: %s",
+			            w->name, w->file, err->msg);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (uint32_t i = 0; i < fs.n; i++)
+		st_close(fs.f[i]);
+	free(fs.f);
+	return rc;
 }
 
 int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
@@ -463,7 +599,7 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 	/* Choices and features belong to the backend that captured them. */
 	e->use_choices = plan_get_meta(program)->backend == e->be->kind;
 	engine_set_features(e, e->use_choices ? plan_get_meta(program)->features : 0);
-	if (engine_init_tensors(e, 1, err) != 0)
+	if (engine_init_tensors(e, 1, err) != 0 || engine_load_weights(e, err) != 0)
 		goto fail;
 	*out = e;
 	return 0;
@@ -494,6 +630,7 @@ void engine_close(struct engine *e)
 		e->be->close(e->b);
 	}
 	free(e->staging);
+	free(e->weight_hash);
 	free(e->binds);
 	free(e->kinds);
 	free(e);
@@ -522,7 +659,8 @@ static size_t engine_feed_values(struct engine *e, uint32_t t, int64_t tokens, u
 
 	switch (f->kind) {
 	case PLAN_FEED_POSITIONS: {
-		int64_t last = f->var != PLAN_NONE
+		int64_t last = e->gen != NULL ? e->gen->consumed + tokens
+			: f->var != PLAN_NONE
 			? plan_var_value(plan_get_var(e->plan, f->var), step)
 			: (int64_t)(step + 1) * tokens;
 		/* positions of the newest tokens: last - T + i, along the first axis;
@@ -531,6 +669,15 @@ static size_t engine_feed_values(struct engine *e, uint32_t t, int64_t tokens, u
 			i32[i] = (int32_t)(last - tokens + (int64_t)(i % (uint64_t)tokens));
 		break;
 	}
+	case PLAN_FEED_PROMPT:
+		if (e->gen != NULL) {
+			/* the generation's tokens, padded with id 0 */
+			for (uint64_t i = 0; i < n; i++)
+				i32[i] = (int64_t)i < e->gen->real ? e->gen->ids[i] : 0;
+			break;
+		}
+		/* outside a generation, ids as the tokens feed makes them */
+		/* fall through */
 	case PLAN_FEED_TOKENS:
 		for (uint64_t i = 0; i < n; i++)
 			i32[i] = (int32_t)(bcg_mix64(f->seed, bcg_feed_counter(step, i)) %
@@ -561,6 +708,16 @@ static size_t engine_feed_values(struct engine *e, uint32_t t, int64_t tokens, u
 	return (size_t)plan_tensor_bytes(e->plan, t, tokens);
 }
 
+/* A var's value at STEP; in a generation, the tokens seen so far, this
+ * step's (padded) ones included. */
+static int64_t engine_var_value(const struct engine *e, const struct engine_variant *v,
+                                const struct plan_var *pv, uint64_t step)
+{
+	if (e->gen != NULL)
+		return e->gen->consumed + v->tokens;
+	return plan_var_value(pv, step);
+}
+
 int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
                       struct engine_error *err)
 {
@@ -579,7 +736,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 	}
 	for (uint32_t i = 0; i < nv; i++) {
 		const struct plan_var *pv = plan_get_var(e->plan, i);
-		int32_t value = (int32_t)plan_var_value(pv, step);
+		int32_t value = (int32_t)engine_var_value(e, v, pv, step);
 		if (e->be->write(e->b, backend_at(e->base, pv->offset), &value, sizeof value,
 		                 err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "writing var '%s': %s",
@@ -587,7 +744,8 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 	}
 	for (uint32_t i = 0; i < e->nbinds; i++) {
 		const struct engine_bind *bd = &e->binds[i];
-		v->calls[bd->op].attr[bd->pos].i = plan_var_value(plan_get_var(e->plan, bd->var), step);
+		v->calls[bd->op].attr[bd->pos].i =
+			engine_var_value(e, v, plan_get_var(e->plan, bd->var), step);
 	}
 	return 0;
 }

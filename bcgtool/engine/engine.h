@@ -97,7 +97,34 @@ struct engine {
 	struct engine_fault       fault;     /* test hook, see above */
 	int                       capturing; /* launches go into a segment */
 	int                       in_break;  /* the launch is a breakpoint's */
+	/* Weights read from checkpoints (the plan's weight sources): the
+	 * content hash of each source as read now, and how many differ from
+	 * the hash the plan recorded. */
+	uint64_t                 *weight_hash;
+	uint32_t                  weights_changed;
+	uint64_t                  weight_bytes;  /* bytes read from files */
+	uint64_t                  weight_hash_ns;/* of which hashing took */
+	/* A generation in progress (generate.h), or NULL: the prompt feed
+	 * writes its tokens and every var is the tokens seen so far. */
+	const struct engine_gen  *gen;
 };
+
+/* One step of a generation: REAL tokens (IDS) after CONSUMED earlier ones;
+ * the step runs at its variant's token count T >= REAL, padded with id 0,
+ * and every var is CONSUMED + T (positions CONSUMED .. CONSUMED + T - 1). */
+struct engine_gen {
+	const int32_t *ids;
+	int64_t        real;
+	int64_t        consumed;
+};
+
+/* Whether weight source I changed since the plan recorded its hash. */
+int engine_weight_changed(const struct engine *e, uint32_t i);
+
+/* One warning on stderr per weight source whose content changed since the
+ * capture: "weight drift: FILE: tensor 'NAME' (weight 'W') changed since
+ * the capture (xxh64 A, now B)". */
+void engine_warn_weights(const struct engine *e);
 
 /* Open BACKEND ("host", "cuda", or "auto": cuda when a device opens, else
  * host with the reason in e->note) for PROGRAM, whose tensors are placed

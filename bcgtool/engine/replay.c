@@ -418,6 +418,9 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 		}
 		if (engine_open_at(eager_program, o->backend, res->tokens, &e, err) != 0)
 			goto out;
+		engine_warn_weights(e);
+		res->weights = plan_count_weight_sources(plan);
+		res->weights_changed = e->weights_changed;
 		if (o->nvtx)
 			e->nvtx = nvtx_open();
 		if (replay_eager_variant(e, res->tokens, &x, err) != 0)
@@ -429,6 +432,9 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 		res->mode = pv->mode;
 		if (engine_open(plan, o->backend, max_tokens, &e, err) != 0)
 			goto out;
+		engine_warn_weights(e);
+		res->weights = plan_count_weight_sources(plan);
+		res->weights_changed = e->weights_changed;
 		if (o->nvtx)
 			e->nvtx = nvtx_open();
 		if (instantiate_variant(e, res->variant, &x, &res->inst, err) != 0)

@@ -74,6 +74,8 @@ struct replay_result {
 	uint32_t            segments;
 	uint32_t            breakpoints;
 	struct inst_report  inst;
+	uint32_t            weights;         /* weight sources read */
+	uint32_t            weights_changed; /* of which changed since the capture */
 	struct replay_stats stats;
 	int                 checked;
 	int                 check_pass;

@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(ATTN_THREADS)
 bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *part_acc,
                            float2 *part_ml, unsigned *counters, int64_t H, int64_t KVH, int D,
                            int64_t S, int64_t kv_len, const int32_t *kv_len_dev, int nsplit,
-                           int64_t chunk, float scale)
+                           int64_t chunk, float scale, int64_t causal_rows)
 {
 	constexpr int KB = EPL <= 8 ? 4 : 2;    /* keys in flight per warp */
 	__shared__ float sh_m[ATTN_WARPS], sh_l[ATTN_WARPS];
@@ -126,6 +126,10 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	cuda_pdl_wait();
 	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	L = L < 0 ? 0 : L > S ? S : L;
+	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
+		L -= causal_rows - 1 - th / H;
+		L = L < 0 ? 0 : L;
+	}
 	const int64_t start = (int64_t)split * chunk;
 	const int64_t end = start + chunk < L ? start + chunk : L;
 
@@ -292,6 +296,7 @@ struct attn_launch {
 	void *out;
 	int dtype;
 	int64_t kv_len;                 /* the host's value */
+	int64_t causal_rows;            /* causal: T; else 0 */
 	const int32_t *kv_len_dev;      /* graph-safe: the device's, or NULL */
 	int nsplit;
 	int64_t chunk;
@@ -444,12 +449,12 @@ static int attn_launch_epl(const struct attn_launch *al, char *msg, size_t len)
 		rc = cuda_launch(al->ctx, name, bcg_attention_split_kernel<T, EPL, true>, dim3(blocks),
 		                 dim3(ATTN_THREADS), msg, len, q, k, v, out, al->part_acc, al->part_ml,
 		                 al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
-		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale);
+		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale, al->causal_rows);
 	else
 		rc = cuda_launch(al->ctx, name, bcg_attention_split_kernel<T, EPL, false>, dim3(blocks),
 		                 dim3(ATTN_THREADS), msg, len, q, k, v, out, al->part_acc, al->part_ml,
 		                 al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
-		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale);
+		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale, al->causal_rows);
 	if (rc || al->nsplit == 1 || al->counters)
 		return rc;
 	return cuda_launch(al->ctx, "bcg_attention_combine_kernel", bcg_attention_combine_kernel<T>,
@@ -490,6 +495,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	al.out = call->out[0].data;
 	al.dtype = call->in[0].dtype;
 	al.kv_len = call->attr[ATTN_KV_LEN].i;
+	al.causal_rows = call->attr[ATTN_CAUSAL].i ? al.sh.T : 0;
 	al.ctx = ctx;
 	if (call->impl != CUDA_IMPL_ATTN_SPLIT && call->impl != CUDA_IMPL_ATTN_TWOPASS)
 		return cuda_fail(msg, len, "attention: no implementation %d on CUDA", call->impl);

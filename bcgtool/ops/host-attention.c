@@ -11,7 +11,9 @@
  *   e_j  = exp(s_j - max_j s_j)
  *   out  = (sum_j e_j v_j) / (sum_j e_j)   both sums in j order
  *
- * L = 0 gives zeros. With scratch, the scores are kept; without, they are
+ * L = 0 gives zeros. Causal: token t of T sees only L - (T - 1 - t) of the
+ * positions (at least 0), as a prefill chunk's tokens see themselves and
+ * those before them. With scratch, the scores are kept; without, they are
  * computed again in each pass, giving the same bytes.
  */
 #include "config.h"
@@ -26,6 +28,8 @@ struct host_attention {
 	const struct op_tensor *q, *k, *v, *out;
 	int64_t T, L, heads, kv_heads, head_dim;
 	float scale;
+	int64_t L_all;     /* L before the causal mask */
+	int causal;
 };
 
 /* s_j for token T, head H (kv head G), query row Q or, when Q is NULL,
@@ -111,6 +115,8 @@ void host_attention_run(const struct op_call *call, int use_scratch)
 
 	at.T = host_rows(at.q);
 	at.L = kv_len < 0 ? 0 : kv_len > S ? S : kv_len;
+	at.L_all = at.L;
+	at.causal = call->attr[ATTN_CAUSAL].i != 0;
 	at.scale = scale == 0.0 ? 1.0f / sqrtf((float)at.head_dim) : (float)scale;
 
 	if (at.L < 1) {
@@ -124,6 +130,14 @@ void host_attention_run(const struct op_call *call, int use_scratch)
 	if (use_scratch && (uint64_t)(at.L + 2 * at.head_dim) <= SIZE_MAX / sizeof(float))
 		scratch = malloc((size_t)(at.L + 2 * at.head_dim) * sizeof(float));
 	for (int64_t t = 0; t < at.T; t++) {
+		if (at.causal) {
+			at.L = at.L_all - (at.T - 1 - t);
+			if (at.L < 1) {
+				for (int64_t i = 0; i < at.heads * at.head_dim; i++)
+					host_put(at.out, t * at.heads * at.head_dim + i, 0.0f);
+				continue;
+			}
+		}
 		for (int64_t h = 0; h < at.heads; h++) {
 			int64_t g = h * at.kv_heads / at.heads;
 			if (scratch)

@@ -50,7 +50,10 @@
  *                                        s_j = scale * q[t,h] . k[j,g] for j < L,
  *                                        out[t,h] = sum_j softmax(s)_j v[j,g];
  *                                        L < 1 gives zeros. Every query token
- *                                        sees all L positions (no causal mask).
+ *                                        sees all L positions (no causal mask),
+ *                                        unless causal: then query row t of T
+ *                                        (the token at position L - T + t) sees
+ *                                        the first L - (T - 1 - t) of them.
  *                                        The eager form's launch shape follows the
  *                                        host kv_len; the graph-safe form reads
  *                                        kv_len from the var's device mirror and
@@ -92,7 +95,7 @@
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
  *  [10000]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
- *  host var), scale [0, meaning 1/sqrt(head_dim)]; add_rmsnorm: eps [1e-6];
+ *  host var), scale [0, meaning 1/sqrt(head_dim)], causal [false]; add_rmsnorm: eps [1e-6];
  *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
  *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000];
  *  slice: start (required).
@@ -142,7 +145,7 @@ enum { MATMUL_TRANS_A = 0, MATMUL_TRANS_B = 1 };   /* and the fused products */
 enum { NORM_EPS = 0 };                       /* rmsnorm, layernorm, add_rmsnorm */
 enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2 };
 enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
-       ATTN_SCALE = 4 };
+       ATTN_SCALE = 4, ATTN_CAUSAL = 5 };
 enum { SLICE_START = 0 };
 enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3 };
 

@@ -695,6 +695,8 @@ static const struct op_attr_spec attention_attrs[] = {
 	[ATTN_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head" },
 	[ATTN_KV_LEN] = { "kv_len", OP_ATTR_INTVAR, 1, 0.0, "cache positions to attend to" },
 	[ATTN_SCALE] = { "scale", OP_ATTR_FLOAT, 0, 0.0, "score scale (0: 1/sqrt(head_dim))" },
+	[ATTN_CAUSAL] = { "causal", OP_ATTR_BOOL, 0, 0.0,
+	                  "row t of T sees kv_len - T + t + 1 positions (a prefill chunk)" },
 	{ NULL, 0, 0, 0, NULL }
 };
 

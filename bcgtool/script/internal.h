@@ -112,6 +112,12 @@ struct sp {
 	struct scope_var     scope[SCRIPT_MAX_DEPTH];
 	unsigned             depth;
 
+	struct st_checkpoint **ckpts;    /* checkpoints opened for weights */
+	uint32_t             nckpts;
+	yaml_node_t         *prompt_node;   /* the prompt feed's, if any */
+	yaml_node_t         *prompt_from;   /* its key feedback */
+	uint32_t             prompt_tensor;
+
 	char                 scratch[512];  /* a message on its way to sp_error */
 };
 
@@ -188,6 +194,23 @@ int dims_find(struct sp *p, const char *name, yaml_node_t *node, uint32_t *index
 int vars_parse(struct sp *p, yaml_node_t *node);     /* vars.c */
 int tensors_parse(struct sp *p, yaml_node_t *node);  /* tensors.c */
 int ops_parse(struct sp *p, yaml_node_t *node);      /* ops.c */
+
+/* weights.c: the tensors of a safetensors init. */
+struct weight_decl {
+	const char  *tensor;       /* the script tensor (family) name */
+	uint32_t     first;        /* plan index of member 0 */
+	uint32_t     count;
+	int          family;
+	yaml_node_t *file_node;    /* scalar */
+	yaml_node_t *names_node;   /* scalar, or a sequence of scalars (row blocks) */
+};
+/* Open the checkpoint W names (relative to the script's directory), find
+ * the tensors of every member, check their dtypes and shapes and add the
+ * plan's weight sources. */
+int weights_add(struct sp *p, const struct weight_decl *w);
+/* The prompt feed's feedback tensor, once every tensor is declared. */
+int weights_prompt(struct sp *p);
+void weights_release(struct sp *p);
 
 /* check.c: the checks of one op about to be added (tensor roles, aliasing,
  * reads before writes, shapes and dtypes at every capture size); IN_NODES

@@ -389,6 +389,7 @@ static int ops_one(struct sp *p, yaml_node_t *node)
 {
 	struct op_build o = { .node = node, .index = plan_count_ops(p->plan) };
 	struct plan_op op;
+	uint32_t nattr;
 	struct plan_diag diag;
 	uint32_t index;
 
@@ -404,11 +405,16 @@ static int ops_one(struct sp *p, yaml_node_t *node)
 	}
 	if (ops_attr_defaults(p, &o) != 0)
 		return -1;
+	/* attention's causal, its last attribute, is stored only when true:
+	 * plans of scripts that never say it stay as they were. */
+	nattr = (uint32_t)op_kind_count_attrs(o.kind);
+	if (o.kind->id == OP_ATTENTION && o.attr[ATTN_CAUSAL].i == 0)
+		nattr = ATTN_CAUSAL;
 	op = (struct plan_op){
 		.kind = o.kind->name, .name = o.name, .flags = o.eager ? PLAN_OP_EAGER : 0,
 		.line = sp_line(node), .col = sp_col(node),
 		.nin = o.nin, .nout = o.nout,
-		.nattr = (uint32_t)op_kind_count_attrs(o.kind),
+		.nattr = nattr,
 		.in = o.in, .out = o.out, .attr = o.attr,
 	};
 	if (check_op(p, &op, o.kind, node, o.in_nodes, o.out_nodes) != 0)

@@ -228,6 +228,7 @@ out:
 	free(p.sizes);
 	free(p.modes);
 	free(p.written);
+	weights_release(&p);
 	if (have_doc)
 		yaml_document_delete(&doc);
 	if (have_parser)

@@ -27,6 +27,9 @@ struct tensor_build {
 	yaml_node_t     *init_node;
 	struct plan_feed feed;
 	yaml_node_t     *feed_node;
+	yaml_node_t     *st_file;      /* init safetensors: file and tensor names */
+	yaml_node_t     *st_names;
+	yaml_node_t     *feedback;     /* feed prompt: the tensor fed back */
 };
 
 static int is_float_dtype(int dtype)
@@ -196,6 +199,27 @@ static int feed_var(struct sp *p, yaml_node_t *node, void *obj)
 	return 0;
 }
 
+static int init_st_file(struct sp *p, yaml_node_t *node, void *obj)
+{
+	(void)p;
+	((struct tensor_build *)obj)->st_file = node;
+	return 0;
+}
+
+static int init_st_names(struct sp *p, yaml_node_t *node, void *obj)
+{
+	(void)p;
+	((struct tensor_build *)obj)->st_names = node;
+	return 0;
+}
+
+static int feed_feedback(struct sp *p, yaml_node_t *node, void *obj)
+{
+	(void)p;
+	((struct tensor_build *)obj)->feedback = node;
+	return 0;
+}
+
 #define KIND_FIELD { "kind", YAML_SCALAR_NODE, WALK_REQUIRED, NULL }
 #define END_FIELD { NULL, YAML_NO_NODE, 0, NULL }
 
@@ -210,6 +234,15 @@ static const struct walk_field init_random_fields[] = {
 static const struct walk_field init_arange_fields[] = {
 	KIND_FIELD, { "value", YAML_SCALAR_NODE, 0, init_value },
 	{ "scale", YAML_SCALAR_NODE, 0, init_scale }, END_FIELD
+};
+static const struct walk_field init_safetensors_fields[] = {
+	KIND_FIELD, { "file", YAML_SCALAR_NODE, WALK_REQUIRED, init_st_file },
+	{ "tensor", YAML_NO_NODE, WALK_REQUIRED, init_st_names }, END_FIELD
+};
+static const struct walk_field feed_prompt_fields[] = {
+	KIND_FIELD, { "range", YAML_SCALAR_NODE, WALK_REQUIRED, feed_range },
+	{ "seed", YAML_SCALAR_NODE, 0, feed_seed },
+	{ "feedback", YAML_SCALAR_NODE, WALK_REQUIRED, feed_feedback }, END_FIELD
 };
 static const struct walk_field feed_positions_fields[] = {
 	KIND_FIELD, { "var", YAML_SCALAR_NODE, 0, feed_var }, END_FIELD
@@ -235,6 +268,7 @@ static const struct spec_kind init_kinds[] = {
 	{ "const", PLAN_INIT_CONST, init_const_fields },
 	{ "random", PLAN_INIT_RANDOM, init_random_fields },
 	{ "arange", PLAN_INIT_ARANGE, init_arange_fields },
+	{ "safetensors", PLAN_INIT_SAFETENSORS, init_safetensors_fields },
 	{ NULL, 0, NULL }
 };
 
@@ -242,6 +276,7 @@ static const struct spec_kind feed_kinds[] = {
 	{ "positions", PLAN_FEED_POSITIONS, feed_positions_fields },
 	{ "tokens", PLAN_FEED_TOKENS, feed_tokens_fields },
 	{ "random", PLAN_FEED_RANDOM, feed_random_fields },
+	{ "prompt", PLAN_FEED_PROMPT, feed_prompt_fields },
 	{ NULL, 0, NULL }
 };
 
@@ -297,6 +332,19 @@ static int tensors_init(struct sp *p, yaml_node_t *node, void *obj)
 	if (t->init.kind == PLAN_INIT_RANDOM && !is_float_dtype(t->dtype))
 		return sp_error(p, node, "init random needs a float tensor; %s is %s", t->what,
 		                plan_dtype_name(t->dtype));
+	if (t->init.kind == PLAN_INIT_SAFETENSORS) {
+		if (!is_float_dtype(t->dtype))
+			return sp_error(p, node, "init safetensors needs a float tensor; %s is %s",
+			                t->what, plan_dtype_name(t->dtype));
+		if (t->role != PLAN_ROLE_WEIGHT)
+			return sp_error(p, node, "init safetensors is for weights; %s is %s %s", t->what,
+			                t->role == PLAN_ROLE_ACTIVATION || t->role == PLAN_ROLE_INPUT ||
+			                t->role == PLAN_ROLE_OUTPUT ? "an" : "a", plan_role_name(t->role));
+		for (uint32_t i = 0; i < t->rank; i++)
+			if (t->shape[i].dim == p->token_dim && t->shape[i].dim != PLAN_NONE)
+				return sp_error(p, node, "init safetensors needs a shape without the token "
+				                "dim; %s has one", t->what);
+	}
 	return 0;
 }
 
@@ -324,6 +372,20 @@ static int tensors_feed(struct sp *p, yaml_node_t *node, void *obj)
 		if (t->dtype != PLAN_DTYPE_I32)
 			return sp_error(p, node, "feed tokens needs an i32 tensor; %s is %s",
 			                t->what, plan_dtype_name(t->dtype));
+		break;
+	case PLAN_FEED_PROMPT:
+		td = plan_get_dim(p->plan, p->token_dim);
+		if (t->dtype != PLAN_DTYPE_I32)
+			return sp_error(p, node, "feed prompt needs an i32 tensor; %s is %s",
+			                t->what, plan_dtype_name(t->dtype));
+		if (t->rank != 1 || t->shape[0].dim != p->token_dim)
+			return sp_error(p, node, "feed prompt needs a tensor of shape [%s]; "
+			                "%s has another shape", td->name, t->what);
+		if (p->prompt_node != NULL)
+			return sp_error(p, node, "a script has one prompt feed, and %s has a second",
+			                t->what);
+		p->prompt_node = node;
+		p->prompt_from = t->feedback;
 		break;
 	default:
 		if (!is_float_dtype(t->dtype))
@@ -465,8 +527,18 @@ int tensors_parse(struct sp *p, yaml_node_t *map)
 		d->count = (uint32_t)t.count;
 		d->family = t.family;
 		p->ntensors = i + 1;
+		if (t.feed.kind == PLAN_FEED_PROMPT)
+			p->prompt_tensor = d->first;
 		if (tensors_add(p, &t, key) != 0)
 			return -1;
+		if (t.init.kind == PLAN_INIT_SAFETENSORS) {
+			struct weight_decl w = {
+				.tensor = t.name, .first = d->first, .count = d->count,
+				.family = t.family, .file_node = t.st_file, .names_node = t.st_names,
+			};
+			if (weights_add(p, &w) != 0)
+				return -1;
+		}
 	}
-	return 0;
+	return weights_prompt(p);
 }

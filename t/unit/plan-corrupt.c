@@ -29,6 +29,10 @@
 #include "plan-sample.h"
 #include "tap.h"
 
+/* The sample holds nothing of 1.2 (weight sources, prompt feeds): it is a
+ * format 1.1 plan, and its files are remade as such. */
+#define SAMPLE_MINOR 1
+
 #define HEADER 64
 
 static uint32_t get32(const unsigned char *p)
@@ -109,7 +113,7 @@ static unsigned char *make_file_ex(const unsigned char *content, size_t clen, un
 
 static unsigned char *make_file(const unsigned char *content, size_t clen, size_t *len)
 {
-	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR, 1, len);
+	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, SAMPLE_MINOR, 1, len);
 }
 
 static unsigned char *get_content(const unsigned char *file, size_t *clen)
@@ -547,7 +551,7 @@ static void test_frame(const unsigned char *file, size_t len, const unsigned cha
 	expect_file(f, len + 3, NULL, PLAN_ERR_CORRUPT, "follow the payload", "bytes after the payload");
 	free(f);
 
-	f = make_file_ex(content, clen, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR, 0, &n);
+	f = make_file_ex(content, clen, PLAN_FORMAT_MAJOR, SAMPLE_MINOR, 0, &n);
 	expect_file(f, n, NULL, PLAN_ERR_CORRUPT, "no content checksum", "a zstd frame without checksum");
 	free(f);
 
@@ -610,14 +614,15 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	unsigned major = 0, minor = 0;
 	char why[256];
 	int ns;
+	static const unsigned char wsrc_empty[8] = { 48, 0, 0, 0, 0, 0, 0, 0 };
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.1",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.2",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.1",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.2",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -626,11 +631,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.2 as a future writer might make it: an optional section
+	/* Format 1.3 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer. */
 	ns = split_content(content, s);
 	int k = 0;
 	for (int i = 0; i < ns; i++) {
+		/* a 1.3 file has the section 1.2 added, empty here */
+		if (memcmp(s[i].id, "STRS", 4) == 0)
+			ext[k++] = (struct section){ "WSRC", 0, wsrc_empty, sizeof wsrc_empty };
 		ext[k++] = s[i];
 		if (memcmp(s[i].id, "VARS", 4) == 0)
 			ext[k++] = (struct section){ "XTRA", 0, (const unsigned char *)"future data", 11 };
@@ -650,14 +658,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 152;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 2, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 3, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.2 with an unknown optional section and longer records is read");
+	       "format 1.3 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 2, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 3, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -681,8 +689,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 2, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.2 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 3, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.3 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
@@ -709,7 +717,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.1) does not know it",
+	            "but this reader (format 1.2) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);

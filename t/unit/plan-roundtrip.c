@@ -34,7 +34,9 @@ static void round_trip(plan_t *p, const char *what)
 		if (!ok(sample_plans_equal(p, q, why, sizeof why), "%s: read(write(p)) equals p", what))
 			diag("    first difference: %s", why);
 		plan_get_format_version(q, &major, &minor);
-		ok(major == PLAN_FORMAT_MAJOR && minor == PLAN_FORMAT_MINOR,
+		/* Without weight sources or a prompt feed a plan is written
+		 * as 1.1, as before 1.2 (test_weights has the 1.2 ones). */
+		ok(major == PLAN_FORMAT_MAJOR && minor == 1,
 		   "%s: the plan read remembers format %u.%u", what, major, minor);
 		is_int(plan_write_memory(q, &c, &clen, &d), 0, "%s: the plan read is written", what);
 		ok(clen == alen && memcmp(a, c, alen) == 0, "%s: write(read(file)) is the file", what);
@@ -170,6 +172,113 @@ out:
 	free(a);
 }
 
+/* A plan of format 1.2: a weight read from a checkpoint in two row blocks
+ * (one hashed, one not yet), and a prompt feed taking back an output. */
+static plan_t *weights_plan(void)
+{
+	plan_t *p = plan_new();
+	uint32_t T, H, w, ids, next;
+	struct plan_tensor t;
+	struct plan_meta meta = { .tool = "bcgtool test", .script = "w.yaml",
+	                          .backend = PLAN_BACKEND_HOST };
+
+	if (p == NULL || plan_set_meta(p, &meta, NULL) != 0 ||
+	    plan_set_layout(p, &(struct plan_layout){ 1024, 1024, 256 }, NULL) != 0 ||
+	    plan_add_dim(p, &(struct plan_dim){ "T", "", 4, PLAN_DIM_TOKENS }, &T, NULL) != 0 ||
+	    plan_add_dim(p, &(struct plan_dim){ "H", "8", 8, 0 }, &H, NULL) != 0)
+		goto fail;
+	memset(&t, 0, sizeof t);
+	t.name = "w";
+	t.dtype = PLAN_DTYPE_F32;
+	t.role = PLAN_ROLE_WEIGHT;
+	t.rank = 1;
+	t.shape[0] = (struct plan_axis){ H, 8 };
+	for (int k = 1; k < PLAN_MAX_RANK; k++)
+		t.shape[k] = (struct plan_axis){ PLAN_NONE, 0 };
+	t.init.kind = PLAN_INIT_SAFETENSORS;
+	t.feed.var = PLAN_NONE;
+	t.bytes = 32;
+	if (plan_add_tensor(p, &t, &w, NULL) != 0)
+		goto fail;
+	t.name = "ids";
+	t.dtype = PLAN_DTYPE_I32;
+	t.role = PLAN_ROLE_INPUT;
+	t.shape[0] = (struct plan_axis){ T, 4 };
+	t.init.kind = PLAN_INIT_NONE;
+	t.feed = (struct plan_feed){ PLAN_FEED_PROMPT, PLAN_NONE, 5, 100, 0, 2 };
+	t.offset = 256;
+	t.bytes = 16;
+	if (plan_add_tensor(p, &t, &ids, NULL) != 0)
+		goto fail;
+	t.name = "next";
+	t.role = PLAN_ROLE_OUTPUT;
+	t.feed = (struct plan_feed){ PLAN_FEED_NONE, PLAN_NONE, 0, 0, 0, PLAN_NONE };
+	t.offset = 512;
+	if (plan_add_tensor(p, &t, &next, NULL) != 0)
+		goto fail;
+	if (plan_add_weight_source(p, &(struct plan_weight_source){ w, 0, "/m/model.safetensors",
+	                           "a.weight", PLAN_DTYPE_BF16, 8, 0, 0 }, NULL, NULL) != 0 ||
+	    plan_add_weight_source(p, &(struct plan_weight_source){ w, 16, "/m/shard-2.safetensors",
+	                           "b.weight", PLAN_DTYPE_F32, 16, 0, 0 }, NULL, NULL) != 0 ||
+	    plan_set_weight_hash(p, 0, UINT64_C(0xfedcba9876543210), NULL) != 0)
+		goto fail;
+	return p;
+fail:
+	plan_free(p);
+	return NULL;
+}
+
+static void test_weights(void)
+{
+	plan_t *p = weights_plan(), *q = NULL;
+	void *a = NULL, *c = NULL;
+	size_t alen = 0, clen = 0;
+	unsigned major = 0, minor = 0;
+	struct plan_diag d = { 0 };
+	const struct plan_weight_source *w0, *w1;
+
+	if (!ok(p != NULL, "weights plan: built"))
+		return;
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "weights plan: written");
+	ok(a != NULL && ((unsigned char *)a)[10] == 2 && ((unsigned char *)a)[11] == 0,
+	   "weights plan: the header says format 1.2");
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "weights plan: read back (%s)", d.message);
+	if (q != NULL) {
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == 2, "weights plan: the plan read remembers 1.2");
+		w0 = plan_get_weight_source(q, 0);
+		w1 = plan_get_weight_source(q, 1);
+		ok(plan_count_weight_sources(q) == 2 && w0 != NULL && w1 != NULL &&
+		   w0->tensor == 0 && w0->offset == 0 && strcmp(w0->file, "/m/model.safetensors") == 0 &&
+		   strcmp(w0->name, "a.weight") == 0 && w0->dtype == PLAN_DTYPE_BF16 && w0->bytes == 8 &&
+		   w0->hash == UINT64_C(0xfedcba9876543210) && w0->flags == PLAN_WSRC_HASHED,
+		   "weights plan: the first source comes back field by field");
+		ok(w1 != NULL && w1->offset == 16 && strcmp(w1->file, "/m/shard-2.safetensors") == 0 &&
+		   strcmp(w1->name, "b.weight") == 0 && w1->dtype == PLAN_DTYPE_F32 && w1->bytes == 16 &&
+		   w1->flags == 0, "weights plan: the second, unhashed, too");
+		ok(plan_get_tensor(q, 0)->init.kind == PLAN_INIT_SAFETENSORS &&
+		   plan_get_tensor(q, 1)->feed.kind == PLAN_FEED_PROMPT &&
+		   plan_get_tensor(q, 1)->feed.from == 2 && plan_get_tensor(q, 1)->feed.var == PLAN_NONE &&
+		   plan_get_tensor(q, 1)->feed.range == 100,
+		   "weights plan: the init kind and the prompt feed's feedback come back");
+		is_int(plan_write_memory(q, &c, &clen, &d), 0, "weights plan: the plan read is written");
+		ok(clen == alen && memcmp(a, c, alen) == 0, "weights plan: write(read(file)) is the file");
+	}
+	plan_free(q);
+	free(a);
+	free(c);
+	a = NULL;
+	/* A block past its tensor's bytes, and a safetensors tensor with no
+	 * source, are refused by the validator. */
+	plan_add_weight_source(p, &(struct plan_weight_source){ 0, 24, "/m/x.safetensors", "c",
+	                       PLAN_DTYPE_F32, 16, 0, 0 }, NULL, NULL);
+	ok(plan_write_memory(p, &a, &alen, &d) != 0 &&
+	   strstr(d.message, "source 2 (c) of 16 bytes at offset 24 overflows tensor 0 (w) of 32 bytes") != NULL,
+	   "weights plan: a block overflowing its tensor is refused (%s)", d.message);
+	free(a);
+	plan_free(p);
+}
+
 int main(void)
 {
 	test_compare();
@@ -180,5 +289,6 @@ int main(void)
 	round_trip(sample_large(50, 100), "plan of 5000 nodes");
 	test_files();
 	test_created();
+	test_weights();
 	return tap_done();
 }

@@ -75,16 +75,16 @@ plan_t *sample_rich(void)
 	t.feed.var = PLAN_NONE;
 
 	TENSOR(ids, "ids", PLAN_DTYPE_I32, PLAN_ROLE_INPUT, 1, AXIS_D(0));
-	t.feed = (struct plan_feed){ PLAN_FEED_TOKENS, PLAN_NONE, 9, 32000, 0 };
+	t.feed = (struct plan_feed){ PLAN_FEED_TOKENS, PLAN_NONE, 9, 32000, 0, PLAN_NONE };
 	CHECK(plan_add_tensor(p, &t, &ids, NULL));
 	TENSOR(w, "w", PLAN_DTYPE_BF16, PLAN_ROLE_WEIGHT, 2, AXIS_D(1), AXIS_D(2));
 	t.init = (struct plan_init){ PLAN_INIT_RANDOM, 7, 0.02, 0 };
 	CHECK(plan_add_tensor(p, &t, &w, NULL));
 	TENSOR(x, "x", PLAN_DTYPE_F16, PLAN_ROLE_INPUT, 2, AXIS_D(0), AXIS_D(1));
-	t.feed = (struct plan_feed){ PLAN_FEED_RANDOM, PLAN_NONE, 42, 0, 0.5 };
+	t.feed = (struct plan_feed){ PLAN_FEED_RANDOM, PLAN_NONE, 42, 0, 0.5, PLAN_NONE };
 	CHECK(plan_add_tensor(p, &t, &x, NULL));
 	TENSOR(pos, "pos", PLAN_DTYPE_I32, PLAN_ROLE_INPUT, 1, AXIS_D(0));
-	t.feed = (struct plan_feed){ PLAN_FEED_POSITIONS, 0, 0, 0, 0 };
+	t.feed = (struct plan_feed){ PLAN_FEED_POSITIONS, 0, 0, 0, 0, PLAN_NONE };
 	CHECK(plan_add_tensor(p, &t, &pos, NULL));
 	TENSOR(h, "h", PLAN_DTYPE_F32, PLAN_ROLE_ACTIVATION, 2, AXIS_D(0), AXIS_D(2));
 	CHECK(plan_add_tensor(p, &t, &h, NULL));

@@ -140,12 +140,15 @@ static void test_attrs(void)
 	   !k->attrs[ROPE_THETA].required && k->attrs[ROPE_THETA].dflt == 10000.0,
 	   "rope: heads and head_dim required, theta 10000");
 	k = op_kind_get(OP_ATTENTION);
-	is_int(op_kind_count_attrs(k), 5, "attention has 5 attributes");
+	is_int(op_kind_count_attrs(k), 6, "attention has 6 attributes");
 	is_int(op_kind_attr_index(k, "heads"), ATTN_HEADS, "attention: heads position");
 	is_int(op_kind_attr_index(k, "kv_heads"), ATTN_KV_HEADS, "attention: kv_heads position");
 	is_int(op_kind_attr_index(k, "head_dim"), ATTN_HEAD_DIM, "attention: head_dim position");
 	is_int(op_kind_attr_index(k, "kv_len"), ATTN_KV_LEN, "attention: kv_len position");
 	is_int(op_kind_attr_index(k, "scale"), ATTN_SCALE, "attention: scale position");
+	is_int(op_kind_attr_index(k, "causal"), ATTN_CAUSAL, "attention: causal position");
+	ok(k->attrs[ATTN_CAUSAL].type == OP_ATTR_BOOL && !k->attrs[ATTN_CAUSAL].required &&
+	   k->attrs[ATTN_CAUSAL].dflt == 0.0, "attention: causal is a bool, false by default");
 	is_int(k->attrs[ATTN_KV_LEN].type, OP_ATTR_INTVAR, "attention: kv_len takes a var");
 	ok(!k->attrs[ATTN_KV_HEADS].required && !k->attrs[ATTN_SCALE].required,
 	   "attention: kv_heads and scale are optional");

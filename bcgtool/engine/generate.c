@@ -1,0 +1,313 @@
+/*
+ * generate.c - greedy generation over an engine (see generate.h).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "engine/generate.h"
+#include "ops/numeric.h"
+#include "util.h"
+
+void gen_result_release(struct gen_result *r)
+{
+	free(r->tokens);
+	free(r->step_ms);
+	free(r->ran);
+	memset(r, 0, sizeof *r);
+}
+
+uint32_t gen_find_feed(const plan_t *plan, uint32_t *scores)
+{
+	*scores = PLAN_NONE;
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++) {
+		const struct plan_tensor *pt = plan_get_tensor(plan, t);
+		if (pt->feed.kind != PLAN_FEED_PROMPT)
+			continue;
+		/* the scores: the input of the argmax that writes the feedback */
+		for (uint32_t i = 0; i < plan_count_ops(plan); i++) {
+			const struct plan_op *o = plan_get_op(plan, i);
+			if (strcmp(o->kind, "argmax") == 0 && o->nout == 1 && o->out[0] == pt->feed.from)
+				*scores = o->in[0];
+		}
+		return t;
+	}
+	return PLAN_NONE;
+}
+
+int gen_parse_prompt(const char *text, int32_t **ids, int64_t *n, char *msg, size_t len)
+{
+	char *data = NULL, *p, *end;
+	size_t dlen, cap = 16;
+	int32_t *v = NULL;
+	int rc = -1;
+
+	*ids = NULL;
+	*n = 0;
+	if (text[0] == '@') {
+		if (bcg_read_file(text + 1, &data, &dlen) != 0) {
+			snprintf(msg, len, "%s: cannot read: %s", text + 1, strerror(errno));
+			return -1;
+		}
+	} else if ((data = strdup(text)) == NULL) {
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	if ((v = malloc(cap * sizeof *v)) == NULL) {
+		snprintf(msg, len, "out of memory");
+		goto out;
+	}
+	for (p = data;;) {
+		long long x;
+		while (*p == ',' || isspace((unsigned char)*p))
+			p++;
+		if (*p == '\0')
+			break;
+		errno = 0;
+		x = strtoll(p, &end, 10);
+		if (end == p || errno != 0 || x < 0 || x > INT32_MAX ||
+		    (*end != '\0' && *end != ',' && !isspace((unsigned char)*end))) {
+			snprintf(msg, len, "the prompt holds '%.20s', which is not a token id (0 to %d)",
+			         p, INT32_MAX);
+			goto out;
+		}
+		if ((size_t)*n == cap) {
+			int32_t *g = realloc(v, 2 * cap * sizeof *v);
+			if (g == NULL) {
+				snprintf(msg, len, "out of memory");
+				goto out;
+			}
+			v = g;
+			cap *= 2;
+		}
+		v[(*n)++] = (int32_t)x;
+		p = end;
+	}
+	if (*n == 0) {
+		snprintf(msg, len, "the prompt is empty");
+		goto out;
+	}
+	*ids = v;
+	v = NULL;
+	rc = 0;
+out:
+	free(v);
+	free(data);
+	return rc;
+}
+
+/* Row ROW of the scores tensor at RAN tokens, as f32, to PATH (written to
+ * a temporary file and renamed). */
+static int gen_write_scores(struct engine *e, uint32_t t, int64_t ran, int64_t row,
+                            const char *path, struct engine_error *err)
+{
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+	uint64_t bytes = plan_tensor_bytes(e->plan, t, ran);
+	int64_t cols = plan_axis_size(e->plan, &pt->shape[pt->rank - 1], ran);
+	size_t es = plan_dtype_size(pt->dtype);
+	unsigned char *buf = malloc(bytes ? (size_t)bytes : 1);
+	float *row_f = malloc((size_t)cols * sizeof *row_f);
+	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
+	FILE *f = NULL;
+	int rc = -1;
+
+	if (buf == NULL || row_f == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	if (engine_read_tensor(e, t, ran, buf, err) != 0)
+		goto out;
+	for (int64_t j = 0; j < cols; j++) {
+		const unsigned char *x = buf + ((size_t)(row * cols + j)) * es;
+		uint16_t h;
+		switch (pt->dtype) {
+		case PLAN_DTYPE_F16:
+			memcpy(&h, x, 2);
+			row_f[j] = bcg_f16_to_f32(h);
+			break;
+		case PLAN_DTYPE_BF16:
+			memcpy(&h, x, 2);
+			row_f[j] = bcg_bf16_to_f32(h);
+			break;
+		default:
+			memcpy(&row_f[j], x, 4);
+			break;
+		}
+	}
+	if ((f = fopen(tmp, "wb")) == NULL ||
+	    fwrite(row_f, sizeof *row_f, (size_t)cols, f) != (size_t)cols) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", tmp,
+		            strerror(errno));
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", tmp,
+		            strerror(errno));
+		goto out;
+	}
+	f = NULL;
+	if (rename(tmp, path) != 0) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", path,
+		            strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (f != NULL)
+		fclose(f);
+	if (rc != 0)
+		unlink(tmp);
+	free(tmp);
+	free(buf);
+	free(row_f);
+	return rc;
+}
+
+/* Every var must hold the sequence so far: past a var's limit the caches
+ * would wrap or clamp, and the tokens would be wrong without a word. */
+static int gen_check_vars(const plan_t *plan, int64_t need, struct engine_error *err)
+{
+	for (uint32_t i = 0; i < plan_count_vars(plan); i++) {
+		const struct plan_var *v = plan_get_var(plan, i);
+		if (need > v->limit)
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the generation needs %lld "
+			                   "positions, past the limit of var '%s' (%lld)",
+			                   (long long)need, v->name, (long long)v->limit);
+	}
+	return 0;
+}
+
+int generate(struct engine *e, const struct gen_opts *o, const struct gen_driver *d,
+             struct gen_result *r, struct engine_error *err)
+{
+	const plan_t *plan = e->plan;
+	uint32_t from;
+	struct engine_gen g = { 0 };
+	int32_t *fb = NULL, last = 0;
+	int64_t ran = 0;
+	int rc = -1;
+
+	memset(r, 0, sizeof *r);
+	if ((r->feed = gen_find_feed(plan, &r->scores)) == PLAN_NONE)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the script has no prompt feed: "
+		                   "generation needs one (feed: {kind: prompt, ...})");
+	if (o->logits != NULL && r->scores == PLAN_NONE)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "no argmax writes the prompt "
+		                   "feed's feedback: there are no scores to write");
+	from = plan_get_tensor(plan, r->feed)->feed.from;
+	for (int64_t i = 0; i < o->nprompt; i++) {
+		int64_t range = plan_get_tensor(plan, r->feed)->feed.range;
+		if (o->prompt[i] >= range)
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "prompt token %lld is %d, "
+			                   "outside the feed's range 0..%lld", (long long)i,
+			                   o->prompt[i], (long long)range - 1);
+	}
+	r->tokens = calloc(o->ntokens, sizeof *r->tokens);
+	r->step_ms = calloc(o->ntokens, sizeof *r->step_ms);
+	r->ran = calloc(o->ntokens, sizeof *r->ran);
+	fb = malloc((size_t)plan_tensor_bytes(plan, from, e->max_tokens) + 4);
+	if (r->tokens == NULL || r->step_ms == NULL || r->ran == NULL || fb == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	if (engine_reset(e, err) != 0)
+		goto out;
+	e->gen = &g;
+	for (uint64_t s = 0; s < o->ntokens; s++) {
+		uint64_t t0 = bcg_now_ns();
+		g.ids = s == 0 ? o->prompt : &last;
+		g.real = s == 0 ? o->nprompt : 1;
+		if (gen_check_vars(plan, g.consumed + g.real, err) != 0 ||
+		    d->step(d->ctx, e, g.real, s, &ran, err) != 0 ||
+		    gen_check_vars(plan, g.consumed + ran, err) != 0)
+			goto out;
+		if (engine_read_tensor(e, from, ran, fb, err) != 0)
+			goto out;
+		r->step_ms[s] = (double)(bcg_now_ns() - t0) / 1e6;
+		r->ran[s] = ran;
+		last = fb[g.real - 1];
+		r->tokens[s] = last;
+		r->ntokens = s + 1;
+		if (s + 1 == o->ntokens && o->logits != NULL &&
+		    gen_write_scores(e, r->scores, ran, g.real - 1, o->logits, err) != 0)
+			goto out;
+		g.consumed += g.real;
+	}
+	rc = 0;
+out:
+	e->gen = NULL;
+	free(fb);
+	return rc;
+}
+
+void gen_print(FILE *f, const struct gen_opts *o, const struct gen_result *r, int json,
+               const char *what, const char *path, const char *backend, const char *device)
+{
+	if (json) {
+		struct plan_json *j = plan_json_new(f);
+		double *ms;
+		if (j == NULL)
+			return;
+		plan_json_object_begin(j);
+		plan_json_key(j, what);
+		plan_json_string(j, path);
+		plan_json_key(j, "backend");
+		plan_json_string(j, backend);
+		plan_json_key(j, "device");
+		plan_json_string(j, device);
+		plan_json_key(j, "prompt");
+		plan_json_array_begin(j);
+		for (int64_t i = 0; i < o->nprompt; i++)
+			plan_json_int(j, o->prompt[i]);
+		plan_json_array_end(j);
+		plan_json_key(j, "tokens");
+		plan_json_array_begin(j);
+		for (uint64_t i = 0; i < r->ntokens; i++)
+			plan_json_int(j, r->tokens[i]);
+		plan_json_array_end(j);
+		plan_json_key(j, "steps");
+		plan_json_array_begin(j);
+		for (uint64_t i = 0; i < r->ntokens; i++) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "tokens");
+			plan_json_int(j, i == 0 ? o->nprompt : 1);
+			plan_json_key(j, "ran");
+			plan_json_int(j, r->ran[i]);
+			plan_json_key(j, "ms");
+			plan_json_double(j, r->step_ms[i]);
+			plan_json_object_end(j);
+		}
+		plan_json_array_end(j);
+		/* decode steps only: the prefill is another kind of step */
+		if ((ms = malloc((r->ntokens + 1) * sizeof *ms)) != NULL) {
+			for (uint64_t i = 1; i < r->ntokens; i++)
+				ms[i - 1] = r->step_ms[i];
+			plan_json_key(j, "decode_ms_median");
+			plan_json_double(j, bcg_percentile(ms, r->ntokens - 1, 50));
+			free(ms);
+		}
+		plan_json_object_end(j);
+		plan_json_free(j);
+		return;
+	}
+	fprintf(f, "%-9s%s\n", what, path);
+	fprintf(f, "backend  %s%s%s%s\n", backend, device[0] ? " (" : "", device, device[0] ? ")" : "");
+	fprintf(f, "prompt  ");
+	for (int64_t i = 0; i < o->nprompt; i++)
+		fprintf(f, " %d", o->prompt[i]);
+	fprintf(f, "\ntokens  ");
+	for (uint64_t i = 0; i < r->ntokens; i++)
+		fprintf(f, " %d", r->tokens[i]);
+	fprintf(f, "\n\n%6s  %6s  %6s  %6s  %12s\n", "step", "tokens", "ran", "id", "time");
+	for (uint64_t i = 0; i < r->ntokens; i++)
+		fprintf(f, "%6llu  %6lld  %6lld  %6d  %9.3f ms\n", (unsigned long long)i,
+		        (long long)(i == 0 ? o->nprompt : 1), (long long)r->ran[i], r->tokens[i],
+		        r->step_ms[i]);
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""hf-fixtures.py - tiny random Hugging Face models and what transformers
+makes of them, the independent reference of t7100-hf-import.sh.
+
+  python3 t/hf-fixtures.py OUT_DIR              the fixtures of t/data/hf
+  python3 t/hf-fixtures.py --llama-1b OUT_DIR   a random model of
+                                                Llama-3.2-1B's shapes (bf16,
+                                                about 2.5 GB), for the GPU
+                                                session
+
+For each model it writes OUT_DIR/NAME/: config.json and model.safetensors
+(save_pretrained), and expect.json: the prompt, the greedy tokens that
+transformers' own forward gives (one full forward a step, argmax of the
+last position), the logits of the last step in logits.bin (little-endian
+f32), and the smallest top-1/top-2 gap of any step (a random model whose
+gap is tiny would make the token test a coin toss: seeds are chosen until
+it is not). Needs torch and transformers.
+"""
+import json
+import os
+import struct
+import sys
+import time
+
+import torch
+import transformers
+from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+PROMPT = [1, 5, 9, 17, 33, 2, 7]
+STEPS = 8
+
+TINY = {
+    # Llama 3 style: grouped-query attention (4 query heads, 2 kv heads),
+    # theta 500000, untied.
+    "llama": (LlamaConfig, LlamaForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        max_position_embeddings=128, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        tie_word_embeddings=False)),
+    # Qwen2: biases on q, k and v; tied embeddings; three layers.
+    "qwen2": (Qwen2Config, Qwen2ForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        tie_word_embeddings=True, use_sliding_window=False)),
+    # Mistral: one kv head, head_dim 16 with hidden 32 (q wider than H),
+    # a sliding window wider than the cache.
+    "mistral": (MistralConfig, MistralForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16,
+        vocab_size=96, max_position_embeddings=128, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        sliding_window=4096, tie_word_embeddings=False)),
+}
+
+LLAMA_1B = (LlamaConfig, LlamaForCausalLM, dict(
+    hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+    num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+    vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
+    rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+    tie_word_embeddings=True))
+
+
+@torch.no_grad()
+def greedy(model, prompt, steps, device):
+    ids = torch.tensor([prompt], device=device)
+    tokens, gap, last = [], float("inf"), None
+    for _ in range(steps):
+        logits = model(input_ids=ids, use_cache=False).logits[0, -1].float()
+        top = torch.topk(logits, 2).values
+        gap = min(gap, float(top[0] - top[1]))
+        t = int(torch.argmax(logits))
+        tokens.append(t)
+        last = logits
+        ids = torch.cat([ids, torch.tensor([[t]], device=device)], dim=1)
+    return tokens, gap, last.cpu()
+
+
+def build(name, spec, out, dtype, seed, device="cpu", std=None):
+    cfg_cls, model_cls, kw = spec
+    cfg = cfg_cls(**kw)
+    if std is not None:
+        cfg.initializer_range = std
+    torch.manual_seed(seed)
+    model = model_cls(cfg).to(dtype).to(device).eval()
+    tokens, gap, logits = greedy(model, PROMPT, STEPS, device)
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    model.save_pretrained(d, safe_serialization=True)
+    gc = os.path.join(d, "generation_config.json")
+    if os.path.exists(gc):
+        os.remove(gc)
+    with open(os.path.join(d, "logits.bin"), "wb") as f:
+        f.write(struct.pack("<%df" % logits.numel(), *logits.tolist()))
+    with open(os.path.join(d, "expect.json"), "w") as f:
+        json.dump({"prompt": PROMPT, "tokens": tokens, "min_gap": gap,
+                   "logits": "logits.bin", "seed": seed,
+                   "dtype": str(dtype).replace("torch.", "")}, f, indent=1)
+        f.write("\n")
+    return tokens, gap
+
+
+def main():
+    args = sys.argv[1:]
+    big = args and args[0] == "--llama-1b"
+    if big:
+        args = args[1:]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    out = args[0]
+    if big:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        t0 = time.time()
+        tokens, gap = build("llama-3.2-1b", LLAMA_1B, out, torch.bfloat16, 1, device)
+        print("llama-3.2-1b: tokens %s, smallest gap %.4g, %.1f s" % (tokens, gap, time.time() - t0))
+        return
+    for name, spec in TINY.items():
+        # A larger init than the default 0.02: logits far enough apart that
+        # the order of f32 sums cannot change an argmax.
+        for seed in range(1, 50):
+            tokens, gap = build(name, spec, out, torch.float32, seed, std=0.25)
+            if gap > 1e-2:
+                break
+        print("%s: seed %d, tokens %s, smallest gap %.4g" % (name, seed, tokens, gap))
+    with open(os.path.join(out, "PROVENANCE"), "w") as f:
+        f.write("Made by: python3 t/hf-fixtures.py t/data/hf\n")
+        f.write("Date: %s\n" % time.strftime("%Y-%m-%d", time.gmtime()))
+        f.write("transformers %s, torch %s, safetensors %s, python %s\n" % (
+            transformers.__version__, torch.__version__,
+            __import__("safetensors").__version__, sys.version.split()[0]))
+        f.write("Each model: random weights (initializer_range 0.25, seed in expect.json),\n"
+                "float32; expect.json holds the prompt, the greedy tokens of transformers'\n"
+                "forward and the smallest top-1/top-2 logit gap; logits.bin the last\n"
+                "step's logits, little-endian f32.\n")
+
+
+if __name__ == "__main__":
+    main()
