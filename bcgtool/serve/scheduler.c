@@ -4,13 +4,14 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve/scheduler.h"
 
-void sched_release(struct sched *s)
+void serve_sched_release(struct serve_sched *s)
 {
 	if (s->r != NULL)
 		for (uint32_t i = 0; s->trace != NULL && i < s->trace->n; i++)
@@ -29,16 +30,16 @@ void sched_release(struct sched *s)
 	memset(s, 0, sizeof *s);
 }
 
-static int sched_fail(struct sched *s, struct serve_diag *why, const char *msg)
+static int serve_sched_fail(struct serve_sched *s, struct serve_diag *why, const char *msg)
 {
-	sched_release(s);
+	serve_sched_release(s);
 	why->line = why->col = 0;
 	snprintf(why->msg, sizeof why->msg, "%s", msg);
 	return -1;
 }
 
-int sched_init(struct sched *s, const struct serve_trace *t, const struct sched_opts *o,
-               struct serve_diag *why)
+int serve_sched_init(struct serve_sched *s, const struct serve_trace *t,
+                     const struct serve_sched_opts *o, struct serve_diag *why)
 {
 	uint64_t per_req = (uint64_t)o->max_blocks * o->block_size;
 	struct serve_batch *b = &s->batch;
@@ -48,7 +49,7 @@ int sched_init(struct sched *s, const struct serve_trace *t, const struct sched_
 	memset(s, 0, sizeof *s);
 	if (o->num_blocks == 0 || o->block_size == 0 || o->max_blocks == 0 || o->max_reqs == 0 ||
 	    o->token_budget == 0)
-		return sched_fail(s, why, "the scheduler needs blocks, requests and tokens");
+		return serve_sched_fail(s, why, "the scheduler needs blocks, requests and tokens");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct serve_request *q = &t->req[i];
 		/* The last sampled token is never written to the cache. */
@@ -60,7 +61,7 @@ int sched_init(struct sched *s, const struct serve_trace *t, const struct sched_
 			         " a request (%u blocks of %u) and %" PRIu64 " in all",
 			         q->id, need, per_req, o->max_blocks, o->block_size,
 			         (uint64_t)o->num_blocks * o->block_size);
-			return sched_fail(s, why, msg);
+			return serve_sched_fail(s, why, msg);
 		}
 	}
 	s->o = *o;
@@ -76,10 +77,10 @@ int sched_init(struct sched *s, const struct serve_trace *t, const struct sched_
 	    (s->waiting = calloc(n ? n : 1, sizeof *s->waiting)) == NULL ||
 	    (s->running = calloc(o->max_reqs, sizeof *s->running)) == NULL ||
 	    (s->batch_reqs = calloc(o->max_reqs, sizeof *s->batch_reqs)) == NULL)
-		return sched_fail(s, why, "out of memory");
+		return serve_sched_fail(s, why, "out of memory");
 	for (uint32_t i = 0; i < n; i++)
 		if (kv_list_init(&s->r[i].blocks, o->max_blocks) != 0)
-			return sched_fail(s, why, "out of memory");
+			return serve_sched_fail(s, why, "out of memory");
 	b->max_blocks = o->max_blocks;
 	b->block_size = o->block_size;
 	b->query_start = calloc((size_t)s->o.pad_reqs + 1, sizeof *b->query_start);
@@ -90,36 +91,36 @@ int sched_init(struct sched *s, const struct serve_trace *t, const struct sched_
 	b->slot = calloc(s->o.pad_tokens, sizeof *b->slot);
 	if (b->query_start == NULL || b->seq_len == NULL || b->block_table == NULL ||
 	    b->request_id == NULL || b->position == NULL || b->slot == NULL)
-		return sched_fail(s, why, "out of memory");
+		return serve_sched_fail(s, why, "out of memory");
 	return 0;
 }
 
 /* Tokens the request knows: its prompt and what it has generated. */
-static uint32_t known_tokens(const struct sched *s, uint32_t i)
+static uint32_t known_tokens(const struct serve_sched *s, uint32_t i)
 {
 	return s->trace->req[i].prompt_len + s->r[i].generated;
 }
 
 /* Move every request that has arrived by now to the waiting queue. */
-static void sched_arrivals(struct sched *s)
+static void serve_sched_arrivals(struct serve_sched *s)
 {
 	while (s->next < s->trace->n && s->trace->req[s->next].arrival_us <= s->clock_us) {
-		s->r[s->next].state = SCHED_WAITING;
+		s->r[s->next].state = SERVE_REQ_WAITING;
 		s->waiting[s->nwaiting++] = s->next++;
 	}
 }
 
 /* Free the last running request's blocks and put it first in the queue. */
-static uint32_t sched_preempt_last(struct sched *s)
+static uint32_t serve_sched_preempt_last(struct serve_sched *s)
 {
 	uint32_t v = s->running[--s->nrunning];
-	struct sched_req *q = &s->r[v];
+	struct serve_sched_req *q = &s->r[v];
 
 	kv_pool_free(&s->pool, &q->blocks);
 	q->computed = 0;
 	q->scheduled = 0;
 	q->preempted++;
-	q->state = SCHED_WAITING;
+	q->state = SERVE_REQ_WAITING;
 	memmove(s->waiting + 1, s->waiting, s->nwaiting * sizeof *s->waiting);
 	s->waiting[0] = v;
 	s->nwaiting++;
@@ -134,7 +135,7 @@ static uint32_t min3(uint32_t a, uint32_t b, uint32_t c)
 }
 
 /* Write the scheduled requests' rows into the batch. */
-static void sched_fill(struct sched *s, uint32_t nreqs)
+static void serve_sched_fill(struct serve_sched *s, uint32_t nreqs)
 {
 	struct serve_batch *b = &s->batch;
 	uint32_t row = 0, bs = s->o.block_size;
@@ -142,7 +143,7 @@ static void sched_fill(struct sched *s, uint32_t nreqs)
 
 	for (uint32_t k = 0; k < nreqs; k++) {
 		uint32_t i = s->batch_reqs[k];
-		struct sched_req *q = &s->r[i];
+		struct serve_sched_req *q = &s->r[i];
 		uint32_t *table = &b->block_table[(size_t)k * b->max_blocks];
 
 		b->query_start[k] = row;
@@ -164,30 +165,30 @@ static void sched_fill(struct sched *s, uint32_t nreqs)
 	b->key.uniform_decode = uniform && nreqs > 0;
 }
 
-int sched_next(struct sched *s)
+int serve_sched_next(struct serve_sched *s)
 {
 	uint32_t budget = s->o.token_budget, nb = 0, preempted = 0;
 
-	sched_arrivals(s);
+	serve_sched_arrivals(s);
 	if (s->nrunning == 0 && s->nwaiting == 0) {
 		if (s->next == s->trace->n)
 			return 1;
 		s->stats.idle_us += s->trace->req[s->next].arrival_us - s->clock_us;
 		s->clock_us = s->trace->req[s->next].arrival_us;
-		sched_arrivals(s);
+		serve_sched_arrivals(s);
 	}
 
 	/* Running requests, in admission order. Preemption takes from the
 	 * end, which this step has not reached yet (or the request itself). */
 	for (uint32_t k = 0; k < s->nrunning && budget > 0;) {
 		uint32_t i = s->running[k];
-		struct sched_req *q = &s->r[i];
+		struct serve_sched_req *q = &s->r[i];
 		uint32_t n = min3(known_tokens(s, i) - q->computed, budget, s->o.chunk);
 		int self = 0;
 
 		while (kv_pool_grow(&s->pool, &q->blocks, i, (uint64_t)q->computed + n) != 0) {
 			preempted = 1;
-			if (sched_preempt_last(s) == i) {
+			if (serve_sched_preempt_last(s) == i) {
 				self = 1;
 				break;
 			}
@@ -203,20 +204,20 @@ int sched_next(struct sched *s)
 	/* Waiting requests, first come first served. */
 	while (!preempted && s->nwaiting > 0 && s->nrunning < s->o.max_reqs && budget > 0) {
 		uint32_t i = s->waiting[0];
-		struct sched_req *q = &s->r[i];
+		struct serve_sched_req *q = &s->r[i];
 		uint32_t n = min3(known_tokens(s, i) - q->computed, budget, s->o.chunk);
 
 		if (kv_pool_grow(&s->pool, &q->blocks, i, (uint64_t)q->computed + n) != 0)
 			break;
 		memmove(s->waiting, s->waiting + 1, --s->nwaiting * sizeof *s->waiting);
-		q->state = SCHED_RUNNING;
+		q->state = SERVE_REQ_RUNNING;
 		q->scheduled = n;
 		budget -= n;
 		s->running[s->nrunning++] = i;
 		s->batch_reqs[nb++] = i;
 	}
 
-	sched_fill(s, nb);
+	serve_sched_fill(s, nb);
 	s->pending = 1;
 	s->stats.tokens += s->batch.key.tokens;
 	if (nb > s->stats.max_reqs)
@@ -226,7 +227,7 @@ int sched_next(struct sched *s)
 	return 0;
 }
 
-void sched_pad(struct sched *s, uint32_t tokens, uint32_t reqs)
+void serve_sched_pad(struct serve_sched *s, uint32_t tokens, uint32_t reqs)
 {
 	struct serve_batch *b = &s->batch;
 	uint32_t nt = b->key.tokens, nr = b->key.requests;
@@ -248,7 +249,7 @@ void sched_pad(struct sched *s, uint32_t tokens, uint32_t reqs)
 	}
 }
 
-void sched_finish(struct sched *s)
+void serve_sched_finish(struct serve_sched *s)
 {
 	uint32_t kept = 0;
 
@@ -256,7 +257,7 @@ void sched_finish(struct sched *s)
 		return;
 	for (uint32_t k = 0; k < s->batch.key.requests; k++) {
 		uint32_t i = s->batch_reqs[k];
-		struct sched_req *q = &s->r[i];
+		struct serve_sched_req *q = &s->r[i];
 
 		q->computed += q->scheduled;
 		q->scheduled = 0;
@@ -267,7 +268,7 @@ void sched_finish(struct sched *s)
 		q->generated++;
 		s->stats.generated++;
 		if (q->generated == s->trace->req[i].output_len) {
-			q->state = SCHED_FINISHED;
+			q->state = SERVE_REQ_FINISHED;
 			q->finish_step = s->stats.steps;
 			kv_pool_free(&s->pool, &q->blocks);
 			s->nfinished++;
@@ -275,10 +276,77 @@ void sched_finish(struct sched *s)
 	}
 	/* Drop the finished from the running list, keeping the order. */
 	for (uint32_t k = 0; k < s->nrunning; k++)
-		if (s->r[s->running[k]].state == SCHED_RUNNING)
+		if (s->r[s->running[k]].state == SERVE_REQ_RUNNING)
 			s->running[kept++] = s->running[k];
 	s->nrunning = kept;
 	s->pending = 0;
 	s->stats.steps++;
 	s->clock_us += s->o.step_us;
+}
+
+int serve_sched_parse(const char *spec, struct serve_sched_opts *o, char *why, size_t whylen)
+{
+	static const struct {
+		const char *key;
+		size_t      off;
+		int         wide;     /* a uint64_t field */
+		uint64_t    min, max;
+	} keys[] = {
+		{ "budget", offsetof(struct serve_sched_opts, token_budget), 0, 1, 1u << 20 },
+		{ "requests", offsetof(struct serve_sched_opts, max_reqs), 0, 1, 1u << 16 },
+		{ "chunk", offsetof(struct serve_sched_opts, chunk), 0, 0, 1u << 20 },
+		{ "blocks", offsetof(struct serve_sched_opts, num_blocks), 0, 1, 1u << 24 },
+		{ "block-size", offsetof(struct serve_sched_opts, block_size), 0, 1, 1u << 16 },
+		{ "step-us", offsetof(struct serve_sched_opts, step_us), 1, 0, 3600000000ull },
+	};
+	const char *p = spec;
+
+	if (*p == '\0') {
+		snprintf(why, whylen, "empty scheduler spec");
+		return -1;
+	}
+	while (*p != '\0') {
+		const char *end = strchr(p, ','), *eq, *val;
+		size_t n = end ? (size_t)(end - p) : strlen(p), kl, k;
+		uint64_t v = 0;
+		int bad = 0;
+
+		if ((eq = memchr(p, '=', n)) == NULL) {
+			snprintf(why, whylen, "'%.*s' is not KEY=VALUE", (int)n, p);
+			return -1;
+		}
+		kl = (size_t)(eq - p);
+		for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
+			if (strlen(keys[k].key) == kl && memcmp(p, keys[k].key, kl) == 0)
+				break;
+		if (k == sizeof keys / sizeof keys[0]) {
+			snprintf(why, whylen, "unknown key '%.*s' (budget, requests, chunk, blocks, "
+			         "block-size, step-us)", (int)kl, p);
+			return -1;
+		}
+		val = eq + 1;
+		if (val == p + n || p + n - val > 20)
+			bad = 1;
+		for (const char *c = val; !bad && c < p + n; c++) {
+			if (*c < '0' || *c > '9')
+				bad = 1;
+			else
+				v = v * 10 + (uint64_t)(*c - '0');
+		}
+		if (bad || v < keys[k].min || v > keys[k].max) {
+			snprintf(why, whylen, "%s takes a whole number from %" PRIu64 " to %" PRIu64,
+			         keys[k].key, keys[k].min, keys[k].max);
+			return -1;
+		}
+		if (keys[k].wide)
+			*(uint64_t *)(void *)((char *)o + keys[k].off) = v;
+		else
+			*(uint32_t *)(void *)((char *)o + keys[k].off) = (uint32_t)v;
+		p += n + (end != NULL);
+		if (end != NULL && *p == '\0') {
+			snprintf(why, whylen, "a comma ends the spec");
+			return -1;
+		}
+	}
+	return 0;
 }

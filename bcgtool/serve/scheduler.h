@@ -15,8 +15,8 @@
  *    queue, to compute its prompt and the tokens it had generated again
  *    (recompute, vLLM's only kind of preemption). No request is admitted
  *    in a step that preempted.
- * After the step has run, sched_finish() advances every scheduled request:
- * a request whose known tokens are all computed samples its next token;
+ * After the step has run, serve_sched_finish() advances every scheduled
+ * request: a request whose known tokens are all computed samples its next token;
  * one that has generated its output length retires and frees its blocks.
  *
  * Time is a virtual clock: it advances `step_us` a step, and jumps to the
@@ -33,7 +33,7 @@
 #include "serve/kvblocks.h"
 #include "serve/trace.h"
 
-struct sched_opts {
+struct serve_sched_opts {
 	uint32_t num_blocks;     /* blocks in the KV cache */
 	uint32_t block_size;     /* positions a block */
 	uint32_t max_blocks;     /* blocks one request may hold (block table width) */
@@ -45,14 +45,14 @@ struct sched_opts {
 	uint32_t pad_reqs;       /* ... and request rows (padding included) */
 };
 
-enum sched_state {
-	SCHED_FUTURE,     /* not arrived yet */
-	SCHED_WAITING,
-	SCHED_RUNNING,
-	SCHED_FINISHED,
+enum serve_req_state {
+	SERVE_REQ_FUTURE,     /* not arrived yet */
+	SERVE_REQ_WAITING,
+	SERVE_REQ_RUNNING,
+	SERVE_REQ_FINISHED,
 };
 
-struct sched_req {
+struct serve_sched_req {
 	int            state;
 	uint32_t       computed;     /* positions in the KV cache */
 	uint32_t       generated;    /* output tokens sampled */
@@ -63,7 +63,7 @@ struct sched_req {
 	struct kv_list blocks;
 };
 
-struct sched_stats {
+struct serve_sched_stats {
 	uint64_t steps;
 	uint64_t preemptions;
 	uint64_t tokens;           /* scheduled, over every step */
@@ -73,11 +73,11 @@ struct sched_stats {
 	uint64_t idle_us;          /* virtual time with nothing to run */
 };
 
-struct sched {
-	struct sched_opts         o;
+struct serve_sched {
+	struct serve_sched_opts   o;
 	const struct serve_trace *trace;
 	struct kv_pool            pool;
-	struct sched_req         *r;          /* per trace request */
+	struct serve_sched_req   *r;          /* per trace request */
 	uint32_t                  next;       /* first request not arrived */
 	uint32_t                 *waiting;    /* trace indexes, queue order */
 	uint32_t                  nwaiting;
@@ -87,29 +87,34 @@ struct sched {
 	uint32_t                  nfinished;
 	int                       pending;    /* a batch formed, not finished */
 	uint64_t                  clock_us;
-	struct sched_stats        stats;
+	struct serve_sched_stats  stats;
 	struct serve_batch        batch;
 };
 
 /* Check O against T (every request must fit in the cache alone) and set
  * up. On error fill WHY (no position) and return -1; the message names
  * the request that does not fit. */
-int sched_init(struct sched *s, const struct serve_trace *t, const struct sched_opts *o,
-               struct serve_diag *why);
-void sched_release(struct sched *s);
+int serve_sched_init(struct serve_sched *s, const struct serve_trace *t,
+                     const struct serve_sched_opts *o, struct serve_diag *why);
+
+/* Parse SPEC, "key=value,..." (bcgtool-replay(1)): budget, requests,
+ * chunk, blocks, block-size, step-us; the keys not given keep O's values.
+ * On error write the reason to WHY and return -1. */
+int serve_sched_parse(const char *spec, struct serve_sched_opts *o, char *why, size_t whylen);
+void serve_sched_release(struct serve_sched *s);
 
 /* Form the next step's batch into s->batch. 0 formed, 1 every request
  * has finished (nothing formed). */
-int sched_next(struct sched *s);
+int serve_sched_next(struct serve_sched *s);
 
 /* Pad s->batch to TOKENS token rows and REQS request rows (at least the
  * batch's own, at most the pad capacities): padded rows get
  * SERVE_SLOT_PAD and position 0, padded requests seq_len 0, no tokens
  * (their query_start is the unpadded token count) and block 0 throughout
  * their table. s->batch.key stays the unpadded key. */
-void sched_pad(struct sched *s, uint32_t tokens, uint32_t reqs);
+void serve_sched_pad(struct serve_sched *s, uint32_t tokens, uint32_t reqs);
 
-/* The batch formed by sched_next() has run: advance its requests. */
-void sched_finish(struct sched *s);
+/* The batch formed by serve_sched_next() has run: advance its requests. */
+void serve_sched_finish(struct serve_sched *s);
 
 #endif /* BCG_SERVE_SCHEDULER_H */

@@ -23,29 +23,29 @@ struct key {
 	int uniform;
 };
 
-static struct sched_opts opts(uint32_t blocks, uint32_t bs, uint32_t maxb, uint32_t reqs,
+static struct serve_sched_opts opts(uint32_t blocks, uint32_t bs, uint32_t maxb, uint32_t reqs,
                               uint32_t budget, uint32_t chunk)
 {
-	struct sched_opts o = { .num_blocks = blocks, .block_size = bs, .max_blocks = maxb,
+	struct serve_sched_opts o = { .num_blocks = blocks, .block_size = bs, .max_blocks = maxb,
 	                        .max_reqs = reqs, .token_budget = budget, .chunk = chunk,
 	                        .step_us = 1000 };
 	return o;
 }
 
 /* Run T to the end; compare the keys with WANT (N of them). */
-static void expect_keys(const struct serve_trace *t, const struct sched_opts *o,
+static void expect_keys(const struct serve_trace *t, const struct serve_sched_opts *o,
                         const struct key *want, uint32_t n, const char *what,
-                        uint32_t *seq_out, struct sched_stats *st)
+                        uint32_t *seq_out, struct serve_sched_stats *st)
 {
-	struct sched s;
+	struct serve_sched s;
 	struct serve_diag d;
 	uint32_t steps = 0, bad = 0;
 
-	if (sched_init(&s, t, o, &d) != 0) {
+	if (serve_sched_init(&s, t, o, &d) != 0) {
 		ok(0, "%s: init (%s)", what, d.msg);
 		return;
 	}
-	while (sched_next(&s) == 0) {
+	while (serve_sched_next(&s) == 0) {
 		const struct serve_batch_key *k = &s.batch.key;
 		if (steps >= n || k->tokens != want[steps].tokens || k->requests != want[steps].requests ||
 		    k->uniform_decode != want[steps].uniform) {
@@ -56,21 +56,21 @@ static void expect_keys(const struct serve_trace *t, const struct sched_opts *o,
 		if (seq_out != NULL && steps < n)
 			seq_out[steps] = s.batch.seq_len[0];
 		steps++;
-		sched_finish(&s);
+		serve_sched_finish(&s);
 	}
 	is_int(steps, n, "%s: %u steps", what, n);
 	is_int(bad, 0, "%s: the batches worked out by hand", what);
 	is_int(s.pool.nfree, o->num_blocks, "%s: every block free at the end", what);
 	if (st != NULL)
 		*st = s.stats;
-	sched_release(&s);
+	serve_sched_release(&s);
 }
 
 static void test_chunked_prefill(void)
 {
 	struct serve_request r = { .id = 1, .prompt_len = 10, .output_len = 3 };
 	struct serve_trace t = { 1, &r };
-	struct sched_opts o = opts(8, 4, 4, 4, 4, 0);
+	struct serve_sched_opts o = opts(8, 4, 4, 4, 4, 0);
 	static const struct key want[] = { { 4, 1, 0 }, { 4, 1, 0 }, { 2, 1, 0 }, { 1, 1, 1 },
 	                                   { 1, 1, 1 } };
 	uint32_t seq[5];
@@ -89,7 +89,7 @@ static void test_preemption(void)
 	struct serve_request r[2] = { { .id = 0, .prompt_len = 3, .output_len = 4 },
 	                              { .id = 1, .prompt_len = 3, .output_len = 4 } };
 	struct serve_trace t = { 2, r };
-	struct sched_opts o = opts(4, 2, 4, 4, 16, 0);
+	struct serve_sched_opts o = opts(4, 2, 4, 4, 16, 0);
 	/* Worked out in the comment of each step:
 	 * 1: both prompts (2 blocks each, none left);
 	 * 2: both decode (positions 3, 4 fit);
@@ -99,7 +99,7 @@ static void test_preemption(void)
 	 * 6: B decodes its last. */
 	static const struct key want[] = { { 6, 2, 0 }, { 2, 2, 1 }, { 1, 1, 1 }, { 1, 1, 1 },
 	                                   { 5, 1, 0 }, { 1, 1, 1 } };
-	struct sched_stats st;
+	struct serve_sched_stats st;
 
 	expect_keys(&t, &o, want, 6, "preemption by recompute", NULL, &st);
 	is_int(st.preemptions, 1, "one preemption");
@@ -113,7 +113,7 @@ static void test_request_limit(void)
 	                              { .id = 1, .prompt_len = 2, .output_len = 3 },
 	                              { .id = 2, .prompt_len = 2, .output_len = 1 } };
 	struct serve_trace t = { 3, r };
-	struct sched_opts o = opts(16, 4, 4, 2, 64, 0);
+	struct serve_sched_opts o = opts(16, 4, 4, 2, 64, 0);
 	/* 1: prompts of 0 and 1; 2: both decode, 0 retires; 3: 1 decodes and 2
 	 * is admitted (its one token is sampled by its prompt: it retires). */
 	static const struct key want[] = { { 4, 2, 0 }, { 2, 2, 1 }, { 3, 2, 0 } };
@@ -127,9 +127,9 @@ static void test_clock(void)
 	                              { .id = 1, .arrival_us = 1000000, .prompt_len = 1,
 	                                .output_len = 1 } };
 	struct serve_trace t = { 2, r };
-	struct sched_opts o = opts(16, 4, 4, 4, 64, 0);
+	struct serve_sched_opts o = opts(16, 4, 4, 4, 64, 0);
 	static const struct key want[] = { { 1, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 } };
-	struct sched_stats st;
+	struct serve_sched_stats st;
 
 	expect_keys(&t, &o, want, 3, "a late arrival", NULL, &st);
 	is_int(st.idle_us, 1000000 - 2000, "the clock jumps over the idle time");
@@ -140,15 +140,15 @@ static void test_too_long(void)
 	struct serve_request r[2] = { { .id = 5, .prompt_len = 10, .output_len = 7 },
 	                              { .id = 6, .prompt_len = 16, .output_len = 2 } };
 	struct serve_trace t = { 2, r };
-	struct sched_opts o = opts(100, 4, 4, 4, 64, 0);
-	struct sched s;
+	struct serve_sched_opts o = opts(100, 4, 4, 4, 64, 0);
+	struct serve_sched s;
 	struct serve_diag d;
 
-	ok(sched_init(&s, &t, &o, &d) == -1, "a request longer than a block table is refused");
+	ok(serve_sched_init(&s, &t, &o, &d) == -1, "a request longer than a block table is refused");
 	is_str(d.msg, "request 6 needs 17 KV positions; the cache holds 16 a request "
 	       "(4 blocks of 4) and 400 in all", "with the request and the sizes");
 	o = opts(3, 4, 8, 4, 64, 0);
-	ok(sched_init(&s, &t, &o, &d) == -1, "a request longer than the whole cache is refused");
+	ok(serve_sched_init(&s, &t, &o, &d) == -1, "a request longer than the whole cache is refused");
 	is_str(d.msg, "request 5 needs 16 KV positions; the cache holds 32 a request "
 	       "(8 blocks of 4) and 12 in all", "with the request and the sizes");
 }
@@ -161,10 +161,10 @@ struct model {
 	int      done;
 };
 
-static void run_checked(const struct serve_trace *t, const struct sched_opts *o, const char *what,
-                        uint64_t *hash_out)
+static void run_checked(const struct serve_trace *t, const struct serve_sched_opts *o,
+                        const char *what, uint64_t *hash_out)
 {
-	struct sched s;
+	struct serve_sched s;
 	struct serve_diag d;
 	struct model *m = calloc(t->n, sizeof *m);
 	uint32_t *owner = calloc(o->num_blocks, sizeof *owner);
@@ -173,13 +173,13 @@ static void run_checked(const struct serve_trace *t, const struct sched_opts *o,
 	uint32_t bad_arrival = 0, bad_done = 0, bad_uniform = 0, next_new = 0, max_reqs = 0;
 	uint32_t bs = o->block_size;
 
-	if (sched_init(&s, t, o, &d) != 0 || m == NULL || owner == NULL) {
+	if (serve_sched_init(&s, t, o, &d) != 0 || m == NULL || owner == NULL) {
 		ok(0, "%s: init (%s)", what, d.msg);
 		free(m);
 		free(owner);
 		return;
 	}
-	while (sched_next(&s) == 0) {
+	while (serve_sched_next(&s) == 0) {
 		const struct serve_batch *b = &s.batch;
 		uint32_t nr = b->key.requests, all_one = 1;
 
@@ -247,7 +247,7 @@ static void run_checked(const struct serve_trace *t, const struct sched_opts *o,
 			hash = (hash ^ (uint32_t)b->slot[j]) * 1099511628211ull;
 		hash = (hash ^ b->key.tokens ^ ((uint64_t)nr << 32)) * 1099511628211ull;
 		steps++;
-		sched_finish(&s);
+		serve_sched_finish(&s);
 	}
 	for (uint32_t i = 0; i < t->n; i++)
 		if (!m[i].done || m[i].generated != t->req[i].output_len)
@@ -267,7 +267,7 @@ static void run_checked(const struct serve_trace *t, const struct sched_opts *o,
 	diag("%s: %llu steps, %llu preemptions, at most %u requests", what,
 	     (unsigned long long)steps, (unsigned long long)preempt, max_reqs);
 	*hash_out = hash;
-	sched_release(&s);
+	serve_sched_release(&s);
 	free(m);
 	free(owner);
 }
@@ -278,8 +278,8 @@ static void test_synthetic(void)
 	struct serve_trace t;
 	char why[256];
 	uint64_t h1, h2, h3;
-	struct sched_opts tight = opts(40, 16, 32, 64, 128, 48);
-	struct sched_opts loose = opts(4096, 16, 64, 64, 256, 0);
+	struct serve_sched_opts tight = opts(40, 16, 32, 64, 128, 48);
+	struct serve_sched_opts loose = opts(4096, 16, 64, 64, 256, 0);
 
 	serve_synth_defaults(&sy);
 	ok(serve_synth_parse("requests=300,rate=200,prompt=uniform:1:200,output=exp:60:300,seed=3",
@@ -293,8 +293,35 @@ static void test_synthetic(void)
 	serve_trace_release(&t);
 }
 
+static void test_parse(void)
+{
+	struct serve_sched_opts o = opts(1, 1, 1, 1, 1, 1);
+	char why[256];
+
+	ok(serve_sched_parse("budget=256,requests=64,chunk=0,blocks=4096,block-size=16,"
+	                     "step-us=2500000000", &o, why, sizeof why) == 0, "a full spec parses");
+	ok(o.token_budget == 256 && o.max_reqs == 64 && o.chunk == 0 && o.num_blocks == 4096 &&
+	   o.block_size == 16 && o.step_us == 2500000000ull && o.max_blocks == 1,
+	   "every key lands in its field; others are kept");
+#define BAD(spec, msg)                                                               \
+	do {                                                                         \
+		ok(serve_sched_parse(spec, &o, why, sizeof why) == -1, "'%s' fails", spec); \
+		is_str(why, msg, "'%s': message", spec);                              \
+	} while (0)
+	BAD("", "empty scheduler spec");
+	BAD("budget", "'budget' is not KEY=VALUE");
+	BAD("speed=1", "unknown key 'speed' (budget, requests, chunk, blocks, block-size, step-us)");
+	BAD("budget=0", "budget takes a whole number from 1 to 1048576");
+	BAD("requests=65537", "requests takes a whole number from 1 to 65536");
+	BAD("blocks=1x", "blocks takes a whole number from 1 to 16777216");
+	BAD("step-us=", "step-us takes a whole number from 0 to 3600000000");
+	BAD("chunk=4,", "a comma ends the spec");
+#undef BAD
+}
+
 int main(void)
 {
+	test_parse();
 	test_chunked_prefill();
 	test_preemption();
 	test_request_limit();
