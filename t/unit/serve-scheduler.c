@@ -319,9 +319,77 @@ static void test_parse(void)
 #undef BAD
 }
 
+/* The shipped traces do what samples/README.md says, with a budget of 128
+ * tokens, 64 requests and replay's default step of 5 ms: 256 requests of mixed lengths, batches of 64
+ * requests, mostly uniform decode (decode-heavy) or mostly mixed (mixed). */
+static void test_samples(void)
+{
+	static const struct {
+		const char *name;
+		int         decode_heavy;
+	} traces[] = { { "decode-heavy.jsonl", 1 }, { "mixed.jsonl", 0 } };
+	const char *src = getenv("BCG_SRC_DIR");
+	char path[4096];
+
+	if (src == NULL) {
+		tap_skip(2 * 7, "BCG_SRC_DIR is not set");
+		return;
+	}
+	for (size_t i = 0; i < 2; i++) {
+		struct serve_sched_opts o = opts(100000, 16, 128, 64, 128, 0);
+		struct serve_trace t;
+		struct serve_diag d;
+		struct serve_sched s;
+		uint64_t uniform = 0, full64 = 0;
+		uint32_t pmin = UINT32_MAX, pmax = 0, omin = UINT32_MAX, omax = 0;
+		const char *n = traces[i].name;
+
+		o.step_us = 5000;   /* replay's default */
+		snprintf(path, sizeof path, "%s/samples/traces/%s", src, n);
+		if (serve_trace_read(path, &t, &d) != 0) {
+			ok(0, "%s: %u:%u: %s", n, d.line, d.col, d.msg);
+			tap_skip(6, "no trace");
+			continue;
+		}
+		ok(t.n >= 256, "%s: %u requests", n, t.n);
+		for (uint32_t k = 0; k < t.n; k++) {
+			pmin = t.req[k].prompt_len < pmin ? t.req[k].prompt_len : pmin;
+			pmax = t.req[k].prompt_len > pmax ? t.req[k].prompt_len : pmax;
+			omin = t.req[k].output_len < omin ? t.req[k].output_len : omin;
+			omax = t.req[k].output_len > omax ? t.req[k].output_len : omax;
+		}
+		ok(pmax >= 4 * pmin && omax >= 2 * omin, "%s: prompts %u..%u, outputs %u..%u", n,
+		   pmin, pmax, omin, omax);
+		if (serve_sched_init(&s, &t, &o, &d) != 0) {
+			ok(0, "%s: %s", n, d.msg);
+			tap_skip(4, "no schedule");
+			serve_trace_release(&t);
+			continue;
+		}
+		while (serve_sched_next(&s) == 0) {
+			uniform += s.batch.key.uniform_decode;
+			full64 += s.batch.key.requests == 64;
+			serve_sched_finish(&s);
+		}
+		is_int(s.nfinished, t.n, "%s: every request finished", n);
+		is_int(s.stats.max_reqs, 64, "%s: batches reach 64 requests", n);
+		ok(full64 >= 20, "%s: %llu batches of 64 requests", n, (unsigned long long)full64);
+		if (traces[i].decode_heavy)
+			ok(uniform * 4 >= s.stats.steps * 3, "%s: %llu of %llu steps uniform decode", n,
+			   (unsigned long long)uniform, (unsigned long long)s.stats.steps);
+		else
+			ok(uniform * 2 <= s.stats.steps, "%s: %llu of %llu steps uniform decode", n,
+			   (unsigned long long)uniform, (unsigned long long)s.stats.steps);
+		ok(s.stats.preemptions == 0, "%s: no preemption in a large cache", n);
+		serve_sched_release(&s);
+		serve_trace_release(&t);
+	}
+}
+
 int main(void)
 {
 	test_parse();
+	test_samples();
 	test_chunked_prefill();
 	test_preemption();
 	test_request_limit();
