@@ -83,7 +83,13 @@ _bcgtool()
 	-o|--output)
 		_bcgtool_files "$cur" '*.plan'
 		return 0 ;;
-	-t|--tokens|--variant|-n|--steps|-w|--warmup)
+	--policy)
+		COMPREPLY=($(compgen -W 'full_and_breakable breakable full eager' -- "$cur"))
+		return 0 ;;
+	--trace)
+		_bcgtool_files "$cur" '*.jsonl'
+		return 0 ;;
+	-t|--tokens|--variant|-n|--steps|-w|--warmup|--synthetic|--sched)
 		return 0 ;;
 	esac
 
