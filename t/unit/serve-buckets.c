@@ -282,11 +282,125 @@ out:
 	free(x);
 }
 
+/* Each refusal of engine_set_batch: its sentence and exit status 2. */
+static void set_batch_bad(struct engine *e, const struct bbatch *bb, uint32_t pt, uint32_t pr,
+                          const char *want, const char *what)
+{
+	struct engine_error err = { 0 };
+	int rc = engine_set_batch(e, &bb->b, pt, pr, &err);
+
+	ok(rc == -1 && err.exit == 2 && strcmp(err.msg, want) == 0, "engine_set_batch refuses %s",
+	   what);
+	if (rc != -1 || strcmp(err.msg, want) != 0)
+		diag("got %d, exit %d: %s", rc, err.exit, err.msg);
+}
+
+static void test_set_batch_errors(const plan_t *program, const plan_t *plain)
+{
+	struct engine *e = NULL, *p = NULL;
+	struct engine_error err = { 0 };
+	struct bbatch a, b, c, x;
+
+	if (engine_open(program, "host", 8, &e, &err) != 0 ||
+	    engine_open(plain, "host", 4, &p, &err) != 0) {
+		ok(0, "the engines open (%s)", err.msg);
+		goto out;
+	}
+	batches(&a, &b, &c);
+	set_batch_bad(p, &a, 8, R, "the program has no batch feeds (a seq_lens feed at least): "
+	              "it cannot take a batch", "a program without batch feeds");
+	set_batch_bad(e, &a, 4, R, "batch of 8 tokens padded to 4: the padding must hold the "
+	              "batch and be from 1 to 8", "a padding below the batch");
+	set_batch_bad(e, &a, 9, R, "batch of 8 tokens padded to 9: the padding must hold the "
+	              "batch and be from 1 to 8", "a padding past the arena");
+	set_batch_bad(e, &a, 8, 2, "batch of 3 requests padded to 2: the padding must hold the "
+	              "batch and be at most 4 (the request dim)", "too few padded requests");
+	set_batch_bad(e, &a, 8, 5, "batch of 3 requests padded to 5: the padding must hold the "
+	              "batch and be at most 4 (the request dim)", "more requests than R");
+	x = a;
+	x.b.block_size = 8;
+	set_batch_bad(e, &x, 8, R, "the batch's blocks hold 8 positions; the program's hold 4",
+	              "another block size");
+	x = a;
+	x.b.max_blocks = 9;
+	set_batch_bad(e, &x, 8, R, "the batch's block table is 9 wide; the program's holds 8",
+	              "a wider block table");
+	batches(&x, &b, &c);
+	x.qs[3] = 7;
+	set_batch_bad(e, &x, 8, R, "query_start must run from 0 to the batch's 8 tokens, not 0 "
+	              "to 7", "query_start not ending at the tokens");
+	batches(&x, &b, &c);
+	x.qs[1] = 3;
+	x.qs[2] = 2;
+	set_batch_bad(e, &x, 8, R, "query_start must ascend: request 2 starts at 2, after 3",
+	              "query_start going back");
+	batches(&x, &b, &c);
+	x.seq[0] = 4;
+	set_batch_bad(e, &x, 8, R, "request 0: seq_len 4 must be from its 5 tokens to the 32 "
+	              "positions its block table holds", "a seq_len below its tokens");
+	batches(&x, &b, &c);
+	x.seq[1] = 33;
+	set_batch_bad(e, &x, 8, R, "request 1: seq_len 33 must be from its 2 tokens to the 32 "
+	              "positions its block table holds", "a seq_len past the table");
+	batches(&x, &b, &c);
+	x.table[MB + 0] = 32;
+	set_batch_bad(e, &x, 8, R, "request 1: block 0 of its table is 32, outside the 32 blocks "
+	              "of the cache", "a block id outside the cache");
+	batches(&x, &b, &c);
+	x.slot[6] = 128;
+	set_batch_bad(e, &x, 8, R, "token 6: slot 128 is outside the 128 slots of the cache",
+	              "a slot outside the cache");
+	ok(engine_set_batch(e, &a.b, 8, R, &err) == 0 && e->batch.tokens == 8 &&
+	   e->batch.requests == 3 && e->batch.max_seq_len == 5 && e->batch.max_query_len == 5,
+	   "engine_set_batch takes a good batch and tells the launches its shape");
+	ok(engine_set_batch(e, NULL, 0, 0, &err) == 0 && e->batch_set == 0,
+	   "engine_set_batch(NULL) returns to the default batch");
+out:
+	engine_close(e);
+	engine_close(p);
+}
+
+/* The default batch (op-script.md): at 3 tokens with seq_len 8 + step,
+ * three decode requests of lengths 9, 10, 11 at step 1, blocks j * R + i. */
+static void test_default_batch(const plan_t *program)
+{
+	struct engine *e = NULL;
+	struct engine_error err = { 0 };
+	struct engine_variant v;
+	int32_t seq[R], qs[R + 1], slots[8], pos[8];
+	static const int32_t want_seq[R] = { 9, 10, 11, 0 }, want_qs[R + 1] = { 0, 1, 2, 3, 3 };
+	/* position seq - 1 of request i: block (seq-1)/4 = 2, id 2 * 4 + i */
+	static const int32_t want_pos[3] = { 8, 9, 10 };
+	static const int32_t want_slots[3] = { 8 * 4 + 0, 9 * 4 + 1, 10 * 4 + 2 };
+
+	if (engine_open(program, "host", 8, &e, &err) != 0 ||
+	    engine_variant_init(e, 3, PLAN_MODE_EAGER, &v, &err) != 0) {
+		ok(0, "the engine opens (%s)", err.msg);
+		engine_close(e);
+		return;
+	}
+	ok(engine_step_begin(e, &v, 1, &err) == 0 &&
+	   engine_read_tensor(e, plan_find_tensor(program, "seq_lens"), 3, seq, &err) == 0 &&
+	   engine_read_tensor(e, plan_find_tensor(program, "query_start"), 3, qs, &err) == 0 &&
+	   engine_read_tensor(e, plan_find_tensor(program, "slots"), 3, slots, &err) == 0 &&
+	   engine_read_tensor(e, plan_find_tensor(program, "pos"), 3, pos, &err) == 0,
+	   "the default batch is written (%s)", err.msg);
+	ok(memcmp(seq, want_seq, sizeof seq) == 0 && memcmp(qs, want_qs, sizeof qs) == 0,
+	   "default batch: min(T, R) requests of one token, lengths seq_len + i");
+	ok(memcmp(pos, want_pos, sizeof want_pos) == 0 &&
+	   memcmp(slots, want_slots, sizeof want_slots) == 0,
+	   "default batch: each token at the end of its request, block j of request i is j R + i");
+	ok(e->batch.tokens == 3 && e->batch.requests == 3 && e->batch.max_seq_len == 11,
+	   "default batch: the launches see its shape");
+	engine_variant_release(&v);
+	engine_close(e);
+}
+
 int main(void)
 {
 	const char *src = getenv("BCG_SRC_DIR");
 	char path[4096];
-	struct script *s = NULL;
+	struct script *s = NULL, *plain = NULL;
 	struct script_error serr;
 	int64_t tokens[] = { 1, 2, 4, 8 };
 	struct memplan mp;
@@ -302,11 +416,22 @@ int main(void)
 		return 99;
 	}
 	memplan_release(&mp);
+	snprintf(path, sizeof path, "%s/samples/tiny-mlp.yaml", src ? src : ".");
+	if (script_load(path, &plain, &serr) != 0 ||
+	    memplan_place(plain->program, &plain->variants[plain->nvariants - 1].tokens, 1, &mp,
+	                  msg, sizeof msg) != 0) {
+		printf("Bail out! %s: %s\n", path, serr.message);
+		return 99;
+	}
+	memplan_release(&mp);
+	test_set_batch_errors(s->program, plain->program);
+	test_default_batch(s->program);
 	run_backend(s->program, "host");
 	if (backend_find("cuda") != NULL)
 		run_backend(s->program, "cuda");
 	else
 		tap_skip(5, "built without CUDA");
 	script_free(s);
+	script_free(plain);
 	return tap_done();
 }
