@@ -93,6 +93,13 @@ enum plan_feed_kind {
 	PLAN_FEED_POSITIONS = 1, /* i32: element t = var - T + t (var: the step's value) */
 	PLAN_FEED_TOKENS    = 2, /* i32: pseudo-random ids in [0, range), new each step */
 	PLAN_FEED_RANDOM    = 3, /* float: uniform in [-scale, scale), new each step */
+	/* Format 1.2: the serving batch (i32; op-script.md, "Batch feeds"),
+	 * from the scheduler's batch or the default batch of the step. */
+	PLAN_FEED_SEQ_LENS      = 4, /* [R]: KV length of each request after the step */
+	PLAN_FEED_QUERY_START   = 5, /* [R+1]: first token row of each request */
+	PLAN_FEED_BLOCK_TABLE   = 6, /* [R, MB]: cache block ids of each request */
+	PLAN_FEED_SLOTS         = 7, /* [T]: cache slot of each token; -1 for padding */
+	PLAN_FEED_SEQ_POSITIONS = 8, /* [T]: position of each token in its sequence */
 };
 
 enum plan_attr_type {
