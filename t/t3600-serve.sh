@@ -209,6 +209,29 @@ test_expect_success 'a budget above the largest capture size is refused' '
 	test_cmp expect err
 '
 
+# The paged-cache sample: the scheduler takes its cache (32 blocks of 4, 8
+# a request) and its 4 requests; the engine gets every step's batch.
+test_expect_success 'a paged-cache program runs the scheduler'"'"'s batches and checks out' '
+	bcg capture --backend host -o tiny.plan "$SAMPLES/llama-serve-tiny.yaml" >/dev/null &&
+	bcg replay --backend host --synthetic requests=16,rate=inf,prompt=uniform:1:12,output=uniform:1:12,seed=1 \
+		--check tiny.plan >out &&
+	test_grep "^scheduler    budget 8 tokens, 4 requests, chunk 8, 32 blocks of 4 (8 a request), a step 5000 us$" out &&
+	test_grep "^full  *[1-9][0-9]* " out &&
+	test_grep "^breakable  *[1-9][0-9]* " out &&
+	test_grep "^check        bit-exact with eager$" out
+'
+
+test_expect_success 'the program'"'"'s cache and request dim bound --sched' '
+	test_expect_code 2 bcg replay --backend host --trace t1.jsonl --sched blocks=8 tiny.plan 2>err &&
+	test_grep "^bcgtool replay: --sched: the program.s KV cache has 32 blocks of 4 positions$" err &&
+	test_expect_code 2 bcg replay --backend host --trace t1.jsonl --sched requests=5 tiny.plan 2>err &&
+	test_grep "^bcgtool replay: --sched: the program.s batches hold at most 4 requests$" err &&
+	printf "%s\n" "{\"id\": 3, \"arrival\": 0, \"prompt_len\": 30, \"output_len\": 4}" >long.jsonl &&
+	test_expect_code 2 bcg replay --backend host --trace long.jsonl tiny.plan 2>err &&
+	echo "bcgtool: long.jsonl: request 3 needs 33 KV positions; the cache holds 32 a request (8 blocks of 4) and 128 in all" >expect &&
+	test_cmp expect err
+'
+
 test_expect_success 'usage errors exit 2' '
 	test_expect_code 2 bcg replay --trace t1.jsonl --policy piecewise mixed.plan 2>err &&
 	test_grep "^bcgtool replay: --policy takes full_and_breakable, breakable, full or eager, not .piecewise.$" err &&

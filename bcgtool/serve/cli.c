@@ -100,9 +100,11 @@ static int serve_cli_trace(const struct cmd_entry *self, const struct serve_cli 
  * sizes (the largest is the token budget and the request limit) and the
  * trace (a block table holds its longest request). */
 static int serve_cli_sched(const struct cmd_entry *self, const struct serve_cli *c,
-                           const struct serve_size *sizes, uint32_t n, int64_t max_tokens,
-                           const struct serve_trace *t, struct serve_sched_opts *o)
+                           const plan_t *program, const struct serve_size *sizes, uint32_t n,
+                           int64_t max_tokens, const struct serve_trace *t,
+                           struct serve_sched_opts *o)
 {
+	struct engine_batch_geometry g;
 	uint64_t longest = 1;
 	char why[256];
 
@@ -110,6 +112,24 @@ static int serve_cli_sched(const struct cmd_entry *self, const struct serve_cli 
 	o->step_us = SERVE_DEFAULT_STEP_US;
 	if (c->sched != NULL && serve_sched_parse(c->sched, o, why, sizeof why) != 0)
 		return cmd_usage_error(self, "--sched: %s", why);
+	if (engine_batch_geometry(program, &g, why, sizeof why) != 0) {
+		bcg_error("%s", why);
+		return BCG_EXIT_USAGE;
+	}
+	if (g.present) {
+		/* The program's paged cache is the scheduler's. */
+		if ((o->num_blocks != 0 && o->num_blocks != g.num_blocks) ||
+		    (o->block_size != 0 && o->block_size != g.block_size))
+			return cmd_usage_error(self, "--sched: the program's KV cache has %u blocks "
+			                       "of %u positions", g.num_blocks, g.block_size);
+		if (o->max_reqs > g.max_requests)
+			return cmd_usage_error(self, "--sched: the program's batches hold at most %u "
+			                       "requests", g.max_requests);
+		o->num_blocks = g.num_blocks;
+		o->block_size = g.block_size;
+		if (o->max_reqs == 0)
+			o->max_reqs = g.max_requests;
+	}
 	if (o->token_budget == 0)
 		o->token_budget = (uint32_t)max_tokens;
 	if (o->max_reqs == 0) {
@@ -126,7 +146,8 @@ static int serve_cli_sched(const struct cmd_entry *self, const struct serve_cli 
 		if (need > longest)
 			longest = need;
 	}
-	o->max_blocks = (uint32_t)((longest + o->block_size - 1) / o->block_size);
+	o->max_blocks = g.present ? g.max_blocks
+	                          : (uint32_t)((longest + o->block_size - 1) / o->block_size);
 	if (o->num_blocks == 0)
 		o->num_blocks = o->max_blocks > SERVE_DEFAULT_BLOCKS ? o->max_blocks
 		                                                     : SERVE_DEFAULT_BLOCKS;
@@ -194,7 +215,8 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 		sizes[i].mode = pv->mode;
 		sizes[i].variant = i;
 	}
-	if ((rc = serve_cli_sched(self, c, sizes, nv, max_tokens, &t, &ro.sched)) != BCG_EXIT_OK ||
+	if ((rc = serve_cli_sched(self, c, plan, sizes, nv, max_tokens, &t, &ro.sched)) !=
+	    BCG_EXIT_OK ||
 	    (rc = serve_cli_fits(name, &t, &ro.sched)) != BCG_EXIT_OK)
 		goto out;
 	rc = BCG_EXIT_RUNTIME;
@@ -431,9 +453,11 @@ int serve_cmd_bench(const struct cmd_entry *self, const char *path, const struct
 		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
-	for (uint32_t i = 0; i < s->nvariants; i++)
+	for (uint32_t i = 0; i < s->nvariants; i++) {
 		sizes[i].key.tokens = (uint32_t)s->variants[i].tokens;
-	if ((rc = serve_cli_sched(self, c, sizes, s->nvariants,
+		sizes[i].key.requests = (uint32_t)s->variants[i].requests;
+	}
+	if ((rc = serve_cli_sched(self, c, s->program, sizes, s->nvariants,
 	                          s->variants[s->nvariants - 1].tokens, &t, &ro.sched)) != BCG_EXIT_OK ||
 	    (rc = serve_cli_fits(name, &t, &ro.sched)) != BCG_EXIT_OK)
 		goto out;
@@ -457,7 +481,13 @@ int serve_cmd_bench(const struct cmd_entry *self, const char *path, const struct
 				goto fail;
 			if (got > 0)
 				break;   /* the program has no full form: no size has */
-			sizes[n] = (struct serve_size){ { (uint32_t)tokens, 0, false }, mode, n };
+			/* The script's keys: a uniform size holds uniform decode
+			 * batches of as many requests as tokens. */
+			sizes[n] = (struct serve_size){
+				{ (uint32_t)tokens,
+				  s->variants[i].uniform ? (uint32_t)tokens
+				                         : (uint32_t)s->variants[i].requests,
+				  s->variants[i].uniform != 0 }, mode, n };
 			any_full |= mode == PLAN_MODE_FULL;
 			n++;
 		}

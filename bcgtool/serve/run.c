@@ -150,6 +150,12 @@ static int run_trace(struct run_ctx *c, const struct serve_trace *t,
 			if (times != NULL &&
 			    be_call(e->be->mark(e->b, j, err->msg, sizeof err->msg), "time stamp", err) != 0)
 				goto out_pop;
+			/* A program with batch feeds reads the scheduler's batch, padded
+			 * to the variant's tokens and the request dim. */
+			if (e->geo.present &&
+			    engine_set_batch(e, &s.batch, pick.padded.tokens, e->geo.max_requests,
+			                     err) != 0)
+				goto out_pop;
 			if (exec_step(e, x, step, NULL, err) != 0)
 				goto out_pop;
 			serve_sched_finish(&s);
