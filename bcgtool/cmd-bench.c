@@ -13,6 +13,9 @@
  * kernel's own launch, the graph ending and the next one starting, minus
  * what the graph-safe form of the op costs inside the full graph) and the
  * step time it adds.
+ *
+ * With --trace or --synthetic, bench serves requests under each dispatch
+ * policy instead (serve/cli.h): eager, breakable, full, full_and_breakable.
  */
 #include "config.h"
 
@@ -24,6 +27,7 @@
 #include "engine/replay.h"
 #include "engine/tune.h"
 #include "script/script.h"
+#include "serve/cli.h"
 #include "util.h"
 
 static int cmd_bench_exec(int argc, char **argv);
@@ -31,7 +35,8 @@ static int cmd_bench_exec(int argc, char **argv);
 const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
 	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--no-tune] [--no-pdl] "
-	         "[--json] SCRIPT",
+	         "[--json] [--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] [--check] "
+	         "SCRIPT",
 	.summary = "compare eager, breakable and full replay of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -43,6 +48,17 @@ const struct cmd_entry cmd_bench_entry = {
 		"                   fastest measured one\n"
 		"      --no-pdl     launch kernels without programmatic dependent launch\n"
 		"      --json       print JSON instead of a table\n"
+		"      --trace FILE serve the requests of a JSON Lines trace under each\n"
+		"                   dispatch policy\n"
+		"      --synthetic SPEC\n"
+		"                   the same with a synthetic trace (requests=N,rate=R,\n"
+		"                   prompt=D,output=D,seed=S)\n"
+		"      --policy P   only this policy: full_and_breakable, breakable, full\n"
+		"                   or eager\n"
+		"      --sched SPEC scheduler limits (budget=N,requests=N,chunk=N,blocks=N,\n"
+		"                   block-size=N,step-us=N)\n"
+		"      --check      with a trace: compare each policy's outputs with eager\n"
+		"                   steps; exit 1 on a mismatch\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_bench_exec,
 };
@@ -239,9 +255,13 @@ static int cmd_bench_exec(int argc, char **argv)
 		{ "no-tune", no_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "check", no_argument, NULL, 'C' },
+		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_bench_entry;
+	struct serve_cli serve;
+	int fixed = 0, check = 0;   /* fixed: --tokens or --steps */
 	const char *backend = cmd_default_backend();
 	long long tokens = 0, steps = 100, warmup = 10;
 	int json = 0, c, rc = BCG_EXIT_RUNTIME;
@@ -254,16 +274,19 @@ static int cmd_bench_exec(int argc, char **argv)
 	int64_t t64;
 
 	memset(rows, 0, sizeof rows);
+	serve_cli_init(&serve);
 	while ((c = cmd_getopt(self, argc, argv, "b:t:n:w:h", longopts)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 't':
 			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &tokens) != 0)
 				return BCG_EXIT_USAGE;
+			fixed = 1;
 			break;
 		case 'n':
 			if (cmd_parse_int(self, "--steps", optarg, 1, 1000000, &steps) != 0)
 				return BCG_EXIT_USAGE;
+			fixed = 1;
 			break;
 		case 'w':
 			if (cmd_parse_int(self, "--warmup", optarg, 0, 1000000, &warmup) != 0)
@@ -272,14 +295,30 @@ static int cmd_bench_exec(int argc, char **argv)
 		case 'P': features &= ~PLAN_FEATURE_PDL; break;
 		case 'T': tune.measure = 0; break;
 		case 'J': json = 1; break;
+		case 'C': check = 1; break;
 		case CMD_HELP: return BCG_EXIT_OK;
-		default: return BCG_EXIT_USAGE;
+		default:
+			if (serve_cli_option(self, &serve, c, optarg) != 1)
+				return BCG_EXIT_USAGE;
+			break;
 		}
 	}
 	if (optind + 1 != argc)
 		return cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
 	if (cmd_check_backend(self, backend) != 0)
 		return BCG_EXIT_USAGE;
+	if ((rc = serve_cli_active(self, &serve)) != 0) {
+		struct serve_cmd_opts so = { .backend = backend, .warmup = (uint64_t)warmup,
+		                             .check = check, .nvtx = 1, .json = json,
+		                             .tune = tune.measure, .features = features };
+		if (rc < 0)
+			return BCG_EXIT_USAGE;
+		if (fixed)
+			return cmd_usage_error(self, "--steps and --tokens do not apply to a trace");
+		return serve_cmd_bench(self, argv[optind], &serve, &so);
+	}
+	if (check)
+		return cmd_usage_error(self, "--check needs --trace or --synthetic");
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		return rc;
 	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;

@@ -47,7 +47,9 @@ static const char *ops_attr_type_name(int type)
 static int ops_defaults_to_heads(const struct op_kind *k, int i)
 {
 	return (k->id == OP_ATTENTION && i == ATTN_KV_HEADS) ||
-	       (k->id == OP_ROPE_KV_WRITE && i == RKV_KV_HEADS);
+	       (k->id == OP_ROPE_KV_WRITE && i == RKV_KV_HEADS) ||
+	       (k->id == OP_ROPE_PAGED_KV_WRITE && i == RKV_KV_HEADS) ||
+	       (k->id == OP_PAGED_ATTENTION && i == PATTN_KV_HEADS);
 }
 
 /* The default as a script would write it; "" when required. */

@@ -10,6 +10,9 @@
  * With --prompt it generates greedily instead (engine/generate.h): the
  * prompt's chunk on the variant its length dispatches to, then every
  * token on the variant for one token, and prints the token ids.
+ * With --trace or --synthetic, replay serves requests instead
+ * (serve/cli.h): a scheduler forms each step's batch, and the dispatch
+ * policy runs it on a variant or eagerly.
  */
 #include "config.h"
 
@@ -21,6 +24,7 @@
 #include "engine/generate.h"
 #include "engine/replay.h"
 #include "profile/replay-trace.h"
+#include "serve/cli.h"
 #include "util.h"
 
 static int cmd_replay_exec(int argc, char **argv);
@@ -28,7 +32,8 @@ static int cmd_replay_exec(int argc, char **argv);
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
-	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] PLAN",
+	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE]\n"
+	         "                [--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -51,6 +56,13 @@ const struct cmd_entry cmd_replay_entry = {
 		"  -g, --generate N tokens to generate (default 1)\n"
 		"      --logits FILE\n"
 		"                   write the last step's scores to FILE as f32\n"
+		"      --trace FILE serve the requests of a JSON Lines trace\n"
+		"      --synthetic SPEC\n"
+		"                   serve a synthetic trace (requests=N,rate=R,prompt=D,\n"
+		"                   output=D,seed=S)\n"
+		"      --policy P   full_and_breakable (default), breakable, full or eager\n"
+		"      --sched SPEC scheduler limits (budget=N,requests=N,chunk=N,blocks=N,\n"
+		"                   block-size=N,step-us=N)\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
@@ -313,11 +325,14 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "generate", required_argument, NULL, 'g' },
 		{ "logits", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
+		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_replay_entry;
 	const char *prompt = NULL, *logits = NULL;
 	long long ngen = 0;
+	struct serve_cli serve;
+	int fixed = 0;   /* --steps or --tokens: a fixed batch */
 	struct replay_opts o = {
 		.backend = cmd_default_backend(), .steps = 100, .warmup = 10, .nvtx = 1,
 	};
@@ -328,6 +343,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	long long v;
 	int json = 0, c, rc;
 
+	serve_cli_init(&serve);
 	while ((c = cmd_getopt(self, argc, argv, "b:n:w:t:p:g:h", longopts)) != -1) {
 		switch (c) {
 		case 'b': o.backend = optarg; break;
@@ -335,6 +351,7 @@ static int cmd_replay_exec(int argc, char **argv)
 			if (cmd_parse_int(self, "--steps", optarg, 1, 10000000, &v) != 0)
 				return BCG_EXIT_USAGE;
 			o.steps = (uint64_t)v;
+			fixed = 1;
 			break;
 		case 'w':
 			if (cmd_parse_int(self, "--warmup", optarg, 0, 10000000, &v) != 0)
@@ -345,6 +362,7 @@ static int cmd_replay_exec(int argc, char **argv)
 			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &v) != 0)
 				return BCG_EXIT_USAGE;
 			o.tokens = v;
+			fixed = 1;
 			break;
 		case 'C': o.check = 1; break;
 		case 'N': o.nvtx = 0; break;
@@ -357,13 +375,29 @@ static int cmd_replay_exec(int argc, char **argv)
 			break;
 		case 'L': logits = optarg; break;
 		case CMD_HELP: return BCG_EXIT_OK;
-		default: return BCG_EXIT_USAGE;
+		default:
+			if (serve_cli_option(self, &serve, c, optarg) != 1)
+				return BCG_EXIT_USAGE;
+			break;
 		}
 	}
 	if (optind + 1 != argc)
 		return cmd_usage_error(self, optind == argc ? "no plan given" : "one plan only");
 	if (cmd_check_backend(self, o.backend) != 0)
 		return BCG_EXIT_USAGE;
+	if ((rc = serve_cli_active(self, &serve)) != 0) {
+		struct serve_cmd_opts so = { .backend = o.backend, .warmup = o.warmup,
+		                             .check = o.check, .nvtx = o.nvtx, .json = json };
+		if (rc < 0)
+			return BCG_EXIT_USAGE;
+		if (fixed)
+			return cmd_usage_error(self, "--steps and --tokens do not apply to a trace");
+		if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
+			return rc;
+		rc = serve_cmd_replay(self, plan, argv[optind], &serve, &so);
+		plan_free(plan);
+		return rc;
+	}
 	o.busy_steps = o.steps < 10 ? (uint32_t)o.steps : 10;
 	if (prompt == NULL && (ngen != 0 || logits != NULL))
 		return cmd_usage_error(self, "%s needs --prompt", ngen ? "--generate" : "--logits");

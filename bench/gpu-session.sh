@@ -21,6 +21,9 @@
 #             2.5 GB, into /tmp/bcg-hf): import, capture, instantiate (weight
 #             load and hash time), replay --prompt against transformers'
 #             greedy tokens, and the step times of prefill and decode
+#   serve     serving (issue 9): both shipped traces under the four dispatch
+#             policies (bench --trace), tokens/s, step percentiles, padding,
+#             steps per mode, the targets; replay --trace --check of a plan
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -282,6 +285,59 @@ PY
 				sed 's/^/  /' report-$1.txt | tee -a "$summary"
 			fi
 		done
+		;;
+	serve)
+		script="$S/llama-serve.yaml"
+		if [ ! -f "$script" ]; then
+			say "serve: no samples/llama-serve.yaml: llama-decode.yaml instead (no paged cache)"
+			script="$S/llama-decode.yaml"
+		fi
+		for tr in decode-heavy mixed; do
+			set -- "$B" bench --backend cuda --warmup 5 --json \
+				--trace "$S/traces/$tr.jsonl" "$script"
+			say "serve: $*"
+			t0=$(date +%s)
+			timeout 500 "$@" >serve-$tr.json 2>serve-$tr.err
+			say "serve: bench $tr: exit $? in $(( $(date +%s) - t0 )) s"
+			sed 's/^/  /' serve-$tr.err | tee -a "$summary"
+			python3 - serve-$tr.json <<'PY' | tee -a "$summary"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["scheduler"]
+print("  %s: %d requests; budget %d tokens, %d requests, %d blocks of %d" % (
+    d["trace"]["name"], d["trace"]["requests"], s["budget"], s["requests"], s["blocks"],
+    s["block_size"]))
+print("  %-18s %10s %9s %9s %9s %8s %6s %9s %6s" % ("policy", "tokens/s", "p50 ms",
+      "p90 ms", "p99 ms", "padding", "full", "breakable", "eager"))
+tps = {}
+for p in d["policies"]:
+    if not p["ran"]:
+        print("  %-18s not run: %s" % (p["policy"], p["why"]))
+        continue
+    tps[p["policy"]] = p["output_tokens_per_s"]
+    m, q = p["modes"], p["step_ms"]
+    print("  %-18s %10.1f %9.3f %9.3f %9.3f %7.1f%% %5.1f%% %8.1f%% %5.1f%%" % (
+        p["policy"], p["output_tokens_per_s"], q["median"], q["p90"], q["p99"],
+        100 * p["padding_waste"], 100 * m["full"]["share"], 100 * m["breakable"]["share"],
+        100 * m["eager"]["share"]))
+fb = tps.get("full_and_breakable")
+if fb and tps.get("eager"):
+    print("  target: full_and_breakable / eager = %.2f (want >= 3)" % (fb / tps["eager"]))
+if fb and tps.get("full"):
+    print("  target: full_and_breakable / full = %.3f (want >= 0.95)" % (fb / tps["full"]))
+PY
+		done
+		set -- "$B" capture --backend cuda -o serve.plan "$script"
+		say "serve: $*"
+		"$@" >serve-capture.txt 2>&1
+		say "serve: capture: exit $?"
+		set -- "$B" replay --backend cuda --warmup 5 --check \
+			--synthetic requests=64,rate=200,prompt=uniform:8:96,output=uniform:8:64,seed=3 \
+			serve.plan
+		say "serve: $*"
+		timeout 300 "$@" >serve-replay-check.txt 2>&1
+		say "serve: replay --trace --check: exit $?"
+		sed 's/^/  /' serve-replay-check.txt | tee -a "$summary"
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \

@@ -93,7 +93,13 @@ _bcgtool()
 	--trace-json)
 		_bcgtool_files "$cur" '*.json'
 		return 0 ;;
-	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup|--top|--step)
+	--policy)
+		COMPREPLY=($(compgen -W 'full_and_breakable breakable full eager' -- "$cur"))
+		return 0 ;;
+	--trace)
+		_bcgtool_files "$cur" '*.jsonl'
+		return 0 ;;
+	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup|--top|--step|--synthetic|--sched)
 		return 0 ;;
 	esac
 

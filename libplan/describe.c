@@ -136,6 +136,18 @@ const char *plan_feed_text(const plan_t *plan, const struct plan_tensor *t, char
 		         (unsigned long long)f->seed, from != NULL ? from->name : "?");
 		break;
 	}
+	case PLAN_FEED_SEQ_LENS:
+		if (v != NULL)
+			snprintf(buf, len, "seq_lens var %s", v->name);
+		else
+			snprintf(buf, len, "seq_lens");
+		break;
+	case PLAN_FEED_QUERY_START:
+	case PLAN_FEED_BLOCK_TABLE:
+	case PLAN_FEED_SLOTS:
+	case PLAN_FEED_SEQ_POSITIONS:
+		snprintf(buf, len, "%s", plan_feed_name(f->kind));
+		break;
 	default:
 		snprintf(buf, len, "unknown %d", f->kind);
 		break;

@@ -35,6 +35,9 @@ static const char *const feed_names[] = {
 	[PLAN_FEED_NONE] = "none", [PLAN_FEED_POSITIONS] = "positions",
 	[PLAN_FEED_TOKENS] = "tokens", [PLAN_FEED_RANDOM] = "random",
 	[PLAN_FEED_PROMPT] = "prompt",
+	[PLAN_FEED_SEQ_LENS] = "seq_lens", [PLAN_FEED_QUERY_START] = "query_start",
+	[PLAN_FEED_BLOCK_TABLE] = "block_table", [PLAN_FEED_SLOTS] = "slots",
+	[PLAN_FEED_SEQ_POSITIONS] = "seq_positions",
 };
 static const char *const attr_type_names[] = {
 	[PLAN_ATTR_INT] = "int", [PLAN_ATTR_FLOAT] = "float", [PLAN_ATTR_BOOL] = "bool",

@@ -98,6 +98,13 @@ enum plan_feed_kind {
 	PLAN_FEED_PROMPT    = 4, /* i32 (1.2): in a generation, the prompt, then the
 	                            last real row of tensor `from` (greedy feedback);
 	                            otherwise as TOKENS */
+	/* Format 1.2: the serving batch (i32; op-script.md, "Batch feeds"),
+	 * from the scheduler's batch or the default batch of the step. */
+	PLAN_FEED_SEQ_LENS      = 5, /* [R]: KV length of each request after the step */
+	PLAN_FEED_QUERY_START   = 6, /* [R+1]: first token row of each request */
+	PLAN_FEED_BLOCK_TABLE   = 7, /* [R, MB]: cache block ids of each request */
+	PLAN_FEED_SLOTS         = 8, /* [T]: cache slot of each token; -1 for padding */
+	PLAN_FEED_SEQ_POSITIONS = 9, /* [T]: position of each token in its sequence */
 };
 
 enum plan_attr_type {

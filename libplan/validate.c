@@ -190,7 +190,7 @@ static int validate_tensor(const plan_t *plan, uint32_t i, struct plan_diag *dia
 	if (t->init.kind < PLAN_INIT_NONE || t->init.kind > PLAN_INIT_SAFETENSORS)
 		return FAIL("section TENS: tensor %u (%.64s) has unknown initializer %d", i,
 		            t->name, t->init.kind);
-	if (t->feed.kind < PLAN_FEED_NONE || t->feed.kind > PLAN_FEED_PROMPT)
+	if (t->feed.kind < PLAN_FEED_NONE || t->feed.kind > PLAN_FEED_SEQ_POSITIONS)
 		return FAIL("section TENS: tensor %u (%.64s) has unknown feed %d", i, t->name,
 		            t->feed.kind);
 	if (t->feed.kind != PLAN_FEED_NONE && t->feed.var != PLAN_NONE &&

@@ -583,8 +583,8 @@ static int uses_1_1(const plan_t *plan)
 }
 
 /*
- * Whether PLAN needs format 1.2: weights from checkpoint files, or a prompt
- * feed. Every other plan is written as 1.1, byte for byte as before, so
+ * Whether PLAN needs format 1.2: weights from checkpoint files, a prompt
+ * feed or a serving batch feed. Every other plan is written as 1.1, byte for byte as before, so
  * that readers of 1.1 keep reading what they can.
  */
 static int uses_1_2(const plan_t *plan)
@@ -593,7 +593,7 @@ static int uses_1_2(const plan_t *plan)
 		return 1;
 	for (uint32_t i = 0; i < plan->tensors.count; i++) {
 		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
-		if (t->feed.kind == PLAN_FEED_PROMPT || t->init.kind == PLAN_INIT_SAFETENSORS)
+		if (t->feed.kind >= PLAN_FEED_PROMPT || t->init.kind == PLAN_INIT_SAFETENSORS)
 			return 1;
 	}
 	return 0;

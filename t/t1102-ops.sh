@@ -2,12 +2,13 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 21 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 24 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,22p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,25p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
 		softmax rope embedding kv_write attention argmax \
-		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice >expect &&
+		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice \
+		paged_kv_write rope_paged_kv_write paged_attention >expect &&
 	test_cmp expect kinds
 '
 
@@ -16,7 +17,10 @@ test_expect_success 'ops shows signatures, defaults and capturability' '
 	test_grep "^matmul  *(a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^kv_write  *(x, pos) -> cache  *-  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^attention  *(q, k, v) -> out  *heads kv_heads=heads head_dim kv_len scale=0 causal=false  *f32 f16 bf16  *no  *safe-form\$" out &&
-	test_grep "^  attention: its launch shape follows the host var kv_len\$" out
+	test_grep "^  attention: its launch shape follows the host var kv_len\$" out &&
+	test_grep "^paged_attention  *(q, k_cache, v_cache, block_table, seq_lens, query_start) -> out  *heads kv_heads=heads head_dim scale=0  *f32 f16 bf16  *no  *safe-form\$" out &&
+	test_grep "^paged_kv_write  *(x, slots) -> cache  *-  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^  paged_attention: its launch shape follows the host.s batch (the longest sequence)\$" out
 '
 
 test_expect_success 'ops shows the fused kinds, several outputs in parentheses' '
@@ -33,11 +37,19 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 21
+	assert len(k) == 24
 	inplace = sorted(n for n in k if k[n]["inplace"])
 	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
 	                          "add_rmsnorm", "matmul_add"])
-	assert [n for n in k if k[n]["capture"] != "always"] == ["attention"]
+	assert [n for n in k if k[n]["capture"] != "always"] == ["attention", "paged_attention"]
+	assert k["paged_attention"]["capture"] == "safe-form"
+	assert k["paged_attention"]["inputs"] == ["q", "k_cache", "v_cache", "block_table", "seq_lens", "query_start"]
+	assert [a["name"] for a in k["paged_attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "scale"]
+	assert k["paged_attention"]["attrs"][1]["default"] == "heads"
+	assert k["paged_kv_write"]["inputs"] == ["x", "slots"] and k["paged_kv_write"]["outputs"] == ["cache"]
+	assert k["rope_paged_kv_write"]["inputs"] == ["qkv", "pos", "slots"]
+	assert k["rope_paged_kv_write"]["outputs"] == ["q", "k_cache", "v_cache"]
+	assert k["rope_paged_kv_write"]["attrs"][1]["default"] == "heads"
 	assert k["attention"]["capture"] == "safe-form"
 	assert [a["name"] for a in k["attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "kv_len", "scale", "causal"]
 	assert k["attention"]["attrs"][1]["default"] == "heads"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "cmd.h"
 #include "engine.h"
 #include "memplan.h"
@@ -220,6 +221,7 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 			return -1;
 		}
 		c->graph_safe = mode == PLAN_MODE_FULL && c->kind->capture == OP_CAPTURE_SAFE_FORM;
+		c->batch = &e->batch;
 		if (c->kind->check(c, err->msg, sizeof err->msg) != 0) {
 			char label[128];
 			engine_op_label(e->plan, i, label, sizeof label);
@@ -553,7 +555,8 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 		            backend_find("cuda") ? " or cuda" : "");
 		goto fail;
 	}
-	if (engine_resolve(e, err) != 0 || engine_size_scratch(e, err) != 0)
+	if (engine_resolve(e, err) != 0 || engine_size_scratch(e, err) != 0 ||
+	    engine_batch_open(e, err) != 0)
 		goto fail;
 	e->staging_bytes = engine_staging_size(e);
 	if ((e->staging = malloc(e->staging_bytes)) == NULL) {
@@ -631,6 +634,7 @@ void engine_close(struct engine *e)
 	}
 	free(e->staging);
 	free(e->weight_hash);
+	free(e->batch_buf);
 	free(e->binds);
 	free(e->kinds);
 	free(e);
@@ -726,7 +730,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 	for (uint32_t t = 0; t < plan_count_tensors(e->plan); t++) {
 		const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
 		size_t bytes;
-		if (pt->feed.kind == PLAN_FEED_NONE)
+		if (pt->feed.kind == PLAN_FEED_NONE || engine_batch_feed(pt->feed.kind))
 			continue;
 		bytes = engine_feed_values(e, t, v->tokens, step);
 		if (e->be->write(e->b, backend_at(e->base, pt->offset), e->staging, bytes,
@@ -747,7 +751,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 		v->calls[bd->op].attr[bd->pos].i =
 			engine_var_value(e, v, plan_get_var(e->plan, bd->var), step);
 	}
-	return 0;
+	return engine_batch_step(e, v->tokens, step, err);
 }
 
 /* The test hook's fault in place of op OP's launch, where it applies. */

@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "ops/op.h"
 #include "plan.h"
+#include "serve/batch.h"
 
 struct nvtx;
 
@@ -60,6 +61,34 @@ struct engine_bind {
 	int      pos;
 	uint32_t var;
 };
+
+/*
+ * The serving geometry of a program (formats/op-script.md, "Batch feeds"):
+ * the tensors that carry the batch, the request dim, and the paged cache.
+ * R is the rows of the seq_lens feed; MB the columns of the block_table
+ * feed (else of the first paged_attention's block_table, else 1); NB and
+ * BS the first two axes of the first paged op's cache (else R * MB and 1).
+ */
+enum {
+	ENGINE_FEED_SEQ_LENS, ENGINE_FEED_QUERY_START, ENGINE_FEED_BLOCK_TABLE,
+	ENGINE_FEED_SLOTS, ENGINE_FEED_SEQ_POSITIONS, ENGINE_FEEDS
+};
+
+struct engine_batch_geometry {
+	int      present;            /* the program has batch feeds */
+	uint32_t max_requests;       /* R */
+	uint32_t max_blocks;         /* MB: block ids a request can hold */
+	uint32_t block_size;         /* BS: positions a block */
+	uint32_t num_blocks;         /* NB: blocks of each cache */
+	uint32_t feed[ENGINE_FEEDS]; /* the tensor of each batch feed; PLAN_NONE */
+	uint32_t seq_var;            /* seq_lens' var (the default batch); PLAN_NONE */
+};
+
+/* The geometry of PROGRAM (any plan: a script's program or a plan read
+ * from a file). Returns 0, or -1 with a sentence in MSG when a dimension
+ * passes 2^31 - 1. G->present is 0 for a program without batch feeds. */
+int engine_batch_geometry(const plan_t *program, struct engine_batch_geometry *g,
+                          char *msg, size_t len);
 
 /* Every op's launch at one token count. */
 struct engine_variant {
@@ -107,6 +136,11 @@ struct engine {
 	/* A generation in progress (generate.h), or NULL: the prompt feed
 	 * writes its tokens and every var is the tokens seen so far. */
 	const struct engine_gen  *gen;
+	struct engine_batch_geometry geo;    /* the serving batch's geometry */
+	struct op_batch           batch;     /* the step's batch, as launches see it */
+	int                       batch_set; /* engine_set_batch gave the batch:
+	                                        steps no longer write the default */
+	int32_t                  *batch_buf; /* host staging of the batch feeds */
 };
 
 /* One step of a generation: REAL tokens (IDS) after CONSUMED earlier ones;
@@ -155,9 +189,30 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 void engine_variant_release(struct engine_variant *v);
 
 /* Before step STEP (0-based since the last reset): write the feeds and var
- * mirrors, and bind var attributes in V's calls. */
+ * mirrors, and bind var attributes in V's calls. The batch feeds get the
+ * default batch of V's token count at STEP (op-script.md) unless
+ * engine_set_batch gave one. */
 int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
                       struct engine_error *err);
+
+/*
+ * Write BATCH (serve/batch.h) into the program's batch feeds for the next
+ * step, padded to PADDED_TOKENS token rows (the token count of the variant
+ * that runs it) and PADDED_REQUESTS requests: rows past batch->key.tokens
+ * get the pad slot and position 0, requests past batch->key.requests
+ * seq_len 0, no tokens (query_start = key.tokens) and block ids 0. The
+ * arrays reach the arena, where the graph-safe kernels read them, and
+ * e->batch, which the eager launches read. From then on steps leave the
+ * batch feeds alone (the caller gives a batch before each step); BATCH
+ * NULL returns to the default batch. Errors, exit status 2: the program
+ * has no batch feeds; a count outside the geometry or the padding; a block
+ * size other than the program's; query_start not ascending from 0 to
+ * key.tokens; a seq_len below its request's tokens or above MB * BS; a
+ * block id outside [0, NB); a slot outside [0, NB * BS) other than the pad.
+ */
+int engine_set_batch(struct engine *e, const struct serve_batch *batch,
+                     uint32_t padded_tokens, uint32_t padded_requests,
+                     struct engine_error *err);
 
 /* Launch op OP of V (eagerly, or into the capture in progress). */
 int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,

@@ -172,8 +172,7 @@ fail:
 	return -1;
 }
 
-/* Read every output and state tensor into one buffer list. */
-static int replay_snapshot(struct engine *e, int64_t tokens, void ***out, uint32_t **which,
+int replay_snapshot(struct engine *e, int64_t tokens, void ***out, uint32_t **which,
                            uint32_t *n, struct engine_error *err)
 {
 	uint32_t nt = plan_count_tensors(e->plan);
@@ -199,7 +198,7 @@ static int replay_snapshot(struct engine *e, int64_t tokens, void ***out, uint32
 	return 0;
 }
 
-static void snapshot_free(void **bufs, uint32_t *which, uint32_t n)
+void replay_snapshot_free(void **bufs, uint32_t *which, uint32_t n)
 {
 	if (bufs != NULL)
 		for (uint32_t i = 0; i <= n; i++)
@@ -259,8 +258,8 @@ out_pop:
 	nvtx_pop(e->nvtx);
 out:
 	engine_variant_release(&ev);
-	snapshot_free(got, gw, ng);
-	snapshot_free(want, ww, nw);
+	replay_snapshot_free(got, gw, ng);
+	replay_snapshot_free(want, ww, nw);
 	return rc;
 }
 

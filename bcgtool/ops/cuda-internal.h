@@ -96,6 +96,14 @@ int cuda_run_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
 /* cuda-attention.cu */
 int cuda_run_attention(const struct op_call *call, const struct cuda_op_ctx *ctx,
                        char *msg, size_t len);
+/* cuda-rope.cu (paged write; the plain paged_kv_write is kv_write's
+ * launcher, the cache's rows being NB * BS) */
+int cuda_run_rope_paged_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                 char *msg, size_t len);
+/* cuda-paged-attention.cu */
+int cuda_run_paged_attention(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                             char *msg, size_t len);
+size_t cuda_paged_attention_scratch_bytes(const struct op_call *call);
 }
 
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */
@@ -116,8 +124,9 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 /* cuda-norm.cu */
 int    cuda_argmax_usable(const struct op_call *call, int impl);
 size_t cuda_argmax_scratch_bytes(const struct op_call *call);
-/* cuda-attention.cu */
+/* cuda-attention.cu, cuda-paged-attention.cu (CUDA_IMPL_ATTN_*) */
 int    cuda_attention_usable(const struct op_call *call, int impl);
+int    cuda_paged_attention_usable(const struct op_call *call, int impl);
 
 /* The operands of a product kind, checked: matmul (a, b), matmul_add (x,
  * a, b), matmul_silu_mul (a, b). out [M, N] = epilogue(op(a)[M, K] @

@@ -17,7 +17,8 @@
  * Rotated k is rounded once, to the cache's dtype; v moves as bits when
  * the dtypes agree. Positions outside [0, S) rotate q but write no cache
  * row, as kv_write. It is PDL-aware: it waits before reading qkv and
- * triggers after its stores.
+ * triggers after its stores. rope_paged_kv_write is the same kernel with
+ * the cache row of each token read from its slot.
  */
 #include "config.h"
 
@@ -209,5 +210,109 @@ extern "C" int cuda_run_rope_kv_write(const struct op_call *call, const struct c
 	                   dim3(cuda_ew_blocks(total, ctx->sm_count)), dim3(CUDA_EW_THREADS), msg,
 	                   len, (const void *)qkv->data, qkv->dtype,
 	                   static_cast<const int32_t *>(pos->data), q->data, q->dtype, kc->data,
+	                   kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
+}
+
+/* rope_paged_kv_write: as bcg_rope_kv_write_kernel, the cache row of token
+ * t being slots[t] (in [0, S), S = NB * BS rows of W) while pos[t] gives
+ * the rotation; a slot outside [0, S) -- the pad slot -- writes no cache
+ * row. */
+__global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
+                                               const int32_t *slots, void *q, int dtq, void *kc,
+                                               int dtk, void *vc, int dtv, int64_t T, int64_t H,
+                                               int64_t KVH, int64_t D, int64_t S,
+                                               struct rope_freqs freqs)
+{
+	const int64_t half = D / 2, ph = half + (D & 1);
+	const int64_t width = (H + 2 * KVH) * D, kvw = KVH * D;
+	const int64_t nq = H * ph, nk = KVH * ph, per_tok = nq + nk + kvw;
+	const int64_t total = T * per_tok;
+
+	cuda_pdl_wait();
+	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
+	     n += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t t = n / per_tok, r = n - t * per_tok;
+		const int64_t p = pos[t], row = slots[t];
+		const bool in_cache = row >= 0 && row < S;
+		if (r >= nq + nk) {                     /* v: moved as it is */
+			const int64_t j = r - nq - nk;
+			if (in_cache)
+				cuda_rope_copy(static_cast<const char *>(qkv) +
+				               (t * width + (H + KVH) * D) * (int64_t)cuda_dtype_size(dtx),
+				               dtx,
+				               static_cast<char *>(vc) + row * kvw * (int64_t)cuda_dtype_size(dtv),
+				               dtv, j);
+			continue;
+		}
+		const bool is_k = r >= nq;
+		const int64_t rr = is_k ? r - nq : r, h = rr / ph, i = rr - h * ph;
+		if (is_k && !in_cache)
+			continue;
+		const int64_t src = t * width + (is_k ? H * D : 0) + h * D;
+		void *dst = is_k ? kc : q;
+		const int dtd = is_k ? dtk : dtq;
+		const int64_t dbase = is_k ? row * kvw + h * D : t * H * D + h * D;
+		if (i >= half) {
+			const size_t xs = cuda_dtype_size(dtx), ds = cuda_dtype_size(dtd);
+			cuda_rope_copy(static_cast<const char *>(qkv) + src * (int64_t)xs, dtx,
+			               static_cast<char *>(dst) + dbase * (int64_t)ds, dtd, D - 1);
+			continue;
+		}
+		float a = __fmul_rn((float)p, freqs.f[i]);
+		float c = cosf(a), s = sinf(a);
+		float x1 = cuda_ld(qkv, dtx, src + i), x2 = cuda_ld(qkv, dtx, src + i + half);
+		cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
+		cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
+	}
+	cuda_pdl_trigger();
+}
+
+extern "C" int cuda_run_rope_paged_kv_write(const struct op_call *call,
+                                            const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1], *slots = &call->in[2];
+	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
+	int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
+	int64_t D = call->attr[RKV_HEAD_DIM].i;
+	double theta = call->attr[RKV_THETA].f;
+	int64_t T = cuda_numel(pos), S = cuda_rows(kc);
+	struct rope_freqs freqs;
+
+	if (!cuda_is_float_dtype(qkv->dtype) || pos->dtype != PLAN_DTYPE_I32 ||
+	    slots->dtype != PLAN_DTYPE_I32 || !cuda_is_float_dtype(q->dtype) ||
+	    !cuda_is_float_dtype(kc->dtype) || !cuda_is_float_dtype(vc->dtype))
+		return cuda_fail(msg, len, "rope_paged_kv_write: dtypes qkv %s, pos %s, slots %s, "
+		                 "q %s, k_cache %s, v_cache %s not supported",
+		                 cuda_dtype_name(qkv->dtype), cuda_dtype_name(pos->dtype),
+		                 cuda_dtype_name(slots->dtype), cuda_dtype_name(q->dtype),
+		                 cuda_dtype_name(kc->dtype), cuda_dtype_name(vc->dtype));
+	if (H < 1 || KVH < 1 || D < 1)
+		return cuda_fail(msg, len, "rope_paged_kv_write: heads %lld, kv_heads %lld and "
+		                 "head_dim %lld must be positive", (long long)H, (long long)KVH,
+		                 (long long)D);
+	if (D / 2 > ROPE_MAX_PAIRS)
+		return cuda_fail(msg, len, "rope_paged_kv_write: head_dim %lld is above the %d this "
+		                 "kernel takes", (long long)D, 2 * ROPE_MAX_PAIRS);
+	if (cuda_numel(qkv) != T * (H + 2 * KVH) * D || cuda_cols(qkv) != (H + 2 * KVH) * D ||
+	    cuda_numel(slots) != T)
+		return cuda_fail(msg, len, "rope_paged_kv_write: qkv must be [%lld, %lld] and slots "
+		                 "[%lld]", (long long)T, (long long)((H + 2 * KVH) * D), (long long)T);
+	if (cuda_numel(q) != T * H * D)
+		return cuda_fail(msg, len, "rope_paged_kv_write: q must be [%lld, %lld]",
+		                 (long long)T, (long long)(H * D));
+	if (cuda_cols(kc) != KVH * D || cuda_cols(vc) != KVH * D || cuda_rows(vc) != S)
+		return cuda_fail(msg, len, "rope_paged_kv_write: k_cache and v_cache must be "
+		                 "[NB, BS, %lld] alike", (long long)(KVH * D));
+	int64_t total = T * ((H + KVH) * (D / 2 + (D & 1)) + KVH * D);
+	if (total <= 0)
+		return 0;
+	memset(&freqs, 0, sizeof freqs);
+	for (int64_t i = 0; i < D / 2; i++)
+		freqs.f[i] = (float)pow(theta, -(double)(2 * i) / (double)D);
+	return cuda_launch(ctx, "bcg_rope_paged_kv_write_kernel", bcg_rope_paged_kv_write_kernel,
+	                   dim3(cuda_ew_blocks(total, ctx->sm_count)), dim3(CUDA_EW_THREADS), msg,
+	                   len, (const void *)qkv->data, qkv->dtype,
+	                   static_cast<const int32_t *>(pos->data),
+	                   static_cast<const int32_t *>(slots->data), q->data, q->dtype, kc->data,
 	                   kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
 }

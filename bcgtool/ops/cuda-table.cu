@@ -28,6 +28,9 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_matmul_silu_mul, /* OP_MATMUL_SILU_MUL */
 	cuda_run_rope_kv_write, /* OP_ROPE_KV_WRITE */
 	cuda_run_slice,         /* OP_SLICE */
+	cuda_run_kv_write,      /* OP_PAGED_KV_WRITE: kv_write over NB * BS rows */
+	cuda_run_rope_paged_kv_write, /* OP_ROPE_PAGED_KV_WRITE */
+	cuda_run_paged_attention, /* OP_PAGED_ATTENTION */
 };
 
 /* C++ has no designated array initializers: the order above must follow
@@ -37,7 +40,8 @@ static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_S
               OP_GELU == 9 && OP_SOFTMAX == 10 && OP_ROPE == 11 && OP_EMBEDDING == 12 &&
               OP_KV_WRITE == 13 && OP_ATTENTION == 14 && OP_ARGMAX == 15 &&
               OP_ADD_RMSNORM == 16 && OP_MATMUL_ADD == 17 && OP_MATMUL_SILU_MUL == 18 &&
-              OP_ROPE_KV_WRITE == 19 && OP_SLICE == 20 && OP_COUNT == 21,
+              OP_ROPE_KV_WRITE == 19 && OP_SLICE == 20 && OP_PAGED_KV_WRITE == 21 &&
+              OP_ROPE_PAGED_KV_WRITE == 22 && OP_PAGED_ATTENTION == 23 && OP_COUNT == 24,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
@@ -63,6 +67,7 @@ static const char *const *cuda_impl_names(enum op_id id)
 	case OP_MATMUL_SILU_MUL:
 		return impl_products;
 	case OP_ATTENTION:
+	case OP_PAGED_ATTENTION:
 		return impl_attention;
 	case OP_ARGMAX:
 		return impl_argmax;
@@ -100,6 +105,8 @@ int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl)
 		return cuda_product_usable(id, call, impl);
 	case OP_ATTENTION:
 		return cuda_attention_usable(call, impl);
+	case OP_PAGED_ATTENTION:
+		return cuda_paged_attention_usable(call, impl);
 	case OP_ARGMAX:
 		return cuda_argmax_usable(call, impl);
 	default:
@@ -122,6 +129,8 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 	switch (call->kind->id) {
 	case OP_ATTENTION:
 		return cuda_attention_scratch_bytes(call);
+	case OP_PAGED_ATTENTION:
+		return cuda_paged_attention_scratch_bytes(call);
 	case OP_MATMUL:
 	case OP_MATMUL_ADD:
 	case OP_MATMUL_SILU_MUL:

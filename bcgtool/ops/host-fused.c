@@ -48,8 +48,8 @@ void host_run_rope_kv_write(const struct op_call *call)
 	int64_t qw = heads * hd, kw = kvh * hd, cols = host_cols(qkv);
 	int64_t T = host_numel(pos), S = host_rows(vc);
 
-	host_rope_part(qkv, cols, 0, pos, q, qw, 0, 0, heads, hd, theta);
-	host_rope_part(qkv, cols, qw, pos, kc, kw, 0, 1, kvh, hd, theta);
+	host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, theta);
+	host_rope_part(qkv, cols, qw, pos, kc, kw, 0, pos, kvh, hd, theta);
 	for (int64_t t = 0; t < T; t++) {
 		int64_t p = host_get_i32(pos, t);
 		if (p >= 0 && p < S)

@@ -52,6 +52,10 @@ void host_run_embedding(const struct op_call *call);
 void host_run_kv_write(const struct op_call *call);
 /* host-attention.c */
 void host_run_attention(const struct op_call *call);
+/* host-paged.c */
+void host_run_paged_kv_write(const struct op_call *call);
+void host_run_rope_paged_kv_write(const struct op_call *call);
+void host_run_paged_attention(const struct op_call *call);
 
 /* The kernels that allocate scratch, with that choice made by the caller:
  * USE_SCRATCH 0 takes the allocation-free path they fall back to when
@@ -79,12 +83,13 @@ void host_rmsnorm_row(const struct op_tensor *x, const struct op_tensor *w,
 /* rope (host-position.c) on part of a row: for each token t < numel(pos),
  * the HEADS heads of HEAD_DIM elements from column X_COL of row t of X
  * (X_COLS columns a row) are rotated by pos[t] into OUT from column
- * OUT_COL (OUT_COLS columns a row), at row t or, when AT_POS, at row
- * pos[t], skipped outside [0, rows of OUT) as kv_write skips it. */
+ * OUT_COL (OUT_COLS columns a row), at row t or, when AT is not NULL,
+ * at row at[t] (pos itself for kv_write, the slots for the paged write),
+ * skipped outside [0, rows of OUT) as kv_write skips it. */
 void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
                     const struct op_tensor *pos, const struct op_tensor *out,
-                    int64_t out_cols, int64_t out_col, int at_pos, int64_t heads,
-                    int64_t head_dim, double theta);
+                    int64_t out_cols, int64_t out_col, const struct op_tensor *at,
+                    int64_t heads, int64_t head_dim, double theta);
 
 /* Inline forms of host_load and host_store, for the kernels' inner loops. */
 static inline float host_get(const struct op_tensor *t, int64_t i)

@@ -26,7 +26,7 @@ void host_run_rope(const struct op_call *call)
 {
 	int64_t width = call->attr[ROPE_HEADS].i * call->attr[ROPE_HEAD_DIM].i;
 
-	host_rope_part(&call->in[0], width, 0, &call->in[1], &call->out[0], width, 0, 0,
+	host_rope_part(&call->in[0], width, 0, &call->in[1], &call->out[0], width, 0, NULL,
 	               call->attr[ROPE_HEADS].i, call->attr[ROPE_HEAD_DIM].i,
 	               call->attr[ROPE_THETA].f);
 }
@@ -34,16 +34,16 @@ void host_run_rope(const struct op_call *call)
 /* rope on part of each row (host-kernels.h), for rope and rope_kv_write. */
 void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
                     const struct op_tensor *pos, const struct op_tensor *out,
-                    int64_t out_cols, int64_t out_col, int at_pos, int64_t heads,
-                    int64_t head_dim, double theta)
+                    int64_t out_cols, int64_t out_col, const struct op_tensor *at,
+                    int64_t heads, int64_t head_dim, double theta)
 {
 	int64_t T = host_numel(pos), S = host_rows(out), half = head_dim / 2;
 
 	for (int64_t t = 0; t < T; t++) {
 		float p = (float)host_get_i32(pos, t);
 		int64_t xb = t * x_cols + x_col, ob = t;
-		if (at_pos) {
-			ob = host_get_i32(pos, t);
+		if (at != NULL) {
+			ob = host_get_i32(at, t);
 			if (ob < 0 || ob >= S)
 				continue;
 		}

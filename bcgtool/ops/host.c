@@ -34,6 +34,9 @@ static const host_kernel_fn host_kernels[OP_COUNT] = {
 	[OP_MATMUL_SILU_MUL] = host_run_matmul_silu_mul,
 	[OP_ROPE_KV_WRITE]   = host_run_rope_kv_write,
 	[OP_SLICE]           = host_run_slice,
+	[OP_PAGED_KV_WRITE]      = host_run_paged_kv_write,
+	[OP_ROPE_PAGED_KV_WRITE] = host_run_rope_paged_kv_write,
+	[OP_PAGED_ATTENTION]     = host_run_paged_attention,
 };
 
 /* The second implementation of the products (host-matmul.c). */

@@ -14,6 +14,7 @@
  *   host-softmax.c      softmax argmax
  *   host-position.c     rope embedding kv_write
  *   host-attention.c    attention
+ *   host-paged.c        paged_kv_write rope_paged_kv_write paged_attention
  *   host.c              the table below, load/store, tensor initializers
  *
  * Conventions every kernel follows, beyond op.h:

@@ -91,6 +91,38 @@
  *                                        start + W <= C (a column range, e.g.
  *                                        q, k or v out of one q|k|v product)
  *
+ * Paged kinds (serving batches, formats/op-script.md). A paged cache is
+ * [NB, BS, W]: NB blocks of BS positions of W columns; slot s names row
+ * s % BS of block s / BS. Token rows are laid out request after request.
+ *
+ *  paged_kv_write (x, slots) -> cache    x [T, W], slots [T] i32, cache [NB, BS, W]:
+ *                                        cache row slots[t] = x[t] for slots[t] in
+ *                                        [0, NB*BS); other slots (the pad slot -1
+ *                                        among them) write nothing
+ *  rope_paged_kv_write (qkv, pos, slots) -> (q, k_cache, v_cache)
+ *                                        rope_kv_write with the cache rows taken
+ *                                        from slots instead of pos (pos still
+ *                                        gives the rotation); caches [NB, BS, W]
+ *  paged_attention (q, k_cache, v_cache, block_table, seq_lens, query_start) -> out
+ *                                        q, out [T, heads*head_dim]; caches
+ *                                        [NB, BS, kv_heads*head_dim]; block_table
+ *                                        [R, MB], seq_lens [R], query_start [R+1],
+ *                                        all i32. Row t belongs to the first
+ *                                        request r with query_start[r] <= t <
+ *                                        query_start[r+1]; with n_r =
+ *                                        query_start[r+1] - query_start[r] and
+ *                                        i = t - query_start[r], it attends to
+ *                                        the positions j < L_t = seq_lens[r] -
+ *                                        n_r + 1 + i (causal within the chunk),
+ *                                        L_t clamped to [0, MB*BS]; position j is
+ *                                        row j % BS of block block_table[r, j / BS],
+ *                                        skipped when that id is outside [0, NB).
+ *                                        Scores and softmax as attention's. A row
+ *                                        of no request, or with no position
+ *                                        attended, is zeros. The eager form sizes
+ *                                        its launch by the host's batch (struct
+ *                                        op_batch); the graph-safe form by MB*BS.
+ *
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
@@ -98,7 +130,8 @@
  *  host var), scale [0, meaning 1/sqrt(head_dim)], causal [false]; add_rmsnorm: eps [1e-6];
  *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
  *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000];
- *  slice: start (required).
+ *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
+ *  paged_attention: heads, kv_heads [heads], head_dim, scale [0].
  *
  * Weights stored [out, in], as checkpoints store them, are the b of a
  * product with trans_b: true; the fast small-M kernels want that layout.
@@ -133,6 +166,9 @@ enum op_id {
 	OP_MATMUL_SILU_MUL,
 	OP_ROPE_KV_WRITE,
 	OP_SLICE,
+	OP_PAGED_KV_WRITE,
+	OP_ROPE_PAGED_KV_WRITE,
+	OP_PAGED_ATTENTION,
 	OP_COUNT
 };
 
@@ -148,8 +184,13 @@ enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
        ATTN_SCALE = 4, ATTN_CAUSAL = 5 };
 enum { SLICE_START = 0 };
 enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3 };
+                                             /* and rope_paged_kv_write */
+enum { PATTN_HEADS = 0, PATTN_KV_HEADS = 1, PATTN_HEAD_DIM = 2, PATTN_SCALE = 3 };
+/* paged_attention's operands */
+enum { PATTN_Q = 0, PATTN_K = 1, PATTN_V = 2, PATTN_TABLE = 3, PATTN_SEQ_LENS = 4,
+       PATTN_QUERY_START = 5 };
 
-#define OP_MAX_IN    4
+#define OP_MAX_IN    6
 #define OP_MAX_OUT   3
 #define OP_MAX_ATTRS 8
 
@@ -181,6 +222,21 @@ union op_value {
 	double  f;                     /* FLOAT */
 };
 
+/*
+ * The host's view of the step's batch (serve/batch.h), for the launches
+ * whose shape follows it: paged_attention's eager form sizes its split of
+ * the KV length by max_seq_len. The engine owns it and updates it before
+ * each step; NULL (a call outside an engine) means "unknown", and the
+ * eager form then launches for the captured bounds as the graph-safe one
+ * does. The device reads the batch from its tensors, never from here.
+ */
+struct op_batch {
+	uint32_t tokens;               /* rows that belong to a request */
+	uint32_t requests;             /* requests with tokens */
+	uint32_t max_seq_len;          /* the longest seq_len of the batch */
+	uint32_t max_query_len;        /* the most tokens of one request */
+};
+
 /* One launch of an op: operands, attributes resolved for this step. */
 struct op_call {
 	const struct op_kind *kind;
@@ -197,6 +253,9 @@ struct op_call {
 	                                                 kind the backend runs: an
 	                                                 index into its list for the
 	                                                 kind (0: the first) */
+	const struct op_batch *batch;                 /* the step's batch on the host
+	                                                 (see struct op_batch); NULL
+	                                                 when unknown */
 };
 
 enum op_capture {

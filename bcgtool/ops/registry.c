@@ -639,6 +639,132 @@ static int check_slice(const struct op_call *c, char *msg, size_t len)
 	return 0;
 }
 
+/* A paged cache [NB, BS, W] of REF's dtype with W columns (WHY names where
+ * W comes from). */
+static int want_paged_cache(const struct operand *cache, const struct operand *ref, int64_t w,
+                            const char *why, char *msg, size_t len)
+{
+	char got[96];
+
+	TRY(want_same_dtype(cache, ref, msg, len));
+	if (cache->t->rank != 3 || cache->t->dim[2] != w)
+		return check_fail(msg, len, "%s has shape %s, expected [NB, BS, %lld] (%s)",
+		                  cache->what, shape_str(cache->t, got, sizeof got), (long long)w, why);
+	return 0;
+}
+
+/* The slot of each row of ROWS: i32 [rows]. */
+static int want_slots(const struct op_call *c, int i, const struct operand *rows,
+                      char *msg, size_t len)
+{
+	return want_positions(c, i, rows, msg, len);
+}
+
+static int check_paged_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, cache;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	cache = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	TRY(want_slots(c, 1, &x, msg, len));
+	return want_paged_cache(&cache, &x, x.t->dim[1], "the columns of input x", msg, len);
+}
+
+static int check_rope_paged_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand qkv, q, kc, vc;
+	int64_t heads = c->attr[RKV_HEADS].i, kvh = c->attr[RKV_KV_HEADS].i;
+	int64_t hd = c->attr[RKV_HEAD_DIM].i, cols, want[2];
+	char why[64];
+
+	TRY(want_counts(c, msg, len));
+	qkv = operand_in(c, 0);
+	q = operand_out(c, 0);
+	kc = operand_out(c, 1);
+	vc = operand_out(c, 2);
+	TRY(want_dtypes(&qkv, c->kind->dtypes, msg, len));
+	TRY(want_rank(&qkv, 2, msg, len));
+	TRY(want_positions(c, 1, &qkv, msg, len));
+	TRY(want_slots(c, 2, &qkv, msg, len));
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
+	TRY(want_rope_head_dim(hd, msg, len));
+	TRY(want_rope_theta(c->attr[RKV_THETA].f, msg, len));
+	cols = qkv.t->dim[1];
+	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
+		return check_fail(msg, len, "input qkv has %lld columns, expected (heads + 2 x "
+		                  "kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k and v "
+		                  "parts)", (long long)cols, (long long)heads, (long long)kvh,
+		                  (long long)hd);
+	TRY(want_same_dtype(&q, &qkv, msg, len));
+	want[0] = qkv.t->dim[0];
+	want[1] = heads * hd;
+	TRY(want_shape(&q, want, 2, "the rows of input qkv, heads x head_dim columns", msg, len));
+	snprintf(why, sizeof why, "kv_heads x head_dim = %lld x %lld", (long long)kvh,
+	         (long long)hd);
+	TRY(want_paged_cache(&kc, &qkv, kvh * hd, why, msg, len));
+	TRY(want_same_dtype(&vc, &qkv, msg, len));
+	return want_shape_like(&vc, &kc, msg, len);
+}
+
+static int check_paged_attention(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand q, k, v, table, seq, qs, out;
+	int64_t heads = c->attr[PATTN_HEADS].i, kvh = c->attr[PATTN_KV_HEADS].i;
+	int64_t hd = c->attr[PATTN_HEAD_DIM].i, reqs;
+	char why[64], got[96];
+
+	TRY(want_counts(c, msg, len));
+	q = operand_in(c, PATTN_Q);
+	k = operand_in(c, PATTN_K);
+	v = operand_in(c, PATTN_V);
+	table = operand_in(c, PATTN_TABLE);
+	seq = operand_in(c, PATTN_SEQ_LENS);
+	qs = operand_in(c, PATTN_QUERY_START);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&q, c->kind->dtypes, msg, len));
+	TRY(want_rank(&q, 2, msg, len));
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
+	if (hd < 1 || hd > 512)
+		return check_fail(msg, len, "attribute head_dim is %lld; it must be from 1 to 512",
+		                  (long long)hd);
+	if (heads % kvh != 0)
+		return check_fail(msg, len, "attribute heads (%lld) is not a multiple of "
+		                  "kv_heads (%lld)", (long long)heads, (long long)kvh);
+	if (heads > q.t->dim[1] / hd || heads * hd != q.t->dim[1])
+		return check_fail(msg, len, "input q has %lld columns, expected heads x head_dim "
+		                  "= %lld x %lld", (long long)q.t->dim[1], (long long)heads,
+		                  (long long)hd);
+	if (kvh > INT64_MAX / hd)
+		return check_fail(msg, len, "attribute kv_heads (%lld) is too large",
+		                  (long long)kvh);
+	snprintf(why, sizeof why, "kv_heads x head_dim = %lld x %lld", (long long)kvh,
+	         (long long)hd);
+	TRY(want_paged_cache(&k, &q, kvh * hd, why, msg, len));
+	TRY(want_same_dtype(&v, &q, msg, len));
+	TRY(want_shape_like(&v, &k, msg, len));
+	TRY(want_dtypes(&table, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	TRY(want_rank(&table, 2, msg, len));
+	reqs = table.t->dim[0];
+	TRY(want_dtypes(&seq, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	TRY(want_shape(&seq, &reqs, 1, "one per row of input block_table", msg, len));
+	TRY(want_dtypes(&qs, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	if (qs.t->rank != 1 || qs.t->dim[0] != reqs + 1)
+		return check_fail(msg, len, "input query_start has shape %s, expected [%lld] "
+		                  "(one more than the rows of input block_table)",
+		                  shape_str(qs.t, got, sizeof got), (long long)(reqs + 1));
+	if (k.t->dim[1] > INT32_MAX / (table.t->dim[1] > 0 ? table.t->dim[1] : 1))
+		return check_fail(msg, len, "input block_table has %lld columns of %lld "
+		                  "positions: more than 2^31 positions a request",
+		                  (long long)table.t->dim[1], (long long)k.t->dim[1]);
+	TRY(want_same_dtype(&out, &q, msg, len));
+	return want_shape_like(&out, &q, msg, len);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The table.                                                              */
 
@@ -657,6 +783,10 @@ static const char *const in_xab[] = { "x", "a", "b", NULL };
 static const char *const in_qkvpos[] = { "qkv", "pos", NULL };
 static const char *const out_sum_out[] = { "sum", "out", NULL };
 static const char *const out_q_caches[] = { "q", "k_cache", "v_cache", NULL };
+static const char *const in_xslots[] = { "x", "slots", NULL };
+static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", NULL };
+static const char *const in_paged_attn[] = { "q", "k_cache", "v_cache", "block_table",
+                                             "seq_lens", "query_start", NULL };
 
 static const struct op_attr_spec no_attrs[] = { { NULL, 0, 0, 0, NULL } };
 
@@ -706,6 +836,13 @@ static const struct op_attr_spec rope_kv_write_attrs[] = {
 	[RKV_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
 	[RKV_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
 	[RKV_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec paged_attention_attrs[] = {
+	[PATTN_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
+	[PATTN_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
+	[PATTN_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head" },
+	[PATTN_SCALE] = { "scale", OP_ATTR_FLOAT, 0, 0.0, "score scale (0: 1/sqrt(head_dim))" },
 	{ NULL, 0, 0, 0, NULL }
 };
 static const struct op_attr_spec slice_attrs[] = {
@@ -763,6 +900,18 @@ static const struct op_kind kinds[OP_COUNT] = {
 		check_rope_kv_write },
 	[OP_SLICE] = { OP_SLICE, "slice", "columns start .. start+W-1 of x into out [rows, W]",
 		in_x, out_out, slice_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_slice },
+	[OP_PAGED_KV_WRITE] = { OP_PAGED_KV_WRITE, "paged_kv_write",
+		"write x [T, W] into the paged cache [NB, BS, W] at slots [T] (i32; -1 skips)",
+		in_xslots, out_cache, no_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_paged_kv_write },
+	[OP_ROPE_PAGED_KV_WRITE] = { OP_ROPE_PAGED_KV_WRITE, "rope_paged_kv_write",
+		"rope_kv_write into paged caches at slots, rotated by pos",
+		in_qkvposslots, out_q_caches, rope_kv_write_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_rope_paged_kv_write },
+	[OP_PAGED_ATTENTION] = { OP_PAGED_ATTENTION, "paged_attention",
+		"attention of each request's query rows over its blocks of paged caches",
+		in_paged_attn, out_out, paged_attention_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
+		"its launch shape follows the host's batch (the longest sequence)", 0,
+		check_paged_attention },
 };
 
 const struct op_kind *op_kind_find(const char *name)

@@ -144,32 +144,142 @@ int sp_eval(struct sp *p, const char *text, yaml_node_t *node, int64_t *out)
 /* ---------------------------------------------------------------------- */
 /* The token dim.                                                          */
 
+/* Room for N capture sizes. */
+static int dims_alloc_sizes(struct sp *p, size_t n)
+{
+	p->sizes = calloc(n, sizeof *p->sizes);
+	p->modes = calloc(n, sizeof *p->modes);
+	p->requests = calloc(n, sizeof *p->requests);
+	p->uniform = calloc(n, sizeof *p->uniform);
+	if (p->sizes == NULL || p->modes == NULL || p->requests == NULL || p->uniform == NULL)
+		return sp_error(p, NULL, "out of memory");
+	return 0;
+}
+
+/* The count of a sequence of capture sizes, checked. */
+static int dims_count_sizes(struct sp *p, yaml_node_t *seq, const struct dim_decl *d,
+                            size_t *n)
+{
+	*n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	if (*n == 0)
+		return sp_error(p, seq, "dim '%s' has no capture sizes", d->name);
+	if (*n > SCRIPT_MAX_SIZES)
+		return sp_error(p, walk_node(p, seq->data.sequence.items.start[SCRIPT_MAX_SIZES]),
+		                "dim '%s' has more than %d capture sizes", d->name, SCRIPT_MAX_SIZES);
+	return 0;
+}
+
+/* Append capture size V (from node E), ascending. */
+static int dims_add_size(struct sp *p, yaml_node_t *e, int64_t v, int mode)
+{
+	if (p->nsizes > 0 && v <= p->sizes[p->nsizes - 1])
+		return sp_error(p, e, "capture sizes must ascend: %lld comes after %lld",
+		                (long long)v, (long long)p->sizes[p->nsizes - 1]);
+	p->sizes[p->nsizes] = v;
+	p->modes[p->nsizes] = mode;
+	p->nsizes++;
+	return 0;
+}
+
 static int dims_sizes(struct sp *p, yaml_node_t *seq, void *obj)
 {
 	struct dim_decl *d = obj;
 	yaml_node_item_t *it;
-	size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	size_t n;
 
-	if (n == 0)
-		return sp_error(p, seq, "dim '%s' has no capture sizes", d->name);
-	if (n > SCRIPT_MAX_SIZES)
-		return sp_error(p, walk_node(p, seq->data.sequence.items.start[SCRIPT_MAX_SIZES]),
-		                "dim '%s' has more than %d capture sizes", d->name, SCRIPT_MAX_SIZES);
-	p->sizes = calloc(n, sizeof *p->sizes);
-	p->modes = calloc(n, sizeof *p->modes);
-	if (p->sizes == NULL || p->modes == NULL)
-		return sp_error(p, NULL, "out of memory");
+	p->tokens_node = seq;
+	if (dims_count_sizes(p, seq, d, &n) != 0 || dims_alloc_sizes(p, n) != 0)
+		return -1;
 	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *e = walk_node(p, *it);
 		int64_t v;
-		if (walk_int_range(p, e, "a capture size", 1, SCRIPT_MAX_TOKENS, &v) != 0)
+		if (walk_int_range(p, e, "a capture size", 1, SCRIPT_MAX_TOKENS, &v) != 0 ||
+		    dims_add_size(p, e, v, PLAN_MODE_BREAKABLE) != 0)
 			return -1;
-		if (p->nsizes > 0 && v <= p->sizes[p->nsizes - 1])
-			return sp_error(p, e, "capture sizes must ascend: %lld comes after %lld",
-			                (long long)v, (long long)p->sizes[p->nsizes - 1]);
-		p->sizes[p->nsizes] = v;
-		p->modes[p->nsizes] = PLAN_MODE_BREAKABLE;
-		p->nsizes++;
+	}
+	d->value = p->sizes[p->nsizes - 1];
+	return 0;
+}
+
+/* One entry of `sizes`: {tokens, requests, uniform, mode}. */
+struct size_build {
+	int64_t tokens;
+	int64_t requests;
+	int     uniform;
+	int     mode;
+	yaml_node_t *requests_node;
+};
+
+static int size_tokens(struct sp *p, yaml_node_t *node, void *obj)
+{
+	struct size_build *b = obj;
+	return walk_int_range(p, node, "a capture size", 1, SCRIPT_MAX_TOKENS, &b->tokens);
+}
+
+static int size_requests(struct sp *p, yaml_node_t *node, void *obj)
+{
+	struct size_build *b = obj;
+	b->requests_node = node;
+	return walk_int_range(p, node, "the requests of a capture size", 1, SCRIPT_MAX_TOKENS,
+	                      &b->requests);
+}
+
+static int size_uniform(struct sp *p, yaml_node_t *node, void *obj)
+{
+	struct size_build *b = obj;
+	return walk_bool(p, node, "uniform", &b->uniform);
+}
+
+static int dims_mode_name(struct sp *p, yaml_node_t *node, int *mode);
+
+static int size_mode(struct sp *p, yaml_node_t *node, void *obj)
+{
+	struct size_build *b = obj;
+	return dims_mode_name(p, node, &b->mode);
+}
+
+static const struct walk_field size_fields[] = {
+	{ "tokens", YAML_SCALAR_NODE, WALK_REQUIRED, size_tokens },
+	{ "requests", YAML_SCALAR_NODE, 0, size_requests },
+	{ "uniform", YAML_SCALAR_NODE, 0, size_uniform },
+	{ "mode", YAML_SCALAR_NODE, 0, size_mode },
+	{ NULL, YAML_NO_NODE, 0, NULL }
+};
+
+/* `sizes`: capture sizes that name their batches, as vLLM's batch
+ * descriptors: tokens, the most requests, and whether only uniform decode
+ * batches (one token a request) run at the size. */
+static int dims_sizes_list(struct sp *p, yaml_node_t *seq, void *obj)
+{
+	struct dim_decl *d = obj;
+	yaml_node_item_t *it;
+	size_t n;
+
+	if (p->tokens_node != NULL)
+		return sp_error(p, seq, "dim '%s' takes tokens or sizes, not both", d->name);
+	if (dims_count_sizes(p, seq, d, &n) != 0 || dims_alloc_sizes(p, n) != 0)
+		return -1;
+	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *e = walk_node(p, *it);
+		struct size_build b = { .mode = p->dflt_mode };
+		uint32_t i = p->nsizes;
+
+		if (walk_expect(p, e, YAML_MAPPING_NODE, "a capture size") != 0 ||
+		    walk_mapping(p, e, size_fields, &b, "a capture size") != 0 ||
+		    dims_add_size(p, e, b.tokens, b.mode) != 0)
+			return -1;
+		if (b.requests == 0)
+			b.requests = b.tokens;
+		if (b.requests > b.tokens)
+			return sp_error(p, b.requests_node, "capture size %lld holds at most %lld "
+			                "requests (each has a token), not %lld", (long long)b.tokens,
+			                (long long)b.tokens, (long long)b.requests);
+		if (b.uniform && b.requests != b.tokens)
+			return sp_error(p, b.requests_node, "a uniform decode size has one token a "
+			                "request: %lld tokens make %lld requests, not %lld",
+			                (long long)b.tokens, (long long)b.tokens, (long long)b.requests);
+		p->requests[i] = b.requests;
+		p->uniform[i] = (unsigned char)b.uniform;
 	}
 	d->value = p->sizes[p->nsizes - 1];
 	return 0;
@@ -193,6 +303,9 @@ static int dims_mode(struct sp *p, yaml_node_t *node, void *obj)
 	(void)obj;
 	if (dims_mode_name(p, node, &mode) != 0)
 		return -1;
+	/* The sizes of `tokens` are read already; those of `sizes` start
+	 * from it. */
+	p->dflt_mode = mode;
 	for (uint32_t i = 0; i < p->nsizes; i++)
 		p->modes[i] = mode;
 	return 0;
@@ -228,8 +341,9 @@ static int dims_modes(struct sp *p, yaml_node_t *map, void *obj)
 }
 
 static const struct walk_field token_fields[] = {
-	{ "tokens", YAML_SEQUENCE_NODE, WALK_REQUIRED, dims_sizes },
+	{ "tokens", YAML_SEQUENCE_NODE, 0, dims_sizes },
 	{ "mode", YAML_SCALAR_NODE, 0, dims_mode },
+	{ "sizes", YAML_SEQUENCE_NODE, 0, dims_sizes_list },
 	{ "modes", YAML_MAPPING_NODE, 0, dims_modes },
 	{ NULL, YAML_NO_NODE, 0, NULL }
 };
@@ -246,9 +360,12 @@ static int dims_resolve(struct sp *p, uint32_t index)
 	d->state = 1;
 	p->resolving[p->nresolving++] = index;
 	snprintf(what, sizeof what, "dim '%s'", d->name);
-	if (d->tokens)
+	if (d->tokens) {
+		p->dflt_mode = PLAN_MODE_BREAKABLE;
 		rc = walk_mapping(p, d->node, token_fields, d, what);
-	else
+		if (rc == 0 && p->nsizes == 0)
+			rc = sp_error(p, d->node, "missing key 'tokens' in %s (or give 'sizes')", what);
+	} else
 		rc = walk_int_range(p, d->node, what, 1, INT64_MAX, &d->value);
 	p->nresolving--;
 	if (rc != 0)

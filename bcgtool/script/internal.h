@@ -101,7 +101,11 @@ struct sp {
 
 	int64_t             *sizes;      /* capture sizes, ascending */
 	int                 *modes;
+	int64_t             *requests;   /* per size: the most requests (0: not said) */
+	unsigned char       *uniform;    /* per size: uniform decode only */
 	uint32_t             nsizes;
+	int                  dflt_mode;  /* the token dim's `mode`, for `sizes` */
+	yaml_node_t         *tokens_node;/* the token dim's `tokens`, when given */
 
 	struct tensor_decl  *tensors;
 	uint32_t             ntensors;
@@ -193,6 +197,9 @@ int dims_parse(struct sp *p, yaml_node_t *node);     /* dims.c */
 int dims_find(struct sp *p, const char *name, yaml_node_t *node, uint32_t *index);
 int vars_parse(struct sp *p, yaml_node_t *node);     /* vars.c */
 int tensors_parse(struct sp *p, yaml_node_t *node);  /* tensors.c */
+/* batch.c: the batch feeds agree on the request dim, and the paged ops on
+ * one cache geometry (after the ops). */
+int batch_check(struct sp *p);
 int ops_parse(struct sp *p, yaml_node_t *node);      /* ops.c */
 
 /* weights.c: the tensors of a safetensors init. */

@@ -315,8 +315,11 @@ static int ops_attr_defaults(struct sp *p, struct op_build *o)
 	/* kv_heads defaults to heads: no fixed number can say that. */
 	if (o->kind->id == OP_ATTENTION && !o->given[ATTN_KV_HEADS])
 		o->attr[ATTN_KV_HEADS].i = o->attr[ATTN_HEADS].i;
-	if (o->kind->id == OP_ROPE_KV_WRITE && !o->given[RKV_KV_HEADS])
+	if ((o->kind->id == OP_ROPE_KV_WRITE || o->kind->id == OP_ROPE_PAGED_KV_WRITE) &&
+	    !o->given[RKV_KV_HEADS])
 		o->attr[RKV_KV_HEADS].i = o->attr[RKV_HEADS].i;
+	if (o->kind->id == OP_PAGED_ATTENTION && !o->given[PATTN_KV_HEADS])
+		o->attr[PATTN_KV_HEADS].i = o->attr[PATTN_HEADS].i;
 	return 0;
 }
 

@@ -131,7 +131,7 @@ static int script_walk(struct sp *p, yaml_node_t *root, struct top_build *top)
 	    (version = walk_find(p, root, "bcg")) != NULL &&
 	    version->type == YAML_SCALAR_NODE && top_version(p, version, NULL) != 0)
 		return -1;
-	if (walk_mapping(p, root, top_fields, top, "the script") != 0)
+	if (walk_mapping(p, root, top_fields, top, "the script") != 0 || batch_check(p) != 0)
 		return -1;
 	return check_schedule(p);
 }
@@ -149,6 +149,8 @@ static int script_build(struct sp *p, const struct top_build *top, struct script
 	for (uint32_t i = 0; i < p->nsizes; i++) {
 		s->variants[i].tokens = p->sizes[i];
 		s->variants[i].mode = p->modes[i];
+		s->variants[i].requests = p->requests[i];
+		s->variants[i].uniform = p->uniform[i];
 	}
 	s->nvariants = p->nsizes;
 	s->program = p->plan;
@@ -227,6 +229,8 @@ out:
 	free(p.tensors);
 	free(p.sizes);
 	free(p.modes);
+	free(p.requests);
+	free(p.uniform);
 	free(p.written);
 	weights_release(&p);
 	if (have_doc)

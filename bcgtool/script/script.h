@@ -21,6 +21,9 @@
 struct script_variant {
 	int64_t tokens;
 	int     mode;           /* enum plan_mode */
+	int64_t requests;       /* the most requests of a batch of this size; 0
+	                           when the script says nothing (any) */
+	int     uniform;        /* for uniform decode batches only */
 };
 
 struct script {

@@ -255,6 +255,7 @@ static const struct walk_field feed_random_fields[] = {
 	KIND_FIELD, { "seed", YAML_SCALAR_NODE, WALK_REQUIRED, feed_seed },
 	{ "scale", YAML_SCALAR_NODE, 0, feed_scale }, END_FIELD
 };
+static const struct walk_field feed_batch_fields[] = { KIND_FIELD, END_FIELD };
 
 struct spec_kind {
 	const char              *name;
@@ -277,8 +278,32 @@ static const struct spec_kind feed_kinds[] = {
 	{ "tokens", PLAN_FEED_TOKENS, feed_tokens_fields },
 	{ "random", PLAN_FEED_RANDOM, feed_random_fields },
 	{ "prompt", PLAN_FEED_PROMPT, feed_prompt_fields },
+	{ "seq_lens", PLAN_FEED_SEQ_LENS, feed_positions_fields },
+	{ "query_start", PLAN_FEED_QUERY_START, feed_batch_fields },
+	{ "block_table", PLAN_FEED_BLOCK_TABLE, feed_batch_fields },
+	{ "slots", PLAN_FEED_SLOTS, feed_batch_fields },
+	{ "seq_positions", PLAN_FEED_SEQ_POSITIONS, feed_batch_fields },
 	{ NULL, 0, NULL }
 };
+
+/* The shape a batch feed needs: rank RANK, its first axis the token dim
+ * (TOKENS) or any other. */
+static int tensors_batch_shape(struct sp *p, yaml_node_t *node, struct tensor_build *t,
+                               uint32_t rank, int tokens, const char *want)
+{
+	const char *kind = plan_feed_name(t->feed.kind);
+
+	if (t->dtype != PLAN_DTYPE_I32)
+		return sp_error(p, node, "feed %s needs an i32 tensor; %s is %s", kind, t->what,
+		                plan_dtype_name(t->dtype));
+	if (t->family)
+		return sp_error(p, node, "feed %s takes one tensor, not a family: %s has a count",
+		                kind, t->what);
+	if (t->rank != rank || (tokens != (t->shape[0].dim == p->token_dim)))
+		return sp_error(p, node, "feed %s needs a tensor of shape %s; %s has another shape",
+		                kind, want, t->what);
+	return 0;
+}
 
 /* Parse NODE, an init or a feed ("init", "feed" in WORD) of T. */
 static int tensors_spec(struct sp *p, yaml_node_t *node, struct tensor_build *t,
@@ -387,6 +412,19 @@ static int tensors_feed(struct sp *p, yaml_node_t *node, void *obj)
 		p->prompt_node = node;
 		p->prompt_from = t->feedback;
 		break;
+	case PLAN_FEED_SEQ_LENS:
+		return tensors_batch_shape(p, node, t, 1, 0, "[R] (R a dim other than the token dim)");
+	case PLAN_FEED_QUERY_START:
+		return tensors_batch_shape(p, node, t, 1, 0, "[R1] (R1 = R + 1)");
+	case PLAN_FEED_BLOCK_TABLE:
+		return tensors_batch_shape(p, node, t, 2, 0, "[R, MB]");
+	case PLAN_FEED_SLOTS:
+	case PLAN_FEED_SEQ_POSITIONS: {
+		char want[SCRIPT_MAX_NAME + 4];
+		td = plan_get_dim(p->plan, p->token_dim);
+		snprintf(want, sizeof want, "[%s]", td->name);
+		return tensors_batch_shape(p, node, t, 1, 1, want);
+	}
 	default:
 		if (!is_float_dtype(t->dtype))
 			return sp_error(p, node, "feed random needs a float tensor; %s is %s",

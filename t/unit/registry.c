@@ -68,11 +68,12 @@ static void test_table(void)
 		"fill", "copy", "add", "mul", "scale", "matmul", "rmsnorm", "layernorm",
 		"silu_mul", "gelu", "softmax", "rope", "embedding", "kv_write", "attention", "argmax",
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
+		"paged_kv_write", "rope_paged_kv_write", "paged_attention",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -89,6 +90,10 @@ static void test_table(void)
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "attention has a graph-safe form");
 			is_str(k->capture_why, "its launch shape follows the host var kv_len",
 			       "attention says why it breaks graphs");
+		} else if (i == OP_PAGED_ATTENTION) {
+			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "paged_attention has a graph-safe form");
+			is_str(k->capture_why, "its launch shape follows the host's batch (the longest "
+			       "sequence)", "paged_attention says why it breaks graphs");
 		} else {
 			ok(k->capture == OP_CAPTURE_ALWAYS && k->capture_why == NULL,
 			   "%s is always capturable", names[i]);
