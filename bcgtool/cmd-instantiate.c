@@ -167,10 +167,10 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 		plan_json_key(j, "name");
 		plan_json_string(j, w->name);
 		plan_json_key(j, "plan_xxh64");
-		snprintf(hex, sizeof hex, "%016" PRIx64, w->hash);
+		snprintf(hex, sizeof hex, "0x%016" PRIx64, w->hash);
 		plan_json_string(j, hex);
 		plan_json_key(j, "xxh64");
-		snprintf(hex, sizeof hex, "%016" PRIx64, e->weight_hash[i]);
+		snprintf(hex, sizeof hex, "0x%016" PRIx64, e->weight_hash[i]);
 		plan_json_string(j, hex);
 		plan_json_object_end(j);
 	}

@@ -32,8 +32,8 @@ static int cmd_replay_exec(int argc, char **argv);
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
-	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE]\n"
-	         "                [--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] PLAN",
+	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
+	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"

@@ -88,6 +88,7 @@ test_expect_success 'the set-up installs every package the build needs' '
 test_expect_success 'the tour runs word for word' '
 	mkdir -p repo &&
 	ln -s "$BCG_SRC_DIR/samples" repo/samples &&
+	ln -s "$BCG_SRC_DIR/t" repo/t &&
 	(
 		cd repo &&
 		PATH="$BCG_BUILD_DIR/bcgtool:$PATH" &&

@@ -141,8 +141,8 @@ static void test_program(void)
 	p = sample_rich();
 	plan_add_tensor(p, &(struct plan_tensor){ .name = "q", .dtype = PLAN_DTYPE_F32,
 		.role = PLAN_ROLE_ACTIVATION, .rank = 1, .shape = { { PLAN_NONE, 1 } },
-		.feed = { .kind = 9, .var = PLAN_NONE } }, NULL, NULL);
-	expect_invalid(p, "unknown feed 9", "an unknown feed");
+		.feed = { .kind = 10, .var = PLAN_NONE } }, NULL, NULL);
+	expect_invalid(p, "unknown feed 10", "an unknown feed");
 	p = sample_rich();
 	plan_add_tensor(p, &(struct plan_tensor){ .name = "q", .dtype = PLAN_DTYPE_F32,
 		.role = PLAN_ROLE_ACTIVATION, .rank = 1, .shape = { { PLAN_NONE, -2 } },
