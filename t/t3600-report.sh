@@ -1,6 +1,7 @@
 #!/bin/sh
 test_description='bcgtool report on a real Nsight Systems export; profile and replay traces'
 . "$(dirname "$0")/test-lib.sh"
+unset BCG_NSYS_WRAPPER   # the stand-in nsys tests set their own
 
 test "${BCG_HAVE_SQLITE:-no}" = yes && test_set_prereq SQLITE
 nsys_found=

@@ -1409,6 +1409,12 @@ static void product_case_init(struct tcase *c, struct product_bufs *pb, int k, i
 	c->out[0] = k == 1 && inplace ? &pb->x : &pb->out;
 	c->attr[MATMUL_TRANS_B].i = tb;
 	c->tol = tol_for(c->out[0]->dtype, 1e-4);
+	/* silu(gate) * up in bf16: gate and up are each rounded to 8 bits of
+	 * mantissa before the product, which is rounded again, so two
+	 * summation orders of K = 4096 can land 3 roundings (~1.2%) apart; seen
+	 * on the H100 (element off by 32 of 2416, seed 7711326954447964303). */
+	if (k == 2 && c->out[0]->dtype == PLAN_DTYPE_BF16)
+		c->tol = 2e-2;
 }
 
 static void test_products(struct env *e)
