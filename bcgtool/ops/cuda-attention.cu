@@ -1,127 +1,61 @@
 /*
- * cuda-attention.cu - decode attention of T query tokens over a KV cache,
- * split along the cache (split-K, "flash decoding").
+ * cuda-attention.cu - decode attention of T query tokens over one
+ * contiguous KV cache, split along the cache ("flash decoding"), on the
+ * core of cuda-attention-core.h (lane groups, online softmax, split plan
+ * and merge, shared with paged attention).
  *
- * For each (token t, head h) the L = min(kv_len, S) cache rows are cut
- * into NS chunks. One block of ATTN_WARPS warps computes one (t, h, split):
- * its warps take the chunk's keys KB at a time, in turn, and keep the
- * online-softmax state of their keys (running max m, sum l of exp(s - m),
- * and acc = sum of exp(s - m) v) in registers, each lane holding EPL
- * consecutive elements of the head dimension; the block then merges its
- * warps. With NS = 1 the block writes out = acc / l itself; otherwise it
- * writes (m, l, acc) to scratch, and the NS partials of each (t, h) are
- * merged in split order. Merging rescales each part by exp(m_part - max m);
- * a part with no keys has m = -inf and weight 0. Every sum is in f32.
+ * Token t, head h attends to the first L = min(kv_len, S) cache rows
+ * (causal: L - (T - 1 - t)); head h reads kv head h * kv_heads / heads.
  *
- * Two implementations merge the partials:
- *  - "split" (one launch): the last block of each (t, h) to finish -- a
- *    counter per (t, h) in the scratch counters (cuda.h), which that block
- *    resets -- merges them itself. The merge always runs in split order
- *    over values read back from the scratch, so whichever block is last
- *    the bits are the same. Up to CUDA_SCRATCH_COUNTERS (t, h) pairs.
- *  - "twopass": a second kernel merges them; any size.
- * Both kernels are PDL-aware: they wait before reading q or the caches and
- * trigger after their stores.
- *
- * The two forms share both kernels and differ in the launch:
- *  - eager (graph_safe 0): NS and the chunk follow L, from the host's
- *    kv_len; the launch shape changes as the cache fills.
- *  - graph-safe (graph_safe 1): NS and the chunk follow S alone, and every
+ * Two implementations merge the splits (cuda-attention-core.h): "split"
+ * (the last block of each (t, h), up to CUDA_SCRATCH_COUNTERS pairs) and
+ * "twopass" (a second kernel; any size). The two forms share the kernels
+ * and differ in the launch:
+ *  - eager (graph_safe 0): the split follows L, from the host's kv_len;
+ *    the launch shape changes as the cache fills.
+ *  - graph-safe (graph_safe 1): the split follows S alone, and every
  *    block reads kv_len from device memory (attr_dev[ATTN_KV_LEN]); blocks
- *    whose chunk lies past L write a neutral part. One captured launch is
- *    then right for every kv_len.
- *
- * NS aims at about four blocks per multiprocessor over all (t, h), with at
- * least ATTN_MIN_CHUNK keys per split and at most ATTN_MAX_SPLITS splits;
- * the scratch bound (cuda_attention_scratch_bytes) uses ATTN_BLOCKS_CAP in
- * place of the device's size, so it holds on any device.
- *
- * Head h reads kv head h * kv_heads / heads (h / (heads / kv_heads) for
- * the divisible counts the check accepts). head_dim up to 512; loads are
- * vectorized (up to 16 bytes a lane) when head_dim is 32 * EPL and q, k, v
- * are aligned for it, else element by element.
+ *    whose chunk lies past L exit at once. One captured launch is then
+ *    right for every kv_len.
  */
 #include "config.h"
 
 #include <limits.h>
 #include <string.h>
 
-#include "cuda-internal.h"
-
-#define ATTN_WARPS          4
-#define ATTN_THREADS        (ATTN_WARPS * 32)
-#define ATTN_COMBINE_THREADS 128
-#define ATTN_MAX_SPLITS     128
-#define ATTN_MIN_CHUNK      64
-#define ATTN_CHUNK_ROUND    16      /* ATTN_WARPS * KB, whole batches per warp */
-#define ATTN_BLOCKS_CAP     1024
-#define ATTN_MAX_HEAD_DIM   512
+#include "cuda-attention-core.h"
 
 /* --- device side ---------------------------------------------------------- */
 
-/* Lane LANE's EPL elements [lane*EPL, lane*EPL + EPL) of ROW, widened; past
- * D they read as 0. VEC: D == 32 * EPL and ROW aligned to the chunk size. */
-template <typename T, int EPL, bool VEC>
-__device__ __forceinline__ void attn_load(const T *row, int lane, int D, float (&r)[EPL])
-{
-	const int d0 = lane * EPL;
-
-	if constexpr (VEC) {
-		constexpr int BYTES = EPL * (int)sizeof(T);
-		constexpr int CH = BYTES >= 16 ? 16 : BYTES;
-		constexpr int PER = CH / (int)sizeof(T);
-		static_assert(CH == 16 || CH == 8 || CH == 4, "vector chunk of 4, 8 or 16 bytes");
-#pragma unroll
-		for (int c = 0; c < BYTES / CH; c++) {
-			T tmp[PER];
-			const T *p = row + d0 + c * PER;
-			if constexpr (CH == 16) {
-				uint4 u = *reinterpret_cast<const uint4 *>(p);
-				memcpy(tmp, &u, sizeof u);
-			} else if constexpr (CH == 8) {
-				uint2 u = *reinterpret_cast<const uint2 *>(p);
-				memcpy(tmp, &u, sizeof u);
-			} else {
-				uint32_t u = *reinterpret_cast<const uint32_t *>(p);
-				memcpy(tmp, &u, sizeof u);
-			}
-#pragma unroll
-			for (int i = 0; i < PER; i++)
-				r[c * PER + i] = cuda_to_f32(tmp[i]);
-		}
-	} else {
-#pragma unroll
-		for (int e = 0; e < EPL; e++)
-			r[e] = d0 + e < D ? cuda_to_f32(row[d0 + e]) : 0.0f;
-	}
-}
-
+/* Position j of a contiguous cache: row j of k and of v. */
 template <typename T>
-__device__ void attn_combine(const float *part_acc, const float2 *part_ml, T *out, int64_t th,
-                             int nsplit, int D, float *sm, float *sl, float *sw);
+struct attn_rows {
+	const T *k, *v;                 /* the kv head's first row */
+	int64_t stride;                 /* elements from one row to the next */
 
-/* Block (t, h, split) = blockIdx.x as (t * H + h) * nsplit + split. Keys
- * [split * chunk, min(split * chunk + chunk, L)). KV_LEN_DEV, when not
+	__device__ __forceinline__ bool at(int64_t j, const T *&kp, const T *&vp) const
+	{
+		kp = k + j * stride;
+		vp = v + j * stride;
+		return true;
+	}
+};
+
+/* Block (t, h, split) = blockIdx.x as (t * H + h) * nsplit + split, over
+ * keys [split * chunk, min(split * chunk + chunk, L)). KV_LEN_DEV, when not
  * NULL, gives kv_len; else KV_LEN does. */
-template <typename T, int EPL, bool VEC>
-__global__ void __launch_bounds__(ATTN_THREADS)
+template <typename T, int LPR, int EPL, bool VEC>
+__global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *part_acc,
                            float2 *part_ml, unsigned *counters, int64_t H, int64_t KVH, int D,
                            int64_t S, int64_t kv_len, const int32_t *kv_len_dev, int nsplit,
                            int64_t chunk, float scale, int64_t causal_rows)
 {
-	constexpr int KB = EPL <= 8 ? 4 : 2;    /* keys in flight per warp */
-	__shared__ float sh_m[ATTN_WARPS], sh_l[ATTN_WARPS];
-	__shared__ float sh_acc[ATTN_WARPS][32 * EPL];
-	__shared__ float sh_cm[ATTN_MAX_SPLITS], sh_cl[ATTN_MAX_SPLITS], sh_cw[ATTN_MAX_SPLITS];
-	__shared__ int flag;
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t bid = blockIdx.x;
 	const int split = (int)(bid % nsplit);
 	const int64_t th = bid / nsplit;                /* t * H + h */
-	const int64_t h = th % H;
-	const int64_t g = h * KVH / H;
-	const int64_t kstride = KVH * D;
+	const int64_t g = (th % H) * KVH / H;
+	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
 
 	cuda_pdl_wait();
 	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
@@ -134,152 +68,14 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	const int64_t end = start + chunk < L ? start + chunk : L;
 
 	float qr[EPL], acc[EPL];
-	attn_load<T, EPL, VEC>(q + th * D, lane, D, qr);
+	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 #pragma unroll
 	for (int e = 0; e < EPL; e++)
 		acc[e] = 0.0f;
 	float m = -INFINITY, l = 0.0f;
-
-	const T *kg = k + g * D, *vg = v + g * D;
-	/* j0 and end are the same for the whole warp: the shuffles below run
-	 * with every lane present. */
-	for (int64_t j0 = start + (int64_t)warp * KB; j0 < end; j0 += (int64_t)ATTN_WARPS * KB) {
-		float kr[KB][EPL], vr[KB][EPL], s[KB];
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			if (j0 + b < end) {
-				attn_load<T, EPL, VEC>(kg + (j0 + b) * kstride, lane, D, kr[b]);
-				attn_load<T, EPL, VEC>(vg + (j0 + b) * kstride, lane, D, vr[b]);
-			} else {
-#pragma unroll
-				for (int e = 0; e < EPL; e++)
-					kr[b][e] = vr[b][e] = 0.0f;
-			}
-		}
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			float d = 0.0f;
-#pragma unroll
-			for (int e = 0; e < EPL; e++)
-				d += qr[e] * kr[b][e];
-			s[b] = d;
-		}
-#pragma unroll
-		for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-			for (int b = 0; b < KB; b++)
-				s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-		float mb = -INFINITY;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			s[b] *= scale;
-			if (j0 + b < end)
-				mb = fmaxf(mb, s[b]);
-		}
-		/* j0 < end, so mb and mn are finite: exp(-inf - mn) is 0. */
-		float mn = fmaxf(m, mb);
-		float corr = expf(m - mn);
-		l *= corr;
-#pragma unroll
-		for (int e = 0; e < EPL; e++)
-			acc[e] *= corr;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			if (j0 + b < end) {
-				float p = expf(s[b] - mn);
-				l += p;
-#pragma unroll
-				for (int e = 0; e < EPL; e++)
-					acc[e] += p * vr[b][e];
-			}
-		}
-		m = mn;
-	}
-
-	/* Merge the warps. */
-	if (lane == 0) {
-		sh_m[warp] = m;
-		sh_l[warp] = l;
-	}
-#pragma unroll
-	for (int e = 0; e < EPL; e++)
-		sh_acc[warp][lane * EPL + e] = acc[e];
-	__syncthreads();
-
-	float M = -INFINITY, wt[ATTN_WARPS], lsum = 0.0f;
-#pragma unroll
-	for (int w = 0; w < ATTN_WARPS; w++)
-		M = fmaxf(M, sh_m[w]);
-#pragma unroll
-	for (int w = 0; w < ATTN_WARPS; w++) {
-		wt[w] = sh_m[w] == -INFINITY ? 0.0f : expf(sh_m[w] - M);
-		lsum += wt[w] * sh_l[w];
-	}
-	for (int d = threadIdx.x; d < D; d += ATTN_THREADS) {
-		float a = 0.0f;
-#pragma unroll
-		for (int w = 0; w < ATTN_WARPS; w++)
-			a += wt[w] * sh_acc[w][d];
-		if (nsplit == 1)
-			out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
-		else
-			part_acc[(th * nsplit + split) * D + d] = a;
-	}
-	if (nsplit > 1 && threadIdx.x == 0)
-		part_ml[th * nsplit + split] = make_float2(M, lsum);
-	if (nsplit > 1 && counters) {
-		if (!cuda_last_block(&counters[th], (unsigned)nsplit, &flag))
-			return;
-		attn_combine<T>(part_acc, part_ml, out, th, nsplit, D, sh_cm, sh_cl, sh_cw);
-	}
-	cuda_pdl_trigger();
-}
-
-/* Merge the NSPLIT parts of (t, h) = TH into out[t, h], in split order,
- * reading the parts past L1 (other blocks wrote them). SM, SL, SW are
- * shared arrays of ATTN_MAX_SPLITS floats. Every thread of the block calls
- * it. */
-template <typename T>
-__device__ void attn_combine(const float *part_acc, const float2 *part_ml, T *out, int64_t th,
-                             int nsplit, int D, float *sm, float *sl, float *sw)
-{
-	const float2 *ml = part_ml + th * nsplit;
-	const float *acc = part_acc + th * nsplit * D;
-
-	for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
-		float2 p = __ldcg(ml + s);
-		sm[s] = p.x;
-		sl[s] = p.y;
-	}
-	__syncthreads();
-	float M = -INFINITY;
-	for (int s = 0; s < nsplit; s++)
-		M = fmaxf(M, sm[s]);
-	for (int s = threadIdx.x; s < nsplit; s += blockDim.x)
-		sw[s] = sm[s] == -INFINITY ? 0.0f : expf(sm[s] - M);
-	__syncthreads();
-	float lsum = 0.0f;
-	for (int s = 0; s < nsplit; s++)
-		lsum += sw[s] * sl[s];
-	for (int d = threadIdx.x; d < D; d += blockDim.x) {
-		float a = 0.0f;
-		for (int s = 0; s < nsplit; s++)
-			a += sw[s] * __ldcg(acc + (int64_t)s * D + d);
-		out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
-	}
-}
-
-/* "twopass": block th = t * H + h merges its NSPLIT parts into out[t, h]. */
-template <typename T>
-__global__ void __launch_bounds__(ATTN_COMBINE_THREADS)
-bcg_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *out,
-                             int nsplit, int D)
-{
-	__shared__ float sm[ATTN_MAX_SPLITS], sl[ATTN_MAX_SPLITS], sw[ATTN_MAX_SPLITS];
-
-	cuda_pdl_wait();
-	attn_combine<T>(part_acc, part_ml, out, (int64_t)blockIdx.x, nsplit, D, sm, sl, sw);
-	cuda_pdl_trigger();
+	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale, m, l, acc);
+	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nsplit, D, out, part_acc, part_ml,
+	                              counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
@@ -320,9 +116,9 @@ static int cuda_attention_shape(const struct op_call *call, struct attn_shape *s
 		return cuda_fail(msg, len, "attention: heads %lld, kv_heads %lld, head_dim %lld "
 		                 "must be positive", (long long)sh->H, (long long)sh->KVH,
 		                 (long long)sh->D);
-	if (sh->D > ATTN_MAX_HEAD_DIM)
+	if (sh->D > ATTN_CORE_MAX_HEAD_DIM)
 		return cuda_fail(msg, len, "attention: head_dim %lld above the CUDA kernel's %d",
-		                 (long long)sh->D, ATTN_MAX_HEAD_DIM);
+		                 (long long)sh->D, ATTN_CORE_MAX_HEAD_DIM);
 	if (!cuda_is_float_dtype(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype ||
 	    out->dtype != q->dtype)
 		return cuda_fail(msg, len, "attention: q, k, v, out must share one float dtype "
@@ -340,71 +136,16 @@ static int cuda_attention_shape(const struct op_call *call, struct attn_shape *s
 		return cuda_fail(msg, len, "attention: k and v must be [S, %lld]",
 		                 (long long)(sh->KVH * sh->D));
 	sh->th = sh->T * sh->H;
-	if (sh->th > INT_MAX / ATTN_MAX_SPLITS)
+	if (sh->th > INT_MAX / ATTN_CORE_MAX_SPLITS)
 		return cuda_fail(msg, len, "attention: %lld tokens x %lld heads is too many",
 		                 (long long)sh->T, (long long)sh->H);
 	return 0;
 }
 
-static int64_t attn_ceil_div(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
-/* Splits for L keys over TH (token, head) pairs aiming at TARGET blocks. */
-static int64_t attn_splits_for(int64_t L, int64_t th, int64_t target)
-{
-	int64_t ns = attn_ceil_div(target, th);
-	int64_t by_len = attn_ceil_div(L, ATTN_MIN_CHUNK);
-
-	if (ns > by_len)
-		ns = by_len;
-	if (ns > ATTN_MAX_SPLITS)
-		ns = ATTN_MAX_SPLITS;
-	return ns < 1 ? 1 : ns;
-}
-
-/* The most splits any launch for at most L keys can use, on any device:
- * the device's target is at most ATTN_BLOCKS_CAP and the count grows with
- * L, and the chunk rounding of attn_plan only lowers it. */
-static int64_t attn_splits_bound(int64_t L, int64_t th)
-{
-	return attn_splits_for(L, th, ATTN_BLOCKS_CAP);
-}
-
-/* Splits and chunk for a launch over L keys (L = kv_len eager, S
- * graph-safe). L < 1 gives one split of no keys: zeros. */
+/* The split of a launch over L keys (L = kv_len eager, S graph-safe). */
 static void attn_plan(int64_t L, int64_t th, int sm_count, int *nsplit, int64_t *chunk)
 {
-	int64_t target = sm_count > 0 ? 4 * (int64_t)sm_count : ATTN_BLOCKS_CAP;
-
-	if (target > ATTN_BLOCKS_CAP)
-		target = ATTN_BLOCKS_CAP;
-	if (L < 1) {
-		*nsplit = 1;
-		*chunk = 0;
-		return;
-	}
-	int64_t ns = attn_splits_for(L, th, target);
-	int64_t c = attn_ceil_div(L, ns);
-	c = attn_ceil_div(c, ATTN_CHUNK_ROUND) * ATTN_CHUNK_ROUND;
-	*chunk = c;
-	*nsplit = (int)attn_ceil_div(L, c);
-}
-
-/* Scratch layout for NSPLIT parts: (m, l) pairs first, then the f32
- * accumulators from a 256-byte boundary. */
-static size_t attn_ml_bytes(int64_t th, int64_t nsplit)
-{
-	size_t b = (size_t)(th * nsplit) * sizeof(float2);
-	return (b + 255) & ~(size_t)255;
-}
-
-static size_t attn_scratch_for(const struct attn_shape *sh, int64_t nsplit)
-{
-	if (nsplit <= 1)
-		return 0;
-	return attn_ml_bytes(sh->th, nsplit) + (size_t)(sh->th * nsplit * sh->D) * sizeof(float);
+	attn_core_plan(L, th, attn_core_target(sm_count), nsplit, chunk);
 }
 
 extern "C" size_t cuda_attention_scratch_bytes(const struct op_call *call)
@@ -413,7 +154,8 @@ extern "C" size_t cuda_attention_scratch_bytes(const struct op_call *call)
 
 	if (cuda_attention_shape(call, &sh, NULL, 0) != 0 || sh.th < 1)
 		return 0;
-	return cuda_scratch_with_counters(attn_scratch_for(&sh, attn_splits_bound(sh.S, sh.th)));
+	return cuda_scratch_with_counters(attn_core_scratch_for(sh.th,
+	                                  attn_core_splits_bound(sh.S, sh.th), sh.D));
 }
 
 int cuda_attention_usable(const struct op_call *call, int impl)
@@ -431,50 +173,43 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 	return 0;
 }
 
-template <typename T, int EPL>
-static int attn_launch_epl(const struct attn_launch *al, char *msg, size_t len)
-{
-	const struct attn_shape *sh = &al->sh;
-	const T *q = static_cast<const T *>(al->q), *k = static_cast<const T *>(al->k);
-	const T *v = static_cast<const T *>(al->v);
-	T *out = static_cast<T *>(al->out);
-	const size_t vec_bytes = EPL * sizeof(T) < 16 ? EPL * sizeof(T) : 16;
-	bool vec = sh->D == 32 * EPL && (uintptr_t)al->q % vec_bytes == 0 &&
-	           (uintptr_t)al->k % vec_bytes == 0 && (uintptr_t)al->v % vec_bytes == 0;
-	unsigned blocks = (unsigned)(sh->th * al->nsplit);
-	const char *name = "bcg_attention_split_kernel";
-	int rc;
+/* One launch at the lane geometry attn_core_dispatch picks. */
+template <typename T>
+struct attn_launcher {
+	const struct attn_launch *al;
+	char *msg;
+	size_t len;
 
-	if (vec)
-		rc = cuda_launch(al->ctx, name, bcg_attention_split_kernel<T, EPL, true>, dim3(blocks),
-		                 dim3(ATTN_THREADS), msg, len, q, k, v, out, al->part_acc, al->part_ml,
-		                 al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
-		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale, al->causal_rows);
-	else
-		rc = cuda_launch(al->ctx, name, bcg_attention_split_kernel<T, EPL, false>, dim3(blocks),
-		                 dim3(ATTN_THREADS), msg, len, q, k, v, out, al->part_acc, al->part_ml,
-		                 al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
-		                 al->kv_len_dev, al->nsplit, al->chunk, al->scale, al->causal_rows);
-	if (rc || al->nsplit == 1 || al->counters)
-		return rc;
-	return cuda_launch(al->ctx, "bcg_attention_combine_kernel", bcg_attention_combine_kernel<T>,
-	                   dim3((unsigned)sh->th), dim3(ATTN_COMBINE_THREADS), msg, len,
-	                   (const float *)al->part_acc, (const float2 *)al->part_ml, out, al->nsplit,
-	                   (int)sh->D);
-}
+	template <int LPR, int EPL, bool VEC>
+	int run() const
+	{
+		const struct attn_shape *sh = &al->sh;
+		T *out = static_cast<T *>(al->out);
+		int rc = cuda_launch(al->ctx, "bcg_attention_split_kernel",
+		                     bcg_attention_split_kernel<T, LPR, EPL, VEC>,
+		                     dim3((unsigned)(sh->th * al->nsplit)), dim3(ATTN_CORE_THREADS),
+		                     msg, len, static_cast<const T *>(al->q),
+		                     static_cast<const T *>(al->k), static_cast<const T *>(al->v), out,
+		                     al->part_acc, al->part_ml, al->counters, sh->H, sh->KVH,
+		                     (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->nsplit,
+		                     al->chunk, al->scale, al->causal_rows);
+		if (rc || al->nsplit == 1 || al->counters)
+			return rc;
+		return cuda_launch(al->ctx, "bcg_attention_combine_kernel",
+		                   bcg_attention_combine_kernel<T>, dim3((unsigned)sh->th),
+		                   dim3(ATTN_CORE_COMBINE_THREADS), msg, len,
+		                   (const float *)al->part_acc, (const float2 *)al->part_ml, out,
+		                   al->nsplit, (int)sh->D);
+	}
+};
 
 template <typename T>
 static int attn_launch_typed(const struct attn_launch *al, char *msg, size_t len)
 {
-	int64_t D = al->sh.D;
+	const attn_launcher<T> l = { al, msg, len };
 
-	if (D <= 64)
-		return attn_launch_epl<T, 2>(al, msg, len);
-	if (D <= 128)
-		return attn_launch_epl<T, 4>(al, msg, len);
-	if (D <= 256)
-		return attn_launch_epl<T, 8>(al, msg, len);
-	return attn_launch_epl<T, 16>(al, msg, len);
+	return attn_core_dispatch<T>(al->sh.D, attn_core_aligned(al->sh.D, sizeof(T), al->q, al->k,
+	                                                         al->v), l);
 }
 
 extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_op_ctx *ctx,
@@ -514,7 +249,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		attn_plan(L, al.sh.th, ctx->sm_count, &al.nsplit, &al.chunk);
 	}
 
-	need = cuda_scratch_with_counters(attn_scratch_for(&al.sh, al.nsplit));
+	need = cuda_scratch_with_counters(attn_core_scratch_for(al.sh.th, al.nsplit, al.sh.D));
 	if (need > 0) {
 		if (!ctx->scratch || ctx->scratch_bytes < need)
 			return cuda_fail(msg, len, "attention: needs %zu bytes of scratch, the context "
@@ -523,7 +258,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 			return cuda_fail(msg, len, "attention: scratch is not 16-byte aligned");
 		char *data = static_cast<char *>(cuda_scratch_data(ctx));
 		al.part_ml = reinterpret_cast<float2 *>(data);
-		al.part_acc = reinterpret_cast<float *>(data + attn_ml_bytes(al.sh.th, al.nsplit));
+		al.part_acc = reinterpret_cast<float *>(data + attn_core_ml_bytes(al.sh.th, al.nsplit));
 		if (call->impl == CUDA_IMPL_ATTN_SPLIT)
 			al.counters = cuda_scratch_counters(ctx);
 	}

@@ -1,115 +1,54 @@
 /*
  * cuda-paged-attention.cu - paged attention: each query row of a batch of
- * requests over its request's blocks of the paged caches, split along the
- * KV length ("flash decoding", as cuda-attention.cu does for one sequence).
+ * requests over its request's blocks of the paged caches, on the split-K
+ * core of cuda-attention-core.h (lane groups, online softmax, split plan
+ * and merge, shared with attention over one contiguous cache).
  *
- * One block of PATTN_WARPS warps computes one (row t, head h, split). It
- * first finds the request of row t (the first r with query_start[r] <= t <
- * query_start[r + 1], every thread testing some r) and the row's length
- * L_t = seq_lens[r] - n_r + 1 + i, clamped to [0, MB * BS] (op.h). Its
- * split covers positions [split * chunk, split * chunk + chunk) below L_t;
- * position j is row j % BS of block block_table[r, j / BS], and a block id
- * outside [0, NB) makes the position absent, so no metadata makes a block
- * read outside the caches. The warps take KB positions at a time in turn,
- * keep the online-softmax state (max m, sum l, acc) in registers, each
- * lane holding EPL elements of the head, and the block merges them. With
- * one split it writes out = acc / l; with several, (m, l, acc) go to
- * scratch and are merged in split order, by the last block of (t, h) to
- * finish ("split", a counter per (t, h)) or by a second kernel
- * ("twopass"). A row of no request, or of no position, gives zeros.
+ * A block computes one (row t, head h, split). It first finds the request
+ * of row t (the first r with query_start[r] <= t < query_start[r + 1],
+ * every thread testing some r) and the row's length L_t = seq_lens[r] - n_r
+ * + 1 + i, clamped to [0, MB * BS] (op.h). Position j is row j % BS of
+ * block block_table[r, j / BS]; a block id outside [0, NB) makes the
+ * position absent, so no metadata makes a block read outside the caches.
+ * A row of no request, or of no position, gives zeros.
  *
  * The two forms share the kernels and differ in the launch: the eager form
  * sizes the split by the host's longest sequence (call->batch), so its
  * shape follows the batch; the graph-safe form by MB * BS, the most a
- * request can hold, and one captured launch serves every batch. Every sum
- * is in f32. Both kernels are PDL-aware: they wait before reading anything
- * and trigger after their stores.
+ * request can hold, and one captured launch serves every batch: the
+ * splits past a row's length exit at once. Either way a row is cut into
+ * chunks of at most ATTN_CORE_MAX_CHUNK positions, so the longest request
+ * of a batch does not hold the launch up behind one block.
  */
 #include "config.h"
 
 #include <limits.h>
 #include <string.h>
 
-#include "cuda-internal.h"
-
-#define PATTN_WARPS          4
-#define PATTN_THREADS        (PATTN_WARPS * 32)
-#define PATTN_COMBINE_THREADS 128
-#define PATTN_MAX_SPLITS     128
-#define PATTN_MIN_CHUNK      64
-#define PATTN_CHUNK_ROUND    16
-#define PATTN_BLOCKS_CAP     1024
-#define PATTN_MAX_HEAD_DIM   512
+#include "cuda-attention-core.h"
 
 /* --- device side ---------------------------------------------------------- */
 
-/* Lane LANE's EPL elements of ROW, widened; past D they read as 0. VEC:
- * D == 32 * EPL and ROW aligned for 16-byte (or EPL-element) loads. */
-template <typename T, int EPL, bool VEC>
-__device__ __forceinline__ void pattn_load(const T *row, int lane, int D, float (&r)[EPL])
-{
-	const int d0 = lane * EPL;
-
-	if constexpr (VEC) {
-		constexpr int BYTES = EPL * (int)sizeof(T);
-		constexpr int CH = BYTES >= 16 ? 16 : BYTES;
-		constexpr int PER = CH / (int)sizeof(T);
-		static_assert(CH == 16 || CH == 8 || CH == 4, "vector chunk of 4, 8 or 16 bytes");
-#pragma unroll
-		for (int c = 0; c < BYTES / CH; c++) {
-			T tmp[PER];
-			const T *p = row + d0 + c * PER;
-			if constexpr (CH == 16) {
-				uint4 u = *reinterpret_cast<const uint4 *>(p);
-				memcpy(tmp, &u, sizeof u);
-			} else if constexpr (CH == 8) {
-				uint2 u = *reinterpret_cast<const uint2 *>(p);
-				memcpy(tmp, &u, sizeof u);
-			} else {
-				uint32_t u = *reinterpret_cast<const uint32_t *>(p);
-				memcpy(tmp, &u, sizeof u);
-			}
-#pragma unroll
-			for (int i = 0; i < PER; i++)
-				r[c * PER + i] = cuda_to_f32(tmp[i]);
-		}
-	} else {
-#pragma unroll
-		for (int e = 0; e < EPL; e++)
-			r[e] = d0 + e < D ? cuda_to_f32(row[d0 + e]) : 0.0f;
-	}
-}
-
-/* Merge the NSPLIT parts of (t, h) = TH into out, in split order. */
+/* Position j of one request: row j % BS of block table[j / BS], or none
+ * when that block id is outside [0, NB). */
 template <typename T>
-__device__ void pattn_combine(const float *part_acc, const float2 *part_ml, T *out, int64_t th,
-                              int nsplit, int D, float *sm, float *sl, float *sw)
-{
-	const float2 *ml = part_ml + th * nsplit;
-	const float *acc = part_acc + th * nsplit * D;
+struct pattn_rows {
+	const T *k, *v;                 /* the kv head's columns of row 0 */
+	const int32_t *table;           /* the request's row of block_table */
+	int64_t BS, NB, stride;
 
-	for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
-		float2 p = __ldcg(ml + s);
-		sm[s] = p.x;
-		sl[s] = p.y;
+	__device__ __forceinline__ bool at(int64_t j, const T *&kp, const T *&vp) const
+	{
+		const int64_t blk = table[j / BS];
+
+		if (blk < 0 || blk >= NB)
+			return false;
+		const int64_t row = blk * BS + j % BS;
+		kp = k + row * stride;
+		vp = v + row * stride;
+		return true;
 	}
-	__syncthreads();
-	float M = -INFINITY;
-	for (int s = 0; s < nsplit; s++)
-		M = fmaxf(M, sm[s]);
-	for (int s = threadIdx.x; s < nsplit; s += blockDim.x)
-		sw[s] = sm[s] == -INFINITY ? 0.0f : expf(sm[s] - M);
-	__syncthreads();
-	float lsum = 0.0f;
-	for (int s = 0; s < nsplit; s++)
-		lsum += sw[s] * sl[s];
-	for (int d = threadIdx.x; d < D; d += blockDim.x) {
-		float a = 0.0f;
-		for (int s = 0; s < nsplit; s++)
-			a += sw[s] * __ldcg(acc + (int64_t)s * D + d);
-		out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
-	}
-}
+};
 
 struct pattn_args {
 	const int32_t *table, *seq_lens, *query_start;
@@ -120,30 +59,24 @@ struct pattn_args {
 	float scale;
 };
 
-template <typename T, int EPL, bool VEC>
-__global__ void __launch_bounds__(PATTN_THREADS)
+template <typename T, int LPR, int EPL, bool VEC>
+__global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out, float *part_acc,
                            float2 *part_ml, unsigned *counters, struct pattn_args a)
 {
-	constexpr int KB = EPL <= 8 ? 4 : 2;    /* positions in flight per warp */
-	__shared__ float sh_m[PATTN_WARPS], sh_l[PATTN_WARPS];
-	__shared__ float sh_acc[PATTN_WARPS][32 * EPL];
-	__shared__ float sh_cm[PATTN_MAX_SPLITS], sh_cl[PATTN_MAX_SPLITS], sh_cw[PATTN_MAX_SPLITS];
-	__shared__ int sh_req, flag;
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	__shared__ int sh_req;
 	const int64_t bid = blockIdx.x;
 	const int nsplit = a.nsplit, D = a.D;
 	const int split = (int)(bid % nsplit);
 	const int64_t th = bid / nsplit;                /* t * H + h */
 	const int64_t h = th % a.H, t = th / a.H;
 	const int64_t g = h * a.KVH / a.H;
-	const int64_t kstride = a.KVH * D;
 
 	cuda_pdl_wait();
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
 	__syncthreads();
-	for (int64_t r = threadIdx.x; r < a.R; r += PATTN_THREADS)
+	for (int64_t r = threadIdx.x; r < a.R; r += ATTN_CORE_THREADS)
 		if (a.query_start[r] <= t && t < a.query_start[r + 1])
 			atomicMin(&sh_req, (int)r);
 	__syncthreads();
@@ -157,125 +90,19 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	}
 	const int64_t start = (int64_t)split * a.chunk;
 	const int64_t end = start + a.chunk < L ? start + a.chunk : L;
-	const int32_t *row_table = a.table + (r != INT_MAX ? r : 0) * a.MB;
+	const struct pattn_rows<T> src = { k + g * D, v + g * D,
+	                                   a.table + (r != INT_MAX ? r : 0) * a.MB, a.BS, a.NB,
+	                                   a.KVH * D };
 
 	float qr[EPL], acc[EPL];
-	pattn_load<T, EPL, VEC>(q + th * D, lane, D, qr);
+	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 #pragma unroll
 	for (int e = 0; e < EPL; e++)
 		acc[e] = 0.0f;
 	float m = -INFINITY, l = 0.0f;
-
-	const T *kg = k + g * D, *vg = v + g * D;
-	/* j0, end and the block ids are the same for the whole warp: the
-	 * shuffles below run with every lane present. */
-	for (int64_t j0 = start + (int64_t)warp * KB; j0 < end; j0 += (int64_t)PATTN_WARPS * KB) {
-		float kr[KB][EPL], vr[KB][EPL], s[KB];
-		bool ok[KB];
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			const int64_t j = j0 + b;
-			int64_t blk = j < end ? (int64_t)row_table[j / a.BS] : -1;
-			ok[b] = blk >= 0 && blk < a.NB;
-			if (ok[b]) {
-				const int64_t row = blk * a.BS + j % a.BS;
-				pattn_load<T, EPL, VEC>(kg + row * kstride, lane, D, kr[b]);
-				pattn_load<T, EPL, VEC>(vg + row * kstride, lane, D, vr[b]);
-			} else {
-#pragma unroll
-				for (int e = 0; e < EPL; e++)
-					kr[b][e] = vr[b][e] = 0.0f;
-			}
-		}
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			float d = 0.0f;
-#pragma unroll
-			for (int e = 0; e < EPL; e++)
-				d += qr[e] * kr[b][e];
-			s[b] = d;
-		}
-#pragma unroll
-		for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-			for (int b = 0; b < KB; b++)
-				s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-		float mb = -INFINITY;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			s[b] *= a.scale;
-			if (ok[b])
-				mb = fmaxf(mb, s[b]);
-		}
-		if (mb == -INFINITY)
-			continue;               /* no position here: nothing to add */
-		float mn = fmaxf(m, mb);
-		float corr = expf(m - mn);
-		l *= corr;
-#pragma unroll
-		for (int e = 0; e < EPL; e++)
-			acc[e] *= corr;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			if (ok[b]) {
-				float p = expf(s[b] - mn);
-				l += p;
-#pragma unroll
-				for (int e = 0; e < EPL; e++)
-					acc[e] += p * vr[b][e];
-			}
-		}
-		m = mn;
-	}
-
-	if (lane == 0) {
-		sh_m[warp] = m;
-		sh_l[warp] = l;
-	}
-#pragma unroll
-	for (int e = 0; e < EPL; e++)
-		sh_acc[warp][lane * EPL + e] = acc[e];
-	__syncthreads();
-
-	float M = -INFINITY, wt[PATTN_WARPS], lsum = 0.0f;
-#pragma unroll
-	for (int w = 0; w < PATTN_WARPS; w++)
-		M = fmaxf(M, sh_m[w]);
-#pragma unroll
-	for (int w = 0; w < PATTN_WARPS; w++) {
-		wt[w] = sh_m[w] == -INFINITY ? 0.0f : expf(sh_m[w] - M);
-		lsum += wt[w] * sh_l[w];
-	}
-	for (int d = threadIdx.x; d < D; d += PATTN_THREADS) {
-		float acc_d = 0.0f;
-#pragma unroll
-		for (int w = 0; w < PATTN_WARPS; w++)
-			acc_d += wt[w] * sh_acc[w][d];
-		if (nsplit == 1)
-			out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? acc_d / lsum : 0.0f);
-		else
-			part_acc[(th * nsplit + split) * D + d] = acc_d;
-	}
-	if (nsplit > 1 && threadIdx.x == 0)
-		part_ml[th * nsplit + split] = make_float2(M, lsum);
-	if (nsplit > 1 && counters) {
-		if (!cuda_last_block(&counters[th], (unsigned)nsplit, &flag))
-			return;
-		pattn_combine<T>(part_acc, part_ml, out, th, nsplit, D, sh_cm, sh_cl, sh_cw);
-	}
-	cuda_pdl_trigger();
-}
-
-template <typename T>
-__global__ void __launch_bounds__(PATTN_COMBINE_THREADS)
-bcg_paged_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *out,
-                                   int nsplit, int D)
-{
-	__shared__ float sm[PATTN_MAX_SPLITS], sl[PATTN_MAX_SPLITS], sw[PATTN_MAX_SPLITS];
-
-	cuda_pdl_wait();
-	pattn_combine<T>(part_acc, part_ml, out, (int64_t)blockIdx.x, nsplit, D, sm, sl, sw);
-	cuda_pdl_trigger();
+	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, a.scale, m, l, acc);
+	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nsplit, D, out, part_acc, part_ml,
+	                              counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
@@ -301,9 +128,9 @@ static int pattn_shape_of(const struct op_call *call, struct pattn_shape *sh, ch
 		return cuda_fail(msg, len, "paged_attention: heads %lld, kv_heads %lld, head_dim "
 		                 "%lld must be positive", (long long)sh->H, (long long)sh->KVH,
 		                 (long long)sh->D);
-	if (sh->D > PATTN_MAX_HEAD_DIM)
+	if (sh->D > ATTN_CORE_MAX_HEAD_DIM)
 		return cuda_fail(msg, len, "paged_attention: head_dim %lld above the CUDA kernel's %d",
-		                 (long long)sh->D, PATTN_MAX_HEAD_DIM);
+		                 (long long)sh->D, ATTN_CORE_MAX_HEAD_DIM);
 	if (!cuda_is_float_dtype(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype ||
 	    out->dtype != q->dtype)
 		return cuda_fail(msg, len, "paged_attention: q, k_cache, v_cache, out must share one "
@@ -331,60 +158,10 @@ static int pattn_shape_of(const struct op_call *call, struct pattn_shape *sh, ch
 		                 "[%lld]", (long long)sh->R, (long long)(sh->R + 1));
 	sh->cap = sh->MB * sh->BS;
 	sh->th = sh->T * sh->H;
-	if (sh->th > INT_MAX / PATTN_MAX_SPLITS)
+	if (sh->th > INT_MAX / ATTN_CORE_MAX_SPLITS)
 		return cuda_fail(msg, len, "paged_attention: %lld rows x %lld heads is too many",
 		                 (long long)sh->T, (long long)sh->H);
 	return 0;
-}
-
-static int64_t pattn_ceil_div(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
-static int64_t pattn_splits_for(int64_t L, int64_t th, int64_t target)
-{
-	int64_t ns = pattn_ceil_div(target, th);
-	int64_t by_len = pattn_ceil_div(L, PATTN_MIN_CHUNK);
-
-	if (ns > by_len)
-		ns = by_len;
-	if (ns > PATTN_MAX_SPLITS)
-		ns = PATTN_MAX_SPLITS;
-	return ns < 1 ? 1 : ns;
-}
-
-/* Splits and chunk for at most L positions a row (L < 1: one split of
- * none, which writes zeros). */
-static void pattn_plan(int64_t L, int64_t th, int sm_count, int *nsplit, int64_t *chunk)
-{
-	int64_t target = sm_count > 0 ? 4 * (int64_t)sm_count : PATTN_BLOCKS_CAP;
-
-	if (target > PATTN_BLOCKS_CAP)
-		target = PATTN_BLOCKS_CAP;
-	if (L < 1) {
-		*nsplit = 1;
-		*chunk = 0;
-		return;
-	}
-	int64_t ns = pattn_splits_for(L, th, target);
-	int64_t c = pattn_ceil_div(L, ns);
-	c = pattn_ceil_div(c, PATTN_CHUNK_ROUND) * PATTN_CHUNK_ROUND;
-	*chunk = c;
-	*nsplit = (int)pattn_ceil_div(L, c);
-}
-
-static size_t pattn_ml_bytes(int64_t th, int64_t nsplit)
-{
-	size_t b = (size_t)(th * nsplit) * sizeof(float2);
-	return (b + 255) & ~(size_t)255;
-}
-
-static size_t pattn_scratch_for(const struct pattn_shape *sh, int64_t nsplit)
-{
-	if (nsplit <= 1)
-		return 0;
-	return pattn_ml_bytes(sh->th, nsplit) + (size_t)(sh->th * nsplit * sh->D) * sizeof(float);
 }
 
 extern "C" size_t cuda_paged_attention_scratch_bytes(const struct op_call *call)
@@ -395,8 +172,8 @@ extern "C" size_t cuda_paged_attention_scratch_bytes(const struct op_call *call)
 		return 0;
 	/* The most splits any launch can take: the graph-safe form's, at the
 	 * largest target, on any device. */
-	return cuda_scratch_with_counters(pattn_scratch_for(&sh,
-	                                  pattn_splits_for(sh.cap, sh.th, PATTN_BLOCKS_CAP)));
+	return cuda_scratch_with_counters(attn_core_scratch_for(sh.th,
+	                                  attn_core_splits_bound(sh.cap, sh.th), sh.D));
 }
 
 int cuda_paged_attention_usable(const struct op_call *call, int impl)
@@ -425,47 +202,40 @@ struct pattn_launch {
 	const struct cuda_op_ctx *ctx;
 };
 
-template <typename T, int EPL>
-static int pattn_launch_epl(const struct pattn_launch *pl, char *msg, size_t len)
-{
-	const T *q = static_cast<const T *>(pl->q), *k = static_cast<const T *>(pl->k);
-	const T *v = static_cast<const T *>(pl->v);
-	T *out = static_cast<T *>(pl->out);
-	const size_t vec_bytes = EPL * sizeof(T) < 16 ? EPL * sizeof(T) : 16;
-	bool vec = pl->sh.D == 32 * EPL && (uintptr_t)pl->q % vec_bytes == 0 &&
-	           (uintptr_t)pl->k % vec_bytes == 0 && (uintptr_t)pl->v % vec_bytes == 0;
-	unsigned blocks = (unsigned)(pl->sh.th * pl->a.nsplit);
-	const char *name = "bcg_paged_attention_kernel";
-	int rc;
+/* One launch at the lane geometry attn_core_dispatch picks. */
+template <typename T>
+struct pattn_launcher {
+	const struct pattn_launch *pl;
+	char *msg;
+	size_t len;
 
-	if (vec)
-		rc = cuda_launch(pl->ctx, name, bcg_paged_attention_kernel<T, EPL, true>, dim3(blocks),
-		                 dim3(PATTN_THREADS), msg, len, q, k, v, out, pl->part_acc,
-		                 pl->part_ml, pl->counters, pl->a);
-	else
-		rc = cuda_launch(pl->ctx, name, bcg_paged_attention_kernel<T, EPL, false>, dim3(blocks),
-		                 dim3(PATTN_THREADS), msg, len, q, k, v, out, pl->part_acc,
-		                 pl->part_ml, pl->counters, pl->a);
-	if (rc || pl->a.nsplit == 1 || pl->counters)
-		return rc;
-	return cuda_launch(pl->ctx, "bcg_paged_attention_combine_kernel",
-	                   bcg_paged_attention_combine_kernel<T>, dim3((unsigned)pl->sh.th),
-	                   dim3(PATTN_COMBINE_THREADS), msg, len, (const float *)pl->part_acc,
-	                   (const float2 *)pl->part_ml, out, pl->a.nsplit, (int)pl->sh.D);
-}
+	template <int LPR, int EPL, bool VEC>
+	int run() const
+	{
+		T *out = static_cast<T *>(pl->out);
+		int rc = cuda_launch(pl->ctx, "bcg_paged_attention_kernel",
+		                     bcg_paged_attention_kernel<T, LPR, EPL, VEC>,
+		                     dim3((unsigned)(pl->sh.th * pl->a.nsplit)),
+		                     dim3(ATTN_CORE_THREADS), msg, len, static_cast<const T *>(pl->q),
+		                     static_cast<const T *>(pl->k), static_cast<const T *>(pl->v), out,
+		                     pl->part_acc, pl->part_ml, pl->counters, pl->a);
+		if (rc || pl->a.nsplit == 1 || pl->counters)
+			return rc;
+		return cuda_launch(pl->ctx, "bcg_attention_combine_kernel",
+		                   bcg_attention_combine_kernel<T>, dim3((unsigned)pl->sh.th),
+		                   dim3(ATTN_CORE_COMBINE_THREADS), msg, len,
+		                   (const float *)pl->part_acc, (const float2 *)pl->part_ml, out,
+		                   pl->a.nsplit, (int)pl->sh.D);
+	}
+};
 
 template <typename T>
 static int pattn_launch_typed(const struct pattn_launch *pl, char *msg, size_t len)
 {
-	int64_t D = pl->sh.D;
+	const pattn_launcher<T> l = { pl, msg, len };
 
-	if (D <= 64)
-		return pattn_launch_epl<T, 2>(pl, msg, len);
-	if (D <= 128)
-		return pattn_launch_epl<T, 4>(pl, msg, len);
-	if (D <= 256)
-		return pattn_launch_epl<T, 8>(pl, msg, len);
-	return pattn_launch_epl<T, 16>(pl, msg, len);
+	return attn_core_dispatch<T>(pl->sh.D, attn_core_aligned(pl->sh.D, sizeof(T), pl->q, pl->k,
+	                                                         pl->v), l);
 }
 
 extern "C" int cuda_run_paged_attention(const struct op_call *call,
@@ -508,9 +278,9 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 	L = pl.sh.cap;
 	if (!call->graph_safe && call->batch != NULL && (int64_t)call->batch->max_seq_len < L)
 		L = call->batch->max_seq_len;
-	pattn_plan(L, pl.sh.th, ctx->sm_count, &pl.a.nsplit, &pl.a.chunk);
+	attn_core_plan(L, pl.sh.th, attn_core_target(ctx->sm_count), &pl.a.nsplit, &pl.a.chunk);
 
-	need = cuda_scratch_with_counters(pattn_scratch_for(&pl.sh, pl.a.nsplit));
+	need = cuda_scratch_with_counters(attn_core_scratch_for(pl.sh.th, pl.a.nsplit, pl.sh.D));
 	if (need > 0) {
 		if (!ctx->scratch || ctx->scratch_bytes < need)
 			return cuda_fail(msg, len, "paged_attention: needs %zu bytes of scratch, the "
@@ -519,7 +289,7 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 			return cuda_fail(msg, len, "paged_attention: scratch is not 16-byte aligned");
 		char *data = static_cast<char *>(cuda_scratch_data(ctx));
 		pl.part_ml = reinterpret_cast<float2 *>(data);
-		pl.part_acc = reinterpret_cast<float *>(data + pattn_ml_bytes(pl.sh.th, pl.a.nsplit));
+		pl.part_acc = reinterpret_cast<float *>(data + attn_core_ml_bytes(pl.sh.th, pl.a.nsplit));
 		if (call->impl == CUDA_IMPL_ATTN_SPLIT)
 			pl.counters = cuda_scratch_counters(ctx);
 	}

@@ -95,6 +95,7 @@ struct tcase {
 	int                sm_count;     /* 0: the device's */
 	int                impl;         /* implementation index; -1: the first usable */
 	int                pdl;          /* launch with programmatic serialization */
+	const struct op_batch *batch;    /* the host's view of a serving batch */
 	void              *got[OP_MAX_OUT]; /* when set: receives the device's bytes */
 };
 
@@ -315,6 +316,7 @@ static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
 	if (dev)
 		memcpy(call->attr_dev, c->attr_dev, sizeof call->attr_dev);
 	call->graph_safe = c->graph_safe;
+	call->batch = c->batch;
 	call->impl = 0;
 	if (dev)
 		call->impl = c->impl >= 0 ? c->impl : first_usable(c->id, call);
@@ -1240,6 +1242,175 @@ static void test_attention(struct env *e)
 	}
 }
 
+/* --- paged attention -------------------------------------------------------- */
+
+/*
+ * A serving batch over a paged cache, made from the case's seed: NREQ
+ * requests (the first NDECODE decoding one row, then prefill chunks of
+ * several rows, then one padded request with no rows), PAD padded rows
+ * at the end. Lengths reach MB * BS, so long rows take several splits.
+ * Blocks are handed out from a shuffled pool; every position no request
+ * owns -- free blocks, owned blocks past their request's length -- holds
+ * NaN, and table entries past a request's blocks are -1, an id past NB or
+ * a block of the pool (free, or a later request's): a kernel that reads
+ * anything it should not, or spreads it, fails the comparison (NaN never
+ * passes).
+ */
+struct pattn_cfg {
+	int64_t H, KVH, D, NB, BS, MB;
+	int     ndecode, nprefill, pad;
+	size_t  shift;          /* misalign q and the caches by this many bytes */
+};
+
+struct pattn_bufs {
+	struct tbuf q, k, v, table, seq, qs, out;
+	struct op_batch batch;
+	int64_t R, T;
+};
+
+static void pattn_bufs_init(struct env *e, struct pattn_bufs *pb, int dt,
+                            const struct pattn_cfg *cfg)
+{
+	const int64_t W = cfg->KVH * cfg->D, cap = cfg->MB * cfg->BS;
+	const int64_t R = cfg->ndecode + cfg->nprefill + 1;
+	int64_t *pool = malloc((size_t)cfg->NB * sizeof *pool), npool = cfg->NB, rows = 0;
+	int32_t *tab, *seq, *qs;
+
+	if (!pool)
+		bail("out of memory");
+	memset(pb, 0, sizeof *pb);
+	pb->R = R;
+	for (int64_t b = 0; b < cfg->NB; b++)
+		pool[b] = b;
+	for (int64_t b = cfg->NB - 1; b > 0; b--) {     /* shuffle */
+		int64_t j = env_int(e, 0, (int32_t)b + 1), t = pool[b];
+		pool[b] = pool[j];
+		pool[j] = t;
+	}
+	tbuf_init(&pb->table, PLAN_DTYPE_I32, 2, (const int64_t[]){ R, cfg->MB }, 0);
+	tbuf_init(&pb->seq, PLAN_DTYPE_I32, 1, (const int64_t[]){ R }, 0);
+	tbuf_init(&pb->qs, PLAN_DTYPE_I32, 1, (const int64_t[]){ R + 1 }, 0);
+	tab = pb->table.host;
+	seq = pb->seq.host;
+	qs = pb->qs.host;
+	for (int64_t r = 0; r < R; r++) {
+		int64_t n = r < cfg->ndecode ? 1 : r < R - 1 ? env_int(e, 2, 9) : 0;
+		/* Request 0 holds the whole table; the rest anything up to it. */
+		int64_t len = r == R - 1 ? 0 : r == 0 ? cap : env_int(e, (int32_t)n, (int32_t)cap + 1);
+		int64_t nblk = (len + cfg->BS - 1) / cfg->BS;
+		qs[r] = (int32_t)rows;
+		seq[r] = (int32_t)len;
+		rows += n;
+		for (int64_t j = 0; j < cfg->MB; j++) {
+			if (j < nblk) {
+				if (npool == 0)
+					bail("paged attention case: %lld blocks are too few", (long long)cfg->NB);
+				tab[r * cfg->MB + j] = (int32_t)pool[--npool];
+			} else {
+				static const int32_t junk[] = { -1, 1 << 30, -7 };
+				int32_t pick = junk[env_int(e, 0, 3)];
+				tab[r * cfg->MB + j] = pick == -7 && npool > 0 ? (int32_t)pool[0] : pick;
+			}
+		}
+		if (len > pb->batch.max_seq_len)
+			pb->batch.max_seq_len = (uint32_t)len;
+		if ((uint32_t)n > pb->batch.max_query_len)
+			pb->batch.max_query_len = (uint32_t)n;
+	}
+	qs[R] = (int32_t)rows;
+	pb->batch.tokens = (uint32_t)rows;
+	pb->batch.requests = (uint32_t)(R - 1);
+	pb->T = rows + cfg->pad;
+	free(pool);
+
+	tbuf_init(&pb->q, dt, 2, (const int64_t[]){ pb->T, cfg->H * cfg->D }, cfg->shift);
+	tbuf_init(&pb->k, dt, 3, (const int64_t[]){ cfg->NB, cfg->BS, W }, cfg->shift);
+	tbuf_init(&pb->v, dt, 3, (const int64_t[]){ cfg->NB, cfg->BS, W }, cfg->shift);
+	tbuf_init(&pb->out, dt, 2, (const int64_t[]){ pb->T, cfg->H * cfg->D }, 0);
+	tbuf_random(e, &pb->q, 4.0f);
+	{
+		struct op_tensor kt = tbuf_view(&pb->k, 0), vt = tbuf_view(&pb->v, 0);
+		for (int64_t i = 0; i < pb->k.numel; i++) {
+			host_store(&kt, i, NAN);
+			host_store(&vt, i, NAN);
+		}
+		for (int64_t r = 0; r < R; r++)
+			for (int64_t j = 0; j < seq[r]; j++) {
+				int64_t row = (int64_t)tab[r * cfg->MB + j / cfg->BS] * cfg->BS + j % cfg->BS;
+				for (int64_t c = 0; c < W; c++) {
+					host_store(&kt, row * W + c, env_uniform(e));
+					host_store(&vt, row * W + c, env_uniform(e));
+				}
+			}
+	}
+}
+
+static void pattn_bufs_free(struct pattn_bufs *pb)
+{
+	tbuf_free(&pb->q);
+	tbuf_free(&pb->k);
+	tbuf_free(&pb->v);
+	tbuf_free(&pb->table);
+	tbuf_free(&pb->seq);
+	tbuf_free(&pb->qs);
+	tbuf_free(&pb->out);
+}
+
+static void test_paged_attention(struct env *e)
+{
+	static const struct pattn_cfg cfgs[] = {
+		{ 16, 16, 64, 400, 16, 64, 5, 1, 3, 0 },   /* f16/bf16: 8 lanes a row */
+		{ 8, 2, 128, 300, 16, 32, 3, 2, 0, 0 },    /* GQA 4:1, 16 lanes a row */
+		{ 4, 1, 80, 200, 8, 24, 4, 1, 2, 0 },      /* head_dim not 8 * 2^k */
+		{ 4, 2, 64, 200, 16, 16, 2, 1, 1, 4 },     /* misaligned: element loads */
+		{ 2, 2, 256, 100, 16, 8, 1, 1, 0, 0 },
+	};
+	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]);
+	struct pattn_bufs pb;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int k = 0; k < ncfg; k++) {
+			const struct pattn_cfg *cfg = &cfgs[k];
+			pattn_bufs_init(e, &pb, dt, cfg);
+			for (int gs = 0; gs < 2; gs++) {
+				for (int smi = 0; smi < 3; smi++) {
+					tcase_init(&c, OP_PAGED_ATTENTION, 6, 1);
+					c.in[PATTN_Q] = &pb.q;
+					c.in[PATTN_K] = &pb.k;
+					c.in[PATTN_V] = &pb.v;
+					c.in[PATTN_TABLE] = &pb.table;
+					c.in[PATTN_SEQ_LENS] = &pb.seq;
+					c.in[PATTN_QUERY_START] = &pb.qs;
+					c.out[0] = &pb.out;
+					c.attr[PATTN_HEADS].i = cfg->H;
+					c.attr[PATTN_KV_HEADS].i = cfg->KVH;
+					c.attr[PATTN_HEAD_DIM].i = cfg->D;
+					c.attr[PATTN_SCALE].f = 0.0;
+					c.graph_safe = gs;
+					c.batch = gs ? NULL : &pb.batch;
+					c.capture = gs;
+					c.tol = tol_for(dt, 1e-4);
+					/* smi 1: few splits; smi 2: merged by a second kernel */
+					c.sm_count = smi == 1 ? 1 : 0;
+					c.impl = smi == 2 ? 1 : 0;
+					c.scratch = op_scratch(&c);
+					snprintf(c.what, sizeof c.what,
+					         "paged_attention %s %s heads %lld/%lld head_dim %lld, %lld "
+					         "rows of %lld requests, longest %u%s%s", gs ? "graph-safe" : "eager",
+					         dtype_name(dt), (long long)cfg->H, (long long)cfg->KVH,
+					         (long long)cfg->D, (long long)pb.T, (long long)pb.R,
+					         pb.batch.max_seq_len, smi == 1 ? " sm_count 1" : "",
+					         cfg->shift ? " misaligned" : "");
+					tcase_run(e, &c);
+				}
+			}
+			pattn_bufs_free(&pb);
+		}
+	}
+}
+
 /* The graph-safe form captured once (with a host kv_len it must ignore)
  * and replayed as the device kv_len changes. */
 static void test_attention_graph(struct env *e)
@@ -2154,6 +2325,7 @@ int main(void)
 	test_kv_write(&e);
 	test_attention(&e);
 	test_attention_graph(&e);
+	test_paged_attention(&e);
 	test_pdl(&e);
 	test_init(&e);
 	test_errors(&e);

@@ -1,0 +1,412 @@
+/*
+ * cuda-attention-core.h - the split-K ("flash decoding") core that both
+ * attention kinds launch: cuda-attention.cu over one contiguous KV cache,
+ * cuda-paged-attention.cu over a paged one. Private to those two files.
+ *
+ * One block of ATTN_CORE_WARPS warps computes one (row t, head h, split):
+ * the positions [split * chunk, min(split * chunk + chunk, L)) of the
+ * row's KV length L. Where position j lies is the caller's KV source (a
+ * functor: `bool at(j, &k_row, &v_row)`, false for a position that has no
+ * row, such as a paged cache's absent block).
+ *
+ * Lane geometry. A KV row of D elements is read by a group of LPR lanes,
+ * EPL elements a lane: with VEC, D == LPR * EPL and each lane reads 16
+ * bytes at a time (f16, D = 64: groups of 8 lanes, so a warp reads four
+ * positions with one load instruction a lane and reduces each dot product
+ * over 8 lanes instead of 32); without VEC (odd or misaligned head dims)
+ * LPR is 32 and lanes read element by element. Each group keeps KB
+ * positions in flight and its own online-softmax state in registers:
+ * running max m, sum l of exp(s - m), acc = sum exp(s - m) v, in f32.
+ *
+ * Merging. The groups of a warp merge by xor shuffles, the warps of a
+ * block in shared memory, in a fixed order: the bits depend only on the
+ * launch shape. With one split the block writes out = acc / l (zeros where
+ * l is 0: a row with no position). With several, each block writes its
+ * part (m, l) and, when it holds any position, acc, to scratch; a part
+ * with no position has m = -inf, weight 0, and its acc is never read. The
+ * parts of each (t, h) are merged in split order, by the last block of
+ * (t, h) to finish (implementation "split", counters in the scratch) or
+ * by attn_core_combine_kernel ("twopass").
+ *
+ * Splitting (attn_core_plan). Rows are cut into chunks of at most
+ * ATTN_CORE_MAX_CHUNK positions whatever the number of (t, h) pairs, so a
+ * long row never holds the launch up behind one block; when there are few
+ * pairs, into smaller chunks (down to ATTN_CORE_MIN_CHUNK) to give the
+ * device about four blocks a multiprocessor. A launch sized for more
+ * positions than a row has (the graph-safe forms, sized by the captured
+ * bound) costs one early exit per empty split.
+ *
+ * PDL: the kernels wait before reading anything and trigger after their
+ * last store (cuda-internal.h).
+ */
+#ifndef BCG_OPS_CUDA_ATTENTION_CORE_H
+#define BCG_OPS_CUDA_ATTENTION_CORE_H
+
+#include "cuda-internal.h"
+
+#define ATTN_CORE_WARPS           4
+#define ATTN_CORE_THREADS         (ATTN_CORE_WARPS * 32)
+#define ATTN_CORE_COMBINE_THREADS 128
+#define ATTN_CORE_MAX_SPLITS      128
+#define ATTN_CORE_MIN_CHUNK       64
+#define ATTN_CORE_MAX_CHUNK       256
+#define ATTN_CORE_CHUNK_ROUND     16
+#define ATTN_CORE_BLOCKS_CAP      1024
+#define ATTN_CORE_MAX_HEAD_DIM    512
+
+namespace {
+
+/* --- device side ---------------------------------------------------------- */
+
+/* Lane SUB's EPL elements [SUB * EPL, SUB * EPL + EPL) of ROW, widened;
+ * past D they read as 0. VEC: D == LPR * EPL, ROW 16-byte aligned and EPL
+ * elements a multiple of 16 bytes. */
+template <typename T, int EPL, bool VEC>
+__device__ __forceinline__ void attn_core_load(const T *row, int sub, int D, float (&r)[EPL])
+{
+	const int d0 = sub * EPL;
+
+	if constexpr (VEC) {
+		constexpr int PER = 16 / (int)sizeof(T);
+		static_assert(EPL % PER == 0, "whole 16-byte chunks a lane");
+#pragma unroll
+		for (int c = 0; c < EPL / PER; c++) {
+			T tmp[PER];
+			uint4 u = *reinterpret_cast<const uint4 *>(row + d0 + c * PER);
+			memcpy(tmp, &u, sizeof u);
+#pragma unroll
+			for (int i = 0; i < PER; i++)
+				r[c * PER + i] = cuda_to_f32(tmp[i]);
+		}
+	} else {
+#pragma unroll
+		for (int e = 0; e < EPL; e++)
+			r[e] = d0 + e < D ? cuda_to_f32(row[d0 + e]) : 0.0f;
+	}
+}
+
+/* (m, l, acc) merged with (m2, l2, acc2). Symmetric to the bit: both lanes
+ * of an xor shuffle end with the same state. */
+template <int EPL>
+__device__ __forceinline__ void attn_core_merge(float &m, float &l, float (&acc)[EPL], float m2,
+                                                float l2, const float (&acc2)[EPL])
+{
+	const float M = fmaxf(m, m2);
+
+	if (M == -INFINITY)
+		return;                 /* both empty */
+	const float w1 = m == -INFINITY ? 0.0f : expf(m - M);
+	const float w2 = m2 == -INFINITY ? 0.0f : expf(m2 - M);
+	l = w1 * l + w2 * l2;
+#pragma unroll
+	for (int e = 0; e < EPL; e++)
+		acc[e] = w1 * acc[e] + w2 * acc2[e];
+	m = M;
+}
+
+/*
+ * The calling lane's group's share of positions [START, END) against the
+ * query QR (its lane's elements), into (m, l, acc). The loop bounds are the
+ * same for the whole warp, so every shuffle runs with all 32 lanes.
+ */
+template <typename T, int LPR, int EPL, bool VEC, typename Src>
+__device__ __forceinline__ void attn_core_accumulate(const Src &src, const float (&qr)[EPL],
+                                                     int64_t start, int64_t end, int D,
+                                                     float scale, float &m, float &l,
+                                                     float (&acc)[EPL])
+{
+	constexpr int KB = EPL <= 8 ? 4 : 2;    /* positions in flight a group */
+	constexpr int GPW = 32 / LPR;           /* groups a warp */
+	constexpr int STEP = GPW * KB;          /* positions a warp an iteration */
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int grp = lane / LPR, sub = lane % LPR;
+
+	for (int64_t j0 = start + (int64_t)warp * STEP; j0 < end;
+	     j0 += (int64_t)ATTN_CORE_WARPS * STEP) {
+		float kr[KB][EPL], vr[KB][EPL], s[KB];
+		bool ok[KB];
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			const int64_t j = j0 + b * GPW + grp;
+			const T *kp = nullptr, *vp = nullptr;
+			ok[b] = j < end && src.at(j, kp, vp);
+			if (ok[b]) {
+				attn_core_load<T, EPL, VEC>(kp, sub, D, kr[b]);
+				attn_core_load<T, EPL, VEC>(vp, sub, D, vr[b]);
+			} else {
+#pragma unroll
+				for (int e = 0; e < EPL; e++)
+					kr[b][e] = vr[b][e] = 0.0f;
+			}
+		}
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			float d = 0.0f;
+#pragma unroll
+			for (int e = 0; e < EPL; e++)
+				d += qr[e] * kr[b][e];
+			s[b] = d;
+		}
+#pragma unroll
+		for (int off = LPR / 2; off > 0; off >>= 1)
+#pragma unroll
+			for (int b = 0; b < KB; b++)
+				s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+		float mb = -INFINITY;
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			s[b] *= scale;
+			if (ok[b])
+				mb = fmaxf(mb, s[b]);
+		}
+		if (mb == -INFINITY)
+			continue;       /* none of the group's positions here */
+		const float mn = fmaxf(m, mb);
+		const float corr = expf(m - mn);        /* m = -inf: 0 */
+		l *= corr;
+#pragma unroll
+		for (int e = 0; e < EPL; e++)
+			acc[e] *= corr;
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			if (ok[b]) {
+				const float p = expf(s[b] - mn);
+				l += p;
+#pragma unroll
+				for (int e = 0; e < EPL; e++)
+					acc[e] += p * vr[b][e];
+			}
+		}
+		m = mn;
+	}
+}
+
+/* Merge the NSPLIT parts of (t, h) = TH into OUT in split order; parts of
+ * weight 0 are skipped, their acc unread. Every thread of the block calls
+ * it; SM, SL, SW are shared arrays of ATTN_CORE_MAX_SPLITS floats. */
+template <typename T>
+__device__ void attn_core_combine(const float *part_acc, const float2 *part_ml, T *out,
+                                  int64_t th, int nsplit, int D, float *sm, float *sl, float *sw)
+{
+	const float2 *ml = part_ml + th * nsplit;
+	const float *acc = part_acc + th * nsplit * D;
+
+	for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
+		float2 p = __ldcg(ml + s);
+		sm[s] = p.x;
+		sl[s] = p.y;
+	}
+	__syncthreads();
+	float M = -INFINITY;
+	for (int s = 0; s < nsplit; s++)
+		M = fmaxf(M, sm[s]);
+	for (int s = threadIdx.x; s < nsplit; s += blockDim.x)
+		sw[s] = sm[s] == -INFINITY ? 0.0f : expf(sm[s] - M);
+	__syncthreads();
+	float lsum = 0.0f;
+	for (int s = 0; s < nsplit; s++)
+		lsum += sw[s] * sl[s];
+	for (int d = threadIdx.x; d < D; d += blockDim.x) {
+		float a = 0.0f;
+		for (int s = 0; s < nsplit; s++)
+			if (sw[s] != 0.0f)
+				a += sw[s] * __ldcg(acc + (int64_t)s * D + d);
+		out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
+	}
+}
+
+/*
+ * The end of every core block: merge the lanes' states, then write out[t,
+ * h] (one split) or this split's part, and with COUNTERS ("split") merge
+ * the parts in the last block of (t, h). Every thread calls it, once.
+ */
+template <typename T, int LPR, int EPL>
+__device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[EPL], int64_t th,
+                                                 int split, int nsplit, int D, T *out,
+                                                 float *part_acc, float2 *part_ml,
+                                                 unsigned *counters)
+{
+	__shared__ float sh_m[ATTN_CORE_WARPS], sh_l[ATTN_CORE_WARPS];
+	__shared__ float sh_acc[ATTN_CORE_WARPS][LPR * EPL];
+	__shared__ float sh_cm[ATTN_CORE_MAX_SPLITS], sh_cl[ATTN_CORE_MAX_SPLITS];
+	__shared__ float sh_cw[ATTN_CORE_MAX_SPLITS];
+	__shared__ int flag;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+#pragma unroll
+	for (int off = LPR; off < 32; off <<= 1) {
+		float a2[EPL];
+		const float m2 = __shfl_xor_sync(0xffffffffu, m, off);
+		const float l2 = __shfl_xor_sync(0xffffffffu, l, off);
+#pragma unroll
+		for (int e = 0; e < EPL; e++)
+			a2[e] = __shfl_xor_sync(0xffffffffu, acc[e], off);
+		attn_core_merge<EPL>(m, l, acc, m2, l2, a2);
+	}
+	if (lane == 0) {
+		sh_m[warp] = m;
+		sh_l[warp] = l;
+	}
+	if (lane < LPR) {
+#pragma unroll
+		for (int e = 0; e < EPL; e++)
+			sh_acc[warp][lane * EPL + e] = acc[e];
+	}
+	__syncthreads();
+
+	float M = -INFINITY, wt[ATTN_CORE_WARPS], lsum = 0.0f;
+#pragma unroll
+	for (int w = 0; w < ATTN_CORE_WARPS; w++)
+		M = fmaxf(M, sh_m[w]);
+#pragma unroll
+	for (int w = 0; w < ATTN_CORE_WARPS; w++) {
+		wt[w] = sh_m[w] == -INFINITY ? 0.0f : expf(sh_m[w] - M);
+		lsum += wt[w] * sh_l[w];
+	}
+	if (nsplit == 1 || M != -INFINITY) {
+		for (int d = threadIdx.x; d < D; d += ATTN_CORE_THREADS) {
+			float a = 0.0f;
+#pragma unroll
+			for (int w = 0; w < ATTN_CORE_WARPS; w++)
+				a += wt[w] * sh_acc[w][d];
+			if (nsplit == 1)
+				out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
+			else
+				part_acc[(th * nsplit + split) * D + d] = a;
+		}
+	}
+	if (nsplit > 1 && threadIdx.x == 0)
+		part_ml[th * nsplit + split] = make_float2(M, lsum);
+	if (nsplit > 1 && counters) {
+		if (!cuda_last_block(&counters[th], (unsigned)nsplit, &flag))
+			return;
+		attn_core_combine<T>(part_acc, part_ml, out, th, nsplit, D, sh_cm, sh_cl, sh_cw);
+	}
+	cuda_pdl_trigger();
+}
+
+/* "twopass": block th = t * H + h merges its NSPLIT parts into out[t, h]. */
+template <typename T>
+__global__ void __launch_bounds__(ATTN_CORE_COMBINE_THREADS)
+bcg_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *out, int nsplit,
+                             int D)
+{
+	__shared__ float sm[ATTN_CORE_MAX_SPLITS], sl[ATTN_CORE_MAX_SPLITS];
+	__shared__ float sw[ATTN_CORE_MAX_SPLITS];
+
+	cuda_pdl_wait();
+	attn_core_combine<T>(part_acc, part_ml, out, (int64_t)blockIdx.x, nsplit, D, sm, sl, sw);
+	cuda_pdl_trigger();
+}
+
+/* --- host side ------------------------------------------------------------ */
+
+inline int64_t attn_core_ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+inline int64_t attn_core_round_up(int64_t a, int64_t b)
+{
+	return attn_core_ceil_div(a, b) * b;
+}
+
+/* Splits and chunk for rows of at most L positions over TH (row, head)
+ * pairs, aiming at TARGET blocks (top of file). L < 1: one split of none,
+ * which writes zeros. The split count never falls as TARGET grows, so the
+ * plan at ATTN_CORE_BLOCKS_CAP bounds every device's. */
+inline void attn_core_plan(int64_t L, int64_t th, int64_t target, int *nsplit, int64_t *chunk)
+{
+	int64_t ns, c;
+
+	if (L < 1 || th < 1) {
+		*nsplit = 1;
+		*chunk = 0;
+		return;
+	}
+	ns = attn_core_ceil_div(target, th);
+	c = attn_core_round_up(attn_core_ceil_div(L, ns < 1 ? 1 : ns), ATTN_CORE_CHUNK_ROUND);
+	if (c < ATTN_CORE_MIN_CHUNK)
+		c = ATTN_CORE_MIN_CHUNK;
+	if (c > ATTN_CORE_MAX_CHUNK)
+		c = ATTN_CORE_MAX_CHUNK;
+	if (attn_core_ceil_div(L, c) > ATTN_CORE_MAX_SPLITS)
+		c = attn_core_round_up(attn_core_ceil_div(L, ATTN_CORE_MAX_SPLITS),
+		                       ATTN_CORE_CHUNK_ROUND);
+	*chunk = c;
+	*nsplit = (int)attn_core_ceil_div(L, c);
+}
+
+/* The device's target: about four blocks a multiprocessor. */
+inline int64_t attn_core_target(int sm_count)
+{
+	int64_t target = sm_count > 0 ? 4 * (int64_t)sm_count : ATTN_CORE_BLOCKS_CAP;
+
+	return target > ATTN_CORE_BLOCKS_CAP ? ATTN_CORE_BLOCKS_CAP : target;
+}
+
+/* The most splits any launch over at most L positions can take on any
+ * device. */
+inline int attn_core_splits_bound(int64_t L, int64_t th)
+{
+	int nsplit;
+	int64_t chunk;
+
+	attn_core_plan(L, th, ATTN_CORE_BLOCKS_CAP, &nsplit, &chunk);
+	return nsplit;
+}
+
+/* Scratch for NSPLIT parts of TH pairs of head_dim D: (m, l) pairs, then
+ * the f32 accumulators from a 256-byte boundary; none for one split. */
+inline size_t attn_core_ml_bytes(int64_t th, int64_t nsplit)
+{
+	size_t b = (size_t)(th * nsplit) * sizeof(float2);
+
+	return (b + 255) & ~(size_t)255;
+}
+
+inline size_t attn_core_scratch_for(int64_t th, int64_t nsplit, int64_t D)
+{
+	if (nsplit <= 1)
+		return 0;
+	return attn_core_ml_bytes(th, nsplit) + (size_t)(th * nsplit * D) * sizeof(float);
+}
+
+/* Calls L.template run<LPR, EPL, VEC>() with the lane geometry for head_dim
+ * D in T: 16-byte loads when D is 8, 16, 32 or 64 such loads and the rows
+ * are ALIGNED to 16 bytes; else element by element, 32 lanes a row. */
+template <typename T, typename Launch>
+int attn_core_dispatch(int64_t D, bool aligned, const Launch &l)
+{
+	constexpr int64_t E16 = 16 / (int64_t)sizeof(T);
+
+	if (aligned) {
+		if (D == 8 * E16)
+			return l.template run<8, (int)E16, true>();
+		if (D == 16 * E16)
+			return l.template run<16, (int)E16, true>();
+		if (D == 32 * E16)
+			return l.template run<32, (int)E16, true>();
+		if (D == 64 * E16)
+			return l.template run<32, (int)(2 * E16), true>();
+	}
+	if (D <= 64)
+		return l.template run<32, 2, false>();
+	if (D <= 128)
+		return l.template run<32, 4, false>();
+	if (D <= 256)
+		return l.template run<32, 8, false>();
+	return l.template run<32, 16, false>();
+}
+
+/* Whether head rows of head_dim D in elements of ES bytes, at Q, K, V,
+ * are all 16-byte aligned (rows are whole multiples of D apart). */
+inline bool attn_core_aligned(int64_t D, size_t es, const void *q, const void *k, const void *v)
+{
+	return (D * (int64_t)es) % 16 == 0 && (uintptr_t)q % 16 == 0 && (uintptr_t)k % 16 == 0 &&
+	       (uintptr_t)v % 16 == 0;
+}
+
+} /* namespace */
+
+#endif
