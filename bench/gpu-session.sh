@@ -24,6 +24,9 @@
 #   serve     serving (issue 9): both shipped traces under the four dispatch
 #             policies (bench --trace), tokens/s, step percentiles, padding,
 #             steps per mode, the targets; replay --trace --check of a plan
+#   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
+#             and of this one, trace by trace in the same lease, and this
+#             tree's kernels on the decode-heavy trace (full policy, nsys)
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -66,6 +69,77 @@ if [ -z "$build" ] || [ ! -x "$build/bcgtool/bcgtool" ]; then
 fi
 B="$build/bcgtool/bcgtool"
 S="$top/samples"
+
+# serve_bench BCGTOOL SCRIPT TRACE NAME: bench --trace under every policy,
+# NAME.json, and a table of tokens/s, step percentiles, padding, modes.
+serve_bench() {
+	set -- "$1" "$2" "$3" "$4"
+	t0=$(date +%s)
+	timeout 400 "$1" bench --backend cuda --warmup 5 --json --trace "$S/traces/$3.jsonl" "$2" \
+		>"$4.json" 2>"$4.err"
+	say "$4: bench --trace $3: exit $? in $(( $(date +%s) - t0 )) s ($1)"
+	sed 's/^/  /' "$4.err" | tee -a "$summary"
+	python3 - "$4.json" <<'PY' | tee -a "$summary"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["scheduler"]
+print("  %s: %d requests; budget %d tokens, %d requests, %d blocks of %d" % (
+    d["trace"]["name"], d["trace"]["requests"], s["budget"], s["requests"], s["blocks"],
+    s["block_size"]))
+print("  %-18s %10s %9s %9s %9s %8s %6s %9s %6s" % ("policy", "tokens/s", "p50 ms",
+      "p90 ms", "p99 ms", "padding", "full", "breakable", "eager"))
+tps = {}
+for p in d["policies"]:
+    if not p["ran"]:
+        print("  %-18s not run: %s" % (p["policy"], p["why"]))
+        continue
+    tps[p["policy"]] = p["output_tokens_per_s"]
+    m, q = p["modes"], p["step_ms"]
+    print("  %-18s %10.1f %9.3f %9.3f %9.3f %7.1f%% %5.1f%% %8.1f%% %5.1f%%" % (
+        p["policy"], p["output_tokens_per_s"], q["median"], q["p90"], q["p99"],
+        100 * p["padding_waste"], 100 * m["full"]["share"], 100 * m["breakable"]["share"],
+        100 * m["eager"]["share"]))
+fb = tps.get("full_and_breakable")
+if fb and tps.get("eager"):
+    print("  target: full_and_breakable / eager = %.2f (want >= 3)" % (fb / tps["eager"]))
+if fb and tps.get("full"):
+    print("  target: full_and_breakable / full = %.3f (want >= 0.95)" % (fb / tps["full"]))
+PY
+}
+
+# build_before: build the tarball in .gpu/before into $ob (once).
+build_before() {
+	[ -n "${ob:-}" ] && return 0
+	bt=$(ls "$top"/.gpu/before/*.tar.gz 2>/dev/null | head -1)
+	if [ -z "$bt" ]; then
+		say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
+		return 1
+	fi
+	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+	rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
+	ob=$(ls -d /tmp/bcg-before/*/ | head -1)
+	(cd "$ob" && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
+		make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
+	rc=$?
+	say "before: build exit $rc ($(basename "$bt"))"
+	return $rc
+}
+
+# kernel_table NSYS REPORT: the kernels of REPORT by total GPU time.
+kernel_table() {
+	"$1" stats --report cuda_gpu_kern_sum --format csv "$2" >"$2.kern.csv" 2>&1
+	python3 - "$2.kern.csv" <<'PY' | tee -a "$summary"
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 8]
+head, rows = rows[0], rows[1:]
+i = {h: k for k, h in enumerate(head)}
+tot = sum(float(r[i["Total Time (ns)"]]) for r in rows)
+print("  kernels by total time (%d kinds, %.1f ms in all):" % (len(rows), tot / 1e6))
+for r in rows[:14]:
+    print("  %5.1f%% %8d x %8.2f us  %s" % (float(r[i["Time (%)"]]), int(r[i["Instances"]]),
+          float(r[i["Avg (ns)"]]) / 1e3, r[i["Name"]][:90]))
+PY
+}
 export SOURCE_DATE_EPOCH=1700000000
 cd "$log" || exit 1
 
@@ -158,17 +232,7 @@ PY
 		fi
 		;;
 	before)
-		bt=$(ls "$top"/.gpu/before/*.tar.gz 2>/dev/null | head -1)
-		if [ -z "$bt" ]; then
-			say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
-			continue
-		fi
-		export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-		rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
-		ob=$(ls -d /tmp/bcg-before/*/ | head -1)
-		(cd "$ob" && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
-			make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
-		say "before: build exit $? ($(basename "$bt"))"
+		build_before || continue
 		for t in 1 8; do
 			timeout 200 "$ob/bcgtool/bcgtool" bench --backend cuda --tokens $t --steps 300 \
 				--warmup 30 "$ob/samples/llama-decode.yaml" >before-bench-t$t.txt 2>&1
@@ -288,49 +352,14 @@ PY
 		;;
 	serve)
 		script="$S/llama-serve.yaml"
-		if [ ! -f "$script" ]; then
-			say "serve: no samples/llama-serve.yaml: llama-decode.yaml instead (no paged cache)"
-			script="$S/llama-decode.yaml"
-		fi
 		for tr in decode-heavy mixed; do
-			set -- "$B" bench --backend cuda --warmup 5 --json \
-				--trace "$S/traces/$tr.jsonl" "$script"
-			say "serve: $*"
-			t0=$(date +%s)
-			timeout 500 "$@" >serve-$tr.json 2>serve-$tr.err
-			say "serve: bench $tr: exit $? in $(( $(date +%s) - t0 )) s"
-			sed 's/^/  /' serve-$tr.err | tee -a "$summary"
-			python3 - serve-$tr.json <<'PY' | tee -a "$summary"
-import json, sys
-d = json.load(open(sys.argv[1]))
-s = d["scheduler"]
-print("  %s: %d requests; budget %d tokens, %d requests, %d blocks of %d" % (
-    d["trace"]["name"], d["trace"]["requests"], s["budget"], s["requests"], s["blocks"],
-    s["block_size"]))
-print("  %-18s %10s %9s %9s %9s %8s %6s %9s %6s" % ("policy", "tokens/s", "p50 ms",
-      "p90 ms", "p99 ms", "padding", "full", "breakable", "eager"))
-tps = {}
-for p in d["policies"]:
-    if not p["ran"]:
-        print("  %-18s not run: %s" % (p["policy"], p["why"]))
-        continue
-    tps[p["policy"]] = p["output_tokens_per_s"]
-    m, q = p["modes"], p["step_ms"]
-    print("  %-18s %10.1f %9.3f %9.3f %9.3f %7.1f%% %5.1f%% %8.1f%% %5.1f%%" % (
-        p["policy"], p["output_tokens_per_s"], q["median"], q["p90"], q["p99"],
-        100 * p["padding_waste"], 100 * m["full"]["share"], 100 * m["breakable"]["share"],
-        100 * m["eager"]["share"]))
-fb = tps.get("full_and_breakable")
-if fb and tps.get("eager"):
-    print("  target: full_and_breakable / eager = %.2f (want >= 3)" % (fb / tps["eager"]))
-if fb and tps.get("full"):
-    print("  target: full_and_breakable / full = %.3f (want >= 0.95)" % (fb / tps["full"]))
-PY
+			serve_bench "$B" "$script" $tr serve-$tr
 		done
 		set -- "$B" capture --backend cuda -o serve.plan "$script"
 		say "serve: $*"
-		"$@" >serve-capture.txt 2>&1
-		say "serve: capture: exit $?"
+		t0=$(date +%s)
+		timeout 400 "$@" >serve-capture.txt 2>&1
+		say "serve: capture: exit $? in $(( $(date +%s) - t0 )) s"
 		set -- "$B" replay --backend cuda --warmup 5 --check \
 			--synthetic requests=64,rate=200,prompt=uniform:8:96,output=uniform:8:64,seed=3 \
 			serve.plan
@@ -338,6 +367,22 @@ PY
 		timeout 300 "$@" >serve-replay-check.txt 2>&1
 		say "serve: replay --trace --check: exit $?"
 		sed 's/^/  /' serve-replay-check.txt | tee -a "$summary"
+		;;
+	servecmp)
+		# The serving benchmark of the tree in .gpu/before (bench/bundle-before.sh)
+		# and of this tree, trace by trace in one lease, then this tree's kernels
+		# of the decode-heavy trace under the full policy from Nsight Systems.
+		build_before || continue
+		for tr in decode-heavy mixed; do
+			serve_bench "$ob/bcgtool/bcgtool" "$ob/samples/llama-serve.yaml" $tr before-$tr
+			serve_bench "$B" "$S/llama-serve.yaml" $tr after-$tr
+		done
+		sh "$top/.gpu/nsys-profile" "$log/serve-full" "$B" bench --backend cuda --warmup 2 \
+			--policy full --trace "$S/traces/decode-heavy.jsonl" "$S/llama-serve.yaml" \
+			>nsys-serve.txt 2>&1
+		say "servecmp: nsys bench --policy full decode-heavy: exit $?"
+		NSYS=$(sed -n 's/^NSYS=//p' nsys-serve.txt)
+		[ -n "$NSYS" ] && kernel_table "$NSYS" serve-full.nsys-rep
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \
@@ -347,19 +392,7 @@ PY
 		say "nsys profile replay llama T=8: exit $?"
 		NSYS=$(sed -n 's/^NSYS=//p' nsys-llama.txt)
 		if [ -n "$NSYS" ] && [ -f replay-llama.nsys-rep ]; then
-			"$NSYS" stats --report cuda_gpu_kern_sum --format csv replay-llama.nsys-rep \
-				>kern-llama.csv 2>&1
-			python3 - kern-llama.csv <<'PY' | tee -a "$summary"
-import csv, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 8]
-head, rows = rows[0], rows[1:]
-i = {h: k for k, h in enumerate(head)}
-tot = sum(float(r[i["Total Time (ns)"]]) for r in rows)
-print("  kernels by total time (%d kinds, %.1f ms in all):" % (len(rows), tot / 1e6))
-for r in rows[:14]:
-    print("  %5.1f%% %8d x %8.2f us  %s" % (float(r[i["Time (%)"]]), int(r[i["Instances"]]),
-          float(r[i["Avg (ns)"]]) / 1e3, r[i["Name"]][:90]))
-PY
+			kernel_table "$NSYS" replay-llama.nsys-rep
 		fi
 		;;
 	esac
