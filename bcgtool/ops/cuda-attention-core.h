@@ -20,13 +20,18 @@
  *
  * Merging. The groups of a warp merge by xor shuffles, the warps of a
  * block in shared memory, in a fixed order: the bits depend only on the
- * launch shape. With one split the block writes out = acc / l (zeros where
- * l is 0: a row with no position). With several, each block writes its
- * part (m, l) and, when it holds any position, acc, to scratch; a part
- * with no position has m = -inf, weight 0, and its acc is never read. The
- * parts of each (t, h) are merged in split order, by the last block of
- * (t, h) to finish (implementation "split", counters in the scratch) or
- * by attn_core_combine_kernel ("twopass").
+ * row's length and the chunk. Of a launch's NSPLIT splits a row of L
+ * positions uses the first n = attn_core_active(L, chunk, nsplit) (at
+ * least one); the blocks of the others return at once, touching nothing,
+ * which is what makes a launch sized for the captured bound cheap. With
+ * n = 1 the block writes out = acc / l (zeros where l is 0: a row with no
+ * position). With more, each block writes its part (m, l) and, when it
+ * holds any position, acc, to scratch; a part with no position has m =
+ * -inf, weight 0, and its acc is never read. The n parts of each (t, h)
+ * are merged in split order, by the last of the n blocks to finish
+ * (implementation "split", counters in the scratch) or by
+ * attn_core_combine_kernel ("twopass"), which reads n from the scratch:
+ * split 0 always records it. Both give the same bits.
  *
  * Splitting (attn_core_plan). Rows are cut into chunks of at most
  * ATTN_CORE_MAX_CHUNK positions whatever the number of (t, h) pairs, so a
@@ -58,11 +63,12 @@ namespace {
 
 /* --- device side ---------------------------------------------------------- */
 
-/* Lane SUB's EPL elements [SUB * EPL, SUB * EPL + EPL) of ROW, widened;
+/* Lane SUB's EPL elements [SUB * EPL, SUB * EPL + EPL) of ROW as stored;
  * past D they read as 0. VEC: D == LPR * EPL, ROW 16-byte aligned and EPL
- * elements a multiple of 16 bytes. */
+ * elements a multiple of 16 bytes. Kept narrow in registers until used,
+ * so that more blocks fit on a multiprocessor. */
 template <typename T, int EPL, bool VEC>
-__device__ __forceinline__ void attn_core_load(const T *row, int sub, int D, float (&r)[EPL])
+__device__ __forceinline__ void attn_core_load_raw(const T *row, int sub, int D, T (&r)[EPL])
 {
 	const int d0 = sub * EPL;
 
@@ -71,18 +77,26 @@ __device__ __forceinline__ void attn_core_load(const T *row, int sub, int D, flo
 		static_assert(EPL % PER == 0, "whole 16-byte chunks a lane");
 #pragma unroll
 		for (int c = 0; c < EPL / PER; c++) {
-			T tmp[PER];
 			uint4 u = *reinterpret_cast<const uint4 *>(row + d0 + c * PER);
-			memcpy(tmp, &u, sizeof u);
-#pragma unroll
-			for (int i = 0; i < PER; i++)
-				r[c * PER + i] = cuda_to_f32(tmp[i]);
+			memcpy(&r[c * PER], &u, sizeof u);
 		}
 	} else {
 #pragma unroll
 		for (int e = 0; e < EPL; e++)
-			r[e] = d0 + e < D ? cuda_to_f32(row[d0 + e]) : 0.0f;
+			r[e] = d0 + e < D ? row[d0 + e] : cuda_from_f32<T>(0.0f);
 	}
+}
+
+/* The same, widened to f32. */
+template <typename T, int EPL, bool VEC>
+__device__ __forceinline__ void attn_core_load(const T *row, int sub, int D, float (&r)[EPL])
+{
+	T raw[EPL];
+
+	attn_core_load_raw<T, EPL, VEC>(row, sub, D, raw);
+#pragma unroll
+	for (int e = 0; e < EPL; e++)
+		r[e] = cuda_to_f32(raw[e]);
 }
 
 /* (m, l, acc) merged with (m2, l2, acc2). Symmetric to the bit: both lanes
@@ -123,7 +137,8 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 
 	for (int64_t j0 = start + (int64_t)warp * STEP; j0 < end;
 	     j0 += (int64_t)ATTN_CORE_WARPS * STEP) {
-		float kr[KB][EPL], vr[KB][EPL], s[KB];
+		T kr[KB][EPL], vr[KB][EPL];
+		float s[KB];
 		bool ok[KB];
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
@@ -131,12 +146,12 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 			const T *kp = nullptr, *vp = nullptr;
 			ok[b] = j < end && src.at(j, kp, vp);
 			if (ok[b]) {
-				attn_core_load<T, EPL, VEC>(kp, sub, D, kr[b]);
-				attn_core_load<T, EPL, VEC>(vp, sub, D, vr[b]);
+				attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
+				attn_core_load_raw<T, EPL, VEC>(vp, sub, D, vr[b]);
 			} else {
 #pragma unroll
 				for (int e = 0; e < EPL; e++)
-					kr[b][e] = vr[b][e] = 0.0f;
+					kr[b][e] = vr[b][e] = cuda_from_f32<T>(0.0f);
 			}
 		}
 #pragma unroll
@@ -144,7 +159,7 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 			float d = 0.0f;
 #pragma unroll
 			for (int e = 0; e < EPL; e++)
-				d += qr[e] * kr[b][e];
+				d += qr[e] * cuda_to_f32(kr[b][e]);
 			s[b] = d;
 		}
 #pragma unroll
@@ -174,22 +189,49 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 				l += p;
 #pragma unroll
 				for (int e = 0; e < EPL; e++)
-					acc[e] += p * vr[b][e];
+					acc[e] += p * cuda_to_f32(vr[b][e]);
 			}
 		}
 		m = mn;
 	}
 }
 
-/* Merge the NSPLIT parts of (t, h) = TH into OUT in split order; parts of
- * weight 0 are skipped, their acc unread. Every thread of the block calls
- * it; SM, SL, SW are shared arrays of ATTN_CORE_MAX_SPLITS floats. */
-template <typename T>
-__device__ void attn_core_combine(const float *part_acc, const float2 *part_ml, T *out,
-                                  int64_t th, int nsplit, int D, float *sm, float *sl, float *sw)
+/* The splits a row of L positions uses: chunks of CHUNK, at least one (a
+ * row of none writes zeros), at most NSPLIT. */
+__host__ __device__ __forceinline__ int attn_core_active(int64_t L, int64_t chunk, int nsplit)
 {
-	const float2 *ml = part_ml + th * nsplit;
-	const float *acc = part_acc + th * nsplit * D;
+	if (L < 1 || chunk < 1)
+		return 1;
+	const int64_t n = (L + chunk - 1) / chunk;
+	return n < nsplit ? (int)n : nsplit;
+}
+
+/* The scratch of a launch of NSPLIT splits over TH pairs (none for one
+ * split): per (t, h), NSPLIT (m, l) pairs; the count of parts split 0
+ * records; NSPLIT f32 accumulators of D. Each array from a 256-byte
+ * boundary. */
+struct attn_core_scratch {
+	float2 *ml;
+	int *count;
+	float *acc;
+};
+
+__host__ __device__ __forceinline__ size_t attn_core_align256(size_t b)
+{
+	return (b + 255) & ~(size_t)255;
+}
+
+/* Merge the first N parts of (t, h) = TH (STRIDE parts a pair: the
+ * launch's split count) into OUT in split order; parts of weight 0 are
+ * skipped, their acc unread. Every thread of the block calls it; SM, SL,
+ * SW are shared arrays of ATTN_CORE_MAX_SPLITS floats. */
+template <typename T>
+__device__ void attn_core_combine(const struct attn_core_scratch &sc, T *out, int64_t th,
+                                  int stride, int n, int D, float *sm, float *sl, float *sw)
+{
+	const int nsplit = n;
+	const float2 *ml = sc.ml + th * stride;
+	const float *acc = sc.acc + th * stride * D;
 
 	for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
 		float2 p = __ldcg(ml + s);
@@ -216,14 +258,16 @@ __device__ void attn_core_combine(const float *part_acc, const float2 *part_ml, 
 }
 
 /*
- * The end of every core block: merge the lanes' states, then write out[t,
- * h] (one split) or this split's part, and with COUNTERS ("split") merge
- * the parts in the last block of (t, h). Every thread calls it, once.
+ * The end of every core block of an active split (SPLIT < NACT, the row's
+ * active splits of the launch's NSPLIT): merge the lanes' states, then
+ * write out[t, h] (NACT 1) or this split's part, and with COUNTERS
+ * ("split") merge the NACT parts in the last of their blocks. Every thread
+ * calls it, once.
  */
 template <typename T, int LPR, int EPL>
 __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[EPL], int64_t th,
-                                                 int split, int nsplit, int D, T *out,
-                                                 float *part_acc, float2 *part_ml,
+                                                 int split, int nact, int nsplit, int D, T *out,
+                                                 const struct attn_core_scratch &sc,
                                                  unsigned *counters)
 {
 	__shared__ float sh_m[ATTN_CORE_WARPS], sh_l[ATTN_CORE_WARPS];
@@ -263,39 +307,46 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 		wt[w] = sh_m[w] == -INFINITY ? 0.0f : expf(sh_m[w] - M);
 		lsum += wt[w] * sh_l[w];
 	}
-	if (nsplit == 1 || M != -INFINITY) {
+	if (nact == 1 || M != -INFINITY) {
 		for (int d = threadIdx.x; d < D; d += ATTN_CORE_THREADS) {
 			float a = 0.0f;
 #pragma unroll
 			for (int w = 0; w < ATTN_CORE_WARPS; w++)
 				a += wt[w] * sh_acc[w][d];
-			if (nsplit == 1)
+			if (nact == 1)
 				out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
 			else
-				part_acc[(th * nsplit + split) * D + d] = a;
+				sc.acc[(th * nsplit + split) * D + d] = a;
 		}
 	}
-	if (nsplit > 1 && threadIdx.x == 0)
-		part_ml[th * nsplit + split] = make_float2(M, lsum);
-	if (nsplit > 1 && counters) {
-		if (!cuda_last_block(&counters[th], (unsigned)nsplit, &flag))
+	if (nsplit > 1 && threadIdx.x == 0) {
+		if (split == 0)
+			sc.count[th] = nact;
+		if (nact > 1)
+			sc.ml[th * nsplit + split] = make_float2(M, lsum);
+	}
+	if (nact > 1 && counters) {
+		if (!cuda_last_block(&counters[th], (unsigned)nact, &flag))
 			return;
-		attn_core_combine<T>(part_acc, part_ml, out, th, nsplit, D, sh_cm, sh_cl, sh_cw);
+		attn_core_combine<T>(sc, out, th, nsplit, nact, D, sh_cm, sh_cl, sh_cw);
 	}
 	cuda_pdl_trigger();
 }
 
-/* "twopass": block th = t * H + h merges its NSPLIT parts into out[t, h]. */
+/* "twopass": block th = t * H + h merges the parts of (t, h) that split 0
+ * counted into out[t, h]; with one, that block wrote out itself. */
 template <typename T>
 __global__ void __launch_bounds__(ATTN_CORE_COMBINE_THREADS)
-bcg_attention_combine_kernel(const float *part_acc, const float2 *part_ml, T *out, int nsplit,
-                             int D)
+bcg_attention_combine_kernel(struct attn_core_scratch sc, T *out, int nsplit, int D)
 {
 	__shared__ float sm[ATTN_CORE_MAX_SPLITS], sl[ATTN_CORE_MAX_SPLITS];
 	__shared__ float sw[ATTN_CORE_MAX_SPLITS];
+	const int64_t th = blockIdx.x;
 
 	cuda_pdl_wait();
-	attn_core_combine<T>(part_acc, part_ml, out, (int64_t)blockIdx.x, nsplit, D, sm, sl, sw);
+	const int n = __ldcg(sc.count + th);
+	if (n > 1)
+		attn_core_combine<T>(sc, out, th, nsplit, n, D, sm, sl, sw);
 	cuda_pdl_trigger();
 }
 
@@ -356,20 +407,28 @@ inline int attn_core_splits_bound(int64_t L, int64_t th)
 	return nsplit;
 }
 
-/* Scratch for NSPLIT parts of TH pairs of head_dim D: (m, l) pairs, then
- * the f32 accumulators from a 256-byte boundary; none for one split. */
-inline size_t attn_core_ml_bytes(int64_t th, int64_t nsplit)
-{
-	size_t b = (size_t)(th * nsplit) * sizeof(float2);
-
-	return (b + 255) & ~(size_t)255;
-}
-
+/* Scratch bytes for NSPLIT splits over TH pairs of head_dim D. */
 inline size_t attn_core_scratch_for(int64_t th, int64_t nsplit, int64_t D)
 {
 	if (nsplit <= 1)
 		return 0;
-	return attn_core_ml_bytes(th, nsplit) + (size_t)(th * nsplit * D) * sizeof(float);
+	return attn_core_align256((size_t)(th * nsplit) * sizeof(float2)) +
+	       attn_core_align256((size_t)th * sizeof(int)) +
+	       (size_t)(th * nsplit * D) * sizeof(float);
+}
+
+/* The arrays of that scratch, from DATA (256-byte aligned). */
+inline struct attn_core_scratch attn_core_scratch_at(void *data, int64_t th, int64_t nsplit)
+{
+	struct attn_core_scratch sc;
+	char *p = static_cast<char *>(data);
+
+	sc.ml = reinterpret_cast<float2 *>(p);
+	p += attn_core_align256((size_t)(th * nsplit) * sizeof(float2));
+	sc.count = reinterpret_cast<int *>(p);
+	p += attn_core_align256((size_t)th * sizeof(int));
+	sc.acc = reinterpret_cast<float *>(p);
+	return sc;
 }
 
 /* Calls L.template run<LPR, EPL, VEC>() with the lane geometry for head_dim

@@ -46,8 +46,8 @@ struct attn_rows {
  * NULL, gives kv_len; else KV_LEN does. */
 template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
-bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *part_acc,
-                           float2 *part_ml, unsigned *counters, int64_t H, int64_t KVH, int D,
+bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
+                           struct attn_core_scratch sc, unsigned *counters, int64_t H, int64_t KVH, int D,
                            int64_t S, int64_t kv_len, const int32_t *kv_len_dev, int nsplit,
                            int64_t chunk, float scale, int64_t causal_rows)
 {
@@ -67,6 +67,10 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	const int64_t start = (int64_t)split * chunk;
 	const int64_t end = start + chunk < L ? start + chunk : L;
 
+	const int nact = attn_core_active(L, chunk, nsplit);
+	if (split >= nact)
+		return;                 /* past the row: nothing to do, nothing to merge */
+
 	float qr[EPL], acc[EPL];
 	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 #pragma unroll
@@ -74,8 +78,7 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 		acc[e] = 0.0f;
 	float m = -INFINITY, l = 0.0f;
 	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale, m, l, acc);
-	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nsplit, D, out, part_acc, part_ml,
-	                              counters);
+	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
@@ -97,8 +100,7 @@ struct attn_launch {
 	int nsplit;
 	int64_t chunk;
 	float scale;
-	float *part_acc;
-	float2 *part_ml;
+	struct attn_core_scratch sc;
 	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
 	const struct cuda_op_ctx *ctx;
 };
@@ -190,7 +192,7 @@ struct attn_launcher {
 		                     dim3((unsigned)(sh->th * al->nsplit)), dim3(ATTN_CORE_THREADS),
 		                     msg, len, static_cast<const T *>(al->q),
 		                     static_cast<const T *>(al->k), static_cast<const T *>(al->v), out,
-		                     al->part_acc, al->part_ml, al->counters, sh->H, sh->KVH,
+		                     al->sc, al->counters, sh->H, sh->KVH,
 		                     (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->nsplit,
 		                     al->chunk, al->scale, al->causal_rows);
 		if (rc || al->nsplit == 1 || al->counters)
@@ -198,7 +200,7 @@ struct attn_launcher {
 		return cuda_launch(al->ctx, "bcg_attention_combine_kernel",
 		                   bcg_attention_combine_kernel<T>, dim3((unsigned)sh->th),
 		                   dim3(ATTN_CORE_COMBINE_THREADS), msg, len,
-		                   (const float *)al->part_acc, (const float2 *)al->part_ml, out,
+		                   al->sc, out,
 		                   al->nsplit, (int)sh->D);
 	}
 };
@@ -257,8 +259,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		if ((uintptr_t)ctx->scratch % 16 != 0)
 			return cuda_fail(msg, len, "attention: scratch is not 16-byte aligned");
 		char *data = static_cast<char *>(cuda_scratch_data(ctx));
-		al.part_ml = reinterpret_cast<float2 *>(data);
-		al.part_acc = reinterpret_cast<float *>(data + attn_core_ml_bytes(al.sh.th, al.nsplit));
+		al.sc = attn_core_scratch_at(data, al.sh.th, al.nsplit);
 		if (call->impl == CUDA_IMPL_ATTN_SPLIT)
 			al.counters = cuda_scratch_counters(ctx);
 	}

@@ -35,15 +35,17 @@ template <typename T>
 struct pattn_rows {
 	const T *k, *v;                 /* the kv head's columns of row 0 */
 	const int32_t *table;           /* the request's row of block_table */
-	int64_t BS, NB, stride;
+	uint32_t BS;                    /* positions below MB * BS < 2^31 */
+	int64_t NB, stride;
 
 	__device__ __forceinline__ bool at(int64_t j, const T *&kp, const T *&vp) const
 	{
-		const int64_t blk = table[j / BS];
+		const uint32_t jj = (uint32_t)j, bi = jj / BS;
+		const int64_t blk = table[bi];
 
 		if (blk < 0 || blk >= NB)
 			return false;
-		const int64_t row = blk * BS + j % BS;
+		const int64_t row = blk * (int64_t)BS + (jj - bi * BS);
 		kp = k + row * stride;
 		vp = v + row * stride;
 		return true;
@@ -61,8 +63,8 @@ struct pattn_args {
 
 template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
-bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out, float *part_acc,
-                           float2 *part_ml, unsigned *counters, struct pattn_args a)
+bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
+                           struct attn_core_scratch sc, unsigned *counters, struct pattn_args a)
 {
 	__shared__ int sh_req;
 	const int64_t bid = blockIdx.x;
@@ -91,8 +93,12 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 	const int64_t start = (int64_t)split * a.chunk;
 	const int64_t end = start + a.chunk < L ? start + a.chunk : L;
 	const struct pattn_rows<T> src = { k + g * D, v + g * D,
-	                                   a.table + (r != INT_MAX ? r : 0) * a.MB, a.BS, a.NB,
-	                                   a.KVH * D };
+	                                   a.table + (r != INT_MAX ? r : 0) * a.MB,
+	                                   (uint32_t)a.BS, a.NB, a.KVH * D };
+
+	const int nact = attn_core_active(L, a.chunk, nsplit);
+	if (split >= nact)
+		return;                 /* past the row: nothing to do, nothing to merge */
 
 	float qr[EPL], acc[EPL];
 	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
@@ -101,8 +107,7 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out, float *pa
 		acc[e] = 0.0f;
 	float m = -INFINITY, l = 0.0f;
 	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, a.scale, m, l, acc);
-	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nsplit, D, out, part_acc, part_ml,
-	                              counters);
+	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
@@ -157,6 +162,10 @@ static int pattn_shape_of(const struct op_call *call, struct pattn_shape *sh, ch
 		return cuda_fail(msg, len, "paged_attention: seq_lens must be [%lld] and query_start "
 		                 "[%lld]", (long long)sh->R, (long long)(sh->R + 1));
 	sh->cap = sh->MB * sh->BS;
+	if (sh->cap > INT_MAX)
+		return cuda_fail(msg, len, "paged_attention: %lld blocks of %lld positions a request "
+		                 "is above the CUDA kernel's 2^31 - 1 positions", (long long)sh->MB,
+		                 (long long)sh->BS);
 	sh->th = sh->T * sh->H;
 	if (sh->th > INT_MAX / ATTN_CORE_MAX_SPLITS)
 		return cuda_fail(msg, len, "paged_attention: %lld rows x %lld heads is too many",
@@ -196,8 +205,7 @@ struct pattn_launch {
 	struct pattn_args a;
 	const void *q, *k, *v;
 	void *out;
-	float *part_acc;
-	float2 *part_ml;
+	struct attn_core_scratch sc;
 	unsigned *counters;
 	const struct cuda_op_ctx *ctx;
 };
@@ -218,13 +226,13 @@ struct pattn_launcher {
 		                     dim3((unsigned)(pl->sh.th * pl->a.nsplit)),
 		                     dim3(ATTN_CORE_THREADS), msg, len, static_cast<const T *>(pl->q),
 		                     static_cast<const T *>(pl->k), static_cast<const T *>(pl->v), out,
-		                     pl->part_acc, pl->part_ml, pl->counters, pl->a);
+		                     pl->sc, pl->counters, pl->a);
 		if (rc || pl->a.nsplit == 1 || pl->counters)
 			return rc;
 		return cuda_launch(pl->ctx, "bcg_attention_combine_kernel",
 		                   bcg_attention_combine_kernel<T>, dim3((unsigned)pl->sh.th),
 		                   dim3(ATTN_CORE_COMBINE_THREADS), msg, len,
-		                   (const float *)pl->part_acc, (const float2 *)pl->part_ml, out,
+		                   pl->sc, out,
 		                   pl->a.nsplit, (int)pl->sh.D);
 	}
 };
@@ -288,8 +296,7 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 		if ((uintptr_t)ctx->scratch % 16 != 0)
 			return cuda_fail(msg, len, "paged_attention: scratch is not 16-byte aligned");
 		char *data = static_cast<char *>(cuda_scratch_data(ctx));
-		pl.part_ml = reinterpret_cast<float2 *>(data);
-		pl.part_acc = reinterpret_cast<float *>(data + attn_core_ml_bytes(pl.sh.th, pl.a.nsplit));
+		pl.sc = attn_core_scratch_at(data, pl.sh.th, pl.a.nsplit);
 		if (call->impl == CUDA_IMPL_ATTN_SPLIT)
 			pl.counters = cuda_scratch_counters(ctx);
 	}
