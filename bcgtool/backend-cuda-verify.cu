@@ -155,6 +155,9 @@ static void verify_launch(cudaStream_t stream, const void *got, const void *want
 		part, out);
 }
 
+typedef void (*verify_launch_fn)(cudaStream_t, const void *, const void *, uint64_t, uint64_t,
+                                 unsigned, double *, verify_sums *);
+
 extern "C" size_t cuda_verify_work_bytes(int dtype, uint64_t count)
 {
 	uint64_t nchunks = (count + VERIFY_CHUNK(dtype) - 1) / VERIFY_CHUNK(dtype);
@@ -170,35 +173,24 @@ extern "C" int cuda_verify_sums(cudaStream_t stream, int dtype, const void *got,
 	unsigned blocks = (unsigned)(nchunks < most ? nchunks : most);
 	verify_sums *out = static_cast<verify_sums *>(work);
 	double *part = reinterpret_cast<double *>(out + 1);
-	cudaError_t e = cudaMemsetAsync(out, 0, sizeof *out, stream);
+	verify_launch_fn launch = dtype == PLAN_DTYPE_F32  ? verify_launch<PLAN_DTYPE_F32, uint32_t> :
+	                          dtype == PLAN_DTYPE_F16  ? verify_launch<PLAN_DTYPE_F16, uint16_t> :
+	                          dtype == PLAN_DTYPE_BF16 ? verify_launch<PLAN_DTYPE_BF16, uint16_t> :
+	                          dtype == PLAN_DTYPE_I32  ? verify_launch<PLAN_DTYPE_I32, uint32_t> :
+	                          nullptr;
+	cudaError_t e;
 
+	if (launch == nullptr) {
+		snprintf(msg, len, "comparing tensors of dtype %d: not a dtype", dtype);
+		return -1;
+	}
+	e = cudaMemsetAsync(out, 0, sizeof *out, stream);
 	if (e != cudaSuccess) {
 		snprintf(msg, len, "clearing the comparison's sums: %s", cudaGetErrorString(e));
 		return -1;
 	}
-	if (blocks > 0) {
-		switch (dtype) {
-		case PLAN_DTYPE_F32:
-			verify_launch<PLAN_DTYPE_F32, uint32_t>(stream, got, want, count, nchunks,
-			                                        blocks, part, out);
-			break;
-		case PLAN_DTYPE_F16:
-			verify_launch<PLAN_DTYPE_F16, uint16_t>(stream, got, want, count, nchunks,
-			                                        blocks, part, out);
-			break;
-		case PLAN_DTYPE_BF16:
-			verify_launch<PLAN_DTYPE_BF16, uint16_t>(stream, got, want, count, nchunks,
-			                                         blocks, part, out);
-			break;
-		case PLAN_DTYPE_I32:
-			verify_launch<PLAN_DTYPE_I32, uint32_t>(stream, got, want, count, nchunks,
-			                                        blocks, part, out);
-			break;
-		default:
-			snprintf(msg, len, "comparing tensors of dtype %d: not a dtype", dtype);
-			return -1;
-		}
-	}
+	if (blocks > 0)
+		launch(stream, got, want, count, nchunks, blocks, part, out);
 	verify_total<<<1, VERIFY_LANES, 0, stream>>>(part, nchunks, out);
 	e = cudaGetLastError();
 	if (e != cudaSuccess) {
