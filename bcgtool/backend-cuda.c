@@ -25,11 +25,17 @@
 
 #include "backend.h"
 #include "backend-cuda.h"
+#include "engine/verify.h"
 #include "ops/cuda.h"
 #include "util.h"
 
 /* cuBLAS's workspace: its guidance for Hopper is 32 MiB. */
 #define CUDA_WORKSPACE_BYTES (32u << 20)
+
+/* Free device memory a spare allocation leaves at least: the larger of
+ * this and a twentieth of the device, for graphs instantiated later,
+ * cuBLAS and other processes. */
+#define CUDA_SPARE_HEADROOM (1ull << 30)
 
 /* The most repetitions one time_call measures. */
 #define CUDA_TIME_REPS_MAX 64
@@ -79,6 +85,9 @@ struct backend {
 	cudaEvent_t        tick[2 * CUDA_TIME_REPS_MAX];
 	void              *scrub;
 	size_t             scrub_bytes;
+
+	void              *verify_work;           /* compare's sums */
+	size_t             verify_bytes;
 
 	unsigned char     *staging;               /* pinned */
 	cudaEvent_t        staging_done[CUDA_STAGING_SLOTS];
@@ -221,6 +230,8 @@ static void cuda_close(struct backend *b)
 			cudaEventDestroy(b->tick[i]);
 	if (b->scrub != NULL)
 		cudaFree(b->scrub);
+	if (b->verify_work != NULL)
+		cudaFree(b->verify_work);
 	if (b->staging != NULL)
 		cudaFreeHost(b->staging);
 	if (b->cublas != NULL)
@@ -325,6 +336,71 @@ static int cuda_read(struct backend *b, void *dst, const void *src, size_t bytes
 	CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, b->stream),
 	         "cudaMemcpyAsync");
 	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	return 0;
+fail:
+	return -1;
+}
+
+static int cuda_spare_alloc(struct backend *b, uint64_t bytes, void **p, char *msg, size_t len)
+{
+	size_t mfree = 0, mtotal = 0;
+	uint64_t headroom;
+
+	(void)b;
+	*p = NULL;
+	CUDA_TRY(cudaMemGetInfo(&mfree, &mtotal), "cudaMemGetInfo");
+	headroom = mtotal / 20 > CUDA_SPARE_HEADROOM ? mtotal / 20 : CUDA_SPARE_HEADROOM;
+	if (bytes + headroom > mfree)
+		return 0;
+	if (cudaMalloc(p, bytes ? (size_t)bytes : 1) != cudaSuccess) {
+		/* Taken meanwhile by another process: no room after all. */
+		cudaGetLastError();
+		*p = NULL;
+	}
+	return 0;
+fail:
+	return -1;
+}
+
+static void cuda_spare_free(struct backend *b, void *p)
+{
+	if (b->stream != NULL)
+		cudaStreamSynchronize(b->stream);
+	cudaFree(p);
+}
+
+static int cuda_copy(struct backend *b, void *dst, const void *src, size_t bytes,
+                     char *msg, size_t len)
+{
+	CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b->stream),
+	         "cudaMemcpyAsync");
+	return 0;
+fail:
+	return -1;
+}
+
+static int cuda_compare(struct backend *b, int dtype, const void *got, const void *want,
+                        uint64_t count, int tolerant, struct verify_result *res,
+                        char *msg, size_t len)
+{
+	size_t need = cuda_verify_work_bytes(dtype, count);
+	struct verify_sums s;
+
+	if (need > b->verify_bytes) {
+		CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+		cudaFree(b->verify_work);
+		b->verify_work = NULL;
+		b->verify_bytes = 0;
+		CUDA_TRY(cudaMalloc(&b->verify_work, need), "allocating the comparison's sums");
+		b->verify_bytes = need;
+	}
+	if (cuda_verify_sums(b->stream, dtype, got, want, count, b->verify_work, b->ctx.sm_count,
+	                     msg, len) != 0)
+		return -1;
+	CUDA_TRY(cudaMemcpyAsync(&s, b->verify_work, sizeof s, cudaMemcpyDeviceToHost, b->stream),
+	         "cudaMemcpyAsync");
+	CUDA_TRY(cudaStreamSynchronize(b->stream), "comparing tensors");
+	verify_finish(dtype, count, tolerant, &s, res);
 	return 0;
 fail:
 	return -1;
@@ -854,6 +930,10 @@ const struct backend_ops backend_cuda = {
 	.init = cuda_init,
 	.write = cuda_write,
 	.read = cuda_read,
+	.spare_alloc = cuda_spare_alloc,
+	.spare_free = cuda_spare_free,
+	.copy = cuda_copy,
+	.compare = cuda_compare,
 	.launch = cuda_launch,
 	.impl_count = cuda_impl_count,
 	.impl_name = cuda_impl_name,

@@ -5,6 +5,7 @@
 #define BCG_BACKEND_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cuda_runtime_api.h>
 
@@ -24,6 +25,14 @@ int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
  * next reads its weights from memory as it does in a step. */
 int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t bytes, int sm_count,
                      char *msg, size_t len);
+
+/* Device memory cuda_verify_sums needs for COUNT elements of DTYPE. */
+size_t cuda_verify_work_bytes(int dtype, uint64_t count);
+/* Queue on STREAM the sums of comparing COUNT elements of DTYPE at GOT
+ * with WANT (engine/verify.h's order); they land at the start of WORK
+ * (cuda_verify_work_bytes() bytes) as a struct verify_sums. */
+int cuda_verify_sums(cudaStream_t stream, int dtype, const void *got, const void *want,
+                     uint64_t count, void *work, int sm_count, char *msg, size_t len);
 
 #ifdef __cplusplus
 }

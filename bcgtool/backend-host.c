@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "engine/verify.h"
 #include "ops/host.h"
 #include "util.h"
 
@@ -106,6 +107,33 @@ static int host_copy(struct backend *b, void *dst, const void *src, size_t bytes
 	(void)msg;
 	(void)len;
 	memmove(dst, src, bytes);
+	return 0;
+}
+
+static int host_spare_alloc(struct backend *b, uint64_t bytes, void **p, char *msg, size_t len)
+{
+	(void)b;
+	(void)msg;
+	(void)len;
+	/* No room is no copy: the caller keeps none, or says why. */
+	*p = bytes <= SIZE_MAX ? malloc(bytes ? (size_t)bytes : 1) : NULL;
+	return 0;
+}
+
+static void host_spare_free(struct backend *b, void *p)
+{
+	(void)b;
+	free(p);
+}
+
+static int host_compare(struct backend *b, int dtype, const void *got, const void *want,
+                        uint64_t count, int tolerant, struct verify_result *res,
+                        char *msg, size_t len)
+{
+	(void)b;
+	(void)msg;
+	(void)len;
+	verify_compare(dtype, got, want, count, tolerant, res);
 	return 0;
 }
 
@@ -292,6 +320,10 @@ const struct backend_ops backend_host = {
 	.init = host_init,
 	.write = host_copy,
 	.read = host_copy,
+	.spare_alloc = host_spare_alloc,
+	.spare_free = host_spare_free,
+	.copy = host_copy,
+	.compare = host_compare,
 	.launch = host_launch,
 	.impl_count = host_impl_count,
 	.impl_name = host_impl_name,

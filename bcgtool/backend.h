@@ -19,6 +19,7 @@
 #include "plan.h"
 
 struct backend;         /* one open backend: device, stream, handles */
+struct verify_result;   /* engine/verify.h */
 struct backend_graph;   /* a captured, instantiated segment */
 
 /* What a backend reports about itself; becomes the plan's meta. */
@@ -79,6 +80,22 @@ struct backend_ops {
 	/* The arena to host memory; waits for all earlier work. */
 	int  (*read)(struct backend *b, void *dst, const void *src, size_t bytes,
 	             char *msg, size_t len);
+	/* Keeping tensors where they lie, to compare them there later
+	 * (engine/stash.h). spare_alloc: BYTES of the backend's memory apart
+	 * from the arena, or *P NULL (and 0 returned) when that much is not
+	 * free with room to spare for the work still to come. */
+	int  (*spare_alloc)(struct backend *b, uint64_t bytes, void **p, char *msg, size_t len);
+	void (*spare_free)(struct backend *b, void *p);
+	/* BYTES from SRC to DST, both the backend's memory, ordered on the
+	 * stream. */
+	int  (*copy)(struct backend *b, void *dst, const void *src, size_t bytes,
+	             char *msg, size_t len);
+	/* What verify_compare() gives for COUNT elements of DTYPE at GOT and
+	 * WANT, both the backend's memory, computed there; waits for all
+	 * earlier work. */
+	int  (*compare)(struct backend *b, int dtype, const void *got, const void *want,
+	                uint64_t count, int tolerant, struct verify_result *res,
+	                char *msg, size_t len);
 	/* Launch one op (eagerly, or into the capture in progress), running
 	 * the implementation call->impl names. */
 	int  (*launch)(struct backend *b, const struct op_call *call, char *msg, size_t len);

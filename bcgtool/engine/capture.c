@@ -11,38 +11,39 @@
 #include "cmd.h"
 #include "exec.h"
 #include "memplan.h"
+#include "stash.h"
 #include "util.h"
 #include "verify.h"
 
-/* The tensors a step's result lies in: outputs after every step, state
- * after the last. */
+/* The tensors a step's result lies in: outputs after every step, read to
+ * the host (the checksums are taken from them); state after the last,
+ * which can be large (a KV cache), kept where the backend has room for it
+ * and compared there (stash.h). */
 struct capture_snapshot {
-	uint32_t  nout;
-	uint32_t *out;          /* tensor indexes of the outputs */
-	void    **out_data;     /* [step * nout + k] */
-	uint32_t  nstate;
-	uint32_t *state;
-	void    **state_data;
+	uint32_t      nout;
+	uint32_t     *out;          /* tensor indexes of the outputs */
+	void        **out_data;     /* [step * nout + k] */
+	uint32_t      nstate;
+	uint32_t     *state;
+	struct stash  state_data;
 };
 
-static void snapshot_release(struct capture_snapshot *s, uint32_t steps)
+static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint32_t steps)
 {
 	if (s->out_data != NULL)
 		for (uint32_t i = 0; i < steps * s->nout; i++)
 			free(s->out_data[i]);
-	if (s->state_data != NULL)
-		for (uint32_t i = 0; i < s->nstate; i++)
-			free(s->state_data[i]);
+	stash_release(e, &s->state_data);
 	free(s->out);
 	free(s->out_data);
 	free(s->state);
-	free(s->state_data);
 	memset(s, 0, sizeof *s);
 }
 
-static int snapshot_init(const plan_t *plan, uint32_t steps, struct capture_snapshot *s,
+static int snapshot_init(struct engine *e, uint32_t steps, struct capture_snapshot *s,
                          struct engine_error *err)
 {
+	const plan_t *plan = e->plan;
 	uint32_t nt = plan_count_tensors(plan);
 
 	memset(s, 0, sizeof *s);
@@ -58,12 +59,11 @@ static int snapshot_init(const plan_t *plan, uint32_t steps, struct capture_snap
 			s->state[s->nstate++] = t;
 	}
 	s->out_data = calloc((size_t)steps * s->nout + 1, sizeof *s->out_data);
-	s->state_data = calloc((size_t)s->nstate + 1, sizeof *s->state_data);
-	if (s->out_data == NULL || s->state_data == NULL)
+	if (s->out_data == NULL)
 		goto nomem;
 	return 0;
 nomem:
-	snapshot_release(s, steps);
+	snapshot_release(e, s, steps);
 	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 }
 
@@ -92,34 +92,30 @@ static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int la
 		if ((s->out_data[step * s->nout + k] = read_copy(e, s->out[k], tokens, err)) == NULL)
 			return -1;
 	if (last)
-		for (uint32_t k = 0; k < s->nstate; k++)
-			if ((s->state_data[k] = read_copy(e, s->state[k], tokens, err)) == NULL)
-				return -1;
+		return stash_take(e, s->state, s->nstate, tokens, &s->state_data, err);
 	return 0;
 }
 
-/* Compare one tensor of a replay with the reference; fail the capture on a
- * mismatch beyond what the mode allows. */
-static int compare_tensor(struct engine *e, uint32_t t, int64_t tokens, const void *got,
-                          const void *want, int tolerant, const char *when,
-                          struct capture_variant_report *vr, struct engine_error *err)
+/* Judge R, the comparison of tensor T of a replay with the reference; fail
+ * the capture on a mismatch beyond what the mode allows. */
+static int judge_tensor(struct engine *e, uint32_t t, int64_t tokens,
+                        const struct verify_result *r, int tolerant, const char *when,
+                        struct capture_variant_report *vr, struct engine_error *err)
 {
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
-	struct verify_result r;
 
-	verify_compare(pt->dtype, got, want, plan_tensor_numel(e->plan, t, tokens), tolerant, &r);
-	if (!r.exact)
+	if (!r->exact)
 		vr->exact = 0;
-	if (r.rel_error > vr->rel_error || r.rel_error != r.rel_error)
-		vr->rel_error = r.rel_error;
-	if (!r.pass)
+	if (r->rel_error > vr->rel_error || r->rel_error != r->rel_error)
+		vr->rel_error = r->rel_error;
+	if (!r->pass)
 		return engine_fail(err, BCG_EXIT_NEGATIVE, PLAN_NONE,
 		                   "verification failed at %lld tokens (%s mode): '%s' %s differs "
 		                   "from the eager reference in %llu of %llu elements "
 		                   "(relative error %.3g%s)",
 		                   (long long)tokens, plan_mode_name(vr->mode), pt->name,
-		                   when, (unsigned long long)r.mismatches,
-		                   (unsigned long long)r.count, r.rel_error,
+		                   when, (unsigned long long)r->mismatches,
+		                   (unsigned long long)r->count, r->rel_error,
 		                   tolerant ? "" : "; this mode must match bit for bit");
 	return 0;
 }
@@ -150,6 +146,7 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 {
 	int64_t tokens = x->ev.tokens;
 	int tolerant = x->ev.mode == PLAN_MODE_FULL;
+	struct verify_result r;
 	char when[64];
 
 	vr->exact = 1;
@@ -160,26 +157,23 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 		if (engine_interrupted(err) != 0 || exec_step(e, x, s, NULL, err) != 0)
 			return -1;
 		for (uint32_t k = 0; k < ref->nout; k++) {
-			void *got = read_copy(e, ref->out[k], tokens, err);
+			uint32_t t = ref->out[k];
+			void *got = read_copy(e, t, tokens, err);
 			if (got == NULL)
 				return -1;
-			snprintf(when, sizeof when, "after step %u", s);
-			int rc = compare_tensor(e, ref->out[k], tokens, got, ref->out_data[s * ref->nout + k],
-			                        tolerant, when, vr, err);
+			verify_compare(plan_get_tensor(e->plan, t)->dtype, got,
+			               ref->out_data[s * ref->nout + k],
+			               plan_tensor_numel(e->plan, t, tokens), tolerant, &r);
 			free(got);
-			if (rc != 0)
+			snprintf(when, sizeof when, "after step %u", s);
+			if (judge_tensor(e, t, tokens, &r, tolerant, when, vr, err) != 0)
 				return -1;
 		}
 	}
 	for (uint32_t k = 0; k < ref->nstate; k++) {
-		void *got = read_copy(e, ref->state[k], tokens, err);
-		if (got == NULL)
-			return -1;
 		snprintf(when, sizeof when, "(state) after step %u", steps - 1);
-		int rc = compare_tensor(e, ref->state[k], tokens, got, ref->state_data[k], tolerant,
-		                        when, vr, err);
-		free(got);
-		if (rc != 0)
+		if (stash_compare(e, &ref->state_data, k, 1, tolerant, &r, err) != 0 ||
+		    judge_tensor(e, ref->state[k], tokens, &r, tolerant, when, vr, err) != 0)
 			return -1;
 	}
 	return 0;
@@ -312,7 +306,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (schedule_build(plan, pv->mode, &c->sched, &bad_op, err->msg, sizeof err->msg) != 0)
 		return engine_fail(err, BCG_EXIT_USAGE, bad_op, "%lld tokens: %s",
 		                   (long long)pv->tokens, err->msg);
-	if (snapshot_init(plan, steps, &ref, err) != 0)
+	if (snapshot_init(e, steps, &ref, err) != 0)
 		return -1;
 	c->recs = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->recs);
 	if (c->recs == NULL) {
@@ -376,7 +370,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	vr->done = rc == 0;
 out:
 	exec_release(e, &x);
-	snapshot_release(&ref, steps);
+	snapshot_release(e, &ref, steps);
 	return rc;
 }
 

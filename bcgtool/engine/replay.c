@@ -9,8 +9,8 @@
 
 #include "cmd.h"
 #include "replay.h"
+#include "stash.h"
 #include "util.h"
-#include "verify.h"
 
 /* Items above this many get no time stamps of their own in the busy pass:
  * two queue entries per item would crowd the launch queue and let the host
@@ -172,53 +172,18 @@ fail:
 	return -1;
 }
 
-int replay_snapshot(struct engine *e, int64_t tokens, void ***out, uint32_t **which,
-                           uint32_t *n, struct engine_error *err)
-{
-	uint32_t nt = plan_count_tensors(e->plan);
-
-	*n = 0;
-	*out = calloc(nt + 1, sizeof **out);
-	*which = calloc(nt + 1, sizeof **which);
-	if (*out == NULL || *which == NULL)
-		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
-	for (uint32_t t = 0; t < nt; t++) {
-		int role = plan_get_tensor(e->plan, t)->role;
-		uint64_t bytes;
-		if (role != PLAN_ROLE_OUTPUT && role != PLAN_ROLE_STATE)
-			continue;
-		bytes = plan_tensor_bytes(e->plan, t, tokens);
-		(*which)[*n] = t;
-		if (((*out)[*n] = malloc(bytes ? (size_t)bytes : 1)) == NULL)
-			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
-		(*n)++;
-		if (engine_read_tensor(e, t, tokens, (*out)[*n - 1], err) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-void replay_snapshot_free(void **bufs, uint32_t *which, uint32_t n)
-{
-	if (bufs != NULL)
-		for (uint32_t i = 0; i <= n; i++)
-			free(bufs[i]);
-	free(bufs);
-	free(which);
-}
-
 int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
                  struct replay_result *res, struct engine_error *err)
 {
-	void **got = NULL, **want = NULL;
-	uint32_t *gw = NULL, *ww = NULL, ng = 0, nw = 0;
+	struct stash got = { 0 };
+	struct stash_verdict v;
 	struct engine_variant ev = { 0 };
 	int64_t tokens = x->ev.tokens;
-	int tolerant = x->ev.mode == PLAN_MODE_FULL;
 	int rc = -1;
 
-	/* X's state now is after NSTEPS steps from a reset. */
-	if (replay_snapshot(e, tokens, &got, &gw, &ng, err) != 0)
+	/* X's state now is after NSTEPS steps from a reset: kept where it
+	 * lies while the eager run takes the arena. */
+	if (stash_take_results(e, tokens, &got, err) != 0)
 		goto out;
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "check");
 	if (engine_variant_init(e, tokens, PLAN_MODE_EAGER, &ev, err) != 0 || engine_reset(e, err) != 0)
@@ -230,36 +195,19 @@ int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
 			goto out_pop;
 	}
 	bcg_progress_clear();
-	if (replay_snapshot(e, tokens, &want, &ww, &nw, err) != 0)
+	if (stash_check(e, &got, x->ev.mode == PLAN_MODE_FULL, &v, err) != 0)
 		goto out_pop;
 	res->checked = 1;
-	res->check_pass = 1;
-	res->check_exact = 1;
-	res->check_error = 0.0;
-	for (uint32_t i = 0; i < ng; i++) {
-		const struct plan_tensor *pt = plan_get_tensor(e->plan, gw[i]);
-		struct verify_result r;
-		verify_compare(pt->dtype, got[i], want[i], plan_tensor_numel(e->plan, gw[i], tokens),
-		               tolerant, &r);
-		if (!r.exact)
-			res->check_exact = 0;
-		if (r.rel_error > res->check_error || r.rel_error != r.rel_error)
-			res->check_error = r.rel_error;
-		if (!r.pass && res->check_pass) {
-			res->check_pass = 0;
-			snprintf(res->check_detail, sizeof res->check_detail,
-			         "'%s' differs from the eager run in %llu of %llu elements "
-			         "(relative error %.3g)", pt->name, (unsigned long long)r.mismatches,
-			         (unsigned long long)r.count, r.rel_error);
-		}
-	}
+	res->check_pass = v.pass;
+	res->check_exact = v.exact;
+	res->check_error = v.error;
+	snprintf(res->check_detail, sizeof res->check_detail, "%s", v.detail);
 	rc = 0;
 out_pop:
 	nvtx_pop(e->nvtx);
 out:
 	engine_variant_release(&ev);
-	replay_snapshot_free(got, gw, ng);
-	replay_snapshot_free(want, ww, nw);
+	stash_release(e, &got);
 	return rc;
 }
 

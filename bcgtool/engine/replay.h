@@ -106,11 +106,5 @@ void replay_trace_release(struct replay_trace *t);
 int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
                  struct replay_result *res, struct engine_error *err);
 
-/* Read every output and state tensor at TOKENS tokens into buffers: *N of
- * them, *WHICH their tensor indexes. Free with replay_snapshot_free(),
- * also after a failure. */
-int replay_snapshot(struct engine *e, int64_t tokens, void ***out, uint32_t **which,
-                    uint32_t *n, struct engine_error *err);
-void replay_snapshot_free(void **bufs, uint32_t *which, uint32_t n);
 
 #endif /* BCG_ENGINE_REPLAY_H */

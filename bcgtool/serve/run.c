@@ -9,7 +9,7 @@
 
 #include "cmd.h"
 #include "engine/replay.h"
-#include "engine/verify.h"
+#include "engine/stash.h"
 #include "serve/run.h"
 #include "util.h"
 
@@ -203,33 +203,6 @@ out:
 	return rc;
 }
 
-/* Compare the snapshots GOT and WANT (N tensors, WHICH) at TOKENS. */
-static void run_compare(struct engine *e, void **got, void **want, const uint32_t *which,
-                        uint32_t n, int64_t tokens, int tolerant, struct serve_result *res)
-{
-	res->checked = 1;
-	res->check_pass = 1;
-	res->check_exact = 1;
-	res->check_error = 0.0;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct plan_tensor *pt = plan_get_tensor(e->plan, which[i]);
-		struct verify_result r;
-		verify_compare(pt->dtype, got[i], want[i], plan_tensor_numel(e->plan, which[i], tokens),
-		               tolerant, &r);
-		if (!r.exact)
-			res->check_exact = 0;
-		if (r.rel_error > res->check_error || r.rel_error != r.rel_error)
-			res->check_error = r.rel_error;
-		if (!r.pass && res->check_pass) {
-			res->check_pass = 0;
-			snprintf(res->check_detail, sizeof res->check_detail,
-			         "'%s' differs from the eager run in %llu of %llu elements "
-			         "(relative error %.3g)", pt->name, (unsigned long long)r.mismatches,
-			         (unsigned long long)r.count, r.rel_error);
-		}
-	}
-}
-
 static void run_stats(const double *times_in, const int *modes, uint64_t n,
                       const struct serve_trace *t, struct serve_result *res, double *sorted)
 {
@@ -268,8 +241,8 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 	struct serve_dispatch dcheck = { 0 };
 	double *times = NULL, *sorted = NULL;
 	int *modes = NULL, any_full = 0;
-	void **got = NULL, **want = NULL;
-	uint32_t *gw = NULL, *ww = NULL, ng = 0, nw = 0;
+	struct stash got = { 0 };
+	struct stash_verdict v;
 	uint64_t nsteps = 0, ncheck = 0;
 	int64_t last = 0, last_check = 0;
 	int rc = -1;
@@ -318,7 +291,9 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 	run_stats(times, modes, nsteps, t, res, sorted);
 
 	if (o->check) {
-		if (replay_snapshot(e, last, &got, &gw, &ng, err) != 0)
+		/* The served run's results stay where they lie while the
+		 * eager run takes the arena. */
+		if (stash_take_results(e, last, &got, err) != 0)
 			goto out;
 		if (serve_dispatch_init(&dcheck, sz, n, o->policy) != 0) {
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
@@ -327,9 +302,19 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 		if (run_trace(&c, t, &ro, &dcheck, 1, 0, NULL, NULL, &ncheck, &last_check, NULL, NULL,
 		              err) != 0)
 			goto out;
-		if (replay_snapshot(e, last_check, &want, &ww, &nw, err) != 0)
+		if (last_check != last) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+			            "the eager run of the trace ended at %lld tokens, the served "
+			            "run at %lld", (long long)last_check, (long long)last);
 			goto out;
-		run_compare(e, got, want, gw, ng, last, any_full, res);
+		}
+		if (stash_check(e, &got, any_full, &v, err) != 0)
+			goto out;
+		res->checked = 1;
+		res->check_pass = v.pass;
+		res->check_exact = v.exact;
+		res->check_error = v.error;
+		snprintf(res->check_detail, sizeof res->check_detail, "%s", v.detail);
 	}
 	rc = 0;
 out:
@@ -337,8 +322,7 @@ out:
 		for (int64_t k = 0; k <= c.max_tokens; k++)
 			if (c.built[k])
 				exec_release(e, &c.eager[k]);
-	replay_snapshot_free(got, gw, ng);
-	replay_snapshot_free(want, ww, nw);
+	stash_release(e, &got);
 	serve_dispatch_release(&dcheck);
 	free(c.eager);
 	free(c.built);

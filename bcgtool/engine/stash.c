@@ -1,0 +1,175 @@
+/*
+ * stash.c - tensors kept beside the arena and compared where they lie.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "stash.h"
+#include "util.h"
+
+/* BCG_TEST_SPARE_BYTES (stash.h): the most bytes kept in the backend's
+ * memory; UINT64_MAX when unset. A malformed value is a usage error, so
+ * that a test cannot pass by staging nothing. */
+static int stash_spare_limit(uint64_t *limit, struct engine_error *err)
+{
+	const char *v = getenv("BCG_TEST_SPARE_BYTES");
+	char *end;
+
+	*limit = UINT64_MAX;
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	errno = 0;
+	*limit = strtoull(v, &end, 10);
+	if (*end != '\0' || errno != 0 || v[0] == '-')
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+		                   "BCG_TEST_SPARE_BYTES: '%s' is not a byte count", v);
+	return 0;
+}
+
+/* Keep tensor T in item IT: in the backend's memory when it has room
+ * (within *SPARE bytes), else in host memory. */
+static int stash_keep(struct engine *e, uint32_t t, int64_t tokens, uint64_t *spare,
+                      struct stash_item *it, struct engine_error *err)
+{
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
+	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
+	const void *src = backend_at(e->base, pt->offset);
+	char h[32];
+
+	it->tensor = t;
+	it->count = plan_tensor_numel(e->plan, t, tokens);
+	if (bytes <= *spare) {
+		if (e->be->spare_alloc(e->b, bytes, &it->data, err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "keeping '%s': %s",
+			                   pt->name, err->msg);
+		if (it->data != NULL) {
+			it->on_backend = 1;
+			*spare -= bytes;
+			if (e->be->copy(e->b, it->data, src, (size_t)bytes, err->msg,
+			                sizeof err->msg) != 0)
+				return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "keeping '%s': %s",
+				                   pt->name, err->msg);
+			return 0;
+		}
+	}
+	if (bytes > SIZE_MAX || (it->data = malloc(bytes ? (size_t)bytes : 1)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+		                   "out of memory keeping '%s' (%s) in host memory", pt->name,
+		                   bcg_human_bytes(bytes, h, sizeof h));
+	return engine_read_tensor(e, t, tokens, it->data, err);
+}
+
+int stash_take(struct engine *e, const uint32_t *which, uint32_t n, int64_t tokens,
+               struct stash *s, struct engine_error *err)
+{
+	uint64_t spare;
+
+	memset(s, 0, sizeof *s);
+	s->tokens = tokens;
+	if (stash_spare_limit(&spare, err) != 0)
+		return -1;
+	if ((s->item = calloc(n ? n : 1, sizeof *s->item)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (; s->n < n; s->n++)
+		if (stash_keep(e, which[s->n], tokens, &spare, &s->item[s->n], err) != 0) {
+			s->n++;
+			return -1;
+		}
+	return 0;
+}
+
+int stash_take_results(struct engine *e, int64_t tokens, struct stash *s,
+                       struct engine_error *err)
+{
+	uint32_t nt = plan_count_tensors(e->plan), n = 0;
+	uint32_t *which = calloc(nt ? nt : 1, sizeof *which);
+	int rc;
+
+	if (which == NULL) {
+		memset(s, 0, sizeof *s);
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	}
+	for (uint32_t t = 0; t < nt; t++) {
+		int role = plan_get_tensor(e->plan, t)->role;
+		if (role == PLAN_ROLE_OUTPUT || role == PLAN_ROLE_STATE)
+			which[n++] = t;
+	}
+	rc = stash_take(e, which, n, tokens, s, err);
+	free(which);
+	return rc;
+}
+
+void stash_release(struct engine *e, struct stash *s)
+{
+	for (uint32_t k = 0; s->item != NULL && k < s->n; k++) {
+		if (s->item[k].on_backend)
+			e->be->spare_free(e->b, s->item[k].data);
+		else
+			free(s->item[k].data);
+	}
+	free(s->item);
+	memset(s, 0, sizeof *s);
+}
+
+int stash_compare(struct engine *e, const struct stash *s, uint32_t k, int stash_is_ref,
+                  int tolerant, struct verify_result *r, struct engine_error *err)
+{
+	const struct stash_item *it = &s->item[k];
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
+	uint64_t bytes = plan_tensor_bytes(e->plan, it->tensor, s->tokens);
+	const void *arena = backend_at(e->base, pt->offset);
+	void *now;
+	char h[32];
+
+	if (it->on_backend) {
+		if (e->be->compare(e->b, pt->dtype, stash_is_ref ? arena : it->data,
+		                   stash_is_ref ? it->data : arena, it->count, tolerant, r,
+		                   err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "comparing '%s': %s",
+			                   pt->name, err->msg);
+		return 0;
+	}
+	if (bytes > SIZE_MAX || (now = malloc(bytes ? (size_t)bytes : 1)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+		                   "out of memory reading '%s' (%s) to compare it", pt->name,
+		                   bcg_human_bytes(bytes, h, sizeof h));
+	if (engine_read_tensor(e, it->tensor, s->tokens, now, err) != 0) {
+		free(now);
+		return -1;
+	}
+	verify_compare(pt->dtype, stash_is_ref ? now : it->data, stash_is_ref ? it->data : now,
+	               it->count, tolerant, r);
+	free(now);
+	return 0;
+}
+
+int stash_check(struct engine *e, const struct stash *s, int tolerant, struct stash_verdict *v,
+                struct engine_error *err)
+{
+	memset(v, 0, sizeof *v);
+	v->pass = 1;
+	v->exact = 1;
+	for (uint32_t k = 0; k < s->n; k++) {
+		const struct plan_tensor *pt = plan_get_tensor(e->plan, s->item[k].tensor);
+		struct verify_result r;
+		if (stash_compare(e, s, k, 0, tolerant, &r, err) != 0)
+			return -1;
+		if (!r.exact)
+			v->exact = 0;
+		if (r.rel_error > v->error || r.rel_error != r.rel_error)
+			v->error = r.rel_error;
+		if (!r.pass && v->pass) {
+			v->pass = 0;
+			snprintf(v->detail, sizeof v->detail,
+			         "'%s' differs from the eager run in %llu of %llu elements "
+			         "(relative error %.3g)", pt->name, (unsigned long long)r.mismatches,
+			         (unsigned long long)r.count, r.rel_error);
+		}
+	}
+	return 0;
+}
