@@ -9,7 +9,9 @@
  *
  * With --prompt it generates greedily instead (engine/generate.h): the
  * prompt's chunk on the variant its length dispatches to, then every
- * token on the variant for one token, and prints the token ids.
+ * token on the variant for one token, and prints the token ids. Both
+ * variants are instantiated and run --warmup times first, so that the
+ * timed prefill is a step like the others, not the graphs' first build.
  * With --trace or --synthetic, replay serves requests instead
  * (serve/cli.h): a scheduler forms each step's batch, and the dispatch
  * policy runs it on a variant or eagerly.
@@ -39,7 +41,9 @@ const struct cmd_entry cmd_replay_entry = {
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                   cuda when a GPU can be used, else host)\n"
 		"  -n, --steps N    timed steps (default 100)\n"
-		"  -w, --warmup W   untimed steps first (default 10)\n"
+		"  -w, --warmup W   untimed steps first (default 10; with --prompt, on\n"
+		"                   each token count the generation runs at, before it\n"
+		"                   starts from a reset state: default 1)\n"
 		"  -t, --tokens T   tokens per step, padded up to a captured size\n"
 		"                   (default: the largest capture size)\n"
 		"      --check      compare the outputs and state with eager steps run\n"
@@ -231,7 +235,7 @@ struct replay_gen {
 };
 
 static int replay_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t step, int64_t *ran,
-                           struct engine_error *err)
+                           uint64_t *setup_ns, struct engine_error *err)
 {
 	struct replay_gen *g = ctx;
 	uint32_t vi = plan_dispatch_lookup(e->plan, real);
@@ -240,9 +244,14 @@ static int replay_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t s
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "a step of %lld tokens is above "
 		                   "every capture size of the plan", (long long)real);
 	if (!g->have[vi]) {
+		/* its eager warm-up, the captures, instantiation and upload */
+		uint64_t t0 = bcg_now_ns();
 		if (instantiate_variant(e, vi, &g->x[vi], NULL, err) != 0)
 			return -1;
 		g->have[vi] = 1;
+		if (e->be->sync(e->b, err->msg, sizeof err->msg) != 0)
+			return engine_fail_backend(err, "waiting for the graphs' upload");
+		*setup_ns = bcg_now_ns() - t0;
 	}
 	*ran = plan_get_variant(e->plan, vi)->tokens;
 	if (exec_step(e, &g->x[vi], step, NULL, err) != 0)
@@ -252,9 +261,10 @@ static int replay_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t s
 }
 
 static int replay_generate(const plan_t *plan, const char *path, const char *backend,
-                           const char *prompt, uint64_t n, const char *logits, int json)
+                           const char *prompt, uint64_t n, uint64_t warmup, const char *logits,
+                           int json)
 {
-	struct gen_opts o = { .ntokens = n, .logits = logits };
+	struct gen_opts o = { .ntokens = n, .logits = logits, .warmup = warmup };
 	struct gen_result r = { 0 };
 	struct replay_gen g = { .nv = plan_count_variants(plan) };
 	struct gen_driver d = { replay_gen_step, &g };
@@ -333,6 +343,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	long long ngen = 0;
 	struct serve_cli serve;
 	int fixed = 0;   /* --steps or --tokens: a fixed batch */
+	int warmup_given = 0;
 	struct replay_opts o = {
 		.backend = cmd_default_backend(), .steps = 100, .warmup = 10, .nvtx = 1,
 	};
@@ -357,6 +368,7 @@ static int cmd_replay_exec(int argc, char **argv)
 			if (cmd_parse_int(self, "--warmup", optarg, 0, 10000000, &v) != 0)
 				return BCG_EXIT_USAGE;
 			o.warmup = (uint64_t)v;
+			warmup_given = 1;
 			break;
 		case 't':
 			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &v) != 0)
@@ -408,7 +420,8 @@ static int cmd_replay_exec(int argc, char **argv)
 		return rc;
 	if (prompt != NULL) {
 		rc = replay_generate(plan, argv[optind], o.backend, prompt,
-		                     ngen ? (uint64_t)ngen : 1, logits, json);
+		                     ngen ? (uint64_t)ngen : 1, warmup_given ? o.warmup : 1, logits,
+		                     json);
 		plan_free(plan);
 		return rc;
 	}

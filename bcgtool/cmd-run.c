@@ -331,7 +331,7 @@ struct run_gen {
 };
 
 static int run_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t step, int64_t *ran,
-                        struct engine_error *err)
+                        uint64_t *setup_ns, struct engine_error *err)
 {
 	struct run_gen *g = ctx;
 	int k = real == 1 ? 1 : 0;
@@ -341,8 +341,10 @@ static int run_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t step
 		g->have[k] = 0;
 	}
 	if (!g->have[k]) {
+		uint64_t t0 = bcg_now_ns();
 		if (engine_variant_init(e, real, PLAN_MODE_EAGER, &g->v[k], err) != 0)
 			return -1;
+		*setup_ns = bcg_now_ns() - t0;
 		g->have[k] = 1;
 	}
 	*ran = real;

@@ -20,7 +20,13 @@
 #             machine's transformers (t/hf-fixtures.py --llama-1b, bf16,
 #             2.5 GB, into /tmp/bcg-hf): import, capture, instantiate (weight
 #             load and hash time), replay --prompt against transformers'
-#             greedy tokens, and the step times of prefill and decode
+#             greedy tokens, and the step times of prefill (its warm-up's
+#             setup and first launch apart) and decode (bench/hf-compare.py)
+#   hf32      the same shapes in f32 (t/hf-fixtures.py --llama-1b-f32,
+#             4.9 GB, transformers with TF32 off): import, capture (1, 8),
+#             replay --prompt --generate 8 --logits; tokens matched, first
+#             mismatch, logit errors, transformers' top-2 gaps, the prefill
+#             split (under 3 minutes, most of it the build)
 #   serve     serving (issue 9): both shipped traces under the four dispatch
 #             policies (bench --trace), tokens/s, step percentiles, padding,
 #             steps per mode, the targets; replay --trace --check of a plan
@@ -306,29 +312,43 @@ PY
 		"$B" replay --backend cuda --json --prompt "$prompt" --generate 8 --logits hf-logits.bin \
 			hf-llama.plan >hf-replay.json 2>hf-replay.err
 		say "hf: replay --prompt $prompt --generate 8: exit $?"
-		python3 - "$m/expect.json" hf-replay.json "$m/logits.bin" hf-logits.bin <<-\EOT 2>&1 | tee -a "$summary"
-		import json, struct, sys
-		want = json.load(open(sys.argv[1])); got = json.load(open(sys.argv[2]))
-		same = sum(1 for a, b in zip(want["tokens"], got["tokens"]) if a == b)
-		first = next((i for i, (a, b) in enumerate(zip(want["tokens"], got["tokens"])) if a != b), None)
-		print("  transformers %s" % want["tokens"])
-		print("  bcgtool      %s" % got["tokens"])
-		print("  %d of %d tokens agree%s; smallest top-2 gap in transformers %.4g" % (
-		    same, len(want["tokens"]), "" if first is None else ", first difference at %d" % first,
-		    want["min_gap"]))
-		a = open(sys.argv[3], "rb").read(); b = open(sys.argv[4], "rb").read()
-		x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
-		if first is None:
-		    print("  last logits: max |diff| / max |logit| = %.3g (bf16)" % (
-		        max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)))
-		s = got["steps"]
-		print("  prefill %d tokens (ran %d): %.3f ms; decode median %.3f ms (host clock, synced)" % (
-		    s[0]["tokens"], s[0]["ran"], s[0]["ms"], got["decode_ms_median"]))
-		EOT
+		python3 "$top/bench/hf-compare.py" "$m" hf-replay.json hf-logits.bin 2>&1 |
+			tee -a "$summary"
 		"$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 hf-llama.plan \
 			>hf-replay-t1.txt 2>&1
 		say "hf: replay T=1 (decode step, breakable): exit $?"
 		sed 's/^/  /' hf-replay-t1.txt | tee -a "$summary"
+		;;
+	hf32)
+		# The check of exact greedy agreement at real shape: f32 on both
+		# sides, transformers with TF32 off and attention on the math
+		# kernel. Expected on the H100: the build about 60-90 s (CPU init
+		# of 1.24e9 weights, 4.9 GB written), import under 1 s, capture
+		# (1 and 8 tokens) and replay about 20-40 s each with the weights
+		# read and hashed: under 3 minutes in all.
+		hfdir=/tmp/bcg-hf
+		m="$hfdir/llama-3.2-1b-f32"
+		t0=$(date +%s)
+		if [ ! -f "$m/model.safetensors" ]; then
+			timeout 400 python3 "$top/t/hf-fixtures.py" --llama-1b-f32 "$hfdir" >hf32-build.txt 2>&1
+			say "hf32: build the random Llama-3.2-1B in f32 (TF32 off) with transformers: exit $? in $(( $(date +%s) - t0 )) s"
+			grep -v Writing hf32-build.txt | tail -3 | sed 's/^/  /' | tee -a "$summary"
+		fi
+		"$B" import --tokens 1,8 --positions 1024 --dtype f32 -o hf32.yaml "$m" >hf32-import.txt 2>&1
+		say "hf32: import (f32, positions 1024): exit $?"
+		sed 's/^/  /' hf32-import.txt | tee -a "$summary"
+		t0=$(date +%s)
+		timeout 300 "$B" capture --backend cuda -o hf32.plan hf32.yaml >hf32-capture.txt 2>&1
+		say "hf32: capture (1, 8; breakable): exit $? in $(( $(date +%s) - t0 )) s"
+		tail -5 hf32-capture.txt | sed 's/^/  /' | tee -a "$summary"
+		prompt=$(python3 -c "import json; print(*json.load(open('$m/expect.json'))['prompt'], sep=',')")
+		t0=$(date +%s)
+		timeout 300 "$B" replay --backend cuda --json --prompt "$prompt" --generate 8 \
+			--logits hf32-logits.bin hf32.plan >hf32-replay.json 2>hf32-replay.err
+		say "hf32: replay --prompt $prompt --generate 8 --logits: exit $? in $(( $(date +%s) - t0 )) s"
+		sed 's/^/  /' hf32-replay.err | tee -a "$summary"
+		python3 "$top/bench/hf-compare.py" "$m" hf32-replay.json hf32-logits.bin "hf32: " 2>&1 |
+			tee -a "$summary"
 		;;
 	optable)
 		for run in "llama-decode-full1 1" "llama 8"; do

@@ -7,6 +7,14 @@ makes of them, the independent reference of t7100-hf-import.sh.
                                                 Llama-3.2-1B's shapes (bf16,
                                                 about 2.5 GB), for the GPU
                                                 session
+  python3 t/hf-fixtures.py --llama-1b-f32 OUT_DIR
+                                                the same shapes in f32
+                                                (about 4.9 GB), transformers'
+                                                forward in f32 with TF32
+                                                off: the check of exact
+                                                greedy agreement at real
+                                                shape (bench/gpu-session.sh
+                                                stage hf32)
 
 For each model it writes OUT_DIR/NAME/: config.json and model.safetensors
 (save_pretrained), and expect.json: the prompt, the greedy tokens that
@@ -14,8 +22,16 @@ transformers' own forward gives (one full forward a step, argmax of the
 last position), the logits of the last step in logits.bin (little-endian
 f32), and the smallest top-1/top-2 gap of any step (a random model whose
 gap is tiny would make the token test a coin toss: seeds are chosen until
-it is not). Needs torch and transformers.
+it is not; the models of real shape record the gap of every step in
+"gaps" instead, since one build takes a minute). Needs torch and
+transformers.
+
+f32 means f32 here: TF32 is turned off for matmuls and cuDNN, and
+attention runs on PyTorch's plain math kernel (the fused ones may round
+through lower precision), so that on a GPU transformers' products are
+the f32 reference that bcgtool's f32 kinds are held to.
 """
+import contextlib
 import json
 import os
 import struct
@@ -24,6 +40,7 @@ import time
 
 import torch
 import transformers
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
@@ -64,19 +81,28 @@ LLAMA_1B = (LlamaConfig, LlamaForCausalLM, dict(
     tie_word_embeddings=True))
 
 
+def strict_f32():
+    """No TF32 anywhere: PyTorch's default lets cuDNN use it."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
 @torch.no_grad()
-def greedy(model, prompt, steps, device):
+def greedy(model, prompt, steps, device, f32):
     ids = torch.tensor([prompt], device=device)
-    tokens, gap, last = [], float("inf"), None
+    tokens, gaps, last = [], [], None
     for _ in range(steps):
-        logits = model(input_ids=ids, use_cache=False).logits[0, -1].float()
+        # f32: attention on the plain math kernel; otherwise PyTorch's choice
+        with sdpa_kernel(SDPBackend.MATH) if f32 else contextlib.nullcontext():
+            logits = model(input_ids=ids, use_cache=False).logits[0, -1].float()
         top = torch.topk(logits, 2).values
-        gap = min(gap, float(top[0] - top[1]))
+        gaps.append(float(top[0] - top[1]))
         t = int(torch.argmax(logits))
         tokens.append(t)
         last = logits
         ids = torch.cat([ids, torch.tensor([[t]], device=device)], dim=1)
-    return tokens, gap, last.cpu()
+    return tokens, gaps, last.cpu()
 
 
 def build(name, spec, out, dtype, seed, device="cpu", std=None):
@@ -86,36 +112,52 @@ def build(name, spec, out, dtype, seed, device="cpu", std=None):
         cfg.initializer_range = std
     torch.manual_seed(seed)
     model = model_cls(cfg).to(dtype).to(device).eval()
-    tokens, gap, logits = greedy(model, PROMPT, STEPS, device)
+    tokens, gaps, logits = greedy(model, PROMPT, STEPS, device,
+                                 dtype == torch.float32)
+    gap = min(gaps)
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
-    model.save_pretrained(d, safe_serialization=True)
+    # one file, whatever transformers' default shard size
+    model.save_pretrained(d, safe_serialization=True, max_shard_size="64GB")
     gc = os.path.join(d, "generation_config.json")
     if os.path.exists(gc):
         os.remove(gc)
     with open(os.path.join(d, "logits.bin"), "wb") as f:
         f.write(struct.pack("<%df" % logits.numel(), *logits.tolist()))
+    expect = {"prompt": PROMPT, "tokens": tokens, "min_gap": gap,
+              "logits": "logits.bin", "seed": seed,
+              "dtype": str(dtype).replace("torch.", "")}
+    expect.update(gaps=gaps, device=str(device), tf32=bool(
+        torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32))
     with open(os.path.join(d, "expect.json"), "w") as f:
-        json.dump({"prompt": PROMPT, "tokens": tokens, "min_gap": gap,
-                   "logits": "logits.bin", "seed": seed,
-                   "dtype": str(dtype).replace("torch.", "")}, f, indent=1)
+        json.dump(expect, f, indent=1)
         f.write("\n")
     return tokens, gap
 
 
+BIG = {
+    "--llama-1b": ("llama-3.2-1b", torch.bfloat16),
+    "--llama-1b-f32": ("llama-3.2-1b-f32", torch.float32),
+}
+
+
 def main():
     args = sys.argv[1:]
-    big = args and args[0] == "--llama-1b"
+    big = BIG.get(args[0]) if args else None
     if big:
         args = args[1:]
-    if len(args) != 1:
+    if len(args) != 1 or args[0].startswith("--"):
         sys.exit(__doc__)
     out = args[0]
     if big:
+        name, dtype = big
         device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype == torch.float32:
+            strict_f32()
         t0 = time.time()
-        tokens, gap = build("llama-3.2-1b", LLAMA_1B, out, torch.bfloat16, 1, device)
-        print("llama-3.2-1b: tokens %s, smallest gap %.4g, %.1f s" % (tokens, gap, time.time() - t0))
+        tokens, gap = build(name, LLAMA_1B, out, dtype, 1, device)
+        print("%s: %s on %s, tokens %s, smallest gap %.4g, %.1f s" % (
+            name, str(dtype).replace("torch.", ""), device, tokens, gap, time.time() - t0))
         return
     for name, spec in TINY.items():
         # A larger init than the default 0.02: logits far enough apart that

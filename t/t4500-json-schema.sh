@@ -66,6 +66,18 @@ test_expect_success JSONSCHEMA 'bench --json' '
 	check bench bench.json
 '
 
+test_expect_success JANSSON,JSONSCHEMA 'run --prompt --json and replay --prompt --json (generation)' '
+	bcg import -o hf.yaml "$TEST_DATA/hf/llama" 2>/dev/null &&
+	bcg capture -q --backend host -o hf.plan hf.yaml >/dev/null &&
+	bcg run --backend host --json --prompt 1,5,9 --generate 3 hf.yaml >gen-run.json &&
+	check generate gen-run.json &&
+	bcg replay --backend host --json --prompt 1,5,9 --generate 3 hf.plan >gen-replay.json &&
+	check generate gen-replay.json &&
+	sed "s/\"setup_ms\"/\"setup\"/" gen-replay.json >bad-gen.json &&
+	test_must_fail check generate bad-gen.json 2>err &&
+	test_grep "setup_ms" err
+'
+
 test_expect_success JSONSCHEMA 'one spelling: hashes are 0x and 16 digits, an item is a breakpoint' '
 	sed "s/\"breakpoint\"/\"break\"/" replay.json >bad-item.json &&
 	test_must_fail check replay bad-item.json 2>err &&

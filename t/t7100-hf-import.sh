@@ -60,6 +60,87 @@ for m in llama qwen2 mistral; do
 	"
 done
 
+# The warm-up and setup of a generation's JSON (FILE) as one line each:
+# "warm TOKENS RAN SETUP" and "step TOKENS RAN SETUP", SETUP "setup" when
+# the step spent time making its token count ready, "ready" when not.
+gen_steps () {
+	"$PYTHON3" - "$1" <<-\EOT
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	for kind, steps in (("warm", d["warmup"]), ("step", d["steps"])):
+	    for s in steps:
+	        assert s["ms"] >= s["setup_ms"] >= 0, s
+	        print(kind, s["tokens"], s["ran"], "setup" if s["setup_ms"] > 0 else "ready")
+	EOT
+}
+
+test_expect_success JANSSON,PYTHON3 'replay --prompt warms each variant first, then times steps from a reset' '
+	bcg replay --backend host --json --prompt $(prompt llama) --generate 3 llama.plan >rep.json &&
+	gen_steps rep.json >actual &&
+	cat >expect <<-\EOF &&
+	warm 7 8 setup
+	warm 1 1 setup
+	step 7 8 ready
+	step 1 1 ready
+	step 1 1 ready
+	EOF
+	test_cmp expect actual &&
+	want_tokens llama | cut -d" " -f1-3 >expect &&
+	got_tokens rep.json >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success JANSSON,PYTHON3 'replay --prompt --warmup 2: two steps a variant, the first builds it' '
+	bcg replay --backend host --json --warmup 2 --prompt $(prompt llama) --generate 2 llama.plan >rep.json &&
+	gen_steps rep.json >actual &&
+	cat >expect <<-\EOF &&
+	warm 7 8 setup
+	warm 7 8 ready
+	warm 1 1 setup
+	warm 1 1 ready
+	step 7 8 ready
+	step 1 1 ready
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success JANSSON,PYTHON3 'replay --prompt --warmup 0: the first step of each variant builds it, the tokens are the same' '
+	bcg replay --backend host --json --warmup 0 --prompt $(prompt llama) --generate 8 llama.plan >rep.json &&
+	gen_steps rep.json >actual &&
+	cat >expect <<-\EOF &&
+	step 7 8 setup
+	step 1 1 setup
+	step 1 1 ready
+	step 1 1 ready
+	step 1 1 ready
+	step 1 1 ready
+	step 1 1 ready
+	step 1 1 ready
+	EOF
+	test_cmp expect actual &&
+	want_tokens llama >expect &&
+	got_tokens rep.json >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success JANSSON,PYTHON3 'a one-token prompt warms one variant; run --prompt has no warm-up' '
+	bcg replay --backend host --json --prompt 7 --generate 3 llama.plan >rep.json &&
+	gen_steps rep.json >actual &&
+	printf "warm 1 1 setup\nstep 1 1 ready\nstep 1 1 ready\nstep 1 1 ready\n" >expect &&
+	test_cmp expect actual &&
+	bcg run --backend host --json --prompt $(prompt llama) --generate 2 llama.yaml >run.json &&
+	gen_steps run.json >actual &&
+	printf "step 7 7 setup\nstep 1 1 setup\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success JANSSON 'the table lists the warm-up steps with their setup' '
+	bcg replay --backend host --prompt 1,5,9 --generate 2 llama.plan >out &&
+	test_grep "^  step  tokens     ran      id          time         setup$" out &&
+	test_grep "^  warm       3       8       -  " out &&
+	test_grep "^     1       1       1  " out
+'
+
 test_expect_success JANSSON,PYTHON3 'the script stacks q, k and v (and gate and up) and names checkpoint tensors' '
 	test_grep "qkv_proj: {dtype: f32, shape: \[QKV, H\], role: weight, count: L, init: {kind: safetensors, file: \".*/hf/llama/model.safetensors\", tensor: \[\"model.layers.{l}.self_attn.q_proj.weight\", \"model.layers.{l}.self_attn.k_proj.weight\", \"model.layers.{l}.self_attn.v_proj.weight\"\]}}" llama.yaml &&
 	test_grep "qkv_bias" qwen2.yaml &&

@@ -18,8 +18,8 @@
 void gen_result_release(struct gen_result *r)
 {
 	free(r->tokens);
-	free(r->step_ms);
-	free(r->ran);
+	free(r->steps);
+	free(r->warm);
 	memset(r, 0, sizeof *r);
 }
 
@@ -184,6 +184,61 @@ static int gen_check_vars(const plan_t *plan, int64_t need, struct engine_error 
 	return 0;
 }
 
+/* One step of the generation G on the driver: REAL tokens of IDS after
+ * CONSUMED ones, as step STEP; its record in *REC and its feedback in FB. */
+static int gen_step(struct engine *e, const struct gen_driver *d, struct engine_gen *g,
+                    const int32_t *ids, int64_t real, uint64_t step, uint32_t from, int32_t *fb,
+                    struct gen_step *rec, struct engine_error *err)
+{
+	uint64_t t0 = bcg_now_ns(), setup_ns = 0;
+	int64_t ran = 0;
+
+	g->ids = ids;
+	g->real = real;
+	if (gen_check_vars(e->plan, g->consumed + real, err) != 0 ||
+	    d->step(d->ctx, e, real, step, &ran, &setup_ns, err) != 0 ||
+	    gen_check_vars(e->plan, g->consumed + ran, err) != 0 ||
+	    engine_read_tensor(e, from, ran, fb, err) != 0)
+		return -1;
+	rec->ms = (double)(bcg_now_ns() - t0) / 1e6;
+	rec->setup_ms = (double)setup_ns / 1e6;
+	rec->tokens = real;
+	rec->ran = ran;
+	return 0;
+}
+
+/* The warm-up: O->warmup steps of the prefill, then as many of the first
+ * decode step, each as the generation will run it (the same tokens where
+ * they are known, the same positions); the caller resets the state. */
+static int gen_warm(struct engine *e, const struct gen_opts *o, const struct gen_driver *d,
+                    uint32_t from, int32_t *fb, struct gen_result *r, struct engine_error *err)
+{
+	struct engine_gen g = { 0 };
+	int counts = o->ntokens > 1 && o->nprompt != 1 ? 2 : 1;
+	int rc = -1;
+
+	if (o->warmup == 0)
+		return 0;
+	if ((r->warm = calloc((size_t)o->warmup * (size_t)counts, sizeof *r->warm)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	e->gen = &g;
+	for (int k = 0; k < counts; k++) {
+		/* the decode step's token is not known yet: the last prompt one */
+		const int32_t *ids = k == 0 ? o->prompt : &o->prompt[o->nprompt - 1];
+		g.consumed = k == 0 ? 0 : o->nprompt;
+		for (uint64_t w = 0; w < o->warmup; w++) {
+			if (gen_step(e, d, &g, ids, k == 0 ? o->nprompt : 1, (uint64_t)k, from, fb,
+			             &r->warm[r->nwarm], err) != 0)
+				goto out;
+			r->nwarm++;
+		}
+	}
+	rc = 0;
+out:
+	e->gen = NULL;
+	return rc;
+}
+
 int generate(struct engine *e, const struct gen_opts *o, const struct gen_driver *d,
              struct gen_result *r, struct engine_error *err)
 {
@@ -191,7 +246,6 @@ int generate(struct engine *e, const struct gen_opts *o, const struct gen_driver
 	uint32_t from;
 	struct engine_gen g = { 0 };
 	int32_t *fb = NULL, last = 0;
-	int64_t ran = 0;
 	int rc = -1;
 
 	memset(r, 0, sizeof *r);
@@ -210,41 +264,58 @@ int generate(struct engine *e, const struct gen_opts *o, const struct gen_driver
 			                   o->prompt[i], (long long)range - 1);
 	}
 	r->tokens = calloc(o->ntokens, sizeof *r->tokens);
-	r->step_ms = calloc(o->ntokens, sizeof *r->step_ms);
-	r->ran = calloc(o->ntokens, sizeof *r->ran);
+	r->steps = calloc(o->ntokens, sizeof *r->steps);
 	fb = malloc((size_t)plan_tensor_bytes(plan, from, e->max_tokens) + 4);
-	if (r->tokens == NULL || r->step_ms == NULL || r->ran == NULL || fb == NULL) {
+	if (r->tokens == NULL || r->steps == NULL || fb == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
-	if (engine_reset(e, err) != 0)
+	if (gen_warm(e, o, d, from, fb, r, err) != 0 || engine_reset(e, err) != 0)
 		goto out;
 	e->gen = &g;
 	for (uint64_t s = 0; s < o->ntokens; s++) {
-		uint64_t t0 = bcg_now_ns();
-		g.ids = s == 0 ? o->prompt : &last;
-		g.real = s == 0 ? o->nprompt : 1;
-		if (gen_check_vars(plan, g.consumed + g.real, err) != 0 ||
-		    d->step(d->ctx, e, g.real, s, &ran, err) != 0 ||
-		    gen_check_vars(plan, g.consumed + ran, err) != 0)
+		int64_t real = s == 0 ? o->nprompt : 1;
+		if (gen_step(e, d, &g, s == 0 ? o->prompt : &last, real, s, from, fb, &r->steps[s],
+		             err) != 0)
 			goto out;
-		if (engine_read_tensor(e, from, ran, fb, err) != 0)
-			goto out;
-		r->step_ms[s] = (double)(bcg_now_ns() - t0) / 1e6;
-		r->ran[s] = ran;
-		last = fb[g.real - 1];
+		last = fb[real - 1];
 		r->tokens[s] = last;
 		r->ntokens = s + 1;
 		if (s + 1 == o->ntokens && o->logits != NULL &&
-		    gen_write_scores(e, r->scores, ran, g.real - 1, o->logits, err) != 0)
+		    gen_write_scores(e, r->scores, r->steps[s].ran, real - 1, o->logits, err) != 0)
 			goto out;
-		g.consumed += g.real;
+		g.consumed += real;
 	}
 	rc = 0;
 out:
 	e->gen = NULL;
 	free(fb);
 	return rc;
+}
+
+/* STEPS as a JSON array of step objects. */
+static void gen_print_steps(struct plan_json *j, const struct gen_step *steps, uint64_t n)
+{
+	plan_json_array_begin(j);
+	for (uint64_t i = 0; i < n; i++) {
+		plan_json_object_begin(j);
+		plan_json_key(j, "tokens");
+		plan_json_int(j, steps[i].tokens);
+		plan_json_key(j, "ran");
+		plan_json_int(j, steps[i].ran);
+		plan_json_key(j, "ms");
+		plan_json_double(j, steps[i].ms);
+		plan_json_key(j, "setup_ms");
+		plan_json_double(j, steps[i].setup_ms);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+}
+
+static void gen_print_row(FILE *f, const char *name, const struct gen_step *st, const char *id)
+{
+	fprintf(f, "%6s  %6lld  %6lld  %6s  %9.3f ms  %9.3f ms\n", name, (long long)st->tokens,
+	        (long long)st->ran, id, st->ms, st->setup_ms);
 }
 
 void gen_print(FILE *f, const struct gen_opts *o, const struct gen_result *r, int json,
@@ -272,23 +343,14 @@ void gen_print(FILE *f, const struct gen_opts *o, const struct gen_result *r, in
 		for (uint64_t i = 0; i < r->ntokens; i++)
 			plan_json_int(j, r->tokens[i]);
 		plan_json_array_end(j);
+		plan_json_key(j, "warmup");
+		gen_print_steps(j, r->warm, r->nwarm);
 		plan_json_key(j, "steps");
-		plan_json_array_begin(j);
-		for (uint64_t i = 0; i < r->ntokens; i++) {
-			plan_json_object_begin(j);
-			plan_json_key(j, "tokens");
-			plan_json_int(j, i == 0 ? o->nprompt : 1);
-			plan_json_key(j, "ran");
-			plan_json_int(j, r->ran[i]);
-			plan_json_key(j, "ms");
-			plan_json_double(j, r->step_ms[i]);
-			plan_json_object_end(j);
-		}
-		plan_json_array_end(j);
+		gen_print_steps(j, r->steps, r->ntokens);
 		/* decode steps only: the prefill is another kind of step */
 		if ((ms = malloc((r->ntokens + 1) * sizeof *ms)) != NULL) {
 			for (uint64_t i = 1; i < r->ntokens; i++)
-				ms[i - 1] = r->step_ms[i];
+				ms[i - 1] = r->steps[i].ms;
 			plan_json_key(j, "decode_ms_median");
 			plan_json_double(j, bcg_percentile(ms, r->ntokens - 1, 50));
 			free(ms);
@@ -305,9 +367,14 @@ void gen_print(FILE *f, const struct gen_opts *o, const struct gen_result *r, in
 	fprintf(f, "\ntokens  ");
 	for (uint64_t i = 0; i < r->ntokens; i++)
 		fprintf(f, " %d", r->tokens[i]);
-	fprintf(f, "\n\n%6s  %6s  %6s  %6s  %12s\n", "step", "tokens", "ran", "id", "time");
-	for (uint64_t i = 0; i < r->ntokens; i++)
-		fprintf(f, "%6llu  %6lld  %6lld  %6d  %9.3f ms\n", (unsigned long long)i,
-		        (long long)(i == 0 ? o->nprompt : 1), (long long)r->ran[i], r->tokens[i],
-		        r->step_ms[i]);
+	fprintf(f, "\n\n%6s  %6s  %6s  %6s  %12s  %12s\n", "step", "tokens", "ran", "id", "time",
+	        "setup");
+	for (uint64_t i = 0; i < r->nwarm; i++)
+		gen_print_row(f, "warm", &r->warm[i], "-");
+	for (uint64_t i = 0; i < r->ntokens; i++) {
+		char step[24], id[24];
+		snprintf(step, sizeof step, "%llu", (unsigned long long)i);
+		snprintf(id, sizeof id, "%d", r->tokens[i]);
+		gen_print_row(f, step, &r->steps[i], id);
+	}
 }

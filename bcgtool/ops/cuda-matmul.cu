@@ -18,8 +18,11 @@
  * leading dimension is the operand's last axis.
  *
  * Compute type CUBLAS_COMPUTE_32F (f32 accumulation; f32 inputs are not
- * rounded to TF32 under the default math mode), alpha 1, beta 0, scalars
- * on the host. a and b must share a dtype; out has that dtype or f32.
+ * rounded to TF32 under the default math mode, which the engine never
+ * changes; the small-M kernels take f32 on plain FMA only), alpha 1,
+ * beta 0, scalars on the host. a and b must share a dtype; out has that
+ * dtype or f32. t/t6170-cuda-f32-products.sh holds every f32 path to an
+ * exact result TF32 cannot give.
  *
  * The fused kinds store the product, in out's dtype, into the scratch
  * (behind its counters) -- the very rounding their unfused sequence makes
