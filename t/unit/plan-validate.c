@@ -29,7 +29,7 @@ static plan_t *small_plan(void)
 		.feed = { .var = PLAN_NONE } }, NULL, NULL);
 	for (int i = 0; i < 3; i++)
 		plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 0, &a, &b, NULL }, NULL, NULL);
-	plan_add_variant(p, &(struct plan_variant){ 4, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	return p;
 }
 
@@ -190,7 +190,7 @@ static void test_items(void)
 	expect_invalid(p, "runs ops up to 0 of 3", "a variant without items");
 
 	p = small_plan();
-	plan_add_variant(p, &(struct plan_variant){ 2, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
 	add_seg(p, 1, 0, 3);
 	plan__variant_set_items(p, 0, (struct plan_item[]){ { PLAN_ITEM_SEGMENT, 1 } }, 1, NULL);
@@ -216,13 +216,13 @@ static void test_items(void)
 	expect_invalid(p, "breakpoint 5 of 0", "an item naming a breakpoint out of range");
 
 	p = small_plan();
-	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_FULL, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_FULL, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
 	add_seg(p, 1, 0, 2);
 	add_bp(p, 1, 2, PLAN_BREAK_KIND);
 	expect_invalid(p, "is full but", "a breakpoint in a full variant");
 	p = small_plan();
-	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_EAGER, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
 	add_seg(p, 1, 0, 3);
 	expect_invalid(p, "is eager but", "a segment in an eager variant");
@@ -295,26 +295,26 @@ static void test_captures(void)
 
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 8, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 8, .variant = 0 }, NULL, NULL);
 	expect_invalid(p, "to variant 0 of 4", "dispatch sending 8 tokens to a 4-token variant");
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 2, 4, 0 }, NULL, NULL);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 1, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 2, .tokens_max = 4, .variant = 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 1, .variant = 0 }, NULL, NULL);
 	expect_invalid(p, "does not start above", "dispatch entries out of order");
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 3, 0 }, NULL, NULL);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 3, 4, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 3, .variant = 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 3, .tokens_max = 4, .variant = 0 }, NULL, NULL);
 	expect_invalid(p, "does not start above", "dispatch entries overlapping");
 
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_variant(p, &(struct plan_variant){ 9, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 9, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 1, 0, 3);
 	expect_invalid(p, "not in 1..4", "a variant above the token dim's value");
 	p = plan_new();
-	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_EAGER, .peak_bytes = 0 }, NULL, NULL);
 	expect_invalid(p, "no token dim", "variants without a token dim");
 }
 
@@ -349,11 +349,11 @@ static void test_builder(void)
 	TRY(plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 0, 0, 1, NULL, NULL,
 	                (struct plan_attr[]){ { "v", 17, 3, 0, "" } } }, NULL, &d),
 	    PLAN_ERR_INVALID, "an attribute of unknown type");
-	TRY(plan_add_variant(p, &(struct plan_variant){ 2, 0, 0, 0, NULL }, NULL, &d),
+	TRY(plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = 0, .peak_bytes = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "an unknown mode");
-	TRY(plan_add_variant(p, &(struct plan_variant){ 0, 1, 0, 0, NULL }, NULL, &d),
+	TRY(plan_add_variant(p, &(struct plan_variant){ .tokens = 0, .mode = 1, .peak_bytes = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "zero tokens");
-	TRY(plan_add_variant(p, &(struct plan_variant){ 4, 1, 0, 0, NULL }, NULL, &d),
+	TRY(plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = 1, .peak_bytes = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "a second variant of 4 tokens");
 	TRY(plan_add_segment(p, &(struct plan_segment){ .variant = 5, .op_first = 0, .op_count = 1 },
 	                     NULL, &d), PLAN_ERR_INVALID, "a segment of variant 5");
@@ -367,7 +367,7 @@ static void test_builder(void)
 	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint of unknown reason");
 	TRY(plan_add_check(p, &(struct plan_check){ 0, 7, 0, 0, 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "a check of tensor 7");
-	TRY(plan_add_dispatch(p, &(struct plan_dispatch){ 5, 4, 0 }, NULL, &d),
+	TRY(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 5, .tokens_max = 4, .variant = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "an empty dispatch range");
 	TRY(plan_set_layout(p, &(struct plan_layout){ 0, 0, 24 }, &d),
 	    PLAN_ERR_INVALID, "an alignment of 24");
