@@ -752,10 +752,12 @@ static int validate_entry_variant(const plan_t *plan, uint32_t i, const struct p
 	if ((v->key_flags & PLAN_KEY_UNIFORM) && !(d->flags & PLAN_DISPATCH_UNIFORM))
 		return FAIL("section DKEY: entry %u sends mixed batches to variant %u, which holds "
 		            "uniform decode batches only", i, d->variant);
-	if (v->requests != 0 && (most == 0 || most > v->requests))
-		return FAIL("section DKEY: entry %u sends %s%lld requests to variant %u, which "
-		            "holds %u", i, most == 0 ? "any number of requests, not at most " : "up to ",
-		            (long long)(most == 0 ? v->requests : most), d->variant, v->requests);
+	if (v->requests != 0 && most == 0)
+		return FAIL("section DKEY: entry %u sends any number of requests to variant %u, "
+		            "which holds at most %u", i, d->variant, v->requests);
+	if (v->requests != 0 && most > v->requests)
+		return FAIL("section DKEY: entry %u sends up to %lld requests to variant %u, which "
+		            "holds at most %u", i, (long long)most, d->variant, v->requests);
 	return PLAN_OK;
 }
 

@@ -496,9 +496,107 @@ static void test_choices(void)
 	plan_free(p);
 }
 
+/* The plan of small_plan() with a request dim R of 2 (a tensor fed
+ * seq_lens of [R]) and its variant of 4 tokens keyed REQUESTS, FLAGS
+ * (format 1.3); its one segment covers the ops. */
+static plan_t *keyed_plan(uint32_t requests, uint32_t flags)
+{
+	plan_t *p = plan_new();
+	uint32_t a = 0, b = 1, r;
+
+	plan_set_layout(p, &(struct plan_layout){ 1024, 1024, 256 }, NULL);
+	plan_add_dim(p, &(struct plan_dim){ "T", "", 4, PLAN_DIM_TOKENS }, NULL, NULL);
+	plan_add_dim(p, &(struct plan_dim){ "R", "", 2, 0 }, &r, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "a", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_INPUT, .rank = 1, .shape = { { 0, 4 } }, .offset = 0, .bytes = 16,
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "b", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_OUTPUT, .rank = 1, .shape = { { 0, 4 } }, .offset = 256, .bytes = 16,
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "lens", .dtype = PLAN_DTYPE_I32,
+		.role = PLAN_ROLE_INPUT, .rank = 1, .shape = { { r, 2 } }, .offset = 512, .bytes = 8,
+		.feed = { .kind = PLAN_FEED_SEQ_LENS, .var = PLAN_NONE, .from = PLAN_NONE } }, NULL, NULL);
+	for (int i = 0; i < 3; i++)
+		plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 0, &a, &b, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE,
+		.requests = requests, .key_flags = flags }, NULL, NULL);
+	add_seg(p, 0, 0, 3);
+	return p;
+}
+
+static void add_entry(plan_t *p, int64_t lo, int64_t hi, uint32_t req, uint32_t flags)
+{
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = lo, .tokens_max = hi,
+		.variant = 0, .requests_max = req, .flags = flags }, NULL, NULL);
+}
+
+static void test_keys(void)
+{
+	struct plan_diag d = { 0 };
+	plan_t *p;
+
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 2, 0, PLAN_DISPATCH_UNIFORM);
+	add_entry(p, 1, 4, 2, 0);
+	if (!ok(plan_validate(p, &d) == 0, "a keyed plan: a general variant of 4 tokens over 2 requests"))
+		diag("    %s", d.message);
+	ok(plan_has_keys(p), "plan_has_keys");
+	ok(plan_request_dim(p) == 2, "the request dim is the seq_lens tensor's length");
+	ok(plan_dispatch_lookup_key(p, 2, 2, 1) == 0 && plan_dispatch_lookup_key(p, 3, 2, 0) == 0 &&
+	   plan_dispatch_lookup_key(p, 3, 3, 0) == PLAN_NONE &&
+	   plan_dispatch_lookup_key(p, 5, 1, 0) == PLAN_NONE,
+	   "lookup by key: requests above the entry's run eagerly");
+	ok(plan_dispatch_lookup(p, 2) == 0 && plan_dispatch_lookup(p, 4) == 0,
+	   "lookup of the default batch: 2 tokens uniform, 4 tokens over 2 requests");
+	plan_free(p);
+
+	expect_invalid(keyed_plan(0, 0x2), "variant 0 has reserved flags 0x00000002",
+	               "a variant key with a bad uniform flag");
+	expect_invalid(keyed_plan(3, 0), "variant 0 holds 3 requests, above the request dim's 2",
+	               "a variant holding more requests than the request dim");
+	expect_invalid(keyed_plan(2, PLAN_KEY_UNIFORM), "is for uniform decode: its 4 tokens make "
+	               "4 requests, not 2", "a uniform decode key with fewer requests than tokens");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 2, 0x4);
+	expect_invalid(p, "entry 0 has reserved flags 0x00000004", "a dispatch entry with a bad flag");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 2, 3, 0);
+	expect_invalid(p, "entry 0 holds 3 requests of at most 2 tokens", "more requests than tokens");
+	p = keyed_plan(0, 0);
+	add_entry(p, 3, 4, 3, 0);
+	expect_invalid(p, "entry 0 holds 3 requests, above the request dim's 2",
+	               "an entry holding more requests than the request dim");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 2, 0);
+	add_entry(p, 1, 4, 2, 0);
+	expect_invalid(p, "entries 0 and 1 have the same key (4 tokens, 2 requests)", "duplicate keys");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 2, 0);
+	add_entry(p, 1, 2, 0, PLAN_DISPATCH_UNIFORM);
+	expect_invalid(p, "entry 1, for uniform decode, comes after entry 0",
+	               "a uniform decode entry after a general one");
+	p = keyed_plan(0, 0);
+	add_entry(p, 1, 4, 0, 0);
+	add_entry(p, 1, 3, 1, 0);
+	expect_invalid(p, "entry 1 comes before entry 0 in the order of tokens",
+	               "entries out of order");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 0, 0);
+	expect_invalid(p, "entry 0 sends any number of requests to variant 0, which holds at most 2",
+	               "an entry sending any number of requests to a keyed variant");
+	p = keyed_plan(1, 0);
+	add_entry(p, 1, 4, 2, 0);
+	expect_invalid(p, "entry 0 sends up to 2 requests to variant 0, which holds at most 1",
+	               "an entry sending more requests than its variant holds");
+	p = keyed_plan(4, PLAN_KEY_UNIFORM);
+	add_entry(p, 1, 4, 0, 0);
+	expect_invalid(p, "above the request dim", "a uniform variant above the request dim");
+}
+
 int main(void)
 {
 	test_valid();
+	test_keys();
 	test_program();
 	test_items();
 	test_captures();
