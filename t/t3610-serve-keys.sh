@@ -7,7 +7,7 @@ tiny="$SAMPLES/llama-serve-tiny.yaml"
 # The sample's sizes: 1, 2 and 4 for uniform decode, full; 8 tokens over
 # at most 4 requests, breakable. Its request dim R is 4.
 test_expect_success 'setup: the serving sample captured, its keys recorded' '
-	bcg capture --backend host -o tiny.plan "$tiny" >out &&
+	bcg capture --backend host --no-tune -o tiny.plan "$tiny" >out &&
 	bcg inspect tiny.plan >info &&
 	test_grep "^plan      tiny.plan (.*, format 1.3)$" info &&
 	cat >expect <<-\EOF &&
@@ -23,7 +23,7 @@ test_expect_success 'setup: the serving sample captured, its keys recorded' '
 '
 
 test_expect_success 'a plan of a script without keys stays in its older format' '
-	bcg capture --backend host -o small.plan "$SAMPLES/llama-decode-small.yaml" >/dev/null &&
+	bcg capture --backend host --no-tune -o small.plan "$SAMPLES/llama-decode-small.yaml" >/dev/null &&
 	bcg inspect small.plan >info &&
 	test_grep "^plan      small.plan (.*, format 1\.[12])$" info &&
 	! test_grep "  key  " info
@@ -69,7 +69,7 @@ for e in d[\"dispatch\"]:
 '
 
 test_expect_success 'capture --mode full_and_breakable: full for the uniform decode sizes, breakable otherwise' '
-	bcg capture --backend host --mode full_and_breakable -o fab.plan "$tiny" >out &&
+	bcg capture --backend host --no-tune --mode full_and_breakable -o fab.plan "$tiny" >out &&
 	cat >expect <<-\EOF &&
 	1 full
 	2 full
@@ -89,7 +89,7 @@ test_expect_success 'capture --mode full_and_breakable: all breakable when some 
 	    -e "s/^\(  - {op: embedding, name: embed, in: \[embed, ids\], out: \[x\]\)}/\1, eager: true}/" \
 	    "$tiny" >eager-op.yaml &&
 	test_grep "eager: true}" eager-op.yaml &&
-	bcg capture --backend host --mode full_and_breakable -o nofull.plan eager-op.yaml >out &&
+	bcg capture --backend host --no-tune --mode full_and_breakable -o nofull.plan eager-op.yaml >out &&
 	awk "\$1 ~ /^[0-9]+\$/ { print \$1, \$2 }" out >actual &&
 	printf "1 breakable\n2 breakable\n4 breakable\n8 breakable\n" >expect &&
 	test_cmp expect actual
@@ -99,7 +99,7 @@ test_expect_success 'capture --mode: the keyword in the usage error, breakable|f
 	test_expect_code 2 bcg capture --mode full-and-breakable -o x.plan "$tiny" 2>err &&
 	test_grep "unknown mode .full-and-breakable. (breakable, full, eager, full_and_breakable)" err &&
 	! test -e x.plan &&
-	bcg capture --backend host --mode breakable -o brk.plan "$tiny" >out &&
+	bcg capture --backend host --no-tune --mode breakable -o brk.plan "$tiny" >out &&
 	awk "\$1 ~ /^[0-9]+\$/ { print \$2 }" out | sort -u >actual &&
 	echo breakable >expect &&
 	test_cmp expect actual &&
@@ -109,7 +109,7 @@ test_expect_success 'capture --mode: the keyword in the usage error, breakable|f
 
 test_expect_success 'diff reports a changed key' '
 	sed "s/{tokens: 8, requests: 4}/{tokens: 8, requests: 2}/" "$tiny" >req2.yaml &&
-	bcg capture --backend host -o req2.plan req2.yaml >/dev/null &&
+	bcg capture --backend host --no-tune -o req2.plan req2.yaml >/dev/null &&
 	test_expect_code 1 bcg diff tiny.plan req2.plan >d &&
 	cat >expect <<-\EOF &&
 	@@ capture sizes @@
@@ -172,7 +172,7 @@ test_expect_success 'replay --trace of the plan prints the statistics table, bit
 # size in both modes) under the policy it was captured for, and eager.
 # Captured full, it matches bench's full policy.
 test_expect_success 'setup: the sample captured full' '
-	bcg capture --backend host --mode full -o full.plan "$tiny" >/dev/null
+	bcg capture --backend host --no-tune --mode full -o full.plan "$tiny" >/dev/null
 '
 
 for case in full_and_breakable:tiny eager:tiny full:full; do
