@@ -14,7 +14,7 @@
 
 /* A plan of 3 ops on 2 tensors, one breakable variant of 4 tokens and no
  * items yet: the base of the item tests. */
-static plan_t *small_plan(void)
+static plan_t *program_plan(void)
 {
 	plan_t *p = plan_new();
 	uint32_t a = 0, b = 1;
@@ -29,6 +29,13 @@ static plan_t *small_plan(void)
 		.feed = { .var = PLAN_NONE } }, NULL, NULL);
 	for (int i = 0; i < 3; i++)
 		plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 0, &a, &b, NULL }, NULL, NULL);
+	return p;
+}
+
+static plan_t *small_plan(void)
+{
+	plan_t *p = program_plan();
+
 	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	return p;
 }
@@ -501,23 +508,13 @@ static void test_choices(void)
  * (format 1.3); its one segment covers the ops. */
 static plan_t *keyed_plan(uint32_t requests, uint32_t flags)
 {
-	plan_t *p = plan_new();
-	uint32_t a = 0, b = 1, r;
+	plan_t *p = program_plan();
+	uint32_t r;
 
-	plan_set_layout(p, &(struct plan_layout){ 1024, 1024, 256 }, NULL);
-	plan_add_dim(p, &(struct plan_dim){ "T", "", 4, PLAN_DIM_TOKENS }, NULL, NULL);
 	plan_add_dim(p, &(struct plan_dim){ "R", "", 2, 0 }, &r, NULL);
-	plan_add_tensor(p, &(struct plan_tensor){ .name = "a", .dtype = PLAN_DTYPE_F32,
-		.role = PLAN_ROLE_INPUT, .rank = 1, .shape = { { 0, 4 } }, .offset = 0, .bytes = 16,
-		.feed = { .var = PLAN_NONE } }, NULL, NULL);
-	plan_add_tensor(p, &(struct plan_tensor){ .name = "b", .dtype = PLAN_DTYPE_F32,
-		.role = PLAN_ROLE_OUTPUT, .rank = 1, .shape = { { 0, 4 } }, .offset = 256, .bytes = 16,
-		.feed = { .var = PLAN_NONE } }, NULL, NULL);
 	plan_add_tensor(p, &(struct plan_tensor){ .name = "lens", .dtype = PLAN_DTYPE_I32,
 		.role = PLAN_ROLE_INPUT, .rank = 1, .shape = { { r, 2 } }, .offset = 512, .bytes = 8,
 		.feed = { .kind = PLAN_FEED_SEQ_LENS, .var = PLAN_NONE, .from = PLAN_NONE } }, NULL, NULL);
-	for (int i = 0; i < 3; i++)
-		plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 0, &a, &b, NULL }, NULL, NULL);
 	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE,
 		.requests = requests, .key_flags = flags }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
