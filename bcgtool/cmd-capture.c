@@ -24,6 +24,7 @@
 
 #include "cmd.h"
 #include "engine/capture.h"
+#include "engine/schedule.h"
 #include "script/script.h"
 #include "util.h"
 
@@ -40,7 +41,9 @@ const struct cmd_entry cmd_capture_entry = {
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                     cuda when a GPU can be used, else host)\n"
 		"  -m, --mode M       capture every variant in mode M (breakable, full or\n"
-		"                     eager) instead of the script's modes\n"
+		"                     eager) instead of the script's modes; or\n"
+		"                     full_and_breakable: full for the uniform decode sizes\n"
+		"                     when every op is graph-safe, breakable otherwise\n"
 		"  -t, --tokens LIST  capture only these capture sizes (comma-separated)\n"
 		"  -n, --steps N      eager reference and verification steps (default 2)\n"
 		"      --no-tune      take each op's default implementation instead of\n"
@@ -84,6 +87,24 @@ static int parse_tokens(const char *arg, int64_t **out, uint32_t *n)
 bad:
 	free(v);
 	return -1;
+}
+
+/*
+ * --mode full_and_breakable, a server's policy for what it captures: the
+ * sizes for uniform decode batches as full graphs, when the program has a
+ * full form (every op graph-safe), every other size breakable.
+ */
+static void capture_full_and_breakable(struct script *s)
+{
+	struct schedule sched;
+	char why[256];
+	int full = schedule_build(s->program, PLAN_MODE_FULL, &sched, NULL, why, sizeof why) == 0;
+
+	if (full)
+		schedule_release(&sched);
+	for (uint32_t i = 0; i < s->nvariants; i++)
+		s->variants[i].mode = full && s->variants[i].uniform ? PLAN_MODE_FULL
+		                                                     : PLAN_MODE_BREAKABLE;
 }
 
 /* The report; PLAN NULL: interrupted, only the variants done, no plan. */
@@ -200,7 +221,7 @@ static int cmd_capture_exec(int argc, char **argv)
 	const char *output = NULL;
 	int64_t *tokens = NULL;
 	long long steps;
-	int json = 0, stats = 0, c, rc = BCG_EXIT_RUNTIME;
+	int json = 0, stats = 0, fab = 0, c, rc = BCG_EXIT_RUNTIME;
 	struct script *s = NULL;
 	struct capture_report rep = { 0 };
 	struct engine_error err = { .op = PLAN_NONE };
@@ -216,10 +237,14 @@ static int cmd_capture_exec(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'b': o.backend = optarg; break;
 		case 'm':
-			if ((o.mode = plan_mode_from_name(optarg)) == 0) {
-				rc = cmd_usage_error(self, "unknown mode '%s' (breakable, full, eager)", optarg);
+			fab = strcmp(optarg, "full_and_breakable") == 0;
+			if (!fab && (o.mode = plan_mode_from_name(optarg)) == 0) {
+				rc = cmd_usage_error(self, "unknown mode '%s' (breakable, full, eager, "
+				                     "full_and_breakable)", optarg);
 				goto out;
 			}
+			if (fab)
+				o.mode = 0;
 			break;
 		case 't':
 			free(tokens);
@@ -271,6 +296,8 @@ static int cmd_capture_exec(int argc, char **argv)
 	}
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		goto out;
+	if (fab)
+		capture_full_and_breakable(s);
 	/* Before the work: an output that cannot be written fails now. */
 	if (bcg_output_open(&out, output) != 0) {
 		rc = BCG_EXIT_USAGE;

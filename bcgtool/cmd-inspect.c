@@ -42,7 +42,8 @@ const struct cmd_entry cmd_inspect_entry = {
 		"                     memory, arena operands; edges\n"
 		"      --choices      per variant: the implementation chosen for each op\n"
 		"                     that has several, and the candidates' measured times\n"
-		"      --dispatch     which variant runs each token count, or eager\n"
+		"      --dispatch     which variant runs each token count (and, with keys,\n"
+		"                     request count and uniform decode), or eager\n"
 		"      --checks       the output checksums of the eager reference run\n"
 		"      --stats        capture and instantiate times, nodes per segment,\n"
 		"                     a histogram of kernels\n"
@@ -285,8 +286,10 @@ static void inspect_summary(struct inspect *in)
 	in->printed = 1;
 
 	inspect_title(in, "variants");
-	tb = table_new("rlrrrrr");
+	tb = table_new(plan_has_keys(plan) ? "rllrrrrr" : "rlrrrrr");
 	table_cell(tb, "tokens");
+	if (plan_has_keys(plan))
+		table_cell(tb, "key");
 	table_cell(tb, "mode");
 	table_cell(tb, "items");
 	table_cell(tb, "segments");
@@ -302,6 +305,8 @@ static void inspect_summary(struct inspect *in)
 			continue;
 		inspect_variant_counts(plan, v, &nseg, &nbp, &nnodes);
 		table_cell(tb, "%lld", (long long)var->tokens);
+		if (plan_has_keys(plan))
+			table_cell(tb, "%s", plan_key_text(var, a, sizeof a));
 		table_cell(tb, "%s", plan_mode_name(var->mode));
 		table_cell(tb, "%u", var->nitems);
 		table_cell(tb, "%u", nseg);
@@ -317,6 +322,8 @@ static void inspect_summary(struct inspect *in)
 	}
 	if (shown > 1) {
 		table_cell(tb, "total");
+		if (plan_has_keys(plan))
+			table_cell(tb, "%s", "");
 		table_cell(tb, "%s", "");
 		table_cell(tb, "%u", tot[0]);
 		table_cell(tb, "%u", tot[1]);
@@ -792,12 +799,18 @@ static void inspect_choices(struct inspect *in)
 static void inspect_dispatch(struct inspect *in)
 {
 	const plan_t *plan = in->plan;
-	struct table *tb = table_new("rll");
+	int keyed = plan_has_keys(plan);
+	struct table *tb = table_new(keyed ? "rllll" : "rll");
 	int64_t top = 0;
-	char range[64];
+	char range[64], key[64];
 
 	inspect_title(in, "dispatch");
 	table_cell(tb, "tokens");
+	if (keyed) {
+		/* Format 1.3: the batches each entry holds, looked up in order. */
+		table_cell(tb, "requests");
+		table_cell(tb, "batches");
+	}
 	table_cell(tb, "variant");
 	table_cell(tb, "mode");
 	table_end_row(tb, NULL);
@@ -815,8 +828,17 @@ static void inspect_dispatch(struct inspect *in)
 			snprintf(range, sizeof range, "%lld-%lld", (long long)d->tokens_min,
 			         (long long)d->tokens_max);
 		table_cell(tb, "%s", range);
+		if (keyed && d->requests_max != 0)
+			table_cell(tb, "%u", d->requests_max);
+		else if (keyed)
+			table_cell(tb, "%s", "any");
+		if (keyed)
+			table_cell(tb, "%s", (d->flags & PLAN_DISPATCH_UNIFORM) ? "uniform decode" : "any");
 		if (var != NULL) {
-			table_cell(tb, "%lld", (long long)var->tokens);
+			if (keyed)
+				table_cell(tb, "%s", plan_key_text(var, key, sizeof key));
+			else
+				table_cell(tb, "%lld", (long long)var->tokens);
 			if (var->tokens > d->tokens_min)
 				table_cell(tb, "%s, padded to %lld", plan_mode_name(var->mode),
 				           (long long)var->tokens);
@@ -832,6 +854,10 @@ static void inspect_dispatch(struct inspect *in)
 		/* Above every entry, and above the largest capture size, a step
 		 * runs eagerly (plan_dispatch_lookup). */
 		table_cell(tb, "%lld-", (long long)top + 1);
+		if (keyed) {
+			table_cell(tb, "%s", "any");
+			table_cell(tb, "%s", "any");
+		}
 		table_cell(tb, "-");
 		table_cell(tb, "eager");
 		table_end_row(tb, NULL);

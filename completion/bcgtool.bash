@@ -75,7 +75,11 @@ _bcgtool()
 		COMPREPLY=($(compgen -W 'auto host cuda' -- "$cur"))
 		return 0 ;;
 	-m|--mode)
-		COMPREPLY=($(compgen -W 'breakable full eager' -- "$cur"))
+		if [[ $cmd == capture ]]; then
+			COMPREPLY=($(compgen -W 'breakable full eager full_and_breakable' -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W 'breakable full eager' -- "$cur"))
+		fi
 		return 0 ;;
 	--color)
 		COMPREPLY=($(compgen -W 'auto always never' -- "$cur"))

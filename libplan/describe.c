@@ -240,18 +240,34 @@ const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d
                                size_t len)
 {
 	const struct plan_variant *v = d->variant != PLAN_NONE ? plan_get_variant(plan, d->variant) : NULL;
-	char range[64];
+	char range[96], req[24] = "";
 
 	empty(buf, len);
+	if (d->requests_max != 0)
+		snprintf(req, sizeof req, " x%u", d->requests_max);
 	if (d->tokens_min == d->tokens_max)
-		snprintf(range, sizeof range, "%lld", (long long)d->tokens_min);
+		snprintf(range, sizeof range, "%lld%s%s", (long long)d->tokens_min, req,
+		         (d->flags & PLAN_DISPATCH_UNIFORM) ? " uniform" : "");
 	else
-		snprintf(range, sizeof range, "%lld-%lld", (long long)d->tokens_min,
-		         (long long)d->tokens_max);
+		snprintf(range, sizeof range, "%lld-%lld%s%s", (long long)d->tokens_min,
+		         (long long)d->tokens_max, req,
+		         (d->flags & PLAN_DISPATCH_UNIFORM) ? " uniform" : "");
 	if (v != NULL)
 		snprintf(buf, len, "%s -> %lld", range, (long long)v->tokens);
 	else
 		snprintf(buf, len, "%s -> eager", range);
+	return buf;
+}
+
+const char *plan_key_text(const struct plan_variant *v, char *buf, size_t len)
+{
+	char req[24] = "";
+
+	empty(buf, len);
+	if (v->requests != 0)
+		snprintf(req, sizeof req, " x%u", v->requests);
+	snprintf(buf, len, "%lld%s%s", (long long)v->tokens, req,
+	         (v->key_flags & PLAN_KEY_UNIFORM) ? " uniform" : "");
 	return buf;
 }
 

@@ -637,6 +637,11 @@ static void diff_variants(struct diff_ctx *c)
 		snprintf(subject, sizeof subject, "variant %lld", (long long)x->tokens);
 		diff_field(c, area, x->tokens, subject, "mode", plan_mode_name(x->mode),
 		           plan_mode_name(y->mode), i, k);
+		{
+			char ka[64], kb[64];
+			diff_field(c, area, x->tokens, subject, "key", plan_key_text(x, ka, sizeof ka),
+			           plan_key_text(y, kb, sizeof kb), i, k);
+		}
 		diff_field_u64(c, area, x->tokens, subject, "peak bytes", x->peak_bytes, y->peak_bytes,
 		               i, k);
 	}

@@ -343,6 +343,10 @@ static void json_variant(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_int(j, v->tokens);
 	plan_json_key(j, "mode");
 	plan_json_string(j, plan_mode_name(v->mode));
+	plan_json_key(j, "requests");
+	plan_json_uint(j, v->requests);
+	plan_json_key(j, "uniform");
+	plan_json_bool(j, (v->key_flags & PLAN_KEY_UNIFORM) != 0);
 	plan_json_key(j, "peak_bytes");
 	plan_json_uint(j, v->peak_bytes);
 	plan_json_key(j, "segments");
@@ -503,6 +507,10 @@ static void json_checks_dispatch(struct plan_json *j, const plan_t *plan,
 		plan_json_int(j, d->tokens_min);
 		plan_json_key(j, "tokens_max");
 		plan_json_int(j, d->tokens_max);
+		plan_json_key(j, "requests_max");
+		plan_json_uint(j, d->requests_max);
+		plan_json_key(j, "uniform");
+		plan_json_bool(j, (d->flags & PLAN_DISPATCH_UNIFORM) != 0);
 		plan_json_key(j, "variant");
 		json_index(j, d->variant);
 		plan_json_object_end(j);

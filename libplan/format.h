@@ -57,11 +57,11 @@
 #define RA_RECORD_COUNT     4
 #define RA_HEADER_SIZE      8
 
-/* The sections of format 1.2, in the order the writer puts them. */
+/* The sections of format 1.3, in the order the writer puts them. */
 enum fmt_section {
 	S_META, S_STAT, S_DIMS, S_VARS, S_TENS, S_OPER, S_ATTR, S_IDXS,
 	S_VARI, S_ITEM, S_SEGS, S_NODE, S_PARM, S_EDGE, S_BRKP, S_CHKS,
-	S_DISP, S_CHOI, S_CAND, S_WSRC, S_STRS, S_COUNT
+	S_DISP, S_CHOI, S_CAND, S_WSRC, S_VKEY, S_DKEY, S_STRS, S_COUNT
 };
 
 /* Record sizes of format 1.1; 0 for STRS, which is a table of bytes. */
@@ -85,6 +85,8 @@ enum fmt_section {
 #define REC_CHOI 24
 #define REC_CAND 16
 #define REC_WSRC 48
+#define REC_VKEY 8
+#define REC_DKEY 8
 
 /* The records 1.1 grew, at their 1.0 sizes: a 1.0 file has exactly these,
  * and the fields past them take their defaults. */
@@ -106,27 +108,29 @@ struct fmt_section_def {
 };
 
 static const struct fmt_section_def fmt_sections[S_COUNT] = {
-	[S_META] = { "META", 0, { REC_META_1_0, REC_META, REC_META } },
-	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT, REC_STAT } },
-	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS, REC_DIMS } },
-	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS, REC_VARS } },
-	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS, REC_TENS } },
-	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER, REC_OPER } },
-	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR, REC_ATTR } },
-	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS, REC_IDXS } },
-	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI, REC_VARI } },
-	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM, REC_ITEM } },
-	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS, REC_SEGS } },
-	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE, REC_NODE } },
-	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM, REC_PARM } },
-	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE, REC_EDGE } },
-	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP } },
-	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS } },
-	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP } },
-	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI } },
-	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND } },
-	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC } },
-	[S_STRS] = { "STRS", 0, { 0, 0, 0 } },
+	[S_META] = { "META", 0, { REC_META_1_0, REC_META, REC_META, REC_META } },
+	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT, REC_STAT, REC_STAT } },
+	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS } },
+	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS, REC_VARS, REC_VARS } },
+	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS, REC_TENS, REC_TENS } },
+	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER, REC_OPER, REC_OPER } },
+	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR } },
+	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS } },
+	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI, REC_VARI, REC_VARI } },
+	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM } },
+	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS } },
+	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE, REC_NODE, REC_NODE } },
+	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM, REC_PARM, REC_PARM } },
+	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE, REC_EDGE, REC_EDGE } },
+	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP } },
+	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS } },
+	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP, REC_DISP } },
+	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI } },
+	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND, REC_CAND } },
+	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC } },
+	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY } },
+	[S_DKEY] = { "DKEY", 3, { 0, 0, 0, REC_DKEY } },
+	[S_STRS] = { "STRS", 0, { 0, 0, 0, 0 } },
 };
 
 /* ---------------------------------------------------------------------- */
@@ -303,6 +307,12 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define WSRC_FLAGS           40
 #define WSRC_RESERVED2       44
 
+#define VKEY_REQUESTS        0    /* 1.3 */
+#define VKEY_FLAGS           4
+
+#define DKEY_REQUESTS_MAX    0    /* 1.3 */
+#define DKEY_FLAGS           4
+
 /* Flag bits each version defines; every other bit is reserved. */
 #define FMT_DIM_FLAGS        PLAN_DIM_TOKENS
 #define FMT_OP_FLAGS         PLAN_OP_EAGER
@@ -310,6 +320,8 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define FMT_FEATURES         PLAN_FEATURE_PDL
 #define FMT_CHOICE_FLAGS     (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE)
 #define FMT_WSRC_FLAGS       PLAN_WSRC_HASHED
+#define FMT_KEY_FLAGS        PLAN_KEY_UNIFORM
+#define FMT_DISPATCH_FLAGS   PLAN_DISPATCH_UNIFORM
 
 /* ---------------------------------------------------------------------- */
 /* Little-endian access, independent of the host's byte order and of the  */

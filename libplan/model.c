@@ -775,14 +775,61 @@ uint32_t plan_token_dim(const plan_t *plan)
 	return PLAN_NONE;
 }
 
-uint32_t plan_dispatch_lookup(const plan_t *plan, int64_t tokens)
+uint32_t plan_dispatch_lookup_key(const plan_t *plan, int64_t tokens, uint32_t requests,
+                                  int uniform)
 {
 	for (uint32_t i = 0; i < plan->dispatch.count; i++) {
 		const struct plan_dispatch *d = AT(plan->dispatch, struct plan_dispatch, i);
-		if (tokens >= d->tokens_min && tokens <= d->tokens_max)
+		if (tokens >= d->tokens_min && tokens <= d->tokens_max &&
+		    (d->requests_max == 0 || requests <= d->requests_max) &&
+		    (!(d->flags & PLAN_DISPATCH_UNIFORM) || uniform))
 			return d->variant;
 	}
 	return PLAN_NONE;
+}
+
+int64_t plan_request_dim(const plan_t *plan)
+{
+	for (uint32_t i = 0; i < plan->tensors.count; i++) {
+		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+		if (t->feed.kind == PLAN_FEED_SEQ_LENS && t->rank >= 1)
+			return plan_axis_size(plan, &t->shape[0], 1);
+	}
+	return 0;
+}
+
+int plan_has_keys(const plan_t *plan)
+{
+	for (uint32_t i = 0; i < plan->variants.count; i++) {
+		const struct plan_variant *v = plan_get_variant(plan, i);
+		if (v->requests != 0 || v->key_flags != 0)
+			return 1;
+	}
+	for (uint32_t i = 0; i < plan->dispatch.count; i++) {
+		const struct plan_dispatch *d = AT(plan->dispatch, struct plan_dispatch, i);
+		if (d->requests_max != 0 || d->flags != 0)
+			return 1;
+	}
+	return 0;
+}
+
+uint32_t plan_dispatch_lookup(const plan_t *plan, int64_t tokens)
+{
+	int64_t rdim = plan_request_dim(plan);
+	uint32_t requests;
+	int uniform;
+
+	if (tokens < 1)
+		return PLAN_NONE;
+	/* The default batch: one token a request while the requests last. */
+	if (rdim < 1 || tokens <= rdim) {
+		requests = tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)tokens;
+		uniform = 1;
+	} else {
+		requests = rdim > UINT32_MAX ? UINT32_MAX : (uint32_t)rdim;
+		uniform = 0;
+	}
+	return plan_dispatch_lookup_key(plan, tokens, requests, uniform);
 }
 
 /* (a * b) mod m without overflow, for a, b < m. */

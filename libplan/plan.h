@@ -43,7 +43,7 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 2
+#define PLAN_FORMAT_MINOR 3
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -273,12 +273,22 @@ struct plan_item {
 	uint32_t index;      /* into the segments or the breakpoints */
 };
 
+/* A variant's capture-size key (format 1.3), as a server's batch
+ * descriptor: at most REQUESTS requests of its tokens (0: any number, up
+ * to the request dim), and, with PLAN_KEY_UNIFORM, uniform decode batches
+ * only (one token a request: REQUESTS is then its tokens). A plan of
+ * format 1.2 or older has requests 0 and no flags: it holds any batch of
+ * up to its tokens. */
+#define PLAN_KEY_UNIFORM 0x1u
+
 struct plan_variant {
 	int64_t                 tokens;     /* the token dim's value */
 	int                     mode;       /* enum plan_mode */
 	uint64_t                peak_bytes; /* arena bytes this variant alone needs */
 	uint32_t                nitems;
 	const struct plan_item *items;      /* in execution order */
+	uint32_t                requests;   /* 1.3: the most requests; 0 any */
+	uint32_t                key_flags;  /* 1.3: PLAN_KEY_* */
 };
 
 /* A word of a kernel's parameters that holds an arena address, stored
@@ -360,11 +370,19 @@ struct plan_check {
 	double   sum;        /* sum of its elements, in double */
 };
 
-/* Token counts [tokens_min, tokens_max] run on variant (PLAN_NONE: eager). */
+/* Token counts [tokens_min, tokens_max] run on variant (PLAN_NONE: eager).
+ * Format 1.3 keys the entry like the variants: only batches of at most
+ * REQUESTS_MAX requests (0: any number), and with PLAN_DISPATCH_UNIFORM
+ * only uniform decode batches. Lookup takes the first entry, in table
+ * order, that holds the batch (plan_dispatch_lookup_key). */
+#define PLAN_DISPATCH_UNIFORM 0x1u
+
 struct plan_dispatch {
 	int64_t  tokens_min;
 	int64_t  tokens_max;
 	uint32_t variant;
+	uint32_t requests_max;   /* 1.3; 0: any number of requests */
+	uint32_t flags;          /* 1.3: PLAN_DISPATCH_* */
 };
 
 /* The implementation chosen for one op of one variant, where the backend
@@ -503,8 +521,25 @@ uint32_t plan_find_variant(const plan_t *plan, int64_t tokens);
 uint32_t plan_token_dim(const plan_t *plan);
 
 /* The variant that runs TOKENS tokens per the dispatch table, or PLAN_NONE
- * (run eagerly: TOKENS is above every capture size, or below 1). */
+ * (run eagerly: TOKENS is above every capture size, or below 1). In a plan
+ * with keys, the batch is the default one of TOKENS tokens (op-script.md):
+ * min(TOKENS, the request dim) requests, uniform decode when TOKENS is at
+ * most the request dim. */
 uint32_t plan_dispatch_lookup(const plan_t *plan, int64_t tokens);
+
+/* The variant that runs a batch of TOKENS tokens over REQUESTS requests
+ * (uniform decode when UNIFORM): the first dispatch entry that holds it,
+ * or PLAN_NONE (eager). */
+uint32_t plan_dispatch_lookup_key(const plan_t *plan, int64_t tokens, uint32_t requests,
+                                  int uniform);
+
+/* Whether the plan records capture-size keys (format 1.3): a variant with
+ * requests or flags, or a dispatch entry with them. */
+int plan_has_keys(const plan_t *plan);
+
+/* The request dim's value: the length of the first tensor fed seq_lens
+ * (op-script.md, "Batch feeds"); 0 when the plan has none. */
+int64_t plan_request_dim(const plan_t *plan);
 
 /* A var's value at step STEP (0-based): start + (step * STEP) modulo
  * (limit - start + 1). */
@@ -614,7 +649,9 @@ void plan_json_null(struct plan_json *j);
  *   plan_tensor_list_text  "q, k_cache, v_cache"; "-" for none
  *   plan_version_text      13000 -> "13.0"; with CUBLAS, 130100 -> "13.1.0";
  *                          "-" for 0
- *   plan_dispatch_text     "3-4 -> 4", "1 -> 1", "5-8 -> eager"
+ *   plan_dispatch_text     "3-4 -> 4", "1 -> 1", "5-8 -> eager"; with keys
+ *                          (1.3) "3-4 x4 uniform -> 4", "1-8 x4 -> 8"
+ *   plan_key_text          a variant's key: "4 x4 uniform", "8 x4", "8"
  *   plan_edge_text         "0->1"; with a type or ports other than the
  *                          default, "0->1 programmatic", "0->1
  *                          programmatic out=launch-completion"
@@ -632,6 +669,7 @@ const char *plan_tensor_list_text(const plan_t *plan, const uint32_t *list, uint
 const char *plan_version_text(int32_t version, int cublas, char *buf, size_t len);
 const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d, char *buf,
                                size_t len);
+const char *plan_key_text(const struct plan_variant *v, char *buf, size_t len);
 const char *plan_edge_text(const struct plan_edge *e, char *buf, size_t len);
 const char *plan_features_text(uint32_t features, char *buf, size_t len);
 

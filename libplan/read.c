@@ -728,11 +728,30 @@ static int build_ops(struct reader *r, uint32_t *idx_cursor)
 	return PLAN_OK;
 }
 
+/* Variant I's key from its VKEY record (1.3); none in older files. */
+static int read_key(struct reader *r, uint32_t i, struct plan_variant *v)
+{
+	const unsigned char *k;
+
+	if (!sect_in_file(r, S_VKEY))
+		return PLAN_OK;
+	k = rec_at(r, S_VKEY, i);
+	v->requests = fmt_get32(k + VKEY_REQUESTS);
+	v->key_flags = fmt_get32(k + VKEY_FLAGS);
+	if (v->key_flags & ~(uint32_t)FMT_KEY_FLAGS)
+		return rec_fail(r, PLAN_ERR_RESERVED, S_VKEY, i, "reserved flags 0x%08x are set",
+		                v->key_flags & ~(uint32_t)FMT_KEY_FLAGS);
+	return PLAN_OK;
+}
+
 static int build_captures(struct reader *r, uint32_t *idx_cursor)
 {
 	uint32_t item_cursor = 0, node_cursor = 0, edge_cursor = 0;
 	int err;
 
+	if (sect_in_file(r, S_VKEY) && r->s[S_VKEY].count != r->s[S_VARI].count)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section VKEY has %u records, not one for each of "
+		            "the %u of section VARI", r->s[S_VKEY].count, r->s[S_VARI].count);
 	for (uint32_t i = 0; i < r->s[S_VARI].count; i++) {
 		const unsigned char *q = rec_at(r, S_VARI, i);
 		struct plan_variant v = { 0 };
@@ -743,6 +762,8 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 			return err;
 		v.tokens = fmt_geti64(q + VARI_TOKENS);
 		v.peak_bytes = fmt_get64(q + VARI_PEAK_BYTES);
+		if ((err = read_key(r, i, &v)) != 0)
+			return err;
 		r->p.item_first[i] = first;
 		r->p.item_count[i] = count;
 		if ((err = built(r, plan_add_variant(r->plan, &v, NULL, &r->d), S_VARI, i)) != 0)
@@ -819,6 +840,9 @@ static int build_checks(struct reader *r)
 		if ((err = built(r, plan_add_check(r->plan, &c, NULL, &r->d), S_CHKS, i)) != 0)
 			return err;
 	}
+	if (sect_in_file(r, S_DKEY) && r->s[S_DKEY].count != r->s[S_DISP].count)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section DKEY has %u records, not one for each of "
+		            "the %u of section DISP", r->s[S_DKEY].count, r->s[S_DISP].count);
 	for (uint32_t i = 0; i < r->s[S_DISP].count; i++) {
 		const unsigned char *q = rec_at(r, S_DISP, i);
 		struct plan_dispatch d = { 0 };
@@ -827,6 +851,14 @@ static int build_checks(struct reader *r)
 		d.tokens_min = fmt_geti64(q + DISP_TOKENS_MIN);
 		d.tokens_max = fmt_geti64(q + DISP_TOKENS_MAX);
 		d.variant = fmt_get32(q + DISP_VARIANT);
+		if (sect_in_file(r, S_DKEY)) {
+			const unsigned char *k = rec_at(r, S_DKEY, i);
+			d.requests_max = fmt_get32(k + DKEY_REQUESTS_MAX);
+			d.flags = fmt_get32(k + DKEY_FLAGS);
+			if (d.flags & ~(uint32_t)FMT_DISPATCH_FLAGS)
+				return rec_fail(r, PLAN_ERR_RESERVED, S_DKEY, i, "reserved flags 0x%08x "
+				                "are set", d.flags & ~(uint32_t)FMT_DISPATCH_FLAGS);
+		}
 		if ((err = built(r, plan_add_dispatch(r->plan, &d, NULL, &r->d), S_DISP, i)) != 0)
 			return err;
 	}

@@ -429,6 +429,28 @@ static const struct plan_variant *variant_at(const plan_t *plan, uint32_t i)
 	return &AT(plan->variants, struct plan_variant_rec, i)->pub;
 }
 
+/* A variant's capture-size key (1.3). */
+static int validate_key(const plan_t *plan, uint32_t i, const struct plan_variant *v,
+                        struct plan_diag *diag)
+{
+	int64_t rdim = plan_request_dim(plan);
+
+	if (v->key_flags & ~(uint32_t)PLAN_KEY_UNIFORM)
+		return FAIL("section VKEY: variant %u has reserved flags 0x%08x", i,
+		            v->key_flags & ~(uint32_t)PLAN_KEY_UNIFORM);
+	if ((int64_t)v->requests > v->tokens)
+		return FAIL("section VKEY: variant %u holds %u requests of %lld tokens (each request "
+		            "has a token)", i, v->requests, (long long)v->tokens);
+	if ((v->key_flags & PLAN_KEY_UNIFORM) && (int64_t)v->requests != v->tokens)
+		return FAIL("section VKEY: variant %u is for uniform decode: its %lld tokens make "
+		            "%lld requests, not %u", i, (long long)v->tokens, (long long)v->tokens,
+		            v->requests);
+	if (rdim > 0 && (int64_t)v->requests > rdim)
+		return FAIL("section VKEY: variant %u holds %u requests, above the request dim's %lld",
+		            i, v->requests, (long long)rdim);
+	return PLAN_OK;
+}
+
 static int validate_variants(const plan_t *plan, struct plan_diag *diag)
 {
 	uint32_t n = plan->variants.count, td = plan_token_dim(plan);
@@ -449,6 +471,8 @@ static int validate_variants(const plan_t *plan, struct plan_diag *diag)
 			            i, (long long)v->tokens, (long long)d->value, d->name);
 		if (v->nitems > 0 && v->items == NULL)
 			return FAIL("section VARI: variant %u: %u items but no list", i, v->nitems);
+		if ((err = validate_key(plan, i, v, diag)) != 0)
+			return err;
 	}
 	if ((tokens = malloc((size_t)n * sizeof *tokens)) == NULL)
 		return NOMEM();
@@ -701,24 +725,94 @@ static int validate_checks(const plan_t *plan, struct plan_diag *diag)
 	return err;
 }
 
+/* The most requests a batch that dispatch entry D holds can have; 0 any. */
+static int64_t entry_requests(const struct plan_dispatch *d)
+{
+	if (d->requests_max != 0)
+		return d->requests_max;
+	return (d->flags & PLAN_DISPATCH_UNIFORM) ? d->tokens_max : 0;
+}
+
+/* Entry I against its variant. */
+static int validate_entry_variant(const plan_t *plan, uint32_t i, const struct plan_dispatch *d,
+                                  struct plan_diag *diag)
+{
+	const struct plan_variant *v;
+	int64_t most = entry_requests(d);
+
+	if (d->variant == PLAN_NONE)
+		return PLAN_OK;
+	if (d->variant >= plan->variants.count)
+		return FAIL("section DISP: entry %u names variant %u of %u", i, d->variant,
+		            plan->variants.count);
+	v = variant_at(plan, d->variant);
+	if (v->tokens < d->tokens_max)
+		return FAIL("section DISP: entry %u sends up to %lld tokens to variant %u of %lld",
+		            i, (long long)d->tokens_max, d->variant, (long long)v->tokens);
+	if ((v->key_flags & PLAN_KEY_UNIFORM) && !(d->flags & PLAN_DISPATCH_UNIFORM))
+		return FAIL("section DKEY: entry %u sends mixed batches to variant %u, which holds "
+		            "uniform decode batches only", i, d->variant);
+	if (v->requests != 0 && most == 0)
+		return FAIL("section DKEY: entry %u sends any number of requests to variant %u, "
+		            "which holds at most %u", i, d->variant, v->requests);
+	if (v->requests != 0 && most > v->requests)
+		return FAIL("section DKEY: entry %u sends up to %lld requests to variant %u, which "
+		            "holds at most %u", i, (long long)most, d->variant, v->requests);
+	return PLAN_OK;
+}
+
+/*
+ * The table is looked up in order, the first entry that holds a batch
+ * winning: the uniform decode entries first, then the general ones; in
+ * each, ascending by Tokens_Max, then by Requests_Max (0, any, last); no
+ * two of a class with one key; entries of a class with the same
+ * Requests_Max disjoint. A table without keys (1.2 and older) is one
+ * class of disjoint ranges, ascending, as before.
+ */
 static int validate_dispatch(const plan_t *plan, struct plan_diag *diag)
 {
+	int64_t rdim = plan_request_dim(plan);
+	int err;
+
 	for (uint32_t i = 0; i < plan->dispatch.count; i++) {
 		const struct plan_dispatch *d = AT(plan->dispatch, struct plan_dispatch, i);
+		const struct plan_dispatch *p = i > 0 ? d - 1 : NULL;
+		int uni = (d->flags & PLAN_DISPATCH_UNIFORM) != 0;
 		if (d->tokens_min < 1 || d->tokens_max < d->tokens_min)
 			return FAIL("section DISP: entry %u has an empty range [%lld, %lld]", i,
 			            (long long)d->tokens_min, (long long)d->tokens_max);
-		if (i > 0 && d->tokens_min <= AT(plan->dispatch, struct plan_dispatch, i - 1)->tokens_max)
-			return FAIL("section DISP: entry %u does not start above entry %u", i, i - 1);
-		if (d->variant == PLAN_NONE)
-			continue;
-		if (d->variant >= plan->variants.count)
-			return FAIL("section DISP: entry %u names variant %u of %u", i, d->variant,
-			            plan->variants.count);
-		if (variant_at(plan, d->variant)->tokens < d->tokens_max)
-			return FAIL("section DISP: entry %u sends up to %lld tokens to variant %u of %lld",
-			            i, (long long)d->tokens_max, d->variant,
-			            (long long)variant_at(plan, d->variant)->tokens);
+		if (d->flags & ~(uint32_t)PLAN_DISPATCH_UNIFORM)
+			return FAIL("section DKEY: entry %u has reserved flags 0x%08x", i,
+			            d->flags & ~(uint32_t)PLAN_DISPATCH_UNIFORM);
+		if ((int64_t)d->requests_max > d->tokens_max)
+			return FAIL("section DKEY: entry %u holds %u requests of at most %lld tokens "
+			            "(each request has a token)", i, d->requests_max,
+			            (long long)d->tokens_max);
+		if (rdim > 0 && (int64_t)d->requests_max > rdim)
+			return FAIL("section DKEY: entry %u holds %u requests, above the request dim's "
+			            "%lld", i, d->requests_max, (long long)rdim);
+		if (p != NULL) {
+			int puni = (p->flags & PLAN_DISPATCH_UNIFORM) != 0;
+			uint64_t r = d->requests_max ? d->requests_max : UINT64_MAX;
+			uint64_t pr = p->requests_max ? p->requests_max : UINT64_MAX;
+			if (uni && !puni)
+				return FAIL("section DKEY: entry %u, for uniform decode, comes after entry "
+				            "%u, for any batch", i, i - 1);
+			int keyed = d->flags || d->requests_max || p->flags || p->requests_max;
+			if (keyed && uni == puni && d->tokens_max == p->tokens_max && r == pr)
+				return FAIL("section DKEY: entries %u and %u have the same key (%lld "
+				            "tokens, %s%u requests%s)", i - 1, i, (long long)d->tokens_max,
+				            d->requests_max ? "" : "any: ", d->requests_max,
+				            uni ? ", uniform decode" : "");
+			if (uni == puni && r == pr && d->tokens_min <= p->tokens_max)
+				return FAIL("section DISP: entry %u does not start above entry %u", i, i - 1);
+			if (uni == puni && (d->tokens_max < p->tokens_max ||
+			                    (d->tokens_max == p->tokens_max && r < pr)))
+				return FAIL("section DKEY: entry %u comes before entry %u in the order of "
+				            "tokens, then requests", i, i - 1);
+		}
+		if ((err = validate_entry_variant(plan, i, d, diag)) != 0)
+			return err;
 	}
 	return PLAN_OK;
 }

@@ -69,7 +69,7 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
-	unsigned   minor;        /* the format version written: 1.1 or 1.2 */
+	unsigned   minor;        /* the format version written: 1.1, 1.2 or 1.3 */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
 	unsigned char scratch[256];
@@ -551,6 +551,25 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 		sect_end(w, S_WSRC);
 	}
 
+	if (w->minor >= 3) {
+		sect_begin(w, S_VKEY, plan->variants.count);
+		for (uint32_t i = 0; i < plan->variants.count; i++) {
+			const struct plan_variant *v = plan_get_variant(plan, i);
+			p = w_record(w, REC_VKEY);
+			fmt_put32(p + VKEY_REQUESTS, v->requests);
+			fmt_put32(p + VKEY_FLAGS, v->key_flags);
+		}
+		sect_end(w, S_VKEY);
+		sect_begin(w, S_DKEY, plan->dispatch.count);
+		for (uint32_t i = 0; i < plan->dispatch.count; i++) {
+			const struct plan_dispatch *d = AT(plan->dispatch, struct plan_dispatch, i);
+			p = w_record(w, REC_DKEY);
+			fmt_put32(p + DKEY_REQUESTS_MAX, d->requests_max);
+			fmt_put32(p + DKEY_FLAGS, d->flags);
+		}
+		sect_end(w, S_DKEY);
+	}
+
 	/* Every string has been met: the table goes last. */
 	sect_begin(w, S_STRS, 0);
 	if (!w->failed) {
@@ -609,7 +628,9 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	/* The string table's first byte is the empty string. */
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
-	w->minor = uses_1_2(plan) ? 2 : 1;
+	/* Capture-size keys need 1.3; every plan without them is written as
+	 * before, byte for byte. */
+	w->minor = plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
 	for (int s = 0; s < S_COUNT; s++)
 		if (fmt_sections[s].since <= w->minor)
 			nsect++;
@@ -628,8 +649,11 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	fmt_put32(dir + DIR_SECTION_COUNT, nsect);
 	for (int s = 0, k = 0; s < S_COUNT; s++) {
 		unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)k * DIR_ENTRY_SIZE;
+		/* 1.2's and 1.3's sections are Required in the files that have
+		 * them: a reader that skipped weight sources or keys would run
+		 * another plan than the one captured. */
 		int required = fmt_sections[s].since == 0 || uses_1_1(plan) ||
-		               (fmt_sections[s].since == 2 && w->minor >= 2);
+		               fmt_sections[s].since >= 2;
 		if (fmt_sections[s].since > w->minor)
 			continue;
 		k++;

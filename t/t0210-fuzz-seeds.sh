@@ -12,6 +12,11 @@ test_expect_success 'the plan target reads every seed plan and fixture' '
 	test_grep "^files [1-9]" out
 '
 
+test_expect_success 'a seed plan has capture-size keys (format 1.3)' '
+	bcg inspect "$CORPUS/plan/serve-keys.plan" >info &&
+	test_grep "^plan .*, format 1.3)$" info
+'
+
 test_expect_success 'the script target parses every seed, sample and bad script' '
 	"$SCRIPT_SEEDS" "$CORPUS/script" "$BCG_SRC_DIR/samples" \
 		"$BCG_SRC_DIR/t/data/scripts/bad" >out &&

@@ -107,7 +107,7 @@ test_expect_success BASH 'option arguments' '
 	printf "auto\ncuda\nhost\n" >expect &&
 	test_cmp expect actual &&
 	complete_line capture --mode f >actual &&
-	echo full >expect &&
+	printf "full\nfull_and_breakable\n" >expect &&
 	test_cmp expect actual &&
 	complete_line inspect --color "" >actual &&
 	printf "always\nauto\nnever\n" >expect &&

@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "exec.h"
 #include "memplan.h"
+#include "serve/dispatch.h"
 #include "stash.h"
 #include "util.h"
 #include "verify.h"
@@ -374,6 +375,21 @@ out:
 	return rc;
 }
 
+/* The key of capture size SV (the script's `sizes`): its requests, at
+ * most the request dim (a batch never has more), and whether it is for
+ * uniform decode. A size of `tokens` has no key. */
+static void capture_key(const plan_t *plan, const struct script_variant *sv,
+                        struct plan_variant *pv)
+{
+	int64_t rdim = plan_request_dim(plan);
+	int64_t req = sv->uniform ? sv->tokens : sv->requests;
+
+	if (rdim > 0 && req > rdim && !sv->uniform)
+		req = rdim;
+	pv->requests = (uint32_t)req;
+	pv->key_flags = sv->uniform ? PLAN_KEY_UNIFORM : 0;
+}
+
 static int by_tokens(const void *a, const void *b)
 {
 	const struct script_variant *x = a, *y = b;
@@ -422,11 +438,52 @@ static int capture_select(const struct script *script, const struct capture_opts
 	return 0;
 }
 
+/* A plan with capture-size keys: the table a server's dispatcher
+ * follows, full for uniform decode where a full variant holds the batch,
+ * breakable otherwise (serve/dispatch.h). */
+static int capture_dispatch_keyed(plan_t *plan, struct engine_error *err)
+{
+	uint32_t n = plan_count_variants(plan), nt = 0;
+	struct serve_size *sizes = calloc(n ? n : 1, sizeof *sizes);
+	struct serve_dispatch d = { 0 };
+	struct plan_dispatch *t = NULL;
+	struct plan_diag diag = { 0 };
+	int rc = -1;
+
+	if (sizes == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_variant *v = plan_get_variant(plan, i);
+		sizes[i] = (struct serve_size){ { (uint32_t)v->tokens, v->requests,
+		                                  (v->key_flags & PLAN_KEY_UNIFORM) != 0 },
+		                                v->mode, i };
+	}
+	if (serve_dispatch_init(&d, sizes, n, SERVE_POLICY_FULL_AND_BREAKABLE) != 0 ||
+	    serve_dispatch_table(&d, &t, &nt) != 0) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nt; i++)
+		if (plan_add_dispatch(plan, &t[i], NULL, &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "dispatch table: %s", diag.message);
+			goto out;
+		}
+	rc = 0;
+out:
+	serve_dispatch_release(&d);
+	free(sizes);
+	free(t);
+	return rc;
+}
+
 static int capture_dispatch(plan_t *plan, struct engine_error *err)
 {
 	struct plan_diag diag = { 0 };
 	uint32_t n = plan_count_variants(plan);
 	int64_t lo = 1;
+
+	if (plan_has_keys(plan))
+		return capture_dispatch_keyed(plan, err);
 
 	/* Variants were added ascending: each takes the counts above the
 	 * previous one's, padding up to its own. */
@@ -483,6 +540,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	for (uint32_t i = 0; i < n; i++) {
 		struct plan_variant pv = { .tokens = sel[i].tokens, .mode = sel[i].mode };
 		uint32_t vi;
+		capture_key(plan, &sel[i], &pv);
 		if (plan_add_variant(plan, &pv, &vi, &diag) != 0 ||
 		    plan_set_variant_peak(plan, vi, mp.peak_bytes[i], &diag) != 0) {
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);

@@ -210,8 +210,12 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 		goto out;
 	}
 	for (uint32_t i = 0; i < nv; i++) {
+		/* The plan's keys (format 1.3), as bench takes the script's;
+		 * a plan without them holds any batch of up to its tokens. */
 		const struct plan_variant *pv = plan_get_variant(plan, i);
 		sizes[i].key.tokens = (uint32_t)pv->tokens;
+		sizes[i].key.requests = pv->requests;
+		sizes[i].key.uniform_decode = (pv->key_flags & PLAN_KEY_UNIFORM) != 0;
 		sizes[i].mode = pv->mode;
 		sizes[i].variant = i;
 	}

@@ -168,3 +168,78 @@ double serve_dispatch_waste(const struct serve_dispatch *d)
 		return 0.0;
 	return (double)(d->padded_tokens - d->unpadded_tokens) / (double)d->padded_tokens;
 }
+
+/* Append E to *T (*N entries, capacity *CAP). */
+static int table_push(struct plan_dispatch **t, uint32_t *n, uint32_t *cap,
+                      const struct plan_dispatch *e)
+{
+	if (*n == *cap) {
+		uint32_t c = *cap ? 2 * *cap : 16;
+		struct plan_dispatch *p = realloc(*t, c * sizeof *p);
+		if (p == NULL)
+			return -1;
+		*t = p;
+		*cap = c;
+	}
+	(*t)[(*n)++] = *e;
+	return 0;
+}
+
+int serve_dispatch_table(const struct serve_dispatch *d, struct plan_dispatch **out,
+                         uint32_t *n)
+{
+	struct plan_dispatch *t = NULL;
+	uint32_t nt = 0, cap = 0, max_tokens = 0;
+	int mixed = d->policy == SERVE_POLICY_FULL ? PLAN_MODE_FULL
+	          : d->policy == SERVE_POLICY_EAGER ? 0 : PLAN_MODE_BREAKABLE;
+
+	for (uint32_t i = 0; i < d->nsizes; i++)
+		if (d->sizes[i].key.tokens > max_tokens)
+			max_tokens = d->sizes[i].key.tokens;
+	/* Uniform decode: T tokens are T requests, so the pick depends on T
+	 * alone; one entry a run of T that picks the same variant. */
+	for (uint32_t tok = 1; tok <= max_tokens; tok++) {
+		struct serve_batch_key k = { tok, tok, true };
+		struct serve_pick p;
+		serve_dispatch_pick(d, &k, &p);
+		if (p.variant == PLAN_NONE)
+			continue;
+		if (nt > 0 && t[nt - 1].variant == p.variant && t[nt - 1].tokens_max == tok - 1) {
+			t[nt - 1].tokens_max = tok;
+			continue;
+		}
+		struct plan_dispatch e = { .tokens_min = tok, .tokens_max = tok, .variant = p.variant,
+		                           .flags = PLAN_DISPATCH_UNIFORM };
+		if (table_push(&t, &nt, &cap, &e) != 0)
+			goto nomem;
+	}
+	/* Any batch: the sizes of the mixed batches' mode in pick order. A
+	 * size before this one with at least as many requests holds every
+	 * batch of up to its tokens: this entry starts above them. */
+	for (uint32_t i = 0; mixed != 0 && i < d->nsizes; i++) {
+		const struct serve_size *s = &d->sizes[i];
+		int64_t lo = 1;
+		if (s->mode != mixed || s->key.uniform_decode)
+			continue;
+		for (uint32_t j = 0; j < i; j++) {
+			const struct serve_size *q = &d->sizes[j];
+			if (q->mode == mixed && !q->key.uniform_decode &&
+			    (q->key.requests == 0 ||
+			     (s->key.requests != 0 && q->key.requests >= s->key.requests)) &&
+			    (int64_t)q->key.tokens >= lo)
+				lo = (int64_t)q->key.tokens + 1;
+		}
+		if (lo > (int64_t)s->key.tokens)
+			continue;   /* the sizes before hold all it would */
+		struct plan_dispatch e = { .tokens_min = lo, .tokens_max = s->key.tokens,
+		                           .variant = s->variant, .requests_max = s->key.requests };
+		if (table_push(&t, &nt, &cap, &e) != 0)
+			goto nomem;
+	}
+	*out = t;
+	*n = nt;
+	return 0;
+nomem:
+	free(t);
+	return -1;
+}

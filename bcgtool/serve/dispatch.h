@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "plan.h"
 #include "serve/batch.h"
 
 enum serve_policy {
@@ -83,6 +84,19 @@ void serve_dispatch_pick(const struct serve_dispatch *d, const struct serve_batc
 /* Count a step that ran KEY as PICK says. -1 out of memory. */
 int serve_dispatch_record(struct serve_dispatch *d, const struct serve_batch_key *key,
                           const struct serve_pick *pick);
+
+/*
+ * The plan's dispatch table (plan-format.md, DISP and DKEY) that gives,
+ * by plan_dispatch_lookup_key(), what serve_dispatch_pick gives under d's
+ * policy, for every batch of up to the largest size's tokens: first the
+ * uniform decode entries (one run of token counts a variant), then the
+ * entries for any batch, one a size of the mode mixed batches run in, in
+ * d's order, each starting above the sizes before it that hold as many
+ * requests. *OUT (malloc'd, *N entries) names each size's variant field.
+ * -1 out of memory.
+ */
+int serve_dispatch_table(const struct serve_dispatch *d, struct plan_dispatch **out,
+                         uint32_t *n);
 
 /* Padding waste: padded tokens that were not the batch's, over all padded
  * tokens (0 when nothing ran). */

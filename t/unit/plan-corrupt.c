@@ -607,7 +607,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
                           size_t clen, const plan_t *sample)
 {
 	unsigned char *f = dup_bytes(file, len), *c2, *f2, *rec;
-	struct section s[32], ext[33];
+	struct section s[32], ext[36];
 	struct plan_diag d = { 0 };
 	plan_t *p = NULL;
 	size_t n, c2len;
@@ -618,11 +618,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.2",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.3",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.2",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.3",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -631,14 +631,30 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.3 as a future writer might make it: an optional section
+	/* Format 1.4 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer. */
 	ns = split_content(content, s);
 	int k = 0;
+	uint32_t nvari = 0, ndisp = 0;
 	for (int i = 0; i < ns; i++) {
-		/* a 1.3 file has the section 1.2 added, empty here */
-		if (memcmp(s[i].id, "STRS", 4) == 0)
+		if (memcmp(s[i].id, "VARI", 4) == 0)
+			nvari = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "DISP", 4) == 0)
+			ndisp = get32(s[i].data + 4);
+	}
+	/* the keys 1.3 added: none, one zero record a variant and an entry */
+	unsigned char *vkey = calloc(1, 8 + 8 * (size_t)nvari), *dkey = calloc(1, 8 + 8 * (size_t)ndisp);
+	put32(vkey, 8);
+	put32(vkey + 4, nvari);
+	put32(dkey, 8);
+	put32(dkey + 4, ndisp);
+	for (int i = 0; i < ns; i++) {
+		/* a 1.4 file has the sections 1.2 and 1.3 added, empty here */
+		if (memcmp(s[i].id, "STRS", 4) == 0) {
 			ext[k++] = (struct section){ "WSRC", 0, wsrc_empty, sizeof wsrc_empty };
+			ext[k++] = (struct section){ "VKEY", 0, vkey, 8 + 8 * (size_t)nvari };
+			ext[k++] = (struct section){ "DKEY", 0, dkey, 8 + 8 * (size_t)ndisp };
+		}
 		ext[k++] = s[i];
 		if (memcmp(s[i].id, "VARS", 4) == 0)
 			ext[k++] = (struct section){ "XTRA", 0, (const unsigned char *)"future data", 11 };
@@ -658,14 +674,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 152;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 3, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 4, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.3 with an unknown optional section and longer records is read");
+	       "format 1.4 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 3, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 4, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -689,14 +705,16 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 3, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.3 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 4, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.4 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
 	for (int i = 0; i < k; i++)
 		if (memcmp(ext[i].id, "TENS", 4) == 0)
 			free((void *)ext[i].data);
+	free(vkey);
+	free(dkey);
 
 	/* The sections 1.1 added: a 1.1 file must have them; in a file
 	 * labelled 1.0 an id of them is unknown, skipped or, if required,
@@ -717,10 +735,110 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.2) does not know it",
+	            "but this reader (format 1.3) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The keys of format 1.3.                                                 */
+
+/* The sample's content as a 1.3 file, its VKEY records VKEY (one a
+ * variant, 8 bytes each) and its DKEY records DKEY (NDKEY of them). */
+static void expect_keys(const unsigned char *content, const uint32_t *vkey,
+                        const uint32_t *dkey, uint32_t ndkey, int want, const char *substr,
+                        const char *what)
+{
+	struct section s[32], ext[34];
+	unsigned char *v, *dk, *c2, *f2;
+	uint32_t nvari = 0;
+	size_t c2len, n;
+	int ns = split_content(content, s), k = 0;
+
+	for (int i = 0; i < ns; i++)
+		if (memcmp(s[i].id, "VARI", 4) == 0)
+			nvari = get32(s[i].data + 4);
+	v = calloc(1, 8 + 8 * (size_t)nvari);
+	dk = calloc(1, 8 + 8 * (size_t)ndkey);
+	put32(v, 8);
+	put32(v + 4, nvari);
+	for (uint32_t i = 0; i < 2 * nvari; i++)
+		put32(v + 8 + 4 * i, vkey[i]);
+	put32(dk, 8);
+	put32(dk + 4, ndkey);
+	for (uint32_t i = 0; i < 2 * ndkey; i++)
+		put32(dk + 8 + 4 * i, dkey[i]);
+	static const unsigned char wsrc_empty[8] = { 48, 0, 0, 0, 0, 0, 0, 0 };
+	int have_wsrc = 0;
+	for (int i = 0; i < ns; i++)
+		have_wsrc |= memcmp(s[i].id, "WSRC", 4) == 0;
+	for (int i = 0; i < ns; i++) {
+		if (memcmp(s[i].id, "STRS", 4) == 0) {
+			if (!have_wsrc)
+				ext[k++] = (struct section){ "WSRC", 1, wsrc_empty, sizeof wsrc_empty };
+			ext[k++] = (struct section){ "VKEY", 1, v, 8 + 8 * (size_t)nvari };
+			ext[k++] = (struct section){ "DKEY", 1, dk, 8 + 8 * (size_t)ndkey };
+		}
+		ext[k++] = s[i];
+	}
+	c2 = join_content(ext, k, &c2len);
+	f2 = make_file_ex(c2, c2len, 1, 3, 1, &n);
+	if (want == 0) {
+		struct plan_diag d = { 0 };
+		plan_t *p = NULL;
+		int err = plan_read_memory(f2, n, NULL, &p, &d);
+		if (!ok(err == 0, "%s", what))
+			diag("    %s", d.message);
+		plan_free(p);
+	} else {
+		expect_file(f2, n, NULL, want, substr, what);
+	}
+	free(f2);
+	free(c2);
+	free(v);
+	free(dk);
+}
+
+/* The sample's variants: 16 breakable, 4 full, 1 eager; its dispatch
+ * 1 -> 1, 2-4 -> 4, 5-16 -> 16, 17-64 eager. */
+static void test_keys(const unsigned char *content)
+{
+	static const uint32_t none[6] = { 0 };
+	static const uint32_t dnone[8] = { 0 };
+	const uint32_t bad_uniform[6] = { 0, 0, 0, 0x2, 0, 0 };
+	const uint32_t uniform_4[6] = { 0, 0, 4, PLAN_KEY_UNIFORM, 0, 0 };
+	const uint32_t uniform_2[6] = { 0, 0, 2, PLAN_KEY_UNIFORM, 0, 0 };
+	const uint32_t too_many[6] = { 0, 0, 5, 0, 0, 0 };
+	const uint32_t d_uniform[8] = { 0, PLAN_DISPATCH_UNIFORM, 0, 0, 0, 0, 0, 0 };
+	const uint32_t d_bad[8] = { 0, 0, 0, 0x10, 0, 0, 0, 0 };
+	const uint32_t d_late_uniform[8] = { 0, 0, 0, PLAN_DISPATCH_UNIFORM, 0, 0, 0, 0 };
+	const uint32_t d_req[8] = { 0, 0, 5, 0, 0, 0, 0, 0 };
+
+	expect_keys(content, none, dnone, 4, 0, NULL, "a 1.3 file with empty keys is read");
+	expect_keys(content, uniform_4, d_uniform, 4, PLAN_ERR_CORRUPT,
+	            "entry 1 sends mixed batches to variant 1, which holds uniform decode batches only",
+	            "a general entry to a uniform decode variant");
+	expect_keys(content, bad_uniform, dnone, 4, PLAN_ERR_RESERVED,
+	            "section VKEY record 1: reserved flags 0x00000002 are set",
+	            "a key with a bad uniform flag");
+	expect_keys(content, uniform_2, dnone, 4, PLAN_ERR_CORRUPT,
+	            "variant 1 is for uniform decode: its 4 tokens make 4 requests, not 2",
+	            "a uniform decode key of fewer requests than tokens");
+	expect_keys(content, too_many, dnone, 4, PLAN_ERR_CORRUPT,
+	            "variant 1 holds 5 requests of 4 tokens", "a key of more requests than tokens");
+	expect_keys(content, none, d_bad, 4, PLAN_ERR_RESERVED,
+	            "section DKEY record 1: reserved flags 0x00000010 are set",
+	            "an entry with a reserved flag");
+	expect_keys(content, none, d_late_uniform, 4, PLAN_ERR_CORRUPT,
+	            "entry 1, for uniform decode, comes after entry 0",
+	            "a uniform decode entry after a general one");
+	expect_keys(content, none, d_req, 4, PLAN_ERR_CORRUPT,
+	            "entry 1 holds 5 requests of at most 4 tokens",
+	            "an entry of more requests than tokens");
+	expect_keys(content, none, dnone, 3, PLAN_ERR_CORRUPT,
+	            "section DKEY has 3 records, not one for each of the 4 of section DISP",
+	            "fewer DKEY records than entries");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -811,6 +929,7 @@ int main(void)
 	test_structure(content, clen);
 	test_frame(file, len, content, clen);
 	test_versions(file, len, content, clen, sample);
+	test_keys(content);
 	test_limits(file, len, content, clen);
 	sweep_file(file, len);
 	sweep_content(content, clen);

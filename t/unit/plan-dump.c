@@ -67,7 +67,7 @@ static void test_texts(const plan_t *v)
 	is_str(plan_version_text(0, 0, buf, sizeof buf), "-", "no version");
 	is_str(plan_dispatch_text(v, plan_get_dispatch(v, 0), buf, sizeof buf), "1-2 -> 2",
 	       "a dispatch entry");
-	struct plan_dispatch eager = { 3, 3, PLAN_NONE };
+	struct plan_dispatch eager = { .tokens_min = 3, .tokens_max = 3, .variant = PLAN_NONE };
 	is_str(plan_dispatch_text(v, &eager, buf, sizeof buf), "3 -> eager", "an eager entry");
 }
 

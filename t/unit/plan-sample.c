@@ -150,9 +150,9 @@ plan_t *sample_rich(void)
 	                  NULL, NULL));
 
 	/* Variants, added out of token order. */
-	CHECK(plan_add_variant(p, &(struct plan_variant){ 16, PLAN_MODE_BREAKABLE, 0, 0, NULL }, &v0, NULL));
-	CHECK(plan_add_variant(p, &(struct plan_variant){ 4, PLAN_MODE_FULL, 0, 0, NULL }, &v1, NULL));
-	CHECK(plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, &v2, NULL));
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 16, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, &v0, NULL));
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_FULL, .peak_bytes = 0 }, &v1, NULL));
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_EAGER, .peak_bytes = 0 }, &v2, NULL));
 	CHECK(plan_set_variant_peak(p, v0, off + 4096, NULL));
 	CHECK(plan_set_variant_peak(p, v1, off + 1024, NULL));
 	CHECK(plan_set_variant_peak(p, v2, off + 512, NULL));
@@ -223,10 +223,10 @@ plan_t *sample_rich(void)
 	CHECK(plan_add_check(p, &(struct plan_check){ v2, kv, 1, UINT64_C(0x0102030405060708), 3.25e10 },
 	                     NULL, NULL));
 	CHECK(plan_add_check(p, &(struct plan_check){ v1, ar, 0, 0, -0.0 }, NULL, NULL));
-	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 1, 1, v2 }, NULL, NULL));
-	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 2, 4, v1 }, NULL, NULL));
-	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 5, 16, v0 }, NULL, NULL));
-	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 17, 64, PLAN_NONE }, NULL, NULL));
+	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 1, .variant = v2 }, NULL, NULL));
+	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 2, .tokens_max = 4, .variant = v1 }, NULL, NULL));
+	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 5, .tokens_max = 16, .variant = v0 }, NULL, NULL));
+	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 17, .tokens_max = 64, .variant = PLAN_NONE }, NULL, NULL));
 
 	/* Choices for the matmul mm.0 in each variant, added out of variant
 	 * order: tuned with a close runner-up, tuned, and the default with no
@@ -289,7 +289,7 @@ static plan_t *vector(unsigned minor)
 	struct plan_attr at1[] = { { "factor", PLAN_ATTR_FLOAT, 0, 0.5, "" } };
 	CHECK(plan_add_op(p, &(struct plan_op){ "scale", "s", PLAN_OP_EAGER, 8, 5, 1, 1, 1, in1, out1, at1 },
 	                  NULL, NULL));
-	CHECK(plan_add_variant(p, &(struct plan_variant){ 2, PLAN_MODE_BREAKABLE, 1024, 0, NULL }, &v, NULL));
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 1024 }, &v, NULL));
 	struct plan_param pr[] = { { 0, 0 }, { 1, 256 }, { 2, 512 } }, pr1[] = { { 0, 512 } };
 	struct plan_node nodes[] = {
 		{ PLAN_NODE_KERNEL, 0, "matmul_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 3, pr },
@@ -306,7 +306,7 @@ static plan_t *vector(unsigned minor)
 	                          "eager: true", 1, 1, in1, out1 }, NULL, NULL));
 	CHECK(plan_add_check(p, &(struct plan_check){ v, y, 1, UINT64_C(0xa5a5a5a55a5a5a5a), 1.5 },
 	                     NULL, NULL));
-	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 1, 2, v }, NULL, NULL));
+	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 2, .variant = v }, NULL, NULL));
 	if (minor >= 1) {
 		struct plan_candidate cand[] = { { "mma", 3.5 }, { "cublas", 3.75 } };
 		CHECK(plan_add_choice(p, &(struct plan_choice){ v, 0, "mma",
@@ -362,7 +362,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 		CHECK(plan_add_op(p, &(struct plan_op){ "matmul", name, 0, i + 1, 3, 1, 1, 0,
 		                                        &t[i % 2], &t[(i + 1) % 2], NULL }, NULL, NULL));
 	}
-	CHECK(plan_add_variant(p, &(struct plan_variant){ 8, PLAN_MODE_BREAKABLE, 0, 0, NULL }, &v, NULL));
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 8, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, &v, NULL));
 	for (uint32_t s = 0; s < nseg; s++) {
 		uint32_t first = s * (nodes + 1);
 		for (uint32_t k = 0; k < nodes; k++) {
@@ -385,7 +385,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 		                          PLAN_BREAK_KIND, "attention follows the host's kv_len",
 		                          1, 1, &t[0], &t[1] }, NULL, NULL));
 	}
-	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ 1, 8, v }, NULL, NULL));
+	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 8, .variant = v }, NULL, NULL));
 	free(nd);
 	free(ed);
 	free(pr);

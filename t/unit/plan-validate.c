@@ -14,7 +14,7 @@
 
 /* A plan of 3 ops on 2 tensors, one breakable variant of 4 tokens and no
  * items yet: the base of the item tests. */
-static plan_t *small_plan(void)
+static plan_t *program_plan(void)
 {
 	plan_t *p = plan_new();
 	uint32_t a = 0, b = 1;
@@ -29,7 +29,14 @@ static plan_t *small_plan(void)
 		.feed = { .var = PLAN_NONE } }, NULL, NULL);
 	for (int i = 0; i < 3; i++)
 		plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 1, 1, 0, &a, &b, NULL }, NULL, NULL);
-	plan_add_variant(p, &(struct plan_variant){ 4, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	return p;
+}
+
+static plan_t *small_plan(void)
+{
+	plan_t *p = program_plan();
+
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	return p;
 }
 
@@ -190,7 +197,7 @@ static void test_items(void)
 	expect_invalid(p, "runs ops up to 0 of 3", "a variant without items");
 
 	p = small_plan();
-	plan_add_variant(p, &(struct plan_variant){ 2, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
 	add_seg(p, 1, 0, 3);
 	plan__variant_set_items(p, 0, (struct plan_item[]){ { PLAN_ITEM_SEGMENT, 1 } }, 1, NULL);
@@ -216,13 +223,13 @@ static void test_items(void)
 	expect_invalid(p, "breakpoint 5 of 0", "an item naming a breakpoint out of range");
 
 	p = small_plan();
-	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_FULL, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_FULL, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
 	add_seg(p, 1, 0, 2);
 	add_bp(p, 1, 2, PLAN_BREAK_KIND);
 	expect_invalid(p, "is full but", "a breakpoint in a full variant");
 	p = small_plan();
-	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_EAGER, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 0, 0, 3);
 	add_seg(p, 1, 0, 3);
 	expect_invalid(p, "is eager but", "a segment in an eager variant");
@@ -295,26 +302,26 @@ static void test_captures(void)
 
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 8, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 8, .variant = 0 }, NULL, NULL);
 	expect_invalid(p, "to variant 0 of 4", "dispatch sending 8 tokens to a 4-token variant");
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 2, 4, 0 }, NULL, NULL);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 1, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 2, .tokens_max = 4, .variant = 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 1, .variant = 0 }, NULL, NULL);
 	expect_invalid(p, "does not start above", "dispatch entries out of order");
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 1, 3, 0 }, NULL, NULL);
-	plan_add_dispatch(p, &(struct plan_dispatch){ 3, 4, 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 3, .variant = 0 }, NULL, NULL);
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 3, .tokens_max = 4, .variant = 0 }, NULL, NULL);
 	expect_invalid(p, "does not start above", "dispatch entries overlapping");
 
 	p = small_plan();
 	add_seg(p, 0, 0, 3);
-	plan_add_variant(p, &(struct plan_variant){ 9, PLAN_MODE_BREAKABLE, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 9, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 0 }, NULL, NULL);
 	add_seg(p, 1, 0, 3);
 	expect_invalid(p, "not in 1..4", "a variant above the token dim's value");
 	p = plan_new();
-	plan_add_variant(p, &(struct plan_variant){ 1, PLAN_MODE_EAGER, 0, 0, NULL }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_EAGER, .peak_bytes = 0 }, NULL, NULL);
 	expect_invalid(p, "no token dim", "variants without a token dim");
 }
 
@@ -349,11 +356,11 @@ static void test_builder(void)
 	TRY(plan_add_op(p, &(struct plan_op){ "add", "", 0, 0, 0, 0, 0, 1, NULL, NULL,
 	                (struct plan_attr[]){ { "v", 17, 3, 0, "" } } }, NULL, &d),
 	    PLAN_ERR_INVALID, "an attribute of unknown type");
-	TRY(plan_add_variant(p, &(struct plan_variant){ 2, 0, 0, 0, NULL }, NULL, &d),
+	TRY(plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = 0, .peak_bytes = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "an unknown mode");
-	TRY(plan_add_variant(p, &(struct plan_variant){ 0, 1, 0, 0, NULL }, NULL, &d),
+	TRY(plan_add_variant(p, &(struct plan_variant){ .tokens = 0, .mode = 1, .peak_bytes = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "zero tokens");
-	TRY(plan_add_variant(p, &(struct plan_variant){ 4, 1, 0, 0, NULL }, NULL, &d),
+	TRY(plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = 1, .peak_bytes = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "a second variant of 4 tokens");
 	TRY(plan_add_segment(p, &(struct plan_segment){ .variant = 5, .op_first = 0, .op_count = 1 },
 	                     NULL, &d), PLAN_ERR_INVALID, "a segment of variant 5");
@@ -367,7 +374,7 @@ static void test_builder(void)
 	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint of unknown reason");
 	TRY(plan_add_check(p, &(struct plan_check){ 0, 7, 0, 0, 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "a check of tensor 7");
-	TRY(plan_add_dispatch(p, &(struct plan_dispatch){ 5, 4, 0 }, NULL, &d),
+	TRY(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 5, .tokens_max = 4, .variant = 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "an empty dispatch range");
 	TRY(plan_set_layout(p, &(struct plan_layout){ 0, 0, 24 }, &d),
 	    PLAN_ERR_INVALID, "an alignment of 24");
@@ -496,9 +503,97 @@ static void test_choices(void)
 	plan_free(p);
 }
 
+/* The plan of small_plan() with a request dim R of 2 (a tensor fed
+ * seq_lens of [R]) and its variant of 4 tokens keyed REQUESTS, FLAGS
+ * (format 1.3); its one segment covers the ops. */
+static plan_t *keyed_plan(uint32_t requests, uint32_t flags)
+{
+	plan_t *p = program_plan();
+	uint32_t r;
+
+	plan_add_dim(p, &(struct plan_dim){ "R", "", 2, 0 }, &r, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "lens", .dtype = PLAN_DTYPE_I32,
+		.role = PLAN_ROLE_INPUT, .rank = 1, .shape = { { r, 2 } }, .offset = 512, .bytes = 8,
+		.feed = { .kind = PLAN_FEED_SEQ_LENS, .var = PLAN_NONE, .from = PLAN_NONE } }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE,
+		.requests = requests, .key_flags = flags }, NULL, NULL);
+	add_seg(p, 0, 0, 3);
+	return p;
+}
+
+static void add_entry(plan_t *p, int64_t lo, int64_t hi, uint32_t req, uint32_t flags)
+{
+	plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = lo, .tokens_max = hi,
+		.variant = 0, .requests_max = req, .flags = flags }, NULL, NULL);
+}
+
+static void test_keys(void)
+{
+	struct plan_diag d = { 0 };
+	plan_t *p;
+
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 2, 0, PLAN_DISPATCH_UNIFORM);
+	add_entry(p, 1, 4, 2, 0);
+	if (!ok(plan_validate(p, &d) == 0, "a keyed plan: a general variant of 4 tokens over 2 requests"))
+		diag("    %s", d.message);
+	ok(plan_has_keys(p), "plan_has_keys");
+	ok(plan_request_dim(p) == 2, "the request dim is the seq_lens tensor's length");
+	ok(plan_dispatch_lookup_key(p, 2, 2, 1) == 0 && plan_dispatch_lookup_key(p, 3, 2, 0) == 0 &&
+	   plan_dispatch_lookup_key(p, 3, 3, 0) == PLAN_NONE &&
+	   plan_dispatch_lookup_key(p, 5, 1, 0) == PLAN_NONE,
+	   "lookup by key: requests above the entry's run eagerly");
+	ok(plan_dispatch_lookup(p, 2) == 0 && plan_dispatch_lookup(p, 4) == 0,
+	   "lookup of the default batch: 2 tokens uniform, 4 tokens over 2 requests");
+	plan_free(p);
+
+	expect_invalid(keyed_plan(0, 0x2), "variant 0 has reserved flags 0x00000002",
+	               "a variant key with a bad uniform flag");
+	expect_invalid(keyed_plan(3, 0), "variant 0 holds 3 requests, above the request dim's 2",
+	               "a variant holding more requests than the request dim");
+	expect_invalid(keyed_plan(2, PLAN_KEY_UNIFORM), "is for uniform decode: its 4 tokens make "
+	               "4 requests, not 2", "a uniform decode key with fewer requests than tokens");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 2, 0x4);
+	expect_invalid(p, "entry 0 has reserved flags 0x00000004", "a dispatch entry with a bad flag");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 2, 3, 0);
+	expect_invalid(p, "entry 0 holds 3 requests of at most 2 tokens", "more requests than tokens");
+	p = keyed_plan(0, 0);
+	add_entry(p, 3, 4, 3, 0);
+	expect_invalid(p, "entry 0 holds 3 requests, above the request dim's 2",
+	               "an entry holding more requests than the request dim");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 2, 0);
+	add_entry(p, 1, 4, 2, 0);
+	expect_invalid(p, "entries 0 and 1 have the same key (4 tokens, 2 requests)", "duplicate keys");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 2, 0);
+	add_entry(p, 1, 2, 0, PLAN_DISPATCH_UNIFORM);
+	expect_invalid(p, "entry 1, for uniform decode, comes after entry 0",
+	               "a uniform decode entry after a general one");
+	p = keyed_plan(0, 0);
+	add_entry(p, 1, 4, 0, 0);
+	add_entry(p, 1, 3, 1, 0);
+	expect_invalid(p, "entry 1 comes before entry 0 in the order of tokens",
+	               "entries out of order");
+	p = keyed_plan(2, 0);
+	add_entry(p, 1, 4, 0, 0);
+	expect_invalid(p, "entry 0 sends any number of requests to variant 0, which holds at most 2",
+	               "an entry sending any number of requests to a keyed variant");
+	p = keyed_plan(1, 0);
+	add_entry(p, 1, 4, 2, 0);
+	expect_invalid(p, "entry 0 sends up to 2 requests to variant 0, which holds at most 1",
+	               "an entry sending more requests than its variant holds");
+	p = keyed_plan(4, PLAN_KEY_UNIFORM);
+	add_entry(p, 1, 4, 0, 0);
+	expect_invalid(p, "above the request dim", "a uniform variant above the request dim");
+}
+
 int main(void)
 {
 	test_valid();
+	test_keys();
 	test_program();
 	test_items();
 	test_captures();

@@ -202,10 +202,68 @@ static void test_stats(void)
 	serve_dispatch_release(&d);
 }
 
+/* The first entry of table T that holds the batch, as plan-format.md
+ * defines the lookup; PLAN_NONE for none. */
+static uint32_t table_lookup(const struct plan_dispatch *t, uint32_t n, uint32_t tok,
+                             uint32_t req, bool uni)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((int64_t)tok >= t[i].tokens_min && (int64_t)tok <= t[i].tokens_max &&
+		    (t[i].requests_max == 0 || req <= t[i].requests_max) &&
+		    (!(t[i].flags & PLAN_DISPATCH_UNIFORM) || uni))
+			return t[i].variant;
+	return PLAN_NONE;
+}
+
+/* Sizes as a plan has them (one a token count): uniform decode 1, 2, 4
+ * full; 6 over at most 3 requests and 10 over at most 8, breakable; 12
+ * over any number, breakable; 3 for uniform decode, breakable. */
+static const struct serve_size plan_sizes[] = {
+	{ { 1, 1, true }, F, 0 },
+	{ { 2, 2, true }, F, 1 },
+	{ { 3, 3, true }, B, 2 },
+	{ { 4, 4, true }, F, 3 },
+	{ { 6, 3, false }, B, 4 },
+	{ { 10, 8, false }, B, 5 },
+	{ { 12, 0, false }, B, 6 },
+};
+
+/* The table serve_dispatch_table writes picks what serve_dispatch_pick
+ * picks, for every batch up to past the largest size, under each policy. */
+static void test_table(void)
+{
+	for (int policy = 0; policy < SERVE_NPOLICIES; policy++) {
+		struct serve_dispatch d;
+		struct plan_dispatch *t = NULL;
+		uint32_t n = 0, bad = 0, tried = 0;
+
+		if (serve_dispatch_init(&d, plan_sizes, sizeof plan_sizes / sizeof plan_sizes[0],
+		                        policy) != 0 || serve_dispatch_table(&d, &t, &n) != 0)
+			tap_skip_all("out of memory");
+		for (uint32_t tok = 1; tok <= 14; tok++)
+			for (uint32_t req = 1; req <= tok; req++)
+				for (int u = 0; u <= (req == tok); u++) {
+					struct serve_batch_key k = { tok, req, u != 0 };
+					struct serve_pick p;
+					serve_dispatch_pick(&d, &k, &p);
+					tried++;
+					if (table_lookup(t, n, tok, req, u != 0) != p.variant && bad++ == 0)
+						diag("(%u, %u, %s): table %u, pick %u", tok, req,
+						     u ? "uniform" : "mixed", table_lookup(t, n, tok, req, u != 0),
+						     p.variant);
+				}
+		ok(bad == 0 && tried > 100, "%s: the table picks as dispatch does for %u batches "
+		   "(%u entries)", serve_policy_name(policy), tried, n);
+		free(t);
+		serve_dispatch_release(&d);
+	}
+}
+
 int main(void)
 {
 	test_policies();
 	test_exhaustive();
+	test_table();
 	test_stats();
 	return tap_done();
 }
