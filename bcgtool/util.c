@@ -20,7 +20,7 @@
  * the -q flag, the signal that came, the temporary files a signal must
  * remove -- are the program's only mutable globals.
  */
-static int quiet;
+static volatile sig_atomic_t quiet;   /* read by the signal handler */
 static int progress_shown;
 static volatile sig_atomic_t interrupted;
 #define TEMP_MAX 8
@@ -111,15 +111,23 @@ static void remove_temps(void)
 
 static void on_signal(int sig)
 {
+	static const char again[] = "\nbcgtool: interrupted again: stopping now\n";
+	/* Said at once: the step under way may take long, and whoever pressed
+	 * Ctrl-C (or a test) learns that it was heard and what a second does. */
+	static const char first[] = "\nbcgtool: interrupted: stopping after the current step "
+	                            "(interrupt again to stop now)\n";
+
 	if (interrupted != 0 && sig == SIGINT) {
 		/* The second Ctrl-C: no more waiting for a step to end. */
-		static const char msg[] = "\nbcgtool: interrupted again: stopping now\n";
 		remove_temps();
-		(void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+		(void)!write(STDERR_FILENO, again, sizeof again - 1);
 		_exit(128 + sig);
 	}
-	if (interrupted == 0)
-		interrupted = sig;
+	if (interrupted != 0)
+		return;
+	interrupted = sig;
+	if (sig == SIGINT && !quiet)
+		(void)!write(STDERR_FILENO, first, sizeof first - 1);
 }
 
 void bcg_signals_install(void)
