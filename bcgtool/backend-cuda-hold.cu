@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "backend-cuda.h"
+#include "ops/cuda.h"
 
 static __device__ __forceinline__ unsigned long long global_ns(void)
 {
@@ -26,7 +27,7 @@ extern "C" int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_
 	hold_kernel<<<1, 1, 0, stream>>>((unsigned long long)(us * 1000.0));
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess) {
-		snprintf(msg, len, "hold kernel: %s", cudaGetErrorString(e));
+		snprintf(msg, len, "hold kernel: %s%s", cuda_fault_tag(e), cudaGetErrorString(e));
 		return -1;
 	}
 	return 0;
@@ -44,7 +45,7 @@ extern "C" int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len)
 	fault_kernel<<<1, 1, 0, stream>>>((unsigned *)(uintptr_t)0x10);
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess) {
-		snprintf(msg, len, "fault kernel: %s", cudaGetErrorString(e));
+		snprintf(msg, len, "fault kernel: %s%s", cuda_fault_tag(e), cudaGetErrorString(e));
 		return -1;
 	}
 	return 0;
@@ -76,7 +77,7 @@ extern "C" int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t byt
 	                                          (unsigned *)buf);
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess) {
-		snprintf(msg, len, "cache scrub kernel: %s", cudaGetErrorString(e));
+		snprintf(msg, len, "cache scrub kernel: %s%s", cuda_fault_tag(e), cudaGetErrorString(e));
 		return -1;
 	}
 	return 0;

@@ -120,8 +120,9 @@ struct backend_graph {
 	do {                                                                    \
 		cudaError_t e_ = (call);                                        \
 		if (e_ != cudaSuccess) {                                        \
-			snprintf(msg, len, "%s: %s (%s)", what,                 \
-			         cudaGetErrorString(e_), cudaGetErrorName(e_));  \
+			snprintf(msg, len, "%s: %s%s (%s)", what,               \
+			         cuda_fault_tag(e_), cudaGetErrorString(e_),     \
+			         cudaGetErrorName(e_));                          \
 			goto fail;                                              \
 		}                                                               \
 	} while (0)
@@ -724,8 +725,8 @@ static int cuda_capture_end(struct backend *b, struct backend_graph **out,
 	b->capturing = 0;
 	e = cudaStreamEndCapture(b->stream, &graph);
 	if (e != cudaSuccess) {
-		snprintf(msg, len, "cudaStreamEndCapture: %s (%s)%s", cudaGetErrorString(e),
-		         cudaGetErrorName(e),
+		snprintf(msg, len, "cudaStreamEndCapture: %s%s (%s)%s", cuda_fault_tag(e),
+		         cudaGetErrorString(e), cudaGetErrorName(e),
 		         e == cudaErrorStreamCaptureInvalidated
 		                 ? ": work that cannot be captured ran during the capture" : "");
 		cudaGetLastError();
@@ -901,16 +902,16 @@ static uint32_t cuda_set_features(struct backend *b, uint32_t features)
 	return features & PLAN_FEATURE_PDL;
 }
 
-/* The test hook's fault (backend.h). Launched eagerly it is waited for,
- * so that the error is reported as the op's; captured, it faults where
- * the segment runs. */
-static int cuda_fault(struct backend *b, int capturing, char *msg, size_t len)
+/* The test hook's fault (backend.h). With WAIT it is waited for, so that
+ * the error is reported as the op's; else it faults where the work runs
+ * and CUDA reports it at the next synchronisation, as a real kernel's. */
+static int cuda_fault(struct backend *b, int wait, char *msg, size_t len)
 {
 	cudaError_t e;
 
 	if (cuda_fault_kernel(b->stream, msg, len) != 0)
 		return -1;
-	if (capturing)
+	if (!wait)
 		return 0;
 	if ((e = cudaStreamSynchronize(b->stream)) != cudaSuccess) {
 		snprintf(msg, len, "kernel fault: %s (BCG_TEST_FAULT)", cudaGetErrorString(e));

@@ -301,10 +301,10 @@ static int host_elapsed(struct backend *b, unsigned from, unsigned to, double *m
 
 /* The test hook's fault (backend.h): a reference kernel cannot fault, so
  * the launch fails as a faulting kernel's would. */
-static int host_fault(struct backend *b, int capturing, char *msg, size_t len)
+static int host_fault(struct backend *b, int wait, char *msg, size_t len)
 {
 	(void)b;
-	(void)capturing;
+	(void)wait;
 	snprintf(msg, len, "kernel fault: an illegal memory access (BCG_TEST_FAULT)");
 	return -1;
 }

@@ -141,10 +141,11 @@ struct backend_ops {
 
 	/* Test hook (BCG_TEST_FAULT, engine.h): in place of an op's launch,
 	 * work that faults as a broken kernel does -- on cuda a kernel that
-	 * writes to an invalid address, captured like any launch; launched
-	 * eagerly, it is waited for, so that the error is the op's. The host
-	 * backend fails at once. */
-	int  (*fault)(struct backend *b, int capturing, char *msg, size_t len);
+	 * writes to an invalid address, captured like any launch. With WAIT
+	 * (never while capturing) it is waited for, so that the error is the
+	 * op's; else CUDA reports it at a later call, as a real fault. The
+	 * host backend fails at once. */
+	int  (*fault)(struct backend *b, int wait, char *msg, size_t len);
 };
 
 /* The backend called NAME ("host", "cuda"), or NULL when this build lacks

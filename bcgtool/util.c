@@ -20,7 +20,7 @@
  * the -q flag, the signal that came, the temporary files a signal must
  * remove -- are the program's only mutable globals.
  */
-static int quiet;
+static volatile sig_atomic_t quiet;   /* read by the signal handler */
 static int progress_shown;
 static volatile sig_atomic_t interrupted;
 #define TEMP_MAX 8
@@ -111,15 +111,23 @@ static void remove_temps(void)
 
 static void on_signal(int sig)
 {
+	static const char again[] = "\nbcgtool: interrupted again: stopping now\n";
+	/* Said at once: the step under way may take long, and whoever pressed
+	 * Ctrl-C (or a test) learns that it was heard and what a second does. */
+	static const char first[] = "\nbcgtool: interrupted: stopping after the current step "
+	                            "(interrupt again to stop now)\n";
+
 	if (interrupted != 0 && sig == SIGINT) {
 		/* The second Ctrl-C: no more waiting for a step to end. */
-		static const char msg[] = "\nbcgtool: interrupted again: stopping now\n";
 		remove_temps();
-		(void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+		(void)!write(STDERR_FILENO, again, sizeof again - 1);
 		_exit(128 + sig);
 	}
-	if (interrupted == 0)
-		interrupted = sig;
+	if (interrupted != 0)
+		return;
+	interrupted = sig;
+	if (sig == SIGINT && !quiet)
+		(void)!write(STDERR_FILENO, first, sizeof first - 1);
 }
 
 void bcg_signals_install(void)
@@ -355,7 +363,8 @@ int bcg_read_input(const char *path, char **data, size_t *len)
 	return -1;
 }
 
-int bcg_output_open(struct bcg_output *o, const char *path)
+int bcg_output_try_open(struct bcg_output *o, const char *path, int stream, char *msg,
+                        size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -367,10 +376,11 @@ int bcg_output_open(struct bcg_output *o, const char *path)
 	o->fd = -1;
 	if (strcmp(path, "-") == 0) {
 		o->fd = STDOUT_FILENO;
+		o->f = stream ? stdout : NULL;
 		return 0;
 	}
 	if (base[0] == '\0' || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) {
-		bcg_error("%s: cannot write: is a directory", path);
+		snprintf(msg, len, "cannot write: is a directory");
 		return -1;
 	}
 	dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/")
@@ -384,13 +394,28 @@ int bcg_output_open(struct bcg_output *o, const char *path)
 	}
 	free(dir);
 	if (o->fd < 0) {
-		bcg_error("%s: cannot write: %s", path, strerror(errno));
+		snprintf(msg, len, "cannot write: %s", strerror(errno));
 		free(o->tmp);
 		o->tmp = NULL;
 		return -1;
 	}
 	bcg_temp_register(o->tmp);
+	if (stream && (o->f = fdopen(o->fd, "w")) == NULL) {
+		snprintf(msg, len, "cannot write: %s", strerror(errno));
+		bcg_output_abort(o);
+		return -1;
+	}
 	return 0;
+}
+
+int bcg_output_open(struct bcg_output *o, const char *path)
+{
+	char msg[256];
+
+	if (bcg_output_try_open(o, path, 0, msg, sizeof msg) == 0)
+		return 0;
+	bcg_error("%s: %s", path, msg);
+	return -1;
 }
 
 static int write_all(int fd, const unsigned char *p, size_t len)
@@ -410,20 +435,36 @@ static int write_all(int fd, const unsigned char *p, size_t len)
 	return 0;
 }
 
-int bcg_output_commit(struct bcg_output *o, const void *data, size_t len)
+/* Flush o->f, if any; 0, or -1 with errno. */
+static int flush_stream(struct bcg_output *o)
+{
+	if (o->f == NULL)
+		return 0;
+	if (fflush(o->f) != 0 || ferror(o->f)) {
+		if (errno == 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int bcg_output_try_commit(struct bcg_output *o, const void *data, size_t n, char *msg,
+                          size_t len)
 {
 	const char *step = "write";
 	int rc;
 
 	if (o->tmp == NULL) {
 		fflush(stdout);
-		if (write_all(o->fd, data, len) != 0) {
-			bcg_error("standard output: cannot write: %s", strerror(errno));
+		errno = 0;
+		if (flush_stream(o) != 0 || write_all(o->fd, data, n) != 0) {
+			snprintf(msg, len, "cannot write: %s", strerror(errno));
 			return -1;
 		}
 		return 0;
 	}
-	rc = write_all(o->fd, data, len);
+	errno = 0;
+	rc = flush_stream(o) == 0 && write_all(o->fd, data, n) == 0 ? 0 : -1;
 	/* A file system that cannot sync says EINVAL: nothing more to do. */
 	if (rc == 0 && fsync(o->fd) != 0 && errno != EINVAL && errno != ENOTSUP) {
 		step = "fsync";
@@ -431,7 +472,8 @@ int bcg_output_commit(struct bcg_output *o, const void *data, size_t len)
 	}
 	if (rc == 0) {
 		step = "close";
-		rc = close(o->fd);
+		rc = o->f != NULL ? fclose(o->f) : close(o->fd);
+		o->f = NULL;
 		o->fd = -1;
 	}
 	if (rc == 0 && rename(o->tmp, o->path) != 0) {
@@ -439,7 +481,7 @@ int bcg_output_commit(struct bcg_output *o, const void *data, size_t len)
 		rc = -1;
 	}
 	if (rc != 0) {
-		bcg_error("%s: cannot write: %s failed: %s", o->path, step, strerror(errno));
+		snprintf(msg, len, "cannot write: %s failed: %s", step, strerror(errno));
 		bcg_output_abort(o);
 		return -1;
 	}
@@ -449,12 +491,26 @@ int bcg_output_commit(struct bcg_output *o, const void *data, size_t len)
 	return 0;
 }
 
+int bcg_output_commit(struct bcg_output *o, const void *data, size_t len)
+{
+	char msg[256];
+
+	if (bcg_output_try_commit(o, data, len, msg, sizeof msg) == 0)
+		return 0;
+	bcg_error("%s: %s", o->tmp == NULL && strcmp(o->path, "-") == 0 ? "standard output"
+	                                                                  : o->path, msg);
+	return -1;
+}
+
 void bcg_output_abort(struct bcg_output *o)
 {
 	if (o->tmp == NULL)
 		return;
-	if (o->fd >= 0)
+	if (o->f != NULL)
+		fclose(o->f);
+	else if (o->fd >= 0)
 		close(o->fd);
+	o->f = NULL;
 	o->fd = -1;
 	unlink(o->tmp);
 	bcg_temp_forget(o->tmp);

@@ -60,19 +60,29 @@ void bcg_temp_forget(const char *path);
 
 /*
  * An output file written atomically: created early as a temporary file
- * next to PATH (so that an unwritable place fails before the work), then
- * renamed over PATH by bcg_output_commit, or removed by bcg_output_abort.
- * PATH "-" is standard output. Errors are printed ("bcgtool: PATH: cannot
- * write: why") and return -1.
+ * next to PATH (so that an unwritable place fails before the work; a
+ * signal that ends the process removes it), then renamed over PATH by
+ * bcg_output_commit, or removed by bcg_output_abort. PATH "-" is standard
+ * output. Errors are printed ("bcgtool: PATH: cannot write: why") and
+ * return -1.
  */
 struct bcg_output {
 	const char *path;
 	char       *tmp;       /* NULL for standard output */
 	int         fd;
+	FILE       *f;         /* the stream of bcg_output_try_open's STREAM */
 };
 int bcg_output_open(struct bcg_output *o, const char *path);
 int bcg_output_commit(struct bcg_output *o, const void *data, size_t len);
 void bcg_output_abort(struct bcg_output *o);
+/* The same, printing nothing: -1 with "cannot write: why" in MSG (for
+ * callers that add their own context). STREAM: o->f is a stream on the
+ * file (standard output for "-"), written with stdio; commit then flushes
+ * it before DATA, if any, is written. */
+int bcg_output_try_open(struct bcg_output *o, const char *path, int stream, char *msg,
+                        size_t len);
+int bcg_output_try_commit(struct bcg_output *o, const void *data, size_t n, char *msg,
+                          size_t len);
 
 /* Allocation that cannot return NULL: on failure print "out of memory" and
  * exit with BCG_EXIT_RUNTIME. Use where there is no better recovery. */

@@ -3,33 +3,74 @@ test_description='progress on a terminal, -q, and SIGINT/SIGTERM: a partial summ
 . "$(dirname "$0")/test-lib.sh"
 
 small="$SAMPLES/llama-decode-small.yaml"
+big="$TEST_DATA/scripts/big-product.yaml"
 
-# wait_for FILE PATTERN: until FILE holds PATTERN (at most 60 s).
+# Every wait here has a bound of its own, and no program is left running
+# when a step ends, whatever happens: a run-away process would keep the
+# test's output open and make `make check` wait for it.
+
+# wait_for FILE PATTERN: until FILE holds PATTERN, at most 120 s (a loaded
+# machine, a sanitizer build); fails and says so after that.
 wait_for() {
-	_i=0
+	_end=$(($(date +%s) + 120))
 	while ! grep -q "$2" "$1" 2>/dev/null; do
-		_i=$((_i + 1))
-		test $_i -le 300 || { echo >&2 "wait_for: no '$2' in $1"; return 1; }
+		test "$(date +%s)" -le $_end || { echo >&2 "wait_for: no '$2' in $1"; return 1; }
 		sleep 0.1
 	done
 }
 
-# interrupt SIGNAL PATTERN CMD...: run the program with CMD's arguments in
-# the background (stdout in out, stderr in err, progress forced on), send
-# SIGNAL once its stderr shows PATTERN, and leave its exit status in
-# $status. The pattern shows that the work has begun, so that the signal
-# reaches the handler and not the start of the process.
+# start CMD...: the program with CMD's arguments in the background, stdout
+# in out, stderr in err, progress forced on; its process id in $pid.
+# It must be a simple command of its own: the shell runs `a && b &` as a
+# subshell that ignores SIGINT, and $! is then the subshell's id, so that
+# the signals never reach the program (bash does this; dash execs b).
+start() {
+	rm -f out err
+	BCG_PROGRESS=always "$BCGTOOL" "$@" >out 2>err </dev/null &
+	pid=$!
+}
+
+# finish SECONDS: wait for $pid to end, at most SECONDS, then kill it;
+# its exit status in $status (137 when it had to be killed). A watchdog,
+# with its output away from the test's, kills the program at the limit;
+# it ends by itself once the program has.
+finish() {
+	(
+		_end=$(($(date +%s) + $1))
+		while kill -0 $pid 2>/dev/null; do
+			if test "$(date +%s)" -gt $_end; then
+				kill -KILL $pid
+				exit 0
+			fi
+			sleep 0.1
+		done
+	) </dev/null >/dev/null 2>&1 &
+	_dog=$!
+	wait $pid
+	status=$?
+	kill $_dog 2>/dev/null
+	wait $_dog 2>/dev/null
+	test $status != 137 || echo >&2 "finish: still running after $1 s: killed"
+	return 0
+}
+
+# interrupt SIGNAL PATTERN CMD...: start CMD, send SIGNAL once its stderr
+# shows PATTERN, and leave its exit status in $status. The pattern shows
+# that the work has begun, so that the signal reaches the handler and not
+# the start of the process. Fails (the program killed) when the pattern
+# never shows.
 interrupt() {
 	_sig=$1
 	_pat=$2
 	shift 2
-	rm -f out err
-	BCG_PROGRESS=always "$BCGTOOL" "$@" >out 2>err &
-	_pid=$!
-	wait_for err "$_pat" || { kill -KILL $_pid; return 1; }
-	kill -$_sig $_pid
-	wait $_pid
-	status=$?
+	start "$@"
+	if ! wait_for err "$_pat"; then
+		kill -KILL $pid
+		finish 10
+		return 1
+	fi
+	kill -$_sig $pid
+	finish 120
 }
 
 test_expect_success 'setup: a plan of the small sample, on the host' '
@@ -119,6 +160,36 @@ test_expect_success 'capture: SIGINT; no plan, no temporary file, the old plan k
 	ls -A outdir >files &&
 	echo x.plan >expect &&
 	test_cmp expect files
+'
+
+test_expect_success 'the first SIGINT says that the step goes on and what a second does' '
+	interrupt INT "capture: variant" capture --backend host --no-tune --steps 10000 \
+		-o first.plan "$small" &&
+	test $status = 130 &&
+	test_grep "^bcgtool: interrupted: stopping after the current step (interrupt again to stop now)$" err &&
+	! test_grep "interrupted again" err
+'
+
+test_expect_success 'a second SIGINT within a step ends the process at once: 130, temporaries removed' '
+	mkdir out2 &&
+	start capture --backend host --no-tune -o out2/big.plan "$big" &&
+	{
+		# Inside the first reference step, one product of many seconds:
+		# the first SIGINT waits for its end, the second does not.
+		wait_for err "capture: variant 1 of 1 (1 tokens): reference" &&
+		kill -INT $pid &&
+		wait_for err "interrupted: stopping after the current step" &&
+		kill -INT $pid
+		sent=$?
+		finish 120
+	} &&
+	test $sent = 0 &&
+	test $status = 130 &&
+	test_grep "^bcgtool: interrupted again: stopping now$" err &&
+	! test_grep "interrupted by SIGINT" err &&
+	test_cmp /dev/null out &&
+	ls -A out2 >files &&
+	test_cmp /dev/null files
 '
 
 test_done

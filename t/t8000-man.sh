@@ -78,7 +78,7 @@ test_expect_success 'bcgtool(1) documents the common options every --help lists'
 
 test_expect_success 'the pages name the environment and exit statuses of bcgtool(1)' '
 	page_text "$man/bcgtool.1" >page &&
-	for v in BCG_BACKEND BCG_PROGRESS BCG_TEST_FAULT NO_COLOR SOURCE_DATE_EPOCH NVTX_INJECTION64_PATH; do
+	for v in BCG_BACKEND BCG_PROGRESS BCG_SYNC BCG_TEST_FAULT NO_COLOR SOURCE_DATE_EPOCH NVTX_INJECTION64_PATH; do
 		test_grep "^$v\$" page || return 1
 	done &&
 	section_text "$man/bcgtool.1" "EXIT STATUS" >exit &&

@@ -59,10 +59,17 @@ void engine_report(const struct engine_error *err, const plan_t *plan, const cha
 
 	if (script == NULL)
 		script = plan_get_meta(plan)->script;
+	/* A kernel's fault shows at a later call, maybe a later op's. */
+	const char *hint = err->exit == BCG_EXIT_RUNTIME && strstr(err->msg, "kernel fault") &&
+	                   engine_sync_mode() != 1
+	                           ? "; CUDA reports a kernel's fault at a later wait, maybe "
+	                             "after other ops: BCG_SYNC=1 names the op or segment at fault"
+	                           : "";
+
 	if (o != NULL && o->line > 0 && script[0] != '\0')
-		bcg_error_at(script, o->line, o->col, "%s", err->msg);
+		bcg_error_at(script, o->line, o->col, "%s%s", err->msg, hint);
 	else
-		bcg_error("%s", err->msg);
+		bcg_error("%s%s", err->msg, hint);
 }
 
 void engine_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len)
@@ -391,9 +398,23 @@ static int engine_test_fault(struct engine_fault *f, struct engine_error *err)
 		f->kind = ENGINE_FAULT_BREAK;
 		snprintf(f->op, sizeof f->op, "%s", v + 6);
 		return 0;
+	} else if (strncmp(v, "eager:", 6) == 0 && v[6] != '\0') {
+		f->kind = ENGINE_FAULT_EAGER;
+		snprintf(f->op, sizeof f->op, "%s", v + 6);
+		return 0;
 	}
 	return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
-	                   "BCG_TEST_FAULT: '%s' is not oom:BYTES, kernel:OP or break:OP", v);
+	                   "BCG_TEST_FAULT: '%s' is not oom:BYTES, kernel:OP, break:OP or eager:OP",
+	                   v);
+}
+
+int engine_sync_mode(void)
+{
+	const char *v = getenv("BCG_SYNC");
+
+	if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0)
+		return 0;
+	return strcmp(v, "1") == 0 ? 1 : -1;
 }
 
 int engine_weight_changed(const struct engine *e, uint32_t i)
@@ -543,6 +564,11 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 	e->arena_bytes = layout->arena_bytes;
 	if (engine_test_fault(&e->fault, err) != 0)
 		goto fail;
+	if (engine_sync_mode() < 0) {
+		engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "BCG_SYNC: '%s' is not 1 (on) or 0 (off)",
+		            getenv("BCG_SYNC"));
+		goto fail;
+	}
 	e->be = backend_find(strcmp(backend, "auto") == 0 ? "cuda" : backend);
 	if (e->be == NULL && strcmp(backend, "auto") == 0) {
 		e->be = backend_find("host");
@@ -599,6 +625,7 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 		goto fail;
 	}
 	e->sync_in_capture = getenv("BCG_TEST_SYNC_IN_CAPTURE");
+	e->sync_each = engine_sync_mode() == 1;
 	/* Choices and features belong to the backend that captured them. */
 	e->use_choices = plan_get_meta(program)->backend == e->be->kind;
 	engine_set_features(e, e->use_choices ? plan_get_meta(program)->features : 0);
@@ -762,7 +789,8 @@ static int engine_launch_fault(struct engine *e, uint32_t op, int *faulted,
 
 	*faulted = 0;
 	if (e->fault.kind == ENGINE_FAULT_KERNEL ? !e->capturing :
-	    e->fault.kind == ENGINE_FAULT_BREAK ? !e->in_break : 1)
+	    e->fault.kind == ENGINE_FAULT_BREAK ? !e->in_break :
+	    e->fault.kind == ENGINE_FAULT_EAGER ? e->capturing || e->in_break : 1)
 		return 0;
 	plan_op_label(e->plan, op, name, sizeof name);
 	if (strcmp(name, e->fault.op) != 0)
@@ -770,7 +798,7 @@ static int engine_launch_fault(struct engine *e, uint32_t op, int *faulted,
 	*faulted = 1;
 	if (e->be->fault == NULL)
 		snprintf(err->msg, sizeof err->msg, "the %s backend cannot stage a fault", e->be->name);
-	else if (e->be->fault(e->b, e->capturing, err->msg, sizeof err->msg) == 0)
+	else if (e->be->fault(e->b, e->in_break, err->msg, sizeof err->msg) == 0)
 		return 0;
 	return -1;
 }
@@ -790,6 +818,15 @@ int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,
 		char label[128];
 		engine_op_label(e->plan, op, label, sizeof label);
 		return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s: %s", label, err->msg);
+	}
+	/* BCG_SYNC: a fault of this launch is reported as this op's. */
+	if (e->sync_each && !e->capturing &&
+	    e->be->sync(e->b, err->msg, sizeof err->msg) != 0) {
+		char label[128];
+		engine_op_label(e->plan, op, label, sizeof label);
+		return engine_fail(err, BCG_EXIT_RUNTIME, op,
+		                   "op %s, waited for after its launch (BCG_SYNC=1): %s", label,
+		                   err->msg);
 	}
 	return 0;
 }

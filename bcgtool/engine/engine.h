@@ -44,10 +44,26 @@ int engine_fail_backend(struct engine_error *err, const char *what);
  * in a test (bcgtool(1), ENVIRONMENT; never for users):
  *   oom:BYTES    the arena's allocation fails when it needs more than BYTES;
  *   kernel:OP    op OP faults where it is captured into a segment;
- *   break:OP     op OP faults where it runs as a breakpoint.
+ *   break:OP     op OP faults where it runs as a breakpoint (waited for:
+ *                the error is the op's);
+ *   eager:OP     op OP faults where it runs eagerly and not as a
+ *                breakpoint (reference steps, warm-up, run), not waited
+ *                for: CUDA reports it later, as a real fault.
  * OP is the op's name as plan_op_label() writes it.
  */
-enum { ENGINE_FAULT_NONE, ENGINE_FAULT_OOM, ENGINE_FAULT_KERNEL, ENGINE_FAULT_BREAK };
+enum { ENGINE_FAULT_NONE, ENGINE_FAULT_OOM, ENGINE_FAULT_KERNEL, ENGINE_FAULT_BREAK,
+       ENGINE_FAULT_EAGER };
+
+/*
+ * BCG_SYNC=1 (bcgtool(1), ENVIRONMENT), for finding a faulting kernel:
+ * CUDA reports a kernel's fault at the next synchronisation, so without
+ * it the error may be blamed on a later op. With it the engine waits for
+ * the device after every eager launch (reference steps, the warm-up before
+ * each capture, breakpoints, run) and after every segment launch, and a
+ * fault is reported with that op or segment. Off: "0" or empty or unset.
+ * Returns 1 or 0, or -1 for another value.
+ */
+int engine_sync_mode(void);
 struct engine_fault {
 	int      kind;
 	char     op[128];
@@ -124,6 +140,7 @@ struct engine {
 	const char               *progress_label;  /* what replay_measure's
 	                                              progress line says */
 	struct engine_fault       fault;     /* test hook, see above */
+	int                       sync_each; /* BCG_SYNC, see above */
 	int                       capturing; /* launches go into a segment */
 	int                       in_break;  /* the launch is a breakpoint's */
 	/* Weights read from checkpoints (the plan's weight sources): the

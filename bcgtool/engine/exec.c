@@ -40,6 +40,18 @@ static int exec_test_sync(struct engine *e, uint32_t op, struct engine_error *er
 	return e->be->sync(e->b, err->msg, sizeof err->msg);
 }
 
+/* BCG_SYNC (engine.h): wait for segment IT after its launch, so that a
+ * fault in it is reported as its own, with the ops it holds. */
+static int exec_sync_segment(struct engine *e, const struct exec_item *it,
+                             struct engine_error *err)
+{
+	if (!e->sync_each || e->be->sync(e->b, err->msg, sizeof err->msg) == 0)
+		return 0;
+	return engine_fail(err, BCG_EXIT_RUNTIME, it->op_first,
+	                   "%s (ops %u to %u), waited for after its launch (BCG_SYNC=1): %s",
+	                   it->label, it->op_first, it->op_first + it->op_count - 1, err->msg);
+}
+
 /* Launch, outside any capture, exactly what the capture will record:
  * lazily loaded modules, cuBLAS's choices for these shapes and graph-safe
  * forms all meet the GPU here first, never inside a capture (a new
@@ -191,6 +203,8 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 				            it->label, err->msg);
 				goto fail;
 			}
+			if (exec_sync_segment(e, it, err) != 0)
+				goto fail;
 		} else {
 			nvtx_push_registered(e->nvtx, NVTX_KIND_BREAK, it->nvtx_name, 0);
 			e->in_break = 1;

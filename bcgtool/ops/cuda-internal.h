@@ -198,8 +198,8 @@ static inline int cuda_check_launch(const char *kernel, char *msg, size_t len)
 	cudaError_t err = cudaGetLastError();
 
 	if (err != cudaSuccess)
-		return cuda_fail(msg, len, "launch of %s failed: %s (%s)", kernel,
-		                 cudaGetErrorString(err), cudaGetErrorName(err));
+		return cuda_fail(msg, len, "launch of %s failed: %s%s (%s)", kernel,
+		                 cuda_fault_tag(err), cudaGetErrorString(err), cudaGetErrorName(err));
 	return 0;
 }
 
@@ -319,8 +319,8 @@ static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*k
 	if (err == cudaSuccess)
 		err = cudaGetLastError();
 	if (err != cudaSuccess)
-		return cuda_fail(msg, len, "launch of %s failed: %s (%s)", name,
-		                 cudaGetErrorString(err), cudaGetErrorName(err));
+		return cuda_fail(msg, len, "launch of %s failed: %s%s (%s)", name,
+		                 cuda_fault_tag(err), cudaGetErrorString(err), cudaGetErrorName(err));
 	return 0;
 }
 

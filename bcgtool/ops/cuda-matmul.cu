@@ -115,10 +115,15 @@ static int cuda_gemm_cublas(const char *who, const struct cuda_product *p, void 
 	                  &beta,
 	                  out, cuda_matmul_type(dto), (int)ncols,
 	                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return cuda_fail(msg, len, "%s: cublasGemmEx (M %lld, N %lld, K %lld) failed: %s", who,
-		                 (long long)p->M, (long long)ncols, (long long)p->K,
-		                 cublasGetStatusString(st));
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		/* An earlier kernel's fault makes cuBLAS fail too: say which. */
+		cudaError_t e = cudaPeekAtLastError();
+		const char *tag = cuda_fault_tag(e);
+		return cuda_fail(msg, len, "%s: cublasGemmEx (M %lld, N %lld, K %lld) failed: %s%s%s%s",
+		                 who, (long long)p->M, (long long)ncols, (long long)p->K,
+		                 cublasGetStatusString(st), tag[0] ? "; " : "", tag,
+		                 tag[0] ? cudaGetErrorString(e) : "");
+	}
 	return 0;
 }
 

@@ -48,6 +48,14 @@ struct rope_freqs {
 	float f[ROPE_MAX_PAIRS];
 };
 
+/* FREQS for head_dim D (D / 2 <= ROPE_MAX_PAIRS), the rest zero. */
+static void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d)
+{
+	memset(freqs, 0, sizeof *freqs);
+	for (int64_t i = 0; i < d / 2; i++)
+		freqs->f[i] = (float)pow(theta, -(double)(2 * i) / (double)d);
+}
+
 /* x, out [T, heads*head_dim]. Work item (t, h, i) for i < per_head, where
  * per_head is head_dim/2 pairs plus, for an odd head_dim, one more item
  * that copies the head's last element unrotated. */
@@ -104,9 +112,7 @@ extern "C" int cuda_run_rope(const struct op_call *call, const struct cuda_op_ct
 	int64_t total = T * heads * (head_dim / 2 + (head_dim & 1));
 	if (total <= 0)
 		return 0;
-	memset(&freqs, 0, sizeof freqs);
-	for (int64_t i = 0; i < head_dim / 2; i++)
-		freqs.f[i] = (float)pow(theta, -(double)(2 * i) / (double)head_dim);
+	rope_freqs_fill(&freqs, theta, head_dim);
 	bcg_rope_kernel<<<cuda_ew_blocks(total, ctx->sm_count), CUDA_EW_THREADS, 0, ctx->stream>>>(
 		x->data, x->dtype, static_cast<const int32_t *>(pos->data), out->data, out->dtype,
 		T, heads, head_dim, freqs);
@@ -115,11 +121,19 @@ extern "C" int cuda_run_rope(const struct op_call *call, const struct cuda_op_ct
 
 /* qkv [T, (H + 2 KVH) * D]; q [T, H * D]; caches [S, KVH * D]. Per token:
  * H * PH items of q, KVH * PH of k (PH = D / 2 pairs, plus one that copies
- * the last element of an odd head), KVH * D of v. */
-__global__ void bcg_rope_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
-                                         void *q, int dtq, void *kc, int dtk, void *vc,
-                                         int dtv, int64_t T, int64_t H, int64_t KVH, int64_t D,
-                                         int64_t S, struct rope_freqs freqs)
+ * the last element of an odd head), KVH * D of v. The cache row of token t
+ * is its position pos[t] (rope_kv_write) or, PAGED, its slot slots[t]
+ * (rope_paged_kv_write: a slot in [0, S), S = NB * BS rows, while pos[t]
+ * still gives the rotation); a row outside [0, S) -- a position past the
+ * cache, the pad slot -- is not written. The two kernels below are this
+ * one body, so that their names stay those that plans record. */
+template <bool PAGED>
+__device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, const int32_t *pos,
+                                                   const int32_t *slots, void *q, int dtq,
+                                                   void *kc, int dtk, void *vc, int dtv,
+                                                   int64_t T, int64_t H, int64_t KVH,
+                                                   int64_t D, int64_t S,
+                                                   const struct rope_freqs &freqs)
 {
 	const int64_t half = D / 2, ph = half + (D & 1);
 	const int64_t width = (H + 2 * KVH) * D, kvw = KVH * D;
@@ -130,109 +144,7 @@ __global__ void bcg_rope_kv_write_kernel(const void *qkv, int dtx, const int32_t
 	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
 	     n += (int64_t)gridDim.x * blockDim.x) {
 		const int64_t t = n / per_tok, r = n - t * per_tok;
-		const int64_t p = pos[t];
-		const bool in_cache = p >= 0 && p < S;
-		if (r >= nq + nk) {                     /* v: moved as it is */
-			const int64_t j = r - nq - nk;
-			if (in_cache)
-				cuda_rope_copy(static_cast<const char *>(qkv) +
-				               (t * width + (H + KVH) * D) * (int64_t)cuda_dtype_size(dtx),
-				               dtx,
-				               static_cast<char *>(vc) + p * kvw * (int64_t)cuda_dtype_size(dtv),
-				               dtv, j);
-			continue;
-		}
-		const bool is_k = r >= nq;
-		const int64_t rr = is_k ? r - nq : r, h = rr / ph, i = rr - h * ph;
-		if (is_k && !in_cache)
-			continue;
-		const int64_t src = t * width + (is_k ? H * D : 0) + h * D;
-		void *dst = is_k ? kc : q;
-		const int dtd = is_k ? dtk : dtq;
-		const int64_t dbase = is_k ? p * kvw + h * D : t * H * D + h * D;
-		if (i >= half) {
-			/* odd head_dim: the head's last element stays as it is */
-			const size_t xs = cuda_dtype_size(dtx), ds = cuda_dtype_size(dtd);
-			cuda_rope_copy(static_cast<const char *>(qkv) + src * (int64_t)xs, dtx,
-			               static_cast<char *>(dst) + dbase * (int64_t)ds, dtd, D - 1);
-			continue;
-		}
-		float a = __fmul_rn((float)p, freqs.f[i]);
-		float c = cosf(a), s = sinf(a);
-		float x1 = cuda_ld(qkv, dtx, src + i), x2 = cuda_ld(qkv, dtx, src + i + half);
-		/* Products rounded before the sums, as on the host, not fused. */
-		cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
-		cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
-	}
-	cuda_pdl_trigger();
-}
-
-extern "C" int cuda_run_rope_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
-                                      char *msg, size_t len)
-{
-	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1];
-	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
-	int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
-	int64_t D = call->attr[RKV_HEAD_DIM].i;
-	double theta = call->attr[RKV_THETA].f;
-	int64_t T = cuda_numel(pos), S = cuda_rows(kc);
-	struct rope_freqs freqs;
-
-	if (!cuda_is_float_dtype(qkv->dtype) || pos->dtype != PLAN_DTYPE_I32 ||
-	    !cuda_is_float_dtype(q->dtype) || !cuda_is_float_dtype(kc->dtype) ||
-	    !cuda_is_float_dtype(vc->dtype))
-		return cuda_fail(msg, len, "rope_kv_write: dtypes qkv %s, pos %s, q %s, k_cache %s, "
-		                 "v_cache %s not supported", cuda_dtype_name(qkv->dtype),
-		                 cuda_dtype_name(pos->dtype), cuda_dtype_name(q->dtype),
-		                 cuda_dtype_name(kc->dtype), cuda_dtype_name(vc->dtype));
-	if (H < 1 || KVH < 1 || D < 1)
-		return cuda_fail(msg, len, "rope_kv_write: heads %lld, kv_heads %lld and head_dim %lld "
-		                 "must be positive", (long long)H, (long long)KVH, (long long)D);
-	if (D / 2 > ROPE_MAX_PAIRS)
-		return cuda_fail(msg, len, "rope_kv_write: head_dim %lld is above the %d this kernel "
-		                 "takes", (long long)D, 2 * ROPE_MAX_PAIRS);
-	if (cuda_numel(qkv) != T * (H + 2 * KVH) * D || cuda_cols(qkv) != (H + 2 * KVH) * D)
-		return cuda_fail(msg, len, "rope_kv_write: qkv must be [%lld, %lld]", (long long)T,
-		                 (long long)((H + 2 * KVH) * D));
-	if (cuda_numel(q) != T * H * D)
-		return cuda_fail(msg, len, "rope_kv_write: q must be [%lld, %lld]", (long long)T,
-		                 (long long)(H * D));
-	if (cuda_cols(kc) != KVH * D || cuda_cols(vc) != KVH * D || cuda_rows(vc) != S)
-		return cuda_fail(msg, len, "rope_kv_write: k_cache and v_cache must be [S, %lld] alike",
-		                 (long long)(KVH * D));
-	int64_t total = T * ((H + KVH) * (D / 2 + (D & 1)) + KVH * D);
-	if (total <= 0)
-		return 0;
-	memset(&freqs, 0, sizeof freqs);
-	for (int64_t i = 0; i < D / 2; i++)
-		freqs.f[i] = (float)pow(theta, -(double)(2 * i) / (double)D);
-	return cuda_launch(ctx, "bcg_rope_kv_write_kernel", bcg_rope_kv_write_kernel,
-	                   dim3(cuda_ew_blocks(total, ctx->sm_count)), dim3(CUDA_EW_THREADS), msg,
-	                   len, (const void *)qkv->data, qkv->dtype,
-	                   static_cast<const int32_t *>(pos->data), q->data, q->dtype, kc->data,
-	                   kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
-}
-
-/* rope_paged_kv_write: as bcg_rope_kv_write_kernel, the cache row of token
- * t being slots[t] (in [0, S), S = NB * BS rows of W) while pos[t] gives
- * the rotation; a slot outside [0, S) -- the pad slot -- writes no cache
- * row. */
-__global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
-                                               const int32_t *slots, void *q, int dtq, void *kc,
-                                               int dtk, void *vc, int dtv, int64_t T, int64_t H,
-                                               int64_t KVH, int64_t D, int64_t S,
-                                               struct rope_freqs freqs)
-{
-	const int64_t half = D / 2, ph = half + (D & 1);
-	const int64_t width = (H + 2 * KVH) * D, kvw = KVH * D;
-	const int64_t nq = H * ph, nk = KVH * ph, per_tok = nq + nk + kvw;
-	const int64_t total = T * per_tok;
-
-	cuda_pdl_wait();
-	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
-	     n += (int64_t)gridDim.x * blockDim.x) {
-		const int64_t t = n / per_tok, r = n - t * per_tok;
-		const int64_t p = pos[t], row = slots[t];
+		const int64_t p = pos[t], row = PAGED ? (int64_t)slots[t] : p;
 		const bool in_cache = row >= 0 && row < S;
 		if (r >= nq + nk) {                     /* v: moved as it is */
 			const int64_t j = r - nq - nk;
@@ -253,6 +165,7 @@ __global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const i
 		const int dtd = is_k ? dtk : dtq;
 		const int64_t dbase = is_k ? row * kvw + h * D : t * H * D + h * D;
 		if (i >= half) {
+			/* odd head_dim: the head's last element stays as it is */
 			const size_t xs = cuda_dtype_size(dtx), ds = cuda_dtype_size(dtd);
 			cuda_rope_copy(static_cast<const char *>(qkv) + src * (int64_t)xs, dtx,
 			               static_cast<char *>(dst) + dbase * (int64_t)ds, dtd, D - 1);
@@ -261,16 +174,39 @@ __global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const i
 		float a = __fmul_rn((float)p, freqs.f[i]);
 		float c = cosf(a), s = sinf(a);
 		float x1 = cuda_ld(qkv, dtx, src + i), x2 = cuda_ld(qkv, dtx, src + i + half);
+		/* Products rounded before the sums, as on the host, not fused. */
 		cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
 		cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
 	}
 	cuda_pdl_trigger();
 }
 
-extern "C" int cuda_run_rope_paged_kv_write(const struct op_call *call,
-                                            const struct cuda_op_ctx *ctx, char *msg, size_t len)
+__global__ void bcg_rope_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
+                                         void *q, int dtq, void *kc, int dtk, void *vc,
+                                         int dtv, int64_t T, int64_t H, int64_t KVH, int64_t D,
+                                         int64_t S, struct rope_freqs freqs)
 {
-	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1], *slots = &call->in[2];
+	rope_kv_write_body<false>(qkv, dtx, pos, NULL, q, dtq, kc, dtk, vc, dtv, T, H, KVH, D, S,
+	                          freqs);
+}
+
+__global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
+                                               const int32_t *slots, void *q, int dtq, void *kc,
+                                               int dtk, void *vc, int dtv, int64_t T, int64_t H,
+                                               int64_t KVH, int64_t D, int64_t S,
+                                               struct rope_freqs freqs)
+{
+	rope_kv_write_body<true>(qkv, dtx, pos, slots, q, dtq, kc, dtk, vc, dtv, T, H, KVH, D, S,
+	                         freqs);
+}
+
+/* The launch of rope_kv_write (SLOTS NULL) or rope_paged_kv_write: the
+ * operands checked, the frequencies computed, one kernel launched. */
+static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                const struct op_tensor *slots, char *msg, size_t len)
+{
+	const char *what = slots ? "rope_paged_kv_write" : "rope_kv_write";
+	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1];
 	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
 	int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
 	int64_t D = call->attr[RKV_HEAD_DIM].i;
@@ -279,40 +215,55 @@ extern "C" int cuda_run_rope_paged_kv_write(const struct op_call *call,
 	struct rope_freqs freqs;
 
 	if (!cuda_is_float_dtype(qkv->dtype) || pos->dtype != PLAN_DTYPE_I32 ||
-	    slots->dtype != PLAN_DTYPE_I32 || !cuda_is_float_dtype(q->dtype) ||
+	    (slots && slots->dtype != PLAN_DTYPE_I32) || !cuda_is_float_dtype(q->dtype) ||
 	    !cuda_is_float_dtype(kc->dtype) || !cuda_is_float_dtype(vc->dtype))
-		return cuda_fail(msg, len, "rope_paged_kv_write: dtypes qkv %s, pos %s, slots %s, "
-		                 "q %s, k_cache %s, v_cache %s not supported",
-		                 cuda_dtype_name(qkv->dtype), cuda_dtype_name(pos->dtype),
-		                 cuda_dtype_name(slots->dtype), cuda_dtype_name(q->dtype),
+		return cuda_fail(msg, len, "%s: dtypes qkv %s, pos %s%s%s, q %s, k_cache %s, "
+		                 "v_cache %s not supported", what, cuda_dtype_name(qkv->dtype),
+		                 cuda_dtype_name(pos->dtype), slots ? ", slots " : "",
+		                 slots ? cuda_dtype_name(slots->dtype) : "", cuda_dtype_name(q->dtype),
 		                 cuda_dtype_name(kc->dtype), cuda_dtype_name(vc->dtype));
 	if (H < 1 || KVH < 1 || D < 1)
-		return cuda_fail(msg, len, "rope_paged_kv_write: heads %lld, kv_heads %lld and "
-		                 "head_dim %lld must be positive", (long long)H, (long long)KVH,
-		                 (long long)D);
+		return cuda_fail(msg, len, "%s: heads %lld, kv_heads %lld and head_dim %lld "
+		                 "must be positive", what, (long long)H, (long long)KVH, (long long)D);
 	if (D / 2 > ROPE_MAX_PAIRS)
-		return cuda_fail(msg, len, "rope_paged_kv_write: head_dim %lld is above the %d this "
-		                 "kernel takes", (long long)D, 2 * ROPE_MAX_PAIRS);
-	if (cuda_numel(qkv) != T * (H + 2 * KVH) * D || cuda_cols(qkv) != (H + 2 * KVH) * D ||
-	    cuda_numel(slots) != T)
-		return cuda_fail(msg, len, "rope_paged_kv_write: qkv must be [%lld, %lld] and slots "
-		                 "[%lld]", (long long)T, (long long)((H + 2 * KVH) * D), (long long)T);
+		return cuda_fail(msg, len, "%s: head_dim %lld is above the %d this kernel takes", what,
+		                 (long long)D, 2 * ROPE_MAX_PAIRS);
+	if (cuda_numel(qkv) != T * (H + 2 * KVH) * D || cuda_cols(qkv) != (H + 2 * KVH) * D)
+		return cuda_fail(msg, len, "%s: qkv must be [%lld, %lld]", what, (long long)T,
+		                 (long long)((H + 2 * KVH) * D));
+	if (slots && cuda_numel(slots) != T)
+		return cuda_fail(msg, len, "%s: slots must be [%lld]", what, (long long)T);
 	if (cuda_numel(q) != T * H * D)
-		return cuda_fail(msg, len, "rope_paged_kv_write: q must be [%lld, %lld]",
-		                 (long long)T, (long long)(H * D));
+		return cuda_fail(msg, len, "%s: q must be [%lld, %lld]", what, (long long)T,
+		                 (long long)(H * D));
 	if (cuda_cols(kc) != KVH * D || cuda_cols(vc) != KVH * D || cuda_rows(vc) != S)
-		return cuda_fail(msg, len, "rope_paged_kv_write: k_cache and v_cache must be "
-		                 "[NB, BS, %lld] alike", (long long)(KVH * D));
+		return cuda_fail(msg, len, "%s: k_cache and v_cache must be [%s, %lld] alike", what,
+		                 slots ? "NB, BS" : "S", (long long)(KVH * D));
 	int64_t total = T * ((H + KVH) * (D / 2 + (D & 1)) + KVH * D);
 	if (total <= 0)
 		return 0;
-	memset(&freqs, 0, sizeof freqs);
-	for (int64_t i = 0; i < D / 2; i++)
-		freqs.f[i] = (float)pow(theta, -(double)(2 * i) / (double)D);
+	rope_freqs_fill(&freqs, theta, D);
+	dim3 grid(cuda_ew_blocks(total, ctx->sm_count)), block(CUDA_EW_THREADS);
+	if (slots == NULL)
+		return cuda_launch(ctx, "bcg_rope_kv_write_kernel", bcg_rope_kv_write_kernel, grid,
+		                   block, msg, len, (const void *)qkv->data, qkv->dtype,
+		                   static_cast<const int32_t *>(pos->data), q->data, q->dtype,
+		                   kc->data, kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
 	return cuda_launch(ctx, "bcg_rope_paged_kv_write_kernel", bcg_rope_paged_kv_write_kernel,
-	                   dim3(cuda_ew_blocks(total, ctx->sm_count)), dim3(CUDA_EW_THREADS), msg,
-	                   len, (const void *)qkv->data, qkv->dtype,
+	                   grid, block, msg, len, (const void *)qkv->data, qkv->dtype,
 	                   static_cast<const int32_t *>(pos->data),
 	                   static_cast<const int32_t *>(slots->data), q->data, q->dtype, kc->data,
 	                   kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
+}
+
+extern "C" int cuda_run_rope_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                      char *msg, size_t len)
+{
+	return rope_kv_write_launch(call, ctx, NULL, msg, len);
+}
+
+extern "C" int cuda_run_rope_paged_kv_write(const struct op_call *call,
+                                            const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	return rope_kv_write_launch(call, ctx, &call->in[2], msg, len);
 }

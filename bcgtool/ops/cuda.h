@@ -99,6 +99,29 @@ size_t cuda_attention_scratch_bytes(const struct op_call *call);
 int cuda_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init,
                      cudaStream_t stream, char *msg, size_t len);
 
+/* "kernel fault: " for the errors by which CUDA reports a kernel that
+ * faulted -- at whatever call comes after it, not at its launch, and for
+ * good (the context is lost) -- else "". Every message of such an error
+ * carries it, so that the engine can say how to find the kernel (BCG_SYNC,
+ * engine.h). */
+static inline const char *cuda_fault_tag(cudaError_t e)
+{
+	switch (e) {
+	case cudaErrorIllegalAddress:
+	case cudaErrorLaunchFailure:
+	case cudaErrorMisalignedAddress:
+	case cudaErrorInvalidAddressSpace:
+	case cudaErrorInvalidPc:
+	case cudaErrorIllegalInstruction:
+	case cudaErrorHardwareStackError:
+	case cudaErrorAssert:
+	case cudaErrorLaunchTimeout:
+		return "kernel fault: ";
+	default:
+		return "";
+	}
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outfile.h"
 #include "report.h"
 #include "trace.h"
 #include "util.h"
@@ -108,7 +107,7 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	const struct nsys_trace *t = p->trace;
 	const char *kinds[64];
 	uint32_t nkinds = 0;
-	struct outfile out;
+	struct bcg_output out;
 	struct axis a;
 	double height = 250.0, tick;
 	int64_t prev_end = -1, reach = -1;
@@ -122,7 +121,7 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	a.t0 = st->gpu.first;
 	a.t1 = st->gpu.last;
 	a.scale = (SVG_W - SVG_LEFT - SVG_RIGHT) / (double)(a.t1 - a.t0 > 0 ? a.t1 - a.t0 : 1);
-	if (outfile_open(&out, path, msg, len) != 0)
+	if (bcg_output_try_open(&out, path, 1, msg, len) != 0)
 		return -1;
 	f = out.f;
 
@@ -224,7 +223,7 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 		}
 	}
 	fputs("</svg>\n", f);
-	return outfile_commit(&out, msg, len);
+	return bcg_output_try_commit(&out, NULL, 0, msg, len);
 }
 
 int report_trace(const char *path, const struct profile *p, char *msg, size_t len)

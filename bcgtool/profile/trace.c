@@ -5,13 +5,12 @@
 
 #include <stdlib.h>
 
-#include "outfile.h"
 #include "plan.h"
 #include "trace.h"
 #include "util.h"
 
 struct trace_writer {
-	struct outfile    out;
+	struct bcg_output out;
 	struct plan_json *j;
 };
 
@@ -19,13 +18,13 @@ struct trace_writer *trace_open(const char *path, char *msg, size_t len)
 {
 	struct trace_writer *w = xcalloc(1, sizeof *w);
 
-	if (outfile_open(&w->out, path, msg, len) != 0) {
+	if (bcg_output_try_open(&w->out, path, 1, msg, len) != 0) {
 		free(w);
 		return NULL;
 	}
 	if ((w->j = plan_json_new(w->out.f)) == NULL) {
 		snprintf(msg, len, "out of memory");
-		outfile_abort(&w->out);
+		bcg_output_abort(&w->out);
 		free(w);
 		return NULL;
 	}
@@ -109,7 +108,7 @@ void trace_abort(struct trace_writer *w)
 	if (w == NULL)
 		return;
 	plan_json_free(w->j);
-	outfile_abort(&w->out);
+	bcg_output_abort(&w->out);
 	free(w);
 }
 
@@ -120,7 +119,7 @@ int trace_close(struct trace_writer *w, char *msg, size_t len)
 	plan_json_array_end(w->j);
 	plan_json_object_end(w->j);
 	plan_json_free(w->j);
-	rc = outfile_commit(&w->out, msg, len);
+	rc = bcg_output_try_commit(&w->out, NULL, 0, msg, len);
 	free(w);
 	return rc;
 }
