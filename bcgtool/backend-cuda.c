@@ -312,9 +312,15 @@ static int cuda_write(struct backend *b, void *dst, const void *src, size_t byte
 	unsigned char *stage = b->staging + (size_t)slot * CUDA_STAGING_SLOT_SIZE;
 
 	if (bytes > CUDA_STAGING_SLOT_SIZE) {
-		/* Rare and large: a plain copy, ordered after the stream's work. */
+		/* Rare and large: a copy from the caller's memory, ordered on the
+		 * stream and finished before the caller may reuse SRC. Not
+		 * cudaMemcpy: it runs on the legacy stream, which our non-blocking
+		 * stream does not wait for, and from pageable memory it may
+		 * return before the data has landed, so a kernel queued next on
+		 * the stream could read the old bytes. */
+		CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, b->stream),
+		         "cudaMemcpyAsync");
 		CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
-		CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
 		return 0;
 	}
 	b->staging_next = (slot + 1) % CUDA_STAGING_SLOTS;
