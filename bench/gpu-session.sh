@@ -7,7 +7,8 @@
 # Stages (default: all, in this order):
 #   check     build with CUDA and run `make check` (the CUDA tests run)
 #   bench     bcgtool bench on llama-decode at T=8, replay timings, plan sizes
-#   sanitize  compute-sanitizer memcheck on capture and replay of the small sample
+#   sanitize  compute-sanitizer memcheck on capture and replay of the small sample,
+#             and on a served synthetic trace of the tiny serving sample
 #   nsys      Nsight Systems on a replay, exported and checked (bench/nsys-check.py)
 #   profile   Nsight Systems kernel statistics of a llama-decode replay at T=8
 #   before    the tree before the fused kernels (.gpu/before/*.tar.gz, made by
@@ -217,6 +218,22 @@ PY
 			>sanitize-replay.txt 2>&1
 		say "compute-sanitizer memcheck replay small: exit $?"
 		grep -E 'ERROR SUMMARY|LEAK SUMMARY' sanitize-replay.txt | sed 's/^/  /' | tee -a "$summary"
+		# The paged kinds, full and breakable, over a served trace with
+		# its eager check: every block id, length and pad row the
+		# scheduler makes reaches the kernels.
+		timeout 400 "$CS" --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 \
+			"$B" capture --backend cuda --mode full_and_breakable -o san-serve.plan \
+			"$S/llama-serve-tiny.yaml" >sanitize-serve-capture.txt 2>&1
+		say "compute-sanitizer memcheck capture serve-tiny: exit $?"
+		grep -E 'ERROR SUMMARY|LEAK SUMMARY' sanitize-serve-capture.txt | sed 's/^/  /' |
+			tee -a "$summary"
+		timeout 400 "$CS" --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 \
+			"$B" replay --backend cuda --warmup 2 --check \
+			--synthetic requests=24,rate=400,prompt=uniform:4:16,output=uniform:4:12,seed=5 \
+			san-serve.plan >sanitize-serve-replay.txt 2>&1
+		say "compute-sanitizer memcheck replay --synthetic --check serve-tiny: exit $?"
+		grep -E 'ERROR SUMMARY|LEAK SUMMARY' sanitize-serve-replay.txt | sed 's/^/  /' |
+			tee -a "$summary"
 		;;
 	nsys)
 		"$B" capture --backend cuda -o nsys-small.plan "$S/llama-decode-small.yaml" >/dev/null 2>&1
