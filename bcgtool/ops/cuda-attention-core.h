@@ -352,6 +352,20 @@ bcg_attention_combine_kernel(struct attn_core_scratch sc, T *out, int nsplit, in
 
 /* --- host side ------------------------------------------------------------ */
 
+/* After a core launch of NSPLIT splits over TH pairs: the "twopass" merge,
+ * when there is anything to merge (several splits and no counters). */
+template <typename T>
+int attn_core_launch_merge(const struct cuda_op_ctx *ctx, const struct attn_core_scratch &sc,
+                           const unsigned *counters, T *out, int64_t th, int nsplit, int64_t D,
+                           char *msg, size_t len)
+{
+	if (nsplit == 1 || counters)
+		return 0;
+	return cuda_launch(ctx, "bcg_attention_combine_kernel", bcg_attention_combine_kernel<T>,
+	                   dim3((unsigned)th), dim3(ATTN_CORE_COMBINE_THREADS), msg, len, sc, out,
+	                   nsplit, (int)D);
+}
+
 inline int64_t attn_core_ceil_div(int64_t a, int64_t b)
 {
 	return (a + b - 1) / b;

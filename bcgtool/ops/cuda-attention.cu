@@ -195,13 +195,8 @@ struct attn_launcher {
 		                     al->sc, al->counters, sh->H, sh->KVH,
 		                     (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->nsplit,
 		                     al->chunk, al->scale, al->causal_rows);
-		if (rc || al->nsplit == 1 || al->counters)
-			return rc;
-		return cuda_launch(al->ctx, "bcg_attention_combine_kernel",
-		                   bcg_attention_combine_kernel<T>, dim3((unsigned)sh->th),
-		                   dim3(ATTN_CORE_COMBINE_THREADS), msg, len,
-		                   al->sc, out,
-		                   al->nsplit, (int)sh->D);
+		return rc ? rc : attn_core_launch_merge<T>(al->ctx, al->sc, al->counters, out, sh->th,
+		                                          al->nsplit, sh->D, msg, len);
 	}
 };
 

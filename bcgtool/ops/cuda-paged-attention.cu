@@ -227,13 +227,8 @@ struct pattn_launcher {
 		                     dim3(ATTN_CORE_THREADS), msg, len, static_cast<const T *>(pl->q),
 		                     static_cast<const T *>(pl->k), static_cast<const T *>(pl->v), out,
 		                     pl->sc, pl->counters, pl->a);
-		if (rc || pl->a.nsplit == 1 || pl->counters)
-			return rc;
-		return cuda_launch(pl->ctx, "bcg_attention_combine_kernel",
-		                   bcg_attention_combine_kernel<T>, dim3((unsigned)pl->sh.th),
-		                   dim3(ATTN_CORE_COMBINE_THREADS), msg, len,
-		                   pl->sc, out,
-		                   pl->a.nsplit, (int)pl->sh.D);
+		return rc ? rc : attn_core_launch_merge<T>(pl->ctx, pl->sc, pl->counters, out,
+		                                          pl->sh.th, pl->a.nsplit, pl->sh.D, msg, len);
 	}
 };
 
