@@ -30,7 +30,7 @@
  * -inf, weight 0, and its acc is never read. The n parts of each (t, h)
  * are merged in split order, by the last of the n blocks to finish
  * (implementation "split", counters in the scratch) or by
- * attn_core_combine_kernel ("twopass"), which reads n from the scratch:
+ * bcg_attention_combine_kernel ("twopass"), which reads n from the scratch:
  * split 0 always records it. Both give the same bits.
  *
  * Splitting (attn_core_plan). Rows are cut into chunks of at most
@@ -229,28 +229,27 @@ template <typename T>
 __device__ void attn_core_combine(const struct attn_core_scratch &sc, T *out, int64_t th,
                                   int stride, int n, int D, float *sm, float *sl, float *sw)
 {
-	const int nsplit = n;
 	const float2 *ml = sc.ml + th * stride;
 	const float *acc = sc.acc + th * stride * D;
 
-	for (int s = threadIdx.x; s < nsplit; s += blockDim.x) {
+	for (int s = threadIdx.x; s < n; s += blockDim.x) {
 		float2 p = __ldcg(ml + s);
 		sm[s] = p.x;
 		sl[s] = p.y;
 	}
 	__syncthreads();
 	float M = -INFINITY;
-	for (int s = 0; s < nsplit; s++)
+	for (int s = 0; s < n; s++)
 		M = fmaxf(M, sm[s]);
-	for (int s = threadIdx.x; s < nsplit; s += blockDim.x)
+	for (int s = threadIdx.x; s < n; s += blockDim.x)
 		sw[s] = sm[s] == -INFINITY ? 0.0f : expf(sm[s] - M);
 	__syncthreads();
 	float lsum = 0.0f;
-	for (int s = 0; s < nsplit; s++)
+	for (int s = 0; s < n; s++)
 		lsum += sw[s] * sl[s];
 	for (int d = threadIdx.x; d < D; d += blockDim.x) {
 		float a = 0.0f;
-		for (int s = 0; s < nsplit; s++)
+		for (int s = 0; s < n; s++)
 			if (sw[s] != 0.0f)
 				a += sw[s] * __ldcg(acc + (int64_t)s * D + d);
 		out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
@@ -331,6 +330,35 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 		attn_core_combine<T>(sc, out, th, nsplit, nact, D, sh_cm, sh_cl, sh_cw);
 	}
 	cuda_pdl_trigger();
+}
+
+/*
+ * The body of every core kernel once it knows its row's length L: split
+ * SPLIT of the row against the query row Q_ROW, from the load of the query
+ * to out[t, h] or this split's part. A split past the row returns at once.
+ * Every thread of the block calls it.
+ */
+template <typename T, int LPR, int EPL, bool VEC, typename Src>
+__device__ __forceinline__ void attn_core_block(const Src &src, const T *q_row, int64_t L,
+                                                int64_t chunk, int split, int nsplit,
+                                                int64_t th, int D, float scale, T *out,
+                                                const struct attn_core_scratch &sc,
+                                                unsigned *counters)
+{
+	const int nact = attn_core_active(L, chunk, nsplit);
+
+	if (split >= nact)
+		return;                 /* past the row: nothing to do, nothing to merge */
+	const int64_t start = (int64_t)split * chunk;
+	const int64_t end = start + chunk < L ? start + chunk : L;
+	float qr[EPL], acc[EPL];
+	attn_core_load<T, EPL, VEC>(q_row, (threadIdx.x & 31) % LPR, D, qr);
+#pragma unroll
+	for (int e = 0; e < EPL; e++)
+		acc[e] = 0.0f;
+	float m = -INFINITY, l = 0.0f;
+	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale, m, l, acc);
+	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
 }
 
 /* "twopass": block th = t * H + h merges the parts of (t, h) that split 0
@@ -421,27 +449,34 @@ inline int attn_core_splits_bound(int64_t L, int64_t th)
 	return nsplit;
 }
 
+/* Where the count and the accumulators of that scratch start. */
+inline size_t attn_core_count_at(int64_t th, int64_t nsplit)
+{
+	return attn_core_align256((size_t)(th * nsplit) * sizeof(float2));
+}
+
+inline size_t attn_core_acc_at(int64_t th, int64_t nsplit)
+{
+	return attn_core_count_at(th, nsplit) + attn_core_align256((size_t)th * sizeof(int));
+}
+
 /* Scratch bytes for NSPLIT splits over TH pairs of head_dim D. */
 inline size_t attn_core_scratch_for(int64_t th, int64_t nsplit, int64_t D)
 {
 	if (nsplit <= 1)
 		return 0;
-	return attn_core_align256((size_t)(th * nsplit) * sizeof(float2)) +
-	       attn_core_align256((size_t)th * sizeof(int)) +
-	       (size_t)(th * nsplit * D) * sizeof(float);
+	return attn_core_acc_at(th, nsplit) + (size_t)(th * nsplit * D) * sizeof(float);
 }
 
 /* The arrays of that scratch, from DATA (256-byte aligned). */
 inline struct attn_core_scratch attn_core_scratch_at(void *data, int64_t th, int64_t nsplit)
 {
-	struct attn_core_scratch sc;
 	char *p = static_cast<char *>(data);
+	struct attn_core_scratch sc;
 
 	sc.ml = reinterpret_cast<float2 *>(p);
-	p += attn_core_align256((size_t)(th * nsplit) * sizeof(float2));
-	sc.count = reinterpret_cast<int *>(p);
-	p += attn_core_align256((size_t)th * sizeof(int));
-	sc.acc = reinterpret_cast<float *>(p);
+	sc.count = reinterpret_cast<int *>(p + attn_core_count_at(th, nsplit));
+	sc.acc = reinterpret_cast<float *>(p + attn_core_acc_at(th, nsplit));
 	return sc;
 }
 

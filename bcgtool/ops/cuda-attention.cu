@@ -47,8 +47,9 @@ struct attn_rows {
 template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
-                           struct attn_core_scratch sc, unsigned *counters, int64_t H, int64_t KVH, int D,
-                           int64_t S, int64_t kv_len, const int32_t *kv_len_dev, int nsplit,
+                           struct attn_core_scratch sc, unsigned *counters, int64_t H,
+                           int64_t KVH, int D, int64_t S, int64_t kv_len,
+                           const int32_t *kv_len_dev, int nsplit,
                            int64_t chunk, float scale, int64_t causal_rows)
 {
 	const int64_t bid = blockIdx.x;
@@ -64,21 +65,8 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
 		L -= causal_rows - 1 - th / H;
 		L = L < 0 ? 0 : L;
 	}
-	const int64_t start = (int64_t)split * chunk;
-	const int64_t end = start + chunk < L ? start + chunk : L;
-
-	const int nact = attn_core_active(L, chunk, nsplit);
-	if (split >= nact)
-		return;                 /* past the row: nothing to do, nothing to merge */
-
-	float qr[EPL], acc[EPL];
-	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
-#pragma unroll
-	for (int e = 0; e < EPL; e++)
-		acc[e] = 0.0f;
-	float m = -INFINITY, l = 0.0f;
-	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale, m, l, acc);
-	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
+	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D, scale, out,
+	                                  sc, counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
@@ -142,12 +130,6 @@ static int cuda_attention_shape(const struct op_call *call, struct attn_shape *s
 		return cuda_fail(msg, len, "attention: %lld tokens x %lld heads is too many",
 		                 (long long)sh->T, (long long)sh->H);
 	return 0;
-}
-
-/* The split of a launch over L keys (L = kv_len eager, S graph-safe). */
-static void attn_plan(int64_t L, int64_t th, int sm_count, int *nsplit, int64_t *chunk)
-{
-	attn_core_plan(L, th, attn_core_target(sm_count), nsplit, chunk);
 }
 
 extern "C" size_t cuda_attention_scratch_bytes(const struct op_call *call)
@@ -240,10 +222,10 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		/* A literal kv_len has no device mirror; it is the same every
 		 * step, so the host value serves. */
 		al.kv_len_dev = call->attr_dev[ATTN_KV_LEN];
-		attn_plan(al.sh.S, al.sh.th, ctx->sm_count, &al.nsplit, &al.chunk);
+		attn_core_plan(al.sh.S, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	} else {
 		int64_t L = al.kv_len < 0 ? 0 : al.kv_len > al.sh.S ? al.sh.S : al.kv_len;
-		attn_plan(L, al.sh.th, ctx->sm_count, &al.nsplit, &al.chunk);
+		attn_core_plan(L, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	}
 
 	need = cuda_scratch_with_counters(attn_core_scratch_for(al.sh.th, al.nsplit, al.sh.D));

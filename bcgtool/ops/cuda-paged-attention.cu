@@ -90,24 +90,12 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 		const int64_t cap = a.MB * a.BS;
 		L = L < 0 ? 0 : L > cap ? cap : L;
 	}
-	const int64_t start = (int64_t)split * a.chunk;
-	const int64_t end = start + a.chunk < L ? start + a.chunk : L;
 	const struct pattn_rows<T> src = { k + g * D, v + g * D,
 	                                   a.table + (r != INT_MAX ? r : 0) * a.MB,
 	                                   (uint32_t)a.BS, a.NB, a.KVH * D };
 
-	const int nact = attn_core_active(L, a.chunk, nsplit);
-	if (split >= nact)
-		return;                 /* past the row: nothing to do, nothing to merge */
-
-	float qr[EPL], acc[EPL];
-	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
-#pragma unroll
-	for (int e = 0; e < EPL; e++)
-		acc[e] = 0.0f;
-	float m = -INFINITY, l = 0.0f;
-	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, a.scale, m, l, acc);
-	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
+	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
+	                                  out, sc, counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
