@@ -31,6 +31,10 @@
 #   serve     serving (issue 9): both shipped traces under the four dispatch
 #             policies (bench --trace), tokens/s, step percentiles, padding,
 #             steps per mode, the targets; replay --trace --check of a plan
+#   choices   capture of the serving sample (full_and_breakable) and the
+#             implementation each product shape chose at each size, with every
+#             candidate's time (inspect --choices): the small-M kernels
+#             against cuBLAS, measured by the tuner in this lease
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and this
 #             tree's kernels on the decode-heavy trace (full policy, nsys)
@@ -420,6 +424,14 @@ PY
 		say "servecmp: nsys bench --policy full decode-heavy: exit $?"
 		NSYS=$(sed -n 's/^NSYS=//p' nsys-serve.txt)
 		[ -n "$NSYS" ] && kernel_table "$NSYS" serve-full.nsys-rep
+		;;
+	choices)
+		t0=$(date +%s)
+		"$B" capture --backend cuda --mode full_and_breakable -o serve.plan \
+			"$S/llama-serve.yaml" >capture-serve.txt 2>&1
+		say "choices: capture llama-serve full_and_breakable: exit $? in $(( $(date +%s) - t0 )) s"
+		"$B" inspect --choices serve.plan >choices.txt 2>&1
+		grep -E '^choices of|^  op |[a-z_]+\.0 |lm_head' choices.txt | tee -a "$summary"
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \

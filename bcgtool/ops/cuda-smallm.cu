@@ -1,13 +1,13 @@
 /*
- * cuda-smallm.cu - the products at decode sizes: a few tokens (M <= 32)
+ * cuda-smallm.cu - the products at decode and serving sizes: up to 128 tokens
  * times a weight stored [N, K] (trans_b), the layout checkpoints use. The
  * launchers of matmul, matmul_add and matmul_silu_mul live here and run
  * the implementation call->impl names:
  *
  *  - "mma": tensor cores (mma.sync m16n8k16, f16 or bf16 in, f32
- *    accumulate), the weights as the A operand (16 output columns a
- *    tile), the tokens as B (8 a tile, 1 to 4 tiles). f16/bf16, M <= 32,
- *    K % 8 == 0, a and b 16-byte aligned.
+ *    accumulate), the weights as the A operand (16 b rows a tile), the
+ *    tokens as B (8 a tile, 1 to 16 tiles). f16/bf16, M <= 128, K % 8 ==
+ *    0, a and b 16-byte aligned.
  *  - "gemv": plain FMA in f32, any float dtype, M <= 8; 16-byte loads when
  *    K and the operands allow, else element by element.
  *  - "cublas": cuda-matmul.cu, every shape.
@@ -15,10 +15,17 @@
  * Both kernels here read each weight row with 16-byte loads straight from
  * global memory, never staged through shared memory: the weights are read
  * once, so nothing is gained by staging them, and the tokens' rows (a few
- * KiB) stay in L1 and L2 for every block. A block of SM_WARPS warps owns a
- * group of output columns and a range of K; its warps (mma) or threads
- * (gemv) share that range out and their sums meet in shared memory, in a
- * fixed order. When there are too few column groups to fill the device,
+ * KiB to 256 KiB) stay in L1 and L2 for every block. A block of SM_WARPS
+ * warps owns a group of output columns and a range of K. Up to 32 tokens
+ * its warps (mma) or threads (gemv) share that range out and their sums
+ * meet in shared memory, in a fixed order. Past 32 tokens (mma, "wide")
+ * each warp owns one 16-row tile of b instead and walks the whole range:
+ * the four warps read the same token bytes at about the same time, so L1
+ * serves three of the four, and what the block fetches from L2 for the
+ * tokens stays about what it streams of weights from memory even at 128
+ * tokens (the narrow layout would fetch the tokens once per warp, four
+ * times the weights at 64 tokens). When there are too few column groups
+ * to fill the device,
  * K is also split across blocks (blockIdx.y): each block stores its f32
  * partial sums in the scratch and the last block of a group to finish
  * adds the parts in split order (cuda_last_block), so the result does not
@@ -60,12 +67,18 @@
 #define SM_MAX_SPLITS   32
 #define SM_SM_CAP       256     /* multiprocessors assumed at most (scratch bound) */
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
-#define SM_MMA_MAX_M    32
+#define SM_MMA_MAX_M    128
+#define SM_MMA_NARROW_M 32      /* above: the wide layout, a row tile a warp */
 #define SM_GEMV_MAX_M   8
 /* Units of 32 k an mma split gets at least. On an H100 in a graph, a
  * split's merge costs about what 768 k of one block's streaming saves:
  * 1024 x 1024 runs best whole, 1024 x 2816 in three. */
 #define SM_MMA_MIN_SPLIT 24
+/* The wide layout's floor is set by the partial sums instead: a split of
+ * a 64-row block stores 64 x MT f32, which stays at most what it streams
+ * of weights (64 rows x 32 k x 2 bytes a unit) when it has MT / 16 units;
+ * never fewer than 4. */
+#define SM_WIDE_MIN_SPLIT(mt) ((mt) / 16 > 4 ? (mt) / 16 : 4)
 
 enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2 };
 
@@ -96,14 +109,25 @@ __device__ __forceinline__ int64_t smallm_row(int s, int G, int64_t c0, int64_t 
 	return s >= G ? N + col : col;
 }
 
-/* The rest of a block's work once SACC ([slots][MT] in shared memory)
+/* A block's sums live in shared memory as [slots][MT + 1]: slot s, token m
+ * at s * (MT + 1) + m. The odd row length lets the epilogue's threads,
+ * which walk the slots of one token, hit 32 different banks. */
+template <int MT>
+struct smallm_ld {
+	static constexpr int value = MT + 1;
+};
+
+/* The rest of a block's work once SACC ([slots][MT + 1] in shared memory)
  * holds its sums over its K range, behind a barrier: the split-K
- * combination when there is one, then the epilogue and the trigger. */
+ * combination when there is one, then the epilogue and the trigger.
+ * Consecutive threads take consecutive columns of one token's row, so
+ * the stores (and matmul_add's reads of x) are coalesced. */
 template <int EPI, int G, int MT>
 __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int *flag)
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
-	constexpr int E = S * MT;
+	constexpr int LD = smallm_ld<MT>::value;
+	constexpr int E = S * LD;
 
 	if (p.ksplit > 1) {
 		const int64_t bx = blockIdx.x;
@@ -121,19 +145,19 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 		__syncthreads();
 	}
 	for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
-		const int s = e / MT, m = e % MT;
+		const int s = e % G, m = e / G;
 		const int64_t j = c0 + s;
 		if (m >= p.M || j >= p.N)
 			continue;
 		const int64_t o = (int64_t)m * p.N + j;
-		const float v = sacc[s * MT + m];
+		const float v = sacc[s * LD + m];
 		if constexpr (EPI == EPI_NONE) {
 			cuda_st(p.out, p.dto, o, v);
 		} else if constexpr (EPI == EPI_ADD) {
 			cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
 		} else {
 			float g = cuda_round_to(p.dto, v);
-			float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
+			float u = cuda_round_to(p.dto, sacc[(s + G) * LD + m]);
 			float silu = g / (1.0f + expf(-g));
 			cuda_st(p.out, p.dto, o, silu * u);
 		}
@@ -141,34 +165,38 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 	cuda_pdl_trigger();
 }
 
-/* Once every warp has stored its E sums in RED[warp], add them in warp
- * order into RED[0] (a fixed order: the result is the same every run). */
-template <int E>
+/* Once each of the W warps has stored its E sums in RED[warp], add them
+ * in warp order into RED[0] (a fixed order: the result is the same every
+ * run). With one warp there is nothing to add, only the barrier. */
+template <int W, int E>
 __device__ __forceinline__ void smallm_merge_warps(float (*red)[E])
 {
 	__syncthreads();
-	for (int e = threadIdx.x; e < E; e += blockDim.x) {
-		float v = 0.0f;
+	if constexpr (W > 1) {
+		for (int e = threadIdx.x; e < E; e += blockDim.x) {
+			float v = 0.0f;
 #pragma unroll
-		for (int w = 0; w < SM_WARPS; w++)
-			v += red[w][e];
-		red[0][e] = v;
+			for (int w = 0; w < W; w++)
+				v += red[w][e];
+			red[0][e] = v;
+		}
+		__syncthreads();
 	}
-	__syncthreads();
 }
 
-/* Ask L2 for the block's weight bytes [k0, k1) of its SLOTS rows, at most
- * SM_PREFETCH lines: the only global access allowed before the wait. */
-__device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int slots,
-                                                int G, int64_t c0, int64_t N, int64_t k0_bytes,
-                                                int64_t k1_bytes)
+/* Ask L2 for the weight bytes [k0, k1) of the SLOTS rows from slot S0, at
+ * most CAP lines, shared out over NTHR threads of which this is TID: the
+ * only global access allowed before the wait. */
+__device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int s0,
+                                                int slots, int G, int64_t c0, int64_t N,
+                                                int64_t k0_bytes, int64_t k1_bytes, int tid,
+                                                int nthr, int cap)
 {
 	const int64_t lines = (k1_bytes - k0_bytes + 127) / 128;
 
-	for (int64_t i = threadIdx.x; i < (int64_t)slots * lines && i < SM_PREFETCH;
-	     i += blockDim.x) {
-		int s = (int)(i / lines);
-		int64_t l = i - (int64_t)s * lines;
+	for (int64_t i = tid; i < (int64_t)slots * lines && i < cap; i += nthr) {
+		int s = s0 + (int)(i / lines);
+		int64_t l = i - (int64_t)(s - s0) * lines;
 		cuda_prefetch_l2(b + smallm_row(s, G, c0, N) * row_bytes + k0_bytes + l * 128);
 	}
 }
@@ -200,22 +228,40 @@ __device__ __forceinline__ void smallm_mma(float (&d)[4], uint32_t a0, uint32_t 
 		             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* Units of 32 k. Grid (nblocks, ksplit); each block owns 16 output columns
- * (RT = 2 row tiles for silu_mul: gate and up) and the units [u0, u1);
- * warp w takes units u0 + w, u0 + w + SM_WARPS, ..., U of them at a time
- * with every load of the U issued before the first mma. */
+/* The layouts of the mma kernel. Narrow (up to 32 tokens): the block owns
+ * 16 output columns, RT = 1 row tile of b (2 for silu_mul: gate and up)
+ * read by every warp, and its warps share the K range out. Wide: the
+ * block owns 64 rows of b, 64 columns (32 for silu_mul: two gate tiles,
+ * then their two up tiles), a row tile a warp, and every warp walks the
+ * whole K range. */
+template <int NT, int EPI>
+struct smallm_mma_layout {
+	static constexpr bool wide = NT * 8 > SM_MMA_NARROW_M;
+	static constexpr int RW = wide ? SM_WARPS : 1;          /* warps across rows */
+	static constexpr int KW = SM_WARPS / RW;                /* warps across K */
+	static constexpr int RT = wide ? 1 : EPI == EPI_SILU ? 2 : 1;  /* tiles a warp */
+	static constexpr int S = RW * RT * 16;                  /* b rows a block */
+	static constexpr int G = EPI == EPI_SILU ? S / 2 : S;   /* output columns */
+	static constexpr int U = NT <= 2 ? 4 : 2;               /* units in flight */
+};
+
+/* Units of 32 k. Grid (nblocks, ksplit); the block owns the units
+ * [u0, u1) and the columns of its layout (above); warp (rw, kw) owns row
+ * tiles rw * RT .. rw * RT + RT - 1 and takes units u0 + kw, u0 + kw +
+ * KW, ..., U of them at a time with their weight loads issued before the
+ * first mma. */
 template <typename T, int NT, int EPI>
 __global__ void __launch_bounds__(SM_THREADS)
 bcg_smallm_mma_kernel(smallm_args p)
 {
-	constexpr int G = 16;
-	constexpr int RT = EPI == EPI_SILU ? 2 : 1;
-	constexpr int S = RT * 16;
+	using L = smallm_mma_layout<NT, EPI>;
+	constexpr int RT = L::RT, S = L::S, G = L::G, KW = L::KW, U = L::U;
 	constexpr int MT = NT * 8;
-	constexpr int U = NT <= 2 ? 4 : 2;
-	__shared__ float red[SM_WARPS][S * MT];
+	constexpr int LD = smallm_ld<MT>::value;
+	__shared__ float red[KW][S * LD];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int rw = warp / KW, kw = warp % KW;
 	const int g = lane >> 2, q = lane & 3;
 	const int64_t c0 = (int64_t)blockIdx.x * G;
 	const int64_t u0 = (int64_t)blockIdx.y * p.per;
@@ -227,17 +273,20 @@ bcg_smallm_mma_kernel(smallm_args p)
 	for (int rt = 0; rt < RT; rt++)
 #pragma unroll
 		for (int h = 0; h < 2; h++)
-			wrow[rt][h] = b + smallm_row(rt * 16 + h * 8 + g, G, c0, p.N) * p.K + q * 8;
-	const T *xrow[NT];
+			wrow[rt][h] = b + smallm_row((rw * RT + rt) * 16 + h * 8 + g, G, c0, p.N) * p.K +
+			              q * 8;
+	/* Token rows past M read row M - 1: their sums are never stored. */
+	const T *xbase = a + q * 8;
+	int xrow[NT];
 #pragma unroll
-	for (int nt = 0; nt < NT; nt++) {
-		int m = nt * 8 + g < p.M ? nt * 8 + g : p.M - 1;   /* past M: never stored */
-		xrow[nt] = a + (int64_t)m * p.K + q * 8;
-	}
+	for (int nt = 0; nt < NT; nt++)
+		xrow[nt] = nt * 8 + g < p.M ? nt * 8 + g : p.M - 1;
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
-	                u0 * 32 * (int64_t)sizeof(T),
-	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
+	/* The warps of a row group prefetch its RT tiles' rows. */
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), rw * RT * 16,
+	                RT * 16, G, c0, p.N, u0 * 32 * (int64_t)sizeof(T),
+	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T), kw * 32 + lane,
+	                KW * 32, SM_PREFETCH / L::RW);
 	cuda_pdl_wait();
 
 	float acc[RT][NT][4];
@@ -250,11 +299,11 @@ bcg_smallm_mma_kernel(smallm_args p)
 				acc[rt][nt][c] = 0.0f;
 
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-	for (int64_t u = u0 + warp; u < u1; u += (int64_t)SM_WARPS * U) {
-		uint4 wv[U][RT][2], xv[U][NT];
+	for (int64_t u = u0 + kw; u < u1; u += (int64_t)KW * U) {
+		uint4 wv[U][RT][2];
 #pragma unroll
 		for (int i = 0; i < U; i++) {
-			const int64_t ui = u + (int64_t)i * SM_WARPS;
+			const int64_t ui = u + (int64_t)i * KW;
 			const int64_t k = ui * 32;          /* + q * 8, in the row pointers */
 			const bool in = ui < u1 && k + q * 8 < p.K;
 #pragma unroll
@@ -265,15 +314,14 @@ bcg_smallm_mma_kernel(smallm_args p)
 		}
 #pragma unroll
 		for (int i = 0; i < U; i++) {
-			const int64_t ui = u + (int64_t)i * SM_WARPS;
+			const int64_t ui = u + (int64_t)i * KW;
 			const int64_t k = ui * 32;
 			const bool in = ui < u1 && k + q * 8 < p.K;
+			uint4 xv[NT];
 #pragma unroll
 			for (int nt = 0; nt < NT; nt++)
-				xv[i][nt] = in ? *reinterpret_cast<const uint4 *>(xrow[nt] + k) : zero;
-		}
-#pragma unroll
-		for (int i = 0; i < U; i++) {
+				xv[nt] = in ? *reinterpret_cast<const uint4 *>(xbase + (int64_t)xrow[nt] * p.K + k)
+				            : zero;
 #pragma unroll
 			for (int st = 0; st < 2; st++) {
 #pragma unroll
@@ -285,8 +333,8 @@ bcg_smallm_mma_kernel(smallm_args p)
 					uint32_t hi1 = st ? wv[i][rt][1].w : wv[i][rt][1].y;
 #pragma unroll
 					for (int nt = 0; nt < NT; nt++) {
-						uint32_t b0 = st ? xv[i][nt].z : xv[i][nt].x;
-						uint32_t b1 = st ? xv[i][nt].w : xv[i][nt].y;
+						uint32_t b0 = st ? xv[nt].z : xv[nt].x;
+						uint32_t b1 = st ? xv[nt].w : xv[nt].y;
 						smallm_mma<T>(acc[rt][nt], lo0, lo1, hi0, hi1, b0, b1);
 					}
 				}
@@ -301,10 +349,10 @@ bcg_smallm_mma_kernel(smallm_args p)
 		for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
-				int s = rt * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
-				red[warp][s * MT + m] = acc[rt][nt][c];
+				int s = (rw * RT + rt) * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
+				red[kw][s * LD + m] = acc[rt][nt][c];
 			}
-	smallm_merge_warps<S * MT>(red);
+	smallm_merge_warps<KW, S * LD>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
 }
 
@@ -347,7 +395,8 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	constexpr int MT = MAXM;
 	constexpr int V = VEC ? 16 / (int)sizeof(T) : 1;
 	constexpr int UN = MAXM >= 8 ? 1 : 2;      /* registers: no spills at 8 tokens */
-	__shared__ float red[SM_WARPS][S * MT];
+	constexpr int LD = smallm_ld<MT>::value;
+	__shared__ float red[SM_WARPS][S * LD];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t c0 = (int64_t)blockIdx.x * G;
@@ -364,8 +413,9 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	for (int m = 0; m < MT; m++)
 		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
-	                u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), 0, S, G, c0,
+	                p.N, u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T),
+	                threadIdx.x, SM_THREADS, SM_PREFETCH);
 	cuda_pdl_wait();
 
 	float acc[S][MT];
@@ -438,9 +488,9 @@ bcg_smallm_gemv_kernel(smallm_args p)
 		for (int m = 0; m < MT; m++) {
 			float v = cuda_warp_sum(acc[s][m]);
 			if (lane == 0)
-				red[warp][s * MT + m] = v;
+				red[warp][s * LD + m] = v;
 		}
-	smallm_merge_warps<S * MT>(red);
+	smallm_merge_warps<SM_WARPS, S * LD>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
 }
 
@@ -541,6 +591,14 @@ static int64_t smallm_ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
+/* Token tiles of 8 the mma kernel is built for: 1 to 4, then 8, 12, 16. */
+static int smallm_mma_nt(int64_t M)
+{
+	int64_t nt = smallm_ceil_div(M < 1 ? 1 : M, 8);
+
+	return nt <= 4 ? (int)nt : nt <= 8 ? 8 : nt <= 12 ? 12 : 16;
+}
+
 static int smallm_gemv_maxm(int64_t M)
 {
 	return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8;
@@ -557,10 +615,15 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 
 	memset(pl, 0, sizeof *pl);
 	if (impl == CUDA_IMPL_MMA) {
-		G = 16;
-		pl->mt = (int)smallm_ceil_div(M < 1 ? 1 : M, 8) * 8;
+		pl->mt = smallm_mma_nt(M) * 8;
 		pl->units = smallm_ceil_div(p->K, 32);
-		min_units = SM_MMA_MIN_SPLIT;
+		if (pl->mt > SM_MMA_NARROW_M) {
+			G = silu ? 32 : 64;     /* smallm_mma_layout's wide G */
+			min_units = SM_WIDE_MIN_SPLIT(pl->mt);
+		} else {
+			G = 16;
+			min_units = SM_MMA_MIN_SPLIT;
+		}
 	} else {
 		G = silu ? 2 : 4;
 		pl->vec = vec;
@@ -592,8 +655,8 @@ static size_t smallm_plan_scratch(const struct smallm_plan *pl)
 {
 	if (pl->ksplit <= 1)
 		return 0;
-	return (size_t)pl->ksplit * (size_t)pl->nblocks * (size_t)pl->slots * (size_t)pl->mt *
-	       sizeof(float);
+	return (size_t)pl->ksplit * (size_t)pl->nblocks * (size_t)pl->slots *
+	       (size_t)(pl->mt + 1) * sizeof(float);
 }
 
 /* The most scratch any M the kernels take can need, so that the bound does
@@ -608,8 +671,13 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 		return 0;
 	if (smallm_layout_ok(&p) && p.K % 8 == 0 &&
 	    (p.a->dtype == PLAN_DTYPE_F16 || p.a->dtype == PLAN_DTYPE_BF16)) {
-		smallm_plan_for(CUDA_IMPL_MMA, id, &p, SM_MMA_MAX_M, false, 0, &pl);
-		most = smallm_plan_scratch(&pl);
+		/* Every width the kernel is built for: a narrower one may split K
+		 * more ways. */
+		for (int64_t m = 8; m <= SM_MMA_MAX_M; m += 8) {
+			smallm_plan_for(CUDA_IMPL_MMA, id, &p, m, false, 0, &pl);
+			b = smallm_plan_scratch(&pl);
+			most = b > most ? b : most;
+		}
 	}
 	if (smallm_layout_ok(&p)) {
 		for (int v = 0; v < 2; v++) {
@@ -642,8 +710,14 @@ static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &a
 		return smallm_launch_mma_nt<EPI, T, 2>(ctx, args, grid, msg, len);
 	case 3:
 		return smallm_launch_mma_nt<EPI, T, 3>(ctx, args, grid, msg, len);
-	default:
+	case 4:
 		return smallm_launch_mma_nt<EPI, T, 4>(ctx, args, grid, msg, len);
+	case 8:
+		return smallm_launch_mma_nt<EPI, T, 8>(ctx, args, grid, msg, len);
+	case 12:
+		return smallm_launch_mma_nt<EPI, T, 12>(ctx, args, grid, msg, len);
+	default:
+		return smallm_launch_mma_nt<EPI, T, 16>(ctx, args, grid, msg, len);
 	}
 }
 
