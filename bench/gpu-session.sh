@@ -427,7 +427,7 @@ PY
 		;;
 	choices)
 		t0=$(date +%s)
-		"$B" capture --backend cuda --mode full_and_breakable -o serve.plan \
+		"$B" capture --backend cuda --mode full_and_breakable --stats -o serve.plan \
 			"$S/llama-serve.yaml" >capture-serve.txt 2>&1
 		say "choices: capture llama-serve full_and_breakable: exit $? in $(( $(date +%s) - t0 )) s"
 		"$B" inspect --choices serve.plan >choices.txt 2>&1

@@ -154,21 +154,54 @@ static void engine_impl_list(const struct engine *e, enum op_id id, char *buf, s
 		                       e->be->impl_name(id, k));
 }
 
+/* The variant whose tuned choices a token count without a variant of its
+ * own borrows: the smallest holding it (the one a batch of that size is
+ * padded to), else the largest. PLAN_NONE when the plan has no variant. */
+static uint32_t engine_nearest_variant(const plan_t *plan, int64_t tokens)
+{
+	uint32_t best = PLAN_NONE, largest = PLAN_NONE;
+
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
+		int64_t t = plan_get_variant(plan, i)->tokens;
+		if (t >= tokens && (best == PLAN_NONE || t < plan_get_variant(plan, best)->tokens))
+			best = i;
+		if (largest == PLAN_NONE || t > plan_get_variant(plan, largest)->tokens)
+			largest = i;
+	}
+	return best != PLAN_NONE ? best : largest;
+}
+
 /* Set C->impl for op OP at TOKENS tokens (engine_variant_init's rule). A
  * recorded choice this backend cannot honour is an error, never a silent
- * substitute: the plan promises those kernels. */
+ * substitute: the plan promises those kernels. A token count captured by
+ * no variant (an eager step of a served batch, a step above the largest
+ * size) takes the choice of the nearest variant (engine_nearest_variant)
+ * where that implementation can run it: measured kernels, not defaults
+ * never timed at that size; else the default. */
 static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t op,
                               struct op_call *c, struct engine_error *err)
 {
 	const struct plan_choice *ch = NULL;
 	enum op_id id = c->kind->id;
-	int n = e->be->impl_count(id);
-	uint32_t vi;
+	int n = e->be->impl_count(id), borrowed = 0;
+	uint32_t vi = PLAN_NONE;
 	char label[128], list[160];
 
-	if (e->use_choices && (vi = plan_find_variant(e->plan, tokens)) != PLAN_NONE)
+	if (e->use_choices) {
+		vi = plan_find_variant(e->plan, tokens);
+		if (vi == PLAN_NONE) {
+			vi = engine_nearest_variant(e->plan, tokens);
+			borrowed = 1;
+		}
+	}
+	if (vi != PLAN_NONE)
 		ch = plan_find_choice(e->plan, vi, op);
-	if (ch != NULL) {
+	for (int k = 0; ch != NULL && borrowed && k < n; k++)
+		if (strcmp(e->be->impl_name(id, k), ch->impl) == 0 && e->be->impl_usable(c, k)) {
+			c->impl = k;
+			return 0;
+		}
+	if (ch != NULL && !borrowed) {
 		for (int k = 0; k < n; k++) {
 			if (strcmp(e->be->impl_name(id, k), ch->impl) != 0)
 				continue;

@@ -12,24 +12,27 @@
  *    K and the operands allow, else element by element.
  *  - "cublas": cuda-matmul.cu, every shape.
  *
- * Both kernels here read each weight row with 16-byte loads straight from
- * global memory, never staged through shared memory: the weights are read
- * once, so nothing is gained by staging them, and the tokens' rows (a few
- * KiB to 256 KiB) stay in L1 and L2 for every block. A block of SM_WARPS
- * warps owns a group of output columns and a range of K. Up to 32 tokens
- * its warps (mma) or threads (gemv) share that range out and their sums
- * meet in shared memory, in a fixed order. Past 32 tokens (mma, "wide")
- * each warp owns one 16-row tile of b instead and walks the whole range:
- * the four warps read the same token bytes at about the same time, so L1
- * serves three of the four, and what the block fetches from L2 for the
- * tokens stays about what it streams of weights from memory even at 128
- * tokens (the narrow layout would fetch the tokens once per warp, four
- * times the weights at 64 tokens). When there are too few column groups
- * to fill the device,
- * K is also split across blocks (blockIdx.y): each block stores its f32
- * partial sums in the scratch and the last block of a group to finish
- * adds the parts in split order (cuda_last_block), so the result does not
- * depend on which block finishes last. No atomics touch results.
+ * Every kernel here reads each weight row with 16-byte loads straight from
+ * global memory into registers, never staged through shared memory: each
+ * weight byte is used once, by one warp. A block of SM_WARPS warps owns a
+ * group of output columns and a range of K. The tokens are what is read
+ * again and again, and the layouts differ in how:
+ *
+ *  - gemv and narrow mma (M <= 8): the block's warps (mma) or threads
+ *    (gemv) share its K range out and read the tokens' rows (a few KiB)
+ *    through L1; their sums meet in shared memory, in a fixed order.
+ *  - wide mma (8 < M <= 128): a warp owns a 16-row tile of b and walks the
+ *    whole K range; the block stages each chunk of the token rows in
+ *    shared memory once, for its four warps. What the block reads of the
+ *    tokens is then what it streams of weights, 64 rows against M <= 128
+ *    tokens, where reading them per warp through L1 cost four times that
+ *    (measured on the H100: slower than cuBLAS at every M from 16 to 128).
+ *
+ * When there are too few column groups to fill the device, K is also
+ * split across blocks (blockIdx.y): each block stores its f32 partial sums
+ * in the scratch and the last block of a group to finish adds the parts in
+ * split order (cuda_last_block), so the result does not depend on which
+ * block finishes last. No atomics touch results.
  *
  * The mma fragments. For m16n8k16 the thread of lane l, g = l / 4 and
  * q = l % 4, holds A elements (rows g and g + 8; k 2q, 2q+1, 2q+8, 2q+9)
@@ -50,9 +53,10 @@
  * Each out element is read (x) and written by the same thread: out may be
  * x.
  *
- * PDL: before cuda_pdl_wait() a block only asks L2 for the first bytes of
- * its weight rows; it waits before reading the tokens, and triggers after
- * its stores.
+ * PDL: before cuda_pdl_wait() a block reads only weights, which no kernel
+ * writes (gemv and narrow mma ask L2 for their first bytes; wide mma loads
+ * its first chunk into registers); it waits before reading the tokens,
+ * and triggers after its stores.
  */
 #include "config.h"
 
@@ -68,7 +72,7 @@
 #define SM_SM_CAP       256     /* multiprocessors assumed at most (scratch bound) */
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
 #define SM_MMA_MAX_M    128
-#define SM_MMA_NARROW_M 32      /* above: the wide layout, a row tile a warp */
+#define SM_MMA_NARROW_M 8       /* above: the wide layout, a row tile a warp */
 #define SM_GEMV_MAX_M   8
 /* Units of 32 k an mma split gets at least. On an H100 in a graph, a
  * split's merge costs about what 768 k of one block's streaming saves:
@@ -228,40 +232,43 @@ __device__ __forceinline__ void smallm_mma(float (&d)[4], uint32_t a0, uint32_t 
 		             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* The layouts of the mma kernel. Narrow (up to 32 tokens): the block owns
- * 16 output columns, RT = 1 row tile of b (2 for silu_mul: gate and up)
- * read by every warp, and its warps share the K range out. Wide: the
- * block owns 64 rows of b, 64 columns (32 for silu_mul: two gate tiles,
- * then their two up tiles), a row tile a warp, and every warp walks the
- * whole K range. */
-template <int NT, int EPI>
-struct smallm_mma_layout {
-	static constexpr bool wide = NT * 8 > SM_MMA_NARROW_M;
-	static constexpr int RW = wide ? SM_WARPS : 1;          /* warps across rows */
-	static constexpr int KW = SM_WARPS / RW;                /* warps across K */
-	static constexpr int RT = wide ? 1 : EPI == EPI_SILU ? 2 : 1;  /* tiles a warp */
-	static constexpr int S = RW * RT * 16;                  /* b rows a block */
-	static constexpr int G = EPI == EPI_SILU ? S / 2 : S;   /* output columns */
-	static constexpr int U = NT <= 2 ? 4 : 2;               /* units in flight */
-};
+/* The fragments of one unit (32 k) of a 16-row tile: W[0] rows g, W[1]
+ * rows g + 8, this lane's k 8q .. 8q+7; X, token g of a tile, the same k.
+ * Two k16 steps; words 2st, 2st+1 hold k 8q+4st .. 8q+4st+3. */
+template <typename T, int NT>
+__device__ __forceinline__ void smallm_mma_unit(float (&acc)[NT][4], const uint4 (&w)[2],
+                                                const uint4 (&x)[NT])
+{
+#pragma unroll
+	for (int st = 0; st < 2; st++) {
+		uint32_t lo0 = st ? w[0].z : w[0].x, hi0 = st ? w[0].w : w[0].y;
+		uint32_t lo1 = st ? w[1].z : w[1].x, hi1 = st ? w[1].w : w[1].y;
+#pragma unroll
+		for (int nt = 0; nt < NT; nt++)
+			smallm_mma<T>(acc[nt], lo0, lo1, hi0, hi1, st ? x[nt].z : x[nt].x,
+			              st ? x[nt].w : x[nt].y);
+	}
+}
 
-/* Units of 32 k. Grid (nblocks, ksplit); the block owns the units
- * [u0, u1) and the columns of its layout (above); warp (rw, kw) owns row
- * tiles rw * RT .. rw * RT + RT - 1 and takes units u0 + kw, u0 + kw +
- * KW, ..., U of them at a time with their weight loads issued before the
- * first mma. */
+/* Narrow (M <= SM_MMA_NARROW_M). Units of 32 k. Grid (nblocks, ksplit);
+ * each block owns 16 output columns (RT = 2 row tiles for silu_mul: gate
+ * and up) and the units [u0, u1); warp w takes units u0 + w, u0 + w +
+ * SM_WARPS, ..., U of them at a time with every weight load of the U
+ * issued before the first mma, and reads its tokens from global memory
+ * (L1). The warps' sums meet in shared memory. */
 template <typename T, int NT, int EPI>
 __global__ void __launch_bounds__(SM_THREADS)
 bcg_smallm_mma_kernel(smallm_args p)
 {
-	using L = smallm_mma_layout<NT, EPI>;
-	constexpr int RT = L::RT, S = L::S, G = L::G, KW = L::KW, U = L::U;
+	constexpr int G = 16;
+	constexpr int RT = EPI == EPI_SILU ? 2 : 1;
+	constexpr int S = RT * 16;
 	constexpr int MT = NT * 8;
 	constexpr int LD = smallm_ld<MT>::value;
-	__shared__ float red[KW][S * LD];
+	constexpr int U = NT <= 2 ? 4 : 2;
+	__shared__ float red[SM_WARPS][S * LD];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int rw = warp / KW, kw = warp % KW;
 	const int g = lane >> 2, q = lane & 3;
 	const int64_t c0 = (int64_t)blockIdx.x * G;
 	const int64_t u0 = (int64_t)blockIdx.y * p.per;
@@ -273,20 +280,18 @@ bcg_smallm_mma_kernel(smallm_args p)
 	for (int rt = 0; rt < RT; rt++)
 #pragma unroll
 		for (int h = 0; h < 2; h++)
-			wrow[rt][h] = b + smallm_row((rw * RT + rt) * 16 + h * 8 + g, G, c0, p.N) * p.K +
-			              q * 8;
-	/* Token rows past M read row M - 1: their sums are never stored. */
-	const T *xbase = a + q * 8;
-	int xrow[NT];
+			wrow[rt][h] = b + smallm_row(rt * 16 + h * 8 + g, G, c0, p.N) * p.K + q * 8;
+	const T *xrow[NT];
 #pragma unroll
-	for (int nt = 0; nt < NT; nt++)
-		xrow[nt] = nt * 8 + g < p.M ? nt * 8 + g : p.M - 1;
+	for (int nt = 0; nt < NT; nt++) {
+		int m = nt * 8 + g < p.M ? nt * 8 + g : p.M - 1;   /* past M: never stored */
+		xrow[nt] = a + (int64_t)m * p.K + q * 8;
+	}
 
-	/* The warps of a row group prefetch its RT tiles' rows. */
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), rw * RT * 16,
-	                RT * 16, G, c0, p.N, u0 * 32 * (int64_t)sizeof(T),
-	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T), kw * 32 + lane,
-	                KW * 32, SM_PREFETCH / L::RW);
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), 0, S, G, c0,
+	                p.N, u0 * 32 * (int64_t)sizeof(T),
+	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T), threadIdx.x,
+	                SM_THREADS, SM_PREFETCH);
 	cuda_pdl_wait();
 
 	float acc[RT][NT][4];
@@ -299,11 +304,11 @@ bcg_smallm_mma_kernel(smallm_args p)
 				acc[rt][nt][c] = 0.0f;
 
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-	for (int64_t u = u0 + kw; u < u1; u += (int64_t)KW * U) {
-		uint4 wv[U][RT][2];
+	for (int64_t u = u0 + warp; u < u1; u += (int64_t)SM_WARPS * U) {
+		uint4 wv[U][RT][2], xv[U][NT];
 #pragma unroll
 		for (int i = 0; i < U; i++) {
-			const int64_t ui = u + (int64_t)i * KW;
+			const int64_t ui = u + (int64_t)i * SM_WARPS;
 			const int64_t k = ui * 32;          /* + q * 8, in the row pointers */
 			const bool in = ui < u1 && k + q * 8 < p.K;
 #pragma unroll
@@ -314,32 +319,18 @@ bcg_smallm_mma_kernel(smallm_args p)
 		}
 #pragma unroll
 		for (int i = 0; i < U; i++) {
-			const int64_t ui = u + (int64_t)i * KW;
+			const int64_t ui = u + (int64_t)i * SM_WARPS;
 			const int64_t k = ui * 32;
 			const bool in = ui < u1 && k + q * 8 < p.K;
-			uint4 xv[NT];
 #pragma unroll
 			for (int nt = 0; nt < NT; nt++)
-				xv[nt] = in ? *reinterpret_cast<const uint4 *>(xbase + (int64_t)xrow[nt] * p.K + k)
-				            : zero;
-#pragma unroll
-			for (int st = 0; st < 2; st++) {
-#pragma unroll
-				for (int rt = 0; rt < RT; rt++) {
-					/* words 2st, 2st+1 hold k 8q+4st .. 8q+4st+3 */
-					uint32_t lo0 = st ? wv[i][rt][0].z : wv[i][rt][0].x;
-					uint32_t hi0 = st ? wv[i][rt][0].w : wv[i][rt][0].y;
-					uint32_t lo1 = st ? wv[i][rt][1].z : wv[i][rt][1].x;
-					uint32_t hi1 = st ? wv[i][rt][1].w : wv[i][rt][1].y;
-#pragma unroll
-					for (int nt = 0; nt < NT; nt++) {
-						uint32_t b0 = st ? xv[nt].z : xv[nt].x;
-						uint32_t b1 = st ? xv[nt].w : xv[nt].y;
-						smallm_mma<T>(acc[rt][nt], lo0, lo1, hi0, hi1, b0, b1);
-					}
-				}
-			}
+				xv[i][nt] = in ? *reinterpret_cast<const uint4 *>(xrow[nt] + k) : zero;
 		}
+#pragma unroll
+		for (int i = 0; i < U; i++)
+#pragma unroll
+			for (int rt = 0; rt < RT; rt++)
+				smallm_mma_unit<T, NT>(acc[rt], wv[i][rt], xv[i]);
 	}
 
 	/* c0, c1: row g, tokens 2q, 2q+1; c2, c3: row g + 8. */
@@ -349,11 +340,115 @@ bcg_smallm_mma_kernel(smallm_args p)
 		for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
-				int s = (rw * RT + rt) * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
-				red[kw][s * LD + m] = acc[rt][nt][c];
+				int s = rt * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
+				red[warp][s * LD + m] = acc[rt][nt][c];
 			}
-	smallm_merge_warps<KW, S * LD>(red);
+	smallm_merge_warps<SM_WARPS, S * LD>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
+}
+
+/* The wide layout's constants for NT token tiles. */
+template <int NT, int EPI>
+struct smallm_wide {
+	static constexpr int S = SM_WARPS * 16;                 /* b rows: a tile a warp */
+	static constexpr int G = EPI == EPI_SILU ? S / 2 : S;   /* output columns */
+	static constexpr int MT = NT * 8;
+	static constexpr int CU = NT <= 8 ? 8 : 4;              /* units a staged chunk */
+	static constexpr int RS = CU * 4 + 4;                   /* uint4 a staged token row */
+	static constexpr int LD = smallm_ld<MT>::value;
+	static constexpr int SLAB = MT * RS * 16;               /* bytes */
+	static constexpr int RED = S * LD * 4;
+	static constexpr int SMEM = SLAB > RED ? SLAB : RED;
+};
+
+/* Wide (SM_MMA_NARROW_M < M <= SM_MMA_MAX_M). Grid (nblocks, ksplit);
+ * each block owns 64 rows of b -- 64 output columns, or 32 for silu_mul
+ * (two gate tiles, then their up tiles) -- a row tile a warp, and the
+ * units [u0, u1), walked in chunks of CU units. For each chunk a warp
+ * first asks for all of its weight fragments (straight from global
+ * memory to registers, each byte used once), then the block stages the
+ * chunk of every token row in shared memory, once, for the four warps;
+ * then each warp runs its mma from the staged tokens. The first chunk's
+ * weights are asked for before cuda_pdl_wait(): no kernel writes them.
+ * A staged row is RS uint4 long, RS = 4 (mod 8): the 8 lanes of a load
+ * phase (two token rows, four 16-byte pieces each) hit 32 distinct banks.
+ * Token rows past M are staged as zeros; their sums are never stored. */
+template <typename T, int NT, int EPI>
+__global__ void __launch_bounds__(SM_THREADS)
+bcg_smallm_wide_kernel(smallm_args p)
+{
+	using W = smallm_wide<NT, EPI>;
+	constexpr int CU = W::CU, RS = W::RS, LD = W::LD, MT = W::MT;
+	__shared__ __align__(16) unsigned char smem[W::SMEM];
+	__shared__ int flag;
+	uint4 *slab = reinterpret_cast<uint4 *>(smem);
+	float *red = reinterpret_cast<float *>(smem);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int g = lane >> 2, q = lane & 3;
+	const int64_t c0 = (int64_t)blockIdx.x * W::G;
+	const int64_t u0 = (int64_t)blockIdx.y * p.per;
+	const int64_t u1 = u0 + p.per < p.units ? u0 + p.per : p.units;
+	const T *b = static_cast<const T *>(p.b), *a = static_cast<const T *>(p.a);
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+
+	const T *wrow[2];
+#pragma unroll
+	for (int h = 0; h < 2; h++)
+		wrow[h] = b + smallm_row(warp * 16 + h * 8 + g, W::G, c0, p.N) * p.K + q * 8;
+
+	float acc[NT][4];
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			acc[nt][c] = 0.0f;
+
+	for (int64_t cu = u0; cu < u1; cu += CU) {
+		const int64_t cu1 = cu + CU < u1 ? cu + CU : u1;
+		uint4 wv[CU][2];
+#pragma unroll
+		for (int i = 0; i < CU; i++) {
+			const int64_t k = (cu + i) * 32;
+			const bool in = cu + i < cu1 && k + q * 8 < p.K;
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+				wv[i][h] = in ? smallm_ld_stream(wrow[h] + k) : zero;
+		}
+		if (cu == u0)
+			cuda_pdl_wait();
+		__syncthreads();        /* the last chunk's tokens are consumed */
+		const int pieces = (int)(cu1 - cu) * 4;     /* 16-byte pieces a row */
+		for (int e = threadIdx.x; e < MT * CU * 4; e += SM_THREADS) {
+			const int t = e / (CU * 4), c = e % (CU * 4);
+			const int64_t k = cu * 32 + (int64_t)c * 8;
+			uint4 v = zero;
+			if (t < p.M && c < pieces && k < p.K)
+				v = *reinterpret_cast<const uint4 *>(a + (int64_t)t * p.K + k);
+			slab[t * RS + c] = v;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int i = 0; i < CU; i++) {
+			uint4 xv[NT];
+#pragma unroll
+			for (int nt = 0; nt < NT; nt++)
+				xv[nt] = slab[(nt * 8 + g) * RS + i * 4 + q];
+			smallm_mma_unit<T, NT>(acc, wv[i], xv);
+		}
+	}
+	if (u0 >= u1)
+		cuda_pdl_wait();        /* an empty split still waits before its stores */
+
+	__syncthreads();            /* the slab is done with: the sums take its place */
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			int s = warp * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
+			red[s * LD + m] = acc[nt][c];
+		}
+	__syncthreads();
+	smallm_finish<EPI, W::G, MT>(red, p, c0, &flag);
 }
 
 /* --- gemv ------------------------------------------------------------------ */
@@ -591,12 +686,13 @@ static int64_t smallm_ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
-/* Token tiles of 8 the mma kernel is built for: 1 to 4, then 8, 12, 16. */
+/* Token tiles of 8 the mma kernels are built for: 1 (narrow), then 2, 4,
+ * 8, 12 or 16 (wide). */
 static int smallm_mma_nt(int64_t M)
 {
 	int64_t nt = smallm_ceil_div(M < 1 ? 1 : M, 8);
 
-	return nt <= 4 ? (int)nt : nt <= 8 ? 8 : nt <= 12 ? 12 : 16;
+	return nt <= 2 ? (int)nt : nt <= 4 ? 4 : nt <= 8 ? 8 : nt <= 12 ? 12 : 16;
 }
 
 static int smallm_gemv_maxm(int64_t M)
@@ -618,7 +714,7 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 		pl->mt = smallm_mma_nt(M) * 8;
 		pl->units = smallm_ceil_div(p->K, 32);
 		if (pl->mt > SM_MMA_NARROW_M) {
-			G = silu ? 32 : 64;     /* smallm_mma_layout's wide G */
+			G = silu ? 32 : 64;     /* smallm_wide's G */
 			min_units = SM_WIDE_MIN_SPLIT(pl->mt);
 		} else {
 			G = 16;
@@ -691,33 +787,32 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 	return b > most ? b : most;
 }
 
-template <int EPI, typename T, int NT>
-static int smallm_launch_mma_nt(const struct cuda_op_ctx *ctx, const smallm_args &args,
-                                dim3 grid, char *msg, size_t len)
-{
-	return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, NT, EPI>, grid,
-	                   dim3(SM_THREADS), msg, len, args);
-}
-
 template <int EPI, typename T>
 static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &args,
                              int nt, dim3 grid, char *msg, size_t len)
 {
+	const char *wide = "bcg_smallm_wide_kernel";
+	const dim3 block(SM_THREADS);
+
 	switch (nt) {
 	case 1:
-		return smallm_launch_mma_nt<EPI, T, 1>(ctx, args, grid, msg, len);
+		return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, 1, EPI>, grid,
+		                   block, msg, len, args);
 	case 2:
-		return smallm_launch_mma_nt<EPI, T, 2>(ctx, args, grid, msg, len);
-	case 3:
-		return smallm_launch_mma_nt<EPI, T, 3>(ctx, args, grid, msg, len);
+		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 2, EPI>, grid, block, msg, len,
+		                   args);
 	case 4:
-		return smallm_launch_mma_nt<EPI, T, 4>(ctx, args, grid, msg, len);
+		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 4, EPI>, grid, block, msg, len,
+		                   args);
 	case 8:
-		return smallm_launch_mma_nt<EPI, T, 8>(ctx, args, grid, msg, len);
+		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 8, EPI>, grid, block, msg, len,
+		                   args);
 	case 12:
-		return smallm_launch_mma_nt<EPI, T, 12>(ctx, args, grid, msg, len);
+		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 12, EPI>, grid, block, msg,
+		                   len, args);
 	default:
-		return smallm_launch_mma_nt<EPI, T, 16>(ctx, args, grid, msg, len);
+		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 16, EPI>, grid, block, msg,
+		                   len, args);
 	}
 }
 
