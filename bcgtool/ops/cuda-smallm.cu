@@ -214,6 +214,23 @@ __device__ __forceinline__ uint4 smallm_ld_stream(const void *p)
 	return v;
 }
 
+/* Copy 16 bytes from global SRC to shared DST without passing through
+ * registers (cp.async, L2 only), or zeros when !IN (SRC then unread). A
+ * thread's copies land once it calls smallm_cp_async_wait_all(); the
+ * block's, after a barrier behind that. */
+__device__ __forceinline__ void smallm_cp_async16(void *dst, const void *src, bool in)
+{
+	const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+	             :: "r"(d), "l"(src), "r"(in ? 16 : 0) : "memory");
+}
+
+__device__ __forceinline__ void smallm_cp_async_wait_all(void)
+{
+	asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
+}
+
 /* --- mma ------------------------------------------------------------------- */
 
 template <typename T>
@@ -367,8 +384,11 @@ struct smallm_wide {
  * units [u0, u1), walked in chunks of CU units. For each chunk a warp
  * first asks for all of its weight fragments (straight from global
  * memory to registers, each byte used once), then the block stages the
- * chunk of every token row in shared memory, once, for the four warps;
- * then each warp runs its mma from the staged tokens. The first chunk's
+ * chunk of every token row in shared memory, once, for the four warps, by
+ * cp.async, every copy of the chunk in flight at once (a loop of loads
+ * and stores through registers waited out one L2 round trip per 16-byte
+ * piece: measured 5x slower than cuBLAS at 64 tokens); then each warp
+ * runs its mma from the staged tokens. The first chunk's
  * weights are asked for before cuda_pdl_wait(): no kernel writes them.
  * A staged row is RS uint4 long, RS = 4 (mod 8): the 8 lanes of a load
  * phase (two token rows, four 16-byte pieces each) hit 32 distinct banks.
@@ -418,14 +438,14 @@ bcg_smallm_wide_kernel(smallm_args p)
 			cuda_pdl_wait();
 		__syncthreads();        /* the last chunk's tokens are consumed */
 		const int pieces = (int)(cu1 - cu) * 4;     /* 16-byte pieces a row */
+#pragma unroll
 		for (int e = threadIdx.x; e < MT * CU * 4; e += SM_THREADS) {
 			const int t = e / (CU * 4), c = e % (CU * 4);
 			const int64_t k = cu * 32 + (int64_t)c * 8;
-			uint4 v = zero;
-			if (t < p.M && c < pieces && k < p.K)
-				v = *reinterpret_cast<const uint4 *>(a + (int64_t)t * p.K + k);
-			slab[t * RS + c] = v;
+			const bool in = t < p.M && c < pieces && k < p.K;
+			smallm_cp_async16(&slab[t * RS + c], in ? a + (int64_t)t * p.K + k : a, in);
 		}
+		smallm_cp_async_wait_all();
 		__syncthreads();
 #pragma unroll
 		for (int i = 0; i < CU; i++) {
