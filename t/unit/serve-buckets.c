@@ -153,6 +153,19 @@ static int read_caches(struct engine *e, struct outputs *o, struct engine_error 
 	       engine_read_tensor(e, plan_find_tensor(e->plan, "v_cache[1]"), 1, o->vcache, err);
 }
 
+/* After batch A: batch B, then C padded to 2, in the 2-token graph X2;
+ * the logits after each, the caches after C. */
+static int run_b_c(struct engine *e, struct exec_variant *x2, const struct bbatch *b,
+                   const struct bbatch *c, struct outputs *o, struct engine_error *err)
+{
+	if (engine_set_batch(e, &b->b, 2, R, err) || exec_step(e, x2, 1, NULL, err) ||
+	    read_outputs(e, 2, o->logits_b, err) ||
+	    engine_set_batch(e, &c->b, 2, R, err) || exec_step(e, x2, 2, NULL, err) ||
+	    read_outputs(e, 2, o->logits_c, err) || read_caches(e, o, err))
+		return -1;
+	return 0;
+}
+
 /* The graphs: 8 captured first, then 2, then the three batches. */
 static int run_graphs(struct engine *e, struct outputs *o, struct engine_error *err)
 {
@@ -176,10 +189,7 @@ static int run_graphs(struct engine *e, struct outputs *o, struct engine_error *
 	have2 = 1;
 	if (engine_reset(e, err) || plant_nan(e, err) ||
 	    engine_set_batch(e, &a.b, 8, R, err) || exec_step(e, &x8, 0, NULL, err) ||
-	    engine_set_batch(e, &b.b, 2, R, err) || exec_step(e, &x2, 1, NULL, err) ||
-	    read_outputs(e, 2, o->logits_b, err) ||
-	    engine_set_batch(e, &c.b, 2, R, err) || exec_step(e, &x2, 2, NULL, err) ||
-	    read_outputs(e, 2, o->logits_c, err) || read_caches(e, o, err))
+	    run_b_c(e, &x2, &b, &c, o, err))
 		goto out;
 	rc = 0;
 out:
@@ -236,10 +246,7 @@ static int run_above(struct engine *e, struct outputs *o, struct engine_error *e
 		goto out;
 	have2 = 1;
 	if (engine_reset(e, err) || plant_nan(e, err) || eager_step(e, &a.b, 8, 0, err) ||
-	    engine_set_batch(e, &b.b, 2, R, err) || exec_step(e, &x2, 1, NULL, err) ||
-	    read_outputs(e, 2, o->logits_b, err) ||
-	    engine_set_batch(e, &c.b, 2, R, err) || exec_step(e, &x2, 2, NULL, err) ||
-	    read_outputs(e, 2, o->logits_c, err) || read_caches(e, o, err))
+	    run_b_c(e, &x2, &b, &c, o, err))
 		goto out;
 	rc = 0;
 out:
