@@ -322,7 +322,7 @@ static int cmd_bench_exec(int argc, char **argv)
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		return rc;
 	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
-	if (engine_open_at(s->program, backend, t64, &e, &err) != 0)
+	if (engine_open_at(s->program, backend, t64, 0, &e, &err) != 0)
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);

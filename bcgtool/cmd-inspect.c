@@ -864,6 +864,11 @@ static void inspect_dispatch(struct inspect *in)
 	}
 	table_print(tb, stdout, "  ", &in->st);
 	table_free(tb);
+	/* Keyed and no entry: a server pads to no eager variant (serve/
+	 * dispatch.h), so every batch runs eagerly at its own size, as
+	 * replay --trace runs it. */
+	if (keyed && plan_count_dispatch(plan) == 0 && plan_count_variants(plan) > 0)
+		printf("  no full or breakable variant: every batch runs eagerly, unpadded\n");
 }
 
 static void inspect_checks(struct inspect *in)

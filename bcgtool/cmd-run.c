@@ -375,7 +375,7 @@ static int run_generate(struct script *s, const char *path, const char *backend,
 		free(ids);
 		return BCG_EXIT_USAGE;
 	}
-	if (engine_open_at(s->program, backend, o.nprompt, &e, &err) != 0 ||
+	if (engine_open_at(s->program, backend, o.nprompt, 0, &e, &err) != 0 ||
 	    generate(e, &o, &d, &r, &err) != 0) {
 		engine_report(&err, s->program, path);
 		rc = err.exit;
@@ -477,7 +477,7 @@ static int cmd_run_exec(int argc, char **argv)
 		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
-	if (engine_open_at(s->program, backend, t64, &e, &err) != 0) {
+	if (engine_open_at(s->program, backend, t64, 0, &e, &err) != 0) {
 		engine_report(&err, s->program, argv[optind]);
 		rc = err.exit;
 		goto out;

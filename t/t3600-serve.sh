@@ -203,9 +203,73 @@ test_expect_success 'a request that cannot fit the cache is refused before the r
 	test ! -s out
 '
 
-test_expect_success 'a budget above the largest capture size is refused' '
-	test_expect_code 2 bcg replay --backend host --trace t1.jsonl --sched budget=8 mixed.plan 2>err &&
-	echo "bcgtool: a token budget of 8 is above the 4 tokens the arena is planned for (the largest capture size)" >expect &&
+# A budget of 8 over sizes up to 4: steps 0 to 2 as before, then 12 arrives
+# and its whole prompt (5 tokens) fits one step, above the largest size:
+# eager, unpadded, in the room after the arena; step 4 decodes it.
+test_expect_success 'a budget above the largest capture size runs those steps eagerly' '
+	bcg replay --backend host --trace t1.jsonl --sched budget=8 --check mixed.plan >out &&
+	test_grep "^scheduler    budget 8 tokens, 8 requests, chunk 8, " out &&
+	test_grep "^steps        5 (0 preemptions; at most 2 requests, 5 tokens a batch)$" out &&
+	cat >expect <<-\EOF &&
+	unpadded   padded paddings  mode          count
+	       1        1        0  full              3
+	       3        4        1  breakable         1
+	       5        5        0  eager             1
+	EOF
+	table out >actual &&
+	test_cmp expect actual &&
+	test_grep "^eager  *1  *20.0% " out &&
+	test_grep "^check        bit-exact with eager$" out
+'
+
+test_expect_success PYTHON3 'a budget above the largest size: --json has the eager rows' '
+	bcg replay --backend host --synthetic requests=12,rate=inf,prompt=uniform:1:12,output=uniform:1:6,seed=3 \
+		--sched budget=16 --check --json mixed.plan >out.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"out.json\"))
+assert d[\"scheduler\"][\"budget\"] == 16
+above = [r for r in d[\"dispatch\"] if r[\"unpadded\"] > 4]
+assert above and all(r[\"mode\"] == \"eager\" and r[\"padded\"] == r[\"unpadded\"] and
+                     r[\"paddings\"] == 0 for r in above), d[\"dispatch\"]
+assert all(r[\"mode\"] != \"eager\" for r in d[\"dispatch\"] if r[\"unpadded\"] <= 4)
+assert d[\"modes\"][\"eager\"][\"steps\"] == sum(r[\"count\"] for r in above)
+assert d[\"check\"][\"pass\"] and d[\"check\"][\"bit_exact\"]
+"
+'
+
+test_expect_success 'bench: a budget above the largest size, every policy checks out' '
+	bcg bench --backend host --no-tune --warmup 0 --trace t1.jsonl --sched budget=8 --check \
+		mixed.yaml >out &&
+	test_grep "^full_and_breakable  *[0-9.]* .*  *60.0%  *20.0%  *20.0%$" out &&
+	test_grep "^breakable  *[0-9.]* .*  *0.0%  *80.0%  *20.0%$" out &&
+	test_grep "^check        full_and_breakable: bit-exact with eager$" out &&
+	test_grep "^check        breakable: bit-exact with eager$" out &&
+	test_grep "^check        full: bit-exact with eager$" out
+'
+
+test_expect_success PYTHON3 'no memory for the room above the arena: exit 3, before any step' '
+	bcg inspect --json mixed.plan >plan.json &&
+	arena=$("$PYTHON3" -c "import json; print(json.load(open(\"plan.json\"))[\"layout\"][\"arena_bytes\"])") &&
+	BCG_TEST_FAULT=oom:$arena bcg replay --backend host --trace t1.jsonl mixed.plan >out &&
+	test_grep "^steps        6 " out &&
+	BCG_TEST_FAULT=oom:$arena test_expect_code 3 bcg replay --backend host --trace t1.jsonl \
+		--sched budget=8 mixed.plan >out 2>err &&
+	test_grep "^bcgtool: cannot allocate the .* arena (with .* of room for eager steps of up to 8 tokens) on the host backend (.* free; BCG_TEST_FAULT)$" err &&
+	test ! -s out
+'
+
+test_expect_success 'a state tensor that grows with the tokens keeps the budget at the largest size' '
+	sed "s/role: output}/role: state}/" "$SAMPLES/tiny-mlp.yaml" >grow.yaml &&
+	grep -q "role: state}" grow.yaml &&
+	bcg capture --backend host -o grow.plan grow.yaml >/dev/null &&
+	bcg replay --backend host --trace t1.jsonl --sched budget=8 grow.plan >out &&
+	test_expect_code 2 bcg replay --backend host --trace t1.jsonl --sched budget=16 grow.plan \
+		>out 2>err &&
+	echo "bcgtool: eager steps of up to 16 tokens: state '\''y'\'' grows with the token count: its contents carry from step to step in the arena, planned for 8 tokens, so no step can run above them" >expect &&
+	test_cmp expect err &&
+	test_expect_code 2 bcg bench --backend host --no-tune --trace t1.jsonl --sched budget=16 \
+		grow.yaml >out 2>err &&
 	test_cmp expect err
 '
 

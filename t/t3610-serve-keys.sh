@@ -107,6 +107,38 @@ test_expect_success 'capture --mode: the keyword in the usage error, breakable|f
 	test_grep "full_and_breakable: full for the uniform decode sizes" help
 '
 
+# Eager variants are never padded to: under capture --mode eager the keyed
+# table is empty, inspect says every batch runs eagerly, and replay --trace
+# runs each batch eagerly at its own size (t1.jsonl: 3, 1, 1, 5, 1 tokens).
+test_expect_success 'capture --mode eager: inspect and replay --trace agree, every batch eager and unpadded' '
+	bcg capture --backend host --no-tune --mode eager -o eager.plan "$tiny" >/dev/null &&
+	bcg inspect --dispatch eager.plan >actual &&
+	cat >expect <<-\EOF &&
+	dispatch
+	  tokens  requests  batches  variant  mode
+	      1-  any       any      -        eager
+	  no full or breakable variant: every batch runs eagerly, unpadded
+	EOF
+	test_cmp expect actual &&
+	cat >t1.jsonl <<-\EOF &&
+	{"id": 12, "arrival": 0.012, "prompt_len": 5, "output_len": 2}
+	{"id": 10, "arrival": 0, "prompt_len": 2, "output_len": 3}
+	{"id": 11, "arrival": 0, "prompt_len": 1, "output_len": 1}
+	EOF
+	bcg replay --backend host --trace t1.jsonl --check eager.plan >out &&
+	cat >expect <<-\EOF &&
+	unpadded   padded paddings  mode          count
+	       1        1        0  eager             3
+	       3        3        0  eager             1
+	       5        5        0  eager             1
+	EOF
+	sed -n "/^unpadded/,/^\$/p" out | sed "/^\$/d" >actual &&
+	test_cmp expect actual &&
+	test_grep "^check        bit-exact with eager$" out &&
+	bcg inspect --dispatch tiny.plan >keyed &&
+	! test_grep "every batch runs eagerly" keyed
+'
+
 test_expect_success 'diff reports a changed key' '
 	sed "s/{tokens: 8, requests: 4}/{tokens: 8, requests: 2}/" "$tiny" >req2.yaml &&
 	bcg capture --backend host --no-tune -o req2.plan req2.yaml >/dev/null &&

@@ -115,7 +115,7 @@ int engine_batch_open(struct engine *e, struct engine_error *err)
 		return 0;
 	/* seq_lens, query_start, the table, slots and positions. */
 	n = (size_t)g->max_requests * 2 + 1 + (size_t)g->max_requests * g->max_blocks +
-	    2 * (size_t)e->max_tokens;
+	    2 * (size_t)e->eager_tokens;
 	if ((e->batch_buf = calloc(n, sizeof *e->batch_buf)) == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	return 0;
@@ -134,7 +134,7 @@ static void batch_arrays(const struct engine *e, struct batch_arrays *a)
 	a->qs = a->seq + g->max_requests;
 	a->table = a->qs + g->max_requests + 1;
 	a->slots = a->table + (size_t)g->max_requests * g->max_blocks;
-	a->pos = a->slots + e->max_tokens;
+	a->pos = a->slots + e->eager_tokens;
 }
 
 /* Each batch feed's bytes for TOKENS token rows, into the arena. */
@@ -155,7 +155,7 @@ static int batch_write(struct engine *e, int64_t tokens, struct engine_error *er
 		if (t == PLAN_NONE)
 			continue;
 		pt = plan_get_tensor(e->plan, t);
-		if (e->be->write(e->b, backend_at(e->base, pt->offset), src[k],
+		if (e->be->write(e->b, engine_tensor_at(e, t, tokens), src[k],
 		                 (size_t)plan_tensor_bytes(e->plan, t, tokens),
 		                 err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "feeding '%s': %s",
@@ -234,9 +234,9 @@ static int batch_check(const struct engine *e, const struct serve_batch *b,
 	int64_t slots = (int64_t)g->num_blocks * g->block_size;
 
 #define BAD(...) engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, __VA_ARGS__)
-	if (padded_tokens < 1 || padded_tokens > e->max_tokens || T > padded_tokens)
+	if (padded_tokens < 1 || padded_tokens > e->eager_tokens || T > padded_tokens)
 		return BAD("batch of %u tokens padded to %u: the padding must hold the batch and "
-		           "be from 1 to %lld", T, padded_tokens, (long long)e->max_tokens);
+		           "be from 1 to %lld", T, padded_tokens, (long long)e->eager_tokens);
 	if (padded_requests > g->max_requests || n > padded_requests)
 		return BAD("batch of %u requests padded to %u: the padding must hold the batch and "
 		           "be at most %u (the request dim)", n, padded_requests, g->max_requests);

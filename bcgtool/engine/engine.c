@@ -96,7 +96,15 @@ static void engine_fill_operand(const struct engine *e, uint32_t t, int64_t toke
 	ot->rank = (int)pt->rank;
 	for (uint32_t i = 0; i < pt->rank; i++)
 		ot->dim[i] = plan_axis_size(e->plan, &pt->shape[i], tokens);
-	ot->data = backend_at(e->base, pt->offset);
+	ot->data = engine_tensor_at(e, t, tokens);
+}
+
+void *engine_tensor_at(const struct engine *e, uint32_t t, int64_t tokens)
+{
+	if (tokens > e->max_tokens && e->above_offset != NULL &&
+	    e->above_offset[t] != UINT64_MAX)
+		return backend_at(e->base, e->above_offset[t]);
+	return backend_at(e->base, plan_get_tensor(e->plan, t)->offset);
 }
 
 /* Fill CALL's attributes from the plan's, by name, in the kind's order. */
@@ -236,10 +244,15 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err)
 {
 	memset(v, 0, sizeof *v);
-	if (tokens < 1 || tokens > e->max_tokens)
+	if (tokens < 1 || tokens > e->eager_tokens)
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
 		                   "%lld tokens is outside this arena's range 1..%lld",
-		                   (long long)tokens, (long long)e->max_tokens);
+		                   (long long)tokens, (long long)e->eager_tokens);
+	if (tokens > e->max_tokens && mode != PLAN_MODE_EAGER)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+		                   "%lld tokens is above the %lld the arena is planned for: only "
+		                   "eager steps run there", (long long)tokens,
+		                   (long long)e->max_tokens);
 	v->tokens = tokens;
 	v->mode = mode;
 	v->calls = calloc(e->nops ? e->nops : 1, sizeof *v->calls);
@@ -334,7 +347,7 @@ static int engine_resolve(struct engine *e, struct engine_error *err)
 	return 0;
 }
 
-/* The most scratch any op needs at any token count up to max_tokens, in
+/* The most scratch any op needs at any token count up to eager_tokens, in
  * either launch form: backends promise needs that never shrink as the
  * token count grows (backend.h), so the largest count decides. */
 static int engine_size_scratch(struct engine *e, struct engine_error *err)
@@ -343,8 +356,10 @@ static int engine_size_scratch(struct engine *e, struct engine_error *err)
 	uint64_t need = 0;
 
 	e->base = NULL;  /* shapes only; addresses unused */
-	for (int mode = PLAN_MODE_BREAKABLE; mode <= PLAN_MODE_FULL; mode++) {
-		if (engine_variant_init(e, e->max_tokens, mode, &v, err) != 0)
+	/* Eager mode: the host-shaped form at the most tokens of all. */
+	for (int mode = PLAN_MODE_BREAKABLE; mode <= PLAN_MODE_EAGER; mode++) {
+		if (engine_variant_init(e, mode == PLAN_MODE_EAGER ? e->eager_tokens : e->max_tokens,
+		                        mode, &v, err) != 0)
 			return -1;
 		/* Every usable implementation: capture may time each. */
 		for (uint32_t i = 0; i < e->nops; i++) {
@@ -369,7 +384,7 @@ static size_t engine_staging_size(const struct engine *e)
 	for (uint32_t t = 0; t < plan_count_tensors(e->plan); t++) {
 		const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
 		if (pt->feed.kind != PLAN_FEED_NONE) {
-			uint64_t b = plan_tensor_bytes(e->plan, t, e->max_tokens);
+			uint64_t b = plan_tensor_bytes(e->plan, t, e->eager_tokens);
 			if (b > need)
 				need = (size_t)b;
 		}
@@ -402,6 +417,15 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 		                init, err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
 			                   "initializing tensor '%s': %s", pt->name, err->msg);
+		/* Its second place, for eager steps above the arena's tokens. */
+		if (e->above_offset == NULL || e->above_offset[t] == UINT64_MAX)
+			continue;
+		count = plan_tensor_numel(e->plan, t, e->eager_tokens);
+		if (e->be->init(e->b, backend_at(e->base, e->above_offset[t]), pt->dtype, count,
+		                init, err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+			                   "initializing tensor '%s' above %lld tokens: %s", pt->name,
+			                   (long long)e->max_tokens, err->msg);
 	}
 	return 0;
 }
@@ -582,11 +606,40 @@ out:
 	return rc;
 }
 
+/* The room after the arena for eager steps of up to e->eager_tokens. */
+static int engine_place_above(struct engine *e, struct engine_error *err)
+{
+	uint64_t at = (e->arena_bytes + MEMPLAN_ALIGNMENT - 1) & ~(uint64_t)(MEMPLAN_ALIGNMENT - 1);
+	uint64_t end = at;
+
+	if (e->eager_tokens <= e->max_tokens)
+		return 0;
+	e->above_offset = calloc(plan_count_tensors(e->plan) ? plan_count_tensors(e->plan) : 1,
+	                         sizeof *e->above_offset);
+	if (e->above_offset == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	if (memplan_place_above(e->plan, e->max_tokens, e->eager_tokens, at, e->above_offset, &end,
+	                        err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, strstr(err->msg, "out of memory") ? BCG_EXIT_RUNTIME
+		                                                           : BCG_EXIT_USAGE,
+		                   PLAN_NONE, "eager steps of up to %lld tokens: %s",
+		                   (long long)e->eager_tokens, err->msg);
+	e->above_bytes = end - e->arena_bytes;
+	return 0;
+}
+
 int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
                 struct engine **out, struct engine_error *err)
 {
+	return engine_open_above(program, backend, max_tokens, 0, out, err);
+}
+
+int engine_open_above(const plan_t *program, const char *backend, int64_t max_tokens,
+                      int64_t eager_tokens, struct engine **out, struct engine_error *err)
+{
 	struct engine *e;
 	const struct plan_layout *layout = plan_get_layout(program);
+	char room[96] = "";
 
 	*out = NULL;
 	if ((e = calloc(1, sizeof *e)) == NULL)
@@ -594,7 +647,15 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 	e->plan = program;
 	e->nops = plan_count_ops(program);
 	e->max_tokens = max_tokens;
+	e->eager_tokens = eager_tokens > max_tokens ? eager_tokens : max_tokens;
 	e->arena_bytes = layout->arena_bytes;
+	if (engine_place_above(e, err) != 0)
+		goto fail;
+	if (e->above_bytes != 0) {
+		char h[32];
+		snprintf(room, sizeof room, " (with %s of room for eager steps of up to %lld tokens)",
+		         bcg_human_bytes(e->above_bytes, h, sizeof h), (long long)e->eager_tokens);
+	}
 	if (engine_test_fault(&e->fault, err) != 0)
 		goto fail;
 	if (engine_sync_mode() < 0) {
@@ -644,17 +705,18 @@ int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
 		e->note[0] = '\0';
 	}
 	if (e->fault.kind == ENGINE_FAULT_OOM &&
-	    e->arena_bytes + e->scratch_bytes > e->fault.limit) {
+	    e->arena_bytes + e->above_bytes + e->scratch_bytes > e->fault.limit) {
 		char want[32], have[32];
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
-		            "cannot allocate the %s arena on the %s backend (%s free; BCG_TEST_FAULT)",
-		            bcg_human_bytes(e->arena_bytes + e->scratch_bytes, want, sizeof want),
+		            "cannot allocate the %s arena%s on the %s backend (%s free; BCG_TEST_FAULT)",
+		            bcg_human_bytes(e->arena_bytes + e->above_bytes + e->scratch_bytes, want,
+		                            sizeof want), room,
 		            e->be->name, bcg_human_bytes(e->fault.limit, have, sizeof have));
 		goto fail;
 	}
-	if (e->be->alloc(e->b, e->arena_bytes, e->scratch_bytes, &e->base,
+	if (e->be->alloc(e->b, e->arena_bytes + e->above_bytes, e->scratch_bytes, &e->base,
 	                 err->msg, sizeof err->msg) != 0) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", err->msg);
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s%s", err->msg, room);
 		goto fail;
 	}
 	e->sync_in_capture = getenv("BCG_TEST_SYNC_IN_CAPTURE");
@@ -671,7 +733,7 @@ fail:
 	return -1;
 }
 
-int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
+int engine_open_at(plan_t *program, const char *backend, int64_t tokens, int64_t eager_tokens,
                    struct engine **out, struct engine_error *err)
 {
 	struct memplan mp;
@@ -680,7 +742,7 @@ int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
 	if (memplan_place(program, &tokens, 1, &mp, err->msg, sizeof err->msg) != 0)
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
 	memplan_release(&mp);
-	return engine_open(program, backend, tokens, out, err);
+	return engine_open_above(program, backend, tokens, eager_tokens, out, err);
 }
 
 void engine_close(struct engine *e)
@@ -693,6 +755,7 @@ void engine_close(struct engine *e)
 		e->be->close(e->b);
 	}
 	free(e->staging);
+	free(e->above_offset);
 	free(e->weight_hash);
 	free(e->batch_buf);
 	free(e->binds);
@@ -793,7 +856,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 		if (pt->feed.kind == PLAN_FEED_NONE || engine_batch_feed(pt->feed.kind))
 			continue;
 		bytes = engine_feed_values(e, t, v->tokens, step);
-		if (e->be->write(e->b, backend_at(e->base, pt->offset), e->staging, bytes,
+		if (e->be->write(e->b, engine_tensor_at(e, t, v->tokens), e->staging, bytes,
 		                 err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "feeding '%s': %s",
 			                   pt->name, err->msg);
@@ -886,7 +949,7 @@ int engine_read_tensor(struct engine *e, uint32_t t, int64_t tokens, void *dst,
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
 	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
 
-	if (e->be->read(e->b, dst, backend_at(e->base, pt->offset), (size_t)bytes,
+	if (e->be->read(e->b, dst, engine_tensor_at(e, t, tokens), (size_t)bytes,
 	                err->msg, sizeof err->msg) != 0)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "reading '%s': %s",
 		                   pt->name, err->msg);

@@ -122,6 +122,14 @@ struct engine {
 	uint64_t                  arena_bytes;
 	uint64_t                  scratch_bytes; /* given to the backend's alloc */
 	int64_t                   max_tokens;
+	/* Eager steps above max_tokens (a serving token budget above the
+	 * largest capture size): up to eager_tokens (max_tokens when none),
+	 * each tensor that grows with the token count at above_offset[t]
+	 * (UINT64_MAX: its place in the arena) in above_bytes of room after
+	 * the arena (memplan_place_above). */
+	int64_t                   eager_tokens;
+	uint64_t                 *above_offset;
+	uint64_t                  above_bytes;
 	uint32_t                  nops;
 	const struct op_kind    **kinds;     /* per op */
 	uint32_t                  nbinds;
@@ -183,13 +191,24 @@ void engine_warn_weights(const struct engine *e);
  * MAX_TOKENS; allocate the arena and initialize every tensor. */
 int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
                 struct engine **out, struct engine_error *err);
+/* engine_open with room for eager steps of up to EAGER_TOKENS tokens
+ * (above MAX_TOKENS; else none): the arena keeps its layout, which plans
+ * record, and the tensors that grow get places after it (eager_tokens in
+ * struct engine). A weight or state tensor that grows, exit 2; no memory
+ * for the arena and the room together, exit 3. */
+int engine_open_above(const plan_t *program, const char *backend, int64_t max_tokens,
+                      int64_t eager_tokens, struct engine **out, struct engine_error *err);
 void engine_close(struct engine *e);
 
 /* Place PROGRAM's tensors for TOKENS tokens alone (memplan.h), then open it
- * as engine_open does: for running a program at one token count outside
- * any plan (run, bench, replay's eager fallback). */
-int engine_open_at(plan_t *program, const char *backend, int64_t tokens,
+ * as engine_open_above does with EAGER_TOKENS: for running a program at
+ * one token count outside any plan (run, bench, replay's eager fallback). */
+int engine_open_at(plan_t *program, const char *backend, int64_t tokens, int64_t eager_tokens,
                    struct engine **out, struct engine_error *err);
+
+/* Where tensor T lies at TOKENS tokens: its place in the arena, or for an
+ * eager step above max_tokens, its place in the room after it. */
+void *engine_tensor_at(const struct engine *e, uint32_t t, int64_t tokens);
 
 /* Launch with FEATURES (PLAN_FEATURE_*) from now on; e->features keeps
  * the ones the backend honours. */

@@ -201,3 +201,56 @@ void memplan_release(struct memplan *mp)
 	free(mp->peak_bytes);
 	memset(mp, 0, sizeof *mp);
 }
+
+int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, uint64_t base,
+                        uint64_t *offset, uint64_t *end, char *msg, size_t len)
+{
+	uint32_t nt = plan_count_tensors(program), nslots = 0;
+	uint32_t *first = malloc(sizeof *first * (nt ? nt : 1));
+	uint32_t *last = malloc(sizeof *last * (nt ? nt : 1));
+	struct slot *slots = malloc(sizeof *slots * (nt ? nt : 1));
+	uint64_t off = ALIGN_UP(base);
+	int rc = -1;
+
+	if (first == NULL || last == NULL || slots == NULL) {
+		snprintf(msg, len, "out of memory planning the room for eager steps");
+		goto out;
+	}
+	memplan_liveness(program, first, last);
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct plan_tensor *pt = plan_get_tensor(program, t);
+		uint64_t bytes = plan_tensor_bytes(program, t, tokens);
+
+		offset[t] = UINT64_MAX;
+		if (bytes == UINT64_MAX || bytes > (UINT64_C(1) << 48)) {
+			snprintf(msg, len, "tensor '%s' is too large to place at %lld tokens", pt->name,
+			         (long long)tokens);
+			goto out;
+		}
+		if (bytes == plan_tensor_bytes(program, t, planned) || first[t] == PLAN_NONE)
+			continue;
+		if (pt->role == PLAN_ROLE_WEIGHT || pt->role == PLAN_ROLE_STATE) {
+			snprintf(msg, len, "%s '%s' grows with the token count: its contents carry "
+			         "from step to step in the arena, planned for %lld tokens, so no step "
+			         "can run above them", pt->role == PLAN_ROLE_WEIGHT ? "weight" : "state",
+			         pt->name, (long long)planned);
+			goto out;
+		}
+		if (pt->role == PLAN_ROLE_ACTIVATION) {
+			slots[nslots++] = (struct slot){ .tensor = t, .bytes = ALIGN_UP(bytes) };
+			continue;
+		}
+		offset[t] = off;
+		off = ALIGN_UP(off + bytes);
+	}
+	qsort(slots, nslots, sizeof *slots, by_size_desc);
+	*end = place_activations(slots, nslots, first, last, off);
+	for (uint32_t i = 0; i < nslots; i++)
+		offset[slots[i].tensor] = slots[i].offset;
+	rc = 0;
+out:
+	free(first);
+	free(last);
+	free(slots);
+	return rc;
+}

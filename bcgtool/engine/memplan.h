@@ -35,6 +35,21 @@ int memplan_place(plan_t *program, const int64_t *tokens, uint32_t n,
 
 void memplan_release(struct memplan *mp);
 
+/*
+ * Room for eager steps of TOKENS tokens, above the PLANNED ones PROGRAM's
+ * arena is placed for (memplan_place): the captured variants keep the
+ * arena as it is, so every tensor whose size grows with the token count
+ * gets a second place from BASE on (inputs and outputs packed, then the
+ * activations sharing space by liveness, as in the arena); OFFSET[t]
+ * (plan_count_tensors() entries) gets it, or UINT64_MAX for a tensor that
+ * keeps its place in the arena. *END gets the end of the room. Returns 0,
+ * or -1 with a sentence in MSG: a weight or state tensor grows with the
+ * token count (its contents carry from step to step in one place), a
+ * tensor is too large to place, out of memory.
+ */
+int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, uint64_t base,
+                        uint64_t *offset, uint64_t *end, char *msg, size_t len);
+
 /* First and last op touching each tensor (PLAN_NONE when none does):
  * FIRST and LAST have plan_count_tensors() entries. Exposed for tests. */
 void memplan_liveness(const plan_t *program, uint32_t *first, uint32_t *last);

@@ -363,7 +363,7 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 			goto out;
 		}
-		if (engine_open_at(eager_program, o->backend, res->tokens, &e, err) != 0)
+		if (engine_open_at(eager_program, o->backend, res->tokens, 0, &e, err) != 0)
 			goto out;
 		engine_warn_weights(e);
 		res->weights = plan_count_weight_sources(plan);

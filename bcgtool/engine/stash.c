@@ -38,7 +38,7 @@ static int stash_keep(struct engine *e, uint32_t t, int64_t tokens, uint64_t *sp
 {
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
 	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
-	const void *src = backend_at(e->base, pt->offset);
+	const void *src = engine_tensor_at(e, t, tokens);
 	char h[32];
 
 	it->tensor = t;
@@ -122,7 +122,7 @@ int stash_compare(struct engine *e, const struct stash *s, uint32_t k, int stash
 	const struct stash_item *it = &s->item[k];
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
 	uint64_t bytes = plan_tensor_bytes(e->plan, it->tensor, s->tokens);
-	const void *arena = backend_at(e->base, pt->offset);
+	const void *arena = engine_tensor_at(e, it->tensor, s->tokens);
 	void *now;
 	char h[32];
 

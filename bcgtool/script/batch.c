@@ -49,6 +49,8 @@ static int batch_feeds(struct sp *p)
 		                plan_feed_name(plan_get_tensor(plan, first)->feed.kind));
 	seq = plan_get_tensor(plan, feed[PLAN_FEED_SEQ_LENS]);
 	reqs = seq->shape[0].size;
+	if (dims_check_requests(p, reqs, seq->name) != 0)
+		return -1;
 	if (feed[PLAN_FEED_QUERY_START] != PLAN_NONE &&
 	    (t = plan_get_tensor(plan, feed[PLAN_FEED_QUERY_START]))->shape[0].size != reqs + 1)
 		return sp_error(p, batch_node(p, feed[PLAN_FEED_QUERY_START]), "feed query_start "

@@ -151,7 +151,9 @@ static int dims_alloc_sizes(struct sp *p, size_t n)
 	p->modes = calloc(n, sizeof *p->modes);
 	p->requests = calloc(n, sizeof *p->requests);
 	p->uniform = calloc(n, sizeof *p->uniform);
-	if (p->sizes == NULL || p->modes == NULL || p->requests == NULL || p->uniform == NULL)
+	p->size_nodes = calloc(n, sizeof *p->size_nodes);
+	if (p->sizes == NULL || p->modes == NULL || p->requests == NULL || p->uniform == NULL ||
+	    p->size_nodes == NULL)
 		return sp_error(p, NULL, "out of memory");
 	return 0;
 }
@@ -280,8 +282,28 @@ static int dims_sizes_list(struct sp *p, yaml_node_t *seq, void *obj)
 			                (long long)b.tokens, (long long)b.tokens, (long long)b.requests);
 		p->requests[i] = b.requests;
 		p->uniform[i] = (unsigned char)b.uniform;
+		p->size_nodes[i] = e;
 	}
 	d->value = p->sizes[p->nsizes - 1];
+	return 0;
+}
+
+int dims_check_requests(struct sp *p, int64_t r, const char *tensor)
+{
+	for (uint32_t i = 0; i < p->nsizes; i++) {
+		if (p->size_nodes[i] == NULL || p->requests[i] <= r)
+			continue;
+		if (p->uniform[i])
+			return sp_error(p, p->size_nodes[i], "a uniform decode size has one token a "
+			                "request: %lld tokens make %lld requests, above the request "
+			                "dim's %lld (the rows of seq_lens '%s')", (long long)p->sizes[i],
+			                (long long)p->sizes[i], (long long)r, tensor);
+		return sp_error(p, p->size_nodes[i], "capture size %lld holds %lld requests%s, "
+		                "above the request dim's %lld (the rows of seq_lens '%s')",
+		                (long long)p->sizes[i], (long long)p->requests[i],
+		                p->requests[i] == p->sizes[i] ? " (as many as its tokens when "
+		                "requests is not given)" : "", (long long)r, tensor);
+	}
 	return 0;
 }
 

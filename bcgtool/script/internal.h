@@ -103,6 +103,7 @@ struct sp {
 	int                 *modes;
 	int64_t             *requests;   /* per size: the most requests (0: not said) */
 	unsigned char       *uniform;    /* per size: uniform decode only */
+	yaml_node_t        **size_nodes; /* per size of `sizes`: its mapping, else NULL */
 	uint32_t             nsizes;
 	int                  dflt_mode;  /* the token dim's `mode`, for `sizes` */
 	yaml_node_t         *tokens_node;/* the token dim's `tokens`, when given */
@@ -200,6 +201,11 @@ int tensors_parse(struct sp *p, yaml_node_t *node);  /* tensors.c */
 /* batch.c: the batch feeds agree on the request dim, and the paged ops on
  * one cache geometry (after the ops). */
 int batch_check(struct sp *p);
+
+/* Once the request dim is known (R, the rows of seq_lens feed TENSOR):
+ * no capture size of `sizes` may hold more requests. 0, or -1 with the
+ * error at the size. */
+int dims_check_requests(struct sp *p, int64_t r, const char *tensor);
 int ops_parse(struct sp *p, yaml_node_t *node);      /* ops.c */
 
 /* weights.c: the tensors of a safetensors init. */

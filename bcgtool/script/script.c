@@ -231,6 +231,7 @@ out:
 	free(p.modes);
 	free(p.requests);
 	free(p.uniform);
+	free(p.size_nodes);
 	free(p.written);
 	weights_release(&p);
 	if (have_doc)

@@ -224,7 +224,7 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 	    (rc = serve_cli_fits(name, &t, &ro.sched)) != BCG_EXIT_OK)
 		goto out;
 	rc = BCG_EXIT_RUNTIME;
-	if (engine_open(plan, o->backend, max_tokens, &e, &err) != 0)
+	if (engine_open_above(plan, o->backend, max_tokens, ro.sched.token_budget, &e, &err) != 0)
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
@@ -465,8 +465,8 @@ int serve_cmd_bench(const struct cmd_entry *self, const char *path, const struct
 	                          s->variants[s->nvariants - 1].tokens, &t, &ro.sched)) != BCG_EXIT_OK ||
 	    (rc = serve_cli_fits(name, &t, &ro.sched)) != BCG_EXIT_OK)
 		goto out;
-	if (engine_open_at(s->program, o->backend, s->variants[s->nvariants - 1].tokens, &e,
-	                   &err) != 0)
+	if (engine_open_at(s->program, o->backend, s->variants[s->nvariants - 1].tokens,
+	                   ro.sched.token_budget, &e, &err) != 0)
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);

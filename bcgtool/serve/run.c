@@ -19,7 +19,7 @@ struct run_ctx {
 	uint32_t             n;
 	struct exec_variant *eager;      /* by token count, built when needed */
 	unsigned char       *built;
-	int64_t              max_tokens;
+	int64_t              max_tokens;     /* of an eager step: e->eager_tokens */
 };
 
 void serve_result_release(struct serve_result *res)
@@ -235,7 +235,7 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
               uint32_t n, const struct serve_trace *t, const struct serve_run_opts *o,
               struct serve_result *res, struct engine_error *err)
 {
-	struct run_ctx c = { .e = e, .x = x, .n = n, .max_tokens = e->max_tokens };
+	struct run_ctx c = { .e = e, .x = x, .n = n, .max_tokens = e->eager_tokens };
 	struct serve_size *sz = NULL;
 	struct serve_run_opts ro = *o;
 	struct serve_dispatch dcheck = { 0 };
@@ -248,18 +248,19 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 	int rc = -1;
 
 	memset(res, 0, sizeof *res);
-	if (o->sched.token_budget > (uint64_t)e->max_tokens)
+	/* Steps above the largest size run eagerly in the engine's room
+	 * after the arena, opened for the budget (engine_open_above). */
+	if (o->sched.token_budget > (uint64_t)e->eager_tokens)
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
-		                   "a token budget of %u is above the %lld tokens the arena is "
-		                   "planned for (the largest capture size)",
-		                   o->sched.token_budget, (long long)e->max_tokens);
+		                   "a token budget of %u is above the %lld tokens the engine was "
+		                   "opened for", o->sched.token_budget, (long long)e->eager_tokens);
 	ro.sched.pad_tokens = (uint32_t)e->max_tokens;
 	for (uint32_t i = 0; i < n; i++)
 		if (sizes[i].key.requests > ro.sched.pad_reqs)
 			ro.sched.pad_reqs = sizes[i].key.requests;
 	sz = calloc(n ? n : 1, sizeof *sz);
-	c.eager = calloc((size_t)e->max_tokens + 1, sizeof *c.eager);
-	c.built = calloc((size_t)e->max_tokens + 1, 1);
+	c.eager = calloc((size_t)c.max_tokens + 1, sizeof *c.eager);
+	c.built = calloc((size_t)c.max_tokens + 1, 1);
 	if (sz == NULL || c.eager == NULL || c.built == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;

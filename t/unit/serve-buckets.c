@@ -16,6 +16,12 @@
  *    are finite;
  *  - cache blocks no request owns hold NaN throughout, and no output is
  *    NaN: no kernel reads them.
+ *  - with a token budget above the largest capture size: a program whose
+ *    arena is planned for 2 tokens runs batch A (8 tokens) eagerly in the
+ *    engine's room above the arena (engine_open_above), then B and C in
+ *    its 2-token graph, and gives what the all-eager run in an arena
+ *    planned for 8 gives: the tensors that grow lie apart from the arena,
+ *    the cache they write is the arena's.
  * The host backend must match bit for bit (one kernel per op, the same
  * arithmetic); on cuda the graph-safe and eager forms of paged attention
  * split the sums differently, and the padded step multiplies two rows
@@ -147,6 +153,19 @@ static int read_caches(struct engine *e, struct outputs *o, struct engine_error 
 	       engine_read_tensor(e, plan_find_tensor(e->plan, "v_cache[1]"), 1, o->vcache, err);
 }
 
+/* After batch A: batch B, then C padded to 2, in the 2-token graph X2;
+ * the logits after each, the caches after C. */
+static int run_b_c(struct engine *e, struct exec_variant *x2, const struct bbatch *b,
+                   const struct bbatch *c, struct outputs *o, struct engine_error *err)
+{
+	if (engine_set_batch(e, &b->b, 2, R, err) || exec_step(e, x2, 1, NULL, err) ||
+	    read_outputs(e, 2, o->logits_b, err) ||
+	    engine_set_batch(e, &c->b, 2, R, err) || exec_step(e, x2, 2, NULL, err) ||
+	    read_outputs(e, 2, o->logits_c, err) || read_caches(e, o, err))
+		return -1;
+	return 0;
+}
+
 /* The graphs: 8 captured first, then 2, then the three batches. */
 static int run_graphs(struct engine *e, struct outputs *o, struct engine_error *err)
 {
@@ -170,10 +189,7 @@ static int run_graphs(struct engine *e, struct outputs *o, struct engine_error *
 	have2 = 1;
 	if (engine_reset(e, err) || plant_nan(e, err) ||
 	    engine_set_batch(e, &a.b, 8, R, err) || exec_step(e, &x8, 0, NULL, err) ||
-	    engine_set_batch(e, &b.b, 2, R, err) || exec_step(e, &x2, 1, NULL, err) ||
-	    read_outputs(e, 2, o->logits_b, err) ||
-	    engine_set_batch(e, &c.b, 2, R, err) || exec_step(e, &x2, 2, NULL, err) ||
-	    read_outputs(e, 2, o->logits_c, err) || read_caches(e, o, err))
+	    run_b_c(e, &x2, &b, &c, o, err))
 		goto out;
 	rc = 0;
 out:
@@ -213,6 +229,33 @@ static int run_eager(struct engine *e, struct outputs *o, struct engine_error *e
 	return 0;
 }
 
+/* The steps of run_graphs with the arena planned for 2 tokens: batch A
+ * runs eagerly above it, B and C in the 2-token graph. */
+static int run_above(struct engine *e, struct outputs *o, struct engine_error *err)
+{
+	struct schedule full = { 0 };
+	struct exec_variant x2;
+	struct bbatch a, b, c;
+	uint32_t bad;
+	int rc = -1, have2 = 0;
+
+	memset(&x2, 0, sizeof x2);
+	batches(&a, &b, &c);
+	if (schedule_build(e->plan, PLAN_MODE_FULL, &full, &bad, err->msg, sizeof err->msg) ||
+	    exec_capture(e, 2, PLAN_MODE_FULL, full.items, full.nitems, 0, &x2, NULL, err))
+		goto out;
+	have2 = 1;
+	if (engine_reset(e, err) || plant_nan(e, err) || eager_step(e, &a.b, 8, 0, err) ||
+	    run_b_c(e, &x2, &b, &c, o, err))
+		goto out;
+	rc = 0;
+out:
+	if (have2)
+		exec_release(e, &x2);
+	schedule_release(&full);
+	return rc;
+}
+
 /* Count of elements of A and B further apart than TOL relative (0: bits);
  * NaN in either counts. */
 static long differ(const float *a, const float *b, size_t n, double tol)
@@ -241,7 +284,41 @@ static long cache_nan_misplaced(const float *cache)
 	return bad;
 }
 
-static void run_backend(const plan_t *program, const char *backend)
+/* run_above on SMALL (placed for 2 tokens) against the all-eager run X
+ * in an arena planned for 8. */
+static void run_backend_above(const plan_t *small, const char *backend,
+                              const struct outputs *x, double tol)
+{
+	struct engine *e = NULL;
+	struct engine_error err = { 0 };
+	struct outputs *g = calloc(1, sizeof *g);
+	uint32_t logits = plan_find_tensor(small, "logits"), kc = plan_find_tensor(small, "k_cache[0]");
+
+	if (g == NULL) {
+		printf("Bail out! out of memory\n");
+		exit(99);
+	}
+	if (engine_open_above(small, backend, 2, 8, &e, &err) != 0 || run_above(e, g, &err) != 0) {
+		ok(0, "%s: eager steps above the arena's 2 tokens run (%s)", backend, err.msg);
+		tap_skip(2, "no run");
+		goto out;
+	}
+	ok(engine_tensor_at(e, logits, 8) != engine_tensor_at(e, logits, 2) &&
+	   engine_tensor_at(e, kc, 8) == engine_tensor_at(e, kc, 2),
+	   "%s: above the arena, the logits lie in the room after it, the cache in place", backend);
+	ok(differ(g->logits_b, x->logits_b, 2 * 96, tol) == 0 &&
+	   differ(g->logits_c, x->logits_c, 96, tol) == 0,
+	   "%s: an 8-token step above a 2-token arena, then its graph, give the eager logits",
+	   backend);
+	ok(differ(g->kcache, x->kcache, NB * BS * W, tol) == 0 &&
+	   differ(g->vcache, x->vcache, NB * BS * W, tol) == 0,
+	   "%s: the step above the arena writes the arena's cache as the eager run does", backend);
+out:
+	engine_close(e);
+	free(g);
+}
+
+static void run_backend(const plan_t *program, const plan_t *small, const char *backend)
 {
 	struct engine *e = NULL;
 	struct engine_error err = { 0 };
@@ -257,13 +334,14 @@ static void run_backend(const plan_t *program, const char *backend)
 		if (strcmp(backend, "host") == 0)
 			ok(0, "host: the engine opens (%s)", err.msg);
 		else
-			tap_skip(5, "no usable GPU");
+			tap_skip(8, "no usable GPU");
 		goto out;
 	}
 	if (run_graphs(e, g, &err) != 0 || run_eager(e, x, &err) != 0) {
 		ok(0, "%s: the steps run (%s)", backend, err.msg);
 		goto out;
 	}
+	run_backend_above(small, backend, x, tol);
 	ok(differ(g->logits_b, x->logits_b, 2 * 96, tol) == 0,
 	   "%s: the 2-token graph captured after the 8-token one gives the eager logits", backend);
 	ok(differ(g->logits_c, x->logits_c, 96, tol) == 0,
@@ -401,7 +479,8 @@ int main(void)
 {
 	const char *src = getenv("BCG_SRC_DIR");
 	char path[4096];
-	struct script *s = NULL, *plain = NULL;
+	struct script *s = NULL, *plain = NULL, *small = NULL;
+	int64_t small_tokens[] = { 1, 2 };
 	struct script_error serr;
 	int64_t tokens[] = { 1, 2, 4, 8 };
 	struct memplan mp;
@@ -417,6 +496,12 @@ int main(void)
 		return 99;
 	}
 	memplan_release(&mp);
+	if (script_load(path, &small, &serr) != 0 ||
+	    memplan_place(small->program, small_tokens, 2, &mp, msg, sizeof msg) != 0) {
+		printf("Bail out! %s: %s\n", path, msg);
+		return 99;
+	}
+	memplan_release(&mp);
 	snprintf(path, sizeof path, "%s/samples/tiny-mlp.yaml", src ? src : ".");
 	if (script_load(path, &plain, &serr) != 0 ||
 	    memplan_place(plain->program, &plain->variants[plain->nvariants - 1].tokens, 1, &mp,
@@ -427,12 +512,13 @@ int main(void)
 	memplan_release(&mp);
 	test_set_batch_errors(s->program, plain->program);
 	test_default_batch(s->program);
-	run_backend(s->program, "host");
+	run_backend(s->program, small->program, "host");
 	if (backend_find("cuda") != NULL)
-		run_backend(s->program, "cuda");
+		run_backend(s->program, small->program, "cuda");
 	else
-		tap_skip(5, "built without CUDA");
+		tap_skip(8, "built without CUDA");
 	script_free(s);
+	script_free(small);
 	script_free(plain);
 	return tap_done();
 }
