@@ -64,11 +64,16 @@
 
 #include <type_traits>
 
+#include <cooperative_groups.h>
+
 #include "cuda-internal.h"
+
+namespace cg = cooperative_groups;
 
 #define SM_WARPS        4
 #define SM_THREADS      (SM_WARPS * 32)
 #define SM_MAX_SPLITS   32
+#define SM_MAX_CLUSTER  8       /* wide mma: splits along K, one cluster (portable size) */
 #define SM_SM_CAP       256     /* multiprocessors assumed at most (scratch bound) */
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
 #define SM_MMA_MAX_M    128
@@ -121,6 +126,22 @@ struct smallm_ld {
 	static constexpr int value = MT + 1;
 };
 
+/* The epilogue of output element O (token m, column j), from the complete
+ * f32 sum V of column j (and, for silu_mul, U of its up twin N + j). */
+template <int EPI>
+__device__ __forceinline__ void smallm_store(const smallm_args &p, int64_t o, float v, float u)
+{
+	if constexpr (EPI == EPI_NONE) {
+		cuda_st(p.out, p.dto, o, v);
+	} else if constexpr (EPI == EPI_ADD) {
+		cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
+	} else {
+		float g = cuda_round_to(p.dto, v);
+		float silu = g / (1.0f + expf(-g));
+		cuda_st(p.out, p.dto, o, silu * cuda_round_to(p.dto, u));
+	}
+}
+
 /* The rest of a block's work once SACC ([slots][MT + 1] in shared memory)
  * holds its sums over its K range, behind a barrier: the split-K
  * combination when there is one, then the epilogue and the trigger.
@@ -151,20 +172,9 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 	for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
 		const int s = e % G, m = e / G;
 		const int64_t j = c0 + s;
-		if (m >= p.M || j >= p.N)
-			continue;
-		const int64_t o = (int64_t)m * p.N + j;
-		const float v = sacc[s * LD + m];
-		if constexpr (EPI == EPI_NONE) {
-			cuda_st(p.out, p.dto, o, v);
-		} else if constexpr (EPI == EPI_ADD) {
-			cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
-		} else {
-			float g = cuda_round_to(p.dto, v);
-			float u = cuda_round_to(p.dto, sacc[(s + G) * LD + m]);
-			float silu = g / (1.0f + expf(-g));
-			cuda_st(p.out, p.dto, o, silu * u);
-		}
+		if (m < p.M && j < p.N)
+			smallm_store<EPI>(p, (int64_t)m * p.N + j, sacc[s * LD + m],
+			                  EPI == EPI_SILU ? sacc[(s + G) * LD + m] : 0.0f);
 	}
 	cuda_pdl_trigger();
 }
@@ -467,8 +477,43 @@ bcg_smallm_wide_kernel(smallm_args p)
 			int s = warp * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
 			red[s * LD + m] = acc[nt][c];
 		}
-	__syncthreads();
-	smallm_finish<EPI, W::G, MT>(red, p, c0, &flag);
+	if (p.ksplit == 1) {
+		__syncthreads();
+		smallm_finish<EPI, W::G, MT>(red, p, c0, &flag);
+		return;
+	}
+
+	/* Split along K: the p.ksplit blocks of a column group form a cluster
+	 * (blockIdx.y is the rank). Once every block's sums are in its shared
+	 * memory, block r finishes the r-th share of the group's outputs,
+	 * adding the blocks' sums in rank order over distributed shared memory;
+	 * the second barrier keeps every block's sums alive until all are
+	 * read. */
+	cg::cluster_group cluster = cg::this_cluster();
+	cluster.sync();
+	const float *parts[SM_MAX_CLUSTER];
+#pragma unroll
+	for (int k = 0; k < SM_MAX_CLUSTER; k++)
+		parts[k] = k < p.ksplit ? cluster.map_shared_rank(red, (unsigned)k) : red;
+	const int total = W::G * MT, share = (total + p.ksplit - 1) / p.ksplit;
+	const int e0 = (int)blockIdx.y * share, e1 = e0 + share < total ? e0 + share : total;
+	for (int e = e0 + (int)threadIdx.x; e < e1; e += SM_THREADS) {
+		const int s = e % W::G, m = e / W::G;
+		const int64_t j = c0 + s;
+		float v = 0.0f, u = 0.0f;
+#pragma unroll
+		for (int k = 0; k < SM_MAX_CLUSTER; k++) {
+			if (k < p.ksplit) {
+				v += parts[k][s * LD + m];
+				if constexpr (EPI == EPI_SILU)
+					u += parts[k][(s + W::G) * LD + m];
+			}
+		}
+		if (m < p.M && j < p.N)
+			smallm_store<EPI>(p, (int64_t)m * p.N + j, v, u);
+	}
+	cuda_pdl_trigger();
+	cluster.sync();
 }
 
 /* --- gemv ------------------------------------------------------------------ */
@@ -697,6 +742,7 @@ struct smallm_plan {
 	int     mt;             /* tokens a block holds: NT * 8, or MAXM */
 	int     slots;          /* b rows a block reads */
 	bool    vec;            /* gemv: 16-byte units */
+	bool    cluster;        /* wide mma: the splits of a column group are a cluster */
 	int64_t nblocks, units, per;
 	int     ksplit;
 };
@@ -736,6 +782,7 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 		if (pl->mt > SM_MMA_NARROW_M) {
 			G = silu ? 32 : 64;     /* smallm_wide's G */
 			min_units = SM_WIDE_MIN_SPLIT(pl->mt);
+			pl->cluster = true;
 		} else {
 			G = 16;
 			min_units = SM_MMA_MIN_SPLIT;
@@ -756,8 +803,8 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 		ks = smallm_ceil_div(target, pl->nblocks);
 		if (ks > pl->units / min_units)
 			ks = pl->units / min_units;
-		if (ks > SM_MAX_SPLITS)
-			ks = SM_MAX_SPLITS;
+		if (ks > (pl->cluster ? SM_MAX_CLUSTER : SM_MAX_SPLITS))
+			ks = pl->cluster ? SM_MAX_CLUSTER : SM_MAX_SPLITS;
 		if (ks < 1)
 			ks = 1;
 	}
@@ -769,7 +816,7 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 
 static size_t smallm_plan_scratch(const struct smallm_plan *pl)
 {
-	if (pl->ksplit <= 1)
+	if (pl->ksplit <= 1 || pl->cluster)
 		return 0;
 	return (size_t)pl->ksplit * (size_t)pl->nblocks * (size_t)pl->slots *
 	       (size_t)(pl->mt + 1) * sizeof(float);
@@ -807,32 +854,32 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 	return b > most ? b : most;
 }
 
+template <int EPI, typename T, int NT>
+static int smallm_launch_wide(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                              dim3 grid, char *msg, size_t len)
+{
+	return cuda_launch_clusters(ctx, "bcg_smallm_wide_kernel", bcg_smallm_wide_kernel<T, NT, EPI>,
+	                            grid, dim3(SM_THREADS), dim3(1, grid.y, 1), msg, len, args);
+}
+
 template <int EPI, typename T>
 static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &args,
                              int nt, dim3 grid, char *msg, size_t len)
 {
-	const char *wide = "bcg_smallm_wide_kernel";
-	const dim3 block(SM_THREADS);
-
 	switch (nt) {
 	case 1:
 		return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, 1, EPI>, grid,
-		                   block, msg, len, args);
+		                   dim3(SM_THREADS), msg, len, args);
 	case 2:
-		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 2, EPI>, grid, block, msg, len,
-		                   args);
+		return smallm_launch_wide<EPI, T, 2>(ctx, args, grid, msg, len);
 	case 4:
-		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 4, EPI>, grid, block, msg, len,
-		                   args);
+		return smallm_launch_wide<EPI, T, 4>(ctx, args, grid, msg, len);
 	case 8:
-		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 8, EPI>, grid, block, msg, len,
-		                   args);
+		return smallm_launch_wide<EPI, T, 8>(ctx, args, grid, msg, len);
 	case 12:
-		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 12, EPI>, grid, block, msg,
-		                   len, args);
+		return smallm_launch_wide<EPI, T, 12>(ctx, args, grid, msg, len);
 	default:
-		return cuda_launch(ctx, wide, bcg_smallm_wide_kernel<T, 16, EPI>, grid, block, msg,
-		                   len, args);
+		return smallm_launch_wide<EPI, T, 16>(ctx, args, grid, msg, len);
 	}
 }
 
@@ -927,7 +974,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	args.units = pl.units;
 	args.per = pl.per;
 	args.ksplit = pl.ksplit;
-	if (pl.ksplit > 1) {
+	if (pl.ksplit > 1 && !pl.cluster) {
 		size_t need = cuda_scratch_with_counters(smallm_plan_scratch(&pl));
 		if (!ctx->scratch || ctx->scratch_bytes < need)
 			return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu",
