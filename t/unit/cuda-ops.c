@@ -1586,6 +1586,12 @@ static void product_case_init(struct tcase *c, struct product_bufs *pb, int k, i
 	 * on the H100 (element off by 32 of 2416, seed 7711326954447964303). */
 	if (k == 2 && c->out[0]->dtype == PLAN_DTYPE_BF16)
 		c->tol = 2e-2;
+	/* x + (a @ b) in bf16: the product is rounded to bf16 before the add,
+	 * which rounds again, so two summation orders can land one rounding of
+	 * each apart: 2 ulps, up to 2^-6 of the largest value (seen on the
+	 * H100: 43 against 43.5 of at most 45.75, cuBLAS at M 128, K 1024). */
+	if (k == 1 && c->out[0]->dtype == PLAN_DTYPE_BF16)
+		c->tol = 2e-2;
 }
 
 static void test_products(struct env *e)
