@@ -295,38 +295,26 @@ static inline unsigned cuda_row_blocks(int64_t rows)
 
 /* Launch KERNEL on CTX's stream with GRID x BLOCK threads: with
  * programmatic stream serialization when ctx->pdl (the kernel must keep the
- * rule at the top of this file), else as <<<grid, block, 0, stream>>>;
- * in thread block clusters of CLUSTER blocks when that is more than one
- * (each of GRID's dimensions a multiple of CLUSTER's). Returns 0, or -1
- * naming NAME and the error. */
+ * rule at the top of this file), else as <<<grid, block, 0, stream>>>.
+ * Returns 0, or -1 naming NAME and the error. */
 template <typename... P, typename... A>
-static int cuda_launch_clusters(const struct cuda_op_ctx *ctx, const char *name,
-                                void (*kernel)(P...), dim3 grid, dim3 block, dim3 cluster,
-                                char *msg, size_t len, A &&...args)
+static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),
+                       dim3 grid, dim3 block, char *msg, size_t len, A &&...args)
 {
 	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute attr[2] = {};
+	cudaLaunchAttribute attr[1] = {};
 	cudaError_t err;
-	unsigned n = 0;
 
 	cfg.gridDim = grid;
 	cfg.blockDim = block;
 	cfg.dynamicSmemBytes = 0;
 	cfg.stream = ctx->stream;
 	if (ctx->pdl) {
-		attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		attr[n].val.programmaticStreamSerializationAllowed = 1;
-		n++;
+		attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		attr[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = attr;
+		cfg.numAttrs = 1;
 	}
-	if (cluster.x * cluster.y * cluster.z > 1) {
-		attr[n].id = cudaLaunchAttributeClusterDimension;
-		attr[n].val.clusterDim.x = cluster.x;
-		attr[n].val.clusterDim.y = cluster.y;
-		attr[n].val.clusterDim.z = cluster.z;
-		n++;
-	}
-	cfg.attrs = n ? attr : NULL;
-	cfg.numAttrs = n;
 	err = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 	if (err == cudaSuccess)
 		err = cudaGetLastError();
@@ -334,15 +322,6 @@ static int cuda_launch_clusters(const struct cuda_op_ctx *ctx, const char *name,
 		return cuda_fail(msg, len, "launch of %s failed: %s%s (%s)", name,
 		                 cuda_fault_tag(err), cudaGetErrorString(err), cudaGetErrorName(err));
 	return 0;
-}
-
-/* cuda_launch_clusters without clusters. */
-template <typename... P, typename... A>
-static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),
-                       dim3 grid, dim3 block, char *msg, size_t len, A &&...args)
-{
-	return cuda_launch_clusters(ctx, name, kernel, grid, block, dim3(1, 1, 1), msg, len,
-	                            std::forward<A>(args)...);
 }
 
 /* --- device helpers ----------------------------------------------------- */

@@ -1,38 +1,28 @@
 /*
- * cuda-smallm.cu - the products at decode and serving sizes: up to 128 tokens
+ * cuda-smallm.cu - the products at decode sizes: a few tokens (M <= 32)
  * times a weight stored [N, K] (trans_b), the layout checkpoints use. The
  * launchers of matmul, matmul_add and matmul_silu_mul live here and run
  * the implementation call->impl names:
  *
  *  - "mma": tensor cores (mma.sync m16n8k16, f16 or bf16 in, f32
- *    accumulate), the weights as the A operand (16 b rows a tile), the
- *    tokens as B (8 a tile, 1 to 16 tiles). f16/bf16, M <= 128, K % 8 ==
- *    0, a and b 16-byte aligned.
+ *    accumulate), the weights as the A operand (16 output columns a
+ *    tile), the tokens as B (8 a tile, 1 to 4 tiles). f16/bf16, M <= 32,
+ *    K % 8 == 0, a and b 16-byte aligned.
  *  - "gemv": plain FMA in f32, any float dtype, M <= 8; 16-byte loads when
  *    K and the operands allow, else element by element.
  *  - "cublas": cuda-matmul.cu, every shape.
  *
- * Every kernel here reads each weight row with 16-byte loads straight from
- * global memory into registers, never staged through shared memory: each
- * weight byte is used once, by one warp. A block of SM_WARPS warps owns a
- * group of output columns and a range of K. The tokens are what is read
- * again and again, and the layouts differ in how:
- *
- *  - gemv and narrow mma (M <= 8): the block's warps (mma) or threads
- *    (gemv) share its K range out and read the tokens' rows (a few KiB)
- *    through L1; their sums meet in shared memory, in a fixed order.
- *  - wide mma (8 < M <= 128): a warp owns a 16-row tile of b and walks the
- *    whole K range; the block stages each chunk of the token rows in
- *    shared memory once, for its four warps. What the block reads of the
- *    tokens is then what it streams of weights, 64 rows against M <= 128
- *    tokens, where reading them per warp through L1 cost four times that
- *    (measured on the H100: slower than cuBLAS at every M from 16 to 128).
- *
- * When there are too few column groups to fill the device, K is also
- * split across blocks (blockIdx.y): each block stores its f32 partial sums
- * in the scratch and the last block of a group to finish adds the parts in
- * split order (cuda_last_block), so the result does not depend on which
- * block finishes last. No atomics touch results.
+ * Both kernels here read each weight row with 16-byte loads straight from
+ * global memory, never staged through shared memory: the weights are read
+ * once, so nothing is gained by staging them, and the tokens' rows (a few
+ * KiB) stay in L1 and L2 for every block. A block of SM_WARPS warps owns a
+ * group of output columns and a range of K; its warps (mma) or threads
+ * (gemv) share that range out and their sums meet in shared memory, in a
+ * fixed order. When there are too few column groups to fill the device,
+ * K is also split across blocks (blockIdx.y): each block stores its f32
+ * partial sums in the scratch and the last block of a group to finish
+ * adds the parts in split order (cuda_last_block), so the result does not
+ * depend on which block finishes last. No atomics touch results.
  *
  * The mma fragments. For m16n8k16 the thread of lane l, g = l / 4 and
  * q = l % 4, holds A elements (rows g and g + 8; k 2q, 2q+1, 2q+8, 2q+9)
@@ -53,10 +43,9 @@
  * Each out element is read (x) and written by the same thread: out may be
  * x.
  *
- * PDL: before cuda_pdl_wait() a block reads only weights, which no kernel
- * writes (gemv and narrow mma ask L2 for their first bytes; wide mma loads
- * its first chunk into registers); it waits before reading the tokens,
- * and triggers after its stores.
+ * PDL: before cuda_pdl_wait() a block only asks L2 for the first bytes of
+ * its weight rows; it waits before reading the tokens, and triggers after
+ * its stores.
  */
 #include "config.h"
 
@@ -64,30 +53,19 @@
 
 #include <type_traits>
 
-#include <cooperative_groups.h>
-
 #include "cuda-internal.h"
-
-namespace cg = cooperative_groups;
 
 #define SM_WARPS        4
 #define SM_THREADS      (SM_WARPS * 32)
 #define SM_MAX_SPLITS   32
-#define SM_MAX_CLUSTER  8       /* wide mma: splits along K, one cluster (portable size) */
 #define SM_SM_CAP       256     /* multiprocessors assumed at most (scratch bound) */
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
-#define SM_MMA_MAX_M    128
-#define SM_MMA_NARROW_M 8       /* above: the wide layout, a row tile a warp */
+#define SM_MMA_MAX_M    32
 #define SM_GEMV_MAX_M   8
 /* Units of 32 k an mma split gets at least. On an H100 in a graph, a
  * split's merge costs about what 768 k of one block's streaming saves:
  * 1024 x 1024 runs best whole, 1024 x 2816 in three. */
 #define SM_MMA_MIN_SPLIT 24
-/* The wide layout's floor is set by the partial sums instead: a split of
- * a 64-row block stores 64 x MT f32, which stays at most what it streams
- * of weights (64 rows x 32 k x 2 bytes a unit) when it has MT / 16 units;
- * never fewer than 4. */
-#define SM_WIDE_MIN_SPLIT(mt) ((mt) / 16 > 4 ? (mt) / 16 : 4)
 
 enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2 };
 
@@ -118,41 +96,14 @@ __device__ __forceinline__ int64_t smallm_row(int s, int G, int64_t c0, int64_t 
 	return s >= G ? N + col : col;
 }
 
-/* A block's sums live in shared memory as [slots][MT + 1]: slot s, token m
- * at s * (MT + 1) + m. The odd row length lets the epilogue's threads,
- * which walk the slots of one token, hit 32 different banks. */
-template <int MT>
-struct smallm_ld {
-	static constexpr int value = MT + 1;
-};
-
-/* The epilogue of output element O (token m, column j), from the complete
- * f32 sum V of column j (and, for silu_mul, U of its up twin N + j). */
-template <int EPI>
-__device__ __forceinline__ void smallm_store(const smallm_args &p, int64_t o, float v, float u)
-{
-	if constexpr (EPI == EPI_NONE) {
-		cuda_st(p.out, p.dto, o, v);
-	} else if constexpr (EPI == EPI_ADD) {
-		cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
-	} else {
-		float g = cuda_round_to(p.dto, v);
-		float silu = g / (1.0f + expf(-g));
-		cuda_st(p.out, p.dto, o, silu * cuda_round_to(p.dto, u));
-	}
-}
-
-/* The rest of a block's work once SACC ([slots][MT + 1] in shared memory)
+/* The rest of a block's work once SACC ([slots][MT] in shared memory)
  * holds its sums over its K range, behind a barrier: the split-K
- * combination when there is one, then the epilogue and the trigger.
- * Consecutive threads take consecutive columns of one token's row, so
- * the stores (and matmul_add's reads of x) are coalesced. */
+ * combination when there is one, then the epilogue and the trigger. */
 template <int EPI, int G, int MT>
 __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int *flag)
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
-	constexpr int LD = smallm_ld<MT>::value;
-	constexpr int E = S * LD;
+	constexpr int E = S * MT;
 
 	if (p.ksplit > 1) {
 		const int64_t bx = blockIdx.x;
@@ -170,47 +121,54 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 		__syncthreads();
 	}
 	for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
-		const int s = e % G, m = e / G;
+		const int s = e / MT, m = e % MT;
 		const int64_t j = c0 + s;
-		if (m < p.M && j < p.N)
-			smallm_store<EPI>(p, (int64_t)m * p.N + j, sacc[s * LD + m],
-			                  EPI == EPI_SILU ? sacc[(s + G) * LD + m] : 0.0f);
+		if (m >= p.M || j >= p.N)
+			continue;
+		const int64_t o = (int64_t)m * p.N + j;
+		const float v = sacc[s * MT + m];
+		if constexpr (EPI == EPI_NONE) {
+			cuda_st(p.out, p.dto, o, v);
+		} else if constexpr (EPI == EPI_ADD) {
+			cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
+		} else {
+			float g = cuda_round_to(p.dto, v);
+			float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
+			float silu = g / (1.0f + expf(-g));
+			cuda_st(p.out, p.dto, o, silu * u);
+		}
 	}
 	cuda_pdl_trigger();
 }
 
-/* Once each of the W warps has stored its E sums in RED[warp], add them
- * in warp order into RED[0] (a fixed order: the result is the same every
- * run). With one warp there is nothing to add, only the barrier. */
-template <int W, int E>
+/* Once every warp has stored its E sums in RED[warp], add them in warp
+ * order into RED[0] (a fixed order: the result is the same every run). */
+template <int E>
 __device__ __forceinline__ void smallm_merge_warps(float (*red)[E])
 {
 	__syncthreads();
-	if constexpr (W > 1) {
-		for (int e = threadIdx.x; e < E; e += blockDim.x) {
-			float v = 0.0f;
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		float v = 0.0f;
 #pragma unroll
-			for (int w = 0; w < W; w++)
-				v += red[w][e];
-			red[0][e] = v;
-		}
-		__syncthreads();
+		for (int w = 0; w < SM_WARPS; w++)
+			v += red[w][e];
+		red[0][e] = v;
 	}
+	__syncthreads();
 }
 
-/* Ask L2 for the weight bytes [k0, k1) of the SLOTS rows from slot S0, at
- * most CAP lines, shared out over NTHR threads of which this is TID: the
- * only global access allowed before the wait. */
-__device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int s0,
-                                                int slots, int G, int64_t c0, int64_t N,
-                                                int64_t k0_bytes, int64_t k1_bytes, int tid,
-                                                int nthr, int cap)
+/* Ask L2 for the block's weight bytes [k0, k1) of its SLOTS rows, at most
+ * SM_PREFETCH lines: the only global access allowed before the wait. */
+__device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int slots,
+                                                int G, int64_t c0, int64_t N, int64_t k0_bytes,
+                                                int64_t k1_bytes)
 {
 	const int64_t lines = (k1_bytes - k0_bytes + 127) / 128;
 
-	for (int64_t i = tid; i < (int64_t)slots * lines && i < cap; i += nthr) {
-		int s = s0 + (int)(i / lines);
-		int64_t l = i - (int64_t)(s - s0) * lines;
+	for (int64_t i = threadIdx.x; i < (int64_t)slots * lines && i < SM_PREFETCH;
+	     i += blockDim.x) {
+		int s = (int)(i / lines);
+		int64_t l = i - (int64_t)s * lines;
 		cuda_prefetch_l2(b + smallm_row(s, G, c0, N) * row_bytes + k0_bytes + l * 128);
 	}
 }
@@ -222,23 +180,6 @@ __device__ __forceinline__ uint4 smallm_ld_stream(const void *p)
 	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
 	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
 	return v;
-}
-
-/* Copy 16 bytes from global SRC to shared DST without passing through
- * registers (cp.async, L2 only), or zeros when !IN (SRC then unread). A
- * thread's copies land once it calls smallm_cp_async_wait_all(); the
- * block's, after a barrier behind that. */
-__device__ __forceinline__ void smallm_cp_async16(void *dst, const void *src, bool in)
-{
-	const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-	             :: "r"(d), "l"(src), "r"(in ? 16 : 0) : "memory");
-}
-
-__device__ __forceinline__ void smallm_cp_async_wait_all(void)
-{
-	asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
 }
 
 /* --- mma ------------------------------------------------------------------- */
@@ -259,30 +200,10 @@ __device__ __forceinline__ void smallm_mma(float (&d)[4], uint32_t a0, uint32_t 
 		             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* The fragments of one unit (32 k) of a 16-row tile: W[0] rows g, W[1]
- * rows g + 8, this lane's k 8q .. 8q+7; X, token g of a tile, the same k.
- * Two k16 steps; words 2st, 2st+1 hold k 8q+4st .. 8q+4st+3. */
-template <typename T, int NT>
-__device__ __forceinline__ void smallm_mma_unit(float (&acc)[NT][4], const uint4 (&w)[2],
-                                                const uint4 (&x)[NT])
-{
-#pragma unroll
-	for (int st = 0; st < 2; st++) {
-		uint32_t lo0 = st ? w[0].z : w[0].x, hi0 = st ? w[0].w : w[0].y;
-		uint32_t lo1 = st ? w[1].z : w[1].x, hi1 = st ? w[1].w : w[1].y;
-#pragma unroll
-		for (int nt = 0; nt < NT; nt++)
-			smallm_mma<T>(acc[nt], lo0, lo1, hi0, hi1, st ? x[nt].z : x[nt].x,
-			              st ? x[nt].w : x[nt].y);
-	}
-}
-
-/* Narrow (M <= SM_MMA_NARROW_M). Units of 32 k. Grid (nblocks, ksplit);
- * each block owns 16 output columns (RT = 2 row tiles for silu_mul: gate
- * and up) and the units [u0, u1); warp w takes units u0 + w, u0 + w +
- * SM_WARPS, ..., U of them at a time with every weight load of the U
- * issued before the first mma, and reads its tokens from global memory
- * (L1). The warps' sums meet in shared memory. */
+/* Units of 32 k. Grid (nblocks, ksplit); each block owns 16 output columns
+ * (RT = 2 row tiles for silu_mul: gate and up) and the units [u0, u1);
+ * warp w takes units u0 + w, u0 + w + SM_WARPS, ..., U of them at a time
+ * with every load of the U issued before the first mma. */
 template <typename T, int NT, int EPI>
 __global__ void __launch_bounds__(SM_THREADS)
 bcg_smallm_mma_kernel(smallm_args p)
@@ -291,9 +212,8 @@ bcg_smallm_mma_kernel(smallm_args p)
 	constexpr int RT = EPI == EPI_SILU ? 2 : 1;
 	constexpr int S = RT * 16;
 	constexpr int MT = NT * 8;
-	constexpr int LD = smallm_ld<MT>::value;
 	constexpr int U = NT <= 2 ? 4 : 2;
-	__shared__ float red[SM_WARPS][S * LD];
+	__shared__ float red[SM_WARPS][S * MT];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int g = lane >> 2, q = lane & 3;
@@ -315,10 +235,9 @@ bcg_smallm_mma_kernel(smallm_args p)
 		xrow[nt] = a + (int64_t)m * p.K + q * 8;
 	}
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), 0, S, G, c0,
-	                p.N, u0 * 32 * (int64_t)sizeof(T),
-	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T), threadIdx.x,
-	                SM_THREADS, SM_PREFETCH);
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
+	                u0 * 32 * (int64_t)sizeof(T),
+	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
 	cuda_pdl_wait();
 
 	float acc[RT][NT][4];
@@ -354,10 +273,25 @@ bcg_smallm_mma_kernel(smallm_args p)
 				xv[i][nt] = in ? *reinterpret_cast<const uint4 *>(xrow[nt] + k) : zero;
 		}
 #pragma unroll
-		for (int i = 0; i < U; i++)
+		for (int i = 0; i < U; i++) {
 #pragma unroll
-			for (int rt = 0; rt < RT; rt++)
-				smallm_mma_unit<T, NT>(acc[rt], wv[i][rt], xv[i]);
+			for (int st = 0; st < 2; st++) {
+#pragma unroll
+				for (int rt = 0; rt < RT; rt++) {
+					/* words 2st, 2st+1 hold k 8q+4st .. 8q+4st+3 */
+					uint32_t lo0 = st ? wv[i][rt][0].z : wv[i][rt][0].x;
+					uint32_t hi0 = st ? wv[i][rt][0].w : wv[i][rt][0].y;
+					uint32_t lo1 = st ? wv[i][rt][1].z : wv[i][rt][1].x;
+					uint32_t hi1 = st ? wv[i][rt][1].w : wv[i][rt][1].y;
+#pragma unroll
+					for (int nt = 0; nt < NT; nt++) {
+						uint32_t b0 = st ? xv[i][nt].z : xv[i][nt].x;
+						uint32_t b1 = st ? xv[i][nt].w : xv[i][nt].y;
+						smallm_mma<T>(acc[rt][nt], lo0, lo1, hi0, hi1, b0, b1);
+					}
+				}
+			}
+		}
 	}
 
 	/* c0, c1: row g, tokens 2q, 2q+1; c2, c3: row g + 8. */
@@ -368,152 +302,10 @@ bcg_smallm_mma_kernel(smallm_args p)
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
 				int s = rt * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
-				red[warp][s * LD + m] = acc[rt][nt][c];
+				red[warp][s * MT + m] = acc[rt][nt][c];
 			}
-	smallm_merge_warps<SM_WARPS, S * LD>(red);
+	smallm_merge_warps<S * MT>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
-}
-
-/* The wide layout's constants for NT token tiles. */
-template <int NT, int EPI>
-struct smallm_wide {
-	static constexpr int S = SM_WARPS * 16;                 /* b rows: a tile a warp */
-	static constexpr int G = EPI == EPI_SILU ? S / 2 : S;   /* output columns */
-	static constexpr int MT = NT * 8;
-	static constexpr int CU = NT <= 8 ? 8 : 4;              /* units a staged chunk */
-	static constexpr int RS = CU * 4 + 4;                   /* uint4 a staged token row */
-	static constexpr int LD = smallm_ld<MT>::value;
-	static constexpr int SLAB = MT * RS * 16;               /* bytes */
-	static constexpr int RED = S * LD * 4;
-	static constexpr int SMEM = SLAB > RED ? SLAB : RED;
-};
-
-/* Wide (SM_MMA_NARROW_M < M <= SM_MMA_MAX_M). Grid (nblocks, ksplit);
- * each block owns 64 rows of b -- 64 output columns, or 32 for silu_mul
- * (two gate tiles, then their up tiles) -- a row tile a warp, and the
- * units [u0, u1), walked in chunks of CU units. For each chunk a warp
- * first asks for all of its weight fragments (straight from global
- * memory to registers, each byte used once), then the block stages the
- * chunk of every token row in shared memory, once, for the four warps, by
- * cp.async, every copy of the chunk in flight at once (a loop of loads
- * and stores through registers waited out one L2 round trip per 16-byte
- * piece: measured 5x slower than cuBLAS at 64 tokens); then each warp
- * runs its mma from the staged tokens. The first chunk's
- * weights are asked for before cuda_pdl_wait(): no kernel writes them.
- * A staged row is RS uint4 long, RS = 4 (mod 8): the 8 lanes of a load
- * phase (two token rows, four 16-byte pieces each) hit 32 distinct banks.
- * Token rows past M are staged as zeros; their sums are never stored. */
-template <typename T, int NT, int EPI>
-__global__ void __launch_bounds__(SM_THREADS)
-bcg_smallm_wide_kernel(smallm_args p)
-{
-	using W = smallm_wide<NT, EPI>;
-	constexpr int CU = W::CU, RS = W::RS, LD = W::LD, MT = W::MT;
-	__shared__ __align__(16) unsigned char smem[W::SMEM];
-	__shared__ int flag;
-	uint4 *slab = reinterpret_cast<uint4 *>(smem);
-	float *red = reinterpret_cast<float *>(smem);
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int g = lane >> 2, q = lane & 3;
-	const int64_t c0 = (int64_t)blockIdx.x * W::G;
-	const int64_t u0 = (int64_t)blockIdx.y * p.per;
-	const int64_t u1 = u0 + p.per < p.units ? u0 + p.per : p.units;
-	const T *b = static_cast<const T *>(p.b), *a = static_cast<const T *>(p.a);
-	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-
-	const T *wrow[2];
-#pragma unroll
-	for (int h = 0; h < 2; h++)
-		wrow[h] = b + smallm_row(warp * 16 + h * 8 + g, W::G, c0, p.N) * p.K + q * 8;
-
-	float acc[NT][4];
-#pragma unroll
-	for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-		for (int c = 0; c < 4; c++)
-			acc[nt][c] = 0.0f;
-
-	for (int64_t cu = u0; cu < u1; cu += CU) {
-		const int64_t cu1 = cu + CU < u1 ? cu + CU : u1;
-		uint4 wv[CU][2];
-#pragma unroll
-		for (int i = 0; i < CU; i++) {
-			const int64_t k = (cu + i) * 32;
-			const bool in = cu + i < cu1 && k + q * 8 < p.K;
-#pragma unroll
-			for (int h = 0; h < 2; h++)
-				wv[i][h] = in ? smallm_ld_stream(wrow[h] + k) : zero;
-		}
-		if (cu == u0)
-			cuda_pdl_wait();
-		__syncthreads();        /* the last chunk's tokens are consumed */
-		const int pieces = (int)(cu1 - cu) * 4;     /* 16-byte pieces a row */
-#pragma unroll
-		for (int e = threadIdx.x; e < MT * CU * 4; e += SM_THREADS) {
-			const int t = e / (CU * 4), c = e % (CU * 4);
-			const int64_t k = cu * 32 + (int64_t)c * 8;
-			const bool in = t < p.M && c < pieces && k < p.K;
-			smallm_cp_async16(&slab[t * RS + c], in ? a + (int64_t)t * p.K + k : a, in);
-		}
-		smallm_cp_async_wait_all();
-		__syncthreads();
-#pragma unroll
-		for (int i = 0; i < CU; i++) {
-			uint4 xv[NT];
-#pragma unroll
-			for (int nt = 0; nt < NT; nt++)
-				xv[nt] = slab[(nt * 8 + g) * RS + i * 4 + q];
-			smallm_mma_unit<T, NT>(acc, wv[i], xv);
-		}
-	}
-	if (u0 >= u1)
-		cuda_pdl_wait();        /* an empty split still waits before its stores */
-
-	__syncthreads();            /* the slab is done with: the sums take its place */
-#pragma unroll
-	for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-		for (int c = 0; c < 4; c++) {
-			int s = warp * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
-			red[s * LD + m] = acc[nt][c];
-		}
-	if (p.ksplit == 1) {
-		__syncthreads();
-		smallm_finish<EPI, W::G, MT>(red, p, c0, &flag);
-		return;
-	}
-
-	/* Split along K: the p.ksplit blocks of a column group form a cluster
-	 * (blockIdx.y is the rank). Once every block's sums are in its shared
-	 * memory, block r finishes the r-th share of the group's outputs,
-	 * adding the blocks' sums in rank order over distributed shared memory;
-	 * the second barrier keeps every block's sums alive until all are
-	 * read. */
-	cg::cluster_group cluster = cg::this_cluster();
-	cluster.sync();
-	const float *parts[SM_MAX_CLUSTER];
-#pragma unroll
-	for (int k = 0; k < SM_MAX_CLUSTER; k++)
-		parts[k] = k < p.ksplit ? cluster.map_shared_rank(red, (unsigned)k) : red;
-	const int total = W::G * MT, share = (total + p.ksplit - 1) / p.ksplit;
-	const int e0 = (int)blockIdx.y * share, e1 = e0 + share < total ? e0 + share : total;
-	for (int e = e0 + (int)threadIdx.x; e < e1; e += SM_THREADS) {
-		const int s = e % W::G, m = e / W::G;
-		const int64_t j = c0 + s;
-		float v = 0.0f, u = 0.0f;
-#pragma unroll
-		for (int k = 0; k < SM_MAX_CLUSTER; k++) {
-			if (k < p.ksplit) {
-				v += parts[k][s * LD + m];
-				if constexpr (EPI == EPI_SILU)
-					u += parts[k][(s + W::G) * LD + m];
-			}
-		}
-		if (m < p.M && j < p.N)
-			smallm_store<EPI>(p, (int64_t)m * p.N + j, v, u);
-	}
-	cuda_pdl_trigger();
-	cluster.sync();
 }
 
 /* --- gemv ------------------------------------------------------------------ */
@@ -555,8 +347,7 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	constexpr int MT = MAXM;
 	constexpr int V = VEC ? 16 / (int)sizeof(T) : 1;
 	constexpr int UN = MAXM >= 8 ? 1 : 2;      /* registers: no spills at 8 tokens */
-	constexpr int LD = smallm_ld<MT>::value;
-	__shared__ float red[SM_WARPS][S * LD];
+	__shared__ float red[SM_WARPS][S * MT];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t c0 = (int64_t)blockIdx.x * G;
@@ -573,9 +364,8 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	for (int m = 0; m < MT; m++)
 		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), 0, S, G, c0,
-	                p.N, u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T),
-	                threadIdx.x, SM_THREADS, SM_PREFETCH);
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
+	                u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_wait();
 
 	float acc[S][MT];
@@ -648,9 +438,9 @@ bcg_smallm_gemv_kernel(smallm_args p)
 		for (int m = 0; m < MT; m++) {
 			float v = cuda_warp_sum(acc[s][m]);
 			if (lane == 0)
-				red[warp][s * LD + m] = v;
+				red[warp][s * MT + m] = v;
 		}
-	smallm_merge_warps<SM_WARPS, S * LD>(red);
+	smallm_merge_warps<S * MT>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
 }
 
@@ -742,7 +532,6 @@ struct smallm_plan {
 	int     mt;             /* tokens a block holds: NT * 8, or MAXM */
 	int     slots;          /* b rows a block reads */
 	bool    vec;            /* gemv: 16-byte units */
-	bool    cluster;        /* wide mma: the splits of a column group are a cluster */
 	int64_t nblocks, units, per;
 	int     ksplit;
 };
@@ -750,15 +539,6 @@ struct smallm_plan {
 static int64_t smallm_ceil_div(int64_t a, int64_t b)
 {
 	return (a + b - 1) / b;
-}
-
-/* Token tiles of 8 the mma kernels are built for: 1 (narrow), then 2, 4,
- * 8, 12 or 16 (wide). */
-static int smallm_mma_nt(int64_t M)
-{
-	int64_t nt = smallm_ceil_div(M < 1 ? 1 : M, 8);
-
-	return nt <= 2 ? (int)nt : nt <= 4 ? 4 : nt <= 8 ? 8 : nt <= 12 ? 12 : 16;
 }
 
 static int smallm_gemv_maxm(int64_t M)
@@ -777,16 +557,10 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 
 	memset(pl, 0, sizeof *pl);
 	if (impl == CUDA_IMPL_MMA) {
-		pl->mt = smallm_mma_nt(M) * 8;
+		G = 16;
+		pl->mt = (int)smallm_ceil_div(M < 1 ? 1 : M, 8) * 8;
 		pl->units = smallm_ceil_div(p->K, 32);
-		if (pl->mt > SM_MMA_NARROW_M) {
-			G = silu ? 32 : 64;     /* smallm_wide's G */
-			min_units = SM_WIDE_MIN_SPLIT(pl->mt);
-			pl->cluster = true;
-		} else {
-			G = 16;
-			min_units = SM_MMA_MIN_SPLIT;
-		}
+		min_units = SM_MMA_MIN_SPLIT;
 	} else {
 		G = silu ? 2 : 4;
 		pl->vec = vec;
@@ -803,8 +577,8 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 		ks = smallm_ceil_div(target, pl->nblocks);
 		if (ks > pl->units / min_units)
 			ks = pl->units / min_units;
-		if (ks > (pl->cluster ? SM_MAX_CLUSTER : SM_MAX_SPLITS))
-			ks = pl->cluster ? SM_MAX_CLUSTER : SM_MAX_SPLITS;
+		if (ks > SM_MAX_SPLITS)
+			ks = SM_MAX_SPLITS;
 		if (ks < 1)
 			ks = 1;
 	}
@@ -816,10 +590,10 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 
 static size_t smallm_plan_scratch(const struct smallm_plan *pl)
 {
-	if (pl->ksplit <= 1 || pl->cluster)
+	if (pl->ksplit <= 1)
 		return 0;
-	return (size_t)pl->ksplit * (size_t)pl->nblocks * (size_t)pl->slots *
-	       (size_t)(pl->mt + 1) * sizeof(float);
+	return (size_t)pl->ksplit * (size_t)pl->nblocks * (size_t)pl->slots * (size_t)pl->mt *
+	       sizeof(float);
 }
 
 /* The most scratch any M the kernels take can need, so that the bound does
@@ -834,13 +608,8 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 		return 0;
 	if (smallm_layout_ok(&p) && p.K % 8 == 0 &&
 	    (p.a->dtype == PLAN_DTYPE_F16 || p.a->dtype == PLAN_DTYPE_BF16)) {
-		/* Every width the kernel is built for: a narrower one may split K
-		 * more ways. */
-		for (int64_t m = 8; m <= SM_MMA_MAX_M; m += 8) {
-			smallm_plan_for(CUDA_IMPL_MMA, id, &p, m, false, 0, &pl);
-			b = smallm_plan_scratch(&pl);
-			most = b > most ? b : most;
-		}
+		smallm_plan_for(CUDA_IMPL_MMA, id, &p, SM_MMA_MAX_M, false, 0, &pl);
+		most = smallm_plan_scratch(&pl);
 	}
 	if (smallm_layout_ok(&p)) {
 		for (int v = 0; v < 2; v++) {
@@ -855,11 +624,11 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 }
 
 template <int EPI, typename T, int NT>
-static int smallm_launch_wide(const struct cuda_op_ctx *ctx, const smallm_args &args,
-                              dim3 grid, char *msg, size_t len)
+static int smallm_launch_mma_nt(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                                dim3 grid, char *msg, size_t len)
 {
-	return cuda_launch_clusters(ctx, "bcg_smallm_wide_kernel", bcg_smallm_wide_kernel<T, NT, EPI>,
-	                            grid, dim3(SM_THREADS), dim3(1, grid.y, 1), msg, len, args);
+	return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, NT, EPI>, grid,
+	                   dim3(SM_THREADS), msg, len, args);
 }
 
 template <int EPI, typename T>
@@ -868,18 +637,13 @@ static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &a
 {
 	switch (nt) {
 	case 1:
-		return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, 1, EPI>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
+		return smallm_launch_mma_nt<EPI, T, 1>(ctx, args, grid, msg, len);
 	case 2:
-		return smallm_launch_wide<EPI, T, 2>(ctx, args, grid, msg, len);
-	case 4:
-		return smallm_launch_wide<EPI, T, 4>(ctx, args, grid, msg, len);
-	case 8:
-		return smallm_launch_wide<EPI, T, 8>(ctx, args, grid, msg, len);
-	case 12:
-		return smallm_launch_wide<EPI, T, 12>(ctx, args, grid, msg, len);
+		return smallm_launch_mma_nt<EPI, T, 2>(ctx, args, grid, msg, len);
+	case 3:
+		return smallm_launch_mma_nt<EPI, T, 3>(ctx, args, grid, msg, len);
 	default:
-		return smallm_launch_wide<EPI, T, 16>(ctx, args, grid, msg, len);
+		return smallm_launch_mma_nt<EPI, T, 4>(ctx, args, grid, msg, len);
 	}
 }
 
@@ -974,7 +738,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	args.units = pl.units;
 	args.per = pl.per;
 	args.ksplit = pl.ksplit;
-	if (pl.ksplit > 1 && !pl.cluster) {
+	if (pl.ksplit > 1) {
 		size_t need = cuda_scratch_with_counters(smallm_plan_scratch(&pl));
 		if (!ctx->scratch || ctx->scratch_bytes < need)
 			return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu",

@@ -1515,13 +1515,13 @@ static void test_attention_graph(struct env *e)
 /* --- small-M products and their fused kinds ---------------------------------- */
 
 /* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
- * weights, M <= 128, K % 8 == 0 and 16-byte aligned operands; gemv [N, K]
+ * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; gemv [N, K]
  * weights and M <= 8; cublas takes everything here. */
 static int product_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
 {
 	switch (impl) {
 	case 0:
-		return dt != PLAN_DTYPE_F32 && tb && M <= 128 && K % 8 == 0 && aligned;
+		return dt != PLAN_DTYPE_F32 && tb && M <= 32 && K % 8 == 0 && aligned;
 	case 1:
 		return tb && M <= 8;
 	default:
@@ -1597,9 +1597,8 @@ static void product_case_init(struct tcase *c, struct product_bufs *pb, int k, i
 static void test_products(struct env *e)
 {
 	/* M, N, K: decode shapes; odd N; K short, long (split along K), not a
-	 * multiple of 32 or of 8; N small against K (few column groups); past
-	 * 32 tokens, the wide layout at each width it is built for (8, 12, 16
-	 * tiles), with tokens past M, columns past N, and M past it (129). */
+	 * multiple of 32 or of 8; N small against K (few column groups); the
+	 * serving sizes past mma's 32 tokens (cuBLAS), up to 129. */
 	static const int64_t mnk[][3] = {
 		{ 1, 1024, 1024 }, { 2, 77, 264 }, { 3, 50, 100 }, { 5, 31, 4096 },
 		{ 8, 1024, 2816 }, { 9, 130, 512 }, { 16, 257, 1024 }, { 17, 64, 2048 },
@@ -1679,8 +1678,8 @@ static void test_products(struct env *e)
 static void test_product_replays(struct env *e)
 {
 	static const int64_t mnk[][3] = {
-		{ 8, 1024, 2816 }, { 3, 31, 4096 }, { 1, 2816, 11264 }, { 64, 1024, 2816 },
-		{ 128, 300, 1024 },
+		{ 8, 1024, 2816 }, { 3, 31, 4096 }, { 1, 2816, 11264 }, { 32, 1024, 2816 },
+		{ 24, 300, 1024 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 
