@@ -68,6 +68,17 @@ bcg_rmsnorm_warp_kernel(const T *x, const void *w, int dtw, T *out, int64_t rows
 	const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
 
 	cuda_pdl_wait();
+	/* The lane's weights, read once for all its rows, every load issued
+	 * before the first store (a store may alias w for all the compiler
+	 * knows, and would hold each later load behind it). */
+	float wf[V][8];
+#pragma unroll
+	for (int i = 0; i < V; i++)
+#pragma unroll
+		for (int k = 0; k < 8; k++) {
+			const int64_t j = (int64_t)(i * 32 + lane) * 8 + k;
+			wf[i][k] = j < cols ? cuda_ld(w, dtw, j) : 0.0f;
+		}
 	for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
 	     r += warps) {
 		const uint4 *xr = reinterpret_cast<const uint4 *>(x + r * cols);
@@ -95,8 +106,7 @@ bcg_rmsnorm_warp_kernel(const T *x, const void *w, int dtw, T *out, int64_t rows
 			T *e = reinterpret_cast<T *>(&v[i]);
 #pragma unroll
 			for (int k = 0; k < 8; k++)
-				e[k] = cuda_from_f32<T>(cuda_to_f32(e[k]) / rms *
-				                        cuda_ld(w, dtw, (int64_t)piece * 8 + k));
+				e[k] = cuda_from_f32<T>(cuda_to_f32(e[k]) / rms * wf[i][k]);
 			orow[piece] = v[i];
 		}
 	}
