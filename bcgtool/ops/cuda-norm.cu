@@ -3,9 +3,7 @@
  * add_rmsnorm, layernorm, softmax and argmax.
  *
  * One block per row (a row loop beyond 65535 rows), each thread striding
- * over the columns, block reductions from cuda-internal.h; rmsnorm of
- * 16-bit rows up to 2048 columns (the decode and serving shapes) takes a
- * warp a row instead (bcg_rmsnorm_warp_kernel). A row's
+ * over the columns, block reductions from cuda-internal.h. A row's
  * statistics are complete, behind the reduction's barrier, before any of
  * it is written, and the last pass reads each x[j] just before the same
  * thread writes out[j]: the ops work in place. The arithmetic follows the
@@ -29,9 +27,6 @@
 
 #include "cuda-internal.h"
 
-#define CUDA_NORM_WARP_THREADS 128     /* bcg_rmsnorm_warp_kernel: 4 rows a block */
-#define CUDA_NORM_WARP_V       8       /* its widest row: 8 x 32 x 8 = 2048 columns */
-
 __global__ void bcg_rmsnorm_kernel(const void *x, int dtx, const void *w, int dtw,
                                    void *out, int dto, int64_t rows, int64_t cols, float eps)
 {
@@ -49,66 +44,6 @@ __global__ void bcg_rmsnorm_kernel(const void *x, int dtx, const void *w, int dt
 		float rms = sqrtf(sum / (float)cols + eps);
 		for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
 			cuda_st(out, dto, base + j, cuda_ld(x, dtx, base + j) / rms * cuda_ld(w, dtw, j));
-	}
-	cuda_pdl_trigger();
-}
-
-/* rmsnorm of 16-bit rows of at most 32 x 8 x V columns, cols % 8 == 0, x
- * and out 16-byte aligned: a warp a row, each lane holding its V 16-byte
- * pieces of the row in registers from the one read to the write, the sum
- * of squares by warp shuffles (no barrier, no second read of x). The
- * element formula is bcg_rmsnorm_kernel's; only the order of the sum
- * differs. In place is fine: a lane writes only the pieces it read. */
-template <typename T, int V>
-__global__ void __launch_bounds__(CUDA_NORM_WARP_THREADS)
-bcg_rmsnorm_warp_kernel(const T *x, const void *w, int dtw, T *out, int64_t rows, int cols,
-                        float eps)
-{
-	const int lane = threadIdx.x & 31;
-	const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
-
-	cuda_pdl_wait();
-	/* The lane's weights, read once for all its rows, every load issued
-	 * before the first store (a store may alias w for all the compiler
-	 * knows, and would hold each later load behind it). */
-	float wf[V][8];
-#pragma unroll
-	for (int i = 0; i < V; i++)
-#pragma unroll
-		for (int k = 0; k < 8; k++) {
-			const int64_t j = (int64_t)(i * 32 + lane) * 8 + k;
-			wf[i][k] = j < cols ? cuda_ld(w, dtw, j) : 0.0f;
-		}
-	for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
-	     r += warps) {
-		const uint4 *xr = reinterpret_cast<const uint4 *>(x + r * cols);
-		uint4 *orow = reinterpret_cast<uint4 *>(out + r * cols);
-		uint4 v[V];
-		float sum = 0.0f;
-#pragma unroll
-		for (int i = 0; i < V; i++) {
-			const int piece = i * 32 + lane;
-			v[i] = piece * 8 < cols ? xr[piece] : make_uint4(0u, 0u, 0u, 0u);
-			const T *e = reinterpret_cast<const T *>(&v[i]);
-#pragma unroll
-			for (int k = 0; k < 8; k++) {
-				float f = cuda_to_f32(e[k]);
-				sum += f * f;
-			}
-		}
-		sum = cuda_warp_sum(sum);
-		const float rms = sqrtf(sum / (float)cols + eps);
-#pragma unroll
-		for (int i = 0; i < V; i++) {
-			const int piece = i * 32 + lane;
-			if (piece * 8 >= cols)
-				continue;
-			T *e = reinterpret_cast<T *>(&v[i]);
-#pragma unroll
-			for (int k = 0; k < 8; k++)
-				e[k] = cuda_from_f32<T>(cuda_to_f32(e[k]) / rms * wf[i][k]);
-			orow[piece] = v[i];
-		}
 	}
 	cuda_pdl_trigger();
 }
@@ -330,45 +265,6 @@ static int cuda_vec_check(const char *name, const char *what, const struct op_te
 	return 0;
 }
 
-template <typename T>
-static int cuda_rmsnorm_warp_t(const struct op_tensor *x, const struct op_tensor *w,
-                               const struct op_tensor *out, int64_t rows, int cols, float eps,
-                               const struct cuda_op_ctx *ctx, char *msg, size_t len)
-{
-	const char *name = "bcg_rmsnorm_warp_kernel";
-	const int per_block = CUDA_NORM_WARP_THREADS / 32;
-	int64_t nb = (rows + per_block - 1) / per_block;
-	const dim3 grid((unsigned)(nb < 65535 ? nb : 65535)), block(CUDA_NORM_WARP_THREADS);
-	const T *xp = static_cast<const T *>(x->data);
-	T *op = static_cast<T *>(out->data);
-
-	switch ((cols + 255) / 256) {
-	case 1:
-		return cuda_launch(ctx, name, bcg_rmsnorm_warp_kernel<T, 1>, grid, block, msg, len, xp,
-		                   (const void *)w->data, w->dtype, op, rows, cols, eps);
-	case 2:
-		return cuda_launch(ctx, name, bcg_rmsnorm_warp_kernel<T, 2>, grid, block, msg, len, xp,
-		                   (const void *)w->data, w->dtype, op, rows, cols, eps);
-	case 3:
-	case 4:
-		return cuda_launch(ctx, name, bcg_rmsnorm_warp_kernel<T, 4>, grid, block, msg, len, xp,
-		                   (const void *)w->data, w->dtype, op, rows, cols, eps);
-	default:
-		return cuda_launch(ctx, name, bcg_rmsnorm_warp_kernel<T, CUDA_NORM_WARP_V>, grid, block,
-		                   msg, len, xp, (const void *)w->data, w->dtype, op, rows, cols, eps);
-	}
-}
-
-/* rmsnorm on bcg_rmsnorm_warp_kernel (the caller checked its conditions). */
-static int cuda_rmsnorm_warp(const struct op_tensor *x, const struct op_tensor *w,
-                             const struct op_tensor *out, int64_t rows, int cols, float eps,
-                             const struct cuda_op_ctx *ctx, char *msg, size_t len)
-{
-	if (x->dtype == PLAN_DTYPE_F16)
-		return cuda_rmsnorm_warp_t<__half>(x, w, out, rows, cols, eps, ctx, msg, len);
-	return cuda_rmsnorm_warp_t<__nv_bfloat16>(x, w, out, rows, cols, eps, ctx, msg, len);
-}
-
 extern "C" int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
                                 char *msg, size_t len)
 {
@@ -381,11 +277,6 @@ extern "C" int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op
 		return -1;
 	if (rows <= 0 || cols <= 0)
 		return 0;
-	if (x->dtype == out->dtype &&
-	    (x->dtype == PLAN_DTYPE_F16 || x->dtype == PLAN_DTYPE_BF16) && cols % 8 == 0 &&
-	    cols <= 32 * 8 * CUDA_NORM_WARP_V && (uintptr_t)x->data % 16 == 0 &&
-	    (uintptr_t)out->data % 16 == 0)
-		return cuda_rmsnorm_warp(x, w, out, rows, (int)cols, eps, ctx, msg, len);
 	return cuda_launch(ctx, "bcg_rmsnorm_kernel", bcg_rmsnorm_kernel, dim3(cuda_row_blocks(rows)),
 	                   dim3(cuda_row_threads(cols)), msg, len, (const void *)x->data, x->dtype,
 	                   (const void *)w->data, w->dtype, out->data, out->dtype, rows, cols, eps);

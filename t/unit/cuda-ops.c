@@ -914,9 +914,8 @@ static void test_matmul_replays(struct env *e)
 
 static void test_rows(struct env *e)
 {
-	/* The last four take rmsnorm's warp kernel in f16 and bf16: a decode
-	 * row, the widest row, a row ending part way through a lane's pieces,
-	 * and more rows than one grid holds warps. */
+	/* The last four, rmsnorm only: a decode row, a 2048-wide row, a row
+	 * that is not a multiple of the block, more rows than one grid. */
 	static const int64_t shapes[][2] = {
 		{ 5, 300 }, { 3, 4096 }, { 2, 1 }, { 70000, 3 },
 		{ 64, 1024 }, { 7, 2048 }, { 9, 264 }, { 300000, 8 },
