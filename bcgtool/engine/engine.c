@@ -204,29 +204,26 @@ static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t o
 	}
 	if (vi != PLAN_NONE)
 		ch = plan_find_choice(e->plan, vi, op);
-	for (int k = 0; ch != NULL && borrowed && k < n; k++)
-		if (strcmp(e->be->impl_name(id, k), ch->impl) == 0 && e->be->impl_usable(c, k)) {
+	if (ch != NULL) {
+		int k = 0;
+		while (k < n && strcmp(e->be->impl_name(id, k), ch->impl) != 0)
+			k++;
+		if (k < n && e->be->impl_usable(c, k)) {
 			c->impl = k;
 			return 0;
 		}
-	if (ch != NULL && !borrowed) {
-		for (int k = 0; k < n; k++) {
-			if (strcmp(e->be->impl_name(id, k), ch->impl) != 0)
-				continue;
-			if (!e->be->impl_usable(c, k)) {
-				engine_op_label(e->plan, op, label, sizeof label);
+		if (!borrowed) {
+			engine_op_label(e->plan, op, label, sizeof label);
+			if (k < n)
 				return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: the plan "
 				                   "chose implementation '%s', which cannot run it here",
 				                   label, (long long)tokens, ch->impl);
-			}
-			c->impl = k;
-			return 0;
+			engine_impl_list(e, id, list, sizeof list);
+			return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: the plan "
+			                   "chose implementation '%s', which the %s backend lacks (it "
+			                   "has %s)", label, (long long)tokens, ch->impl, e->be->name,
+			                   list);
 		}
-		engine_op_label(e->plan, op, label, sizeof label);
-		engine_impl_list(e, id, list, sizeof list);
-		return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: the plan chose "
-		                   "implementation '%s', which the %s backend lacks (it has %s)",
-		                   label, (long long)tokens, ch->impl, e->be->name, list);
 	}
 	for (int k = 0; k < n; k++)
 		if (e->be->impl_usable(c, k)) {

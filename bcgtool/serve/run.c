@@ -18,8 +18,7 @@ struct run_ctx {
 	struct exec_variant *x;          /* the caller's, by size index */
 	uint32_t             n;
 	struct exec_variant *eager;      /* by token count, built when needed */
-	unsigned char       *built;
-	int64_t              max_tokens;     /* of an eager step: e->eager_tokens */
+	unsigned char       *built;      /* by token count, up to e->eager_tokens */
 };
 
 void serve_result_release(struct serve_result *res)
@@ -235,7 +234,7 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
               uint32_t n, const struct serve_trace *t, const struct serve_run_opts *o,
               struct serve_result *res, struct engine_error *err)
 {
-	struct run_ctx c = { .e = e, .x = x, .n = n, .max_tokens = e->eager_tokens };
+	struct run_ctx c = { .e = e, .x = x, .n = n };
 	struct serve_size *sz = NULL;
 	struct serve_run_opts ro = *o;
 	struct serve_dispatch dcheck = { 0 };
@@ -259,8 +258,8 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 		if (sizes[i].key.requests > ro.sched.pad_reqs)
 			ro.sched.pad_reqs = sizes[i].key.requests;
 	sz = calloc(n ? n : 1, sizeof *sz);
-	c.eager = calloc((size_t)c.max_tokens + 1, sizeof *c.eager);
-	c.built = calloc((size_t)c.max_tokens + 1, 1);
+	c.eager = calloc((size_t)e->eager_tokens + 1, sizeof *c.eager);
+	c.built = calloc((size_t)e->eager_tokens + 1, 1);
 	if (sz == NULL || c.eager == NULL || c.built == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
@@ -320,7 +319,7 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 	rc = 0;
 out:
 	if (c.eager != NULL && c.built != NULL)
-		for (int64_t k = 0; k <= c.max_tokens; k++)
+		for (int64_t k = 0; k <= e->eager_tokens; k++)
 			if (c.built[k])
 				exec_release(e, &c.eager[k]);
 	stash_release(e, &got);
