@@ -31,13 +31,15 @@
 #   serve     serving (issue 9): both shipped traces under the four dispatch
 #             policies (bench --trace), tokens/s, step percentiles, padding,
 #             steps per mode, the targets; replay --trace --check of a plan
+#   ncu       Nsight Compute on the serving step's paged attention, rope and
+#             norm kernels (decode-heavy, full policy): what bounds each
 #   choices   capture of the serving sample (full_and_breakable) and the
 #             implementation each product shape chose at each size, with every
 #             candidate's time (inspect --choices): the small-M kernels
 #             against cuBLAS, measured by the tuner in this lease
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
-#             and of this one, trace by trace in the same lease, and this
-#             tree's kernels on the decode-heavy trace (full policy, nsys)
+#             and of this one, trace by trace in the same lease, and both
+#             trees' kernels on the decode-heavy trace (full policy, nsys)
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -418,12 +420,39 @@ PY
 			serve_bench "$ob/bcgtool/bcgtool" "$ob/samples/llama-serve.yaml" $tr before-$tr
 			serve_bench "$B" "$S/llama-serve.yaml" $tr after-$tr
 		done
-		sh "$top/.gpu/nsys-profile" "$log/serve-full" "$B" bench --backend cuda --warmup 2 \
-			--policy full --trace "$S/traces/decode-heavy.jsonl" "$S/llama-serve.yaml" \
-			>nsys-serve.txt 2>&1
-		say "servecmp: nsys bench --policy full decode-heavy: exit $?"
-		NSYS=$(sed -n 's/^NSYS=//p' nsys-serve.txt)
-		[ -n "$NSYS" ] && kernel_table "$NSYS" serve-full.nsys-rep
+		for w in before after; do
+			if [ $w = before ]; then bin="$ob/bcgtool/bcgtool" smp="$ob/samples"
+			else bin=$B smp=$S; fi
+			sh "$top/.gpu/nsys-profile" "$log/serve-full-$w" "$bin" bench --backend cuda \
+				--warmup 2 --policy full --trace "$smp/traces/decode-heavy.jsonl" \
+				"$smp/llama-serve.yaml" >nsys-serve-$w.txt 2>&1
+			say "servecmp: nsys bench --policy full decode-heavy ($w): exit $?"
+			NSYS=$(sed -n 's/^NSYS=//p' nsys-serve-$w.txt)
+			[ -n "$NSYS" ] && kernel_table "$NSYS" serve-full-$w.nsys-rep
+		done
+		;;
+	ncu)
+		# Nsight Compute on the serving step's kernels (full policy,
+		# decode-heavy): two launches each of paged attention, rope with the
+		# cache write and the norms, mid-trace (20000 launches in), with the sections that
+		# say what bounds them.
+		NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+		if [ -z "$NCU" ]; then
+			say "ncu: not found"
+			continue
+		fi
+		for k in bcg_paged_attention_kernel bcg_rope_paged_kv_write_kernel bcg_rmsnorm; do
+			t0=$(date +%s)
+			timeout 240 "$NCU" --kernel-name "regex:$k" --launch-skip 20000 --launch-count 2 \
+				--section SpeedOfLight --section Occupancy --section LaunchStats \
+				--section WarpStateStats --section MemoryWorkloadAnalysis \
+				--section SchedulerStats "$B" bench --backend cuda --warmup 1 --policy full \
+				--trace "$S/traces/decode-heavy.jsonl" "$S/llama-serve.yaml" \
+				>ncu-$k.txt 2>&1
+			say "ncu $k: exit $? in $(( $(date +%s) - t0 )) s"
+			grep -E 'Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Grid Size|Warp Cycles Per Issued|Stall|Eligible Warps|Issued Warp' \
+				ncu-$k.txt | head -40 | sed 's/^/  /' | tee -a "$summary"
+		done
 		;;
 	choices)
 		t0=$(date +%s)

@@ -7,7 +7,8 @@
  * the positions [split * chunk, min(split * chunk + chunk, L)) of the
  * row's KV length L. Where position j lies is the caller's KV source (a
  * functor: `bool at(j, &k_row, &v_row)`, false for a position that has no
- * row, such as a paged cache's absent block).
+ * row, such as a paged cache's absent block; even then it names rows that
+ * are safe to read, whose values the core masks).
  *
  * Lane geometry. A KV row of D elements is read by a group of LPR lanes,
  * EPL elements a lane: with VEC, D == LPR * EPL and each lane reads 16
@@ -20,7 +21,11 @@
  *
  * Merging. The groups of a warp merge by xor shuffles, the warps of a
  * block in shared memory, in a fixed order: the bits depend only on the
- * row's length and the chunk. Of a launch's NSPLIT splits a row of L
+ * row's length and the chunk. Scores are kept in base 2 (the scale
+ * times log2 e, once a block; then exp2f, the hardware's base-2
+ * exponential, where expf first multiplies by log2 e with an extra-precise
+ * split), so every m below, in registers, shared memory and the scratch,
+ * is a base-2 exponent. Of a launch's NSPLIT splits a row of L
  * positions uses the first n = attn_core_active(L, chunk, nsplit) (at
  * least one); the blocks of the others return at once, touching nothing,
  * which is what makes a launch sized for the captured bound cheap. With
@@ -58,17 +63,32 @@
 #define ATTN_CORE_CHUNK_ROUND     16
 #define ATTN_CORE_BLOCKS_CAP      1024
 #define ATTN_CORE_MAX_HEAD_DIM    512
+#define ATTN_CORE_LOG2E           1.4426950408889634f
 
 namespace {
 
 /* --- device side ---------------------------------------------------------- */
 
+/* A T of all-zero bits (+0 in every float dtype), made without the
+ * conversion's inline assembly, so that a choice between it and a loaded
+ * value stays a select and does not become a branch. */
+template <typename T>
+__device__ __forceinline__ T attn_core_zero()
+{
+	T z;
+
+	memset(&z, 0, sizeof z);
+	return z;
+}
+
 /* Lane SUB's EPL elements [SUB * EPL, SUB * EPL + EPL) of ROW as stored;
- * past D they read as 0. VEC: D == LPR * EPL, ROW 16-byte aligned and EPL
- * elements a multiple of 16 bytes. Kept narrow in registers until used,
- * so that more blocks fit on a multiprocessor. */
+ * past D, or everywhere when not KEEP, they read as 0 (ROW is read
+ * either way: it must be a row safe to read). VEC: D == LPR * EPL, ROW
+ * 16-byte aligned and EPL elements a multiple of 16 bytes. Kept narrow in
+ * registers until used, so that more blocks fit on a multiprocessor. */
 template <typename T, int EPL, bool VEC>
-__device__ __forceinline__ void attn_core_load_raw(const T *row, int sub, int D, T (&r)[EPL])
+__device__ __forceinline__ void attn_core_load_raw(const T *row, int sub, int D, T (&r)[EPL],
+                                                   bool keep = true)
 {
 	const int d0 = sub * EPL;
 
@@ -78,12 +98,17 @@ __device__ __forceinline__ void attn_core_load_raw(const T *row, int sub, int D,
 #pragma unroll
 		for (int c = 0; c < EPL / PER; c++) {
 			uint4 u = *reinterpret_cast<const uint4 *>(row + d0 + c * PER);
+			if (!keep)
+				u = make_uint4(0u, 0u, 0u, 0u);
 			memcpy(&r[c * PER], &u, sizeof u);
 		}
 	} else {
 #pragma unroll
 		for (int e = 0; e < EPL; e++)
-			r[e] = d0 + e < D ? row[d0 + e] : cuda_from_f32<T>(0.0f);
+			r[e] = d0 + e < D ? row[d0 + e] : attn_core_zero<T>();
+#pragma unroll
+		for (int e = 0; e < EPL; e++)
+			r[e] = keep ? r[e] : attn_core_zero<T>();
 	}
 }
 
@@ -109,8 +134,8 @@ __device__ __forceinline__ void attn_core_merge(float &m, float &l, float (&acc)
 
 	if (M == -INFINITY)
 		return;                 /* both empty */
-	const float w1 = m == -INFINITY ? 0.0f : expf(m - M);
-	const float w2 = m2 == -INFINITY ? 0.0f : expf(m2 - M);
+	const float w1 = m == -INFINITY ? 0.0f : exp2f(m - M);
+	const float w2 = m2 == -INFINITY ? 0.0f : exp2f(m2 - M);
 	l = w1 * l + w2 * l2;
 #pragma unroll
 	for (int e = 0; e < EPL; e++)
@@ -120,13 +145,14 @@ __device__ __forceinline__ void attn_core_merge(float &m, float &l, float (&acc)
 
 /*
  * The calling lane's group's share of positions [START, END) against the
- * query QR (its lane's elements), into (m, l, acc). The loop bounds are the
- * same for the whole warp, so every shuffle runs with all 32 lanes.
+ * query QR (its lane's elements), into (m, l, acc), scores times SCALE2
+ * (the scale in base 2). The loop bounds are the same for the whole warp,
+ * so every shuffle runs with all 32 lanes.
  */
 template <typename T, int LPR, int EPL, bool VEC, typename Src>
 __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float (&qr)[EPL],
                                                      int64_t start, int64_t end, int D,
-                                                     float scale, float &m, float &l,
+                                                     float scale2, float &m, float &l,
                                                      float (&acc)[EPL])
 {
 	constexpr int KB = EPL <= 8 ? 4 : 2;    /* positions in flight a group */
@@ -140,19 +166,17 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 		T kr[KB][EPL], vr[KB][EPL];
 		float s[KB];
 		bool ok[KB];
+		/* Every lane loads, whatever its position: one past the range
+		 * reads the range's last row, an absent one the row the source
+		 * names for it; either is then masked (no branch in the loop). */
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
 			const int64_t j = j0 + b * GPW + grp;
-			const T *kp = nullptr, *vp = nullptr;
-			ok[b] = j < end && src.at(j, kp, vp);
-			if (ok[b]) {
-				attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
-				attn_core_load_raw<T, EPL, VEC>(vp, sub, D, vr[b]);
-			} else {
-#pragma unroll
-				for (int e = 0; e < EPL; e++)
-					kr[b][e] = vr[b][e] = cuda_from_f32<T>(0.0f);
-			}
+			const T *kp, *vp;
+			ok[b] = src.at(j < end ? j : end - 1, kp, vp) && j < end;
+			attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
+			/* a masked row's v may be NaN, and p * NaN is NaN */
+			attn_core_load_raw<T, EPL, VEC>(vp, sub, D, vr[b], ok[b]);
 		}
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
@@ -170,27 +194,25 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 		float mb = -INFINITY;
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
-			s[b] *= scale;
+			s[b] *= scale2;
 			if (ok[b])
 				mb = fmaxf(mb, s[b]);
 		}
 		if (mb == -INFINITY)
 			continue;       /* none of the group's positions here */
 		const float mn = fmaxf(m, mb);
-		const float corr = expf(m - mn);        /* m = -inf: 0 */
+		const float corr = exp2f(m - mn);       /* m = -inf: 0 */
 		l *= corr;
 #pragma unroll
 		for (int e = 0; e < EPL; e++)
 			acc[e] *= corr;
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
-			if (ok[b]) {
-				const float p = expf(s[b] - mn);
-				l += p;
+			const float p = ok[b] ? exp2f(s[b] - mn) : 0.0f;
+			l += p;
 #pragma unroll
-				for (int e = 0; e < EPL; e++)
-					acc[e] += p * cuda_to_f32(vr[b][e]);
-			}
+			for (int e = 0; e < EPL; e++)
+				acc[e] += p * cuda_to_f32(vr[b][e]);
 		}
 		m = mn;
 	}
@@ -242,7 +264,7 @@ __device__ void attn_core_combine(const struct attn_core_scratch &sc, T *out, in
 	for (int s = 0; s < n; s++)
 		M = fmaxf(M, sm[s]);
 	for (int s = threadIdx.x; s < n; s += blockDim.x)
-		sw[s] = sm[s] == -INFINITY ? 0.0f : expf(sm[s] - M);
+		sw[s] = sm[s] == -INFINITY ? 0.0f : exp2f(sm[s] - M);
 	__syncthreads();
 	float lsum = 0.0f;
 	for (int s = 0; s < n; s++)
@@ -303,7 +325,7 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 		M = fmaxf(M, sh_m[w]);
 #pragma unroll
 	for (int w = 0; w < ATTN_CORE_WARPS; w++) {
-		wt[w] = sh_m[w] == -INFINITY ? 0.0f : expf(sh_m[w] - M);
+		wt[w] = sh_m[w] == -INFINITY ? 0.0f : exp2f(sh_m[w] - M);
 		lsum += wt[w] * sh_l[w];
 	}
 	if (nact == 1 || M != -INFINITY) {
@@ -357,7 +379,8 @@ __device__ __forceinline__ void attn_core_block(const Src &src, const T *q_row, 
 	for (int e = 0; e < EPL; e++)
 		acc[e] = 0.0f;
 	float m = -INFINITY, l = 0.0f;
-	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale, m, l, acc);
+	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale * ATTN_CORE_LOG2E, m, l,
+	                                       acc);
 	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
 }
 

@@ -28,7 +28,12 @@
  * (behind its counters) -- the very rounding their unfused sequence makes
  * when matmul stores it -- and one epilogue kernel then reads it back:
  * matmul_add adds the residual x, matmul_silu_mul combines gate column j
- * with up column N + j.
+ * with up column N + j. One exception: matmul_add in place (out is x, as
+ * a residual stream's projections are) is one cublasGemmEx with beta 1,
+ * out = x + a @ b, which adds x to the f32 sum and rounds once. That is
+ * one rounding fewer than the kind's definition, within the bounds the
+ * kind's CUDA kernels are held to (op-script.md, fused kinds), and it
+ * saves the scratch round trip and the epilogue launch.
  */
 #include "config.h"
 
@@ -83,15 +88,18 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
 	cuda_pdl_trigger();
 }
 
-/* out = op(a) @ op(b) by cublasGemmEx; K = 0 gives zeros. */
+/* out = op(a) @ op(b) + BETA out by cublasGemmEx (BETA 0 or 1); K = 0
+ * gives zeros, or leaves out as it is under beta 1. */
 static int cuda_gemm_cublas(const char *who, const struct cuda_product *p, void *out,
-                            int dto, int64_t ncols, const struct cuda_op_ctx *ctx,
-                            char *msg, size_t len)
+                            int dto, int64_t ncols, float beta,
+                            const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
-	const float alpha = 1.0f, beta = 0.0f;
+	const float alpha = 1.0f;
 	cublasPointerMode_t mode;
 	cublasStatus_t st;
 
+	if (p->K <= 0 && beta != 0.0f)
+		return 0;
 	if (p->K <= 0) {
 		bcg_matmul_zero_kernel<<<cuda_ew_blocks(p->M * ncols, ctx->sm_count), CUDA_EW_THREADS,
 		                         0, ctx->stream>>>(out, dto, p->M * ncols);
@@ -139,7 +147,18 @@ static const char *cuda_product_name(enum op_id id)
 	}
 }
 
-/* Bytes of the stored product of a fused kind (0 for matmul). */
+/* Whether the product is matmul_add with out the very tensor x (known
+ * at launch, when the operands have addresses): then cuBLAS adds x
+ * itself (beta 1) and nothing is stored apart. */
+static int cuda_product_cublas_in_place(enum op_id id, const struct cuda_product *p)
+{
+	return id == OP_MATMUL_ADD && p->x != NULL && p->x->data == p->out->data &&
+	       p->x->dtype == p->out->dtype;
+}
+
+/* Bytes of the stored product of a fused kind (0 for matmul). Asked
+ * before the operands have addresses, so matmul_add counts them even
+ * where it will run in place. */
 static size_t cuda_product_tmp_bytes(enum op_id id, const struct cuda_product *p)
 {
 	if (id == OP_MATMUL)
@@ -179,14 +198,16 @@ int cuda_product_cublas(enum op_id id, const struct op_call *call,
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
 	if (id == OP_MATMUL)
-		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, ctx, msg, len);
+		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, 0.0f, ctx, msg, len);
+	if (cuda_product_cublas_in_place(id, &p))
+		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, 1.0f, ctx, msg, len);
 
 	size_t need = cuda_scratch_with_counters(cuda_product_tmp_bytes(id, &p));
 	if (!ctx->scratch || ctx->scratch_bytes < need)
 		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
 		                 need, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
 	void *tmp = cuda_scratch_data(ctx);
-	if (cuda_gemm_cublas(who, &p, tmp, p.out->dtype, p.NB, ctx, msg, len))
+	if (cuda_gemm_cublas(who, &p, tmp, p.out->dtype, p.NB, 0.0f, ctx, msg, len))
 		return -1;
 	unsigned blocks = cuda_ew_blocks(p.M * p.N, ctx->sm_count);
 	const void *x = p.x ? p.x->data : NULL;

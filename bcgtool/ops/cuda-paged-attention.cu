@@ -30,31 +30,41 @@
 /* --- device side ---------------------------------------------------------- */
 
 /* Position j of one request: row j % BS of block table[j / BS], or none
- * when that block id is outside [0, NB). */
+ * when that block id is outside [0, NB); then the row named is block 0's,
+ * which exists (the kernel takes NB >= 1) and which the core masks. The
+ * ids are read from IDS[j / BS - FIRST]: the block's chunk's ids staged in
+ * shared memory, or, when they do not fit, the table itself (FIRST 0), by
+ * one generic load either way. With BS a power of two (SHIFT >= 0) the
+ * block of j is j >> SHIFT, not a division. */
 template <typename T>
 struct pattn_rows {
 	const T *k, *v;                 /* the kv head's columns of row 0 */
-	const int32_t *table;           /* the request's row of block_table */
+	const int32_t *ids;
+	uint32_t first;
 	uint32_t BS;                    /* positions below MB * BS < 2^31 */
+	int shift;
 	int64_t NB, stride;
 
 	__device__ __forceinline__ bool at(int64_t j, const T *&kp, const T *&vp) const
 	{
-		const uint32_t jj = (uint32_t)j, bi = jj / BS;
-		const int64_t blk = table[bi];
+		const uint32_t jj = (uint32_t)j, bi = shift >= 0 ? jj >> shift : jj / BS;
+		const int64_t blk = ids[bi - first];
+		const bool valid = blk >= 0 && blk < NB;
+		const int64_t row = (valid ? blk : 0) * (int64_t)BS + (jj - bi * BS);
 
-		if (blk < 0 || blk >= NB)
-			return false;
-		const int64_t row = blk * (int64_t)BS + (jj - bi * BS);
 		kp = k + row * stride;
 		vp = v + row * stride;
-		return true;
+		return valid;
 	}
 };
+
+/* The most block ids a chunk stages in shared memory. */
+#define PATTN_STAGED_IDS 64
 
 struct pattn_args {
 	const int32_t *table, *seq_lens, *query_start;
 	int64_t H, KVH, R, MB, NB, BS;
+	int bs_shift;                   /* log2 BS, or -1 */
 	int D;
 	int nsplit;
 	int64_t chunk;
@@ -90,9 +100,27 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 		const int64_t cap = a.MB * a.BS;
 		L = L < 0 ? 0 : L > cap ? cap : L;
 	}
-	const struct pattn_rows<T> src = { k + g * D, v + g * D,
-	                                   a.table + (r != INT_MAX ? r : 0) * a.MB,
-	                                   (uint32_t)a.BS, a.NB, a.KVH * D };
+	if (a.NB < 1)
+		L = 0;                  /* no block: no position */
+	const int nact = attn_core_active(L, a.chunk, nsplit);
+	if (split >= nact)
+		return;                 /* past the row: nothing to do, nothing to merge */
+	__shared__ int32_t sh_ids[PATTN_STAGED_IDS];
+	const int32_t *table = a.table + (r != INT_MAX ? r : 0) * a.MB;
+	const int64_t j0 = (int64_t)split * a.chunk, j1 = j0 + a.chunk < L ? j0 + a.chunk : L;
+	uint32_t first = (uint32_t)(j0 / a.BS);
+	const int64_t nids = L > 0 ? (j1 - 1) / a.BS - first + 1 : 0;
+	const int32_t *ids = table;
+	if (nids <= PATTN_STAGED_IDS) {
+		for (int i = threadIdx.x; i < nids; i += ATTN_CORE_THREADS)
+			sh_ids[i] = table[first + i];
+		__syncthreads();
+		ids = sh_ids;
+	} else {
+		first = 0;
+	}
+	const struct pattn_rows<T> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
+	                                   a.bs_shift, a.NB, a.KVH * D };
 
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
 	                                  out, sc, counters);
@@ -262,6 +290,10 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 	pl.a.MB = pl.sh.MB;
 	pl.a.NB = pl.sh.NB;
 	pl.a.BS = pl.sh.BS;
+	pl.a.bs_shift = -1;
+	for (int b = 0; b < 31; b++)
+		if (pl.sh.BS == (int64_t)1 << b)
+			pl.a.bs_shift = b;
 	pl.a.D = (int)pl.sh.D;
 	pl.a.scale = scale == 0.0 ? 1.0f / sqrtf((float)pl.sh.D) : (float)scale;
 	/* Graph-safe: the bound of every batch; eager: this batch's longest

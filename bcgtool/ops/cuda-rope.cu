@@ -8,8 +8,9 @@
  * the host does: the frequency theta^(-2i/head_dim) in double, rounded once
  * to f32 (an f32 powf may differ by an ulp between libraries, which at
  * position 4096 would move the angle by 1e-4), then a = pos * f in f32 and
- * the accurate cosf and sinf (not the __ intrinsics), which agree with the
- * host's within an ulp or two. The frequencies are computed on the host,
+ * the accurate sine and cosine (sincosf, one range reduction for both;
+ * not the __ intrinsics), which agree with the host's within an ulp or
+ * two. The frequencies are computed on the host,
  * once per launch: a double pow per element cost the kernel half its time.
  *
  * rope_kv_write does in one launch what slice, rope and kv_write do in
@@ -22,7 +23,9 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cuda-internal.h"
@@ -42,7 +45,7 @@ __device__ __forceinline__ void cuda_rope_copy(const void *x, int dtx, void *out
 
 /* The frequencies theta^(-2i/head_dim), computed on the host in double and
  * rounded once to f32 -- the host kernel's exact values -- and passed by
- * value, so the kernel does no transcendental work but cosf and sinf. */
+ * value, so the kernel does no transcendental work but sincosf. */
 #define ROPE_MAX_PAIRS 256
 struct rope_freqs {
 	float f[ROPE_MAX_PAIRS];
@@ -78,7 +81,8 @@ __global__ void bcg_rope_kernel(const void *x, int dtx, const int32_t *pos, void
 		}
 		float p = (float)pos[t];
 		float a = __fmul_rn(p, freqs.f[i]);
-		float c = cosf(a), s = sinf(a);
+		float c, s;
+		sincosf(a, &s, &c);
 		float x1 = cuda_ld(x, dtx, k), x2 = cuda_ld(x, dtx, k + half);
 		/* Products rounded before the sums, as on the host, not fused. */
 		cuda_st(out, dto, k, __fmul_rn(x1, c) - __fmul_rn(x2, s));
@@ -121,83 +125,97 @@ extern "C" int cuda_run_rope(const struct op_call *call, const struct cuda_op_ct
 
 /* qkv [T, (H + 2 KVH) * D]; q [T, H * D]; caches [S, KVH * D]. Per token:
  * H * PH items of q, KVH * PH of k (PH = D / 2 pairs, plus one that copies
- * the last element of an odd head), KVH * D of v. The cache row of token t
- * is its position pos[t] (rope_kv_write) or, PAGED, its slot slots[t]
- * (rope_paged_kv_write: a slot in [0, S), S = NB * BS rows, while pos[t]
- * still gives the rotation); a row outside [0, S) -- a position past the
- * cache, the pad slot -- is not written. The two kernels below are this
- * one body, so that their names stay those that plans record. */
+ * the last element of an odd head), and the v part: KVH * D items of one
+ * element, or, with V16 (qkv and v_cache of one dtype, the v part of every
+ * row and every cache row 16-byte aligned), KVH * D * size / 16 items of 16
+ * bytes. The cache row of token t is its position pos[t] (rope_kv_write)
+ * or, PAGED, its slot slots[t] (rope_paged_kv_write: a slot in [0, S), S =
+ * NB * BS rows, while pos[t] still gives the rotation); a row outside [0,
+ * S) -- a position past the cache, the pad slot -- is not written.
+ *
+ * Grid rows are tokens and grid columns a token's items, so a thread reads
+ * its token's position and slot once and its indexes within a token are
+ * 32-bit (the launch checks that a token's items fit). The two kernels
+ * below are this one body, so that their names stay those that plans
+ * record. */
 template <bool PAGED>
 __device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, const int32_t *pos,
                                                    const int32_t *slots, void *q, int dtq,
                                                    void *kc, int dtk, void *vc, int dtv,
-                                                   int64_t T, int64_t H, int64_t KVH,
-                                                   int64_t D, int64_t S,
-                                                   const struct rope_freqs &freqs)
+                                                   int64_t T, int H, int KVH, int D, int64_t S,
+                                                   bool v16, const struct rope_freqs &freqs)
 {
-	const int64_t half = D / 2, ph = half + (D & 1);
-	const int64_t width = (H + 2 * KVH) * D, kvw = KVH * D;
-	const int64_t nq = H * ph, nk = KVH * ph, per_tok = nq + nk + kvw;
-	const int64_t total = T * per_tok;
+	const int half = D / 2, ph = half + (D & 1);
+	const int width = (H + 2 * KVH) * D, kvw = KVH * D;
+	const int nq = H * ph, nk = KVH * ph;
+	const int xs = (int)cuda_dtype_size(dtx), vs = (int)cuda_dtype_size(dtv);
+	const int nv = v16 ? kvw * xs / 16 : kvw;
+	const int per_tok = nq + nk + nv;
 
 	cuda_pdl_wait();
-	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
-	     n += (int64_t)gridDim.x * blockDim.x) {
-		const int64_t t = n / per_tok, r = n - t * per_tok;
+	for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
 		const int64_t p = pos[t], row = PAGED ? (int64_t)slots[t] : p;
 		const bool in_cache = row >= 0 && row < S;
-		if (r >= nq + nk) {                     /* v: moved as it is */
-			const int64_t j = r - nq - nk;
-			if (in_cache)
-				cuda_rope_copy(static_cast<const char *>(qkv) +
-				               (t * width + (H + KVH) * D) * (int64_t)cuda_dtype_size(dtx),
-				               dtx,
-				               static_cast<char *>(vc) + row * kvw * (int64_t)cuda_dtype_size(dtv),
-				               dtv, j);
-			continue;
+		const char *src_row = static_cast<const char *>(qkv) + t * width * (int64_t)xs;
+		for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < per_tok;
+		     r += gridDim.x * blockDim.x) {
+			if (r >= nq + nk) {                     /* v: moved as it is */
+				const int j = r - nq - nk;
+				const char *vsrc = src_row + (int64_t)(H + KVH) * D * xs;
+				char *vdst = static_cast<char *>(vc) + row * kvw * (int64_t)vs;
+				if (!in_cache)
+					continue;
+				if (v16)
+					reinterpret_cast<uint4 *>(vdst)[j] =
+						reinterpret_cast<const uint4 *>(vsrc)[j];
+				else
+					cuda_rope_copy(vsrc, dtx, vdst, dtv, j);
+				continue;
+			}
+			const bool is_k = r >= nq;
+			const int rr = is_k ? r - nq : r, h = rr / ph, i = rr - h * ph;
+			if (is_k && !in_cache)
+				continue;
+			const int64_t src = t * width + (is_k ? H * D : 0) + h * D;
+			void *dst = is_k ? kc : q;
+			const int dtd = is_k ? dtk : dtq;
+			const int64_t dbase = is_k ? row * kvw + h * D : t * H * D + h * D;
+			if (i >= half) {
+				/* odd head_dim: the head's last element stays as it is */
+				const size_t ds = cuda_dtype_size(dtd);
+				cuda_rope_copy(static_cast<const char *>(qkv) + src * (int64_t)xs, dtx,
+				               static_cast<char *>(dst) + dbase * (int64_t)ds, dtd, D - 1);
+				continue;
+			}
+			float a = __fmul_rn((float)p, freqs.f[i]);
+			float c, s;
+			sincosf(a, &s, &c);
+			float x1 = cuda_ld(qkv, dtx, src + i), x2 = cuda_ld(qkv, dtx, src + i + half);
+			/* Products rounded before the sums, as on the host, not fused. */
+			cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
+			cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
 		}
-		const bool is_k = r >= nq;
-		const int64_t rr = is_k ? r - nq : r, h = rr / ph, i = rr - h * ph;
-		if (is_k && !in_cache)
-			continue;
-		const int64_t src = t * width + (is_k ? H * D : 0) + h * D;
-		void *dst = is_k ? kc : q;
-		const int dtd = is_k ? dtk : dtq;
-		const int64_t dbase = is_k ? row * kvw + h * D : t * H * D + h * D;
-		if (i >= half) {
-			/* odd head_dim: the head's last element stays as it is */
-			const size_t xs = cuda_dtype_size(dtx), ds = cuda_dtype_size(dtd);
-			cuda_rope_copy(static_cast<const char *>(qkv) + src * (int64_t)xs, dtx,
-			               static_cast<char *>(dst) + dbase * (int64_t)ds, dtd, D - 1);
-			continue;
-		}
-		float a = __fmul_rn((float)p, freqs.f[i]);
-		float c = cosf(a), s = sinf(a);
-		float x1 = cuda_ld(qkv, dtx, src + i), x2 = cuda_ld(qkv, dtx, src + i + half);
-		/* Products rounded before the sums, as on the host, not fused. */
-		cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
-		cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
 	}
 	cuda_pdl_trigger();
 }
 
 __global__ void bcg_rope_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
                                          void *q, int dtq, void *kc, int dtk, void *vc,
-                                         int dtv, int64_t T, int64_t H, int64_t KVH, int64_t D,
-                                         int64_t S, struct rope_freqs freqs)
+                                         int dtv, int64_t T, int H, int KVH, int D, int64_t S,
+                                         bool v16, struct rope_freqs freqs)
 {
 	rope_kv_write_body<false>(qkv, dtx, pos, NULL, q, dtq, kc, dtk, vc, dtv, T, H, KVH, D, S,
-	                          freqs);
+	                          v16, freqs);
 }
 
 __global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
                                                const int32_t *slots, void *q, int dtq, void *kc,
-                                               int dtk, void *vc, int dtv, int64_t T, int64_t H,
-                                               int64_t KVH, int64_t D, int64_t S,
+                                               int dtk, void *vc, int dtv, int64_t T, int H,
+                                               int KVH, int D, int64_t S, bool v16,
                                                struct rope_freqs freqs)
 {
 	rope_kv_write_body<true>(qkv, dtx, pos, slots, q, dtq, kc, dtk, vc, dtv, T, H, KVH, D, S,
-	                         freqs);
+	                         v16, freqs);
 }
 
 /* The launch of rope_kv_write (SLOTS NULL) or rope_paged_kv_write: the
@@ -239,21 +257,38 @@ static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op
 	if (cuda_cols(kc) != KVH * D || cuda_cols(vc) != KVH * D || cuda_rows(vc) != S)
 		return cuda_fail(msg, len, "%s: k_cache and v_cache must be [%s, %lld] alike", what,
 		                 slots ? "NB, BS" : "S", (long long)(KVH * D));
-	int64_t total = T * ((H + KVH) * (D / 2 + (D & 1)) + KVH * D);
-	if (total <= 0)
+	/* A token's items, with v element by element (the most), must fit
+	 * the body's 32-bit indexes. */
+	if ((H + 2 * KVH) * D > INT_MAX / 2)
+		return cuda_fail(msg, len, "%s: %lld heads and %lld kv_heads of %lld are above "
+		                 "the kernel's %d elements a token", what, (long long)H,
+		                 (long long)KVH, (long long)D, INT_MAX / 2);
+	const int64_t per_tok = (H + KVH) * (D / 2 + (D & 1)) + KVH * D;
+	if (T <= 0 || per_tok <= 0)
 		return 0;
+	const size_t xs = cuda_dtype_size(qkv->dtype);
+	const bool v16 = qkv->dtype == vc->dtype && (KVH * D * (int64_t)xs) % 16 == 0 &&
+	                 ((H + 2 * KVH) * D * (int64_t)xs) % 16 == 0 &&
+	                 ((H + KVH) * D * (int64_t)xs) % 16 == 0 &&
+	                 (uintptr_t)qkv->data % 16 == 0 && (uintptr_t)vc->data % 16 == 0;
 	rope_freqs_fill(&freqs, theta, D);
-	dim3 grid(cuda_ew_blocks(total, ctx->sm_count)), block(CUDA_EW_THREADS);
+	/* Columns: a token's items (at most enough to fill the device with
+	 * the rows), rows: tokens, at most 65535 (the rest strided). */
+	const int64_t cols = (per_tok + CUDA_EW_THREADS - 1) / CUDA_EW_THREADS;
+	const int64_t rows = T < 65535 ? T : 65535;
+	dim3 grid((unsigned)(cols < 1024 ? cols : 1024), (unsigned)rows), block(CUDA_EW_THREADS);
 	if (slots == NULL)
 		return cuda_launch(ctx, "bcg_rope_kv_write_kernel", bcg_rope_kv_write_kernel, grid,
 		                   block, msg, len, (const void *)qkv->data, qkv->dtype,
 		                   static_cast<const int32_t *>(pos->data), q->data, q->dtype,
-		                   kc->data, kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
+		                   kc->data, kc->dtype, vc->data, vc->dtype, T, (int)H, (int)KVH,
+		                   (int)D, S, v16, freqs);
 	return cuda_launch(ctx, "bcg_rope_paged_kv_write_kernel", bcg_rope_paged_kv_write_kernel,
 	                   grid, block, msg, len, (const void *)qkv->data, qkv->dtype,
 	                   static_cast<const int32_t *>(pos->data),
 	                   static_cast<const int32_t *>(slots->data), q->data, q->dtype, kc->data,
-	                   kc->dtype, vc->data, vc->dtype, T, H, KVH, D, S, freqs);
+	                   kc->dtype, vc->data, vc->dtype, T, (int)H, (int)KVH, (int)D, S, v16,
+	                   freqs);
 }
 
 extern "C" int cuda_run_rope_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,

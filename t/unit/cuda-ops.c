@@ -1373,6 +1373,10 @@ static void test_paged_attention(struct env *e)
 		{ 4, 1, 80, 200, 8, 24, 4, 1, 2, 0 },      /* head_dim not 8 * 2^k */
 		{ 4, 2, 64, 200, 16, 16, 2, 1, 1, 4 },     /* misaligned: element loads */
 		{ 2, 2, 256, 100, 16, 8, 1, 1, 0, 0 },
+		{ 4, 4, 64, 200, 12, 40, 3, 1, 1, 0 },     /* BS not a power of two */
+		/* BS 2: at sm_count 1, chunks of 256 positions span 129 block ids,
+		 * more than the kernel stages in shared memory */
+		{ 2, 2, 64, 1300, 2, 300, 2, 1, 1, 0 },
 	};
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]);
 	struct pattn_bufs pb;
@@ -1807,68 +1811,107 @@ static void test_add_rmsnorm(struct env *e)
 	}
 }
 
+/* rope_kv_write, and (PAGED) rope_paged_kv_write over caches [NB, BS, W]
+ * with slots scattered over the blocks and the pad slot -1. SHIFT moves
+ * q|k|v off its 16-byte alignment, so that v goes element by element. */
+static void rope_kv_write_case(struct env *e, int dt, int64_t H, int64_t KVH, int64_t D,
+                               int32_t maxpos, double tol, int T, int paged, size_t shift,
+                               int capture, int pdl)
+{
+	const int64_t S = 40, BS = 4;
+	int64_t T64 = T, Sk = maxpos > S ? maxpos : S;
+	struct tbuf qkv, pos, slots, q, kc, vc;
+	struct tcase c;
+
+	Sk = (Sk + BS - 1) / BS * BS;
+	tbuf_init(&qkv, dt, 2, (const int64_t[]){ T64, (H + 2 * KVH) * D }, shift);
+	tbuf_init(&pos, PLAN_DTYPE_I32, 1, &T64, 0);
+	tbuf_init(&q, dt, 2, (const int64_t[]){ T64, H * D }, 0);
+	if (paged) {
+		tbuf_init(&kc, dt, 3, (const int64_t[]){ Sk / BS, BS, KVH * D }, 0);
+		tbuf_init(&vc, dt, 3, (const int64_t[]){ Sk / BS, BS, KVH * D }, 0);
+	} else {
+		tbuf_init(&kc, dt, 2, (const int64_t[]){ Sk, KVH * D }, 0);
+		tbuf_init(&vc, dt, 2, (const int64_t[]){ Sk, KVH * D }, 0);
+	}
+	tbuf_random(e, &qkv, 1.0f);
+	tbuf_random(e, &kc, 1.0f);      /* rows not written must survive */
+	tbuf_random(e, &vc, 1.0f);
+	memset(q.host, POISON_DEV, q.bytes);     /* every element written */
+	/* Distinct positions (two equal ones race), and for T > 1 two outside
+	 * [0, S): for the paged kind they only rotate; its rows are the slots,
+	 * distinct, a stride apart that crosses blocks, one the pad slot. */
+	int32_t *p = pos.host;
+	int32_t first = env_int(e, 0, (int32_t)Sk - T - 1);
+	for (int t = 0; t < T; t++)
+		p[t] = first + t;
+	if (T > 1) {
+		p[1] = -3;
+		p[T - 1] = (int32_t)Sk;
+	}
+	if (paged) {
+		tbuf_init(&slots, PLAN_DTYPE_I32, 1, &T64, 0);
+		int32_t *sl = slots.host, s0 = env_int(e, 0, (int32_t)Sk - 1);
+		for (int t = 0; t < T; t++)
+			sl[t] = (int32_t)((s0 + 7 * (int64_t)t) % Sk);  /* 7 is prime to Sk */
+		if (T > 1)
+			sl[T / 2] = -1;
+	}
+	tcase_init(&c, paged ? OP_ROPE_PAGED_KV_WRITE : OP_ROPE_KV_WRITE, paged ? 3 : 2, 3);
+	c.in[0] = &qkv;
+	c.in[1] = &pos;
+	if (paged)
+		c.in[2] = &slots;
+	c.out[0] = &q;
+	c.out[1] = &kc;
+	c.out[2] = &vc;
+	c.keep_out = 1;
+	c.attr[RKV_HEADS].i = H;
+	c.attr[RKV_KV_HEADS].i = KVH;
+	c.attr[RKV_HEAD_DIM].i = D;
+	c.attr[RKV_THETA].f = 10000.0;
+	c.tol = tol_for(dt, tol);
+	c.exact_outs = 4u;              /* v moves as it is */
+	c.capture = capture;
+	c.pdl = pdl;
+	snprintf(c.what, sizeof c.what, "%s %s T %d heads %lld/%lld head_dim %lld S %lld%s",
+	         paged ? "rope_paged_kv_write" : "rope_kv_write", dtype_name(dt), T, (long long)H,
+	         (long long)KVH, (long long)D, (long long)Sk, shift ? " misaligned" : "");
+	tcase_run(e, &c);
+	tbuf_free(&qkv);
+	tbuf_free(&pos);
+	if (paged)
+		tbuf_free(&slots);
+	tbuf_free(&q);
+	tbuf_free(&kc);
+	tbuf_free(&vc);
+}
+
 static void test_rope_kv_write(struct env *e)
 {
 	static const struct { int64_t H, KVH, D; int32_t maxpos; double tol; } cfg[] = {
 		{ 4, 4, 64, 16, 1e-5 }, { 8, 2, 128, 32, 1e-5 }, { 3, 1, 7, 16, 1e-5 },
-		{ 2, 2, 64, 4096, 1e-2 }, { 32, 8, 64, 40, 1e-5 },
+		{ 2, 2, 64, 4096, 1e-2 }, { 32, 8, 64, 40, 1e-5 }, { 16, 16, 64, 64, 1e-5 },
 	};
-	const int64_t S = 40;
-	struct tbuf qkv, pos, q, kc, vc;
-	struct tcase c;
 
-	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
-		int dt = float_dtypes[d];
-		for (int k = 0; k < 5; k++) {
-			for (int T = 1; T <= 9; T += 4) {
-				int64_t H = cfg[k].H, KVH = cfg[k].KVH, D = cfg[k].D, T64 = T;
-				int64_t Sk = cfg[k].maxpos > S ? cfg[k].maxpos : S;
-				tbuf_init(&qkv, dt, 2, (const int64_t[]){ T64, (H + 2 * KVH) * D }, 0);
-				tbuf_init(&pos, PLAN_DTYPE_I32, 1, &T64, 0);
-				tbuf_init(&q, dt, 2, (const int64_t[]){ T64, H * D }, 0);
-				tbuf_init(&kc, dt, 2, (const int64_t[]){ Sk, KVH * D }, 0);
-				tbuf_init(&vc, dt, 2, (const int64_t[]){ Sk, KVH * D }, 0);
-				tbuf_random(e, &qkv, 1.0f);
-				tbuf_random(e, &kc, 1.0f);      /* rows not written must survive */
-				tbuf_random(e, &vc, 1.0f);
-				memset(q.host, POISON_DEV, q.bytes);     /* every element written */
-				/* Distinct positions (two equal ones race), and for T > 1
-				 * two outside [0, S). */
-				int32_t *p = pos.host;
-				int32_t first = env_int(e, 0, (int32_t)Sk - T - 1);
-				for (int t = 0; t < T; t++)
-					p[t] = first + t;
-				if (T > 1) {
-					p[1] = -3;
-					p[T - 1] = (int32_t)Sk;
+	for (int paged = 0; paged < 2; paged++) {
+		for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+			int dt = float_dtypes[d];
+			for (int k = 0; k < 6; k++) {
+				for (int T = 1; T <= 9; T += 4) {
+					rope_kv_write_case(e, dt, cfg[k].H, cfg[k].KVH, cfg[k].D,
+					                   cfg[k].maxpos, cfg[k].tol, T, paged, 0,
+					                   dt == PLAN_DTYPE_F16 && k == 1, k == 4);
+					if (k == 0 || k == 5)
+						rope_kv_write_case(e, dt, cfg[k].H, cfg[k].KVH, cfg[k].D,
+						                   cfg[k].maxpos, cfg[k].tol, T, paged,
+						                   dtype_size(dt), 0, 0);
 				}
-				tcase_init(&c, OP_ROPE_KV_WRITE, 2, 3);
-				c.in[0] = &qkv;
-				c.in[1] = &pos;
-				c.out[0] = &q;
-				c.out[1] = &kc;
-				c.out[2] = &vc;
-				c.keep_out = 1;
-				c.attr[RKV_HEADS].i = H;
-				c.attr[RKV_KV_HEADS].i = KVH;
-				c.attr[RKV_HEAD_DIM].i = D;
-				c.attr[RKV_THETA].f = 10000.0;
-				c.tol = tol_for(dt, cfg[k].tol);
-				c.exact_outs = 4u;              /* v moves as it is */
-				c.capture = dt == PLAN_DTYPE_F16 && k == 1;
-				c.pdl = k == 4;
-				snprintf(c.what, sizeof c.what, "rope_kv_write %s T %d heads %lld/%lld "
-				         "head_dim %lld S %lld", dtype_name(dt), T, (long long)H,
-				         (long long)KVH, (long long)D, (long long)Sk);
-				tcase_run(e, &c);
-				tbuf_free(&qkv);
-				tbuf_free(&pos);
-				tbuf_free(&q);
-				tbuf_free(&kc);
-				tbuf_free(&vc);
 			}
 		}
 	}
+	/* Many tokens: rows of the grid past the first wave. */
+	rope_kv_write_case(e, PLAN_DTYPE_F16, 16, 16, 64, 4096, 1e-2, 700, 1, 0, 0, 0);
 }
 
 static void test_slice(struct env *e)
