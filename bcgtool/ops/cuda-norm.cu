@@ -27,15 +27,43 @@
 
 #include "cuda-internal.h"
 
+/* Columns a thread holds in registers (x and w, read together in one
+ * pass) when the row is at most this many times the block. */
+#define RMSNORM_HELD 4
+
 __global__ void bcg_rmsnorm_kernel(const void *x, int dtx, const void *w, int dtw,
                                    void *out, int dto, int64_t rows, int64_t cols, float eps)
 {
 	__shared__ float red[32];
+	const bool held = cols <= (int64_t)RMSNORM_HELD * blockDim.x;
 
 	cuda_pdl_wait();
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
 		int64_t base = r * cols;
 		float sum = 0.0f;
+		if (held) {
+			/* x and w in one round of loads; every read of x is behind
+			 * the reduction's barrier before any store, so in place
+			 * holds. The sums and the formula are the loop's below. */
+			float xv[RMSNORM_HELD], wv[RMSNORM_HELD];
+#pragma unroll
+			for (int k = 0; k < RMSNORM_HELD; k++) {
+				const int64_t j = threadIdx.x + (int64_t)k * blockDim.x;
+				xv[k] = j < cols ? cuda_ld(x, dtx, base + j) : 0.0f;
+				wv[k] = j < cols ? cuda_ld(w, dtw, j) : 0.0f;
+				if (j < cols)
+					sum += xv[k] * xv[k];
+			}
+			sum = cuda_block_sum(sum, red);
+			float rms = sqrtf(sum / (float)cols + eps);
+#pragma unroll
+			for (int k = 0; k < RMSNORM_HELD; k++) {
+				const int64_t j = threadIdx.x + (int64_t)k * blockDim.x;
+				if (j < cols)
+					cuda_st(out, dto, base + j, xv[k] / rms * wv[k]);
+			}
+			continue;
+		}
 		for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
 			float v = cuda_ld(x, dtx, base + j);
 			sum += v * v;
