@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "engine/engine.h"
 #include "engine/memplan.h"
 #include "engine/schedule.h"
 #include "ops/op.h"
@@ -35,7 +36,68 @@ struct validate_result {
 	struct memplan       mem;
 	struct schedule      sched[PLAN_MODE_EAGER + 1];   /* by mode, those used */
 	int64_t             *tokens;
+	/* Serving (geo.present): the paged caches, their bytes in all. */
+	struct engine_batch_geometry geo;
+	uint32_t            *caches;
+	uint32_t             ncaches;
+	uint64_t             cache_bytes;
 };
+
+/* ---------------------------------------------------------------------- */
+/* Serving: the paged cache and the largest batch of each capture size.    */
+
+/* The paged caches of the program: every tensor a paged op reads or
+ * writes as a cache, once each, in op order. */
+static void validate_find_caches(struct validate_result *r)
+{
+	const plan_t *pr = r->program;
+	uint32_t nops = plan_count_ops(pr);
+
+	r->caches = xcalloc(2 * (size_t)nops + 1, sizeof *r->caches);
+	for (uint32_t i = 0; i < nops; i++) {
+		const struct plan_op *o = plan_get_op(pr, i);
+		uint32_t c[2] = { PLAN_NONE, PLAN_NONE };
+		if (strcmp(o->kind, "paged_attention") == 0 && o->nin == 6) {
+			c[0] = o->in[1];
+			c[1] = o->in[2];
+		} else if (strcmp(o->kind, "paged_kv_write") == 0 && o->nout == 1) {
+			c[0] = o->out[0];
+		} else if (strcmp(o->kind, "rope_paged_kv_write") == 0 && o->nout == 3) {
+			c[0] = o->out[1];
+			c[1] = o->out[2];
+		}
+		for (int k = 0; k < 2; k++) {
+			uint32_t j = 0;
+			if (c[k] == PLAN_NONE)
+				continue;
+			while (j < r->ncaches && r->caches[j] != c[k])
+				j++;
+			if (j == r->ncaches) {
+				r->caches[r->ncaches++] = c[k];
+				r->cache_bytes += plan_tensor_bytes(pr, c[k], 0);
+			}
+		}
+	}
+}
+
+/* The most requests a batch of capture size V holds: the size's own
+ * bound, else one a token, at most the request dim. */
+static uint64_t validate_size_requests(const struct validate_result *r,
+                                       const struct script_variant *v)
+{
+	uint64_t n = v->requests > 0 ? (uint64_t)v->requests : (uint64_t)v->tokens;
+
+	return n < r->geo.max_requests ? n : r->geo.max_requests;
+}
+
+/* The most cache blocks such a batch can hold: MB a request, at most NB. */
+static uint64_t validate_size_blocks(const struct validate_result *r,
+                                     const struct script_variant *v)
+{
+	uint64_t b = validate_size_requests(r, v) * r->geo.max_blocks;
+
+	return b < r->geo.num_blocks ? b : r->geo.num_blocks;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Formatting.                                                             */
@@ -320,6 +382,43 @@ static void validate_print_arena(const struct validate_result *r)
 	printf("  saved by reuse           %s (%.1f%%)\n", bcg_human_bytes(saved, d, sizeof d), pct);
 }
 
+static void validate_print_serving(const struct validate_result *r)
+{
+	const struct engine_batch_geometry *g = &r->geo;
+	const struct script *s = r->script;
+	char a[32], b[32];
+
+	if (!g->present)
+		return;
+	printf("\nserving\n");
+	const struct plan_tensor *seq = plan_get_tensor(r->program, g->feed[ENGINE_FEED_SEQ_LENS]);
+	printf("  requests   at most %u a batch (the rows of %s)\n", g->max_requests, seq->name);
+	if (r->ncaches == 0) {
+		printf("  KV cache   none (no paged op)\n");
+		return;
+	}
+	printf("  KV cache   %u blocks of %u positions (%llu positions), in %u cache%s: %s a block "
+	       "over them, %s in all\n", g->num_blocks, g->block_size,
+	       (unsigned long long)g->num_blocks * g->block_size, r->ncaches,
+	       r->ncaches == 1 ? "" : "s",
+	       bcg_human_bytes(r->cache_bytes / g->num_blocks, a, sizeof a),
+	       bcg_human_bytes(r->cache_bytes, b, sizeof b));
+	printf("  a request  at most %u blocks (%llu positions); the cache holds %u such requests "
+	       "at once\n", g->max_blocks, (unsigned long long)g->max_blocks * g->block_size,
+	       g->num_blocks / g->max_blocks);
+	printf("\nlargest batch per capture size\n");
+	printf("  %6s  %8s  %-7s  %-9s  %s\n", "tokens", "requests", "uniform", "mode",
+	       "KV blocks at most");
+	for (uint32_t v = 0; v < s->nvariants; v++) {
+		const struct script_variant *sv = &s->variants[v];
+		uint64_t nb = validate_size_blocks(r, sv);
+		printf("  %6lld  %8llu  %-7s  %-9s  %llu (%.1f%% of the cache)\n",
+		       (long long)sv->tokens, (unsigned long long)validate_size_requests(r, sv),
+		       sv->uniform ? "yes" : "no", plan_mode_name(sv->mode), (unsigned long long)nb,
+		       100.0 * (double)nb / (double)g->num_blocks);
+	}
+}
+
 static void validate_print_text(const struct validate_result *r, const char *path)
 {
 	const struct script *s = r->script;
@@ -333,6 +432,7 @@ static void validate_print_text(const struct validate_result *r, const char *pat
 	validate_print_ops(r);
 	validate_print_variants(r);
 	validate_print_arena(r);
+	validate_print_serving(r);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -428,6 +528,35 @@ static void json_op(const plan_t *pr, uint32_t i)
 	printf("}}");
 }
 
+/* null, or the serving geometry and the largest batch of each size. */
+static void validate_json_serving(const struct validate_result *r)
+{
+	const struct engine_batch_geometry *g = &r->geo;
+	const struct script *s = r->script;
+
+	if (!g->present) {
+		printf("null");
+		return;
+	}
+	printf("{\"requests\": %u, \"caches\": [", g->max_requests);
+	for (uint32_t i = 0; i < r->ncaches; i++) {
+		printf("%s", i ? ", " : "");
+		json_string(plan_get_tensor(r->program, r->caches[i])->name);
+	}
+	printf("],\n    \"blocks\": %u, \"block_size\": %u, \"blocks_per_request\": %u, "
+	       "\"cache_bytes\": %llu, \"sizes\": [", r->ncaches ? g->num_blocks : 0,
+	       r->ncaches ? g->block_size : 0, g->max_blocks, (unsigned long long)r->cache_bytes);
+	for (uint32_t v = 0; v < s->nvariants; v++) {
+		const struct script_variant *sv = &s->variants[v];
+		printf("%s\n      {\"tokens\": %lld, \"requests\": %llu, \"uniform\": %s, "
+		       "\"mode\": \"%s\", \"kv_blocks\": %llu}", v ? "," : "", (long long)sv->tokens,
+		       (unsigned long long)validate_size_requests(r, sv), sv->uniform ? "true" : "false",
+		       plan_mode_name(sv->mode),
+		       (unsigned long long)(r->ncaches ? validate_size_blocks(r, sv) : 0));
+	}
+	printf("]}");
+}
+
 static void validate_print_json(const struct validate_result *r, const char *path)
 {
 	const struct script *s = r->script;
@@ -506,7 +635,9 @@ static void validate_print_json(const struct validate_result *r, const char *pat
 		}
 		printf("%s]}%s\n", first ? "" : "\n    ", v + 1 < s->nvariants ? "," : "");
 	}
-	printf("  ],\n  \"arena\": {\"bytes\": %llu, \"unshared_bytes\": %llu, "
+	printf("  ],\n  \"serving\": ");
+	validate_json_serving(r);
+	printf(",\n  \"arena\": {\"bytes\": %llu, \"unshared_bytes\": %llu, "
 	       "\"persistent_bytes\": %llu, \"saved_bytes\": %llu, \"alignment\": %u}\n}\n",
 	       (unsigned long long)r->mem.arena_bytes, (unsigned long long)r->mem.unshared_bytes,
 	       (unsigned long long)r->mem.persistent_bytes,
@@ -538,6 +669,11 @@ static int validate_run(const char *path, int json)
 		bcg_error_at(path, 0, 0, "%s", msg);
 		goto out;
 	}
+	if (engine_batch_geometry(s->program, &r.geo, msg, sizeof msg) != 0) {
+		bcg_error_at(path, 0, 0, "%s", msg);
+		goto out;
+	}
+	validate_find_caches(&r);
 	for (uint32_t v = 0; v < s->nvariants; v++) {
 		int mode = s->variants[v].mode;
 		uint32_t op = PLAN_NONE;
@@ -561,6 +697,7 @@ out:
 		schedule_release(&r.sched[m]);
 	memplan_release(&r.mem);
 	free(r.tokens);
+	free(r.caches);
 	script_free(s);
 	return rc;
 }

@@ -86,6 +86,7 @@ test_expect_success PYTHON3 'validate --json is JSON with the values of tiny-mlp
 	assert [v["peak_bytes"] for v in d["variants"]] == [138240, 140288, 144384, 152576]
 	assert d["arena"] == {"bytes": 152576, "unshared_bytes": 154624, "persistent_bytes": 136192,
 	                      "saved_bytes": 2048, "alignment": 256}
+	assert d["serving"] is None     # no batch feeds
 	EOT
 	"$PYTHON3" check.py out.json
 '
@@ -114,6 +115,44 @@ test_expect_success PYTHON3 'validate --json of llama-decode-small: families, de
 	    assert v["segments"] == 3
 	    assert [(b["name"], b["reason"]) for b in v["breakpoints"]] == [("attn.0", "kind"), ("attn.1", "kind")]
 	    assert [b["op"] for b in v["breakpoints"]] == [ops.index(a) for a in attn]
+	EOT
+	"$PYTHON3" check.py out.json
+'
+
+# llama-serve-tiny declares R 4 requests, caches k_cache[l] and v_cache[l]
+# of [NB 32, BS 4, KVW 32] f32 for L 2 layers, MB 8 blocks a request, and
+# sizes 1, 2, 4 (uniform decode, full) and 8 tokens over 4 requests.
+test_expect_success 'validate of a serving script: the cache and the largest batch per size' '
+	bcg validate "$SAMPLES/llama-serve-tiny.yaml" >out &&
+	test_grep "^  requests   at most 4 a batch (the rows of seq_lens)\$" out &&
+	test_grep "^  KV cache   32 blocks of 4 positions (128 positions), in 4 caches: 2.00 KiB a block over them, 64.0 KiB in all\$" out &&
+	test_grep "^  a request  at most 8 blocks (32 positions); the cache holds 4 such requests at once\$" out &&
+	cat >expect <<-\EOT &&
+	largest batch per capture size
+	  tokens  requests  uniform  mode       KV blocks at most
+	       1         1  yes      full       8 (25.0% of the cache)
+	       2         2  yes      full       16 (50.0% of the cache)
+	       4         4  yes      full       32 (100.0% of the cache)
+	       8         4  no       breakable  32 (100.0% of the cache)
+	EOT
+	sed -n "/^largest batch/,\$p" out >got &&
+	test_cmp expect got &&
+	bcg validate "$SAMPLES/llama-decode-small.yaml" >out &&
+	! grep "^serving" out
+'
+
+test_expect_success PYTHON3 'validate --json of a serving script: the same figures' '
+	bcg validate --json "$SAMPLES/llama-serve-tiny.yaml" >out.json &&
+	cat >check.py <<-\EOT &&
+	import json, sys
+	s = json.load(open(sys.argv[1]))["serving"]
+	assert s["requests"] == 4 and s["blocks"] == 32 and s["block_size"] == 4
+	assert s["blocks_per_request"] == 8
+	assert s["caches"] == ["k_cache[0]", "v_cache[0]", "k_cache[1]", "v_cache[1]"]
+	assert s["cache_bytes"] == 4 * 32 * 4 * 32 * 4
+	assert [(z["tokens"], z["requests"], z["uniform"], z["mode"], z["kv_blocks"])
+	        for z in s["sizes"]] == [(1, 1, True, "full", 8), (2, 2, True, "full", 16),
+	                                 (4, 4, True, "full", 32), (8, 4, False, "breakable", 32)]
 	EOT
 	"$PYTHON3" check.py out.json
 '
