@@ -136,6 +136,11 @@ def main():
     hb = json.loads(json.dumps(good[0]))
     hb["k"]["data_offsets"] = [hb["q"]["data_offsets"][0] + 32, hb["q"]["data_offsets"][0] + 64]
     write(os.path.join(d, "bad-overlap.safetensors"), hb, data)
+    # The same overlap with an empty tensor lying between the two: it
+    # takes no bytes and must not hide the overlap.
+    hb["z"] = {"dtype": "F32", "shape": [0, 8],
+               "data_offsets": [hb["q"]["data_offsets"][0] + 8] * 2}
+    write(os.path.join(d, "bad-overlap-empty.safetensors"), hb, data)
     # A truncated file: the good one cut 8 bytes short.
     write(os.path.join(d, "bad-trunc.safetensors"), good[0], data[:-8])
     # A tensor name that is not UTF-8.

@@ -63,7 +63,7 @@ expect_bad () {
 	test_cmp expect err
 }
 
-test_expect_success JANSSON,PYTHON3 'file errors: missing, short, header size, header JSON, bounds, overlap, truncation, UTF-8, size, dtype' '
+test_expect_success JANSSON,PYTHON3 'file errors: missing, short, header size, header JSON, bounds, overlap (an empty tensor between), truncation, UTF-8, size, dtype' '
 	d=$(cd st && pwd) &&
 	expect_bad missing.safetensors 6:82 "st/missing.safetensors: cannot open: No such file or directory" &&
 	expect_bad bad-short.safetensors 6:82 "$d/bad-short.safetensors: 3 bytes, too short for a safetensors header" &&
@@ -71,6 +71,7 @@ test_expect_success JANSSON,PYTHON3 'file errors: missing, short, header size, h
 	expect_bad bad-hlong.safetensors 6:82 "$d/bad-hlong.safetensors: the header${SQ}s JSON runs past its stated size of 510 bytes" &&
 	expect_bad bad-bounds.safetensors 6:82 "$d/bad-bounds.safetensors: tensor ${SQ}v${SQ}: its data [264, 296) runs past the 280 bytes of data the file holds (a truncated file?)" &&
 	expect_bad bad-overlap.safetensors 6:82 "$d/bad-overlap.safetensors: tensors ${SQ}q${SQ} [160, 224) and ${SQ}k${SQ} [192, 224) overlap" &&
+	expect_bad bad-overlap-empty.safetensors 6:82 "$d/bad-overlap-empty.safetensors: tensors ${SQ}q${SQ} [160, 224) and ${SQ}k${SQ} [192, 224) overlap" &&
 	expect_bad bad-trunc.safetensors 6:82 "$d/bad-trunc.safetensors: tensor ${SQ}ids${SQ}: its data [272, 280) runs past the 272 bytes of data the file holds (a truncated file?)" &&
 	expect_bad bad-utf8.safetensors 6:82 "$d/bad-utf8.safetensors: the header is not valid UTF-8 (unable to decode byte 0xff near ${SQ}\"a${SQ}, at byte 3 of the header)" &&
 	expect_bad bad-size.safetensors 6:82 "$d/bad-size.safetensors: tensor ${SQ}a${SQ}: 128 bytes of data, but shape and dtype F32 need 160" &&

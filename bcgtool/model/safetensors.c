@@ -78,7 +78,7 @@ void st_close(struct st_file *f)
 {
 	if (f == NULL)
 		return;
-	if (f->map != NULL && f->size > 0)
+	if (f->map != NULL && f->size > 0 && !f->borrowed)
 		munmap((void *)f->map, (size_t)f->size);
 	if (f->fd >= 0)
 		close(f->fd);
@@ -244,12 +244,20 @@ static int st_parse_header(struct st_file *f, char *msg, size_t len)
 		if (st_parse_entry(f, key, v, t, msg, len) != 0)
 			goto out;
 	}
-	/* Overlaps: in order of their offsets, each tensor must start at or
-	 * after the end of the one before (empty tensors take no bytes). */
+	/* Overlaps: in order of their offsets, each tensor that takes bytes
+	 * must start at or after the end of every one before it that does --
+	 * the one that ends last (empty tensors take none, wherever they
+	 * lie, and are no reference: one between two tensors that overlap
+	 * must not hide the overlap). */
 	qsort(f->tensors, f->ntensors, sizeof *f->tensors, st_cmp_begin);
-	for (uint32_t i = 1; i < f->ntensors; i++) {
-		const struct st_tensor *a = &f->tensors[i - 1], *b = &f->tensors[i];
-		if (a->end > b->begin && b->end > b->begin) {
+	for (uint32_t i = 0, last = UINT32_MAX; i < f->ntensors; i++) {
+		const struct st_tensor *b = &f->tensors[i];
+		const struct st_tensor *a = last != UINT32_MAX ? &f->tensors[last] : NULL;
+		if (b->end == b->begin)
+			continue;
+		if (a == NULL || b->end > a->end)
+			last = i;
+		if (a != NULL && a->end > b->begin) {
 			st_fail(msg, len, "%s: tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap",
 			        f->path, a->name, (unsigned long long)(a->begin - f->data_start),
 			        (unsigned long long)(a->end - f->data_start), b->name,
@@ -263,6 +271,28 @@ static int st_parse_header(struct st_file *f, char *msg, size_t len)
 out:
 	json_decref(root);
 	return rc;
+}
+
+int st_open_memory(const char *name, const void *data, size_t size, struct st_file **out,
+                   char *msg, size_t len)
+{
+	struct st_file *f;
+
+	*out = NULL;
+	if ((f = calloc(1, sizeof *f)) == NULL || (f->path = strdup(name)) == NULL) {
+		free(f);
+		return st_fail(msg, len, "out of memory");
+	}
+	f->fd = -1;
+	f->borrowed = 1;
+	f->map = data;
+	f->size = size;
+	if (st_parse_header(f, msg, len) != 0) {
+		st_close(f);
+		return -1;
+	}
+	*out = f;
+	return 0;
 }
 
 int st_open(const char *path, struct st_file **out, char *msg, size_t len)
@@ -415,6 +445,14 @@ int st_open(const char *path, struct st_file **out, char *msg, size_t len)
 	*out = NULL;
 	return st_fail(msg, len, "%s: cannot read safetensors files: this bcgtool was built "
 	               "without jansson", path);
+}
+
+int st_open_memory(const char *name, const void *data, size_t size, struct st_file **out,
+                   char *msg, size_t len)
+{
+	(void)data;
+	(void)size;
+	return st_open(name, out, msg, len);
 }
 
 static int st_open_index(struct st_checkpoint *ck, char *msg, size_t len)

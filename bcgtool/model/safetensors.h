@@ -47,11 +47,17 @@ struct st_file {
 	uint64_t          data_start;   /* 8 + N */
 	uint32_t          ntensors;
 	struct st_tensor *tensors;      /* sorted by name */
+	int               borrowed;     /* map is the caller's (st_open_memory) */
 };
 
 /* Open and check the safetensors file at PATH. */
 int st_open(const char *path, struct st_file **out, char *msg, size_t len);
 void st_close(struct st_file *f);
+
+/* The same checks on SIZE bytes at DATA, which stay the caller's and must
+ * outlive the result; NAME stands for the file in messages. */
+int st_open_memory(const char *name, const void *data, size_t size, struct st_file **out,
+                   char *msg, size_t len);
 
 /* The tensor NAME of F, or NULL. */
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
