@@ -4,6 +4,8 @@ test_description='the fuzz targets pass over their seeds, and the plan mutator r
 
 PLAN_SEEDS="$BCG_BUILD_DIR/t/fuzz/plan-seeds"
 SCRIPT_SEEDS="$BCG_BUILD_DIR/t/fuzz/script-seeds"
+TRACE_SEEDS="$BCG_BUILD_DIR/t/fuzz/trace-seeds"
+ST_SEEDS="$BCG_BUILD_DIR/t/fuzz/safetensors-seeds"
 CORPUS="$BCG_SRC_DIR/t/fuzz/corpus"
 
 test_expect_success 'the plan target reads every seed plan and fixture' '
@@ -21,6 +23,24 @@ test_expect_success 'the script target parses every seed, sample and bad script'
 	"$SCRIPT_SEEDS" "$CORPUS/script" "$BCG_SRC_DIR/samples" \
 		"$BCG_SRC_DIR/t/data/scripts/bad" >out &&
 	test_grep "^files [1-9]" out
+'
+
+test_expect_success 'the trace target reads every seed and shipped trace, and mutants of them' '
+	"$TRACE_SEEDS" "$CORPUS/trace" "$SAMPLES/traces" >out &&
+	test_grep "^files [1-9]" out &&
+	"$TRACE_SEEDS" -m 300 "$CORPUS/trace" >out &&
+	read -r _ files _ runs _ mutants _ <out &&
+	test "$files" -ge 7 &&
+	test "$runs" = $((files * 301)) && test "$mutants" = $((files * 300))
+'
+
+test_expect_success 'the safetensors target checks every seed, and mutants of them' '
+	"$ST_SEEDS" "$CORPUS/safetensors" >out &&
+	test_grep "^files [1-9]" out &&
+	"$ST_SEEDS" -m 300 "$CORPUS/safetensors" >out &&
+	read -r _ files _ runs _ mutants _ <out &&
+	test "$files" -ge 5 &&
+	test "$runs" = $((files * 301)) && test "$mutants" = $((files * 300))
 '
 
 # Random bytes almost never pass the header and payload checksums; the

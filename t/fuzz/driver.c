@@ -4,7 +4,8 @@
  *   fuzz-X-seeds FILE|DIR...            every file through the target
  *   fuzz-X-seeds -m N FILE|DIR...       also N mutants of each, made by
  *                                       the target's custom mutator (the
- *                                       plan target), each run through it
+ *                                       plan target) or by the driver's
+ *                                       own, each run through it
  *
  * The seeds (t/fuzz/corpus/) and the crashes the long runs found stay
  * tested in every build, sanitizers included, with no clang needed. With
@@ -151,7 +152,7 @@ static int driver_file(struct driver *d, const char *path)
 	d->files++;
 	d->runs++;
 	LLVMFuzzerTestOneInput(data, len);
-	if (d->mutants > 0 && LLVMFuzzerCustomMutator != NULL) {
+	if (d->mutants > 0) {
 		max = 2 * len + 4096;
 		if ((m = malloc(max)) == NULL) {
 			free(data);
@@ -160,9 +161,13 @@ static int driver_file(struct driver *d, const char *path)
 		for (unsigned long i = 0; i < d->mutants; i++) {
 			memcpy(m, data, len);
 			driver_rand_state = (unsigned)(i * 2654435761u + len);
-			n = LLVMFuzzerCustomMutator(m, len, max, (unsigned)(i + 1));
 			d->runs++;
-			d->past_checks += (unsigned long)driver_past_checks(m, n);
+			if (LLVMFuzzerCustomMutator != NULL) {
+				n = LLVMFuzzerCustomMutator(m, len, max, (unsigned)(i + 1));
+				d->past_checks += (unsigned long)driver_past_checks(m, n);
+			} else {
+				n = LLVMFuzzerMutate(m, len, max);
+			}
 			LLVMFuzzerTestOneInput(m, n);
 		}
 		free(m);
