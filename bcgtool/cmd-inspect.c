@@ -796,6 +796,26 @@ static void inspect_choices(struct inspect *in)
 	}
 }
 
+/* Whether PLAN's program takes serving batches (a seq_lens feed). */
+static int inspect_serving(const plan_t *plan)
+{
+	for (uint32_t i = 0; i < plan_count_tensors(plan); i++)
+		if (plan_get_tensor(plan, i)->feed.kind == PLAN_FEED_SEQ_LENS)
+			return 1;
+	return 0;
+}
+
+/* Whether PLAN has a full or breakable variant of at least TOKENS. */
+static int inspect_graph_above(const plan_t *plan, int64_t tokens)
+{
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
+		const struct plan_variant *var = plan_get_variant(plan, v);
+		if (var->mode != PLAN_MODE_EAGER && var->tokens >= tokens)
+			return 1;
+	}
+	return 0;
+}
+
 static void inspect_dispatch(struct inspect *in)
 {
 	const plan_t *plan = in->plan;
@@ -869,6 +889,42 @@ static void inspect_dispatch(struct inspect *in)
 	 * replay --trace runs it. */
 	if (keyed && plan_count_dispatch(plan) == 0 && plan_count_variants(plan) > 0)
 		printf("  no full or breakable variant: every batch runs eagerly, unpadded\n");
+	/* Unkeyed, of a serving program: replay --tokens follows the table
+	 * above, eager variants included; replay --trace pads only to full
+	 * and breakable ones (serve/dispatch.h) and runs the rest of its
+	 * batches eagerly at their own size. Say so where the two differ: an
+	 * eager entry that pads, or below a full or breakable variant. */
+	if (!keyed && in->variant == PLAN_NONE && inspect_serving(plan)) {
+		/* The token ranges so padded, adjacent ones joined. */
+		char ranges[256] = "";
+		size_t n = 0;
+		int64_t lo = 0, hi = 0;
+		for (uint32_t i = 0; i <= plan_count_dispatch(plan); i++) {
+			const struct plan_dispatch *d = i < plan_count_dispatch(plan) ?
+				plan_get_dispatch(plan, i) : NULL;
+			const struct plan_variant *var = d != NULL && d->variant != PLAN_NONE ?
+				plan_get_variant(plan, d->variant) : NULL;
+			int padded_eager = var != NULL && var->mode == PLAN_MODE_EAGER &&
+			                   (var->tokens > d->tokens_min ||
+			                    inspect_graph_above(plan, d->tokens_min));
+			if (padded_eager && lo != 0 && d->tokens_min == hi + 1) {
+				hi = d->tokens_max;
+				continue;
+			}
+			if (lo != 0 && lo == hi && n < sizeof ranges)
+				n += (size_t)snprintf(ranges + n, sizeof ranges - n, "%s%lld",
+				                      n ? ", " : "", (long long)lo);
+			else if (lo != 0 && n < sizeof ranges)
+				n += (size_t)snprintf(ranges + n, sizeof ranges - n, "%s%lld-%lld",
+				                      n ? ", " : "", (long long)lo, (long long)hi);
+			lo = padded_eager ? d->tokens_min : 0;
+			hi = padded_eager ? d->tokens_max : 0;
+		}
+		if (n > 0)
+			printf("  with --trace, replay pads only to full and breakable variants: "
+			       "batches of %s tokens (an eager variant here) take the smallest that "
+			       "holds them, else run eagerly at their own size\n", ranges);
+	}
 }
 
 static void inspect_checks(struct inspect *in)

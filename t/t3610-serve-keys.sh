@@ -242,4 +242,38 @@ test_expect_success PYTHON3 'replay --synthetic follows the keys as bench does' 
 	test_grep "^breakable [1-9]" r.txt
 '
 
+# A serving script whose sizes carry no keys: replay --tokens follows the
+# plan's token table, eager variants included; replay --trace pads only
+# to full and breakable variants. inspect says where the two differ, and
+# a trace shows the note true.
+test_expect_success 'unkeyed serving plan: inspect --dispatch says what replay --trace does with eager entries' '
+	sed "/^  T:\$/,/^  R: 4/{/^  R: 4/!d}" "$tiny" |
+		sed "s/^  R: 4 /  T: {tokens: [1, 2, 4, 8], modes: {4: eager, 1: eager}}\n  R: 4 /" >unkeyed.yaml &&
+	test_grep "^  T: {tokens: \[1, 2, 4, 8\], modes: {4: eager, 1: eager}}\$" unkeyed.yaml &&
+	bcg capture --backend host --no-tune -o unkeyed.plan unkeyed.yaml >/dev/null &&
+	bcg inspect --dispatch unkeyed.plan >info &&
+	test_grep "^     3-4  4        eager, padded to 4\$" info &&
+	test_grep "^  with --trace, replay pads only to full and breakable variants: batches of 1, 3-4 tokens (an eager variant here) take the smallest that holds them, else run eagerly at their own size\$" info &&
+	bcg replay --backend host --synthetic requests=6,seed=3,prompt=3,output=4 unkeyed.plan >out &&
+	test_grep "^       4        8        4  breakable " out &&
+	! grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+  eager " out
+'
+
+test_expect_success 'unkeyed serving plan, all eager: batches run at their own size, as inspect says' '
+	sed "s/modes: {4: eager, 1: eager}/mode: eager/" unkeyed.yaml >eager.yaml &&
+	bcg capture --backend host --no-tune -o eager.plan eager.yaml >/dev/null &&
+	bcg inspect --dispatch eager.plan >info &&
+	test_grep "batches of 3-8 tokens (an eager variant here)" info &&
+	bcg replay --backend host --synthetic requests=6,seed=3,prompt=3,output=4 eager.plan >out &&
+	test_grep "^       6        6        0  eager " out
+'
+
+test_expect_success 'a plan without batch feeds gets no such note' '
+	bcg capture --backend host --no-tune --mode eager -o small-eager.plan \
+		"$SAMPLES/llama-decode-small.yaml" >/dev/null &&
+	bcg inspect --dispatch small-eager.plan >info &&
+	test_grep "eager, padded to 4" info &&
+	! grep "with --trace" info
+'
+
 test_done
