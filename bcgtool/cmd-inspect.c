@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "engine/engine.h"
 #include "plan.h"
 #include "table.h"
 #include "util.h"
@@ -796,13 +797,14 @@ static void inspect_choices(struct inspect *in)
 	}
 }
 
-/* Whether PLAN's program takes serving batches (a seq_lens feed). */
+/* Whether PLAN's program takes serving batches (batch feeds), as the
+ * engine and the scheduler find them. */
 static int inspect_serving(const plan_t *plan)
 {
-	for (uint32_t i = 0; i < plan_count_tensors(plan); i++)
-		if (plan_get_tensor(plan, i)->feed.kind == PLAN_FEED_SEQ_LENS)
-			return 1;
-	return 0;
+	struct engine_batch_geometry g;
+	char msg[256];
+
+	return engine_batch_geometry(plan, &g, msg, sizeof msg) == 0 && g.present;
 }
 
 /* Whether PLAN has a full or breakable variant of at least TOKENS. */

@@ -55,21 +55,10 @@ static void validate_find_caches(struct validate_result *r)
 
 	r->caches = xcalloc(2 * (size_t)nops + 1, sizeof *r->caches);
 	for (uint32_t i = 0; i < nops; i++) {
-		const struct plan_op *o = plan_get_op(pr, i);
-		uint32_t c[2] = { PLAN_NONE, PLAN_NONE };
-		if (strcmp(o->kind, "paged_attention") == 0 && o->nin == 6) {
-			c[0] = o->in[1];
-			c[1] = o->in[2];
-		} else if (strcmp(o->kind, "paged_kv_write") == 0 && o->nout == 1) {
-			c[0] = o->out[0];
-		} else if (strcmp(o->kind, "rope_paged_kv_write") == 0 && o->nout == 3) {
-			c[0] = o->out[1];
-			c[1] = o->out[2];
-		}
-		for (int k = 0; k < 2; k++) {
+		uint32_t c[2];
+		int nc = engine_paged_caches(plan_get_op(pr, i), c);
+		for (int k = 0; k < nc; k++) {
 			uint32_t j = 0;
-			if (c[k] == PLAN_NONE)
-				continue;
 			while (j < r->ncaches && r->caches[j] != c[k])
 				j++;
 			if (j == r->ncaches) {

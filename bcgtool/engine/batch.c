@@ -43,6 +43,26 @@ static int batch_dim(int64_t v, const char *what, uint32_t *out, char *msg, size
 	return 0;
 }
 
+int engine_paged_caches(const struct plan_op *o, uint32_t cache[2])
+{
+	cache[0] = cache[1] = PLAN_NONE;
+	if (strcmp(o->kind, "paged_attention") == 0 && o->nin == 6) {
+		cache[0] = o->in[1];
+		cache[1] = o->in[2];
+		return 2;
+	}
+	if (strcmp(o->kind, "paged_kv_write") == 0 && o->nout == 1) {
+		cache[0] = o->out[0];
+		return 1;
+	}
+	if (strcmp(o->kind, "rope_paged_kv_write") == 0 && o->nout == 3) {
+		cache[0] = o->out[1];
+		cache[1] = o->out[2];
+		return 2;
+	}
+	return 0;
+}
+
 int engine_batch_geometry(const plan_t *program, struct engine_batch_geometry *g,
                           char *msg, size_t len)
 {
@@ -60,16 +80,11 @@ int engine_batch_geometry(const plan_t *program, struct engine_batch_geometry *g
 	}
 	for (uint32_t i = 0; i < plan_count_ops(program); i++) {
 		const struct plan_op *o = plan_get_op(program, i);
-		uint32_t cache = PLAN_NONE;
-		if (strcmp(o->kind, "paged_attention") == 0 && o->nin == 6) {
-			cache = o->in[1];
-			if (mb == 0)
-				mb = plan_get_tensor(program, o->in[3])->shape[1].size;
-		} else if (strcmp(o->kind, "paged_kv_write") == 0 && o->nout == 1) {
-			cache = o->out[0];
-		} else if (strcmp(o->kind, "rope_paged_kv_write") == 0 && o->nout == 3) {
-			cache = o->out[1];
-		}
+		uint32_t caches[2], cache;
+		engine_paged_caches(o, caches);
+		cache = caches[0];
+		if (strcmp(o->kind, "paged_attention") == 0 && o->nin == 6 && mb == 0)
+			mb = plan_get_tensor(program, o->in[3])->shape[1].size;
 		if (cache != PLAN_NONE && nb == 0 && plan_get_tensor(program, cache)->rank == 3) {
 			nb = plan_get_tensor(program, cache)->shape[0].size;
 			bs = plan_get_tensor(program, cache)->shape[1].size;

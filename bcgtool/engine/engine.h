@@ -100,6 +100,11 @@ struct engine_batch_geometry {
 	uint32_t seq_var;            /* seq_lens' var (the default batch); PLAN_NONE */
 };
 
+/* The paged caches op O reads or writes, k's first: paged_attention's
+ * and rope_paged_kv_write's two, paged_kv_write's one. Returns how many
+ * (0 for any other op), the rest of CACHE PLAN_NONE. */
+int engine_paged_caches(const struct plan_op *o, uint32_t cache[2]);
+
 /* The geometry of PROGRAM (any plan: a script's program or a plan read
  * from a file). Returns 0, or -1 with a sentence in MSG when a dimension
  * passes 2^31 - 1. G->present is 0 for a program without batch feeds. */
