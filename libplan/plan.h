@@ -136,6 +136,16 @@ enum plan_break_reason {
 	PLAN_BREAK_KIND   = 1, /* the op kind cannot live in a graph in this mode */
 	PLAN_BREAK_FORCED = 2, /* the script says eager: true */
 	PLAN_BREAK_MODE   = 3, /* the variant's mode is eager */
+	/* 4 is kept for a second reason an op kind breaks. */
+	PLAN_BREAK_RECORDED = 5, /* (1.4) eager work a recorded program ran
+	                            between two graph launches */
+};
+
+/* How a plan was made (format 1.4): from an op script by `bcgtool
+ * capture`, or from another program's GPU work by `bcgtool record`. */
+enum plan_origin {
+	PLAN_ORIGIN_SCRIPT   = 1,
+	PLAN_ORIGIN_RECORDED = 2,
 };
 
 /* Names as used in scripts, output and JSON ("f16", "weight", "breakable",
@@ -289,6 +299,14 @@ struct plan_variant {
 	const struct plan_item *items;      /* in execution order */
 	uint32_t                requests;   /* 1.3: the most requests; 0 any */
 	uint32_t                key_flags;  /* 1.3: PLAN_KEY_* */
+	/* Recorded plans (1.4); "", 0 and 0 in script plans. In a recorded
+	 * plan TOKENS is the variant's number (1, 2, ... in order of first
+	 * appearance): a recorded step has no token dim. */
+	const char             *label;      /* the step's NVTX range name, or
+	                                       how it was told apart */
+	uint64_t                seen;       /* steps of this shape in the run */
+	uint64_t                recorded_ns;/* median step time in the run */
+	uint32_t                device;     /* the CUDA device it ran on */
 };
 
 /* A word of a kernel's parameters that holds an arena address, stored
@@ -309,6 +327,10 @@ struct plan_node {
 	uint32_t                 shmem;    /* dynamic shared memory, bytes */
 	uint32_t                 nparams;
 	const struct plan_param *params;
+	uint32_t                 launch;   /* (1.4) recorded plans: the plan_launch
+	                                      that rebuilds it (kernel, memcpy and
+	                                      memset nodes; PLAN_NONE for others);
+	                                      ignored in script plans */
 };
 
 /* How an edge orders its two nodes (CUDA's cudaGraphDependencyType and
@@ -347,6 +369,8 @@ struct plan_segment {
 	const struct plan_node *nodes;
 	uint32_t                nedges;
 	const struct plan_edge *edges;
+	uint64_t                recorded_ns;  /* (1.4) median time of this graph
+	                                         launch in the recorded run; 0 */
 };
 
 struct plan_breakpoint {
@@ -359,6 +383,13 @@ struct plan_breakpoint {
 	uint32_t        nwrites;
 	const uint32_t *reads;    /* tensor indexes */
 	const uint32_t *writes;
+	/* Recorded plans (1.4): OP is PLAN_NONE, REASON PLAN_BREAK_RECORDED,
+	 * no reads or writes; the eager work is launches [launch_first,
+	 * launch_first + launch_count), in the order the program issued them.
+	 * Script plans: ignored, 0. */
+	uint32_t        launch_first;
+	uint32_t        launch_count;
+	uint64_t        recorded_ns;  /* median time of the break in the run */
 };
 
 /* The checksum of one output after the eager reference run. */
@@ -435,6 +466,150 @@ struct plan_stats {
 	uint32_t verify_exact;    /* 1 when every replay matched bit for bit */
 	double   verify_max_error;/* largest relative error seen in verification */
 };
+
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (format 1.4).                                            */
+
+/*
+ * `bcgtool record -- CMD` builds a plan from what CMD did on the GPU (seen
+ * through CUDA's injection interface and CUPTI) instead of from a script.
+ * Such a plan has no dims, vars, tensors, ops, checks or dispatch table;
+ * its segments have no ops (op_first 0, op_count 0) and every node of a
+ * kernel names the plan_launch that rebuilds it. What it adds: the
+ * recording (how and what was run), the module images the kernels come
+ * from, the functions with their parameter layouts, every launch with its
+ * parameter bytes and the words that hold device addresses (patches), and
+ * the device allocations those addresses fall in. plan_get_origin() tells
+ * the two kinds apart; a plan is recorded exactly when it has a recording.
+ */
+
+#define PLAN_RECORD_SNAPSHOT 0x1u  /* allocation contents were kept */
+#define PLAN_RECORD_NVTX_STEP 0x2u /* steps were marked by an NVTX range */
+
+struct plan_recording {
+	const char *command;     /* the command line, shell-quoted words */
+	const char *step_rule;   /* "nvtx:NAME", or "repeat" when found */
+	const char *libraries;   /* libraries seen, "name version; ..." */
+	uint32_t    pid;         /* the process recorded */
+	uint32_t    flags;       /* PLAN_RECORD_* */
+	uint64_t    wall_ns;     /* the command's wall time, recorded */
+	uint64_t    steps;       /* steps seen, every variant */
+};
+
+#define PLAN_MODULE_IMAGE 0x1u   /* the image is kept: replayable */
+
+/* A module (cubin, fatbin or PTX image) recorded kernels come from. The
+ * plan keeps each image once (modules are unique by hash and size). */
+struct plan_module {
+	const char *name;        /* where it came from, "" unknown */
+	uint64_t    hash;        /* XXH64 (seed 0) of the image */
+	uint64_t    bytes;       /* the image's size */
+	uint32_t    flags;       /* PLAN_MODULE_* */
+	const char *note;        /* without IMAGE: why it was not kept */
+	const void *image;       /* BYTES bytes with IMAGE; else NULL */
+};
+
+/* One parameter of a kernel, as cuFuncGetParamInfo gives it. */
+struct plan_param_info {
+	uint32_t offset;         /* in the parameter buffer, bytes */
+	uint32_t size;
+};
+
+struct plan_function {
+	uint32_t                      module;  /* plan_module index */
+	const char                   *name;    /* the mangled name */
+	uint32_t                      nparams;
+	const struct plan_param_info *params;  /* ascending, not overlapping */
+};
+
+/* A device address of a recorded plan: in allocation ALLOC at OFFSET, or,
+ * with ALLOC PLAN_NONE, an address outside every recorded allocation
+ * (OFFSET is then the raw address: host memory, or device memory the
+ * recording did not see allocated). */
+struct plan_addr {
+	uint32_t alloc;
+	uint64_t offset;
+};
+
+/* A word of a launch's parameter bytes that held a device address. */
+struct plan_patch {
+	uint32_t         byte;   /* its byte offset in the parameter buffer;
+	                            8-byte aligned, within the buffer */
+	struct plan_addr addr;
+};
+
+#define PLAN_LAUNCH_PDL     0x1u  /* programmatic stream serialization */
+#define PLAN_LAUNCH_COOP    0x2u  /* cooperative launch */
+
+/* One piece of recorded work: a kernel launch, a copy or a memset, eager
+ * (in a breakpoint) or a graph node (a node's LAUNCH). TYPE is
+ * PLAN_NODE_KERNEL, _MEMCPY or _MEMSET. */
+struct plan_launch {
+	int                      type;       /* enum plan_node_type */
+	/* KERNEL */
+	uint32_t                 function;   /* plan_function index */
+	uint32_t                 grid[3];
+	uint32_t                 block[3];
+	uint32_t                 cluster[3]; /* 0 0 0: none */
+	uint32_t                 shmem;
+	uint32_t                 flags;      /* PLAN_LAUNCH_* */
+	uint32_t                 nargs;      /* parameter buffer, laid out as */
+	const uint8_t           *args;       /* the function's params say */
+	uint32_t                 npatches;
+	const struct plan_patch *patches;    /* ascending by byte */
+	/* MEMCPY: BYTES from SRC to DST; MEMSET: WIDTH elements of ELEMENT
+	 * bytes (1, 2 or 4) set to VALUE, in HEIGHT rows PITCH bytes apart. */
+	struct plan_addr         dst;
+	struct plan_addr         src;
+	uint64_t                 bytes;
+	uint32_t                 value;
+	uint32_t                 element;
+	uint64_t                 width;
+	uint64_t                 height;
+	uint64_t                 pitch;
+	uint32_t                 ndata;      /* MEMCPY from host memory: the */
+	const uint8_t           *data;       /* source bytes as they were, */
+};                                           /* when kept; else 0, NULL */
+
+#define PLAN_ALLOC_SNAPSHOT 0x1u  /* contents kept (DATA, BYTES bytes) */
+#define PLAN_ALLOC_VMM      0x2u  /* made by cuMemCreate/cuMemMap */
+
+/* A device allocation recorded addresses fall in. */
+struct plan_alloc {
+	uint64_t    address;     /* the virtual address it had */
+	uint64_t    bytes;
+	uint32_t    device;
+	uint32_t    flags;       /* PLAN_ALLOC_* */
+	const void *data;        /* with SNAPSHOT; else NULL */
+};
+
+/* The plan's origin: PLAN_ORIGIN_RECORDED when it has a recording. */
+int plan_get_origin(const plan_t *plan);
+const char *plan_origin_name(int origin);   /* "script", "recorded" */
+
+int plan_set_recording(plan_t *plan, const struct plan_recording *rec, struct plan_diag *diag);
+const struct plan_recording *plan_get_recording(const plan_t *plan); /* NULL: a script plan */
+
+/* plan_add_module stores a module once: a module with the hash and size
+ * of one already there gives that one's index (keeping the image if only
+ * the new one has it). */
+int plan_add_module(plan_t *plan, const struct plan_module *module, uint32_t *index, struct plan_diag *diag);
+int plan_add_function(plan_t *plan, const struct plan_function *function, uint32_t *index, struct plan_diag *diag);
+int plan_add_launch(plan_t *plan, const struct plan_launch *launch, uint32_t *index, struct plan_diag *diag);
+int plan_add_alloc(plan_t *plan, const struct plan_alloc *alloc, uint32_t *index, struct plan_diag *diag);
+
+uint32_t plan_count_modules(const plan_t *plan);
+uint32_t plan_count_functions(const plan_t *plan);
+uint32_t plan_count_launches(const plan_t *plan);
+uint32_t plan_count_allocs(const plan_t *plan);
+const struct plan_module   *plan_get_module(const plan_t *plan, uint32_t index);
+const struct plan_function *plan_get_function(const plan_t *plan, uint32_t index);
+const struct plan_launch   *plan_get_launch(const plan_t *plan, uint32_t index);
+const struct plan_alloc    *plan_get_alloc(const plan_t *plan, uint32_t index);
+
+/* The allocation of DEVICE that holds ADDRESS, or PLAN_NONE; *OFFSET gets
+ * the offset within it. */
+uint32_t plan_find_alloc(const plan_t *plan, uint32_t device, uint64_t address, uint64_t *offset);
 
 /* ---------------------------------------------------------------------- */
 /* Life cycle and building.                                                */
