@@ -953,6 +953,11 @@ enum plan_diff_area {
 	PLAN_DIFF_DISPATCH = 10,
 	PLAN_DIFF_CHOICES  = 11, /* implementation choices, per variant and op */
 	PLAN_DIFF_WEIGHTS  = 12, /* weight sources: file, checkpoint name, content */
+	/* Recorded plans (1.4); their variants are VARIANTS and their
+	 * segments' nodes and breakpoints' launches ITEMS. */
+	PLAN_DIFF_MODULES  = 13, /* modules: by name, then content (renamed) */
+	PLAN_DIFF_KERNELS  = 14, /* kernels launched: added, removed, renamed
+	                            (one base name, other template arguments) */
 };
 
 enum plan_diff_change {
@@ -987,7 +992,13 @@ struct plan_diff_entry {
 
 /*
  * Compare two plans structurally (bcgtool-diff(1) says what is compared
- * and how records are matched). Timestamps and timings are never
+ * and how records are matched). Two recorded plans (1.4) are compared as
+ * recordings: the recording's command and step rule, modules, kernels,
+ * variants matched by label then number (their segment and break
+ * counts), and in each pair the items aligned by what they run, a break
+ * found elsewhere reported MOVED, nodes compared by kernel and launch
+ * shape. ITEMS and VARIANTS entries then carry A's variant number as
+ * TOKENS. Timestamps and timings are never
  * differences. The list holds SAME entries for every item of the variants
  * both plans have, so that a reader can show context; plan_diff_count
  * counts the others. NULL when out of memory.
