@@ -598,7 +598,10 @@ struct plan_alloc {
  * nodes PLAN_NONE), and plan_add_breakpoint breakpoints with op
  * PLAN_NONE, reason PLAN_BREAK_RECORDED, no reads or writes and a launch
  * range inside the launches; a script plan takes neither, and its nodes'
- * launch is stored as PLAN_NONE. The add functions check what each record
+ * launch is stored as PLAN_NONE. A recorded kernel node's kernel, grid,
+ * block and shmem are taken from its launch (other nodes get "" and 0);
+ * its segment's fingerprint is plan_fingerprint_recorded() with the
+ * PLAN_SEG_NODES flag. The add functions check what each record
  * alone can be checked for (patches inside the argument bytes, addresses
  * inside their allocation, allocations of a device not overlapping);
  * plan_validate checks the rest.
@@ -767,6 +770,13 @@ uint32_t plan_crc32c(const void *data, size_t len);
  * grid, block, shared memory, arena parameters) and edges, in order.
  * Defined exactly in plan-format.md. */
 uint64_t plan_fingerprint(const struct plan_segment *segment);
+
+/* The fingerprint of a recorded plan's segment (1.4): as plan_fingerprint,
+ * but each node hashes what its launch runs: the function's name, grid,
+ * block, cluster, shared memory and the patches as (byte, allocation,
+ * offset). A recorded segment with nodes stores this one. Defined exactly
+ * in plan-format.md. */
+uint64_t plan_fingerprint_recorded(const plan_t *plan, const struct plan_segment *segment);
 
 /* The time to stamp on a new plan: $SOURCE_DATE_EPOCH when it is set to a
  * valid number, else the current time. */

@@ -607,7 +607,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
                           size_t clen, const plan_t *sample)
 {
 	unsigned char *f = dup_bytes(file, len), *c2, *f2, *rec;
-	struct section s[32], ext[36];
+	struct section s[32], ext[48];
 	struct plan_diag d = { 0 };
 	plan_t *p = NULL;
 	size_t n, c2len;
@@ -618,11 +618,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.3",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.4",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.3",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.4",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -631,16 +631,44 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.4 as a future writer might make it: an optional section
+	/* Format 1.5 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer. */
 	ns = split_content(content, s);
 	int k = 0;
-	uint32_t nvari = 0, ndisp = 0;
+	uint32_t nvari = 0, ndisp = 0, nsegs = 0, nnode = 0, nbrkp = 0;
 	for (int i = 0; i < ns; i++) {
 		if (memcmp(s[i].id, "VARI", 4) == 0)
 			nvari = get32(s[i].data + 4);
 		if (memcmp(s[i].id, "DISP", 4) == 0)
 			ndisp = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "SEGS", 4) == 0)
+			nsegs = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "NODE", 4) == 0)
+			nnode = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "BRKP", 4) == 0)
+			nbrkp = get32(s[i].data + 4);
+	}
+	/* the sections 1.4 added, for a plan without a recording: no
+	 * records but one zero record per variant, segment and breakpoint,
+	 * and a launch of NONE per node */
+	static const struct { const char *id; uint32_t size; } rec14[] = {
+		{ "RECD", 40 }, { "MODS", 40 }, { "FUNC", 16 }, { "PINF", 8 }, { "ALOC", 32 },
+		{ "LNCH", 152 }, { "PTCH", 16 }, { "VREC", 24 }, { "SREC", 8 }, { "NLCH", 4 },
+		{ "BLCH", 16 },
+	};
+	unsigned char *s14[11];
+	size_t s14len[11];
+	for (int i = 0; i < 11; i++) {
+		uint32_t cnt = strcmp(rec14[i].id, "VREC") == 0 ? nvari :
+		               strcmp(rec14[i].id, "SREC") == 0 ? nsegs :
+		               strcmp(rec14[i].id, "NLCH") == 0 ? nnode :
+		               strcmp(rec14[i].id, "BLCH") == 0 ? nbrkp : 0;
+		s14len[i] = 8 + (size_t)cnt * rec14[i].size;
+		s14[i] = calloc(1, s14len[i]);
+		put32(s14[i], rec14[i].size);
+		put32(s14[i] + 4, cnt);
+		if (strcmp(rec14[i].id, "NLCH") == 0)
+			memset(s14[i] + 8, 0xFF, (size_t)cnt * 4);
 	}
 	/* the keys 1.3 added: none, one zero record a variant and an entry */
 	unsigned char *vkey = calloc(1, 8 + 8 * (size_t)nvari), *dkey = calloc(1, 8 + 8 * (size_t)ndisp);
@@ -654,6 +682,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[k++] = (struct section){ "WSRC", 0, wsrc_empty, sizeof wsrc_empty };
 			ext[k++] = (struct section){ "VKEY", 0, vkey, 8 + 8 * (size_t)nvari };
 			ext[k++] = (struct section){ "DKEY", 0, dkey, 8 + 8 * (size_t)ndisp };
+			for (int j = 0; j < 11; j++)
+				ext[k++] = (struct section){ "", 0, s14[j], s14len[j] };
+			for (int j = 0; j < 11; j++)
+				memcpy(ext[k - 11 + j].id, rec14[j].id, 4);
+			ext[k++] = (struct section){ "BLOB", 0, (const unsigned char *)"", 0 };
 		}
 		ext[k++] = s[i];
 		if (memcmp(s[i].id, "VARS", 4) == 0)
@@ -674,14 +707,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 152;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 4, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 5, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.4 with an unknown optional section and longer records is read");
+	       "format 1.5 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 4, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 5, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -705,8 +738,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 4, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.4 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 5, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.5 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
@@ -715,6 +748,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			free((void *)ext[i].data);
 	free(vkey);
 	free(dkey);
+	for (int j = 0; j < 11; j++)
+		free(s14[j]);
 
 	/* The sections 1.1 added: a 1.1 file must have them; in a file
 	 * labelled 1.0 an id of them is unknown, skipped or, if required,
@@ -735,7 +770,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.3) does not know it",
+	            "but this reader (format 1.4) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);
