@@ -53,6 +53,8 @@ struct rr_driver {
 	CUresult (*kernel_node_set_attribute)(CUgraphNode, CUkernelNodeAttrID,
 	                                      const CUkernelNodeAttrValue *);
 	CUresult (*kernel_node_get_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+	CUresult (*kernel_node_get_attribute)(CUgraphNode, CUkernelNodeAttrID,
+	                                      CUkernelNodeAttrValue *);
 	CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
 	CUresult (*memset_d2d8)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream);
 	CUresult (*memset_d2d16)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
@@ -204,6 +206,7 @@ static int rr_load_driver(struct rr_driver *d, struct rr_error *err)
 		RR_E("cuGraphAddKernelNode", graph_add_kernel_node),
 		RR_E("cuGraphKernelNodeSetAttribute", kernel_node_set_attribute),
 		RR_E("cuGraphKernelNodeGetParams", kernel_node_get_params),
+		RR_E("cuGraphKernelNodeGetAttribute", kernel_node_get_attribute),
 		RR_E("cuLaunchKernelEx", launch_kernel_ex),
 		RR_E("cuMemsetD2D8Async", memset_d2d8),
 		RR_E("cuMemsetD2D16Async", memset_d2d16),
@@ -775,25 +778,72 @@ fail:
 /* ---------------------------------------------------------------------- */
 /* Graphs.                                                                 */
 
-/* Read kernel node NODE back and compare its parameters with what launch
- * LI put there; "" in WHY when they agree. */
+/* What a rebuilt kernel node holds, read back from the driver: the
+ * parts a recorded segment's fingerprint hashes beyond the node's own
+ * fields. */
+struct rr_readback {
+	uint32_t           cluster[3];
+	uint32_t           npatches;
+	struct plan_patch *patches;    /* the launch's patch words, mapped back */
+	char               why[200];   /* a parameter byte that did not land */
+};
+
+/* ADDRESS here as a recorded (allocation, offset): in allocation PREFER
+ * when it holds it, else the first that does; PLAN_NONE and the raw
+ * address when none does. */
+static struct plan_addr rr_unmap(const struct rr_session *s, uint64_t address, uint32_t prefer)
+{
+	struct plan_addr a = { PLAN_NONE, address };
+
+	for (uint32_t k = prefer < s->nallocs ? 0 : 1; k <= s->nallocs; k++) {
+		uint32_t i = k == 0 ? prefer : k - 1;
+		const struct plan_alloc *pa = plan_get_alloc(s->plan, i);
+		uint64_t bytes = pa->bytes ? pa->bytes : 1;
+		if (i >= s->nallocs)
+			break;
+		if (address >= s->alloc_base[i] && address - s->alloc_base[i] < bytes) {
+			a.alloc = i;
+			a.offset = address - s->alloc_base[i];
+			return a;
+		}
+	}
+	return a;
+}
+
+/* Cluster dimensions as they act: none, or x, y, z with 0 read as 1. */
+static void rr_cluster_norm(const uint32_t *in, uint32_t *out)
+{
+	for (int k = 0; k < 3; k++)
+		out[k] = in[k] ? in[k] : 1;
+	if (out[0] == 1 && out[1] == 1 && out[2] == 1)
+		out[0] = out[1] = out[2] = 0;
+}
+
+/* Read kernel node NODE back into GOT (name, launch shape) and RB
+ * (cluster, the words the recorded patches name, mapped back to
+ * allocations), and compare its parameter bytes with what launch LI put
+ * there. */
 static int rr_read_kernel(struct rr_session *s, CUgraphNode node, uint32_t li,
-                          struct plan_node *got, char *why, size_t whylen,
-                          struct rr_error *err)
+                          struct plan_node *got, struct rr_readback *rb, struct rr_error *err)
 {
 	const struct plan_launch *pl = plan_get_launch(s->plan, li);
 	const struct plan_function *pf = plan_get_function(s->plan, pl->function);
 	const struct rr_launch *l = &s->launches[li];
 	CUDA_KERNEL_NODE_PARAMS p;
+	CUkernelNodeAttrValue v;
 	const char *name = NULL;
+	uint8_t *buf = NULL;
+	int rc = -1;
 
 	memset(&p, 0, sizeof p);
 	RR_CU(s->d.kernel_node_get_params(node, &p), "reading a rebuilt node back "
 	      "(cuGraphKernelNodeGetParams)");
 	if (p.func == NULL || s->d.func_get_name(&name, p.func) != CUDA_SUCCESS || name == NULL)
 		name = "?";
-	if ((got->kernel = strdup(name)) == NULL)
-		return rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
+	if ((got->kernel = strdup(name)) == NULL) {
+		rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
+		goto fail;
+	}
 	got->grid[0] = p.gridDimX;
 	got->grid[1] = p.gridDimY;
 	got->grid[2] = p.gridDimZ;
@@ -801,22 +851,135 @@ static int rr_read_kernel(struct rr_session *s, CUgraphNode node, uint32_t li,
 	got->block[1] = p.blockDimY;
 	got->block[2] = p.blockDimZ;
 	got->shmem = p.sharedMemBytes;
-	why[0] = '\0';
-	if (p.kernelParams == NULL)
-		return 0;
-	for (uint32_t i = 0; i < pf->nparams; i++) {
-		const uint8_t *have = p.kernelParams[i];
-		const uint8_t *want = l->args + pf->params[i].offset;
-		for (uint32_t k = 0; k < pf->params[i].size; k++)
-			if (have[k] != want[k]) {
-				snprintf(why, whylen, "parameter %u byte %u holds 0x%02x, the recording "
-				         "(patched) 0x%02x", i, k, have[k], want[k]);
-				return 0;
-			}
+	memset(&v, 0, sizeof v);
+	RR_CU(s->d.kernel_node_get_attribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+	      "reading a rebuilt node's cluster dimensions back");
+	{
+		uint32_t have[3] = { v.clusterDim.x, v.clusterDim.y, v.clusterDim.z };
+		uint32_t a[3], b[3];
+		rr_cluster_norm(have, a);
+		rr_cluster_norm(pl->cluster, b);
+		/* the recording's own spelling where they act alike */
+		memcpy(rb->cluster, memcmp(a, b, sizeof a) == 0 ? pl->cluster : have,
+		       sizeof rb->cluster);
 	}
-	return 0;
+	buf = calloc(pl->nargs + 8, 1);
+	rb->patches = calloc(pl->npatches + 1, sizeof *rb->patches);
+	if (buf == NULL || rb->patches == NULL) {
+		rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
+		goto fail;
+	}
+	for (uint32_t i = 0; p.kernelParams != NULL && i < pf->nparams; i++)
+		memcpy(buf + pf->params[i].offset, p.kernelParams[i], pf->params[i].size);
+	for (uint32_t k = 0; k < pl->nargs && rb->why[0] == '\0'; k++)
+		if (buf[k] != l->args[k])
+			snprintf(rb->why, sizeof rb->why, "parameter byte %u holds 0x%02x, the "
+			         "recording (patched) 0x%02x", k, buf[k], l->args[k]);
+	for (uint32_t k = 0; k < pl->npatches; k++) {
+		uint64_t w;
+		memcpy(&w, buf + pl->patches[k].byte, sizeof w);
+		rb->patches[k].byte = pl->patches[k].byte;
+		rb->patches[k].addr = rr_unmap(s, w, pl->patches[k].addr.alloc);
+	}
+	rb->npatches = pl->npatches;
+	rc = 0;
 fail:
-	return -1;
+	free(buf);
+	return rc;
+}
+
+/* The recorded fingerprint (plan-format.md) of what was read back. */
+static uint64_t rr_hash_u32(uint64_t h, uint32_t v)
+{
+	unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8),
+	                       (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	return plan_hash64(b, sizeof b, h);
+}
+
+static uint64_t rr_fingerprint(const struct plan_segment *got, const struct rr_readback *rb)
+{
+	uint64_t h = PLAN_HASH64_INIT;
+	uint32_t ndata = 0;
+
+	h = rr_hash_u32(h, got->nnodes);
+	for (uint32_t i = 0; i < got->nnodes; i++) {
+		const struct plan_node *n = &got->nodes[i];
+		int k = n->type == PLAN_NODE_KERNEL;
+		size_t len = k ? strlen(n->kernel) : 0;
+		h = rr_hash_u32(h, (uint32_t)n->type);
+		h = rr_hash_u32(h, (uint32_t)len);
+		h = plan_hash64(n->kernel, len, h);
+		for (int j = 0; j < 3; j++)
+			h = rr_hash_u32(h, k ? n->grid[j] : 0);
+		for (int j = 0; j < 3; j++)
+			h = rr_hash_u32(h, k ? n->block[j] : 0);
+		for (int j = 0; j < 3; j++)
+			h = rr_hash_u32(h, k ? rb[i].cluster[j] : 0);
+		h = rr_hash_u32(h, k ? n->shmem : 0);
+		h = rr_hash_u32(h, k ? rb[i].npatches : 0);
+		for (uint32_t p = 0; k && p < rb[i].npatches; p++) {
+			uint64_t off = rb[i].patches[p].addr.offset;
+			h = rr_hash_u32(h, rb[i].patches[p].byte);
+			h = rr_hash_u32(h, rb[i].patches[p].addr.alloc);
+			h = rr_hash_u32(h, (uint32_t)off);
+			h = rr_hash_u32(h, (uint32_t)(off >> 32));
+		}
+	}
+	h = rr_hash_u32(h, got->nedges);
+	for (uint32_t i = 0; i < got->nedges; i++) {
+		const struct plan_edge *e = &got->edges[i];
+		h = rr_hash_u32(h, e->from);
+		h = rr_hash_u32(h, e->to);
+		ndata += e->type != 0 || e->from_port != 0 || e->to_port != 0;
+	}
+	if (ndata == 0)
+		return h;
+	h = rr_hash_u32(h, ndata);
+	for (uint32_t i = 0; i < got->nedges; i++) {
+		const struct plan_edge *e = &got->edges[i];
+		unsigned char b[3] = { e->type, e->from_port, e->to_port };
+		if (e->type == 0 && e->from_port == 0 && e->to_port == 0)
+			continue;
+		h = rr_hash_u32(h, i);
+		h = plan_hash64(b, sizeof b, h);
+	}
+	return h;
+}
+
+/* What the recorded fingerprint hashes beyond the node fields, compared:
+ * the first difference in words, or "". */
+static void rr_explain_launches(const struct rr_session *s, const struct plan_segment *want,
+                                const struct plan_segment *got, const struct rr_readback *rb,
+                                char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < want->nnodes && i < got->nnodes; i++) {
+		const struct plan_launch *pl;
+		if (want->nodes[i].type != PLAN_NODE_KERNEL)
+			continue;
+		pl = plan_get_launch(s->plan, want->nodes[i].launch);
+		if (memcmp(pl->cluster, rb[i].cluster, sizeof pl->cluster) != 0) {
+			snprintf(buf, len, "node %u (%s): cluster [%u,%u,%u], rebuilt [%u,%u,%u]", i,
+			         want->nodes[i].kernel, pl->cluster[0], pl->cluster[1], pl->cluster[2],
+			         rb[i].cluster[0], rb[i].cluster[1], rb[i].cluster[2]);
+			return;
+		}
+		for (uint32_t k = 0; k < pl->npatches && k < rb[i].npatches; k++) {
+			const struct plan_addr *a = &pl->patches[k].addr, *b = &rb[i].patches[k].addr;
+			if (a->alloc != b->alloc || a->offset != b->offset) {
+				snprintf(buf, len, "node %u (%s): the parameter word at byte %u points at "
+				         "allocation %u offset %" PRIu64 ", rebuilt %s%u offset %" PRIu64,
+				         i, want->nodes[i].kernel, pl->patches[k].byte, a->alloc, a->offset,
+				         b->alloc == PLAN_NONE ? "no allocation " : "allocation ",
+				         b->alloc, b->offset);
+				return;
+			}
+		}
+		if (rb[i].why[0] != '\0') {
+			snprintf(buf, len, "node %u (%s): %s", i, want->nodes[i].kernel, rb[i].why);
+			return;
+		}
+	}
 }
 
 static int rr_build_graph(struct rr_session *s, uint32_t si, cudaGraphNode_t *nodes,
@@ -913,9 +1076,10 @@ fail:
 }
 
 /* Read the rebuilt graph back, node by node and edge by edge, into GOT
- * (nodes in the plan's order), as the capture of a script plan does. */
+ * (nodes in the plan's order) and RB, as the capture of a script plan
+ * reads its graphs. */
 static int rr_read_graph(struct rr_session *s, uint32_t si, const cudaGraphNode_t *nodes,
-                         struct plan_segment *got, char *why, size_t whylen,
+                         struct plan_segment *got, struct rr_readback *rb,
                          struct rr_error *err)
 {
 	const struct plan_segment *seg = plan_get_segment(s->plan, si);
@@ -926,11 +1090,9 @@ static int rr_read_graph(struct rr_session *s, uint32_t si, const cudaGraphNode_
 	size_t nedges = 0, ntotal = 0;
 	int rc = -1;
 
-	why[0] = '\0';
 	RR_RT(cudaGraphGetNodes(s->graphs[si].graph, NULL, &ntotal), "cudaGraphGetNodes");
 	for (uint32_t i = 0; i < seg->nnodes; i++) {
 		enum cudaGraphNodeType t;
-		char pwhy[200];
 		RR_RT(cudaGraphNodeGetType(nodes[i], &t), "cudaGraphNodeGetType");
 		gn[i].type = t == cudaGraphNodeTypeKernel ? PLAN_NODE_KERNEL
 		           : t == cudaGraphNodeTypeMemcpy ? PLAN_NODE_MEMCPY
@@ -939,25 +1101,22 @@ static int rr_read_graph(struct rr_session *s, uint32_t si, const cudaGraphNode_
 		gn[i].op = PLAN_NONE;
 		gn[i].launch = seg->nodes[i].launch;
 		if (gn[i].type == PLAN_NODE_KERNEL && seg->nodes[i].type == PLAN_NODE_KERNEL) {
-			if (rr_read_kernel(s, (CUgraphNode)nodes[i], seg->nodes[i].launch, &gn[i], pwhy,
-			                   sizeof pwhy, err) != 0)
+			if (rr_read_kernel(s, (CUgraphNode)nodes[i], seg->nodes[i].launch, &gn[i],
+			                   &rb[i], err) != 0)
 				goto fail;
-			/* The recording's address words, found where they were
-			 * put: the rebuilt node carries the same operands. */
-			if (pwhy[0] == '\0') {
-				gn[i].nparams = seg->nodes[i].nparams;
-				gn[i].params = seg->nodes[i].params;
-			} else if (why[0] == '\0') {
-				snprintf(why, whylen, "node %u (%s): %s", i, gn[i].kernel, pwhy);
-			}
 		} else if ((gn[i].kernel = strdup("")) == NULL) {
 			rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
 			goto fail;
 		}
 	}
-	got->nnodes = (uint32_t)ntotal < seg->nnodes ? (uint32_t)ntotal : seg->nnodes;
-	if (ntotal != seg->nnodes && why[0] == '\0')
-		snprintf(why, whylen, "node count %u, rebuilt %zu", seg->nnodes, ntotal);
+	/* nodes the driver holds beyond the ones built would show as a
+	 * count that differs */
+	got->nnodes = seg->nnodes;
+	if (ntotal != seg->nnodes) {
+		rr_fail(err, BCG_EXIT_RUNTIME, "the rebuilt graph of segment %u holds %zu nodes, "
+		        "%u built", si, ntotal, seg->nnodes);
+		goto fail;
+	}
 	RR_RT(cudaGraphGetEdges(s->graphs[si].graph, NULL, NULL, NULL, &nedges), "cudaGraphGetEdges");
 	if (nedges > 0) {
 		from = calloc(nedges, sizeof *from);
@@ -1050,8 +1209,8 @@ int rr_instantiate_segment(struct rr_session *s, uint32_t si, struct rr_segment_
 	struct rr_graph *g = &s->graphs[si];
 	cudaGraphNode_t *nodes = NULL;
 	struct plan_node *gn = NULL;
+	struct rr_readback *rb = NULL;
 	struct plan_segment got;
-	char pwhy[256];
 	uint64_t t0;
 	int rc = -1;
 
@@ -1071,7 +1230,8 @@ int rr_instantiate_segment(struct rr_session *s, uint32_t si, struct rr_segment_
 	}
 	nodes = calloc(want->nnodes + 1, sizeof *nodes);
 	gn = calloc(want->nnodes + 1, sizeof *gn);
-	if (nodes == NULL || gn == NULL) {
+	rb = calloc(want->nnodes + 1, sizeof *rb);
+	if (nodes == NULL || gn == NULL || rb == NULL) {
 		rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
 		goto out;
 	}
@@ -1081,17 +1241,22 @@ int rr_instantiate_segment(struct rr_session *s, uint32_t si, struct rr_segment_
 	rep->build_ns = bcg_now_ns() - t0;
 	got = *want;
 	got.nodes = gn;
-	if (rr_read_graph(s, si, nodes, &got, pwhy, sizeof pwhy, err) != 0)
+	got.edges = NULL;
+	got.nedges = 0;
+	if (rr_read_graph(s, si, nodes, &got, rb, err) != 0)
 		goto out;
 	rr_order_edges(want, (struct plan_edge *)got.edges, got.nedges);
-	got.fingerprint = plan_fingerprint(&got);
+	got.fingerprint = rr_fingerprint(&got, rb);
 	rep->nodes = got.nnodes;
 	rep->fingerprint = got.fingerprint;
-	/* The first structural difference, as a script plan's instantiate
-	 * words it; else a parameter that did not land; else the hash. */
+	/* The first difference in the words a script plan's instantiate
+	 * uses; then what only a recorded segment has; then the hash. */
 	instantiate_explain(want, &got, rep->reason, sizeof rep->reason);
 	if (rep->reason[0] == '\0')
-		snprintf(rep->reason, sizeof rep->reason, "%s", pwhy);
+		rr_explain_launches(s, want, &got, rb, rep->reason, sizeof rep->reason);
+	if (rep->reason[0] == '\0' && got.fingerprint != want->fingerprint)
+		snprintf(rep->reason, sizeof rep->reason, "fingerprint %016" PRIx64 ", rebuilt %016"
+		         PRIx64, want->fingerprint, got.fingerprint);
 	rep->status = rep->reason[0] == '\0' ? RR_MATCH : RR_DRIFT;
 	t0 = bcg_now_ns();
 	RR_RT(cudaGraphInstantiate(&g->exec, g->graph, 0), "cudaGraphInstantiate");
@@ -1108,7 +1273,10 @@ fail:
 out:
 	for (uint32_t i = 0; gn != NULL && i < want->nnodes; i++)
 		free((char *)gn[i].kernel);
+	for (uint32_t i = 0; rb != NULL && i < want->nnodes; i++)
+		free(rb[i].patches);
 	free((void *)got.edges);
+	free(rb);
 	free(gn);
 	free(nodes);
 	return rc;

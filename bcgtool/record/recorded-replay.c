@@ -80,8 +80,9 @@ static int recorded_check_launch(const plan_t *plan, uint32_t li, int want_type,
 		}
 		if (!(m->flags & PLAN_MODULE_IMAGE)) {
 			snprintf(msg, len, "kernel %s comes from module %u (%s), whose image was not "
-			         "kept%s%s: it cannot be loaded", f->name, f->module,
-			         m->name[0] ? m->name : "unnamed", m->note[0] ? ": " : "", m->note);
+			         "kept%s%s%s: it cannot be loaded", f->name, f->module,
+			         m->name[0] ? m->name : "unnamed", m->note[0] ? " (" : "", m->note,
+			         m->note[0] ? ")" : "");
 			return -1;
 		}
 		for (uint32_t p = 0; p < l->npatches; p++)

@@ -285,7 +285,7 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 			.nodes = nodes, .nedges = o->host_node ? 4 : 3, .edges = edges,
 			.recorded_ns = 20000,
 		};
-		seg.fingerprint = plan_fingerprint(&seg);
+		seg.fingerprint = plan_fingerprint_recorded(p, &seg);
 		RS_TRY(plan_add_segment(p, &seg, NULL, &d_));
 	}
 	RS_TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){
