@@ -6,6 +6,15 @@ test_description='bcgtool instantiate and replay of recorded plans'
 # a segment of four nodes (two kernels, a copy, a memset) and a break
 # "tail" of three eager launches, from a module kept as PTX text.
 rp="$BCG_BUILD_DIR/t/helper/recorded-plan"
+schemas="$BCG_SRC_DIR/formats/json"
+if test -n "$PYTHON3" && "$PYTHON3" -c "import jsonschema" 2>/dev/null; then
+	test_set_prereq JSONSCHEMA
+fi
+
+# check NAME FILE: FILE is valid under formats/json/NAME.schema.json.
+check() {
+	"$PYTHON3" "$TEST_DIRECTORY/json-validate.py" "$schemas/$1.schema.json" "$2"
+}
 script_plan="$TEST_DATA/plans/llama-decode-small.cuda.plan"
 
 test_expect_success 'setup: recorded plans, replayable and not' '
@@ -118,6 +127,34 @@ test_expect_success CUDA 'replay: a table, every fill, by number and by label' '
 	test_grep "^  step (median) .* 0.050 ms " out &&
 	bcg replay --steps 3 --variant 1 --fill zeros --rebase rec.plan >out &&
 	test_grep "fill zeros: all rebased" out
+'
+
+test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-replay(1) lists it' '
+	cat >doc.json <<-\EOF &&
+	{"plan": "rec.plan", "origin": "recorded", "backend": "cuda", "device": "GPU",
+	 "recorded_on": {"device": "GPU", "cc": 90, "driver": 13000},
+	 "here": {"device": "GPU", "cc": 90, "driver": 13000}, "same_environment": true,
+	 "memory": {"allocations": 9, "bytes": 36864, "fixed": 9, "rebased": 0,
+	            "fill": "snapshot", "snapshots": 1, "memory_ms": 1.5},
+	 "steps": 5, "warmup": 1,
+	 "variants": [{"variant": 1, "label": "step", "seen": 5,
+	               "instantiate": {"matched": 1, "drifted": 0},
+	               "step_ms": {"median": 0.04, "p90": 0.05, "p99": 0.05, "mean": 0.04},
+	               "recorded_ms": 0.05, "ratio": 0.8, "host_ms": 0.01,
+	               "items": [{"kind": "segment", "index": 0, "name": "", "median_ms": 0.01,
+	                          "recorded_ms": null, "ratio": null}]}]}
+	EOF
+	check replay doc.json &&
+	sed "s/\"seen\": 5/\"seen\": -1/" doc.json >bad.json &&
+	test_must_fail check replay bad.json 2>err &&
+	test_grep "variants/0/seen" err
+'
+
+test_expect_success CUDA,JSONSCHEMA 'instantiate and replay --json follow their schemas' '
+	bcg instantiate --json rec.plan >inst.json &&
+	check instantiate inst.json &&
+	bcg replay --steps 2 --warmup 1 --json rec.plan >replay.json &&
+	check replay replay.json
 '
 
 test_done

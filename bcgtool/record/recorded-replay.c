@@ -383,6 +383,8 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 			plan_json_object_begin(j);
 			plan_json_key(j, "segment");
 			plan_json_uint(j, r->segment);
+			plan_json_key(j, "tokens");
+			plan_json_int(j, pv->tokens);
 			plan_json_key(j, "variant");
 			plan_json_int(j, pv->tokens);
 			plan_json_key(j, "label");
@@ -426,6 +428,19 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 		plan_json_double(j, (double)inst / 1e6);
 		plan_json_key(j, "upload_ms");
 		plan_json_double(j, (double)upload / 1e6);
+		/* a recorded plan reads no checkpoint files */
+		plan_json_key(j, "weights");
+		plan_json_object_begin(j);
+		plan_json_key(j, "sources");
+		plan_json_uint(j, 0);
+		plan_json_key(j, "bytes");
+		plan_json_uint(j, 0);
+		plan_json_key(j, "hash_ms");
+		plan_json_double(j, 0);
+		plan_json_key(j, "changed");
+		plan_json_array_begin(j);
+		plan_json_array_end(j);
+		plan_json_object_end(j);
 		plan_json_object_end(j);
 		plan_json_free(j);
 	} else {
