@@ -60,6 +60,7 @@ struct rr_driver {
 	CUresult (*memset_d2d16)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
 	CUresult (*memset_d2d32)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
 	CUresult (*get_error_name)(CUresult, const char **);
+	CUresult (*func_load)(CUfunction);   /* may be NULL (before CUDA 12.4) */
 };
 
 struct rr_module {
@@ -221,6 +222,13 @@ static int rr_load_driver(struct rr_driver *d, struct rr_error *err)
 			return rr_fail(err, BCG_EXIT_RUNTIME, "the CUDA driver lacks %s",
 			               table[i].name);
 		memcpy((char *)d + table[i].at, &fn, sizeof fn);
+	}
+	/* With lazy loading (the default since CUDA 12.2) a function is
+	 * loaded at its first use: load it at once, so that a failure is the
+	 * function's and not the first launch's. */
+	{
+		void *fn = rr_entry("cuFuncLoad");
+		memcpy(&d->func_load, &fn, sizeof fn);
 	}
 	return 0;
 }
@@ -463,6 +471,14 @@ static int rr_function(struct rr_session *s, uint32_t fi, struct rr_error *err)
 		snprintf(f->why, sizeof f->why, "module %u has no function %s: %s", pf->module,
 		         pf->name, rr_cu_name(s, r));
 		return 0;
+	}
+	if (s->d.func_load != NULL && (r = s->d.func_load(f->fn)) != CUDA_SUCCESS) {
+		f->state = -1;
+		snprintf(f->why, sizeof f->why, "%s does not load on %.80s: %s", pf->name,
+		         s->info.device, rr_cu_name(s, r));
+		if (rr_foreign(r))
+			return 0;
+		return rr_fail(err, BCG_EXIT_RUNTIME, "%s", f->why);
 	}
 	for (size_t i = 0; i < RR_MAX_PARAMS; i++) {
 		size_t off = 0, size = 0;
