@@ -22,6 +22,7 @@ test_expect_success 'setup: recorded plans, replayable and not' '
 	"$rp" --no-image noimage.plan &&
 	"$rp" --host-node host.plan &&
 	"$rp" --stray stray.plan &&
+	"$rp" --foreign foreign.plan &&
 	bcg inspect rec.plan >out &&
 	test_grep "format 1.4" out
 '
@@ -127,6 +128,19 @@ test_expect_success CUDA 'replay: a table, every fill, by number and by label' '
 	test_grep "^  step (median) .* 0.050 ms " out &&
 	bcg replay --steps 3 --variant 1 --fill zeros --rebase rec.plan >out &&
 	test_grep "fill zeros: all rebased" out
+'
+
+test_expect_success CUDA 'a plan recorded on another architecture: instantiate reports the drift' '
+	if nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+	   grep -q "^1[0-9]"; then
+		return 0   # a device that runs sm_100 code loads the module
+	fi &&
+	test_expect_code 1 bcg instantiate foreign.plan >out &&
+	test_grep "^drift    recorded on NVIDIA B200, sm_100, driver 13.1; here " out &&
+	test_grep "^      1        0          0/4      drift  node 0: module 0 (recorded-sample.ptx) does not load on " out &&
+	bcg instantiate --allow-drift foreign.plan >/dev/null &&
+	test_expect_code 3 bcg replay foreign.plan 2>err &&
+	test_grep "segment 0 cannot be rebuilt here: node 0: module 0" err
 '
 
 test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-replay(1) lists it' '

@@ -2,7 +2,8 @@
  * recorded-plan.c - write the recorded plan of recorded-sample.h to a file,
  * for the CLI tests of instantiate and replay of recorded plans.
  *
- *   recorded-plan [--no-image] [--host-node] [--stray] [--indirect] OUT
+ *   recorded-plan [--no-image] [--host-node] [--stray] [--indirect]
+ *                 [--foreign] OUT
  */
 #include "config.h"
 
@@ -28,12 +29,14 @@ int main(int argc, char **argv)
 			o.stray = 1;
 		else if (strcmp(argv[i], "--indirect") == 0)
 			o.indirect = 1;
+		else if (strcmp(argv[i], "--foreign") == 0)
+			o.foreign = 1;
 		else
 			break;
 	}
 	if (i != argc - 1) {
 		fprintf(stderr, "usage: recorded-plan [--no-image] [--host-node] [--stray] "
-		        "[--indirect] OUT\n");
+		        "[--indirect] [--foreign] OUT\n");
 		return 2;
 	}
 	if ((p = rs_build(&o, msg, sizeof msg)) == NULL) {

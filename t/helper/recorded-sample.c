@@ -157,6 +157,7 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 	uint64_t addr[RS_NALLOCS];
 	uint8_t table[RS_BYTES], hostsrc[RS_N * 4];
 	uint8_t a_w0[16], a_r0[24], a_w1[16], a_r1[24], a_ind[24];
+	char ptx[sizeof rs_ptx + 16];
 	uint32_t mod, f_write, f_read, f_ind, li, l0 = 0, lb;
 
 	if (p == NULL) {
@@ -172,19 +173,32 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 		memcpy(hostsrc + 4 * i, &v, 4);
 	}
 
+	/* The foreign module: the same text for an architecture to come. */
+	if (o->foreign) {
+		const char *at = strstr(rs_ptx, ".target sm_90\n");
+		if (at == NULL || sizeof rs_ptx + 8 > sizeof ptx) {
+			snprintf(msg, len, "the PTX text has no target line");
+			goto fail;
+		}
+		snprintf(ptx, sizeof ptx, ".version 8.6\n.target sm_100\n%s",
+		         at + strlen(".target sm_90\n"));
+	} else {
+		memcpy(ptx, rs_ptx, sizeof rs_ptx);
+	}
 	RS_TRY(plan_set_meta(p, &(struct plan_meta){
 		.tool = "bcgtool test", .script = "", .backend = PLAN_BACKEND_CUDA,
-		.device = "NVIDIA H100 80GB HBM3", .cc_major = 9, .cc_minor = 0,
-		.cuda_runtime = 13000, .cuda_driver = 13000 }, &d_));
+		.device = o->foreign ? "NVIDIA B200" : "NVIDIA H100 80GB HBM3",
+		.cc_major = o->foreign ? 10 : 9, .cc_minor = 0,
+		.cuda_runtime = 13000, .cuda_driver = o->foreign ? 13010 : 13000 }, &d_));
 	RS_TRY(plan_set_recording(p, &(struct plan_recording){
 		.command = "recorded-sample", .step_rule = "nvtx:step", .libraries = "",
 		.pid = 1, .flags = PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP,
 		.wall_ns = 1000000000, .steps = 5 }, &d_));
 	RS_TRY(plan_add_module(p, &(struct plan_module){
-		.name = "recorded-sample.ptx", .hash = bcg_xxh64(rs_ptx, sizeof rs_ptx, 0),
-		.bytes = sizeof rs_ptx, .flags = o->no_image ? 0 : PLAN_MODULE_IMAGE,
+		.name = "recorded-sample.ptx", .hash = bcg_xxh64(ptx, strlen(ptx) + 1, 0),
+		.bytes = strlen(ptx) + 1, .flags = o->no_image ? 0 : PLAN_MODULE_IMAGE,
 		.note = o->no_image ? "not kept for the test" : "",
-		.image = o->no_image ? NULL : rs_ptx }, &mod, &d_));
+		.image = o->no_image ? NULL : ptx }, &mod, &d_));
 	RS_TRY(plan_add_function(p, &(struct plan_function){
 		.module = mod, .name = "k_write", .nparams = 3,
 		.params = (struct plan_param_info[]){ { 0, 8 }, { 8, 4 }, { 12, 4 } } }, &f_write, &d_));

@@ -46,6 +46,8 @@ struct rs_opts {
 	int      host_node;  /* the segment holds a host node too */
 	int      stray;      /* k_read's output word lies in no allocation */
 	int      drift;      /* the recorded k_write node says grid [2,1,1] */
+	int      foreign;    /* recorded on an "NVIDIA B200" (sm_100, driver
+	                        13.1), its module PTX for sm_100 only */
 };
 
 /* The plan, or NULL with the reason in MSG. */

@@ -14,6 +14,9 @@
  *     patched word and copy moved, the same results.
  *  3. Rebased because the recorded range is taken (a live cudaMalloc).
  *  4. A drift: the recorded node's grid differs from its launch's.
+ *  5. A plan recorded on another architecture: its module (PTX for
+ *     sm_100) does not load here, and the segment is a drift that names
+ *     it, not an error; it cannot be replayed.
  *
  * Without a usable CUDA device the whole program is skipped.
  */
@@ -196,6 +199,31 @@ int main(void)
 			ok(strstr(rep.reason, "grid [2,1,1], rebuilt [1,1,1]") != NULL,
 			   "drift: the reason names the grid: %s", rep.reason);
 		}
+		rr_close(s);
+		plan_free(p);
+	}
+	{
+		struct rs_opts o = { .base = free_range(), .foreign = 1 };
+		plan_t *p = build_plan(&o);
+		struct rr_session *s = NULL;
+		struct rr_error err = { 0 };
+		struct rr_segment_report rep;
+		struct rr_run run = { 0 };
+		int major = 0;
+		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+		if (major >= 10) {
+			tap_skip(4, "this device runs sm_100 code");
+		} else if (ok(p != NULL && rr_open(p, &fixed, &s, &err) == 0, "foreign: opened %s",
+		              err.msg) &&
+		           ok(rr_instantiate_segment(s, 0, &rep, &err) == 0,
+		              "foreign: instantiate reports rather than fails: %s", err.msg)) {
+			is_int(rep.status, RR_DRIFT, "foreign: a drift");
+			ok(strstr(rep.reason, "does not load on") != NULL,
+			   "foreign: the reason names the module: %s", rep.reason);
+			ok(rr_replay_variant(s, 0, 0, 1, &run, &err) != 0,
+			   "foreign: replay refuses: %s", err.msg);
+		}
+		rr_run_release(&run);
 		rr_close(s);
 		plan_free(p);
 	}
