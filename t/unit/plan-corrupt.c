@@ -111,9 +111,13 @@ static unsigned char *make_file_ex(const unsigned char *content, size_t clen, un
 	return f;
 }
 
+/* The minor version make_file labels content with: the sample's, or 1.4
+ * for the recorded sample's sweep. */
+static unsigned content_minor = SAMPLE_MINOR;
+
 static unsigned char *make_file(const unsigned char *content, size_t clen, size_t *len)
 {
-	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, SAMPLE_MINOR, 1, len);
+	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, content_minor, 1, len);
 }
 
 static unsigned char *get_content(const unsigned char *file, size_t *clen)
@@ -949,6 +953,208 @@ static void test_limits(const unsigned char *file, size_t len, const unsigned ch
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (format 1.4).                                            */
+
+static void expect_recorded(const unsigned char *c, size_t clen, unsigned minor, int want,
+                            const char *substr, const char *what)
+{
+	size_t len;
+	unsigned char *f = make_file_ex(c, clen, PLAN_FORMAT_MAJOR, minor, 1, &len);
+
+	expect_file(f, len, NULL, want, substr, what);
+	free(f);
+}
+
+#define EDIT_R(what_, want_, substr_, ...)                                      \
+	do {                                                                    \
+		unsigned char *c = dup_bytes(content, clen);                    \
+		__VA_ARGS__;                                                    \
+		expect_recorded(c, clen, 4, want_, substr_, what_);             \
+		free(c);                                                        \
+	} while (0)
+
+static uint32_t str_at(unsigned char *c, const char *s)
+{
+	unsigned char *t = sect_of(c, "STRS");
+	uint64_t n = get64(entry_of(c, "STRS") + 16);
+
+	for (uint64_t off = 0; off < n; off += strlen((const char *)t + off) + 1)
+		if (strcmp((const char *)t + off, s) == 0)
+			return (uint32_t)off;
+	abort();
+}
+
+static void test_recorded(void)
+{
+	plan_t *p = sample_recorded(2);
+	void *file = NULL;
+	size_t len = 0, clen = 0;
+	unsigned char *content;
+
+	if (p == NULL || plan_write_memory(p, &file, &len, NULL) != 0) {
+		tap_skip(1, "cannot build the recorded sample");
+		plan_free(p);
+		return;
+	}
+	content = get_content(file, &clen);
+	diag("recorded sample: %zu bytes, %zu of content", len, clen);
+	{
+		struct plan_diag d;
+		ok(try_read(file, len, NULL, &d) == 0, "the recorded sample is read");
+	}
+	expect_recorded(content, clen, 3, PLAN_ERR_VERSION,
+	                "section RECD of this format 1.3 file is required",
+	                "a recorded plan labelled 1.3: a 1.3 reader refuses it by RECD");
+
+	/* RECD */
+	EDIT_R("the recording's reserved field", PLAN_ERR_RESERVED, "section RECD record 0",
+	       put32(record_of(c, "RECD", 0) + 20, 1));
+	EDIT_R("a recording flag bit 2", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "RECD", 0) + 16, 7));
+	EDIT_R("a step rule of neither nvtx:NAME nor repeat", PLAN_ERR_CORRUPT, "step rule",
+	       put32(record_of(c, "RECD", 0) + 4, str_at(c, "memcpy")));
+	EDIT_R("a repeat step rule with the NVTX flag", PLAN_ERR_CORRUPT, "disagree",
+	       put32(record_of(c, "RECD", 0) + 16, 1));
+	EDIT_R("an empty command", PLAN_ERR_CORRUPT, "the command is empty",
+	       put32(record_of(c, "RECD", 0), 0));
+	EDIT_R("more steps seen by the variants than recorded", PLAN_ERR_CORRUPT,
+	       "more than the 8 recorded", put64(record_of(c, "VREC", 0) + 8, 100));
+
+	/* MODS and BLOB */
+	EDIT_R("a module flag bit 1", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "MODS", 0) + 8, 3));
+	EDIT_R("a module's reserved field", PLAN_ERR_RESERVED, "section MODS record 1",
+	       put32(record_of(c, "MODS", 1) + 12, 1));
+	EDIT_R("the same module twice", PLAN_ERR_CORRUPT, "the module of module 0 again",
+	       put64(record_of(c, "MODS", 1) + 16, get64(record_of(c, "MODS", 0) + 16));
+	       put64(record_of(c, "MODS", 1) + 24, 24));
+	EDIT_R("an image not at the end of the piece before", PLAN_ERR_CORRUPT, "not 0 where",
+	       put64(record_of(c, "MODS", 0) + 32, 8));
+	EDIT_R("an image running past BLOB", PLAN_ERR_CORRUPT, "runs past",
+	       put64(record_of(c, "MODS", 0) + 24, 100000));
+	EDIT_R("a module not kept without a note", PLAN_ERR_CORRUPT, "a note saying why",
+	       put32(record_of(c, "MODS", 1) + 4, 0));
+	EDIT_R("a kept image with a note", PLAN_ERR_CORRUPT, "a kept image with a note",
+	       put32(record_of(c, "MODS", 0) + 4, str_at(c, "memcpy")));
+	EDIT_R("a module not kept with an image offset", PLAN_ERR_CORRUPT, "an empty piece",
+	       put64(record_of(c, "MODS", 1) + 32, 312));
+	EDIT_R("a nonzero BLOB byte between pieces", PLAN_ERR_RESERVED, "BLOB padding byte 20",
+	       put64(record_of(c, "MODS", 0) + 24, 20));
+
+	/* FUNC, PINF */
+	EDIT_R("a function of module 5", PLAN_ERR_CORRUPT, "module 5",
+	       put32(record_of(c, "FUNC", 0), 5));
+	EDIT_R("a function without a name", PLAN_ERR_CORRUPT, "section FUNC record 1",
+	       put32(record_of(c, "FUNC", 1) + 4, 0));
+	EDIT_R("parameters overlapping", PLAN_ERR_CORRUPT, "overlaps or precedes",
+	       put32(record_of(c, "PINF", 1), 4));
+	EDIT_R("a function's parameters outside PINF", PLAN_ERR_CORRUPT, "outside the",
+	       put32(record_of(c, "FUNC", 2) + 12, 99));
+	EDIT_R("two functions sharing parameters", PLAN_ERR_CORRUPT, "starts before",
+	       put32(record_of(c, "FUNC", 1) + 8, 0));
+
+	/* ALOC */
+	EDIT_R("two allocations overlapping", PLAN_ERR_CORRUPT, "overlaps allocation 0",
+	       put64(record_of(c, "ALOC", 1), get64(record_of(c, "ALOC", 0)) + 32));
+	EDIT_R("an allocation flag bit 2", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "ALOC", 1) + 20, 6));
+	EDIT_R("an allocation of 0 bytes", PLAN_ERR_CORRUPT, "section ALOC record 1",
+	       put64(record_of(c, "ALOC", 1) + 8, 0));
+	EDIT_R("an allocation wrapping the address space", PLAN_ERR_CORRUPT, "do not make a range",
+	       put64(record_of(c, "ALOC", 1), UINT64_C(0xFFFFFFFFFFFFF000)));
+	EDIT_R("a snapshot dropped, the pieces after it misplaced", PLAN_ERR_CORRUPT, "not 24 where",
+	       put32(record_of(c, "ALOC", 0) + 20, 0); put64(record_of(c, "ALOC", 0) + 24, 0));
+
+	/* LNCH, PTCH */
+	EDIT_R("a launch of type host", PLAN_ERR_CORRUPT, "not a kernel, a copy or a memset",
+	       put32(record_of(c, "LNCH", 3), 4));
+	EDIT_R("a launch flag bit 2", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "LNCH", 2) + 48, 5));
+	EDIT_R("a launch's reserved field", PLAN_ERR_RESERVED, "section LNCH record 2",
+	       put32(record_of(c, "LNCH", 2) + 140, 1));
+	EDIT_R("a copy naming a function", PLAN_ERR_RESERVED, "does not use",
+	       put32(record_of(c, "LNCH", 0) + 4, 0));
+	EDIT_R("a kernel with a copy's size", PLAN_ERR_RESERVED, "does not use",
+	       put64(record_of(c, "LNCH", 1) + 96, 8));
+	EDIT_R("a kernel of function 9", PLAN_ERR_CORRUPT, "function 9 of 3",
+	       put32(record_of(c, "LNCH", 1) + 4, 9));
+	EDIT_R("a grid of 0 blocks", PLAN_ERR_CORRUPT, "0 dimension",
+	       put32(record_of(c, "LNCH", 2) + 12, 0));
+	EDIT_R("a partial cluster", PLAN_ERR_CORRUPT, "cluster",
+	       put32(record_of(c, "LNCH", 1) + 32, 2));
+	EDIT_R("argument bytes shorter than the parameters", PLAN_ERR_CORRUPT, "do not hold",
+	       put32(record_of(c, "LNCH", 4) + 52, 8);
+	       put32(record_of(c, "PTCH", 6), 0); put32(record_of(c, "LNCH", 4) + 68, 1));
+	EDIT_R("a patch at an unaligned byte", PLAN_ERR_CORRUPT, "not an aligned word",
+	       put32(record_of(c, "PTCH", 3), 12));
+	EDIT_R("a patch past the argument bytes", PLAN_ERR_CORRUPT, "not an aligned word",
+	       put32(record_of(c, "PTCH", 4), 40));
+	EDIT_R("patches not ascending", PLAN_ERR_CORRUPT, "not ascending",
+	       put32(record_of(c, "PTCH", 3), 0));
+	EDIT_R("a patch outside its allocation", PLAN_ERR_CORRUPT, "outside allocation 0",
+	       put64(record_of(c, "PTCH", 4) + 8, 64));
+	EDIT_R("a patch of allocation 7", PLAN_ERR_CORRUPT, "allocation 7 of 2",
+	       put32(record_of(c, "PTCH", 4) + 4, 7));
+	EDIT_R("two launches sharing patches", PLAN_ERR_CORRUPT, "starts before",
+	       put32(record_of(c, "LNCH", 2) + 64, 0));
+	EDIT_R("a copy past its allocation's end", PLAN_ERR_CORRUPT, "outside allocation 0",
+	       put64(record_of(c, "LNCH", 0) + 80, 56));
+	EDIT_R("host bytes kept for a copy of another size", PLAN_ERR_CORRUPT, "section LNCH record",
+	       put32(record_of(c, "LNCH", 0) + 136, 8));
+	EDIT_R("a memset of 3-byte elements", PLAN_ERR_CORRUPT, "element of 3 bytes",
+	       put32(record_of(c, "LNCH", 3) + 108, 3));
+	EDIT_R("a memset value wider than its element", PLAN_ERR_CORRUPT, "wider than",
+	       put32(record_of(c, "LNCH", 3) + 108, 1); put32(record_of(c, "LNCH", 3) + 104, 0x100));
+	EDIT_R("a memset of rows overlapping (pitch below the row)", PLAN_ERR_CORRUPT, "pitch",
+	       put64(record_of(c, "LNCH", 3) + 120, 2); put64(record_of(c, "LNCH", 3) + 128, 8));
+
+	/* Nodes, segments, breakpoints, variants */
+	EDIT_R("a kernel node naming a memset", PLAN_ERR_CORRUPT, "names launch 3, a memset",
+	       put32(record_of(c, "NLCH", 0), 3));
+	EDIT_R("a node naming launch 99", PLAN_ERR_CORRUPT, "names launch 99",
+	       put32(record_of(c, "NLCH", 0), 99));
+	EDIT_R("an empty node naming a launch", PLAN_ERR_CORRUPT, "names a launch",
+	       put32(record_of(c, "NLCH", 3), 0));
+	EDIT_R("a recorded node crediting op 0", PLAN_ERR_CORRUPT, "has an op",
+	       put32(record_of(c, "NODE", 0) + 4, 0));
+	EDIT_R("a node's grid not its launch's", PLAN_ERR_CORRUPT, "is not its launch's",
+	       put32(record_of(c, "NODE", 1) + 12, 7));
+	EDIT_R("a node's kernel name not its launch's", PLAN_ERR_CORRUPT, "is not its launch's",
+	       put32(record_of(c, "NODE", 1) + 8, get32(record_of(c, "NODE", 0) + 8)));
+	EDIT_R("an empty node with a kernel name", PLAN_ERR_CORRUPT, "no kernel",
+	       put32(record_of(c, "NODE", 3) + 8, get32(record_of(c, "NODE", 0) + 8)));
+	EDIT_R("a recorded fingerprint of another graph", PLAN_ERR_CORRUPT, "fingerprint",
+	       record_of(c, "SEGS", 1)[16] ^= 1);
+	EDIT_R("a recorded segment with ops", PLAN_ERR_CORRUPT, "in a recorded plan",
+	       put32(record_of(c, "SEGS", 0) + 8, 1));
+	EDIT_R("a breakpoint of no launches", PLAN_ERR_CORRUPT, "are empty or outside",
+	       put32(record_of(c, "BLCH", 2) + 4, 0));
+	EDIT_R("a breakpoint's launches past the end", PLAN_ERR_CORRUPT, "outside the",
+	       put32(record_of(c, "BLCH", 2), 99));
+	EDIT_R("a breakpoint's launches going back", PLAN_ERR_CORRUPT, "before the end",
+	       put32(record_of(c, "BLCH", 1), 0));
+	EDIT_R("a recorded breakpoint of reason kind", PLAN_ERR_CORRUPT, "section BRKP record 0",
+	       put32(record_of(c, "BRKP", 0) + 12, 1));
+	EDIT_R("a recorded breakpoint of op 0", PLAN_ERR_CORRUPT, "section BRKP record 0",
+	       put32(record_of(c, "BRKP", 0) + 4, 0));
+	EDIT_R("a recorded variant numbered 3", PLAN_ERR_CORRUPT, "numbered 3",
+	       put64(record_of(c, "VARI", 1), 3));
+	EDIT_R("a recorded variant that is full", PLAN_ERR_CORRUPT, "not breakable",
+	       put32(record_of(c, "VARI", 1) + 8, 2));
+	EDIT_R("a recorded variant with a capture-size key", PLAN_ERR_CORRUPT, "capture-size key",
+	       put32(record_of(c, "VKEY", 0), 1));
+	EDIT_R("a variant label outside STRS", PLAN_ERR_CORRUPT, "section VREC record 0",
+	       put32(record_of(c, "VREC", 0), 0x7FFFFFFF));
+
+	content_minor = 4;
+	sweep_content(content, clen);
+	content_minor = SAMPLE_MINOR;
+	free(content);
+	free(file);
+	plan_free(p);
+}
+
 int main(void)
 {
 	plan_t *sample = sample_rich();
@@ -968,6 +1174,7 @@ int main(void)
 	test_limits(file, len, content, clen);
 	sweep_file(file, len);
 	sweep_content(content, clen);
+	test_recorded();
 
 	free(content);
 	free(file);

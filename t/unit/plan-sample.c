@@ -409,6 +409,13 @@ static const uint8_t rec_image[24] = {
 
 plan_t *sample_recorded(unsigned layers)
 {
+	return sample_recorded_ex(&(struct sample_rec_opts){ .layers = layers });
+}
+
+plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
+{
+	unsigned layers = o->layers;
+	uint8_t image[sizeof rec_image];
 	plan_t *p = plan_new();
 	uint32_t m0, m1, f0, f1, f2, a0, a1, v0, v1, l[64];
 	uint8_t snap[64], host[16], args[40];
@@ -418,6 +425,9 @@ plan_t *sample_recorded(unsigned layers)
 
 	if (p == NULL || layers < 1 || layers > 16)
 		goto fail;
+	memcpy(image, rec_image, sizeof image);
+	if (o->module_changed)
+		image[23] ^= 0x40;
 	for (unsigned i = 0; i < sizeof snap; i++)
 		snap[i] = (uint8_t)(i * 7 + 1);
 	for (unsigned i = 0; i < sizeof host; i++)
@@ -432,8 +442,8 @@ plan_t *sample_recorded(unsigned layers)
 	                         PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP, 2500000000u, 8 },
 	                         NULL));
 	CHECK(plan_add_module(p, &(struct plan_module){ "serve_kernels.cubin",
-	                      bcg_xxh64(rec_image, sizeof rec_image, 0), sizeof rec_image,
-	                      PLAN_MODULE_IMAGE, "", rec_image }, &m0, NULL));
+	                      bcg_xxh64(image, sizeof image, 0), sizeof image,
+	                      PLAN_MODULE_IMAGE, "", image }, &m0, NULL));
 	CHECK(plan_add_module(p, &(struct plan_module){ "libcublasLt.so.13",
 	                      UINT64_C(0x9e3779b97f4a7c15), 1048576, 0,
 	                      "a library's module: --keep-libraries keeps it", NULL }, &m1, NULL));
@@ -442,8 +452,9 @@ plan_t *sample_recorded(unsigned layers)
 	struct plan_param_info pi2[] = { { 0, 8 }, { 8, 8 } };
 	CHECK(plan_add_function(p, &(struct plan_function){ m0, "_Z11rmsnorm_f16PK6__halfPS_if",
 	                        N(pi0), pi0 }, &f0, NULL));
-	CHECK(plan_add_function(p, &(struct plan_function){ m0, "_Z6matmulIfLi128EEvPKT_S2_PS0_iii",
-	                        N(pi1), pi1 }, &f1, NULL));
+	CHECK(plan_add_function(p, &(struct plan_function){ m0, o->rename ?
+	                        "_Z6matmulIfLi256EEvPKT_S2_PS0_iii" :
+	                        "_Z6matmulIfLi128EEvPKT_S2_PS0_iii", N(pi1), pi1 }, &f1, NULL));
 	CHECK(plan_add_function(p, &(struct plan_function){ m1,
 	                        "sm90_xmma_gemm_f16f16_f32_tn_n_tilesize128x128x64", N(pi2), pi2 },
 	                        &f2, NULL));
@@ -460,7 +471,7 @@ plan_t *sample_recorded(unsigned layers)
 	struct plan_patch pa0[] = { { 0, { a0, 0 } }, { 8, { a1, 0x100 } } };
 	struct plan_patch pa1[] = { { 0, { a1, 0 } }, { 8, { a1, 4096 } }, { 16, { a0, 32 } } };
 	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL, .function = f0,
-	                      .grid = { 16, 1, 1 }, .block = { 256, 1, 1 }, .nargs = 24,
+	                      .grid = { o->grid ? 32 : 16, 1, 1 }, .block = { 256, 1, 1 }, .nargs = 24,
 	                      .args = args, .npatches = N(pa0), .patches = pa0 }, &l[nl++], NULL));
 	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL, .function = f1,
 	                      .grid = { 8, 4, 1 }, .block = { 128, 1, 1 }, .cluster = { 2, 1, 1 },
@@ -476,11 +487,19 @@ plan_t *sample_recorded(unsigned layers)
 	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_BREAKABLE,
 	                       .label = "decode_step", .seen = 6, .recorded_ns = 1200000 }, &v0,
 	                       NULL));
+
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0, .op = PLAN_NONE,
 	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
 	                          .detail = "a copy from pageable host memory",
 	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000 },
 	                          NULL, NULL));
+	if (o->move_break)
+		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0,
+		                          .op = PLAN_NONE, .name = "cublasLt",
+		                          .reason = PLAN_BREAK_RECORDED,
+		                          .detail = "a kernel of a library module outside the graphs",
+		                          .launch_first = l[4], .launch_count = 1,
+		                          .recorded_ns = 41000 }, NULL, NULL));
 	nodes[0] = (struct plan_node){ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .launch = l[1] };
 	nodes[1] = (struct plan_node){ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .launch = l[2] };
 	nodes[2] = (struct plan_node){ .type = PLAN_NODE_MEMSET, .op = PLAN_NONE, .launch = l[3] };
@@ -493,14 +512,18 @@ plan_t *sample_recorded(unsigned layers)
 	                          .recorded_ns = 700000 };
 	s.fingerprint = plan_fingerprint_recorded(p, &s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
-	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0, .op = PLAN_NONE,
-	                          .name = "cublasLt", .reason = PLAN_BREAK_RECORDED,
-	                          .detail = "a kernel of a library module outside the graphs",
-	                          .launch_first = l[4], .launch_count = 1, .recorded_ns = 41000 },
-	                          NULL, NULL));
+	if (!o->move_break)
+		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0,
+		                          .op = PLAN_NONE, .name = "cublasLt",
+		                          .reason = PLAN_BREAK_RECORDED,
+		                          .detail = "a kernel of a library module outside the graphs",
+		                          .launch_first = l[4], .launch_count = 1,
+		                          .recorded_ns = 41000 }, NULL, NULL));
 
 	/* Variant 2: LAYERS layers of rmsnorm then matmul in one graph, then
 	 * a device-to-device copy. */
+	if (o->one_variant)
+		return p;
 	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE,
 	                       .label = "prefill_step", .seen = 2, .recorded_ns = 5400000 }, &v1,
 	                       NULL));

@@ -42,6 +42,21 @@ plan_t *sample_large(unsigned nseg, unsigned nodes);
  * has LAYERS 2; 1..16. */
 plan_t *sample_recorded(unsigned layers);
 
+/* The recorded plan with changes, for diffs: LAYERS as above; RENAME:
+ * matmul's template argument 128 becomes 256; MOVE_BREAK: the library
+ * GEMM's break comes before the graph in "decode_step"; MODULE_CHANGED:
+ * a byte of module 0's image (and so its hash) differs; GRID: rmsnorm's
+ * grid in "decode_step" is 32, not 16; ONE_VARIANT: no "prefill_step". */
+struct sample_rec_opts {
+	unsigned layers;
+	int      rename;
+	int      move_break;
+	int      module_changed;
+	int      grid;
+	int      one_variant;
+};
+plan_t *sample_recorded_ex(const struct sample_rec_opts *opts);
+
 /* Read a whole file into a malloc'd buffer; NULL on failure. */
 unsigned char *sample_slurp(const char *path, size_t *len);
 
