@@ -1466,6 +1466,11 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, uint64_t warmup, uint64
 	for (uint64_t st = 0; st < steps; st++) {
 		uint64_t t0 = bcg_now_ns();
 		float ms = 0;
+		if (bcg_interrupted()) {
+			rr_fail(err, bcg_signal_status(bcg_interrupted()), "interrupted after %" PRIu64
+			        " of %" PRIu64 " steps", st, steps);
+			goto fail;
+		}
 		if (rr_step(s, pv, warmup + st, ev, err) != 0)
 			goto fail;
 		host_ms[st] = (double)(bcg_now_ns() - t0) / 1e6;
