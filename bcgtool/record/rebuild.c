@@ -276,6 +276,15 @@ static int rr_map_region(struct rr_session *s, struct rr_region *r, struct rr_er
 	if (p == 0)
 		RR_CU(s->d.mem_address_reserve(&p, r->size, s->info.granularity, 0, 0),
 		      "reserving device addresses (cuMemAddressReserve)");
+	if (p == r->want && (s->opts.flags & RR_REBASE)) {
+		/* told to rebase, given the recorded range anyway: take the
+		 * next one, then let this go */
+		CUdeviceptr q = 0;
+		res = s->d.mem_address_reserve(&q, r->size, s->info.granularity, 0, 0);
+		s->d.mem_address_free(p, r->size);
+		p = q;
+		RR_CU(res, "reserving device addresses (cuMemAddressReserve)");
+	}
 	r->got = p;
 	r->reserved = 1;
 	RR_CU(s->d.mem_create(&r->handle, r->size, &prop, 0),
