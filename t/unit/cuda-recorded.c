@@ -17,6 +17,8 @@
  *  5. A plan recorded on another architecture: its module (PTX for
  *     sm_100) does not load here, and the segment is a drift that names
  *     it, not an error; it cannot be replayed.
+ *  6. --fill random: the same seed gives the same bytes, another seed
+ *     others; --fill zeros leaves T's snapshot out.
  *
  * Without a usable CUDA device the whole program is skipped.
  */
@@ -200,6 +202,38 @@ int main(void)
 			   "drift: the reason names the grid: %s", rep.reason);
 		}
 		rr_close(s);
+		plan_free(p);
+	}
+	{
+		struct rs_opts o = { .base = free_range() };
+		plan_t *p = build_plan(&o);
+		uint8_t t[3][RS_BYTES];
+		uint64_t seeds[3] = { 3, 3, 4 };
+		int fine = p != NULL;
+		for (int k = 0; k < 3 && fine; k++) {
+			struct rr_opts ro = { .fill = RR_FILL_RANDOM, .seed = seeds[k] };
+			struct rr_session *s = NULL;
+			struct rr_error err = { 0 };
+			fine = ok(rr_open(p, &ro, &s, &err) == 0 &&
+			          rr_read(s, RS_T, 0, t[k], RS_BYTES, &err) == 0,
+			          "fill random seed %llu: %s", (unsigned long long)seeds[k], err.msg);
+			rr_close(s);
+		}
+		if (fine) {
+			ok(memcmp(t[0], t[1], RS_BYTES) == 0, "fill random: one seed, one content");
+			ok(memcmp(t[0], t[2], RS_BYTES) != 0, "fill random: another seed, another");
+		}
+		{
+			struct rr_opts ro = { .fill = RR_FILL_ZEROS };
+			struct rr_session *s = NULL;
+			struct rr_error err = { 0 };
+			uint8_t zero[RS_BYTES] = { 0 };
+			if (ok(p != NULL && rr_open(p, &ro, &s, &err) == 0 &&
+			       rr_read(s, RS_T, 0, t[0], RS_BYTES, &err) == 0, "fill zeros: %s", err.msg))
+				ok(memcmp(t[0], zero, RS_BYTES) == 0 && rr_get_info(s)->snapshots == 0,
+				   "fill zeros: the snapshot is not used");
+			rr_close(s);
+		}
 		plan_free(p);
 	}
 	{
