@@ -5,6 +5,9 @@
  * Each segment is captured again from its recorded op list, instantiated
  * and uploaded; its nodes are compared with the plan's and reported as a
  * match or a drift with its reason. Drift exits 1 unless --allow-drift.
+ * A recorded plan goes to record/recorded-replay.c: its graphs are built
+ * again from their recorded nodes, in memory made again at the recorded
+ * addresses where they are free.
  */
 #include "config.h"
 
@@ -16,19 +19,23 @@
 #include "cmd.h"
 #include "engine/instantiate.h"
 #include "engine/schedule.h"
+#include "record/rebuild.h"
+#include "record/recorded-replay.h"
 #include "util.h"
 
 static int cmd_instantiate_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_instantiate_entry = {
 	.name = "instantiate",
-	.usage = "[--backend B] [--allow-drift] [--json] PLAN",
+	.usage = "[--backend B] [--allow-drift] [--rebase] [--json] PLAN",
 	.summary = "rebuild a plan's graphs and check they match",
 	.options =
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                     cuda when a GPU can be used, else host)\n"
 		"      --allow-drift  exit 0 even when a segment drifted or a weight's\n"
 		"                     content changed since the capture\n"
+		"      --rebase       recorded plans: make every allocation anywhere, not\n"
+		"                     at its recorded address, and patch the addresses\n"
 		"      --json         print JSON instead of tables\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_instantiate_exec,
@@ -195,13 +202,14 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "allow-drift", no_argument, NULL, 'A' },
+		{ "rebase", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_instantiate_entry;
 	const char *backend = cmd_default_backend();
-	int allow_drift = 0, json = 0, c, rc;
+	int allow_drift = 0, json = 0, rebase = 0, c, rc;
 	plan_t *plan = NULL;
 	struct engine *e = NULL;
 	struct engine_error err = { .op = PLAN_NONE };
@@ -213,6 +221,7 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 'A': allow_drift = 1; break;
+		case 'r': rebase = 1; break;
 		case 'J': json = 1; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
@@ -227,6 +236,19 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 		return rc;
 	load_ns = bcg_now_ns() - t0;
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		struct recorded_opts ro = {
+			.backend = backend, .json = json, .allow_drift = allow_drift,
+			.fill = RR_FILL_SNAPSHOT, .flags = rebase ? RR_REBASE : 0u,
+		};
+		rc = recorded_instantiate(plan, argv[optind], &ro, load_ns);
+		plan_free(plan);
+		return rc;
+	}
+	if (rebase) {
+		plan_free(plan);
+		return cmd_usage_error(self, "--rebase applies to recorded plans only");
+	}
 	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
 		if (plan_get_variant(plan, i)->tokens > max_tokens)
 			max_tokens = plan_get_variant(plan, i)->tokens;

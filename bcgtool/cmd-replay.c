@@ -15,9 +15,13 @@
  * With --trace or --synthetic, replay serves requests instead
  * (serve/cli.h): a scheduler forms each step's batch, and the dispatch
  * policy runs it on a variant or eagerly.
+ * A recorded plan goes to record/recorded-replay.c: every variant in turn
+ * (or --variant), its breaks' launches as recorded, step times against
+ * the recorded run's.
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,8 @@
 #include "engine/generate.h"
 #include "engine/replay.h"
 #include "profile/replay-trace.h"
+#include "record/rebuild.h"
+#include "record/recorded-replay.h"
 #include "serve/cli.h"
 #include "util.h"
 
@@ -35,7 +41,8 @@ const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
-	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] PLAN",
+	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
+	         "[--variant V] [--fill F] [--seed S] [--rebase] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -67,6 +74,13 @@ const struct cmd_entry cmd_replay_entry = {
 		"      --policy P   full_and_breakable (default), breakable, full or eager\n"
 		"      --sched SPEC scheduler limits (budget=N,requests=N,chunk=N,blocks=N,\n"
 		"                   block-size=N,step-us=N)\n"
+		"      --variant V  recorded plans: replay only variant V (its number or\n"
+		"                   label; default: every variant in turn)\n"
+		"      --fill F     recorded plans: fill memory from the snapshot (default;\n"
+		"                   zeros where none was kept), with zeros, or random\n"
+		"      --seed S     the seed of --fill random (default 1)\n"
+		"      --rebase     recorded plans: make every allocation anywhere, not at\n"
+		"                   its recorded address, and patch the addresses\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
@@ -334,6 +348,10 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "prompt", required_argument, NULL, 'p' },
 		{ "generate", required_argument, NULL, 'g' },
 		{ "logits", required_argument, NULL, 'L' },
+		{ "variant", required_argument, NULL, 'V' + 256 },
+		{ "fill", required_argument, NULL, 'F' + 256 },
+		{ "seed", required_argument, NULL, 'S' + 256 },
+		{ "rebase", no_argument, NULL, 'r' + 256 },
 		{ "help", no_argument, NULL, 'h' },
 		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -353,6 +371,9 @@ static int cmd_replay_exec(int argc, char **argv)
 	const char *trace = NULL;
 	long long v;
 	int json = 0, c, rc;
+	struct recorded_opts ro = { .fill = RR_FILL_SNAPSHOT, .seed = 1 };
+	int recorded_only = 0;   /* an option only recorded plans take */
+	int script_only = 0;     /* one only script plans take */
 
 	serve_cli_init(&serve);
 	while ((c = cmd_getopt(self, argc, argv, "b:n:w:t:p:g:h", longopts)) != -1) {
@@ -386,6 +407,20 @@ static int cmd_replay_exec(int argc, char **argv)
 				return BCG_EXIT_USAGE;
 			break;
 		case 'L': logits = optarg; break;
+		case 'V' + 256: ro.variant = optarg; recorded_only = 1; break;
+		case 'F' + 256:
+			if ((ro.fill = recorded_fill_from_name(optarg)) < 0)
+				return cmd_usage_error(self, "--fill: %s: snapshot, zeros or random",
+				                       optarg);
+			recorded_only = 1;
+			break;
+		case 'S' + 256:
+			if (cmd_parse_int(self, "--seed", optarg, 0, INT64_MAX, &v) != 0)
+				return BCG_EXIT_USAGE;
+			ro.seed = (uint64_t)v;
+			recorded_only = 1;
+			break;
+		case 'r' + 256: ro.flags |= RR_REBASE; recorded_only = 1; break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default:
 			if (serve_cli_option(self, &serve, c, optarg) != 1)
@@ -406,6 +441,11 @@ static int cmd_replay_exec(int argc, char **argv)
 			return cmd_usage_error(self, "--steps and --tokens do not apply to a trace");
 		if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 			return rc;
+		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED || recorded_only) {
+			plan_free(plan);
+			return cmd_usage_error(self, "a recorded plan replays its recorded steps: it "
+			                       "serves no trace");
+		}
 		rc = serve_cmd_replay(self, plan, argv[optind], &serve, &so);
 		plan_free(plan);
 		return rc;
@@ -418,6 +458,27 @@ static int cmd_replay_exec(int argc, char **argv)
 
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 		return rc;
+	script_only = o.tokens != 0 || o.check || prompt != NULL || trace != NULL;
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		if (script_only) {
+			plan_free(plan);
+			return cmd_usage_error(self, "--tokens, --check, --prompt and --trace-json "
+			                       "apply to script plans only");
+		}
+		ro.backend = o.backend;
+		ro.json = json;
+		ro.nvtx = o.nvtx;
+		ro.steps = o.steps;
+		ro.warmup = o.warmup;
+		rc = recorded_replay(plan, argv[optind], &ro);
+		plan_free(plan);
+		return rc;
+	}
+	if (recorded_only) {
+		plan_free(plan);
+		return cmd_usage_error(self, "--variant, --fill, --seed and --rebase apply to "
+		                       "recorded plans only");
+	}
 	if (prompt != NULL) {
 		rc = replay_generate(plan, argv[optind], o.backend, prompt,
 		                     ngen ? (uint64_t)ngen : 1, warmup_given ? o.warmup : 1, logits,

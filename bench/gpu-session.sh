@@ -40,6 +40,12 @@
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and both
 #             trees' kernels on the decode-heavy trace (full policy, nsys)
+#   recorded  instantiate and replay of a recorded plan without the recorder
+#             (issue 20, section 4): t/unit/cuda-recorded (both address
+#             modes, results against hand-worked values), the PTX sample
+#             plan of t/helper/recorded-sample.h instantiated and replayed
+#             at its addresses and rebased, with NVTX ranges under nsys, and
+#             replayed under compute-sanitizer memcheck
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -461,6 +467,35 @@ PY
 		say "choices: capture llama-serve full_and_breakable: exit $? in $(( $(date +%s) - t0 )) s"
 		"$B" inspect --choices serve.plan >choices.txt 2>&1
 		grep -E '^choices of|^  op |[a-z_]+\.0 |lm_head' choices.txt | tee -a "$summary"
+		;;
+	recorded)
+		(cd "$build" && ./t/unit/cuda-recorded) >cuda-recorded.txt 2>&1
+		say "recorded: t/unit/cuda-recorded: exit $?"
+		grep -E '^(not ok|#|1\.\.)' cuda-recorded.txt | head -30 | tee -a "$summary"
+		"$build/t/helper/recorded-plan" rec.plan
+		"$B" instantiate rec.plan >rec-inst.txt 2>&1
+		say "recorded: instantiate rec.plan: exit $?"
+		sed 's/^/  /' rec-inst.txt | tee -a "$summary"
+		"$B" instantiate --rebase --json rec.plan >rec-inst-rebase.json 2>&1
+		say "recorded: instantiate --rebase: exit $?"
+		"$B" replay --steps 1000 --warmup 100 rec.plan >rec-replay.txt 2>&1
+		say "recorded: replay rec.plan: exit $?"
+		sed 's/^/  /' rec-replay.txt | tee -a "$summary"
+		"$B" replay --steps 1000 --warmup 100 --rebase --fill random --json rec.plan \
+			>rec-replay.json 2>&1
+		say "recorded: replay --rebase --fill random --json: exit $?"
+		CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+		${CS:-compute-sanitizer} --tool memcheck --error-exitcode 9 "$B" replay --steps 3 \
+			--warmup 1 rec.plan >rec-memcheck.txt 2>&1
+		say "recorded: compute-sanitizer memcheck replay: exit $?"
+		tail -3 rec-memcheck.txt | sed 's/^/  /' | tee -a "$summary"
+		sh "$top/.gpu/nsys-profile" "$log/rec-replay" "$B" replay --steps 20 --warmup 2 \
+			rec.plan >nsys-rec.txt 2>&1
+		NSYS=$(sed -n 's/^NSYS=//p' nsys-rec.txt)
+		if [ -n "$NSYS" ] && [ -f rec-replay.nsys-rep ]; then
+			"$NSYS" stats --report nvtx_sum rec-replay.nsys-rep 2>/dev/null |
+				grep -E 'step|seg |break ' | head -8 | sed 's/^/  /' | tee -a "$summary"
+		fi
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \

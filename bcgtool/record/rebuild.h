@@ -1,0 +1,135 @@
+/*
+ * rebuild.h - a recorded plan made live again in this process: its modules
+ * loaded, its allocations made again, its segments rebuilt as CUDA graphs
+ * from their nodes and compared with the recording, its breakpoints'
+ * launches run eagerly with their recorded parameters.
+ *
+ * Allocations are made with CUDA's virtual memory management. Where the
+ * virtual address range an allocation had in the recorded process is free
+ * here, the same range is reserved, so that addresses the program stored
+ * inside device memory (pointer tables, a snapshot's contents) stay valid.
+ * Otherwise (or with RR_REBASE) the allocation goes anywhere and every
+ * recorded address in it is rebased: each launch's patched parameter
+ * words and each copy's and memset's addresses are moved by the
+ * allocation's displacement. Addresses held inside device memory are then
+ * stale; the session says how many allocations moved.
+ *
+ * Only in a build with CUDA. The driver API is reached through
+ * cudaGetDriverEntryPointByVersion, as the CUDA backend reaches it, so that
+ * bcgtool never links the driver library and starts without a GPU.
+ * Functions return 0, or -1 with ERR filled (exit status and a sentence).
+ */
+#ifndef BCG_RECORD_REBUILD_H
+#define BCG_RECORD_REBUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+struct rr_error {
+	int  exit;          /* BCG_EXIT_* */
+	char msg[512];
+};
+
+/* How allocations are filled before the first step. */
+enum rr_fill {
+	RR_FILL_SNAPSHOT = 0,  /* the recorded contents where kept, else zeros */
+	RR_FILL_ZEROS    = 1,
+	RR_FILL_RANDOM   = 2,  /* pseudo-random bytes from the seed */
+};
+
+#define RR_REBASE 0x1u   /* allocate anywhere, even where the recorded
+                            address is free (tests, and to compare) */
+
+struct rr_opts {
+	int      fill;     /* enum rr_fill */
+	uint64_t seed;     /* RR_FILL_RANDOM */
+	unsigned flags;    /* RR_* */
+	int      nvtx;     /* push NVTX ranges while replaying */
+};
+
+/* What the session found and did. */
+struct rr_info {
+	char     device[256];
+	int32_t  cc_major;
+	int32_t  cc_minor;
+	int32_t  cuda_driver;
+	uint32_t allocs;        /* recreated */
+	uint64_t alloc_bytes;   /* recorded bytes */
+	uint32_t fixed;         /* at their recorded address */
+	uint32_t rebased;       /* elsewhere: patches rebased */
+	uint32_t snapshots;     /* filled from the snapshot */
+	uint64_t granularity;   /* of the reservations */
+	uint64_t memory_ns;     /* reserving, mapping, filling */
+};
+
+/* Whether a rebuilt segment matches its recording (as instantiate.h). */
+enum rr_status {
+	RR_MATCH = 0,
+	RR_DRIFT = 1,
+};
+
+struct rr_segment_report {
+	uint32_t segment;
+	int      status;            /* enum rr_status */
+	char     reason[256];       /* drift: why */
+	uint32_t plan_nodes;
+	uint32_t nodes;             /* rebuilt, read back */
+	uint64_t plan_fingerprint;
+	uint64_t fingerprint;       /* of the rebuilt graph, read back */
+	uint64_t build_ns;          /* building the graph from the nodes */
+	uint64_t instantiate_ns;
+	uint64_t upload_ns;
+};
+
+struct rr_session;
+
+/* Open device 0, make the allocations again and fill them. */
+int rr_open(const plan_t *plan, const struct rr_opts *opts, struct rr_session **out,
+            struct rr_error *err);
+void rr_close(struct rr_session *s);
+const struct rr_info *rr_get_info(const struct rr_session *s);
+
+/* Rebuild SEGMENT's graph, instantiate and upload it, read it back and
+ * compare it with the recording into REP. A module this device cannot
+ * load (no code for its architecture) or a function whose parameters the
+ * driver lays out otherwise is a drift with its reason, not an error;
+ * the segment is then not replayable (rr_segment_ready gives 0). */
+int rr_instantiate_segment(struct rr_session *s, uint32_t segment,
+                           struct rr_segment_report *rep, struct rr_error *err);
+int rr_segment_ready(const struct rr_session *s, uint32_t segment);
+
+/* Make every launch of breakpoint BP ready to run (its functions loaded,
+ * parameters patched). */
+int rr_prepare_break(struct rr_session *s, uint32_t bp, struct rr_error *err);
+
+/* Timings of one variant's replay. Times in milliseconds, per step and,
+ * item by item in the variant's order, medians over the steps. */
+struct rr_run {
+	uint64_t steps;
+	double   step_median;
+	double   step_p90;
+	double   step_p99;
+	double   step_mean;
+	double   host_median;       /* issuing one step, host clock */
+	uint32_t nitems;
+	double  *item_median;       /* NITEMS; from each item's start to the
+	                               next's, on the GPU's timeline */
+};
+
+void rr_run_release(struct rr_run *r);
+
+/* Replay WARMUP untimed, then STEPS timed steps of VARIANT (every segment
+ * instantiated and every breakpoint prepared first), with NVTX ranges
+ * "step N" > "seg K ..." and "break NAME" when the session has them. */
+int rr_replay_variant(struct rr_session *s, uint32_t variant, uint64_t warmup, uint64_t steps,
+                      struct rr_run *run, struct rr_error *err);
+
+/* Copy BYTES at OFFSET of recorded allocation ALLOC to host memory (after
+ * all queued work), and the address it has here. */
+int rr_read(struct rr_session *s, uint32_t alloc, uint64_t offset, void *dst, size_t bytes,
+            struct rr_error *err);
+uint64_t rr_alloc_address(const struct rr_session *s, uint32_t alloc);
+
+#endif /* BCG_RECORD_REBUILD_H */

@@ -1,0 +1,174 @@
+#!/bin/sh
+test_description='bcgtool instantiate and replay of recorded plans'
+. "$(dirname "$0")/test-lib.sh"
+
+# t/helper/recorded-sample.h describes the plan: one variant ("step") of
+# a segment of four nodes (two kernels, a copy, a memset) and a break
+# "tail" of three eager launches, from a module kept as PTX text.
+rp="$BCG_BUILD_DIR/t/helper/recorded-plan"
+schemas="$BCG_SRC_DIR/formats/json"
+if test -n "$PYTHON3" && "$PYTHON3" -c "import jsonschema" 2>/dev/null; then
+	test_set_prereq JSONSCHEMA
+fi
+
+# check NAME FILE: FILE is valid under formats/json/NAME.schema.json.
+check() {
+	"$PYTHON3" "$TEST_DIRECTORY/json-validate.py" "$schemas/$1.schema.json" "$2"
+}
+script_plan="$TEST_DATA/plans/llama-decode-small.cuda.plan"
+
+test_expect_success 'setup: recorded plans, replayable and not' '
+	"$rp" rec.plan &&
+	"$rp" --no-image noimage.plan &&
+	"$rp" --host-node host.plan &&
+	"$rp" --stray stray.plan &&
+	"$rp" --foreign foreign.plan &&
+	bcg inspect rec.plan >out &&
+	test_grep "format 1.4" out
+'
+
+test_expect_success '!CUDA: without a usable GPU instantiate says why and exits 3' '
+	test_expect_code 3 bcg instantiate rec.plan >out 2>err &&
+	test_grep "^bcgtool: rec.plan: a recorded plan replays only on a GPU: " err &&
+	test ! -s out
+'
+
+test_expect_success '!CUDA: so does replay' '
+	test_expect_code 3 bcg replay --steps 2 rec.plan >out 2>err &&
+	test_grep "^bcgtool: rec.plan: a recorded plan replays only on a GPU: " err &&
+	test ! -s out
+'
+
+test_expect_success 'the host backend cannot run a recorded plan: exit 3' '
+	test_expect_code 3 bcg instantiate --backend host rec.plan 2>err &&
+	test_grep "^bcgtool: rec.plan: a recorded plan replays only on a GPU (the cuda backend): the host backend cannot run its kernels$" err &&
+	test_expect_code 3 bcg replay --backend host rec.plan 2>err &&
+	test_grep "the host backend cannot run its kernels" err
+'
+
+test_expect_success 'a module without its image is named and refused: exit 2' '
+	test_expect_code 2 bcg instantiate noimage.plan 2>err &&
+	test_grep "^bcgtool: noimage.plan: cannot replay: variant 1, segment 0, node 0: kernel k_write comes from module 0 (recorded-sample.ptx), whose image was not kept (not kept for the test): it cannot be loaded$" err &&
+	test_expect_code 2 bcg replay noimage.plan 2>err &&
+	test_grep "whose image was not kept" err
+'
+
+test_expect_success 'a node replay does not rebuild is named and refused: exit 2' '
+	test_expect_code 2 bcg instantiate host.plan 2>err &&
+	test_grep "^bcgtool: host.plan: cannot replay: variant 1, segment 0, node 4: a host node, which replay does not rebuild (inspect shows it)$" err &&
+	test_expect_code 2 bcg replay --backend host host.plan 2>err &&
+	test_grep "node 4: a host node" err
+'
+
+test_expect_success 'an address in no recorded allocation is named and refused: exit 2' '
+	test_expect_code 2 bcg replay stray.plan 2>err &&
+	test_grep "segment 0, node 1: kernel k_read (launch 1): the parameter word at byte 16 held 0x10000, in no recorded allocation$" err
+'
+
+test_expect_success 'the shipped recorded plan keeps no image of cuBLAS: refused by name' '
+	test_expect_code 2 bcg instantiate "$TEST_DATA/recorded.plan" 2>err &&
+	test_grep "break cublasLt: kernel sm90_xmma_gemm_f16f16_f32_tn_n_tilesize128x128x64 comes from module 1 (libcublasLt.so.13), whose image was not kept" err
+'
+
+test_expect_success 'options of the other kind of plan are usage errors' '
+	test_expect_code 2 bcg replay --tokens 1 rec.plan 2>err &&
+	test_grep "apply to script plans only" err &&
+	test_expect_code 2 bcg replay --check rec.plan 2>err &&
+	test_expect_code 2 bcg replay --backend host --variant 1 "$script_plan" 2>err &&
+	test_grep "apply to recorded plans only" err &&
+	test_expect_code 2 bcg instantiate --backend host --rebase "$script_plan" 2>err &&
+	test_grep "applies to recorded plans only" err &&
+	test_expect_code 2 bcg replay --trace /dev/null rec.plan 2>err &&
+	test_expect_code 2 bcg replay --fill some rec.plan 2>err &&
+	test_grep "fill: some: snapshot, zeros or random" err
+'
+
+test_expect_success 'a variant that is not there: exit 2' '
+	test_expect_code 2 bcg replay --variant 2 rec.plan 2>err &&
+	test_grep "^bcgtool: rec.plan: --variant: no variant 2: the plan has variants 1 to 1$" err &&
+	test_expect_code 2 bcg replay --variant decode rec.plan 2>err &&
+	test_grep "no variant is labelled \"decode\"" err
+'
+
+test_expect_success CUDA 'instantiate: the segment rebuilt matches its recording' '
+	bcg instantiate rec.plan >out &&
+	test_grep "^1 segments: 1 match, 0 drift, 0 unchecked$" out &&
+	test_grep "^      1        0          4/4      match  $" out &&
+	test_grep "^memory   9 allocations, 0.0 MiB, fill snapshot: " out
+'
+
+test_expect_success CUDA '--rebase: every allocation moved, still a match' '
+	bcg instantiate --rebase rec.plan >out &&
+	test_grep "^1 segments: 1 match, 0 drift, 0 unchecked$" out &&
+	test_grep "all rebased" out
+'
+
+test_expect_success CUDA,PYTHON3 'replay --json: the step and its items against the recorded times' '
+	bcg replay --steps 5 --warmup 1 --json rec.plan >out.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"out.json\"))
+assert d[\"origin\"] == \"recorded\" and d[\"steps\"] == 5, d
+assert d[\"memory\"][\"allocations\"] == 9 and d[\"memory\"][\"snapshots\"] == 1, d
+v, = d[\"variants\"]
+assert v[\"variant\"] == 1 and v[\"label\"] == \"step\" and v[\"seen\"] == 5, v
+assert v[\"instantiate\"] == {\"matched\": 1, \"drifted\": 0}, v
+assert v[\"step_ms\"][\"median\"] > 0 and v[\"recorded_ms\"] == 0.05, v
+assert abs(v[\"ratio\"] - v[\"step_ms\"][\"median\"] / 0.05) < 1e-6, v
+assert [(i[\"kind\"], i[\"name\"], i[\"recorded_ms\"]) for i in v[\"items\"]] == \
+	[(\"segment\", \"\", 0.02), (\"breakpoint\", \"tail\", 0.03)], v
+"
+'
+
+test_expect_success CUDA 'replay: a table, every fill, by number and by label' '
+	bcg replay --steps 3 --variant step --fill random --seed 3 rec.plan >out &&
+	test_grep "^variant 1 \"step\": seen 5 times; instantiate 1 match, 0 drift$" out &&
+	test_grep "^  seg 0 (4 nodes) .* 0.020 ms " out &&
+	test_grep "^  break tail (3 launches) .* 0.030 ms " out &&
+	test_grep "^  step (median) .* 0.050 ms " out &&
+	bcg replay --steps 3 --variant 1 --fill zeros --rebase rec.plan >out &&
+	test_grep "fill zeros: all rebased" out
+'
+
+test_expect_success CUDA 'a plan recorded on another architecture: instantiate reports the drift' '
+	if nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+	   grep -q "^1[0-9]"; then
+		return 0   # a device that runs sm_100 code loads the module
+	fi &&
+	test_expect_code 1 bcg instantiate foreign.plan >out &&
+	test_grep "^drift    recorded on NVIDIA B200, sm_100, driver 13.1; here " out &&
+	test_grep "^      1        0          0/4      drift  node 0: module 0 (recorded-sample.ptx) does not load on " out &&
+	bcg instantiate --allow-drift foreign.plan >/dev/null &&
+	test_expect_code 3 bcg replay foreign.plan 2>err &&
+	test_grep "segment 0 cannot be rebuilt here: node 0: module 0" err
+'
+
+test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-replay(1) lists it' '
+	cat >doc.json <<-\EOF &&
+	{"plan": "rec.plan", "origin": "recorded", "backend": "cuda", "device": "GPU",
+	 "recorded_on": {"device": "GPU", "cc": 90, "driver": 13000},
+	 "here": {"device": "GPU", "cc": 90, "driver": 13000}, "same_environment": true,
+	 "memory": {"allocations": 9, "bytes": 36864, "fixed": 9, "rebased": 0,
+	            "fill": "snapshot", "snapshots": 1, "memory_ms": 1.5},
+	 "steps": 5, "warmup": 1,
+	 "variants": [{"variant": 1, "label": "step", "seen": 5,
+	               "instantiate": {"matched": 1, "drifted": 0},
+	               "step_ms": {"median": 0.04, "p90": 0.05, "p99": 0.05, "mean": 0.04},
+	               "recorded_ms": 0.05, "ratio": 0.8, "host_ms": 0.01,
+	               "items": [{"kind": "segment", "index": 0, "name": "", "median_ms": 0.01,
+	                          "recorded_ms": null, "ratio": null}]}]}
+	EOF
+	check replay doc.json &&
+	sed "s/\"seen\": 5/\"seen\": -1/" doc.json >bad.json &&
+	test_must_fail check replay bad.json 2>err &&
+	test_grep "variants/0/seen" err
+'
+
+test_expect_success CUDA,JSONSCHEMA 'instantiate and replay --json follow their schemas' '
+	bcg instantiate --json rec.plan >inst.json &&
+	check instantiate inst.json &&
+	bcg replay --steps 2 --warmup 1 --json rec.plan >replay.json &&
+	check replay replay.json
+'
+
+test_done
