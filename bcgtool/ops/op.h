@@ -32,11 +32,19 @@
  *  softmax    (x) -> out                per row, max subtracted first
  *  rope       (x, pos) -> out           x [T, heads*head_dim], pos [T] i32.
  *                                        For token t, head h, i < head_dim/2:
- *                                        f = theta^(-2i/head_dim) computed in double
- *                                        and rounded to f32, a = pos[t] * f in f32,
+ *                                        f = the inverse frequency of pair i of
+ *                                        the rope_type (rope-scaling.h: f32 steps
+ *                                        as transformers takes them; default
+ *                                        1 / f32(theta^(f32(2i) / head_dim))),
+ *                                        a = pos[t] * f in f32, c = cos a * m,
+ *                                        s = sin a * m (m: yarn's attention
+ *                                        factor, else 1),
  *                                        x1 = x[t,h,i], x2 = x[t,h,i+head_dim/2],
- *                                        out[t,h,i] = x1 cos a - x2 sin a,
- *                                        out[t,h,i+head_dim/2] = x2 cos a + x1 sin a
+ *                                        out[t,h,i] = x1 c - x2 s,
+ *                                        out[t,h,i+head_dim/2] = x2 c + x1 s;
+ *                                        c = s = NaN at a position the type is
+ *                                        not exact for (dynamic from its
+ *                                        original_max_position_embeddings on)
  *  embedding  (table, ids) -> out       table [V, H], ids [T] i32, out [T, H]:
  *                                        out[t] = table[ids[t]]; an id outside
  *                                        [0, V) gives a row of zeros
@@ -84,6 +92,14 @@
  *                                        kv_write(qkv[:, v part], pos) -> v_cache;
  *                                        caches [S, kv_heads * head_dim]
  *
+ *  qk_norm         (x, q_w, k_w) -> out  x [rows, C]: in each row the first heads
+ *                                        heads of head_dim elements are rmsnorm'd
+ *                                        with q_w [head_dim], the kv_heads heads
+ *                                        after them with k_w, the other columns
+ *                                        copied ((heads + kv_heads) head_dim <= C;
+ *                                        Qwen3's norms of q and k, in place on a
+ *                                        q|k|v row before rope_kv_write)
+ *
  * And the one unfused kind the fused ones need to have a twin:
  *
  *  slice      (x) -> out                x [rows, C], out [rows, W]:
@@ -126,10 +142,15 @@
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
- *  [10000]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
+ *  [10000], then the rope_type attributes (rope-scaling.h's RS_* order):
+ *  rope_type [default], factor [1], low_freq_factor [1], high_freq_factor
+ *  [4], original_max_position_embeddings [0], beta_fast [32], beta_slow [1],
+ *  attention_factor [0: 0.1 ln(factor) + 1], truncate [true]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
  *  host var), scale [0, meaning 1/sqrt(head_dim)], causal [false]; add_rmsnorm: eps [1e-6];
  *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
- *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000];
+ *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000], the
+ *  rope_type attributes as rope's; qk_norm: heads, kv_heads [heads],
+ *  head_dim, eps [1e-6];
  *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
  *  paged_attention: heads, kv_heads [heads], head_dim, scale [0].
  *
@@ -169,6 +190,7 @@ enum op_id {
 	OP_PAGED_KV_WRITE,
 	OP_ROPE_PAGED_KV_WRITE,
 	OP_PAGED_ATTENTION,
+	OP_QK_NORM,
 	OP_COUNT
 };
 
@@ -179,12 +201,15 @@ enum { FILL_VALUE = 0 };
 enum { SCALE_ALPHA = 0 };
 enum { MATMUL_TRANS_A = 0, MATMUL_TRANS_B = 1 };   /* and the fused products */
 enum { NORM_EPS = 0 };                       /* rmsnorm, layernorm, add_rmsnorm */
-enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2 };
+enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2, ROPE_SCALING = 3 };
 enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
        ATTN_SCALE = 4, ATTN_CAUSAL = 5 };
 enum { SLICE_START = 0 };
-enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3 };
+enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3, RKV_SCALING = 4 };
                                              /* and rope_paged_kv_write */
+/* ROPE_SCALING and RKV_SCALING: where the rope_type attributes start, in
+ * the order of rope-scaling.h's RS_* (rope_type, factor, ...). */
+enum { QKN_HEADS = 0, QKN_KV_HEADS = 1, QKN_HEAD_DIM = 2, QKN_EPS = 3 };
 enum { PATTN_HEADS = 0, PATTN_KV_HEADS = 1, PATTN_HEAD_DIM = 2, PATTN_SCALE = 3 };
 /* paged_attention's operands */
 enum { PATTN_Q = 0, PATTN_K = 1, PATTN_V = 2, PATTN_TABLE = 3, PATTN_SEQ_LENS = 4,
@@ -192,7 +217,7 @@ enum { PATTN_Q = 0, PATTN_K = 1, PATTN_V = 2, PATTN_TABLE = 3, PATTN_SEQ_LENS = 
 
 #define OP_MAX_IN    6
 #define OP_MAX_OUT   3
-#define OP_MAX_ATTRS 8
+#define OP_MAX_ATTRS 16
 
 /* One operand at one variant's shape. */
 struct op_tensor {
@@ -207,13 +232,15 @@ enum op_attr_type {
 	OP_ATTR_FLOAT  = 2,
 	OP_ATTR_BOOL   = 3,
 	OP_ATTR_INTVAR = 4,            /* an integer or the name of a host var */
+	OP_ATTR_ENUM   = 5,            /* one of the spec's choices, by name; stored
+	                                  in plans as a string, held as its index */
 };
 
 struct op_attr_spec {
 	const char *name;              /* NULL ends the list */
 	int         type;              /* enum op_attr_type */
 	int         required;
-	double      dflt;              /* when not required */
+	double      dflt;              /* when not required (ENUM: the index) */
 	const char *help;
 };
 
@@ -299,6 +326,11 @@ int op_kind_count_outputs(const struct op_kind *kind);
 int op_kind_count_attrs(const struct op_kind *kind);
 /* Position of attribute NAME in KIND's list, or -1. */
 int op_kind_attr_index(const struct op_kind *kind, const char *name);
+/* The names an enum attribute SPEC takes, NULL-terminated (by the
+ * attribute's name: rope_type's are rope-scaling.h's); NULL for others. */
+const char *const *op_attr_choices(const struct op_attr_spec *spec);
+/* Index of NAME among the choices of an enum attribute SPEC, or -1. */
+int op_attr_choice(const struct op_attr_spec *spec, const char *name);
 
 /* Elements of a tensor; its rows (all axes but the last) and cols. */
 int64_t op_tensor_numel(const struct op_tensor *t);
