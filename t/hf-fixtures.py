@@ -42,7 +42,9 @@ import torch
 import transformers
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+                          MistralForCausalLM, MixtralConfig,
+                          MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM)
 
 PROMPT = [1, 5, 9, 17, 33, 2, 7]
 STEPS = 8
@@ -71,6 +73,25 @@ TINY = {
         vocab_size=96, max_position_embeddings=128, rms_norm_eps=1e-5,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         sliding_window=4096, tie_word_embeddings=False)),
+    # Mixtral: 4 experts, top 2 (softmax over all, top 2, renormalized).
+    "mixtral": (MixtralConfig, MixtralForCausalLM, dict(
+        hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        num_local_experts=4, num_experts_per_tok=2,
+        max_position_embeddings=128, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        sliding_window=None, tie_word_embeddings=False)),
+    # Qwen2-MoE: 8 experts, top 2 without renormalization, a shared expert
+    # with its sigmoid gate; q/k/v biases; layer 1 dense (mlp_only_layers).
+    "qwen2-moe": (Qwen2MoeConfig, Qwen2MoeForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
+        shared_expert_intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+        decoder_sparse_step=1, mlp_only_layers=[1],
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, tie_word_embeddings=False)),
 }
 
 LLAMA_1B = (LlamaConfig, LlamaForCausalLM, dict(

@@ -15,6 +15,7 @@
  *   host-position.c     rope embedding kv_write
  *   host-attention.c    attention
  *   host-paged.c        paged_kv_write rope_paged_kv_write paged_attention
+ *   host-moe.c          moe_router moe_router_paged moe_experts gated_add
  *   host.c              the table below, load/store, tensor initializers
  *
  * Conventions every kernel follows, beyond op.h:
