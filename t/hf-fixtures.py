@@ -3,6 +3,8 @@
 makes of them, the independent reference of t7100-hf-import.sh.
 
   python3 t/hf-fixtures.py OUT_DIR              the fixtures of t/data/hf
+  python3 t/hf-fixtures.py OUT_DIR NAME...      only those (a line for them
+                                                is added to PROVENANCE)
   python3 t/hf-fixtures.py --llama-1b OUT_DIR   a random model of
                                                 Llama-3.2-1B's shapes (bf16,
                                                 about 2.5 GB), for the GPU
@@ -82,13 +84,13 @@ TINY = {
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         sliding_window=None, tie_word_embeddings=False)),
     # Qwen2-MoE: 8 experts, top 2 without renormalization, a shared expert
-    # with its sigmoid gate; q/k/v biases; layer 1 dense (mlp_only_layers).
+    # with its sigmoid gate; q/k/v biases.
     "qwen2-moe": (Qwen2MoeConfig, Qwen2MoeForCausalLM, dict(
         hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
         shared_expert_intermediate_size=40, num_hidden_layers=3,
         num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
         num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
-        decoder_sparse_step=1, mlp_only_layers=[1],
+        decoder_sparse_step=1, mlp_only_layers=[],
         max_position_embeddings=128, rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         use_sliding_window=False, tie_word_embeddings=False)),
@@ -162,14 +164,34 @@ BIG = {
 }
 
 
+def fused_copy(out, name, to):
+    """OUT/NAME's model saved again as transformers 5 holds it in memory:
+    each layer's experts as two 3-D tensors, experts.gate_up_proj [E, 2I, H]
+    and experts.down_proj [E, H, I] (save_pretrained splits them back into
+    one tensor per expert; a checkpoint may hold either)."""
+    import shutil
+    from safetensors.torch import save_file
+    src, dst = os.path.join(out, name), os.path.join(out, to)
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    os.makedirs(dst, exist_ok=True)
+    for f in ("config.json", "expect.json", "logits.bin"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    assert any(k.endswith("experts.gate_up_proj") for k in sd), sorted(sd)
+    save_file(sd, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+
+
+FUSED = {"mixtral-fused": "mixtral"}
+
+
 def main():
     args = sys.argv[1:]
     big = BIG.get(args[0]) if args else None
     if big:
         args = args[1:]
-    if len(args) != 1 or args[0].startswith("--"):
+    if len(args) < 1 or args[0].startswith("--") or (big and len(args) != 1):
         sys.exit(__doc__)
-    out = args[0]
+    out, only = args[0], args[1:]
     if big:
         name, dtype = big
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -180,7 +202,12 @@ def main():
         print("%s: %s on %s, tokens %s, smallest gap %.4g, %.1f s" % (
             name, str(dtype).replace("torch.", ""), device, tokens, gap, time.time() - t0))
         return
+    for name in only:
+        if name not in TINY and name not in FUSED:
+            sys.exit("unknown model %s" % name)
     for name, spec in TINY.items():
+        if only and name not in only:
+            continue
         # A larger init than the default 0.02: logits far enough apart that
         # the order of f32 sums cannot change an argmax.
         for seed in range(1, 50):
@@ -188,6 +215,19 @@ def main():
             if gap > 1e-2:
                 break
         print("%s: seed %d, tokens %s, smallest gap %.4g" % (name, seed, tokens, gap))
+    for name, src in FUSED.items():
+        if not only or name in only:
+            fused_copy(out, src, name)
+            print("%s: %s with its experts fused" % (name, src))
+    if only:
+        with open(os.path.join(out, "PROVENANCE"), "a") as f:
+            f.write("%s: made by python3 t/hf-fixtures.py t/data/hf %s\n"
+                    "  on %s, transformers %s, torch %s (%s: %s's weights saved with\n"
+                    "  the experts fused, as 3-D tensors)\n" % (
+                        ", ".join(only), " ".join(only),
+                        time.strftime("%Y-%m-%d", time.gmtime()), transformers.__version__,
+                        torch.__version__, ", ".join(FUSED), ", ".join(FUSED.values())))
+        return
     with open(os.path.join(out, "PROVENANCE"), "w") as f:
         f.write("Made by: python3 t/hf-fixtures.py t/data/hf\n")
         f.write("Date: %s\n" % time.strftime("%Y-%m-%d", time.gmtime()))

@@ -11,6 +11,8 @@
  *   MistralForCausalLM  the same, with a sliding window no wider than the
  *                       cache (so it never slides)
  *   Qwen2ForCausalLM    the same, with biases on the q, k and v projections
+ *   MixtralForCausalLM, Qwen2MoeForCausalLM
+ *                       a mixture of experts in every layer's MLP (hf-moe.h)
  *
  * The q, k and v projections of a layer are separate checkpoint tensors;
  * the script stacks them as row blocks of one [q|k|v, H] weight (and
@@ -20,7 +22,8 @@
  * embedding table as the lm-head.
  *
  * Anything the script could not compute exactly -- another architecture,
- * rope scaling, a sliding window in use, experts, biases elsewhere, an
+ * rope scaling, a sliding window in use, experts in a dense architecture or
+ * in only some layers, biases elsewhere, an
  * activation other than SiLU -- is refused with "not supported: ...".
  */
 #ifndef BCG_MODEL_HF_IMPORT_H
@@ -44,6 +47,7 @@ struct hf_model {
 	int     dtype;
 	int     tied;
 	int     qkv_bias;
+	int64_t experts, top_k;    /* 0 for a dense model */
 };
 
 /* Write the script for the model in DIR into *TEXT (malloc'd). On failure
