@@ -39,6 +39,7 @@ static const char *ops_attr_type_name(int type)
 	case OP_ATTR_INT:    return "int";
 	case OP_ATTR_FLOAT:  return "float";
 	case OP_ATTR_BOOL:   return "bool";
+	case OP_ATTR_ENUM:   return "enum";
 	default:             return "int-or-var";
 	}
 }
@@ -49,7 +50,8 @@ static int ops_defaults_to_heads(const struct op_kind *k, int i)
 	return (k->id == OP_ATTENTION && i == ATTN_KV_HEADS) ||
 	       (k->id == OP_ROPE_KV_WRITE && i == RKV_KV_HEADS) ||
 	       (k->id == OP_ROPE_PAGED_KV_WRITE && i == RKV_KV_HEADS) ||
-	       (k->id == OP_PAGED_ATTENTION && i == PATTN_KV_HEADS);
+	       (k->id == OP_PAGED_ATTENTION && i == PATTN_KV_HEADS) ||
+	       (k->id == OP_QK_NORM && i == QKN_KV_HEADS);
 }
 
 /* The default as a script would write it; "" when required. */
@@ -63,6 +65,8 @@ static void ops_attr_default(const struct op_kind *k, int i, char *buf, size_t l
 		snprintf(buf, len, "heads");
 	else if (a->type == OP_ATTR_BOOL)
 		snprintf(buf, len, "%s", a->dflt != 0.0 ? "true" : "false");
+	else if (a->type == OP_ATTR_ENUM)
+		snprintf(buf, len, "%s", op_attr_choices(a)[(int)a->dflt]);
 	else if (a->type == OP_ATTR_FLOAT)
 		snprintf(buf, len, "%g", a->dflt);
 	else
@@ -113,6 +117,12 @@ static void ops_row_fill(const struct op_kind *k, struct ops_row *r)
 		ops_attr_default(k, i, d, sizeof d);
 		n += (size_t)snprintf(r->attrs + n, sizeof r->attrs - n, "%s%s%s%s", i ? " " : "",
 		                      k->attrs[i].name, d[0] ? "=" : "", d);
+		/* rope_type's parameters follow it: too many for one line */
+		if (strcmp(k->attrs[i].name, "rope_type") == 0) {
+			if (n < sizeof r->attrs)
+				snprintf(r->attrs + n, sizeof r->attrs - n, " ...");
+			break;
+		}
 	}
 	if (r->attrs[0] == '\0')
 		snprintf(r->attrs, sizeof r->attrs, "-");
@@ -143,7 +153,10 @@ static void ops_print_text(void)
 	printf("\nAttributes shown as NAME=DEFAULT are optional, the others required.\n"
 	       "dtypes are those of the main operand; pos, ids and argmax's out are i32.\n"
 	       "capture: always = captured in every mode; safe-form = a breakpoint in\n"
-	       "breakable mode, captured in its graph-safe form in full mode.\n");
+	       "breakable mode, captured in its graph-safe form in full mode.\n"
+	       "rope_type=default ...: rope_type and its parameters (factor,\n"
+	       "low_freq_factor, high_freq_factor, original_max_position_embeddings,\n"
+	       "beta_fast, beta_slow, attention_factor, truncate); see --json.\n");
 	for (int i = 0; i < OP_COUNT; i++) {
 		const struct op_kind *k = op_kind_get((enum op_id)i);
 		if (k->capture_why != NULL)
@@ -177,6 +190,8 @@ static void ops_json_attr(struct plan_json *j, const struct op_kind *k, int a)
 		plan_json_string(j, "heads");
 	else if (s->type == OP_ATTR_BOOL)
 		plan_json_bool(j, s->dflt != 0.0);
+	else if (s->type == OP_ATTR_ENUM)
+		plan_json_string(j, op_attr_choices(s)[(int)s->dflt]);
 	else if (s->type == OP_ATTR_FLOAT)
 		plan_json_double(j, s->dflt);
 	else

@@ -2,9 +2,8 @@
 """hf-fixtures.py - tiny random Hugging Face models and what transformers
 makes of them, the independent reference of t7100-hf-import.sh.
 
-  python3 t/hf-fixtures.py OUT_DIR              the fixtures of t/data/hf
-  python3 t/hf-fixtures.py OUT_DIR NAME...      only those (a line for them
-                                                is added to PROVENANCE)
+  python3 t/hf-fixtures.py OUT_DIR [NAME...]    the fixtures of t/data/hf
+                                                (all, or the NAMEs given)
   python3 t/hf-fixtures.py --llama-1b OUT_DIR   a random model of
                                                 Llama-3.2-1B's shapes (bf16,
                                                 about 2.5 GB), for the GPU
@@ -46,7 +45,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, MixtralConfig,
                           MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
-                          Qwen2MoeConfig, Qwen2MoeForCausalLM)
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM, Qwen3MoeConfig,
+                          Qwen3MoeForCausalLM)
 
 PROMPT = [1, 5, 9, 17, 33, 2, 7]
 STEPS = 8
@@ -75,6 +76,51 @@ TINY = {
         vocab_size=96, max_position_embeddings=128, rms_norm_eps=1e-5,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         sliding_window=4096, tie_word_embeddings=False)),
+    # Llama 3.1 style rope scaling with an original context of 16, so that
+    # the prompt and the generated tokens (positions 0 to 14) run through
+    # the blended band (wavelength 6.3 between 16/4 and 16/1) and the
+    # divided one (the rest): scaling changes the tokens. The same weights
+    # with the default rope give "unscaled_tokens" in expect.json.
+    "llama3": (LlamaConfig, LlamaForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        max_position_embeddings=128, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 16},
+        tie_word_embeddings=False)),
+    # linear: every frequency divided by 4.
+    "llama-linear": (LlamaConfig, LlamaForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        max_position_embeddings=128, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
+        tie_word_embeddings=False)),
+    # yarn: head_dim 16, the ramp over pairs 0 to 3 of an original context
+    # of 16 (factor 4 = 64 / 16), and its attention factor 0.1 ln 4 + 1 on
+    # cos and sin.
+    "llama-yarn": (LlamaConfig, LlamaForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=96,
+        max_position_embeddings=64, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 16, "beta_fast": 32.0,
+                         "beta_slow": 1.0},
+        tie_word_embeddings=False)),
+    # Qwen3: rmsnorm over each head of q and k; head_dim 16 with hidden 32;
+    # untied and tied.
+    "qwen3": (Qwen3Config, Qwen3ForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=96,
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        tie_word_embeddings=False, use_sliding_window=False)),
+    "qwen3-tied": (Qwen3Config, Qwen3ForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16, vocab_size=96,
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        tie_word_embeddings=True, use_sliding_window=False)),
     # Mixtral: 4 experts, top 2 (softmax over all, top 2, renormalized).
     "mixtral": (MixtralConfig, MixtralForCausalLM, dict(
         hidden_size=32, intermediate_size=48, num_hidden_layers=2,
@@ -94,7 +140,22 @@ TINY = {
         max_position_embeddings=128, rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         use_sliding_window=False, tie_word_embeddings=False)),
+    # Qwen3-MoE: q/k norms, head_dim 16 with hidden 32, 16 experts, top 4
+    # renormalized (norm_topk_prob).
+    "qwen3-moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, vocab_size=96, num_experts=16, num_experts_per_tok=4,
+        norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, tie_word_embeddings=False)),
 }
+
+# A model saved again with its experts fused, as transformers 5 holds them
+# in memory (save_pretrained splits them into one tensor per expert): each
+# layer's experts.gate_up_proj [E, 2I, H] and experts.down_proj [E, H, I].
+FUSED = {"mixtral-fused": "mixtral"}
 
 LLAMA_1B = (LlamaConfig, LlamaForCausalLM, dict(
     hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
@@ -150,6 +211,19 @@ def build(name, spec, out, dtype, seed, device="cpu", std=None):
     expect = {"prompt": PROMPT, "tokens": tokens, "min_gap": gap,
               "logits": "logits.bin", "seed": seed,
               "dtype": str(dtype).replace("torch.", "")}
+    rp = kw.get("rope_parameters", {})
+    if rp.get("rope_type", "default") != "default":
+        # the same weights with the default rope: the tokens scaling changes
+        plain = cfg_cls(**dict(kw, rope_parameters={"rope_type": "default",
+                                                     "rope_theta": rp["rope_theta"]}))
+        if std is not None:
+            plain.initializer_range = std
+        unscaled = model_cls(plain).to(dtype).to(device).eval()
+        unscaled.load_state_dict(model.state_dict())
+        expect["unscaled_tokens"], ugaps, _ = greedy(unscaled, PROMPT, STEPS, device,
+                                                     dtype == torch.float32)
+        expect["unscaled_min_gap"] = min(ugaps)
+        gap = min(gap, min(ugaps)) if expect["unscaled_tokens"] != tokens else 0.0
     expect.update(gaps=gaps, device=str(device), tf32=bool(
         torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32))
     with open(os.path.join(d, "expect.json"), "w") as f:
@@ -165,10 +239,7 @@ BIG = {
 
 
 def fused_copy(out, name, to):
-    """OUT/NAME's model saved again as transformers 5 holds it in memory:
-    each layer's experts as two 3-D tensors, experts.gate_up_proj [E, 2I, H]
-    and experts.down_proj [E, H, I] (save_pretrained splits them back into
-    one tensor per expert; a checkpoint may hold either)."""
+    """OUT/NAME's model saved to OUT/TO with its experts fused (FUSED)."""
     import shutil
     from safetensors.torch import save_file
     src, dst = os.path.join(out, name), os.path.join(out, to)
@@ -181,17 +252,14 @@ def fused_copy(out, name, to):
     save_file(sd, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
 
 
-FUSED = {"mixtral-fused": "mixtral"}
-
-
 def main():
     args = sys.argv[1:]
     big = BIG.get(args[0]) if args else None
     if big:
         args = args[1:]
-    if len(args) < 1 or args[0].startswith("--") or (big and len(args) != 1):
+    if not args or args[0].startswith("--") or (big and len(args) != 1):
         sys.exit(__doc__)
-    out, only = args[0], args[1:]
+    out = args[0]
     if big:
         name, dtype = big
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -202,42 +270,55 @@ def main():
         print("%s: %s on %s, tokens %s, smallest gap %.4g, %.1f s" % (
             name, str(dtype).replace("torch.", ""), device, tokens, gap, time.time() - t0))
         return
-    for name in only:
+    names = args[1:] or list(TINY) + list(FUSED)
+    for name in names:
         if name not in TINY and name not in FUSED:
-            sys.exit("unknown model %s" % name)
-    for name, spec in TINY.items():
-        if only and name not in only:
+            sys.exit("hf-fixtures.py: no fixture %r (%s)" % (
+                name, ", ".join(list(TINY) + list(FUSED))))
+    made = {}
+    for name in names:
+        if name in FUSED:
             continue
+        spec = TINY[name]
         # A larger init than the default 0.02: logits far enough apart that
-        # the order of f32 sums cannot change an argmax.
+        # the order of f32 sums cannot change an argmax. A scaled rope's
+        # seed must also give other tokens without the scaling (gap 0).
         for seed in range(1, 50):
             tokens, gap = build(name, spec, out, torch.float32, seed, std=0.25)
             if gap > 1e-2:
                 break
         print("%s: seed %d, tokens %s, smallest gap %.4g" % (name, seed, tokens, gap))
-    for name, src in FUSED.items():
-        if not only or name in only:
-            fused_copy(out, src, name)
-            print("%s: %s with its experts fused" % (name, src))
-    if only:
-        with open(os.path.join(out, "PROVENANCE"), "a") as f:
-            f.write("%s: made by python3 t/hf-fixtures.py t/data/hf %s\n"
-                    "  on %s, transformers %s, torch %s (%s: %s's weights saved with\n"
-                    "  the experts fused, as 3-D tensors)\n" % (
-                        ", ".join(only), " ".join(only),
-                        time.strftime("%Y-%m-%d", time.gmtime()), transformers.__version__,
-                        torch.__version__, ", ".join(FUSED), ", ".join(FUSED.values())))
-        return
-    with open(os.path.join(out, "PROVENANCE"), "w") as f:
-        f.write("Made by: python3 t/hf-fixtures.py t/data/hf\n")
-        f.write("Date: %s\n" % time.strftime("%Y-%m-%d", time.gmtime()))
-        f.write("transformers %s, torch %s, safetensors %s, python %s\n" % (
-            transformers.__version__, torch.__version__,
-            __import__("safetensors").__version__, sys.version.split()[0]))
+        made[name] = "%s: %s, transformers %s, torch %s, safetensors %s, python %s" % (
+            name, time.strftime("%Y-%m-%d", time.gmtime()), transformers.__version__,
+            torch.__version__, __import__("safetensors").__version__,
+            sys.version.split()[0])
+    for name in names:
+        if name in FUSED:
+            fused_copy(out, FUSED[name], name)
+            print("%s: %s with its experts fused" % (name, FUSED[name]))
+            made[name] = "%s: %s, %s saved again with its experts fused, transformers %s, " \
+                "torch %s" % (name, time.strftime("%Y-%m-%d", time.gmtime()), FUSED[name],
+                              transformers.__version__, torch.__version__)
+    # PROVENANCE: one line a model, kept for the models not made again
+    path = os.path.join(out, "PROVENANCE")
+    lines = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if line.startswith("  ") and ":" in line:
+                lines[line.strip().split(":")[0]] = line.strip()
+    lines.update(made)
+    with open(path, "w") as f:
+        f.write("Made by: python3 t/hf-fixtures.py t/data/hf [NAME...]\n")
         f.write("Each model: random weights (initializer_range 0.25, seed in expect.json),\n"
                 "float32; expect.json holds the prompt, the greedy tokens of transformers'\n"
                 "forward and the smallest top-1/top-2 logit gap; logits.bin the last\n"
-                "step's logits, little-endian f32.\n")
+                "step's logits, little-endian f32. A model with a scaled rope also holds\n"
+                "unscaled_tokens, transformers' tokens for the same weights with the\n"
+                "default rope (they differ from tokens).\n"
+                "Models (name: date made, versions):\n")
+        for name in list(TINY) + list(FUSED):
+            if name in lines:
+                f.write("  %s\n" % lines[name])
 
 
 if __name__ == "__main__":

@@ -109,7 +109,9 @@ test_expect_success PYTHON3 'validate --json of llama-decode-small: families, de
 	assert attn[1]["in"] == ["q", "k_cache[1]", "v_cache[1]"]
 	assert attn[0]["attrs"] == {"heads": 4, "kv_heads": 2, "head_dim": 16, "kv_len": {"var": "kv_len"}, "scale": 0}
 	rope = [o for o in ops if o["kind"] == "rope"]
-	assert rope[1]["attrs"] == {"heads": 2, "head_dim": 16, "theta": 10000}
+	assert rope[1]["attrs"] == {"heads": 2, "head_dim": 16, "theta": 10000, "rope_type": "default", "factor": 1,
+	                            "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 0,
+	                            "beta_fast": 32, "beta_slow": 1, "attention_factor": 0, "truncate": True}
 	assert ops[1]["attrs"] == {"eps": 1e-5}
 	for v in d["variants"]:
 	    assert v["segments"] == 3

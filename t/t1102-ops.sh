@@ -2,13 +2,13 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 24 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 25 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,25p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,26p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
 		softmax rope embedding kv_write attention argmax \
 		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice \
-		paged_kv_write rope_paged_kv_write paged_attention >expect &&
+		paged_kv_write rope_paged_kv_write paged_attention qk_norm >expect &&
 	test_cmp expect kinds
 '
 
@@ -28,7 +28,8 @@ test_expect_success 'ops shows the fused kinds, several outputs in parentheses' 
 	test_grep "^add_rmsnorm  *(x, r, w) -> (sum, out)  *eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^matmul_add  *(x, a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^matmul_silu_mul  *(a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
-	test_grep "^rope_kv_write  *(qkv, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^rope_kv_write  *(qkv, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^qk_norm  *(x, q_w, k_w) -> out  *heads kv_heads=heads head_dim eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^slice  *(x) -> out  *start  *f32 f16 bf16  *no  *always\$" out
 '
 
@@ -37,10 +38,10 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 24
+	assert len(k) == 25
 	inplace = sorted(n for n in k if k[n]["inplace"])
 	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
-	                          "add_rmsnorm", "matmul_add"])
+	                          "add_rmsnorm", "matmul_add", "qk_norm"])
 	assert [n for n in k if k[n]["capture"] != "always"] == ["attention", "paged_attention"]
 	assert k["paged_attention"]["capture"] == "safe-form"
 	assert k["paged_attention"]["inputs"] == ["q", "k_cache", "v_cache", "block_table", "seq_lens", "query_start"]
@@ -54,13 +55,19 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert [a["name"] for a in k["attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "kv_len", "scale", "causal"]
 	assert k["attention"]["attrs"][1]["default"] == "heads"
 	assert k["attention"]["attrs"][3]["type"] == "int-or-var" and k["attention"]["attrs"][3]["required"]
-	assert [a["name"] for a in k["rope"]["attrs"]] == ["heads", "head_dim", "theta"]
+	scaling = '''+scal+'''
+	assert [a["name"] for a in k["rope"]["attrs"]] == ["heads", "head_dim", "theta"] + scaling
+	assert k["rope"]["attrs"][3] == {"name": "rope_type", "type": "enum", "required": False, "default": "default",
+	                                 "help": "frequency scaling: default, linear, dynamic, yarn or llama3"}
+	assert [a["name"] for a in k["qk_norm"]["attrs"]] == ["heads", "kv_heads", "head_dim", "eps"]
+	assert k["qk_norm"]["inputs"] == ["x", "q_w", "k_w"] and k["qk_norm"]["attrs"][1]["default"] == "heads"
+	assert k["rope_paged_kv_write"]["attrs"] == k["rope_kv_write"]["attrs"]
 	assert k["rmsnorm"]["attrs"][0]["default"] == 1e-6 and k["layernorm"]["attrs"][0]["default"] == 1e-5
 	assert k["fill"]["dtypes"] == ["f32", "f16", "bf16", "i32"] and k["fill"]["inputs"] == []
 	assert k["embedding"]["inputs"] == ["table", "ids"]
 	assert k["add_rmsnorm"]["outputs"] == ["sum", "out"]
 	assert k["rope_kv_write"]["outputs"] == ["q", "k_cache", "v_cache"]
-	assert [a["name"] for a in k["rope_kv_write"]["attrs"]] == ["heads", "kv_heads", "head_dim", "theta"]
+	assert [a["name"] for a in k["rope_kv_write"]["attrs"]] == ["heads", "kv_heads", "head_dim", "theta"] + scaling
 	assert k["rope_kv_write"]["attrs"][1]["default"] == "heads"
 	assert k["slice"]["attrs"] == [{"name": "start", "type": "int", "required": True, "default": None,
 	                                "help": "the first column of x taken"}]

@@ -33,7 +33,8 @@ close_logits () {
 	EOT
 }
 
-for m in llama qwen2 mistral mixtral mixtral-fused qwen2-moe; do
+for m in llama qwen2 mistral llama3 llama-linear llama-yarn qwen3 qwen3-tied mixtral mixtral-fused \
+	qwen2-moe qwen3-moe; do
 	test_expect_success JANSSON,PYTHON3 "$m: import, run: transformers' greedy tokens and logits" "
 		bcg import -o $m.yaml \"\$hf/$m\" 2>note &&
 		bcg validate $m.yaml >/dev/null &&
@@ -148,16 +149,22 @@ test_expect_success JANSSON,PYTHON3 'the script stacks q, k and v (and gate and 
 	! test_grep "qkv_bias" llama.yaml 2>/dev/null
 '
 
-# A model directory with CONFIG edited by the Python expression EDIT on c.
-edited () {
-	rm -rf "$1" && mkdir "$1" &&
-	cp "$hf/llama/model.safetensors" "$1/" &&
+# A model directory DIR: fixture FROM with its config edited by the Python
+# expression EDIT on c.
+edited_from () {
+	rm -rf "$2" && mkdir "$2" &&
+	cp "$hf/$1/model.safetensors" "$2/" &&
 	"$PYTHON3" -c "
 import json, sys
 c = json.load(open(sys.argv[1]))
-$2
+$3
 json.dump(c, open(sys.argv[2], \"w\"))
-" "$hf/llama/config.json" "$1/config.json"
+" "$hf/$1/config.json" "$2/config.json"
+}
+
+# The llama fixture as DIR, its config edited by EDIT.
+edited () {
+	edited_from llama "$@"
 }
 
 expect_unsupported () {
@@ -169,11 +176,7 @@ expect_unsupported () {
 
 test_expect_success JANSSON,PYTHON3 'unsupported models are refused, never imported wrong' '
 	edited gemma "c[\"architectures\"] = [\"GemmaForCausalLM\"]" &&
-	expect_unsupported gemma "architecture ${SQ}GemmaForCausalLM${SQ} (bcgtool imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM and Qwen2MoeForCausalLM)" &&
-	edited scaled "c[\"rope_parameters\"] = {\"rope_type\": \"llama3\", \"rope_theta\": 500000.0, \"factor\": 32.0}" &&
-	expect_unsupported scaled "rope_parameters of type ${SQ}llama3${SQ} (bcgtool${SQ}s rope is the default one)" &&
-	edited old "del c[\"rope_parameters\"]; c[\"rope_theta\"] = 1e4; c[\"rope_scaling\"] = {\"type\": \"linear\", \"factor\": 2.0}" &&
-	expect_unsupported old "rope_scaling of type ${SQ}linear${SQ} (bcgtool${SQ}s rope is the default one)" &&
+	expect_unsupported gemma "architecture ${SQ}GemmaForCausalLM${SQ} (bcgtool imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM and Qwen3MoeForCausalLM)" &&
 	edited window "c[\"architectures\"] = [\"MistralForCausalLM\"]; c[\"sliding_window\"] = 64" &&
 	expect_unsupported window "sliding_window 64 in use (the cache has 128 positions; a cache of at most 64 never slides: --positions 64)" &&
 	edited moe "c[\"num_local_experts\"] = 8" &&
@@ -184,18 +187,110 @@ test_expect_success JANSSON,PYTHON3 'unsupported models are refused, never impor
 	expect_unsupported bias "attention_bias (biases on the q, k and v projections of Qwen2 only)"
 '
 
-# A copy of the tiny model NAME in DIR with its config edited by EDIT, as
-# edited does for llama.
-edited_from () {
-	rm -rf "$2" && mkdir "$2" &&
-	cp "$hf/$1/model.safetensors" "$2/" &&
-	"$PYTHON3" -c "
-import json, sys
-c = json.load(open(sys.argv[1]))
-$3
-json.dump(c, open(sys.argv[2], \"w\"))
-" "$hf/$1/config.json" "$2/config.json"
+# The tokens of the generation of SCRIPT on the host, as one line.
+host_tokens () {
+	bcg run --backend host --json --prompt $(prompt llama) --generate 8 "$1" >gen.json &&
+	got_tokens gen.json
 }
+
+# transformers' tokens for fixture M's weights with the default rope.
+want_unscaled () {
+	"$PYTHON3" -c "import json, sys; print(*json.load(open(sys.argv[1]))[\"unscaled_tokens\"])" \
+		"$hf/$1/expect.json"
+}
+
+for m in llama3 llama-linear llama-yarn; do
+	test_expect_success JANSSON,PYTHON3 "$m: the scaling is what gives transformers' tokens: without it, the unscaled model's" "
+		bcg import -o $m.yaml \"\$hf/$m\" 2>/dev/null &&
+		test_grep \"rope_type: \" $m.yaml &&
+		sed \"s/rope_type: [a-z0-9]*/rope_type: default/\" $m.yaml >$m-plain.yaml &&
+		! test_grep \"rope_type: [^d]\" $m-plain.yaml 2>/dev/null &&
+		host_tokens $m-plain.yaml >actual &&
+		want_unscaled $m >expect &&
+		test_cmp expect actual &&
+		want_tokens $m >scaled &&
+		! test_cmp scaled actual >/dev/null
+	"
+done
+
+test_expect_success JANSSON,PYTHON3 'llama3: the script carries the rope parameters of the config' '
+	test_grep "theta: 500000,\$" llama3.yaml &&
+	test_grep "^                rope_type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4,\$" llama3.yaml &&
+	test_grep "^                original_max_position_embeddings: 16}\$" llama3.yaml &&
+	test_grep "^                beta_fast: 32, beta_slow: 1, attention_factor: 0, truncate: true}\$" llama-yarn.yaml
+'
+
+test_expect_success JANSSON,PYTHON3 'an older config: rope_theta beside rope_scaling with the legacy key type, the same tokens' '
+	edited_from llama3 legacy "r = c.pop(\"rope_parameters\"); c[\"rope_theta\"] = r.pop(\"rope_theta\"); r[\"type\"] = r.pop(\"rope_type\"); c[\"rope_scaling\"] = r" &&
+	bcg import -o legacy.yaml legacy 2>/dev/null &&
+	host_tokens legacy.yaml >actual &&
+	want_tokens llama3 >expect &&
+	test_cmp expect actual &&
+	edited_from llama3 legacy2 "r = c.pop(\"rope_parameters\"); c[\"rope_theta\"] = r.pop(\"rope_theta\"); c[\"rope_scaling\"] = r" &&
+	bcg import -o legacy2.yaml legacy2 2>/dev/null &&
+	sed "s/legacy2/legacy/g" legacy2.yaml >legacy2-named.yaml &&
+	test_cmp legacy.yaml legacy2-named.yaml
+'
+
+test_expect_success JANSSON,PYTHON3 'dynamic: within max_position_embeddings it is the default rope (the llama tokens); a longer cache is refused' '
+	edited dyn "c[\"rope_parameters\"] = {\"rope_type\": \"dynamic\", \"rope_theta\": 500000.0, \"factor\": 2.0}" &&
+	bcg import -o dyn.yaml dyn 2>/dev/null &&
+	test_grep "rope_type: dynamic, factor: 2" dyn.yaml &&
+	test_grep "original_max_position_embeddings: 128}" dyn.yaml &&
+	host_tokens dyn.yaml >actual &&
+	want_tokens llama >expect &&
+	test_cmp expect actual &&
+	test_expect_code 2 bcg import --positions 256 -o x.yaml dyn 2>err &&
+	echo "bcgtool: dyn/config.json: not supported: rope_parameters.rope_type ${SQ}dynamic${SQ} with a cache of 256 positions: its frequencies follow the sequence length past max_position_embeddings 128 (--positions 128)" >expect &&
+	test_cmp expect err
+'
+
+# The refusal of DIR's import: exactly MESSAGE after "bcgtool: DIR/config.json: ".
+expect_refused () {
+	test_expect_code 2 bcg import -o x.yaml "$1" >out 2>err &&
+	test ! -s out && test ! -e x.yaml &&
+	echo "bcgtool: $1/config.json: $2" >expect &&
+	test_cmp expect err
+}
+
+test_expect_success JANSSON,PYTHON3 'rope types and options the kernels do not compute are refused by key and value' '
+	edited longrope "c[\"rope_parameters\"] = {\"rope_type\": \"longrope\", \"rope_theta\": 1e4, \"long_factor\": [1], \"short_factor\": [1]}" &&
+	expect_refused longrope "not supported: rope_parameters.long_factor an array (bcgtool${SQ}s rope reads rope_type, rope_theta and the options of default, linear, dynamic, yarn and llama3)" &&
+	edited longrope2 "c[\"rope_parameters\"] = {\"rope_type\": \"longrope\", \"rope_theta\": 1e4}" &&
+	expect_refused longrope2 "not supported: rope_parameters.rope_type ${SQ}longrope${SQ} (bcgtool computes default, linear, dynamic, yarn and llama3)" &&
+	edited su "del c[\"rope_parameters\"]; c[\"rope_theta\"] = 1e4; c[\"rope_scaling\"] = {\"type\": \"su\", \"factor\": 2.0}" &&
+	expect_refused su "not supported: rope_scaling.type ${SQ}su${SQ} (bcgtool computes default, linear, dynamic, yarn and llama3)" &&
+	edited small "c[\"rope_parameters\"] = {\"rope_type\": \"linear\", \"rope_theta\": 1e4, \"factor\": 0.5}" &&
+	expect_refused small "not supported: rope_parameters.factor 0.5 (a number from 1 to 1e9)" &&
+	edited nofactor "c[\"rope_parameters\"] = {\"rope_type\": \"llama3\", \"rope_theta\": 1e4, \"low_freq_factor\": 1, \"high_freq_factor\": 4}" &&
+	expect_refused nofactor "rope_parameters has no ${SQ}factor${SQ}" &&
+	edited nolow "c[\"rope_parameters\"] = {\"rope_type\": \"llama3\", \"rope_theta\": 1e4, \"factor\": 8, \"high_freq_factor\": 4}" &&
+	expect_refused nolow "rope_parameters has no ${SQ}low_freq_factor${SQ}" &&
+	edited bands "c[\"rope_parameters\"] = {\"rope_type\": \"llama3\", \"rope_theta\": 1e4, \"factor\": 8, \"low_freq_factor\": 4, \"high_freq_factor\": 1}" &&
+	expect_refused bands "not supported: rope_parameters.high_freq_factor 1 (it must be above low_freq_factor 4)" &&
+	edited strfactor "c[\"rope_parameters\"] = {\"rope_type\": \"yarn\", \"rope_theta\": 1e4, \"factor\": \"4\"}" &&
+	expect_refused strfactor "not supported: rope_parameters.factor ${SQ}4${SQ} (a number from 1 to 1e9)" &&
+	edited beta "c[\"rope_parameters\"] = {\"rope_type\": \"yarn\", \"rope_theta\": 1e4, \"factor\": 4, \"beta_fast\": -1}" &&
+	expect_refused beta "not supported: rope_parameters.beta_fast -1 (a number from 0 to 1e9)" &&
+	edited unknown "c[\"rope_parameters\"][\"rope_type\"] = \"llama3\"; c[\"rope_parameters\"].update(factor=8, low_freq_factor=1, high_freq_factor=4, original_max_position_embeddings=16, flavour=3)" &&
+	expect_refused unknown "not supported: rope_parameters.flavour 3 (bcgtool${SQ}s rope reads rope_type, rope_theta and the options of default, linear, dynamic, yarn and llama3)" &&
+	edited partial "c[\"partial_rotary_factor\"] = 0.5" &&
+	expect_refused partial "not supported: partial_rotary_factor 0.5 (bcgtool rotates the whole head)" &&
+	edited layered "c[\"rope_parameters\"] = {\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 1e4}}" &&
+	expect_refused layered "not supported: rope_parameters per layer type (${SQ}full_attention${SQ})"
+'
+
+test_expect_success JANSSON,PYTHON3 'qwen3: q_norm and k_norm weights and a qk_norm before the rope; tied uses the embedding' '
+	test_grep "q_norm: {dtype: f32, shape: \[HD\], role: weight, count: L, init: {kind: safetensors, file: \".*/hf/qwen3/model.safetensors\", tensor: \"model.layers.{l}.self_attn.q_norm.weight\"}}" qwen3.yaml &&
+	test_grep "{op: qk_norm, name: \"qk_norm.{l}\", in: \[qkv, \"q_norm\[l\]\", \"k_norm\[l\]\"\], out: \[qkv\]," qwen3.yaml &&
+	test_grep "in: \[h, lm_head\], out: \[logits\]" qwen3.yaml &&
+	test_grep "in: \[h, embed_tokens\], out: \[logits\]" qwen3-tied.yaml &&
+	! test_grep "qk_norm" llama.yaml 2>/dev/null &&
+	edited noqk "c[\"architectures\"] = [\"Qwen3ForCausalLM\"]" &&
+	test_expect_code 2 bcg import -o x.yaml noqk 2>err &&
+	echo "bcgtool: noqk/model.safetensors: no tensor ${SQ}model.layers.0.self_attn.q_norm.weight${SQ} (a Qwen3ForCausalLM normalizes each head of q and k)" >expect &&
+	test_cmp expect err
+'
 
 test_expect_success JANSSON,PYTHON3 'mixtures of experts the kernels cannot run are refused, naming the key and value' '
 	edited_from mixtral many "c[\"num_local_experts\"] = 300" &&
@@ -238,7 +333,10 @@ test_expect_success JANSSON,PYTHON3 'the script reads each expert straight into 
 	test_grep "attrs: {top_k: K, renorm: true}" mixtral.yaml &&
 	test_grep "attrs: {top_k: K, renorm: false}" qwen2-moe.yaml &&
 	test_grep "op: gated_add" qwen2-moe.yaml &&
-	! test_grep "op: gated_add" mixtral.yaml 2>/dev/null
+	! test_grep "op: gated_add" mixtral.yaml 2>/dev/null &&
+	test_grep "attrs: {top_k: K, renorm: true}" qwen3-moe.yaml &&
+	test_grep "{op: qk_norm, name: \"qk_norm.{l}\"" qwen3-moe.yaml &&
+	test_grep "^        - \"model.layers.{l}.mlp.experts.15.down_proj.weight\"\$" qwen3-moe.yaml
 '
 
 test_expect_success JANSSON,PYTHON3 'MoE: every dispatch form gives transformers tokens; breakable mode breaks at the experts for their counts' '
@@ -256,7 +354,7 @@ test_expect_success JANSSON,PYTHON3 'MoE: every dispatch form gives transformers
 '
 
 test_expect_success CUDA,JANSSON,PYTHON3 'MoE on the GPU: the eager and the graph-safe dispatch give transformers tokens and logits' '
-	for m in mixtral qwen2-moe; do
+	for m in mixtral qwen2-moe qwen3-moe; do
 		for mode in full breakable eager; do
 			bcg capture --backend cuda --mode $mode -o $m-$mode-cuda.plan $m.yaml >/dev/null &&
 			bcg replay --backend cuda --json --prompt $(prompt $m) --generate 8 \

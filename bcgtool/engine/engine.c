@@ -135,6 +135,14 @@ static int engine_fill_attrs(const struct engine *e, uint32_t op, struct op_call
 		case PLAN_ATTR_FLOAT:
 			call->attr[p].f = a->f;
 			break;
+		case PLAN_ATTR_STR:
+			/* an enum attribute: its index among the spec's choices */
+			call->attr[p].i = op_attr_choice(spec, a->s);
+			if (call->attr[p].i < 0)
+				return engine_fail(err, BCG_EXIT_USAGE, op, "op %u (%s): attribute %s "
+				                   "is '%.64s', which this build does not know", op,
+				                   k->name, spec->name, a->s);
+			break;
 		case PLAN_ATTR_VAR:
 			/* value bound per step; the mirror's address now */
 			call->attr[p].i = plan_get_var(e->plan, (uint32_t)a->i)->start;

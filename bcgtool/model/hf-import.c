@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,34 +145,242 @@ static int hf_true(json_t *root, const char *key)
 	return json_is_true(json_object_get(root, key));
 }
 
-/* The rope: theta, and "default" as the only type. transformers writes
- * rope_parameters (5.x) or rope_theta with rope_scaling (4.x). */
-static int hf_rope(struct hf_cfg *c, double *theta)
+/* The rope of a config: its type and parameters, as the script's rope
+ * attributes (ops/rope-scaling.h) write them. */
+struct hf_rope {
+	const char *type;          /* "default", "linear", "dynamic", "yarn", "llama3" */
+	double      theta, factor, low_freq_factor, high_freq_factor;
+	double      beta_fast, beta_slow, attention_factor;
+	int64_t     original;      /* original_max_position_embeddings (dynamic: max) */
+	int         truncate;
+};
+
+/* The keys of a rope dict bcgtool reads; any other is refused by name. */
+static const char *const hf_rope_keys[] = {
+	"rope_type", "type", "rope_theta", "factor", "low_freq_factor", "high_freq_factor",
+	"original_max_position_embeddings", "beta_fast", "beta_slow", "attention_factor",
+	"mscale", "mscale_all_dim", "truncate", "partial_rotary_factor", NULL
+};
+
+/* A JSON value in a message: numbers and strings as JSON writes them. */
+static const char *hf_value_text(json_t *v, char *buf, size_t len)
+{
+	if (json_is_string(v))
+		snprintf(buf, len, "'%.64s'", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, len, "%g", json_real_value(v));
+	else if (json_is_true(v) || json_is_false(v))
+		snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+	else if (json_is_null(v))
+		snprintf(buf, len, "null");
+	else
+		snprintf(buf, len, "%s", json_is_object(v) ? "an object" : "an array");
+	return buf;
+}
+
+/* Number KEY of the rope dict D (called WHERE), at least LO; DFLT when
+ * absent or null, or an error when DFLT is NAN. */
+static int hf_rope_num(struct hf_cfg *c, json_t *d, const char *where, const char *key,
+                       double lo, double dflt, double *out)
+{
+	json_t *v = json_object_get(d, key);
+	char text[96];
+
+	if (v == NULL || json_is_null(v)) {
+		if (isnan(dflt))
+			return hf_fail(c->msg, c->len, "%s: %s has no '%s'", c->path, where, key);
+		*out = dflt;
+		return 0;
+	}
+	if (!json_is_number(v) || !(json_number_value(v) >= lo) ||
+	    !(json_number_value(v) <= 1e9))
+		return hf_fail(c->msg, c->len, "%s: not supported: %s.%s %s (a number from %g "
+		               "to 1e9)", c->path, where, key, hf_value_text(v, text, sizeof text),
+		               lo);
+	*out = json_number_value(v);
+	return 0;
+}
+
+/* transformers' yarn get_mscale */
+static double hf_mscale(double scale, double mscale)
+{
+	return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
+}
+
+/* The rope. transformers 5 writes rope_parameters (type, theta and
+ * options in one dict); 4.x wrote rope_theta beside rope_scaling (null
+ * for the default rope; its type under "rope_type" or the older "type").
+ * Every type and option bcgtool does not compute exactly is refused,
+ * naming the key and its value. */
+static int hf_rope(struct hf_cfg *c, int64_t maxpos, int64_t positions, struct hf_rope *r)
 {
 	json_t *rp = json_object_get(c->root, "rope_parameters");
-	json_t *rs = json_object_get(c->root, "rope_scaling");
-	json_t *type;
+	json_t *d = NULL, *type, *v;
+	const char *where = "rope_parameters", *key;
+	char text[96];
+	double orig, omax;
 
-	if (rs != NULL && !json_is_null(rs)) {
-		type = json_object_get(rs, "rope_type");
-		if (type == NULL)
-			type = json_object_get(rs, "type");
-		if (!json_is_string(type) || strcmp(json_string_value(type), "default") != 0)
-			return hf_fail(c->msg, c->len, "%s: not supported: rope_scaling of type '%s' "
-			               "(bcgtool's rope is the default one)", c->path,
-			               json_is_string(type) ? json_string_value(type) : "?");
+	memset(r, 0, sizeof *r);
+	r->type = "default";
+	r->factor = 1;
+	r->low_freq_factor = 1;
+	r->high_freq_factor = 4;
+	r->beta_fast = 32;
+	r->beta_slow = 1;
+	r->truncate = 1;
+	if (json_is_object(rp)) {
+		d = rp;
+	} else if (rp != NULL && !json_is_null(rp)) {
+		return hf_fail(c->msg, c->len, "%s: 'rope_parameters' must be an object", c->path);
+	} else {
+		d = json_object_get(c->root, "rope_scaling");
+		where = "rope_scaling";
+		if (d != NULL && !json_is_null(d) && !json_is_object(d))
+			return hf_fail(c->msg, c->len, "%s: 'rope_scaling' must be an object or null",
+			               c->path);
+		if (d != NULL && json_is_null(d))
+			d = NULL;
 	}
-	if (rp != NULL && json_is_object(rp)) {
-		type = json_object_get(rp, "rope_type");
-		if (type != NULL && (!json_is_string(type) ||
-		                     strcmp(json_string_value(type), "default") != 0))
-			return hf_fail(c->msg, c->len, "%s: not supported: rope_parameters of type '%s' "
-			               "(bcgtool's rope is the default one)", c->path,
-			               json_is_string(type) ? json_string_value(type) : "?");
-		if (json_object_get(rp, "rope_theta") != NULL)
-			return hf_num(c, rp, "rope_theta", -1, theta);
+	if (d != NULL) {
+		json_object_foreach(d, key, v) {
+			int known = 0;
+			for (int i = 0; hf_rope_keys[i] != NULL; i++)
+				known |= strcmp(key, hf_rope_keys[i]) == 0;
+			if (json_is_object(v))
+				return hf_fail(c->msg, c->len, "%s: not supported: %s per layer type "
+				               "('%.64s')", c->path, where, key);
+			if (!known)
+				return hf_fail(c->msg, c->len, "%s: not supported: %s.%.64s %s (bcgtool's "
+				               "rope reads rope_type, rope_theta and the options of default, "
+				               "linear, dynamic, yarn and llama3)", c->path, where, key,
+				               hf_value_text(v, text, sizeof text));
+		}
+		type = json_object_get(d, "rope_type");
+		key = "rope_type";
+		if (type == NULL || json_is_null(type)) {
+			type = json_object_get(d, "type");
+			key = "type";
+		}
+		if (type != NULL && !json_is_null(type)) {
+			static const char *const types[] = { "default", "linear", "dynamic", "yarn",
+			                                     "llama3", NULL };
+			int i = 0;
+			while (types[i] != NULL && !(json_is_string(type) &&
+			                             strcmp(json_string_value(type), types[i]) == 0))
+				i++;
+			if (types[i] == NULL)
+				return hf_fail(c->msg, c->len, "%s: not supported: %s.%s %s (bcgtool "
+				               "computes default, linear, dynamic, yarn and llama3)", c->path,
+				               where, key, hf_value_text(type, text, sizeof text));
+			r->type = types[i];
+		}
+		v = json_object_get(d, "partial_rotary_factor");
+		if (v != NULL && !json_is_null(v) &&
+		    !(json_is_number(v) && json_number_value(v) == 1.0))
+			return hf_fail(c->msg, c->len, "%s: not supported: %s.partial_rotary_factor %s "
+			               "(bcgtool rotates the whole head)", c->path, where,
+			               hf_value_text(v, text, sizeof text));
 	}
-	return hf_num(c, c->root, "rope_theta", 10000.0, theta);
+	v = json_object_get(c->root, "partial_rotary_factor");
+	if (v != NULL && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 1.0))
+		return hf_fail(c->msg, c->len, "%s: not supported: partial_rotary_factor %s (bcgtool "
+		               "rotates the whole head)", c->path, hf_value_text(v, text, sizeof text));
+	if (d != NULL && json_object_get(d, "rope_theta") != NULL &&
+	    !json_is_null(json_object_get(d, "rope_theta"))) {
+		if (hf_num(c, d, "rope_theta", -1, &r->theta) != 0)
+			return -1;
+	} else if (hf_num(c, c->root, "rope_theta", 10000.0, &r->theta) != 0) {
+		return -1;
+	}
+	if (strcmp(r->type, "default") == 0)
+		return 0;
+
+	/* factor: required but for yarn, which falls back on the ratio of the
+	 * contexts as transformers does */
+	if (hf_rope_num(c, d, where, "factor", 1, strcmp(r->type, "yarn") == 0 ? -1 : NAN,
+	                &r->factor) != 0)
+		return -1;
+	/* the context trained for: the config's own key first, as transformers */
+	omax = (double)maxpos;
+	v = json_object_get(c->root, "original_max_position_embeddings");
+	if (json_is_integer(v))
+		omax = (double)json_integer_value(v);
+	else if (hf_rope_num(c, d, where, "original_max_position_embeddings", 1, omax, &omax) != 0)
+		return -1;
+	orig = omax;
+	if (orig != floor(orig) || orig > INT32_MAX)
+		return hf_fail(c->msg, c->len, "%s: not supported: %s.original_max_position_embeddings "
+		               "%g (an integer)", c->path, where, orig);
+	r->original = (int64_t)orig;
+	if (strcmp(r->type, "dynamic") == 0) {
+		/* transformers rescales dynamic's frequencies once the sequence
+		 * passes max_position_embeddings; bcgtool computes them only up
+		 * to there, where they are exact */
+		r->original = maxpos;
+		if (positions > maxpos)
+			return hf_fail(c->msg, c->len, "%s: not supported: %s.rope_type 'dynamic' with a "
+			               "cache of %lld positions: its frequencies follow the sequence "
+			               "length past max_position_embeddings %lld (--positions %lld)",
+			               c->path, where, (long long)positions, (long long)maxpos,
+			               (long long)maxpos);
+	}
+	if (strcmp(r->type, "llama3") == 0) {
+		if (hf_rope_num(c, d, where, "low_freq_factor", 1e-9, NAN, &r->low_freq_factor) != 0 ||
+		    hf_rope_num(c, d, where, "high_freq_factor", 1e-9, NAN, &r->high_freq_factor) != 0)
+			return -1;
+		if (!(r->high_freq_factor > r->low_freq_factor))
+			return hf_fail(c->msg, c->len, "%s: not supported: %s.high_freq_factor %g (it must "
+			               "be above low_freq_factor %g)", c->path, where, r->high_freq_factor,
+			               r->low_freq_factor);
+	}
+	if (strcmp(r->type, "yarn") == 0) {
+		double mscale = 0, mscale_all = 0;
+		if (r->factor < 0)
+			r->factor = (double)maxpos / orig;
+		if (r->factor < 1)
+			return hf_fail(c->msg, c->len, "%s: not supported: yarn's factor %g from "
+			               "max_position_embeddings / original_max_position_embeddings "
+			               "(at least 1)", c->path, r->factor);
+		/* transformers: "beta_fast or 32", so 0 is the default too */
+		if (hf_rope_num(c, d, where, "beta_fast", 0, 32, &r->beta_fast) != 0 ||
+		    hf_rope_num(c, d, where, "beta_slow", 0, 1, &r->beta_slow) != 0 ||
+		    hf_rope_num(c, d, where, "attention_factor", 0, 0, &r->attention_factor) != 0 ||
+		    hf_rope_num(c, d, where, "mscale", 0, 0, &mscale) != 0 ||
+		    hf_rope_num(c, d, where, "mscale_all_dim", 0, 0, &mscale_all) != 0)
+			return -1;
+		if (r->beta_fast == 0)
+			r->beta_fast = 32;
+		if (r->beta_slow == 0)
+			r->beta_slow = 1;
+		if (r->attention_factor == 0 && mscale != 0 && mscale_all != 0)
+			r->attention_factor = hf_mscale(r->factor, mscale) /
+			                      hf_mscale(r->factor, mscale_all);
+		v = json_object_get(d, "truncate");
+		if (v != NULL && !json_is_null(v) && !json_is_boolean(v))
+			return hf_fail(c->msg, c->len, "%s: not supported: %s.truncate %s (true or false)",
+			               c->path, where, hf_value_text(v, text, sizeof text));
+		r->truncate = v == NULL || json_is_null(v) || json_is_true(v);
+	}
+	return 0;
+}
+
+/* The rope attributes after theta, for a script's attrs mapping. */
+static void hf_put_rope(struct hf_buf *b, const struct hf_rope *r)
+{
+	if (strcmp(r->type, "default") == 0)
+		return;
+	hf_put(b, ",\n                rope_type: %s, factor: %.17g", r->type, r->factor);
+	if (strcmp(r->type, "llama3") == 0)
+		hf_put(b, ", low_freq_factor: %.17g, high_freq_factor: %.17g", r->low_freq_factor,
+		       r->high_freq_factor);
+	hf_put(b, ",\n                original_max_position_embeddings: %lld",
+	       (long long)r->original);
+	if (strcmp(r->type, "yarn") == 0)
+		hf_put(b, ",\n                beta_fast: %.17g, beta_slow: %.17g, attention_factor: %.17g, "
+		       "truncate: %s", r->beta_fast, r->beta_slow, r->attention_factor,
+		       r->truncate ? "true" : "false");
 }
 
 static int hf_dtype(struct hf_cfg *c, int *dtype)
@@ -219,7 +428,8 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	struct hf_moe moe;
 	char *moe_text[4] = { NULL, NULL, NULL, NULL };
 	json_t *arch, *v;
-	double eps, theta;
+	struct hf_rope rope;
+	double eps;
 	int64_t maxpos, window = 0;
 	const char *a, *dt, *ckpath = NULL;
 	char *ckdefault = NULL;
@@ -245,12 +455,15 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	}
 	a = json_string_value(json_array_get(arch, 0));
 	if (strcmp(a, "LlamaForCausalLM") != 0 && strcmp(a, "MistralForCausalLM") != 0 &&
-	    strcmp(a, "Qwen2ForCausalLM") != 0 && !hf_moe_arch(a)) {
+	    strcmp(a, "Qwen2ForCausalLM") != 0 && strcmp(a, "Qwen3ForCausalLM") != 0 &&
+	    !hf_moe_arch(a)) {
 		hf_fail(msg, len, "%s: not supported: architecture '%.64s' (bcgtool imports "
-		        "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-		        "MixtralForCausalLM and Qwen2MoeForCausalLM)", path, a);
+		        "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+		        "MixtralForCausalLM, Qwen2MoeForCausalLM and Qwen3MoeForCausalLM)", path, a);
 		goto out;
 	}
+	/* Qwen3: an rmsnorm over each head of q and of k before the rope */
+	m->qk_norm = strcmp(a, "Qwen3ForCausalLM") == 0 || strcmp(a, "Qwen3MoeForCausalLM") == 0;
 	snprintf(m->arch, sizeof m->arch, "%s", a);
 	if (hf_int(&c, "hidden_size", 0, &m->hidden) != 0 ||
 	    hf_int(&c, "num_hidden_layers", 0, &m->layers) != 0 ||
@@ -262,7 +475,7 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	    hf_int(&c, "vocab_size", 0, &m->vocab) != 0 ||
 	    hf_int(&c, "max_position_embeddings", 2048, &maxpos) != 0 ||
 	    hf_num(&c, c.root, "rms_norm_eps", 1e-6, &eps) != 0 ||
-	    hf_rope(&c, &theta) != 0 || hf_dtype(&c, &m->dtype) != 0)
+	    hf_dtype(&c, &m->dtype) != 0)
 		goto out;
 	if (m->heads % m->kv_heads != 0) {
 		hf_fail(msg, len, "%s: num_attention_heads (%lld) is not a multiple of "
@@ -303,12 +516,17 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 		        "size, %lld", (long long)m->positions, (long long)o->tokens[o->ntokens - 1]);
 		goto out;
 	}
+	if (hf_rope(&c, maxpos, m->positions, &rope) != 0)
+		goto out;
+	snprintf(m->rope_type, sizeof m->rope_type, "%s", rope.type);
 	/* A sliding window narrower than the cache would make attention see
 	 * less than every position: refuse rather than compute another model. */
 	v = json_object_get(c.root, "sliding_window");
-	if (json_is_integer(v) &&
-	    ((strcmp(a, "Qwen2ForCausalLM") != 0 && strcmp(a, "Qwen2MoeForCausalLM") != 0) ||
-	     hf_true(c.root, "use_sliding_window"))) {
+	if (json_is_integer(v) && ((strcmp(a, "Qwen2ForCausalLM") != 0 &&
+	                            strcmp(a, "Qwen3ForCausalLM") != 0 &&
+	                            strcmp(a, "Qwen2MoeForCausalLM") != 0 &&
+	                            strcmp(a, "Qwen3MoeForCausalLM") != 0) ||
+	                           hf_true(c.root, "use_sliding_window"))) {
 		window = json_integer_value(v);
 		if (window < m->positions) {
 			hf_fail(msg, len, "%s: not supported: sliding_window %lld in use (the cache "
@@ -333,6 +551,11 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	if (m->qkv_bias && strcmp(a, "Qwen2ForCausalLM") != 0 &&
 	    strcmp(a, "Qwen2MoeForCausalLM") != 0) {
 		hf_fail(msg, len, "%s: not supported: a bias on q_proj in a %s", ckdefault, a);
+		goto out;
+	}
+	if (m->qk_norm && !hf_has(ck, "model.layers.0.self_attn.q_norm.weight")) {
+		hf_fail(msg, len, "%s: no tensor 'model.layers.0.self_attn.q_norm.weight' (a %s "
+		        "normalizes each head of q and k)", ckdefault, a);
 		goto out;
 	}
 	if (hf_moe_checkpoint(ck, ckdefault, m->layers, &moe, msg, len) != 0)
@@ -397,6 +620,10 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 		  "[\"model.layers.{l}.self_attn.q_proj.bias\", "
 		  "\"model.layers.{l}.self_attn.k_proj.bias\", "
 		  "\"model.layers.{l}.self_attn.v_proj.bias\"]");
+	if (m->qk_norm) {
+		W("q_norm", "[HD]", " count: L,", "\"model.layers.{l}.self_attn.q_norm.weight\"");
+		W("k_norm", "[HD]", " count: L,", "\"model.layers.{l}.self_attn.k_norm.weight\"");
+	}
 	W("o_proj", "[H, QW]", " count: L,", "\"model.layers.{l}.self_attn.o_proj.weight\"");
 	W("post_attention_layernorm", "[H]", " count: L,",
 	  "\"model.layers.{l}.post_attention_layernorm.weight\"");
@@ -436,9 +663,15 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	if (m->qkv_bias)
 		hf_put(&b, "      - {op: add, name: \"qkv_bias.{l}\", in: [qkv, \"qkv_bias[l]\"], "
 		           "out: [qkv]}\n");
+	if (m->qk_norm)
+		hf_put(&b, "      - {op: qk_norm, name: \"qk_norm.{l}\", in: [qkv, \"q_norm[l]\", "
+		           "\"k_norm[l]\"], out: [qkv],\n         attrs: {heads: NH, kv_heads: NKV, "
+		           "head_dim: HD, eps: %.9g}}\n", eps);
 	hf_put(&b, "      - op: rope_kv_write\n        name: \"rope_kv.{l}\"\n"
 	           "        in: [qkv, pos]\n        out: [q, \"k_cache[l]\", \"v_cache[l]\"]\n"
-	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, theta: %.17g}\n", theta);
+	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, theta: %.17g", rope.theta);
+	hf_put_rope(&b, &rope);
+	hf_put(&b, "}\n");
 	hf_put(&b, "      - op: attention\n        name: \"attn.{l}\"\n"
 	           "        in: [q, \"k_cache[l]\", \"v_cache[l]\"]\n        out: [att]\n"
 	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, kv_len: kv_len, "

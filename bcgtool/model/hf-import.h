@@ -11,8 +11,17 @@
  *   MistralForCausalLM  the same, with a sliding window no wider than the
  *                       cache (so it never slides)
  *   Qwen2ForCausalLM    the same, with biases on the q, k and v projections
- *   MixtralForCausalLM, Qwen2MoeForCausalLM
- *                       a mixture of experts in every layer's MLP (hf-moe.h)
+ *   Qwen3ForCausalLM    the same without biases, with an rmsnorm over each
+ *                       head of q and of k before the rope (qk_norm)
+ *   MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM
+ *                       a mixture of experts in every layer's MLP (hf-moe.h);
+ *                       Qwen2-MoE as Qwen2, Qwen3-MoE as Qwen3 otherwise
+ *
+ * The rope is any of the types the rope kinds compute (default, linear,
+ * dynamic, yarn, llama3), read from rope_parameters (transformers 5) or
+ * rope_scaling with rope_theta (older configs; the type under rope_type or
+ * the legacy key type); dynamic only with a cache no longer than
+ * max_position_embeddings, where its frequencies are exact.
  *
  * The q, k and v projections of a layer are separate checkpoint tensors;
  * the script stacks them as row blocks of one [q|k|v, H] weight (and
@@ -22,9 +31,11 @@
  * embedding table as the lm-head.
  *
  * Anything the script could not compute exactly -- another architecture,
- * rope scaling, a sliding window in use, experts in a dense architecture or
- * in only some layers, biases elsewhere, an
- * activation other than SiLU -- is refused with "not supported: ...".
+ * another rope type or an option of one the kernels do not implement, a
+ * sliding window in use, experts in a dense architecture, in only some
+ * layers or more than the kernels take, biases elsewhere, an activation
+ * other than SiLU -- is refused with "not supported: ...", naming the key
+ * and its value.
  */
 #ifndef BCG_MODEL_HF_IMPORT_H
 #define BCG_MODEL_HF_IMPORT_H
@@ -47,6 +58,8 @@ struct hf_model {
 	int     dtype;
 	int     tied;
 	int     qkv_bias;
+	int     qk_norm;           /* per-head rmsnorm of q and k (Qwen3) */
+	char    rope_type[16];     /* "default", "llama3", ... */
 	int64_t experts, top_k;    /* 0 for a dense model */
 };
 

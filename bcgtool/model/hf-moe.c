@@ -60,7 +60,11 @@ int hf_moe_config(struct json_t *root, const char *path, const char *arch,
 {
 	int mixtral = strcmp(arch, "MixtralForCausalLM") == 0;
 	int qwen2 = strcmp(arch, "Qwen2MoeForCausalLM") == 0;
-	const char *ekey = mixtral ? "num_local_experts" : "num_experts";
+	/* the Qwen configs say num_experts; transformers 5 writes it as
+	 * num_local_experts too */
+	const char *ekey = mixtral || (json_object_get(root, "num_experts") == NULL &&
+	                               json_object_get(root, "num_local_experts") != NULL) ?
+	                   "num_local_experts" : "num_experts";
 	const char *fkey = mixtral ? "intermediate_size" : "moe_intermediate_size";
 	int64_t step;
 	json_t *v;

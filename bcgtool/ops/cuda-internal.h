@@ -103,6 +103,9 @@ int cuda_run_rope_paged_kv_write(const struct op_call *call, const struct cuda_o
 /* cuda-paged-attention.cu */
 int cuda_run_paged_attention(const struct op_call *call, const struct cuda_op_ctx *ctx,
                              char *msg, size_t len);
+/* cuda-norm.cu, the q and k heads' norm */
+int cuda_run_qk_norm(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                     char *msg, size_t len);
 size_t cuda_paged_attention_scratch_bytes(const struct op_call *call);
 /* cuda-moe.cu (moe_router also runs moe_router_paged: it has slots) */
 int cuda_run_moe_router(const struct op_call *call, const struct cuda_op_ctx *ctx,

@@ -25,6 +25,8 @@
  */
 #include "config.h"
 
+#include <limits.h>
+
 #include "cuda-internal.h"
 
 /* Columns a thread holds in registers (x and w, read together in one
@@ -490,4 +492,80 @@ extern "C" int cuda_run_argmax(const struct op_call *call, const struct cuda_op_
 	                   dim3((unsigned)nblk, (unsigned)rows), dim3(ARGMAX_THREADS), msg, len,
 	                   (const void *)x->data, x->dtype, op, cols, nblk, chunk, pv, pi,
 	                   counters);
+}
+
+/* qk_norm (x, q_w, k_w) -> out: one warp per (row, head) of the q and k
+ * parts, a warp sum of the squares, then x / rms * w as rmsnorm; the
+ * columns after the q and k parts are copied (not when out is x). A warp
+ * reads its whole head before the reduction and writes it after, so it
+ * works in place. PDL-aware: it waits before reading x and triggers after
+ * its stores. */
+__global__ void bcg_qk_norm_kernel(const void *x, int dtx, const void *qw, int dtqw,
+                                   const void *kw, int dtkw, void *out, int dto, int64_t rows,
+                                   int64_t cols, int heads, int kv_heads, int hd, float eps,
+                                   bool copy_rest)
+{
+	const int64_t items = rows * (heads + kv_heads);
+	const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+	const int lane = threadIdx.x % 32;
+	const int64_t normed = (int64_t)(heads + kv_heads) * hd;
+
+	cuda_pdl_wait();
+	for (int64_t n = warp; n < items; n += warps) {
+		const int64_t r = n / (heads + kv_heads);
+		const int h = (int)(n % (heads + kv_heads));
+		const void *w = h < heads ? qw : kw;
+		const int dtw = h < heads ? dtqw : dtkw;
+		const int64_t base = r * cols + (int64_t)h * hd;
+		float sum = 0.0f;
+		for (int j = lane; j < hd; j += 32) {
+			float v = cuda_ld(x, dtx, base + j);
+			sum += v * v;
+		}
+		sum = cuda_warp_sum(sum);
+		float rms = sqrtf(sum / (float)hd + eps);
+		for (int j = lane; j < hd; j += 32)
+			cuda_st(out, dto, base + j, cuda_ld(x, dtx, base + j) / rms * cuda_ld(w, dtw, j));
+	}
+	if (copy_rest && cols > normed) {
+		const int64_t rest = cols - normed, total = rows * rest;
+		for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+		     i += (int64_t)gridDim.x * blockDim.x) {
+			const int64_t e = (i / rest) * cols + normed + i % rest;
+			cuda_st(out, dto, e, cuda_ld(x, dtx, e));
+		}
+	}
+	cuda_pdl_trigger();
+}
+
+extern "C" int cuda_run_qk_norm(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *qw = &call->in[1], *kw = &call->in[2];
+	const struct op_tensor *out = &call->out[0];
+	int64_t heads = call->attr[QKN_HEADS].i, kvh = call->attr[QKN_KV_HEADS].i;
+	int64_t hd = call->attr[QKN_HEAD_DIM].i;
+	int64_t rows = cuda_rows(x), cols = cuda_cols(x);
+	float eps = (float)call->attr[QKN_EPS].f;
+
+	if (cuda_row_check("qk_norm", x, out, msg, len) ||
+	    cuda_vec_check("qk_norm", "q_w", qw, hd, msg, len) ||
+	    cuda_vec_check("qk_norm", "k_w", kw, hd, msg, len))
+		return -1;
+	if (heads < 1 || kvh < 1 || hd < 1 || hd > INT_MAX || heads > INT_MAX / hd ||
+	    kvh > INT_MAX / hd || (heads + kvh) * hd > cols)
+		return cuda_fail(msg, len, "qk_norm: %lld heads and %lld kv_heads of %lld do not fit "
+		                 "the %lld columns of x", (long long)heads, (long long)kvh,
+		                 (long long)hd, (long long)cols);
+	if (rows <= 0)
+		return 0;
+	/* 8 warps a block; enough blocks for one warp a head, at most 4096. */
+	const int64_t items = rows * (heads + kvh);
+	const int64_t blocks = (items + 7) / 8;
+	return cuda_launch(ctx, "bcg_qk_norm_kernel", bcg_qk_norm_kernel,
+	                   dim3((unsigned)(blocks < 4096 ? blocks : 4096)), dim3(256), msg, len,
+	                   (const void *)x->data, x->dtype, (const void *)qw->data, qw->dtype,
+	                   (const void *)kw->data, kw->dtype, out->data, out->dtype, rows, cols,
+	                   (int)heads, (int)kvh, (int)hd, eps, out->data != x->data);
 }

@@ -5,12 +5,13 @@
  *
  * One thread per (token, head, pair): it reads both elements of its pair
  * before writing either, so rope works in place. The angle is computed as
- * the host does: the frequency theta^(-2i/head_dim) in double, rounded once
- * to f32 (an f32 powf may differ by an ulp between libraries, which at
+ * the host does: the f32 frequency of the op's rope_type, computed once on
+ * the host (rope-scaling.c: a libm's powf may differ by an ulp, which at
  * position 4096 would move the angle by 1e-4), then a = pos * f in f32 and
  * the accurate sine and cosine (sincosf, one range reduction for both;
  * not the __ intrinsics), which agree with the host's within an ulp or
- * two. The frequencies are computed on the host,
+ * two, times the rope type's factor (yarn's attention factor). The
+ * frequencies, of any rope_type, are computed on the host (rope-scaling.c),
  * once per launch: a double pow per element cost the kernel half its time.
  *
  * rope_kv_write does in one launch what slice, rope and kv_write do in
@@ -29,6 +30,7 @@
 #include <string.h>
 
 #include "cuda-internal.h"
+#include "rope-scaling.h"
 
 /* Copy element I of X to element I of OUT: the bits when the dtypes
  * agree (as the host's memmove), else through f32. */
@@ -43,20 +45,46 @@ __device__ __forceinline__ void cuda_rope_copy(const void *x, int dtx, void *out
 		cuda_st(out, dto, i, cuda_ld(x, dtx, i));
 }
 
-/* The frequencies theta^(-2i/head_dim), computed on the host in double and
- * rounded once to f32 -- the host kernel's exact values -- and passed by
- * value, so the kernel does no transcendental work but sincosf. */
+/* The frequencies of the op's rope_type (rope-scaling.c: transformers'
+ * f32 steps, the power in double rounded once) -- the host kernel's exact
+ * values -- computed on the host and passed by value, so the kernel does
+ * no transcendental work but sincosf. MSCALE multiplies cos and sin
+ * (yarn's attention factor, else 1: an exact no-op); positions from LIMIT
+ * on (dynamic past its original context) give NaN, as on the host. */
 #define ROPE_MAX_PAIRS 256
 struct rope_freqs {
-	float f[ROPE_MAX_PAIRS];
+	float   f[ROPE_MAX_PAIRS];
+	float   mscale;
+	int32_t limit;
 };
 
-/* FREQS for head_dim D (D / 2 <= ROPE_MAX_PAIRS), the rest zero. */
-static void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d)
+/* FREQS for head_dim D (D / 2 <= ROPE_MAX_PAIRS), the rest zero; A the
+ * op's scaling attributes (rope-scaling.h). */
+static void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d,
+                            const union op_value *a)
 {
+	struct rope_scaling rs;
+	int64_t limit;
+
 	memset(freqs, 0, sizeof *freqs);
+	rope_scaling_init(&rs, theta, d, a);
 	for (int64_t i = 0; i < d / 2; i++)
-		freqs->f[i] = (float)pow(theta, -(double)(2 * i) / (double)d);
+		freqs->f[i] = rope_inv_freq(&rs, i);
+	freqs->mscale = rope_mscale(&rs);
+	limit = rope_pos_limit(&rs);
+	freqs->limit = limit > INT32_MAX ? INT32_MAX : (int32_t)limit;
+}
+
+/* cos and sin of pair I at position P, as the host computes them. */
+__device__ __forceinline__ void rope_angle(const struct rope_freqs &freqs, int32_t p, int i,
+                                           float *c, float *s)
+{
+	float a = __fmul_rn((float)p, freqs.f[i]);
+	sincosf(a, s, c);
+	*c = __fmul_rn(*c, freqs.mscale);
+	*s = __fmul_rn(*s, freqs.mscale);
+	if (p >= freqs.limit)
+		*c = *s = __int_as_float(0x7fc00000);
 }
 
 /* x, out [T, heads*head_dim]. Work item (t, h, i) for i < per_head, where
@@ -79,10 +107,8 @@ __global__ void bcg_rope_kernel(const void *x, int dtx, const int32_t *pos, void
 			cuda_rope_copy(x, dtx, out, dto, t * width + h * head_dim + head_dim - 1);
 			continue;
 		}
-		float p = (float)pos[t];
-		float a = __fmul_rn(p, freqs.f[i]);
 		float c, s;
-		sincosf(a, &s, &c);
+		rope_angle(freqs, pos[t], (int)i, &c, &s);
 		float x1 = cuda_ld(x, dtx, k), x2 = cuda_ld(x, dtx, k + half);
 		/* Products rounded before the sums, as on the host, not fused. */
 		cuda_st(out, dto, k, __fmul_rn(x1, c) - __fmul_rn(x2, s));
@@ -116,7 +142,7 @@ extern "C" int cuda_run_rope(const struct op_call *call, const struct cuda_op_ct
 	int64_t total = T * heads * (head_dim / 2 + (head_dim & 1));
 	if (total <= 0)
 		return 0;
-	rope_freqs_fill(&freqs, theta, head_dim);
+	rope_freqs_fill(&freqs, theta, head_dim, &call->attr[ROPE_SCALING]);
 	bcg_rope_kernel<<<cuda_ew_blocks(total, ctx->sm_count), CUDA_EW_THREADS, 0, ctx->stream>>>(
 		x->data, x->dtype, static_cast<const int32_t *>(pos->data), out->data, out->dtype,
 		T, heads, head_dim, freqs);
@@ -187,9 +213,8 @@ __device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, con
 				               static_cast<char *>(dst) + dbase * (int64_t)ds, dtd, D - 1);
 				continue;
 			}
-			float a = __fmul_rn((float)p, freqs.f[i]);
 			float c, s;
-			sincosf(a, &s, &c);
+			rope_angle(freqs, (int32_t)p, i, &c, &s);
 			float x1 = cuda_ld(qkv, dtx, src + i), x2 = cuda_ld(qkv, dtx, src + i + half);
 			/* Products rounded before the sums, as on the host, not fused. */
 			cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
@@ -271,7 +296,7 @@ static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op
 	                 ((H + 2 * KVH) * D * (int64_t)xs) % 16 == 0 &&
 	                 ((H + KVH) * D * (int64_t)xs) % 16 == 0 &&
 	                 (uintptr_t)qkv->data % 16 == 0 && (uintptr_t)vc->data % 16 == 0;
-	rope_freqs_fill(&freqs, theta, D);
+	rope_freqs_fill(&freqs, theta, D, &call->attr[RKV_SCALING]);
 	/* Columns: a token's items (at most enough to fill the device with
 	 * the rows), rows: tokens, at most 65535 (the rest strided). */
 	const int64_t cols = (per_tok + CUDA_EW_THREADS - 1) / CUDA_EW_THREADS;

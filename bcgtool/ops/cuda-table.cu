@@ -31,6 +31,7 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_kv_write,      /* OP_PAGED_KV_WRITE: kv_write over NB * BS rows */
 	cuda_run_rope_paged_kv_write, /* OP_ROPE_PAGED_KV_WRITE */
 	cuda_run_paged_attention, /* OP_PAGED_ATTENTION */
+	cuda_run_qk_norm,       /* OP_QK_NORM */
 	cuda_run_moe_router,    /* OP_MOE_ROUTER */
 	cuda_run_moe_router,    /* OP_MOE_ROUTER_PAGED: the same kernel, with slots */
 	cuda_run_moe_experts,   /* OP_MOE_EXPERTS */
@@ -45,9 +46,9 @@ static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_S
               OP_KV_WRITE == 13 && OP_ATTENTION == 14 && OP_ARGMAX == 15 &&
               OP_ADD_RMSNORM == 16 && OP_MATMUL_ADD == 17 && OP_MATMUL_SILU_MUL == 18 &&
               OP_ROPE_KV_WRITE == 19 && OP_SLICE == 20 && OP_PAGED_KV_WRITE == 21 &&
-              OP_ROPE_PAGED_KV_WRITE == 22 && OP_PAGED_ATTENTION == 23 && OP_MOE_ROUTER == 24 &&
-              OP_MOE_ROUTER_PAGED == 25 && OP_MOE_EXPERTS == 26 && OP_GATED_ADD == 27 &&
-              OP_COUNT == 28,
+              OP_ROPE_PAGED_KV_WRITE == 22 && OP_PAGED_ATTENTION == 23 && OP_QK_NORM == 24 &&
+              OP_MOE_ROUTER == 25 && OP_MOE_ROUTER_PAGED == 26 && OP_MOE_EXPERTS == 27 &&
+              OP_GATED_ADD == 28 && OP_COUNT == 29,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)

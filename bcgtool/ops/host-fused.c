@@ -44,12 +44,13 @@ void host_run_rope_kv_write(const struct op_call *call)
 	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
 	int64_t heads = call->attr[RKV_HEADS].i, kvh = call->attr[RKV_KV_HEADS].i;
 	int64_t hd = call->attr[RKV_HEAD_DIM].i;
-	double theta = call->attr[RKV_THETA].f;
+	struct rope_scaling rs;
 	int64_t qw = heads * hd, kw = kvh * hd, cols = host_cols(qkv);
 	int64_t T = host_numel(pos), S = host_rows(vc);
 
-	host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, theta);
-	host_rope_part(qkv, cols, qw, pos, kc, kw, 0, pos, kvh, hd, theta);
+	rope_scaling_init(&rs, call->attr[RKV_THETA].f, hd, &call->attr[RKV_SCALING]);
+	host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, &rs);
+	host_rope_part(qkv, cols, qw, pos, kc, kw, 0, pos, kvh, hd, &rs);
 	for (int64_t t = 0; t < T; t++) {
 		int64_t p = host_get_i32(pos, t);
 		if (p >= 0 && p < S)

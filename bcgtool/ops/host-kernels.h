@@ -13,6 +13,7 @@
 
 #include "host.h"
 #include "numeric.h"
+#include "rope-scaling.h"
 
 /* The references round every operation: a * b + c must not become one
  * fused multiply-add. GCC does not fuse in ISO C mode (-std=c11); clang
@@ -56,6 +57,7 @@ void host_run_attention(const struct op_call *call);
 void host_run_paged_kv_write(const struct op_call *call);
 void host_run_rope_paged_kv_write(const struct op_call *call);
 void host_run_paged_attention(const struct op_call *call);
+void host_run_qk_norm(const struct op_call *call);
 /* host-moe.c */
 void host_run_moe_router(const struct op_call *call);
 void host_run_moe_experts(const struct op_call *call);
@@ -83,6 +85,10 @@ void host_product_run(const struct op_call *call, int epilogue, int blocked, int
  * normalize exactly as rmsnorm does. */
 void host_rmsnorm_row(const struct op_tensor *x, const struct op_tensor *w,
                       const struct op_tensor *out, int64_t row, float eps);
+/* The same arithmetic on the N elements of X from element BASE, into OUT
+ * at BASE, with w[0 .. N) (qk_norm's heads). */
+void host_rmsnorm_span(const struct op_tensor *x, const struct op_tensor *w,
+                       const struct op_tensor *out, int64_t base, int64_t n, float eps);
 
 /* rope (host-position.c) on part of a row: for each token t < numel(pos),
  * the HEADS heads of HEAD_DIM elements from column X_COL of row t of X
@@ -93,7 +99,7 @@ void host_rmsnorm_row(const struct op_tensor *x, const struct op_tensor *w,
 void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
                     const struct op_tensor *pos, const struct op_tensor *out,
                     int64_t out_cols, int64_t out_col, const struct op_tensor *at,
-                    int64_t heads, int64_t head_dim, double theta);
+                    int64_t heads, int64_t head_dim, const struct rope_scaling *rs);
 
 /* Inline forms of host_load and host_store, for the kernels' inner loops. */
 static inline float host_get(const struct op_tensor *t, int64_t i)

@@ -17,30 +17,36 @@
 
 /* rope (x, pos) -> out: x [T, heads*head_dim], pos [T]. For token t, head
  * h, i < head_dim/2: a = pos[t] * f_i, and the pair (x[t,h,i],
- * x[t,h,i+head_dim/2]) is rotated by a. The frequency f_i =
- * theta^(-2i/head_dim) is computed in double and rounded once to f32: an
- * f32 powf may differ by an ulp between libraries, which at position 4096
- * moves the angle by 1e-4. Each pair is read before it is written, so it
+ * x[t,h,i+head_dim/2]) is rotated by a, cos and sin scaled by the rope
+ * type's factor (yarn's attention factor, else 1). The frequencies f_i
+ * come from rope-scaling.c, step by step as transformers computes them.
+ * A position the rope type is not exact for (dynamic past its original
+ * context) gives NaN rows. Each pair is read before it is written, so it
  * works in place. */
 void host_run_rope(const struct op_call *call)
 {
 	int64_t width = call->attr[ROPE_HEADS].i * call->attr[ROPE_HEAD_DIM].i;
+	struct rope_scaling rs;
 
+	rope_scaling_init(&rs, call->attr[ROPE_THETA].f, call->attr[ROPE_HEAD_DIM].i,
+	                  &call->attr[ROPE_SCALING]);
 	host_rope_part(&call->in[0], width, 0, &call->in[1], &call->out[0], width, 0, NULL,
-	               call->attr[ROPE_HEADS].i, call->attr[ROPE_HEAD_DIM].i,
-	               call->attr[ROPE_THETA].f);
+	               call->attr[ROPE_HEADS].i, call->attr[ROPE_HEAD_DIM].i, &rs);
 }
 
 /* rope on part of each row (host-kernels.h), for rope and rope_kv_write. */
 void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
                     const struct op_tensor *pos, const struct op_tensor *out,
                     int64_t out_cols, int64_t out_col, const struct op_tensor *at,
-                    int64_t heads, int64_t head_dim, double theta)
+                    int64_t heads, int64_t head_dim, const struct rope_scaling *rs)
 {
 	int64_t T = host_numel(pos), S = host_rows(out), half = head_dim / 2;
+	int64_t limit = rope_pos_limit(rs);
+	float m = rope_mscale(rs);
 
 	for (int64_t t = 0; t < T; t++) {
-		float p = (float)host_get_i32(pos, t);
+		int32_t pt = host_get_i32(pos, t);
+		float p = (float)pt;
 		int64_t xb = t * x_cols + x_col, ob = t;
 		if (at != NULL) {
 			ob = host_get_i32(at, t);
@@ -49,9 +55,11 @@ void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
 		}
 		ob = ob * out_cols + out_col;
 		for (int64_t i = 0; i < half; i++) {
-			float f = (float)pow(theta, -(double)(2 * i) / (double)head_dim);
+			float f = rope_inv_freq(rs, i);
 			float a = p * f;
-			float c = cosf(a), s = sinf(a);
+			float c = cosf(a) * m, s = sinf(a) * m;
+			if (pt >= limit)
+				c = s = NAN;
 			for (int64_t h = 0; h < heads; h++) {
 				int64_t xk = xb + h * head_dim + i, ok = ob + h * head_dim + i;
 				float x1 = host_get(x, xk), x2 = host_get(x, xk + half);

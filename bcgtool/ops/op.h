@@ -219,6 +219,7 @@ enum op_id {
 	OP_PAGED_KV_WRITE,
 	OP_ROPE_PAGED_KV_WRITE,
 	OP_PAGED_ATTENTION,
+	OP_QK_NORM,
 	OP_MOE_ROUTER,
 	OP_MOE_ROUTER_PAGED,
 	OP_MOE_EXPERTS,
@@ -233,12 +234,15 @@ enum { FILL_VALUE = 0 };
 enum { SCALE_ALPHA = 0 };
 enum { MATMUL_TRANS_A = 0, MATMUL_TRANS_B = 1 };   /* and the fused products */
 enum { NORM_EPS = 0 };                       /* rmsnorm, layernorm, add_rmsnorm */
-enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2 };
+enum { ROPE_HEADS = 0, ROPE_HEAD_DIM = 1, ROPE_THETA = 2, ROPE_SCALING = 3 };
 enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
        ATTN_SCALE = 4, ATTN_CAUSAL = 5 };
 enum { SLICE_START = 0 };
-enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3 };
+enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3, RKV_SCALING = 4 };
                                              /* and rope_paged_kv_write */
+/* ROPE_SCALING and RKV_SCALING: where the rope_type attributes start, in
+ * the order of rope-scaling.h's RS_* (rope_type, factor, ...). */
+enum { QKN_HEADS = 0, QKN_KV_HEADS = 1, QKN_HEAD_DIM = 2, QKN_EPS = 3 };
 enum { PATTN_HEADS = 0, PATTN_KV_HEADS = 1, PATTN_HEAD_DIM = 2, PATTN_SCALE = 3 };
 /* paged_attention's operands */
 enum { PATTN_Q = 0, PATTN_K = 1, PATTN_V = 2, PATTN_TABLE = 3, PATTN_SEQ_LENS = 4,
@@ -252,7 +256,7 @@ enum { MOE_EXPERTS = 0 };                                      /* moe_experts */
 
 #define OP_MAX_IN    6
 #define OP_MAX_OUT   3
-#define OP_MAX_ATTRS 8
+#define OP_MAX_ATTRS 16
 
 /* One operand at one variant's shape. */
 struct op_tensor {
@@ -267,13 +271,15 @@ enum op_attr_type {
 	OP_ATTR_FLOAT  = 2,
 	OP_ATTR_BOOL   = 3,
 	OP_ATTR_INTVAR = 4,            /* an integer or the name of a host var */
+	OP_ATTR_ENUM   = 5,            /* one of the spec's choices, by name; stored
+	                                  in plans as a string, held as its index */
 };
 
 struct op_attr_spec {
 	const char *name;              /* NULL ends the list */
 	int         type;              /* enum op_attr_type */
 	int         required;
-	double      dflt;              /* when not required */
+	double      dflt;              /* when not required (ENUM: the index) */
 	const char *help;
 };
 
@@ -359,6 +365,11 @@ int op_kind_count_outputs(const struct op_kind *kind);
 int op_kind_count_attrs(const struct op_kind *kind);
 /* Position of attribute NAME in KIND's list, or -1. */
 int op_kind_attr_index(const struct op_kind *kind, const char *name);
+/* The names an enum attribute SPEC takes, NULL-terminated (by the
+ * attribute's name: rope_type's are rope-scaling.h's); NULL for others. */
+const char *const *op_attr_choices(const struct op_attr_spec *spec);
+/* Index of NAME among the choices of an enum attribute SPEC, or -1. */
+int op_attr_choice(const struct op_attr_spec *spec, const char *name);
 
 /* Elements of a tensor; its rows (all axes but the last) and cols. */
 int64_t op_tensor_numel(const struct op_tensor *t);

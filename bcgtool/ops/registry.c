@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "op.h"
+#include "rope-scaling.h"
 
 /* ---------------------------------------------------------------------- */
 /* Message helpers.                                                        */
@@ -408,6 +409,16 @@ static int want_rope_theta(double theta, char *msg, size_t len)
 	return check_fail(msg, len, "attribute theta is %g; it must be positive", theta);
 }
 
+/* The rope_type attributes from A (rope-scaling.h) for head_dim HD. */
+static int want_rope_scaling(const union op_value *a, double theta, int64_t hd, char *msg,
+                             size_t len)
+{
+	struct rope_scaling s;
+
+	rope_scaling_init(&s, theta, hd, a);
+	return rope_scaling_check(&s, msg, len);
+}
+
 static int check_rope(const struct op_call *c, char *msg, size_t len)
 {
 	struct operand x, out;
@@ -427,6 +438,7 @@ static int check_rope(const struct op_call *c, char *msg, size_t len)
 		                  "= %lld x %lld", (long long)x.t->dim[1], (long long)heads,
 		                  (long long)hd);
 	TRY(want_rope_theta(theta, msg, len));
+	TRY(want_rope_scaling(&c->attr[ROPE_SCALING], theta, hd, msg, len));
 	TRY(want_same_dtype(&out, &x, msg, len));
 	return want_shape_like(&out, &x, msg, len);
 }
@@ -580,6 +592,7 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 	TRY(want_heads("kv_heads", kvh, msg, len));
 	TRY(want_rope_head_dim(hd, msg, len));
 	TRY(want_rope_theta(theta, msg, len));
+	TRY(want_rope_scaling(&c->attr[RKV_SCALING], theta, hd, msg, len));
 	/* Bounded before multiplying, so that no product overflows. */
 	cols = qkv.t->dim[1];
 	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
@@ -639,6 +652,41 @@ static int check_slice(const struct op_call *c, char *msg, size_t len)
 	return 0;
 }
 
+/* qk_norm (x, q_w, k_w) -> out: x [rows, C], C at least (heads +
+ * kv_heads) x head_dim; the weights [head_dim]. */
+static int check_qk_norm(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, out;
+	int64_t heads = c->attr[QKN_HEADS].i, kvh = c->attr[QKN_KV_HEADS].i;
+	int64_t hd = c->attr[QKN_HEAD_DIM].i, cols;
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
+	if (hd < 1)
+		return check_fail(msg, len, "attribute head_dim is %lld; it must be at least 1",
+		                  (long long)hd);
+	cols = x.t->dim[1];
+	if (heads > cols / hd || kvh > cols / hd || (heads + kvh) * hd > cols)
+		return check_fail(msg, len, "input x has %lld columns, fewer than (heads + "
+		                  "kv_heads) x head_dim = (%lld + %lld) x %lld (the q and k parts)",
+		                  (long long)cols, (long long)heads, (long long)kvh, (long long)hd);
+	for (int i = 1; i < 3; i++) {
+		struct operand w = operand_in(c, i);
+		TRY(want_same_dtype(&w, &x, msg, len));
+		TRY(want_shape(&w, &hd, 1, "head_dim", msg, len));
+	}
+	if (!(c->attr[QKN_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[QKN_EPS].f);
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
 /* A paged cache [NB, BS, W] of REF's dtype with W columns (WHY names where
  * W comes from). */
 static int want_paged_cache(const struct operand *cache, const struct operand *ref, int64_t w,
@@ -693,6 +741,7 @@ static int check_rope_paged_kv_write(const struct op_call *c, char *msg, size_t 
 	TRY(want_heads("kv_heads", kvh, msg, len));
 	TRY(want_rope_head_dim(hd, msg, len));
 	TRY(want_rope_theta(c->attr[RKV_THETA].f, msg, len));
+	TRY(want_rope_scaling(&c->attr[RKV_SCALING], c->attr[RKV_THETA].f, hd, msg, len));
 	cols = qkv.t->dim[1];
 	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
 		return check_fail(msg, len, "input qkv has %lld columns, expected (heads + 2 x "
@@ -892,6 +941,7 @@ static const char *const in_moe[] = { "x", "ids", "weights", "gate_up", "down", 
 static const char *const in_xyg[] = { "x", "y", "g", NULL };
 static const char *const out_ids_weights[] = { "ids", "weights", NULL };
 static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", NULL };
+static const char *const in_qk_norm[] = { "x", "q_w", "k_w", NULL };
 static const char *const in_paged_attn[] = { "q", "k_cache", "v_cache", "block_table",
                                              "seq_lens", "query_start", NULL };
 
@@ -918,10 +968,32 @@ static const struct op_attr_spec layernorm_attrs[] = {
 	[NORM_EPS] = { "eps", OP_ATTR_FLOAT, 0, 1e-5, "added to the variance" },
 	{ NULL, 0, 0, 0, NULL }
 };
+#define ROPE_SCALING_ATTRS(at) \
+	[at + RS_TYPE] = { "rope_type", OP_ATTR_ENUM, 0, ROPE_TYPE_DEFAULT, \
+	                   "frequency scaling: default, linear, dynamic, yarn or llama3" }, \
+	[at + RS_FACTOR] = { "factor", OP_ATTR_FLOAT, 0, 1.0, \
+	                     "context scaling factor (linear, dynamic, yarn, llama3)" }, \
+	[at + RS_LOW_FREQ_FACTOR] = { "low_freq_factor", OP_ATTR_FLOAT, 0, 1.0, \
+	                              "llama3: wavelengths above original/this are scaled" }, \
+	[at + RS_HIGH_FREQ_FACTOR] = { "high_freq_factor", OP_ATTR_FLOAT, 0, 4.0, \
+	                               "llama3: wavelengths below original/this are kept" }, \
+	[at + RS_ORIGINAL_MAX] = { "original_max_position_embeddings", OP_ATTR_INT, 0, 0.0, \
+	                           "the context trained for (llama3, yarn; dynamic: " \
+	                           "max_position_embeddings)" }, \
+	[at + RS_BETA_FAST] = { "beta_fast", OP_ATTR_FLOAT, 0, 32.0, \
+	                        "yarn: rotations where extrapolation ends" }, \
+	[at + RS_BETA_SLOW] = { "beta_slow", OP_ATTR_FLOAT, 0, 1.0, \
+	                        "yarn: rotations where interpolation starts" }, \
+	[at + RS_ATTENTION_FACTOR] = { "attention_factor", OP_ATTR_FLOAT, 0, 0.0, \
+	                               "yarn: cos and sin scale (0: 0.1 ln(factor) + 1)" }, \
+	[at + RS_TRUNCATE] = { "truncate", OP_ATTR_BOOL, 0, 1.0, \
+	                       "yarn: round the correction range outwards" }
+
 static const struct op_attr_spec rope_attrs[] = {
 	[ROPE_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "heads in a row of x" },
 	[ROPE_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
 	[ROPE_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	ROPE_SCALING_ATTRS(ROPE_SCALING),
 	{ NULL, 0, 0, 0, NULL }
 };
 /* kv_heads' default is heads, not a number: the script parser fills it in;
@@ -943,6 +1015,7 @@ static const struct op_attr_spec rope_kv_write_attrs[] = {
 	[RKV_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
 	[RKV_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
 	[RKV_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	ROPE_SCALING_ATTRS(RKV_SCALING),
 	{ NULL, 0, 0, 0, NULL }
 };
 static const struct op_attr_spec paged_attention_attrs[] = {
@@ -950,6 +1023,14 @@ static const struct op_attr_spec paged_attention_attrs[] = {
 	[PATTN_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
 	[PATTN_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head" },
 	[PATTN_SCALE] = { "scale", OP_ATTR_FLOAT, 0, 0.0, "score scale (0: 1/sqrt(head_dim))" },
+	{ NULL, 0, 0, 0, NULL }
+};
+/* kv_heads defaults to heads here too. */
+static const struct op_attr_spec qk_norm_attrs[] = {
+	[QKN_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads (the q part)" },
+	[QKN_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key heads (the k part; default: heads)" },
+	[QKN_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head" },
+	[QKN_EPS] = { "eps", OP_ATTR_FLOAT, 0, 1e-6, "added to each head's mean of squares" },
 	{ NULL, 0, 0, 0, NULL }
 };
 static const struct op_attr_spec moe_router_attrs[] = {
@@ -1030,6 +1111,10 @@ static const struct op_kind kinds[OP_COUNT] = {
 		in_paged_attn, out_out, paged_attention_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
 		"its launch shape follows the host's batch (the longest sequence)", 0,
 		check_paged_attention },
+	[OP_QK_NORM] = { OP_QK_NORM, "qk_norm",
+		"rmsnorm of each q head (q_w) and k head (k_w) of q|k|v rows; the rest copied",
+		in_qk_norm, out_out, qk_norm_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE,
+		check_qk_norm },
 	[OP_MOE_ROUTER] = { OP_MOE_ROUTER, "moe_router",
 		"top_k experts of each row of router logits [T, E], and their weights",
 		in_logits, out_ids_weights, moe_router_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
@@ -1087,6 +1172,25 @@ int op_kind_count_attrs(const struct op_kind *kind)
 	while (kind->attrs[n].name != NULL)
 		n++;
 	return n;
+}
+
+const char *const *op_attr_choices(const struct op_attr_spec *spec)
+{
+	if (spec->type != OP_ATTR_ENUM)
+		return NULL;
+	if (strcmp(spec->name, "rope_type") == 0)
+		return rope_type_names;
+	return NULL;
+}
+
+int op_attr_choice(const struct op_attr_spec *spec, const char *name)
+{
+	const char *const *choices = op_attr_choices(spec);
+
+	for (int i = 0; choices != NULL && choices[i] != NULL; i++)
+		if (strcmp(choices[i], name) == 0)
+			return i;
+	return -1;
 }
 
 int op_kind_attr_index(const struct op_kind *kind, const char *name)

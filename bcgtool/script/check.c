@@ -117,6 +117,8 @@ static int check_shapes(struct sp *p, const struct plan_op *op, const struct op_
 				c.attr[i].f = a->f;
 			else if (a->type == PLAN_ATTR_VAR)
 				c.attr[i].i = plan_var_value(plan_get_var(p->plan, (uint32_t)a->i), 0);
+			else if (a->type == PLAN_ATTR_STR)
+				c.attr[i].i = op_attr_choice(&kind->attrs[i], a->s);
 			else
 				c.attr[i].i = a->i;
 		}

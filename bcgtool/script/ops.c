@@ -228,6 +228,23 @@ static int ops_attr_value(struct sp *p, struct op_build *o, int idx, yaml_node_t
 	case OP_ATTR_FLOAT:
 		a->type = PLAN_ATTR_FLOAT;
 		return walk_float(p, node, what, &a->f);
+	case OP_ATTR_ENUM: {
+		const char *const *choices = op_attr_choices(spec);
+		char list[160];
+		size_t n = 0;
+		for (int i = 0; choices[i] != NULL; i++) {
+			if (strcmp(s, choices[i]) == 0) {
+				a->type = PLAN_ATTR_STR;
+				a->s = choices[i];
+				return 0;
+			}
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+			                      choices[i]);
+			if (n >= sizeof list)
+				n = sizeof list - 1;
+		}
+		return sp_error(p, node, "%s is '%.64s', expected one of %s", what, s, list);
+	}
 	case OP_ATTR_INTVAR:
 		if (expr_is_name(s) && (sym = symtab_find(&p->names, s)) != NULL &&
 		    sym->kind == SYM_VAR) {
@@ -292,7 +309,8 @@ static int ops_attr_defaults(struct sp *p, struct op_build *o)
 		struct plan_attr *a = &o->attr[i];
 
 		a->key = spec->name;
-		a->s = "";
+		if (a->type != PLAN_ATTR_STR)
+			a->s = "";
 		if (o->given[i])
 			continue;
 		if (spec->required)
@@ -306,6 +324,10 @@ static int ops_attr_defaults(struct sp *p, struct op_build *o)
 			a->type = PLAN_ATTR_BOOL;
 			a->i = spec->dflt != 0.0;
 			break;
+		case OP_ATTR_ENUM:
+			a->type = PLAN_ATTR_STR;
+			a->s = op_attr_choices(spec)[(int)spec->dflt];
+			break;
 		default:
 			a->type = PLAN_ATTR_INT;
 			a->i = (int64_t)spec->dflt;
@@ -318,6 +340,8 @@ static int ops_attr_defaults(struct sp *p, struct op_build *o)
 	if ((o->kind->id == OP_ROPE_KV_WRITE || o->kind->id == OP_ROPE_PAGED_KV_WRITE) &&
 	    !o->given[RKV_KV_HEADS])
 		o->attr[RKV_KV_HEADS].i = o->attr[RKV_HEADS].i;
+	if (o->kind->id == OP_QK_NORM && !o->given[QKN_KV_HEADS])
+		o->attr[QKN_KV_HEADS].i = o->attr[QKN_HEADS].i;
 	if (o->kind->id == OP_PAGED_ATTENTION && !o->given[PATTN_KV_HEADS])
 		o->attr[PATTN_KV_HEADS].i = o->attr[PATTN_HEADS].i;
 	return 0;

@@ -46,6 +46,7 @@
 #include "ops/cuda.h"
 #include "ops/host.h"
 #include "ops/numeric.h"
+#include "ops/rope-scaling.h"
 #include "tap.h"
 
 #define POISON_DEV      0xFF
@@ -1816,7 +1817,7 @@ static void test_add_rmsnorm(struct env *e)
  * q|k|v off its 16-byte alignment, so that v goes element by element. */
 static void rope_kv_write_case(struct env *e, int dt, int64_t H, int64_t KVH, int64_t D,
                                int32_t maxpos, double tol, int T, int paged, size_t shift,
-                               int capture, int pdl)
+                               int capture, int pdl, const union op_value *scaling)
 {
 	const int64_t S = 40, BS = 4;
 	int64_t T64 = T, Sk = maxpos > S ? maxpos : S;
@@ -1870,13 +1871,17 @@ static void rope_kv_write_case(struct env *e, int dt, int64_t H, int64_t KVH, in
 	c.attr[RKV_KV_HEADS].i = KVH;
 	c.attr[RKV_HEAD_DIM].i = D;
 	c.attr[RKV_THETA].f = 10000.0;
+	if (scaling != NULL)
+		memcpy(&c.attr[RKV_SCALING], scaling, RS_COUNT * sizeof *scaling);
 	c.tol = tol_for(dt, tol);
 	c.exact_outs = 4u;              /* v moves as it is */
 	c.capture = capture;
 	c.pdl = pdl;
-	snprintf(c.what, sizeof c.what, "%s %s T %d heads %lld/%lld head_dim %lld S %lld%s",
-	         paged ? "rope_paged_kv_write" : "rope_kv_write", dtype_name(dt), T, (long long)H,
-	         (long long)KVH, (long long)D, (long long)Sk, shift ? " misaligned" : "");
+	snprintf(c.what, sizeof c.what, "%s %s%s%s T %d heads %lld/%lld head_dim %lld S %lld%s",
+	         paged ? "rope_paged_kv_write" : "rope_kv_write", dtype_name(dt),
+	         scaling ? " " : "", scaling ? rope_type_names[scaling[RS_TYPE].i] : "", T,
+	         (long long)H, (long long)KVH, (long long)D, (long long)Sk,
+	         shift ? " misaligned" : "");
 	tcase_run(e, &c);
 	tbuf_free(&qkv);
 	tbuf_free(&pos);
@@ -1901,17 +1906,131 @@ static void test_rope_kv_write(struct env *e)
 				for (int T = 1; T <= 9; T += 4) {
 					rope_kv_write_case(e, dt, cfg[k].H, cfg[k].KVH, cfg[k].D,
 					                   cfg[k].maxpos, cfg[k].tol, T, paged, 0,
-					                   dt == PLAN_DTYPE_F16 && k == 1, k == 4);
+					                   dt == PLAN_DTYPE_F16 && k == 1, k == 4, NULL);
 					if (k == 0 || k == 5)
 						rope_kv_write_case(e, dt, cfg[k].H, cfg[k].KVH, cfg[k].D,
 						                   cfg[k].maxpos, cfg[k].tol, T, paged,
-						                   dtype_size(dt), 0, 0);
+						                   dtype_size(dt), 0, 0, NULL);
 				}
 			}
 		}
 	}
 	/* Many tokens: rows of the grid past the first wave. */
-	rope_kv_write_case(e, PLAN_DTYPE_F16, 16, 16, 64, 4096, 1e-2, 700, 1, 0, 0, 0);
+	rope_kv_write_case(e, PLAN_DTYPE_F16, 16, 16, 64, 4096, 1e-2, 700, 1, 0, 0, 0, NULL);
+}
+
+/* Every rope_type on the device against the host. Both rotate by the same
+ * f32 frequencies (rope-scaling.c, computed on the host for the launch),
+ * so only sincosf's last ulp differs from the host's cosf and sinf: the
+ * bound stays 1e-5 out to position 4096. */
+static void test_rope_scaling(struct env *e)
+{
+	static const int types[] = { ROPE_TYPE_LINEAR, ROPE_TYPE_DYNAMIC, ROPE_TYPE_YARN,
+	                             ROPE_TYPE_LLAMA3 };
+	const int64_t T = 5;
+
+	for (size_t n = 0; n < sizeof types / sizeof types[0]; n++) {
+		union op_value sc[RS_COUNT];
+		memset(sc, 0, sizeof sc);
+		sc[RS_TYPE].i = types[n];
+		sc[RS_FACTOR].f = types[n] == ROPE_TYPE_LLAMA3 ? 32 : 4;
+		sc[RS_LOW_FREQ_FACTOR].f = 1;
+		sc[RS_HIGH_FREQ_FACTOR].f = 4;
+		/* llama3's bands and yarn's ramp inside head_dim 64 and 128;
+		 * dynamic exact (not NaN) for every position tested */
+		sc[RS_ORIGINAL_MAX].i = types[n] == ROPE_TYPE_DYNAMIC ? 8192 : 256;
+		sc[RS_BETA_FAST].f = 32;
+		sc[RS_BETA_SLOW].f = 1;
+		sc[RS_TRUNCATE].i = 1;
+		for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+			int dt = float_dtypes[d];
+			for (int64_t hd = 64; hd <= 128; hd *= 2) {
+				struct tbuf x, pos, out;
+				struct tcase c;
+				tbuf_init(&x, dt, 2, (const int64_t[]){ T, 4 * hd }, 0);
+				tbuf_init(&out, dt, 2, (const int64_t[]){ T, 4 * hd }, 0);
+				tbuf_init(&pos, PLAN_DTYPE_I32, 1, &T, 0);
+				tbuf_random(e, &x, 1.0f);
+				for (int64_t t = 0; t < T; t++)
+					((int32_t *)pos.host)[t] = env_int(e, 0, 4096);
+				tcase_init(&c, OP_ROPE, 2, 1);
+				c.in[0] = &x;
+				c.in[1] = &pos;
+				c.out[0] = &out;
+				c.attr[ROPE_HEADS].i = 4;
+				c.attr[ROPE_HEAD_DIM].i = hd;
+				c.attr[ROPE_THETA].f = 500000.0;
+				memcpy(&c.attr[ROPE_SCALING], sc, sizeof sc);
+				c.tol = tol_for(dt, 1e-5);
+				c.capture = dt == PLAN_DTYPE_F32 && hd == 64;
+				snprintf(c.what, sizeof c.what, "rope %s %s head_dim %lld positions < 4096",
+				         rope_type_names[types[n]], dtype_name(dt), (long long)hd);
+				tcase_run(e, &c);
+				tbuf_free(&x);
+				tbuf_free(&out);
+				tbuf_free(&pos);
+			}
+			for (int paged = 0; paged < 2; paged++)
+				rope_kv_write_case(e, dt, 8, 2, 128, 300, 1e-5, 5, paged, 0,
+				                   dt == PLAN_DTYPE_BF16, paged, sc);
+		}
+	}
+}
+
+/* qk_norm: one warp a head, against the host's rmsnorm of each head. */
+static void test_qk_norm(struct env *e)
+{
+	static const struct { int64_t H, KVH, D, C; } cfg[] = {
+		{ 4, 2, 64, (4 + 2 * 2) * 64 },    /* q|k|v: v copied */
+		{ 16, 8, 128, (16 + 8) * 128 },    /* q|k only */
+		{ 3, 1, 7, (3 + 2 * 1) * 7 },      /* odd head_dim, fewer lanes than a warp */
+		{ 32, 8, 128, (32 + 2 * 8) * 128 }, /* Qwen3-8B-shaped */
+	};
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int k = 0; k < 4; k++) {
+			for (int64_t T = 1; T <= 65; T += 32) {
+				for (int inplace = 0; inplace < 2; inplace++) {
+					struct tbuf x, qw, kw, out;
+					struct tcase c;
+					tbuf_init(&x, dt, 2, (const int64_t[]){ T, cfg[k].C }, 0);
+					tbuf_init(&qw, dt, 1, &cfg[k].D, 0);
+					tbuf_init(&kw, dt, 1, &cfg[k].D, 0);
+					tbuf_random(e, &x, 3.0f);
+					tbuf_random(e, &qw, 1.0f);
+					tbuf_random(e, &kw, 1.0f);
+					tcase_init(&c, OP_QK_NORM, 3, 1);
+					c.in[0] = &x;
+					c.in[1] = &qw;
+					c.in[2] = &kw;
+					if (inplace) {
+						c.out[0] = &x;
+					} else {
+						tbuf_init(&out, dt, 2, (const int64_t[]){ T, cfg[k].C }, 0);
+						c.out[0] = &out;
+					}
+					c.attr[QKN_HEADS].i = cfg[k].H;
+					c.attr[QKN_KV_HEADS].i = cfg[k].KVH;
+					c.attr[QKN_HEAD_DIM].i = cfg[k].D;
+					c.attr[QKN_EPS].f = 1e-6;
+					c.tol = tol_for(dt, 1e-5);
+					c.capture = k == 3 && T == 1 && !inplace;
+					c.pdl = k == 0 && T == 33;
+					snprintf(c.what, sizeof c.what, "qk_norm %s T %lld heads %lld/%lld "
+					         "head_dim %lld of %lld columns%s", dtype_name(dt), (long long)T,
+					         (long long)cfg[k].H, (long long)cfg[k].KVH, (long long)cfg[k].D,
+					         (long long)cfg[k].C, inplace ? ", in place" : "");
+					tcase_run(e, &c);
+					if (!inplace)
+						tbuf_free(&out);
+					tbuf_free(&x);
+					tbuf_free(&qw);
+					tbuf_free(&kw);
+				}
+			}
+		}
+	}
 }
 
 static void test_slice(struct env *e)
@@ -2386,6 +2505,8 @@ int main(void)
 	test_argmax_split(&e);
 	test_rope(&e);
 	test_rope_kv_write(&e);
+	test_rope_scaling(&e);
+	test_qk_norm(&e);
 	test_slice(&e);
 	test_embedding(&e);
 	test_kv_write(&e);

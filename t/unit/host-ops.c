@@ -1725,13 +1725,241 @@ static void test_fused_products_bits(void)
 	}
 }
 
+/* --- rope_type: the frequencies against a double computation ------------ */
+
+/* The inverse frequency of pair I in double, from the definitions: the
+ * default theta^(-2i/d); linear divides it by factor; llama3 keeps the
+ * wavelengths below original/high_freq_factor, divides those above
+ * original/low_freq_factor by factor and blends between; yarn blends
+ * theta^(-2i/d) / factor and theta^(-2i/d) by a ramp over the pairs
+ * between the correction dimensions of beta_fast and beta_slow. */
+static double want_inv_freq(int type, double theta, int d, int i, const union op_value *a)
+{
+	double inv = pow(theta, -2.0 * i / d), factor = a[RS_FACTOR].f;
+	double old = (double)a[RS_ORIGINAL_MAX].i;
+
+	switch (type) {
+	case ROPE_TYPE_LINEAR:
+		return inv / factor;
+	case ROPE_TYPE_LLAMA3: {
+		double lo = a[RS_LOW_FREQ_FACTOR].f, hi = a[RS_HIGH_FREQ_FACTOR].f;
+		double wavelen = 2 * M_PI / inv;
+		if (wavelen < old / hi)
+			return inv;
+		if (wavelen > old / lo)
+			return inv / factor;
+		double smooth = (old / wavelen - lo) / (hi - lo);
+		return (1 - smooth) * inv / factor + smooth * inv;
+	}
+	case ROPE_TYPE_YARN: {
+		double l = floor(d * log(old / (a[RS_BETA_FAST].f * 2 * M_PI)) / (2 * log(theta)));
+		double h = ceil(d * log(old / (a[RS_BETA_SLOW].f * 2 * M_PI)) / (2 * log(theta)));
+		l = l < 0 ? 0 : l;
+		h = h > d - 1 ? d - 1 : h;
+		double ramp = (i - l) / (h - l);
+		ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+		return inv / factor * ramp + inv * (1 - ramp);
+	}
+	default:
+		return inv;
+	}
+}
+
+static void scaling_set(union op_value *a, int type)
+{
+	memset(a, 0, RS_COUNT * sizeof *a);
+	a[RS_TYPE].i = type;
+	a[RS_FACTOR].f = type == ROPE_TYPE_YARN ? 4 : 8;
+	a[RS_LOW_FREQ_FACTOR].f = 1;
+	a[RS_HIGH_FREQ_FACTOR].f = 4;
+	a[RS_ORIGINAL_MAX].i = 64;
+	a[RS_BETA_FAST].f = 32;
+	a[RS_BETA_SLOW].f = 1;
+	a[RS_TRUNCATE].i = 1;
+}
+
+static void test_rope_scaling(void)
+{
+	enum { D = 16, H = 2, W = H * D, T = 4 };
+	static const int types[] = { ROPE_TYPE_DEFAULT, ROPE_TYPE_LINEAR, ROPE_TYPE_DYNAMIC,
+	                             ROPE_TYPE_YARN, ROPE_TYPE_LLAMA3 };
+	const int32_t p[T] = { 0, 3, 40, 63 };
+
+	for (size_t n = 0; n < sizeof types / sizeof types[0]; n++) {
+		int type = types[n];
+		union op_value a[RS_COUNT];
+		struct rope_scaling rs;
+		int bad = 0;
+		scaling_set(a, type);
+		rope_scaling_init(&rs, 10000, D, a);
+		/* With head_dim 16 and an original context of 64, llama3's
+		 * wavelengths 6.3 (kept), 19.9 and 62.8 (blended) and 199 on
+		 * (divided) cover its three bands; yarn's ramp runs over pairs
+		 * 0 to 3. */
+		for (int i = 0; i < D / 2; i++) {
+			double want = want_inv_freq(type, 10000, D, i, a), got = rope_inv_freq(&rs, i);
+			if (!(fabs(got - want) <= 1e-6 * want)) {
+				diag("%s pair %d: %.9g, want %.9g", rope_type_names[type], i, got, want);
+				bad++;
+			}
+		}
+		ok(bad == 0, "rope_type %s: the f32 frequencies are the double ones within 1e-6",
+		   rope_type_names[type]);
+
+		for (int k = 0; k < NFLOAT; k++) {
+			int dt = float_dtypes[k];
+			struct op_tensor x = T2(dt, T, W), out = T2(dt, T, W);
+			struct op_tensor pos = T1(PLAN_DTYPE_I32, T);
+			struct op_call c = rope_call(x, pos, out, H, D, 10000);
+			double want[T * W];
+			/* yarn scales cos and sin by 0.1 ln(factor) + 1 */
+			double m = type == ROPE_TYPE_YARN ? 0.1 * log(4.0) + 1 : 1;
+			memcpy(&c.attr[ROPE_SCALING], a, sizeof a);
+			fill_random(&x, 300 + (uint64_t)n, -2, 2);
+			memcpy(pos.data, p, sizeof p);
+			for (int t = 0; t < T; t++)
+				for (int h = 0; h < H; h++)
+					for (int i = 0; i < D / 2; i++) {
+						double ang = p[t] * want_inv_freq(type, 10000, D, i, a);
+						int base = t * W + h * D;
+						double x1 = at(&x, base + i), x2 = at(&x, base + i + D / 2);
+						want[base + i] = m * (x1 * cos(ang) - x2 * sin(ang));
+						want[base + i + D / 2] = m * (x2 * cos(ang) + x1 * sin(ang));
+					}
+			poison(&out);
+			run(OP_ROPE, &c);
+			/* positions to 63: the angle's f32 error is below 63 ulp(1) */
+			check(&out, want, dt == PLAN_DTYPE_F32 ? 2e-5 : dt_tol(dt),
+			      "rope %s %s: positions 0, 3, 40, 63", rope_type_names[type], dt_name(dt));
+			drop(&x);
+			drop(&out);
+			drop(&pos);
+		}
+	}
+
+	/* dynamic: within its original context the frequencies are
+	 * transformers' at the start, theta's; at and past it transformers
+	 * rescales by the sequence length, which a captured launch cannot
+	 * follow: those rows are NaN, not a guess. */
+	{
+		struct op_tensor x = T2(PLAN_DTYPE_F32, 3, W), out = T2(PLAN_DTYPE_F32, 3, W);
+		struct op_tensor ref = T2(PLAN_DTYPE_F32, 3, W), pos = T1(PLAN_DTYPE_I32, 3);
+		struct op_call c = rope_call(x, pos, out, H, D, 10000);
+		struct op_call d = rope_call(x, pos, ref, H, D, 10000);
+		int nan_rows = 1;
+		fill_random(&x, 77, -1, 1);
+		((int32_t *)pos.data)[0] = 63;
+		((int32_t *)pos.data)[1] = 64;
+		((int32_t *)pos.data)[2] = 1000;
+		scaling_set(&c.attr[ROPE_SCALING], ROPE_TYPE_DYNAMIC);
+		c.attr[ROPE_SCALING + RS_FACTOR].f = 2;
+		run(OP_ROPE, &c);
+		run(OP_ROPE, &d);
+		ok(memcmp(out.data, ref.data, W * sizeof(float)) == 0,
+		   "rope dynamic: position 63 of 64 is the default rope, bit for bit");
+		for (int j = W; j < 3 * W; j++)
+			nan_rows &= isnan(((float *)out.data)[j]);
+		ok(nan_rows, "rope dynamic: positions 64 and 1000 (past the original 64) are NaN");
+		drop(&x);
+		drop(&out);
+		drop(&ref);
+		drop(&pos);
+	}
+}
+
+/* qk_norm: each q head normalized with q_w, each k head with k_w, v copied;
+ * against a double computation, and bit for bit the rmsnorm of the heads
+ * seen as rows. */
+static void test_qk_norm(void)
+{
+	enum { T = 3, H = 4, KVH = 2, D = 8, C = (H + 2 * KVH) * D };
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		struct op_tensor x = T2(dt, T, C), out = T2(dt, T, C);
+		struct op_tensor qw = T1(dt, D), kw = T1(dt, D);
+		struct op_call c = call_new(3, 1);
+		double want[T * C];
+		fill_random(&x, 501, -3, 3);
+		fill_random(&qw, 502, 0.5, 1.5);
+		fill_random(&kw, 503, -1.5, -0.5);
+		c.in[0] = x;
+		c.in[1] = qw;
+		c.in[2] = kw;
+		c.out[0] = out;
+		c.attr[QKN_HEADS].i = H;
+		c.attr[QKN_KV_HEADS].i = KVH;
+		c.attr[QKN_HEAD_DIM].i = D;
+		c.attr[QKN_EPS].f = 1e-6;
+		for (int t = 0; t < T; t++) {
+			for (int h = 0; h < H + 2 * KVH; h++) {
+				int base = t * C + h * D;
+				double ss = 0;
+				for (int j = 0; j < D; j++)
+					ss += at(&x, base + j) * at(&x, base + j);
+				double r = sqrt(ss / D + 1e-6);
+				for (int j = 0; j < D; j++)
+					want[base + j] = h < H ? at(&x, base + j) / r * at(&qw, j) :
+					                 h < H + KVH ? at(&x, base + j) / r * at(&kw, j) :
+					                 at(&x, base + j);
+			}
+		}
+		poison(&out);
+		run(OP_QK_NORM, &c);
+		check(&out, want, dt_tol(dt), "qk_norm %s: q heads by q_w, k heads by k_w, v as it is",
+		      dt_name(dt));
+
+		/* The first head of each row as an rmsnorm row: the same bits. */
+		struct op_tensor rows = T2(dt, T, D), normed = T2(dt, T, D);
+		struct op_call r = call_new(2, 1);
+		int same = 1;
+		size_t es = dt_size(dt);
+		for (int t = 0; t < T; t++)
+			memcpy((char *)rows.data + t * D * es, (char *)x.data + t * C * es, D * es);
+		r.in[0] = rows;
+		r.in[1] = qw;
+		r.out[0] = normed;
+		r.attr[NORM_EPS].f = 1e-6;
+		run(OP_RMSNORM, &r);
+		for (int t = 0; t < T; t++)
+			same &= memcmp((char *)normed.data + t * D * es, (char *)out.data + t * C * es,
+			               D * es) == 0;
+		ok(same, "qk_norm %s: a q head is rmsnorm of it with q_w, bit for bit", dt_name(dt));
+
+		/* In place: the same bytes. */
+		struct op_tensor y = clone(&x);
+		c.in[0] = y;
+		c.out[0] = y;
+		run(OP_QK_NORM, &c);
+		ok(same_bytes(&y, &out), "qk_norm %s works in place", dt_name(dt));
+		drop(&y);
+		drop(&rows);
+		drop(&normed);
+		drop(&x);
+		drop(&out);
+		drop(&qw);
+		drop(&kw);
+	}
+}
+
 static void test_fused_rope_kv_write_bits(void)
 {
 	uint64_t s = 241;
 
 	for (int k = 0; k < NFLOAT; k++) {
 		int dt = float_dtypes[k];
-		for (int round = 0; round < 4; round++) {
+		for (int round = 0; round < 6; round++) {
+			/* rounds 4 and 5: llama3 and yarn frequencies */
+			union op_value sc[RS_COUNT];
+			memset(sc, 0, sizeof sc);
+			sc[RS_TYPE].i = round == 4 ? ROPE_TYPE_LLAMA3 : round == 5 ? ROPE_TYPE_YARN : 0;
+			sc[RS_FACTOR].f = 8;
+			sc[RS_LOW_FREQ_FACTOR].f = 1;
+			sc[RS_HIGH_FREQ_FACTOR].f = 4;
+			sc[RS_ORIGINAL_MAX].i = 16;
+			sc[RS_BETA_FAST].f = 32;
+			sc[RS_BETA_SLOW].f = 1;
+			sc[RS_TRUNCATE].i = 1;
 			int64_t kvh = rnd_dim(&s, 3), heads = kvh * rnd_dim(&s, 4);
 			int64_t hd = 2 * rnd_dim(&s, 12), T = rnd_dim(&s, 7), S = rnd_dim(&s, 9);
 			int64_t qw = heads * hd, kw = kvh * hd, C = qw + 2 * kw;
@@ -1757,6 +1985,7 @@ static void test_fused_rope_kv_write_bits(void)
 			c.attr[RKV_KV_HEADS].i = kvh;
 			c.attr[RKV_HEAD_DIM].i = hd;
 			c.attr[RKV_THETA].f = theta;
+			memcpy(&c.attr[RKV_SCALING], sc, sizeof sc);
 			run(OP_ROPE_KV_WRITE, &c);
 
 			/* slice x3, rope x2 (in place), kv_write x2 */
@@ -1771,8 +2000,10 @@ static void test_fused_rope_kv_write_bits(void)
 			sl.attr[SLICE_START].i = qw + kw;
 			run(OP_SLICE, &sl);
 			rope = rope_call(q2, pos, q2, heads, hd, theta);
+			memcpy(&rope.attr[ROPE_SCALING], sc, sizeof sc);
 			run(OP_ROPE, &rope);
 			rope = rope_call(k2, pos, k2, kvh, hd, theta);
+			memcpy(&rope.attr[ROPE_SCALING], sc, sizeof sc);
 			run(OP_ROPE, &rope);
 			kvw.in[0] = k2;
 			kvw.in[1] = pos;
@@ -1782,8 +2013,9 @@ static void test_fused_rope_kv_write_bits(void)
 			kvw.out[0] = vc2;
 			run(OP_KV_WRITE, &kvw);
 			ok(same_bytes(&q, &q2) && same_bytes(&kc, &kc2) && same_bytes(&vc, &vc2),
-			   "rope_kv_write %s (T %lld, heads %lld/%lld of %lld, S %lld) is slice, rope, "
-			   "kv_write, bit for bit", dt_name(dt), (long long)T, (long long)heads,
+			   "rope_kv_write %s %s (T %lld, heads %lld/%lld of %lld, S %lld) is slice, "
+			   "rope, kv_write, bit for bit", dt_name(dt),
+			   rope_type_names[sc[RS_TYPE].i], (long long)T, (long long)heads,
 			   (long long)kvh, (long long)hd, (long long)S);
 			drop(&qkv);
 			drop(&pos);
@@ -1886,6 +2118,8 @@ int main(void)
 	test_fused_add_rmsnorm_bits();
 	test_fused_products_bits();
 	test_fused_rope_kv_write_bits();
+	test_rope_scaling();
+	test_qk_norm();
 	test_blocked();
 	return tap_done();
 }

@@ -8,6 +8,7 @@
 
 #include "tap.h"
 #include "ops/op.h"
+#include "ops/rope-scaling.h"
 
 #define F32  PLAN_DTYPE_F32
 #define F16  PLAN_DTYPE_F16
@@ -68,12 +69,12 @@ static void test_table(void)
 		"fill", "copy", "add", "mul", "scale", "matmul", "rmsnorm", "layernorm",
 		"silu_mul", "gelu", "softmax", "rope", "embedding", "kv_write", "attention", "argmax",
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
-		"paged_kv_write", "rope_paged_kv_write", "paged_attention",
+		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6, 3 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -103,7 +104,7 @@ static void test_table(void)
 	}
 	is_int(inplace, (1 << OP_COPY) | (1 << OP_ADD) | (1 << OP_MUL) | (1 << OP_SCALE) |
 	       (1 << OP_RMSNORM) | (1 << OP_LAYERNORM) | (1 << OP_GELU) | (1 << OP_SOFTMAX) |
-	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD),
+	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD) | (1 << OP_QK_NORM),
 	       "exactly the in-place kinds of op.h work in place");
 	is_str(op_kind_get(OP_ADD_RMSNORM)->outputs[0], "sum",
 	       "add_rmsnorm's first output, the one that may be x, is sum");
@@ -169,7 +170,10 @@ static void test_attrs(void)
 		   "%s: trans_a and trans_b as matmul's, false by default", k->name);
 	}
 	k = op_kind_get(OP_ROPE_KV_WRITE);
-	is_int(op_kind_count_attrs(k), 4, "rope_kv_write has 4 attributes");
+	is_int(op_kind_count_attrs(k), RKV_SCALING + RS_COUNT,
+	       "rope_kv_write has 4 attributes and rope_type's 9");
+	is_int(op_kind_count_attrs(op_kind_get(OP_ROPE)), ROPE_SCALING + RS_COUNT,
+	       "rope has 3 attributes and rope_type's 9");
 	ok(op_kind_attr_index(k, "heads") == RKV_HEADS && op_kind_attr_index(k, "kv_heads") == RKV_KV_HEADS &&
 	   op_kind_attr_index(k, "head_dim") == RKV_HEAD_DIM && op_kind_attr_index(k, "theta") == RKV_THETA,
 	   "rope_kv_write: attributes at RKV_*");
@@ -702,6 +706,108 @@ static void test_slice(void)
 	is_str(check(&c), "output out is f16, expected f32 like input x", "slice: dtype");
 }
 
+/* The rope_type attributes, refused by name and value where the
+ * frequencies would not be what transformers computes. */
+static void test_rope_scaling(void)
+{
+	struct op_call c = call_of("rope");
+	union op_value *a = &c.attr[ROPE_SCALING];
+	const struct op_kind *k = c.kind;
+
+	c.in[0] = ten2(F32, 4, 64);
+	c.in[1] = ten1(I32, 4);
+	c.out[0] = ten2(F32, 4, 64);
+	c.attr[ROPE_HEADS].i = 4;
+	c.attr[ROPE_HEAD_DIM].i = 16;
+	is_str(k->attrs[ROPE_SCALING + RS_TYPE].name, "rope_type", "rope: rope_type follows theta");
+	is_int(op_attr_choice(&k->attrs[ROPE_SCALING + RS_TYPE], "llama3"), ROPE_TYPE_LLAMA3,
+	       "rope_type llama3 is known");
+	is_int(op_attr_choice(&k->attrs[ROPE_SCALING + RS_TYPE], "longrope"), -1,
+	       "rope_type longrope is not");
+	is_str(op_kind_get(OP_ROPE_KV_WRITE)->attrs[RKV_SCALING + RS_TRUNCATE].name, "truncate",
+	       "rope_kv_write: truncate is the last scaling attribute");
+	a[RS_TYPE].i = ROPE_TYPE_LLAMA3;
+	a[RS_FACTOR].f = 32;
+	a[RS_ORIGINAL_MAX].i = 8192;
+	is_str(check(&c), "", "rope: llama3 with its parameters");
+	a[RS_FACTOR].f = 0.5;
+	is_str(check(&c), "attribute factor is 0.5; rope_type llama3 needs a finite factor of at "
+	       "least 1", "rope: llama3 factor below 1");
+	a[RS_FACTOR].f = 32;
+	a[RS_HIGH_FREQ_FACTOR].f = 1;
+	is_str(check(&c), "attribute high_freq_factor is 1; llama3 needs it above low_freq_factor",
+	       "rope: llama3 bands in the wrong order");
+	a[RS_HIGH_FREQ_FACTOR].f = 4;
+	a[RS_LOW_FREQ_FACTOR].f = 0;
+	is_str(check(&c), "attribute low_freq_factor is 0; llama3 needs it positive",
+	       "rope: llama3 low_freq_factor 0");
+	a[RS_LOW_FREQ_FACTOR].f = 1;
+	a[RS_ORIGINAL_MAX].i = 0;
+	is_str(check(&c), "attribute original_max_position_embeddings is 0; rope_type llama3 "
+	       "needs it in [1, 2^31)", "rope: llama3 without its original context");
+	a[RS_TYPE].i = ROPE_TYPE_YARN;
+	a[RS_ORIGINAL_MAX].i = 4096;
+	a[RS_FACTOR].f = 4;
+	is_str(check(&c), "", "rope: yarn");
+	a[RS_BETA_FAST].f = -1;
+	is_str(check(&c), "attribute beta_fast is -1; yarn needs it positive", "rope: yarn beta_fast");
+	a[RS_BETA_FAST].f = 32;
+	a[RS_ATTENTION_FACTOR].f = -2;
+	is_str(check(&c), "attribute attention_factor is -2; yarn needs it in [0, 1000] (0: from "
+	       "factor)", "rope: yarn attention_factor");
+	a[RS_ATTENTION_FACTOR].f = 0;
+	a[RS_TYPE].i = ROPE_TYPE_LINEAR;
+	a[RS_FACTOR].f = 1.0 / 0.0;
+	is_str(check(&c), "attribute factor is inf; rope_type linear needs a finite factor of at "
+	       "least 1", "rope: linear factor infinite");
+	a[RS_FACTOR].f = 2;
+	is_str(check(&c), "", "rope: linear");
+	a[RS_TYPE].i = ROPE_TYPE_DYNAMIC;
+	a[RS_ORIGINAL_MAX].i = 2048;
+	is_str(check(&c), "", "rope: dynamic");
+	c.attr[ROPE_HEAD_DIM].i = 2;
+	c.attr[ROPE_HEADS].i = 32;
+	is_str(check(&c), "attribute head_dim is 2; rope_type dynamic needs it above 2",
+	       "rope: dynamic's base exponent dim / (dim - 2) needs dim above 2");
+	a[RS_TYPE].i = 7;
+	is_str(check(&c), "attribute rope_type is 7, not a rope type", "rope: rope_type out of range");
+}
+
+static void test_qk_norm(void)
+{
+	struct op_call c = call_of("qk_norm");
+
+	c.in[0] = ten2(BF16, 3, 128);
+	c.in[1] = ten1(BF16, 16);
+	c.in[2] = ten1(BF16, 16);
+	c.out[0] = ten2(BF16, 3, 128);
+	c.attr[QKN_HEADS].i = 4;
+	c.attr[QKN_KV_HEADS].i = 2;
+	c.attr[QKN_HEAD_DIM].i = 16;
+	is_str(check(&c), "", "qk_norm over a q|k|v row (v copied)");
+	c.attr[QKN_KV_HEADS].i = 4;
+	is_str(check(&c), "", "qk_norm over a q|k row");
+	c.attr[QKN_KV_HEADS].i = 5;
+	is_str(check(&c), "input x has 128 columns, fewer than (heads + kv_heads) x head_dim = "
+	       "(4 + 5) x 16 (the q and k parts)", "qk_norm: heads past the row");
+	c.attr[QKN_KV_HEADS].i = 2;
+	c.in[2] = ten1(BF16, 32);
+	is_str(check(&c), "input k_w has shape [32], expected [16] (head_dim)",
+	       "qk_norm: k_w is one head's weights");
+	c.in[2] = ten1(F32, 16);
+	is_str(check(&c), "input k_w is f32, expected bf16 like input x", "qk_norm: k_w dtype");
+	c.in[2] = ten1(BF16, 16);
+	c.attr[QKN_EPS].f = -1;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "qk_norm: eps");
+	c.attr[QKN_EPS].f = 1e-6;
+	c.attr[QKN_HEAD_DIM].i = 0;
+	is_str(check(&c), "attribute head_dim is 0; it must be at least 1", "qk_norm: head_dim 0");
+	c.attr[QKN_HEAD_DIM].i = 16;
+	c.out[0] = ten2(BF16, 3, 96);
+	is_str(check(&c), "output out has shape [3, 96], expected [3, 128] (the shape of input x)",
+	       "qk_norm: out is x's shape");
+}
+
 int main(void)
 {
 	test_table();
@@ -721,5 +827,7 @@ int main(void)
 	test_matmul_silu_mul();
 	test_rope_kv_write();
 	test_slice();
+	test_rope_scaling();
+	test_qk_norm();
 	return tap_done();
 }
