@@ -70,11 +70,12 @@ static void test_table(void)
 		"silu_mul", "gelu", "softmax", "rope", "embedding", "kv_write", "attention", "argmax",
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
+		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6, 3 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
