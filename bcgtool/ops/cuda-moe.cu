@@ -301,13 +301,45 @@ __device__ __forceinline__ void moe_group(const struct moe_groups *g, struct moe
 	}
 }
 
+/* Element types and their 16-byte vectors: VEC elements a load. */
+template <typename T> struct moe_elem;
+template <> struct moe_elem<float> {
+	static constexpr int VEC = 4;
+	__device__ static float get(const float *p, int64_t i) { return p[i]; }
+};
+template <> struct moe_elem<__half> {
+	static constexpr int VEC = 8;
+	__device__ static float get(const __half *p, int64_t i) { return __half2float(p[i]); }
+};
+template <> struct moe_elem<__nv_bfloat16> {
+	static constexpr int VEC = 8;
+	__device__ static float get(const __nv_bfloat16 *p, int64_t i)
+	{
+		return __bfloat162float(p[i]);
+	}
+};
+
+/* VEC elements from P + I (16-byte aligned), widened to f32. */
+template <typename T>
+__device__ __forceinline__ void moe_load(const T *p, int64_t i, float *v)
+{
+	constexpr int VEC = moe_elem<T>::VEC;
+	uint4 raw = __ldg(reinterpret_cast<const uint4 *>(p + i));
+	const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+	for (int q = 0; q < VEC; q++)
+		v[q] = moe_elem<T>::get(e, q);
+}
+
 /* act[place, j] for the expert's pairs; warp w of block (g, tile) takes
- * column j = tile * MOE_WARPS + w. */
-template <bool EAGER>
-__global__ void bcg_moe_gate_up_kernel(const void *x, int dt, const void *gu, int64_t h,
+ * column j = tile * MOE_WARPS + w. VECTOR: rows of H elements load 16
+ * bytes a lane (H a multiple of the vector), else one element. */
+template <typename T, bool EAGER, bool VECTOR>
+__global__ void bcg_moe_gate_up_kernel(const T *x, const T *gu, int dt, int64_t h,
                                        int64_t inter, int64_t k, struct moe_scratch s,
                                        struct moe_groups g)
 {
+	constexpr int VEC = VECTOR ? moe_elem<T>::VEC : 1;
 	int ex, off, cnt, lane = threadIdx.x & 31;
 	int64_t j = (int64_t)blockIdx.y * MOE_WARPS + threadIdx.x / 32;
 
@@ -324,14 +356,27 @@ __global__ void bcg_moe_gate_up_kernel(const void *x, int dt, const void *gu, in
 			xrow[i] = i < n ? (int64_t)(s.order[off + c0 + i] / k) * h : 0;
 			ag[i] = au[i] = 0.0f;
 		}
-		for (int64_t c = lane; c < h; c += 32) {
-			float wg = cuda_ld(gu, dt, grow + c), wu = cuda_ld(gu, dt, urow + c);
+		for (int64_t c = (int64_t)lane * VEC; c < h; c += 32 * VEC) {
+			float wg[VEC], wu[VEC], xv[VEC];
+			if (VECTOR) {
+				moe_load(gu, grow + c, wg);
+				moe_load(gu, urow + c, wu);
+			} else {
+				wg[0] = moe_elem<T>::get(gu, grow + c);
+				wu[0] = moe_elem<T>::get(gu, urow + c);
+			}
 #pragma unroll
 			for (int i = 0; i < MOE_TOKENS; i++)
 				if (i < n) {
-					float xv = cuda_ld(x, dt, xrow[i] + c);
-					ag[i] += xv * wg;
-					au[i] += xv * wu;
+					if (VECTOR)
+						moe_load(x, xrow[i] + c, xv);
+					else
+						xv[0] = moe_elem<T>::get(x, xrow[i] + c);
+#pragma unroll
+					for (int q = 0; q < VEC; q++) {
+						ag[i] += xv[q] * wg[q];
+						au[i] += xv[q] * wu[q];
+					}
 				}
 		}
 #pragma unroll
@@ -347,11 +392,13 @@ __global__ void bcg_moe_gate_up_kernel(const void *x, int dt, const void *gu, in
 }
 
 /* y[place, i] for the expert's pairs; warp w of block (g, tile) takes
- * output row i = tile * MOE_WARPS + w. */
-template <bool EAGER>
-__global__ void bcg_moe_down_kernel(const void *dn, int dt, int64_t h, int64_t inter,
+ * output row i = tile * MOE_WARPS + w. VECTOR: rows of I elements load
+ * 16 bytes of weights a lane (I a multiple of the vector). */
+template <typename T, bool EAGER, bool VECTOR>
+__global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inter,
                                     struct moe_scratch s, struct moe_groups g)
 {
+	constexpr int VEC = VECTOR ? moe_elem<T>::VEC : 1;
 	int ex, off, cnt, lane = threadIdx.x & 31;
 	int64_t i = (int64_t)blockIdx.y * MOE_WARPS + threadIdx.x / 32;
 
@@ -365,12 +412,20 @@ __global__ void bcg_moe_down_kernel(const void *dn, int dt, int64_t h, int64_t i
 #pragma unroll
 		for (int t = 0; t < MOE_TOKENS; t++)
 			acc[t] = 0.0f;
-		for (int64_t c = lane; c < inter; c += 32) {
-			float wd = cuda_ld(dn, dt, row + c);
+		for (int64_t c = (int64_t)lane * VEC; c < inter; c += 32 * VEC) {
+			float wd[VEC];
+			if (VECTOR)
+				moe_load(dn, row + c, wd);
+			else
+				wd[0] = moe_elem<T>::get(dn, row + c);
 #pragma unroll
 			for (int t = 0; t < MOE_TOKENS; t++)
-				if (t < n)
-					acc[t] += s.act[(int64_t)(off + c0 + t) * inter + c] * wd;
+				if (t < n) {
+					const float *a = s.act + (int64_t)(off + c0 + t) * inter + c;
+#pragma unroll
+					for (int q = 0; q < VEC; q++)
+						acc[t] += a[q] * wd[q];
+				}
 		}
 #pragma unroll
 		for (int t = 0; t < MOE_TOKENS; t++) {
@@ -378,6 +433,54 @@ __global__ void bcg_moe_down_kernel(const void *dn, int dt, int64_t h, int64_t i
 			if (lane == 0 && t < n)
 				s.y[(int64_t)(off + c0 + t) * h + i] = cuda_round_to(dt, v);
 		}
+	}
+}
+
+/* Launch the two products for GROUPS blocks (the groups of G in the eager
+ * form, every expert in the graph-safe one), in element type T. */
+template <typename T, bool EAGER>
+static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                        unsigned groups, const struct moe_scratch &s,
+                        const struct moe_groups &g, char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *gu = &call->in[3], *dn = &call->in[4];
+	int64_t h = cuda_cols(x), k = cuda_cols(&call->in[1]);
+	int64_t e = call->attr[MOE_EXPERTS].i, inter = cuda_rows(gu) / (2 * e);
+	constexpr int VEC = moe_elem<T>::VEC;
+	dim3 ggrid(groups, (unsigned)((inter + MOE_WARPS - 1) / MOE_WARPS));
+	dim3 dgrid(groups, (unsigned)((h + MOE_WARPS - 1) / MOE_WARPS));
+	const T *xp = static_cast<const T *>(x->data), *gp = static_cast<const T *>(gu->data);
+	const T *dp = static_cast<const T *>(dn->data);
+
+	if (h % VEC == 0)
+		bcg_moe_gate_up_kernel<T, EAGER, true><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
+			xp, gp, x->dtype, h, inter, k, s, g);
+	else
+		bcg_moe_gate_up_kernel<T, EAGER, false><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
+			xp, gp, x->dtype, h, inter, k, s, g);
+	if (cuda_check_launch("bcg_moe_gate_up_kernel", msg, len) != 0)
+		return -1;
+	if (inter % VEC == 0)
+		bcg_moe_down_kernel<T, EAGER, true><<<dgrid, MOE_THREADS, 0, ctx->stream>>>(
+			dp, x->dtype, h, inter, s, g);
+	else
+		bcg_moe_down_kernel<T, EAGER, false><<<dgrid, MOE_THREADS, 0, ctx->stream>>>(
+			dp, x->dtype, h, inter, s, g);
+	return cuda_check_launch("bcg_moe_down_kernel", msg, len);
+}
+
+template <bool EAGER>
+static int moe_products_dt(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                           unsigned groups, const struct moe_scratch &s,
+                           const struct moe_groups &g, char *msg, size_t len)
+{
+	switch (call->in[0].dtype) {
+	case PLAN_DTYPE_F16:
+		return moe_products<__half, EAGER>(call, ctx, groups, s, g, msg, len);
+	case PLAN_DTYPE_BF16:
+		return moe_products<__nv_bfloat16, EAGER>(call, ctx, groups, s, g, msg, len);
+	default:
+		return moe_products<float, EAGER>(call, ctx, groups, s, g, msg, len);
 	}
 }
 
@@ -433,8 +536,6 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 	if (cuda_check_launch("bcg_moe_route_kernel", msg, len) != 0)
 		return -1;
 
-	unsigned gtiles = (unsigned)((inter + MOE_WARPS - 1) / MOE_WARPS);
-	unsigned dtiles = (unsigned)((h + MOE_WARPS - 1) / MOE_WARPS);
 	if (!call->graph_safe) {
 		/* eager: the counts on the host, the products for the experts that
 		 * have pairs only */
@@ -461,27 +562,10 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 				g.count[g.n] = count[ex];
 				g.n++;
 			}
-		if (g.n > 0) {
-			bcg_moe_gate_up_kernel<true><<<dim3((unsigned)g.n, gtiles), MOE_THREADS, 0,
-			                              ctx->stream>>>(x->data, x->dtype, gu->data, h,
-			                                             inter, k, s, g);
-			if (cuda_check_launch("bcg_moe_gate_up_kernel", msg, len) != 0)
-				return -1;
-			bcg_moe_down_kernel<true><<<dim3((unsigned)g.n, dtiles), MOE_THREADS, 0,
-			                           ctx->stream>>>(dn->data, x->dtype, h, inter, s, g);
-			if (cuda_check_launch("bcg_moe_down_kernel", msg, len) != 0)
-				return -1;
-		}
-	} else {
-		bcg_moe_gate_up_kernel<false><<<dim3((unsigned)e, gtiles), MOE_THREADS, 0,
-		                               ctx->stream>>>(x->data, x->dtype, gu->data, h, inter,
-		                                              k, s, g);
-		if (cuda_check_launch("bcg_moe_gate_up_kernel", msg, len) != 0)
+		if (g.n > 0 && moe_products_dt<true>(call, ctx, (unsigned)g.n, s, g, msg, len) != 0)
 			return -1;
-		bcg_moe_down_kernel<false><<<dim3((unsigned)e, dtiles), MOE_THREADS, 0,
-		                            ctx->stream>>>(dn->data, x->dtype, h, inter, s, g);
-		if (cuda_check_launch("bcg_moe_down_kernel", msg, len) != 0)
-			return -1;
+	} else if (moe_products_dt<false>(call, ctx, (unsigned)e, s, g, msg, len) != 0) {
+		return -1;
 	}
 	bcg_moe_combine_kernel<<<cuda_row_blocks(rows), cuda_row_threads(h), 0, ctx->stream>>>(
 		static_cast<const int32_t *>(ids->data), w->data, w->dtype, k, (int)e, s, out->data,

@@ -2536,7 +2536,7 @@ static void test_moe_experts(struct env *e)
 					int32_t id;
 					int dup;
 					do {
-						id = env_int(e, 0, (int32_t)ne - 1);
+						id = env_int(e, 0, (int32_t)ne);
 						dup = 0;
 						for (int64_t p = 0; p < q; p++)
 							dup |= ((int32_t *)ids.host)[r * k + p] == id;
