@@ -509,8 +509,10 @@ static void json_op(const plan_t *pr, uint32_t i)
 			printf(": %s", a->i ? "true" : "false");
 		else if (a->type == PLAN_ATTR_VAR)
 			printf(": {\"var\": \"%s\"}", plan_get_var(pr, (uint32_t)a->i)->name);
-		else if (a->type == PLAN_ATTR_STR)
-			printf(": \"\"");
+		else if (a->type == PLAN_ATTR_STR) {
+			printf(": ");
+			json_string(a->s);
+		}
 		else
 			printf(": %lld", (long long)a->i);
 	}

@@ -46,6 +46,11 @@
 #             reads (the selected experts only) against the HBM peak
 #             (target >= 60% at T=1); then the MoE tests of t7100 and
 #             cuda-ops on this GPU
+#   rope      the Llama-3.2-1B-shaped samples with the default rope and with
+#             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
+#             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
+#             each): the median decode step of each, their ratio (target:
+#             llama3 within 2% of the default), and the GPU busy time of each
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -527,6 +532,47 @@ PY
 				"$build/t/t7100-hf-import.log" "$build/t/unit/cuda-ops.log" 2>/dev/null |
 				grep -v '^.*:ok ' | head -30 | sed 's/^/  /' | tee -a "$summary"
 		fi
+		;;
+	rope)
+		# Both captures first, then the replays in turns, so that clocks
+		# and thermals drift over both alike.
+		for p in llama-3.2-1b llama-3.2-1b-llama3; do
+			t0=$(date +%s)
+			"$B" capture --backend cuda --mode full --tokens 1 -o rope-$p.plan "$S/$p.yaml" \
+				>rope-capture-$p.txt 2>&1
+			say "rope: capture $p full T=1: exit $? in $(( $(date +%s) - t0 )) s"
+			tail -2 rope-capture-$p.txt | sed 's/^/  /' | tee -a "$summary"
+		done
+		for round in 1 2 3; do
+			for p in llama-3.2-1b llama-3.2-1b-llama3; do
+				"$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 --check --json \
+					rope-$p.plan >rope-replay-$p-$round.json 2>rope-replay-$p-$round.err
+				say "rope: replay $p full T=1 round $round: exit $?"
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+med = {}
+for p in ("llama-3.2-1b", "llama-3.2-1b-llama3"):
+    runs = []
+    for r in (1, 2, 3):
+        try:
+            d = json.load(open("rope-replay-%s-%d.json" % (p, r)))
+        except (OSError, ValueError) as e:
+            print("  %s round %d: no result (%s)" % (p, r, e))
+            continue
+        runs.append((d["step_ms"]["median"], d["busy_ms"], d.get("check")))
+    if not runs:
+        continue
+    steps = sorted(x[0] for x in runs)
+    med[p] = steps[len(steps) // 2]
+    print("  %-22s step ms (median of each round) %s, busy %s, check %s" % (
+        p, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs),
+        runs[-1][2]))
+if len(med) == 2:
+    r = med["llama-3.2-1b-llama3"] / med["llama-3.2-1b"]
+    print("  target: llama3 / default decode step T=1 = %.4f (want <= 1.02)" % r)
+PY
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \

@@ -64,7 +64,8 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert [a["name"] for a in k["attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "kv_len", "scale", "causal"]
 	assert k["attention"]["attrs"][1]["default"] == "heads"
 	assert k["attention"]["attrs"][3]["type"] == "int-or-var" and k["attention"]["attrs"][3]["required"]
-	scaling = '''+scal+'''
+	scaling = ["rope_type", "factor", "low_freq_factor", "high_freq_factor",
+	           "original_max_position_embeddings", "beta_fast", "beta_slow", "attention_factor", "truncate"]
 	assert [a["name"] for a in k["rope"]["attrs"]] == ["heads", "head_dim", "theta"] + scaling
 	assert k["rope"]["attrs"][3] == {"name": "rope_type", "type": "enum", "required": False, "default": "default",
 	                                 "help": "frequency scaling: default, linear, dynamic, yarn or llama3"}

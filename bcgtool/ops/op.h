@@ -32,11 +32,19 @@
  *  softmax    (x) -> out                per row, max subtracted first
  *  rope       (x, pos) -> out           x [T, heads*head_dim], pos [T] i32.
  *                                        For token t, head h, i < head_dim/2:
- *                                        f = theta^(-2i/head_dim) computed in double
- *                                        and rounded to f32, a = pos[t] * f in f32,
+ *                                        f = the inverse frequency of pair i of
+ *                                        the rope_type (rope-scaling.h: f32 steps
+ *                                        as transformers takes them; default
+ *                                        1 / f32(theta^(f32(2i) / head_dim))),
+ *                                        a = pos[t] * f in f32, c = cos a * m,
+ *                                        s = sin a * m (m: yarn's attention
+ *                                        factor, else 1),
  *                                        x1 = x[t,h,i], x2 = x[t,h,i+head_dim/2],
- *                                        out[t,h,i] = x1 cos a - x2 sin a,
- *                                        out[t,h,i+head_dim/2] = x2 cos a + x1 sin a
+ *                                        out[t,h,i] = x1 c - x2 s,
+ *                                        out[t,h,i+head_dim/2] = x2 c + x1 s;
+ *                                        c = s = NaN at a position the type is
+ *                                        not exact for (dynamic from its
+ *                                        original_max_position_embeddings on)
  *  embedding  (table, ids) -> out       table [V, H], ids [T] i32, out [T, H]:
  *                                        out[t] = table[ids[t]]; an id outside
  *                                        [0, V) gives a row of zeros
@@ -83,6 +91,14 @@
  *                                        kv_write(rope(qkv[:, k part]), pos) -> k_cache;
  *                                        kv_write(qkv[:, v part], pos) -> v_cache;
  *                                        caches [S, kv_heads * head_dim]
+ *
+ *  qk_norm         (x, q_w, k_w) -> out  x [rows, C]: in each row the first heads
+ *                                        heads of head_dim elements are rmsnorm'd
+ *                                        with q_w [head_dim], the kv_heads heads
+ *                                        after them with k_w, the other columns
+ *                                        copied ((heads + kv_heads) head_dim <= C;
+ *                                        Qwen3's norms of q and k, in place on a
+ *                                        q|k|v row before rope_kv_write)
  *
  * And the one unfused kind the fused ones need to have a twin:
  *
@@ -174,10 +190,15 @@
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
- *  [10000]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
+ *  [10000], then the rope_type attributes (rope-scaling.h's RS_* order):
+ *  rope_type [default], factor [1], low_freq_factor [1], high_freq_factor
+ *  [4], original_max_position_embeddings [0], beta_fast [32], beta_slow [1],
+ *  attention_factor [0: 0.1 ln(factor) + 1], truncate [true]; attention: heads, kv_heads [heads], head_dim, kv_len (int or
  *  host var), scale [0, meaning 1/sqrt(head_dim)], causal [false]; add_rmsnorm: eps [1e-6];
  *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
- *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000];
+ *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000], the
+ *  rope_type attributes as rope's; qk_norm: heads, kv_heads [heads],
+ *  head_dim, eps [1e-6];
  *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
  *  paged_attention: heads, kv_heads [heads], head_dim, scale [0];
  *  moe_router, moe_router_paged: top_k, renorm [false], topk_first [false];
