@@ -60,4 +60,17 @@ test_expect_success PYTHON3 'a padded row routes nowhere: ids -1 where the slot 
 	EOT
 '
 
+test_expect_success 'router weights that give NaN: BCG_SYNC=1 names the op; without it the step fails at its wait' '
+	sed "s/^  router: .*/  router: {dtype: f32, shape: [NE, H], role: weight, count: L, init: {kind: const, value: 3e38}}/" \
+		"$moe" >nan.yaml &&
+	test_grep "value: 3e38" nan.yaml &&
+	test_expect_code 3 env BCG_SYNC=1 "$BCGTOOL" run --backend host nan.yaml >out 2>err &&
+	test_grep "^bcgtool: nan.yaml:[0-9]*:9: op .route.0. (moe_router_paged), waited for after its launch (BCG_SYNC=1): kernel fault: moe_router_paged: the logits of row 0 give NaN weights (no expert can be chosen)\$" err &&
+	test_expect_code 3 "$BCGTOOL" run --backend host nan.yaml >out 2>err &&
+	test_grep "kernel fault: moe_router_paged: the logits of row 0 give NaN weights .*BCG_SYNC=1 names the op or segment at fault\$" err &&
+	test_expect_code 3 "$BCGTOOL" capture --backend host -o nan.plan nan.yaml >out 2>err &&
+	test_grep "moe_router_paged: the logits of row 0 give NaN" err &&
+	! test -e nan.plan
+'
+
 test_done

@@ -107,6 +107,18 @@ void host_run_moe_router(const struct op_call *call)
 	}
 }
 
+int64_t host_moe_router_nan_row(const struct op_call *call)
+{
+	const struct op_tensor *w = &call->out[1];
+	int64_t rows = host_rows(w), k = host_cols(w);
+
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t i = 0; i < k; i++)
+			if (isnan(host_get(w, r * k + i)))
+				return r;
+	return -1;
+}
+
 /* Element J of expert EX's activation for row T: silu(g) * u, each product
  * rounded to the dtype first, the result rounded too (matmul_silu_mul). */
 static float moe_act(const struct op_call *call, int64_t t, int64_t ex, int64_t inter,

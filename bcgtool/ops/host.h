@@ -58,6 +58,12 @@ int            host_impl_count(enum op_id id);
 const char    *host_impl_name(enum op_id id, int impl);
 host_kernel_fn host_impl_kernel(enum op_id id, int impl);
 
+/* The first row of a moe_router or moe_router_paged call (run) whose
+ * weights hold a NaN: its logits were not finite, or gave no finite
+ * softmax. -1 when there is none. The host backend reports such a row as
+ * a fault of the step. */
+int64_t host_moe_router_nan_row(const struct op_call *call);
+
 /* Element I of a float tensor (f32, f16 or bf16) widened to f32, and
  * stored back with rounding; the tensor's dtype decides the format.
  * An i32 tensor loads as (float)value and stores as host_f32_to_i32(v). */
