@@ -6,6 +6,7 @@ PLAN_SEEDS="$BCG_BUILD_DIR/t/fuzz/plan-seeds"
 SCRIPT_SEEDS="$BCG_BUILD_DIR/t/fuzz/script-seeds"
 TRACE_SEEDS="$BCG_BUILD_DIR/t/fuzz/trace-seeds"
 ST_SEEDS="$BCG_BUILD_DIR/t/fuzz/safetensors-seeds"
+HF_SEEDS="$BCG_BUILD_DIR/t/fuzz/hf-config-seeds"
 CORPUS="$BCG_SRC_DIR/t/fuzz/corpus"
 
 test_expect_success 'the plan target reads every seed plan and fixture' '
@@ -40,6 +41,15 @@ test_expect_success 'the safetensors target checks every seed, and mutants of th
 	"$ST_SEEDS" -m 300 "$CORPUS/safetensors" >out &&
 	read -r _ files _ runs _ mutants _ <out &&
 	test "$files" -ge 5 &&
+	test "$runs" = $((files * 301)) && test "$mutants" = $((files * 300))
+'
+
+test_expect_success JANSSON 'the config.json target imports or refuses every seed, and mutants of them' '
+	"$HF_SEEDS" "$CORPUS/hf-config" "$BCG_SRC_DIR/t/data/hf/llama/config.json" >out &&
+	test_grep "^files [1-9]" out &&
+	"$HF_SEEDS" -m 300 "$CORPUS/hf-config" >out &&
+	read -r _ files _ runs _ mutants _ <out &&
+	test "$files" -ge 14 &&
 	test "$runs" = $((files * 301)) && test "$mutants" = $((files * 300))
 '
 
