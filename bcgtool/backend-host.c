@@ -23,6 +23,8 @@ struct backend {
 	uint64_t              *marks;      /* ns per time stamp */
 	struct backend_graph  *capturing;  /* the segment being captured */
 	uint64_t               capture_start;
+	char                   fault[256]; /* a kernel's fault, reported at the next wait
+	                                      as CUDA reports a device-side error */
 };
 
 struct backend_graph {
@@ -137,7 +139,23 @@ static int host_compare(struct backend *b, int dtype, const void *got, const voi
 	return 0;
 }
 
-static void host_run(const struct op_call *call)
+static void host_run_call(const struct op_call *call);
+
+/* Run CALL; a router whose logits give NaN is a fault of the step, reported
+ * at the next wait (host_sync), as a device-side check would report it on
+ * the GPU: with BCG_SYNC=1 that wait follows this launch and names it. */
+static void host_run(struct backend *b, const struct op_call *call)
+{
+	int64_t row;
+
+	host_run_call(call);
+	if ((call->kind->id == OP_MOE_ROUTER || call->kind->id == OP_MOE_ROUTER_PAGED) &&
+	    b->fault[0] == '\0' && (row = host_moe_router_nan_row(call)) >= 0)
+		snprintf(b->fault, sizeof b->fault, "kernel fault: %s: the logits of row %lld give "
+		         "NaN weights (no expert can be chosen)", call->kind->name, (long long)row);
+}
+
+static void host_run_call(const struct op_call *call)
 {
 	struct op_call c;
 
@@ -160,7 +178,7 @@ static int host_launch(struct backend *b, const struct op_call *call, char *msg,
 	struct backend_graph *g = b->capturing;
 
 	if (g == NULL) {
-		host_run(call);
+		host_run(b, call);
 		return 0;
 	}
 	if (g->ncalls == g->cap) {
@@ -197,7 +215,7 @@ static int host_time_call(struct backend *b, const struct op_call *call, unsigne
 	}
 	for (unsigned r = 0; r < reps; r++) {
 		uint64_t t0 = bcg_now_ns();
-		host_run(call);
+		host_run_call(call);
 		t[r] = (double)(bcg_now_ns() - t0) / 1e3;
 	}
 	*us = bcg_percentile(t, reps, 50);
@@ -253,11 +271,10 @@ static int host_capture_end(struct backend *b, struct backend_graph **graph,
 
 static int host_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
 {
-	(void)b;
 	(void)msg;
 	(void)len;
 	for (uint32_t i = 0; i < g->ncalls; i++)
-		host_run(&g->calls[i]);
+		host_run(b, &g->calls[i]);
 	return 0;
 }
 
@@ -282,10 +299,11 @@ static int host_mark(struct backend *b, unsigned slot, char *msg, size_t len)
 
 static int host_sync(struct backend *b, char *msg, size_t len)
 {
-	(void)b;
-	(void)msg;
-	(void)len;
-	return 0;
+	if (b->fault[0] == '\0')
+		return 0;
+	snprintf(msg, len, "%s", b->fault);
+	b->fault[0] = '\0';
+	return -1;
 }
 
 static int host_elapsed(struct backend *b, unsigned from, unsigned to, double *ms,

@@ -184,15 +184,20 @@ static int cmd_import_exec(int argc, char **argv)
 	} else {
 		rc = import_write(output, text);
 	}
-	if (rc == BCG_EXIT_OK && output != NULL)
+	if (rc == BCG_EXIT_OK && output != NULL) {
+		char experts[64] = "";
+		if (m.experts > 0)
+			snprintf(experts, sizeof experts, ", %lld experts, %lld a token",
+			         (long long)m.experts, (long long)m.top_k);
 		fprintf(stderr, "bcgtool: note: %s: %s, %lld layers, hidden %lld, %lld/%lld heads of "
-		        "%lld, vocabulary %lld, %s%s%s%s%s%s\n", output, m.arch, (long long)m.layers,
+		        "%lld, vocabulary %lld, %s%s%s%s%s%s%s\n", output, m.arch, (long long)m.layers,
 		        (long long)m.hidden, (long long)m.heads, (long long)m.kv_heads,
 		        (long long)m.head_dim, (long long)m.vocab, plan_dtype_name(m.dtype),
 		        m.tied ? ", tied embeddings" : "", m.qkv_bias ? ", q/k/v biases" : "",
 		        m.qk_norm ? ", q/k norms" : "",
 		        strcmp(m.rope_type, "default") != 0 ? ", rope " : "",
-		        strcmp(m.rope_type, "default") != 0 ? m.rope_type : "");
+		        strcmp(m.rope_type, "default") != 0 ? m.rope_type : "", experts);
+	}
 out:
 	script_free(s);
 	free(text);

@@ -46,6 +46,12 @@
 #             plan of t/helper/recorded-sample.h instantiated and replayed
 #             at its addresses and rebased, with NVTX ranges under nsys, and
 #             replayed under compute-sanitizer memcheck
+#   moe       the Qwen3-30B-A3B-shaped sample (samples/qwen3-30b-a3b-moe.yaml,
+#             8 layers, 128 experts, top 8): bench at T=1 and T=64, eager vs
+#             breakable vs full, the break cost, and the bytes each step
+#             reads (the selected experts only) against the HBM peak
+#             (target >= 60% at T=1); then the MoE tests of t7100 and
+#             cuda-ops on this GPU
 #   rope      the Llama-3.2-1B-shaped samples with the default rope and with
 #             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
 #             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
@@ -500,6 +506,66 @@ PY
 		if [ -n "$NSYS" ] && [ -f rec-replay.nsys-rep ]; then
 			"$NSYS" stats --report nvtx_sum rec-replay.nsys-rep 2>/dev/null |
 				grep -E 'step|seg |break ' | head -8 | sed 's/^/  /' | tee -a "$summary"
+		fi
+		;;
+	moe)
+		for t in 1 64; do
+			t0=$(date +%s)
+			timeout 280 "$B" bench --backend cuda --tokens $t --steps 200 --warmup 20 --json \
+				"$S/qwen3-30b-a3b-moe.yaml" >moe-bench-t$t.json 2>moe-bench-t$t.err
+			say "moe: bench qwen3-30b-a3b-moe T=$t: exit $? in $(( $(date +%s) - t0 )) s"
+			sed 's/^/  /' moe-bench-t$t.err | tail -5 | tee -a "$summary"
+		done
+		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+		python3 - "$gpu" moe-bench-t1.json moe-bench-t64.json <<'PY' | tee -a "$summary"
+import json, sys
+# Bytes a step reads, from the sample's shapes (bf16): per layer the
+# q|k|v, o and router weights and the caches up to kv_len; the experts
+# chosen (T=1: exactly K; T=64: the expected distinct count when routing is
+# uniform, E (1 - (1 - K/E)^T), an estimate); the lm-head once.
+L, H, QKV, QW, E, K, FE, V, KVW = 8, 2048, 5120, 4096, 128, 8, 768, 151936, 512
+b = 2
+expert = (2 * FE * H + H * FE) * b
+layer = (QKV * H + H * QW + E * H + 2 * H) * b
+peak = 4.8e12 if "H200" in sys.argv[1] else 3.35e12
+print("  moe: %s, HBM peak taken as %.2f TB/s; an expert's weights %.2f MB" % (
+    sys.argv[1], peak / 1e12, expert / 1e6))
+for path in sys.argv[2:]:
+    try:
+        d = json.load(open(path))
+    except (OSError, ValueError) as e:
+        print("  %s: no result (%s)" % (path, e))
+        continue
+    t = d["tokens"]
+    chosen = K if t == 1 else E * (1 - (1 - K / E) ** t)
+    kv = 2 * (64 + 250) * KVW * b      # about kv_len half-way through the run
+    total = L * (layer + chosen * expert + kv) + V * H * b + t * H * b
+    print("  T=%d: %.1f experts a layer read, %.1f MB a step%s" % (
+        t, chosen, total / 1e6, "" if t == 1 else " (estimate)"))
+    for m in d["modes"]:
+        if not m["ran"]:
+            print("    %-9s not run" % m["mode"])
+            continue
+        s = m["step_ms"] / 1e3
+        print("    %-9s step %8.3f ms  busy %8.3f ms  breaks %3d  %7.1f GB/s  %5.1f%% of peak" % (
+            m["mode"], m["step_ms"], m["busy_ms"], m["breakpoints"], total / s / 1e9,
+            100 * total / s / peak))
+    bc = d.get("break_cost") or {}
+    print("    break cost: %s breaks, %s us busy, %s us of step each" % (
+        bc.get("breaks"), bc.get("busy_us"), bc.get("step_us")))
+PY
+		"$B" capture --backend cuda --tokens 1 -o moe-t1.plan "$S/qwen3-30b-a3b-moe.yaml" \
+			>moe-capture.txt 2>&1
+		say "moe: capture T=1 (breakable): exit $?"
+		"$B" inspect --breakpoints moe-t1.plan 2>&1 | grep -m2 'experts\.' | sed 's/^/  /' |
+			tee -a "$summary"
+		if [ -n "$build" ]; then
+			(cd "$build" && make check TESTS='t/t7100-hf-import.sh t/unit/cuda-ops t/unit/host-moe' \
+				>"$log/moe-check.out" 2>&1)
+			say "moe: make check t7100 cuda-ops host-moe: exit $?"
+			grep -E '^(FAIL|ERROR)|^# (PASS|SKIP|FAIL)|MoE|moe' "$log/moe-check.out" \
+				"$build/t/t7100-hf-import.log" "$build/t/unit/cuda-ops.log" 2>/dev/null |
+				grep -v '^.*:ok ' | head -30 | sed 's/^/  /' | tee -a "$summary"
 		fi
 		;;
 	rope)

@@ -43,8 +43,11 @@ import torch
 import transformers
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM)
+                          MistralForCausalLM, MixtralConfig,
+                          MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM, Qwen3MoeConfig,
+                          Qwen3MoeForCausalLM)
 
 PROMPT = [1, 5, 9, 17, 33, 2, 7]
 STEPS = 8
@@ -118,7 +121,41 @@ TINY = {
         max_position_embeddings=128, rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         tie_word_embeddings=True, use_sliding_window=False)),
+    # Mixtral: 4 experts, top 2 (softmax over all, top 2, renormalized).
+    "mixtral": (MixtralConfig, MixtralForCausalLM, dict(
+        hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        num_local_experts=4, num_experts_per_tok=2,
+        max_position_embeddings=128, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        sliding_window=None, tie_word_embeddings=False)),
+    # Qwen2-MoE: 8 experts, top 2 without renormalization, a shared expert
+    # with its sigmoid gate; q/k/v biases.
+    "qwen2-moe": (Qwen2MoeConfig, Qwen2MoeForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
+        shared_expert_intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+        decoder_sparse_step=1, mlp_only_layers=[],
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, tie_word_embeddings=False)),
+    # Qwen3-MoE: q/k norms, head_dim 16 with hidden 32, 16 experts, top 4
+    # renormalized (norm_topk_prob).
+    "qwen3-moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, vocab_size=96, num_experts=16, num_experts_per_tok=4,
+        norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, tie_word_embeddings=False)),
 }
+
+# A model saved again with its experts fused, as transformers 5 holds them
+# in memory (save_pretrained splits them into one tensor per expert): each
+# layer's experts.gate_up_proj [E, 2I, H] and experts.down_proj [E, H, I].
+FUSED = {"mixtral-fused": "mixtral"}
 
 LLAMA_1B = (LlamaConfig, LlamaForCausalLM, dict(
     hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
@@ -201,6 +238,20 @@ BIG = {
 }
 
 
+def fused_copy(out, name, to):
+    """OUT/NAME's model saved to OUT/TO with its experts fused (FUSED)."""
+    import shutil
+    from safetensors.torch import save_file
+    src, dst = os.path.join(out, name), os.path.join(out, to)
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    os.makedirs(dst, exist_ok=True)
+    for f in ("config.json", "expect.json", "logits.bin"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    assert any(k.endswith("experts.gate_up_proj") for k in sd), sorted(sd)
+    save_file(sd, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+
+
 def main():
     args = sys.argv[1:]
     big = BIG.get(args[0]) if args else None
@@ -219,12 +270,15 @@ def main():
         print("%s: %s on %s, tokens %s, smallest gap %.4g, %.1f s" % (
             name, str(dtype).replace("torch.", ""), device, tokens, gap, time.time() - t0))
         return
-    names = args[1:] or list(TINY)
+    names = args[1:] or list(TINY) + list(FUSED)
     for name in names:
-        if name not in TINY:
-            sys.exit("hf-fixtures.py: no fixture %r (%s)" % (name, ", ".join(TINY)))
+        if name not in TINY and name not in FUSED:
+            sys.exit("hf-fixtures.py: no fixture %r (%s)" % (
+                name, ", ".join(list(TINY) + list(FUSED))))
     made = {}
     for name in names:
+        if name in FUSED:
+            continue
         spec = TINY[name]
         # A larger init than the default 0.02: logits far enough apart that
         # the order of f32 sums cannot change an argmax. A scaled rope's
@@ -238,6 +292,13 @@ def main():
             name, time.strftime("%Y-%m-%d", time.gmtime()), transformers.__version__,
             torch.__version__, __import__("safetensors").__version__,
             sys.version.split()[0])
+    for name in names:
+        if name in FUSED:
+            fused_copy(out, FUSED[name], name)
+            print("%s: %s with its experts fused" % (name, FUSED[name]))
+            made[name] = "%s: %s, %s saved again with its experts fused, transformers %s, " \
+                "torch %s" % (name, time.strftime("%Y-%m-%d", time.gmtime()), FUSED[name],
+                              transformers.__version__, torch.__version__)
     # PROVENANCE: one line a model, kept for the models not made again
     path = os.path.join(out, "PROVENANCE")
     lines = {}
@@ -255,7 +316,7 @@ def main():
                 "unscaled_tokens, transformers' tokens for the same weights with the\n"
                 "default rope (they differ from tokens).\n"
                 "Models (name: date made, versions):\n")
-        for name in TINY:
+        for name in list(TINY) + list(FUSED):
             if name in lines:
                 f.write("  %s\n" % lines[name])
 

@@ -2,13 +2,14 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 25 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 29 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,26p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,30p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
 		softmax rope embedding kv_write attention argmax \
 		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice \
-		paged_kv_write rope_paged_kv_write paged_attention qk_norm >expect &&
+		paged_kv_write rope_paged_kv_write paged_attention qk_norm moe_router moe_router_paged \
+		moe_experts gated_add >expect &&
 	test_cmp expect kinds
 '
 
@@ -20,7 +21,9 @@ test_expect_success 'ops shows signatures, defaults and capturability' '
 	test_grep "^  attention: its launch shape follows the host var kv_len\$" out &&
 	test_grep "^paged_attention  *(q, k_cache, v_cache, block_table, seq_lens, query_start) -> out  *heads kv_heads=heads head_dim scale=0  *f32 f16 bf16  *no  *safe-form\$" out &&
 	test_grep "^paged_kv_write  *(x, slots) -> cache  *-  *f32 f16 bf16  *no  *always\$" out &&
-	test_grep "^  paged_attention: its launch shape follows the host.s batch (the longest sequence)\$" out
+	test_grep "^  paged_attention: its launch shape follows the host.s batch (the longest sequence)\$" out &&
+	test_grep "^  moe_experts: launch follows per-expert token counts\$" out &&
+	test_grep "^moe_router  *(logits) -> (ids, weights)  *top_k renorm=false topk_first=false  *f32 f16 bf16  *no  *always\$" out
 '
 
 test_expect_success 'ops shows the fused kinds, several outputs in parentheses' '
@@ -38,11 +41,17 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 25
+	assert len(k) == 29
 	inplace = sorted(n for n in k if k[n]["inplace"])
 	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
-	                          "add_rmsnorm", "matmul_add", "qk_norm"])
-	assert [n for n in k if k[n]["capture"] != "always"] == ["attention", "paged_attention"]
+	                          "add_rmsnorm", "matmul_add", "qk_norm", "gated_add"])
+	assert [n for n in k if k[n]["capture"] != "always"] == ["attention", "paged_attention", "moe_experts"]
+	assert k["moe_experts"]["capture"] == "safe-form"
+	assert k["moe_experts"]["capture_why"] == "launch follows per-expert token counts"
+	assert k["moe_experts"]["inputs"] == ["x", "ids", "weights", "gate_up", "down"]
+	assert k["moe_router"]["outputs"] == ["ids", "weights"]
+	assert [a["name"] for a in k["moe_router"]["attrs"]] == ["top_k", "renorm", "topk_first"]
+	assert k["moe_router_paged"]["inputs"] == ["logits", "slots"]
 	assert k["paged_attention"]["capture"] == "safe-form"
 	assert k["paged_attention"]["inputs"] == ["q", "k_cache", "v_cache", "block_table", "seq_lens", "query_start"]
 	assert [a["name"] for a in k["paged_attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "scale"]

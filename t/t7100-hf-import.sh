@@ -33,7 +33,8 @@ close_logits () {
 	EOT
 }
 
-for m in llama qwen2 mistral llama3 llama-linear llama-yarn qwen3 qwen3-tied; do
+for m in llama qwen2 mistral llama3 llama-linear llama-yarn qwen3 qwen3-tied mixtral mixtral-fused \
+	qwen2-moe qwen3-moe; do
 	test_expect_success JANSSON,PYTHON3 "$m: import, run: transformers' greedy tokens and logits" "
 		bcg import -o $m.yaml \"\$hf/$m\" 2>note &&
 		bcg validate $m.yaml >/dev/null &&
@@ -175,11 +176,11 @@ expect_unsupported () {
 
 test_expect_success JANSSON,PYTHON3 'unsupported models are refused, never imported wrong' '
 	edited gemma "c[\"architectures\"] = [\"GemmaForCausalLM\"]" &&
-	expect_unsupported gemma "architecture ${SQ}GemmaForCausalLM${SQ} (bcgtool imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM)" &&
+	expect_unsupported gemma "architecture ${SQ}GemmaForCausalLM${SQ} (bcgtool imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM and Qwen3MoeForCausalLM)" &&
 	edited window "c[\"architectures\"] = [\"MistralForCausalLM\"]; c[\"sliding_window\"] = 64" &&
 	expect_unsupported window "sliding_window 64 in use (the cache has 128 positions; a cache of at most 64 never slides: --positions 64)" &&
 	edited moe "c[\"num_local_experts\"] = 8" &&
-	expect_unsupported moe "mixture of experts" &&
+	expect_unsupported moe "mixture of experts in a LlamaForCausalLM" &&
 	edited gelu "c[\"hidden_act\"] = \"gelu\"" &&
 	expect_unsupported gelu "hidden_act ${SQ}gelu${SQ} (SwiGLU with silu only)" &&
 	edited bias "c[\"attention_bias\"] = True" &&
@@ -289,6 +290,81 @@ test_expect_success JANSSON,PYTHON3 'qwen3: q_norm and k_norm weights and a qk_n
 	test_expect_code 2 bcg import -o x.yaml noqk 2>err &&
 	echo "bcgtool: noqk/model.safetensors: no tensor ${SQ}model.layers.0.self_attn.q_norm.weight${SQ} (a Qwen3ForCausalLM normalizes each head of q and k)" >expect &&
 	test_cmp expect err
+'
+
+test_expect_success JANSSON,PYTHON3 'mixtures of experts the kernels cannot run are refused, naming the key and value' '
+	edited_from mixtral many "c[\"num_local_experts\"] = 300" &&
+	expect_unsupported many "num_local_experts 300 (the kernels take 1 to 256 experts)" &&
+	edited_from mixtral topk "c[\"num_experts_per_tok\"] = 5" &&
+	expect_unsupported topk "num_experts_per_tok 5 (the kernels take 1 to 4 experts a token)" &&
+	edited_from qwen2-moe topk2 "c[\"num_experts_per_tok\"] = 17" &&
+	expect_unsupported topk2 "num_experts_per_tok 17 (the kernels take 1 to 8 experts a token)" &&
+	edited_from qwen2-moe step "c[\"decoder_sparse_step\"] = 2" &&
+	expect_unsupported step "decoder_sparse_step 2 (bcgtool imports models whose every layer is a mixture of experts)" &&
+	edited_from qwen2-moe dense1 "c[\"mlp_only_layers\"] = [1]" &&
+	expect_unsupported dense1 "mlp_only_layers not empty (bcgtool imports models whose every layer is a mixture of experts)"
+'
+
+test_expect_success JANSSON,PYTHON3 'a checkpoint missing an expert tensor is refused, naming it' '
+	rm -rf gap && mkdir gap && cp "$hf/mixtral/config.json" gap/ &&
+	"$PYTHON3" - "$hf/mixtral/model.safetensors" gap/model.safetensors <<-\EOT &&
+	import json, struct, sys
+	raw = open(sys.argv[1], "rb").read()
+	n = struct.unpack("<Q", raw[:8])[0]
+	head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+	del head["model.layers.1.block_sparse_moe.experts.2.w3.weight"]
+	out, blob, off = {}, b"", 0
+	for k in sorted(k for k in head if k != "__metadata__"):
+	    b, e = head[k]["data_offsets"]
+	    out[k] = dict(head[k], data_offsets=[off, off + e - b]); blob += data[b:e]; off += e - b
+	h = json.dumps(out).encode(); h += b" " * (-len(h) % 8)
+	open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + blob)
+	EOT
+	test_expect_code 2 bcg import -o x.yaml gap >out 2>err &&
+	test_grep "gap/model.safetensors: no tensor ${SQ}model.layers.1.block_sparse_moe.experts.2.w3.weight${SQ} (expert 2 of layer 1)" err &&
+	! test -e x.yaml
+'
+
+test_expect_success JANSSON,PYTHON3 'the script reads each expert straight into its row block, or a fused checkpoint whole' '
+	test_grep "^        - \"model.layers.{l}.block_sparse_moe.experts.0.w1.weight\"\$" mixtral.yaml &&
+	test_grep "^        - \"model.layers.{l}.block_sparse_moe.experts.0.w3.weight\"\$" mixtral.yaml &&
+	test_grep "^        - \"model.layers.{l}.block_sparse_moe.experts.3.w2.weight\"\$" mixtral.yaml &&
+	test_grep "tensor: \"model.layers.{l}.mlp.experts.gate_up_proj\"" mixtral-fused.yaml &&
+	test_grep "attrs: {top_k: K, renorm: true}" mixtral.yaml &&
+	test_grep "attrs: {top_k: K, renorm: false}" qwen2-moe.yaml &&
+	test_grep "op: gated_add" qwen2-moe.yaml &&
+	! test_grep "op: gated_add" mixtral.yaml 2>/dev/null &&
+	test_grep "attrs: {top_k: K, renorm: true}" qwen3-moe.yaml &&
+	test_grep "{op: qk_norm, name: \"qk_norm.{l}\"" qwen3-moe.yaml &&
+	test_grep "^        - \"model.layers.{l}.mlp.experts.15.down_proj.weight\"\$" qwen3-moe.yaml
+'
+
+test_expect_success JANSSON,PYTHON3 'MoE: every dispatch form gives transformers tokens; breakable mode breaks at the experts for their counts' '
+	bcg inspect --breakpoints mixtral.plan >bp &&
+	test_grep "experts\.0  *moe_experts  *kind .* launch follows per-expert token counts\$" bp &&
+	for mode in full eager; do
+		bcg capture --backend host --mode $mode -o mixtral-$mode.plan mixtral.yaml >/dev/null &&
+		bcg replay --backend host --json --prompt $(prompt mixtral) --generate 8 mixtral-$mode.plan >rep.json &&
+		want_tokens mixtral >expect &&
+		got_tokens rep.json >actual &&
+		test_cmp expect actual || return 1
+	done &&
+	bcg inspect --breakpoints mixtral-full.plan >bp &&
+	! test_grep "moe_experts" bp
+'
+
+test_expect_success CUDA,JANSSON,PYTHON3 'MoE on the GPU: the eager and the graph-safe dispatch give transformers tokens and logits' '
+	for m in mixtral qwen2-moe qwen3-moe; do
+		for mode in full breakable eager; do
+			bcg capture --backend cuda --mode $mode -o $m-$mode-cuda.plan $m.yaml >/dev/null &&
+			bcg replay --backend cuda --json --prompt $(prompt $m) --generate 8 \
+				--logits $m-$mode-cuda.bin $m-$mode-cuda.plan >rep.json &&
+			want_tokens $m >expect &&
+			got_tokens rep.json >actual &&
+			test_cmp expect actual &&
+			close_logits $m $m-$mode-cuda.bin 1e-3 || return 1
+		done
+	done
 '
 
 test_expect_success JANSSON,PYTHON3 'a window no narrower than the cache is imported; --positions narrows the cache' '

@@ -16,6 +16,7 @@
 #endif
 
 #include "model/hf-import.h"
+#include "model/hf-moe.h"
 #include "model/safetensors.h"
 #include "plan.h"
 
@@ -424,6 +425,8 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	struct hf_cfg c = { .path = path, .msg = msg, .len = len };
 	struct st_checkpoint *ck = NULL;
 	struct hf_buf b = { 0 };
+	struct hf_moe moe;
+	char *moe_text[4] = { NULL, NULL, NULL, NULL };
 	json_t *arch, *v;
 	struct hf_rope rope;
 	double eps;
@@ -452,14 +455,15 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	}
 	a = json_string_value(json_array_get(arch, 0));
 	if (strcmp(a, "LlamaForCausalLM") != 0 && strcmp(a, "MistralForCausalLM") != 0 &&
-	    strcmp(a, "Qwen2ForCausalLM") != 0 && strcmp(a, "Qwen3ForCausalLM") != 0) {
+	    strcmp(a, "Qwen2ForCausalLM") != 0 && strcmp(a, "Qwen3ForCausalLM") != 0 &&
+	    !hf_moe_arch(a)) {
 		hf_fail(msg, len, "%s: not supported: architecture '%.64s' (bcgtool imports "
-		        "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and "
-		        "Qwen3ForCausalLM)", path, a);
+		        "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+		        "MixtralForCausalLM, Qwen2MoeForCausalLM and Qwen3MoeForCausalLM)", path, a);
 		goto out;
 	}
 	/* Qwen3: an rmsnorm over each head of q and of k before the rope */
-	m->qk_norm = strcmp(a, "Qwen3ForCausalLM") == 0;
+	m->qk_norm = strcmp(a, "Qwen3ForCausalLM") == 0 || strcmp(a, "Qwen3MoeForCausalLM") == 0;
 	snprintf(m->arch, sizeof m->arch, "%s", a);
 	if (hf_int(&c, "hidden_size", 0, &m->hidden) != 0 ||
 	    hf_int(&c, "num_hidden_layers", 0, &m->layers) != 0 ||
@@ -496,11 +500,15 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 		        hf_true(c.root, "attention_bias") ? "attention_bias" : "mlp_bias");
 		goto out;
 	}
-	if (json_object_get(c.root, "num_local_experts") != NULL ||
-	    json_object_get(c.root, "num_experts") != NULL) {
-		hf_fail(msg, len, "%s: not supported: mixture of experts", path);
+	if (hf_moe_config(c.root, path, a, &moe, msg, len) != 0)
+		goto out;
+	if (!moe.on && (json_object_get(c.root, "num_local_experts") != NULL ||
+	                json_object_get(c.root, "num_experts") != NULL)) {
+		hf_fail(msg, len, "%s: not supported: mixture of experts in a %s", path, a);
 		goto out;
 	}
+	m->experts = moe.experts;
+	m->top_k = moe.top_k;
 	m->tied = hf_true(c.root, "tie_word_embeddings");
 	m->positions = o->positions ? o->positions : maxpos < 2048 ? maxpos : 2048;
 	if (m->positions < o->tokens[o->ntokens - 1]) {
@@ -515,7 +523,9 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	 * less than every position: refuse rather than compute another model. */
 	v = json_object_get(c.root, "sliding_window");
 	if (json_is_integer(v) && ((strcmp(a, "Qwen2ForCausalLM") != 0 &&
-	                            strcmp(a, "Qwen3ForCausalLM") != 0) ||
+	                            strcmp(a, "Qwen3ForCausalLM") != 0 &&
+	                            strcmp(a, "Qwen2MoeForCausalLM") != 0 &&
+	                            strcmp(a, "Qwen3MoeForCausalLM") != 0) ||
 	                           hf_true(c.root, "use_sliding_window"))) {
 		window = json_integer_value(v);
 		if (window < m->positions) {
@@ -538,7 +548,8 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 		goto out;
 	ckpath = o->weights != NULL ? o->weights : ckdefault;
 	m->qkv_bias = hf_has(ck, "model.layers.0.self_attn.q_proj.bias");
-	if (m->qkv_bias && strcmp(a, "Qwen2ForCausalLM") != 0) {
+	if (m->qkv_bias && strcmp(a, "Qwen2ForCausalLM") != 0 &&
+	    strcmp(a, "Qwen2MoeForCausalLM") != 0) {
 		hf_fail(msg, len, "%s: not supported: a bias on q_proj in a %s", ckdefault, a);
 		goto out;
 	}
@@ -546,6 +557,15 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 		hf_fail(msg, len, "%s: no tensor 'model.layers.0.self_attn.q_norm.weight' (a %s "
 		        "normalizes each head of q and k)", ckdefault, a);
 		goto out;
+	}
+	if (hf_moe_checkpoint(ck, ckdefault, m->layers, &moe, msg, len) != 0)
+		goto out;
+	if (moe.on) {
+		for (int i = 0; i < 4; i++)
+			if ((moe_text[i] = hf_moe_text(&moe, i, dt, ckpath)) == NULL) {
+				hf_fail(msg, len, "out of memory");
+				goto out;
+			}
 	}
 	if (!m->tied && !hf_has(ck, "lm_head.weight")) {
 		hf_fail(msg, len, "%s: no tensor 'lm_head.weight', and tie_word_embeddings is not "
@@ -570,7 +590,10 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	hf_put(&b, "  NKV: %lld              # key/value heads\n", (long long)m->kv_heads);
 	hf_put(&b, "  HD: %lld               # head size\n", (long long)m->head_dim);
 	hf_put(&b, "  QW: NH * HD\n  KVW: NKV * HD\n  QKV: QW + 2 * KVW\n");
-	hf_put(&b, "  F: %lld                # FFN size\n  F2: 2 * F\n", (long long)m->ffn);
+	if (moe.on)
+		hf_put(&b, "%s", moe_text[HF_MOE_DIMS]);
+	else
+		hf_put(&b, "  F: %lld                # FFN size\n  F2: 2 * F\n", (long long)m->ffn);
 	hf_put(&b, "  S: %lld                # cache positions\n", (long long)m->positions);
 	hf_put(&b, "  V: %lld                # vocabulary\n\n", (long long)m->vocab);
 	/* Outside a generation kv_len starts at the largest capture size, so
@@ -604,9 +627,14 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	W("o_proj", "[H, QW]", " count: L,", "\"model.layers.{l}.self_attn.o_proj.weight\"");
 	W("post_attention_layernorm", "[H]", " count: L,",
 	  "\"model.layers.{l}.post_attention_layernorm.weight\"");
-	W("gate_up_proj", "[F2, H]", " count: L,",
-	  "[\"model.layers.{l}.mlp.gate_proj.weight\", \"model.layers.{l}.mlp.up_proj.weight\"]");
-	W("down_proj", "[H, F]", " count: L,", "\"model.layers.{l}.mlp.down_proj.weight\"");
+	if (moe.on) {
+		hf_put(&b, "%s", moe_text[HF_MOE_WEIGHTS]);
+	} else {
+		W("gate_up_proj", "[F2, H]", " count: L,",
+		  "[\"model.layers.{l}.mlp.gate_proj.weight\", "
+		  "\"model.layers.{l}.mlp.up_proj.weight\"]");
+		W("down_proj", "[H, F]", " count: L,", "\"model.layers.{l}.mlp.down_proj.weight\"");
+	}
 	W("norm", "[H]", "", "model.norm.weight");
 	if (!m->tied)
 		W("lm_head", "[V, H]", "", "lm_head.weight");
@@ -618,7 +646,10 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	hf_put(&b, "  qkv:    {dtype: %s, shape: [T, QKV]}\n", dt);
 	hf_put(&b, "  q:      {dtype: %s, shape: [T, QW]}\n", dt);
 	hf_put(&b, "  att:    {dtype: %s, shape: [T, QW]}\n", dt);
-	hf_put(&b, "  act:    {dtype: %s, shape: [T, F]}\n", dt);
+	if (moe.on)
+		hf_put(&b, "%s", moe_text[HF_MOE_TENSORS]);
+	else
+		hf_put(&b, "  act:    {dtype: %s, shape: [T, F]}\n", dt);
 	hf_put(&b, "  logits: {dtype: %s, shape: [T, V], role: output}\n", dt);
 	hf_put(&b, "  next:   {dtype: i32, shape: [T], role: output}\n\n");
 
@@ -649,10 +680,14 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	           "attrs: {trans_b: true}}\n");
 	hf_put(&b, "      - {op: rmsnorm, name: \"post_attention_layernorm.{l}\", in: [x, "
 	           "\"post_attention_layernorm[l]\"], out: [h], attrs: {eps: %.9g}}\n", eps);
-	hf_put(&b, "      - {op: matmul_silu_mul, name: \"gate_up.{l}\", in: [h, \"gate_up_proj[l]\"], "
-	           "out: [act], attrs: {trans_b: true}}\n");
-	hf_put(&b, "      - {op: matmul_add, name: \"down.{l}\", in: [x, act, \"down_proj[l]\"], "
-	           "out: [x], attrs: {trans_b: true}}\n");
+	if (moe.on) {
+		hf_put(&b, "%s", moe_text[HF_MOE_OPS]);
+	} else {
+		hf_put(&b, "      - {op: matmul_silu_mul, name: \"gate_up.{l}\", in: [h, "
+		           "\"gate_up_proj[l]\"], out: [act], attrs: {trans_b: true}}\n");
+		hf_put(&b, "      - {op: matmul_add, name: \"down.{l}\", in: [x, act, \"down_proj[l]\"], "
+		           "out: [x], attrs: {trans_b: true}}\n");
+	}
 	hf_put(&b, "  - {op: rmsnorm, name: norm, in: [x, norm], out: [h], attrs: {eps: %.9g}}\n", eps);
 	hf_put(&b, "  - {op: matmul, name: lm_head, in: [h, %s], out: [logits], attrs: {trans_b: true}}\n",
 	       m->tied ? "embed_tokens" : "lm_head");
@@ -665,6 +700,8 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	b.s = NULL;
 	rc = 0;
 out:
+	for (int i = 0; i < 4; i++)
+		free(moe_text[i]);
 	free(b.s);
 	free(ckdefault);
 	st_checkpoint_close(ck);

@@ -13,6 +13,9 @@
  *   Qwen2ForCausalLM    the same, with biases on the q, k and v projections
  *   Qwen3ForCausalLM    the same without biases, with an rmsnorm over each
  *                       head of q and of k before the rope (qk_norm)
+ *   MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM
+ *                       a mixture of experts in every layer's MLP (hf-moe.h);
+ *                       Qwen2-MoE as Qwen2, Qwen3-MoE as Qwen3 otherwise
  *
  * The rope is any of the types the rope kinds compute (default, linear,
  * dynamic, yarn, llama3), read from rope_parameters (transformers 5) or
@@ -29,9 +32,10 @@
  *
  * Anything the script could not compute exactly -- another architecture,
  * another rope type or an option of one the kernels do not implement, a
- * sliding window in use, experts, biases elsewhere, an activation other
- * than SiLU -- is refused with "not supported: ...", naming the key and
- * its value.
+ * sliding window in use, experts in a dense architecture, in only some
+ * layers or more than the kernels take, biases elsewhere, an activation
+ * other than SiLU -- is refused with "not supported: ...", naming the key
+ * and its value.
  */
 #ifndef BCG_MODEL_HF_IMPORT_H
 #define BCG_MODEL_HF_IMPORT_H
@@ -56,6 +60,7 @@ struct hf_model {
 	int     qkv_bias;
 	int     qk_norm;           /* per-head rmsnorm of q and k (Qwen3) */
 	char    rope_type[16];     /* "default", "llama3", ... */
+	int64_t experts, top_k;    /* 0 for a dense model */
 };
 
 /* Write the script for the model in DIR into *TEXT (malloc'd). On failure

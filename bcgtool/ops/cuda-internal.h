@@ -107,6 +107,14 @@ int cuda_run_paged_attention(const struct op_call *call, const struct cuda_op_ct
 int cuda_run_qk_norm(const struct op_call *call, const struct cuda_op_ctx *ctx,
                      char *msg, size_t len);
 size_t cuda_paged_attention_scratch_bytes(const struct op_call *call);
+/* cuda-moe.cu (moe_router also runs moe_router_paged: it has slots) */
+int cuda_run_moe_router(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                        char *msg, size_t len);
+int cuda_run_moe_experts(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                         char *msg, size_t len);
+size_t cuda_moe_experts_scratch_bytes(const struct op_call *call);
+int cuda_run_gated_add(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                       char *msg, size_t len);
 }
 
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */

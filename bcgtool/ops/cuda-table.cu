@@ -32,6 +32,10 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_rope_paged_kv_write, /* OP_ROPE_PAGED_KV_WRITE */
 	cuda_run_paged_attention, /* OP_PAGED_ATTENTION */
 	cuda_run_qk_norm,       /* OP_QK_NORM */
+	cuda_run_moe_router,    /* OP_MOE_ROUTER */
+	cuda_run_moe_router,    /* OP_MOE_ROUTER_PAGED: the same kernel, with slots */
+	cuda_run_moe_experts,   /* OP_MOE_EXPERTS */
+	cuda_run_gated_add,     /* OP_GATED_ADD */
 };
 
 /* C++ has no designated array initializers: the order above must follow
@@ -43,7 +47,8 @@ static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_S
               OP_ADD_RMSNORM == 16 && OP_MATMUL_ADD == 17 && OP_MATMUL_SILU_MUL == 18 &&
               OP_ROPE_KV_WRITE == 19 && OP_SLICE == 20 && OP_PAGED_KV_WRITE == 21 &&
               OP_ROPE_PAGED_KV_WRITE == 22 && OP_PAGED_ATTENTION == 23 && OP_QK_NORM == 24 &&
-              OP_COUNT == 25,
+              OP_MOE_ROUTER == 25 && OP_MOE_ROUTER_PAGED == 26 && OP_MOE_EXPERTS == 27 &&
+              OP_GATED_ADD == 28 && OP_COUNT == 29,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
@@ -139,6 +144,8 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 		return cuda_product_scratch_bytes(call->kind->id, call);
 	case OP_ARGMAX:
 		return cuda_argmax_scratch_bytes(call);
+	case OP_MOE_EXPERTS:
+		return cuda_moe_experts_scratch_bytes(call);
 	default:
 		return 0;
 	}

@@ -58,6 +58,10 @@ void host_run_paged_kv_write(const struct op_call *call);
 void host_run_rope_paged_kv_write(const struct op_call *call);
 void host_run_paged_attention(const struct op_call *call);
 void host_run_qk_norm(const struct op_call *call);
+/* host-moe.c */
+void host_run_moe_router(const struct op_call *call);
+void host_run_moe_experts(const struct op_call *call);
+void host_run_gated_add(const struct op_call *call);
 
 /* The kernels that allocate scratch, with that choice made by the caller:
  * USE_SCRATCH 0 takes the allocation-free path they fall back to when

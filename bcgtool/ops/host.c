@@ -38,6 +38,10 @@ static const host_kernel_fn host_kernels[OP_COUNT] = {
 	[OP_ROPE_PAGED_KV_WRITE] = host_run_rope_paged_kv_write,
 	[OP_PAGED_ATTENTION]     = host_run_paged_attention,
 	[OP_QK_NORM]             = host_run_qk_norm,
+	[OP_MOE_ROUTER]          = host_run_moe_router,
+	[OP_MOE_ROUTER_PAGED]    = host_run_moe_router,
+	[OP_MOE_EXPERTS]         = host_run_moe_experts,
+	[OP_GATED_ADD]           = host_run_gated_add,
 };
 
 /* The second implementation of the products (host-matmul.c). */

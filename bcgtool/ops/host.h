@@ -15,6 +15,7 @@
  *   host-position.c     rope embedding kv_write
  *   host-attention.c    attention
  *   host-paged.c        paged_kv_write rope_paged_kv_write paged_attention
+ *   host-moe.c          moe_router moe_router_paged moe_experts gated_add
  *   host.c              the table below, load/store, tensor initializers
  *
  * Conventions every kernel follows, beyond op.h:
@@ -56,6 +57,12 @@ host_kernel_fn host_kernel(enum op_id id);
 int            host_impl_count(enum op_id id);
 const char    *host_impl_name(enum op_id id, int impl);
 host_kernel_fn host_impl_kernel(enum op_id id, int impl);
+
+/* The first row of a moe_router or moe_router_paged call (run) whose
+ * weights hold a NaN: its logits were not finite, or gave no finite
+ * softmax. -1 when there is none. The host backend reports such a row as
+ * a fault of the step. */
+int64_t host_moe_router_nan_row(const struct op_call *call);
 
 /* Element I of a float tensor (f32, f16 or bf16) widened to f32, and
  * stored back with rounding; the tensor's dtype decides the format.

@@ -139,6 +139,54 @@
  *                                        its launch by the host's batch (struct
  *                                        op_batch); the graph-safe form by MB*BS.
  *
+ * Mixture-of-experts kinds (host-moe.c, cuda-moe.cu). E experts, each a
+ * SwiGLU block of I columns; K experts a token.
+ *
+ *  moe_router (logits) -> (ids, weights)
+ *                                        logits [T, E] (float), ids [T, K] i32,
+ *                                        weights [T, K] float. Per row, in f32:
+ *                                        unless topk_first, p = softmax(logits)
+ *                                        (as softmax) and the K largest p are
+ *                                        chosen; with topk_first the K largest
+ *                                        logits are chosen and p is the softmax
+ *                                        of those K. Chosen in descending order;
+ *                                        of equal values the lower expert index
+ *                                        first; NaN counts as larger than any
+ *                                        number. With renorm each chosen p is
+ *                                        divided by their sum (summed in order).
+ *                                        ids[t,k] = the k-th chosen expert,
+ *                                        weights[t,k] its p.
+ *  moe_router_paged (logits, slots) -> (ids, weights)
+ *                                        moe_router, but a row whose slots[t] < 0
+ *                                        (a padded row of a serving batch) routes
+ *                                        nowhere: ids -1, weights 0
+ *  moe_experts (x, ids, weights, gate_up, down) -> out
+ *                                        x, out [T, H]; gate_up [E*2I, H]: expert
+ *                                        e's rows e*2I .. e*2I+2I-1, gate then up
+ *                                        (each [I, H], as checkpoints store them);
+ *                                        down [E*H, I]: expert e's rows e*H ..
+ *                                        e*H+H-1. For row t and k < K with
+ *                                        e = ids[t,k] in [0, E):
+ *                                        a = matmul_silu_mul(x[t], gate_up_e) (the
+ *                                        product rounded to the dtype, then
+ *                                        silu_mul, rounded), y = a @ down_e^T
+ *                                        rounded to the dtype (dot products
+ *                                        summed in index order); out[t] = sum over k in order of
+ *                                        weights[t,k] * y (f32, rounded on store).
+ *                                        An id outside [0, E) adds nothing; a row
+ *                                        with none is zeros. The eager form reads
+ *                                        the per-expert token counts back to the
+ *                                        host and launches the products for
+ *                                        exactly the routed rows; the graph-safe
+ *                                        form keeps counts and offsets on the
+ *                                        device and launches for every expert,
+ *                                        each block looping over the rows the
+ *                                        counts give it. Both give the same bytes.
+ *  gated_add (x, y, g) -> out            x, y, out [rows, C], g [rows, 1]:
+ *                                        out = x + sigmoid(g[r]) * y, sigmoid(g) =
+ *                                        1 / (1 + exp(-g)), in f32 (Qwen2-MoE's
+ *                                        shared expert and its gate)
+ *
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
@@ -152,7 +200,9 @@
  *  rope_type attributes as rope's; qk_norm: heads, kv_heads [heads],
  *  head_dim, eps [1e-6];
  *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
- *  paged_attention: heads, kv_heads [heads], head_dim, scale [0].
+ *  paged_attention: heads, kv_heads [heads], head_dim, scale [0];
+ *  moe_router, moe_router_paged: top_k, renorm [false], topk_first [false];
+ *  moe_experts: experts.
  *
  * Weights stored [out, in], as checkpoints store them, are the b of a
  * product with trans_b: true; the fast small-M kernels want that layout.
@@ -191,6 +241,10 @@ enum op_id {
 	OP_ROPE_PAGED_KV_WRITE,
 	OP_PAGED_ATTENTION,
 	OP_QK_NORM,
+	OP_MOE_ROUTER,
+	OP_MOE_ROUTER_PAGED,
+	OP_MOE_EXPERTS,
+	OP_GATED_ADD,
 	OP_COUNT
 };
 
@@ -214,6 +268,12 @@ enum { PATTN_HEADS = 0, PATTN_KV_HEADS = 1, PATTN_HEAD_DIM = 2, PATTN_SCALE = 3 
 /* paged_attention's operands */
 enum { PATTN_Q = 0, PATTN_K = 1, PATTN_V = 2, PATTN_TABLE = 3, PATTN_SEQ_LENS = 4,
        PATTN_QUERY_START = 5 };
+
+enum { MOE_TOP_K = 0, MOE_RENORM = 1, MOE_TOPK_FIRST = 2 };   /* the routers */
+enum { MOE_EXPERTS = 0 };                                      /* moe_experts */
+/* The most experts, and experts a token, the kernels take. */
+#define OP_MOE_MAX_EXPERTS 256
+#define OP_MOE_MAX_TOP_K   16
 
 #define OP_MAX_IN    6
 #define OP_MAX_OUT   3

@@ -814,6 +814,108 @@ static int check_paged_attention(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &q, msg, len);
 }
 
+/* moe_router, moe_router_paged. */
+static int check_moe_router(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand lg, ids, w;
+	int64_t k = c->attr[MOE_TOP_K].i, want[2];
+
+	TRY(want_counts(c, msg, len));
+	lg = operand_in(c, 0);
+	ids = operand_out(c, 0);
+	w = operand_out(c, 1);
+	TRY(want_dtypes(&lg, c->kind->dtypes, msg, len));
+	TRY(want_rank(&lg, 2, msg, len));
+	if (lg.t->dim[1] < 1 || lg.t->dim[1] > OP_MOE_MAX_EXPERTS)
+		return check_fail(msg, len, "input logits has %lld columns (experts); the kernels "
+		                  "take 1 to %d", (long long)lg.t->dim[1], OP_MOE_MAX_EXPERTS);
+	if (k < 1 || k > OP_MOE_MAX_TOP_K || k > lg.t->dim[1])
+		return check_fail(msg, len, "attribute top_k is %lld; it must be 1 to %lld (the "
+		                  "experts, at most %d)", (long long)k,
+		                  (long long)(lg.t->dim[1] < OP_MOE_MAX_TOP_K ? lg.t->dim[1] :
+		                              OP_MOE_MAX_TOP_K), OP_MOE_MAX_TOP_K);
+	if (c->nin > 1)
+		TRY(want_slots(c, 1, &lg, msg, len));
+	want[0] = lg.t->dim[0];
+	want[1] = k;
+	TRY(want_dtypes(&ids, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	TRY(want_shape(&ids, want, 2, "rows of input logits, top_k columns", msg, len));
+	TRY(want_dtypes(&w, OP_DTYPES_FLOAT, msg, len));
+	return want_shape(&w, want, 2, "rows of input logits, top_k columns", msg, len);
+}
+
+static int check_moe_experts(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, ids, w, gu, dn, out;
+	int64_t e = c->attr[MOE_EXPERTS].i, h, inter, want[2];
+	char why[96];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	ids = operand_in(c, 1);
+	w = operand_in(c, 2);
+	gu = operand_in(c, 3);
+	dn = operand_in(c, 4);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	if (e < 1 || e > OP_MOE_MAX_EXPERTS)
+		return check_fail(msg, len, "attribute experts is %lld; the kernels take 1 to %d",
+		                  (long long)e, OP_MOE_MAX_EXPERTS);
+	h = x.t->dim[1];
+	TRY(want_dtypes(&ids, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	TRY(want_rank(&ids, 2, msg, len));
+	if (ids.t->dim[0] != x.t->dim[0] || ids.t->dim[1] < 1 ||
+	    ids.t->dim[1] > OP_MOE_MAX_TOP_K) {
+		want[0] = x.t->dim[0];
+		want[1] = ids.t->dim[1] < 1 ? 1 : ids.t->dim[1] > OP_MOE_MAX_TOP_K ?
+		          OP_MOE_MAX_TOP_K : ids.t->dim[1];
+		snprintf(why, sizeof why, "one row per row of input x, 1 to %d columns",
+		         OP_MOE_MAX_TOP_K);
+		return want_shape(&ids, want, 2, why, msg, len);
+	}
+	TRY(want_dtypes(&w, OP_DTYPES_FLOAT, msg, len));
+	TRY(want_shape_like(&w, &ids, msg, len));
+	TRY(want_same_dtype(&gu, &x, msg, len));
+	TRY(want_rank(&gu, 2, msg, len));
+	if (gu.t->dim[1] != h || gu.t->dim[0] % (2 * e) != 0 || gu.t->dim[0] == 0)
+		return check_fail(msg, len, "input gate_up has shape [%lld, %lld], expected "
+		                  "[experts*2I, %lld]: %lld blocks of gate and up rows, each I "
+		                  "rows of input x's %lld columns", (long long)gu.t->dim[0],
+		                  (long long)gu.t->dim[1], (long long)h, (long long)e, (long long)h);
+	inter = gu.t->dim[0] / (2 * e);
+	TRY(want_same_dtype(&dn, &x, msg, len));
+	want[0] = e * h;
+	want[1] = inter;
+	snprintf(why, sizeof why, "experts*H rows, the I = %lld columns of gate_up's blocks",
+	         (long long)inter);
+	TRY(want_shape(&dn, want, 2, why, msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
+static int check_gated_add(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, y, g, out;
+	int64_t want[2];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	y = operand_in(c, 1);
+	g = operand_in(c, 2);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	TRY(want_same_dtype(&y, &x, msg, len));
+	TRY(want_shape_like(&y, &x, msg, len));
+	TRY(want_same_dtype(&g, &x, msg, len));
+	want[0] = x.t->dim[0];
+	want[1] = 1;
+	TRY(want_shape(&g, want, 2, "one gate per row of input x", msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The table.                                                              */
 
@@ -833,6 +935,11 @@ static const char *const in_qkvpos[] = { "qkv", "pos", NULL };
 static const char *const out_sum_out[] = { "sum", "out", NULL };
 static const char *const out_q_caches[] = { "q", "k_cache", "v_cache", NULL };
 static const char *const in_xslots[] = { "x", "slots", NULL };
+static const char *const in_logits[] = { "logits", NULL };
+static const char *const in_logits_slots[] = { "logits", "slots", NULL };
+static const char *const in_moe[] = { "x", "ids", "weights", "gate_up", "down", NULL };
+static const char *const in_xyg[] = { "x", "y", "g", NULL };
+static const char *const out_ids_weights[] = { "ids", "weights", NULL };
 static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", NULL };
 static const char *const in_qk_norm[] = { "x", "q_w", "k_w", NULL };
 static const char *const in_paged_attn[] = { "q", "k_cache", "v_cache", "block_table",
@@ -926,6 +1033,17 @@ static const struct op_attr_spec qk_norm_attrs[] = {
 	[QKN_EPS] = { "eps", OP_ATTR_FLOAT, 0, 1e-6, "added to each head's mean of squares" },
 	{ NULL, 0, 0, 0, NULL }
 };
+static const struct op_attr_spec moe_router_attrs[] = {
+	[MOE_TOP_K] = { "top_k", OP_ATTR_INT, 1, 0.0, "experts chosen a row" },
+	[MOE_RENORM] = { "renorm", OP_ATTR_BOOL, 0, 0.0, "divide the chosen weights by their sum" },
+	[MOE_TOPK_FIRST] = { "topk_first", OP_ATTR_BOOL, 0, 0.0,
+		"choose by logit, then softmax over the chosen (default: softmax, then choose)" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec moe_experts_attrs[] = {
+	[MOE_EXPERTS] = { "experts", OP_ATTR_INT, 1, 0.0, "experts in gate_up and down" },
+	{ NULL, 0, 0, 0, NULL }
+};
 static const struct op_attr_spec slice_attrs[] = {
 	[SLICE_START] = { "start", OP_ATTR_INT, 1, 0.0, "the first column of x taken" },
 	{ NULL, 0, 0, 0, NULL }
@@ -997,6 +1115,20 @@ static const struct op_kind kinds[OP_COUNT] = {
 		"rmsnorm of each q head (q_w) and k head (k_w) of q|k|v rows; the rest copied",
 		in_qk_norm, out_out, qk_norm_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE,
 		check_qk_norm },
+	[OP_MOE_ROUTER] = { OP_MOE_ROUTER, "moe_router",
+		"top_k experts of each row of router logits [T, E], and their weights",
+		in_logits, out_ids_weights, moe_router_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_moe_router },
+	[OP_MOE_ROUTER_PAGED] = { OP_MOE_ROUTER_PAGED, "moe_router_paged",
+		"moe_router; a row whose slot is -1 (padding) routes to no expert",
+		in_logits_slots, out_ids_weights, moe_router_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_moe_router },
+	[OP_MOE_EXPERTS] = { OP_MOE_EXPERTS, "moe_experts",
+		"SwiGLU experts over the rows routed to them, weighted sum back into each row",
+		in_moe, out_out, moe_experts_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
+		"launch follows per-expert token counts", 0, check_moe_experts },
+	[OP_GATED_ADD] = { OP_GATED_ADD, "gated_add", "x + sigmoid(g) * y, one gate g a row",
+		in_xyg, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_gated_add },
 };
 
 const struct op_kind *op_kind_find(const char *name)

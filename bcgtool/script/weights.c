@@ -128,23 +128,33 @@ static int weights_member(struct sp *p, const struct weight_decl *w, struct st_c
 			return sp_error(p, names[k], "%s: tensor '%s' is %s; weights load from F32, "
 			                "F16 or BF16", f->path, expanded, st->dtype_name);
 		weights_shape_text(st->shape, st->rank, a, sizeof a);
-		if ((uint32_t)st->rank != pt->rank) {
+		/* A checkpoint tensor of higher rank fills the tensor with its
+		 * leading axes flattened into rows: fused experts [E, 2I, H] into
+		 * [E*2I, H]. */
+		int64_t got[ST_MAX_RANK];
+		int lead = st->rank - (int)pt->rank;
+		if (lead < 0 || pt->rank < 1) {
 			weights_shape_text(want, (int)pt->rank, b, sizeof b);
 			return sp_error(p, names[k], "%s: tensor '%s' has shape %s; tensor '%s' is %s",
 			                f->path, expanded, a, pt->name, b);
 		}
+		got[0] = 1;
+		for (int i = 0; i <= lead; i++)
+			got[0] *= st->shape[i];
 		for (uint32_t i = 1; i < pt->rank; i++)
-			if (st->shape[i] != want[i]) {
+			got[i] = st->shape[lead + (int)i];
+		for (uint32_t i = 1; i < pt->rank; i++)
+			if (got[i] != want[i]) {
 				weights_shape_text(want, (int)pt->rank, b, sizeof b);
 				return sp_error(p, names[k], "%s: tensor '%s' has shape %s; tensor '%s' is %s",
 				                f->path, expanded, a, pt->name, b);
 			}
-		if (nnames == 1 && st->shape[0] != want[0]) {
+		if (nnames == 1 && got[0] != want[0]) {
 			weights_shape_text(want, (int)pt->rank, b, sizeof b);
 			return sp_error(p, names[k], "%s: tensor '%s' has shape %s; tensor '%s' is %s",
 			                f->path, expanded, a, pt->name, b);
 		}
-		if (rows + st->shape[0] > want[0]) {
+		if (rows + got[0] > want[0]) {
 			weights_shape_text(want, (int)pt->rank, b, sizeof b);
 			return sp_error(p, names[k], "%s: tensor '%s' %s overflows tensor '%s' %s: the "
 			                "blocks before it take %lld of its %lld rows", f->path, expanded,
@@ -158,7 +168,7 @@ static int weights_member(struct sp *p, const struct weight_decl *w, struct st_c
 		};
 		if (plan_add_weight_source(p->plan, &ws, NULL, &diag) != 0)
 			return sp_error(p, names[k], "%s", diag.message);
-		rows += st->shape[0];
+		rows += got[0];
 	}
 	if (rows != want[0]) {
 		weights_shape_text(want, (int)pt->rank, b, sizeof b);
@@ -171,9 +181,9 @@ static int weights_member(struct sp *p, const struct weight_decl *w, struct st_c
 
 int weights_add(struct sp *p, const struct weight_decl *w)
 {
-	yaml_node_t *names[64];
+	yaml_node_t *names[1024];
 	uint32_t nnames = 0;
-	struct st_checkpoint *ck;
+	struct st_checkpoint *ck = NULL;
 	const char *file = walk_scalar(p, w->file_node, "a file name");
 
 	if (file == NULL)

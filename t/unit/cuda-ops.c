@@ -2458,6 +2458,204 @@ static uint64_t pick_seed(void)
 	return ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
 }
 
+/* --- mixture of experts ----------------------------------------------------- */
+
+/* moe_router against host-moe.c: the ids bit for bit, the weights within
+ * the bound; ties are not planted (expf may differ by an ulp). */
+static void test_moe_router(struct env *e)
+{
+	static const int64_t shapes[][3] = { { 37, 128, 8 }, { 5, 8, 2 }, { 1, 60, 16 } };
+	struct tbuf lg, ids, w, slots;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++)
+		for (int s = 0; s < 3; s++)
+			for (int mode = 0; mode < 4; mode++) {
+				int dt = float_dtypes[d], paged = s == 1 && mode == 1;
+				int64_t t = shapes[s][0], ne = shapes[s][1], k = shapes[s][2];
+				tbuf_init(&lg, dt, 2, (const int64_t[]){ t, ne }, 0);
+				tbuf_init(&ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ t, k }, 0);
+				tbuf_init(&w, PLAN_DTYPE_F32, 2, (const int64_t[]){ t, k }, 0);
+				tbuf_init(&slots, PLAN_DTYPE_I32, 1, &t, 0);
+				tbuf_random(e, &lg, 3.0f);
+				for (int64_t i = 0; i < t; i++)
+					((int32_t *)slots.host)[i] = i % 2 ? -1 : (int32_t)i;
+				tcase_init(&c, paged ? OP_MOE_ROUTER_PAGED : OP_MOE_ROUTER, paged ? 2 : 1, 2);
+				c.in[0] = &lg;
+				c.in[1] = &slots;
+				c.out[0] = &ids;
+				c.out[1] = &w;
+				c.attr[MOE_TOP_K].i = k;
+				c.attr[MOE_RENORM].i = mode & 1;
+				c.attr[MOE_TOPK_FIRST].i = mode >> 1;
+				c.tol = 1e-5;
+				c.exact_outs = 1u;
+				c.capture = s == 0 && mode == 1;
+				snprintf(c.what, sizeof c.what, "moe_router%s %s [%lld,%lld] top %lld renorm %d "
+				         "topk_first %d", paged ? "_paged" : "", dtype_name(dt), (long long)t,
+				         (long long)ne, (long long)k, mode & 1, mode >> 1);
+				tcase_run(e, &c);
+				tbuf_free(&lg);
+				tbuf_free(&ids);
+				tbuf_free(&w);
+				tbuf_free(&slots);
+			}
+}
+
+/* moe_experts in both forms against host-moe.c, and the two forms against
+ * each other bit for bit; the graph-safe form also captured. Ids come from
+ * a random choice of distinct experts a row, some rows routed nowhere
+ * (ids -1, as moe_router_paged gives padded rows). */
+static void test_moe_experts(struct env *e)
+{
+	static const int64_t shapes[][5] = {       /* T, H, E, I, K */
+		{ 1, 256, 128, 96, 8 }, { 7, 64, 16, 48, 4 }, { 64, 128, 32, 64, 8 },
+		{ 3, 40, 3, 24, 2 },
+	};
+	struct tbuf x, ids, w, gu, dn, out;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++)
+		for (int s = 0; s < 4; s++) {
+			int dt = float_dtypes[d];
+			int64_t t = shapes[s][0], h = shapes[s][1], ne = shapes[s][2];
+			int64_t inter = shapes[s][3], k = shapes[s][4];
+			void *got[2];
+			tbuf_init(&x, dt, 2, (const int64_t[]){ t, h }, 0);
+			tbuf_init(&ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ t, k }, 0);
+			tbuf_init(&w, PLAN_DTYPE_F32, 2, (const int64_t[]){ t, k }, 0);
+			tbuf_init(&gu, dt, 2, (const int64_t[]){ ne * 2 * inter, h }, 0);
+			tbuf_init(&dn, dt, 2, (const int64_t[]){ ne * h, inter }, 0);
+			tbuf_init(&out, dt, 2, (const int64_t[]){ t, h }, 0);
+			tbuf_random(e, &x, 1.0f);
+			tbuf_random(e, &w, 1.0f);
+			tbuf_random(e, &gu, 0.2f);
+			tbuf_random(e, &dn, 0.2f);
+			for (int64_t r = 0; r < t; r++)
+				for (int64_t q = 0; q < k; q++) {
+					int32_t id;
+					int dup;
+					do {
+						id = env_int(e, 0, (int32_t)ne);
+						dup = 0;
+						for (int64_t p = 0; p < q; p++)
+							dup |= ((int32_t *)ids.host)[r * k + p] == id;
+					} while (dup);
+					((int32_t *)ids.host)[r * k + q] = t > 2 && r == 2 ? -1 : id;
+				}
+			for (int form = 0; form < 2; form++) {
+				got[form] = malloc(out.bytes + 16);
+				if (!got[form])
+					bail("out of memory");
+				tcase_init(&c, OP_MOE_EXPERTS, 5, 1);
+				c.in[0] = &x;
+				c.in[1] = &ids;
+				c.in[2] = &w;
+				c.in[3] = &gu;
+				c.in[4] = &dn;
+				c.out[0] = &out;
+				c.attr[MOE_EXPERTS].i = ne;
+				c.graph_safe = form;
+				c.capture = form == 1;
+				c.tol = tol_for(dt, 1e-5);
+				c.scratch = op_scratch(&c);
+				c.got[0] = got[form];
+				snprintf(c.what, sizeof c.what, "moe_experts %s T=%lld H=%lld E=%lld I=%lld "
+				         "K=%lld, %s form", dtype_name(dt), (long long)t, (long long)h,
+				         (long long)ne, (long long)inter, (long long)k,
+				         form ? "graph-safe" : "eager");
+				tcase_run(e, &c);
+			}
+			ok(memcmp(got[0], got[1], out.bytes) == 0, "moe_experts %s T=%lld: the eager "
+			   "and the graph-safe form give the same bytes", dtype_name(dt), (long long)t);
+			free(got[0]);
+			free(got[1]);
+			tbuf_free(&x);
+			tbuf_free(&ids);
+			tbuf_free(&w);
+			tbuf_free(&gu);
+			tbuf_free(&dn);
+			tbuf_free(&out);
+		}
+}
+
+/* The eager form reads counts on the host: inside a capture it refuses. */
+static void test_moe_eager_capture(struct env *e)
+{
+	struct tbuf x, ids, w, gu, dn, out;
+	struct tcase c;
+	struct op_call call;
+	struct cuda_op_ctx ctx = e->ctx;
+	char msg[256] = "";
+	cudaGraph_t graph = NULL;
+	int rc;
+
+	tbuf_init(&x, PLAN_DTYPE_F32, 2, (const int64_t[]){ 2, 32 }, 0);
+	tbuf_init(&ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ 2, 1 }, 0);
+	tbuf_init(&w, PLAN_DTYPE_F32, 2, (const int64_t[]){ 2, 1 }, 0);
+	tbuf_init(&gu, PLAN_DTYPE_F32, 2, (const int64_t[]){ 2 * 2 * 8, 32 }, 0);
+	tbuf_init(&dn, PLAN_DTYPE_F32, 2, (const int64_t[]){ 2 * 32, 8 }, 0);
+	tbuf_init(&out, PLAN_DTYPE_F32, 2, (const int64_t[]){ 2, 32 }, 0);
+	tcase_init(&c, OP_MOE_EXPERTS, 5, 1);
+	c.in[0] = &x;
+	c.in[1] = &ids;
+	c.in[2] = &w;
+	c.in[3] = &gu;
+	c.in[4] = &dn;
+	c.out[0] = &out;
+	c.attr[MOE_EXPERTS].i = 2;
+	c.scratch = op_scratch(&c);
+	ctx.scratch = scratch_alloc(c.scratch);
+	ctx.scratch_bytes = c.scratch;
+	tcase_call(&c, &call, 1);
+	CK(cudaDeviceSynchronize());
+	CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+	rc = cuda_kernel(OP_MOE_EXPERTS)(&call, &ctx, msg, sizeof msg);
+	cudaStreamEndCapture(e->stream, &graph);
+	cudaGetLastError();
+	if (graph)
+		CK(cudaGraphDestroy(graph));
+	ok(rc != 0 && strstr(msg, "cannot be captured") != NULL,
+	   "moe_experts: the eager form refuses a capture (%s)", msg);
+	CK(cudaFree(ctx.scratch));
+	tbuf_free(&x);
+	tbuf_free(&ids);
+	tbuf_free(&w);
+	tbuf_free(&gu);
+	tbuf_free(&dn);
+	tbuf_free(&out);
+}
+
+static void test_gated_add(struct env *e)
+{
+	struct tbuf x, y, g, out;
+	struct tcase c;
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		tbuf_init(&x, dt, 2, (const int64_t[]){ 5, 300 }, 0);
+		tbuf_init(&y, dt, 2, (const int64_t[]){ 5, 300 }, 0);
+		tbuf_init(&g, dt, 2, (const int64_t[]){ 5, 1 }, 0);
+		tbuf_init(&out, dt, 2, (const int64_t[]){ 5, 300 }, 0);
+		tbuf_random(e, &x, 2.0f);
+		tbuf_random(e, &y, 2.0f);
+		tbuf_random(e, &g, 4.0f);
+		tcase_init(&c, OP_GATED_ADD, 3, 1);
+		c.in[0] = &x;
+		c.in[1] = &y;
+		c.in[2] = &g;
+		c.out[0] = &out;
+		c.tol = tol_for(dt, 1e-6);
+		c.capture = d == 0;
+		snprintf(c.what, sizeof c.what, "gated_add %s [5,300]", dtype_name(dt));
+		tcase_run(e, &c);
+		tbuf_free(&x);
+		tbuf_free(&y);
+		tbuf_free(&g);
+		tbuf_free(&out);
+	}
+}
+
 int main(void)
 {
 	struct env e;
@@ -2513,6 +2711,10 @@ int main(void)
 	test_attention(&e);
 	test_attention_graph(&e);
 	test_paged_attention(&e);
+	test_moe_router(&e);
+	test_moe_experts(&e);
+	test_moe_eager_capture(&e);
+	test_gated_add(&e);
 	test_pdl(&e);
 	test_init(&e);
 	test_errors(&e);

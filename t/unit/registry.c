@@ -70,11 +70,12 @@ static void test_table(void)
 		"silu_mul", "gelu", "softmax", "rope", "embedding", "kv_write", "attention", "argmax",
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
+		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6, 3 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -95,6 +96,10 @@ static void test_table(void)
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "paged_attention has a graph-safe form");
 			is_str(k->capture_why, "its launch shape follows the host's batch (the longest "
 			       "sequence)", "paged_attention says why it breaks graphs");
+		} else if (i == OP_MOE_EXPERTS) {
+			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "moe_experts has a graph-safe form");
+			is_str(k->capture_why, "launch follows per-expert token counts",
+			       "moe_experts says why it breaks graphs");
 		} else {
 			ok(k->capture == OP_CAPTURE_ALWAYS && k->capture_why == NULL,
 			   "%s is always capturable", names[i]);
@@ -104,7 +109,8 @@ static void test_table(void)
 	}
 	is_int(inplace, (1 << OP_COPY) | (1 << OP_ADD) | (1 << OP_MUL) | (1 << OP_SCALE) |
 	       (1 << OP_RMSNORM) | (1 << OP_LAYERNORM) | (1 << OP_GELU) | (1 << OP_SOFTMAX) |
-	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD) | (1 << OP_QK_NORM),
+	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD) | (1 << OP_QK_NORM) |
+	       (1 << OP_GATED_ADD),
 	       "exactly the in-place kinds of op.h work in place");
 	is_str(op_kind_get(OP_ADD_RMSNORM)->outputs[0], "sum",
 	       "add_rmsnorm's first output, the one that may be x, is sum");

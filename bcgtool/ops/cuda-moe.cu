@@ -1,0 +1,606 @@
+/*
+ * cuda-moe.cu - the mixture-of-experts kinds on the GPU: moe_router,
+ * moe_router_paged, moe_experts and gated_add (op.h; host-moe.c is the
+ * reference).
+ *
+ * moe_experts runs in four kernels over the scratch:
+ *   route     one block per expert: how many (row, k) pairs chose it, how
+ *             many chose a lower expert (its offset), and its pairs in
+ *             pair order into order[], with each pair's place in inv[];
+ *   gate_up   per expert group and tile of I columns, one warp a column:
+ *             act[place] = silu(round(g)) * round(u), rounded;
+ *   down      per expert group and tile of H rows, one warp a row:
+ *             y[place] = round(act[place] . down_e[row]);
+ *   combine   per row: out[t] = sum over k in order of weights * y.
+ * Only the chosen experts' weights are read: a block of an expert with no
+ * pairs exits before it loads any.
+ *
+ * The two forms differ in how the product kernels find their groups. The
+ * eager form copies the counts back to the host (a wait) and launches the
+ * products for the experts that have pairs, their offsets and counts
+ * passed by value. The graph-safe form launches a block row for every
+ * expert and reads counts and offsets from the scratch, so the launch
+ * never changes and can be captured. A pair's arithmetic is the same in
+ * both, so are the bytes.
+ */
+#include "config.h"
+
+#include <math.h>
+
+#include "cuda-internal.h"
+
+#define MOE_THREADS 256
+#define MOE_WARPS   (MOE_THREADS / 32)
+#define MOE_TOKENS  8               /* pairs a warp carries at once */
+
+/* --- router -------------------------------------------------------------- */
+
+/* Whether (A, IA) goes before (B, IB): larger first, NaN above every
+ * number, equal values by lower index (host-moe.c's moe_before). */
+__device__ __forceinline__ bool moe_before(float a, int ia, float b, int ib)
+{
+	bool na = isnan(a), nb = isnan(b);
+
+	if (na || nb)
+		return na && nb ? ia < ib : na;
+	if (a != b)
+		return a > b;
+	return ia < ib;
+}
+
+/* One warp a row; lane l holds experts l, l+32, ... (E <= 256). */
+__global__ void bcg_moe_router_kernel(const void *lg, int dtl, const int32_t *slots,
+                                      int32_t *ids, void *w, int dtw, int64_t rows, int e,
+                                      int k, int renorm, int topk_first)
+{
+	int lane = threadIdx.x & 31;
+	int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	float v[OP_MOE_MAX_EXPERTS / 32];
+	float p_k = 0.0f;
+	int id_k = -1;
+	unsigned taken = 0;             /* bit s: expert lane + 32 s already chosen */
+
+	if (r >= rows)
+		return;
+	if (slots != NULL && slots[r] < 0) {
+		if (lane < k) {
+			ids[r * k + lane] = -1;
+			cuda_st(w, dtw, r * k + lane, 0.0f);
+		}
+		return;
+	}
+#pragma unroll
+	for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++) {
+		int j = lane + 32 * s;
+		v[s] = j < e ? cuda_ld(lg, dtl, r * e + j) : -INFINITY;
+	}
+	if (!topk_first) {
+		float max = -INFINITY, sum = 0.0f;
+#pragma unroll
+		for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++)
+			if (lane + 32 * s < e && v[s] > max)
+				max = v[s];
+		max = cuda_warp_max(max);
+#pragma unroll
+		for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++)
+			if (lane + 32 * s < e)
+				sum += expf(v[s] - max);
+		sum = cuda_warp_sum(sum);
+#pragma unroll
+		for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++)
+			if (lane + 32 * s < e)
+				v[s] = expf(v[s] - max) / sum;
+	}
+	/* K rounds of a warp-wide argmax; the winner leaves the race */
+	for (int i = 0; i < k; i++) {
+		float best = 0.0f;
+		int bi = -1;
+#pragma unroll
+		for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++) {
+			int j = lane + 32 * s;
+			if (j < e && !(taken >> s & 1u) && (bi < 0 || moe_before(v[s], j, best, bi))) {
+				best = v[s];
+				bi = j;
+			}
+		}
+		for (int off = 16; off > 0; off >>= 1) {
+			float ob = __shfl_xor_sync(0xffffffffu, best, off);
+			int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+			if (oi >= 0 && (bi < 0 || moe_before(ob, oi, best, bi))) {
+				best = ob;
+				bi = oi;
+			}
+		}
+		if (lane == i) {
+			p_k = best;
+			id_k = bi;
+		}
+		if (bi >= 0 && (bi & 31) == lane)
+			taken |= 1u << (bi >> 5);
+	}
+	if (topk_first) {
+		/* softmax over the K chosen logits; the first is the largest */
+		float max = __shfl_sync(0xffffffffu, p_k, 0);
+		float ex = lane < k ? expf(p_k - max) : 0.0f;
+		float sum = 0.0f;
+		for (int i = 0; i < k; i++)
+			sum += __shfl_sync(0xffffffffu, ex, i);
+		p_k = ex / sum;
+	}
+	if (renorm) {
+		float s = 0.0f;
+		for (int i = 0; i < k; i++)
+			s += __shfl_sync(0xffffffffu, p_k, i);
+		p_k = p_k / s;
+	}
+	if (lane < k) {
+		ids[r * k + lane] = id_k;
+		cuda_st(w, dtw, r * k + lane, p_k);
+	}
+}
+
+extern "C" int cuda_run_moe_router(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                   char *msg, size_t len)
+{
+	const struct op_tensor *lg = &call->in[0], *ids = &call->out[0], *w = &call->out[1];
+	int64_t rows = cuda_rows(lg), e = cuda_cols(lg), k = call->attr[MOE_TOP_K].i;
+	const int32_t *slots = call->nin > 1 ? static_cast<const int32_t *>(call->in[1].data) : NULL;
+	unsigned rows_a_block = MOE_THREADS / 32;
+
+	if (e < 1 || e > OP_MOE_MAX_EXPERTS || k < 1 || k > OP_MOE_MAX_TOP_K || k > e)
+		return cuda_fail(msg, len, "moe_router: %lld experts, top_k %lld: the kernel takes "
+		                 "1 to %d experts and top_k 1 to %d", (long long)e, (long long)k,
+		                 OP_MOE_MAX_EXPERTS, OP_MOE_MAX_TOP_K);
+	if (rows < 1)
+		return 0;
+	bcg_moe_router_kernel<<<(unsigned)((rows + rows_a_block - 1) / rows_a_block),
+	                        MOE_THREADS, 0, ctx->stream>>>(
+		lg->data, lg->dtype, slots, static_cast<int32_t *>(ids->data), w->data, w->dtype,
+		rows, (int)e, (int)k, call->attr[MOE_RENORM].i != 0,
+		call->attr[MOE_TOPK_FIRST].i != 0);
+	return cuda_check_launch("bcg_moe_router_kernel", msg, len);
+}
+
+/* --- experts ------------------------------------------------------------- */
+
+/* The scratch of one launch, carved from the data scratch. */
+struct moe_scratch {
+	int   *count;                   /* [E] pairs of each expert */
+	int   *offset;                  /* [E] pairs of the experts before */
+	int   *order;                   /* [pairs] pair ids, by expert, in order */
+	int   *inv;                     /* [pairs] each pair's place in order */
+	float *act;                     /* [pairs, I] by place */
+	float *y;                       /* [pairs, H] by place */
+};
+
+static size_t moe_align(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
+
+static size_t moe_scratch_data(int64_t pairs, int64_t e, int64_t inter, int64_t h)
+{
+	return moe_align((size_t)e * sizeof(int)) * 2 + moe_align((size_t)pairs * sizeof(int)) * 2 +
+	       moe_align((size_t)(pairs * inter) * sizeof(float)) +
+	       moe_align((size_t)(pairs * h) * sizeof(float));
+}
+
+static struct moe_scratch moe_scratch_carve(void *base, int64_t pairs, int64_t e,
+                                            int64_t inter)
+{
+	char *p = static_cast<char *>(base);
+	struct moe_scratch s;
+
+	s.count = reinterpret_cast<int *>(p);
+	p += moe_align((size_t)e * sizeof(int));
+	s.offset = reinterpret_cast<int *>(p);
+	p += moe_align((size_t)e * sizeof(int));
+	s.order = reinterpret_cast<int *>(p);
+	p += moe_align((size_t)pairs * sizeof(int));
+	s.inv = reinterpret_cast<int *>(p);
+	p += moe_align((size_t)pairs * sizeof(int));
+	s.act = reinterpret_cast<float *>(p);
+	p += moe_align((size_t)(pairs * inter) * sizeof(float));
+	s.y = reinterpret_cast<float *>(p);
+	return s;
+}
+
+extern "C" size_t cuda_moe_experts_scratch_bytes(const struct op_call *call)
+{
+	int64_t pairs = cuda_rows(&call->in[1]) * cuda_cols(&call->in[1]);
+	int64_t e = call->attr[MOE_EXPERTS].i, h = cuda_cols(&call->in[0]);
+	int64_t inter = e > 0 ? cuda_rows(&call->in[3]) / (2 * e) : 0;
+
+	if (e < 1)
+		return 0;
+	return cuda_scratch_with_counters(moe_scratch_data(pairs, e, inter, h));
+}
+
+/* Block e: count, offset, then its pairs in pair order. */
+__global__ void bcg_moe_route_kernel(const int32_t *ids, int64_t pairs, int e,
+                                     struct moe_scratch s)
+{
+	__shared__ int warp_n[MOE_WARPS];
+	__shared__ int total;
+	int ex = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+	int lt = 0, eq = 0;
+
+	for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
+		int id = ids[p];
+		lt += id >= 0 && id < ex;
+		eq += id == ex;
+	}
+	for (int o = 16; o > 0; o >>= 1) {
+		lt += __shfl_xor_sync(0xffffffffu, lt, o);
+		eq += __shfl_xor_sync(0xffffffffu, eq, o);
+	}
+	__shared__ int sl[MOE_WARPS], se[MOE_WARPS];
+	if (lane == 0) {
+		sl[warp] = lt;
+		se[warp] = eq;
+	}
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		int a = 0, b = 0;
+		for (int i = 0; i < MOE_WARPS; i++) {
+			a += sl[i];
+			b += se[i];
+		}
+		s.offset[ex] = a;
+		s.count[ex] = b;
+		total = a;
+	}
+	__syncthreads();
+	/* the pairs of expert ex, in pair order: a chunk of blockDim pairs at a
+	 * time, places by a ballot within each warp and a scan over warps */
+	int base = total;
+	for (int64_t p0 = 0; p0 < pairs; p0 += blockDim.x) {
+		int64_t p = p0 + threadIdx.x;
+		bool mine = p < pairs && ids[p] == ex;
+		unsigned ball = __ballot_sync(0xffffffffu, mine);
+		if (lane == 0)
+			warp_n[warp] = __popc(ball);
+		__syncthreads();
+		int before = base;
+		for (int i = 0; i < warp; i++)
+			before += warp_n[i];
+		if (mine) {
+			int place = before + __popc(ball & ((1u << lane) - 1u));
+			s.order[place] = (int)p;
+			s.inv[p] = place;
+		}
+		int chunk = 0;
+		for (int i = 0; i < MOE_WARPS; i++)
+			chunk += warp_n[i];
+		base += chunk;
+		__syncthreads();
+	}
+}
+
+/* The groups of the eager form, passed by value (under 4 KB). */
+struct moe_groups {
+	int   n;
+	short expert[OP_MOE_MAX_EXPERTS];
+	int   offset[OP_MOE_MAX_EXPERTS];
+	int   count[OP_MOE_MAX_EXPERTS];
+};
+
+/* Group blockIdx.x's expert, offset and count: from G when it is given (the
+ * eager form), else expert blockIdx.x's from the scratch. */
+__device__ __forceinline__ void moe_group(const struct moe_groups *g, struct moe_scratch s,
+                                          int *ex, int *off, int *cnt)
+{
+	if (g != NULL) {
+		*ex = g->expert[blockIdx.x];
+		*off = g->offset[blockIdx.x];
+		*cnt = g->count[blockIdx.x];
+	} else {
+		*ex = blockIdx.x;
+		*off = s.offset[blockIdx.x];
+		*cnt = s.count[blockIdx.x];
+	}
+}
+
+/* Element types and their 16-byte vectors: VEC elements a load. */
+template <typename T> struct moe_elem;
+template <> struct moe_elem<float> {
+	static constexpr int VEC = 4;
+	__device__ static float get(const float *p, int64_t i) { return p[i]; }
+};
+template <> struct moe_elem<__half> {
+	static constexpr int VEC = 8;
+	__device__ static float get(const __half *p, int64_t i) { return __half2float(p[i]); }
+};
+template <> struct moe_elem<__nv_bfloat16> {
+	static constexpr int VEC = 8;
+	__device__ static float get(const __nv_bfloat16 *p, int64_t i)
+	{
+		return __bfloat162float(p[i]);
+	}
+};
+
+/* VEC elements from P + I (16-byte aligned), widened to f32. */
+template <typename T>
+__device__ __forceinline__ void moe_load(const T *p, int64_t i, float *v)
+{
+	constexpr int VEC = moe_elem<T>::VEC;
+	uint4 raw = __ldg(reinterpret_cast<const uint4 *>(p + i));
+	const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+	for (int q = 0; q < VEC; q++)
+		v[q] = moe_elem<T>::get(e, q);
+}
+
+/* act[place, j] for the expert's pairs; warp w of block (g, tile) takes
+ * column j = tile * MOE_WARPS + w. VECTOR: rows of H elements load 16
+ * bytes a lane (H a multiple of the vector), else one element. */
+template <typename T, bool EAGER, bool VECTOR>
+__global__ void bcg_moe_gate_up_kernel(const T *x, const T *gu, int dt, int64_t h,
+                                       int64_t inter, int64_t k, struct moe_scratch s,
+                                       struct moe_groups g)
+{
+	constexpr int VEC = VECTOR ? moe_elem<T>::VEC : 1;
+	int ex, off, cnt, lane = threadIdx.x & 31;
+	int64_t j = (int64_t)blockIdx.y * MOE_WARPS + threadIdx.x / 32;
+
+	moe_group(EAGER ? &g : NULL, s, &ex, &off, &cnt);
+	if (cnt == 0 || j >= inter)
+		return;
+	int64_t grow = ((int64_t)ex * 2 * inter + j) * h, urow = grow + inter * h;
+	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
+		int n = cnt - c0 < MOE_TOKENS ? cnt - c0 : MOE_TOKENS;
+		int64_t xrow[MOE_TOKENS];
+		float ag[MOE_TOKENS], au[MOE_TOKENS];
+#pragma unroll
+		for (int i = 0; i < MOE_TOKENS; i++) {
+			xrow[i] = i < n ? (int64_t)(s.order[off + c0 + i] / k) * h : 0;
+			ag[i] = au[i] = 0.0f;
+		}
+		for (int64_t c = (int64_t)lane * VEC; c < h; c += 32 * VEC) {
+			float wg[VEC], wu[VEC], xv[VEC];
+			if (VECTOR) {
+				moe_load(gu, grow + c, wg);
+				moe_load(gu, urow + c, wu);
+			} else {
+				wg[0] = moe_elem<T>::get(gu, grow + c);
+				wu[0] = moe_elem<T>::get(gu, urow + c);
+			}
+#pragma unroll
+			for (int i = 0; i < MOE_TOKENS; i++)
+				if (i < n) {
+					if (VECTOR)
+						moe_load(x, xrow[i] + c, xv);
+					else
+						xv[0] = moe_elem<T>::get(x, xrow[i] + c);
+#pragma unroll
+					for (int q = 0; q < VEC; q++) {
+						ag[i] += xv[q] * wg[q];
+						au[i] += xv[q] * wu[q];
+					}
+				}
+		}
+#pragma unroll
+		for (int i = 0; i < MOE_TOKENS; i++) {
+			float gs = cuda_warp_sum(ag[i]), us = cuda_warp_sum(au[i]);
+			if (lane == 0 && i < n) {
+				float gg = cuda_round_to(dt, gs), uu = cuda_round_to(dt, us);
+				float silu = gg / (1.0f + expf(-gg));
+				s.act[(int64_t)(off + c0 + i) * inter + j] = cuda_round_to(dt, silu * uu);
+			}
+		}
+	}
+}
+
+/* y[place, i] for the expert's pairs; warp w of block (g, tile) takes
+ * output row i = tile * MOE_WARPS + w. VECTOR: rows of I elements load
+ * 16 bytes of weights a lane (I a multiple of the vector). */
+template <typename T, bool EAGER, bool VECTOR>
+__global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inter,
+                                    struct moe_scratch s, struct moe_groups g)
+{
+	constexpr int VEC = VECTOR ? moe_elem<T>::VEC : 1;
+	int ex, off, cnt, lane = threadIdx.x & 31;
+	int64_t i = (int64_t)blockIdx.y * MOE_WARPS + threadIdx.x / 32;
+
+	moe_group(EAGER ? &g : NULL, s, &ex, &off, &cnt);
+	if (cnt == 0 || i >= h)
+		return;
+	int64_t row = ((int64_t)ex * h + i) * inter;
+	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
+		int n = cnt - c0 < MOE_TOKENS ? cnt - c0 : MOE_TOKENS;
+		float acc[MOE_TOKENS];
+#pragma unroll
+		for (int t = 0; t < MOE_TOKENS; t++)
+			acc[t] = 0.0f;
+		for (int64_t c = (int64_t)lane * VEC; c < inter; c += 32 * VEC) {
+			float wd[VEC];
+			if (VECTOR)
+				moe_load(dn, row + c, wd);
+			else
+				wd[0] = moe_elem<T>::get(dn, row + c);
+#pragma unroll
+			for (int t = 0; t < MOE_TOKENS; t++)
+				if (t < n) {
+					const float *a = s.act + (int64_t)(off + c0 + t) * inter + c;
+#pragma unroll
+					for (int q = 0; q < VEC; q++)
+						acc[t] += a[q] * wd[q];
+				}
+		}
+#pragma unroll
+		for (int t = 0; t < MOE_TOKENS; t++) {
+			float v = cuda_warp_sum(acc[t]);
+			if (lane == 0 && t < n)
+				s.y[(int64_t)(off + c0 + t) * h + i] = cuda_round_to(dt, v);
+		}
+	}
+}
+
+/* Launch the two products for GROUPS blocks (the groups of G in the eager
+ * form, every expert in the graph-safe one), in element type T. */
+template <typename T, bool EAGER>
+static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                        unsigned groups, const struct moe_scratch &s,
+                        const struct moe_groups &g, char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *gu = &call->in[3], *dn = &call->in[4];
+	int64_t h = cuda_cols(x), k = cuda_cols(&call->in[1]);
+	int64_t e = call->attr[MOE_EXPERTS].i, inter = cuda_rows(gu) / (2 * e);
+	constexpr int VEC = moe_elem<T>::VEC;
+	dim3 ggrid(groups, (unsigned)((inter + MOE_WARPS - 1) / MOE_WARPS));
+	dim3 dgrid(groups, (unsigned)((h + MOE_WARPS - 1) / MOE_WARPS));
+	const T *xp = static_cast<const T *>(x->data), *gp = static_cast<const T *>(gu->data);
+	const T *dp = static_cast<const T *>(dn->data);
+
+	if (h % VEC == 0)
+		bcg_moe_gate_up_kernel<T, EAGER, true><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
+			xp, gp, x->dtype, h, inter, k, s, g);
+	else
+		bcg_moe_gate_up_kernel<T, EAGER, false><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
+			xp, gp, x->dtype, h, inter, k, s, g);
+	if (cuda_check_launch("bcg_moe_gate_up_kernel", msg, len) != 0)
+		return -1;
+	if (inter % VEC == 0)
+		bcg_moe_down_kernel<T, EAGER, true><<<dgrid, MOE_THREADS, 0, ctx->stream>>>(
+			dp, x->dtype, h, inter, s, g);
+	else
+		bcg_moe_down_kernel<T, EAGER, false><<<dgrid, MOE_THREADS, 0, ctx->stream>>>(
+			dp, x->dtype, h, inter, s, g);
+	return cuda_check_launch("bcg_moe_down_kernel", msg, len);
+}
+
+template <bool EAGER>
+static int moe_products_dt(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                           unsigned groups, const struct moe_scratch &s,
+                           const struct moe_groups &g, char *msg, size_t len)
+{
+	switch (call->in[0].dtype) {
+	case PLAN_DTYPE_F16:
+		return moe_products<__half, EAGER>(call, ctx, groups, s, g, msg, len);
+	case PLAN_DTYPE_BF16:
+		return moe_products<__nv_bfloat16, EAGER>(call, ctx, groups, s, g, msg, len);
+	default:
+		return moe_products<float, EAGER>(call, ctx, groups, s, g, msg, len);
+	}
+}
+
+/* out[t] = sum over k in order of weights[t,k] * y[inv[t*K+k]]. */
+__global__ void bcg_moe_combine_kernel(const int32_t *ids, const void *w, int dtw, int64_t k,
+                                       int e, struct moe_scratch s, void *out, int dt,
+                                       int64_t rows, int64_t h)
+{
+	for (int64_t t = blockIdx.x; t < rows; t += gridDim.x)
+		for (int64_t c = threadIdx.x; c < h; c += blockDim.x) {
+			float acc = 0.0f;
+			for (int64_t q = 0; q < k; q++) {
+				int id = ids[t * k + q];
+				if (id < 0 || id >= e)
+					continue;
+				acc += cuda_ld(w, dtw, t * k + q) * s.y[(int64_t)s.inv[t * k + q] * h + c];
+			}
+			cuda_st(out, dt, t * h + c, acc);
+		}
+}
+
+extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                    char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *ids = &call->in[1], *w = &call->in[2];
+	const struct op_tensor *gu = &call->in[3], *dn = &call->in[4], *out = &call->out[0];
+	int64_t rows = cuda_rows(x), h = cuda_cols(x), k = cuda_cols(ids);
+	int64_t e = call->attr[MOE_EXPERTS].i, pairs = rows * k, inter;
+	struct moe_scratch s;
+	struct moe_groups g;
+	size_t need;
+	cudaError_t err;
+
+	if (e < 1 || e > OP_MOE_MAX_EXPERTS || k < 1 || k > OP_MOE_MAX_TOP_K)
+		return cuda_fail(msg, len, "moe_experts: %lld experts, %lld a row: the kernels take "
+		                 "1 to %d and 1 to %d", (long long)e, (long long)k,
+		                 OP_MOE_MAX_EXPERTS, OP_MOE_MAX_TOP_K);
+	if (!cuda_is_float_dtype(x->dtype) || gu->dtype != x->dtype || dn->dtype != x->dtype ||
+	    out->dtype != x->dtype || !cuda_is_float_dtype(w->dtype))
+		return cuda_fail(msg, len, "moe_experts: unsupported dtypes");
+	inter = cuda_rows(gu) / (2 * e);
+	if (rows < 1 || inter < 1)
+		return 0;
+	need = cuda_moe_experts_scratch_bytes(call);
+	if (ctx->scratch == NULL || ctx->scratch_bytes < need)
+		return cuda_fail(msg, len, "moe_experts: %zu bytes of scratch given, %zu needed",
+		                 ctx->scratch ? ctx->scratch_bytes : (size_t)0, need);
+	s = moe_scratch_carve(cuda_scratch_data(ctx), pairs, e, inter);
+	memset(&g, 0, sizeof g);
+
+	bcg_moe_route_kernel<<<(unsigned)e, MOE_THREADS, 0, ctx->stream>>>(
+		static_cast<const int32_t *>(ids->data), pairs, (int)e, s);
+	if (cuda_check_launch("bcg_moe_route_kernel", msg, len) != 0)
+		return -1;
+
+	if (!call->graph_safe) {
+		/* eager: the counts on the host, the products for the experts that
+		 * have pairs only */
+		int count[OP_MOE_MAX_EXPERTS], offset[OP_MOE_MAX_EXPERTS];
+		cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+
+		if ((err = cudaStreamIsCapturing(ctx->stream, &cap)) != cudaSuccess)
+			return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
+			                 cuda_fault_tag(err), cudaGetErrorString(err));
+		if (cap != cudaStreamCaptureStatusNone)
+			return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
+			                 "counts on the host and cannot be captured");
+		if ((err = cudaMemcpyAsync(count, s.count, (size_t)e * sizeof(int),
+		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
+		    (err = cudaMemcpyAsync(offset, s.offset, (size_t)e * sizeof(int),
+		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
+		    (err = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
+			return cuda_fail(msg, len, "moe_experts: reading the per-expert counts: %s%s",
+			                 cuda_fault_tag(err), cudaGetErrorString(err));
+		for (int64_t ex = 0; ex < e; ex++)
+			if (count[ex] > 0) {
+				g.expert[g.n] = (short)ex;
+				g.offset[g.n] = offset[ex];
+				g.count[g.n] = count[ex];
+				g.n++;
+			}
+		if (g.n > 0 && moe_products_dt<true>(call, ctx, (unsigned)g.n, s, g, msg, len) != 0)
+			return -1;
+	} else if (moe_products_dt<false>(call, ctx, (unsigned)e, s, g, msg, len) != 0) {
+		return -1;
+	}
+	bcg_moe_combine_kernel<<<cuda_row_blocks(rows), cuda_row_threads(h), 0, ctx->stream>>>(
+		static_cast<const int32_t *>(ids->data), w->data, w->dtype, k, (int)e, s, out->data,
+		out->dtype, rows, h);
+	return cuda_check_launch("bcg_moe_combine_kernel", msg, len);
+}
+
+/* --- gated_add ------------------------------------------------------------ */
+
+__global__ void bcg_gated_add_kernel(const void *x, const void *y, const void *gt, int dt,
+                                     void *out, int64_t rows, int64_t cols)
+{
+	int64_t n = rows * cols;
+
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		float sg = 1.0f / (1.0f + expf(-cuda_ld(gt, dt, i / cols)));
+		float m = sg * cuda_ld(y, dt, i);
+		cuda_st(out, dt, i, cuda_ld(x, dt, i) + m);
+	}
+}
+
+extern "C" int cuda_run_gated_add(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                  char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *out = &call->out[0];
+	int64_t rows = cuda_rows(x), cols = cuda_cols(x);
+
+	if (!cuda_is_float_dtype(x->dtype) || call->in[1].dtype != x->dtype ||
+	    call->in[2].dtype != x->dtype || out->dtype != x->dtype)
+		return cuda_fail(msg, len, "gated_add: unsupported dtypes");
+	if (rows * cols <= 0)
+		return 0;
+	bcg_gated_add_kernel<<<cuda_ew_blocks(rows * cols, ctx->sm_count), CUDA_EW_THREADS, 0,
+	                       ctx->stream>>>(x->data, call->in[1].data, call->in[2].data,
+	                                      x->dtype, out->data, rows, cols);
+	return cuda_check_launch("bcg_gated_add_kernel", msg, len);
+}
