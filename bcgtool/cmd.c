@@ -216,6 +216,12 @@ const char *cmd_default_backend(void)
 	return b != NULL && b[0] != '\0' ? b : "auto";
 }
 
+void cmd_note_host_timings(void)
+{
+	bcg_note("host timings do not model CUDA graphs: every op runs on the CPU, so figures "
+	         "about graphs (busy time, idle gaps, break costs) are left out");
+}
+
 int cmd_check_backend(const struct cmd_entry *entry, const char *name)
 {
 	if (strcmp(name, "auto") == 0 || backend_find(name) != NULL)

@@ -683,8 +683,11 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 	if (e->be->open(&e->b, &e->info, err->msg, sizeof err->msg) != 0) {
 		if (strcmp(backend, "auto") == 0 && e->be->kind == PLAN_BACKEND_CUDA) {
 			/* No usable GPU: the host backend computes the same. */
-			snprintf(e->note, sizeof e->note, "no usable GPU (%.200s): using the host backend",
-			         err->msg);
+			if (e->info.no_gpu)
+				snprintf(e->note, sizeof e->note, "no GPU found; using the host backend");
+			else
+				snprintf(e->note, sizeof e->note,
+				         "no usable GPU (%.200s): using the host backend", err->msg);
 			e->b = NULL;
 			e->be = backend_find("host");
 			if (engine_size_scratch(e, err) != 0)
