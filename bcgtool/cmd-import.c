@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -126,6 +127,7 @@ static int cmd_import_exec(int argc, char **argv)
 	struct hf_model m;
 	struct script *s = NULL;
 	struct script_error serr;
+	struct stat st;
 	long long v;
 	int c, rc;
 
@@ -155,6 +157,15 @@ static int cmd_import_exec(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cmd_usage_error(self, optind == argc ? "no model directory given"
 		                                            : "one model directory only");
+	if (stat(argv[optind], &st) != 0) {
+		bcg_error("%s: cannot read: %s", argv[optind], strerror(errno));
+		return BCG_EXIT_USAGE;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		bcg_error("%s: not a directory: import reads a model directory (config.json and "
+		          "model.safetensors)", argv[optind]);
+		return BCG_EXIT_USAGE;
+	}
 	if ((ck = hf_checkpoint_path(argv[optind])) == NULL) {
 		bcg_error("out of memory");
 		return BCG_EXIT_RUNTIME;
@@ -185,8 +196,8 @@ static int cmd_import_exec(int argc, char **argv)
 		rc = import_write(output, text);
 	}
 	if (rc == BCG_EXIT_OK && output != NULL)
-		fprintf(stderr, "bcgtool: note: %s: %s, %lld layers, hidden %lld, %lld/%lld heads of "
-		        "%lld, vocabulary %lld, %s%s%s\n", output, m.arch, (long long)m.layers,
+		bcg_note("%s: %s, %lld layers, hidden %lld, %lld/%lld heads of "
+		        "%lld, vocabulary %lld, %s%s%s", output, m.arch, (long long)m.layers,
 		        (long long)m.hidden, (long long)m.heads, (long long)m.kv_heads,
 		        (long long)m.head_dim, (long long)m.vocab, plan_dtype_name(m.dtype),
 		        m.tied ? ", tied embeddings" : "", m.qkv_bias ? ", q/k/v biases" : "");
