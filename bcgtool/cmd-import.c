@@ -4,8 +4,8 @@
  * Reads MODEL_DIR's config.json and checkpoint (model/hf-import.h),
  * writes the script, and loads it back as validate would before writing
  * it: a script import writes always validates. -o writes it atomically
- * (a temporary file in the same directory, renamed over SCRIPT); without
- * -o it goes to stdout. The checkpoint is named relative to the script's
+ * (util.h: a temporary file in the same directory, renamed over SCRIPT);
+ * without -o it goes to stdout. The checkpoint is named relative to the script's
  * directory when the script is written into the model's directory, else
  * by its absolute path.
  */
@@ -85,28 +85,11 @@ static char *import_weights_name(const char *ck, const char *output)
 
 static int import_write(const char *path, const char *text)
 {
-	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	size_t n = strlen(text);
-	int rc = BCG_EXIT_RUNTIME;
+	struct bcg_output out;
 
-	if (f == NULL) {
-		bcg_error("%s: cannot write: %s", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	if (fwrite(text, 1, n, f) != n || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		bcg_error("%s: cannot write: %s", tmp, strerror(errno));
-		fclose(f);
-		unlink(tmp);
-	} else if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		bcg_error("%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-	} else {
-		rc = BCG_EXIT_OK;
-	}
-	free(tmp);
-	return rc;
+	if (bcg_output_open(&out, path) != 0 || bcg_output_commit(&out, text, strlen(text)) != 0)
+		return BCG_EXIT_RUNTIME;
+	return BCG_EXIT_OK;
 }
 
 static int cmd_import_exec(int argc, char **argv)
