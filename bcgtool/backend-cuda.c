@@ -161,11 +161,18 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 		return -1;
 	}
 	memset(info, 0, sizeof *info);
-	CUDA_TRY(cudaGetDeviceCount(&n), "no usable CUDA device");
-	if (n < 1) {
-		snprintf(msg, len, "no CUDA device");
+	/* No device, or no driver at all (the runtime then calls the driver
+	 * "insufficient" and reports version 0): a machine without a GPU, not
+	 * a broken one. */
+	cudaError_t ce = cudaGetDeviceCount(&n);
+	if (ce == cudaErrorNoDevice || (ce == cudaSuccess && n < 1) ||
+	    (ce == cudaErrorInsufficientDriver && cudaDriverGetVersion(&v) == cudaSuccess &&
+	     v == 0)) {
+		info->no_gpu = 1;
+		snprintf(msg, len, "no GPU found");
 		goto fail;
 	}
+	CUDA_TRY(ce, "no usable CUDA device");
 	b->device = 0;
 	CUDA_TRY(cudaSetDevice(b->device), "cudaSetDevice");
 	CUDA_TRY(cudaGetDeviceProperties(&prop, b->device), "cudaGetDeviceProperties");

@@ -33,6 +33,7 @@ struct backend_info {
 	int32_t  sm_count;
 	uint64_t mem_total;
 	uint64_t mem_free;
+	int      no_gpu;          /* open failed: no GPU or no driver at all */
 };
 
 /* A node of a captured segment as the backend read it back, with the op

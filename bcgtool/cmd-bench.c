@@ -137,6 +137,31 @@ static int bench_break_cost(const struct bench_row *rows, double *busy_us, doubl
 	return 1;
 }
 
+/* The host backend's table: the CPU both issues and computes, so its busy
+ * time, the graphs' savings and a break's cost are not shown. */
+static void print_text_host(const struct bench_row *rows)
+{
+	const struct bench_row *eager = &rows[0];
+
+	printf("%-9s  %8s  %11s  %11s  %11s  %10s\n", "mode", "segments", "breakpoints", "step",
+	       "host issue", "step/eager");
+	for (int m = 0; m < NMODES; m++) {
+		const struct bench_row *r = &rows[m];
+		if (!r->ran) {
+			printf("%-9s  not run: %s\n", plan_mode_name(bench_modes[m]), r->why);
+			continue;
+		}
+		printf("%-9s  %8u  %11u  %8.3f ms  %8.3f ms  ", plan_mode_name(bench_modes[m]),
+		       r->segments, r->breakpoints, r->st.step_median, r->st.host_median);
+		if (r->st.partial)
+			printf("%10s  partial: %llu steps, interrupted\n", "-",
+			       (unsigned long long)r->st.steps);
+		else
+			printf("%10.3f\n", eager->ran && eager->st.step_median > 0
+			                           ? r->st.step_median / eager->st.step_median : 0.0);
+	}
+}
+
 static void print_text(const char *path, const struct engine *e, int64_t tokens,
                        const struct bench_row *rows)
 {
@@ -146,10 +171,12 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 	printf("backend  %s%s%s%s\n", e->be->name, e->info.device[0] ? " (" : "", e->info.device,
 	       e->info.device[0] ? ")" : "");
 	printf("tokens   %lld\n\n", (long long)tokens);
-	/* On the host backend the "device" is the CPU that also issues. */
+	if (e->be->kind != PLAN_BACKEND_CUDA) {
+		print_text_host(rows);
+		return;
+	}
 	printf("%-9s  %8s  %11s  %11s  %11s  %11s  %10s  %9s\n", "mode", "segments", "breakpoints",
-	       "step", e->be->kind == PLAN_BACKEND_CUDA ? "gpu busy" : "cpu busy", "host issue",
-	       "step/eager", "step/busy");
+	       "step", "gpu busy", "host issue", "step/eager", "step/busy");
 	for (int m = 0; m < NMODES; m++) {
 		const struct bench_row *r = &rows[m];
 		if (!r->ran) {
@@ -174,9 +201,8 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 		       eager->st.host_median);
 	double busy_us, step_us;
 	if (bench_break_cost(rows, &busy_us, &step_us))
-		printf("a break over the full step: %+.2f us of %s busy time, %+.2f us of step time "
-		       "(%u breaks)\n", busy_us, e->be->kind == PLAN_BACKEND_CUDA ? "gpu" : "cpu",
-		       step_us, rows[1].breakpoints);
+		printf("a break over the full step: %+.2f us of gpu busy time, %+.2f us of step time "
+		       "(%u breaks)\n", busy_us, step_us, rows[1].breakpoints);
 }
 
 static void print_json(const char *path, const struct engine *e, int64_t tokens,
@@ -336,10 +362,13 @@ static int cmd_bench_exec(int argc, char **argv)
 	for (int m = 0; m < NMODES; m++)
 		if (bcg_interrupted() && !rows[m].ran && rows[m].why[0] == '\0')
 			snprintf(rows[m].why, sizeof rows[m].why, "interrupted");
-	if (json)
+	if (json) {
 		print_json(argv[optind], e, t64, rows);
-	else
+	} else {
+		if (e->be->kind != PLAN_BACKEND_CUDA)
+			cmd_note_host_timings();
 		print_text(argv[optind], e, t64, rows);
+	}
 	for (int m = 0; m < NMODES; m++)
 		free(rows[m].st.item_busy);
 	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;

@@ -4,8 +4,8 @@
  * Reads MODEL_DIR's config.json and checkpoint (model/hf-import.h),
  * writes the script, and loads it back as validate would before writing
  * it: a script import writes always validates. -o writes it atomically
- * (a temporary file in the same directory, renamed over SCRIPT); without
- * -o it goes to stdout. The checkpoint is named relative to the script's
+ * (util.h: a temporary file in the same directory, renamed over SCRIPT);
+ * without -o it goes to stdout. The checkpoint is named relative to the script's
  * directory when the script is written into the model's directory, else
  * by its absolute path.
  */
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -84,28 +85,11 @@ static char *import_weights_name(const char *ck, const char *output)
 
 static int import_write(const char *path, const char *text)
 {
-	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	size_t n = strlen(text);
-	int rc = BCG_EXIT_RUNTIME;
+	struct bcg_output out;
 
-	if (f == NULL) {
-		bcg_error("%s: cannot write: %s", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	if (fwrite(text, 1, n, f) != n || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		bcg_error("%s: cannot write: %s", tmp, strerror(errno));
-		fclose(f);
-		unlink(tmp);
-	} else if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		bcg_error("%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-	} else {
-		rc = BCG_EXIT_OK;
-	}
-	free(tmp);
-	return rc;
+	if (bcg_output_open(&out, path) != 0 || bcg_output_commit(&out, text, strlen(text)) != 0)
+		return BCG_EXIT_RUNTIME;
+	return BCG_EXIT_OK;
 }
 
 static int cmd_import_exec(int argc, char **argv)
@@ -126,6 +110,7 @@ static int cmd_import_exec(int argc, char **argv)
 	struct hf_model m;
 	struct script *s = NULL;
 	struct script_error serr;
+	struct stat st;
 	long long v;
 	int c, rc;
 
@@ -155,6 +140,15 @@ static int cmd_import_exec(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cmd_usage_error(self, optind == argc ? "no model directory given"
 		                                            : "one model directory only");
+	if (stat(argv[optind], &st) != 0) {
+		bcg_error("%s: cannot read: %s", argv[optind], strerror(errno));
+		return BCG_EXIT_USAGE;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		bcg_error("%s: not a directory: import reads a model directory (config.json and "
+		          "model.safetensors)", argv[optind]);
+		return BCG_EXIT_USAGE;
+	}
 	if ((ck = hf_checkpoint_path(argv[optind])) == NULL) {
 		bcg_error("out of memory");
 		return BCG_EXIT_RUNTIME;
@@ -189,8 +183,8 @@ static int cmd_import_exec(int argc, char **argv)
 		if (m.experts > 0)
 			snprintf(experts, sizeof experts, ", %lld experts, %lld a token",
 			         (long long)m.experts, (long long)m.top_k);
-		fprintf(stderr, "bcgtool: note: %s: %s, %lld layers, hidden %lld, %lld/%lld heads of "
-		        "%lld, vocabulary %lld, %s%s%s%s%s%s%s\n", output, m.arch, (long long)m.layers,
+		bcg_note("%s: %s, %lld layers, hidden %lld, %lld/%lld heads of "
+		        "%lld, vocabulary %lld, %s%s%s%s%s%s%s", output, m.arch, (long long)m.layers,
 		        (long long)m.hidden, (long long)m.heads, (long long)m.kv_heads,
 		        (long long)m.head_dim, (long long)m.vocab, plan_dtype_name(m.dtype),
 		        m.tied ? ", tied embeddings" : "", m.qkv_bias ? ", q/k/v biases" : "",

@@ -118,18 +118,20 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 	printf("%-12s %10s %10s %10s\n", "", "median", "p90", "p99");
 	printf("%-12s %7.3f ms %7.3f ms %7.3f ms\n", "step", st->step_median, st->step_p90,
 	       st->step_p99);
-	if (st->partial) {
+	if (st->partial || strcmp(backend, "cuda") != 0) {
+		/* On the host backend the "device" is the CPU that also issues:
+		 * its busy time and gaps say nothing of graphs. */
 		printf("%-12s %7.3f ms\n", "host issue", st->host_median);
-		return;
+		if (st->partial)
+			return;
+	} else {
+		printf("%-12s %7.3f ms\n", "gpu busy", st->busy_median);
+		printf("%-12s %7.3f ms\n", "host issue", st->host_median);
+		printf("%-12s %7.3f ms (%.1f%% of the step)\n", "idle gap", st->gap_median,
+		       st->step_median > 0 ? 100.0 * st->gap_median / st->step_median : 0.0);
+		printf("%-12s %7.3f\n", "step/busy",
+		       st->busy_median > 0 ? st->step_median / st->busy_median : 0.0);
 	}
-	/* On the host backend the "device" is the CPU that also issues. */
-	printf("%-12s %7.3f ms\n", strcmp(backend, "cuda") == 0 ? "gpu busy" : "cpu busy",
-	       st->busy_median);
-	printf("%-12s %7.3f ms\n", "host issue", st->host_median);
-	printf("%-12s %7.3f ms (%.1f%% of the step)\n", "idle gap", st->gap_median,
-	       st->step_median > 0 ? 100.0 * st->gap_median / st->step_median : 0.0);
-	printf("%-12s %7.3f\n", "step/busy",
-	       st->busy_median > 0 ? st->step_median / st->busy_median : 0.0);
 	if (r->checked) {
 		if (!r->check_pass)
 			printf("check        FAILED: %s\n", r->check_detail);
@@ -504,10 +506,13 @@ static int cmd_replay_exec(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (json)
+	if (json) {
 		print_json(plan, argv[optind], &o, &res, res.backend, res.device);
-	else
+	} else {
+		if (strcmp(res.backend, "cuda") != 0)
+			cmd_note_host_timings();
 		print_text(plan, argv[optind], &o, &res, res.backend, res.device);
+	}
 	rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
 	if (res.stats.partial)
 		rc = bcg_signal_status(bcg_interrupted());

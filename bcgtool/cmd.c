@@ -5,10 +5,12 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "backend.h"
 #include "cmd.h"
@@ -216,6 +218,12 @@ const char *cmd_default_backend(void)
 	return b != NULL && b[0] != '\0' ? b : "auto";
 }
 
+void cmd_note_host_timings(void)
+{
+	bcg_note("host timings do not model CUDA graphs: every op runs on the CPU, so figures "
+	         "about graphs (busy time, idle gaps, break costs) are left out");
+}
+
 int cmd_check_backend(const struct cmd_entry *entry, const char *name)
 {
 	if (strcmp(name, "auto") == 0 || backend_find(name) != NULL)
@@ -226,6 +234,23 @@ int cmd_check_backend(const struct cmd_entry *entry, const char *name)
 		cmd_usage_error(entry, "unknown backend '%s' (auto, host%s)", name,
 		                backend_find("cuda") ? ", cuda" : "");
 	return -1;
+}
+
+/* A file that would not read and is named as the temporary file of a
+ * write: say whose it is, so that nobody takes it for a broken plan. */
+static void cmd_note_temp(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	long pid;
+
+	if (!bcg_temp_owner(slash ? slash + 1 : path, &pid))
+		return;
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+		bcg_note("%s is the temporary file of a write by process %ld, which ended before "
+		         "it finished; the next write into its directory removes it", path, pid);
+	else
+		bcg_note("%s is the temporary file of a write by process %ld, still running", path,
+		         pid);
 }
 
 int cmd_read_plan(const char *path, plan_t **out)
@@ -254,6 +279,7 @@ int cmd_read_plan(const char *path, plan_t **out)
 		fprintf(stderr, "bcgtool: %s: %s: %s\n", path, plan_strerror(rc), diag.message);
 	else
 		fprintf(stderr, "bcgtool: %s: %s\n", path, plan_strerror(rc));
+	cmd_note_temp(path);
 	return rc == PLAN_ERR_NOMEM ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
 }
 

@@ -71,6 +71,10 @@ const char *cmd_default_backend(void);
 /* Check a --backend argument: auto, host, or cuda when built. */
 int cmd_check_backend(const struct cmd_entry *entry, const char *name);
 
+/* On the host backend timings are the CPU's and model no CUDA graph: say
+ * so once (a note) where a command prints them. */
+void cmd_note_host_timings(void);
+
 struct plan;
 /* Read the plan at PATH ("-": standard input); on failure print "bcgtool:
  * PATH: why" and return the exit status (2 for a bad or missing file, 3

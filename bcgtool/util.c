@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -363,6 +364,64 @@ int bcg_read_input(const char *path, char **data, size_t *len)
 	return -1;
 }
 
+int bcg_temp_owner(const char *name, long *pid)
+{
+	size_t n = strlen(name), at;
+	char *end;
+	long v;
+
+	/* ".BASE.PID.N.tmp": from the end, "tmp", N, PID, a non-empty BASE. */
+	if (n < 10 || name[0] != '.' || strcmp(name + n - 4, ".tmp") != 0)
+		return 0;
+	at = n - 4;
+	if (at == 0 || name[at - 1] < '0' || name[at - 1] > '9')
+		return 0;
+	while (at > 0 && name[at - 1] >= '0' && name[at - 1] <= '9')
+		at--;
+	if (at < 2 || name[at - 1] != '.')
+		return 0;
+	at--;
+	if (at == 0 || name[at - 1] < '0' || name[at - 1] > '9')
+		return 0;
+	while (at > 0 && name[at - 1] >= '0' && name[at - 1] <= '9')
+		at--;
+	if (at < 3 || name[at - 1] != '.')
+		return 0;
+	errno = 0;
+	v = strtol(name + at, &end, 10);
+	if (errno != 0 || v <= 0 || *end != '.')
+		return 0;
+	*pid = v;
+	return 1;
+}
+
+/* Remove from DIR the temporary files of bcg_output_try_open whose
+ * process has ended (a SIGKILL leaves them): plain files named
+ * ".BASE.PID.N.tmp" where no process PID exists on this machine. A
+ * process that exists -- this one, another writer, or a new process that
+ * took the number -- keeps its files. Failures change nothing and are not
+ * reported: the write that follows is what matters. */
+static void output_sweep(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		struct stat sb;
+		long pid;
+		char *p;
+		if (!bcg_temp_owner(de->d_name, &pid) || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		p = xasprintf("%s/%s", dir, de->d_name);
+		if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode))
+			unlink(p);
+		free(p);
+	}
+	closedir(d);
+}
+
 int bcg_output_try_open(struct bcg_output *o, const char *path, int stream, char *msg,
                         size_t len)
 {
@@ -385,6 +444,7 @@ int bcg_output_try_open(struct bcg_output *o, const char *path, int stream, char
 	}
 	dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/")
 	                    : xasprintf("%.*s", (int)(slash - path), path);
+	output_sweep(dir);
 	for (unsigned n = 0; n < 100; n++) {
 		free(o->tmp);
 		o->tmp = xasprintf("%s/.%s.%ld.%u.tmp", dir, base, (long)getpid(), n);

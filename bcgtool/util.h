@@ -83,6 +83,10 @@ int bcg_output_try_open(struct bcg_output *o, const char *path, int stream, char
                         size_t len);
 int bcg_output_try_commit(struct bcg_output *o, const void *data, size_t n, char *msg,
                           size_t len);
+/* Whether NAME (a file name, no directory) is one of those temporary
+ * files, ".BASE.PID.N.tmp"; its process id in PID. Opening an output
+ * removes those of ended processes from the output's directory. */
+int bcg_temp_owner(const char *name, long *pid);
 
 /* Allocation that cannot return NULL: on failure print "out of memory" and
  * exit with BCG_EXIT_RUNTIME. Use where there is no better recovery. */

@@ -138,4 +138,48 @@ test_expect_success 'a malformed BCG_TEST_FAULT is a usage error' '
 	test_grep "BCG_TEST_FAULT: .bogus. is not" err
 '
 
+# A write's temporary file is ".NAME.PID.N.tmp" beside NAME. A process that
+# dies by SIGKILL cannot remove its own; the next write into the directory
+# removes those whose process is gone, and nothing else.
+test_expect_success 'a SIGKILLed capture leaves its temporary file; the next write removes it' '
+	mkdir litter &&
+	"$BCGTOOL" capture --backend host -o litter/slow.plan \
+		"$TEST_DATA/scripts/slow-tune.yaml" >/dev/null 2>&1 </dev/null &
+	pid=$! &&
+	n=0 &&
+	while ! ls -A litter | grep -q "^\.slow\.plan\.$pid\.0\.tmp$" && test $n -lt 600; do
+		sleep 0.1; n=$((n + 1))
+	done &&
+	kill -KILL $pid &&
+	{ wait $pid; true; } &&
+	ls -A litter >files &&
+	echo ".slow.plan.$pid.0.tmp" >expect &&
+	test_cmp expect files &&
+	bcg capture -q --backend host -o litter/tiny.plan "$tiny" >/dev/null &&
+	ls -A litter >files &&
+	echo tiny.plan >expect &&
+	test_cmp expect files
+'
+
+test_expect_success 'only temporary files of ended processes go; inspect names one' '
+	mkdir mixed &&
+	dead=$(sh -c "echo \$\$") &&
+	: >mixed/.a.plan.$dead.0.tmp &&
+	: >mixed/.a.plan.$$.3.tmp &&
+	: >mixed/.notes.tmp &&
+	: >mixed/.a.plan.x$dead.0.tmp &&
+	mkdir mixed/.d.plan.$dead.1.tmp &&
+	test_expect_code 2 bcg inspect mixed/.a.plan.$dead.0.tmp 2>err &&
+	cat >expect <<-EOF &&
+	bcgtool: mixed/.a.plan.$dead.0.tmp: plan file is truncated: the file is 0 bytes, shorter than the 64-byte header
+	bcgtool: note: mixed/.a.plan.$dead.0.tmp is the temporary file of a write by process $dead, which ended before it finished; the next write into its directory removes it
+	EOF
+	test_cmp expect err &&
+	bcg capture -q --backend host -o mixed/a.plan "$tiny" >/dev/null &&
+	ls -A mixed | sort >files &&
+	printf "%s\n" .a.plan.$$.3.tmp .a.plan.x$dead.0.tmp .d.plan.$dead.1.tmp .notes.tmp a.plan |
+		sort >expect &&
+	test_cmp expect files
+'
+
 test_done

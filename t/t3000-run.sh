@@ -58,6 +58,15 @@ test_expect_success 'auto falls back to the host backend with a note when there 
 	fi
 '
 
+# A build with CUDA on a machine without a GPU (no driver either): the
+# runtime calls the missing driver "insufficient"; the note says what it is.
+test_expect_success CUDA_BUILD,!CUDA 'without a GPU the note says no GPU was found' '
+	bcg run --backend auto --steps 1 "$small" >out 2>err &&
+	test_grep "^backend  host" out &&
+	echo "bcgtool: note: no GPU found; using the host backend" >expect &&
+	test_cmp expect err
+'
+
 test_expect_success 'usage errors exit 2' '
 	test_expect_code 2 bcg run 2>err &&
 	test_grep "no script given" err &&

@@ -32,7 +32,7 @@ table() {
 test_expect_success 'full_and_breakable: uniform decode full, mixed breakable, padded' '
 	bcg replay --backend host --trace t1.jsonl --check mixed.plan >out &&
 	test_grep "^trace        t1.jsonl: 3 requests, 8 prompt and 6 output tokens$" out &&
-	test_grep "^scheduler    budget 4 tokens, 4 requests, chunk 4, 4096 blocks of 16 (1 a request), a step 5000 us$" out &&
+	test_grep "^scheduler    budget 4 tokens, 4 requests, chunk 4, 4096 modelled blocks of 16 (1 a request), a step 5000 us$" out &&
 	test_grep "^policy       full_and_breakable$" out &&
 	grep "^steps" out >steps.actual &&
 	test_cmp steps.expect steps.actual &&
@@ -283,6 +283,38 @@ test_expect_success 'a paged-cache program runs the scheduler'"'"'s batches and 
 	test_grep "^full  *[1-9][0-9]* " out &&
 	test_grep "^breakable  *[1-9][0-9]* " out &&
 	test_grep "^check        bit-exact with eager$" out
+'
+
+# A program without batch feeds (llama-decode-small: one sequence, its own
+# KV cache) cannot serve requests: the run goes on, modelled, and says so
+# every time, in the warning, the scheduler line and "modelled" in JSON.
+test_expect_success 'a plan without batch feeds: every run warns that the trace is modelled' '
+	cat >expect <<-\EOF &&
+	bcgtool: warning: mixed.plan has no batch feeds (op-script.md, "Batch feeds"): it serves no request; each step runs it at the batch'"'"'s token count, and the cache of 4096 blocks of 16 is only the scheduler'"'"'s model
+	EOF
+	bcg replay --backend host --trace t1.jsonl mixed.plan >out 2>err &&
+	test_cmp expect err &&
+	test_grep "^scheduler .* 4096 modelled blocks of 16 " out &&
+	bcg replay --backend host --trace t1.jsonl --json mixed.plan >out.json 2>err &&
+	test_cmp expect err &&
+	grep "\"modelled\": true" out.json &&
+	sed "s/mixed.plan has/mixed.yaml has/" expect >expect.bench &&
+	bcg bench --backend host --no-tune --warmup 0 --trace t1.jsonl mixed.yaml >out 2>err &&
+	test_cmp expect.bench err &&
+	test_grep "^scheduler .* 4096 modelled blocks of 16 " out &&
+	bcg bench --backend host --no-tune --warmup 0 --trace t1.jsonl --policy full --json \
+		mixed.yaml >out.json 2>err &&
+	test_cmp expect.bench err &&
+	grep "\"modelled\": true" out.json
+'
+
+test_expect_success 'a paged-cache plan serves the trace: no warning, not modelled' '
+	bcg replay --backend host --trace t1.jsonl tiny.plan >out 2>err &&
+	test ! -s err &&
+	test_grep "^scheduler .* 32 blocks of 4 " out &&
+	bcg replay --backend host --trace t1.jsonl --json tiny.plan >out.json 2>err &&
+	test ! -s err &&
+	grep "\"modelled\": false" out.json
 '
 
 test_expect_success 'the program'"'"'s cache and request dim bound --sched' '

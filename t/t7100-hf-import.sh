@@ -379,7 +379,26 @@ test_expect_success JANSSON 'usage and input errors exit 2' '
 	test_grep "tokens takes ascending sizes" err &&
 	test_expect_code 2 bcg import --dtype i32 "$hf/llama" 2>err &&
 	test_expect_code 2 bcg import nowhere 2>err &&
-	test_grep "^bcgtool: nowhere/config.json: cannot read: " err
+	echo "bcgtool: nowhere: cannot read: No such file or directory" >expect &&
+	test_cmp expect err
+'
+
+test_expect_success 'import given a file says it reads a model directory' '
+	test_expect_code 2 bcg import "$hf/llama/config.json" 2>err &&
+	echo "bcgtool: $hf/llama/config.json: not a directory: import reads a model directory (config.json and model.safetensors)" >expect &&
+	test_cmp expect err
+'
+
+test_expect_success JANSSON,PYTHON3 'import -q writes the script and no note; without -q the note names it' '
+	bcg import -o q.yaml "$hf/llama" 2>err &&
+	test_grep "^bcgtool: note: q.yaml: LlamaForCausalLM, " err &&
+	rm q.yaml &&
+	bcg import -q -o q.yaml "$hf/llama" 2>err &&
+	test ! -s err &&
+	test -s q.yaml &&
+	bcg -q import -o q2.yaml "$hf/llama" 2>err &&
+	test ! -s err &&
+	test_cmp q.yaml q2.yaml
 '
 
 test_expect_success JANSSON,PYTHON3 'bf16: the script converts the f32 checkpoint; tokens of the first step still agree' '

@@ -413,6 +413,10 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 
 		if (pt->role == PLAN_ROLE_WEIGHT && !include_weights)
 			continue;
+		/* Random weights of a large program take seconds on the host: an
+		 * interrupt is seen between tensors. */
+		if (engine_interrupted(err) != 0)
+			return -1;
 		/* Its reserved space, not its shape: a tensor no op touches has
 		 * none, and must not spill into its neighbours'. */
 		count = pt->bytes / plan_dtype_size(pt->dtype);
@@ -432,7 +436,7 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 			                   "initializing tensor '%s' above %lld tokens: %s", pt->name,
 			                   (long long)e->max_tokens, err->msg);
 	}
-	return 0;
+	return engine_interrupted(err);
 }
 
 /* BCG_TEST_FAULT (engine.h); a malformed value is a usage error, so that a
@@ -574,7 +578,7 @@ static int engine_load_weights(struct engine *e, struct engine_error *err)
 		struct st_file *f = NULL;
 		uint64_t t0;
 
-		if (engine_file(&fs, w->file, &f, err) != 0)
+		if (engine_interrupted(err) != 0 || engine_file(&fs, w->file, &f, err) != 0)
 			goto out;
 		if ((st = st_find(f, w->name)) == NULL) {
 			engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s: no tensor '%s' (weight '%s')",
@@ -691,8 +695,11 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 	if (e->be->open(&e->b, &e->info, err->msg, sizeof err->msg) != 0) {
 		if (strcmp(backend, "auto") == 0 && e->be->kind == PLAN_BACKEND_CUDA) {
 			/* No usable GPU: the host backend computes the same. */
-			snprintf(e->note, sizeof e->note, "no usable GPU (%.200s): using the host backend",
-			         err->msg);
+			if (e->info.no_gpu)
+				snprintf(e->note, sizeof e->note, "no GPU found; using the host backend");
+			else
+				snprintf(e->note, sizeof e->note,
+				         "no usable GPU (%.200s): using the host backend", err->msg);
 			e->b = NULL;
 			e->be = backend_find("host");
 			if (engine_size_scratch(e, err) != 0)

@@ -63,6 +63,12 @@ static int exec_warmup(struct engine *e, struct exec_variant *v, const struct sc
 	for (uint32_t i = 0; i < nitems; i++) {
 		if (items[i].kind != PLAN_ITEM_SEGMENT)
 			continue;
+		/* A step of a large program on the host takes seconds: an
+		 * interrupt is seen between its segments. */
+		if (engine_interrupted(err) != 0) {
+			nvtx_pop(e->nvtx);
+			return -1;
+		}
 		for (uint32_t op = items[i].op_first; op < items[i].op_first + items[i].op_count; op++)
 			if (engine_launch(e, &v->ev, op, err) != 0) {
 				nvtx_pop(e->nvtx);
@@ -99,6 +105,8 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		struct exec_item *it = &v->items[i];
 		struct backend_capture *rec = recs ? &recs[i] : NULL;
 
+		if (engine_interrupted(err) != 0)
+			goto fail_pop;
 		it->kind = items[i].kind;
 		it->op_first = items[i].op_first;
 		it->op_count = items[i].op_count;

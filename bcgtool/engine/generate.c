@@ -102,8 +102,8 @@ out:
 	return rc;
 }
 
-/* Row ROW of the scores tensor at RAN tokens, as f32, to PATH (written to
- * a temporary file and renamed). */
+/* Row ROW of the scores tensor at RAN tokens, as f32, to PATH (written
+ * atomically, util.h). */
 static int gen_write_scores(struct engine *e, uint32_t t, int64_t ran, int64_t row,
                             const char *path, struct engine_error *err)
 {
@@ -113,8 +113,8 @@ static int gen_write_scores(struct engine *e, uint32_t t, int64_t ran, int64_t r
 	size_t es = plan_dtype_size(pt->dtype);
 	unsigned char *buf = malloc(bytes ? (size_t)bytes : 1);
 	float *row_f = malloc((size_t)cols * sizeof *row_f);
-	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
-	FILE *f = NULL;
+	struct bcg_output out;
+	char msg[256];
 	int rc = -1;
 
 	if (buf == NULL || row_f == NULL) {
@@ -140,31 +140,14 @@ static int gen_write_scores(struct engine *e, uint32_t t, int64_t ran, int64_t r
 			break;
 		}
 	}
-	if ((f = fopen(tmp, "wb")) == NULL ||
-	    fwrite(row_f, sizeof *row_f, (size_t)cols, f) != (size_t)cols) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", tmp,
-		            strerror(errno));
-		goto out;
-	}
-	if (fclose(f) != 0) {
-		f = NULL;
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", tmp,
-		            strerror(errno));
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, path) != 0) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "cannot write %s: %s", path,
-		            strerror(errno));
+	if (bcg_output_try_open(&out, path, 0, msg, sizeof msg) != 0 ||
+	    bcg_output_try_commit(&out, row_f, (size_t)cols * sizeof *row_f, msg,
+	                          sizeof msg) != 0) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s: %s", path, msg);
 		goto out;
 	}
 	rc = 0;
 out:
-	if (f != NULL)
-		fclose(f);
-	if (rc != 0)
-		unlink(tmp);
-	free(tmp);
 	free(buf);
 	free(row_f);
 	return rc;

@@ -114,8 +114,9 @@ static int tune_measure(struct engine *e, struct engine_variant *v, uint32_t op,
 	for (int k = 0; k < t->n; k++) {
 		c->impl = t->impl[k];
 		/* A first launch outside the timing: module loading and library
-		 * set-up are not the kernel's time. */
-		if (engine_launch(e, v, op, err) != 0)
+		 * set-up are not the kernel's time. An interrupt is seen between
+		 * candidates (and the host's timing stops early for it). */
+		if (engine_interrupted(err) != 0 || engine_launch(e, v, op, err) != 0)
 			goto fail;
 		if (e->be->sync(e->b, err->msg, sizeof err->msg) != 0 ||
 		    e->be->time_call(e->b, c, o->reps, &t->us[k], err->msg, sizeof err->msg) != 0) {
@@ -128,6 +129,8 @@ static int tune_measure(struct engine *e, struct engine_variant *v, uint32_t op,
 		}
 	}
 	c->impl = keep;
+	if (engine_interrupted(err) != 0)
+		return -1;
 	tune_decide(t, o->margin);
 	return 0;
 fail:
@@ -190,6 +193,8 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 			}
 		if (nu < 2)
 			continue;
+		if (engine_interrupted(err) != 0)
+			goto out;
 		tune_key(c, mask, key, sizeof key);
 		if ((t = tune_find(cache, key)) == NULL) {
 			if ((t = tune_add(cache, key)) == NULL) {

@@ -123,7 +123,8 @@ static float host_init_value(const struct plan_init *init, uint64_t i)
 	return 0.0f;
 }
 
-void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init)
+void host_init_range(void *dst, int dtype, uint64_t first, uint64_t count,
+                     const struct plan_init *init)
 {
 	struct op_tensor t = { .dtype = dtype, .data = dst };
 
@@ -131,6 +132,11 @@ void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_in
 		return;
 	if (dtype < PLAN_DTYPE_F32 || dtype > PLAN_DTYPE_I32)
 		return;
-	for (uint64_t i = 0; i < count; i++)
+	for (uint64_t i = first; i < first + count; i++)
 		host_put(&t, (int64_t)i, host_init_value(init, i));
+}
+
+void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init)
+{
+	host_init_range(dst, dtype, 0, count, init);
 }

@@ -91,5 +91,9 @@ int32_t host_f32_to_i32(float v);
  * (on the device: __fmul_rn/__fadd_rn, __ull2float_rn, __float2int_rz).
  * An unknown dtype or init kind writes nothing. */
 void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init);
+/* Elements FIRST to FIRST + COUNT - 1 of that tensor (DST its start), as
+ * host_init_tensor writes them: large tensors in parts. */
+void host_init_range(void *dst, int dtype, uint64_t first, uint64_t count,
+                     const struct plan_init *init);
 
 #endif /* BCG_OPS_HOST_H */

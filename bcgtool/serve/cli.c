@@ -98,7 +98,9 @@ static int serve_cli_trace(const struct cmd_entry *self, const struct serve_cli 
 
 /* The scheduler's settings: --sched over the defaults, which follow the
  * sizes (the largest is the token budget and the request limit) and the
- * trace (a block table holds its longest request). */
+ * trace (a block table holds its longest request). A program without
+ * batch feeds cannot serve the requests: its steps run at the batches'
+ * token counts and the cache is only the scheduler's (O->modelled). */
 static int serve_cli_sched(const struct cmd_entry *self, const struct serve_cli *c,
                            const plan_t *program, const struct serve_size *sizes, uint32_t n,
                            int64_t max_tokens, const struct serve_trace *t,
@@ -151,7 +153,8 @@ static int serve_cli_sched(const struct cmd_entry *self, const struct serve_cli 
 	if (o->num_blocks == 0)
 		o->num_blocks = o->max_blocks > SERVE_DEFAULT_BLOCKS ? o->max_blocks
 		                                                     : SERVE_DEFAULT_BLOCKS;
-	return BCG_EXIT_OK;
+	o->modelled = !g.present;
+return BCG_EXIT_OK;
 }
 
 /* Whether every request of T fits the cache of O, before any device work:
@@ -168,6 +171,17 @@ static int serve_cli_fits(const char *name, const struct serve_trace *t,
 	}
 	serve_sched_release(&s);
 	return BCG_EXIT_OK;
+}
+
+/* Every run of a program that cannot serve the trace says so, once the
+ * run is sure to start ("modelled" in the report too). */
+static void serve_cli_warn_modelled(const char *name, const struct serve_sched_opts *o)
+{
+	if (o->modelled)
+		bcg_warn("%s has no batch feeds (op-script.md, \"Batch feeds\"): it serves no "
+		         "request; each step runs it at the batch's token count, and the cache of "
+		         "%u blocks of %u is only the scheduler's model", name, o->num_blocks,
+		         o->block_size);
 }
 
 static void print_backend(FILE *f, const struct engine *e)
@@ -228,6 +242,7 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
+	serve_cli_warn_modelled(path, &ro.sched);
 	if (o->nvtx)
 		e->nvtx = nvtx_open();
 	for (built = 0; built < nv; built++)
@@ -470,6 +485,7 @@ int serve_cmd_bench(const struct cmd_entry *self, const char *path, const struct
 		goto fail;
 	if (e->note[0] != '\0')
 		bcg_note("%s", e->note);
+	serve_cli_warn_modelled(path, &ro.sched);
 	engine_set_features(e, o->features);
 	if (o->tune && serve_bench_tune(e, s, &err) != 0)
 		goto fail;

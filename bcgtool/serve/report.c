@@ -31,9 +31,11 @@ void serve_report_setup(FILE *f, const char *trace_name, const struct serve_trac
 	fprintf(f, "trace        %s: %" PRIu32 " requests, %" PRIu64 " prompt and %" PRIu64
 	        " output tokens\n", trace_name, t->n, prompt, output);
 	fprintf(f, "scheduler    budget %" PRIu32 " tokens, %" PRIu32 " requests, chunk %" PRIu32
-	        ", %" PRIu32 " blocks of %" PRIu32 " (%" PRIu32 " a request), a step %" PRIu64
+	        ", %" PRIu32 " %sblocks of %" PRIu32 " (%" PRIu32 " a request), a step %" PRIu64
 	        " us\n", o->token_budget, o->max_reqs, o->chunk ? o->chunk : o->token_budget,
-	        o->num_blocks, o->block_size, o->max_blocks, o->step_us);
+	        o->num_blocks, o->modelled ? "modelled " : "", o->block_size, o->max_blocks,
+	        o->step_us);
+
 }
 
 void serve_report_text(FILE *f, const struct serve_result *r, int policy)
@@ -111,6 +113,8 @@ void serve_report_json_setup(struct plan_json *j, const char *trace_name,
 	plan_json_key(j, "step_us");
 	plan_json_uint(j, o->step_us);
 	plan_json_object_end(j);
+	plan_json_key(j, "modelled");
+	plan_json_bool(j, o->modelled);
 }
 
 void serve_report_json(struct plan_json *j, const struct serve_result *r, int policy)

@@ -43,6 +43,8 @@ struct serve_sched_opts {
 	uint64_t step_us;        /* virtual time a step takes */
 	uint32_t pad_tokens;     /* the batch's arrays hold this many token rows */
 	uint32_t pad_reqs;       /* ... and request rows (padding included) */
+	int      modelled;       /* the program has no batch feeds: the cache is
+	                          * the scheduler's alone, no request is served */
 };
 
 enum serve_req_state {
