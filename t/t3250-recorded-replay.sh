@@ -27,13 +27,13 @@ test_expect_success 'setup: recorded plans, replayable and not' '
 	test_grep "format 1.4" out
 '
 
-test_expect_success '!CUDA: without a usable GPU instantiate says why and exits 3' '
+test_expect_success '!CUDA' 'without a usable GPU instantiate says why and exits 3' '
 	test_expect_code 3 bcg instantiate rec.plan >out 2>err &&
 	test_grep "^bcgtool: rec.plan: a recorded plan replays only on a GPU: " err &&
 	test ! -s out
 '
 
-test_expect_success '!CUDA: so does replay' '
+test_expect_success '!CUDA' 'without a usable GPU replay says why and exits 3' '
 	test_expect_code 3 bcg replay --steps 2 rec.plan >out 2>err &&
 	test_grep "^bcgtool: rec.plan: a recorded plan replays only on a GPU: " err &&
 	test ! -s out

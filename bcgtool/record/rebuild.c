@@ -1089,8 +1089,10 @@ static int rr_build_graph(struct rr_session *s, uint32_t si, cudaGraphNode_t *no
 			data[i].from_port = seg->edges[i].from_port;
 			data[i].to_port = seg->edges[i].to_port;
 		}
-		RR_RT(cudaGraphAddDependencies(g->graph, from, to, data, seg->nedges),
-		      "adding the recorded edges (cudaGraphAddDependencies)");
+		/* One edge a call: each with its own type and ports. */
+		for (uint32_t i = 0; i < seg->nedges; i++)
+			RR_RT(cudaGraphAddDependencies(g->graph, &from[i], &to[i], &data[i], 1),
+			      "adding a recorded edge (cudaGraphAddDependencies)");
 	}
 	rc = 0;
 fail:
