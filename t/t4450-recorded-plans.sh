@@ -148,4 +148,9 @@ open(\"bad.plan\", \"wb\").write(d)
 	test_grep "^bcgtool: bad.plan: checksum mismatch" err
 '
 
+test_expect_success 'report refuses a recording: it joins kernels to ops' '
+	test_expect_code 2 bcg report "$TEST_DATA/nsys/small.sqlite" a.plan 2>err &&
+	test_grep "the plan is a recording (format 1.4)" err
+'
+
 test_done
