@@ -45,6 +45,15 @@ struct plan {
 	struct plan_vec choices;      /* struct plan_choice */
 	struct plan_vec wsrc;         /* struct plan_weight_source */
 
+	/* Recorded plans (1.4): RECORDED says the plan has a recording. */
+	int                   recorded;
+	struct plan_recording recording;
+	struct plan_vec modules;      /* struct plan_module */
+	struct plan_vec functions;    /* struct plan_function */
+	struct plan_vec launches;     /* struct plan_launch */
+	struct plan_vec allocs;       /* struct plan_alloc */
+	struct plan_vec alloc_order;  /* uint32_t: allocs by (device, address) */
+
 	struct plan_pool_chunk *pool;
 };
 
@@ -62,6 +71,11 @@ void *plan__vec_push(struct plan_vec *vec, size_t size);
 /* Fill DIAG (may be NULL) and return CODE. */
 int plan__fail(struct plan_diag *diag, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The checks plan_add_launch makes of launch N against the functions and
+ * allocations of PLAN. */
+int plan__check_launch(const plan_t *plan, const struct plan_launch *l, uint32_t n,
+                       struct plan_diag *diag);
 
 /* Append ITEM to VARIANT's item list. */
 int plan__variant_push_item(plan_t *plan, uint32_t variant, int kind, uint32_t index,

@@ -132,7 +132,7 @@ plan_t *plan_new(void)
 	plan->meta.device = "";
 	plan->layout.alignment = 256;
 	plan->format_major = PLAN_FORMAT_MAJOR;
-	plan->format_minor = PLAN_FORMAT_MINOR;
+	plan->format_minor = PLAN_FORMAT_MINOR_SCRIPT;
 	return plan;
 }
 
@@ -153,6 +153,11 @@ void plan_free(plan_t *plan)
 	free(plan->dispatch.data);
 	free(plan->choices.data);
 	free(plan->wsrc.data);
+	free(plan->modules.data);
+	free(plan->functions.data);
+	free(plan->launches.data);
+	free(plan->allocs.data);
+	free(plan->alloc_order.data);
 	while (plan->pool != NULL) {
 		struct plan_pool_chunk *next = plan->pool->next;
 		free(plan->pool);
@@ -186,6 +191,22 @@ plan_t *plan_clone_program(const plan_t *src)
 	for (i = 0; i < src->wsrc.count; i++)
 		if (plan_add_weight_source(plan, AT(src->wsrc, struct plan_weight_source, i),
 		                           NULL, NULL) != 0)
+			goto fail;
+	/* A recorded plan's program: the recording and what it recorded. */
+	if (src->recorded && plan_set_recording(plan, &src->recording, NULL) != 0)
+		goto fail;
+	for (i = 0; i < src->modules.count; i++)
+		if (plan_add_module(plan, AT(src->modules, struct plan_module, i), NULL, NULL) != 0)
+			goto fail;
+	for (i = 0; i < src->functions.count; i++)
+		if (plan_add_function(plan, AT(src->functions, struct plan_function, i),
+		                      NULL, NULL) != 0)
+			goto fail;
+	for (i = 0; i < src->allocs.count; i++)
+		if (plan_add_alloc(plan, AT(src->allocs, struct plan_alloc, i), NULL, NULL) != 0)
+			goto fail;
+	for (i = 0; i < src->launches.count; i++)
+		if (plan_add_launch(plan, AT(src->launches, struct plan_launch, i), NULL, NULL) != 0)
 			goto fail;
 	return plan;
 fail:
@@ -409,10 +430,19 @@ int plan_add_variant(plan_t *plan, const struct plan_variant *variant, uint32_t 
 	if (plan_find_variant(plan, variant->tokens) != PLAN_NONE)
 		return plan__fail(diag, PLAN_ERR_INVALID, "variant %lld: added twice",
 		                  (long long)variant->tokens);
+	const char *label = plan__pool_strdup(plan, variant->label);
+	if (label == NULL)
+		return NOMEM(diag);
+	if (!plan->recorded && (label[0] != '\0' || variant->seen || variant->recorded_ns ||
+	                        variant->device))
+		return plan__fail(diag, PLAN_ERR_INVALID,
+		                  "variant %lld: a label, steps seen, time or device in a script plan",
+		                  (long long)variant->tokens);
 	struct plan_variant_rec *slot = plan__vec_push(&plan->variants, sizeof *slot);
 	if (slot == NULL)
 		return NOMEM(diag);
 	slot->pub = *variant;
+	slot->pub.label = label;
 	slot->pub.nitems = 0;
 	slot->pub.items = NULL;
 	if (index != NULL)
@@ -469,10 +499,18 @@ int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t 
 	if (s.variant >= plan->variants.count)
 		return plan__fail(diag, PLAN_ERR_INVALID, "segment: variant %u of %u",
 		                  s.variant, plan->variants.count);
-	if (s.op_count == 0 || s.op_first >= plan->ops.count ||
-	    s.op_count > plan->ops.count - s.op_first)
+	if (plan->recorded) {
+		if (s.op_first != 0 || s.op_count != 0)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "segment: ops [%u, +%u) in a recorded plan", s.op_first,
+			                  s.op_count);
+	} else if (s.op_count == 0 || s.op_first >= plan->ops.count ||
+	           s.op_count > plan->ops.count - s.op_first) {
 		return plan__fail(diag, PLAN_ERR_INVALID, "segment: ops [%u, +%u) outside the %u ops",
 		                  s.op_first, s.op_count, plan->ops.count);
+	}
+	if (!plan->recorded && s.recorded_ns != 0)
+		return plan__fail(diag, PLAN_ERR_INVALID, "segment: a recorded time in a script plan");
 	if ((s.nnodes && s.nodes == NULL) || (s.nedges && s.edges == NULL))
 		return plan__fail(diag, PLAN_ERR_INVALID, "segment: counts without arrays");
 	for (uint32_t i = 0; i < s.nedges; i++)
@@ -487,6 +525,25 @@ int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t 
 			const struct plan_node *n = &segment->nodes[i];
 			if (n->nparams && n->params == NULL)
 				return plan__fail(diag, PLAN_ERR_INVALID, "segment: node %u params missing", i);
+			if (!plan->recorded) {
+				nodes[i].launch = PLAN_NONE;
+			} else if (n->type == PLAN_NODE_KERNEL || n->type == PLAN_NODE_MEMCPY ||
+			           n->type == PLAN_NODE_MEMSET) {
+				if (n->launch >= plan->launches.count)
+					return plan__fail(diag, PLAN_ERR_INVALID,
+					                  "segment: node %u names launch %u of %u", i,
+					                  n->launch, plan->launches.count);
+				if (AT(plan->launches, struct plan_launch, n->launch)->type != n->type)
+					return plan__fail(diag, PLAN_ERR_INVALID,
+					                  "segment: node %u (%s) names launch %u, a %s", i,
+					                  plan_node_type_name(n->type), n->launch,
+					                  plan_node_type_name(AT(plan->launches,
+					                  struct plan_launch, n->launch)->type));
+			} else if (n->launch != PLAN_NONE) {
+				return plan__fail(diag, PLAN_ERR_INVALID,
+				                  "segment: node %u (%s) names a launch", i,
+				                  plan_node_type_name(n->type));
+			}
 			nodes[i].kernel = plan__pool_strdup(plan, n->kernel);
 			nodes[i].params = plan__pool_memdup(plan, n->params, n->nparams, sizeof *n->params);
 			if (nodes[i].kernel == NULL || (n->nparams && nodes[i].params == NULL))
@@ -520,11 +577,27 @@ int plan_add_breakpoint(plan_t *plan, const struct plan_breakpoint *bp, uint32_t
 	if (b.variant >= plan->variants.count)
 		return plan__fail(diag, PLAN_ERR_INVALID, "breakpoint: variant %u of %u",
 		                  b.variant, plan->variants.count);
-	if (b.op >= plan->ops.count)
-		return plan__fail(diag, PLAN_ERR_INVALID, "breakpoint: op %u of %u",
-		                  b.op, plan->ops.count);
-	if (b.reason < PLAN_BREAK_KIND || b.reason > PLAN_BREAK_MODE)
-		return plan__fail(diag, PLAN_ERR_INVALID, "breakpoint: unknown reason %d", b.reason);
+	if (plan->recorded) {
+		if (b.op != PLAN_NONE || b.reason != PLAN_BREAK_RECORDED || b.nreads || b.nwrites)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "breakpoint: a recorded plan's breakpoint has op PLAN_NONE, "
+			                  "reason recorded and no reads or writes");
+		if (b.launch_first > plan->launches.count ||
+		    b.launch_count > plan->launches.count - b.launch_first)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "breakpoint: launches [%u, +%u) outside the %u launches",
+			                  b.launch_first, b.launch_count, plan->launches.count);
+	} else {
+		if (b.op >= plan->ops.count)
+			return plan__fail(diag, PLAN_ERR_INVALID, "breakpoint: op %u of %u",
+			                  b.op, plan->ops.count);
+		if (b.reason < PLAN_BREAK_KIND || b.reason > PLAN_BREAK_MODE)
+			return plan__fail(diag, PLAN_ERR_INVALID, "breakpoint: unknown reason %d",
+			                  b.reason);
+		if (b.launch_first || b.launch_count || b.recorded_ns)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "breakpoint: launches or a recorded time in a script plan");
+	}
 	if ((err = check_tensor_list(plan, bp->reads, bp->nreads, "breakpoint reads", diag)) != 0 ||
 	    (err = check_tensor_list(plan, bp->writes, bp->nwrites, "breakpoint writes", diag)) != 0)
 		return err;
@@ -896,3 +969,385 @@ uint64_t plan_tensor_bytes(const plan_t *plan, uint32_t tensor, int64_t tokens)
 		return n == 0 ? 0 : UINT64_MAX;
 	return n * es;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (format 1.4).                                            */
+
+int plan_get_origin(const plan_t *plan)
+{
+	return plan->recorded ? PLAN_ORIGIN_RECORDED : PLAN_ORIGIN_SCRIPT;
+}
+
+const struct plan_recording *plan_get_recording(const plan_t *plan)
+{
+	return plan->recorded ? &plan->recording : NULL;
+}
+
+int plan_set_recording(plan_t *plan, const struct plan_recording *rec, struct plan_diag *diag)
+{
+	struct plan_recording r = *rec;
+
+	if (plan->dims.count || plan->vars.count || plan->tensors.count || plan->ops.count ||
+	    plan->checks.count || plan->dispatch.count || plan->choices.count || plan->wsrc.count)
+		return plan__fail(diag, PLAN_ERR_INVALID,
+		                  "recording: the plan already holds a script's program");
+	if (!plan->recorded && (plan->segments.count || plan->breakpoints.count))
+		return plan__fail(diag, PLAN_ERR_INVALID,
+		                  "recording: set before the first segment or breakpoint");
+	r.command = plan__pool_strdup(plan, rec->command);
+	r.step_rule = plan__pool_strdup(plan, rec->step_rule);
+	r.libraries = plan__pool_strdup(plan, rec->libraries);
+	if (r.command == NULL || r.step_rule == NULL || r.libraries == NULL)
+		return NOMEM(diag);
+	plan->recording = r;
+	plan->recorded = 1;
+	plan->format_minor = PLAN_FORMAT_MINOR_RECORDED;
+	return PLAN_OK;
+}
+
+#define NEED_RECORDING(plan, diag, what)                                        \
+	do {                                                                    \
+		if (!(plan)->recorded)                                          \
+			return plan__fail(diag, PLAN_ERR_INVALID,               \
+			                  "%s: only a recorded plan has one "   \
+			                  "(plan_set_recording first)", what);  \
+	} while (0)
+
+int plan_add_module(plan_t *plan, const struct plan_module *module, uint32_t *index,
+                    struct plan_diag *diag)
+{
+	struct plan_module m = *module;
+	int has_image = (m.flags & PLAN_MODULE_IMAGE) != 0;
+
+	NEED_RECORDING(plan, diag, "module");
+	if (m.flags & ~PLAN_MODULE_IMAGE)
+		return plan__fail(diag, PLAN_ERR_INVALID, "module: unknown flags 0x%x", m.flags);
+	if (has_image && (m.bytes == 0 || m.image == NULL))
+		return plan__fail(diag, PLAN_ERR_INVALID, "module: IMAGE without %s",
+		                  m.bytes == 0 ? "bytes" : "an image");
+	if (has_image && m.bytes > SIZE_MAX)
+		return NOMEM(diag);
+	/* A module already there (same hash and size) is reused; it takes
+	 * the new image when it had none. */
+	for (uint32_t i = 0; i < plan->modules.count; i++) {
+		struct plan_module *o = AT(plan->modules, struct plan_module, i);
+		if (o->hash != m.hash || o->bytes != m.bytes)
+			continue;
+		if (has_image && !(o->flags & PLAN_MODULE_IMAGE)) {
+			const void *img = plan__pool_memdup(plan, m.image, (size_t)m.bytes, 1);
+			if (img == NULL)
+				return NOMEM(diag);
+			o->image = img;
+			o->flags |= PLAN_MODULE_IMAGE;
+			o->note = "";
+			if (o->name[0] == '\0' &&
+			    (o->name = plan__pool_strdup(plan, m.name)) == NULL)
+				return NOMEM(diag);
+		}
+		if (index != NULL)
+			*index = i;
+		return PLAN_OK;
+	}
+	m.name = plan__pool_strdup(plan, module->name);
+	m.note = plan__pool_strdup(plan, has_image ? "" : module->note);
+	m.image = has_image ? plan__pool_memdup(plan, module->image, (size_t)m.bytes, 1) : NULL;
+	if (m.name == NULL || m.note == NULL || (has_image && m.image == NULL))
+		return NOMEM(diag);
+	struct plan_module *slot = plan__vec_push(&plan->modules, sizeof m);
+	if (slot == NULL)
+		return NOMEM(diag);
+	*slot = m;
+	if (index != NULL)
+		*index = plan->modules.count - 1;
+	return PLAN_OK;
+}
+
+int plan_add_function(plan_t *plan, const struct plan_function *function, uint32_t *index,
+                      struct plan_diag *diag)
+{
+	struct plan_function f = *function;
+
+	NEED_RECORDING(plan, diag, "function");
+	if (f.module >= plan->modules.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "function %s: module %u of %u",
+		                  f.name ? f.name : "", f.module, plan->modules.count);
+	if (f.name == NULL || f.name[0] == '\0')
+		return plan__fail(diag, PLAN_ERR_INVALID, "function: no name");
+	if (f.nparams > 0 && f.params == NULL)
+		return plan__fail(diag, PLAN_ERR_INVALID, "function %s: %u params but no list",
+		                  f.name, f.nparams);
+	for (uint32_t i = 0; i < f.nparams; i++) {
+		const struct plan_param_info *p = &f.params[i];
+		if ((uint64_t)p->offset + p->size > UINT32_MAX)
+			return plan__fail(diag, PLAN_ERR_INVALID, "function %s: param %u past 4 GiB",
+			                  f.name, i);
+		if (i > 0 && p->offset < (uint64_t)f.params[i - 1].offset + f.params[i - 1].size)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "function %s: param %u at %u overlaps or precedes param %u",
+			                  f.name, i, p->offset, i - 1);
+	}
+	f.name = plan__pool_strdup(plan, function->name);
+	f.params = plan__pool_memdup(plan, function->params, f.nparams, sizeof *f.params);
+	if (f.name == NULL || (f.nparams && f.params == NULL))
+		return NOMEM(diag);
+	struct plan_function *slot = plan__vec_push(&plan->functions, sizeof f);
+	if (slot == NULL)
+		return NOMEM(diag);
+	*slot = f;
+	if (index != NULL)
+		*index = plan->functions.count - 1;
+	return PLAN_OK;
+}
+
+/* Whether ADDR names an allocation of the plan (or none) and, inside it,
+ * the bytes [offset, offset + span) (span 0: the offset alone). */
+static int check_addr(const plan_t *plan, const struct plan_addr *addr, uint64_t span,
+                      const char *what, uint32_t n, struct plan_diag *diag)
+{
+	if (addr->alloc == PLAN_NONE)
+		return PLAN_OK;
+	if (addr->alloc >= plan->allocs.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: %s names allocation %u of %u",
+		                  n, what, addr->alloc, plan->allocs.count);
+	const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, addr->alloc);
+	if (addr->offset >= a->bytes || span > a->bytes - addr->offset)
+		return plan__fail(diag, PLAN_ERR_INVALID,
+		                  "launch %u: %s at offset %llu (+%llu) outside allocation %u "
+		                  "(%llu bytes)", n, what, (unsigned long long)addr->offset,
+		                  (unsigned long long)span, addr->alloc,
+		                  (unsigned long long)a->bytes);
+	return PLAN_OK;
+}
+
+int plan__check_launch(const plan_t *plan, const struct plan_launch *l, uint32_t n,
+                       struct plan_diag *diag)
+{
+	int err;
+
+	switch (l->type) {
+	case PLAN_NODE_KERNEL: {
+		if (l->function >= plan->functions.count)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: function %u of %u",
+			                  n, l->function, plan->functions.count);
+		const struct plan_function *f = AT(plan->functions, struct plan_function,
+		                                   l->function);
+		if (l->flags & ~(PLAN_LAUNCH_PDL | PLAN_LAUNCH_COOP))
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: unknown flags 0x%x",
+			                  n, l->flags);
+		for (int d = 0; d < 3; d++)
+			if (l->grid[d] == 0 || l->block[d] == 0)
+				return plan__fail(diag, PLAN_ERR_INVALID,
+				                  "launch %u: grid or block has a 0 dimension", n);
+		if ((l->cluster[0] == 0) != (l->cluster[1] == 0) ||
+		    (l->cluster[0] == 0) != (l->cluster[2] == 0))
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "launch %u: cluster is neither 0 0 0 nor whole", n);
+		if (l->nargs > 0 && l->args == NULL)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: %u argument bytes "
+			                  "but no buffer", n, l->nargs);
+		if (f->nparams > 0 &&
+		    (uint64_t)f->params[f->nparams - 1].offset + f->params[f->nparams - 1].size >
+		    l->nargs)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "launch %u: %u argument bytes do not hold %s's parameters",
+			                  n, l->nargs, f->name);
+		if (l->npatches > 0 && l->patches == NULL)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: %u patches but no list",
+			                  n, l->npatches);
+		for (uint32_t i = 0; i < l->npatches; i++) {
+			const struct plan_patch *p = &l->patches[i];
+			if (p->byte % 8 != 0 || (uint64_t)p->byte + 8 > l->nargs)
+				return plan__fail(diag, PLAN_ERR_INVALID,
+				                  "launch %u: patch %u at byte %u is not an aligned word "
+				                  "of the %u argument bytes", n, i, p->byte, l->nargs);
+			if (i > 0 && p->byte <= l->patches[i - 1].byte)
+				return plan__fail(diag, PLAN_ERR_INVALID,
+				                  "launch %u: patches not ascending at %u", n, i);
+			if ((err = check_addr(plan, &p->addr, 0, "a patch", n, diag)) != 0)
+				return err;
+		}
+		if (l->ndata != 0)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: a kernel with data", n);
+		return PLAN_OK;
+	}
+	case PLAN_NODE_MEMCPY:
+		if (l->bytes == 0)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: a copy of 0 bytes", n);
+		if ((err = check_addr(plan, &l->dst, l->bytes, "the destination", n, diag)) != 0 ||
+		    (err = check_addr(plan, &l->src, l->bytes, "the source", n, diag)) != 0)
+			return err;
+		if (l->ndata != 0 && (l->ndata != l->bytes || l->data == NULL ||
+		                      l->src.alloc != PLAN_NONE))
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "launch %u: kept %u host bytes for a copy of %llu bytes%s", n,
+			                  l->ndata, (unsigned long long)l->bytes,
+			                  l->src.alloc != PLAN_NONE ? " from device memory" : "");
+		break;
+	case PLAN_NODE_MEMSET: {
+		if (l->element != 1 && l->element != 2 && l->element != 4)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: memset element of %u bytes",
+			                  n, l->element);
+		if (l->width == 0 || l->height == 0)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: an empty memset", n);
+		if (l->width > UINT64_MAX / l->element)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: memset too wide", n);
+		uint64_t row = l->width * l->element;
+		if (l->height > 1 && l->pitch < row)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "launch %u: memset pitch %llu below its row of %llu bytes", n,
+			                  (unsigned long long)l->pitch, (unsigned long long)row);
+		if (l->height > 1 && (l->height - 1) > (UINT64_MAX - row) / l->pitch)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: memset too large", n);
+		uint64_t span = l->height > 1 ? (l->height - 1) * l->pitch + row : row;
+		if (l->element < 4 && (l->value >> (8 * l->element)) != 0)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "launch %u: value 0x%x wider than %u bytes", n, l->value,
+			                  l->element);
+		if ((err = check_addr(plan, &l->dst, span, "the destination", n, diag)) != 0)
+			return err;
+		if (l->ndata != 0)
+			return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: a memset with data", n);
+		break;
+	}
+	default:
+		return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: type %d is not a kernel, a "
+		                  "copy or a memset", n, l->type);
+	}
+	if (l->nargs != 0 || l->npatches != 0)
+		return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: a %s with parameters", n,
+		                  plan_node_type_name(l->type));
+	return PLAN_OK;
+}
+
+int plan_add_launch(plan_t *plan, const struct plan_launch *launch, uint32_t *index,
+                    struct plan_diag *diag)
+{
+	struct plan_launch l = *launch;
+	int err;
+
+	NEED_RECORDING(plan, diag, "launch");
+	if ((err = plan__check_launch(plan, &l, plan->launches.count, diag)) != 0)
+		return err;
+	l.args = plan__pool_memdup(plan, launch->args, l.nargs, 1);
+	l.patches = plan__pool_memdup(plan, launch->patches, l.npatches, sizeof *l.patches);
+	l.data = plan__pool_memdup(plan, launch->data, l.ndata, 1);
+	if ((l.nargs && l.args == NULL) || (l.npatches && l.patches == NULL) ||
+	    (l.ndata && l.data == NULL))
+		return NOMEM(diag);
+	struct plan_launch *slot = plan__vec_push(&plan->launches, sizeof l);
+	if (slot == NULL)
+		return NOMEM(diag);
+	*slot = l;
+	if (index != NULL)
+		*index = plan->launches.count - 1;
+	return PLAN_OK;
+}
+
+static int alloc_before(const struct plan_alloc *a, uint32_t device, uint64_t address)
+{
+	return a->device < device || (a->device == device && a->address < address);
+}
+
+/* The first position in alloc_order whose allocation is not before
+ * (DEVICE, ADDRESS). */
+static uint32_t alloc_lower_bound(const plan_t *plan, uint32_t device, uint64_t address)
+{
+	const uint32_t *order = plan->alloc_order.data;
+	uint32_t lo = 0, hi = plan->alloc_order.count;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (alloc_before(AT(plan->allocs, struct plan_alloc, order[mid]), device, address))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int plan_add_alloc(plan_t *plan, const struct plan_alloc *alloc, uint32_t *index,
+                   struct plan_diag *diag)
+{
+	struct plan_alloc a = *alloc;
+	uint32_t at, *order;
+
+	NEED_RECORDING(plan, diag, "allocation");
+	if (a.flags & ~(PLAN_ALLOC_SNAPSHOT | PLAN_ALLOC_VMM))
+		return plan__fail(diag, PLAN_ERR_INVALID, "allocation: unknown flags 0x%x", a.flags);
+	if (a.bytes == 0 || a.address > UINT64_MAX - a.bytes)
+		return plan__fail(diag, PLAN_ERR_INVALID,
+		                  "allocation at 0x%llx: %llu bytes do not make a range",
+		                  (unsigned long long)a.address, (unsigned long long)a.bytes);
+	if ((a.flags & PLAN_ALLOC_SNAPSHOT) && a.data == NULL)
+		return plan__fail(diag, PLAN_ERR_INVALID, "allocation at 0x%llx: SNAPSHOT without data",
+		                  (unsigned long long)a.address);
+	if ((a.flags & PLAN_ALLOC_SNAPSHOT) && a.bytes > SIZE_MAX)
+		return NOMEM(diag);
+	/* Allocations of one device do not overlap. */
+	at = alloc_lower_bound(plan, a.device, a.address);
+	order = plan->alloc_order.data;
+	if (at < plan->alloc_order.count) {
+		const struct plan_alloc *n = AT(plan->allocs, struct plan_alloc, order[at]);
+		if (n->device == a.device && n->address < a.address + a.bytes)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "allocation at 0x%llx overlaps allocation %u at 0x%llx",
+			                  (unsigned long long)a.address, order[at],
+			                  (unsigned long long)n->address);
+	}
+	if (at > 0) {
+		const struct plan_alloc *p = AT(plan->allocs, struct plan_alloc, order[at - 1]);
+		if (p->device == a.device && p->address + p->bytes > a.address)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "allocation at 0x%llx overlaps allocation %u at 0x%llx",
+			                  (unsigned long long)a.address, order[at - 1],
+			                  (unsigned long long)p->address);
+	}
+	a.data = (a.flags & PLAN_ALLOC_SNAPSHOT) ? plan__pool_memdup(plan, alloc->data,
+	                                                             (size_t)a.bytes, 1) : NULL;
+	if ((a.flags & PLAN_ALLOC_SNAPSHOT) && a.data == NULL)
+		return NOMEM(diag);
+	if (plan__vec_push(&plan->alloc_order, sizeof *order) == NULL)
+		return NOMEM(diag);
+	struct plan_alloc *slot = plan__vec_push(&plan->allocs, sizeof a);
+	if (slot == NULL) {
+		plan->alloc_order.count--;
+		return NOMEM(diag);
+	}
+	*slot = a;
+	order = plan->alloc_order.data;
+	memmove(order + at + 1, order + at, (size_t)(plan->alloc_order.count - 1 - at) * sizeof *order);
+	order[at] = plan->allocs.count - 1;
+	if (index != NULL)
+		*index = plan->allocs.count - 1;
+	return PLAN_OK;
+}
+
+uint32_t plan_find_alloc(const plan_t *plan, uint32_t device, uint64_t address, uint64_t *offset)
+{
+	const uint32_t *order = plan->alloc_order.data;
+	/* The last allocation starting at or before ADDRESS. */
+	uint32_t at = alloc_lower_bound(plan, device, address);
+
+	if (at < plan->alloc_order.count) {
+		const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, order[at]);
+		if (a->device == device && a->address == address) {
+			if (offset != NULL)
+				*offset = 0;
+			return order[at];
+		}
+	}
+	if (at > 0) {
+		const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, order[at - 1]);
+		if (a->device == device && address - a->address < a->bytes) {
+			if (offset != NULL)
+				*offset = address - a->address;
+			return order[at - 1];
+		}
+	}
+	return PLAN_NONE;
+}
+
+COUNT_AND_GET(module, modules, struct plan_module)
+COUNT_AND_GET(function, functions, struct plan_function)
+COUNT_AND_GET(launch, launches, struct plan_launch)
+COUNT_AND_GET(alloc, allocs, struct plan_alloc)

@@ -52,7 +52,10 @@ static const char *const node_type_names[] = {
 };
 static const char *const break_reason_names[] = {
 	[PLAN_BREAK_KIND] = "kind", [PLAN_BREAK_FORCED] = "forced",
-	[PLAN_BREAK_MODE] = "mode",
+	[PLAN_BREAK_MODE] = "mode", [PLAN_BREAK_RECORDED] = "recorded",
+};
+static const char *const origin_names[] = {
+	[PLAN_ORIGIN_SCRIPT] = "script", [PLAN_ORIGIN_RECORDED] = "recorded",
 };
 static const char *const edge_type_names[] = {
 	[PLAN_EDGE_DEFAULT] = "default", [PLAN_EDGE_PROGRAMMATIC] = "programmatic",
@@ -73,6 +76,7 @@ const char *plan_node_type_name(int v) { return NAME_AT(node_type_names, v); }
 const char *plan_break_reason_name(int v) { return NAME_AT(break_reason_names, v); }
 const char *plan_edge_type_name(int v) { return NAME_AT(edge_type_names, v); }
 const char *plan_edge_port_name(int v) { return NAME_AT(edge_port_names, v); }
+const char *plan_origin_name(int v) { return NAME_AT(origin_names, v); }
 
 static int lookup(const char *const *table, size_t n, const char *name)
 {

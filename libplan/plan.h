@@ -43,7 +43,12 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 3
+#define PLAN_FORMAT_MINOR 4
+/* A file's minor version is the lowest that holds what it has: a plan
+ * without a recording is written as 1.3, byte for byte what 1.3 wrote; a
+ * recorded plan as 1.4. */
+#define PLAN_FORMAT_MINOR_SCRIPT   3
+#define PLAN_FORMAT_MINOR_RECORDED 4
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -330,7 +335,7 @@ struct plan_node {
 	uint32_t                 launch;   /* (1.4) recorded plans: the plan_launch
 	                                      that rebuilds it (kernel, memcpy and
 	                                      memset nodes; PLAN_NONE for others);
-	                                      ignored in script plans */
+	                                      PLAN_NONE in script plans */
 };
 
 /* How an edge orders its two nodes (CUDA's cudaGraphDependencyType and
@@ -582,6 +587,22 @@ struct plan_alloc {
 	uint32_t    flags;       /* PLAN_ALLOC_* */
 	const void *data;        /* with SNAPSHOT; else NULL */
 };
+
+/*
+ * Building a recorded plan: plan_set_recording first (on a plan with no
+ * script program, segments or breakpoints; it may be set again to update
+ * it), then modules, functions, allocations and launches (each names only
+ * records added before it), then variants, segments and breakpoints. In a
+ * recorded plan plan_add_segment takes segments with op_first and
+ * op_count 0 whose kernel, memcpy and memset nodes name a launch (other
+ * nodes PLAN_NONE), and plan_add_breakpoint breakpoints with op
+ * PLAN_NONE, reason PLAN_BREAK_RECORDED, no reads or writes and a launch
+ * range inside the launches; a script plan takes neither, and its nodes'
+ * launch is stored as PLAN_NONE. The add functions check what each record
+ * alone can be checked for (patches inside the argument bytes, addresses
+ * inside their allocation, allocations of a device not overlapping);
+ * plan_validate checks the rest.
+ */
 
 /* The plan's origin: PLAN_ORIGIN_RECORDED when it has a recording. */
 int plan_get_origin(const plan_t *plan);

@@ -122,8 +122,8 @@ static void test_fingerprint(void)
 {
 	struct plan_param pa[] = { { 0, 256 }, { 2, UINT64_C(0x100000200) } };
 	struct plan_node nodes[] = {
-		{ PLAN_NODE_KERNEL, 0, "gemm", { 4, 2, 1 }, { 128, 1, 1 }, 1024, 2, pa },
-		{ PLAN_NODE_MEMSET, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
+		{ PLAN_NODE_KERNEL, 0, "gemm", { 4, 2, 1 }, { 128, 1, 1 }, 1024, 2, pa, PLAN_NONE },
+		{ PLAN_NODE_MEMSET, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL, PLAN_NONE },
 	};
 	struct plan_edge edges[] = { { .from = 0, .to = 1 } };
 	struct plan_segment s = { .flags = PLAN_SEG_NODES, .nnodes = 2, .nodes = nodes,

@@ -164,11 +164,11 @@ plan_t *sample_rich(void)
 	struct plan_param pr1[] = { { 0, T_x->offset }, { 3, T_h->offset + 64 } };
 	struct plan_param pr2[] = { { 5, T_g->offset } };
 	struct plan_node nodes0[] = {
-		{ PLAN_NODE_KERNEL, 0, "embedding_kernel<__half>", { 16, 1, 1 }, { 256, 1, 1 }, 0, 3, pr0 },
+		{ PLAN_NODE_KERNEL, 0, "embedding_kernel<__half>", { 16, 1, 1 }, { 256, 1, 1 }, 0, 3, pr0, PLAN_NONE },
 		{ PLAN_NODE_KERNEL, 1, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", { 4, 2, 1 },
-		  { 128, 1, 1 }, 49152, 2, pr1 },
-		{ PLAN_NODE_MEMSET, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
-		{ PLAN_NODE_KERNEL, 2, "silu_mul_kernel", { 8, 1, 1 }, { 64, 2, 1 }, 128, 1, pr2 },
+		  { 128, 1, 1 }, 49152, 2, pr1, PLAN_NONE },
+		{ PLAN_NODE_MEMSET, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL, PLAN_NONE },
+		{ PLAN_NODE_KERNEL, 2, "silu_mul_kernel", { 8, 1, 1 }, { 64, 2, 1 }, 128, 1, pr2, PLAN_NONE },
 	};
 	/* A programmatic edge, one leaving from the launch-completion port,
 	 * and default ones. */
@@ -186,10 +186,10 @@ plan_t *sample_rich(void)
 
 	struct plan_param pr3[] = { { 0, T_out->offset }, { 1, 0 }, { 2, layout.arena_bytes - 1 } };
 	struct plan_node nodes1[] = {
-		{ PLAN_NODE_EVENT_RECORD, PLAN_NONE, "", { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, NULL },
-		{ PLAN_NODE_KERNEL, 3, "attention_decode_graphsafe", { 32, 8, 2 }, { 128, 1, 1 }, 65536, 3, pr3 },
-		{ PLAN_NODE_GRAPH, 4, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
-		{ PLAN_NODE_OTHER, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL },
+		{ PLAN_NODE_EVENT_RECORD, PLAN_NONE, "", { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, NULL, PLAN_NONE },
+		{ PLAN_NODE_KERNEL, 3, "attention_decode_graphsafe", { 32, 8, 2 }, { 128, 1, 1 }, 65536, 3, pr3, PLAN_NONE },
+		{ PLAN_NODE_GRAPH, 4, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL, PLAN_NONE },
+		{ PLAN_NODE_OTHER, PLAN_NONE, "", { 0, 0, 0 }, { 0, 0, 0 }, 0, 0, NULL, PLAN_NONE },
 	};
 	struct plan_edge edges1[] = {
 		{ .from = 1, .to = 0 }, { .from = 2, .to = 1 }, { .from = 3, .to = 2 },
@@ -206,7 +206,7 @@ plan_t *sample_rich(void)
 	CHECK(plan_add_segment(p, &s0, NULL, NULL));
 	uint32_t rd[] = { g, kv, pos }, wr[] = { out, kv };
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v0, 3, "attn.0", PLAN_BREAK_FORCED,
-	                          "marked eager: true in the script", 3, 2, rd, wr }, NULL, NULL));
+	                          "marked eager: true in the script", 3, 2, rd, wr, 0, 0, 0 }, NULL, NULL));
 	/* A host-style segment: no nodes. */
 	CHECK(plan_add_segment(p, &(struct plan_segment){ .variant = v0, .op_first = 4, .op_count = 1 },
 	                       &seg, NULL));
@@ -215,7 +215,7 @@ plan_t *sample_rich(void)
 	for (uint32_t i = 0; i < 5; i++) {
 		const struct plan_op *o = plan_get_op(p, i);
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v2, i, names[i], PLAN_BREAK_MODE,
-		                          "the variant's mode is eager", o->nin, o->nout, o->in, o->out },
+		                          "the variant's mode is eager", o->nin, o->nout, o->in, o->out, 0, 0, 0 },
 		                          NULL, NULL));
 	}
 	CHECK(plan_add_check(p, &(struct plan_check){ v0, out, 3, UINT64_C(0xdeadbeefcafef00d), -12.5 },
@@ -292,8 +292,8 @@ static plan_t *vector(unsigned minor)
 	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE, .peak_bytes = 1024 }, &v, NULL));
 	struct plan_param pr[] = { { 0, 0 }, { 1, 256 }, { 2, 512 } }, pr1[] = { { 0, 512 } };
 	struct plan_node nodes[] = {
-		{ PLAN_NODE_KERNEL, 0, "matmul_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 3, pr },
-		{ PLAN_NODE_KERNEL, 0, "splitk_reduce_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 1, pr1 },
+		{ PLAN_NODE_KERNEL, 0, "matmul_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 3, pr, PLAN_NONE },
+		{ PLAN_NODE_KERNEL, 0, "splitk_reduce_f32", { 1, 1, 1 }, { 32, 1, 1 }, 0, 1, pr1, PLAN_NONE },
 	};
 	struct plan_edge edge = { 0, 1, PLAN_EDGE_PROGRAMMATIC, PLAN_PORT_PROGRAMMATIC,
 	                          PLAN_PORT_DEFAULT };
@@ -303,7 +303,7 @@ static plan_t *vector(unsigned minor)
 	s.fingerprint = plan_fingerprint(&s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, 1, "s", PLAN_BREAK_FORCED,
-	                          "eager: true", 1, 1, in1, out1 }, NULL, NULL));
+	                          "eager: true", 1, 1, in1, out1, 0, 0, 0 }, NULL, NULL));
 	CHECK(plan_add_check(p, &(struct plan_check){ v, y, 1, UINT64_C(0xa5a5a5a55a5a5a5a), 1.5 },
 	                     NULL, NULL));
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 2, .variant = v }, NULL, NULL));
@@ -371,7 +371,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 			nd[k] = (struct plan_node){ PLAN_NODE_KERNEL, first + k,
 				k % 3 ? "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"
 				      : "rmsnorm_kernel<__half, 1024>",
-				{ 64 + k % 7, 1, 1 }, { 128, 1, 1 }, (k % 4) * 1024, 2, &pr[2 * k] };
+				{ 64 + k % 7, 1, 1 }, { 128, 1, 1 }, (k % 4) * 1024, 2, &pr[2 * k], PLAN_NONE };
 			ed[k] = (struct plan_edge){ .from = k ? k - 1 : 0, .to = k };
 		}
 		struct plan_segment seg = { .variant = v, .op_first = first, .op_count = nodes,
@@ -383,7 +383,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 		snprintf(name, sizeof name, "layer%u.op%u", s, nodes);
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, first + nodes, name,
 		                          PLAN_BREAK_KIND, "attention follows the host's kv_len",
-		                          1, 1, &t[0], &t[1] }, NULL, NULL));
+		                          1, 1, &t[0], &t[1], 0, 0, 0 }, NULL, NULL));
 	}
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 8, .variant = v }, NULL, NULL));
 	free(nd);
