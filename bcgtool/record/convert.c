@@ -147,7 +147,22 @@ struct cv_alloc {
 	uint64_t       seq_alloc;
 	uint64_t       seq_free;  /* UINT64_MAX: never freed */
 	const uint8_t *snap;      /* BYTES bytes, or NULL */
-	uint32_t       plan;
+	uint32_t       range;     /* cv_range index */
+};
+
+/* The plan's allocations do not overlap on a device, but a run reuses
+ * addresses: the recorded allocations of a device (of every process)
+ * that overlap are merged into one range, and a range is what the plan
+ * keeps. */
+struct cv_range {
+	uint32_t       device;
+	uint64_t       address;
+	uint64_t       bytes;
+	uint32_t       flags;     /* RECLOG_ALLOC_*, of any allocation in it */
+	uint32_t       nallocs;
+	const uint8_t *snap;      /* the one allocation's snapshot, when it
+	                             alone makes the range */
+	uint32_t       plan;      /* plan_alloc index, PLAN_NONE until added */
 };
 
 /* One piece of work: an eager launch, copy or memset, or a graph node. */
@@ -240,6 +255,8 @@ struct cv {
 	const struct record_opts *opts;
 	plan_t                   *plan;
 	struct record_summary     sum;
+	struct cv_range          *ranges;
+	size_t                    nranges, cranges;
 	int                       rc;
 	char                     *msg;
 	size_t                    msglen;
@@ -573,7 +590,7 @@ static int decode_record(struct cv *c, struct cv_proc *p, const struct reclog_re
 		a->flags = reclog_get_u32(&k);
 		a->seq_alloc = r->seq;
 		a->seq_free = UINT64_MAX;
-		a->plan = PLAN_NONE;
+		a->range = PLAN_NONE;
 		if (a->bytes > p->alloc_max)
 			p->alloc_max = a->bytes;
 		break;
@@ -1230,30 +1247,100 @@ static int plan_addr_of(struct cv *c, struct cv_proc *p, uint32_t device, uint64
 {
 	struct cv_alloc *a = find_alloc(p, device, address, seq);
 	struct plan_diag d = { 0 };
+	struct cv_range *g;
 	int err;
 
 	out->alloc = PLAN_NONE;
 	out->offset = address;
 	if (a == NULL)
 		return 0;
-	if (a->plan == PLAN_NONE) {
+	g = &c->ranges[a->range];
+	if (g->plan == PLAN_NONE) {
 		struct plan_alloc pa = { 0 };
-		pa.address = a->address;
-		pa.bytes = a->bytes;
-		pa.device = a->device;
-		pa.flags = (a->flags & RECLOG_ALLOC_VMM) ? PLAN_ALLOC_VMM : 0;
-		if (a->snap != NULL) {
+		pa.address = g->address;
+		pa.bytes = g->bytes;
+		pa.device = g->device;
+		pa.flags = (g->flags & RECLOG_ALLOC_VMM) ? PLAN_ALLOC_VMM : 0;
+		if (g->snap != NULL) {
 			pa.flags |= PLAN_ALLOC_SNAPSHOT;
-			pa.data = a->snap;
+			pa.data = g->snap;
 			c->sum.snapshots++;
 		}
-		err = plan_add_alloc(c->plan, &pa, &a->plan, &d);
+		err = plan_add_alloc(c->plan, &pa, &g->plan, &d);
 		if (cv_plan(c, err, &d) != 0)
 			return -1;
 		c->sum.allocs++;
 	}
-	out->alloc = a->plan;
-	out->offset = address - a->address;
+	out->alloc = g->plan;
+	out->offset = address - g->address;
+	return 0;
+}
+
+struct range_ref {
+	uint32_t       device;
+	uint64_t       address;
+	struct cv_alloc *alloc;
+};
+
+static int by_device_address(const void *x, const void *y)
+{
+	const struct range_ref *a = x, *b = y;
+
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return a->address < b->address ? -1 : a->address > b->address;
+}
+
+/* Merge the allocations of every process into ranges (struct cv_range). */
+static int make_ranges(struct cv *c, struct cv_proc *procs, size_t nprocs)
+{
+	struct range_ref *refs;
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < nprocs; i++)
+		n += procs[i].nallocs;
+	refs = malloc((n ? n : 1) * sizeof *refs);
+	if (refs == NULL)
+		return cv_nomem(c);
+	for (size_t i = 0; i < nprocs; i++)
+		for (size_t j = 0; j < procs[i].nallocs; j++) {
+			struct cv_alloc *a = &procs[i].allocs[j];
+			if (a->bytes == 0 || a->address > UINT64_MAX - a->bytes)
+				continue;
+			refs[k].device = a->device;
+			refs[k].address = a->address;
+			refs[k].alloc = a;
+			k++;
+		}
+	qsort(refs, k, sizeof *refs, by_device_address);
+	for (size_t i = 0; i < k; i++) {
+		struct cv_alloc *a = refs[i].alloc;
+		struct cv_range *g = c->nranges ? &c->ranges[c->nranges - 1] : NULL;
+		if (g == NULL || g->device != a->device || a->address >= g->address + g->bytes) {
+			g = GROW(c->ranges, c->nranges, c->cranges);
+			if (g == NULL) {
+				free(refs);
+				return cv_nomem(c);
+			}
+			g->device = a->device;
+			g->address = a->address;
+			g->plan = PLAN_NONE;
+		}
+		if (a->address + a->bytes > g->address + g->bytes)
+			g->bytes = a->address + a->bytes - g->address;
+		g->flags |= a->flags;
+		g->nallocs++;
+		g->snap = g->nallocs == 1 && a->snap != NULL && a->address == g->address ? a->snap : NULL;
+		a->range = (uint32_t)(c->nranges - 1);
+	}
+	/* A snapshot stands only for a range of exactly its allocation. */
+	for (size_t i = 0; i < k; i++) {
+		struct cv_alloc *a = refs[i].alloc;
+		struct cv_range *g = &c->ranges[a->range];
+		if (g->nallocs != 1 || g->bytes != a->bytes)
+			g->snap = NULL;
+	}
+	free(refs);
 	return 0;
 }
 
@@ -1549,14 +1636,43 @@ static int32_t version_number(const char *text, int cublas)
 	return cublas ? (int32_t)(a * 10000 + b * 100 + cc) : (int32_t)(a * 1000 + b * 10);
 }
 
+/* The recording: set before the first module or launch (libplan wants
+ * it first) and again at the end, with the steps counted. */
+static int set_recording(struct cv *c, struct cv_proc *procs)
+{
+	struct plan_recording r = { 0 };
+	struct plan_diag d = { 0 };
+	char *rule = NULL;
+	int err;
+
+	r.command = c->opts->command != NULL ? c->opts->command : "";
+	r.step_rule = "repeat";
+	if (c->opts->step != NULL) {
+		size_t n = strlen(c->opts->step) + 6;
+		rule = malloc(n);
+		if (rule == NULL)
+			return cv_nomem(c);
+		snprintf(rule, n, "nvtx:%s", c->opts->step);
+		r.step_rule = rule;
+		r.flags |= PLAN_RECORD_NVTX_STEP;
+	}
+	r.libraries = procs[0].libraries != NULL ? procs[0].libraries : "";
+	r.pid = procs[0].log->pid;
+	if (c->opts->snapshot)
+		r.flags |= PLAN_RECORD_SNAPSHOT;
+	r.wall_ns = c->opts->wall_ns;
+	r.steps = c->sum.steps;
+	err = plan_set_recording(c->plan, &r, &d);
+	free(rule);
+	return cv_plan(c, err, &d);
+}
+
 static int set_meta(struct cv *c, struct cv_proc *procs, size_t nprocs)
 {
 	struct plan_meta m = { 0 };
-	struct plan_recording r = { 0 };
 	struct plan_diag d = { 0 };
 	const struct cv_device *dev = NULL;
 	const struct plan_variant *v0 = plan_get_variant(c->plan, 0);
-	char *cmd = NULL;
 	int err;
 
 	for (size_t i = 0; i < nprocs && dev == NULL; i++)
@@ -1578,27 +1694,7 @@ static int set_meta(struct cv *c, struct cv_proc *procs, size_t nprocs)
 	err = plan_set_meta(c->plan, &m, &d);
 	if (cv_plan(c, err, &d) != 0)
 		return -1;
-	(void)cmd;
-	r.command = c->opts->command != NULL ? c->opts->command : "";
-	r.step_rule = "repeat";
-	if (c->opts->step != NULL) {
-		size_t n = strlen(c->opts->step) + 6;
-		cmd = malloc(n);
-		if (cmd == NULL)
-			return cv_nomem(c);
-		snprintf(cmd, n, "nvtx:%s", c->opts->step);
-		r.step_rule = cmd;
-		r.flags |= PLAN_RECORD_NVTX_STEP;
-	}
-	r.libraries = procs[0].libraries != NULL ? procs[0].libraries : "";
-	r.pid = procs[0].log->pid;
-	if (c->opts->snapshot)
-		r.flags |= PLAN_RECORD_SNAPSHOT;
-	r.wall_ns = c->opts->wall_ns;
-	r.steps = c->sum.steps;
-	err = plan_set_recording(c->plan, &r, &d);
-	free(cmd);
-	return cv_plan(c, err, &d);
+	return set_recording(c, procs);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1629,7 +1725,6 @@ int record_convert(struct reclog *const *logs, size_t nlogs, const struct record
 	struct cv c = { 0 };
 	struct cv_proc *procs = calloc(nlogs ? nlogs : 1, sizeof *procs);
 	struct cv_steps *steps = calloc(nlogs ? nlogs : 1, sizeof *steps);
-	struct plan_diag d = { 0 };
 	uint32_t devices[64];
 	size_t ndev = 0;
 
@@ -1650,6 +1745,8 @@ int record_convert(struct reclog *const *logs, size_t nlogs, const struct record
 		if (proc_decode(&c, &procs[i]) != 0)
 			goto out;
 	}
+	if (make_ranges(&c, procs, nlogs) != 0)
+		goto out;
 	if (!any_event(procs, nlogs, EV_OP) && !any_event(procs, nlogs, EV_GRAPH)) {
 		cv_fail(&c, RECORD_NO_GPU_WORK, "the command did no GPU work that the recorder saw");
 		goto out;
@@ -1674,6 +1771,8 @@ int record_convert(struct reclog *const *logs, size_t nlogs, const struct record
 			goto out;
 		}
 	}
+	if (set_recording(&c, procs) != 0)
+		goto out;
 	for (size_t i = 0; i < nlogs; i++)
 		if (proc_variants(&c, &procs[i], &steps[i]) != 0)
 			goto out;
@@ -1695,8 +1794,6 @@ int record_convert(struct reclog *const *logs, size_t nlogs, const struct record
 	c.sum.processes = (uint32_t)nlogs;
 	c.sum.devices = (uint32_t)ndev;
 	c.sum.modules = plan_count_modules(c.plan);
-	if (cv_plan(&c, plan_validate(c.plan, &d), &d) != 0)
-		goto out;
 out:
 	for (size_t i = 0; i < nlogs && procs != NULL; i++) {
 		proc_free(&procs[i]);
@@ -1705,6 +1802,7 @@ out:
 	}
 	free(procs);
 	free(steps);
+	free(c.ranges);
 	if (c.rc != RECORD_OK) {
 		plan_free(c.plan);
 		return c.rc;

@@ -323,7 +323,7 @@ static void preamble(struct tlog *t, int with_image)
 	w_library(t, "cudart", "13.0.48");
 	w_library(t, "cublas", "13.1.0.3");
 	w_module(t, 7, names, with_image);
-	w_function(t, F_QKV, "qkv_kernel", 2);
+	w_function(t, F_QKV, "qkv_kernel", 1);
 	w_function(t, F_MLP, "mlp_kernel", 1);
 	w_function(t, F_ATTN, "attn_kernel", 2);
 	w_alloc(t, RECLOG_ALLOC, 0, ARENA, ARENA_BYTES);
@@ -462,9 +462,9 @@ static void test_batch_sizes(void)
 	w_graph(&t, 0, EXEC_A2, f2, w, 2);
 	w_graph(&t, 0, EXEC_B2, f1, w, 1);
 	for (int s = 0; s < 5; s++) {
-		uint64_t attn[1] = { ARENA };
+		uint64_t attn[2] = { ARENA, 5 };
 		w_launch(&t, 0, order[s] == 1 ? EXEC_A : EXEC_A2, corr++);
-		w_kernel(&t, 0, corr++, F_ATTN, 1, attn, 1);
+		w_kernel(&t, 0, corr++, F_ATTN, 1, attn, 2);
 		w_launch(&t, 0, order[s] == 1 ? EXEC_B : EXEC_B2, corr++);
 	}
 	w_end(&t);
