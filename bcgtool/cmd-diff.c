@@ -168,6 +168,16 @@ static void diff_header(struct diff_view *v, const struct plan_diff_entry *e)
 	if (e->area == PLAN_DIFF_ITEMS) {
 		uint32_t ia = plan_find_variant(v->a, e->tokens);
 		uint32_t ib = plan_find_variant(v->b, e->tokens);
+		if (plan_get_origin(v->a) == PLAN_ORIGIN_RECORDED && ia != PLAN_NONE) {
+			/* Recordings pair variants by label: A's names it. */
+			printf("%s@@ variant %lld \"%s\" @@%s\n", st->cyan, (long long)e->tokens,
+			       plan_get_variant(v->a, ia)->label, st->reset);
+			return;
+		}
+		if (ia == PLAN_NONE || ib == PLAN_NONE) {
+			printf("%s@@ variant %lld @@%s\n", st->cyan, (long long)e->tokens, st->reset);
+			return;
+		}
 		int ma = plan_get_variant(v->a, ia)->mode, mb = plan_get_variant(v->b, ib)->mode;
 		if (ma == mb)
 			printf("%s@@ variant %lld (%s) @@%s\n", st->cyan, (long long)e->tokens,

@@ -305,3 +305,77 @@ const char *plan_features_text(uint32_t features, char *buf, size_t len)
 		put(buf, len, &at, "-");
 	return buf;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (1.4).                                                   */
+
+const char *plan_addr_text(const struct plan_addr *a, char *buf, size_t len)
+{
+	if (a->alloc == PLAN_NONE)
+		snprintf(buf, len, "0x%llx", (unsigned long long)a->offset);
+	else
+		snprintf(buf, len, "a%u+%llu", a->alloc, (unsigned long long)a->offset);
+	return buf;
+}
+
+const char *plan_launch_text(const plan_t *plan, uint32_t launch, const char *name_text,
+                             char *buf, size_t len)
+{
+	const struct plan_launch *l = plan_get_launch(plan, launch);
+	char dst[40], src[40];
+	size_t at = 0;
+
+	if (l == NULL)
+		return empty(buf, len);
+	empty(buf, len);
+	switch (l->type) {
+	case PLAN_NODE_KERNEL: {
+		const struct plan_function *f = plan_get_function(plan, l->function);
+		put(buf, len, &at, "kernel %s <<<(%u,%u,%u), (%u,%u,%u)",
+		    name_text != NULL ? name_text : f != NULL ? f->name : "?", l->grid[0], l->grid[1],
+		    l->grid[2], l->block[0], l->block[1], l->block[2]);
+		if (l->shmem > 0)
+			put(buf, len, &at, ", %u", l->shmem);
+		put(buf, len, &at, ">>>");
+		if (l->cluster[0] != 0)
+			put(buf, len, &at, " cluster (%u,%u,%u)", l->cluster[0], l->cluster[1],
+			    l->cluster[2]);
+		if (l->flags & PLAN_LAUNCH_PDL)
+			put(buf, len, &at, " pdl");
+		if (l->flags & PLAN_LAUNCH_COOP)
+			put(buf, len, &at, " cooperative");
+		break;
+	}
+	case PLAN_NODE_MEMCPY:
+		put(buf, len, &at, "memcpy %llu B %s -> %s%s", (unsigned long long)l->bytes,
+		    plan_addr_text(&l->src, src, sizeof src), plan_addr_text(&l->dst, dst, sizeof dst),
+		    l->ndata ? " (host bytes kept)" : "");
+		break;
+	case PLAN_NODE_MEMSET:
+		put(buf, len, &at, "memset %llu x %u B = 0x%x -> %s", (unsigned long long)l->width,
+		    l->element, l->value, plan_addr_text(&l->dst, dst, sizeof dst));
+		if (l->height > 1)
+			put(buf, len, &at, " (%llu rows, pitch %llu)", (unsigned long long)l->height,
+			    (unsigned long long)l->pitch);
+		break;
+	default:
+		put(buf, len, &at, "%s", plan_node_type_name(l->type));
+		break;
+	}
+	return buf;
+}
+
+const char *plan_ns_text(uint64_t ns, char *buf, size_t len)
+{
+	if (ns == 0)
+		snprintf(buf, len, "-");
+	else if (ns < 1000)
+		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	return buf;
+}

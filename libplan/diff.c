@@ -1280,6 +1280,620 @@ static void diff_weights(struct diff_ctx *c)
 
 /* ---------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (1.4).                                                   */
+
+/*
+ * A kernel's base name, for telling a kernel renamed from one added: the
+ * qualified name of an Itanium-mangled function without its template
+ * arguments or parameter types ("_ZN4vllm6matmulILi128EEEvPf" ->
+ * "vllm::matmul"), read from the <source-name>s of its <nested-name>; any
+ * other name is its own base. This is not a demangler: it reads the
+ * length-prefixed identifiers only, and gives up (the whole name) on
+ * anything else (substitutions, operators, constructors).
+ */
+static void kernel_base(const char *name, char *buf, size_t len)
+{
+	const char *p = name;
+	size_t at = 0;
+	int nested;
+
+	snprintf(buf, len, "%s", name);
+	if (strncmp(p, "_Z", 2) != 0)
+		return;
+	p += 2;
+	if (*p == 'L')
+		p++;
+	nested = *p == 'N';
+	if (nested)
+		p++;
+	while (*p == 'r' || *p == 'V' || *p == 'K')   /* CV-qualifiers of a method */
+		p++;
+	buf[0] = '\0';
+	do {
+		unsigned long n = 0;
+		if (*p < '1' || *p > '9') {
+			snprintf(buf, len, "%s", name);
+			return;
+		}
+		while (*p >= '0' && *p <= '9' && n < 4096)
+			n = n * 10 + (unsigned long)(*p++ - '0');
+		if (strnlen(p, n) < n) {
+			snprintf(buf, len, "%s", name);
+			return;
+		}
+		if (at > 0 && at + 2 < len) {
+			memcpy(buf + at, "::", 2);
+			at += 2;
+		}
+		if (at + n < len) {
+			memcpy(buf + at, p, n);
+			at += n;
+		}
+		buf[at < len ? at : len - 1] = '\0';
+		p += n;
+		if (*p == 'I')   /* template arguments: the base ends here */
+			break;
+	} while (nested && *p != 'E');
+}
+
+static const char *launch_kernel(const plan_t *p, uint32_t launch)
+{
+	const struct plan_launch *l = plan_get_launch(p, launch);
+	const struct plan_function *f;
+
+	if (l == NULL || l->type != PLAN_NODE_KERNEL ||
+	    (f = plan_get_function(p, l->function)) == NULL)
+		return "";
+	return f->name;
+}
+
+/* Whether kernel names X and Y have one base. */
+static int same_base(const char *x, const char *y)
+{
+	char bx[TEXT_MAX], by[TEXT_MAX];
+
+	kernel_base(x, bx, sizeof bx);
+	kernel_base(y, by, sizeof by);
+	return strcmp(bx, by) == 0;
+}
+
+static void recorded_meta(struct diff_ctx *c)
+{
+	const struct plan_recording *x = plan_get_recording(c->a), *y = plan_get_recording(c->b);
+	const int area = PLAN_DIFF_META;
+
+	diff_field(c, area, 0, "", "origin", plan_origin_name(plan_get_origin(c->a)),
+	           plan_origin_name(plan_get_origin(c->b)), 0, 0);
+	if (x == NULL || y == NULL)
+		return;
+	diff_field(c, area, 0, "", "command", x->command, y->command, 0, 0);
+	diff_field(c, area, 0, "", "step rule", x->step_rule, y->step_rule, 0, 0);
+	if (!(c->flags & PLAN_DIFF_IGNORE_ENV))
+		diff_field(c, area, 0, "", "libraries", x->libraries, y->libraries, 0, 0);
+}
+
+static void module_text(const struct plan_module *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "module %s: %llu bytes, xxh64 0x%016llx, %s%s%s",
+	         m->name[0] ? m->name : "(unnamed)", (unsigned long long)m->bytes,
+	         (unsigned long long)m->hash, (m->flags & PLAN_MODULE_IMAGE) ? "kept" : "not kept",
+	         m->note[0] ? ": " : "", m->note);
+}
+
+/* Modules: matched by name, then by content (a module renamed). */
+static void recorded_modules(struct diff_ctx *c)
+{
+	const int area = PLAN_DIFF_MODULES;
+	uint32_t na = plan_count_modules(c->a), nb = plan_count_modules(c->b);
+	unsigned char *used = calloc((size_t)nb + 1, 1);
+	char ta[TEXT_MAX], tb[TEXT_MAX], subject[TEXT_MAX];
+
+	if (used == NULL) {
+		c->d->failed = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < na; i++) {
+		const struct plan_module *x = plan_get_module(c->a, i);
+		uint32_t k = PLAN_NONE;
+		for (uint32_t j = 0; j < nb && k == PLAN_NONE && x->name[0]; j++)
+			if (!used[j] && strcmp(plan_get_module(c->b, j)->name, x->name) == 0)
+				k = j;
+		if (k != PLAN_NONE) {
+			const struct plan_module *y = plan_get_module(c->b, k);
+			used[k] = 1;
+			snprintf(subject, sizeof subject, "module %s", x->name);
+			diff_field_hex(c, area, 0, subject, "xxh64", x->hash, y->hash, i, k);
+			diff_field_u64(c, area, 0, subject, "bytes", x->bytes, y->bytes, i, k);
+			diff_field(c, area, 0, subject, "kept",
+			           (x->flags & PLAN_MODULE_IMAGE) ? "yes" : "no",
+			           (y->flags & PLAN_MODULE_IMAGE) ? "yes" : "no", i, k);
+			continue;
+		}
+		for (uint32_t j = 0; j < nb && k == PLAN_NONE; j++) {
+			const struct plan_module *y = plan_get_module(c->b, j);
+			if (!used[j] && y->hash == x->hash && y->bytes == x->bytes)
+				k = j;
+		}
+		module_text(x, ta, sizeof ta);
+		if (k != PLAN_NONE) {
+			used[k] = 1;
+			module_text(plan_get_module(c->b, k), tb, sizeof tb);
+			diff_add(c->d, area, PLAN_DIFF_RENAMED, 0, ta, "", ta, tb, i, k);
+		} else {
+			diff_add(c->d, area, PLAN_DIFF_REMOVED, 0, ta, "", ta, "", i, PLAN_NONE);
+		}
+	}
+	for (uint32_t j = 0; j < nb; j++)
+		if (!used[j]) {
+			module_text(plan_get_module(c->b, j), tb, sizeof tb);
+			diff_add(c->d, area, PLAN_DIFF_ADDED, 0, tb, "", "", tb, PLAN_NONE, j);
+		}
+	free(used);
+}
+
+/* Whether plan P launches a kernel named NAME. */
+static int launches_kernel(const plan_t *p, const char *name)
+{
+	for (uint32_t i = 0; i < plan_count_launches(p); i++)
+		if (strcmp(launch_kernel(p, i), name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The kernels each plan launches, by function: the ones only one plan
+ * launches, a kernel of A and one of B with one base name being the same
+ * kernel renamed (its template arguments changed). */
+static void recorded_kernels(struct diff_ctx *c)
+{
+	const int area = PLAN_DIFF_KERNELS;
+	uint32_t na = plan_count_functions(c->a), nb = plan_count_functions(c->b);
+	unsigned char *gone = calloc((size_t)na + 1, 1), *new = calloc((size_t)nb + 1, 1);
+	char subject[TEXT_MAX];
+
+	if (gone == NULL || new == NULL) {
+		c->d->failed = 1;
+		goto out;
+	}
+	for (uint32_t i = 0; i < na; i++) {
+		const char *x = plan_get_function(c->a, i)->name;
+		gone[i] = launches_kernel(c->a, x) && !launches_kernel(c->b, x);
+		for (uint32_t k = 0; k < i && gone[i]; k++)   /* one entry a name */
+			if (strcmp(plan_get_function(c->a, k)->name, x) == 0)
+				gone[i] = 0;
+	}
+	for (uint32_t j = 0; j < nb; j++) {
+		const char *y = plan_get_function(c->b, j)->name;
+		new[j] = launches_kernel(c->b, y) && !launches_kernel(c->a, y);
+		for (uint32_t k = 0; k < j && new[j]; k++)
+			if (strcmp(plan_get_function(c->b, k)->name, y) == 0)
+				new[j] = 0;
+	}
+	for (uint32_t i = 0; i < na; i++) {
+		const char *x = plan_get_function(c->a, i)->name;
+		if (!gone[i])
+			continue;
+		snprintf(subject, sizeof subject, "kernel %s", x);
+		for (uint32_t j = 0; j < nb; j++) {
+			const char *y = plan_get_function(c->b, j)->name;
+			if (new[j] && same_base(x, y)) {
+				diff_add(c->d, area, PLAN_DIFF_RENAMED, 0, subject, "", x, y, i, j);
+				gone[i] = new[j] = 0;
+				break;
+			}
+		}
+		if (gone[i])
+			diff_add(c->d, area, PLAN_DIFF_REMOVED, 0, subject, "", x, "", i, PLAN_NONE);
+	}
+	for (uint32_t j = 0; j < nb; j++)
+		if (new[j]) {
+			const char *y = plan_get_function(c->b, j)->name;
+			snprintf(subject, sizeof subject, "kernel %s", y);
+			diff_add(c->d, area, PLAN_DIFF_ADDED, 0, subject, "", "", y, PLAN_NONE, j);
+		}
+out:
+	free(gone);
+	free(new);
+}
+
+/* Variants of two recordings: matched by label (the K-th of a label in A
+ * with the K-th in B), then the rest by number. */
+static void recorded_pair_variants(const struct diff_ctx *c, uint32_t *ma, uint32_t *mb)
+{
+	uint32_t na = plan_count_variants(c->a), nb = plan_count_variants(c->b);
+
+	for (uint32_t i = 0; i < na; i++)
+		ma[i] = PLAN_NONE;
+	for (uint32_t j = 0; j < nb; j++)
+		mb[j] = PLAN_NONE;
+	for (uint32_t i = 0; i < na; i++) {
+		const char *l = plan_get_variant(c->a, i)->label;
+		if (l[0] == '\0')
+			continue;
+		for (uint32_t j = 0; j < nb; j++)
+			if (mb[j] == PLAN_NONE && strcmp(plan_get_variant(c->b, j)->label, l) == 0) {
+				ma[i] = j;
+				mb[j] = i;
+				break;
+			}
+	}
+	for (uint32_t i = 0; i < na; i++) {
+		uint32_t j;
+		if (ma[i] != PLAN_NONE)
+			continue;
+		j = plan_find_variant(c->b, plan_get_variant(c->a, i)->tokens);
+		if (j != PLAN_NONE && mb[j] == PLAN_NONE &&
+		    (plan_get_variant(c->a, i)->label[0] == '\0' ||
+		     plan_get_variant(c->b, j)->label[0] == '\0' ||
+		     strcmp(plan_get_variant(c->a, i)->label, plan_get_variant(c->b, j)->label) == 0)) {
+			ma[i] = j;
+			mb[j] = i;
+		}
+	}
+}
+
+static void recorded_variant_text(const plan_t *p, uint32_t v, char *buf, size_t len)
+{
+	const struct plan_variant *x = plan_get_variant(p, v);
+	uint32_t nseg = 0, nbp = 0;
+
+	for (uint32_t k = 0; k < x->nitems; k++) {
+		nseg += x->items[k].kind == PLAN_ITEM_SEGMENT;
+		nbp += x->items[k].kind == PLAN_ITEM_BREAK;
+	}
+	snprintf(buf, len, "variant %lld \"%s\": %u segment%s, %u break%s, seen %llu",
+	         (long long)x->tokens, x->label, nseg, nseg == 1 ? "" : "s", nbp,
+	         nbp == 1 ? "" : "s", (unsigned long long)x->seen);
+}
+
+/* An item's signature: a segment by its nodes' types and kernel base
+ * names, a breakpoint by its launches' (so a kernel renamed is the same
+ * item). */
+static uint64_t item_signature(const plan_t *p, const struct plan_item *it)
+{
+	uint64_t h = plan_hash64(it->kind == PLAN_ITEM_SEGMENT ? "S" : "B", 1, PLAN_HASH64_INIT);
+	char base[TEXT_MAX];
+
+	if (it->kind == PLAN_ITEM_SEGMENT) {
+		const struct plan_segment *s = plan_get_segment(p, it->index);
+		for (uint32_t k = 0; k < s->nnodes; k++) {
+			kernel_base(s->nodes[k].kernel, base, sizeof base);
+			h = plan_hash64(&s->nodes[k].type, sizeof s->nodes[k].type, h);
+			h = plan_hash64(base, strlen(base) + 1, h);
+		}
+	} else {
+		const struct plan_breakpoint *b = plan_get_breakpoint(p, it->index);
+		for (uint32_t k = 0; k < b->launch_count; k++) {
+			const struct plan_launch *l = plan_get_launch(p, b->launch_first + k);
+			kernel_base(launch_kernel(p, b->launch_first + k), base, sizeof base);
+			h = plan_hash64(&l->type, sizeof l->type, h);
+			h = plan_hash64(base, strlen(base) + 1, h);
+		}
+	}
+	return h;
+}
+
+struct sig_arg {
+	const uint64_t *sa, *sb;
+};
+
+static int sig_eq(const struct diff_ctx *c, uint32_t i, uint32_t j, const void *arg)
+{
+	const struct sig_arg *s = arg;
+
+	(void)c;
+	return s->sa[i] == s->sb[j];
+}
+
+static void recorded_item_text(const plan_t *p, const struct plan_variant *v, uint32_t k,
+                               char *buf, size_t len)
+{
+	const struct plan_item *it = &v->items[k];
+	char t[TEXT_MAX];
+
+	if (it->kind == PLAN_ITEM_SEGMENT) {
+		const struct plan_segment *s = plan_get_segment(p, it->index);
+		uint32_t nk = 0;
+		for (uint32_t n = 0; n < s->nnodes; n++)
+			nk += s->nodes[n].type == PLAN_NODE_KERNEL;
+		snprintf(buf, len, "item %u: segment %u, %u nodes (%u kernels)", k, it->index,
+		         s->nnodes, nk);
+	} else {
+		const struct plan_breakpoint *b = plan_get_breakpoint(p, it->index);
+		plan_launch_text(p, b->launch_first, NULL, t, sizeof t);
+		snprintf(buf, len, "item %u: break %.64s, %u launch%s: %.300s%s", k, b->name,
+		         b->launch_count, b->launch_count == 1 ? "" : "es", t,
+		         b->launch_count > 1 ? ", ..." : "");
+	}
+}
+
+struct node_arg {
+	const struct plan_segment *x, *y;
+};
+
+static int rnode_eq(const struct diff_ctx *c, uint32_t i, uint32_t j, const void *arg)
+{
+	const struct node_arg *n = arg;
+
+	(void)c;
+	return n->x->nodes[i].type == n->y->nodes[j].type &&
+	       same_base(n->x->nodes[i].kernel, n->y->nodes[j].kernel);
+}
+
+static void shape_text(const plan_t *p, uint32_t launch, char *buf, size_t len)
+{
+	const struct plan_launch *l = plan_get_launch(p, launch);
+
+	if (l == NULL || l->type != PLAN_NODE_KERNEL) {
+		plan_launch_text(p, launch, "", buf, len);
+		return;
+	}
+	snprintf(buf, len, "<<<(%u,%u,%u), (%u,%u,%u), %u>>> cluster (%u,%u,%u)%s", l->grid[0],
+	         l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shmem,
+	         l->cluster[0], l->cluster[1], l->cluster[2],
+	         (l->flags & PLAN_LAUNCH_PDL) ? " pdl" : "");
+}
+
+/* Two segments taken for the same graph: their nodes aligned by kernel
+ * base name; kernels added, removed, renamed, and launch shapes changed. */
+static int recorded_nodes(struct diff_ctx *c, int64_t tokens, const char *subject,
+                          const struct plan_segment *x, const struct plan_segment *y,
+                          uint32_t ia, uint32_t ib)
+{
+	const int area = PLAN_DIFF_ITEMS;
+	uint32_t *ma = malloc(((size_t)x->nnodes + 1) * sizeof *ma);
+	uint32_t *mb = malloc(((size_t)y->nnodes + 1) * sizeof *mb);
+	struct node_arg arg = { x, y };
+	char field[64], ta[TEXT_MAX], tb[TEXT_MAX];
+
+	if (ma == NULL || mb == NULL || diff_align(c, x->nnodes, y->nnodes, rnode_eq, &arg, ma, mb)) {
+		free(ma);
+		free(mb);
+		return -1;
+	}
+	for (uint32_t i = 0; i < x->nnodes; i++) {
+		const struct plan_node *n = &x->nodes[i];
+		if (ma[i] == PLAN_NONE) {
+			snprintf(field, sizeof field, "node %u", i);
+			plan_launch_text(c->a, n->launch, NULL, ta, sizeof ta);
+			diff_add(c->d, area, PLAN_DIFF_CHANGED, tokens, subject, field,
+			         n->launch != PLAN_NONE ? ta : plan_node_type_name(n->type), "", ia, ib);
+			continue;
+		}
+		const struct plan_node *m = &y->nodes[ma[i]];
+		snprintf(field, sizeof field, "node %u kernel", i);
+		if (strcmp(n->kernel, m->kernel) != 0)
+			diff_add(c->d, area, PLAN_DIFF_RENAMED, tokens, subject, field, n->kernel,
+			         m->kernel, ia, ib);
+		if (n->launch != PLAN_NONE && m->launch != PLAN_NONE) {
+			shape_text(c->a, n->launch, ta, sizeof ta);
+			shape_text(c->b, m->launch, tb, sizeof tb);
+			snprintf(field, sizeof field, "node %u launch", i);
+			diff_field(c, area, tokens, subject, field, ta, tb, ia, ib);
+		}
+	}
+	for (uint32_t j = 0; j < y->nnodes; j++) {
+		const struct plan_node *m = &y->nodes[j];
+		if (mb[j] != PLAN_NONE)
+			continue;
+		snprintf(field, sizeof field, "node %u", j);
+		plan_launch_text(c->b, m->launch, NULL, tb, sizeof tb);
+		diff_add(c->d, area, PLAN_DIFF_CHANGED, tokens, subject, field, "",
+		         m->launch != PLAN_NONE ? tb : plan_node_type_name(m->type), ia, ib);
+	}
+	free(ma);
+	free(mb);
+	return 0;
+}
+
+/* The position of item K of V among its segments: the number of
+ * segments before it. */
+static uint32_t segments_before(const struct plan_variant *v, uint32_t k)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < k; i++)
+		n += v->items[i].kind == PLAN_ITEM_SEGMENT;
+	return n;
+}
+
+/*
+ * One matched pair of variants. The segments are aligned by signature
+ * (those that do not align are paired in order and compared node by
+ * node); a breakpoint is in place when B has one of its signature after
+ * the segment matched with the one A's follows, moved when B has one
+ * elsewhere, else removed (or added). TOKENS of the entries: A's
+ * variant's number.
+ */
+static int recorded_items(struct diff_ctx *c, uint32_t iva, uint32_t ivb)
+{
+	const struct plan_variant *va = plan_get_variant(c->a, iva), *vb = plan_get_variant(c->b, ivb);
+	const int area = PLAN_DIFF_ITEMS;
+	uint32_t na = va->nitems, nb = vb->nitems, nsa = 0, nsb = 0;
+	uint64_t *sa = malloc(((size_t)na + 1) * sizeof *sa), *sb = malloc(((size_t)nb + 1) * sizeof *sb);
+	uint32_t *ia = malloc(((size_t)na + 1) * sizeof *ia), *ib = malloc(((size_t)nb + 1) * sizeof *ib);
+	uint32_t *ma = malloc(((size_t)na + 1) * sizeof *ma), *mb = malloc(((size_t)nb + 1) * sizeof *mb);
+	uint32_t *pa = malloc(((size_t)na + 1) * sizeof *pa), *pb = malloc(((size_t)nb + 1) * sizeof *pb);
+	int64_t tokens = va->tokens;
+	char ta[TEXT_MAX], tb[TEXT_MAX], tc[TEXT_MAX];
+	int err = -1;
+
+	if (sa == NULL || sb == NULL || ia == NULL || ib == NULL || ma == NULL || mb == NULL ||
+	    pa == NULL || pb == NULL)
+		goto out;
+	/* Segment signatures, in item order: SA[K] of A's K-th segment, item IA[K]. */
+	for (uint32_t i = 0; i < na; i++)
+		if (va->items[i].kind == PLAN_ITEM_SEGMENT) {
+			ia[nsa] = i;
+			sa[nsa++] = item_signature(c->a, &va->items[i]);
+		}
+	for (uint32_t j = 0; j < nb; j++)
+		if (vb->items[j].kind == PLAN_ITEM_SEGMENT) {
+			ib[nsb] = j;
+			sb[nsb++] = item_signature(c->b, &vb->items[j]);
+		}
+	{
+		struct sig_arg arg = { sa, sb };
+		if (diff_align(c, nsa, nsb, sig_eq, &arg, ma, mb) != 0)
+			goto out;
+	}
+	/* Unaligned segments: the K-th such of A with the K-th of B. */
+	for (uint32_t i = 0, j = 0; i < nsa; i++) {
+		if (ma[i] != PLAN_NONE)
+			continue;
+		while (j < nsb && mb[j] != PLAN_NONE)
+			j++;
+		if (j == nsb)
+			break;
+		ma[i] = j | 0x80000000u;
+		mb[j] = i | 0x80000000u;
+		j++;
+	}
+	/* Item pairs: PA[i] is B's item for A's item i, or PLAN_NONE. */
+	for (uint32_t i = 0; i < na; i++)
+		pa[i] = PLAN_NONE;
+	for (uint32_t j = 0; j < nb; j++)
+		pb[j] = PLAN_NONE;
+	for (uint32_t k = 0; k < nsa; k++)
+		if (ma[k] != PLAN_NONE) {
+			pa[ia[k]] = ib[ma[k] & 0x7FFFFFFFu];
+			pb[ib[ma[k] & 0x7FFFFFFFu]] = ia[k];
+		}
+	/* Breakpoints in place: same signature, after matched segments. */
+	for (uint32_t i = 0; i < na; i++) {
+		uint32_t before, want;
+		uint64_t sig;
+		if (va->items[i].kind != PLAN_ITEM_BREAK)
+			continue;
+		sig = item_signature(c->a, &va->items[i]);
+		before = segments_before(va, i);
+		/* the B segment B's break must follow: the match of A's segment */
+		want = before == 0 ? 0 : ma[before - 1] == PLAN_NONE ? PLAN_NONE :
+		       (ma[before - 1] & 0x7FFFFFFFu) + 1;
+		for (uint32_t j = 0; j < nb && want != PLAN_NONE; j++)
+			if (pb[j] == PLAN_NONE && vb->items[j].kind == PLAN_ITEM_BREAK &&
+			    segments_before(vb, j) == want && item_signature(c->b, &vb->items[j]) == sig) {
+				pa[i] = j;
+				pb[j] = i;
+				break;
+			}
+	}
+	/* The rest of A's items, in order. */
+	for (uint32_t i = 0; i < na; i++) {
+		const struct plan_item *x = &va->items[i];
+		uint32_t k = pa[i];
+		uint32_t before = c->d->count;
+
+		recorded_item_text(c->a, va, i, ta, sizeof ta);
+		if (k == PLAN_NONE && x->kind == PLAN_ITEM_BREAK) {
+			uint64_t sig = item_signature(c->a, x);
+			for (uint32_t j = 0; j < nb; j++)
+				if (pb[j] == PLAN_NONE && vb->items[j].kind == PLAN_ITEM_BREAK &&
+				    item_signature(c->b, &vb->items[j]) == sig) {
+					recorded_item_text(c->b, vb, j, tb, sizeof tb);
+					diff_add(c->d, area, PLAN_DIFF_MOVED, tokens, ta, "", ta, tb, i, j);
+					pb[j] = i;
+					k = j;
+					break;
+				}
+			if (k != PLAN_NONE)
+				continue;
+		}
+		if (k == PLAN_NONE) {
+			diff_add(c->d, area, PLAN_DIFF_REMOVED, tokens, ta, "", ta, "", i, PLAN_NONE);
+			continue;
+		}
+		const struct plan_item *y = &vb->items[k];
+		if (x->kind == PLAN_ITEM_SEGMENT) {
+			if (recorded_nodes(c, tokens, ta, plan_get_segment(c->a, x->index),
+			                   plan_get_segment(c->b, y->index), i, k) != 0)
+				goto out;
+		} else {
+			const struct plan_breakpoint *bx = plan_get_breakpoint(c->a, x->index);
+			const struct plan_breakpoint *by = plan_get_breakpoint(c->b, y->index);
+			for (uint32_t l = 0; l < bx->launch_count && l < by->launch_count; l++) {
+				char field[48];
+				snprintf(field, sizeof field, "launch %u", l);
+				diff_field(c, area, tokens, ta, field,
+				           plan_launch_text(c->a, bx->launch_first + l, NULL, tc, sizeof tc),
+				           plan_launch_text(c->b, by->launch_first + l, NULL, tb, sizeof tb),
+				           i, k);
+			}
+		}
+		if (c->d->count == before)
+			diff_add(c->d, area, PLAN_DIFF_SAME, tokens, ta, "", ta, ta, i, k);
+	}
+	for (uint32_t j = 0; j < nb; j++)
+		if (pb[j] == PLAN_NONE) {
+			recorded_item_text(c->b, vb, j, tb, sizeof tb);
+			diff_add(c->d, area, PLAN_DIFF_ADDED, tokens, tb, "", "", tb, PLAN_NONE, j);
+		}
+	err = 0;
+out:
+	free(sa);
+	free(sb);
+	free(ia);
+	free(ib);
+	free(ma);
+	free(mb);
+	free(pa);
+	free(pb);
+	return err;
+}
+
+static int diff_recorded(struct diff_ctx *c)
+{
+	uint32_t na = plan_count_variants(c->a), nb = plan_count_variants(c->b);
+	uint32_t *ma = malloc(((size_t)na + 1) * sizeof *ma), *mb = malloc(((size_t)nb + 1) * sizeof *mb);
+	const int area = PLAN_DIFF_VARIANTS;
+	char text[TEXT_MAX], subject[TEXT_MAX];
+	int err = -1;
+
+	recorded_meta(c);
+	if (ma == NULL || mb == NULL)
+		goto out;
+	recorded_modules(c);
+	recorded_kernels(c);
+	recorded_pair_variants(c, ma, mb);
+	for (uint32_t i = 0; i < na; i++) {
+		const struct plan_variant *x = plan_get_variant(c->a, i);
+		if (ma[i] == PLAN_NONE) {
+			recorded_variant_text(c->a, i, text, sizeof text);
+			diff_add(c->d, area, PLAN_DIFF_REMOVED, x->tokens, text, "", text, "", i, PLAN_NONE);
+			continue;
+		}
+		const struct plan_variant *y = plan_get_variant(c->b, ma[i]);
+		uint32_t sx = 0, sy = 0, bx = 0, by = 0;
+		for (uint32_t k = 0; k < x->nitems; k++) {
+			sx += x->items[k].kind == PLAN_ITEM_SEGMENT;
+			bx += x->items[k].kind == PLAN_ITEM_BREAK;
+		}
+		for (uint32_t k = 0; k < y->nitems; k++) {
+			sy += y->items[k].kind == PLAN_ITEM_SEGMENT;
+			by += y->items[k].kind == PLAN_ITEM_BREAK;
+		}
+		snprintf(subject, sizeof subject, "variant %lld \"%s\"", (long long)x->tokens, x->label);
+		diff_field_i64(c, area, x->tokens, subject, "number", x->tokens, y->tokens, i, ma[i]);
+		diff_field(c, area, x->tokens, subject, "label", x->label, y->label, i, ma[i]);
+		diff_field_u64(c, area, x->tokens, subject, "segments", sx, sy, i, ma[i]);
+		diff_field_u64(c, area, x->tokens, subject, "breaks", bx, by, i, ma[i]);
+	}
+	for (uint32_t j = 0; j < nb; j++)
+		if (mb[j] == PLAN_NONE) {
+			recorded_variant_text(c->b, j, text, sizeof text);
+			diff_add(c->d, area, PLAN_DIFF_ADDED, plan_get_variant(c->b, j)->tokens, text, "",
+			         "", text, PLAN_NONE, j);
+		}
+	for (uint32_t i = 0; i < na; i++)
+		if (ma[i] != PLAN_NONE && recorded_items(c, i, ma[i]) != 0)
+			goto out;
+	err = 0;
+out:
+	free(ma);
+	free(mb);
+	return err;
+}
+
 struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 {
 	struct plan_diff *d = calloc(1, sizeof *d);
@@ -1292,6 +1906,17 @@ struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 	c.op_moved = calloc((size_t)plan_count_ops(a) + 1, 1);
 	if (c.opmap_a == NULL || c.opmap_b == NULL || c.op_moved == NULL)
 		goto fail;
+	if (plan_get_origin(a) == PLAN_ORIGIN_RECORDED || plan_get_origin(b) == PLAN_ORIGIN_RECORDED) {
+		/* Recordings: what they ran, not a program. A recording and a
+		 * script plan differ in their origin, and in all they hold. */
+		diff_meta(&c);
+		if (diff_recorded(&c) != 0 || d->failed)
+			goto fail;
+		free(c.opmap_a);
+		free(c.opmap_b);
+		free(c.op_moved);
+		return d;
+	}
 	diff_meta(&c);
 	diff_layout(&c);
 	diff_dims(&c);
@@ -1363,6 +1988,7 @@ const char *plan_diff_area_name(int area)
 		[PLAN_DIFF_CHECKS] = "checks", [PLAN_DIFF_DISPATCH] = "dispatch",
 		[PLAN_DIFF_CHOICES] = "choices",
 		[PLAN_DIFF_WEIGHTS] = "weights",
+		[PLAN_DIFF_MODULES] = "modules", [PLAN_DIFF_KERNELS] = "kernels",
 	};
 	return area > 0 && (size_t)area < sizeof names / sizeof names[0] && names[area] ? names[area] : "?";
 }

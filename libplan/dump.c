@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -355,6 +356,16 @@ static void json_variant(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_uint(j, nbp);
 	plan_json_key(j, "nodes");
 	plan_json_uint(j, nnodes);
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		plan_json_key(j, "label");
+		plan_json_string(j, v->label);
+		plan_json_key(j, "seen");
+		plan_json_uint(j, v->seen);
+		plan_json_key(j, "recorded_ns");
+		plan_json_uint(j, v->recorded_ns);
+		plan_json_key(j, "device");
+		plan_json_uint(j, v->device);
+	}
 	plan_json_key(j, "items");
 	plan_json_array_begin(j);
 	for (uint32_t k = 0; k < v->nitems; k++) {
@@ -369,7 +380,8 @@ static void json_variant(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_object_end(j);
 }
 
-static void json_node(struct plan_json *j, const struct plan_node *n, uint32_t i)
+static void json_node(struct plan_json *j, const plan_t *plan, const struct plan_node *n,
+                      uint32_t i)
 {
 	plan_json_object_begin(j);
 	plan_json_key(j, "index");
@@ -397,6 +409,10 @@ static void json_node(struct plan_json *j, const struct plan_node *n, uint32_t i
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		plan_json_key(j, "launch");
+		json_index(j, n->launch);
+	}
 	plan_json_object_end(j);
 }
 
@@ -421,10 +437,14 @@ static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_uint(j, s->capture_ns);
 	plan_json_key(j, "instantiate_ns");
 	plan_json_uint(j, s->instantiate_ns);
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		plan_json_key(j, "recorded_ns");
+		plan_json_uint(j, s->recorded_ns);
+	}
 	plan_json_key(j, "nodes");
 	plan_json_array_begin(j);
 	for (uint32_t k = 0; k < s->nnodes; k++)
-		json_node(j, &s->nodes[k], k);
+		json_node(j, plan, &s->nodes[k], k);
 	plan_json_array_end(j);
 	plan_json_key(j, "edges");
 	plan_json_array_begin(j);
@@ -456,7 +476,7 @@ static void json_breakpoint(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_key(j, "variant");
 	plan_json_uint(j, b->variant);
 	plan_json_key(j, "op");
-	plan_json_uint(j, b->op);
+	json_index(j, b->op);
 	plan_json_key(j, "name");
 	plan_json_string(j, b->name);
 	plan_json_key(j, "reason");
@@ -467,6 +487,14 @@ static void json_breakpoint(struct plan_json *j, const plan_t *plan, uint32_t i)
 	json_index_list(j, b->reads, b->nreads);
 	plan_json_key(j, "writes");
 	json_index_list(j, b->writes, b->nwrites);
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		plan_json_key(j, "launch_first");
+		plan_json_uint(j, b->launch_first);
+		plan_json_key(j, "launch_count");
+		plan_json_uint(j, b->launch_count);
+		plan_json_key(j, "recorded_ns");
+		plan_json_uint(j, b->recorded_ns);
+	}
 	plan_json_object_end(j);
 }
 
@@ -551,6 +579,186 @@ static void json_weights(struct plan_json *j, const plan_t *plan)
 		}
 		plan_json_object_end(j);
 	}
+	plan_json_array_end(j);
+}
+
+/* Recorded plans (1.4): the recording and what it recorded. */
+static void json_addr(struct plan_json *j, const char *key, const struct plan_addr *a)
+{
+	plan_json_key(j, key);
+	plan_json_object_begin(j);
+	plan_json_key(j, "alloc");
+	json_index(j, a->alloc);
+	plan_json_key(j, "offset");
+	plan_json_uint(j, a->offset);
+	plan_json_object_end(j);
+}
+
+static void json_launch(struct plan_json *j, const plan_t *plan, uint32_t i)
+{
+	const struct plan_launch *l = plan_get_launch(plan, i);
+
+	plan_json_object_begin(j);
+	plan_json_key(j, "index");
+	plan_json_uint(j, i);
+	plan_json_key(j, "type");
+	plan_json_string(j, plan_node_type_name(l->type));
+	if (l->type == PLAN_NODE_KERNEL) {
+		plan_json_key(j, "function");
+		plan_json_uint(j, l->function);
+		plan_json_key(j, "kernel");
+		plan_json_string(j, plan_get_function(plan, l->function)->name);
+		plan_json_key(j, "grid");
+		json_triple(j, l->grid);
+		plan_json_key(j, "block");
+		json_triple(j, l->block);
+		plan_json_key(j, "cluster");
+		json_triple(j, l->cluster);
+		plan_json_key(j, "shmem");
+		plan_json_uint(j, l->shmem);
+		plan_json_key(j, "pdl");
+		plan_json_bool(j, (l->flags & PLAN_LAUNCH_PDL) != 0);
+		plan_json_key(j, "cooperative");
+		plan_json_bool(j, (l->flags & PLAN_LAUNCH_COOP) != 0);
+		plan_json_key(j, "args_bytes");
+		plan_json_uint(j, l->nargs);
+		plan_json_key(j, "patches");
+		plan_json_array_begin(j);
+		for (uint32_t k = 0; k < l->npatches; k++) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "byte");
+			plan_json_uint(j, l->patches[k].byte);
+			plan_json_key(j, "alloc");
+			json_index(j, l->patches[k].addr.alloc);
+			plan_json_key(j, "offset");
+			plan_json_uint(j, l->patches[k].addr.offset);
+			plan_json_object_end(j);
+		}
+		plan_json_array_end(j);
+	} else {
+		json_addr(j, "dst", &l->dst);
+		if (l->type == PLAN_NODE_MEMCPY) {
+			json_addr(j, "src", &l->src);
+			plan_json_key(j, "bytes");
+			plan_json_uint(j, l->bytes);
+			plan_json_key(j, "data_kept");
+			plan_json_bool(j, l->ndata != 0);
+		} else {
+			plan_json_key(j, "value");
+			plan_json_uint(j, l->value);
+			plan_json_key(j, "element");
+			plan_json_uint(j, l->element);
+			plan_json_key(j, "width");
+			plan_json_uint(j, l->width);
+			plan_json_key(j, "height");
+			plan_json_uint(j, l->height);
+			plan_json_key(j, "pitch");
+			plan_json_uint(j, l->pitch);
+		}
+	}
+	plan_json_object_end(j);
+}
+
+static void json_recorded(struct plan_json *j, const plan_t *plan)
+{
+	const struct plan_recording *r = plan_get_recording(plan);
+
+	if (r == NULL)
+		return;
+	plan_json_key(j, "origin");
+	plan_json_string(j, plan_origin_name(plan_get_origin(plan)));
+	plan_json_key(j, "recording");
+	plan_json_object_begin(j);
+	plan_json_key(j, "command");
+	plan_json_string(j, r->command);
+	plan_json_key(j, "step_rule");
+	plan_json_string(j, r->step_rule);
+	plan_json_key(j, "libraries");
+	plan_json_string(j, r->libraries);
+	plan_json_key(j, "pid");
+	plan_json_uint(j, r->pid);
+	plan_json_key(j, "snapshot");
+	plan_json_bool(j, (r->flags & PLAN_RECORD_SNAPSHOT) != 0);
+	plan_json_key(j, "nvtx_step");
+	plan_json_bool(j, (r->flags & PLAN_RECORD_NVTX_STEP) != 0);
+	plan_json_key(j, "wall_ns");
+	plan_json_uint(j, r->wall_ns);
+	plan_json_key(j, "steps");
+	plan_json_uint(j, r->steps);
+	plan_json_object_end(j);
+
+	plan_json_key(j, "modules");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_modules(plan); i++) {
+		const struct plan_module *m = plan_get_module(plan, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "name");
+		plan_json_string(j, m->name);
+		plan_json_key(j, "xxh64");
+		json_hex(j, m->hash);
+		plan_json_key(j, "bytes");
+		plan_json_uint(j, m->bytes);
+		plan_json_key(j, "kept");
+		plan_json_bool(j, (m->flags & PLAN_MODULE_IMAGE) != 0);
+		plan_json_key(j, "note");
+		plan_json_string(j, m->note);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+
+	plan_json_key(j, "functions");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_functions(plan); i++) {
+		const struct plan_function *fn = plan_get_function(plan, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "module");
+		plan_json_uint(j, fn->module);
+		plan_json_key(j, "name");
+		plan_json_string(j, fn->name);
+		plan_json_key(j, "params");
+		plan_json_array_begin(j);
+		for (uint32_t k = 0; k < fn->nparams; k++) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "offset");
+			plan_json_uint(j, fn->params[k].offset);
+			plan_json_key(j, "size");
+			plan_json_uint(j, fn->params[k].size);
+			plan_json_object_end(j);
+		}
+		plan_json_array_end(j);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+
+	plan_json_key(j, "allocations");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_allocs(plan); i++) {
+		const struct plan_alloc *a = plan_get_alloc(plan, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "index");
+		plan_json_uint(j, i);
+		plan_json_key(j, "address");
+		json_hex(j, a->address);
+		plan_json_key(j, "bytes");
+		plan_json_uint(j, a->bytes);
+		plan_json_key(j, "device");
+		plan_json_uint(j, a->device);
+		plan_json_key(j, "snapshot");
+		plan_json_bool(j, (a->flags & PLAN_ALLOC_SNAPSHOT) != 0);
+		plan_json_key(j, "vmm");
+		plan_json_bool(j, (a->flags & PLAN_ALLOC_VMM) != 0);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+
+	plan_json_key(j, "launches");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_launches(plan); i++)
+		json_launch(j, plan, i);
 	plan_json_array_end(j);
 }
 
@@ -654,6 +862,7 @@ int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opt
 	json_checks_dispatch(j, plan, opts);
 	json_choices(j, plan, opts);
 	json_weights(j, plan);
+	json_recorded(j, plan);
 	plan_json_object_end(j);
 	plan_json_free(j);
 	return dump_finish(f, diag);
@@ -798,6 +1007,180 @@ static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
 	fputs("\t\t}\n", f);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Recorded segments (1.4): repeated layers folded.                        */
+
+/* Whether nodes A and B of a recorded segment are alike for folding: the
+ * same type and, for kernels, the same function, grid and block. */
+static int fold_alike(const plan_t *plan, const struct plan_node *a, const struct plan_node *b)
+{
+	const struct plan_launch *x, *y;
+
+	if (a->type != b->type)
+		return 0;
+	if (a->type != PLAN_NODE_KERNEL)
+		return 1;
+	x = plan_get_launch(plan, a->launch);
+	y = plan_get_launch(plan, b->launch);
+	if (x == NULL || y == NULL)
+		return x == y;
+	return x->function == y->function && memcmp(x->grid, y->grid, sizeof x->grid) == 0 &&
+	       memcmp(x->block, y->block, sizeof x->block) == 0;
+}
+
+#define FOLD_MAX_PERIOD 1024
+
+int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, uint32_t *first,
+                      uint32_t *period, uint32_t *count)
+{
+	uint32_t n = segment->nnodes, best_cover = 0;
+
+	*first = 0;
+	*period = 0;
+	*count = 0;
+	/* For each period P, a run of positions i with node i alike node
+	 * i + P, of length L >= P, starting at S, is floor(L / P) + 1
+	 * repeats of the P nodes from S: n comparisons per period, periods
+	 * up to FOLD_MAX_PERIOD. */
+	for (uint32_t p = 1; p <= n / 2 && p <= FOLD_MAX_PERIOD; p++) {
+		uint32_t run = 0;
+		for (uint32_t i = 0; i + p <= n; i++) {
+			int alike = i + p < n && fold_alike(plan, &segment->nodes[i], &segment->nodes[i + p]);
+			if (alike) {
+				run++;
+				continue;
+			}
+			if (run >= p) {
+				uint32_t start = i - run, reps = run / p + 1;
+				uint32_t cover = reps * p;
+				if (cover > best_cover) {
+					best_cover = cover;
+					*first = start;
+					*period = p;
+					*count = reps;
+				}
+			}
+			run = 0;
+		}
+	}
+	return *count >= 2;
+}
+
+/* The node a folded segment draws for node K: itself, or the node of the
+ * first repeat that stands for it. */
+static uint32_t fold_map(uint32_t k, uint32_t first, uint32_t period, uint32_t count)
+{
+	if (count < 2 || k < first + period || k >= first + period * count)
+		return k;
+	return first + (k - first) % period;
+}
+
+struct fold_edge {
+	uint32_t from, to;
+	uint32_t edge;   /* the first edge of the segment that maps to it */
+};
+
+static int by_fold_edge(const void *a, const void *b)
+{
+	const struct fold_edge *x = a, *y = b;
+
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	return x->edge < y->edge ? -1 : x->edge > y->edge;
+}
+
+static void dot_recorded_node(FILE *f, const plan_t *plan, const struct plan_dump_opts *opts,
+                              uint32_t si, uint32_t k, const char *indent)
+{
+	const struct plan_segment *s = plan_get_segment(plan, si);
+	const struct plan_node *n = &s->nodes[k];
+	char text[512], name[256];
+
+	fprintf(f, "%s\"s%u_n%u\" [shape=%s, style=filled, fillcolor=white, label=\"", indent, si,
+	        k, dot_node_shape(n->type));
+	if (n->type == PLAN_NODE_KERNEL) {
+		const char *shown = NULL;
+		if (opts != NULL && opts->kernel_text != NULL)
+			shown = opts->kernel_text(n->kernel, name, sizeof name, opts->kernel_ctx);
+		dot_text(f, shown != NULL ? shown : n->kernel);
+		fprintf(f, "\\n<<<(%u,%u,%u), (%u,%u,%u)", n->grid[0], n->grid[1], n->grid[2],
+		        n->block[0], n->block[1], n->block[2]);
+		if (n->shmem > 0)
+			fprintf(f, ", %u", n->shmem);
+		fputs(">>>", f);
+	} else if (n->launch != PLAN_NONE) {
+		dot_text(f, plan_launch_text(plan, n->launch, NULL, text, sizeof text));
+	} else {
+		fputs(plan_node_type_name(n->type), f);
+	}
+	fputs("\"];\n", f);
+}
+
+static void dot_recorded_segment(FILE *f, const plan_t *plan, const struct plan_dump_opts *opts,
+                                 uint32_t si, uint32_t item)
+{
+	const struct plan_segment *s = plan_get_segment(plan, si);
+	uint32_t first, period, count, ne = 0;
+	struct fold_edge *edges;
+	char t[32];
+
+	plan_segment_fold(plan, s, &first, &period, &count);
+	fprintf(f, "\t\tsubgraph \"cluster_s%u\" {\n", si);
+	fprintf(f, "\t\t\tlabel=\"item %u: segment %u\\n%u nodes, fingerprint %016" PRIx64,
+	        item, si, s->nnodes, s->fingerprint);
+	if (s->recorded_ns != 0)
+		fprintf(f, "\\nrecorded %s", plan_ns_text(s->recorded_ns, t, sizeof t));
+	fputs("\";\n", f);
+	fputs("\t\t\tstyle=\"rounded,filled\"; color=\"#3b6ea8\"; fillcolor=\"#eaf1fb\";\n", f);
+	for (uint32_t k = 0; k < s->nnodes; k++) {
+		if (count >= 2 && k == first) {
+			fprintf(f, "\t\t\tsubgraph \"cluster_s%u_layer\" {\n", si);
+			fprintf(f, "\t\t\t\tlabel=\"x %u\"; style=\"dashed,filled\"; "
+			        "color=\"#3b6ea8\"; fillcolor=\"#d5e3f5\";\n", count);
+			for (uint32_t r = 0; r < period; r++)
+				dot_recorded_node(f, plan, opts, si, first + r, "\t\t\t\t");
+			fputs("\t\t\t}\n", f);
+		}
+		if (fold_map(k, first, period, count) != k ||
+		    (count >= 2 && k >= first && k < first + period))
+			continue;
+		dot_recorded_node(f, plan, opts, si, k, "\t\t\t");
+	}
+	/* Edges between drawn nodes, each pair once; an edge from a layer's
+	 * last node back to its first shows the repeat. */
+	edges = malloc(((size_t)s->nedges + 1) * sizeof *edges);
+	if (edges == NULL) {
+		fputs("\t\t}\n", f);
+		return;
+	}
+	for (uint32_t k = 0; k < s->nedges; k++) {
+		uint32_t a = fold_map(s->edges[k].from, first, period, count);
+		uint32_t b = fold_map(s->edges[k].to, first, period, count);
+		if (a != b)
+			edges[ne++] = (struct fold_edge){ a, b, k };
+	}
+	qsort(edges, ne, sizeof *edges, by_fold_edge);
+	for (uint32_t k = 0; k < ne; k++) {
+		const struct plan_edge *e = &s->edges[edges[k].edge];
+		char text[96];
+		if (k > 0 && edges[k].from == edges[k - 1].from && edges[k].to == edges[k - 1].to)
+			continue;
+		fprintf(f, "\t\t\t\"s%u_n%u\" -> \"s%u_n%u\"", si, edges[k].from, si, edges[k].to);
+		if (e->type != PLAN_EDGE_DEFAULT || e->from_port != PLAN_PORT_DEFAULT ||
+		    e->to_port != PLAN_PORT_DEFAULT) {
+			const char *tt = strchr(plan_edge_text(e, text, sizeof text), ' ');
+			fprintf(f, " [style=%s, label=\"%s\"]",
+			        e->type == PLAN_EDGE_PROGRAMMATIC ? "dashed" : "solid",
+			        tt != NULL ? tt + 1 : "");
+		}
+		fputs(";\n", f);
+	}
+	free(edges);
+	fputs("\t\t}\n", f);
+}
+
 /* The DOT id of an item's entry or exit node, and the cluster to clip an
  * edge at ("" for a breakpoint). */
 static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exit, char *id,
@@ -813,20 +1196,34 @@ static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exi
 	if (!(s->flags & PLAN_SEG_NODES)) {
 		snprintf(id, len, "s%u_o%u", it->index, exit ? s->op_first + s->op_count - 1 : s->op_first);
 	} else {
-		uint32_t entry, last;
+		uint32_t entry, last, first = 0, period = 0, count = 0;
 		dot_segment_ends(s, &entry, &last);
-		snprintf(id, len, "s%u_n%u", it->index, exit ? last : entry);
+		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED)
+			plan_segment_fold(plan, s, &first, &period, &count);
+		snprintf(id, len, "s%u_n%u", it->index,
+		         fold_map(exit ? last : entry, first, period, count));
 	}
 }
 
-static void dot_variant(FILE *f, const plan_t *plan, uint32_t vi)
+static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts *opts,
+                        uint32_t vi)
 {
 	const struct plan_variant *v = plan_get_variant(plan, vi);
-	char from[48], to[48], ltail[48], lhead[48];
+	int recorded = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED;
+	char from[48], to[48], ltail[48], lhead[48], t[32];
 
 	fprintf(f, "\tsubgraph \"cluster_v%u\" {\n", vi);
-	fprintf(f, "\t\tlabel=\"variant %lld (%s), %u item%s\";\n",
-	        (long long)v->tokens, plan_mode_name(v->mode), v->nitems, v->nitems == 1 ? "" : "s");
+	if (recorded) {
+		fprintf(f, "\t\tlabel=\"variant %lld \\\"", (long long)v->tokens);
+		dot_text(f, v->label);
+		fprintf(f, "\\\", %u item%s, seen %llu, median %s\";\n", v->nitems,
+		        v->nitems == 1 ? "" : "s", (unsigned long long)v->seen,
+		        plan_ns_text(v->recorded_ns, t, sizeof t));
+	} else {
+		fprintf(f, "\t\tlabel=\"variant %lld (%s), %u item%s\";\n",
+		        (long long)v->tokens, plan_mode_name(v->mode), v->nitems,
+		        v->nitems == 1 ? "" : "s");
+	}
 	fputs("\t\tstyle=dashed; color=\"#777777\";\n", f);
 	fprintf(f, "\t\t\"v%u_start\" [shape=circle, style=filled, fillcolor=black, "
 	        "fontcolor=white, label=\"%lld\"];\n", vi, (long long)v->tokens);
@@ -834,10 +1231,37 @@ static void dot_variant(FILE *f, const plan_t *plan, uint32_t vi)
 	for (uint32_t k = 0; k < v->nitems; k++) {
 		const struct plan_item *it = &v->items[k];
 		if (it->kind == PLAN_ITEM_SEGMENT) {
-			dot_segment(f, plan, it->index, k);
+			if (recorded)
+				dot_recorded_segment(f, plan, opts, it->index, k);
+			else
+				dot_segment(f, plan, it->index, k);
 			continue;
 		}
 		const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
+		if (recorded) {
+			char text[512], name[256];
+			fprintf(f, "\t\t\"b%u\" [shape=octagon, style=filled, fillcolor=\"#ffcf99\", "
+			        "color=\"#b85c00\", label=\"item %u: break ", it->index, k);
+			dot_text(f, b->name);
+			fprintf(f, " (%u launch%s, %s)", b->launch_count,
+			        b->launch_count == 1 ? "" : "es",
+			        plan_ns_text(b->recorded_ns, t, sizeof t));
+			for (uint32_t l = 0; l < b->launch_count && l < 4; l++) {
+				const struct plan_launch *la = plan_get_launch(plan, b->launch_first + l);
+				const char *shown = NULL;
+				if (la != NULL && la->type == PLAN_NODE_KERNEL && opts != NULL &&
+				    opts->kernel_text != NULL)
+					shown = opts->kernel_text(plan_get_function(plan, la->function)->name,
+					                          name, sizeof name, opts->kernel_ctx);
+				fputs("\\n", f);
+				dot_text(f, plan_launch_text(plan, b->launch_first + l, shown, text,
+				                             sizeof text));
+			}
+			if (b->launch_count > 4)
+				fprintf(f, "\\n... %u more", b->launch_count - 4);
+			fputs("\"];\n", f);
+			continue;
+		}
 		fprintf(f, "\t\t\"b%u\" [shape=octagon, style=filled, fillcolor=\"%s\", "
 		        "color=\"#b85c00\", label=\"item %u: break ", it->index,
 		        b->reason == PLAN_BREAK_MODE ? "#fff1dc" : "#ffcf99", k);
@@ -879,7 +1303,8 @@ int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts
 	fputs("digraph \"plan\" {\n", f);
 	fputs("\tgraph [compound=true, newrank=true, fontname=\"Helvetica\", fontsize=11, "
 	      "labelloc=t, label=\"", f);
-	dot_text(f, opts != NULL && opts->title != NULL ? opts->title : m->script);
+	dot_text(f, opts != NULL && opts->title != NULL ? opts->title :
+	         plan_get_recording(plan) != NULL ? plan_get_recording(plan)->command : m->script);
 	fprintf(f, "\\n%s", plan_backend_name(m->backend));
 	if (m->device[0] != '\0') {
 		fputs(", ", f);
@@ -894,7 +1319,7 @@ int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts
 	fputs("\tedge [fontname=\"Helvetica\", fontsize=9];\n", f);
 	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
 		if (dump_wanted(opts, i))
-			dot_variant(f, plan, i);
+			dot_variant(f, plan, opts, i);
 	fputs("}\n", f);
 	return dump_finish(f, diag);
 }

@@ -57,11 +57,13 @@
 #define RA_RECORD_COUNT     4
 #define RA_HEADER_SIZE      8
 
-/* The sections of format 1.3, in the order the writer puts them. */
+/* The sections of format 1.4, in the order the writer puts them. */
 enum fmt_section {
 	S_META, S_STAT, S_DIMS, S_VARS, S_TENS, S_OPER, S_ATTR, S_IDXS,
 	S_VARI, S_ITEM, S_SEGS, S_NODE, S_PARM, S_EDGE, S_BRKP, S_CHKS,
-	S_DISP, S_CHOI, S_CAND, S_WSRC, S_VKEY, S_DKEY, S_STRS, S_COUNT
+	S_DISP, S_CHOI, S_CAND, S_WSRC, S_VKEY, S_DKEY,
+	S_RECD, S_MODS, S_FUNC, S_PINF, S_ALOC, S_LNCH, S_PTCH, S_VREC,
+	S_SREC, S_NLCH, S_BLCH, S_BLOB, S_STRS, S_COUNT
 };
 
 /* Record sizes of format 1.1; 0 for STRS, which is a table of bytes. */
@@ -87,6 +89,18 @@ enum fmt_section {
 #define REC_WSRC 48
 #define REC_VKEY 8
 #define REC_DKEY 8
+/* Format 1.4: recorded plans. BLOB, like STRS, is a table of bytes. */
+#define REC_RECD 40
+#define REC_MODS 40
+#define REC_FUNC 16
+#define REC_PINF 8
+#define REC_ALOC 32
+#define REC_LNCH 152
+#define REC_PTCH 16
+#define REC_VREC 24
+#define REC_SREC 8
+#define REC_NLCH 4
+#define REC_BLCH 16
 
 /* The records 1.1 grew, at their 1.0 sizes: a 1.0 file has exactly these,
  * and the fields past them take their defaults. */
@@ -130,6 +144,18 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC, REC_WSRC } },
 	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY, REC_VKEY } },
 	[S_DKEY] = { "DKEY", 3, { 0, 0, 0, REC_DKEY, REC_DKEY } },
+	[S_RECD] = { "RECD", 4, { 0, 0, 0, 0, REC_RECD } },
+	[S_MODS] = { "MODS", 4, { 0, 0, 0, 0, REC_MODS } },
+	[S_FUNC] = { "FUNC", 4, { 0, 0, 0, 0, REC_FUNC } },
+	[S_PINF] = { "PINF", 4, { 0, 0, 0, 0, REC_PINF } },
+	[S_ALOC] = { "ALOC", 4, { 0, 0, 0, 0, REC_ALOC } },
+	[S_LNCH] = { "LNCH", 4, { 0, 0, 0, 0, REC_LNCH } },
+	[S_PTCH] = { "PTCH", 4, { 0, 0, 0, 0, REC_PTCH } },
+	[S_VREC] = { "VREC", 4, { 0, 0, 0, 0, REC_VREC } },
+	[S_SREC] = { "SREC", 4, { 0, 0, 0, 0, REC_SREC } },
+	[S_NLCH] = { "NLCH", 4, { 0, 0, 0, 0, REC_NLCH } },
+	[S_BLCH] = { "BLCH", 4, { 0, 0, 0, 0, REC_BLCH } },
+	[S_BLOB] = { "BLOB", 4, { 0, 0, 0, 0, 0 } },
 	[S_STRS] = { "STRS", 0, { 0, 0, 0, 0, 0 } },
 };
 
@@ -313,6 +339,82 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define DKEY_REQUESTS_MAX    0    /* 1.3 */
 #define DKEY_FLAGS           4
 
+#define RECD_COMMAND         0    /* 1.4 */
+#define RECD_STEP_RULE       4
+#define RECD_LIBRARIES       8
+#define RECD_PID             12
+#define RECD_FLAGS           16
+#define RECD_RESERVED        20
+#define RECD_WALL_NS         24
+#define RECD_STEPS           32
+
+#define MODS_NAME            0    /* 1.4 */
+#define MODS_NOTE            4
+#define MODS_FLAGS           8
+#define MODS_RESERVED        12
+#define MODS_HASH            16
+#define MODS_BYTES           24
+#define MODS_IMAGE           32   /* BLOB offset */
+
+#define FUNC_MODULE          0    /* 1.4 */
+#define FUNC_NAME            4
+#define FUNC_PARAM_FIRST     8
+#define FUNC_PARAM_COUNT     12
+
+#define PINF_OFFSET          0    /* 1.4 */
+#define PINF_SIZE            4
+
+#define ALOC_ADDRESS         0    /* 1.4 */
+#define ALOC_BYTES           8
+#define ALOC_DEVICE          16
+#define ALOC_FLAGS           20
+#define ALOC_DATA            24   /* BLOB offset */
+
+#define LNCH_TYPE            0    /* 1.4 */
+#define LNCH_FUNCTION        4
+#define LNCH_GRID            8    /* x, y, z */
+#define LNCH_BLOCK           20   /* x, y, z */
+#define LNCH_CLUSTER         32   /* x, y, z */
+#define LNCH_SHARED_BYTES    44
+#define LNCH_FLAGS           48
+#define LNCH_ARGS_BYTES      52
+#define LNCH_ARGS            56   /* BLOB offset */
+#define LNCH_PATCH_FIRST     64
+#define LNCH_PATCH_COUNT     68
+#define LNCH_DST_ALLOC       72
+#define LNCH_SRC_ALLOC       76
+#define LNCH_DST_OFFSET      80
+#define LNCH_SRC_OFFSET      88
+#define LNCH_BYTES           96
+#define LNCH_VALUE           104
+#define LNCH_ELEMENT         108
+#define LNCH_WIDTH           112
+#define LNCH_HEIGHT          120
+#define LNCH_PITCH           128
+#define LNCH_DATA_BYTES      136
+#define LNCH_RESERVED        140
+#define LNCH_DATA            144  /* BLOB offset */
+
+#define PTCH_BYTE            0    /* 1.4 */
+#define PTCH_ALLOC           4
+#define PTCH_OFFSET          8
+
+#define VREC_LABEL           0    /* 1.4 */
+#define VREC_DEVICE          4
+#define VREC_SEEN            8
+#define VREC_RECORDED_NS     16
+
+#define SREC_RECORDED_NS     0    /* 1.4 */
+
+#define NLCH_LAUNCH          0    /* 1.4 */
+
+#define BLCH_LAUNCH_FIRST    0    /* 1.4 */
+#define BLCH_LAUNCH_COUNT    4
+#define BLCH_RECORDED_NS     8
+
+/* BLOB pieces start at multiples of this. */
+#define BLOB_ALIGN           8
+
 /* Flag bits each version defines; every other bit is reserved. */
 #define FMT_DIM_FLAGS        PLAN_DIM_TOKENS
 #define FMT_OP_FLAGS         PLAN_OP_EAGER
@@ -322,6 +424,10 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define FMT_WSRC_FLAGS       PLAN_WSRC_HASHED
 #define FMT_KEY_FLAGS        PLAN_KEY_UNIFORM
 #define FMT_DISPATCH_FLAGS   PLAN_DISPATCH_UNIFORM
+#define FMT_RECORD_FLAGS     (PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP)
+#define FMT_MODULE_FLAGS     PLAN_MODULE_IMAGE
+#define FMT_ALLOC_FLAGS      (PLAN_ALLOC_SNAPSHOT | PLAN_ALLOC_VMM)
+#define FMT_LAUNCH_FLAGS     (PLAN_LAUNCH_PDL | PLAN_LAUNCH_COOP)
 
 /* ---------------------------------------------------------------------- */
 /* Little-endian access, independent of the host's byte order and of the  */

@@ -157,6 +157,64 @@ uint64_t plan_fingerprint(const struct plan_segment *segment)
 	return h;
 }
 
+uint64_t plan_fingerprint_recorded(const plan_t *plan, const struct plan_segment *segment)
+{
+	uint64_t h = PLAN_HASH64_INIT;
+	uint32_t ndata = 0;
+
+	h = hash_u32(h, segment->nnodes);
+	for (uint32_t i = 0; i < segment->nnodes; i++) {
+		const struct plan_node *n = &segment->nodes[i];
+		const struct plan_launch *l = NULL;
+		const struct plan_function *f = NULL;
+		const char *name = "";
+		size_t len;
+
+		if (n->type == PLAN_NODE_KERNEL && (l = plan_get_launch(plan, n->launch)) != NULL &&
+		    l->type == PLAN_NODE_KERNEL &&
+		    (f = plan_get_function(plan, l->function)) != NULL)
+			name = f->name;
+		else
+			l = NULL;
+		len = strlen(name);
+		h = hash_u32(h, (uint32_t)n->type);
+		h = hash_u32(h, (uint32_t)len);
+		h = plan_hash64(name, len, h);
+		for (int k = 0; k < 3; k++)
+			h = hash_u32(h, l ? l->grid[k] : 0);
+		for (int k = 0; k < 3; k++)
+			h = hash_u32(h, l ? l->block[k] : 0);
+		for (int k = 0; k < 3; k++)
+			h = hash_u32(h, l ? l->cluster[k] : 0);
+		h = hash_u32(h, l ? l->shmem : 0);
+		h = hash_u32(h, l ? l->npatches : 0);
+		for (uint32_t k = 0; l && k < l->npatches; k++) {
+			h = hash_u32(h, l->patches[k].byte);
+			h = hash_u32(h, l->patches[k].addr.alloc);
+			h = hash_u64(h, l->patches[k].addr.offset);
+		}
+	}
+	h = hash_u32(h, segment->nedges);
+	for (uint32_t i = 0; i < segment->nedges; i++) {
+		h = hash_u32(h, segment->edges[i].from);
+		h = hash_u32(h, segment->edges[i].to);
+		if (edge_has_data(&segment->edges[i]))
+			ndata++;
+	}
+	if (ndata == 0)
+		return h;
+	h = hash_u32(h, ndata);
+	for (uint32_t i = 0; i < segment->nedges; i++) {
+		const struct plan_edge *e = &segment->edges[i];
+		unsigned char b[3] = { e->type, e->from_port, e->to_port };
+		if (!edge_has_data(e))
+			continue;
+		h = hash_u32(h, i);
+		h = plan_hash64(b, sizeof b, h);
+	}
+	return h;
+}
+
 /* SOURCE_DATE_EPOCH, per reproducible-builds.org, is a decimal count of
  * seconds: only digits, no sign, no spaces. Anything else is ignored. */
 int64_t plan_now(void)

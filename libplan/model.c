@@ -525,6 +525,10 @@ int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t 
 			const struct plan_node *n = &segment->nodes[i];
 			if (n->nparams && n->params == NULL)
 				return plan__fail(diag, PLAN_ERR_INVALID, "segment: node %u params missing", i);
+			if (plan->recorded && (n->nparams != 0 || n->op != PLAN_NONE))
+				return plan__fail(diag, PLAN_ERR_INVALID,
+				                  "segment: node %u of a recorded plan has an op or "
+				                  "arena parameters", i);
 			if (!plan->recorded) {
 				nodes[i].launch = PLAN_NONE;
 			} else if (n->type == PLAN_NODE_KERNEL || n->type == PLAN_NODE_MEMCPY ||
@@ -533,16 +537,38 @@ int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t 
 					return plan__fail(diag, PLAN_ERR_INVALID,
 					                  "segment: node %u names launch %u of %u", i,
 					                  n->launch, plan->launches.count);
-				if (AT(plan->launches, struct plan_launch, n->launch)->type != n->type)
+				const struct plan_launch *l = AT(plan->launches, struct plan_launch,
+				                                 n->launch);
+				if (l->type != n->type)
 					return plan__fail(diag, PLAN_ERR_INVALID,
 					                  "segment: node %u (%s) names launch %u, a %s", i,
 					                  plan_node_type_name(n->type), n->launch,
-					                  plan_node_type_name(AT(plan->launches,
-					                  struct plan_launch, n->launch)->type));
+					                  plan_node_type_name(l->type));
 			} else if (n->launch != PLAN_NONE) {
 				return plan__fail(diag, PLAN_ERR_INVALID,
 				                  "segment: node %u (%s) names a launch", i,
 				                  plan_node_type_name(n->type));
+			}
+			if (plan->recorded && n->type == PLAN_NODE_KERNEL) {
+				/* The node shows what its launch runs. */
+				const struct plan_launch *l = AT(plan->launches, struct plan_launch,
+				                                 n->launch);
+				nodes[i].kernel = AT(plan->functions, struct plan_function,
+				                     l->function)->name;
+				memcpy(nodes[i].grid, l->grid, sizeof l->grid);
+				memcpy(nodes[i].block, l->block, sizeof l->block);
+				nodes[i].shmem = l->shmem;
+				nodes[i].params = NULL;
+				continue;
+			}
+			if (plan->recorded) {
+				/* Other nodes of a recorded plan carry no kernel. */
+				nodes[i].kernel = "";
+				memset(nodes[i].grid, 0, sizeof nodes[i].grid);
+				memset(nodes[i].block, 0, sizeof nodes[i].block);
+				nodes[i].shmem = 0;
+				nodes[i].params = NULL;
+				continue;
 			}
 			nodes[i].kernel = plan__pool_strdup(plan, n->kernel);
 			nodes[i].params = plan__pool_memdup(plan, n->params, n->nparams, sizeof *n->params);
@@ -1228,6 +1254,30 @@ int plan_add_launch(plan_t *plan, const struct plan_launch *launch, uint32_t *in
 	NEED_RECORDING(plan, diag, "launch");
 	if ((err = plan__check_launch(plan, &l, plan->launches.count, diag)) != 0)
 		return err;
+	/* Fields the type does not use are cleared, so that a launch has one
+	 * form in memory and in a file. */
+	if (l.type != PLAN_NODE_KERNEL) {
+		l.function = PLAN_NONE;
+		memset(l.grid, 0, sizeof l.grid);
+		memset(l.block, 0, sizeof l.block);
+		memset(l.cluster, 0, sizeof l.cluster);
+		l.shmem = 0;
+		l.flags = 0;
+	} else {
+		l.dst = (struct plan_addr){ PLAN_NONE, 0 };
+		l.bytes = 0;
+	}
+	if (l.type != PLAN_NODE_MEMCPY)
+		l.src = (struct plan_addr){ PLAN_NONE, 0 };
+	if (l.type != PLAN_NODE_MEMSET) {
+		l.value = 0;
+		l.element = 0;
+		l.width = 0;
+		l.height = 0;
+		l.pitch = 0;
+	} else {
+		l.bytes = 0;
+	}
 	l.args = plan__pool_memdup(plan, launch->args, l.nargs, 1);
 	l.patches = plan__pool_memdup(plan, launch->patches, l.npatches, sizeof *l.patches);
 	l.data = plan__pool_memdup(plan, launch->data, l.ndata, 1);

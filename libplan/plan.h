@@ -598,7 +598,10 @@ struct plan_alloc {
  * nodes PLAN_NONE), and plan_add_breakpoint breakpoints with op
  * PLAN_NONE, reason PLAN_BREAK_RECORDED, no reads or writes and a launch
  * range inside the launches; a script plan takes neither, and its nodes'
- * launch is stored as PLAN_NONE. The add functions check what each record
+ * launch is stored as PLAN_NONE. A recorded kernel node's kernel, grid,
+ * block and shmem are taken from its launch (other nodes get "" and 0);
+ * its segment's fingerprint is plan_fingerprint_recorded() with the
+ * PLAN_SEG_NODES flag. The add functions check what each record
  * alone can be checked for (patches inside the argument bytes, addresses
  * inside their allocation, allocations of a device not overlapping);
  * plan_validate checks the rest.
@@ -768,6 +771,13 @@ uint32_t plan_crc32c(const void *data, size_t len);
  * Defined exactly in plan-format.md. */
 uint64_t plan_fingerprint(const struct plan_segment *segment);
 
+/* The fingerprint of a recorded plan's segment (1.4): as plan_fingerprint,
+ * but each node hashes what its launch runs: the function's name, grid,
+ * block, cluster, shared memory and the patches as (byte, allocation,
+ * offset). A recorded segment with nodes stores this one. Defined exactly
+ * in plan-format.md. */
+uint64_t plan_fingerprint_recorded(const plan_t *plan, const struct plan_segment *segment);
+
 /* The time to stamp on a new plan: $SOURCE_DATE_EPOCH when it is set to a
  * valid number, else the current time. */
 int64_t plan_now(void);
@@ -869,12 +879,35 @@ const char *plan_key_text(const struct plan_variant *v, char *buf, size_t len);
 const char *plan_edge_text(const struct plan_edge *e, char *buf, size_t len);
 const char *plan_features_text(uint32_t features, char *buf, size_t len);
 
+/*
+ * Recorded plans (1.4):
+ *   plan_addr_text    "a1+4096" (allocation 1, offset 4096); "0x7f5500000000"
+ *                     for an address in no allocation
+ *   plan_launch_text  "kernel NAME <<<(8,4,1), (128,1,1), 49152>>> cluster
+ *                     (2,1,1) pdl"; "memcpy 16 B 0x560000001000 -> a0+0
+ *                     (host bytes kept)"; "memset 256 x 4 B = 0x0 -> a1+8192";
+ *                     NAME raw, or as NAME_TEXT gives it (NULL: raw)
+ *   plan_ns_text      a time: "850 ns", "41.0 us", "1.20 ms", "2.50 s";
+ *                     "-" for 0 (not recorded)
+ */
+const char *plan_addr_text(const struct plan_addr *a, char *buf, size_t len);
+const char *plan_launch_text(const plan_t *plan, uint32_t launch, const char *name_text,
+                             char *buf, size_t len);
+const char *plan_ns_text(uint64_t ns, char *buf, size_t len);
+
 /* ---------------------------------------------------------------------- */
 /* Dumps.                                                                  */
 
 struct plan_dump_opts {
 	uint32_t    variant;  /* only this variant's records; PLAN_NONE: all */
-	const char *title;    /* DOT: the graph's title (NULL: the script) */
+	const char *title;    /* DOT: the graph's title (NULL: the script, or a
+	                         recorded plan's command) */
+	/* Recorded plans (1.4), DOT: the text to show for a kernel's raw
+	 * (mangled) name, written into BUF (LEN bytes); NULL, or a NULL
+	 * return, shows the raw name. bcgtool passes a demangler, so that
+	 * libplan stays free of C++. JSON always has the raw names. */
+	const char *(*kernel_text)(const char *raw, char *buf, size_t len, void *ctx);
+	void        *kernel_ctx;
 };
 
 /*
@@ -882,9 +915,22 @@ struct plan_dump_opts {
  * Graphviz digraph: per variant a cluster holding one cluster per segment
  * (its nodes and edges, or its ops as a chain when no nodes were recorded)
  * and one octagon per breakpoint, joined in execution order by bold edges.
+ * In a recorded plan's segment the longest run of repeating kernels (a
+ * model's layers) is drawn once, in a cluster labelled "x N"; see
+ * plan_segment_fold().
  * OPTS may be NULL. Fails with PLAN_ERR_NOT_FOUND for a variant out of
  * range, PLAN_ERR_IO when the stream reports an error.
  */
+/* The repeating run of a recorded segment's nodes that the DOT dump
+ * folds: nodes [*FIRST, *FIRST + *PERIOD * *COUNT) are *COUNT repeats of
+ * the *PERIOD nodes from *FIRST, alike in type and, for kernels, in
+ * function, grid and block. It is the run that covers the most nodes
+ * (then the shortest period, then the first); periods of up to 1024
+ * nodes are looked for. Returns 0 (and *COUNT 0)
+ * when no run repeats at least twice; 1 otherwise. */
+int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, uint32_t *first,
+                      uint32_t *period, uint32_t *count);
+
 int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
                    struct plan_diag *diag);
 int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
@@ -907,6 +953,11 @@ enum plan_diff_area {
 	PLAN_DIFF_DISPATCH = 10,
 	PLAN_DIFF_CHOICES  = 11, /* implementation choices, per variant and op */
 	PLAN_DIFF_WEIGHTS  = 12, /* weight sources: file, checkpoint name, content */
+	/* Recorded plans (1.4); their variants are VARIANTS and their
+	 * segments' nodes and breakpoints' launches ITEMS. */
+	PLAN_DIFF_MODULES  = 13, /* modules: by name, then content (renamed) */
+	PLAN_DIFF_KERNELS  = 14, /* kernels launched: added, removed, renamed
+	                            (one base name, other template arguments) */
 };
 
 enum plan_diff_change {
@@ -941,7 +992,13 @@ struct plan_diff_entry {
 
 /*
  * Compare two plans structurally (bcgtool-diff(1) says what is compared
- * and how records are matched). Timestamps and timings are never
+ * and how records are matched). Two recorded plans (1.4) are compared as
+ * recordings: the recording's command and step rule, modules, kernels,
+ * variants matched by label then number (their segment and break
+ * counts), and in each pair the items aligned by what they run, a break
+ * found elsewhere reported MOVED, nodes compared by kernel and launch
+ * shape. ITEMS and VARIANTS entries then carry A's variant number as
+ * TOKENS. Timestamps and timings are never
  * differences. The list holds SAME entries for every item of the variants
  * both plans have, so that a reader can show context; plan_diff_count
  * counts the others. NULL when out of memory.

@@ -53,6 +53,8 @@ struct pools {
 	struct plan_edge  *edges;
 	struct plan_item  *items;
 	struct plan_candidate *cands;
+	struct plan_param_info *pinfs;   /* 1.4 */
+	struct plan_patch *patches;      /* 1.4 */
 	uint32_t          *item_first;   /* per variant */
 	uint32_t          *item_count;
 };
@@ -65,6 +67,7 @@ struct reader {
 	const struct plan_limits *lim;
 	struct sect               s[S_COUNT];
 	uint64_t                  str_bytes; /* string bytes handed to the builder */
+	uint64_t                  blob_end;  /* 1.4: the end of the last BLOB piece */
 	struct pools              p;
 	plan_t                   *plan;
 	struct plan_diag          d;
@@ -270,7 +273,7 @@ static int read_record_header(struct reader *r, int s)
 	uint64_t body;
 	const char *id = fmt_sections[s].id;
 
-	if (s == S_STRS || !sect_in_file(r, s))
+	if (s == S_STRS || s == S_BLOB || !sect_in_file(r, s))
 		return PLAN_OK;
 	if (x->size < RA_HEADER_SIZE)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s of %llu bytes has no room for its "
@@ -461,10 +464,12 @@ static int read_pools(struct reader *r)
 	p->edges = alloc_array(r->s[S_EDGE].count, sizeof *p->edges);
 	p->items = alloc_array(r->s[S_ITEM].count, sizeof *p->items);
 	p->cands = alloc_array(r->s[S_CAND].count, sizeof *p->cands);
+	p->pinfs = alloc_array(r->s[S_PINF].count, sizeof *p->pinfs);
+	p->patches = alloc_array(r->s[S_PTCH].count, sizeof *p->patches);
 	p->item_first = alloc_array(r->s[S_VARI].count, sizeof *p->item_first);
 	p->item_count = alloc_array(r->s[S_VARI].count, sizeof *p->item_count);
 	if (!p->idxs || !p->attrs || !p->params || !p->nodes || !p->edges || !p->items ||
-	    !p->cands || !p->item_first || !p->item_count)
+	    !p->cands || !p->pinfs || !p->patches || !p->item_first || !p->item_count)
 		return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
 
 	for (uint32_t i = 0; i < r->s[S_IDXS].count; i++)
@@ -510,6 +515,27 @@ static int read_pools(struct reader *r)
 		if ((err = get_range(r, S_NODE, i, "Params", S_PARM, first, n->nparams, &cursor)) != 0)
 			return err;
 		n->params = n->nparams ? p->params + first : NULL;
+		n->launch = PLAN_NONE;
+	}
+
+	/* 1.4: each node's launch. */
+	if (sect_in_file(r, S_NLCH)) {
+		if (r->s[S_NLCH].count != r->s[S_NODE].count)
+			return FAIL(r, PLAN_ERR_CORRUPT, "section NLCH has %u records, not one for each "
+			            "of the %u of section NODE", r->s[S_NLCH].count, r->s[S_NODE].count);
+		for (uint32_t i = 0; i < r->s[S_NLCH].count; i++)
+			p->nodes[i].launch = fmt_get32(rec_at(r, S_NLCH, i) + NLCH_LAUNCH);
+	}
+	for (uint32_t i = 0; i < r->s[S_PINF].count; i++) {
+		const unsigned char *q = rec_at(r, S_PINF, i);
+		p->pinfs[i].offset = fmt_get32(q + PINF_OFFSET);
+		p->pinfs[i].size = fmt_get32(q + PINF_SIZE);
+	}
+	for (uint32_t i = 0; i < r->s[S_PTCH].count; i++) {
+		const unsigned char *q = rec_at(r, S_PTCH, i);
+		p->patches[i].byte = fmt_get32(q + PTCH_BYTE);
+		p->patches[i].addr.alloc = fmt_get32(q + PTCH_ALLOC);
+		p->patches[i].addr.offset = fmt_get64(q + PTCH_OFFSET);
 	}
 
 	/* Edges of a 1.0 file have no type or ports: they are the default. */
@@ -554,6 +580,8 @@ static void free_pools(struct pools *p)
 	free(p->edges);
 	free(p->items);
 	free(p->cands);
+	free(p->pinfs);
+	free(p->patches);
 	free(p->item_first);
 	free(p->item_count);
 }
@@ -744,6 +772,261 @@ static int read_key(struct reader *r, uint32_t i, struct plan_variant *v)
 	return PLAN_OK;
 }
 
+/* Section A of 1.4 has one record for each of section B. */
+static int same_count(struct reader *r, int a, int b)
+{
+	if (sect_in_file(r, a) && r->s[a].count != r->s[b].count)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section %s has %u records, not one for each of "
+		            "the %u of section %s", fmt_sections[a].id, r->s[a].count, r->s[b].count,
+		            fmt_sections[b].id);
+	return PLAN_OK;
+}
+
+/* Variant I's recorded fields from its VREC record (1.4). */
+static int read_vrec(struct reader *r, uint32_t i, struct plan_variant *v)
+{
+	const unsigned char *k;
+
+	if (!sect_in_file(r, S_VREC))
+		return PLAN_OK;
+	k = rec_at(r, S_VREC, i);
+	v->device = fmt_get32(k + VREC_DEVICE);
+	v->seen = fmt_get64(k + VREC_SEEN);
+	v->recorded_ns = fmt_get64(k + VREC_RECORDED_NS);
+	return get_str(r, S_VREC, i, "Label", fmt_get32(k + VREC_LABEL), &v->label);
+}
+
+/* The nodes of segment I as the model holds them against their NODE and
+ * NLCH records from FIRST: a recorded plan's model takes a kernel node's
+ * name and shape from its launch and clears them in other nodes, and a
+ * script plan's has no launches, so a record that says otherwise would
+ * be lost. */
+static int check_nodes(struct reader *r, uint32_t i, uint32_t first, const struct plan_segment *s)
+{
+	const struct plan_segment *m = plan_get_segment(r->plan, plan_count_segments(r->plan) - 1);
+
+	for (uint32_t k = 0; k < s->nnodes; k++) {
+		const struct plan_node *f = &s->nodes[k], *n = &m->nodes[k];
+		if (!r->plan->recorded) {
+			if (f->launch != PLAN_NONE)
+				return rec_fail(r, PLAN_ERR_CORRUPT, S_NLCH, first + k, "a launch (%u) in "
+				                "a plan without a recording", f->launch);
+			continue;
+		}
+		if (strcmp(f->kernel, n->kernel) != 0 || memcmp(f->grid, n->grid, sizeof f->grid) ||
+		    memcmp(f->block, n->block, sizeof f->block) || f->shmem != n->shmem)
+			return rec_fail(r, PLAN_ERR_CORRUPT, S_NODE, first + k, "segment %u node %u: "
+			                "the kernel, grid, block or shared memory is not %s", i, k,
+			                n->type == PLAN_NODE_KERNEL ? "its launch's" :
+			                "\"\" and 0 (no kernel)");
+	}
+	return PLAN_OK;
+}
+
+/* A piece of BLOB (1.4) of LEN bytes at OFF: pieces follow one another in
+ * the order the records are read, each at the first multiple of
+ * BLOB_ALIGN after the one before, with zero bytes between; an empty
+ * piece is at 0. */
+static int get_blob(struct reader *r, int s, uint32_t i, const char *field, uint64_t off,
+                    uint64_t len, const void **out)
+{
+	const struct sect *b = &r->s[S_BLOB];
+	uint64_t at = (r->blob_end + BLOB_ALIGN - 1) / BLOB_ALIGN * BLOB_ALIGN;
+
+	*out = NULL;
+	if (len == 0) {
+		if (off != 0)
+			return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s: an empty piece at offset %llu, "
+			                "not 0", field, (unsigned long long)off);
+		return PLAN_OK;
+	}
+	if (off != at)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s at BLOB offset %llu, not %llu where "
+		                "the piece before it ends", field, (unsigned long long)off,
+		                (unsigned long long)at);
+	if (at > b->size || len > b->size - at)
+		return rec_fail(r, PLAN_ERR_CORRUPT, s, i, "%s [%llu, +%llu) runs past the "
+		                "%llu-byte BLOB section", field, (unsigned long long)off,
+		                (unsigned long long)len, (unsigned long long)b->size);
+	if (len > SIZE_MAX)
+		return rec_fail(r, PLAN_ERR_LIMIT, s, i, "%s of %llu bytes", field,
+		                (unsigned long long)len);
+	for (uint64_t k = r->blob_end; k < at; k++)
+		if (b->data[k] != 0)
+			return rec_fail(r, PLAN_ERR_RESERVED, s, i, "%s: BLOB padding byte %llu is not "
+			                "zero", field, (unsigned long long)k);
+	r->blob_end = at + len;
+	*out = b->data + at;
+	return PLAN_OK;
+}
+
+static int reserved_flags(struct reader *r, int s, uint32_t i, uint32_t flags, uint32_t known)
+{
+	if (flags & ~known)
+		return rec_fail(r, PLAN_ERR_RESERVED, s, i, "reserved flags 0x%08x are set",
+		                flags & ~known);
+	return PLAN_OK;
+}
+
+static int same_addr(const struct plan_addr *a, const struct plan_addr *b)
+{
+	return a->alloc == b->alloc && a->offset == b->offset;
+}
+
+/* Whether the model's launch M is the one read, F: the model clears what
+ * the launch's type does not use, which a file must have cleared too. */
+static int same_launch(const struct plan_launch *f, const struct plan_launch *m)
+{
+	return f->function == m->function && !memcmp(f->grid, m->grid, sizeof f->grid) &&
+	       !memcmp(f->block, m->block, sizeof f->block) &&
+	       !memcmp(f->cluster, m->cluster, sizeof f->cluster) && f->shmem == m->shmem &&
+	       f->flags == m->flags && same_addr(&f->dst, &m->dst) &&
+	       same_addr(&f->src, &m->src) && f->bytes == m->bytes && f->value == m->value &&
+	       f->element == m->element && f->width == m->width && f->height == m->height &&
+	       f->pitch == m->pitch;
+}
+
+/* The recording and what it recorded (1.4), before the segments and
+ * breakpoints that name them. */
+static int build_recorded(struct reader *r)
+{
+	uint32_t pinf_cursor = 0, ptch_cursor = 0, index;
+	int err;
+
+	if (!sect_in_file(r, S_RECD))
+		return PLAN_OK;
+	if (r->s[S_RECD].count > 1)
+		return FAIL(r, PLAN_ERR_CORRUPT, "section RECD has %u records, not 0 or 1",
+		            r->s[S_RECD].count);
+	if (r->s[S_RECD].count == 1) {
+		const unsigned char *q = rec_at(r, S_RECD, 0);
+		struct plan_recording rec = { 0 };
+		if ((err = get_str(r, S_RECD, 0, "Command", fmt_get32(q + RECD_COMMAND), &rec.command)) != 0 ||
+		    (err = get_str(r, S_RECD, 0, "Step_Rule", fmt_get32(q + RECD_STEP_RULE), &rec.step_rule)) != 0 ||
+		    (err = get_str(r, S_RECD, 0, "Libraries", fmt_get32(q + RECD_LIBRARIES), &rec.libraries)) != 0 ||
+		    (err = zero32(r, S_RECD, 0, q + RECD_RESERVED, "Reserved")) != 0)
+			return err;
+		rec.pid = fmt_get32(q + RECD_PID);
+		rec.flags = fmt_get32(q + RECD_FLAGS);
+		rec.wall_ns = fmt_get64(q + RECD_WALL_NS);
+		rec.steps = fmt_get64(q + RECD_STEPS);
+		if ((err = reserved_flags(r, S_RECD, 0, rec.flags, FMT_RECORD_FLAGS)) != 0 ||
+		    (err = built(r, plan_set_recording(r->plan, &rec, &r->d), S_RECD, 0)) != 0)
+			return err;
+	}
+
+	for (uint32_t i = 0; i < r->s[S_MODS].count; i++) {
+		const unsigned char *q = rec_at(r, S_MODS, i);
+		struct plan_module m = { 0 };
+		if ((err = get_str(r, S_MODS, i, "Name", fmt_get32(q + MODS_NAME), &m.name)) != 0 ||
+		    (err = get_str(r, S_MODS, i, "Note", fmt_get32(q + MODS_NOTE), &m.note)) != 0 ||
+		    (err = zero32(r, S_MODS, i, q + MODS_RESERVED, "Reserved")) != 0)
+			return err;
+		m.flags = fmt_get32(q + MODS_FLAGS);
+		m.hash = fmt_get64(q + MODS_HASH);
+		m.bytes = fmt_get64(q + MODS_BYTES);
+		if ((err = reserved_flags(r, S_MODS, i, m.flags, FMT_MODULE_FLAGS)) != 0 ||
+		    (err = get_blob(r, S_MODS, i, "Image", fmt_get64(q + MODS_IMAGE),
+		                    (m.flags & PLAN_MODULE_IMAGE) ? m.bytes : 0, &m.image)) != 0)
+			return err;
+		if ((m.flags & PLAN_MODULE_IMAGE) && m.note[0] != '\0')
+			return rec_fail(r, PLAN_ERR_CORRUPT, S_MODS, i, "a kept image with a note");
+		if ((err = built(r, plan_add_module(r->plan, &m, &index, &r->d), S_MODS, i)) != 0)
+			return err;
+		if (index != i)
+			return rec_fail(r, PLAN_ERR_CORRUPT, S_MODS, i, "the module of module %u again "
+			                "(hash %016llx, %llu bytes)", index, (unsigned long long)m.hash,
+			                (unsigned long long)m.bytes);
+	}
+
+	for (uint32_t i = 0; i < r->s[S_FUNC].count; i++) {
+		const unsigned char *q = rec_at(r, S_FUNC, i);
+		struct plan_function f = { 0 };
+		uint32_t first = fmt_get32(q + FUNC_PARAM_FIRST);
+		if ((err = get_str(r, S_FUNC, i, "Name", fmt_get32(q + FUNC_NAME), &f.name)) != 0)
+			return err;
+		f.module = fmt_get32(q + FUNC_MODULE);
+		f.nparams = fmt_get32(q + FUNC_PARAM_COUNT);
+		if ((err = get_range(r, S_FUNC, i, "Params", S_PINF, first, f.nparams,
+		                     &pinf_cursor)) != 0)
+			return err;
+		f.params = r->p.pinfs + first;
+		if ((err = built(r, plan_add_function(r->plan, &f, NULL, &r->d), S_FUNC, i)) != 0)
+			return err;
+	}
+
+	for (uint32_t i = 0; i < r->s[S_ALOC].count; i++) {
+		const unsigned char *q = rec_at(r, S_ALOC, i);
+		struct plan_alloc a = { 0 };
+		a.address = fmt_get64(q + ALOC_ADDRESS);
+		a.bytes = fmt_get64(q + ALOC_BYTES);
+		a.device = fmt_get32(q + ALOC_DEVICE);
+		a.flags = fmt_get32(q + ALOC_FLAGS);
+		if ((err = reserved_flags(r, S_ALOC, i, a.flags, FMT_ALLOC_FLAGS)) != 0 ||
+		    (err = get_blob(r, S_ALOC, i, "Data", fmt_get64(q + ALOC_DATA),
+		                    (a.flags & PLAN_ALLOC_SNAPSHOT) ? a.bytes : 0, &a.data)) != 0 ||
+		    (err = built(r, plan_add_alloc(r->plan, &a, NULL, &r->d), S_ALOC, i)) != 0)
+			return err;
+	}
+
+	for (uint32_t i = 0; i < r->s[S_LNCH].count; i++) {
+		const unsigned char *q = rec_at(r, S_LNCH, i);
+		struct plan_launch l = { 0 };
+		const void *args, *data;
+		uint32_t first = fmt_get32(q + LNCH_PATCH_FIRST);
+		if ((err = get_enum(r, S_LNCH, i, "launch type", fmt_get32(q + LNCH_TYPE), &l.type)) != 0 ||
+		    (err = zero32(r, S_LNCH, i, q + LNCH_RESERVED, "Reserved")) != 0)
+			return err;
+		l.function = fmt_get32(q + LNCH_FUNCTION);
+		for (int d = 0; d < 3; d++) {
+			l.grid[d] = fmt_get32(q + LNCH_GRID + 4 * d);
+			l.block[d] = fmt_get32(q + LNCH_BLOCK + 4 * d);
+			l.cluster[d] = fmt_get32(q + LNCH_CLUSTER + 4 * d);
+		}
+		l.shmem = fmt_get32(q + LNCH_SHARED_BYTES);
+		l.flags = fmt_get32(q + LNCH_FLAGS);
+		l.nargs = fmt_get32(q + LNCH_ARGS_BYTES);
+		l.npatches = fmt_get32(q + LNCH_PATCH_COUNT);
+		l.dst.alloc = fmt_get32(q + LNCH_DST_ALLOC);
+		l.dst.offset = fmt_get64(q + LNCH_DST_OFFSET);
+		l.src.alloc = fmt_get32(q + LNCH_SRC_ALLOC);
+		l.src.offset = fmt_get64(q + LNCH_SRC_OFFSET);
+		l.bytes = fmt_get64(q + LNCH_BYTES);
+		l.value = fmt_get32(q + LNCH_VALUE);
+		l.element = fmt_get32(q + LNCH_ELEMENT);
+		l.width = fmt_get64(q + LNCH_WIDTH);
+		l.height = fmt_get64(q + LNCH_HEIGHT);
+		l.pitch = fmt_get64(q + LNCH_PITCH);
+		l.ndata = fmt_get32(q + LNCH_DATA_BYTES);
+		if ((err = reserved_flags(r, S_LNCH, i, l.flags, FMT_LAUNCH_FLAGS)) != 0 ||
+		    (err = get_range(r, S_LNCH, i, "Patches", S_PTCH, first, l.npatches,
+		                     &ptch_cursor)) != 0 ||
+		    (err = get_blob(r, S_LNCH, i, "Args", fmt_get64(q + LNCH_ARGS), l.nargs, &args)) != 0 ||
+		    (err = get_blob(r, S_LNCH, i, "Data", fmt_get64(q + LNCH_DATA), l.ndata, &data)) != 0)
+			return err;
+		l.args = args;
+		l.data = data;
+		l.patches = r->p.patches + first;
+		if ((err = built(r, plan_add_launch(r->plan, &l, NULL, &r->d), S_LNCH, i)) != 0)
+			return err;
+		if (!same_launch(&l, plan_get_launch(r->plan, i)))
+			return rec_fail(r, PLAN_ERR_RESERVED, S_LNCH, i, "a field a %s does not use is "
+			                "not zero (NONE for an allocation or function)",
+			                plan_node_type_name(l.type));
+	}
+	{
+		const struct sect *b = &r->s[S_BLOB];
+		uint64_t end = (r->blob_end + BLOB_ALIGN - 1) / BLOB_ALIGN * BLOB_ALIGN;
+		if (b->size != end)
+			return FAIL(r, PLAN_ERR_CORRUPT, "section BLOB is %llu bytes; its pieces take "
+			            "%llu", (unsigned long long)b->size, (unsigned long long)end);
+		if ((err = check_zero(r, (uint64_t)(b->data - r->c) + r->blob_end,
+		                      (uint64_t)(b->data - r->c) + end, "after the last BLOB piece")) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
 static int build_captures(struct reader *r, uint32_t *idx_cursor)
 {
 	uint32_t item_cursor = 0, node_cursor = 0, edge_cursor = 0;
@@ -752,6 +1035,9 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 	if (sect_in_file(r, S_VKEY) && r->s[S_VKEY].count != r->s[S_VARI].count)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section VKEY has %u records, not one for each of "
 		            "the %u of section VARI", r->s[S_VKEY].count, r->s[S_VARI].count);
+	if ((err = same_count(r, S_VREC, S_VARI)) != 0 || (err = same_count(r, S_SREC, S_SEGS)) != 0 ||
+	    (err = same_count(r, S_BLCH, S_BRKP)) != 0)
+		return err;
 	for (uint32_t i = 0; i < r->s[S_VARI].count; i++) {
 		const unsigned char *q = rec_at(r, S_VARI, i);
 		struct plan_variant v = { 0 };
@@ -762,7 +1048,7 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 			return err;
 		v.tokens = fmt_geti64(q + VARI_TOKENS);
 		v.peak_bytes = fmt_get64(q + VARI_PEAK_BYTES);
-		if ((err = read_key(r, i, &v)) != 0)
+		if ((err = read_key(r, i, &v)) != 0 || (err = read_vrec(r, i, &v)) != 0)
 			return err;
 		r->p.item_first[i] = first;
 		r->p.item_count[i] = count;
@@ -790,7 +1076,10 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 			return err;
 		s.nodes = r->p.nodes + nf;
 		s.edges = r->p.edges + ef;
-		if ((err = built(r, plan_add_segment(r->plan, &s, NULL, &r->d), S_SEGS, i)) != 0)
+		if (sect_in_file(r, S_SREC))
+			s.recorded_ns = fmt_get64(rec_at(r, S_SREC, i) + SREC_RECORDED_NS);
+		if ((err = built(r, plan_add_segment(r->plan, &s, NULL, &r->d), S_SEGS, i)) != 0 ||
+		    (err = check_nodes(r, i, nf, &s)) != 0)
 			return err;
 	}
 	for (uint32_t i = 0; i < r->s[S_BRKP].count; i++) {
@@ -811,6 +1100,12 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 			return err;
 		b.reads = r->p.idxs + rf;
 		b.writes = r->p.idxs + wf;
+		if (sect_in_file(r, S_BLCH)) {
+			const unsigned char *k = rec_at(r, S_BLCH, i);
+			b.launch_first = fmt_get32(k + BLCH_LAUNCH_FIRST);
+			b.launch_count = fmt_get32(k + BLCH_LAUNCH_COUNT);
+			b.recorded_ns = fmt_get64(k + BLCH_RECORDED_NS);
+		}
 		if ((err = built(r, plan_add_breakpoint(r->plan, &b, NULL, &r->d), S_BRKP, i)) != 0)
 			return err;
 	}
@@ -937,6 +1232,7 @@ static int read_content(struct reader *r)
 	    (err = build_dims_vars(r)) != 0 ||
 	    (err = build_tensors(r)) != 0 ||
 	    (err = build_ops(r, &idx_cursor)) != 0 ||
+	    (err = build_recorded(r)) != 0 ||
 	    (err = build_captures(r, &idx_cursor)) != 0 ||
 	    (err = build_checks(r)) != 0 ||
 	    (err = build_choices(r)) != 0 ||

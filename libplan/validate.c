@@ -913,12 +913,295 @@ static int validate_choices(const plan_t *plan, struct plan_diag *diag)
 	return err;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (1.4).                                                   */
+
+static int validate_recording(const plan_t *plan, struct plan_diag *diag)
+{
+	const struct plan_recording *r = &plan->recording;
+	uint64_t seen = 0;
+
+	if (plan->dims.count || plan->vars.count || plan->tensors.count || plan->ops.count ||
+	    plan->checks.count || plan->dispatch.count || plan->choices.count || plan->wsrc.count)
+		return FAIL("section RECD: a recorded plan has dims, vars, tensors, ops, checks, "
+		            "a dispatch table, choices or weight sources");
+	if (plan->layout.arena_bytes != 0 || plan->layout.unshared_bytes != 0)
+		return FAIL("section META: a recorded plan has an arena of %llu bytes",
+		            (unsigned long long)plan->layout.arena_bytes);
+	if (r->flags & ~(uint32_t)(PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP))
+		return FAIL("section RECD: unknown flags 0x%x", r->flags);
+	if (r->command[0] == '\0')
+		return FAIL("section RECD: the command is empty");
+	if (strcmp(r->step_rule, "repeat") != 0 &&
+	    (strncmp(r->step_rule, "nvtx:", 5) != 0 || r->step_rule[5] == '\0'))
+		return FAIL("section RECD: step rule \"%.64s\" is neither \"nvtx:NAME\" nor "
+		            "\"repeat\"", r->step_rule);
+	if (((r->flags & PLAN_RECORD_NVTX_STEP) != 0) != (r->step_rule[0] == 'n'))
+		return FAIL("section RECD: the NVTX flag and step rule \"%.64s\" disagree",
+		            r->step_rule);
+	for (uint32_t i = 0; i < plan->variants.count; i++) {
+		seen += variant_at(plan, i)->seen;
+		if (seen < variant_at(plan, i)->seen)
+			return FAIL("section VREC: the steps seen overflow");
+	}
+	if (seen > r->steps)
+		return FAIL("section RECD: the variants saw %llu steps, more than the %llu recorded",
+		            (unsigned long long)seen, (unsigned long long)r->steps);
+	return PLAN_OK;
+}
+
+static int validate_recorded_program(const plan_t *plan, struct plan_diag *diag)
+{
+	const uint32_t *order = plan->alloc_order.data;
+	int err;
+
+	for (uint32_t i = 0; i < plan->modules.count; i++) {
+		const struct plan_module *m = AT(plan->modules, struct plan_module, i);
+		if (m->flags & ~(uint32_t)PLAN_MODULE_IMAGE)
+			return FAIL("section MODS: module %u has unknown flags 0x%x", i, m->flags);
+		if ((m->flags & PLAN_MODULE_IMAGE) ? (m->image == NULL || m->bytes == 0 ||
+		                                      m->note[0] != '\0') :
+		                                     (m->image != NULL || m->note[0] == '\0'))
+			return FAIL("section MODS: module %u: a kept image has bytes and no note; one "
+			            "not kept, a note saying why", i);
+		for (uint32_t k = 0; k < i; k++) {
+			const struct plan_module *o = AT(plan->modules, struct plan_module, k);
+			if (o->hash == m->hash && o->bytes == m->bytes)
+				return FAIL("section MODS: modules %u and %u are one image", k, i);
+			if (k > 64)
+				break;   /* the builder keeps them unique; bound the cost */
+		}
+	}
+	for (uint32_t i = 0; i < plan->functions.count; i++) {
+		const struct plan_function *f = AT(plan->functions, struct plan_function, i);
+		if (f->module >= plan->modules.count)
+			return FAIL("section FUNC: function %u names module %u of %u", i, f->module,
+			            plan->modules.count);
+		if (f->name[0] == '\0')
+			return FAIL("section FUNC: function %u has no name", i);
+		for (uint32_t k = 1; k < f->nparams; k++)
+			if (f->params[k].offset < (uint64_t)f->params[k - 1].offset + f->params[k - 1].size)
+				return FAIL("section PINF: function %u: parameter %u overlaps or precedes "
+				            "the one before", i, k);
+	}
+	/* Allocations: ORDER sorts them by device and address; neighbours of
+	 * one device do not overlap. */
+	for (uint32_t i = 1; i < plan->alloc_order.count; i++) {
+		const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, order[i - 1]);
+		const struct plan_alloc *b = AT(plan->allocs, struct plan_alloc, order[i]);
+		if (a->device == b->device && a->address + a->bytes > b->address)
+			return FAIL("section ALOC: allocations %u and %u overlap", order[i - 1], order[i]);
+	}
+	for (uint32_t i = 0; i < plan->allocs.count; i++) {
+		const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, i);
+		if (a->flags & ~(uint32_t)(PLAN_ALLOC_SNAPSHOT | PLAN_ALLOC_VMM))
+			return FAIL("section ALOC: allocation %u has unknown flags 0x%x", i, a->flags);
+		if (((a->flags & PLAN_ALLOC_SNAPSHOT) != 0) != (a->data != NULL))
+			return FAIL("section ALOC: allocation %u: contents and the snapshot flag "
+			            "disagree", i);
+	}
+	for (uint32_t i = 0; i < plan->launches.count; i++) {
+		struct plan_diag d;
+		if ((err = plan__check_launch(plan, AT(plan->launches, struct plan_launch, i), i,
+		                              &d)) != 0)
+			return FAIL("section LNCH: %s", d.message);
+	}
+	return PLAN_OK;
+}
+
+static int validate_recorded_node(const plan_t *plan, const struct plan_node *n, uint32_t si,
+                                  uint32_t ni, struct plan_diag *diag)
+{
+	int launched = n->type == PLAN_NODE_KERNEL || n->type == PLAN_NODE_MEMCPY ||
+	               n->type == PLAN_NODE_MEMSET;
+	const struct plan_launch *l;
+
+	if (!valid_node_type(n->type))
+		return FAIL("section NODE: segment %u node %u has unknown type %d", si, ni, n->type);
+	if (n->op != PLAN_NONE || n->nparams != 0)
+		return FAIL("section NODE: segment %u node %u of a recorded plan has an op or arena "
+		            "parameters", si, ni);
+	if (!launched) {
+		if (n->launch != PLAN_NONE || n->kernel[0] != '\0')
+			return FAIL("section NLCH: segment %u node %u (%s) names a launch or kernel",
+			            si, ni, plan_node_type_name(n->type));
+		return PLAN_OK;
+	}
+	if (n->launch >= plan->launches.count)
+		return FAIL("section NLCH: segment %u node %u names launch %u of %u", si, ni,
+		            n->launch, plan->launches.count);
+	l = AT(plan->launches, struct plan_launch, n->launch);
+	if (l->type != n->type)
+		return FAIL("section NLCH: segment %u node %u (%s) names launch %u, a %s", si, ni,
+		            plan_node_type_name(n->type), n->launch, plan_node_type_name(l->type));
+	if (n->type == PLAN_NODE_KERNEL &&
+	    (strcmp(n->kernel, AT(plan->functions, struct plan_function, l->function)->name) != 0 ||
+	     memcmp(n->grid, l->grid, sizeof l->grid) != 0 ||
+	     memcmp(n->block, l->block, sizeof l->block) != 0 || n->shmem != l->shmem))
+		return FAIL("section NODE: segment %u node %u is not what launch %u runs", si, ni,
+		            n->launch);
+	return PLAN_OK;
+}
+
+static int validate_recorded_segment(const plan_t *plan, uint32_t i, struct plan_diag *diag)
+{
+	const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+	int err;
+
+	if (s->variant >= plan->variants.count)
+		return FAIL("section SEGS: segment %u names variant %u of %u", i, s->variant,
+		            plan->variants.count);
+	if (s->op_first != 0 || s->op_count != 0)
+		return FAIL("section SEGS: recorded segment %u has ops [%u, +%u)", i, s->op_first,
+		            s->op_count);
+	if (s->flags != PLAN_SEG_NODES || s->nnodes == 0)
+		return FAIL("section SEGS: recorded segment %u has no nodes", i);
+	if ((s->nnodes > 0 && s->nodes == NULL) || (s->nedges > 0 && s->edges == NULL))
+		return FAIL("section SEGS: segment %u: counts without arrays", i);
+	for (uint32_t k = 0; k < s->nnodes; k++)
+		if ((err = validate_recorded_node(plan, &s->nodes[k], i, k, diag)) != 0)
+			return err;
+	for (uint32_t k = 0; k < s->nedges; k++) {
+		const struct plan_edge *e = &s->edges[k];
+		if (e->from >= s->nnodes || e->to >= s->nnodes || e->from == e->to)
+			return FAIL("section EDGE: segment %u edge %u (%u -> %u) is not between two "
+			            "of its %u nodes", i, k, e->from, e->to, s->nnodes);
+		if (e->type > PLAN_EDGE_PROGRAMMATIC || e->from_port > PLAN_PORT_LAUNCH_COMPLETION ||
+		    e->to_port > PLAN_PORT_LAUNCH_COMPLETION)
+			return FAIL("section EDGE: segment %u edge %u has an unknown type or port", i, k);
+	}
+	uint64_t fp = plan_fingerprint_recorded(plan, s);
+	if (fp != s->fingerprint)
+		return FAIL("section SEGS: segment %u: fingerprint 0x%016llx does not match its "
+		            "recorded nodes and edges (0x%016llx)", i,
+		            (unsigned long long)s->fingerprint, (unsigned long long)fp);
+	return PLAN_OK;
+}
+
+static int validate_recorded_captures(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t *seg_refs = NULL, *bp_refs = NULL;
+	int err = PLAN_OK;
+
+	for (uint32_t i = 0; i < plan->variants.count; i++) {
+		const struct plan_variant *v = variant_at(plan, i);
+		if (v->tokens != (int64_t)i + 1)
+			return FAIL("section VARI: recorded variant %u is numbered %lld, not %u", i,
+			            (long long)v->tokens, i + 1);
+		if (v->mode != PLAN_MODE_BREAKABLE)
+			return FAIL("section VARI: recorded variant %u is %s, not breakable", i,
+			            plan_mode_name(v->mode));
+		if (v->requests != 0 || v->key_flags != 0)
+			return FAIL("section VKEY: recorded variant %u has a capture-size key", i);
+		if (v->nitems == 0)
+			return FAIL("section VARI: variant %u has no items", i);
+		if (v->nitems > 0 && v->items == NULL)
+			return FAIL("section VARI: variant %u: %u items but no list", i, v->nitems);
+	}
+	for (uint32_t i = 0; i < plan->segments.count; i++)
+		if ((err = validate_recorded_segment(plan, i, diag)) != 0)
+			return err;
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		if (b->variant >= plan->variants.count)
+			return FAIL("section BRKP: breakpoint %u names variant %u of %u", i, b->variant,
+			            plan->variants.count);
+		if (b->op != PLAN_NONE || b->reason != PLAN_BREAK_RECORDED || b->nreads || b->nwrites)
+			return FAIL("section BRKP: recorded breakpoint %u has an op, reads or writes, "
+			            "or a reason other than recorded", i);
+		if (b->name[0] == '\0')
+			return FAIL("section BRKP: breakpoint %u has an empty name", i);
+		if (b->launch_count == 0 || b->launch_first >= plan->launches.count ||
+		    b->launch_count > plan->launches.count - b->launch_first)
+			return FAIL("section BLCH: breakpoint %u: launches [%u, +%u) are empty or "
+			            "outside the %u launches", i, b->launch_first, b->launch_count,
+			            plan->launches.count);
+	}
+	seg_refs = calloc((size_t)plan->segments.count + 1, sizeof *seg_refs);
+	bp_refs = calloc((size_t)plan->breakpoints.count + 1, sizeof *bp_refs);
+	if (seg_refs == NULL || bp_refs == NULL) {
+		err = NOMEM();
+		goto out;
+	}
+	/* Each segment and breakpoint is an item of its variant once; a
+	 * variant's breakpoints run launches in the order they were issued. */
+	for (uint32_t v = 0; v < plan->variants.count && err == PLAN_OK; v++) {
+		const struct plan_variant *var = variant_at(plan, v);
+		uint64_t next = 0;
+		for (uint32_t k = 0; k < var->nitems; k++) {
+			const struct plan_item *it = &var->items[k];
+			uint32_t nrec = it->kind == PLAN_ITEM_SEGMENT ? plan->segments.count :
+			                it->kind == PLAN_ITEM_BREAK ? plan->breakpoints.count : 0;
+			uint32_t *refs = it->kind == PLAN_ITEM_SEGMENT ? seg_refs : bp_refs;
+			if (it->kind != PLAN_ITEM_SEGMENT && it->kind != PLAN_ITEM_BREAK) {
+				err = FAIL("section ITEM: variant %u item %u has unknown kind %d", v, k,
+				           it->kind);
+				break;
+			}
+			if (it->index >= nrec) {
+				err = FAIL("section ITEM: variant %u item %u names %s %u of %u", v, k,
+				           it->kind == PLAN_ITEM_SEGMENT ? "segment" : "breakpoint",
+				           it->index, nrec);
+				break;
+			}
+			uint32_t owner = it->kind == PLAN_ITEM_SEGMENT ?
+				AT(plan->segments, struct plan_segment, it->index)->variant :
+				AT(plan->breakpoints, struct plan_breakpoint, it->index)->variant;
+			if (owner != v) {
+				err = FAIL("section ITEM: variant %u item %u names an item of variant %u",
+				           v, k, owner);
+				break;
+			}
+			if (refs[it->index]++ != 0) {
+				err = FAIL("section ITEM: %s %u is an item twice",
+				           it->kind == PLAN_ITEM_SEGMENT ? "segment" : "breakpoint",
+				           it->index);
+				break;
+			}
+			if (it->kind == PLAN_ITEM_BREAK) {
+				const struct plan_breakpoint *b =
+					AT(plan->breakpoints, struct plan_breakpoint, it->index);
+				if (b->launch_first < next) {
+					err = FAIL("section BLCH: variant %u item %u: breakpoint %u's launches "
+					           "start at %u, before the end (%llu) of the breakpoint "
+					           "before it", v, k, it->index, b->launch_first,
+					           (unsigned long long)next);
+					break;
+				}
+				next = (uint64_t)b->launch_first + b->launch_count;
+			}
+		}
+	}
+	for (uint32_t i = 0; err == PLAN_OK && i < plan->segments.count; i++)
+		if (seg_refs[i] == 0)
+			err = FAIL("section ITEM: segment %u is no item of its variant", i);
+	for (uint32_t i = 0; err == PLAN_OK && i < plan->breakpoints.count; i++)
+		if (bp_refs[i] == 0)
+			err = FAIL("section ITEM: breakpoint %u is no item of its variant", i);
+out:
+	free(seg_refs);
+	free(bp_refs);
+	return err;
+}
+
 int plan_validate(const plan_t *plan, struct plan_diag *diag)
 {
 	int err;
 
 	if (plan == NULL)
 		return FAIL("no plan");
+	if (plan->recorded) {
+		if ((err = validate_meta(plan, diag)) != 0 ||
+		    (err = validate_recording(plan, diag)) != 0 ||
+		    (err = validate_recorded_program(plan, diag)) != 0 ||
+		    (err = validate_recorded_captures(plan, diag)) != 0)
+			return err;
+		return PLAN_OK;
+	}
+	if (plan->modules.count || plan->functions.count || plan->launches.count ||
+	    plan->allocs.count)
+		return FAIL("section RECD: a plan without a recording has modules, functions, "
+		            "launches or allocations");
 	if ((err = validate_meta(plan, diag)) != 0 ||
 	    (err = validate_dims(plan, diag)) != 0 ||
 	    (err = validate_vars(plan, diag)) != 0 ||

@@ -69,7 +69,8 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
-	unsigned   minor;        /* the format version written: 1.1, 1.2 or 1.3 */
+	unsigned   minor;        /* the format version written: 1.1 to 1.4 */
+	struct buf blob;         /* 1.4: the BLOB section's bytes */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
 	unsigned char scratch[256];
@@ -165,7 +166,7 @@ static void sect_begin(struct writer *w, int sect, uint32_t count)
 {
 	w_align(w);
 	w->sect_off[sect] = w->out.len;
-	if (sect != S_STRS) {
+	if (sect != S_STRS && sect != S_BLOB) {
 		unsigned char *p = w_record(w, RA_HEADER_SIZE);
 		fmt_put32(p + RA_RECORD_SIZE, fmt_sections[sect].size[w->minor]);
 		fmt_put32(p + RA_RECORD_COUNT, count);
@@ -281,7 +282,7 @@ static void encode_program(struct writer *w, const plan_t *plan)
 
 /* Pool cursors as 64-bit counts, so that a sum past UINT32_MAX is seen. */
 struct cursors {
-	uint64_t idxs, attr, item, node, parm, edge, cand;
+	uint64_t idxs, attr, item, node, parm, edge, cand, pinf, ptch;
 };
 
 static uint32_t take(struct writer *w, uint64_t *cursor, uint32_t n)
@@ -464,6 +465,200 @@ static void encode_segments(struct writer *w, const plan_t *plan, struct cursors
 	sect_end(w, S_EDGE);
 }
 
+/* The BLOB offset of a new piece of LEN bytes: the pieces follow one
+ * another in the order they are written, each at a multiple of BLOB_ALIGN;
+ * an empty piece is at 0 and takes no room. */
+static uint64_t w_blob(struct writer *w, const void *data, size_t len)
+{
+	size_t pad = (BLOB_ALIGN - w->blob.len % BLOB_ALIGN) % BLOB_ALIGN;
+	unsigned char *p;
+	uint64_t off;
+
+	if (w->failed || len == 0)
+		return 0;
+	if (pad > 0 && buf_grow(&w->blob, pad) == NULL) {
+		w_fail(w, PLAN_ERR_NOMEM);
+		return 0;
+	}
+	off = w->blob.len;
+	if ((p = buf_grow(&w->blob, len)) == NULL) {
+		w_fail(w, PLAN_ERR_NOMEM);
+		return 0;
+	}
+	memcpy(p, data, len);
+	return off;
+}
+
+static void put_addr(unsigned char *alloc, unsigned char *offset, const struct plan_addr *a)
+{
+	fmt_put32(alloc, a->alloc);
+	fmt_put64(offset, a->offset);
+}
+
+/* Format 1.4: the recording and what it recorded, then the recorded
+ * fields of the variants, segments, nodes and breakpoints, then BLOB. */
+static void encode_recorded(struct writer *w, const plan_t *plan, struct cursors *c)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_RECD, plan->recorded ? 1 : 0);
+	if (plan->recorded) {
+		const struct plan_recording *r = &plan->recording;
+		uint32_t cmd = w_str(w, r->command), rule = w_str(w, r->step_rule);
+		uint32_t libs = w_str(w, r->libraries);
+		p = w_record(w, REC_RECD);
+		fmt_put32(p + RECD_COMMAND, cmd);
+		fmt_put32(p + RECD_STEP_RULE, rule);
+		fmt_put32(p + RECD_LIBRARIES, libs);
+		fmt_put32(p + RECD_PID, r->pid);
+		fmt_put32(p + RECD_FLAGS, r->flags);
+		fmt_put64(p + RECD_WALL_NS, r->wall_ns);
+		fmt_put64(p + RECD_STEPS, r->steps);
+	}
+	sect_end(w, S_RECD);
+
+	sect_begin(w, S_MODS, plan->modules.count);
+	for (uint32_t i = 0; i < plan->modules.count; i++) {
+		const struct plan_module *m = AT(plan->modules, struct plan_module, i);
+		uint32_t name = w_str(w, m->name), note = w_str(w, m->note);
+		uint64_t image = (m->flags & PLAN_MODULE_IMAGE) ? w_blob(w, m->image, m->bytes) : 0;
+		p = w_record(w, REC_MODS);
+		fmt_put32(p + MODS_NAME, name);
+		fmt_put32(p + MODS_NOTE, note);
+		fmt_put32(p + MODS_FLAGS, m->flags);
+		fmt_put64(p + MODS_HASH, m->hash);
+		fmt_put64(p + MODS_BYTES, m->bytes);
+		fmt_put64(p + MODS_IMAGE, image);
+	}
+	sect_end(w, S_MODS);
+
+	sect_begin(w, S_FUNC, plan->functions.count);
+	for (uint32_t i = 0; i < plan->functions.count; i++) {
+		const struct plan_function *f = AT(plan->functions, struct plan_function, i);
+		uint32_t name = w_str(w, f->name);
+		p = w_record(w, REC_FUNC);
+		fmt_put32(p + FUNC_MODULE, f->module);
+		fmt_put32(p + FUNC_NAME, name);
+		fmt_put32(p + FUNC_PARAM_FIRST, take(w, &c->pinf, f->nparams));
+		fmt_put32(p + FUNC_PARAM_COUNT, f->nparams);
+	}
+	sect_end(w, S_FUNC);
+
+	sect_begin(w, S_PINF, (uint32_t)c->pinf);
+	for (uint32_t i = 0; i < plan->functions.count; i++) {
+		const struct plan_function *f = AT(plan->functions, struct plan_function, i);
+		for (uint32_t k = 0; k < f->nparams; k++) {
+			p = w_record(w, REC_PINF);
+			fmt_put32(p + PINF_OFFSET, f->params[k].offset);
+			fmt_put32(p + PINF_SIZE, f->params[k].size);
+		}
+	}
+	sect_end(w, S_PINF);
+
+	sect_begin(w, S_ALOC, plan->allocs.count);
+	for (uint32_t i = 0; i < plan->allocs.count; i++) {
+		const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, i);
+		uint64_t data = (a->flags & PLAN_ALLOC_SNAPSHOT) ? w_blob(w, a->data, a->bytes) : 0;
+		p = w_record(w, REC_ALOC);
+		fmt_put64(p + ALOC_ADDRESS, a->address);
+		fmt_put64(p + ALOC_BYTES, a->bytes);
+		fmt_put32(p + ALOC_DEVICE, a->device);
+		fmt_put32(p + ALOC_FLAGS, a->flags);
+		fmt_put64(p + ALOC_DATA, data);
+	}
+	sect_end(w, S_ALOC);
+
+	sect_begin(w, S_LNCH, plan->launches.count);
+	for (uint32_t i = 0; i < plan->launches.count; i++) {
+		const struct plan_launch *l = AT(plan->launches, struct plan_launch, i);
+		uint64_t args = w_blob(w, l->args, l->nargs);
+		uint64_t data = w_blob(w, l->data, l->ndata);
+		p = w_record(w, REC_LNCH);
+		fmt_put32(p + LNCH_TYPE, (uint32_t)l->type);
+		fmt_put32(p + LNCH_FUNCTION, l->function);
+		for (int d = 0; d < 3; d++) {
+			fmt_put32(p + LNCH_GRID + 4 * d, l->grid[d]);
+			fmt_put32(p + LNCH_BLOCK + 4 * d, l->block[d]);
+			fmt_put32(p + LNCH_CLUSTER + 4 * d, l->cluster[d]);
+		}
+		fmt_put32(p + LNCH_SHARED_BYTES, l->shmem);
+		fmt_put32(p + LNCH_FLAGS, l->flags);
+		fmt_put32(p + LNCH_ARGS_BYTES, l->nargs);
+		fmt_put64(p + LNCH_ARGS, args);
+		fmt_put32(p + LNCH_PATCH_FIRST, take(w, &c->ptch, l->npatches));
+		fmt_put32(p + LNCH_PATCH_COUNT, l->npatches);
+		put_addr(p + LNCH_DST_ALLOC, p + LNCH_DST_OFFSET, &l->dst);
+		put_addr(p + LNCH_SRC_ALLOC, p + LNCH_SRC_OFFSET, &l->src);
+		fmt_put64(p + LNCH_BYTES, l->bytes);
+		fmt_put32(p + LNCH_VALUE, l->value);
+		fmt_put32(p + LNCH_ELEMENT, l->element);
+		fmt_put64(p + LNCH_WIDTH, l->width);
+		fmt_put64(p + LNCH_HEIGHT, l->height);
+		fmt_put64(p + LNCH_PITCH, l->pitch);
+		fmt_put32(p + LNCH_DATA_BYTES, l->ndata);
+		fmt_put64(p + LNCH_DATA, data);
+	}
+	sect_end(w, S_LNCH);
+
+	sect_begin(w, S_PTCH, (uint32_t)c->ptch);
+	for (uint32_t i = 0; i < plan->launches.count; i++) {
+		const struct plan_launch *l = AT(plan->launches, struct plan_launch, i);
+		for (uint32_t k = 0; k < l->npatches; k++) {
+			p = w_record(w, REC_PTCH);
+			fmt_put32(p + PTCH_BYTE, l->patches[k].byte);
+			put_addr(p + PTCH_ALLOC, p + PTCH_OFFSET, &l->patches[k].addr);
+		}
+	}
+	sect_end(w, S_PTCH);
+
+	sect_begin(w, S_VREC, plan->variants.count);
+	for (uint32_t i = 0; i < plan->variants.count; i++) {
+		const struct plan_variant *v = plan_get_variant(plan, i);
+		uint32_t label = w_str(w, v->label);
+		p = w_record(w, REC_VREC);
+		fmt_put32(p + VREC_LABEL, label);
+		fmt_put32(p + VREC_DEVICE, v->device);
+		fmt_put64(p + VREC_SEEN, v->seen);
+		fmt_put64(p + VREC_RECORDED_NS, v->recorded_ns);
+	}
+	sect_end(w, S_VREC);
+
+	sect_begin(w, S_SREC, plan->segments.count);
+	for (uint32_t i = 0; i < plan->segments.count; i++)
+		fmt_put64(w_record(w, REC_SREC) + SREC_RECORDED_NS,
+		          AT(plan->segments, struct plan_segment, i)->recorded_ns);
+	sect_end(w, S_SREC);
+
+	sect_begin(w, S_NLCH, (uint32_t)c->node);
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		for (uint32_t k = 0; k < s->nnodes; k++)
+			fmt_put32(w_record(w, REC_NLCH) + NLCH_LAUNCH, s->nodes[k].launch);
+	}
+	sect_end(w, S_NLCH);
+
+	sect_begin(w, S_BLCH, plan->breakpoints.count);
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		p = w_record(w, REC_BLCH);
+		fmt_put32(p + BLCH_LAUNCH_FIRST, b->launch_first);
+		fmt_put32(p + BLCH_LAUNCH_COUNT, b->launch_count);
+		fmt_put64(p + BLCH_RECORDED_NS, b->recorded_ns);
+	}
+	sect_end(w, S_BLCH);
+
+	/* The pieces, padded to a whole number of BLOB_ALIGN units. */
+	sect_begin(w, S_BLOB, 0);
+	if (!w->failed) {
+		size_t pad = (BLOB_ALIGN - w->blob.len % BLOB_ALIGN) % BLOB_ALIGN;
+		if ((p = buf_grow(&w->out, w->blob.len + pad)) != NULL)
+			memcpy(p, w->blob.data, w->blob.len);
+		else
+			w_fail(w, PLAN_ERR_NOMEM);
+	}
+	sect_end(w, S_BLOB);
+}
+
 static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 {
 	unsigned char *p;
@@ -570,6 +765,9 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 		sect_end(w, S_DKEY);
 	}
 
+	if (w->minor >= 4)
+		encode_recorded(w, plan, c);
+
 	/* Every string has been met: the table goes last. */
 	sect_begin(w, S_STRS, 0);
 	if (!w->failed) {
@@ -630,7 +828,7 @@ static int encode_content(struct writer *w, const plan_t *plan)
 		return PLAN_ERR_NOMEM;
 	/* Capture-size keys need 1.3; every plan without them is written as
 	 * before, byte for byte. */
-	w->minor = plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
+	w->minor = plan->recorded ? 4 : plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
 	for (int s = 0; s < S_COUNT; s++)
 		if (fmt_sections[s].since <= w->minor)
 			nsect++;
@@ -742,6 +940,7 @@ int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_
 		err = compress_content(w.out.data, w.out.len, w.minor, data, len, diag);
 	free(w.out.data);
 	free(w.strs.data);
+	free(w.blob.data);
 	free(w.slots);
 	return err;
 }

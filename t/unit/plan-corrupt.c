@@ -111,9 +111,13 @@ static unsigned char *make_file_ex(const unsigned char *content, size_t clen, un
 	return f;
 }
 
+/* The minor version make_file labels content with: the sample's, or 1.4
+ * for the recorded sample's sweep. */
+static unsigned content_minor = SAMPLE_MINOR;
+
 static unsigned char *make_file(const unsigned char *content, size_t clen, size_t *len)
 {
-	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, SAMPLE_MINOR, 1, len);
+	return make_file_ex(content, clen, PLAN_FORMAT_MAJOR, content_minor, 1, len);
 }
 
 static unsigned char *get_content(const unsigned char *file, size_t *clen)
@@ -607,7 +611,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
                           size_t clen, const plan_t *sample)
 {
 	unsigned char *f = dup_bytes(file, len), *c2, *f2, *rec;
-	struct section s[32], ext[36];
+	struct section s[32], ext[48];
 	struct plan_diag d = { 0 };
 	plan_t *p = NULL;
 	size_t n, c2len;
@@ -618,11 +622,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.3",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.4",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.3",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.4",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -631,16 +635,44 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.4 as a future writer might make it: an optional section
+	/* Format 1.5 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer. */
 	ns = split_content(content, s);
 	int k = 0;
-	uint32_t nvari = 0, ndisp = 0;
+	uint32_t nvari = 0, ndisp = 0, nsegs = 0, nnode = 0, nbrkp = 0;
 	for (int i = 0; i < ns; i++) {
 		if (memcmp(s[i].id, "VARI", 4) == 0)
 			nvari = get32(s[i].data + 4);
 		if (memcmp(s[i].id, "DISP", 4) == 0)
 			ndisp = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "SEGS", 4) == 0)
+			nsegs = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "NODE", 4) == 0)
+			nnode = get32(s[i].data + 4);
+		if (memcmp(s[i].id, "BRKP", 4) == 0)
+			nbrkp = get32(s[i].data + 4);
+	}
+	/* the sections 1.4 added, for a plan without a recording: no
+	 * records but one zero record per variant, segment and breakpoint,
+	 * and a launch of NONE per node */
+	static const struct { const char *id; uint32_t size; } rec14[] = {
+		{ "RECD", 40 }, { "MODS", 40 }, { "FUNC", 16 }, { "PINF", 8 }, { "ALOC", 32 },
+		{ "LNCH", 152 }, { "PTCH", 16 }, { "VREC", 24 }, { "SREC", 8 }, { "NLCH", 4 },
+		{ "BLCH", 16 },
+	};
+	unsigned char *s14[11];
+	size_t s14len[11];
+	for (int i = 0; i < 11; i++) {
+		uint32_t cnt = strcmp(rec14[i].id, "VREC") == 0 ? nvari :
+		               strcmp(rec14[i].id, "SREC") == 0 ? nsegs :
+		               strcmp(rec14[i].id, "NLCH") == 0 ? nnode :
+		               strcmp(rec14[i].id, "BLCH") == 0 ? nbrkp : 0;
+		s14len[i] = 8 + (size_t)cnt * rec14[i].size;
+		s14[i] = calloc(1, s14len[i]);
+		put32(s14[i], rec14[i].size);
+		put32(s14[i] + 4, cnt);
+		if (strcmp(rec14[i].id, "NLCH") == 0)
+			memset(s14[i] + 8, 0xFF, (size_t)cnt * 4);
 	}
 	/* the keys 1.3 added: none, one zero record a variant and an entry */
 	unsigned char *vkey = calloc(1, 8 + 8 * (size_t)nvari), *dkey = calloc(1, 8 + 8 * (size_t)ndisp);
@@ -654,6 +686,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[k++] = (struct section){ "WSRC", 0, wsrc_empty, sizeof wsrc_empty };
 			ext[k++] = (struct section){ "VKEY", 0, vkey, 8 + 8 * (size_t)nvari };
 			ext[k++] = (struct section){ "DKEY", 0, dkey, 8 + 8 * (size_t)ndisp };
+			for (int j = 0; j < 11; j++)
+				ext[k++] = (struct section){ "", 0, s14[j], s14len[j] };
+			for (int j = 0; j < 11; j++)
+				memcpy(ext[k - 11 + j].id, rec14[j].id, 4);
+			ext[k++] = (struct section){ "BLOB", 0, (const unsigned char *)"", 0 };
 		}
 		ext[k++] = s[i];
 		if (memcmp(s[i].id, "VARS", 4) == 0)
@@ -674,14 +711,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 152;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 4, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 5, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.4 with an unknown optional section and longer records is read");
+	       "format 1.5 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 4, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 5, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -705,8 +742,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 4, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.4 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 5, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.5 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
@@ -715,6 +752,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			free((void *)ext[i].data);
 	free(vkey);
 	free(dkey);
+	for (int j = 0; j < 11; j++)
+		free(s14[j]);
 
 	/* The sections 1.1 added: a 1.1 file must have them; in a file
 	 * labelled 1.0 an id of them is unknown, skipped or, if required,
@@ -735,7 +774,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.3) does not know it",
+	            "but this reader (format 1.4) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);
@@ -914,6 +953,208 @@ static void test_limits(const unsigned char *file, size_t len, const unsigned ch
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* Recorded plans (format 1.4).                                            */
+
+static void expect_recorded(const unsigned char *c, size_t clen, unsigned minor, int want,
+                            const char *substr, const char *what)
+{
+	size_t len;
+	unsigned char *f = make_file_ex(c, clen, PLAN_FORMAT_MAJOR, minor, 1, &len);
+
+	expect_file(f, len, NULL, want, substr, what);
+	free(f);
+}
+
+#define EDIT_R(what_, want_, substr_, ...)                                      \
+	do {                                                                    \
+		unsigned char *c = dup_bytes(content, clen);                    \
+		__VA_ARGS__;                                                    \
+		expect_recorded(c, clen, 4, want_, substr_, what_);             \
+		free(c);                                                        \
+	} while (0)
+
+static uint32_t str_at(unsigned char *c, const char *s)
+{
+	unsigned char *t = sect_of(c, "STRS");
+	uint64_t n = get64(entry_of(c, "STRS") + 16);
+
+	for (uint64_t off = 0; off < n; off += strlen((const char *)t + off) + 1)
+		if (strcmp((const char *)t + off, s) == 0)
+			return (uint32_t)off;
+	abort();
+}
+
+static void test_recorded(void)
+{
+	plan_t *p = sample_recorded(2);
+	void *file = NULL;
+	size_t len = 0, clen = 0;
+	unsigned char *content;
+
+	if (p == NULL || plan_write_memory(p, &file, &len, NULL) != 0) {
+		tap_skip(1, "cannot build the recorded sample");
+		plan_free(p);
+		return;
+	}
+	content = get_content(file, &clen);
+	diag("recorded sample: %zu bytes, %zu of content", len, clen);
+	{
+		struct plan_diag d;
+		ok(try_read(file, len, NULL, &d) == 0, "the recorded sample is read");
+	}
+	expect_recorded(content, clen, 3, PLAN_ERR_VERSION,
+	                "section RECD of this format 1.3 file is required",
+	                "a recorded plan labelled 1.3: a 1.3 reader refuses it by RECD");
+
+	/* RECD */
+	EDIT_R("the recording's reserved field", PLAN_ERR_RESERVED, "section RECD record 0",
+	       put32(record_of(c, "RECD", 0) + 20, 1));
+	EDIT_R("a recording flag bit 2", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "RECD", 0) + 16, 7));
+	EDIT_R("a step rule of neither nvtx:NAME nor repeat", PLAN_ERR_CORRUPT, "step rule",
+	       put32(record_of(c, "RECD", 0) + 4, str_at(c, "memcpy")));
+	EDIT_R("a repeat step rule with the NVTX flag", PLAN_ERR_CORRUPT, "disagree",
+	       put32(record_of(c, "RECD", 0) + 16, 1));
+	EDIT_R("an empty command", PLAN_ERR_CORRUPT, "the command is empty",
+	       put32(record_of(c, "RECD", 0), 0));
+	EDIT_R("more steps seen by the variants than recorded", PLAN_ERR_CORRUPT,
+	       "more than the 8 recorded", put64(record_of(c, "VREC", 0) + 8, 100));
+
+	/* MODS and BLOB */
+	EDIT_R("a module flag bit 1", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "MODS", 0) + 8, 3));
+	EDIT_R("a module's reserved field", PLAN_ERR_RESERVED, "section MODS record 1",
+	       put32(record_of(c, "MODS", 1) + 12, 1));
+	EDIT_R("the same module twice", PLAN_ERR_CORRUPT, "the module of module 0 again",
+	       put64(record_of(c, "MODS", 1) + 16, get64(record_of(c, "MODS", 0) + 16));
+	       put64(record_of(c, "MODS", 1) + 24, 24));
+	EDIT_R("an image not at the end of the piece before", PLAN_ERR_CORRUPT, "not 0 where",
+	       put64(record_of(c, "MODS", 0) + 32, 8));
+	EDIT_R("an image running past BLOB", PLAN_ERR_CORRUPT, "runs past",
+	       put64(record_of(c, "MODS", 0) + 24, 100000));
+	EDIT_R("a module not kept without a note", PLAN_ERR_CORRUPT, "a note saying why",
+	       put32(record_of(c, "MODS", 1) + 4, 0));
+	EDIT_R("a kept image with a note", PLAN_ERR_CORRUPT, "a kept image with a note",
+	       put32(record_of(c, "MODS", 0) + 4, str_at(c, "memcpy")));
+	EDIT_R("a module not kept with an image offset", PLAN_ERR_CORRUPT, "an empty piece",
+	       put64(record_of(c, "MODS", 1) + 32, 312));
+	EDIT_R("a nonzero BLOB byte between pieces", PLAN_ERR_RESERVED, "BLOB padding byte 20",
+	       put64(record_of(c, "MODS", 0) + 24, 20));
+
+	/* FUNC, PINF */
+	EDIT_R("a function of module 5", PLAN_ERR_CORRUPT, "module 5",
+	       put32(record_of(c, "FUNC", 0), 5));
+	EDIT_R("a function without a name", PLAN_ERR_CORRUPT, "section FUNC record 1",
+	       put32(record_of(c, "FUNC", 1) + 4, 0));
+	EDIT_R("parameters overlapping", PLAN_ERR_CORRUPT, "overlaps or precedes",
+	       put32(record_of(c, "PINF", 1), 4));
+	EDIT_R("a function's parameters outside PINF", PLAN_ERR_CORRUPT, "outside the",
+	       put32(record_of(c, "FUNC", 2) + 12, 99));
+	EDIT_R("two functions sharing parameters", PLAN_ERR_CORRUPT, "starts before",
+	       put32(record_of(c, "FUNC", 1) + 8, 0));
+
+	/* ALOC */
+	EDIT_R("two allocations overlapping", PLAN_ERR_CORRUPT, "overlaps allocation 0",
+	       put64(record_of(c, "ALOC", 1), get64(record_of(c, "ALOC", 0)) + 32));
+	EDIT_R("an allocation flag bit 2", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "ALOC", 1) + 20, 6));
+	EDIT_R("an allocation of 0 bytes", PLAN_ERR_CORRUPT, "section ALOC record 1",
+	       put64(record_of(c, "ALOC", 1) + 8, 0));
+	EDIT_R("an allocation wrapping the address space", PLAN_ERR_CORRUPT, "do not make a range",
+	       put64(record_of(c, "ALOC", 1), UINT64_C(0xFFFFFFFFFFFFF000)));
+	EDIT_R("a snapshot dropped, the pieces after it misplaced", PLAN_ERR_CORRUPT, "not 24 where",
+	       put32(record_of(c, "ALOC", 0) + 20, 0); put64(record_of(c, "ALOC", 0) + 24, 0));
+
+	/* LNCH, PTCH */
+	EDIT_R("a launch of type host", PLAN_ERR_CORRUPT, "not a kernel, a copy or a memset",
+	       put32(record_of(c, "LNCH", 3), 4));
+	EDIT_R("a launch flag bit 2", PLAN_ERR_RESERVED, "reserved flags",
+	       put32(record_of(c, "LNCH", 2) + 48, 5));
+	EDIT_R("a launch's reserved field", PLAN_ERR_RESERVED, "section LNCH record 2",
+	       put32(record_of(c, "LNCH", 2) + 140, 1));
+	EDIT_R("a copy naming a function", PLAN_ERR_RESERVED, "does not use",
+	       put32(record_of(c, "LNCH", 0) + 4, 0));
+	EDIT_R("a kernel with a copy's size", PLAN_ERR_RESERVED, "does not use",
+	       put64(record_of(c, "LNCH", 1) + 96, 8));
+	EDIT_R("a kernel of function 9", PLAN_ERR_CORRUPT, "function 9 of 3",
+	       put32(record_of(c, "LNCH", 1) + 4, 9));
+	EDIT_R("a grid of 0 blocks", PLAN_ERR_CORRUPT, "0 dimension",
+	       put32(record_of(c, "LNCH", 2) + 12, 0));
+	EDIT_R("a partial cluster", PLAN_ERR_CORRUPT, "cluster",
+	       put32(record_of(c, "LNCH", 1) + 32, 2));
+	EDIT_R("argument bytes shorter than the parameters", PLAN_ERR_CORRUPT, "do not hold",
+	       put32(record_of(c, "LNCH", 4) + 52, 8);
+	       put32(record_of(c, "PTCH", 6), 0); put32(record_of(c, "LNCH", 4) + 68, 1));
+	EDIT_R("a patch at an unaligned byte", PLAN_ERR_CORRUPT, "not an aligned word",
+	       put32(record_of(c, "PTCH", 3), 12));
+	EDIT_R("a patch past the argument bytes", PLAN_ERR_CORRUPT, "not an aligned word",
+	       put32(record_of(c, "PTCH", 4), 40));
+	EDIT_R("patches not ascending", PLAN_ERR_CORRUPT, "not ascending",
+	       put32(record_of(c, "PTCH", 3), 0));
+	EDIT_R("a patch outside its allocation", PLAN_ERR_CORRUPT, "outside allocation 0",
+	       put64(record_of(c, "PTCH", 4) + 8, 64));
+	EDIT_R("a patch of allocation 7", PLAN_ERR_CORRUPT, "allocation 7 of 2",
+	       put32(record_of(c, "PTCH", 4) + 4, 7));
+	EDIT_R("two launches sharing patches", PLAN_ERR_CORRUPT, "starts before",
+	       put32(record_of(c, "LNCH", 2) + 64, 0));
+	EDIT_R("a copy past its allocation's end", PLAN_ERR_CORRUPT, "outside allocation 0",
+	       put64(record_of(c, "LNCH", 0) + 80, 56));
+	EDIT_R("host bytes kept for a copy of another size", PLAN_ERR_CORRUPT, "section LNCH record",
+	       put32(record_of(c, "LNCH", 0) + 136, 8));
+	EDIT_R("a memset of 3-byte elements", PLAN_ERR_CORRUPT, "element of 3 bytes",
+	       put32(record_of(c, "LNCH", 3) + 108, 3));
+	EDIT_R("a memset value wider than its element", PLAN_ERR_CORRUPT, "wider than",
+	       put32(record_of(c, "LNCH", 3) + 108, 1); put32(record_of(c, "LNCH", 3) + 104, 0x100));
+	EDIT_R("a memset of rows overlapping (pitch below the row)", PLAN_ERR_CORRUPT, "pitch",
+	       put64(record_of(c, "LNCH", 3) + 120, 2); put64(record_of(c, "LNCH", 3) + 128, 8));
+
+	/* Nodes, segments, breakpoints, variants */
+	EDIT_R("a kernel node naming a memset", PLAN_ERR_CORRUPT, "names launch 3, a memset",
+	       put32(record_of(c, "NLCH", 0), 3));
+	EDIT_R("a node naming launch 99", PLAN_ERR_CORRUPT, "names launch 99",
+	       put32(record_of(c, "NLCH", 0), 99));
+	EDIT_R("an empty node naming a launch", PLAN_ERR_CORRUPT, "names a launch",
+	       put32(record_of(c, "NLCH", 3), 0));
+	EDIT_R("a recorded node crediting op 0", PLAN_ERR_CORRUPT, "has an op",
+	       put32(record_of(c, "NODE", 0) + 4, 0));
+	EDIT_R("a node's grid not its launch's", PLAN_ERR_CORRUPT, "is not its launch's",
+	       put32(record_of(c, "NODE", 1) + 12, 7));
+	EDIT_R("a node's kernel name not its launch's", PLAN_ERR_CORRUPT, "is not its launch's",
+	       put32(record_of(c, "NODE", 1) + 8, get32(record_of(c, "NODE", 0) + 8)));
+	EDIT_R("an empty node with a kernel name", PLAN_ERR_CORRUPT, "no kernel",
+	       put32(record_of(c, "NODE", 3) + 8, get32(record_of(c, "NODE", 0) + 8)));
+	EDIT_R("a recorded fingerprint of another graph", PLAN_ERR_CORRUPT, "fingerprint",
+	       record_of(c, "SEGS", 1)[16] ^= 1);
+	EDIT_R("a recorded segment with ops", PLAN_ERR_CORRUPT, "in a recorded plan",
+	       put32(record_of(c, "SEGS", 0) + 8, 1));
+	EDIT_R("a breakpoint of no launches", PLAN_ERR_CORRUPT, "are empty or outside",
+	       put32(record_of(c, "BLCH", 2) + 4, 0));
+	EDIT_R("a breakpoint's launches past the end", PLAN_ERR_CORRUPT, "outside the",
+	       put32(record_of(c, "BLCH", 2), 99));
+	EDIT_R("a breakpoint's launches going back", PLAN_ERR_CORRUPT, "before the end",
+	       put32(record_of(c, "BLCH", 1), 0));
+	EDIT_R("a recorded breakpoint of reason kind", PLAN_ERR_CORRUPT, "section BRKP record 0",
+	       put32(record_of(c, "BRKP", 0) + 12, 1));
+	EDIT_R("a recorded breakpoint of op 0", PLAN_ERR_CORRUPT, "section BRKP record 0",
+	       put32(record_of(c, "BRKP", 0) + 4, 0));
+	EDIT_R("a recorded variant numbered 3", PLAN_ERR_CORRUPT, "numbered 3",
+	       put64(record_of(c, "VARI", 1), 3));
+	EDIT_R("a recorded variant that is full", PLAN_ERR_CORRUPT, "not breakable",
+	       put32(record_of(c, "VARI", 1) + 8, 2));
+	EDIT_R("a recorded variant with a capture-size key", PLAN_ERR_CORRUPT, "capture-size key",
+	       put32(record_of(c, "VKEY", 0), 1));
+	EDIT_R("a variant label outside STRS", PLAN_ERR_CORRUPT, "section VREC record 0",
+	       put32(record_of(c, "VREC", 0), 0x7FFFFFFF));
+
+	content_minor = 4;
+	sweep_content(content, clen);
+	content_minor = SAMPLE_MINOR;
+	free(content);
+	free(file);
+	plan_free(p);
+}
+
 int main(void)
 {
 	plan_t *sample = sample_rich();
@@ -933,6 +1174,7 @@ int main(void)
 	test_limits(file, len, content, clen);
 	sweep_file(file, len);
 	sweep_content(content, clen);
+	test_recorded();
 
 	free(content);
 	free(file);

@@ -15,7 +15,7 @@
 #include "tap.h"
 
 /* Takes P. */
-static void round_trip(plan_t *p, const char *what)
+static void round_trip_minor(plan_t *p, const char *what, unsigned want_minor)
 {
 	struct plan_diag d = { 0 };
 	void *a = NULL, *b = NULL, *c = NULL;
@@ -29,14 +29,15 @@ static void round_trip(plan_t *p, const char *what)
 	is_int(plan_write_memory(p, &a, &alen, &d), 0, "%s: written", what);
 	is_int(plan_write_memory(p, &b, &blen, &d), 0, "%s: written again", what);
 	ok(alen == blen && memcmp(a, b, alen) == 0, "%s: two writes give the same %zu bytes", what, alen);
-	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "%s: read back", what);
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "%s: read back (%s)", what,
+	       q == NULL ? d.message : "");
 	if (q != NULL) {
 		if (!ok(sample_plans_equal(p, q, why, sizeof why), "%s: read(write(p)) equals p", what))
 			diag("    first difference: %s", why);
 		plan_get_format_version(q, &major, &minor);
 		/* Without weight sources or a prompt feed a plan is written
 		 * as 1.1, as before 1.2 (test_weights has the 1.2 ones). */
-		ok(major == PLAN_FORMAT_MAJOR && minor == 1,
+		ok(major == PLAN_FORMAT_MAJOR && minor == want_minor,
 		   "%s: the plan read remembers format %u.%u", what, major, minor);
 		is_int(plan_write_memory(q, &c, &clen, &d), 0, "%s: the plan read is written", what);
 		ok(clen == alen && memcmp(a, c, alen) == 0, "%s: write(read(file)) is the file", what);
@@ -46,6 +47,43 @@ static void round_trip(plan_t *p, const char *what)
 	free(a);
 	free(b);
 	free(c);
+}
+
+static void round_trip(plan_t *p, const char *what)
+{
+	round_trip_minor(p, what, 1);
+}
+
+/* A recorded plan (1.4): every record of it, its bytes included, comes
+ * back; the model's accessors answer as the builder was told. */
+static void test_recorded(void)
+{
+	plan_t *p = sample_recorded(3);
+	uint64_t off = 0;
+
+	if (!ok(p != NULL, "recorded plan: built"))
+		return;
+	is_int(plan_get_origin(p), PLAN_ORIGIN_RECORDED, "recorded plan: its origin");
+	ok(strcmp(plan_origin_name(PLAN_ORIGIN_RECORDED), "recorded") == 0 &&
+	   strcmp(plan_origin_name(PLAN_ORIGIN_SCRIPT), "script") == 0, "origin names");
+	ok(strcmp(plan_break_reason_name(PLAN_BREAK_RECORDED), "recorded") == 0,
+	   "the recorded break reason's name");
+	is_int(plan_count_modules(p), 2, "two modules");
+	is_int(plan_count_functions(p), 3, "three functions");
+	is_int(plan_count_allocs(p), 2, "two allocations");
+	is_int(plan_count_launches(p), 5 + 6 + 1, "5 launches, 2 x 3 layers, 1 copy");
+	is_int(plan_find_alloc(p, 0, UINT64_C(0x7f0000200000) + 4097, &off), 1,
+	       "plan_find_alloc: an address inside allocation 1");
+	ok(off == 4097, "at its offset (%llu)", (unsigned long long)off);
+	is_int(plan_find_alloc(p, 0, UINT64_C(0x7f0000000000) + 64, &off), PLAN_NONE,
+	       "one past allocation 0's end is in none");
+	is_int(plan_find_alloc(p, 1, UINT64_C(0x7f0000000000), &off), PLAN_NONE,
+	       "nor is an address of another device");
+	const struct plan_segment *s = plan_get_segment(p, 0);
+	ok(s != NULL && strcmp(s->nodes[1].kernel, "_Z6matmulIfLi128EEvPKT_S2_PS0_iii") == 0 &&
+	   s->nodes[1].grid[0] == 8 && s->nodes[1].shmem == 49152,
+	   "a recorded kernel node shows its launch's function, grid and shared memory");
+	round_trip_minor(p, "recorded plan", 4);
 }
 
 static void test_files(void)
@@ -290,5 +328,6 @@ int main(void)
 	test_files();
 	test_created();
 	test_weights();
+	test_recorded();
 	return tap_done();
 }

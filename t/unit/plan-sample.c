@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/xxh64.h"
 #include "plan-sample.h"
 
 #define CHECK(call)                                                             \
@@ -399,6 +400,170 @@ fail:
 }
 
 /* ---------------------------------------------------------------------- */
+/* The recorded plan (format 1.4).                                         */
+
+static const uint8_t rec_image[24] = {
+	0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33, 7, 0, 0, 0, 0, 0, 0, 0,
+	2, 0, 0xbe, 0, 1, 0, 0, 0,
+};
+
+plan_t *sample_recorded(unsigned layers)
+{
+	return sample_recorded_ex(&(struct sample_rec_opts){ .layers = layers });
+}
+
+plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
+{
+	unsigned layers = o->layers;
+	uint8_t image[sizeof rec_image];
+	plan_t *p = plan_new();
+	uint32_t m0, m1, f0, f1, f2, a0, a1, v0, v1, l[64];
+	uint8_t snap[64], host[16], args[40];
+	struct plan_node nodes[2 + 2 * 16];
+	struct plan_edge edges[2 * 16];
+	uint32_t nl = 0;
+
+	if (p == NULL || layers < 1 || layers > 16)
+		goto fail;
+	memcpy(image, rec_image, sizeof image);
+	if (o->module_changed)
+		image[23] ^= 0x40;
+	for (unsigned i = 0; i < sizeof snap; i++)
+		snap[i] = (uint8_t)(i * 7 + 1);
+	for (unsigned i = 0; i < sizeof host; i++)
+		host[i] = (uint8_t)(0xf0 + i);
+	for (unsigned i = 0; i < sizeof args; i++)
+		args[i] = (uint8_t)(0x10 + i);
+	CHECK(plan_set_meta(p, &(struct plan_meta){ "bcgtool 0.1.0", "", 0, 1767225600,
+	                    PLAN_BACKEND_CUDA, "NVIDIA H100 80GB HBM3", 9, 0, 13000, 13000, 0, 0 },
+	                    NULL));
+	CHECK(plan_set_recording(p, &(struct plan_recording){ "python3 serve.py --steps 8",
+	                         "nvtx:decode_step", "libcudart 13.0.48; libcublas 13.0.0", 4242,
+	                         PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP, 2500000000u, 8 },
+	                         NULL));
+	CHECK(plan_add_module(p, &(struct plan_module){ "serve_kernels.cubin",
+	                      bcg_xxh64(image, sizeof image, 0), sizeof image,
+	                      PLAN_MODULE_IMAGE, "", image }, &m0, NULL));
+	CHECK(plan_add_module(p, &(struct plan_module){ "libcublasLt.so.13",
+	                      UINT64_C(0x9e3779b97f4a7c15), 1048576, 0,
+	                      "a library's module: --keep-libraries keeps it", NULL }, &m1, NULL));
+	struct plan_param_info pi0[] = { { 0, 8 }, { 8, 8 }, { 16, 4 }, { 20, 4 } };
+	struct plan_param_info pi1[] = { { 0, 8 }, { 8, 8 }, { 16, 8 }, { 24, 4 }, { 28, 4 }, { 32, 4 } };
+	struct plan_param_info pi2[] = { { 0, 8 }, { 8, 8 } };
+	CHECK(plan_add_function(p, &(struct plan_function){ m0, "_Z11rmsnorm_f16PK6__halfPS_if",
+	                        N(pi0), pi0 }, &f0, NULL));
+	CHECK(plan_add_function(p, &(struct plan_function){ m0, o->rename ?
+	                        "_Z6matmulIfLi256EEvPKT_S2_PS0_iii" :
+	                        "_Z6matmulIfLi128EEvPKT_S2_PS0_iii", N(pi1), pi1 }, &f1, NULL));
+	CHECK(plan_add_function(p, &(struct plan_function){ m1,
+	                        "sm90_xmma_gemm_f16f16_f32_tn_n_tilesize128x128x64", N(pi2), pi2 },
+	                        &f2, NULL));
+	CHECK(plan_add_alloc(p, &(struct plan_alloc){ UINT64_C(0x7f0000000000), sizeof snap, 0,
+	                     PLAN_ALLOC_SNAPSHOT, snap }, &a0, NULL));
+	CHECK(plan_add_alloc(p, &(struct plan_alloc){ UINT64_C(0x7f0000200000), 1u << 20, 0,
+	                     PLAN_ALLOC_VMM, NULL }, &a1, NULL));
+
+	/* Variant 1: a copy in from the host, one graph, a library GEMM. */
+	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_MEMCPY,
+	                      .dst = { a0, 0 }, .src = { PLAN_NONE, UINT64_C(0x560000001000) },
+	                      .bytes = sizeof host, .ndata = sizeof host, .data = host },
+	                      &l[nl++], NULL));
+	struct plan_patch pa0[] = { { 0, { a0, 0 } }, { 8, { a1, 0x100 } } };
+	struct plan_patch pa1[] = { { 0, { a1, 0 } }, { 8, { a1, 4096 } }, { 16, { a0, 32 } } };
+	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL, .function = f0,
+	                      .grid = { o->grid ? 32 : 16, 1, 1 }, .block = { 256, 1, 1 }, .nargs = 24,
+	                      .args = args, .npatches = N(pa0), .patches = pa0 }, &l[nl++], NULL));
+	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL, .function = f1,
+	                      .grid = { 8, 4, 1 }, .block = { 128, 1, 1 }, .cluster = { 2, 1, 1 },
+	                      .shmem = 49152, .flags = PLAN_LAUNCH_PDL, .nargs = 40, .args = args,
+	                      .npatches = N(pa1), .patches = pa1 }, &l[nl++], NULL));
+	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_MEMSET,
+	                      .dst = { a1, 8192 }, .value = 0, .element = 4, .width = 256,
+	                      .height = 1 }, &l[nl++], NULL));
+	struct plan_patch pa2[] = { { 0, { a1, 0 } }, { 8, { PLAN_NONE, UINT64_C(0x7f5500000000) } } };
+	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL, .function = f2,
+	                      .grid = { 132, 1, 1 }, .block = { 384, 1, 1 }, .nargs = 16,
+	                      .args = args, .npatches = N(pa2), .patches = pa2 }, &l[nl++], NULL));
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = PLAN_MODE_BREAKABLE,
+	                       .label = "decode_step", .seen = 6, .recorded_ns = 1200000 }, &v0,
+	                       NULL));
+
+	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0, .op = PLAN_NONE,
+	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
+	                          .detail = "a copy from pageable host memory",
+	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000 },
+	                          NULL, NULL));
+	if (o->move_break)
+		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0,
+		                          .op = PLAN_NONE, .name = "cublasLt",
+		                          .reason = PLAN_BREAK_RECORDED,
+		                          .detail = "a kernel of a library module outside the graphs",
+		                          .launch_first = l[4], .launch_count = 1,
+		                          .recorded_ns = 41000 }, NULL, NULL));
+	nodes[0] = (struct plan_node){ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .launch = l[1] };
+	nodes[1] = (struct plan_node){ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .launch = l[2] };
+	nodes[2] = (struct plan_node){ .type = PLAN_NODE_MEMSET, .op = PLAN_NONE, .launch = l[3] };
+	nodes[3] = (struct plan_node){ .type = PLAN_NODE_EMPTY, .op = PLAN_NONE, .launch = PLAN_NONE };
+	edges[0] = (struct plan_edge){ 0, 1, PLAN_EDGE_PROGRAMMATIC, PLAN_PORT_PROGRAMMATIC, 0 };
+	edges[1] = (struct plan_edge){ 2, 3, 0, 0, 0 };
+	edges[2] = (struct plan_edge){ 1, 3, 0, 0, 0 };
+	struct plan_segment s = { .variant = v0, .flags = PLAN_SEG_NODES, .nnodes = 4,
+	                          .nodes = nodes, .nedges = 3, .edges = edges,
+	                          .recorded_ns = 700000 };
+	s.fingerprint = plan_fingerprint_recorded(p, &s);
+	CHECK(plan_add_segment(p, &s, NULL, NULL));
+	if (!o->move_break)
+		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0,
+		                          .op = PLAN_NONE, .name = "cublasLt",
+		                          .reason = PLAN_BREAK_RECORDED,
+		                          .detail = "a kernel of a library module outside the graphs",
+		                          .launch_first = l[4], .launch_count = 1,
+		                          .recorded_ns = 41000 }, NULL, NULL));
+
+	/* Variant 2: LAYERS layers of rmsnorm then matmul in one graph, then
+	 * a device-to-device copy. */
+	if (o->one_variant)
+		return p;
+	CHECK(plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE,
+	                       .label = "prefill_step", .seen = 2, .recorded_ns = 5400000 }, &v1,
+	                       NULL));
+	uint32_t first = nl;
+	for (unsigned k = 0; k < layers; k++) {
+		CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL,
+		                      .function = f0, .grid = { 64, 1, 1 }, .block = { 256, 1, 1 },
+		                      .nargs = 24, .args = args, .npatches = N(pa0), .patches = pa0 },
+		                      &l[nl++], NULL));
+		CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_KERNEL,
+		                      .function = f1, .grid = { 32, 4, 1 }, .block = { 128, 1, 1 },
+		                      .shmem = 49152, .nargs = 40, .args = args,
+		                      .npatches = N(pa1), .patches = pa1 }, &l[nl++], NULL));
+	}
+	for (uint32_t k = 0; k < 2 * layers; k++) {
+		nodes[k] = (struct plan_node){ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE,
+		                               .launch = l[first + k] };
+		if (k > 0)
+			edges[k - 1] = (struct plan_edge){ k - 1, k, 0, 0, 0 };
+	}
+	s = (struct plan_segment){ .variant = v1, .flags = PLAN_SEG_NODES, .nnodes = 2 * layers,
+	                           .nodes = nodes, .nedges = 2 * layers - 1, .edges = edges,
+	                           .recorded_ns = 5100000 };
+	s.fingerprint = plan_fingerprint_recorded(p, &s);
+	CHECK(plan_add_segment(p, &s, NULL, NULL));
+	CHECK(plan_add_launch(p, &(struct plan_launch){ .type = PLAN_NODE_MEMCPY,
+	                      .dst = { a1, 65536 }, .src = { a1, 0 }, .bytes = 4096 },
+	                      &l[nl++], NULL));
+	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v1, .op = PLAN_NONE,
+	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
+	                          .detail = "a copy outside the graphs",
+	                          .launch_first = l[nl - 1], .launch_count = 1,
+	                          .recorded_ns = 12000 }, NULL, NULL));
+	return p;
+fail:
+	plan_free(p);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Files and comparison.                                                   */
 
 unsigned char *sample_slurp(const char *path, size_t *len)
@@ -657,6 +822,128 @@ static void cmp_captures(struct cmp *c, const plan_t *a, const plan_t *b)
 	}
 }
 
+static void cmp_addr(struct cmp *c, const char *w, const struct plan_addr *x,
+                     const struct plan_addr *y)
+{
+	EQ_INT(w, x->alloc, y->alloc);
+	EQ_U64(w, x->offset, y->offset);
+}
+
+static void cmp_bytes(struct cmp *c, const char *w, const void *x, const void *y, uint64_t n)
+{
+	if (n > 0 && (x == NULL || y == NULL || memcmp(x, y, (size_t)n) != 0))
+		differ(c, "%s: the bytes differ", w);
+}
+
+static void cmp_recorded(struct cmp *c, const plan_t *a, const plan_t *b)
+{
+	const struct plan_recording *ra = plan_get_recording(a), *rb = plan_get_recording(b);
+	char w[96];
+
+	EQ_INT("origin", plan_get_origin(a), plan_get_origin(b));
+	if (ra != NULL && rb != NULL) {
+		EQ_STR("recording.command", ra->command, rb->command);
+		EQ_STR("recording.step_rule", ra->step_rule, rb->step_rule);
+		EQ_STR("recording.libraries", ra->libraries, rb->libraries);
+		EQ_INT("recording.pid", ra->pid, rb->pid);
+		EQ_INT("recording.flags", ra->flags, rb->flags);
+		EQ_U64("recording.wall_ns", ra->wall_ns, rb->wall_ns);
+		EQ_U64("recording.steps", ra->steps, rb->steps);
+	}
+	EQ_INT("module count", plan_count_modules(a), plan_count_modules(b));
+	for (uint32_t i = 0; i < plan_count_modules(a) && i < plan_count_modules(b); i++) {
+		const struct plan_module *x = plan_get_module(a, i), *y = plan_get_module(b, i);
+		snprintf(w, sizeof w, "module %u", i);
+		EQ_STR(w, x->name, y->name);
+		EQ_U64(w, x->hash, y->hash);
+		EQ_U64(w, x->bytes, y->bytes);
+		EQ_INT(w, x->flags, y->flags);
+		EQ_STR(w, x->note, y->note);
+		EQ_INT(w, x->image != NULL, y->image != NULL);
+		if (x->image != NULL && y->image != NULL)
+			cmp_bytes(c, w, x->image, y->image, x->bytes);
+	}
+	EQ_INT("function count", plan_count_functions(a), plan_count_functions(b));
+	for (uint32_t i = 0; i < plan_count_functions(a) && i < plan_count_functions(b); i++) {
+		const struct plan_function *x = plan_get_function(a, i), *y = plan_get_function(b, i);
+		snprintf(w, sizeof w, "function %u", i);
+		EQ_INT(w, x->module, y->module);
+		EQ_STR(w, x->name, y->name);
+		EQ_INT(w, x->nparams, y->nparams);
+		for (uint32_t k = 0; k < x->nparams && k < y->nparams; k++) {
+			EQ_INT(w, x->params[k].offset, y->params[k].offset);
+			EQ_INT(w, x->params[k].size, y->params[k].size);
+		}
+	}
+	EQ_INT("alloc count", plan_count_allocs(a), plan_count_allocs(b));
+	for (uint32_t i = 0; i < plan_count_allocs(a) && i < plan_count_allocs(b); i++) {
+		const struct plan_alloc *x = plan_get_alloc(a, i), *y = plan_get_alloc(b, i);
+		snprintf(w, sizeof w, "alloc %u", i);
+		EQ_U64(w, x->address, y->address);
+		EQ_U64(w, x->bytes, y->bytes);
+		EQ_INT(w, x->device, y->device);
+		EQ_INT(w, x->flags, y->flags);
+		EQ_INT(w, x->data != NULL, y->data != NULL);
+		if (x->data != NULL && y->data != NULL)
+			cmp_bytes(c, w, x->data, y->data, x->bytes);
+	}
+	EQ_INT("launch count", plan_count_launches(a), plan_count_launches(b));
+	for (uint32_t i = 0; i < plan_count_launches(a) && i < plan_count_launches(b); i++) {
+		const struct plan_launch *x = plan_get_launch(a, i), *y = plan_get_launch(b, i);
+		snprintf(w, sizeof w, "launch %u", i);
+		EQ_INT(w, x->type, y->type);
+		EQ_INT(w, x->function, y->function);
+		for (int d = 0; d < 3; d++) {
+			EQ_INT(w, x->grid[d], y->grid[d]);
+			EQ_INT(w, x->block[d], y->block[d]);
+			EQ_INT(w, x->cluster[d], y->cluster[d]);
+		}
+		EQ_INT(w, x->shmem, y->shmem);
+		EQ_INT(w, x->flags, y->flags);
+		EQ_INT(w, x->nargs, y->nargs);
+		if (x->nargs == y->nargs)
+			cmp_bytes(c, w, x->args, y->args, x->nargs);
+		EQ_INT(w, x->npatches, y->npatches);
+		for (uint32_t k = 0; k < x->npatches && k < y->npatches; k++) {
+			EQ_INT(w, x->patches[k].byte, y->patches[k].byte);
+			cmp_addr(c, w, &x->patches[k].addr, &y->patches[k].addr);
+		}
+		cmp_addr(c, w, &x->dst, &y->dst);
+		cmp_addr(c, w, &x->src, &y->src);
+		EQ_U64(w, x->bytes, y->bytes);
+		EQ_INT(w, x->value, y->value);
+		EQ_INT(w, x->element, y->element);
+		EQ_U64(w, x->width, y->width);
+		EQ_U64(w, x->height, y->height);
+		EQ_U64(w, x->pitch, y->pitch);
+		EQ_INT(w, x->ndata, y->ndata);
+		if (x->ndata == y->ndata)
+			cmp_bytes(c, w, x->data, y->data, x->ndata);
+	}
+	for (uint32_t i = 0; i < plan_count_variants(a) && i < plan_count_variants(b); i++) {
+		const struct plan_variant *x = plan_get_variant(a, i), *y = plan_get_variant(b, i);
+		snprintf(w, sizeof w, "variant %u", i);
+		EQ_STR(w, x->label, y->label);
+		EQ_U64(w, x->seen, y->seen);
+		EQ_U64(w, x->recorded_ns, y->recorded_ns);
+		EQ_INT(w, x->device, y->device);
+	}
+	for (uint32_t i = 0; i < plan_count_segments(a) && i < plan_count_segments(b); i++) {
+		const struct plan_segment *x = plan_get_segment(a, i), *y = plan_get_segment(b, i);
+		snprintf(w, sizeof w, "segment %u", i);
+		EQ_U64(w, x->recorded_ns, y->recorded_ns);
+		for (uint32_t k = 0; k < x->nnodes && k < y->nnodes; k++)
+			EQ_INT(w, x->nodes[k].launch, y->nodes[k].launch);
+	}
+	for (uint32_t i = 0; i < plan_count_breakpoints(a) && i < plan_count_breakpoints(b); i++) {
+		const struct plan_breakpoint *x = plan_get_breakpoint(a, i), *y = plan_get_breakpoint(b, i);
+		snprintf(w, sizeof w, "breakpoint %u", i);
+		EQ_INT(w, x->launch_first, y->launch_first);
+		EQ_INT(w, x->launch_count, y->launch_count);
+		EQ_U64(w, x->recorded_ns, y->recorded_ns);
+	}
+}
+
 int sample_plans_equal(const plan_t *a, const plan_t *b, char *why, size_t len)
 {
 	struct cmp c = { why, len, 0 };
@@ -665,5 +952,6 @@ int sample_plans_equal(const plan_t *a, const plan_t *b, char *why, size_t len)
 		why[0] = '\0';
 	cmp_program(&c, a, b);
 	cmp_captures(&c, a, b);
+	cmp_recorded(&c, a, b);
 	return c.differ == 0;
 }

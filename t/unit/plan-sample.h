@@ -33,6 +33,30 @@ plan_t *sample_vector_1_0(void);
  * would give. */
 plan_t *sample_large(unsigned nseg, unsigned nodes);
 
+/* The recorded plan of t/data/recorded.plan (format 1.4), as
+ * formats/plan-format.md describes it: a recording, two modules (one image
+ * kept, one not), three functions, two allocations (one snapshot), and two
+ * variants: "decode_step" (a host copy, a graph of two kernels, a memset
+ * and an empty node, a library kernel) and "prefill_step" (a graph of
+ * LAYERS repeats of rmsnorm then matmul, then a device copy). The vector
+ * has LAYERS 2; 1..16. */
+plan_t *sample_recorded(unsigned layers);
+
+/* The recorded plan with changes, for diffs: LAYERS as above; RENAME:
+ * matmul's template argument 128 becomes 256; MOVE_BREAK: the library
+ * GEMM's break comes before the graph in "decode_step"; MODULE_CHANGED:
+ * a byte of module 0's image (and so its hash) differs; GRID: rmsnorm's
+ * grid in "decode_step" is 32, not 16; ONE_VARIANT: no "prefill_step". */
+struct sample_rec_opts {
+	unsigned layers;
+	int      rename;
+	int      move_break;
+	int      module_changed;
+	int      grid;
+	int      one_variant;
+};
+plan_t *sample_recorded_ex(const struct sample_rec_opts *opts);
+
 /* Read a whole file into a malloc'd buffer; NULL on failure. */
 unsigned char *sample_slurp(const char *path, size_t *len);
 

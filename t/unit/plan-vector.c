@@ -13,8 +13,13 @@
  * is decoded the same way by 1.0's offsets and must still be read, into
  * the plan 1.0 described, with the fields 1.1 added at their defaults.
  *
+ * t/data/recorded.plan, the vector of a recorded plan (format 1.4), is
+ * decoded by 1.4's offsets, its BLOB pieces, module hash (XXH64) and
+ * recorded fingerprints computed here, and must be what sample_recorded(2)
+ * writes.
+ *
  * `t/unit/plan-vector.t --write FILE` writes the vector anew (after a format
- * change, together with the spec).
+ * change, together with the spec); `--write-recorded FILE` the recorded one.
  */
 #include "config.h"
 
@@ -24,6 +29,7 @@
 
 #include <zstd.h>
 
+#include "model/xxh64.h"
 #include "plan.h"
 #include "plan-sample.h"
 #include "tap.h"
@@ -410,6 +416,276 @@ static unsigned char *check_vector(const struct vector *v, const plan_t *want, s
 	return file;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The recorded vector (format 1.4): t/data/recorded.plan.                 */
+
+static const struct section sections_1_4[] = {
+	{ "META", 80, 1 }, { "STAT", 56, 1 }, { "DIMS", 24, 0 }, { "VARS", 40, 0 },
+	{ "TENS", 144, 0 }, { "OPER", 48, 0 }, { "ATTR", 32, 0 }, { "IDXS", 4, 0 },
+	{ "VARI", 32, 2 }, { "ITEM", 8, 5 }, { "SEGS", 56, 2 }, { "NODE", 48, 8 },
+	{ "PARM", 16, 0 }, { "EDGE", 12, 6 }, { "BRKP", 40, 3 }, { "CHKS", 32, 0 },
+	{ "DISP", 24, 0 }, { "CHOI", 24, 0 }, { "CAND", 16, 0 }, { "WSRC", 48, 0 },
+	{ "VKEY", 8, 2 }, { "DKEY", 8, 0 }, { "RECD", 40, 1 }, { "MODS", 40, 2 },
+	{ "FUNC", 16, 3 }, { "PINF", 8, 12 }, { "ALOC", 32, 2 }, { "LNCH", 152, 10 },
+	{ "PTCH", 16, 17 }, { "VREC", 24, 2 }, { "SREC", 8, 2 }, { "NLCH", 4, 8 },
+	{ "BLCH", 16, 3 }, { "BLOB", 0, 0 }, { "STRS", 0, 0 },
+};
+static const char *const strings_1_4[] = {
+	"bcgtool 0.1.0", "NVIDIA H100 80GB HBM3", "_Z11rmsnorm_f16PK6__halfPS_if",
+	"_Z6matmulIfLi128EEvPKT_S2_PS0_iii", "memcpy", "a copy from pageable host memory",
+	"cublasLt", "a kernel of a library module outside the graphs",
+	"a copy outside the graphs", "python3 serve.py --steps 8", "nvtx:decode_step",
+	"libcudart 13.0.48; libcublas 13.0.0", "serve_kernels.cubin", "libcublasLt.so.13",
+	"a library's module: --keep-libraries keeps it",
+	"sm90_xmma_gemm_f16f16_f32_tn_n_tilesize128x128x64", "decode_step", "prefill_step",
+};
+/* BLOB: the image (24 bytes at 0), allocation 0's snapshot (64 at 24),
+ * the copy's host bytes (16 at 88), the arguments of the kernels (24, 40,
+ * 16, then 24, 40 twice for the two layers) from 104 to 312. */
+#define REC_BLOB_SIZE 312
+
+static const struct vector vector_1_4 = {
+	"recorded.plan", 4, sections_1_4, LEN(sections_1_4), strings_1_4, LEN(strings_1_4),
+};
+
+static const unsigned char *section_of(const unsigned char *c, const char *id, uint64_t *size)
+{
+	for (size_t k = 0; k < V->nsect; k++)
+		if (memcmp(c + 8 + 24 * k, id, 4) == 0) {
+			*size = u64(c + 8 + 24 * k + 16);
+			return c + u64(c + 8 + 24 * k + 8);
+		}
+	abort();
+}
+
+/* The recorded fingerprint of plan-format.md over a segment whose nodes
+ * are the kernels of launches LAUNCH (NONE: a non-kernel node of TYPE),
+ * read from the content's own records. */
+static uint64_t recorded_fingerprint(const unsigned char *c, uint32_t seg)
+{
+	const unsigned char *s = rec(c, "SEGS", seg), *strs = rec(c, "STRS", 0) - 8;
+	uint32_t nf = u32(s + 40), nn = u32(s + 44), ef = u32(s + 48), ne = u32(s + 52), ndata = 0;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	unsigned char b[4];
+
+#define H32(v) (b[0] = (unsigned char)(v), b[1] = (unsigned char)((v) >> 8), \
+	        b[2] = (unsigned char)((v) >> 16), b[3] = (unsigned char)((v) >> 24), \
+	        h = fnv1a(b, 4, h))
+	H32(nn);
+	for (uint32_t i = 0; i < nn; i++) {
+		const unsigned char *n = rec(c, "NODE", nf + i);
+		uint32_t type = u32(n), launch = u32(rec(c, "NLCH", nf + i));
+		H32(type);
+		if (type == 1) {
+			const unsigned char *l = rec(c, "LNCH", launch);
+			const char *name = (const char *)strs + u32(rec(c, "FUNC", u32(l + 4)) + 4);
+			uint32_t pf = u32(l + 64), pc = u32(l + 68);
+			H32((uint32_t)strlen(name));
+			h = fnv1a(name, strlen(name), h);
+			for (int k = 0; k < 10; k++)      /* grid, block, cluster, shared */
+				H32(u32(l + 8 + 4 * k));
+			H32(pc);
+			for (uint32_t k = 0; k < pc; k++) {
+				const unsigned char *pt = rec(c, "PTCH", pf + k);
+				H32(u32(pt));
+				H32(u32(pt + 4));
+				h = fnv1a(pt + 8, 8, h);
+			}
+		} else {
+			for (int k = 0; k < 12; k++)      /* "", 10 zeros, no patches */
+				H32(0u);
+		}
+	}
+	H32(ne);
+	for (uint32_t i = 0; i < ne; i++) {
+		const unsigned char *e = rec(c, "EDGE", ef + i);
+		H32(u32(e));
+		H32(u32(e + 4));
+		if (e[8] || e[9] || e[10])
+			ndata++;
+	}
+	if (ndata > 0) {
+		H32(ndata);
+		for (uint32_t i = 0; i < ne; i++) {
+			const unsigned char *e = rec(c, "EDGE", ef + i);
+			if (!(e[8] || e[9] || e[10]))
+				continue;
+			H32(i);
+			h = fnv1a(e + 8, 3, h);
+		}
+	}
+#undef H32
+	return h;
+}
+
+static void check_recorded_records(const unsigned char *c)
+{
+	const unsigned char *r, *blob;
+	uint64_t blob_size = 0;
+	int good;
+
+	blob = section_of(c, "BLOB", &blob_size);
+	is_u64(blob_size, REC_BLOB_SIZE, "BLOB: %d bytes: the image, a snapshot, host bytes and "
+	       "the kernels' arguments, each at a multiple of 8", REC_BLOB_SIZE);
+	r = rec(c, "RECD", 0);
+	ok(u32(r) == str_off("python3 serve.py --steps 8") && u32(r + 4) == str_off("nvtx:decode_step") &&
+	   u32(r + 8) == str_off("libcudart 13.0.48; libcublas 13.0.0") && u32(r + 12) == 4242 &&
+	   u32(r + 16) == 3 && u32(r + 20) == 0 && u64(r + 24) == 2500000000u && u64(r + 32) == 8,
+	   "RECD: command, step rule, libraries, pid 4242, flags snapshot and NVTX, 2.5 s, 8 steps");
+	r = rec(c, "MODS", 0);
+	ok(u32(r) == str_off("serve_kernels.cubin") && u32(r + 4) == 0 && u32(r + 8) == 1 &&
+	   u32(r + 12) == 0 && u64(r + 24) == 24 && u64(r + 32) == 0 &&
+	   u64(r + 16) == bcg_xxh64(blob, 24, 0) && memcmp(blob, "\x7f" "ELF", 4) == 0,
+	   "MODS record 0: the image kept at BLOB 0, its 24 bytes hashing (XXH64) to Hash");
+	r = rec(c, "MODS", 1);
+	ok(u32(r) == str_off("libcublasLt.so.13") &&
+	   u32(r + 4) == str_off("a library's module: --keep-libraries keeps it") &&
+	   u32(r + 8) == 0 && u64(r + 16) == UINT64_C(0x9e3779b97f4a7c15) && u64(r + 24) == 1048576 &&
+	   u64(r + 32) == 0, "MODS record 1: not kept, a note saying why, image offset 0");
+	r = rec(c, "FUNC", 1);
+	ok(u32(r) == 0 && u32(r + 4) == str_off("_Z6matmulIfLi128EEvPKT_S2_PS0_iii") &&
+	   u32(r + 8) == 4 && u32(r + 12) == 6, "FUNC record 1: module 0, matmul, PINF [4, +6)");
+	good = 1;
+	for (uint32_t k = 0; k < 6; k++) {
+		static const uint32_t off[] = { 0, 8, 16, 24, 28, 32 }, size[] = { 8, 8, 8, 4, 4, 4 };
+		if (u32(rec(c, "PINF", 4 + k)) != off[k] || u32(rec(c, "PINF", 4 + k) + 4) != size[k])
+			good = 0;
+	}
+	ok(good, "PINF 4-9: matmul's parameters at 0, 8, 16 (8 bytes), 24, 28, 32 (4 bytes)");
+	r = rec(c, "ALOC", 0);
+	ok(u64(r) == UINT64_C(0x7f0000000000) && u64(r + 8) == 64 && u32(r + 16) == 0 &&
+	   u32(r + 20) == 1 && u64(r + 24) == 24 && blob[24] == 1 && blob[25] == 8 &&
+	   blob[24 + 63] == (unsigned char)(63 * 7 + 1),
+	   "ALOC record 0: 64 bytes at 0x7f0000000000, its snapshot at BLOB 24");
+	r = rec(c, "ALOC", 1);
+	ok(u64(r + 8) == 1048576 && u32(r + 20) == 2 && u64(r + 24) == 0,
+	   "ALOC record 1: 1 MiB made by cuMemMap, no snapshot");
+	r = rec(c, "LNCH", 0);
+	ok(u32(r) == 2 && u32(r + 4) == 0xFFFFFFFFu && u32(r + 52) == 0 && u64(r + 56) == 0 &&
+	   u32(r + 72) == 0 && u64(r + 80) == 0 && u32(r + 76) == 0xFFFFFFFFu &&
+	   u64(r + 88) == UINT64_C(0x560000001000) && u64(r + 96) == 16 && u32(r + 136) == 16 &&
+	   u64(r + 144) == 88 && blob[88] == 0xf0 && blob[103] == 0xff,
+	   "LNCH record 0: a copy of 16 host bytes, kept at BLOB 88, into allocation 0");
+	r = rec(c, "LNCH", 2);
+	good = u32(r) == 1 && u32(r + 4) == 1 && u32(r + 8) == 8 && u32(r + 12) == 4 &&
+	       u32(r + 16) == 1 && u32(r + 20) == 128 && u32(r + 32) == 2 && u32(r + 36) == 1 &&
+	       u32(r + 40) == 1 && u32(r + 44) == 49152 && u32(r + 48) == 1 && u32(r + 52) == 40 &&
+	       u64(r + 56) == 128 && u32(r + 64) == 2 && u32(r + 68) == 3 &&
+	       u32(r + 72) == 0xFFFFFFFFu && u32(r + 76) == 0xFFFFFFFFu && u64(r + 96) == 0 &&
+	       u32(r + 108) == 0 && u32(r + 136) == 0 && u64(r + 144) == 0 &&
+	       blob[128] == 0x10 && blob[167] == 0x10 + 39;
+	ok(good, "LNCH record 2: matmul <<<(8,4,1), (128,1,1)>>>, cluster (2,1,1), 49152 bytes "
+	   "shared, PDL, 40 argument bytes at BLOB 128, PTCH [2, +3), copy fields unused");
+	r = rec(c, "PTCH", 4);
+	ok(u32(r) == 16 && u32(r + 4) == 0 && u64(r + 8) == 32,
+	   "PTCH record 4: matmul's word at byte 16 points into allocation 0 at 32");
+	r = rec(c, "PTCH", 6);
+	ok(u32(r) == 8 && u32(r + 4) == 0xFFFFFFFFu && u64(r + 8) == UINT64_C(0x7f5500000000),
+	   "PTCH record 6: an address in no allocation keeps its value");
+	r = rec(c, "LNCH", 3);
+	ok(u32(r) == 3 && u32(r + 72) == 1 && u64(r + 80) == 8192 && u32(r + 104) == 0 &&
+	   u32(r + 108) == 4 && u64(r + 112) == 256 && u64(r + 120) == 1 && u64(r + 128) == 0,
+	   "LNCH record 3: a memset of 256 4-byte zeros at allocation 1 + 8192");
+	ok(u32(rec(c, "NLCH", 0)) == 1 && u32(rec(c, "NLCH", 2)) == 3 &&
+	   u32(rec(c, "NLCH", 3)) == 0xFFFFFFFFu && u32(rec(c, "NLCH", 4)) == 5,
+	   "NLCH: nodes name launches 1, 2, 3, NONE (the empty node), 5, ...");
+	r = rec(c, "NODE", 1);
+	ok(u32(r) == 1 && u32(r + 4) == 0xFFFFFFFFu && u32(r + 8) == str_off("_Z6matmulIfLi128EEvPKT_S2_PS0_iii") &&
+	   u32(r + 12) == 8 && u32(r + 24) == 128 && u32(r + 36) == 49152 && u32(r + 44) == 0,
+	   "NODE record 1: op NONE, its launch's kernel, grid, block and shared memory");
+	r = rec(c, "BLCH", 1);
+	ok(u32(r) == 4 && u32(r + 4) == 1 && u64(r + 8) == 41000,
+	   "BLCH record 1: the library GEMM, launch 4, 41 us");
+	r = rec(c, "BRKP", 1);
+	ok(u32(r + 4) == 0xFFFFFFFFu && u32(r + 12) == 5 && u32(r + 8) == str_off("cublasLt"),
+	   "BRKP record 1: op NONE, reason 5 (recorded)");
+	r = rec(c, "VREC", 1);
+	ok(u32(r) == str_off("prefill_step") && u32(r + 4) == 0 && u64(r + 8) == 2 &&
+	   u64(r + 16) == 5400000, "VREC record 1: prefill_step, seen twice, 5.4 ms");
+	ok(u64(rec(c, "SREC", 0)) == 700000 && u64(rec(c, "SREC", 1)) == 5100000,
+	   "SREC: the graphs' recorded times");
+	r = rec(c, "VARI", 1);
+	ok(u64(r) == 2 && u32(r + 8) == 1, "VARI record 1: number 2, breakable");
+	for (uint32_t sg = 0; sg < 2; sg++)
+		is_u64(u64(rec(c, "SEGS", sg) + 16), recorded_fingerprint(c, sg),
+		       "SEGS record %u: Fingerprint is the recorded fingerprint of its nodes", sg);
+}
+
+static void check_recorded_vector(void)
+{
+	unsigned char *file, *content = NULL, *wcontent = NULL;
+	size_t len = 0, clen = 0, strs_size = 0, wclen = 0;
+	plan_t *want = sample_recorded(2), *q = NULL;
+	struct plan_diag d = { 0 };
+	void *written = NULL;
+	size_t wlen = 0;
+
+	V = &vector_1_4;
+	if ((file = sample_slurp(vector_path(V), &len)) == NULL || len < 64 || want == NULL) {
+		tap_skip(1, "the recorded vector cannot be read or built");
+		free(file);
+		plan_free(want);
+		return;
+	}
+	diag("%s, format 1.4", V->file);
+	check_header(file, len);
+	clen = (size_t)u64(file + 32);
+	content = malloc(clen);
+	ok(content != NULL && ZSTD_decompress(content, clen, file + 64, len - 64) == clen,
+	   "bytes 32-39: Content_Size %zu is what the frame decompresses to", clen);
+	{
+		/* The directory, with BLOB's size before the string table's. */
+		uint64_t off = 8 + 24 * V->nsect, size;
+		int good = 1;
+		strs_size = 1;
+		for (size_t i = 0; i < V->nstr; i++)
+			strs_size += strlen(V->strings[i]) + 1;
+		for (size_t i = 0; i < V->nsect; i++) {
+			const unsigned char *e = content + 8 + 24 * i;
+			off = (off + 7) & ~(uint64_t)7;
+			size = V->sections[i].rsize ? 8 + (uint64_t)V->sections[i].rsize * V->sections[i].count :
+			       strcmp(V->sections[i].id, "BLOB") == 0 ? REC_BLOB_SIZE : strs_size;
+			if (memcmp(e, V->sections[i].id, 4) != 0 || u32(e + 4) != 1 ||
+			    u64(e + 8) != off || u64(e + 16) != size ||
+			    (V->sections[i].rsize && (u32(content + off) != V->sections[i].rsize ||
+			                              u32(content + off + 4) != V->sections[i].count))) {
+				diag("    entry %zu: %.4s offset %llu size %llu, want %s %llu %llu", i,
+				     (const char *)e, (unsigned long long)u64(e + 8),
+				     (unsigned long long)u64(e + 16), V->sections[i].id,
+				     (unsigned long long)off, (unsigned long long)size);
+				good = 0;
+			}
+			off += size;
+		}
+		is_int(u32(content), 35, "content bytes 0-3: Section_Count 35");
+		ok(good, "the directory lists the 35 sections of 1.4 in order, all Required, with "
+		   "the sizes their records give");
+		is_u64(clen, off, "the content ends with the string table");
+	}
+	check_recorded_records(content);
+	is_int(plan_read_file(vector_path(V), NULL, &q, &d), 0, "libplan reads %s", V->file);
+	if (q != NULL) {
+		char why[256];
+		if (!ok(sample_plans_equal(want, q, why, sizeof why), "into the plan the spec describes"))
+			diag("    first difference: %s", why);
+	}
+	is_int(plan_write_memory(want, &written, &wlen, &d), 0, "the recorded plan built in code is written");
+	if (written != NULL) {
+		unsigned char *w = written;
+		wclen = (size_t)u64(w + 32);
+		wcontent = malloc(wclen);
+		ok(wcontent != NULL && ZSTD_decompress(wcontent, wclen, w + 64, wlen - 64) == wclen &&
+		   wclen == clen && memcmp(wcontent, content, clen) == 0,
+		   "its content is the recorded vector's content, byte for byte");
+	}
+	plan_free(q);
+	plan_free(want);
+	free(file);
+	free(content);
+	free(written);
+	free(wcontent);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char *file, *content = NULL, *wcontent = NULL;
@@ -418,6 +694,17 @@ int main(int argc, char **argv)
 	plan_t *p = sample_vector(), *old = sample_vector_1_0();
 	struct plan_diag d = { 0 };
 
+	if (argc == 3 && strcmp(argv[1], "--write-recorded") == 0) {
+		plan_t *r = sample_recorded(2);
+		if (r == NULL || plan_write_file(r, argv[2], &d) != 0) {
+			fprintf(stderr, "plan-vector: %s\n", d.message);
+			return 1;
+		}
+		plan_free(r);
+		plan_free(p);
+		plan_free(old);
+		return 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "--write") == 0) {
 		if (p == NULL || plan_write_file(p, argv[2], &d) != 0) {
 			fprintf(stderr, "plan-vector: %s\n", d.message);
@@ -476,5 +763,6 @@ int main(int argc, char **argv)
 	free(written);
 	plan_free(p);
 	plan_free(old);
+	check_recorded_vector();
 	return tap_done();
 }
