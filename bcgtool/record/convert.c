@@ -1477,7 +1477,7 @@ static int add_segment(struct cv *c, struct cv_proc *p, uint32_t variant, const 
 	s.nedges = g->nedges;
 	s.edges = g->edges;
 	s.recorded_ns = recorded_ns;
-	s.fingerprint = plan_fingerprint(&s);
+	s.fingerprint = plan_fingerprint_recorded(c->plan, &s);
 	err = plan_add_segment(c->plan, &s, NULL, &d);
 	if (cv_plan(c, err, &d) != 0)
 		goto out;
