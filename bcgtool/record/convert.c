@@ -1179,11 +1179,17 @@ static uint32_t function_module(struct cv *c, struct cv_proc *p, const struct cv
 			if ((m->flags & RECLOG_MODULE_IMAGE) && image_has_name(m->image, m->bytes, f->name))
 				return plan_module_of(c, p, m);
 		}
-	/* No image holds it: the newest module without an image loaded
-	 * before it, else a stand-in; either way not replayable. */
+	/* No image holds its name (a compressed image?): the newest module
+	 * loaded before the function was first seen, which lazy loading makes
+	 * the one that holds it, said in a note; a module without an image is
+	 * not replayable. Else a stand-in, not replayable either. */
 	for (size_t i = p->nmods; i-- > 0;)
-		if (p->mods[i].seq < f->seq && !(p->mods[i].flags & RECLOG_MODULE_IMAGE))
+		if (p->mods[i].seq < f->seq) {
+			cv_note(c, "process %u: no module image holds the name %s: taken to be "
+			        "module %u, the newest loaded before it", p->log->pid, f->name,
+			        p->mods[i].id);
 			return plan_module_of(c, p, &p->mods[i]);
+		}
 	if (p->unknown_module != PLAN_NONE)
 		return p->unknown_module;
 	pm.name = "unknown";

@@ -1295,6 +1295,7 @@ static void record_process(void)
 
 static void finish(void)
 {
+	struct reclog_writer *w;
 	struct reclog_rec r;
 
 	if (!R.on)
@@ -1312,11 +1313,14 @@ static void finish(void)
 	record_libraries();
 	reclog_rec_begin(&r, RECLOG_END, now());
 	emit(&r);
+	/* Nothing is written after the end mark: a callback still running
+	 * on another thread finds the recording off. */
 	R.on = 0;
-	if (reclog_close(R.w) != 0)
+	w = R.w;
+	R.w = NULL;
+	if (reclog_close(w) != 0)
 		fprintf(stderr, "bcgtool record: the recording log of process %d is incomplete\n",
 		        (int)getpid());
-	R.w = NULL;
 }
 
 /* In a child after fork (without exec): CUDA cannot be used there, and

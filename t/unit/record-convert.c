@@ -633,6 +633,40 @@ static void test_faults(void)
 	reclog_free(log);
 }
 
+/* A module image that does not hold a function's name (compressed):
+ * the newest module loaded before the function, kept, with a note. */
+static void test_module_by_order(void)
+{
+	static const char *const other[] = { "compressed", NULL };
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[1] = { F_MLP }, w[1] = { 0 };
+
+	tlog_open(&t);
+	w_device(&t, 0);
+	w_module(&t, 3, names, 1);
+	w_module(&t, 4, other, 1);
+	w_function(&t, F_MLP, "not_in_any_image", 1);
+	w_graph(&t, 0, EXEC_A, f, w, 1);
+	w_launch(&t, 0, EXEC_A, 1);
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	notes = 0;
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "by order: converts");
+	if (plan != NULL) {
+		const struct plan_function *fn = plan_get_function(plan, 0);
+		const struct plan_module *m = fn != NULL ? plan_get_module(plan, fn->module) : NULL;
+		ok(m != NULL && strcmp(m->name, "module 4") == 0, "by order: the newest module");
+		ok(m != NULL && (m->flags & PLAN_MODULE_IMAGE), "by order: kept, replayable");
+		ok(notes >= 1, "by order: said in a note");
+		is_int(plan_count_modules(plan), 1, "by order: only modules in use are kept");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
 int main(void)
 {
 	test_breakable_repeat();
@@ -640,5 +674,6 @@ int main(void)
 	test_nvtx();
 	test_full_two_devices();
 	test_faults();
+	test_module_by_order();
 	return tap_done();
 }
