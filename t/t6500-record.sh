@@ -147,4 +147,33 @@ assert \"variants\" in d, d.keys()
 "
 '
 
+test_expect_success CUDA,RECORD_LIB,PYTHON3 'bcgtool replay, recorded: the plan it replayed, segment for segment' '
+	bcg capture --backend cuda --tokens 4 -o small.plan "$SAMPLES/llama-decode-small.yaml" \
+		>/dev/null 2>&1 &&
+	bcg record -o replayed.plan -- "$BCGTOOL" replay --backend cuda --tokens 4 \
+		--steps 20 --warmup 2 small.plan >/dev/null &&
+	bcg inspect --json small.plan >small.json &&
+	bcg inspect --json replayed.plan >replayed.json &&
+	"$PYTHON3" -c "
+import json
+a = json.load(open(\"small.json\")); b = json.load(open(\"replayed.json\"))
+va = [v for v in a[\"variants\"] if v[\"tokens\"] == 4][0]
+# The recording: one variant (the replay ran one shape), seen every step.
+assert len(b[\"variants\"]) == 1, [v[\"seen\"] for v in b[\"variants\"]]
+vb = b[\"variants\"][0]
+assert vb[\"seen\"] >= 20, vb[\"seen\"]
+assert [i[\"kind\"] for i in va[\"items\"]] == [i[\"kind\"] for i in vb[\"items\"]], \
+    (va[\"items\"], vb[\"items\"])
+for ia, ib in zip(va[\"items\"], vb[\"items\"]):
+    if ia[\"kind\"] != \"segment\":
+        continue
+    sa = a[\"segments\"][ia[\"index\"]]; sb = b[\"segments\"][ib[\"index\"]]
+    assert len(sa[\"nodes\"]) == len(sb[\"nodes\"]), (sa[\"index\"], len(sa[\"nodes\"]), len(sb[\"nodes\"]))
+    assert [(n[\"grid\"], n[\"block\"]) for n in sa[\"nodes\"]] == \
+           [(n[\"grid\"], n[\"block\"]) for n in sb[\"nodes\"]], sa[\"index\"]
+    assert len(sa[\"edges\"]) == len(sb[\"edges\"]), sa[\"index\"]
+print(\"segments and breaks match:\", len(va[\"items\"]), \"items\")
+"
+'
+
 test_done
