@@ -12,11 +12,13 @@
  *    on streams that are not being captured, graph launches, stream
  *    captures, and device allocations (cuMemAlloc*, cuMemFree*, cuMemMap,
  *    cuMemUnmap);
- *  - CUPTI resource callbacks: contexts (their devices), modules as they
- *    load with their images (lazy loading loads them at first use, and
- *    the callback comes then), and executable graphs as they are created,
- *    walked at once: every node with its parameters, every edge with its
- *    type and ports;
+ *  - CUPTI resource callbacks: contexts (their devices), and modules as
+ *    they load with their images (lazy loading loads them at first use,
+ *    and the callback comes then);
+ *  - graph instantiation (cuGraphInstantiate*, at the call's exit): the
+ *    graph is walked at once, every node with its parameters (and
+ *    cluster and cooperative attributes), every edge with its type and
+ *    ports (cuGraphExecUpdate is not followed);
  *  - CUPTI activity records: the GPU start and end of each kernel, copy
  *    and memset (graph kernels carry the correlation of their graph
  *    launch), or with BCG_RECORD_TIMES=graph only whole graph launches;
@@ -969,12 +971,6 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		case CUPTI_CBID_RESOURCE_MODULE_LOADED:
 			on_module(rd);
 			break;
-		case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: {
-			const CUpti_GraphData *g = rd->resourceDescriptor;
-			if (g != NULL)
-				record_graph(g->graph, g->graphExec, ctx_device(rd->context));
-			break;
-		}
 		default:
 			break;
 		}
@@ -1018,6 +1014,18 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
 		on_graph_launch(cb);
 		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+		/* Every form starts with the executable graph made and the
+		 * graph it was made from. */
+		const cuGraphInstantiateWithFlags_params *p = cb->functionParams;
+		if (p->phGraphExec != NULL && *p->phGraphExec != NULL)
+			record_graph(p->hGraph, *p->phGraphExec, ctx_device(cb->context));
+		break;
+	}
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
@@ -1061,6 +1069,11 @@ static const CUpti_CallbackId driver_cbids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
@@ -1101,7 +1114,6 @@ static const CUpti_CallbackId driver_cbids[] = {
 static const CUpti_CallbackId resource_cbids[] = {
 	CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
 	CUPTI_CBID_RESOURCE_MODULE_LOADED,
-	CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
 };
 
 /* ---------------------------------------------------------------------- */
