@@ -454,6 +454,12 @@ print("record %s: step %.3f ms plain, %.3f ms recorded (%+.1f%%); wall %.2f s pl
       "%.2f s recorded (%+.1f%%); tokens %s" % (p, sp, sr, 100 * (sr / sp - 1), wp, wr,
       100 * (wr / wp - 1), "same" if same else "DIFFER"))
 PY
+			# Whole-graph times only: the recorder's lightest setting.
+			t0=$(date +%s%N)
+			BCG_RECORD_TIMES=graph timeout 300 "$B" record --step step -o rec-$p-g.plan -- \
+				python3 "$top/t/record/$p.py" --steps 40 >rec-$p-graph.json 2>rec-$p-graph.err
+			say "record $p, BCG_RECORD_TIMES=graph: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms," \
+				"step $(tail -1 rec-$p-graph.json | python3 -c 'import json,sys; print(round(json.load(sys.stdin).get("step_ms", 0), 3))' 2>/dev/null) ms"
 			if [ -f rec-${p}1.plan ]; then
 				"$B" inspect rec-${p}1.plan >rec-$p-inspect.txt 2>&1
 				sed -n '/^variants/,/^$/p' rec-$p-inspect.txt | sed 's/^/  /' | tee -a "$summary"

@@ -326,7 +326,7 @@ static void put_kernel(struct reclog_rec *r, uint64_t handle, const unsigned *gr
 	if (kernel_params == NULL && extra != NULL) {
 		void *buf = NULL;
 		size_t size = 0;
-		for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 16; i += 2) {
+		for (size_t i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
 			if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
 				buf = extra[i + 1];
 			else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != NULL)
