@@ -17,7 +17,9 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "demangle.h"
 #include "engine/engine.h"
+#include "inspect-recorded.h"
 #include "plan.h"
 #include "table.h"
 #include "util.h"
@@ -27,7 +29,8 @@ static int cmd_inspect_exec(int argc, char **argv);
 const struct cmd_entry cmd_inspect_entry = {
 	.name = "inspect",
 	.usage = "[--all] [--dims] [--vars] [--tensors] [--ops] [--items] [--segments] "
-	         "[--breakpoints] [--nodes] [--choices] [--dispatch] [--checks] [--stats] [--variant T] "
+	         "[--breakpoints] [--nodes] [--choices] [--dispatch] [--checks] [--stats] "
+	         "[--modules] [--allocations] [--variant T] "
 	         "[--json | --dot] [--color WHEN] PLAN",
 	.summary = "show what a plan holds",
 	.options =
@@ -48,6 +51,8 @@ const struct cmd_entry cmd_inspect_entry = {
 		"      --checks       the output checksums of the eager reference run\n"
 		"      --stats        capture and instantiate times, nodes per segment,\n"
 		"                     a histogram of kernels\n"
+		"      --modules      a recorded plan's modules: kept or not, and why\n"
+		"      --allocations  a recorded plan's device allocations\n"
 		"  -v, --variant T    only the variant captured for T tokens\n"
 		"      --json         the whole plan as JSON (formats/inspect-json.md)\n"
 		"      --dot          the variants' steps as a Graphviz graph\n"
@@ -71,7 +76,9 @@ enum {
 	SEC_DISPATCH    = 1u << 9,
 	SEC_CHECKS      = 1u << 10,
 	SEC_STATS       = 1u << 11,
-	SEC_ALL         = (1u << 12) - 1,
+	SEC_MODULES     = 1u << 12,   /* recorded plans */
+	SEC_ALLOCS      = 1u << 13,
+	SEC_ALL         = (1u << 14) - 1,
 };
 
 struct inspect {
@@ -1125,6 +1132,8 @@ static int cmd_inspect_exec(int argc, char **argv)
 		{ "dispatch", no_argument, NULL, OPT_SECTION + 10 },
 		{ "checks", no_argument, NULL, OPT_SECTION + 11 },
 		{ "stats", no_argument, NULL, OPT_SECTION + 12 },
+		{ "modules", no_argument, NULL, OPT_SECTION + 13 },
+		{ "allocations", no_argument, NULL, OPT_SECTION + 14 },
 		{ "variant", required_argument, NULL, 'v' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "dot", no_argument, NULL, OPT_DOT },
@@ -1135,6 +1144,7 @@ static int cmd_inspect_exec(int argc, char **argv)
 	static const unsigned section_bits[] = {
 		SEC_ALL, SEC_DIMS, SEC_VARS, SEC_TENSORS, SEC_OPS, SEC_ITEMS, SEC_SEGMENTS,
 		SEC_BREAKPOINTS, SEC_NODES, SEC_CHOICES, SEC_DISPATCH, SEC_CHECKS, SEC_STATS,
+		SEC_MODULES, SEC_ALLOCS,
 	};
 	const struct cmd_entry *self = &cmd_inspect_entry;
 	struct inspect in = { .variant = PLAN_NONE };
@@ -1146,7 +1156,7 @@ static int cmd_inspect_exec(int argc, char **argv)
 	struct plan_diag diag = { 0 };
 
 	while ((c = cmd_getopt(self, argc, argv, "v:h", longopts)) != -1) {
-		if (c >= OPT_SECTION && c < OPT_SECTION + 13) {
+		if (c >= OPT_SECTION && c < OPT_SECTION + 15) {
 			sections |= section_bits[c - OPT_SECTION];
 			continue;
 		}
@@ -1181,7 +1191,8 @@ static int cmd_inspect_exec(int argc, char **argv)
 		goto out;
 
 	if (json || dot) {
-		struct plan_dump_opts o = { .variant = in.variant, .title = in.path };
+		struct plan_dump_opts o = { .variant = in.variant, .title = in.path,
+		                            .kernel_text = bcg_demangle_cb };
 		int err = json ? plan_dump_json(plan, stdout, &o, &diag) :
 		                 plan_dump_dot(plan, stdout, &o, &diag);
 		if (err != 0) {
@@ -1189,6 +1200,25 @@ static int cmd_inspect_exec(int argc, char **argv)
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
+	} else if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		/* A recording has no program: its own summary and sections. */
+		unsigned what = 0;
+		if (sections & (SEC_ITEMS | SEC_SEGMENTS | SEC_BREAKPOINTS))
+			what |= INSPECT_REC_STEPS;
+		if (sections & SEC_NODES)
+			what |= INSPECT_REC_NODES;
+		if (sections & SEC_MODULES)
+			what |= INSPECT_REC_MODULES;
+		if (sections & SEC_ALLOCS)
+			what |= INSPECT_REC_ALLOCS;
+		if (sections & SEC_STATS)
+			what |= INSPECT_REC_KERNELS;
+		if (sections != 0 && what == 0) {
+			bcg_error("%s: a recorded plan has no dims, vars, tensors, ops, choices, "
+			          "dispatch table or checks", in.path);
+			goto out;
+		}
+		inspect_recorded(plan, in.path, in.variant, &in.st, what);
 	} else if (sections == 0) {
 		inspect_summary(&in);
 	} else {
@@ -1216,6 +1246,11 @@ static int cmd_inspect_exec(int argc, char **argv)
 			inspect_checks(&in);
 		if (sections & SEC_STATS)
 			inspect_stats(&in);
+		if (sections & (SEC_MODULES | SEC_ALLOCS) && sections != SEC_ALL && !in.printed) {
+			bcg_error("%s: a plan made from a script has no modules or allocations",
+			          in.path);
+			goto out;
+		}
 	}
 	rc = fflush(stdout) == 0 && !ferror(stdout) ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
 out:

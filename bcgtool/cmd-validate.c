@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "engine/engine.h"
+#include "model/xxh64.h"
 #include "engine/memplan.h"
 #include "engine/schedule.h"
 #include "ops/op.h"
@@ -21,10 +22,13 @@ static int cmd_validate_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_validate_entry = {
 	.name = "validate",
-	.usage = "[--json] SCRIPT",
-	.summary = "check a script and show its summary",
+	.usage = "[--json] SCRIPT | PLAN",
+	.summary = "check a script and show its summary, or check a plan file",
 	.options =
 		"  --json      print the summary as one JSON object (see op-script.md)\n"
+		"              PLAN: a plan file (told by its magic number), read and\n"
+		"              checked against plan-format.md; for a recorded plan, also\n"
+		"              whether it can be replayed\n"
 		"  -h, --help  show this help\n",
 	.exec = cmd_validate_exec,
 };
@@ -691,6 +695,134 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------------- */
+/* A plan file: read (which checks every rule of plan-format.md), then,   */
+/* for a recorded plan, the module images against their hashes and what   */
+/* replay would lack.                                                      */
+
+static int validate_is_plan(const char *path)
+{
+	static const unsigned char magic[8] = { 0x89, 'B', 'C', 'G', '\r', '\n', 0x1a, '\n' };
+	unsigned char head[8];
+	FILE *f = strcmp(path, "-") != 0 ? fopen(path, "rb") : NULL;
+	int is = 0;
+
+	if (f != NULL) {
+		is = fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, magic, 8) == 0;
+		fclose(f);
+	}
+	return is;
+}
+
+static int validate_plan(const char *path, int json)
+{
+	plan_t *plan = NULL;
+	char note[512], version[16];
+	char **notes = NULL;
+	uint32_t nnotes = 0, kept = 0, snaps = 0, nm, na;
+	unsigned major, minor;
+	int rc, recorded, replayable;
+
+	if ((rc = cmd_read_plan(path, &plan)) != BCG_EXIT_OK)
+		return rc;
+	recorded = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED;
+	nm = plan_count_modules(plan);
+	na = plan_count_allocs(plan);
+	notes = xcalloc((size_t)nm + 2, sizeof *notes);
+	for (uint32_t i = 0; i < nm; i++) {
+		const struct plan_module *m = plan_get_module(plan, i);
+		if (!(m->flags & PLAN_MODULE_IMAGE)) {
+			snprintf(note, sizeof note, "module %u (%s) is not kept: %s", i,
+			         m->name[0] ? m->name : "unnamed", m->note);
+			notes[nnotes++] = xstrdup(note);
+			continue;
+		}
+		kept++;
+		uint64_t h = bcg_xxh64(m->image, (size_t)m->bytes, 0);
+		if (h != m->hash) {
+			bcg_error("%s: module %u (%s): its image's XXH64 is 0x%016llx, not the "
+			          "0x%016llx the plan records", path, i, m->name,
+			          (unsigned long long)h, (unsigned long long)m->hash);
+			rc = BCG_EXIT_USAGE;
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < na; i++)
+		snaps += (plan_get_alloc(plan, i)->flags & PLAN_ALLOC_SNAPSHOT) != 0;
+	if (recorded && snaps < na) {
+		snprintf(note, sizeof note, "%u of %u allocations have no contents kept: a replay "
+		         "starts from memory the recording did not see", na - snaps, na);
+		notes[nnotes++] = xstrdup(note);
+	}
+	replayable = !recorded || kept == nm;
+	plan_get_format_version(plan, &major, &minor);
+	snprintf(version, sizeof version, "%u.%u", major, minor);
+	if (json) {
+		struct plan_json *j = plan_json_new(stdout);
+		if (j == NULL) {
+			bcg_error("out of memory");
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+		plan_json_object_begin(j);
+		plan_json_key(j, "plan");
+		plan_json_string(j, path);
+		plan_json_key(j, "valid");
+		plan_json_bool(j, 1);
+		plan_json_key(j, "format");
+		plan_json_string(j, version);
+		plan_json_key(j, "origin");
+		plan_json_string(j, plan_origin_name(plan_get_origin(plan)));
+		plan_json_key(j, "variants");
+		plan_json_uint(j, plan_count_variants(plan));
+		plan_json_key(j, "segments");
+		plan_json_uint(j, plan_count_segments(plan));
+		plan_json_key(j, "breakpoints");
+		plan_json_uint(j, plan_count_breakpoints(plan));
+		plan_json_key(j, "launches");
+		plan_json_uint(j, plan_count_launches(plan));
+		plan_json_key(j, "modules");
+		plan_json_uint(j, nm);
+		plan_json_key(j, "modules_kept");
+		plan_json_uint(j, kept);
+		plan_json_key(j, "allocations");
+		plan_json_uint(j, na);
+		plan_json_key(j, "snapshots");
+		plan_json_uint(j, snaps);
+		plan_json_key(j, "replayable");
+		plan_json_bool(j, replayable);
+		plan_json_key(j, "notes");
+		plan_json_array_begin(j);
+		for (uint32_t i = 0; i < nnotes; i++)
+			plan_json_string(j, notes[i]);
+		plan_json_array_end(j);
+		plan_json_object_end(j);
+		plan_json_free(j);
+	} else {
+		printf("%s: a valid %s plan, format %s: %u variant%s, %u segment%s, %u breakpoint%s",
+		       path, plan_origin_name(plan_get_origin(plan)), version,
+		       plan_count_variants(plan), plan_count_variants(plan) == 1 ? "" : "s",
+		       plan_count_segments(plan), plan_count_segments(plan) == 1 ? "" : "s",
+		       plan_count_breakpoints(plan), plan_count_breakpoints(plan) == 1 ? "" : "s");
+		if (recorded)
+			printf(", %u launch%s, %u module%s (%u kept)", plan_count_launches(plan),
+			       plan_count_launches(plan) == 1 ? "" : "es", nm, nm == 1 ? "" : "s", kept);
+		putchar('\n');
+		if (recorded)
+			printf("replay: %s\n", replayable ? "every module is kept" :
+			       "not possible: a module is not kept");
+		for (uint32_t i = 0; i < nnotes; i++)
+			printf("note: %s\n", notes[i]);
+	}
+	rc = fflush(stdout) == 0 && !ferror(stdout) ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	for (uint32_t i = 0; i < nnotes; i++)
+		free(notes[i]);
+	free(notes);
+	plan_free(plan);
+	return rc;
+}
+
 static int cmd_validate_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -716,5 +848,7 @@ static int cmd_validate_exec(int argc, char **argv)
 	if (optind + 1 < argc)
 		return cmd_usage_error(&cmd_validate_entry, "one SCRIPT only, not '%s' too",
 		                       argv[optind + 1]);
+	if (validate_is_plan(argv[optind]))
+		return validate_plan(argv[optind], json);
 	return validate_run(argv[optind], json);
 }

@@ -298,7 +298,7 @@ int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens
                   struct profile *p, char *msg, size_t len)
 {
 	struct raw_step *raw = NULL;
-	uint32_t nraw, nv = plan_count_variants(plan), best = PLAN_NONE;
+	uint32_t nraw = 0, nv = plan_count_variants(plan), best = PLAN_NONE;
 	uint32_t *kstep = NULL, *kitem = NULL;
 	int64_t *reach = NULL;
 	uint64_t best_matches = 0, best_shapes = 0;
@@ -310,6 +310,14 @@ int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens
 	p->plan = plan;
 	p->trace = t;
 	p->variant = PLAN_NONE;
+	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		/* The join credits kernels to ops, which a recording has none
+		 * of; crediting them to its nodes and launches is not done. */
+		rc = fail(msg, len, 2, "the plan is a recording (format 1.4): report joins kernels "
+		          "to the ops of a plan made from a script, and cannot yet join them to a "
+		          "recording's nodes and launches");
+		goto out;
+	}
 	nraw = find_steps(t, &raw);
 	if (nraw == 0) {
 		rc = fail(msg, len, 2, "no 'step N' NVTX ranges: profile `bcgtool replay` with its "

@@ -25,6 +25,10 @@
 #   edit-sizes.plan    capture sizes 1, 3, 4 instead of 1, 2, 4
 #   edit-moved.plan    the op probe (a forced breakpoint) moved before res
 #   edit-choices*.plan see the end
+#   recorded.plan      a synthetic recorded plan (format 1.4, t/helper/record-gen:
+#                      the recorded vector of plan-format.md)
+#   recorded-b.plan    the same recording changed: matmul's template argument,
+#                      a break moved, module 0's image, rmsnorm's grid, 3 layers
 #
 # One fixture is not made here: llama-decode-small.cuda.plan is a real
 # capture of samples/llama-decode-small.yaml on an H100 (CUDA 13.0), as
@@ -37,6 +41,7 @@ src=$(cd "$here/../../.." && pwd)
 build=${BCG_BUILD_DIR:-$src}
 bcgtool="$build/bcgtool/bcgtool"
 edit="$build/t/helper/plan-edit"
+recgen="$build/t/helper/record-gen"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -94,3 +99,8 @@ capture "$scratch/moved.yaml" "$scratch/moved.plan" mini.yaml
 	choice 4 lm_head cublas default
 "$edit" "$here/edit-choices.plan" "$here/edit-choices-b.plan" times 5000000 \
 	choice 2 q mma tuned mma=3.5,cublas=3.9 drop-choice 2 o choice 1 o cublas default
+
+# Recorded plans (format 1.4): built through libplan, as bcgtool record
+# builds them, until a recording from a GPU joins them.
+"$recgen" "$here/recorded.plan"
+"$recgen" --rename --move-break --module-changed --grid --layers 3 "$here/recorded-b.plan"

@@ -1,0 +1,19 @@
+/*
+ * demangle.h - kernel names for people: a recorded plan keeps each
+ * kernel's mangled (Itanium C++ ABI) name; bcgtool shows it demangled, as
+ * libstdc++'s __cxa_demangle gives it.
+ */
+#ifndef BCG_DEMANGLE_H
+#define BCG_DEMANGLE_H
+
+#include <stddef.h>
+
+/* NAME demangled into BUF (LEN bytes, truncated to fit), or NAME itself
+ * when it is not a mangled name (an extern "C" kernel) or cannot be
+ * demangled. Returns BUF. */
+const char *bcg_demangle(const char *name, char *buf, size_t len);
+
+/* The same, as plan_dump_opts.kernel_text wants it (CTX unused). */
+const char *bcg_demangle_cb(const char *name, char *buf, size_t len, void *ctx);
+
+#endif /* BCG_DEMANGLE_H */

@@ -1,0 +1,156 @@
+#!/bin/sh
+test_description='recorded plans (format 1.4): inspect, diff and validate on synthetic recordings (t/helper/record-gen)'
+. "$(dirname "$0")/test-lib.sh"
+
+gen="$BCG_BUILD_DIR/t/helper/record-gen"
+
+# The plan record-gen writes is formats/plan-format.md's recorded vector:
+# the expected values below are read off that description, not off the
+# output under test.
+test_expect_success 'setup: a recording and changed recordings' '
+	"$gen" a.plan &&
+	"$gen" --rename b-rename.plan &&
+	"$gen" --move-break b-moved.plan &&
+	"$gen" --module-changed b-module.plan &&
+	"$gen" --grid b-grid.plan &&
+	"$gen" --layers 5 b-layers.plan &&
+	"$gen" --one-variant b-one.plan &&
+	cmp a.plan "$TEST_DATA/recorded.plan"
+'
+
+test_expect_success 'inspect: the recording, and each variant with its label, steps seen and time' '
+	bcg inspect a.plan >out &&
+	test_grep "^plan      a.plan (.*format 1.4, recorded)" out &&
+	test_grep "^command   python3 serve.py --steps 8$" out &&
+	test_grep "^run       pid 4242, 2.50 s, 8 steps (nvtx:decode_step)$" out &&
+	test_grep "^modules   2 (1 kept, 24 B of images)$" out &&
+	test_grep "^launches  10, of 3 functions$" out &&
+	test_grep "^       1  decode_step      6  1.20 ms      3         1       2      4$" out &&
+	test_grep "^       2  prefill_step     2  5.40 ms      2         1       1      4$" out
+'
+
+test_expect_success 'inspect --items: graphs with demangled kernels and repeated layers, breaks with their launches' '
+	bcg inspect --items a.plan >out &&
+	test_grep "void matmul<float, 128>(float const\*, float const\*, float\*, int, int, int)" out &&
+	test_grep "nodes 0-3: 2 nodes repeated x 2" out &&
+	test_grep "break cublasLt: 1 launch (4-4), 41.0 us" out &&
+	test_grep "memcpy 16 B 0x560000001000 -> a0+0 (host bytes kept)" out &&
+	bcg inspect --segments --variant 2 b-layers.plan >out &&
+	test_grep "nodes 0-9: 2 nodes repeated x 5" out &&
+	test_grep -e "5 x rmsnorm_f16(__half const\*, __half\*, int, float)" out
+'
+
+test_expect_success 'inspect --modules: kept or not, and why' '
+	bcg inspect --modules a.plan >out &&
+	test_grep "serve_kernels.cubin *24 B *6115ad41a682bb54 *yes" out &&
+	test_grep "libcublasLt.so.13 .* no: a library.s module: --keep-libraries keeps it" out
+'
+
+test_expect_success 'inspect: sections a recording lacks are an error; --modules of a script plan too' '
+	test_expect_code 2 bcg inspect --tensors a.plan 2>err &&
+	test_grep "a recorded plan has no dims" err &&
+	test_expect_code 2 bcg inspect --modules "$TEST_DATA/plans/mini.plan" 2>err &&
+	test_grep "has no modules or allocations" err
+'
+
+test_expect_success PYTHON3 'inspect --json: raw names, launches, allocations; valid JSON' '
+	bcg inspect --json a.plan >out.json &&
+	"$PYTHON3" -c "
+import json, sys
+d = json.load(open(\"out.json\"))
+assert d[\"format\"] == \"1.4\" and d[\"origin\"] == \"recorded\"
+assert d[\"recording\"][\"steps\"] == 8 and d[\"recording\"][\"nvtx_step\"] is True
+assert [m[\"kept\"] for m in d[\"modules\"]] == [True, False]
+assert d[\"functions\"][1][\"name\"] == \"_Z6matmulIfLi128EEvPKT_S2_PS0_iii\"
+l = d[\"launches\"][2]
+assert l[\"grid\"] == [8, 4, 1] and l[\"cluster\"] == [2, 1, 1] and l[\"pdl\"] is True
+assert [(p[\"byte\"], p[\"alloc\"], p[\"offset\"]) for p in l[\"patches\"]] == [(0, 1, 0), (8, 1, 4096), (16, 0, 32)]
+assert d[\"launches\"][4][\"patches\"][1][\"alloc\"] is None
+assert d[\"allocations\"][0][\"address\"] == \"0x00007f0000000000\"
+assert d[\"breakpoints\"][1][\"op\"] is None and d[\"breakpoints\"][1][\"reason\"] == \"recorded\"
+assert d[\"breakpoints\"][1][\"launch_first\"] == 4
+assert d[\"segments\"][0][\"nodes\"][3][\"launch\"] is None
+assert d[\"variants\"][1][\"label\"] == \"prefill_step\"
+" 
+'
+
+test_expect_success 'inspect --dot: layers folded once, "x N"; names demangled' '
+	bcg inspect --dot --variant 2 b-layers.plan >out.dot &&
+	test_grep "label=\"x 5\"" out.dot &&
+	test $(grep -c "^				\"s1_n[0-9]*\" \[shape=box" out.dot) = 2 &&
+	test_grep "void matmul<float, 128>" out.dot
+'
+
+test_expect_success 'diff: a recording against itself is identical' '
+	bcg diff a.plan a.plan >out &&
+	test_cmp /dev/null out
+'
+
+test_expect_success 'diff: a kernel renamed (template argument 128 -> 256)' '
+	test_expect_code 1 bcg diff a.plan b-rename.plan >out &&
+	test_grep "^+_Z6matmulIfLi256EEvPKT_S2_PS0_iii (renamed)$" out
+'
+
+test_expect_success 'diff: a break that moved before the graph' '
+	test_expect_code 1 bcg diff a.plan b-moved.plan >out &&
+	test_grep "^-item 2: break cublasLt" out &&
+	test_grep "^+item 1: break cublasLt.*(moved)$" out
+'
+
+test_expect_success 'diff: a module whose image changed, by its hash' '
+	test_expect_code 1 bcg diff a.plan b-module.plan >out &&
+	test_grep "^ module serve_kernels.cubin$" out &&
+	test_grep "^-  xxh64: 0x6115ad41a682bb54$" out
+'
+
+test_expect_success 'diff: a launch shape that changed' '
+	test_expect_code 1 bcg diff a.plan b-grid.plan >out &&
+	test_grep "^-  node 0 launch: <<<(16,1,1), (256,1,1), 0>>>" out &&
+	test_grep "^+  node 0 launch: <<<(32,1,1), (256,1,1), 0>>>" out
+'
+
+test_expect_success 'diff: layers added to a graph, a variant gone' '
+	test_expect_code 1 bcg diff a.plan b-layers.plan >out &&
+	test $(grep -c "^+  node [4-9]: kernel" out) = 6 &&
+	test_expect_code 1 bcg diff a.plan b-one.plan >out &&
+	test_grep "^-variant 2 \"prefill_step\": 1 segment, 1 break, seen 2$" out
+'
+
+test_expect_success PYTHON3 'diff --json of recordings is valid JSON with a moved item' '
+	test_expect_code 1 bcg diff --json a.plan b-moved.plan >out.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"out.json\"))
+assert [e[\"change\"] for e in d[\"differences\"]] == [\"moved\"]
+"
+'
+
+test_expect_success 'validate PLAN: a recording is valid, not replayable, and says why' '
+	bcg validate a.plan >out &&
+	test_grep "^a.plan: a valid recorded plan, format 1.4: 2 variants, 2 segments, 3 breakpoints, 10 launches, 2 modules (1 kept)$" out &&
+	test_grep "^replay: not possible: a module is not kept$" out &&
+	test_grep "^note: module 1 (libcublasLt.so.13) is not kept" out
+'
+
+test_expect_success 'validate PLAN: a script plan file is read as a plan too' '
+	bcg validate "$TEST_DATA/plans/mini.plan" >out &&
+	test_grep "a valid script plan, format 1.[0-9]" out
+'
+
+test_expect_success PYTHON3 'validate PLAN: a damaged recording is refused, exit 2' '
+	"$PYTHON3" -c "
+import sys
+d = bytearray(open(\"a.plan\", \"rb\").read())
+d[100] ^= 0xFF
+open(\"bad.plan\", \"wb\").write(d)
+" &&
+	test_expect_code 2 bcg validate bad.plan 2>err &&
+	test_grep "^bcgtool: bad.plan: checksum mismatch" err
+'
+
+test_expect_success 'report refuses a recording: it joins kernels to ops' '
+	test_expect_code 2 bcg report "$TEST_DATA/nsys/small.sqlite" a.plan 2>err &&
+	test_grep "the plan is a recording (format 1.4)" err
+'
+
+test_done
