@@ -26,6 +26,7 @@ extern const struct cmd_entry cmd_inspect_entry;
 extern const struct cmd_entry cmd_instantiate_entry;
 extern const struct cmd_entry cmd_ops_entry;
 extern const struct cmd_entry cmd_profile_entry;
+extern const struct cmd_entry cmd_record_entry;
 extern const struct cmd_entry cmd_replay_entry;
 extern const struct cmd_entry cmd_report_entry;
 extern const struct cmd_entry cmd_run_entry;
@@ -40,6 +41,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_instantiate_entry,
 	&cmd_ops_entry,
 	&cmd_profile_entry,
+	&cmd_record_entry,
 	&cmd_replay_entry,
 	&cmd_report_entry,
 	&cmd_run_entry,

@@ -37,6 +37,11 @@
 #             implementation each product shape chose at each size, with every
 #             candidate's time (inspect --choices): the small-M kernels
 #             against cuBLAS, measured by the tuner in this lease
+#   record    bcgtool record on the PyTorch stand-ins (t/record: breakable, full,
+#             compiled pieces): each run 3 times without and 3 times with the
+#             recorder; the overhead on the programs' step time (outside
+#             capture) and wall time, whether the tokens are the same, and
+#             what inspect shows of each plan
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and both
 #             trees' kernels on the decode-heavy trace (full policy, nsys)
@@ -427,6 +432,58 @@ PY
 		timeout 300 "$@" >serve-replay-check.txt 2>&1
 		say "serve: replay --trace --check: exit $?"
 		sed 's/^/  /' serve-replay-check.txt | tee -a "$summary"
+		;;
+	record)
+		# Recording overhead: the programs' own step time (their decode
+		# loop, outside capture) and the wall time of the whole command,
+		# medians of 3 runs each way, in this lease.
+		for p in breakable full compiled; do
+			for i in 1 2 3; do
+				t0=$(date +%s%N)
+				timeout 300 python3 "$top/t/record/$p.py" --steps 40 >rec-$p-plain$i.json \
+					2>rec-$p-plain$i.err
+				echo $(( $(date +%s%N) - t0 )) >rec-$p-plain$i.wall
+				t0=$(date +%s%N)
+				timeout 300 "$B" record --step step -o rec-$p$i.plan -- \
+					python3 "$top/t/record/$p.py" --steps 40 >rec-$p-rec$i.json \
+					2>rec-$p-rec$i.err
+				echo "exit $?" >>rec-$p-rec$i.err
+				echo $(( $(date +%s%N) - t0 )) >rec-$p-rec$i.wall
+			done
+			python3 - "$p" <<'PY' | tee -a "$summary"
+import json, statistics, sys
+p = sys.argv[1]
+def load(kind, i):
+    try:
+        d = json.loads(open("rec-%s-%s%d.json" % (p, kind, i)).read().splitlines()[-1])
+    except Exception as e:
+        return None, None, None
+    return d.get("step_ms"), d.get("tokens"), int(open("rec-%s-%s%d.wall" % (p, kind, i)).read())
+plain = [load("plain", i) for i in (1, 2, 3)]
+rec = [load("rec", i) for i in (1, 2, 3)]
+if any(x[0] is None for x in plain + rec):
+    print("record %s: a run failed or was skipped (see rec-%s-*.err)" % (p, p))
+    sys.exit(0)
+sp = statistics.median(x[0] for x in plain); sr = statistics.median(x[0] for x in rec)
+wp = statistics.median(x[2] for x in plain) / 1e9; wr = statistics.median(x[2] for x in rec) / 1e9
+same = all(x[1] == plain[0][1] for x in plain + rec)
+print("record %s: step %.3f ms plain, %.3f ms recorded (%+.1f%%); wall %.2f s plain, "
+      "%.2f s recorded (%+.1f%%); tokens %s" % (p, sp, sr, 100 * (sr / sp - 1), wp, wr,
+      100 * (wr / wp - 1), "same" if same else "DIFFER"))
+PY
+			# Whole-graph times only: the recorder's lightest setting.
+			t0=$(date +%s%N)
+			BCG_RECORD_TIMES=graph timeout 300 "$B" record --step step -o rec-$p-g.plan -- \
+				python3 "$top/t/record/$p.py" --steps 40 >rec-$p-graph.json 2>rec-$p-graph.err
+			say "record $p, BCG_RECORD_TIMES=graph: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms," \
+				"step $(tail -1 rec-$p-graph.json | python3 -c 'import json,sys; print(round(json.load(sys.stdin).get("step_ms", 0), 3))' 2>/dev/null) ms"
+			if [ -f rec-${p}1.plan ]; then
+				"$B" inspect rec-${p}1.plan >rec-$p-inspect.txt 2>&1
+				sed -n '/^variants/,/^$/p' rec-$p-inspect.txt | sed 's/^/  /' | tee -a "$summary"
+				"$B" diff rec-${p}1.plan rec-${p}2.plan >rec-$p-diff.txt 2>&1
+				say "record $p: two recordings diff: exit $?"
+			fi
+		done
 		;;
 	servecmp)
 		# The serving benchmark of the tree in .gpu/before (bench/bundle-before.sh)

@@ -107,6 +107,20 @@ _bcgtool()
 		return 0 ;;
 	esac
 
+	# record: after "--", the program to run and its own arguments.
+	if [[ $cmd == record ]]; then
+		for ((i = 1; i < COMP_CWORD; i++)); do
+			if [[ ${COMP_WORDS[i]} == -- ]]; then
+				if ((i == COMP_CWORD - 1)); then
+					COMPREPLY=($(compgen -c -- "$cur"))
+				else
+					compopt -o default 2>/dev/null
+				fi
+				return 0
+			fi
+		done
+	fi
+
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$(_bcgtool_options "$cmd")" -- "$cur"))
 		return 0

@@ -30,7 +30,7 @@ tag_text() {
 
 test_expect_success 'the commands, from bcgtool --help' '
 	bcg --help | sed -n "/^commands:/,/^\$/s/^  \([a-z][a-z]*\) .*/\1/p" >commands &&
-	test $(wc -l <commands) = 12
+	test $(wc -l <commands) = 13
 '
 
 test_expect_success 'every command has a page, and bcgtool(1) lists it' '

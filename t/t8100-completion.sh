@@ -36,6 +36,7 @@ test_expect_success BASH 'the commands, and help' '
 	instantiate
 	ops
 	profile
+	record
 	replay
 	report
 	run

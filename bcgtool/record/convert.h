@@ -1,0 +1,97 @@
+/*
+ * convert.h - from recording logs to a plan: what `bcgtool record` does
+ * once the program has run. CPU only, no CUDA: the unit tests feed it
+ * logs written with the recorder's own writer (reclog.h).
+ *
+ * How a recording becomes a plan (bcgtool-record(1) says it for users):
+ *
+ *  - Work is the eager kernels, copies and memsets and the graph launches
+ *    of a process, per device, in the order the program issued them.
+ *    Work issued while its stream was being captured never reaches the
+ *    log as eager work: it comes back as the nodes of the graph
+ *    instantiated from the capture.
+ *  - Steps: with a step name, each NVTX range of that name (push/pop on
+ *    one thread, or start/end) is a step, holding the work issued inside
+ *    it. Without one, steps are found in each device's sequence of graph
+ *    launches: a step ends where a graph comes again within it, where a
+ *    graph follows more than one graph in the run, or where a graph is
+ *    followed by more than one; a step then runs from its first graph
+ *    launch to its last.
+ *  - Inside a step, each graph launch is a segment, and the eager work
+ *    between two graph launches (or before the first, or after the last,
+ *    inside an NVTX step) is one breakpoint.
+ *  - Steps of one shape (the same graphs in the same order, the same
+ *    kernels in each break, whatever their grids) are one variant,
+ *    numbered 1, 2, ... in order of first appearance across devices; the
+ *    first step of a shape gives its records, every step of it the
+ *    medians of the recorded times.
+ *  - Each kernel's parameter words that hold an address inside a device
+ *    allocation live at the time become patches; the allocations they
+ *    name are kept (with their contents where the log has a snapshot).
+ *  - A function's module is the newest module loaded before the function
+ *    was first seen whose image holds the function's name; modules
+ *    without images, or a function no image holds, give a module that is
+ *    recorded but not replayable.
+ */
+#ifndef BCG_RECORD_CONVERT_H
+#define BCG_RECORD_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "record/reclog.h"
+
+struct record_opts {
+	const char *step;        /* NVTX range name; NULL: find repeating steps */
+	const char *command;     /* the command line, shell-quoted words */
+	const char *tool;        /* "bcgtool 0.1.0" */
+	uint64_t    wall_ns;     /* the command's wall time */
+	int64_t     created;     /* plan_now() */
+	int         snapshot;    /* --snapshot was given */
+	/* Called with each note (a log's own notes, a cut-short log, work
+	 * that could not be placed); may be NULL. */
+	void      (*note)(void *ctx, const char *msg);
+	void       *note_ctx;
+};
+
+struct record_summary {
+	uint32_t processes;
+	uint32_t devices;
+	uint64_t steps;
+	uint32_t variants;
+	uint32_t segments;
+	uint32_t breaks;
+	uint32_t launches;
+	uint32_t modules;
+	uint32_t modules_without_image;
+	uint32_t allocs;
+	uint32_t snapshots;
+	uint64_t graph_launches;
+	uint64_t eager_launches;
+};
+
+/* What record_convert answers. */
+enum record_result {
+	RECORD_OK           = 0,
+	RECORD_NO_GPU_WORK  = 1,   /* no kernel, copy or graph launch at all */
+	RECORD_NO_GRAPHS    = 2,   /* GPU work, but no CUDA graph launched */
+	RECORD_NO_STEPS     = 3,   /* no NVTX range of the step name */
+	RECORD_BAD_LOG      = 4,   /* a log that does not read */
+	RECORD_NO_MEMORY    = 5,
+	RECORD_PLAN_ERROR   = 6,   /* libplan refused what was built */
+};
+
+/*
+ * Build one plan from the logs of NLOGS processes (one, or a process and
+ * the children it forked). On RECORD_OK *OUT holds the plan and SUM (may
+ * be NULL) what it holds; otherwise *OUT is NULL and MSG says why.
+ */
+int record_convert(struct reclog *const *logs, size_t nlogs, const struct record_opts *opts,
+                   plan_t **out, struct record_summary *sum, char *msg, size_t msglen);
+
+/* Whether a log holds any GPU work (a kernel, copy, memset or graph
+ * launch). */
+int record_log_has_work(const struct reclog *log);
+
+#endif /* BCG_RECORD_CONVERT_H */
