@@ -775,6 +775,8 @@ struct cv_step {
 	uint32_t device;
 	uint64_t first;
 	uint64_t last;
+	size_t   ev_first;   /* the events from FIRST to LAST */
+	size_t   ev_last;
 };
 
 struct cv_steps {
@@ -782,16 +784,18 @@ struct cv_steps {
 	size_t          n, cap;
 };
 
-static int add_step(struct cv *c, struct cv_steps *st, uint32_t device, uint64_t first,
-                    uint64_t last)
+static int add_step(struct cv *c, struct cv_steps *st, uint32_t device, const struct cv_proc *p,
+                    size_t ev_first, size_t ev_last)
 {
 	struct cv_step *s = GROW(st->s, st->n, st->cap);
 
 	if (s == NULL)
 		return cv_nomem(c);
 	s->device = device;
-	s->first = first;
-	s->last = last;
+	s->first = p->evs[ev_first].seq;
+	s->last = p->evs[ev_last].seq;
+	s->ev_first = ev_first;
+	s->ev_last = ev_last;
 	return 0;
 }
 
@@ -820,7 +824,7 @@ static int split_devices(struct cv *c, struct cv_proc *p, struct cv_steps *st, s
 		if (nseen == sizeof seen / sizeof seen[0])
 			break;
 		seen[nseen++] = e->device;
-		if (add_step(c, st, e->device, p->evs[ev_first].seq, p->evs[ev_last].seq) != 0)
+		if (add_step(c, st, e->device, p, ev_first, ev_last) != 0)
 			return -1;
 	}
 	return 0;
@@ -938,7 +942,7 @@ static int steps_repeat(struct cv *c, struct cv_proc *p, struct cv_steps *st)
 	}
 	for (size_t d = 0; d < ndev; d++) {
 		uint32_t prev = START, step = 0;
-		uint64_t first = 0, last = 0;
+		size_t first = 0, last = 0;
 		int open = 0;
 
 		for (size_t g = 0; g < ng; g++) {
@@ -973,17 +977,17 @@ static int steps_repeat(struct cv *c, struct cv_proc *p, struct cv_steps *st)
 			cut = !open || stamp[e->graph] == step || (prev != START && succ_multi[prev]) ||
 			      pred_multi[e->graph];
 			if (cut) {
-				if (open && add_step(c, st, devices[d], first, last) != 0)
+				if (open && add_step(c, st, devices[d], p, first, last) != 0)
 					goto out;
 				step++;
 				open = 1;
-				first = e->seq;
+				first = i;
 			}
 			stamp[e->graph] = step;
-			last = e->seq;
+			last = i;
 			prev = e->graph;
 		}
-		if (open && add_step(c, st, devices[d], first, last) != 0)
+		if (open && add_step(c, st, devices[d], p, first, last) != 0)
 			goto out;
 	}
 	rc = 0;
@@ -1073,10 +1077,10 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 	memset(sh, 0, sizeof *sh);
 	sh->device = s->device;
 	h = plan_hash64(&s->device, sizeof s->device, h);
-	for (size_t i = 0; i < p->nevs; i++) {
+	for (size_t i = s->ev_first; i <= s->ev_last; i++) {
 		const struct cv_event *e = &p->evs[i];
 		struct cv_item *it;
-		if (e->seq < s->first || e->seq > s->last || e->device != s->device)
+		if ((e->kind != EV_OP && e->kind != EV_GRAPH) || e->device != s->device)
 			continue;
 		if (e->kind == EV_GRAPH) {
 			it = GROW(sh->items, sh->nitems, cap);
