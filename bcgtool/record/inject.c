@@ -137,14 +137,25 @@ static const char *cu_err(CUresult e)
 /* ---------------------------------------------------------------------- */
 /* Devices.                                                                */
 
+/* The device of a context; each thread keeps the last answer, since a
+ * launch asks for it every time and threads mostly stay on one context. */
+static _Thread_local CUcontext last_ctx;
+static _Thread_local uint32_t last_dev;
+
 static uint32_t ctx_device(CUcontext ctx)
 {
 	uint32_t dev = 0;
 
 	if (ctx == NULL && cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
 		return 0;
-	if (ctx == NULL || cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
+	if (ctx == NULL)
 		return 0;
+	if (ctx == last_ctx)
+		return last_dev;
+	if (cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
+		return 0;
+	last_ctx = ctx;
+	last_dev = dev;
 	return dev;
 }
 
