@@ -125,6 +125,15 @@ test_expect_success RECORD_LIB 'a process that forks: one plan per process, PLAN
 	test "$(wc -l <matched)" -eq 2
 '
 
+test_expect_success RECORD_LIB 'a child with nothing to plan gets none; its parent its own' '
+	mkdir forks2 &&
+	bcg record -o forks2/f.plan -- "$fake" fork-eager 2 2>err &&
+	grep "launched no CUDA graph.*no plan for it" err &&
+	ls forks2 >names &&
+	test "$(wc -l <names)" -eq 1 &&
+	grep "^f\.plan\.[0-9][0-9]*$" names
+'
+
 test_expect_success RECORD_LIB '--follow-forks: one plan for them all' '
 	bcg record --follow-forks -o all.plan -- "$fake" fork 2 2>err &&
 	grep "recorded all.plan: 5 steps" err &&
