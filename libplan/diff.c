@@ -1417,9 +1417,16 @@ static void recorded_modules(struct diff_ctx *c)
 		}
 		module_text(x, ta, sizeof ta);
 		if (k != PLAN_NONE) {
+			const struct plan_module *y = plan_get_module(c->b, k);
 			used[k] = 1;
-			module_text(plan_get_module(c->b, k), tb, sizeof tb);
-			diff_add(c->d, area, PLAN_DIFF_RENAMED, 0, ta, "", ta, tb, i, k);
+			module_text(y, tb, sizeof tb);
+			/* Two unnamed modules of one content are the same module. */
+			if (strcmp(x->name, y->name) != 0)
+				diff_add(c->d, area, PLAN_DIFF_RENAMED, 0, ta, "", ta, tb, i, k);
+			else
+				diff_field(c, area, 0, ta, "kept",
+				           (x->flags & PLAN_MODULE_IMAGE) ? "yes" : "no",
+				           (y->flags & PLAN_MODULE_IMAGE) ? "yes" : "no", i, k);
 		} else {
 			diff_add(c->d, area, PLAN_DIFF_REMOVED, 0, ta, "", ta, "", i, PLAN_NONE);
 		}
