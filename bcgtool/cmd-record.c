@@ -499,6 +499,12 @@ static int record_write(const struct record_args *a, struct reclog **logs, size_
 		int err;
 
 		err = record_convert(group, n, &o, &plan, &outs[nouts].sum, msg, sizeof msg);
+		if (err != RECORD_OK && ngroups > 1 && convert_status(err) == BCG_EXIT_NEGATIVE) {
+			/* One of several processes with nothing to plan (a helper
+			 * process that only copied, say): the others still are. */
+			bcg_note("process %u: %s: no plan for it", group[0]->pid, msg);
+			continue;
+		}
 		if (err != RECORD_OK) {
 			if (ngroups > 1)
 				bcg_error("process %u: %s: no plan written", group[0]->pid, msg);
@@ -520,6 +526,12 @@ static int record_write(const struct record_args *a, struct reclog **logs, size_
 			goto out;
 		}
 		nouts++;
+	}
+	if (nouts == 0) {
+		bcg_error("no process launched a CUDA graph the recorder could make a plan of: "
+		          "no plan written");
+		rc = BCG_EXIT_NEGATIVE;
+		goto out;
 	}
 	print_summary(a, command, status, wall, outs, nouts);
 out:

@@ -125,6 +125,15 @@ test_expect_success RECORD_LIB 'a process that forks: one plan per process, PLAN
 	test "$(wc -l <matched)" -eq 2
 '
 
+test_expect_success RECORD_LIB 'a child with nothing to plan gets none; its parent its own' '
+	mkdir forks2 &&
+	bcg record -o forks2/f.plan -- "$fake" fork-eager 2 2>err &&
+	grep "launched no CUDA graph.*no plan for it" err &&
+	ls forks2 >names &&
+	test "$(wc -l <names)" -eq 1 &&
+	grep "^f\.plan\.[0-9][0-9]*$" names
+'
+
 test_expect_success RECORD_LIB '--follow-forks: one plan for them all' '
 	bcg record --follow-forks -o all.plan -- "$fake" fork 2 2>err &&
 	grep "recorded all.plan: 5 steps" err &&
@@ -145,6 +154,47 @@ import json
 d = json.load(open(\"rec.json\"))
 assert \"variants\" in d, d.keys()
 "
+'
+
+# The recording library in a process without a GPU: it loads (with the
+# toolkit's driver stub where there is no driver), follows NVTX, and writes
+# a whole log at exit. bcgtool's own host replay pushes the ranges.
+lib="$BCG_BUILD_DIR/bcgtool/record/.libs/libbcg-record.so"
+dump="$BCG_BUILD_DIR/t/helper/reclog-dump"
+stubs=
+if ! test_have_prereq CUDA; then
+	for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+		test -n "$d" && test -f "$d/lib64/stubs/libcuda.so" && {
+			mkdir -p stub && ln -sf "$d/lib64/stubs/libcuda.so" stub/libcuda.so.1 &&
+			stubs=$PWD/stub; break; }
+	done
+fi
+{ test_have_prereq CUDA || test -n "$stubs"; } && test_set_prereq LOADABLE
+
+test_expect_success RECORD_LIB,NVTX,LOADABLE 'the library follows NVTX and ends its log at exit' '
+	bcg capture --backend host -o host.plan "$SAMPLES/llama-decode-small.yaml" >/dev/null 2>&1 &&
+	mkdir logs &&
+	LD_LIBRARY_PATH=$stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NVTX_INJECTION64_PATH="$lib" \
+		BCG_RECORD_DIR=$PWD/logs bcg replay --backend host --steps 2 --warmup 1 host.plan \
+		>/dev/null &&
+	"$dump" logs/*.bcglog >dump &&
+	head -2 dump >head &&
+	printf "version 1\nprocess\n" >expect &&
+	test_cmp expect head &&
+	tail -1 dump >last &&
+	echo end >expect &&
+	test_cmp expect last &&
+	# A warm-up step and two timed ones at least (replay may run more).
+	test "$(grep -c "^range-push step " dump)" -ge 3 &&
+	test "$(grep -c "^range-push" dump)" -eq "$(grep -c "^range-pop" dump)"
+'
+
+test_expect_success RECORD_LIB,NVTX,LOADABLE 'record: a program whose only GPU-side trace is NVTX did no GPU work' '
+	LD_LIBRARY_PATH=$stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	test_expect_code 1 bcg record -o host-rec.plan -- \
+		"$BCGTOOL" replay --backend host --steps 2 host.plan >/dev/null 2>err &&
+	grep "did no GPU work" err &&
+	! test -e host-rec.plan
 '
 
 test_expect_success CUDA,RECORD_LIB,PYTHON3 'bcgtool replay, recorded: the plan it replayed, segment for segment' '

@@ -191,7 +191,6 @@ struct cv_graph {
 	struct cv_op     *nodes;
 	uint32_t          nedges;
 	struct plan_edge *edges;
-	uint64_t          key;    /* structure, for step shapes */
 };
 
 enum cv_event_kind {
@@ -395,34 +394,6 @@ static int decode_node(struct cv *c, struct cv_proc *p, struct reclog_cur *k, st
 	return k->bad || c->rc != RECORD_OK ? -1 : 0;
 }
 
-/* The structure of a graph, as the shape of a step sees it. */
-static uint64_t graph_key(const struct cv_proc *p, const struct cv_graph *g)
-{
-	uint64_t h = PLAN_HASH64_INIT;
-
-	h = plan_hash64(&g->nnodes, sizeof g->nnodes, h);
-	for (uint32_t i = 0; i < g->nnodes; i++) {
-		const struct cv_op *n = &g->nodes[i];
-		uint32_t w[12] = { (uint32_t)n->type, n->grid[0], n->grid[1], n->grid[2],
-		                   n->block[0], n->block[1], n->block[2], n->cluster[0],
-		                   n->cluster[1], n->cluster[2], n->shmem, n->cuda_type };
-
-		h = plan_hash64(w, sizeof w, h);
-		if (n->type == PLAN_NODE_KERNEL && n->func != PLAN_NONE) {
-			const char *name = p->funcs[n->func].name;
-			h = plan_hash64(name, strlen(name) + 1, h);
-		}
-		if (n->type == PLAN_NODE_MEMCPY)
-			h = plan_hash64(&n->bytes, sizeof n->bytes, h);
-	}
-	for (uint32_t i = 0; i < g->nedges; i++) {
-		const struct plan_edge *e = &g->edges[i];
-		uint32_t w[5] = { e->from, e->to, e->type, e->from_port, e->to_port };
-		h = plan_hash64(w, sizeof w, h);
-	}
-	return h;
-}
-
 static int decode_graph(struct cv *c, struct cv_proc *p, const struct reclog_record *r)
 {
 	struct reclog_cur k;
@@ -460,7 +431,6 @@ static int decode_graph(struct cv *c, struct cv_proc *p, const struct reclog_rec
 			return cv_fail(c, RECORD_BAD_LOG, "record %" PRIu64 ": a malformed graph edge",
 			               r->seq);
 	}
-	g->key = graph_key(p, g);
 	if (map_put(&p->graph_by_exec, g->exec ^ ((uint64_t)g->device << 56),
 	            (uint32_t)(p->ngraphs - 1)) != 0)
 		return cv_nomem(c);
@@ -479,7 +449,6 @@ static uint32_t stub_graph(struct cv *c, struct cv_proc *p, uint64_t exec, uint3
 	g->exec = exec;
 	g->device = device;
 	g->seq = seq;
-	g->key = exec;
 	if (map_put(&p->graph_by_exec, exec ^ ((uint64_t)device << 56),
 	            (uint32_t)(p->ngraphs - 1)) != 0)
 		return cv_nomem(c), PLAN_NONE;
@@ -775,6 +744,8 @@ struct cv_step {
 	uint32_t device;
 	uint64_t first;
 	uint64_t last;
+	size_t   ev_first;   /* the events from FIRST to LAST */
+	size_t   ev_last;
 };
 
 struct cv_steps {
@@ -782,16 +753,18 @@ struct cv_steps {
 	size_t          n, cap;
 };
 
-static int add_step(struct cv *c, struct cv_steps *st, uint32_t device, uint64_t first,
-                    uint64_t last)
+static int add_step(struct cv *c, struct cv_steps *st, uint32_t device, const struct cv_proc *p,
+                    size_t ev_first, size_t ev_last)
 {
 	struct cv_step *s = GROW(st->s, st->n, st->cap);
 
 	if (s == NULL)
 		return cv_nomem(c);
 	s->device = device;
-	s->first = first;
-	s->last = last;
+	s->first = p->evs[ev_first].seq;
+	s->last = p->evs[ev_last].seq;
+	s->ev_first = ev_first;
+	s->ev_last = ev_last;
 	return 0;
 }
 
@@ -820,7 +793,7 @@ static int split_devices(struct cv *c, struct cv_proc *p, struct cv_steps *st, s
 		if (nseen == sizeof seen / sizeof seen[0])
 			break;
 		seen[nseen++] = e->device;
-		if (add_step(c, st, e->device, p->evs[ev_first].seq, p->evs[ev_last].seq) != 0)
+		if (add_step(c, st, e->device, p, ev_first, ev_last) != 0)
 			return -1;
 	}
 	return 0;
@@ -938,7 +911,7 @@ static int steps_repeat(struct cv *c, struct cv_proc *p, struct cv_steps *st)
 	}
 	for (size_t d = 0; d < ndev; d++) {
 		uint32_t prev = START, step = 0;
-		uint64_t first = 0, last = 0;
+		size_t first = 0, last = 0;
 		int open = 0;
 
 		for (size_t g = 0; g < ng; g++) {
@@ -973,17 +946,17 @@ static int steps_repeat(struct cv *c, struct cv_proc *p, struct cv_steps *st)
 			cut = !open || stamp[e->graph] == step || (prev != START && succ_multi[prev]) ||
 			      pred_multi[e->graph];
 			if (cut) {
-				if (open && add_step(c, st, devices[d], first, last) != 0)
+				if (open && add_step(c, st, devices[d], p, first, last) != 0)
 					goto out;
 				step++;
 				open = 1;
-				first = e->seq;
+				first = i;
 			}
 			stamp[e->graph] = step;
-			last = e->seq;
+			last = i;
 			prev = e->graph;
 		}
-		if (open && add_step(c, st, devices[d], first, last) != 0)
+		if (open && add_step(c, st, devices[d], p, first, last) != 0)
 			goto out;
 	}
 	rc = 0;
@@ -1073,10 +1046,10 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 	memset(sh, 0, sizeof *sh);
 	sh->device = s->device;
 	h = plan_hash64(&s->device, sizeof s->device, h);
-	for (size_t i = 0; i < p->nevs; i++) {
+	for (size_t i = s->ev_first; i <= s->ev_last; i++) {
 		const struct cv_event *e = &p->evs[i];
 		struct cv_item *it;
-		if (e->seq < s->first || e->seq > s->last || e->device != s->device)
+		if ((e->kind != EV_OP && e->kind != EV_GRAPH) || e->device != s->device)
 			continue;
 		if (e->kind == EV_GRAPH) {
 			it = GROW(sh->items, sh->nitems, cap);
@@ -1086,8 +1059,10 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 			it->graph = e->graph;
 			it->ev = i;
 			open = NULL;
+			/* The graph itself, not its structure: an engine's graphs of
+			 * two batch sizes may hold the same kernels alike. */
 			h = plan_hash64("S", 1, h);
-			h = plan_hash64(&p->graphs[e->graph].key, 8, h);
+			h = plan_hash64(&e->graph, sizeof e->graph, h);
 		} else if (e->kind == EV_OP) {
 			if (open == NULL) {
 				it = GROW(sh->items, sh->nitems, cap);

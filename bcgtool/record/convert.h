@@ -20,8 +20,8 @@
  *  - Inside a step, each graph launch is a segment, and the eager work
  *    between two graph launches (or before the first, or after the last,
  *    inside an NVTX step) is one breakpoint.
- *  - Steps of one shape (the same graphs in the same order, the same
- *    kernels in each break, whatever their grids) are one variant,
+ *  - Steps of one shape (the same executable graphs in the same order,
+ *    the same kernels in each break, whatever their grids) are one variant,
  *    numbered 1, 2, ... in order of first appearance across devices; the
  *    first step of a shape gives its records, every step of it the
  *    medians of the recorded times.

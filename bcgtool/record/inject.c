@@ -23,10 +23,11 @@
  *    and memset (graph kernels carry the correlation of their graph
  *    launch), or with BCG_RECORD_TIMES=graph only whole graph launches;
  *  - NVTX pushes, pops, starts and ends, with their messages;
+ *  - with $BCG_RECORD_SNAPSHOT, the contents of the allocations, up to
+ *    that many bytes in all (0: all): of those live at the first graph
+ *    launch then, of the others as they are freed or at exit;
  *  - at exit: the libraries loaded (cuBLAS, NCCL, the CUDA runtime,
- *    torch), and with $BCG_RECORD_SNAPSHOT the contents of the live
- *    allocations (freed ones are kept as they are freed), up to that many
- *    bytes in all (0: all).
+ *    torch).
  *
  * It never changes what the program computes and never stops it: every
  * CUPTI and driver call is checked, and a failure becomes a NOTE record.
@@ -81,6 +82,7 @@ static struct recorder {
 	int                    cupti_on;
 	CUpti_SubscriberHandle sub;
 	int                    snapshot;
+	int                    snapped;   /* the first graph launch's snapshot */
 	uint64_t               snapshot_left;
 	atomic_int             captures;  /* captures begun and not ended */
 	struct fn_entry       *fns;
@@ -137,14 +139,25 @@ static const char *cu_err(CUresult e)
 /* ---------------------------------------------------------------------- */
 /* Devices.                                                                */
 
+/* The device of a context; each thread keeps the last answer, since a
+ * launch asks for it every time and threads mostly stay on one context. */
+static _Thread_local CUcontext last_ctx;
+static _Thread_local uint32_t last_dev;
+
 static uint32_t ctx_device(CUcontext ctx)
 {
 	uint32_t dev = 0;
 
 	if (ctx == NULL && cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
 		return 0;
-	if (ctx == NULL || cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
+	if (ctx == NULL)
 		return 0;
+	if (ctx == last_ctx)
+		return last_dev;
+	if (cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
+		return 0;
+	last_ctx = ctx;
+	last_dev = dev;
 	return dev;
 }
 
@@ -979,6 +992,21 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 	if (domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
 	const CUpti_CallbackData *cb = data;
+	/* The contents of the live allocations as the first graph launch
+	 * finds them: what a replay of the steps starts from. */
+	if (R.snapshot && !R.snapped && cb->callbackSite == CUPTI_API_ENTER &&
+	    (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+	     id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz)) {
+		pthread_mutex_lock(&R.lock);
+		if (!R.snapped) {
+			R.snapped = 1;
+			for (size_t i = 0; i < R.nallocs; i++)
+				snapshot_alloc(&R.allocs[i]);
+			R.nallocs = 0;
+		}
+		pthread_mutex_unlock(&R.lock);
+		return;
+	}
 	switch (id) {
 	case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:

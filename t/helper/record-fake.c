@@ -7,6 +7,7 @@
  *
  *   record-fake breakable STEPS   graph, eager kernel, graph; STEPS steps
  *   record-fake fork STEPS        the same in this process and in a child
+ *   record-fake fork-eager STEPS  the same here, one eager kernel in a child
  *   record-fake eager             one eager kernel, no graph
  *   record-fake idle              a log with no GPU work
  *   record-fake nvtx STEPS        breakable steps inside NVTX ranges "step"
@@ -195,13 +196,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: record-fake breakable|fork|eager|idle|nvtx [STEPS]\n");
 		return 2;
 	}
-	if (strcmp(argv[1], "fork") == 0) {
+	if (strcmp(argv[1], "fork") == 0 || strcmp(argv[1], "fork-eager") == 0) {
 		pid_t pid = fork();
 		int status;
 		if (pid < 0)
 			return 3;
 		open_log();
-		breakable(pid == 0 ? steps + 1 : steps, 0);
+		if (pid == 0 && argv[1][4] != '\0')
+			eager(1, 1);
+		else
+			breakable(pid == 0 ? steps + 1 : steps, 0);
 		close_log();
 		if (pid == 0)
 			_exit(0);

@@ -484,6 +484,35 @@ static void test_batch_sizes(void)
 	reclog_free(log);
 }
 
+/* Two batch sizes whose graphs hold the same kernels alike: still two
+ * variants (their graphs are not the same graphs). */
+static void test_alike_graphs(void)
+{
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[1] = { F_MLP }, w[1] = { ARENA };
+	uint32_t corr = 1;
+
+	tlog_open(&t);
+	preamble(&t, 1);
+	w_graph(&t, 0, EXEC_A, f, w, 1);
+	w_graph(&t, 0, EXEC_B, f, w, 1);
+	for (int s = 0; s < 6; s++)
+		w_launch(&t, 0, s < 3 ? EXEC_A : EXEC_B, corr++);
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "alike: converts");
+	if (plan != NULL) {
+		is_int(plan_count_variants(plan), 2, "alike: two variants");
+		is_int(plan_get_variant(plan, 0)->seen, 3, "alike: the first seen 3 times");
+		is_int(plan_get_variant(plan, 1)->seen, 3, "alike: the second seen 3 times");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
 /* Steps marked by NVTX, with eager work before the first graph (an input
  * copy) inside the step, work outside every step, a nested range of
  * another name and a second thread's ranges. */
@@ -671,6 +700,7 @@ int main(void)
 {
 	test_breakable_repeat();
 	test_batch_sizes();
+	test_alike_graphs();
 	test_nvtx();
 	test_full_two_devices();
 	test_faults();
