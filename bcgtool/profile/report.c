@@ -292,6 +292,13 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 		}
 	}
 
+	if (plan_get_origin(p->plan) == PLAN_ORIGIN_RECORDED) {
+		/* A recording has no ops: its kernels are credited to the
+		 * items above and the graph nodes they ran as. */
+		fprintf(f, "\n(a recorded plan has no ops: kernels are credited to its items "
+		        "and graph nodes)\n");
+		goto unattributed;
+	}
 	order = ops_by_time(p, &nops);
 	fprintf(f, "\nops (top %u of %u by GPU time; mean per step)\n"
 	        "  %-20s %-14s %4s %7s %12s %6s %12s %8s\n",
@@ -328,6 +335,7 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 	}
 	free(ks);
 
+unattributed:
 	groups = unattr_groups(p, &ngroups);
 	if (ngroups > 0) {
 		fprintf(f, "\nunattributed (%llu kernels in %u groups, top %u; every one in --json)\n"
