@@ -160,7 +160,10 @@ test_expect_success SQLITE,PYTHON3 'report: a recorded replay'"'"'s kernels join
 	test_grep "^per step  GPU span 2.70 us, busy 2.50 us, idle 0.20 us" out &&
 	test_grep "seg 0 _Z11rmsnorm_f16PK6__halfPS_if.._Z6matmulIfLi128EEvPKT_S2_PS0_iii *2 *1.50 us *1.60 us *0.10 us" out &&
 	test_grep "^  cublasLt *0.10 us *1.00 us" out &&
-	test_grep "a recorded plan has no ops" out
+	test_grep "a recorded plan has no ops" out &&
+	test_grep "^        1       0      1.00 us  40.0%  void matmul<float, 128>" out &&
+	test_grep "^        0       1      1.00 us  40.0%  sm90_xmma_gemm" out &&
+	test_grep "^        1       0      0.50 us  20.0%  rmsnorm_f16(__half const\*, __half\*, int, float)$" out
 '
 
 test_expect_success SQLITE,PYTHON3 'report --json of a recorded replay follows its schema' '
