@@ -1439,11 +1439,26 @@ static void recorded_modules(struct diff_ctx *c)
 	free(used);
 }
 
-/* Whether plan P launches a kernel named NAME. */
-static int launches_kernel(const plan_t *p, const char *name)
+/* USED[f]: some launch of P runs function f. */
+static unsigned char *functions_launched(const plan_t *p)
 {
-	for (uint32_t i = 0; i < plan_count_launches(p); i++)
-		if (strcmp(launch_kernel(p, i), name) == 0)
+	unsigned char *used = calloc((size_t)plan_count_functions(p) + 1, 1);
+
+	if (used == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < plan_count_launches(p); i++) {
+		const struct plan_launch *l = plan_get_launch(p, i);
+		if (l->type == PLAN_NODE_KERNEL && l->function < plan_count_functions(p))
+			used[l->function] = 1;
+	}
+	return used;
+}
+
+/* Whether a launched function of P (USED) is named NAME. */
+static int launches_kernel(const plan_t *p, const unsigned char *used, const char *name)
+{
+	for (uint32_t f = 0; f < plan_count_functions(p); f++)
+		if (used[f] && strcmp(plan_get_function(p, f)->name, name) == 0)
 			return 1;
 	return 0;
 }
@@ -1456,22 +1471,23 @@ static void recorded_kernels(struct diff_ctx *c)
 	const int area = PLAN_DIFF_KERNELS;
 	uint32_t na = plan_count_functions(c->a), nb = plan_count_functions(c->b);
 	unsigned char *gone = calloc((size_t)na + 1, 1), *new = calloc((size_t)nb + 1, 1);
+	unsigned char *ua = functions_launched(c->a), *ub = functions_launched(c->b);
 	char subject[TEXT_MAX];
 
-	if (gone == NULL || new == NULL) {
+	if (gone == NULL || new == NULL || ua == NULL || ub == NULL) {
 		c->d->failed = 1;
 		goto out;
 	}
 	for (uint32_t i = 0; i < na; i++) {
 		const char *x = plan_get_function(c->a, i)->name;
-		gone[i] = launches_kernel(c->a, x) && !launches_kernel(c->b, x);
+		gone[i] = ua[i] && !launches_kernel(c->b, ub, x);
 		for (uint32_t k = 0; k < i && gone[i]; k++)   /* one entry a name */
 			if (strcmp(plan_get_function(c->a, k)->name, x) == 0)
 				gone[i] = 0;
 	}
 	for (uint32_t j = 0; j < nb; j++) {
 		const char *y = plan_get_function(c->b, j)->name;
-		new[j] = launches_kernel(c->b, y) && !launches_kernel(c->a, y);
+		new[j] = ub[j] && !launches_kernel(c->a, ua, y);
 		for (uint32_t k = 0; k < j && new[j]; k++)
 			if (strcmp(plan_get_function(c->b, k)->name, y) == 0)
 				new[j] = 0;
@@ -1501,6 +1517,8 @@ static void recorded_kernels(struct diff_ctx *c)
 out:
 	free(gone);
 	free(new);
+	free(ua);
+	free(ub);
 }
 
 /* Variants of two recordings: matched by label (the K-th of a label in A

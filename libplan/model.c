@@ -1126,7 +1126,8 @@ int plan_add_function(plan_t *plan, const struct plan_function *function, uint32
 }
 
 /* Whether ADDR names an allocation of the plan (or none) and, inside it,
- * the bytes [offset, offset + span) (span 0: the offset alone). */
+ * the bytes [offset, offset + span); span 0: an address word, which may
+ * also point one past the end (an end pointer). */
 static int check_addr(const plan_t *plan, const struct plan_addr *addr, uint64_t span,
                       const char *what, uint32_t n, struct plan_diag *diag)
 {
@@ -1136,7 +1137,8 @@ static int check_addr(const plan_t *plan, const struct plan_addr *addr, uint64_t
 		return plan__fail(diag, PLAN_ERR_INVALID, "launch %u: %s names allocation %u of %u",
 		                  n, what, addr->alloc, plan->allocs.count);
 	const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, addr->alloc);
-	if (addr->offset >= a->bytes || span > a->bytes - addr->offset)
+	if (addr->offset > a->bytes || (span > 0 && addr->offset == a->bytes) ||
+	    span > a->bytes - addr->offset)
 		return plan__fail(diag, PLAN_ERR_INVALID,
 		                  "launch %u: %s at offset %llu (+%llu) outside allocation %u "
 		                  "(%llu bytes)", n, what, (unsigned long long)addr->offset,
@@ -1388,7 +1390,9 @@ uint32_t plan_find_alloc(const plan_t *plan, uint32_t device, uint64_t address, 
 	}
 	if (at > 0) {
 		const struct plan_alloc *a = AT(plan->allocs, struct plan_alloc, order[at - 1]);
-		if (a->device == device && address - a->address < a->bytes) {
+		/* Inside it, or, when no allocation holds ADDRESS, one past its
+		 * end: an end pointer, relocated with its allocation. */
+		if (a->device == device && address - a->address <= a->bytes) {
 			if (offset != NULL)
 				*offset = address - a->address;
 			return order[at - 1];

@@ -536,7 +536,8 @@ struct plan_addr {
 	uint64_t offset;
 };
 
-/* A word of a launch's parameter bytes that held a device address. */
+/* A word of a launch's parameter bytes that held a device address (with
+ * an allocation: OFFSET at most its size, the size being an end pointer). */
 struct plan_patch {
 	uint32_t         byte;   /* its byte offset in the parameter buffer;
 	                            8-byte aligned, within the buffer */
@@ -632,7 +633,9 @@ const struct plan_launch   *plan_get_launch(const plan_t *plan, uint32_t index);
 const struct plan_alloc    *plan_get_alloc(const plan_t *plan, uint32_t index);
 
 /* The allocation of DEVICE that holds ADDRESS, or PLAN_NONE; *OFFSET gets
- * the offset within it. */
+ * the offset within it. When none holds it, an allocation that ends
+ * exactly at ADDRESS is given, *OFFSET its size: a pointer one past the
+ * end (C++'s end iterators) is relocated with the allocation it ends. */
 uint32_t plan_find_alloc(const plan_t *plan, uint32_t device, uint64_t address, uint64_t *offset);
 
 /* ---------------------------------------------------------------------- */

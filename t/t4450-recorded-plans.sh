@@ -148,9 +148,27 @@ open(\"bad.plan\", \"wb\").write(d)
 	test_grep "^bcgtool: bad.plan: checksum mismatch" err
 '
 
-test_expect_success 'report refuses a recording: it joins kernels to ops' '
-	test_expect_code 2 bcg report "$TEST_DATA/nsys/small.sqlite" a.plan 2>err &&
-	test_grep "the plan is a recording (format 1.4)" err
+test "${BCG_HAVE_SQLITE:-no}" = yes && test_set_prereq SQLITE
+
+# t/nsys-recorded.py writes a synthetic export of two replayed steps of
+# variant 1, with its times in its comment: the figures below are those.
+test_expect_success SQLITE,PYTHON3 'report: a recorded replay'"'"'s kernels joined to its graph nodes and breaks' '
+	"$PYTHON3" "$TEST_DIRECTORY/nsys-recorded.py" rec.sqlite &&
+	bcg report rec.sqlite a.plan >out &&
+	test_grep "^variant   1 tokens, breakable: 1 segments, 2 breakpoints$" out &&
+	test_grep "^kernels   6 in the report: 6 attributed (4 graph nodes, 2 in breakpoints), 0 unattributed" out &&
+	test_grep "^per step  GPU span 2.70 us, busy 2.50 us, idle 0.20 us" out &&
+	test_grep "seg 0 _Z11rmsnorm_f16PK6__halfPS_if.._Z6matmulIfLi128EEvPKT_S2_PS0_iii *2 *1.50 us *1.60 us *0.10 us" out &&
+	test_grep "^  cublasLt *0.10 us *1.00 us" out &&
+	test_grep "a recorded plan has no ops" out &&
+	test_grep "^        1       0      1.00 us  40.0%  void matmul<float, 128>" out &&
+	test_grep "^        0       1      1.00 us  40.0%  sm90_xmma_gemm" out &&
+	test_grep "^        1       0      0.50 us  20.0%  rmsnorm_f16(__half const\*, __half\*, int, float)$" out
+'
+
+test_expect_success SQLITE,PYTHON3 'report --json of a recorded replay follows its schema' '
+	bcg report --json rec.sqlite a.plan >report.json &&
+	"$PYTHON3" "$TEST_DIRECTORY/json-validate.py" "$BCG_SRC_DIR/formats/report-schema.json" report.json
 '
 
 test_done

@@ -56,15 +56,35 @@ void profile_release(struct profile *p)
 }
 
 /* The NVTX names replay gives a variant's items: "seg K first..last" (K
- * counts the variant's segments) and "break NAME". */
-static char (*variant_names(const plan_t *plan, uint32_t v))[160]
+ * counts the variant's segments) and "break NAME". A recorded plan's
+ * replay (bcgtool/record) names a segment "seg S FIRST..LAST", S the
+ * plan's segment index and FIRST and LAST its first and last kernels'
+ * raw names, each cut at 140 bytes, and a break "break NAME". */
+static char (*variant_names(const plan_t *plan, uint32_t v))[PROF_ITEM_NAME_MAX]
 {
 	const struct plan_variant *pv = plan_get_variant(plan, v);
-	char (*names)[160] = xcalloc(pv->nitems + 1, sizeof *names);
+	char (*names)[PROF_ITEM_NAME_MAX] = xcalloc(pv->nitems + 1, sizeof *names);
 	char a[64], b[64];
 	uint32_t k = 0;
 
-	for (uint32_t i = 0; i < pv->nitems; i++) {
+	for (uint32_t i = 0; i < pv->nitems && plan_get_origin(plan) == PLAN_ORIGIN_RECORDED; i++) {
+		if (pv->items[i].kind == PLAN_ITEM_SEGMENT) {
+			const struct plan_segment *s = plan_get_segment(plan, pv->items[i].index);
+			const char *first = "", *last = "";
+			for (uint32_t n = 0; n < s->nnodes; n++)
+				if (s->nodes[n].type == PLAN_NODE_KERNEL) {
+					if (first[0] == '\0')
+						first = s->nodes[n].kernel;
+					last = s->nodes[n].kernel;
+				}
+			snprintf(names[i], sizeof names[i], "seg %u %.140s..%.140s",
+			         pv->items[i].index, first, last);
+		} else {
+			snprintf(names[i], sizeof names[i], "break %s",
+			         plan_get_breakpoint(plan, pv->items[i].index)->name);
+		}
+	}
+	for (uint32_t i = 0; i < pv->nitems && plan_get_origin(plan) != PLAN_ORIGIN_RECORDED; i++) {
 		if (pv->items[i].kind == PLAN_ITEM_SEGMENT) {
 			const struct plan_segment *s = plan_get_segment(plan, pv->items[i].index);
 			plan_op_label(plan, s->op_first, a, sizeof a);
@@ -182,7 +202,7 @@ static uint32_t find_steps(const struct nsys_trace *t, struct raw_step **out)
 	return n;
 }
 
-static int step_matches(const struct raw_step *s, char (*names)[160], uint32_t nitems)
+static int step_matches(const struct raw_step *s, char (*names)[PROF_ITEM_NAME_MAX], uint32_t nitems)
 {
 	if (s->nitems != nitems)
 		return 0;
@@ -310,14 +330,6 @@ int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens
 	p->plan = plan;
 	p->trace = t;
 	p->variant = PLAN_NONE;
-	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
-		/* The join credits kernels to ops, which a recording has none
-		 * of; crediting them to its nodes and launches is not done. */
-		rc = fail(msg, len, 2, "the plan is a recording (format 1.4): report joins kernels "
-		          "to the ops of a plan made from a script, and cannot yet join them to a "
-		          "recording's nodes and launches");
-		goto out;
-	}
 	nraw = find_steps(t, &raw);
 	if (nraw == 0) {
 		rc = fail(msg, len, 2, "no 'step N' NVTX ranges: profile `bcgtool replay` with its "
@@ -338,7 +350,7 @@ int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens
 	/* The variant: given, or the one whose items the most steps hold and
 	 * whose node records agree with the most kernels' launch shapes. */
 	for (uint32_t v = 0; v < nv; v++) {
-		char (*names)[160];
+		char (*names)[PROF_ITEM_NAME_MAX];
 		uint64_t matches = 0, shapes = 0;
 
 		pv = plan_get_variant(plan, v);

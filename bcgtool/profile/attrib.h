@@ -12,6 +12,9 @@
  *    node record order -- names the plan node, hence the op; the kernel's
  *    name must be the one the plan records there;
  *  - in a breakpoint, it belongs to the breakpoint's op.
+ * In a recorded plan (format 1.4), which has no ops, a kernel is credited
+ * to its item and graph node only (op PLAN_NONE, why NULL): the per-op
+ * tables stay empty, the step and item times hold.
  * Every other kernel stays in the report as unattributed, with the reason.
  */
 #ifndef BCG_PROFILE_ATTRIB_H
@@ -21,6 +24,10 @@
 
 #include "nsys.h"
 #include "plan.h"
+
+/* The longest NVTX item name compared (a recorded segment's holds two
+ * kernel names of up to 140 bytes). */
+#define PROF_ITEM_NAME_MAX 320
 
 struct prof_kattr {
 	uint32_t    step;     /* index into profile.steps; PLAN_NONE outside */
@@ -60,7 +67,7 @@ struct profile {
 	uint32_t                  variant;
 	int64_t                   tokens;
 	uint32_t                  nitems;
-	char                    (*item_names)[160];
+	char                    (*item_names)[PROF_ITEM_NAME_MAX];
 	struct prof_step         *steps;     /* steps that match the variant */
 	uint32_t                  nsteps;
 	uint32_t                  unmatched_steps;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "report.h"
 #include "util.h"
 
@@ -26,6 +27,49 @@ struct unattr_group {
 	uint64_t    kernels;
 	int64_t     total;
 };
+
+/* A recorded plan's kernels by name: launches and GPU time over every
+ * matched step, graph and eager apart. */
+struct rec_kernel {
+	const char *name;     /* mangled */
+	uint64_t    graph, eager;
+	int64_t     total;
+};
+
+static int rec_by_time(const void *x, const void *y)
+{
+	const struct rec_kernel *a = x, *b = y;
+
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static struct rec_kernel *rec_kernels(const struct profile *p, uint32_t *n)
+{
+	const struct plan_variant *pv = plan_get_variant(p->plan, p->variant);
+	struct rec_kernel *rk = xcalloc(p->trace->nkernels + 1, sizeof *rk);
+
+	*n = 0;
+	for (size_t k = 0; k < p->trace->nkernels; k++) {
+		const struct prof_kattr *at = &p->kattr[k];
+		const struct nsys_kernel *kn = &p->trace->kernels[k];
+		uint32_t j;
+		if (at->why != NULL || at->item == PLAN_NONE)
+			continue;
+		for (j = 0; j < *n && strcmp(rk[j].name, kn->mangled) != 0; j++)
+			;
+		if (j == *n)
+			rk[(*n)++].name = kn->mangled;
+		if (pv->items[at->item].kind == PLAN_ITEM_SEGMENT)
+			rk[j].graph++;
+		else
+			rk[j].eager++;
+		rk[j].total += kn->end - kn->start;
+	}
+	qsort(rk, *n, sizeof *rk, rec_by_time);
+	return rk;
+}
 
 static double per_step(const struct profile *p, double v)
 {
@@ -292,6 +336,30 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 		}
 	}
 
+	if (plan_get_origin(p->plan) == PLAN_ORIGIN_RECORDED) {
+		/* A recording has no ops: its kernels are credited to the
+		 * items above and the graph nodes they ran as; by name here. */
+		uint32_t nk;
+		struct rec_kernel *rk = rec_kernels(p, &nk);
+		double rec_total = 0;
+		char name[1024];
+		for (uint32_t k = 0; k < nk; k++)
+			rec_total += (double)rk[k].total;
+		fprintf(f, "\n(a recorded plan has no ops: kernels are credited to its items "
+		        "and graph nodes)\n");
+		fprintf(f, "\nkernels (top %u of %u by GPU time; mean per step)\n"
+		        "  %7s %7s %12s %6s  %s\n", top < nk ? top : nk, nk, "graph", "eager", "time",
+		        "share", "kernel");
+		for (uint32_t k = 0; k < nk && k < top; k++) {
+			us(a, sizeof a, per_step(p, (double)rk[k].total));
+			fprintf(f, "  %7.0f %7.0f %12s %5.1f%%  %s\n", per_step(p, (double)rk[k].graph),
+			        per_step(p, (double)rk[k].eager), a,
+			        rec_total > 0 ? 100.0 * (double)rk[k].total / rec_total : 0.0,
+			        bcg_demangle(rk[k].name, name, sizeof name));
+		}
+		free(rk);
+		goto unattributed;
+	}
 	order = ops_by_time(p, &nops);
 	fprintf(f, "\nops (top %u of %u by GPU time; mean per step)\n"
 	        "  %-20s %-14s %4s %7s %12s %6s %12s %8s\n",
@@ -328,6 +396,7 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 	}
 	free(ks);
 
+unattributed:
 	groups = unattr_groups(p, &ngroups);
 	if (ngroups > 0) {
 		fprintf(f, "\nunattributed (%llu kernels in %u groups, top %u; every one in --json)\n"

@@ -169,7 +169,8 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 			kind = plan_get_op(p->plan, at->op)->kind;
 			plan_op_label(p->plan, at->op, label, sizeof label);
 		} else {
-			snprintf(label, sizeof label, "?");
+			/* A recorded plan's kernel: its name (no op). */
+			snprintf(label, sizeof label, "%s", kn->name);
 		}
 		snprintf(title, sizeof title, "%s (%s): %s, %.2f us", label, kind, kn->name,
 		         (double)(kn->end - kn->start) / 1e3);
@@ -290,12 +291,15 @@ int report_trace(const char *path, const struct profile *p, char *msg, size_t le
 			plan_op_label(p->plan, at->op, label, sizeof label);
 			args[nargs++] = (struct trace_arg){ .key = "kind",
 			                                    .s = plan_get_op(p->plan, at->op)->kind };
+		} else if (at->why == NULL) {
+			/* A recorded plan's kernel: attributed to its item, no op. */
+			snprintf(label, sizeof label, "%s", kn->name);
 		} else {
 			snprintf(label, sizeof label, "%s", kn->name);
 			args[nargs++] = (struct trace_arg){ .key = "unattributed", .s = at->why };
 		}
 		args[nargs++] = (struct trace_arg){ .key = "item", .s = at->where };
-		trace_event(w, 1, 2, label, at->op != PLAN_NONE ? "kernel" : "unattributed",
+		trace_event(w, 1, 2, label, at->why == NULL ? "kernel" : "unattributed",
 		            (double)(kn->start - origin), (double)(kn->end - kn->start), args, nargs);
 	}
 	return trace_close(w, msg, len);

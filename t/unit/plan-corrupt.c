@@ -1092,8 +1092,8 @@ static void test_recorded(void)
 	       put32(record_of(c, "PTCH", 4), 40));
 	EDIT_R("patches not ascending", PLAN_ERR_CORRUPT, "not ascending",
 	       put32(record_of(c, "PTCH", 3), 0));
-	EDIT_R("a patch outside its allocation", PLAN_ERR_CORRUPT, "outside allocation 0",
-	       put64(record_of(c, "PTCH", 4) + 8, 64));
+	EDIT_R("a patch past its allocation's end", PLAN_ERR_CORRUPT, "outside allocation 0",
+	       put64(record_of(c, "PTCH", 4) + 8, 65));
 	EDIT_R("a patch of allocation 7", PLAN_ERR_CORRUPT, "allocation 7 of 2",
 	       put32(record_of(c, "PTCH", 4) + 4, 7));
 	EDIT_R("two launches sharing patches", PLAN_ERR_CORRUPT, "starts before",

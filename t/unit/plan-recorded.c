@@ -64,7 +64,7 @@ static void test_builder(void)
 	uint32_t idx = 9, launch = 0;
 	struct plan_launch l;
 	struct plan_patch bad[] = { { 4, { 0, 0 } } }, past[] = { { 16, { 0, 0 } } };
-	struct plan_patch outside[] = { { 0, { 0, 4096 } } }, back[] = { { 8, { 0, 0 } }, { 0, { 0, 0 } } };
+	struct plan_patch outside[] = { { 0, { 0, 4097 } } }, endp[] = { { 0, { 0, 4096 } } }, back[] = { { 8, { 0, 0 } }, { 0, { 0, 0 } } };
 	static const uint8_t img[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	uint64_t off = 0;
 
@@ -116,7 +116,11 @@ static void test_builder(void)
 	                       NULL, NULL), "a snapshot without contents");
 	is_int(plan_find_alloc(p, 0, 0x10000 + 4095, &off), 0, "find: the last byte of allocation 0");
 	ok(off == 4095, "at offset 4095");
-	is_int(plan_find_alloc(p, 0, 0x10000 + 4096, &off), PLAN_NONE, "find: one past its end");
+	is_int(plan_find_alloc(p, 0, 0x10000 + 4096, &off), 0, "find: one past its end, its end pointer");
+	ok(off == 4096, "at offset 4096");
+	is_int(plan_find_alloc(p, 0, 0x10000 + 4097, &off), PLAN_NONE, "find: two past its end, none");
+	is_int(plan_find_alloc(p, 0, 0x10000, &off), 0,
+	       "find: where allocation 2 ends and 0 starts, allocation 0");
 	is_int(plan_find_alloc(p, 0, 0x8000, &off), 2, "find: the start of allocation 2");
 	is_int(plan_find_alloc(p, 1, 0x10808, &off), 1, "find: allocation 1 on device 1");
 	is_int(plan_find_alloc(p, 2, 0x10808, &off), PLAN_NONE, "find: nothing on device 2");
@@ -129,7 +133,9 @@ static void test_builder(void)
 	l = kernel(); l.patches = past; l.npatches = 1;
 	REFUSED(plan_add_launch(p, &l, NULL, NULL), "a patch past the arguments");
 	l = kernel(); l.patches = outside; l.npatches = 1;
-	REFUSED(plan_add_launch(p, &l, NULL, NULL), "a patch past its allocation");
+	REFUSED(plan_add_launch(p, &l, NULL, NULL), "a patch past its allocation's end");
+	l = kernel(); l.patches = endp; l.npatches = 1;
+	is_int(plan_add_launch(p, &l, NULL, NULL), 0, "a patch at its allocation's end (an end pointer)");
 	l = kernel(); l.patches = back; l.npatches = 2;
 	REFUSED(plan_add_launch(p, &l, NULL, NULL), "patches out of order");
 	l = kernel(); l.nargs = 8;

@@ -75,8 +75,11 @@ static void test_recorded(void)
 	is_int(plan_find_alloc(p, 0, UINT64_C(0x7f0000200000) + 4097, &off), 1,
 	       "plan_find_alloc: an address inside allocation 1");
 	ok(off == 4097, "at its offset (%llu)", (unsigned long long)off);
-	is_int(plan_find_alloc(p, 0, UINT64_C(0x7f0000000000) + 64, &off), PLAN_NONE,
-	       "one past allocation 0's end is in none");
+	is_int(plan_find_alloc(p, 0, UINT64_C(0x7f0000000000) + 64, &off), 0,
+	       "one past allocation 0's end is its end pointer");
+	ok(off == 64, "at offset 64, its size");
+	is_int(plan_find_alloc(p, 0, UINT64_C(0x7f0000000000) + 65, &off), PLAN_NONE,
+	       "two past it is in none");
 	is_int(plan_find_alloc(p, 1, UINT64_C(0x7f0000000000), &off), PLAN_NONE,
 	       "nor is an address of another device");
 	const struct plan_segment *s = plan_get_segment(p, 0);
