@@ -549,6 +549,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	}
 
 	t0 = bcg_now_ns();
+	bcg_progress("capture: the arena and its tensors");
 	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
