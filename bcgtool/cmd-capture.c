@@ -133,9 +133,11 @@ static void capture_print_text(FILE *f, const plan_t *plan, const struct capture
 		fprintf(f, "\npartial: interrupted; no plan written\n");
 		return;
 	}
-	fprintf(f, "\nwrote %s (%s): %u variants, %u segments, %u breakpoints, backend %s%s%s%s\n",
+	fprintf(f, "\nwrote %s (%s): %u variant%s, %u segment%s, %u breakpoint%s, backend %s%s%s%s\n",
 	       path, bcg_human_bytes(bytes, h, sizeof h), plan_count_variants(plan),
-	       plan_count_segments(plan), plan_count_breakpoints(plan),
+	       BCG_S(plan_count_variants(plan)), plan_count_segments(plan),
+	       BCG_S(plan_count_segments(plan)), plan_count_breakpoints(plan),
+	       BCG_S(plan_count_breakpoints(plan)),
 	       plan_backend_name(plan_get_meta(plan)->backend),
 	       rep->info.device[0] ? " (" : "", rep->info.device, rep->info.device[0] ? ")" : "");
 }

@@ -119,6 +119,9 @@ int bcg_read_file(const char *path, char **data, size_t *len);
  * ("is a directory", "No such file or directory") and return -1. */
 int bcg_read_input(const char *path, char **data, size_t *len);
 
+/* The "s" of a plural: "%u variant%s", n, BCG_S(n). */
+#define BCG_S(n) ((n) == 1 ? "" : "s")
+
 /* "1.5 KiB", "12 MiB": at most 4 significant characters before the unit. */
 const char *bcg_human_bytes(uint64_t bytes, char *buf, size_t len);
 

@@ -14,7 +14,7 @@ test_expect_success 'a directory given as a script says so' '
 
 test_expect_success 'a missing plan: one label, the name once' '
 	test_expect_code 2 bcg inspect missing.plan 2>err &&
-	echo "bcgtool: missing.plan: open failed: No such file or directory" >expect &&
+	echo "bcgtool: missing.plan: cannot read: No such file or directory" >expect &&
 	test_cmp expect err
 '
 

@@ -134,9 +134,9 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
 	        SVG_W, height);
 	snprintf(title, sizeof title, "%s (%s), %lld tokens: GPU span %.2f us, busy %.2f us, "
-	         "idle %.2f us, %u kernels", st->range->text, st->phase[0] ? st->phase : "-",
+	         "idle %.2f us, %u kernel%s", st->range->text, st->phase[0] ? st->phase : "-",
 	         (long long)p->tokens, (double)(a.t1 - a.t0) / 1e3, (double)st->gpu.busy / 1e3,
-	         (double)(a.t1 - a.t0 - st->gpu.busy) / 1e3, st->gpu.n);
+	         (double)(a.t1 - a.t0 - st->gpu.busy) / 1e3, st->gpu.n, BCG_S(st->gpu.n));
 	fputs("<text x=\"10\" y=\"20\" font-size=\"13\" class=\"row\">", f);
 	xml_text(f, title);
 	fputs("</text>\n", f);
@@ -150,8 +150,9 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 		int seg = pv->items[i].kind == PLAN_ITEM_SEGMENT;
 		int64_t x0 = g->n ? g->first : (prev_end >= 0 ? prev_end : a.t0);
 		int64_t x1 = g->n ? g->last : x0;
-		snprintf(title, sizeof title, "%s: %u kernels, span %.2f us, kernel time %.2f us",
-		         p->item_names[i], g->n, (double)(x1 - x0) / 1e3, (double)g->ksum / 1e3);
+		snprintf(title, sizeof title, "%s: %u kernel%s, span %.2f us, kernel time %.2f us",
+		         p->item_names[i], g->n, BCG_S(g->n), (double)(x1 - x0) / 1e3,
+		         (double)g->ksum / 1e3);
 		bar(f, seg ? "item seg" : "item break", ax(&a, x0), 40, (double)(x1 - x0) * a.scale,
 		    28, seg ? "#43a047" : "#fb8c00", p->item_names[i], title);
 		if (g->n)
