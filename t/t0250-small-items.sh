@@ -96,4 +96,11 @@ test_expect_success JANSSON 'replay --generate past the cache names the position
 	test_grep "needs 129 positions (3 of prompt and 127 generated" err
 '
 
+test_expect_success 'samples/README.md names every sample' '
+	for f in "$SAMPLES"/*.yaml "$SAMPLES"/*.svg "$SAMPLES"/traces/*.jsonl; do
+		name=${f#"$SAMPLES"/} &&
+		grep -q "\`$name\`" "$SAMPLES/README.md" || { echo "not in README: $name"; return 1; }
+	done
+'
+
 test_done
