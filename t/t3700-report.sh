@@ -87,6 +87,43 @@ assert cls.count(\"idle\") > 0
 "
 '
 
+# A PNG of the picture has no tooltips: an item bar carries the longest of
+# its names that fits (6.2 px a character, 4 px of margin), and the legend
+# says what the colors are.
+test_expect_success SQLITE,PYTHON3 '--svg: breaks and segments labelled where they fit, a legend for them' '
+	bcg report --svg step.svg --step 2 "$rep" "$plan" >/dev/null &&
+	"$PYTHON3" -c "
+import xml.etree.ElementTree as ET
+ns = \"{http://www.w3.org/2000/svg}\"
+root = ET.parse(\"step.svg\").getroot()
+kids = list(root)
+texts = [(float(e.get(\"x\")), e.get(\"y\"), e.text) for e in kids
+         if e.tag == ns + \"text\" and e.get(\"class\") == \"label\"]
+fits = lambda s, w: len(s) * 6.2 + 4 <= w
+seen = 0
+for r in root.iter(ns + \"rect\"):
+    c = r.get(\"class\", \"\")
+    if not c.startswith(\"item \"):
+        continue
+    name = r.find(ns + \"title\").text.split(\":\")[0]
+    w = float(r.get(\"width\"))
+    if c == \"item seg\":
+        cands = [name, \" \".join(name.split(\" \")[:2])]
+    else:
+        op = name[len(\"break \"):]
+        cands = [name, op, op.split(\".\")[0]]
+    want = next((s for s in cands if fits(s, w)), None)
+    mid = float(r.get(\"x\")) + w / 2
+    got = next((t for x, y, t in texts if y == \"58.0\" and abs(x - mid) < 0.02), None)
+    assert got == want, (name, w, got, want)
+    seen += c == \"item break\" and got is not None
+assert seen == 2, seen
+legend = [e.text for e in kids if e.tag == ns + \"text\" and e.get(\"class\") == \"legend\"]
+assert \"break (an eager op between graphs)\" in legend, legend
+assert \"segment (one CUDA graph)\" in legend, legend
+"
+'
+
 test_expect_success SQLITE '--svg picks a step of median span without --step' '
 	bcg report --svg typical.svg "$rep" "$plan" >/dev/null &&
 	test_grep "step 2 (timed), 4 tokens: GPU span 88.67 us" typical.svg
