@@ -42,6 +42,32 @@ test_expect_success 'without SOURCE_DATE_EPOCH the host measures its choices' '
 	grep "tuned" choices
 '
 
+# --choices-from: a capture takes another plan's choices by op name and
+# token count; here one edited to blocked at 2 tokens, the rest defaults.
+test_expect_success 'capture --choices-from takes each op'"'"'s choice from another plan' '
+	"$BCG_BUILD_DIR/t/helper/plan-edit" a.plan pick.plan \
+		choice 2 o.1 blocked tuned,close reference=2,blocked=1 &&
+	bcg capture --backend host --choices-from pick.plan -o from.plan "$small" >/dev/null &&
+	bcg inspect --choices --variant 2 from.plan >choices &&
+	test_grep "^  *[0-9]*  o\.1  *matmul  blocked  *tuned, close  reference, blocked$" choices &&
+	test $(grep -c " blocked  " choices) = 1 &&
+	bcg diff --strict pick.plan from.plan >out &&
+	test ! -s out
+'
+
+test_expect_success 'capture --choices-from: a choice the backend cannot run, and --no-tune, are refused' '
+	"$BCG_BUILD_DIR/t/helper/plan-edit" a.plan bogus.plan \
+		choice 2 o.1 warp9 tuned reference=3,warp9=1 &&
+	test_expect_code 2 bcg capture --backend host --choices-from bogus.plan -o x.plan "$small" \
+		>out 2>err &&
+	test_grep "^bcgtool: .*--choices-from: op o.1 at 2 tokens chose .warp9., which the host backend cannot run for it" err &&
+	! test -e x.plan &&
+	test_expect_code 2 bcg capture --no-tune --choices-from pick.plan -o x.plan "$small" 2>err &&
+	test_grep "^bcgtool capture: --choices-from and --no-tune exclude each other$" err &&
+	test_expect_code 2 bcg capture --choices-from nothere.plan -o x.plan "$small" 2>err &&
+	test_grep "^bcgtool: nothere.plan: cannot read: No such file or directory$" err
+'
+
 test_expect_success '--stats records the measured times anyway' '
 	bcg capture --backend host --stats -o s.plan "$small" >/dev/null &&
 	bcg inspect --stats s.plan >stats &&
