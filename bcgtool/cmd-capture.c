@@ -32,8 +32,8 @@ static int cmd_capture_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
-	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-tune] [--no-pdl] "
-	         "[--no-nvtx] [--stats] [--json] -o PLAN SCRIPT",
+	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-tune | "
+	         "--choices-from PLAN] [--no-pdl] [--no-nvtx] [--stats] [--json] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
 		"  -o, --output PLAN  write the plan here (replaced atomically); - is\n"
@@ -48,6 +48,10 @@ const struct cmd_entry cmd_capture_entry = {
 		"  -n, --steps N      eager reference and verification steps (default 2)\n"
 		"      --no-tune      take each op's default implementation instead of\n"
 		"                     timing the candidates (the plan records it either way)\n"
+		"      --choices-from PLAN\n"
+		"                     take the implementation PLAN chose for each op (by\n"
+		"                     name, at the same token count) instead of timing;\n"
+		"                     ops it has no choice for are timed\n"
 		"      --no-pdl       launch kernels without programmatic dependent launch\n"
 		"      --no-nvtx      emit no NVTX ranges\n"
 		"      --stats        record the times measured in the plan even when\n"
@@ -133,9 +137,11 @@ static void capture_print_text(FILE *f, const plan_t *plan, const struct capture
 		fprintf(f, "\npartial: interrupted; no plan written\n");
 		return;
 	}
-	fprintf(f, "\nwrote %s (%s): %u variants, %u segments, %u breakpoints, backend %s%s%s%s\n",
+	fprintf(f, "\nwrote %s (%s): %u variant%s, %u segment%s, %u breakpoint%s, backend %s%s%s%s\n",
 	       path, bcg_human_bytes(bytes, h, sizeof h), plan_count_variants(plan),
-	       plan_count_segments(plan), plan_count_breakpoints(plan),
+	       BCG_S(plan_count_variants(plan)), plan_count_segments(plan),
+	       BCG_S(plan_count_segments(plan)), plan_count_breakpoints(plan),
+	       BCG_S(plan_count_breakpoints(plan)),
 	       plan_backend_name(plan_get_meta(plan)->backend),
 	       rep->info.device[0] ? " (" : "", rep->info.device, rep->info.device[0] ? ")" : "");
 }
@@ -205,6 +211,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'n' },
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "no-tune", no_argument, NULL, 'T' },
+		{ "choices-from", required_argument, NULL, 'F' },
 		{ "no-pdl", no_argument, NULL, 'P' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'J' },
@@ -218,7 +225,8 @@ static int cmd_capture_exec(int argc, char **argv)
 		.tune = { .measure = 1, .margin = TUNE_MARGIN },
 		.features = PLAN_FEATURE_PDL,
 	};
-	const char *output = NULL;
+	const char *output = NULL, *from_path = NULL;
+	plan_t *from = NULL;
 	int64_t *tokens = NULL;
 	long long steps;
 	int json = 0, stats = 0, fab = 0, c, rc = BCG_EXIT_RUNTIME;
@@ -265,6 +273,7 @@ static int cmd_capture_exec(int argc, char **argv)
 			break;
 		case 'N': o.nvtx = 0; break;
 		case 'T': o.tune.measure = 0; break;
+		case 'F': from_path = optarg; break;
 		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
 		case 'S': stats = 1; break;
 		case 'J': json = 1; break;
@@ -283,6 +292,15 @@ static int cmd_capture_exec(int argc, char **argv)
 	if (cmd_check_backend(self, o.backend) != 0) {
 		rc = BCG_EXIT_USAGE;
 		goto out;
+	}
+	if (from_path != NULL && !o.tune.measure) {
+		rc = cmd_usage_error(self, "--choices-from and --no-tune exclude each other");
+		goto out;
+	}
+	if (from_path != NULL) {
+		if ((rc = cmd_read_plan(from_path, &from)) != BCG_EXIT_OK)
+			goto out;
+		o.tune.from = from;
 	}
 	/* Asked for reproducible output: the measured times stay out. */
 	o.untimed = epoch != NULL && epoch[0] != '\0' && !stats;
@@ -333,6 +351,7 @@ out:
 	free(bytes);
 	free(tokens);
 	plan_free(plan);
+	plan_free(from);
 	capture_report_release(&rep);
 	script_free(s);
 	return rc;

@@ -5,7 +5,10 @@
  * libplan's plan_diff() finds them (see diff.c for how records are
  * matched); this file shows them like a unified diff, one line per
  * variant (--stat), or as JSON. The exit status answers "do they
- * differ?": 0 no, 1 yes, 2 a plan could not be read.
+ * differ?": 0 no, 1 yes, 2 a plan could not be read. Choices made by
+ * measurement between candidates within the tuner's margin (libplan's
+ * field "impl (close)") are shown and noted but are no difference, unless
+ * --strict: two captures of one script would otherwise differ at random.
  */
 #include "config.h"
 
@@ -22,11 +25,13 @@ static int cmd_diff_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_diff_entry = {
 	.name = "diff",
-	.usage = "[--ignore-env] [--stat | --json] [--color WHEN] A B",
+	.usage = "[--ignore-env] [--strict] [--stat | --json] [--color WHEN] A B",
 	.summary = "show the structural differences between two plans",
 	.options =
 		"      --ignore-env  ignore the tool version, device and toolkit versions,\n"
 		"                    and the script's directory (not its name or content)\n"
+		"      --strict      count choices made between candidates measured within\n"
+		"                    the tuner's margin (close) as differences\n"
 		"      --stat        one line per variant: its items same, added, removed,\n"
 		"                    changed, renamed, moved\n"
 		"      --json        the differences as JSON (see bcgtool-diff(1))\n"
@@ -57,6 +62,21 @@ struct diff_view {
 
 /* ---------------------------------------------------------------------- */
 /* Per-variant counts.                                                     */
+
+/* A choice that went another way between close candidates (diff.c). */
+static int diff_is_close(const struct plan_diff_entry *e)
+{
+	return e->area == PLAN_DIFF_CHOICES && strcmp(e->field, "impl (close)") == 0;
+}
+
+static uint32_t diff_count_close(const struct plan_diff *d)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < plan_diff_length(d); i++)
+		n += diff_is_close(plan_diff_get(d, i));
+	return n;
+}
 
 static int stat_by_tokens(const void *x, const void *y)
 {
@@ -500,9 +520,10 @@ static void diff_print_json(struct diff_view *v, const char *pa, const char *pb)
 
 static int cmd_diff_exec(int argc, char **argv)
 {
-	enum { OPT_IGNORE_ENV = 256, OPT_STAT, OPT_JSON, OPT_COLOR };
+	enum { OPT_IGNORE_ENV = 256, OPT_STAT, OPT_JSON, OPT_COLOR, OPT_STRICT };
 	static const struct option longopts[] = {
 		{ "ignore-env", no_argument, NULL, OPT_IGNORE_ENV },
+		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "stat", no_argument, NULL, OPT_STAT },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "color", required_argument, NULL, OPT_COLOR },
@@ -513,13 +534,15 @@ static int cmd_diff_exec(int argc, char **argv)
 	struct diff_view v = { 0 };
 	const char *color = "auto";
 	unsigned flags = 0;
-	int stat = 0, json = 0, c, rc;
+	int stat = 0, json = 0, strict = 0, c, rc;
+	uint32_t close, real;
 	plan_t *a = NULL, *b = NULL;
 	struct plan_diff *d = NULL;
 
 	while ((c = cmd_getopt(self, argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case OPT_IGNORE_ENV: flags |= PLAN_DIFF_IGNORE_ENV; break;
+		case OPT_STRICT: strict = 1; break;
 		case OPT_STAT: stat = 1; break;
 		case OPT_JSON: json = 1; break;
 		case OPT_COLOR: color = optarg; break;
@@ -531,6 +554,9 @@ static int cmd_diff_exec(int argc, char **argv)
 		return cmd_usage_error(self, argc - optind < 2 ? "two plans needed" : "two plans only");
 	if (stat && json)
 		return cmd_usage_error(self, "--stat and --json are exclusive");
+	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0)
+		return cmd_usage_error(self, "standard input holds one plan: give '-' for one of "
+		                       "A and B at most");
 	if (style_init(&v.st, color, stdout) != 0)
 		return cmd_usage_error(self, "--color takes auto, always or never, not '%s'", color);
 	if ((rc = cmd_read_plan(argv[optind], &a)) != BCG_EXIT_OK ||
@@ -545,16 +571,22 @@ static int cmd_diff_exec(int argc, char **argv)
 	v.b = b;
 	v.d = d;
 	diff_count(&v);
+	close = diff_count_close(d);
+	real = plan_diff_count(d) - close;
 	if (json)
 		diff_print_json(&v, argv[optind], argv[optind + 1]);
 	else if (plan_diff_count(d) > 0 && stat)
 		diff_print_stat(&v);
 	else if (plan_diff_count(d) > 0)
 		diff_print_text(&v, argv[optind], argv[optind + 1]);
+	if (close > 0 && !strict && !json)
+		bcg_note("%u choice%s went another way between candidates measured within the tuner's "
+		         "margin (close): noted, not counted as differences (--strict counts them)",
+		         close, close == 1 ? "" : "s");
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = BCG_EXIT_RUNTIME;
 	else
-		rc = plan_diff_count(d) > 0 ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+		rc = real > 0 || (strict && close > 0) ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
 out:
 	free(v.stats);
 	plan_diff_free(d);

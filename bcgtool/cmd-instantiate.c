@@ -77,8 +77,8 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 		printf("%6lld  %7u  %-34s  %11s  %9s  %s\n", (long long)segment_tokens(plan, is->segment),
 		       is->segment, ops, nodes, status_words[is->status], is->reason);
 	}
-	printf("\n%u segments: %u match, %u drift, %u unchecked\n", rep->nsegments, rep->matched,
-	       rep->drifted, rep->unchecked);
+	printf("\n%u segment%s: %u match, %u drift, %u unchecked\n", rep->nsegments,
+	       BCG_S(rep->nsegments), rep->matched, rep->drifted, rep->unchecked);
 	if (plan_count_weight_sources(plan) > 0) {
 		printf("%u weight sources, %.1f MiB read (hashed in %.2f ms): %u changed since "
 		       "the capture\n", plan_count_weight_sources(plan),

@@ -189,7 +189,11 @@ static int cmd_profile_exec(int argc, char **argv)
 	plan_free(plan);
 	/* nsys exports the report even when a wrapper profiles. */
 	if ((nsys = nsys_locate(o.nsys, msg, sizeof msg)) == NULL) {
-		bcg_error("%s", msg);
+		if (wrapper != NULL)
+			bcg_error("the wrapper %s profiles, but nsys is still needed to export its "
+			          "report to SQLite: %s", wrapper, msg);
+		else
+			bcg_error("%s", msg);
 		return BCG_EXIT_USAGE;
 	}
 	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) < 0) {

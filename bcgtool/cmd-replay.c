@@ -93,12 +93,12 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 	printf("plan         %s\n", path);
 	printf("backend      %s%s%s%s\n", backend, device[0] ? " (" : "", device, device[0] ? ")" : "");
 	if (r->variant == PLAN_NONE)
-		printf("tokens       %lld: above every capture size, run eagerly (%u ops)\n",
-		       (long long)r->tokens, r->breakpoints);
+		printf("tokens       %lld: above every capture size, run eagerly (%u op%s)\n",
+		       (long long)r->tokens, r->breakpoints, BCG_S(r->breakpoints));
 	else
-		printf("tokens       %lld -> variant %lld (%s: %u segments, %u breakpoints)\n",
+		printf("tokens       %lld -> variant %lld (%s: %u segment%s, %u breakpoint%s)\n",
 		       (long long)r->tokens, (long long)r->run_tokens, plan_mode_name(r->mode),
-		       r->segments, r->breakpoints);
+		       r->segments, BCG_S(r->segments), r->breakpoints, BCG_S(r->breakpoints));
 	if (r->variant != PLAN_NONE)
 		printf("instantiate  %u match, %u drift, %u unchecked\n", r->inst.matched,
 		       r->inst.drifted, r->inst.unchecked);

@@ -67,6 +67,30 @@ int cmd_report_option(const struct cmd_entry *self, int c, struct report_opts *o
 	}
 }
 
+/* What a file is, by its first bytes: 'p' a plan (its magic number,
+ * formats/plan-format.md), 'r' a report (an SQLite export, or an
+ * .nsys-rep by name), 0 neither or unreadable. */
+static int report_file_kind(const char *path)
+{
+	static const char plan_magic[8] = { '\x89', 'B', 'C', 'G', '\r', '\n', '\x1a', '\n' };
+	static const char sqlite_magic[16] = "SQLite format 3";
+	char head[16] = { 0 };
+	size_t n = strlen(path), got = 0;
+	FILE *f = fopen(path, "rb");
+
+	if (f != NULL) {
+		got = fread(head, 1, sizeof head, f);
+		fclose(f);
+	}
+	if (got >= sizeof plan_magic && memcmp(head, plan_magic, sizeof plan_magic) == 0)
+		return 'p';
+	if (got == sizeof head && memcmp(head, sqlite_magic, sizeof sqlite_magic) == 0)
+		return 'r';
+	if (n > 9 && strcmp(path + n - 9, ".nsys-rep") == 0)
+		return 'r';
+	return 0;
+}
+
 static int cmd_report_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -97,5 +121,8 @@ static int cmd_report_exec(int argc, char **argv)
 		                                             : "one report and one plan only");
 	if (o.step >= 0 && o.svg == NULL)
 		return cmd_usage_error(self, "--step picks the step of --svg: give --svg FILE");
+	if (report_file_kind(argv[optind]) == 'p' && report_file_kind(argv[optind + 1]) == 'r')
+		return cmd_usage_error(self, "the report comes first, then the plan: bcgtool report "
+		                       "%s %s", argv[optind + 1], argv[optind]);
 	return report_run(&o, argv[optind], argv[optind + 1]);
 }

@@ -49,6 +49,10 @@ const struct cmd_entry *const cmd_table[] = {
 	NULL
 };
 
+/* script/suggest.c's "did you mean" (declared in script/internal.h, which
+ * brings the parser's headers): the closest of CANDIDATES, or NULL. */
+const char *suggest_name(const char *name, const char *const *candidates, size_t n);
+
 const struct cmd_entry *cmd_find(const char *name)
 {
 	const struct cmd_entry *const *e, *found = NULL;
@@ -70,7 +74,15 @@ const struct cmd_entry *cmd_find(const char *name)
 	if (matches == 1)
 		return found;
 	if (matches == 0) {
-		fprintf(stderr, "bcgtool: unknown command: %s (see 'bcgtool --help')\n", name);
+		const char *names[64], *best;
+		size_t k = 0;
+		for (e = cmd_table; *e != NULL && k < 64; e++)
+			names[k++] = (*e)->name;
+		if ((best = suggest_name(name, names, k)) != NULL)
+			fprintf(stderr, "bcgtool: unknown command: %s (did you mean '%s'? see "
+			        "'bcgtool --help')\n", name, best);
+		else
+			fprintf(stderr, "bcgtool: unknown command: %s (see 'bcgtool --help')\n", name);
 		return NULL;
 	}
 	fprintf(stderr, "bcgtool: ambiguous command: %s, could be:", name);
@@ -97,8 +109,11 @@ void cmd_print_help(const struct cmd_entry *entry, FILE *f)
 
 void cmd_print_version(FILE *f)
 {
-	fprintf(f, "bcgtool %s (plan format %d.%d)\n", PACKAGE_VERSION, PLAN_FORMAT_MAJOR,
-	        PLAN_FORMAT_MINOR);
+	/* inspect shows the version a file was written in: the oldest that
+	 * holds its plan, so often below this one. */
+	fprintf(f, "bcgtool %s (plan format %d.%d: reads any %d.x, writes each plan in the oldest "
+	        "version that holds it)\n", PACKAGE_VERSION, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR,
+	        PLAN_FORMAT_MAJOR);
 }
 
 int cmd_usage_error(const struct cmd_entry *entry, const char *fmt, ...)
@@ -132,6 +147,24 @@ static const struct option *long_option(const char *arg, const struct option *lo
 	return matches == 1 ? found : NULL;
 }
 
+/* "unknown option --stpes (did you mean '--steps'?)". */
+static void getopt_unknown_long(const struct cmd_entry *entry, const char *arg,
+                                const struct option *longopts)
+{
+	const char *names[128], *best;
+	char given[64];
+	size_t k = 0, n = strcspn(arg + 2, "=");
+
+	snprintf(given, sizeof given, "%.*s", (int)n, arg + 2);
+	for (const struct option *o = longopts; o->name != NULL && k < 128; o++)
+		names[k++] = o->name;
+	if ((best = suggest_name(given, names, k)) != NULL)
+		cmd_usage_error(entry, "unknown option %.*s (did you mean '--%s'?)", (int)(n + 2), arg,
+		                best);
+	else
+		cmd_usage_error(entry, "unknown option %.*s", (int)(n + 2), arg);
+}
+
 static void getopt_error(const struct cmd_entry *entry, int c, const char *arg,
                          const char *shortopts, const struct option *longopts)
 {
@@ -142,7 +175,7 @@ static void getopt_error(const struct cmd_entry *entry, int c, const char *arg,
 		else if (o != NULL && o->has_arg == required_argument)
 			cmd_usage_error(entry, "option --%s needs an argument", o->name);
 		else
-			cmd_usage_error(entry, "unknown option %.*s", (int)strcspn(arg, "="), arg);
+			getopt_unknown_long(entry, arg, longopts);
 	} else if (optopt != 0 && (c == ':' || strchr(shortopts, optopt) != NULL)) {
 		cmd_usage_error(entry, "option -%c needs an argument", optopt);
 	} else if (optopt != 0) {
@@ -228,8 +261,20 @@ void cmd_note_host_timings(void)
 
 int cmd_check_backend(const struct cmd_entry *entry, const char *name)
 {
+	const char *env = getenv("BCG_BACKEND");
+
 	if (strcmp(name, "auto") == 0 || backend_find(name) != NULL)
 		return 0;
+	if (env != NULL && name == env) {
+		/* Not the command line's fault: no usage line. */
+		if (strcmp(name, "cuda") == 0)
+			bcg_error("environment: BCG_BACKEND='cuda', but this bcgtool was built "
+			          "without CUDA");
+		else
+			bcg_error("environment: BCG_BACKEND='%s' is not auto, host%s", name,
+			          backend_find("cuda") ? " or cuda" : "");
+		return -1;
+	}
 	if (strcmp(name, "cuda") == 0)
 		cmd_usage_error(entry, "this bcgtool was built without CUDA: use --backend host");
 	else
@@ -273,9 +318,14 @@ int cmd_read_plan(const char *path, plan_t **out)
 	}
 	if (rc == PLAN_OK)
 		return BCG_EXIT_OK;
-	if (rc == PLAN_ERR_IO && strncmp(diag.message, path, strlen(path)) == 0)
+	if (rc == PLAN_ERR_IO && strncmp(diag.message, path, strlen(path)) == 0 &&
+	    strncmp(diag.message + strlen(path), ": open failed: ", 15) == 0)
+		/* A file that cannot be opened is worded as every input's is. */
+		fprintf(stderr, "bcgtool: %s: cannot read: %s\n", path,
+		        diag.message + strlen(path) + 15);
+	else if (rc == PLAN_ERR_IO && strncmp(diag.message, path, strlen(path)) == 0)
 		/* libplan's sentence names the file and what failed: "PATH:
-		 * open failed: why", "PATH: is a directory". */
+		 * is a directory". */
 		fprintf(stderr, "bcgtool: %s\n", diag.message);
 	else if (diag.message[0] != '\0')
 		fprintf(stderr, "bcgtool: %s: %s: %s\n", path, plan_strerror(rc), diag.message);

@@ -44,6 +44,11 @@ int main(int argc, char **argv)
 		        plan_version_number(), (unsigned)PLAN_VERSION_NUMBER);
 		return BCG_EXIT_RUNTIME;
 	}
+	if (bcg_progress_check_env() != NULL) {
+		fprintf(stderr, "bcgtool: environment: BCG_PROGRESS='%s' is not always, plain or "
+		        "never\n", bcg_progress_check_env());
+		return BCG_EXIT_USAGE;
+	}
 	while (argc >= 2 && (strcmp(argv[1], "-q") == 0 || strcmp(argv[1], "--quiet") == 0)) {
 		bcg_set_quiet(1);
 		argv[1] = argv[0];

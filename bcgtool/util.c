@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,39 +38,145 @@ int bcg_is_quiet(void)
 	return quiet;
 }
 
-int bcg_progress_on(void)
+int bcg_progress_mode(void)
 {
 	const char *force = getenv("BCG_PROGRESS");
 
 	if (quiet || (force != NULL && strcmp(force, "never") == 0))
-		return 0;
+		return BCG_PROGRESS_OFF;
 	if (force != NULL && strcmp(force, "always") == 0)
-		return 1;
-	return isatty(STDERR_FILENO);
+		return BCG_PROGRESS_TERMINAL;
+	if (force != NULL && strcmp(force, "plain") == 0)
+		return BCG_PROGRESS_PLAIN;
+	return isatty(STDERR_FILENO) ? BCG_PROGRESS_TERMINAL : BCG_PROGRESS_PLAIN;
+}
+
+int bcg_progress_on(void)
+{
+	return bcg_progress_mode() == BCG_PROGRESS_TERMINAL;
+}
+
+const char *bcg_progress_check_env(void)
+{
+	const char *v = getenv("BCG_PROGRESS");
+
+	if (v == NULL || v[0] == '\0' || strcmp(v, "always") == 0 || strcmp(v, "never") == 0 ||
+	    strcmp(v, "plain") == 0)
+		return NULL;
+	return v;
+}
+
+/*
+ * Plain progress: when stderr is not a terminal, a line is written only
+ * every PLAIN_PERIOD_S seconds of work, by a SIGALRM, from the latest
+ * message: "bcgtool: [15 s] capture: variant 1 of 3 (4 tokens): tune".
+ * The handler may only write(2): the message is kept formatted in one of
+ * two buffers, the other filled and then made current, so the handler
+ * (which runs to completion before the program goes on) never sees half
+ * of one.
+ */
+#define PLAIN_PERIOD_S 5
+#define PLAIN_LEN      256
+static char plain_msg[2][PLAIN_LEN];
+static volatile sig_atomic_t plain_cur = -1;   /* the buffer to write; -1: no work */
+static volatile sig_atomic_t plain_ticks;      /* periods of the work so far */
+static int plain_armed;
+
+static void on_alarm(int sig)
+{
+	char line[PLAIN_LEN + 48], num[24];
+	int k = plain_cur, n = 0, d = 0;
+	unsigned long secs;
+
+	(void)sig;
+	if (k < 0 || quiet)
+		return;
+	secs = (unsigned long)(++plain_ticks) * PLAIN_PERIOD_S;
+	do
+		num[d++] = (char)('0' + secs % 10);
+	while ((secs /= 10) != 0 && d < (int)sizeof num);
+	memcpy(line, "bcgtool: [", 10);
+	n = 10;
+	while (d > 0)
+		line[n++] = num[--d];
+	memcpy(line + n, " s] ", 4);
+	n += 4;
+	for (const char *m = plain_msg[k]; *m != '\0' && n < (int)sizeof line - 1; m++)
+		line[n++] = *m;
+	line[n++] = '\n';
+	(void)!write(STDERR_FILENO, line, (size_t)n);
+}
+
+static void plain_set(const char *fmt, va_list ap)
+{
+	int k = plain_cur == 0 ? 1 : 0;
+	struct itimerval it = { { PLAIN_PERIOD_S, 0 }, { PLAIN_PERIOD_S, 0 } };
+
+	vsnprintf(plain_msg[k], PLAIN_LEN, fmt, ap);
+	if (!plain_armed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = SA_RESTART;   /* the work's system calls go on */
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGALRM, &sa, NULL) != 0 || setitimer(ITIMER_REAL, &it, NULL) != 0)
+			return;
+		plain_ticks = 0;
+		plain_armed = 1;
+	}
+	plain_cur = k;
+}
+
+static void plain_stop(void)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+
+	plain_cur = -1;
+	if (!plain_armed)
+		return;
+	setitimer(ITIMER_REAL, &off, NULL);
+	plain_armed = 0;
 }
 
 void bcg_progress(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!bcg_progress_on())
-		return;
-	fputs("\rbcgtool: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\033[K", stderr);
-	fflush(stderr);
-	progress_shown = 1;
+	switch (bcg_progress_mode()) {
+	case BCG_PROGRESS_TERMINAL:
+		fputs("\rbcgtool: ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputs("\033[K", stderr);
+		fflush(stderr);
+		progress_shown = 1;
+		break;
+	case BCG_PROGRESS_PLAIN:
+		va_start(ap, fmt);
+		plain_set(fmt, ap);
+		va_end(ap);
+		break;
+	default:
+		break;
+	}
 }
 
-void bcg_progress_clear(void)
+/* Before another message: the terminal's line goes; plain progress goes
+ * on (its lines are whole). */
+static void progress_erase(void)
 {
 	if (!progress_shown)
 		return;
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
 	progress_shown = 0;
+}
+
+void bcg_progress_clear(void)
+{
+	progress_erase();
+	plain_stop();
 }
 
 void bcg_steps_begin(struct bcg_steps *p, const char *what, uint64_t total)
@@ -170,7 +277,7 @@ void bcg_temp_forget(const char *path)
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
-	bcg_progress_clear();
+	progress_erase();
 	fprintf(stderr, "bcgtool: %s", prefix);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -187,7 +294,7 @@ void bcg_error(const char *fmt, ...)
 void bcg_error_at(const char *file, unsigned line, unsigned col, const char *fmt, ...)
 {
 	va_list ap;
-	bcg_progress_clear();
+	progress_erase();
 	if (line > 0)
 		fprintf(stderr, "bcgtool: %s:%u:%u: ", file, line, col);
 	else

@@ -25,12 +25,19 @@ void bcg_set_quiet(int quiet);
 int bcg_is_quiet(void);
 
 /*
- * Progress of long work, on stderr and only when stderr is a terminal (and
- * not -q): one line, redrawn in place, cleared before any other message
- * and at the end. BCG_PROGRESS=always shows it whatever stderr is (tests);
- * BCG_PROGRESS=never hides it.
+ * Progress of long work, on stderr (not with -q). On a terminal: one line,
+ * redrawn in place, cleared before any other message and at the end.
+ * Otherwise (a pipe, a log file): every 5 s of work, a whole line with the
+ * seconds so far and the latest message, so that short work prints
+ * nothing. BCG_PROGRESS=always redraws whatever stderr is (tests),
+ * BCG_PROGRESS=plain writes the plain lines whatever it is, and
+ * BCG_PROGRESS=never shows nothing. bcg_progress_clear() ends the work.
  */
-int bcg_progress_on(void);
+enum { BCG_PROGRESS_OFF, BCG_PROGRESS_TERMINAL, BCG_PROGRESS_PLAIN };
+int bcg_progress_mode(void);
+int bcg_progress_on(void);            /* the terminal's line */
+/* BCG_PROGRESS's value when it is none of those (nor empty); NULL if fine. */
+const char *bcg_progress_check_env(void);
 void bcg_progress(const char *fmt, ...) BCG_PRINTF(1, 2);
 void bcg_progress_clear(void);
 
@@ -111,6 +118,9 @@ int bcg_read_file(const char *path, char **data, size_t *len);
 /* Read PATH as bcg_read_file does; on failure print "bcgtool: PATH: why"
  * ("is a directory", "No such file or directory") and return -1. */
 int bcg_read_input(const char *path, char **data, size_t *len);
+
+/* The "s" of a plural: "%u variant%s", n, BCG_S(n). */
+#define BCG_S(n) ((n) == 1 ? "" : "s")
 
 /* "1.5 KiB", "12 MiB": at most 4 significant characters before the unit. */
 const char *bcg_human_bytes(uint64_t bytes, char *buf, size_t len);

@@ -1162,7 +1162,10 @@ static void choice_subject(const plan_t *p, const struct plan_choice *ch, char *
 
 /* Choices are matched by variant (token count) and op (as the ops were
  * aligned). One whose variant or op the other plan lacks is left to that
- * removal or addition. */
+ * removal or addition. Two measured choices that went different ways
+ * between the same candidates, each marked close (its runner-up within
+ * the tuner's margin), differ in field "impl (close)": noise picked, and
+ * a reader may hold them equal (bcgtool diff does, unless --strict). */
 static void diff_choices(struct diff_ctx *c)
 {
 	const int area = PLAN_DIFF_CHOICES;
@@ -1182,11 +1185,15 @@ static void diff_choices(struct diff_ctx *c)
 			continue;
 		}
 		uint32_t k = (uint32_t)(y - plan_get_choice(c->b, 0));
-		diff_field(c, area, tokens, subject, "impl", x->impl, y->impl, i, k);
-		diff_field(c, area, tokens, subject, "chosen", x->flags & PLAN_CHOICE_TUNED ? "tuned" : "default",
-		           y->flags & PLAN_CHOICE_TUNED ? "tuned" : "default", i, k);
+		const unsigned both = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE;
 		candidates_text(x, sx, sizeof sx);
 		candidates_text(y, sy, sizeof sy);
+		int close = (x->flags & both) == both && (y->flags & both) == both &&
+		            strcmp(sx, sy) == 0;
+		diff_field(c, area, tokens, subject, close ? "impl (close)" : "impl", x->impl, y->impl,
+		           i, k);
+		diff_field(c, area, tokens, subject, "chosen", x->flags & PLAN_CHOICE_TUNED ? "tuned" : "default",
+		           y->flags & PLAN_CHOICE_TUNED ? "tuned" : "default", i, k);
 		diff_field(c, area, tokens, subject, "candidates", sx, sy, i, k);
 	}
 	for (uint32_t k = 0; k < plan_count_choices(c->b); k++) {

@@ -16,7 +16,7 @@ test_expect_success 'bcgtool with no command is a usage error' '
 
 test_expect_success 'bcgtool --version names the plan format' '
 	bcg --version >out &&
-	test_grep "^bcgtool [0-9][0-9.]* (plan format [0-9]*\.[0-9]*)$" out
+	test_grep "^bcgtool [0-9][0-9.]* (plan format 1\.[0-9]*: reads any 1\.x, writes each plan in the oldest version that holds it)$" out
 '
 
 test_expect_success 'an unknown command exits 2 with its name' '

@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='make install: the installed bcgtool runs at once, libplan.pc names the prefix make was given, the headers live under include/bcgtool'
+test_description='make install: the installed bcgtool runs at once, libplan.pc names the prefix make was given, the headers live under include/bcgtool, libplan.a and the formats are installed'
 . "$(dirname "$0")/test-lib.sh"
 
 command -v make >/dev/null 2>&1 || test_skip_all 'make is not installed'
@@ -41,6 +41,21 @@ test_expect_success 'the headers install under include/bcgtool, not bare' '
 	! test -e "$INST/stage$PREFIX/include/plan.h"
 '
 
+test_expect_success 'the man pages'"'"' formats are installed under docdir' '
+	doc="$INST/stage$PREFIX/share/doc/bcgtool" &&
+	for f in "$BCG_SRC_DIR"/formats/*.md "$BCG_SRC_DIR"/formats/report-schema.json; do
+		cmp "$f" "$doc/$(basename "$f")" || return 1
+	done &&
+	for f in "$BCG_SRC_DIR"/formats/json/*.schema.json; do
+		cmp "$f" "$doc/json/$(basename "$f")" || return 1
+	done
+'
+
+test_expect_success 'libplan.a is installed beside libplan.so' '
+	test -f "$INST/stage$PREFIX/lib/libplan.a" &&
+	test -f "$INST/stage$PREFIX/lib/libplan.so"
+'
+
 test_expect_success 'make install prefix=DIR writes a libplan.pc that says DIR' '
 	make -C "$BCG_BUILD_DIR" install prefix="$INST/opt" >log 2>&1 ||
 		{ cat log; false; } &&
@@ -68,6 +83,22 @@ test_expect_success PKG_CONFIG,!ASAN 'a program builds and runs against the inst
 	cc -o prog prog.c $(cat flags) -Wl,-rpath,"$INST/opt/lib" &&
 	./prog >out &&
 	test_grep "^ok 1" out
+'
+
+# Where only the archive is found, pkg-config --static gives what it needs
+# (libzstd): the program links libplan in and runs without any rpath.
+test_expect_success PKG_CONFIG,!ASAN 'pkg-config --static links a program against libplan.a alone' '
+	mkdir "$INST/static-lib" &&
+	cp "$INST/opt/lib/libplan.a" "$INST/static-lib/" &&
+	PKG_CONFIG_PATH="$INST/opt/lib/pkgconfig" pkg-config --static --cflags --libs \
+		--define-variable=libdir="$INST/static-lib" libplan >flags &&
+	cc -o sprog prog.c $(cat flags) &&
+	env -u LD_LIBRARY_PATH ./sprog >out &&
+	test_grep "^ok 1" out &&
+	if command -v readelf >/dev/null 2>&1; then
+		readelf -d sprog >dyn &&
+		! grep "libplan" dyn
+	fi
 '
 
 test_expect_success 'make uninstall prefix=DIR leaves no file behind' '

@@ -51,7 +51,7 @@ test_expect_success 'above the largest capture size, replay runs eagerly and say
 
 test_expect_success 'a full-mode plan replays and checks' '
 	bcg replay --backend host --steps 4 --check full.plan >out &&
-	test_grep "(full: 1 segments, 0 breakpoints)" out &&
+	test_grep "(full: 1 segment, 0 breakpoints)" out &&
 	test_grep "^check        " out &&
 	! test_grep FAILED out
 '

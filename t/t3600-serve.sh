@@ -187,7 +187,7 @@ test_expect_success 'a bad trace names its file, line and column' '
 	echo "bcgtool: broken.jsonl:1:9: string or '\''}'\'' expected near end of file" >expect &&
 	test_cmp expect err &&
 	test_expect_code 2 bcg replay --backend host --trace missing.jsonl mixed.plan 2>err &&
-	echo "bcgtool: missing.jsonl: No such file or directory" >expect &&
+	echo "bcgtool: missing.jsonl: cannot read: No such file or directory" >expect &&
 	test_cmp expect err &&
 	: >empty.jsonl &&
 	test_expect_code 2 bcg replay --backend host --trace empty.jsonl mixed.plan 2>err &&

@@ -3,6 +3,7 @@ test_description='progress on a terminal, -q, and SIGINT/SIGTERM: a partial summ
 . "$(dirname "$0")/test-lib.sh"
 
 small="$SAMPLES/llama-decode-small.yaml"
+SQ="'"
 big="$TEST_DATA/scripts/big-product.yaml"
 
 # Every wait here has a bound of its own, and no program is left running
@@ -77,9 +78,44 @@ test_expect_success 'setup: a plan of the small sample, on the host' '
 	bcg capture -q --backend host --tokens 1,4 -o small.plan "$small" >/dev/null
 '
 
-test_expect_success 'no progress when stderr is not a terminal' '
-	bcg replay --backend host --steps 20 --warmup 1 small.plan >out 2>err &&
+# test-lib.sh sets BCG_PROGRESS=never; these tests unset it where they
+# show what a user sees.
+test_expect_success 'stderr not a terminal: work shorter than 5 s prints no progress' '
+	(unset BCG_PROGRESS && bcg replay --backend host --steps 20 --warmup 1 small.plan) \
+		>out 2>err &&
 	! grep -v "^bcgtool: note: host timings do not model CUDA graphs" err
+'
+
+# Into a pipe or a log, long work writes a whole line every 5 s: the time
+# so far and the phase (a minute of tuning here); -q, nothing.
+test_expect_success 'stderr not a terminal: a plain progress line every 5 s, none with -q' '
+	env -u BCG_PROGRESS -u SOURCE_DATE_EPOCH "$BCGTOOL" capture --backend host \
+		-o plain.plan "$TEST_DATA/scripts/slow-tune.yaml" >out 2>err </dev/null &
+	pid=$!
+	env -u BCG_PROGRESS -u SOURCE_DATE_EPOCH "$BCGTOOL" capture -q --backend host \
+		-o quiet.plan "$TEST_DATA/scripts/slow-tune.yaml" >out.q 2>err.q </dev/null &
+	pid2=$!
+	wait_for err "^bcgtool: \[5 s\] " &&
+	sleep 1 &&
+	kill -TERM $pid $pid2 &&
+	finish 60 &&
+	pid=$pid2 && finish 60 &&
+	echo "bcgtool: [5 s] capture: variant 1 of 1 (512 tokens): tune" >expect &&
+	head -n 1 err >actual &&
+	test_cmp expect actual &&
+	! grep "$(printf "\r")" err &&
+	! grep "\[5 s\]\|capture: variant" err.q
+'
+
+test_expect_success 'BCG_PROGRESS takes always, plain or never; anything else is refused' '
+	test_expect_code 2 env BCG_PROGRESS=sometimes "$BCGTOOL" validate "$small" >out 2>err &&
+	echo "bcgtool: environment: BCG_PROGRESS=${SQ}sometimes${SQ} is not always, plain or never" >expect &&
+	test_cmp expect err &&
+	test ! -s out &&
+	env BCG_PROGRESS=plain "$BCGTOOL" replay --backend host --steps 2 --warmup 0 small.plan \
+		>out 2>err &&
+	! grep "replay: step" err &&
+	env BCG_PROGRESS= "$BCGTOOL" validate "$small" >out
 '
 
 test_expect_success 'BCG_PROGRESS=always shows replay steps and the time left' '
@@ -115,8 +151,9 @@ if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>
 	test_set_prereq SCRIPT
 fi
 test_expect_success SCRIPT 'on a terminal, progress shows by itself' '
-	script -qec "\"$BCGTOOL\" replay --backend host --steps 20 --warmup 1 small.plan" \
-		/dev/null >typescript </dev/null &&
+	(unset BCG_PROGRESS &&
+	 script -qec "\"$BCGTOOL\" replay --backend host --steps 20 --warmup 1 small.plan" \
+		/dev/null >typescript </dev/null) &&
 	test_grep "replay: step [0-9]* of 21" typescript
 '
 
@@ -167,8 +204,11 @@ test_expect_success 'capture: SIGINT; no plan, no temporary file, the old plan k
 # issue asks for a second; 10 s of slack for a loaded or sanitizer build),
 # not at the end of the tuning.
 test_expect_success 'capture: SIGINT during tuning acts at the next launch, not after the tuning' '
-	mkdir out3 &&
-	start capture --backend host -o out3/slow.plan "$TEST_DATA/scripts/slow-tune.yaml" &&
+	mkdir out3 || return 1
+	# Tuning on the host is measured only without SOURCE_DATE_EPOCH.
+	env -u SOURCE_DATE_EPOCH BCG_PROGRESS=always "$BCGTOOL" capture --backend host \
+		-o out3/slow.plan "$TEST_DATA/scripts/slow-tune.yaml" >out 2>err </dev/null &
+	pid=$!
 	{
 		wait_for err "capture: variant 1 of 1 (512 tokens): tune" &&
 		sleep 1 &&

@@ -66,8 +66,8 @@ test_expect_success SQLITE '--top limits the op table' '
 
 test_expect_success SQLITE '--tokens 1 picks the variant of 1 token and notes the other launch shapes' '
 	bcg report --tokens 1 "$rep" "$plan" >out &&
-	test_grep "^variant   1 tokens, " out &&
-	test_grep "^note      [0-9]* kernels ran with another grid or block than the plan records$" out
+	test_grep "^variant   1 token, " out &&
+	test_grep "^note      [0-9]* kernels* ran with another grid or block than the plan records$" out
 '
 
 test_expect_success SQLITE,PYTHON3 '--svg: well-formed, one bar per item and per kernel of the step' '
@@ -84,6 +84,43 @@ assert sum(c.startswith(\"item \") for c in cls) == len(r[\"items\"]) == 5, cls
 assert cls.count(\"kernel\") == step[\"kernels\"] == 36
 assert cls.count(\"item seg\") == 3 and cls.count(\"item break\") == 2
 assert cls.count(\"idle\") > 0
+"
+'
+
+# A PNG of the picture has no tooltips: an item bar carries the longest of
+# its names that fits (6.2 px a character, 4 px of margin), and the legend
+# says what the colors are.
+test_expect_success SQLITE,PYTHON3 '--svg: breaks and segments labelled where they fit, a legend for them' '
+	bcg report --svg step.svg --step 2 "$rep" "$plan" >/dev/null &&
+	"$PYTHON3" -c "
+import xml.etree.ElementTree as ET
+ns = \"{http://www.w3.org/2000/svg}\"
+root = ET.parse(\"step.svg\").getroot()
+kids = list(root)
+texts = [(float(e.get(\"x\")), e.get(\"y\"), e.text) for e in kids
+         if e.tag == ns + \"text\" and e.get(\"class\") == \"label\"]
+fits = lambda s, w: len(s) * 6.2 + 4 <= w
+seen = 0
+for r in root.iter(ns + \"rect\"):
+    c = r.get(\"class\", \"\")
+    if not c.startswith(\"item \"):
+        continue
+    name = r.find(ns + \"title\").text.split(\":\")[0]
+    w = float(r.get(\"width\"))
+    if c == \"item seg\":
+        cands = [name, \" \".join(name.split(\" \")[:2])]
+    else:
+        op = name[len(\"break \"):]
+        cands = [name, op, op.split(\".\")[0]]
+    want = next((s for s in cands if fits(s, w)), None)
+    mid = float(r.get(\"x\")) + w / 2
+    got = next((t for x, y, t in texts if y == \"58.0\" and abs(x - mid) < 0.02), None)
+    assert got == want, (name, w, got, want)
+    seen += c == \"item break\" and got is not None
+assert seen == 2, seen
+legend = [e.text for e in kids if e.tag == ns + \"text\" and e.get(\"class\") == \"legend\"]
+assert \"break (an eager op between graphs)\" in legend, legend
+assert \"segment (one CUDA graph)\" in legend, legend
 "
 '
 
@@ -127,7 +164,7 @@ test_expect_success SQLITE 'outputs are written atomically: a failed write leave
 
 test_expect_success SQLITE 'a missing report' '
 	test_expect_code 2 bcg report missing.sqlite "$plan" 2>err &&
-	echo "bcgtool: missing.sqlite: No such file or directory" >expect &&
+	echo "bcgtool: missing.sqlite: cannot read: No such file or directory" >expect &&
 	test_cmp expect err
 '
 

@@ -162,7 +162,7 @@ test_expect_success '--color always marks removals red, additions green, hunks c
 test_expect_success 'usage errors exit 2' '
 	test_expect_code 2 bcg diff mini.plan 2>err &&
 	test_grep "^bcgtool diff: two plans needed$" err &&
-	test_grep "^usage: bcgtool diff \[--ignore-env\] \[--stat | --json\] \[--color WHEN\] A B$" err &&
+	test_grep "^usage: bcgtool diff \[--ignore-env\] \[--strict\] \[--stat | --json\] \[--color WHEN\] A B$" err &&
 	test_expect_code 2 bcg diff mini.plan mini.plan mini.plan 2>err &&
 	test_grep "two plans only" err &&
 	test_expect_code 2 bcg diff --stat --json mini.plan mini.plan 2>err &&

@@ -56,7 +56,7 @@ test_expect_success 'a file that is not a plan' '
 '
 
 test_expect_success 'a missing file' '
-	expect_reader_error missing.plan "open failed: No such file or directory$"
+	expect_reader_error missing.plan "cannot read: No such file or directory$"
 '
 
 test_expect_success 'a directory in place of a plan' '

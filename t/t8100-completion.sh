@@ -74,8 +74,11 @@ test_expect_success BASH 'options of inspect and diff, by prefix' '
 	complete_line diff --i >actual &&
 	echo --ignore-env >expect &&
 	test_cmp expect actual &&
-	complete_line diff --ignore-env --s >actual &&
+	complete_line diff --ignore-env --sta >actual &&
 	echo --stat >expect &&
+	test_cmp expect actual &&
+	complete_line diff --str >actual &&
+	echo --strict >expect &&
 	test_cmp expect actual
 '
 

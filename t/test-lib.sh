@@ -37,6 +37,10 @@ ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
 UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 export LC_ALL LANG NO_COLOR TZ SOURCE_DATE_EPOCH ASAN_OPTIONS UBSAN_OPTIONS
 unset BCG_BACKEND NVTX_INJECTION64_PATH CDPATH
+# No progress unless a test asks for it: a step slower than 5 s (a loaded
+# machine, a sanitizer build) would otherwise write a line of it.
+BCG_PROGRESS=never
+export BCG_PROGRESS
 
 # The scratch directory.
 TRASH_DIRECTORY="$BCG_BUILD_DIR/t/trash directory.$TEST_NAME"

@@ -321,6 +321,11 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	{
 		struct tune_opts to = o->tune;
 		to.untimed = o->untimed;
+		/* The host's timings are noise at the scale of its choices: a
+		 * reproducible capture there (SOURCE_DATE_EPOCH) measures none
+		 * and keeps the defaults, so that two give the same bytes. */
+		if (o->untimed && e->be->kind != PLAN_BACKEND_CUDA)
+			to.measure = 0;
 		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
 	}
 	nvtx_pop(e->nvtx);
@@ -422,10 +427,18 @@ static int capture_select(const struct script *script, const struct capture_opts
 		for (uint32_t i = 0; i < script->nvariants; i++)
 			found |= script->variants[i].tokens == o->tokens[j];
 		if (!found) {
+			char sizes[256];
+			size_t at = 0;
+			sizes[0] = '\0';
+			for (uint32_t i = 0; i < script->nvariants && at < sizeof sizes; i++) {
+				int w = snprintf(sizes + at, sizeof sizes - at, "%s%lld", i ? ", " : "",
+				                 (long long)script->variants[i].tokens);
+				at = w > 0 ? at + (size_t)w : sizeof sizes;
+			}
 			free(v);
 			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
-			                   "%lld is not a capture size of the script's token dim",
-			                   (long long)o->tokens[j]);
+			                   "%lld is not a capture size of the script's token dim "
+			                   "(its sizes: %s)", (long long)o->tokens[j], sizes);
 		}
 	}
 	if (k == 0) {
@@ -549,6 +562,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	}
 
 	t0 = bcg_now_ns();
+	bcg_progress("capture: the arena and its tensors");
 	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;

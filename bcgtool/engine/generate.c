@@ -246,6 +246,18 @@ int generate(struct engine *e, const struct gen_opts *o, const struct gen_driver
 			                   "outside the feed's range 0..%lld", (long long)i,
 			                   o->prompt[i], (long long)range - 1);
 	}
+	/* Said before any step, with the whole generation's count: each
+	 * step's own check below would name only where it stopped. */
+	for (uint32_t i = 0; i < plan_count_vars(plan); i++) {
+		const struct plan_var *v = plan_get_var(plan, i);
+		int64_t need = o->nprompt + (int64_t)o->ntokens - 1;
+		if (need > v->limit)
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the generation needs %lld "
+			                   "positions (%lld of prompt and %llu generated, the last not "
+			                   "written back), past the limit of var '%s' (%lld)",
+			                   (long long)need, (long long)o->nprompt,
+			                   (unsigned long long)o->ntokens, v->name, (long long)v->limit);
+	}
 	r->tokens = calloc(o->ntokens, sizeof *r->tokens);
 	r->steps = calloc(o->ntokens, sizeof *r->steps);
 	fb = malloc((size_t)plan_tensor_bytes(plan, from, e->max_tokens) + 4);

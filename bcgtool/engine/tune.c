@@ -162,6 +162,52 @@ static int tune_record(plan_t *plan, uint32_t vi, uint32_t op, const struct engi
 	return 0;
 }
 
+/* --choices-from: the choice O->from made for op OP's namesake (same
+ * label, same kind) at the same token count, recorded as it was made.
+ * 1 recorded, 0 the plan has none (the caller measures), -1 error: a
+ * choice this backend cannot run. */
+static int tune_take(struct engine *e, plan_t *plan, uint32_t vi, uint32_t op,
+                     const struct tune_opts *o, const struct op_call *c, const int *usable,
+                     int nu, struct engine_error *err)
+{
+	const plan_t *src = o->from;
+	int64_t tokens = plan_get_variant(plan, vi)->tokens;
+	uint32_t sv = plan_find_variant(src, tokens), sop = PLAN_NONE;
+	struct plan_candidate cand[TUNE_MAX_IMPLS];
+	const struct plan_choice *sc;
+	struct plan_diag diag = { 0 };
+	char want[160], have[160];
+
+	if (sv == PLAN_NONE)
+		return 0;
+	plan_op_label(plan, op, want, sizeof want);
+	for (uint32_t k = 0; k < plan_count_ops(src) && sop == PLAN_NONE; k++)
+		if (strcmp(plan_op_label(src, k, have, sizeof have), want) == 0 &&
+		    strcmp(plan_get_op(src, k)->kind, c->kind->name) == 0)
+			sop = k;
+	if (sop == PLAN_NONE || (sc = plan_find_choice(src, sv, sop)) == NULL)
+		return 0;
+	for (int k = 0; k < nu; k++) {
+		if (strcmp(e->be->impl_name(c->kind->id, usable[k]), sc->impl) != 0)
+			continue;
+		struct plan_choice ch = {
+			.variant = vi, .op = op, .impl = sc->impl, .flags = sc->flags,
+			.ncand = sc->ncand < TUNE_MAX_IMPLS ? sc->ncand : TUNE_MAX_IMPLS, .cand = cand,
+		};
+		for (uint32_t q = 0; q < ch.ncand; q++) {
+			cand[q].impl = sc->cand[q].impl;
+			cand[q].us = o->untimed ? 0.0 : sc->cand[q].us;
+		}
+		if (plan_add_choice(plan, &ch, NULL, &diag) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, op, "recording a choice: %s",
+			                   diag.message);
+		return 1;
+	}
+	return engine_fail(err, BCG_EXIT_USAGE, op, "--choices-from: op %s at %lld tokens chose "
+	                   "'%s', which the %s backend cannot run for it", want, (long long)tokens,
+	                   sc->impl, e->be->name);
+}
+
 int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_opts *o,
                  struct tune_cache *cache, uint32_t *ops_tuned, struct engine_error *err)
 {
@@ -195,6 +241,15 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 			continue;
 		if (engine_interrupted(err) != 0)
 			goto out;
+		if (o->from != NULL) {
+			int took = tune_take(e, plan, vi, op, o, c, usable, nu, err);
+			if (took < 0)
+				goto out;
+			if (took > 0) {
+				tuned++;
+				continue;
+			}
+		}
 		tune_key(c, mask, key, sizeof key);
 		if ((t = tune_find(cache, key)) == NULL) {
 			if ((t = tune_add(cache, key)) == NULL) {

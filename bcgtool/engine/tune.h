@@ -34,6 +34,10 @@ struct tune_opts {
 	double   margin;    /* relative lead needed to leave the default */
 	int      untimed;   /* record the candidates' times as 0: the plan's
 	                       bytes then do not depend on them */
+	const plan_t *from; /* capture --choices-from: take the choice this
+	                       plan made for the op of the same name (and kind)
+	                       at the same token count, where it has one,
+	                       instead of measuring; NULL: none */
 };
 
 #define TUNE_REPS_CUDA  15

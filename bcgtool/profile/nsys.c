@@ -289,7 +289,7 @@ int nsys_read(const char *path, struct nsys_trace *t, char *msg, size_t len)
 
 	memset(t, 0, sizeof *t);
 	if ((f = fopen(path, "rb")) == NULL)
-		return fail(msg, len, 2, "%s", strerror(errno));
+		return fail(msg, len, 2, "cannot read: %s", strerror(errno));
 	if (fread(head, 1, sizeof head, f) != sizeof head || memcmp(head, magic, sizeof magic) != 0) {
 		fclose(f);
 		return fail(msg, len, 2, "not an SQLite database (give the .sqlite export of an "

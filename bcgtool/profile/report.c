@@ -273,8 +273,9 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 		fprintf(f, " (%s%s%s%s)", t->version[0] ? "Nsight Systems " : "", t->version,
 		        t->version[0] && t->device[0] ? ", " : "", t->device);
 	fprintf(f, "\nplan      %s\n", n->plan);
-	fprintf(f, "variant   %lld tokens, %s: %u segments, %u breakpoints\n",
-	        (long long)p->tokens, plan_mode_name(pv->mode), nsegs, pv->nitems - nsegs);
+	fprintf(f, "variant   %lld token%s, %s: %u segment%s, %u breakpoint%s\n",
+	        (long long)p->tokens, BCG_S(p->tokens), plan_mode_name(pv->mode), nsegs,
+	        BCG_S(nsegs), pv->nitems - nsegs, BCG_S(pv->nitems - nsegs));
 	fprintf(f, "steps     %u (%s)", p->nsteps, phases);
 	if (p->unmatched_steps)
 		fprintf(f, "; %u more whose items are not the plan's", p->unmatched_steps);
@@ -284,8 +285,8 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 	        (unsigned long long)p->graph_kernels, (unsigned long long)p->break_kernels,
 	        (unsigned long long)p->unattributed, (unsigned long long)p->outside);
 	if (p->grid_mismatch)
-		fprintf(f, "note      %llu kernels ran with another grid or block than the plan "
-		        "records\n", (unsigned long long)p->grid_mismatch);
+		fprintf(f, "note      %llu kernel%s ran with another grid or block than the plan "
+		        "records\n", (unsigned long long)p->grid_mismatch, BCG_S(p->grid_mismatch));
 	us(a, sizeof a, span);
 	us(b, sizeof b, busy);
 	us(c, sizeof c, span - busy);
@@ -399,9 +400,10 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 unattributed:
 	groups = unattr_groups(p, &ngroups);
 	if (ngroups > 0) {
-		fprintf(f, "\nunattributed (%llu kernels in %u groups, top %u; every one in --json)\n"
+		fprintf(f, "\nunattributed (%llu kernel%s in %u group%s, top %u; every one in --json)\n"
 		        "  %7s %12s  %-28s %s\n",
-		        (unsigned long long)(p->unattributed + p->outside), ngroups,
+		        (unsigned long long)(p->unattributed + p->outside),
+		        BCG_S(p->unattributed + p->outside), ngroups, BCG_S(ngroups),
 		        top < ngroups ? top : ngroups, "kernels", "total", "kernel", "why");
 		for (uint32_t k = 0; k < ngroups && k < top; k++) {
 			us(e, sizeof e, (double)groups[k].total);

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ static int export_report(const struct report_opts *o, const char *rep, char **ou
 	int rc;
 
 	if (stat(rep, &a) != 0) {
-		bcg_error("%s: %s", rep, "No such file or directory");
+		bcg_error("%s: cannot read: %s", rep, strerror(errno));
 		free(sqlite);
 		return BCG_EXIT_USAGE;
 	}

@@ -6,7 +6,10 @@
  * (segments green, breaks orange, as the NVTX ranges are colored), its
  * kernels (colored by op kind, labelled with the op where the name fits)
  * and the idle gaps (red) where no kernel ran. Every bar carries a <title>
- * with its figures, which browsers show on hover.
+ * with its figures, which browsers show on hover; a picture rendered to
+ * PNG has no hover, so items carry the longest of their names that fits
+ * ("break attn.0", "attn.0", "attn"; "seg 1 o.0..v_write.1", "seg 1"),
+ * and the legend says what each color is.
  */
 #include "config.h"
 
@@ -89,6 +92,35 @@ static void bar(FILE *f, const char *cls, double x, double y, double w, double h
 	}
 }
 
+static int label_fits(const char *s, double w)
+{
+	return (double)strlen(s) * SVG_CHAR_W + 4.0 <= w;
+}
+
+/* The longest of item NAME's names that fits W px, in BUF; NULL if none:
+ * the whole name, then a segment's "seg N", a break's op label and its
+ * stem before the first '.'. */
+static const char *item_label(const char *name, int seg, double w, char *buf, size_t len)
+{
+	const char *sp;
+
+	if (label_fits(name, w))
+		return name;
+	if (seg) {
+		/* "seg N FIRST..LAST" */
+		sp = strchr(name, ' ');
+		sp = sp != NULL ? strchr(sp + 1, ' ') : NULL;
+		snprintf(buf, len, "%.*s", sp != NULL ? (int)(sp - name) : (int)strlen(name), name);
+		return label_fits(buf, w) ? buf : NULL;
+	}
+	/* "break OP" */
+	snprintf(buf, len, "%s", strncmp(name, "break ", 6) == 0 ? name + 6 : name);
+	if (label_fits(buf, w))
+		return buf;
+	buf[strcspn(buf, ".")] = '\0';
+	return buf[0] != '\0' && label_fits(buf, w) ? buf : NULL;
+}
+
 static double nice_step(double range_ns, int ticks)
 {
 	double raw = range_ns / ticks, p = pow(10.0, floor(log10(raw)));
@@ -111,7 +143,7 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	struct axis a;
 	double height = 250.0, tick;
 	int64_t prev_end = -1, reach = -1;
-	char title[512], label[64];
+	char title[512], label[64], short_name[64];
 	FILE *f;
 
 	if (st->gpu.n == 0) {
@@ -134,9 +166,9 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
 	        SVG_W, height);
 	snprintf(title, sizeof title, "%s (%s), %lld tokens: GPU span %.2f us, busy %.2f us, "
-	         "idle %.2f us, %u kernels", st->range->text, st->phase[0] ? st->phase : "-",
+	         "idle %.2f us, %u kernel%s", st->range->text, st->phase[0] ? st->phase : "-",
 	         (long long)p->tokens, (double)(a.t1 - a.t0) / 1e3, (double)st->gpu.busy / 1e3,
-	         (double)(a.t1 - a.t0 - st->gpu.busy) / 1e3, st->gpu.n);
+	         (double)(a.t1 - a.t0 - st->gpu.busy) / 1e3, st->gpu.n, BCG_S(st->gpu.n));
 	fputs("<text x=\"10\" y=\"20\" font-size=\"13\" class=\"row\">", f);
 	xml_text(f, title);
 	fputs("</text>\n", f);
@@ -150,10 +182,13 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 		int seg = pv->items[i].kind == PLAN_ITEM_SEGMENT;
 		int64_t x0 = g->n ? g->first : (prev_end >= 0 ? prev_end : a.t0);
 		int64_t x1 = g->n ? g->last : x0;
-		snprintf(title, sizeof title, "%s: %u kernels, span %.2f us, kernel time %.2f us",
-		         p->item_names[i], g->n, (double)(x1 - x0) / 1e3, (double)g->ksum / 1e3);
+		snprintf(title, sizeof title, "%s: %u kernel%s, span %.2f us, kernel time %.2f us",
+		         p->item_names[i], g->n, BCG_S(g->n), (double)(x1 - x0) / 1e3,
+		         (double)g->ksum / 1e3);
 		bar(f, seg ? "item seg" : "item break", ax(&a, x0), 40, (double)(x1 - x0) * a.scale,
-		    28, seg ? "#43a047" : "#fb8c00", p->item_names[i], title);
+		    28, seg ? "#43a047" : "#fb8c00",
+		    item_label(p->item_names[i], seg, (double)(x1 - x0) * a.scale, short_name,
+		               sizeof short_name), title);
 		if (g->n)
 			prev_end = g->last;
 	}
@@ -205,8 +240,9 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	/* Legend. */
 	{
 		double x = SVG_LEFT;
-		const char *fixed[][2] = { { "segment", "#43a047" }, { "break", "#fb8c00" },
-		                           { "idle", "#e53935" } };
+		const char *fixed[][2] = { { "segment (one CUDA graph)", "#43a047" },
+		                           { "break (an eager op between graphs)", "#fb8c00" },
+		                           { "idle (no kernel running)", "#e53935" } };
 		for (size_t i = 0; i < 3; i++) {
 			fprintf(f, "<rect x=\"%.1f\" y=\"190\" width=\"12\" height=\"12\" fill=\"%s\"/>"
 			        "<text x=\"%.1f\" y=\"200\" class=\"legend\">%s</text>\n",

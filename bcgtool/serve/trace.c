@@ -223,7 +223,7 @@ int serve_trace_read(const char *path, struct serve_trace *t, struct serve_diag 
 
 	memset(t, 0, sizeof *t);
 	if (bcg_read_file(path, &data, &len) != 0) {
-		trace_fail(d, 0, 0, "%s", strerror(errno));
+		trace_fail(d, 0, 0, "cannot read: %s", strerror(errno));
 		return -1;
 	}
 	rc = serve_trace_parse(data, len, t, d);

@@ -217,7 +217,7 @@ static void test_diff_choices(const plan_t *rich)
 	ok(strstr(all, "[edges] [0->1 (programmatic) 1->2 0->2 (programmatic out=launch-completion) "
 	           "2->3] [0->1 1->2 0->2 (programmatic out=launch-completion) 2->3]") != NULL,
 	   "the edge that is no longer programmatic");
-	ok(strstr(all, "choices changed 16 [op mm.0 at 16 tokens] [impl] [mma] [cublas]\n") != NULL,
+	ok(strstr(all, "choices changed 16 [op mm.0 at 16 tokens] [impl (close)] [mma] [cublas]\n") != NULL,
 	   "the choice changed, per variant and op");
 	ok(strstr(all, "choices removed 16 [op silu_mul#2 at 16 tokens: fused, default from fused] [] "
 	           "[op silu_mul#2 at 16 tokens: fused, default from fused] []\n") != NULL,

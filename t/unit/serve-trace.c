@@ -105,7 +105,7 @@ static void test_read(void)
 
 	ok(serve_trace_read("/nonexistent/trace.jsonl", &t, &d) == -1, "a missing file fails");
 	is_int(d.line, 0, "with no position");
-	is_str(d.msg, "No such file or directory", "and the system's reason");
+	is_str(d.msg, "cannot read: No such file or directory", "and the system's reason");
 }
 
 static void test_rng(void)
