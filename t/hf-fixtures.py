@@ -17,6 +17,13 @@ makes of them, the independent reference of t7100-hf-import.sh.
                                                 shape (bench/gpu-session.sh
                                                 stage hf32)
 
+The tiny models: llama, qwen2, mistral (the default rope), llama3,
+llama-linear and llama-yarn (scaled ropes; their expect.json also holds
+"unscaled_tokens", transformers' tokens for the same weights with the
+default rope, which must differ), qwen3 and qwen3-tied (per-head q and k
+norms). Naming some remakes only those, and PROVENANCE keeps one line a
+model with the versions that made it.
+
 For each model it writes OUT_DIR/NAME/: config.json and model.safetensors
 (save_pretrained), and expect.json: the prompt, the greedy tokens that
 transformers' own forward gives (one full forward a step, argmax of the

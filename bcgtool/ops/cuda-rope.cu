@@ -55,7 +55,7 @@ __device__ __forceinline__ void cuda_rope_copy(const void *x, int dtx, void *out
 struct rope_freqs {
 	float   f[ROPE_MAX_PAIRS];
 	float   mscale;
-	int32_t limit;
+	int64_t limit;
 };
 
 /* FREQS for head_dim D (D / 2 <= ROPE_MAX_PAIRS), the rest zero; A the
@@ -64,15 +64,13 @@ static void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d,
                             const union op_value *a)
 {
 	struct rope_scaling rs;
-	int64_t limit;
 
 	memset(freqs, 0, sizeof *freqs);
 	rope_scaling_init(&rs, theta, d, a);
 	for (int64_t i = 0; i < d / 2; i++)
 		freqs->f[i] = rope_inv_freq(&rs, i);
 	freqs->mscale = rope_mscale(&rs);
-	limit = rope_pos_limit(&rs);
-	freqs->limit = limit > INT32_MAX ? INT32_MAX : (int32_t)limit;
+	freqs->limit = rope_pos_limit(&rs);
 }
 
 /* cos and sin of pair I at position P, as the host computes them. */
@@ -83,7 +81,7 @@ __device__ __forceinline__ void rope_angle(const struct rope_freqs &freqs, int32
 	sincosf(a, s, c);
 	*c = __fmul_rn(*c, freqs.mscale);
 	*s = __fmul_rn(*s, freqs.mscale);
-	if (p >= freqs.limit)
+	if ((int64_t)p >= freqs.limit)
 		*c = *s = __int_as_float(0x7fc00000);
 }
 

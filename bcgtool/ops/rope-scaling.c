@@ -193,5 +193,5 @@ int64_t rope_pos_limit(const struct rope_scaling *s)
 {
 	if (s->type == ROPE_TYPE_DYNAMIC)
 		return s->original_max;
-	return INT32_MAX;
+	return INT64_MAX;
 }

@@ -91,7 +91,7 @@ float rope_mscale(const struct rope_scaling *s);
 
 /* The first position the frequencies are not exact for: dynamic's
  * max_position_embeddings (transformers rescales from there on, by the
- * sequence length); INT32_MAX for the others. Rows at such positions are
+ * sequence length); INT64_MAX (none) for the others. Rows at such positions are
  * written as NaN rather than as a guess. */
 int64_t rope_pos_limit(const struct rope_scaling *s);
 

@@ -10,8 +10,8 @@
  *
  * The checkpoint holds lm_head.weight and the first layer's q_norm
  * weight, so that untied models and Qwen3 reach the script writer. It and
- * the config live in one directory made on the first call and removed at
- * exit.
+ * the config live in one directory (under /dev/shm where it exists) made
+ * on the first call and removed at exit.
  */
 #include "config.h"
 
@@ -49,9 +49,13 @@ static void fuzz_hf_setup(void)
 	unsigned char len[8];
 	FILE *f;
 
-	snprintf(fuzz_dir, sizeof fuzz_dir, "/tmp/bcg-fuzz-hf-XXXXXX");
-	if (mkdtemp(fuzz_dir) == NULL)
-		abort();
+	/* memory-backed where there is one: a file a run */
+	snprintf(fuzz_dir, sizeof fuzz_dir, "/dev/shm/bcg-fuzz-hf-XXXXXX");
+	if (mkdtemp(fuzz_dir) == NULL) {
+		snprintf(fuzz_dir, sizeof fuzz_dir, "/tmp/bcg-fuzz-hf-XXXXXX");
+		if (mkdtemp(fuzz_dir) == NULL)
+			abort();
+	}
 	snprintf(fuzz_config, sizeof fuzz_config, "%s/config.json", fuzz_dir);
 	snprintf(path, sizeof path, "%s/model.safetensors", fuzz_dir);
 	for (int i = 0; i < 8; i++)

@@ -1977,6 +1977,57 @@ static void test_rope_scaling(struct env *e)
 	}
 }
 
+/* dynamic past its original context: the device writes NaN rows there, as
+ * the host does, and exact ones before (tcase_run would call the NaN a
+ * mismatch, so this compares by hand). */
+static void test_rope_dynamic_limit(struct env *e)
+{
+	const int64_t T = 3, W = 2 * 64;
+	const int32_t p[3] = { 63, 64, 1000 };
+	struct tbuf x, pos, out;
+	struct tcase c;
+	struct op_call call;
+	struct cuda_op_ctx ctx = e->ctx;
+	char msg[256] = "";
+	float got[3 * 128];
+	int rc, nan_rows = 1, first_finite = 1;
+
+	tbuf_init(&x, PLAN_DTYPE_F32, 2, (const int64_t[]){ T, W }, 0);
+	tbuf_init(&out, PLAN_DTYPE_F32, 2, (const int64_t[]){ T, W }, 0);
+	tbuf_init(&pos, PLAN_DTYPE_I32, 1, &T, 0);
+	tbuf_random(e, &x, 1.0f);
+	memcpy(pos.host, p, sizeof p);
+	tcase_init(&c, OP_ROPE, 2, 1);
+	c.in[0] = &x;
+	c.in[1] = &pos;
+	c.out[0] = &out;
+	c.attr[ROPE_HEADS].i = 2;
+	c.attr[ROPE_HEAD_DIM].i = 64;
+	c.attr[ROPE_THETA].f = 10000.0;
+	c.attr[ROPE_SCALING + RS_TYPE].i = ROPE_TYPE_DYNAMIC;
+	c.attr[ROPE_SCALING + RS_FACTOR].f = 2;
+	c.attr[ROPE_SCALING + RS_ORIGINAL_MAX].i = 64;
+	tbuf_upload(&x);
+	tbuf_upload(&pos);
+	tbuf_poison(&out);
+	tcase_call(&c, &call, 1);
+	CK(cudaDeviceSynchronize());
+	rc = cuda_kernel(OP_ROPE)(&call, &ctx, msg, sizeof msg);
+	if (rc == 0)
+		CK(cudaStreamSynchronize(e->stream));
+	CK(cudaMemcpy(got, out.dev, sizeof got, cudaMemcpyDeviceToHost));
+	for (int64_t j = 0; j < W; j++)
+		first_finite &= isfinite(got[j]);
+	for (int64_t j = W; j < T * W; j++)
+		nan_rows &= isnan(got[j]);
+	ok(rc == 0 && first_finite && nan_rows,
+	   "rope dynamic f32 on the device: position 63 of 64 rotated, 64 and 1000 NaN%s%s",
+	   rc ? ": " : "", msg);
+	tbuf_free(&x);
+	tbuf_free(&out);
+	tbuf_free(&pos);
+}
+
 /* qk_norm: one warp a head, against the host's rmsnorm of each head. */
 static void test_qk_norm(struct env *e)
 {
@@ -2704,6 +2755,7 @@ int main(void)
 	test_rope(&e);
 	test_rope_kv_write(&e);
 	test_rope_scaling(&e);
+	test_rope_dynamic_limit(&e);
 	test_qk_norm(&e);
 	test_slice(&e);
 	test_embedding(&e);
