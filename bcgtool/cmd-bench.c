@@ -72,7 +72,31 @@ struct bench_row {
 	uint32_t            segments;
 	uint32_t            breakpoints;
 	struct replay_stats st;
+	/* the breaks by why their op breaks the graph, in order of first
+	 * appearance (attention's host length, the experts' counts, ...) */
+	uint32_t            nwhy;
+	struct {
+		char     detail[160];
+		uint32_t breaks;
+	} why_break[8];
 };
+
+/* Count break I of ROW under its reason. */
+static void bench_count_why(struct bench_row *row, const struct sched_item *it)
+{
+	uint32_t w;
+
+	for (w = 0; w < row->nwhy; w++)
+		if (strcmp(row->why_break[w].detail, it->detail) == 0)
+			break;
+	if (w == row->nwhy) {
+		if (row->nwhy == sizeof row->why_break / sizeof row->why_break[0])
+			return;
+		snprintf(row->why_break[w].detail, sizeof row->why_break[w].detail, "%s", it->detail);
+		row->nwhy++;
+	}
+	row->why_break[w].breaks++;
+}
 
 static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmup, uint64_t steps,
                       struct bench_row *row, struct engine_error *err)
@@ -84,10 +108,12 @@ static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmu
 	if (schedule_build(e->plan, mode, &sched, NULL, row->why, sizeof row->why) != 0)
 		return 0;   /* not possible in this mode: reported, not an error */
 	for (uint32_t i = 0; i < sched.nitems; i++) {
-		if (sched.items[i].kind == PLAN_ITEM_SEGMENT)
+		if (sched.items[i].kind == PLAN_ITEM_SEGMENT) {
 			row->segments++;
-		else
+		} else {
 			row->breakpoints++;
+			bench_count_why(row, &sched.items[i]);
+		}
 	}
 	rc = exec_capture(e, tokens, mode, sched.items, sched.nitems, 0, &x, NULL, err);
 	schedule_release(&sched);
@@ -203,6 +229,9 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 	if (bench_break_cost(rows, &busy_us, &step_us))
 		printf("a break over the full step: %+.2f us of gpu busy time, %+.2f us of step time "
 		       "(%u breaks)\n", busy_us, step_us, rows[1].breakpoints);
+	for (uint32_t w = 0; rows[1].ran && w < rows[1].nwhy; w++)
+		printf("  %u break%s: %s\n", rows[1].why_break[w].breaks,
+		       rows[1].why_break[w].breaks == 1 ? "" : "s", rows[1].why_break[w].detail);
 }
 
 static void print_json(const char *path, const struct engine *e, int64_t tokens,
@@ -264,6 +293,17 @@ static void print_json(const char *path, const struct engine *e, int64_t tokens,
 		plan_json_double(j, busy_us);
 		plan_json_key(j, "step_us");
 		plan_json_double(j, step_us);
+		plan_json_key(j, "why");
+		plan_json_array_begin(j);
+		for (uint32_t w = 0; w < rows[1].nwhy; w++) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "breaks");
+			plan_json_uint(j, rows[1].why_break[w].breaks);
+			plan_json_key(j, "detail");
+			plan_json_string(j, rows[1].why_break[w].detail);
+			plan_json_object_end(j);
+		}
+		plan_json_array_end(j);
 		plan_json_object_end(j);
 	}
 	plan_json_object_end(j);

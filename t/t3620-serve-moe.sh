@@ -60,6 +60,18 @@ test_expect_success PYTHON3 'a padded row routes nowhere: ids -1 where the slot 
 	EOT
 '
 
+test_expect_success PYTHON3 'bench names why each break breaks the graph, in text and JSON' '
+	bcg bench --backend host --tokens 8 --steps 3 --warmup 1 "$moe" >out &&
+	test_grep "^  2 breaks: its launch shape follows the host.s batch (the longest sequence)\$" out &&
+	test_grep "^  2 breaks: launch follows per-expert token counts\$" out &&
+	bcg bench --backend host --tokens 8 --steps 3 --warmup 1 --json "$moe" >out.json &&
+	"$PYTHON3" -c "
+import json
+w = json.load(open(\"out.json\"))[\"break_cost\"][\"why\"]
+assert {x[\"detail\"]: x[\"breaks\"] for x in w}[\"launch follows per-expert token counts\"] == 2, w
+"
+'
+
 test_expect_success 'router weights that give NaN: BCG_SYNC=1 names the op; without it the step fails at its wait' '
 	sed "s/^  router: .*/  router: {dtype: f32, shape: [NE, H], role: weight, count: L, init: {kind: const, value: 3e38}}/" \
 		"$moe" >nan.yaml &&

@@ -34,7 +34,7 @@ test_expect_success SQLITE,PYTHON3 'steps, items, break gaps and per-op totals a
 	test_cmp expect actual
 '
 
-test_expect_success SQLITE,PYTHON3 'break costs are the sum of their parts; per-kind totals the sum of their ops' '
+test_expect_success SQLITE,PYTHON3 'break costs are the sum of their parts and say why the op breaks; per-kind totals the sum of their ops' '
 	"$PYTHON3" -c "
 import json
 r = json.load(open(\"report.json\"))
@@ -44,6 +44,8 @@ assert len(breaks) == 2
 for b in breaks:
     want = b[\"gap_before_ns\"] + b[\"span_ns\"] + b[\"gap_after_ns\"]
     assert abs(b[\"break_cost_ns\"] - want) < 0.01, b
+    assert b[\"why\"] == \"its launch shape follows the host var kv_len\", b
+assert all(i[\"why\"] is None for i in r[\"items\"] if i[\"kind\"] == \"segment\")
 for k in r[\"kinds\"]:
     ops = [o for o in r[\"ops\"] if o[\"kind\"] == k[\"kind\"]]
     assert k[\"ops\"] == len(ops) and k[\"total_ns\"] == sum(o[\"total_ns\"] for o in ops), k

@@ -18,10 +18,11 @@
  * The two forms differ in how the product kernels find their groups. The
  * eager form copies the counts back to the host (a wait) and launches the
  * products for the experts that have pairs, their offsets and counts
- * passed by value. The graph-safe form launches a block row for every
- * expert and reads counts and offsets from the scratch, so the launch
- * never changes and can be captured. A pair's arithmetic is the same in
- * both, so are the bytes.
+ * passed by value. The graph-safe form launches a block row for each of
+ * the most groups there can be, min(E, T*K), each finding its expert (the
+ * n-th with pairs) in the counts on the device, the rows past the experts
+ * chosen exiting at once; the launch never changes and can be captured. A
+ * pair's arithmetic is the same in both, so are the bytes.
  */
 #include "config.h"
 
@@ -285,20 +286,46 @@ struct moe_groups {
 	int   count[OP_MOE_MAX_EXPERTS];
 };
 
-/* Group blockIdx.x's expert, offset and count: from G when it is given (the
- * eager form), else expert blockIdx.x's from the scratch. */
-__device__ __forceinline__ void moe_group(const struct moe_groups *g, struct moe_scratch s,
-                                          int *ex, int *off, int *cnt)
+/* Group blockIdx.x's expert, offset and count: from G when it is given
+ * (the eager form), else the blockIdx.x-th expert that has pairs, found in
+ * the counts on the device (the graph-safe form, launched for min(E,
+ * pairs) groups: the most there can be). False when there is no such
+ * group. Every thread of the block must call it. */
+__device__ __forceinline__ bool moe_group(const struct moe_groups *g, struct moe_scratch s,
+                                          int e, int *ex, int *off, int *cnt)
 {
+	__shared__ int sh_ex;
+
 	if (g != NULL) {
 		*ex = g->expert[blockIdx.x];
 		*off = g->offset[blockIdx.x];
 		*cnt = g->count[blockIdx.x];
-	} else {
-		*ex = blockIdx.x;
-		*off = s.offset[blockIdx.x];
-		*cnt = s.count[blockIdx.x];
+		return true;
 	}
+	if (threadIdx.x < 32) {
+		int want = (int)blockIdx.x, found = -1, lane = threadIdx.x;
+		for (int base = 0; base < e && found < 0; base += 32) {
+			int j = base + lane;
+			unsigned b = __ballot_sync(0xffffffffu, j < e && s.count[j] > 0);
+			int n = __popc(b);
+			if (want < n) {
+				for (int q = 0; q < want; q++)
+					b &= b - 1;
+				found = base + __ffs(b) - 1;
+			} else {
+				want -= n;
+			}
+		}
+		if (lane == 0)
+			sh_ex = found;
+	}
+	__syncthreads();
+	if (sh_ex < 0)
+		return false;
+	*ex = sh_ex;
+	*off = s.offset[sh_ex];
+	*cnt = s.count[sh_ex];
+	return true;
 }
 
 /* Element types and their 16-byte vectors: VEC elements a load. */
@@ -336,15 +363,14 @@ __device__ __forceinline__ void moe_load(const T *p, int64_t i, float *v)
  * bytes a lane (H a multiple of the vector), else one element. */
 template <typename T, bool EAGER, bool VECTOR>
 __global__ void bcg_moe_gate_up_kernel(const T *x, const T *gu, int dt, int64_t h,
-                                       int64_t inter, int64_t k, struct moe_scratch s,
+                                       int64_t inter, int64_t k, int e, struct moe_scratch s,
                                        struct moe_groups g)
 {
 	constexpr int VEC = VECTOR ? moe_elem<T>::VEC : 1;
 	int ex, off, cnt, lane = threadIdx.x & 31;
 	int64_t j = (int64_t)blockIdx.y * MOE_WARPS + threadIdx.x / 32;
 
-	moe_group(EAGER ? &g : NULL, s, &ex, &off, &cnt);
-	if (cnt == 0 || j >= inter)
+	if (!moe_group(EAGER ? &g : NULL, s, e, &ex, &off, &cnt) || cnt == 0 || j >= inter)
 		return;
 	int64_t grow = ((int64_t)ex * 2 * inter + j) * h, urow = grow + inter * h;
 	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
@@ -395,15 +421,14 @@ __global__ void bcg_moe_gate_up_kernel(const T *x, const T *gu, int dt, int64_t 
  * output row i = tile * MOE_WARPS + w. VECTOR: rows of I elements load
  * 16 bytes of weights a lane (I a multiple of the vector). */
 template <typename T, bool EAGER, bool VECTOR>
-__global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inter,
+__global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inter, int e,
                                     struct moe_scratch s, struct moe_groups g)
 {
 	constexpr int VEC = VECTOR ? moe_elem<T>::VEC : 1;
 	int ex, off, cnt, lane = threadIdx.x & 31;
 	int64_t i = (int64_t)blockIdx.y * MOE_WARPS + threadIdx.x / 32;
 
-	moe_group(EAGER ? &g : NULL, s, &ex, &off, &cnt);
-	if (cnt == 0 || i >= h)
+	if (!moe_group(EAGER ? &g : NULL, s, e, &ex, &off, &cnt) || cnt == 0 || i >= h)
 		return;
 	int64_t row = ((int64_t)ex * h + i) * inter;
 	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
@@ -454,18 +479,18 @@ static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ct
 
 	if (h % VEC == 0)
 		bcg_moe_gate_up_kernel<T, EAGER, true><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
-			xp, gp, x->dtype, h, inter, k, s, g);
+			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	else
 		bcg_moe_gate_up_kernel<T, EAGER, false><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
-			xp, gp, x->dtype, h, inter, k, s, g);
+			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	if (cuda_check_launch("bcg_moe_gate_up_kernel", msg, len) != 0)
 		return -1;
 	if (inter % VEC == 0)
 		bcg_moe_down_kernel<T, EAGER, true><<<dgrid, MOE_THREADS, 0, ctx->stream>>>(
-			dp, x->dtype, h, inter, s, g);
+			dp, x->dtype, h, inter, (int)e, s, g);
 	else
 		bcg_moe_down_kernel<T, EAGER, false><<<dgrid, MOE_THREADS, 0, ctx->stream>>>(
-			dp, x->dtype, h, inter, s, g);
+			dp, x->dtype, h, inter, (int)e, s, g);
 	return cuda_check_launch("bcg_moe_down_kernel", msg, len);
 }
 
@@ -564,7 +589,8 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 			}
 		if (g.n > 0 && moe_products_dt<true>(call, ctx, (unsigned)g.n, s, g, msg, len) != 0)
 			return -1;
-	} else if (moe_products_dt<false>(call, ctx, (unsigned)e, s, g, msg, len) != 0) {
+	} else if (moe_products_dt<false>(call, ctx, (unsigned)(pairs < e ? pairs : e), s, g, msg,
+	                                  len) != 0) {
 		return -1;
 	}
 	bcg_moe_combine_kernel<<<cuda_row_blocks(rows), cuda_row_threads(h), 0, ctx->stream>>>(

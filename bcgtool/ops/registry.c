@@ -13,167 +13,9 @@
 #include <string.h>
 
 #include "op.h"
+#include "registry-check.h"
 #include "rope-scaling.h"
 
-/* ---------------------------------------------------------------------- */
-/* Message helpers.                                                        */
-
-__attribute__((format(printf, 3, 4)))
-static int check_fail(char *msg, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (msg != NULL && len > 0) {
-		va_start(ap, fmt);
-		vsnprintf(msg, len, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
-/* "[4, 64]" */
-static const char *shape_str(const struct op_tensor *t, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	n += (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < t->rank && i < PLAN_MAX_RANK && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "",
-		                      (long long)t->dim[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return buf;
-}
-
-/* "f32, f16 or bf16" */
-static const char *dtypes_str(unsigned mask, char *buf, size_t len)
-{
-	static const int order[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_I32 };
-	int total = 0, seen = 0;
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-		if (mask & OP_DTYPE_BIT(order[i]))
-			total++;
-	for (size_t i = 0; i < sizeof order / sizeof order[0] && n < len; i++) {
-		if (!(mask & OP_DTYPE_BIT(order[i])))
-			continue;
-		seen++;
-		n += (size_t)snprintf(buf + n, len - n, "%s%s",
-		                      seen == 1 ? "" : seen == total ? " or " : ", ",
-		                      plan_dtype_name(order[i]));
-	}
-	return buf;
-}
-
-/* The operand being checked: "input b" or "output out". */
-struct operand {
-	char                    what[48];
-	const struct op_tensor *t;
-};
-
-static struct operand operand_in(const struct op_call *c, int i)
-{
-	struct operand o;
-	snprintf(o.what, sizeof o.what, "input %s", c->kind->inputs[i]);
-	o.t = &c->in[i];
-	return o;
-}
-
-static struct operand operand_out(const struct op_call *c, int i)
-{
-	struct operand o;
-	snprintf(o.what, sizeof o.what, "output %s", c->kind->outputs[i]);
-	o.t = &c->out[i];
-	return o;
-}
-
-static int want_dtypes(const struct operand *o, unsigned mask, char *msg, size_t len)
-{
-	char buf[64];
-
-	if (o->t->dtype > 0 && o->t->dtype < 32 && (mask & OP_DTYPE_BIT(o->t->dtype)))
-		return 0;
-	return check_fail(msg, len, "%s is %s, expected %s", o->what,
-	                  plan_dtype_name(o->t->dtype), dtypes_str(mask, buf, sizeof buf));
-}
-
-static int want_same_dtype(const struct operand *o, const struct operand *ref,
-                           char *msg, size_t len)
-{
-	if (o->t->dtype == ref->t->dtype)
-		return 0;
-	return check_fail(msg, len, "%s is %s, expected %s like %s", o->what,
-	                  plan_dtype_name(o->t->dtype), plan_dtype_name(ref->t->dtype),
-	                  ref->what);
-}
-
-static int want_rank(const struct operand *o, int rank, char *msg, size_t len)
-{
-	char buf[96];
-
-	if (o->t->rank == rank)
-		return 0;
-	return check_fail(msg, len, "%s has rank %d (%s), expected rank %d", o->what,
-	                  o->t->rank, shape_str(o->t, buf, sizeof buf), rank);
-}
-
-/* O must have exactly the shape WANT (rank RANK); WHY, when not NULL, says
- * where the expectation comes from. */
-static int want_shape(const struct operand *o, const int64_t *want, int rank, const char *why,
-                      char *msg, size_t len)
-{
-	struct op_tensor w = { .rank = rank };
-	char got[96], exp[96];
-	int same = o->t->rank == rank;
-
-	for (int i = 0; i < rank && i < PLAN_MAX_RANK; i++) {
-		w.dim[i] = want[i];
-		if (same && o->t->dim[i] != want[i])
-			same = 0;
-	}
-	if (same)
-		return 0;
-	return check_fail(msg, len, "%s has shape %s, expected %s%s%s%s", o->what,
-	                  shape_str(o->t, got, sizeof got), shape_str(&w, exp, sizeof exp),
-	                  why ? " (" : "", why ? why : "", why ? ")" : "");
-}
-
-static int want_shape_like(const struct operand *o, const struct operand *ref,
-                           char *msg, size_t len)
-{
-	char why[64];
-
-	snprintf(why, sizeof why, "the shape of %s", ref->what);
-	return want_shape(o, ref->t->dim, ref->t->rank, why, msg, len);
-}
-
-static int want_counts(const struct op_call *c, char *msg, size_t len)
-{
-	int nin = op_kind_count_inputs(c->kind), nout = op_kind_count_outputs(c->kind);
-
-	if (c->nin != nin)
-		return check_fail(msg, len, "%s takes %d input%s, not %d", c->kind->name, nin,
-		                  nin == 1 ? "" : "s", c->nin);
-	if (c->nout != nout)
-		return check_fail(msg, len, "%s takes %d output%s, not %d", c->kind->name, nout,
-		                  nout == 1 ? "" : "s", c->nout);
-	for (int i = 0; i < c->nin; i++)
-		if (c->in[i].rank < 1 || c->in[i].rank > PLAN_MAX_RANK)
-			return check_fail(msg, len, "input %s has rank %d, expected 1 to %d",
-			                  c->kind->inputs[i], c->in[i].rank, PLAN_MAX_RANK);
-	for (int i = 0; i < c->nout; i++)
-		if (c->out[i].rank < 1 || c->out[i].rank > PLAN_MAX_RANK)
-			return check_fail(msg, len, "output %s has rank %d, expected 1 to %d",
-			                  c->kind->outputs[i], c->out[i].rank, PLAN_MAX_RANK);
-	return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* The checks, one per kind.                                               */
-
-#define TRY(expr) do { if ((expr) != 0) return -1; } while (0)
 
 static int check_fill(const struct op_call *c, char *msg, size_t len)
 {
@@ -370,18 +212,6 @@ static int check_silu_mul(const struct op_call *c, char *msg, size_t len)
 		want[i] = x.t->dim[i];
 	want[x.t->rank - 1] /= 2;
 	return want_shape(&out, want, x.t->rank, "input x with half its columns", msg, len);
-}
-
-/* The one-position-per-row operand of rope and kv_write. */
-static int want_positions(const struct op_call *c, int i, const struct operand *rows,
-                          char *msg, size_t len)
-{
-	struct operand pos = operand_in(c, i);
-	char why[64];
-
-	TRY(want_dtypes(&pos, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
-	snprintf(why, sizeof why, "one per row of %s", rows->what);
-	return want_shape(&pos, &rows->t->dim[0], 1, why, msg, len);
 }
 
 /* An attribute that counts heads: at least 1. */
@@ -701,12 +531,6 @@ static int want_paged_cache(const struct operand *cache, const struct operand *r
 	return 0;
 }
 
-/* The slot of each row of ROWS: i32 [rows]. */
-static int want_slots(const struct op_call *c, int i, const struct operand *rows,
-                      char *msg, size_t len)
-{
-	return want_positions(c, i, rows, msg, len);
-}
 
 static int check_paged_kv_write(const struct op_call *c, char *msg, size_t len)
 {
@@ -717,7 +541,7 @@ static int check_paged_kv_write(const struct op_call *c, char *msg, size_t len)
 	cache = operand_out(c, 0);
 	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
 	TRY(want_rank(&x, 2, msg, len));
-	TRY(want_slots(c, 1, &x, msg, len));
+	TRY(want_positions(c, 1, &x, msg, len));
 	return want_paged_cache(&cache, &x, x.t->dim[1], "the columns of input x", msg, len);
 }
 
@@ -736,7 +560,7 @@ static int check_rope_paged_kv_write(const struct op_call *c, char *msg, size_t 
 	TRY(want_dtypes(&qkv, c->kind->dtypes, msg, len));
 	TRY(want_rank(&qkv, 2, msg, len));
 	TRY(want_positions(c, 1, &qkv, msg, len));
-	TRY(want_slots(c, 2, &qkv, msg, len));
+	TRY(want_positions(c, 2, &qkv, msg, len));
 	TRY(want_heads("heads", heads, msg, len));
 	TRY(want_heads("kv_heads", kvh, msg, len));
 	TRY(want_rope_head_dim(hd, msg, len));
@@ -814,107 +638,6 @@ static int check_paged_attention(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &q, msg, len);
 }
 
-/* moe_router, moe_router_paged. */
-static int check_moe_router(const struct op_call *c, char *msg, size_t len)
-{
-	struct operand lg, ids, w;
-	int64_t k = c->attr[MOE_TOP_K].i, want[2];
-
-	TRY(want_counts(c, msg, len));
-	lg = operand_in(c, 0);
-	ids = operand_out(c, 0);
-	w = operand_out(c, 1);
-	TRY(want_dtypes(&lg, c->kind->dtypes, msg, len));
-	TRY(want_rank(&lg, 2, msg, len));
-	if (lg.t->dim[1] < 1 || lg.t->dim[1] > OP_MOE_MAX_EXPERTS)
-		return check_fail(msg, len, "input logits has %lld columns (experts); the kernels "
-		                  "take 1 to %d", (long long)lg.t->dim[1], OP_MOE_MAX_EXPERTS);
-	if (k < 1 || k > OP_MOE_MAX_TOP_K || k > lg.t->dim[1])
-		return check_fail(msg, len, "attribute top_k is %lld; it must be 1 to %lld (the "
-		                  "experts, at most %d)", (long long)k,
-		                  (long long)(lg.t->dim[1] < OP_MOE_MAX_TOP_K ? lg.t->dim[1] :
-		                              OP_MOE_MAX_TOP_K), OP_MOE_MAX_TOP_K);
-	if (c->nin > 1)
-		TRY(want_slots(c, 1, &lg, msg, len));
-	want[0] = lg.t->dim[0];
-	want[1] = k;
-	TRY(want_dtypes(&ids, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
-	TRY(want_shape(&ids, want, 2, "rows of input logits, top_k columns", msg, len));
-	TRY(want_dtypes(&w, OP_DTYPES_FLOAT, msg, len));
-	return want_shape(&w, want, 2, "rows of input logits, top_k columns", msg, len);
-}
-
-static int check_moe_experts(const struct op_call *c, char *msg, size_t len)
-{
-	struct operand x, ids, w, gu, dn, out;
-	int64_t e = c->attr[MOE_EXPERTS].i, h, inter, want[2];
-	char why[96];
-
-	TRY(want_counts(c, msg, len));
-	x = operand_in(c, 0);
-	ids = operand_in(c, 1);
-	w = operand_in(c, 2);
-	gu = operand_in(c, 3);
-	dn = operand_in(c, 4);
-	out = operand_out(c, 0);
-	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
-	TRY(want_rank(&x, 2, msg, len));
-	if (e < 1 || e > OP_MOE_MAX_EXPERTS)
-		return check_fail(msg, len, "attribute experts is %lld; the kernels take 1 to %d",
-		                  (long long)e, OP_MOE_MAX_EXPERTS);
-	h = x.t->dim[1];
-	TRY(want_dtypes(&ids, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
-	TRY(want_rank(&ids, 2, msg, len));
-	if (ids.t->dim[0] != x.t->dim[0] || ids.t->dim[1] < 1 ||
-	    ids.t->dim[1] > OP_MOE_MAX_TOP_K) {
-		want[0] = x.t->dim[0];
-		want[1] = ids.t->dim[1] < 1 ? 1 : ids.t->dim[1] > OP_MOE_MAX_TOP_K ?
-		          OP_MOE_MAX_TOP_K : ids.t->dim[1];
-		snprintf(why, sizeof why, "one row per row of input x, 1 to %d columns",
-		         OP_MOE_MAX_TOP_K);
-		return want_shape(&ids, want, 2, why, msg, len);
-	}
-	TRY(want_dtypes(&w, OP_DTYPES_FLOAT, msg, len));
-	TRY(want_shape_like(&w, &ids, msg, len));
-	TRY(want_same_dtype(&gu, &x, msg, len));
-	TRY(want_rank(&gu, 2, msg, len));
-	if (gu.t->dim[1] != h || gu.t->dim[0] % (2 * e) != 0 || gu.t->dim[0] == 0)
-		return check_fail(msg, len, "input gate_up has shape [%lld, %lld], expected "
-		                  "[experts*2I, %lld]: %lld blocks of gate and up rows, each I "
-		                  "rows of input x's %lld columns", (long long)gu.t->dim[0],
-		                  (long long)gu.t->dim[1], (long long)h, (long long)e, (long long)h);
-	inter = gu.t->dim[0] / (2 * e);
-	TRY(want_same_dtype(&dn, &x, msg, len));
-	want[0] = e * h;
-	want[1] = inter;
-	snprintf(why, sizeof why, "experts*H rows, the I = %lld columns of gate_up's blocks",
-	         (long long)inter);
-	TRY(want_shape(&dn, want, 2, why, msg, len));
-	TRY(want_same_dtype(&out, &x, msg, len));
-	return want_shape_like(&out, &x, msg, len);
-}
-
-static int check_gated_add(const struct op_call *c, char *msg, size_t len)
-{
-	struct operand x, y, g, out;
-	int64_t want[2];
-
-	TRY(want_counts(c, msg, len));
-	x = operand_in(c, 0);
-	y = operand_in(c, 1);
-	g = operand_in(c, 2);
-	out = operand_out(c, 0);
-	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
-	TRY(want_rank(&x, 2, msg, len));
-	TRY(want_same_dtype(&y, &x, msg, len));
-	TRY(want_shape_like(&y, &x, msg, len));
-	TRY(want_same_dtype(&g, &x, msg, len));
-	want[0] = x.t->dim[0];
-	want[1] = 1;
-	TRY(want_shape(&g, want, 2, "one gate per row of input x", msg, len));
-	TRY(want_same_dtype(&out, &x, msg, len));
-	return want_shape_like(&out, &x, msg, len);
-}
 
 /* ---------------------------------------------------------------------- */
 /* The table.                                                              */
@@ -1118,17 +841,17 @@ static const struct op_kind kinds[OP_COUNT] = {
 	[OP_MOE_ROUTER] = { OP_MOE_ROUTER, "moe_router",
 		"top_k experts of each row of router logits [T, E], and their weights",
 		in_logits, out_ids_weights, moe_router_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
-		check_moe_router },
+		op_check_moe_router },
 	[OP_MOE_ROUTER_PAGED] = { OP_MOE_ROUTER_PAGED, "moe_router_paged",
 		"moe_router; a row whose slot is -1 (padding) routes to no expert",
 		in_logits_slots, out_ids_weights, moe_router_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
-		check_moe_router },
+		op_check_moe_router },
 	[OP_MOE_EXPERTS] = { OP_MOE_EXPERTS, "moe_experts",
 		"SwiGLU experts over the rows routed to them, weighted sum back into each row",
 		in_moe, out_out, moe_experts_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
-		"launch follows per-expert token counts", 0, check_moe_experts },
+		"launch follows per-expert token counts", 0, op_check_moe_experts },
 	[OP_GATED_ADD] = { OP_GATED_ADD, "gated_add", "x + sigmoid(g) * y, one gate g a row",
-		in_xyg, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, check_gated_add },
+		in_xyg, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, op_check_gated_add },
 };
 
 const struct op_kind *op_kind_find(const char *name)

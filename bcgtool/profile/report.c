@@ -321,8 +321,8 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 
 	if (nsegs < pv->nitems) {
 		fprintf(f, "\nbreaks (mean per step): graph end -> eager kernels -> next graph start\n"
-		        "  %-24s %12s %12s %12s %12s\n", "break", "to eager", "eager", "to graph",
-		        "total");
+		        "  %-24s %12s %12s %12s %12s  %s\n", "break", "to eager", "eager", "to graph",
+		        "total", "why");
 		for (uint32_t i = 0; i < p->nitems; i++) {
 			struct prof_item_mean m;
 			if (pv->items[i].kind != PLAN_ITEM_BREAK)
@@ -332,8 +332,10 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 			us(b, sizeof b, m.span);
 			us(c, sizeof c, m.gap_after);
 			us(d, sizeof d, m.gap_before + m.span + m.gap_after);
-			fprintf(f, "  %-24s %12s %12s %12s %12s\n",
-			        plan_get_breakpoint(p->plan, pv->items[i].index)->name, a, b, c, d);
+			const struct plan_breakpoint *bp = plan_get_breakpoint(p->plan,
+			                                                       pv->items[i].index);
+			fprintf(f, "  %-24s %12s %12s %12s %12s  %s\n", bp->name, a, b, c, d,
+			        bp->detail);
 		}
 	}
 
@@ -566,6 +568,13 @@ void report_json(FILE *f, const struct profile *p, const struct report_names *n)
 			plan_json_null(j);
 		else
 			plan_json_double(j, m.gap_before + m.span + m.gap_after);
+		/* why the op breaks the graph: attention's host length, the
+		 * experts' per-expert counts, ... */
+		plan_json_key(j, "why");
+		if (seg)
+			plan_json_null(j);
+		else
+			plan_json_string(j, plan_get_breakpoint(p->plan, pv->items[i].index)->detail);
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);

@@ -2561,7 +2561,7 @@ static void test_moe_experts(struct env *e)
 {
 	static const int64_t shapes[][5] = {       /* T, H, E, I, K */
 		{ 1, 256, 128, 96, 8 }, { 7, 64, 16, 48, 4 }, { 64, 128, 32, 64, 8 },
-		{ 3, 40, 3, 24, 2 },
+		{ 3, 37, 3, 30, 2 },     /* rows no vector divides: the scalar loads */
 	};
 	struct tbuf x, ids, w, gu, dn, out;
 	struct tcase c;
