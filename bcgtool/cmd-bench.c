@@ -188,6 +188,15 @@ static void print_text_host(const struct bench_row *rows)
 	}
 }
 
+/* The breakable run's breaks by why their op breaks the graph: what the
+ * script is, not a timing, so every backend prints it. */
+static void bench_print_why(const struct bench_row *rows)
+{
+	for (uint32_t w = 0; rows[1].ran && w < rows[1].nwhy; w++)
+		printf("  %u break%s: %s\n", rows[1].why_break[w].breaks,
+		       rows[1].why_break[w].breaks == 1 ? "" : "s", rows[1].why_break[w].detail);
+}
+
 static void print_text(const char *path, const struct engine *e, int64_t tokens,
                        const struct bench_row *rows)
 {
@@ -199,6 +208,7 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 	printf("tokens   %lld\n\n", (long long)tokens);
 	if (e->be->kind != PLAN_BACKEND_CUDA) {
 		print_text_host(rows);
+		bench_print_why(rows);
 		return;
 	}
 	printf("%-9s  %8s  %11s  %11s  %11s  %11s  %10s  %9s\n", "mode", "segments", "breakpoints",
@@ -229,9 +239,7 @@ static void print_text(const char *path, const struct engine *e, int64_t tokens,
 	if (bench_break_cost(rows, &busy_us, &step_us))
 		printf("a break over the full step: %+.2f us of gpu busy time, %+.2f us of step time "
 		       "(%u breaks)\n", busy_us, step_us, rows[1].breakpoints);
-	for (uint32_t w = 0; rows[1].ran && w < rows[1].nwhy; w++)
-		printf("  %u break%s: %s\n", rows[1].why_break[w].breaks,
-		       rows[1].why_break[w].breaks == 1 ? "" : "s", rows[1].why_break[w].detail);
+	bench_print_why(rows);
 }
 
 static void print_json(const char *path, const struct engine *e, int64_t tokens,
