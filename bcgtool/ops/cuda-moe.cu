@@ -33,6 +33,7 @@
 #define MOE_THREADS 256
 #define MOE_WARPS   (MOE_THREADS / 32)
 #define MOE_TOKENS  8               /* pairs a warp carries at once */
+#define MOE_UNROLL  4               /* weight pieces a lane loads before using them */
 
 /* --- router -------------------------------------------------------------- */
 
@@ -382,28 +383,44 @@ __global__ void bcg_moe_gate_up_kernel(const T *x, const T *gu, int dt, int64_t 
 			xrow[i] = i < n ? (int64_t)(s.order[off + c0 + i] / k) * h : 0;
 			ag[i] = au[i] = 0.0f;
 		}
-		for (int64_t c = (int64_t)lane * VEC; c < h; c += 32 * VEC) {
-			float wg[VEC], wu[VEC], xv[VEC];
-			if (VECTOR) {
-				moe_load(gu, grow + c, wg);
-				moe_load(gu, urow + c, wu);
-			} else {
-				wg[0] = moe_elem<T>::get(gu, grow + c);
-				wu[0] = moe_elem<T>::get(gu, urow + c);
+		/* MOE_UNROLL pieces a lane: every weight load of a round is issued
+		 * before the first product, so that a warp keeps 2 * MOE_UNROLL
+		 * 16-byte loads in flight (one at a time left HBM idle). */
+		for (int64_t c0w = (int64_t)lane * VEC; c0w < h; c0w += 32 * VEC * MOE_UNROLL) {
+			float wg[MOE_UNROLL][VEC], wu[MOE_UNROLL][VEC];
+#pragma unroll
+			for (int u = 0; u < MOE_UNROLL; u++) {
+				int64_t c = c0w + (int64_t)u * 32 * VEC;
+				if (c >= h)
+					break;
+				if (VECTOR) {
+					moe_load(gu, grow + c, wg[u]);
+					moe_load(gu, urow + c, wu[u]);
+				} else {
+					wg[u][0] = moe_elem<T>::get(gu, grow + c);
+					wu[u][0] = moe_elem<T>::get(gu, urow + c);
+				}
 			}
 #pragma unroll
-			for (int i = 0; i < MOE_TOKENS; i++)
-				if (i < n) {
-					if (VECTOR)
-						moe_load(x, xrow[i] + c, xv);
-					else
-						xv[0] = moe_elem<T>::get(x, xrow[i] + c);
+			for (int u = 0; u < MOE_UNROLL; u++) {
+				int64_t c = c0w + (int64_t)u * 32 * VEC;
+				if (c >= h)
+					break;
 #pragma unroll
-					for (int q = 0; q < VEC; q++) {
-						ag[i] += xv[q] * wg[q];
-						au[i] += xv[q] * wu[q];
+				for (int i = 0; i < MOE_TOKENS; i++)
+					if (i < n) {
+						float xv[VEC];
+						if (VECTOR)
+							moe_load(x, xrow[i] + c, xv);
+						else
+							xv[0] = moe_elem<T>::get(x, xrow[i] + c);
+#pragma unroll
+						for (int q = 0; q < VEC; q++) {
+							ag[i] += xv[q] * wg[u][q];
+							au[i] += xv[q] * wu[u][q];
+						}
 					}
-				}
+			}
 		}
 #pragma unroll
 		for (int i = 0; i < MOE_TOKENS; i++) {
@@ -437,20 +454,32 @@ __global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inte
 #pragma unroll
 		for (int t = 0; t < MOE_TOKENS; t++)
 			acc[t] = 0.0f;
-		for (int64_t c = (int64_t)lane * VEC; c < inter; c += 32 * VEC) {
-			float wd[VEC];
-			if (VECTOR)
-				moe_load(dn, row + c, wd);
-			else
-				wd[0] = moe_elem<T>::get(dn, row + c);
+		for (int64_t c0w = (int64_t)lane * VEC; c0w < inter; c0w += 32 * VEC * MOE_UNROLL) {
+			float wd[MOE_UNROLL][VEC];
 #pragma unroll
-			for (int t = 0; t < MOE_TOKENS; t++)
-				if (t < n) {
-					const float *a = s.act + (int64_t)(off + c0 + t) * inter + c;
+			for (int u = 0; u < MOE_UNROLL; u++) {
+				int64_t c = c0w + (int64_t)u * 32 * VEC;
+				if (c >= inter)
+					break;
+				if (VECTOR)
+					moe_load(dn, row + c, wd[u]);
+				else
+					wd[u][0] = moe_elem<T>::get(dn, row + c);
+			}
 #pragma unroll
-					for (int q = 0; q < VEC; q++)
-						acc[t] += a[q] * wd[q];
-				}
+			for (int u = 0; u < MOE_UNROLL; u++) {
+				int64_t c = c0w + (int64_t)u * 32 * VEC;
+				if (c >= inter)
+					break;
+#pragma unroll
+				for (int t = 0; t < MOE_TOKENS; t++)
+					if (t < n) {
+						const float *a = s.act + (int64_t)(off + c0 + t) * inter + c;
+#pragma unroll
+						for (int q = 0; q < VEC; q++)
+							acc[t] += a[q] * wd[u][q];
+					}
+			}
 		}
 #pragma unroll
 		for (int t = 0; t < MOE_TOKENS; t++) {
