@@ -1089,7 +1089,13 @@ static int rr_build_graph(struct rr_session *s, uint32_t si, cudaGraphNode_t *no
 			data[i].from_port = seg->edges[i].from_port;
 			data[i].to_port = seg->edges[i].to_port;
 		}
-		/* One edge a call: each with its own type and ports. */
+		/* One edge a call, each with its own type and ports. Found on
+		 * the GPU (driver 580, CUDA 13.0, probed there): given an
+		 * edge-data array of several edges in one call,
+		 * cudaGraphAddDependencies made every edge programmatic (ports
+		 * 1->0), the plain ones too, and the rebuilt segment drifted
+		 * ("edge 1 (1->2): default, ports 0->0; rebuilt programmatic,
+		 * ports 1->0"); one edge a call comes back as given. */
 		for (uint32_t i = 0; i < seg->nedges; i++)
 			RR_RT(cudaGraphAddDependencies(g->graph, &from[i], &to[i], &data[i], 1),
 			      "adding a recorded edge (cudaGraphAddDependencies)");
