@@ -61,6 +61,8 @@ struct rr_info {
 	uint32_t rebased;       /* elsewhere: patches rebased */
 	uint32_t snapshots;     /* filled from the snapshot */
 	uint64_t granularity;   /* of the reservations */
+	char     unplaced[512]; /* without RR_REBASE: the first allocation not
+	                           at its recorded address and why, or "" */
 	uint64_t memory_ns;     /* reserving, mapping, filling */
 };
 
