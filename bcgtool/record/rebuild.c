@@ -312,20 +312,24 @@ static int rr_map_region(struct rr_session *s, struct rr_region *r, struct rr_er
 	r->why[0] = '\0';
 	if (!(s->opts.flags & RR_REBASE)) {
 		for (int k = 0; k < 2 && p == 0; k++) {
-			size_t align = k == 0 ? s->info.granularity : 0;
+			size_t align = k == 0 ? s->info.granularity : 0, at = strlen(r->why);
 			CUdeviceptr q = 0;
 			res = s->d.mem_address_reserve(&q, r->size, align, r->want, 0);
 			if (res == CUDA_SUCCESS && q == r->want) {
 				p = q;
-			} else if (res == CUDA_SUCCESS) {
-				/* a hint only: the driver put it elsewhere */
-				s->d.mem_address_free(q, r->size);
-				snprintf(r->why, sizeof r->why, "asked for it, the driver offered 0x%llx",
-				         (unsigned long long)q);
-			} else {
-				snprintf(r->why, sizeof r->why, "asked for it, the driver answered %s",
-				         rr_cu_name(s, res));
+				break;
 			}
+			if (res == CUDA_SUCCESS)   /* a hint only: the driver put it elsewhere */
+				s->d.mem_address_free(q, r->size);
+			snprintf(r->why + at, sizeof r->why - at, "%s", k == 0 ? "asked for it, the "
+			         "driver " : "; with its default alignment, ");
+			at = strlen(r->why);
+			if (res == CUDA_SUCCESS)
+				snprintf(r->why + at, sizeof r->why - at, "offered 0x%llx",
+				         (unsigned long long)q);
+			else
+				snprintf(r->why + at, sizeof r->why - at, "answered %s",
+				         rr_cu_name(s, res));
 		}
 		if (p == 0) {
 			char host[200];
@@ -333,6 +337,8 @@ static int rr_map_region(struct rr_session *s, struct rr_region *r, struct rr_er
 			rr_host_overlap(r->want, r->want + r->size, host, sizeof host);
 			snprintf(r->why + k, sizeof r->why - k, "; %s", host[0] ? host
 			         : "no mapping of this process overlaps it");
+		} else {
+			r->why[0] = '\0';
 		}
 	}
 	if (p == 0)
