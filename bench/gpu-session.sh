@@ -50,7 +50,10 @@
 #             modes, results against hand-worked values), the PTX sample
 #             plan of t/helper/recorded-sample.h instantiated and replayed
 #             at its addresses and rebased, with NVTX ranges under nsys, and
-#             replayed under compute-sanitizer memcheck
+#             replayed under compute-sanitizer memcheck; t/helper/va-hint
+#             (which address hints the driver honours); each check ends in
+#             "recorded: PASS ..." or "recorded: FAIL ...: why", the stage
+#             in "recorded: N passed, M failed"
 #   moe       the Qwen3-30B-A3B-shaped sample (samples/qwen3-30b-a3b-moe.yaml,
 #             8 layers, 128 experts, top 8): bench at T=1 and T=64, eager vs
 #             breakable vs full, the break cost, and the bytes each step
@@ -537,33 +540,78 @@ PY
 		grep -E '^choices of|^  op |[a-z_]+\.0 |lm_head' choices.txt | tee -a "$summary"
 		;;
 	recorded)
+		# Each check ends in one line "recorded: PASS name" or "recorded:
+		# FAIL name: why", and the stage in "recorded: N passed, M failed".
+		rec_pass=0
+		rec_fail=0
+		rec_verdict() {   # NAME STATUS [WHY]: STATUS 0 passes
+			if [ "$2" -eq 0 ]; then
+				rec_pass=$((rec_pass + 1))
+				say "recorded: PASS $1"
+			else
+				rec_fail=$((rec_fail + 1))
+				say "recorded: FAIL $1${3:+: $3}"
+			fi
+		}
 		(cd "$build" && ./t/unit/cuda-recorded) >cuda-recorded.txt 2>&1
-		say "recorded: t/unit/cuda-recorded: exit $?"
-		grep -E '^(not ok|#|1\.\.)' cuda-recorded.txt | head -30 | tee -a "$summary"
+		rc=$?
+		nok=$(grep -c '^ok ' cuda-recorded.txt)
+		nnot=$(grep -c '^not ok ' cuda-recorded.txt)
+		grep -E '^(not ok|#|1\.\.)' cuda-recorded.txt | head -30 | sed 's/^/  /' |
+			tee -a "$summary"
+		[ $rc -eq 0 ] && [ "$nnot" -eq 0 ] && grep -q '^1\.\.' cuda-recorded.txt
+		rec_verdict "t/unit/cuda-recorded ($nok ok, $nnot not ok, exit $rc)" $? \
+			"the not-ok lines above"
+		"$build/t/helper/va-hint" 0x7f2000000000 >va-hint.txt 2>&1
+		say "recorded: va-hint (which address hints the driver honours): exit $?"
+		sed 's/^/  /' va-hint.txt | tee -a "$summary"
 		"$build/t/helper/recorded-plan" rec.plan
 		"$B" instantiate rec.plan >rec-inst.txt 2>&1
-		say "recorded: instantiate rec.plan: exit $?"
+		rc=$?
 		sed 's/^/  /' rec-inst.txt | tee -a "$summary"
+		[ $rc -eq 0 ] && grep -q '^1 segments: 1 match, 0 drift, 0 unchecked$' rec-inst.txt
+		rec_verdict "instantiate rec.plan: exit $rc, the segment matches" $?
+		grep -q '^memory .*all at their recorded addresses' rec-inst.txt
+		rec_verdict "instantiate rec.plan: every allocation at its recorded address" $? \
+			"$(sed -n 's/^placing *//p' rec-inst.txt)"
 		"$B" instantiate --rebase --json rec.plan >rec-inst-rebase.json 2>&1
-		say "recorded: instantiate --rebase: exit $?"
+		rc=$?
+		[ $rc -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["memory"]
+assert m["rebased"] == m["allocations"] == 9 and m["fixed"] == 0, m
+' rec-inst-rebase.json
+		rec_verdict "instantiate --rebase --json: exit $rc, all 9 rebased, a match" $?
 		"$B" replay --steps 1000 --warmup 100 rec.plan >rec-replay.txt 2>&1
-		say "recorded: replay rec.plan: exit $?"
+		rc=$?
 		sed 's/^/  /' rec-replay.txt | tee -a "$summary"
+		[ $rc -eq 0 ] && grep -q 'instantiate 1 match, 0 drift$' rec-replay.txt
+		rec_verdict "replay rec.plan: exit $rc, 1000 steps of a matching segment" $?
 		"$B" replay --steps 1000 --warmup 100 --rebase --fill random --json rec.plan \
 			>rec-replay.json 2>&1
-		say "recorded: replay --rebase --fill random --json: exit $?"
+		rec_verdict "replay --rebase --fill random --json" $? "exit status"
 		CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 		${CS:-compute-sanitizer} --tool memcheck --error-exitcode 9 "$B" replay --steps 3 \
 			--warmup 1 rec.plan >rec-memcheck.txt 2>&1
-		say "recorded: compute-sanitizer memcheck replay: exit $?"
+		rc=$?
 		tail -3 rec-memcheck.txt | sed 's/^/  /' | tee -a "$summary"
+		[ $rc -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' rec-memcheck.txt
+		rec_verdict "compute-sanitizer memcheck replay: exit $rc, 0 errors" $? \
+			"$(grep -m1 'Program hit' rec-memcheck.txt)"
 		sh "$top/.gpu/nsys-profile" "$log/rec-replay" "$B" replay --steps 20 --warmup 2 \
 			rec.plan >nsys-rec.txt 2>&1
 		NSYS=$(sed -n 's/^NSYS=//p' nsys-rec.txt)
 		if [ -n "$NSYS" ] && [ -f rec-replay.nsys-rep ]; then
-			"$NSYS" stats --report nvtx_sum rec-replay.nsys-rep 2>/dev/null |
-				grep -E 'step|seg |break ' | head -8 | sed 's/^/  /' | tee -a "$summary"
+			"$NSYS" stats --report nvtx_sum rec-replay.nsys-rep 2>/dev/null >nsys-rec-nvtx.txt
+			grep -E 'step|seg |break ' nsys-rec-nvtx.txt | head -8 | sed 's/^/  /' |
+				tee -a "$summary"
+			grep -q 'seg 0 ' nsys-rec-nvtx.txt && grep -q 'break tail' nsys-rec-nvtx.txt
+			rec_verdict "nsys: NVTX ranges of the segment and the break" $?
+		else
+			rec_verdict "nsys: a report" 1 "no report (see nsys-rec.txt)"
 		fi
+		say "recorded: $rec_pass passed, $rec_fail failed"
 		;;
 	moe)
 		for t in 1 64; do

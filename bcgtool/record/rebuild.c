@@ -19,9 +19,6 @@
 #include "rebuild.h"
 #include "util.h"
 
-/* The most parameters a kernel is enumerated for (as the CUDA backend). */
-#define RR_MAX_PARAMS 256
-
 /* Dynamic shared memory above this needs the function's opt-in. */
 #define RR_SHMEM_DEFAULT (48u << 10)
 
@@ -61,6 +58,9 @@ struct rr_driver {
 	CUresult (*memset_d2d32)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
 	CUresult (*get_error_name)(CUresult, const char **);
 	CUresult (*func_load)(CUfunction);   /* may be NULL (before CUDA 12.4) */
+	/* cuFuncGetParamCount, from drivers of CUDA 13.2 on (the toolkit's
+	 * header may not declare it yet); NULL before */
+	CUresult (*func_get_param_count)(CUfunction, size_t *);
 };
 
 struct rr_module {
@@ -85,6 +85,7 @@ struct rr_region {
 	int                          reserved;
 	int                          created;
 	int                          mapped;
+	char                         why[320];  /* not at WANT: why */
 };
 
 /* A launch ready to run or become a node: parameters patched, addresses
@@ -186,7 +187,10 @@ static void *rr_entry(const char *symbol)
 	return fn;
 }
 
-static int rr_load_driver(struct rr_driver *d, struct rr_error *err)
+/* The first driver version with cuFuncGetParamCount. */
+#define RR_PARAM_COUNT_VERSION 13020
+
+static int rr_load_driver(struct rr_driver *d, int version, struct rr_error *err)
 {
 	static const struct { const char *name; size_t at; } table[] = {
 #define RR_E(sym, field) { sym, offsetof(struct rr_driver, field) }
@@ -230,6 +234,18 @@ static int rr_load_driver(struct rr_driver *d, struct rr_error *err)
 		void *fn = rr_entry("cuFuncLoad");
 		memcpy(&d->func_load, &fn, sizeof fn);
 	}
+	/* A function's parameter count, asked of drivers that have it, and
+	 * only of those: a look-up a driver cannot answer is not made. */
+	if (version >= RR_PARAM_COUNT_VERSION) {
+		void *fn = NULL;
+		enum cudaDriverEntryPointQueryResult q;
+		if (cudaGetDriverEntryPointByVersion("cuFuncGetParamCount", &fn,
+		                                     RR_PARAM_COUNT_VERSION, cudaEnableDefault,
+		                                     &q) != cudaSuccess ||
+		    q != cudaDriverEntryPointSuccess)
+			fn = NULL;
+		memcpy(&d->func_get_param_count, &fn, sizeof fn);
+	}
 	return 0;
 }
 
@@ -250,8 +266,38 @@ static int rr_span_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* What of this process's memory map (Linux: /proc/self/maps) overlaps
+ * [LO, HI), in words, into BUF; "" when nothing does or the map cannot be
+ * read. */
+static void rr_host_overlap(uint64_t lo, uint64_t hi, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		unsigned long long a = 0, b = 0;
+		char perm[8] = "", path[256] = "";
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255[^\n]", &a, &b, perm, path) < 3)
+			continue;
+		if (b <= lo || a >= hi)
+			continue;
+		snprintf(buf, len, "this process already maps 0x%llx-0x%llx (%s%s%s)", a, b, perm,
+		         path[0] ? " " : ", anonymous", path);
+		break;
+	}
+	fclose(f);
+}
+
 /* Reserve REGION's range: at its recorded address where that is free
- * (unless told to rebase), else anywhere; then back it and open it. */
+ * (unless told to rebase), else anywhere; then back it and open it.
+ * cuMemAddressReserve's address is a hint: the driver may give another
+ * range, which is then let go. The hint is tried with the granularity as
+ * the alignment (the range and its size are multiples of it), then with
+ * the driver's default alignment, which some drivers need to honour a
+ * hint. Where neither lands, R->WHY says what the driver did. */
 static int rr_map_region(struct rr_session *s, struct rr_region *r, struct rr_error *err)
 {
 	CUmemAllocationProp prop;
@@ -263,14 +309,36 @@ static int rr_map_region(struct rr_session *s, struct rr_region *r, struct rr_er
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = s->device;
+	r->why[0] = '\0';
 	if (!(s->opts.flags & RR_REBASE)) {
-		res = s->d.mem_address_reserve(&p, r->size, s->info.granularity, r->want, 0);
-		if (res == CUDA_SUCCESS && p != r->want) {
-			/* a hint only: the driver put it elsewhere */
-			s->d.mem_address_free(p, r->size);
-			p = 0;
-		} else if (res != CUDA_SUCCESS) {
-			p = 0;
+		for (int k = 0; k < 2 && p == 0; k++) {
+			size_t align = k == 0 ? s->info.granularity : 0, at = strlen(r->why);
+			CUdeviceptr q = 0;
+			res = s->d.mem_address_reserve(&q, r->size, align, r->want, 0);
+			if (res == CUDA_SUCCESS && q == r->want) {
+				p = q;
+				break;
+			}
+			if (res == CUDA_SUCCESS)   /* a hint only: the driver put it elsewhere */
+				s->d.mem_address_free(q, r->size);
+			snprintf(r->why + at, sizeof r->why - at, "%s", k == 0 ? "asked for it, the "
+			         "driver " : "; with its default alignment, ");
+			at = strlen(r->why);
+			if (res == CUDA_SUCCESS)
+				snprintf(r->why + at, sizeof r->why - at, "offered 0x%llx",
+				         (unsigned long long)q);
+			else
+				snprintf(r->why + at, sizeof r->why - at, "answered %s",
+				         rr_cu_name(s, res));
+		}
+		if (p == 0) {
+			char host[200];
+			size_t k = strlen(r->why);
+			rr_host_overlap(r->want, r->want + r->size, host, sizeof host);
+			snprintf(r->why + k, sizeof r->why - k, "; %s", host[0] ? host
+			         : "no mapping of this process overlaps it");
+		} else {
+			r->why[0] = '\0';
 		}
 	}
 	if (p == 0)
@@ -355,10 +423,16 @@ static int rr_make_allocs(struct rr_session *s, struct rr_error *err)
 		while (spans[i].lo >= s->regions[k].want + s->regions[k].size)
 			k++;
 		s->alloc_base[spans[i].alloc] = s->regions[k].got + (a->address - s->regions[k].want);
-		if (s->regions[k].got == s->regions[k].want)
+		if (s->regions[k].got == s->regions[k].want) {
 			s->info.fixed++;
-		else
-			s->info.rebased++;
+			continue;
+		}
+		s->info.rebased++;
+		if (s->info.unplaced[0] == '\0' && s->regions[k].why[0] != '\0')
+			snprintf(s->info.unplaced, sizeof s->info.unplaced, "allocation %u (0x%"
+			         PRIx64 ", %" PRIu64 " bytes; range 0x%" PRIx64 " +0x%" PRIx64
+			         ") not at its recorded address: %.300s", spans[i].alloc, a->address,
+			         a->bytes, s->regions[k].want, s->regions[k].size, s->regions[k].why);
 	}
 	s->info.allocs = s->nallocs;
 	rc = 0;
@@ -462,7 +536,6 @@ static int rr_function(struct rr_session *s, uint32_t fi, struct rr_error *err)
 {
 	struct rr_function *f = &s->functions[fi];
 	const struct plan_function *pf = plan_get_function(s->plan, fi);
-	uint32_t n = 0;
 	CUresult r;
 
 	if (f->state != 0)
@@ -489,28 +562,43 @@ static int rr_function(struct rr_session *s, uint32_t fi, struct rr_error *err)
 			return 0;
 		return rr_fail(err, BCG_EXIT_RUNTIME, "%s", f->why);
 	}
-	for (size_t i = 0; i < RR_MAX_PARAMS; i++) {
-		size_t off = 0, size = 0;
-		if (s->d.func_get_param_info(f->fn, i, &off, &size) != CUDA_SUCCESS)
-			break;   /* past the last parameter */
-		if (i >= pf->nparams || pf->params[i].offset != off || pf->params[i].size != size) {
+	/* The parameters the driver lays out, compared with the recorded
+	 * layout. Their number comes from cuFuncGetParamCount where the
+	 * driver has it; else only the recorded parameters are asked for,
+	 * since cuFuncGetParamInfo past the last one is an API error
+	 * (CUDA_ERROR_INVALID_VALUE, which compute-sanitizer reports). A
+	 * function with more parameters than recorded then goes unseen
+	 * here; its module is the recorded image, byte for byte (its hash
+	 * in the plan), so the recorder's driver laid out the same code. */
+	if (s->d.func_get_param_count != NULL) {
+		size_t count = 0;
+		r = s->d.func_get_param_count(f->fn, &count);
+		if (r != CUDA_SUCCESS)
+			return rr_fail(err, BCG_EXIT_RUNTIME, "%s: counting its parameters "
+			               "(cuFuncGetParamCount): %s", pf->name, rr_cu_name(s, r));
+		if (count != pf->nparams) {
 			f->state = -1;
-			if (i >= pf->nparams)
-				snprintf(f->why, sizeof f->why, "%s: the driver gives more than the "
-				         "%u parameters recorded", pf->name, pf->nparams);
-			else
-				snprintf(f->why, sizeof f->why, "%s: parameter %zu at byte %zu, %zu "
-				         "bytes; recorded at %u, %u bytes", pf->name, i, off, size,
-				         pf->params[i].offset, pf->params[i].size);
+			snprintf(f->why, sizeof f->why, "%s: the driver gives %zu parameters, %u "
+			         "recorded", pf->name, count, pf->nparams);
 			return 0;
 		}
-		n++;
 	}
-	if (n != pf->nparams) {
-		f->state = -1;
-		snprintf(f->why, sizeof f->why, "%s: the driver gives %u parameters, %u recorded",
-		         pf->name, n, pf->nparams);
-		return 0;
+	for (uint32_t i = 0; i < pf->nparams; i++) {
+		size_t off = 0, size = 0;
+		r = s->d.func_get_param_info(f->fn, i, &off, &size);
+		if (r != CUDA_SUCCESS) {
+			f->state = -1;
+			snprintf(f->why, sizeof f->why, "%s: the driver gives no parameter %u (%s), "
+			         "%u recorded", pf->name, i, rr_cu_name(s, r), pf->nparams);
+			return 0;
+		}
+		if (pf->params[i].offset != off || pf->params[i].size != size) {
+			f->state = -1;
+			snprintf(f->why, sizeof f->why, "%s: parameter %u at byte %zu, %zu bytes; "
+			         "recorded at %u, %u bytes", pf->name, i, off, size,
+			         pf->params[i].offset, pf->params[i].size);
+			return 0;
+		}
 	}
 	f->state = 1;
 	return 0;
@@ -698,7 +786,7 @@ int rr_open(const plan_t *plan, const struct rr_opts *opts, struct rr_session **
 	s->info.cc_minor = prop.minor;
 	RR_RT(cudaDriverGetVersion(&v), "cudaDriverGetVersion");
 	s->info.cuda_driver = v;
-	if (rr_load_driver(&s->d, err) != 0)
+	if (rr_load_driver(&s->d, v, err) != 0)
 		goto fail;
 	RR_RT(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
@@ -1089,7 +1177,13 @@ static int rr_build_graph(struct rr_session *s, uint32_t si, cudaGraphNode_t *no
 			data[i].from_port = seg->edges[i].from_port;
 			data[i].to_port = seg->edges[i].to_port;
 		}
-		/* One edge a call: each with its own type and ports. */
+		/* One edge a call, each with its own type and ports. Found on
+		 * the GPU (driver 580, CUDA 13.0, probed there): given an
+		 * edge-data array of several edges in one call,
+		 * cudaGraphAddDependencies made every edge programmatic (ports
+		 * 1->0), the plain ones too, and the rebuilt segment drifted
+		 * ("edge 1 (1->2): default, ports 0->0; rebuilt programmatic,
+		 * ports 1->0"); one edge a call comes back as given. */
 		for (uint32_t i = 0; i < seg->nedges; i++)
 			RR_RT(cudaGraphAddDependencies(g->graph, &from[i], &to[i], &data[i], 1),
 			      "adding a recorded edge (cudaGraphAddDependencies)");

@@ -4,10 +4,12 @@
  * from their nodes and compared with the recording, its breakpoints'
  * launches run eagerly with their recorded parameters.
  *
- * Allocations are made with CUDA's virtual memory management. Where the
- * virtual address range an allocation had in the recorded process is free
- * here, the same range is reserved, so that addresses the program stored
- * inside device memory (pointer tables, a snapshot's contents) stay valid.
+ * Allocations are made with CUDA's virtual memory management. The
+ * virtual address range an allocation had in the recorded process is
+ * asked for (cuMemAddressReserve takes it as a hint), so that addresses the
+ * program stored inside device memory (pointer tables, a snapshot's
+ * contents) stay valid where the driver gives it; rr_info's UNPLACED says
+ * which allocation it did not give and why.
  * Otherwise (or with RR_REBASE) the allocation goes anywhere and every
  * recorded address in it is rebased: each launch's patched parameter
  * words and each copy's and memset's addresses are moved by the
@@ -61,6 +63,8 @@ struct rr_info {
 	uint32_t rebased;       /* elsewhere: patches rebased */
 	uint32_t snapshots;     /* filled from the snapshot */
 	uint64_t granularity;   /* of the reservations */
+	char     unplaced[512]; /* without RR_REBASE: the first allocation not
+	                           at its recorded address and why, or "" */
 	uint64_t memory_ns;     /* reserving, mapping, filling */
 };
 

@@ -210,7 +210,7 @@ static void recorded_memory_text(const struct rr_info *in, int fill, char *buf, 
 	snprintf(buf, len, "%u allocations, %.1f MiB, fill %s: %s", in->allocs,
 	         (double)in->alloc_bytes / 1048576.0, recorded_fill_name(fill),
 	         in->rebased == 0 ? "all at their recorded addresses"
-	         : in->fixed == 0 ? "all rebased (recorded addresses taken or --rebase): "
+	         : in->fixed == 0 ? "all rebased (the recorded addresses could not be had, or --rebase): "
 	                            "parameters and copies patched, addresses stored in "
 	                            "device memory are stale"
 	                          : "some rebased: parameters and copies patched, addresses "
@@ -283,6 +283,8 @@ static void recorded_print_header(const plan_t *plan, const char *path, const st
 		       in->device, in->cc_major, in->cc_minor,
 		       plan_version_text(in->cuda_driver, 0, drv, sizeof drv));
 	printf("%-*s %s\n", width, "memory", mem);
+	if (in->unplaced[0] != '\0')
+		printf("%-*s %s\n", width, "placing", in->unplaced);
 }
 
 static void recorded_report_error(const char *path, const struct rr_error *err)

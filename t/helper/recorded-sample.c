@@ -200,8 +200,10 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 		.note = o->no_image ? "not kept for the test" : "",
 		.image = o->no_image ? NULL : ptx }, &mod, &d_));
 	RS_TRY(plan_add_function(p, &(struct plan_function){
-		.module = mod, .name = "k_write", .nparams = 3,
-		.params = (struct plan_param_info[]){ { 0, 8 }, { 8, 4 }, { 12, 4 } } }, &f_write, &d_));
+		.module = mod, .name = "k_write", .nparams = o->layout ? 2 : 3,
+		.params = o->layout ? (struct plan_param_info[]){ { 0, 8 }, { 8, 8 } }
+		                    : (struct plan_param_info[]){ { 0, 8 }, { 8, 4 }, { 12, 4 } } },
+		&f_write, &d_));
 	RS_TRY(plan_add_function(p, &(struct plan_function){
 		.module = mod, .name = "k_read", .nparams = 2,
 		.params = (struct plan_param_info[]){ { 0, 16 }, { 16, 8 } } }, &f_read, &d_));
@@ -293,8 +295,6 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 			{ 2, 3, PLAN_EDGE_DEFAULT, PLAN_PORT_DEFAULT, PLAN_PORT_DEFAULT },
 			{ 3, 4, PLAN_EDGE_DEFAULT, PLAN_PORT_DEFAULT, PLAN_PORT_DEFAULT },
 		};
-		if (o->drift)
-			nodes[0].grid[0] = 2;
 		struct plan_segment seg = {
 			.variant = 0, .flags = PLAN_SEG_NODES, .nnodes = o->host_node ? 5 : 4,
 			.nodes = nodes, .nedges = o->host_node ? 4 : 3, .edges = edges,

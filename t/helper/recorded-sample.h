@@ -45,7 +45,10 @@ struct rs_opts {
 	int      no_image;   /* the module was recorded without its image */
 	int      host_node;  /* the segment holds a host node too */
 	int      stray;      /* k_read's output word lies in no allocation */
-	int      drift;      /* the recorded k_write node says grid [2,1,1] */
+	int      layout;     /* k_write's parameters recorded as two, (u64, u64)
+	                        at bytes 0 and 8, where the module lays out three,
+	                        (u64, u32, u32) at 0, 8 and 12: a layout another
+	                        driver might have given, a drift here */
 	int      foreign;    /* recorded on an "NVIDIA B200" (sm_100, driver
 	                        13.1), its module PTX for sm_100 only */
 };

@@ -13,7 +13,11 @@
  *  2. Rebased on request (RR_REBASE): every allocation elsewhere, every
  *     patched word and copy moved, the same results.
  *  3. Rebased because the recorded range is taken (a live cudaMalloc).
- *  4. A drift: the recorded node's grid differs from its launch's.
+ *  4. Drifts, each named: a parameter layout that differs from the
+ *     driver's (a plan libplan writes and reads); a node grid and a
+ *     recorded fingerprint changed in memory after the plan was built
+ *     (libplan would not write such a plan), against what the rebuilt
+ *     graph gives back.
  *  5. A plan recorded on another architecture: its module (PTX for
  *     sm_100) does not load here, and the segment is a drift that names
  *     it, not an error; it cannot be replayed.
@@ -124,7 +128,10 @@ static void run_case(const char *name, const struct rs_opts *o, const struct rr_
 	in = rr_get_info(s);
 	is_int(in->allocs, RS_NALLOCS, "%s: every allocation made again", name);
 	is_int(in->fixed, want_fixed ? RS_NALLOCS : 0, "%s: at the recorded addresses", name);
-	is_int(in->rebased, want_fixed ? 0 : RS_NALLOCS, "%s: rebased", name);
+	/* at the recorded addresses: not one allocation rebased */
+	is_int(in->rebased, want_fixed ? 0 : RS_NALLOCS, "%s: rebased %s", name, in->unplaced);
+	ok((in->unplaced[0] == '\0') == (want_fixed || (opts->flags & RR_REBASE)),
+	   "%s: an allocation not placed is named (with --rebase none is)", name);
 	ok((rr_alloc_address(s, RS_A) == o->base) == want_fixed,
 	   "%s: A is at 0x%" PRIx64 " (recorded 0x%" PRIx64 ")", name, rr_alloc_address(s, RS_A),
 	   o->base);
@@ -160,6 +167,32 @@ out:
 	plan_free(p);
 }
 
+/* Instantiate segment 0 of P (freed here), which must drift for the
+ * reason WANT (or OR_WANT, where not NULL); with CHECK_FP, the rebuilt
+ * fingerprint must be FP. */
+static void drift_case(const char *name, plan_t *p, const char *want, const char *or_want,
+                       int check_fp, uint64_t fp)
+{
+	struct rr_opts fixed = { .fill = RR_FILL_SNAPSHOT };
+	struct rr_session *s = NULL;
+	struct rr_error err = { 0 };
+	struct rr_segment_report rep;
+
+	if (ok(p != NULL && rr_open(p, &fixed, &s, &err) == 0, "%s: opened %s", name, err.msg) &&
+	    ok(rr_instantiate_segment(s, 0, &rep, &err) == 0, "%s: instantiated %s", name,
+	       err.msg)) {
+		is_int(rep.status, RR_DRIFT, "%s: a drift", name);
+		ok(strstr(rep.reason, want) != NULL ||
+		   (or_want != NULL && strstr(rep.reason, or_want) != NULL),
+		   "%s: the reason names it: %s", name,
+		   rep.reason);
+		if (check_fp)
+			is_u64(rep.fingerprint, fp, "%s: the rebuilt fingerprint is libplan's", name);
+	}
+	rr_close(s);
+	plan_free(p);
+}
+
 int main(void)
 {
 	int ndev = 0;
@@ -189,20 +222,49 @@ int main(void)
 		cudaFree(taken);
 	}
 	{
-		struct rs_opts o = { .base = free_range(), .drift = 1 };
-		plan_t *p = build_plan(&o);
-		struct rr_session *s = NULL;
-		struct rr_error err = { 0 };
-		struct rr_segment_report rep;
-		if (ok(p != NULL && rr_open(p, &fixed, &s, &err) == 0, "drift: opened %s", err.msg) &&
-		    ok(rr_instantiate_segment(s, 0, &rep, &err) == 0, "drift: instantiated %s",
-		       err.msg)) {
-			is_int(rep.status, RR_DRIFT, "drift: reported");
-			ok(strstr(rep.reason, "grid [2,1,1], rebuilt [1,1,1]") != NULL,
-			   "drift: the reason names the grid: %s", rep.reason);
+		/* A plan that libplan writes and reads: only the parameter
+		 * layout differs from what this driver gives. k_write's
+		 * second parameter is PTX's ".param .u32 k_write_n" at byte
+		 * 8, 4 bytes; the plan says 8 bytes. */
+		struct rs_opts o = { .base = free_range(), .layout = 1 };
+		drift_case("layout", build_plan(&o),
+		           "node 0: k_write: parameter 1 at byte 8, 4 bytes; recorded at 8, 8 bytes",
+		           /* a driver with cuFuncGetParamCount counts first */
+		           "node 0: k_write: the driver gives 3 parameters, 2 recorded", 0, 0);
+	}
+	{
+		/* Node 0's grid changed in memory after plan_add_segment (the
+		 * plan's own segment, written through a cast): libplan would
+		 * refuse to write this plan, but it is what a driver that
+		 * rebuilt another grid would look like. The launch says grid
+		 * [1,1,1]; the rebuilt node, read back, must say so. */
+		struct rs_opts o = { .base = free_range() };
+		char msg[512];
+		plan_t *p = rs_build(&o, msg, sizeof msg);
+		if (p != NULL)
+			((struct plan_node *)plan_get_segment(p, 0)->nodes)[0].grid[0] = 2;
+		else
+			diag("building the plan: %s", msg);
+		drift_case("grid", p, "node 0 (k_write): grid [2,1,1], rebuilt [1,1,1]", NULL, 0, 0);
+	}
+	{
+		/* The recorded fingerprint changed in memory: the rebuilt
+		 * one, hashed from what the driver gives back, must be what
+		 * libplan computes of the unchanged segment. */
+		struct rs_opts o = { .base = free_range() };
+		char msg[512], want[80];
+		plan_t *p = rs_build(&o, msg, sizeof msg);
+		uint64_t fp = 0;
+		if (p != NULL) {
+			struct plan_segment *seg = (struct plan_segment *)plan_get_segment(p, 0);
+			fp = plan_fingerprint_recorded(p, seg);
+			seg->fingerprint = fp ^ 1;
+		} else {
+			diag("building the plan: %s", msg);
 		}
-		rr_close(s);
-		plan_free(p);
+		snprintf(want, sizeof want, "fingerprint %016" PRIx64 ", rebuilt %016" PRIx64, fp ^ 1,
+		         fp);
+		drift_case("fingerprint", p, want, NULL, 1, fp);
 	}
 	{
 		struct rs_opts o = { .base = free_range() };
