@@ -155,7 +155,7 @@ test "${BCG_HAVE_SQLITE:-no}" = yes && test_set_prereq SQLITE
 test_expect_success SQLITE,PYTHON3 'report: a recorded replay'"'"'s kernels joined to its graph nodes and breaks' '
 	"$PYTHON3" "$TEST_DIRECTORY/nsys-recorded.py" rec.sqlite &&
 	bcg report rec.sqlite a.plan >out &&
-	test_grep "^variant   1 tokens, breakable: 1 segments, 2 breakpoints$" out &&
+	test_grep "^variant   1 token, breakable: 1 segment, 2 breakpoints$" out &&
 	test_grep "^kernels   6 in the report: 6 attributed (4 graph nodes, 2 in breakpoints), 0 unattributed" out &&
 	test_grep "^per step  GPU span 2.70 us, busy 2.50 us, idle 0.20 us" out &&
 	test_grep "seg 0 _Z11rmsnorm_f16PK6__halfPS_if.._Z6matmulIfLi128EEvPKT_S2_PS0_iii *2 *1.50 us *1.60 us *0.10 us" out &&
