@@ -904,6 +904,8 @@ static void test_limits(const unsigned char *file, size_t len, const unsigned ch
 	plan_limits_default(&lim);
 	lim.max_content_bytes = clen - 1;
 	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "over the limit", "content one byte over the limit");
+	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "(max_content_bytes; libplan's callers raise it",
+	            "the content limit named, and how to raise it");
 	lim.max_content_bytes = clen;
 	is_int(plan_read_memory(file, len, &lim, &p, &d), 0, "content exactly at the limit is read");
 	plan_free(p);
