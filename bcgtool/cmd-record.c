@@ -49,12 +49,16 @@ const struct cmd_entry cmd_record_entry = {
 		"      --step NAME     a step is an NVTX range of this name (default: find\n"
 		"                      the repeating sequence of graph launches)\n"
 		"      --snapshot[=BYTES]  keep the contents of the allocations the kernels\n"
-		"                      use, up to BYTES in all (K, M, G suffixes; default: all)\n"
+		"                      use, up to BYTES in all (K, M, G suffixes; default:\n"
+		"                      256M; 0: all)\n"
 		"      --follow-forks  one plan for CMD and every process it starts\n"
 		"      --json          print a summary as JSON (see bcgtool-record(1))\n"
 		"  -h, --help          show this help\n",
 	.exec = cmd_record_exec,
 };
+
+/* --snapshot without a size: 256 MiB in all. */
+#define RECORD_SNAPSHOT_DEFAULT (UINT64_C(256) << 20)
 
 struct record_args {
 	const char *output;
@@ -579,6 +583,9 @@ static int cmd_record_exec(int argc, char **argv)
 			break;
 		case OPT_SNAPSHOT:
 			a.snapshot = 1;
+			/* Bounded by default: a plan's content must stay under
+			 * the readers' limit (libplan's default: 1 GiB). */
+			a.snapshot_bytes = RECORD_SNAPSHOT_DEFAULT;
 			if (optarg != NULL && parse_size(optarg, &a.snapshot_bytes) != 0)
 				return cmd_usage_error(self, "--snapshot takes a size in bytes (K, M, G "
 				                       "suffixes), not '%s'", optarg);

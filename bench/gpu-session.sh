@@ -38,10 +38,11 @@
 #             candidate's time (inspect --choices): the small-M kernels
 #             against cuBLAS, measured by the tuner in this lease
 #   record    bcgtool record on the PyTorch stand-ins (t/record: breakable, full,
-#             compiled pieces): each run 3 times without and 3 times with the
-#             recorder; the overhead on the programs' step time (outside
-#             capture) and wall time, whether the tokens are the same, and
-#             what inspect shows of each plan
+#             compiled pieces): breakable and full run 2 times without and 2
+#             times with the recorder, compiled recorded once (about 3
+#             minutes); the overhead on the programs' step time (outside
+#             capture) and wall time, whether the tokens are the same, what
+#             inspect shows of each plan and t/record/check-plan.py's check
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and both
 #             trees' kernels on the decode-heavy trace (full policy, nsys)
@@ -439,31 +440,45 @@ PY
 	record)
 		# Recording overhead: the programs' own step time (their decode
 		# loop, outside capture) and the wall time of the whole command,
-		# medians of 3 runs each way, in this lease.
+		# medians of 2 runs each way (breakable, full) in this lease; the
+		# compiled pieces recorded once (Inductor compiles take most of
+		# its time). Each plan checked by t/record/check-plan.py against
+		# what the program says it made. About 3 minutes on an H100.
+		# $B finds the recording library beside it (bcgtool/record/.libs);
+		# BCG_RECORD_LIB overrides.
+		rt0=$(date +%s)
 		for p in breakable full compiled; do
-			for i in 1 2 3; do
+			if [ $p = compiled ]; then runs=1 plain=0; else runs=2 plain=1; fi
+			i=1
+			while [ $i -le $runs ]; do
+				if [ $plain = 1 ]; then
+					t0=$(date +%s%N)
+					timeout 120 python3 "$top/t/record/$p.py" --steps 40 \
+						>rec-$p-plain$i.json 2>rec-$p-plain$i.err
+					echo $(( $(date +%s%N) - t0 )) >rec-$p-plain$i.wall
+				fi
 				t0=$(date +%s%N)
-				timeout 300 python3 "$top/t/record/$p.py" --steps 40 >rec-$p-plain$i.json \
-					2>rec-$p-plain$i.err
-				echo $(( $(date +%s%N) - t0 )) >rec-$p-plain$i.wall
-				t0=$(date +%s%N)
-				timeout 300 "$B" record --step step -o rec-$p$i.plan -- \
+				timeout 200 "$B" record --step step -o rec-$p$i.plan -- \
 					python3 "$top/t/record/$p.py" --steps 40 >rec-$p-rec$i.json \
 					2>rec-$p-rec$i.err
-				echo "exit $?" >>rec-$p-rec$i.err
+				rc=$?
+				echo "exit $rc" >>rec-$p-rec$i.err
 				echo $(( $(date +%s%N) - t0 )) >rec-$p-rec$i.wall
+				say "record $p run $i: exit $rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+				grep '^bcgtool: ' rec-$p-rec$i.err | sed 's/^/  /' | tee -a "$summary"
+				i=$((i + 1))
 			done
-			python3 - "$p" <<'PY' | tee -a "$summary"
+			[ $plain = 1 ] && python3 - "$p" "$runs" <<'PY' | tee -a "$summary"
 import json, statistics, sys
-p = sys.argv[1]
+p, n = sys.argv[1], int(sys.argv[2])
 def load(kind, i):
     try:
         d = json.loads(open("rec-%s-%s%d.json" % (p, kind, i)).read().splitlines()[-1])
     except Exception as e:
         return None, None, None
     return d.get("step_ms"), d.get("tokens"), int(open("rec-%s-%s%d.wall" % (p, kind, i)).read())
-plain = [load("plain", i) for i in (1, 2, 3)]
-rec = [load("rec", i) for i in (1, 2, 3)]
+plain = [load("plain", i) for i in range(1, n + 1)]
+rec = [load("rec", i) for i in range(1, n + 1)]
 if any(x[0] is None for x in plain + rec):
     print("record %s: a run failed or was skipped (see rec-%s-*.err)" % (p, p))
     sys.exit(0)
@@ -471,22 +486,32 @@ sp = statistics.median(x[0] for x in plain); sr = statistics.median(x[0] for x i
 wp = statistics.median(x[2] for x in plain) / 1e9; wr = statistics.median(x[2] for x in rec) / 1e9
 same = all(x[1] == plain[0][1] for x in plain + rec)
 print("record %s: step %.3f ms plain, %.3f ms recorded (%+.1f%%); wall %.2f s plain, "
-      "%.2f s recorded (%+.1f%%); tokens %s" % (p, sp, sr, 100 * (sr / sp - 1), wp, wr,
-      100 * (wr / wp - 1), "same" if same else "DIFFER"))
+      "%.2f s recorded (%+.1f%%); tokens %s (medians of %d)" % (p, sp, sr, 100 * (sr / sp - 1),
+      wp, wr, 100 * (wr / wp - 1), "same" if same else "DIFFER", n))
 PY
-			# Whole-graph times only: the recorder's lightest setting.
-			t0=$(date +%s%N)
-			BCG_RECORD_TIMES=graph timeout 300 "$B" record --step step -o rec-$p-g.plan -- \
-				python3 "$top/t/record/$p.py" --steps 40 >rec-$p-graph.json 2>rec-$p-graph.err
-			say "record $p, BCG_RECORD_TIMES=graph: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms," \
-				"step $(tail -1 rec-$p-graph.json | python3 -c 'import json,sys; print(round(json.load(sys.stdin).get("step_ms", 0), 3))' 2>/dev/null) ms"
+			if [ $p = breakable ]; then
+				# Whole-graph times only: the recorder's lightest setting.
+				t0=$(date +%s%N)
+				BCG_RECORD_TIMES=graph timeout 120 "$B" record --step step -o rec-$p-g.plan -- \
+					python3 "$top/t/record/$p.py" --steps 40 >rec-$p-graph.json 2>rec-$p-graph.err
+				say "record $p, BCG_RECORD_TIMES=graph: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms," \
+					"step $(tail -1 rec-$p-graph.json | python3 -c 'import json,sys; print(round(json.load(sys.stdin).get("step_ms", 0), 3))' 2>/dev/null) ms"
+			fi
 			if [ -f rec-${p}1.plan ]; then
 				"$B" inspect rec-${p}1.plan >rec-$p-inspect.txt 2>&1
 				sed -n '/^variants/,/^$/p' rec-$p-inspect.txt | sed 's/^/  /' | tee -a "$summary"
+				"$B" inspect --json rec-${p}1.plan >rec-$p-inspect.json 2>&1
+				python3 "$top/t/record/check-plan.py" rec-$p-rec1.json rec-$p-inspect.json step \
+					>rec-$p-check.txt 2>&1
+				say "record $p: check-plan: exit $?"
+				sed 's/^/  /' rec-$p-check.txt | tee -a "$summary"
+			fi
+			if [ -f rec-${p}1.plan ] && [ -f rec-${p}2.plan ]; then
 				"$B" diff rec-${p}1.plan rec-${p}2.plan >rec-$p-diff.txt 2>&1
 				say "record $p: two recordings diff: exit $?"
 			fi
 		done
+		say "record: $(( $(date +%s) - rt0 )) s in all"
 		;;
 	servecmp)
 		# The serving benchmark of the tree in .gpu/before (bench/bundle-before.sh)

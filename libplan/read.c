@@ -27,6 +27,11 @@
 #include "format.h"
 #include "internal.h"
 
+/* How a reader's limit is raised, for the messages: libplan's defaults
+ * (plan_limits_default) serve bcgtool's commands, which have no option
+ * for them. */
+#define LIMIT_HOW "libplan's callers raise it in struct plan_limits; bcgtool uses the default"
+
 struct header {
 	unsigned major;
 	unsigned minor;
@@ -158,7 +163,8 @@ static int check_header(const unsigned char *d, size_t len, const struct plan_li
 		                  (unsigned long long)(avail - h->payload_size));
 	if (h->content_size > lim->max_content_bytes || h->content_size > SIZE_MAX)
 		return plan__fail(diag, PLAN_ERR_LIMIT, "the content of %llu bytes is over the "
-		                  "limit of %llu", (unsigned long long)h->content_size,
+		                  "limit of %llu (max_content_bytes; " LIMIT_HOW ")",
+		                  (unsigned long long)h->content_size,
 		                  (unsigned long long)lim->max_content_bytes);
 	if (h->content_size < DIR_HEADER_SIZE)
 		return plan__fail(diag, PLAN_ERR_CORRUPT, "the content of %llu bytes cannot hold "
@@ -293,8 +299,8 @@ static int read_record_header(struct reader *r, int s)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s: %u records of %u bytes do not fill "
 		            "its %llu bytes", id, x->count, x->rsize, (unsigned long long)body);
 	if (x->count > r->lim->max_records)
-		return FAIL(r, PLAN_ERR_LIMIT, "section %s: %u records, over the limit of %u",
-		            id, x->count, r->lim->max_records);
+		return FAIL(r, PLAN_ERR_LIMIT, "section %s: %u records, over the limit of %u "
+		            "(max_records; " LIMIT_HOW ")", id, x->count, r->lim->max_records);
 	if ((s == S_META || s == S_STAT) && x->count != 1)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s has %u records, not 1", id, x->count);
 	return PLAN_OK;
@@ -400,8 +406,8 @@ static int get_str(struct reader *r, int s, uint32_t i, const char *field, uint3
 	r->str_bytes += (uint64_t)(nul - (t->data + ref)) + 1;
 	if (r->str_bytes > r->lim->max_content_bytes)
 		return rec_fail(r, PLAN_ERR_LIMIT, s, i, "the strings referenced so far add up to "
-		                "more than the content limit of %llu bytes",
-		                (unsigned long long)r->lim->max_content_bytes);
+		                "more than the content limit of %llu bytes (max_content_bytes; "
+		                LIMIT_HOW ")", (unsigned long long)r->lim->max_content_bytes);
 	*out = (const char *)t->data + ref;
 	return PLAN_OK;
 }
@@ -1268,7 +1274,8 @@ int plan_read_memory(const void *data, size_t len, const struct plan_limits *lim
 	}
 	if (len > limits->max_file_bytes)
 		return plan__fail(diag, PLAN_ERR_LIMIT, "the file of %zu bytes is over the limit "
-		                  "of %llu", len, (unsigned long long)limits->max_file_bytes);
+		                  "of %llu (max_file_bytes; " LIMIT_HOW ")", len,
+		                  (unsigned long long)limits->max_file_bytes);
 	if ((err = check_header(data, len, limits, &h, diag)) != 0)
 		return err;
 	if ((err = decompress((const unsigned char *)data + FMT_HEADER_SIZE, (size_t)h.payload_size,
@@ -1329,7 +1336,8 @@ int plan_read_file(const char *path, const struct plan_limits *limits, plan_t **
 	}
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > limits->max_file_bytes) {
 		err = plan__fail(diag, PLAN_ERR_LIMIT, "%s: the file of %llu bytes is over the limit "
-		                 "of %llu", path, (unsigned long long)st.st_size,
+		                 "of %llu (max_file_bytes; " LIMIT_HOW ")", path,
+		                 (unsigned long long)st.st_size,
 		                 (unsigned long long)limits->max_file_bytes);
 		goto out;
 	}

@@ -1088,15 +1088,22 @@ static int validate_recorded_captures(const plan_t *plan, struct plan_diag *diag
 		if (v->tokens != (int64_t)i + 1)
 			return FAIL("section VARI: recorded variant %u is numbered %lld, not %u", i,
 			            (long long)v->tokens, i + 1);
-		if (v->mode != PLAN_MODE_BREAKABLE)
-			return FAIL("section VARI: recorded variant %u is %s, not breakable", i,
-			            plan_mode_name(v->mode));
 		if (v->requests != 0 || v->key_flags != 0)
 			return FAIL("section VKEY: recorded variant %u has a capture-size key", i);
 		if (v->nitems == 0)
 			return FAIL("section VARI: variant %u has no items", i);
 		if (v->nitems > 0 && v->items == NULL)
 			return FAIL("section VARI: variant %u: %u items but no list", i, v->nitems);
+		/* A step with no break is a full-graph step; any other is
+		 * breakable. */
+		uint32_t nbreaks = 0;
+		for (uint32_t k = 0; k < v->nitems; k++)
+			nbreaks += v->items[k].kind == PLAN_ITEM_BREAK;
+		int want = nbreaks == 0 ? PLAN_MODE_FULL : PLAN_MODE_BREAKABLE;
+		if (v->mode != want)
+			return FAIL("section VARI: recorded variant %u is %s, not %s (%u breakpoint%s)",
+			            i, plan_mode_name(v->mode), plan_mode_name(want), nbreaks,
+			            nbreaks == 1 ? "" : "s");
 	}
 	for (uint32_t i = 0; i < plan->segments.count; i++)
 		if ((err = validate_recorded_segment(plan, i, diag)) != 0)

@@ -76,6 +76,26 @@ test_expect_success RECORD_LIB 'a command doing no GPU work: exit 1, no plan' '
 	! test -e p.plan
 '
 
+test_expect_success RECORD_LIB '--snapshot: 256 MiB without a size, 0 for all, or the size given' '
+	test_expect_code 1 bcg record --snapshot -o p.plan -- \
+		sh -c "echo \"\$BCG_RECORD_SNAPSHOT\" >snap.txt" &&
+	echo 268435456 >expect &&
+	test_cmp expect snap.txt &&
+	test_expect_code 1 bcg record --snapshot=0 -o p.plan -- \
+		sh -c "echo \"\$BCG_RECORD_SNAPSHOT\" >snap.txt" &&
+	echo 0 >expect &&
+	test_cmp expect snap.txt &&
+	test_expect_code 1 bcg record --snapshot=64M -o p.plan -- \
+		sh -c "echo \"\$BCG_RECORD_SNAPSHOT\" >snap.txt" &&
+	echo 67108864 >expect &&
+	test_cmp expect snap.txt &&
+	test_expect_code 1 bcg record -o p.plan -- \
+		sh -c "echo \"x\${BCG_RECORD_SNAPSHOT-unset}\" >snap.txt" &&
+	echo xunset >expect &&
+	test_cmp expect snap.txt &&
+	! test -e p.plan
+'
+
 test_expect_success RECORD_LIB 'a command capturing nothing: exit 1, no plan' '
 	test_expect_code 1 bcg record -o p.plan -- "$fake" eager 2>err &&
 	grep "launched no CUDA graph" err &&

@@ -977,6 +977,7 @@ struct cv_item {
 	uint32_t graph;       /* SEGMENT */
 	size_t   ev;          /* SEGMENT: its launch; BREAK: the first op */
 	uint32_t nops;        /* BREAK: ops, ev.. (eager ops of this device) */
+	uint64_t launches;    /* BREAK: its launch shape (a hash; not in the key) */
 };
 
 struct cv_shape {
@@ -1033,8 +1034,12 @@ static uint64_t item_time(const struct cv_proc *p, const struct cv_item *it)
 	return span_ns(&s);
 }
 
-/* Cut step S into items; its shape key (device, graphs, the kernels of
- * each break). */
+/* Cut step S into items; its shape key: the device, the executable graphs
+ * launched in order and the places of the breaks between them, not what
+ * the breaks run (their launches change from step to step: attention's
+ * split count follows the KV length, the first step loads modules). Each
+ * break gets the hash of its launch shape (each launch's type, kernel,
+ * grid and block) to count how many a variant's steps had. */
 static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_step *s,
                       struct cv_shape *sh)
 {
@@ -1070,14 +1075,17 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 					return cv_nomem(c);
 				it->kind = PLAN_ITEM_BREAK;
 				it->ev = i;
+				it->launches = PLAN_HASH64_INIT;
 				open = it;
 				h = plan_hash64("B", 1, h);
 			}
 			open->nops++;
-			h = plan_hash64(&e->op.type, sizeof e->op.type, h);
+			open->launches = plan_hash64(&e->op.type, sizeof e->op.type, open->launches);
 			if (e->op.type == PLAN_NODE_KERNEL) {
 				const char *name = p->funcs[e->op.func].name;
-				h = plan_hash64(name, strlen(name) + 1, h);
+				open->launches = plan_hash64(name, strlen(name) + 1, open->launches);
+				open->launches = plan_hash64(e->op.grid, sizeof e->op.grid, open->launches);
+				open->launches = plan_hash64(e->op.block, sizeof e->op.block, open->launches);
 			}
 		} else {
 			continue;
@@ -1469,8 +1477,10 @@ out:
 	return rc;
 }
 
+/* A break: the launches of IT (the variant's representative step), with
+ * SHAPES distinct launch shapes over STEPS steps in its detail. */
 static int add_break(struct cv *c, struct cv_proc *p, uint32_t variant, const struct cv_item *it,
-                     uint32_t number, uint64_t recorded_ns)
+                     uint32_t number, uint64_t recorded_ns, size_t shapes, size_t steps)
 {
 	struct plan_breakpoint b = { 0 };
 	struct plan_diag d = { 0 };
@@ -1479,8 +1489,9 @@ static int add_break(struct cv *c, struct cv_proc *p, uint32_t variant, const st
 	size_t dl;
 	int err;
 
-	dl = (size_t)snprintf(detail, sizeof detail, "%u eager op%s:", it->nops,
-	                      it->nops == 1 ? "" : "s");
+	dl = (size_t)snprintf(detail, sizeof detail, "%u eager op%s, %zu launch shape%s over %zu step%s:",
+	                      it->nops, it->nops == 1 ? "" : "s", shapes, shapes == 1 ? "" : "s",
+	                      steps, steps == 1 ? "" : "s");
 	for (size_t i = it->ev; n < it->nops; i++) {
 		const struct cv_event *e = &p->evs[i];
 		uint32_t idx;
@@ -1511,31 +1522,42 @@ static int add_break(struct cv *c, struct cv_proc *p, uint32_t variant, const st
 	return 0;
 }
 
-/* Write one variant: the first step of a shape (SHAPES[REP]) with the
- * medians of every step of it (the shapes at IDX, N of them). */
+/* The number of distinct values among the N at V (sorted here). */
+static size_t distinct(uint64_t *v, size_t n)
+{
+	size_t k = n > 0;
+
+	qsort(v, n, sizeof *v, cmp_u64);
+	for (size_t i = 1; i < n; i++)
+		k += v[i] != v[i - 1];
+	return k;
+}
+
+/* Write one variant: the steps of a shape (the shapes at IDX, N of them,
+ * in the order they ran), with the medians of their times. The most
+ * recent step is the representative whose breaks' launches are kept: the
+ * first step of a shape may still load modules or do a library's
+ * first-call work, the last one runs as the program does by then. */
 static int add_variant(struct cv *c, struct cv_proc *p, struct cv_shape *shapes,
                        const size_t *idx, size_t n)
 {
-	const struct cv_shape *rep = &shapes[idx[0]];
+	const struct cv_shape *rep = &shapes[idx[n - 1]];
 	struct plan_variant v = { 0 };
 	struct plan_diag d = { 0 };
 	uint64_t *vals = malloc((n ? n : 1) * sizeof *vals);
-	uint32_t vi, nbreaks = 0, nsegs = 0;
+	uint32_t vi, nbreaks = 0;
 	const char *step = c->opts->step;
 	int err, rc = -1;
 
 	if (vals == NULL)
 		return cv_nomem(c);
-	for (size_t k = 0; k < rep->nitems; k++) {
-		if (rep->items[k].kind == PLAN_ITEM_BREAK)
-			nbreaks++;
-		else
-			nsegs++;
-	}
+	for (size_t k = 0; k < rep->nitems; k++)
+		nbreaks += rep->items[k].kind == PLAN_ITEM_BREAK;
 	for (size_t i = 0; i < n; i++)
 		vals[i] = shapes[idx[i]].time;
 	v.tokens = ++c->next_variant;
-	v.mode = nsegs == 0 ? PLAN_MODE_EAGER : nbreaks == 0 ? PLAN_MODE_FULL : PLAN_MODE_BREAKABLE;
+	/* A step of graph launches only is a full-graph step. */
+	v.mode = nbreaks == 0 ? PLAN_MODE_FULL : PLAN_MODE_BREAKABLE;
 	v.label = step != NULL ? step : "repeat";
 	v.seen = n;
 	v.recorded_ns = median(vals, n);
@@ -1546,14 +1568,20 @@ static int add_variant(struct cv *c, struct cv_proc *p, struct cv_shape *shapes,
 	nbreaks = 0;
 	for (size_t k = 0; k < rep->nitems; k++) {
 		const struct cv_item *it = &rep->items[k];
+		size_t nshapes = 0;
 		uint64_t t;
+		if (it->kind == PLAN_ITEM_BREAK) {
+			for (size_t i = 0; i < n; i++)
+				vals[i] = shapes[idx[i]].items[k].launches;
+			nshapes = distinct(vals, n);
+		}
 		for (size_t i = 0; i < n; i++)
 			vals[i] = item_time(p, &shapes[idx[i]].items[k]);
 		t = median(vals, n);
 		if (it->kind == PLAN_ITEM_SEGMENT)
 			err = add_segment(c, p, vi, &p->graphs[it->graph], t);
 		else
-			err = add_break(c, p, vi, it, nbreaks++, t);
+			err = add_break(c, p, vi, it, nbreaks++, t, nshapes, n);
 		if (err != 0)
 			goto out;
 	}

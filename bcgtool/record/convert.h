@@ -21,10 +21,12 @@
  *    between two graph launches (or before the first, or after the last,
  *    inside an NVTX step) is one breakpoint.
  *  - Steps of one shape (the same executable graphs in the same order,
- *    the same kernels in each break, whatever their grids) are one variant,
- *    numbered 1, 2, ... in order of first appearance across devices; the
- *    first step of a shape gives its records, every step of it the
- *    medians of the recorded times.
+ *    with breaks in the same places, whatever the breaks run) are one
+ *    variant, numbered 1, 2, ... in order of first appearance across
+ *    devices; the most recent step of a shape gives its records (the
+ *    launches of its breaks), every step of it the medians of the
+ *    recorded times, and each break's detail says how many distinct
+ *    launch shapes (kernels, grids, blocks) it had over the steps.
  *  - Each kernel's parameter words that hold an address inside a device
  *    allocation live at the time become patches; the allocations they
  *    name are kept (with their contents where the log has a snapshot).

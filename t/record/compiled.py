@@ -34,6 +34,23 @@ def make_step(o):
     return make
 
 
+def allow_recompiles(o):
+    """Each piece is one compiled function per layer and batch size, all
+    of one code object (the lambda), whose guards tell the layers and
+    states apart: dynamo compiles it once per layer and batch size. Raise
+    its per-code-object limit (recompile_limit, cache_size_limit before
+    torch 2.7; 8 by default) to that count, so that no piece falls back
+    to running uncompiled."""
+    need = 2 * (o.layers + 1) * len(o.batch_sizes) + 8
+    cfg = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(cfg, name) and getattr(cfg, name) < need:
+            setattr(cfg, name, need)
+    for name in ("accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(cfg, name) and getattr(cfg, name) < 4 * need:
+            setattr(cfg, name, 4 * need)
+
+
 def main():
     o = ls.options(__doc__.splitlines()[0])
     try:
@@ -46,6 +63,7 @@ def main():
         json.dump({"program": "compiled", "skipped": "needs a GPU"}, sys.stdout)
         sys.stdout.write("\n")
         return
+    allow_recompiles(o)
     ls.run(o, "compiled", make_step(o))
 
 

@@ -904,6 +904,8 @@ static void test_limits(const unsigned char *file, size_t len, const unsigned ch
 	plan_limits_default(&lim);
 	lim.max_content_bytes = clen - 1;
 	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "over the limit", "content one byte over the limit");
+	expect_file(file, len, &lim, PLAN_ERR_LIMIT, "(max_content_bytes; libplan's callers raise it",
+	            "the content limit named, and how to raise it");
 	lim.max_content_bytes = clen;
 	is_int(plan_read_memory(file, len, &lim, &p, &d), 0, "content exactly at the limit is read");
 	plan_free(p);
@@ -1140,8 +1142,10 @@ static void test_recorded(void)
 	       put32(record_of(c, "BRKP", 0) + 4, 0));
 	EDIT_R("a recorded variant numbered 3", PLAN_ERR_CORRUPT, "numbered 3",
 	       put64(record_of(c, "VARI", 1), 3));
-	EDIT_R("a recorded variant that is full", PLAN_ERR_CORRUPT, "not breakable",
-	       put32(record_of(c, "VARI", 1) + 8, 2));
+	EDIT_R("a recorded variant with a break that is full", PLAN_ERR_CORRUPT,
+	       "is full, not breakable (1 breakpoint)", put32(record_of(c, "VARI", 1) + 8, 2));
+	EDIT_R("a recorded variant that is eager", PLAN_ERR_CORRUPT, "is eager, not breakable",
+	       put32(record_of(c, "VARI", 1) + 8, 3));
 	EDIT_R("a recorded variant with a capture-size key", PLAN_ERR_CORRUPT, "capture-size key",
 	       put32(record_of(c, "VKEY", 0), 1));
 	EDIT_R("a variant label outside STRS", PLAN_ERR_CORRUPT, "section VREC record 0",

@@ -223,6 +223,91 @@ static void test_builder(void)
 	plan_free(s);
 }
 
+/* A recorded plan of one variant of MODE: one graph a step, and with
+ * BREAK a recorded break after it. */
+static plan_t *one_graph(int mode, int with_break)
+{
+	plan_t *p = plan_new();
+	static const uint8_t img[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct plan_param_info pi[] = { { 0, 8 }, { 8, 8 } };
+	struct plan_launch l = kernel();
+	uint32_t li = 0, lb = 0;
+
+	if (p == NULL ||
+	    plan_set_recording(p, &(struct plan_recording){ .command = "prog", .step_rule = "repeat",
+	                       .steps = 3 }, NULL) != 0 ||
+	    plan_add_module(p, &(struct plan_module){ "m", 7, sizeof img, PLAN_MODULE_IMAGE, "", img },
+	                    NULL, NULL) != 0 ||
+	    plan_add_function(p, &(struct plan_function){ 0, "_Z1kPfS_", 2, pi }, NULL, NULL) != 0 ||
+	    plan_add_alloc(p, &(struct plan_alloc){ 0x10000, 4096, 0, 0, NULL }, NULL, NULL) != 0 ||
+	    plan_add_variant(p, &(struct plan_variant){ .tokens = 1, .mode = mode,
+	                     .label = "repeat", .seen = 3 }, NULL, NULL) != 0 ||
+	    plan_add_launch(p, &l, &li, NULL) != 0 ||
+	    (with_break && plan_add_launch(p, &l, &lb, NULL) != 0)) {
+		plan_free(p);
+		return NULL;
+	}
+	struct plan_node n = { .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .launch = li };
+	struct plan_segment seg = { .variant = 0, .flags = PLAN_SEG_NODES, .nnodes = 1, .nodes = &n };
+	seg.fingerprint = plan_fingerprint_recorded(p, &seg);
+	if (plan_add_segment(p, &seg, NULL, NULL) != 0 ||
+	    (with_break &&
+	     plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = 0, .op = PLAN_NONE,
+	                         .name = "eager.0", .reason = PLAN_BREAK_RECORDED,
+	                         .launch_first = lb, .launch_count = 1 }, NULL, NULL) != 0)) {
+		plan_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* A recorded step of graph launches only is a full-graph variant: full
+ * exactly when no item is a breakpoint, breakable otherwise. */
+static void test_full_variants(void)
+{
+	struct plan_diag d = { 0 };
+	plan_t *p = one_graph(PLAN_MODE_FULL, 0), *q = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+
+	if (!ok(p != NULL, "full: a recorded full-graph variant is built"))
+		return;
+	is_int(plan_validate(p, &d), 0, "full: a step of one graph, no break, is valid (%s)",
+	       d.message);
+	is_int(plan_write_memory(p, &buf, &len, &d), 0, "full: it is written (%s)", d.message);
+	is_int(plan_read_memory(buf, len, NULL, &q, &d), 0, "full: and read back (%s)", d.message);
+	ok(q != NULL && plan_get_variant(q, 0)->mode == PLAN_MODE_FULL &&
+	   plan_get_variant(q, 0)->nitems == 1, "full: mode full, one segment");
+	plan_free(q);
+	free(buf);
+	plan_free(p);
+
+	p = one_graph(PLAN_MODE_BREAKABLE, 0);
+	is_int(p != NULL ? plan_validate(p, &d) : -1, PLAN_ERR_INVALID,
+	       "full: a breakable variant without a break is refused");
+	ok(strstr(d.message, "is breakable, not full (0 breakpoints)") != NULL, "saying so (%s)",
+	   d.message);
+	plan_free(p);
+
+	p = one_graph(PLAN_MODE_BREAKABLE, 1);
+	is_int(p != NULL ? plan_validate(p, &d) : -1, 0,
+	       "full: a breakable variant with a break is valid (%s)", d.message);
+	plan_free(p);
+
+	p = one_graph(PLAN_MODE_FULL, 1);
+	is_int(p != NULL ? plan_validate(p, &d) : -1, PLAN_ERR_INVALID,
+	       "full: a full variant with a break is refused");
+	ok(strstr(d.message, "is full, not breakable (1 breakpoint)") != NULL, "saying so (%s)",
+	   d.message);
+	plan_free(p);
+
+	p = one_graph(PLAN_MODE_EAGER, 0);
+	is_int(p != NULL ? plan_validate(p, &d) : -1, PLAN_ERR_INVALID,
+	       "full: an eager recorded variant is refused");
+	ok(strstr(d.message, "is eager, not full") != NULL, "saying so (%s)", d.message);
+	plan_free(p);
+}
+
 /* plan_validate's rules, broken one by one on copies of the sample (the
  * builder checks records one at a time; these need the whole plan). */
 static void test_validate(void)
@@ -255,6 +340,11 @@ static void test_validate(void)
 		struct plan_segment seg = { .variant = 0, .flags = PLAN_SEG_NODES, .nnodes = 1, .nodes = &n };
 		seg.fingerprint = plan_fingerprint_recorded(p, &seg) ^ 1;
 		plan_add_segment(p, &seg, NULL, NULL);
+		/* A break after it: the variant is breakable. */
+		plan_add_launch(p, &l, &li, NULL);
+		plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = 0, .op = PLAN_NONE,
+		                    .name = "eager.0", .reason = PLAN_BREAK_RECORDED,
+		                    .launch_first = li, .launch_count = 1 }, NULL, NULL);
 		is_int(plan_validate(p, &d), PLAN_ERR_INVALID, "an unknown step rule is refused");
 		ok(strstr(d.message, "step rule") != NULL, "saying so (%s)", d.message);
 		plan_set_recording(p, &(struct plan_recording){ .command = "prog", .step_rule = "repeat",
@@ -266,6 +356,7 @@ static void test_validate(void)
 		is_int(plan_validate(p, &d), PLAN_ERR_INVALID, "more steps seen than recorded");
 	}
 	plan_free(p);
+	test_full_variants();
 }
 
 static void test_fingerprint(void)

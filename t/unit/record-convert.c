@@ -414,10 +414,12 @@ static void test_breakable_repeat(void)
 	is_int(bp->reason, PLAN_BREAK_RECORDED, "the break is recorded eager work");
 	is_int(bp->op, PLAN_NONE, "the break has no op");
 	is_int(bp->launch_count, 1, "the break holds one launch");
+	is_str(bp->detail, "1 eager op, 3 launch shapes over 3 steps: attn_kernel",
+	       "the break's detail: its three grids are three launch shapes");
 	is_u64(bp->recorded_ns, 4000, "the break: median of 3000, 5000, 4000");
 	const struct plan_launch *lt = plan_get_launch(plan, bp->launch_first);
 	if (lt != NULL) {
-		is_int(lt->grid[0], 1, "the break's launch is the first step's (grid 1)");
+		is_int(lt->grid[0], 3, "the break's launch is the last step's (grid 3)");
 		is_int(lt->nargs, 16, "its parameter bytes");
 		is_int(lt->npatches, 1, "its arena word");
 		is_int(lt->patches[0].addr.offset, 0x300, "at offset 0x300");
@@ -508,6 +510,95 @@ static void test_alike_graphs(void)
 		is_int(plan_count_variants(plan), 2, "alike: two variants");
 		is_int(plan_get_variant(plan, 0)->seen, 3, "alike: the first seen 3 times");
 		is_int(plan_get_variant(plan, 1)->seen, 3, "alike: the second seen 3 times");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
+/* One graph sequence, breaks whose launches differ: the first step's
+ * break runs a copy and another kernel first (a module loaded, a
+ * library's first call), steps 2 and 4 another kernel: one variant of 5
+ * steps, its break the last step's launches, 3 launch shapes over 5
+ * steps in its detail. */
+static void test_break_contents(void)
+{
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t fa[1] = { F_QKV }, fb[1] = { F_MLP }, w[1] = { ARENA };
+	uint32_t corr = 1;
+
+	tlog_open(&t);
+	preamble(&t, 1);
+	w_graph(&t, 0, EXEC_A, fa, w, 1);
+	w_graph(&t, 0, EXEC_B, fb, w, 1);
+	for (int s = 0; s < 5; s++) {
+		uint64_t attn[2] = { ARENA + 0x40, (uint64_t)s };
+		w_launch(&t, 0, EXEC_A, corr++);
+		if (s == 0) {
+			w_memcpy(&t, 0, corr++, ARENA + 0x80, 0x7ffff000, 8);
+			w_kernel(&t, 0, corr++, F_MLP, 1, attn, 1);
+		}
+		w_kernel(&t, 0, corr++, s == 1 || s == 3 ? F_QKV : F_ATTN, 2, attn, 2);
+		w_launch(&t, 0, EXEC_B, corr++);
+	}
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "break contents: converts");
+	if (plan != NULL) {
+		const struct plan_variant *v = plan_get_variant(plan, 0);
+		is_int(plan_count_variants(plan), 1, "break contents: one variant");
+		is_int(v->seen, 5, "break contents: seen 5 times");
+		is_int(v->nitems, 3, "break contents: segment, break, segment");
+		is_int(v->mode, PLAN_MODE_BREAKABLE, "break contents: breakable");
+		const struct plan_breakpoint *b = plan_get_breakpoint(plan, v->items[1].index);
+		is_int(b->launch_count, 1, "break contents: the last step's one launch");
+		const struct plan_launch *l = plan_get_launch(plan, b->launch_first);
+		is_str(l != NULL ? plan_get_function(plan, l->function)->name : "", "attn_kernel",
+		       "break contents: the last step's kernel");
+		is_str(b->detail, "1 eager op, 3 launch shapes over 5 steps: attn_kernel",
+		       "break contents: three launch shapes counted");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
+/* The same graphs in two orders, A B and B A, each with a break between:
+ * two variants (a step's shape is its sequence of graphs). NVTX marks
+ * the steps (the repetition rule would cut them otherwise). */
+static void test_graph_order(void)
+{
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t fa[1] = { F_QKV }, fb[1] = { F_MLP }, w[1] = { ARENA };
+	uint32_t corr = 1;
+
+	tlog_open(&t);
+	preamble(&t, 1);
+	w_graph(&t, 0, EXEC_A, fa, w, 1);
+	w_graph(&t, 0, EXEC_B, fb, w, 1);
+	for (int s = 0; s < 5; s++) {
+		uint64_t attn[2] = { ARENA + 0x40, 0 };
+		int ab = s != 1 && s != 4;
+		w_push(&t, 1, "step");
+		w_launch(&t, 0, ab ? EXEC_A : EXEC_B, corr++);
+		w_kernel(&t, 0, corr++, F_ATTN, 2, attn, 2);
+		w_launch(&t, 0, ab ? EXEC_B : EXEC_A, corr++);
+		w_push(&t, 1, NULL);
+	}
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, "step", &plan, &sum), RECORD_OK, "graph order: converts");
+	if (plan != NULL) {
+		is_int(plan_count_variants(plan), 2, "graph order: two variants");
+		is_int(plan_get_variant(plan, 0)->seen, 3, "graph order: A B seen 3 times");
+		is_int(plan_get_variant(plan, 1)->seen, 2, "graph order: B A seen 2 times");
+		const struct plan_segment *s =
+			plan_get_segment(plan, plan_get_variant(plan, 1)->items[0].index);
+		is_str(s->nodes[0].kernel, "mlp_kernel", "graph order: the second starts with B");
 	}
 	plan_free(plan);
 	reclog_free(log);
@@ -608,6 +699,12 @@ static void test_full_two_devices(void)
 			plan_get_segment(plan, plan_get_variant(plan, 1)->items[0].index);
 		is_int(plan_get_launch(plan, s->nodes[0].launch)->npatches, 0,
 		       "full: allocations are per device");
+		void *buf = NULL;
+		size_t len = 0;
+		struct plan_diag d = { 0 };
+		is_int(plan_write_memory(plan, &buf, &len, &d), 0,
+		       "full: a plan of full-graph steps is written (%s)", d.message);
+		free(buf);
 	}
 	plan_free(plan);
 	reclog_free(log);
@@ -701,6 +798,8 @@ int main(void)
 	test_breakable_repeat();
 	test_batch_sizes();
 	test_alike_graphs();
+	test_break_contents();
+	test_graph_order();
 	test_nvtx();
 	test_full_two_devices();
 	test_faults();
