@@ -2,6 +2,10 @@
 test_description='recorded plans (format 1.4): inspect, diff and validate on synthetic recordings (t/helper/record-gen)'
 . "$(dirname "$0")/test-lib.sh"
 
+if test -n "$PYTHON3" && "$PYTHON3" -c "import jsonschema" 2>/dev/null; then
+	test_set_prereq JSONSCHEMA
+fi
+
 gen="$BCG_BUILD_DIR/t/helper/record-gen"
 
 # The plan record-gen writes is formats/plan-format.md's recorded vector:
@@ -166,7 +170,7 @@ test_expect_success SQLITE,PYTHON3 'report: a recorded replay'"'"'s kernels join
 	test_grep "^        1       0      0.50 us  20.0%  rmsnorm_f16(__half const\*, __half\*, int, float)$" out
 '
 
-test_expect_success SQLITE,PYTHON3 'report --json of a recorded replay follows its schema' '
+test_expect_success SQLITE,JSONSCHEMA 'report --json of a recorded replay follows its schema' '
 	bcg report --json rec.sqlite a.plan >report.json &&
 	"$PYTHON3" "$TEST_DIRECTORY/json-validate.py" "$BCG_SRC_DIR/formats/report-schema.json" report.json
 '
