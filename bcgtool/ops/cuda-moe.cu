@@ -515,30 +515,34 @@ __device__ __forceinline__ void moe_widen(const uint4 &raw, float *v)
 		v[q] = moe_elem<T>::get(e, q);
 }
 
-/* Sum ACC[R][MOE_TOKENS] over the block; thread r * MOE_TOKENS + t of
- * the first warps gets row r, token t's sum in *OUT (returns whether it
- * holds one). RED holds MOE_WARPS * R * MOE_TOKENS floats. */
+/* Sum ACC[R][MOE_TOKENS] over the block, for the first N pairs only (N is
+ * the same in every thread): FIN[r * MOE_TOKENS + t] gets row r, pair t's
+ * sum. RED holds MOE_WARPS * R * MOE_TOKENS floats. Every thread calls it. */
 template <int R>
-__device__ __forceinline__ bool moe_block_sum(float (&acc)[R][MOE_TOKENS], float *red,
-                                              float *out)
+__device__ __forceinline__ void moe_block_sum(float (&acc)[R][MOE_TOKENS], int n, float *red,
+                                              float *fin)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 #pragma unroll
 	for (int r = 0; r < R; r++)
 #pragma unroll
 		for (int t = 0; t < MOE_TOKENS; t++) {
+			if (t >= n)
+				break;
 			float v = cuda_warp_sum(acc[r][t]);
 			if (lane == 0)
 				red[(warp * R + r) * MOE_TOKENS + t] = v;
 		}
 	__syncthreads();
-	if (threadIdx.x >= R * MOE_TOKENS)
-		return false;
-	float v = 0.0f;
-	for (int w = 0; w < nw; w++)
-		v += red[w * R * MOE_TOKENS + threadIdx.x];
-	*out = v;
-	return true;
+	for (int i = threadIdx.x; i < R * MOE_TOKENS; i += blockDim.x) {
+		if (i % MOE_TOKENS >= n)
+			continue;
+		float v = 0.0f;
+		for (int w = 0; w < nw; w++)
+			v += red[w * R * MOE_TOKENS + i];
+		fin[i] = v;
+	}
+	__syncthreads();
 }
 
 template <typename T, bool EAGER>
@@ -547,7 +551,7 @@ bcg_moe_gate_up_rows_kernel(const T *x, const T *gu, int dt, int64_t h, int64_t 
                             int64_t k, int e, struct moe_scratch s, struct moe_groups g)
 {
 	constexpr int VEC = moe_elem<T>::VEC, R = 2 * MOE_RB_ROWS;
-	__shared__ float red[MOE_WARPS * R * MOE_TOKENS];
+	__shared__ float red[MOE_WARPS * R * MOE_TOKENS], fin[R * MOE_TOKENS];
 	int ex, off, cnt;
 	const int64_t j0 = (int64_t)blockIdx.y * MOE_RB_ROWS, units = h / VEC;
 
@@ -593,21 +597,15 @@ bcg_moe_gate_up_rows_kernel(const T *x, const T *gu, int dt, int64_t h, int64_t 
 				}
 			}
 		}
-		float v = 0.0f;
-		bool mine = moe_block_sum<R>(acc, red, &v);
-		__syncthreads();
-		if (mine)
-			red[threadIdx.x] = v;
-		__syncthreads();
-		/* thread r * MOE_TOKENS + t, r < MOE_RB_ROWS: column j0 + r, pair t:
-		 * its gate sum at row r, its up sum at row r + MOE_RB_ROWS */
-		if (threadIdx.x < MOE_RB_ROWS * MOE_TOKENS) {
-			int r = threadIdx.x / MOE_TOKENS, t = threadIdx.x % MOE_TOKENS;
+		moe_block_sum<R>(acc, n, red, fin);
+		/* (r, t), r < MOE_RB_ROWS: column j0 + r, pair t: its gate sum at
+		 * row r, its up sum at row r + MOE_RB_ROWS */
+		for (int q = threadIdx.x; q < MOE_RB_ROWS * MOE_TOKENS; q += blockDim.x) {
+			int r = q / MOE_TOKENS, t = q % MOE_TOKENS;
 			int64_t j = j0 + r;
-			float gs = red[r * MOE_TOKENS + t];
-			float us = red[(r + MOE_RB_ROWS) * MOE_TOKENS + t];
 			if (t < n && j < inter) {
-				float gg = cuda_round_to(dt, gs), uu = cuda_round_to(dt, us);
+				float gg = cuda_round_to(dt, fin[r * MOE_TOKENS + t]);
+				float uu = cuda_round_to(dt, fin[(r + MOE_RB_ROWS) * MOE_TOKENS + t]);
 				float silu = gg / (1.0f + expf(-gg));
 				s.act[(int64_t)(off + c0 + t) * inter + j] = cuda_round_to(dt, silu * uu);
 			}
@@ -622,7 +620,7 @@ bcg_moe_down_rows_kernel(const T *dn, int dt, int64_t h, int64_t inter, int e,
                          struct moe_scratch s, struct moe_groups g)
 {
 	constexpr int VEC = moe_elem<T>::VEC, R = 2 * MOE_RB_ROWS;
-	__shared__ float red[MOE_WARPS * R * MOE_TOKENS];
+	__shared__ float red[MOE_WARPS * R * MOE_TOKENS], fin[R * MOE_TOKENS];
 	int ex, off, cnt;
 	const int64_t i0 = (int64_t)blockIdx.y * R, units = inter / VEC;
 
@@ -669,11 +667,11 @@ bcg_moe_down_rows_kernel(const T *dn, int dt, int64_t h, int64_t inter, int e,
 				}
 			}
 		}
-		float v;
-		if (moe_block_sum<R>(acc, red, &v)) {
-			int r = threadIdx.x / MOE_TOKENS, t = threadIdx.x % MOE_TOKENS;
+		moe_block_sum<R>(acc, n, red, fin);
+		for (int q = threadIdx.x; q < R * MOE_TOKENS; q += blockDim.x) {
+			int r = q / MOE_TOKENS, t = q % MOE_TOKENS;
 			if (t < n && i0 + r < h)
-				s.y[(int64_t)(off + c0 + t) * h + i0 + r] = cuda_round_to(dt, v);
+				s.y[(int64_t)(off + c0 + t) * h + i0 + r] = cuda_round_to(dt, fin[q]);
 		}
 		__syncthreads();
 	}
