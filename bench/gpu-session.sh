@@ -61,8 +61,8 @@
 #             (target >= 60% at T=1; at T=64 the experts read counted from
 #             the routing of steps 0, 20, 119 and 219 that eager runs dump,
 #             each layer's ids an output of moe-ids.yaml); and the MoE
-#             lines of the check
-#             stage's t7100 and cuda-ops logs (run check first)
+#             lines of the check stage's t7100 and cuda-ops logs (run
+#             check first)
 #   rope      the Llama-3.2-1B-shaped samples with the default rope and with
 #             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
 #             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
