@@ -94,6 +94,10 @@ struct backend {
 	int                staging_used[CUDA_STAGING_SLOTS];
 	unsigned           staging_next;
 
+	/* Whether a router was launched, eagerly or into a graph: the
+	 * waits then read the routers' NaN check (cuda.h). */
+	int                routed;
+
 	/* The capture in progress: nodes in creation order with their op. */
 	int                capturing;
 	uint64_t           capture_t0;
@@ -428,6 +432,8 @@ static int cuda_launch(struct backend *b, const struct op_call *call, char *msg,
 		snprintf(msg, len, "no CUDA kernel for %s", call->kind->name);
 		return -1;
 	}
+	if (call->kind->id == OP_MOE_ROUTER || call->kind->id == OP_MOE_ROUTER_PAGED)
+		b->routed = 1;
 	return fn(call, &b->ctx, msg, len);
 }
 
@@ -818,6 +824,9 @@ fail:
 static int cuda_sync(struct backend *b, char *msg, size_t len)
 {
 	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	/* A router's NaN weights are a fault of the work waited for. */
+	if (b->routed && cuda_moe_router_fault(b->stream, msg, len) != 0)
+		return -1;
 	return 0;
 fail:
 	return -1;

@@ -59,8 +59,11 @@
 #             8 layers, 128 experts, top 8): bench at T=1 and T=64, eager vs
 #             breakable vs full, the break cost, and the bytes each step
 #             reads (the selected experts only) against the HBM peak
-#             (target >= 60% at T=1); and the MoE lines of the check
-#             stage's t7100 and cuda-ops logs (run check first)
+#             (target >= 60% at T=1; at T=64 the experts read counted from
+#             the routing of steps 0, 20, 119 and 219 that eager runs dump,
+#             each layer's ids an output of moe-ids.yaml); and the MoE
+#             lines of the check stage's t7100 and cuda-ops logs (run
+#             check first)
 #   rope      the Llama-3.2-1B-shaped samples with the default rope and with
 #             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
 #             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
@@ -646,14 +649,62 @@ assert m["rebased"] == m["allocations"] == 9 and m["fixed"] == 0, m
 			say "moe: bench qwen3-30b-a3b-moe T=$t: exit $? in $(( $(date +%s) - t0 )) s"
 			sed 's/^/  /' moe-bench-t$t.err | tail -5 | tee -a "$summary"
 		done
+		# The routing of T=64 steps: the sample with each layer's expert ids
+		# an output of its own, run eagerly for 1, 21, 120 and 220 steps, the
+		# ids of the last dumped: steps 0, 20, 119 and 219, numbered as the
+		# bench numbers its 20 + 200 (the same token feeds and kv_len)
+		python3 - "$S/qwen3-30b-a3b-moe.yaml" moe-ids.yaml <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+for old, new in (
+        ("  expert_ids:     {dtype: i32, shape: [T, K]}",
+         "  expert_ids:     {dtype: i32, shape: [T, K], role: output, count: L}"),
+        ("out: [expert_ids, expert_weights]", "out: [\"expert_ids[l]\", expert_weights]"),
+        ("in: [h, expert_ids, expert_weights,", "in: [h, \"expert_ids[l]\", expert_weights,")):
+    assert s.count(old) == 1, old
+    s = s.replace(old, new)
+open(sys.argv[2], "w").write(s)
+PY
+		for n in 1 21 120 220; do
+			rm -rf moe-ids-$n
+			timeout 200 "$B" run --backend cuda --tokens 64 --steps $n --dump-outputs moe-ids-$n \
+				moe-ids.yaml >/dev/null 2>moe-ids-$n.err ||
+				{ say "moe: run of moe-ids.yaml to step $n: exit $?"; tail -3 moe-ids-$n.err; }
+		done
+		python3 - moe-ids-1 moe-ids-21 moe-ids-120 moe-ids-220 >moe-routing.json <<'PY'
+import json, os, struct, sys
+# distinct experts a layer at each step dumped: what moe_experts reads
+steps = {}
+for d in sys.argv[1:]:
+    try:
+        o = json.load(open(os.path.join(d, "outputs.json")))
+    except (OSError, ValueError):
+        continue
+    per = {}
+    for t in o["outputs"]:
+        if t["name"].startswith("expert_ids["):
+            raw = open(os.path.join(d, t["file"]), "rb").read()
+            ids = struct.unpack("<%di" % (len(raw) // 4), raw)
+            per[int(t["name"][11:-1])] = len({i for i in ids if i >= 0})
+    steps[o["steps"] - 1] = [per[l] for l in sorted(per)]
+json.dump({"tokens": 64, "distinct": steps}, sys.stdout)
+PY
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-		python3 - "$gpu" moe-bench-t1.json moe-bench-t64.json <<'PY' | tee -a "$summary"
+		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json <<'PY' | tee -a "$summary"
 import json, sys
 # Bytes a step reads, from the sample's shapes (bf16): per layer the
 # q|k|v, o and router weights and the caches up to kv_len; the experts
-# chosen (T=1: exactly K; T=64: the expected distinct count when routing is
-# uniform, E (1 - (1 - K/E)^T), an estimate); the lm-head once.
+# chosen (T=1: exactly K; T=64: the distinct experts of the routing
+# dumped at steps spread over the run, their mean over steps and layers;
+# without it, the expected count when routing is uniform,
+# E (1 - (1 - K/E)^T), an estimate); the lm-head once.
 L, H, QKV, QW, E, K, FE, V, KVW = 8, 2048, 5120, 4096, 128, 8, 768, 151936, 512
+try:
+    routed = json.load(open(sys.argv[2]))["distinct"]
+except (OSError, ValueError, KeyError):
+    routed = {}
+routed = {int(n): v for n, v in routed.items() if len(v) == L}
+sys.argv[2:3] = []
 b = 2
 expert = (2 * FE * H + H * FE) * b
 layer = (QKV * H + H * QW + E * H + 2 * H) * b
@@ -667,11 +718,22 @@ for path in sys.argv[2:]:
         print("  %s: no result (%s)" % (path, e))
         continue
     t = d["tokens"]
-    chosen = K if t == 1 else E * (1 - (1 - K / E) ** t)
+    uniform = E * (1 - (1 - K / E) ** t)
+    if t == 1:
+        chosen, how = K, ""
+    elif t == 64 and routed:
+        chosen = sum(sum(v) for v in routed.values()) / (L * len(routed))
+        how = " (from the routing of steps %s; uniform routing would read %.1f)" % (
+            ", ".join(str(n) for n in sorted(routed)), uniform)
+        for n in sorted(routed):
+            print("  T=64 step %d: distinct experts by layer %s" % (
+                n, " ".join(str(x) for x in routed[n])))
+    else:
+        chosen, how = uniform, " (estimate: uniform routing; no routing dumped)"
     kv = 2 * (64 + 250) * KVW * b      # about kv_len half-way through the run
     total = L * (layer + chosen * expert + kv) + V * H * b + t * H * b
     print("  T=%d: %.1f experts a layer read, %.1f MB a step%s" % (
-        t, chosen, total / 1e6, "" if t == 1 else " (estimate)"))
+        t, chosen, total / 1e6, how))
     for m in d["modes"]:
         if not m["ran"]:
             print("    %-9s not run" % m["mode"])

@@ -21,7 +21,10 @@ The tiny models: llama, qwen2, mistral (the default rope), llama3,
 llama-linear and llama-yarn (scaled ropes; their expect.json also holds
 "unscaled_tokens", transformers' tokens for the same weights with the
 default rope, which must differ), qwen3 and qwen3-tied (per-head q and k
-norms). Naming some remakes only those, and PROVENANCE keeps one line a
+norms), mixtral, qwen2-moe, qwen3-moe and mixtral-fused (mixtures of
+experts), qwen2-moe-mixed and qwen3-moe-mixed (dense MLPs in some layers:
+mlp_only_layers, decoder_sparse_step). Naming some remakes only those,
+and PROVENANCE keeps one line a
 model with the versions that made it.
 
 For each model it writes OUT_DIR/NAME/: config.json and model.safetensors
@@ -154,6 +157,26 @@ TINY = {
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         head_dim=16, vocab_size=96, num_experts=16, num_experts_per_tok=4,
         norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, tie_word_embeddings=False)),
+    # Partly MoE: Qwen2-MoE whose layer 0 is a dense MLP (mlp_only_layers),
+    # and Qwen3-MoE with decoder_sparse_step 2 (layers 1 and 3 MoE, 0 and 2
+    # dense MLPs of intermediate_size).
+    "qwen2-moe-mixed": (Qwen2MoeConfig, Qwen2MoeForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
+        shared_expert_intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+        num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+        decoder_sparse_step=1, mlp_only_layers=[0],
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, tie_word_embeddings=False)),
+    "qwen3-moe-mixed": (Qwen3MoeConfig, Qwen3MoeForCausalLM, dict(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, vocab_size=96, num_experts=16, num_experts_per_tok=4,
+        norm_topk_prob=True, decoder_sparse_step=2, mlp_only_layers=[],
         max_position_embeddings=128, rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         use_sliding_window=False, tie_word_embeddings=False)),

@@ -85,4 +85,23 @@ test_expect_success 'router weights that give NaN: BCG_SYNC=1 names the op; with
 	! test -e nan.plan
 '
 
+test_expect_success CUDA 'on the GPU, router weights that give NaN: BCG_SYNC=1 names the op; without it the step fails at its wait' '
+	test_grep "value: 3e38" nan.yaml &&
+	test_expect_code 3 env BCG_SYNC=1 "$BCGTOOL" run --backend cuda nan.yaml >out 2>err &&
+	test_grep "^bcgtool: nan.yaml:[0-9]*:9: op .route.0. (moe_router_paged), waited for after its launch (BCG_SYNC=1): kernel fault: moe_router_paged: the logits of row 0 give NaN weights (no expert can be chosen)\$" err &&
+	test_expect_code 3 "$BCGTOOL" run --backend cuda nan.yaml >out 2>err &&
+	test_grep "kernel fault: moe_router_paged: the logits of row 0 give NaN weights .*BCG_SYNC=1 names the op or segment at fault\$" err &&
+	test_expect_code 3 "$BCGTOOL" capture --backend cuda -o nan.plan nan.yaml >out 2>err &&
+	test_grep "moe_router_paged: the logits of row 0 give NaN" err &&
+	! test -e nan.plan
+'
+
+test_expect_success CUDA 'on the GPU, clean router weights: the NaN check flags nothing (run, capture, replay of full and breakable sizes)' '
+	bcg run --backend cuda --steps 2 "$moe" >out &&
+	BCG_SYNC=1 bcg run --backend cuda --steps 2 "$moe" >out &&
+	bcg capture -q --backend cuda -o gpu.plan "$moe" >/dev/null &&
+	BCG_SYNC=1 bcg replay --backend cuda --steps 3 gpu.plan >out &&
+	bcg replay --backend cuda --synthetic "$trace" gpu.plan >out
+'
+
 test_done

@@ -34,7 +34,7 @@ close_logits () {
 }
 
 for m in llama qwen2 mistral llama3 llama-linear llama-yarn qwen3 qwen3-tied mixtral mixtral-fused \
-	qwen2-moe qwen3-moe; do
+	qwen2-moe qwen3-moe qwen2-moe-mixed qwen3-moe-mixed; do
 	test_expect_success JANSSON,PYTHON3 "$m: import, run: transformers' greedy tokens and logits" "
 		bcg import -o $m.yaml \"\$hf/$m\" 2>note &&
 		bcg validate $m.yaml >/dev/null &&
@@ -299,10 +299,41 @@ test_expect_success JANSSON,PYTHON3 'mixtures of experts the kernels cannot run 
 	expect_unsupported topk "num_experts_per_tok 5 (the kernels take 1 to 4 experts a token)" &&
 	edited_from qwen2-moe topk2 "c[\"num_experts_per_tok\"] = 17" &&
 	expect_unsupported topk2 "num_experts_per_tok 17 (the kernels take 1 to 8 experts a token)" &&
-	edited_from qwen2-moe step "c[\"decoder_sparse_step\"] = 2" &&
-	expect_unsupported step "decoder_sparse_step 2 (bcgtool imports models whose every layer is a mixture of experts)" &&
+	edited_from qwen2-moe step0 "c[\"decoder_sparse_step\"] = 0" &&
+	expect_refused step0 "${SQ}decoder_sparse_step${SQ} must be a positive integer" &&
+	edited_from qwen2-moe onlys "c[\"mlp_only_layers\"] = 1" &&
+	expect_refused onlys "${SQ}mlp_only_layers${SQ} must be a list of layer numbers" &&
+	edited_from qwen2-moe onlyneg "c[\"mlp_only_layers\"] = [0, -1]" &&
+	expect_refused onlyneg "${SQ}mlp_only_layers${SQ} must be a list of layer numbers (item 1 is not)"
+'
+
+test_expect_success JANSSON,PYTHON3 'partly MoE: the layers the config makes dense MLPs, named apart; a missing dense MLP named' '
+	test_grep "^  gate_up_proj_0: {dtype: f32, shape: \[F2, H\], role: weight, init: {kind: safetensors, file: \".*\", tensor: \[\"model.layers.0.mlp.gate_proj.weight\", \"model.layers.0.mlp.up_proj.weight\"\]}}\$" qwen2-moe-mixed.yaml &&
+	test_grep "^  router_1: {dtype: f32, shape: \[NE, H\], role: weight, init: {kind: safetensors, file: \".*\", tensor: \"model.layers.1.mlp.gate.weight\"}}\$" qwen2-moe-mixed.yaml &&
+	test_grep "name: \"shared.2\", in: \[moe, shared, shared_g\]" qwen2-moe-mixed.yaml &&
+	! test_grep "router_0\|gate_up_proj_1\|gate_up_proj_2" qwen2-moe-mixed.yaml &&
+	for l in 0 2; do
+		test_grep "name: \"gate_up.$l\", in: \[h, gate_up_proj_$l\]" qwen3-moe-mixed.yaml &&
+		test_grep "name: \"attn.$l\"" qwen3-moe-mixed.yaml || return 1
+	done &&
+	for l in 1 3; do
+		test_grep "name: \"route.$l\", in: \[router_logits\]" qwen3-moe-mixed.yaml &&
+		test_grep "^        - \"model.layers.$l.mlp.experts.15.down_proj.weight\"\$" qwen3-moe-mixed.yaml || return 1
+	done &&
 	edited_from qwen2-moe dense1 "c[\"mlp_only_layers\"] = [1]" &&
-	expect_unsupported dense1 "mlp_only_layers not empty (bcgtool imports models whose every layer is a mixture of experts)"
+	test_expect_code 2 bcg import -o x.yaml dense1 2>err &&
+	echo "bcgtool: dense1/model.safetensors: no tensor ${SQ}model.layers.1.mlp.gate_proj.weight${SQ} (the dense MLP of layer 1)" >expect &&
+	test_cmp expect err &&
+	! test -e x.yaml &&
+	edited_from qwen2-moe step "c[\"decoder_sparse_step\"] = 2" &&
+	test_expect_code 2 bcg import -o x.yaml step 2>err &&
+	test_grep "no tensor ${SQ}model.layers.0.mlp.gate_proj.weight${SQ} (the dense MLP of layer 0)" err &&
+	edited_from qwen2-moe-mixed beyond "c[\"mlp_only_layers\"] = [0, 7]" &&
+	bcg import -o beyond.yaml beyond 2>/dev/null &&
+	test_grep "^  gate_up_proj_0:" beyond.yaml &&
+	test_grep "^  router_1:" beyond.yaml &&
+	test_grep "^  router_2:" beyond.yaml &&
+	! test_grep "router_0" beyond.yaml
 '
 
 test_expect_success JANSSON,PYTHON3 'a checkpoint missing an expert tensor is refused, naming it' '
@@ -354,7 +385,7 @@ test_expect_success JANSSON,PYTHON3 'MoE: every dispatch form gives transformers
 '
 
 test_expect_success CUDA,JANSSON,PYTHON3 'MoE on the GPU: the eager and the graph-safe dispatch give transformers tokens and logits' '
-	for m in mixtral qwen2-moe qwen3-moe; do
+	for m in mixtral qwen2-moe qwen3-moe qwen2-moe-mixed qwen3-moe-mixed; do
 		for mode in full breakable eager; do
 			bcg capture --backend cuda --mode $mode -o $m-$mode-cuda.plan $m.yaml >/dev/null &&
 			bcg replay --backend cuda --json --prompt $(prompt $m) --generate 8 \

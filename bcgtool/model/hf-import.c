@@ -417,6 +417,34 @@ static int hf_has(const struct st_checkpoint *ck, const char *name)
 	return st_checkpoint_find(ck, name, &f, &t, msg, sizeof msg) == 0;
 }
 
+/* TEXT, a layer's ops written for a repeat block over l, as layer L's:
+ * "{l}" and "[l]" become L's number. */
+static void hf_put_layer(struct hf_buf *b, const char *text, int64_t l)
+{
+	for (const char *s = text; *s != '\0'; s++) {
+		if (strncmp(s, "{l}", 3) == 0 || strncmp(s, "[l]", 3) == 0) {
+			hf_put(b, s[0] == '{' ? "%lld" : "[%lld]", (long long)l);
+			s += 2;
+		} else {
+			hf_put(b, "%c", *s);
+		}
+	}
+}
+
+/* Part PART of layer L's mixture of experts (hf_moe_text); -1 when out of
+ * memory. */
+static int hf_put_moe(struct hf_buf *b, const struct hf_moe *moe, int part, const char *dt,
+                      const char *ckpath, int64_t l)
+{
+	char *t = hf_moe_text(moe, part, dt, ckpath, l);
+
+	if (t == NULL)
+		return -1;
+	hf_put(b, "%s", t);
+	free(t);
+	return 0;
+}
+
 int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
               struct hf_model *m, char *msg, size_t len)
 {
@@ -424,7 +452,7 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	json_error_t jerr;
 	struct hf_cfg c = { .path = path, .msg = msg, .len = len };
 	struct st_checkpoint *ck = NULL;
-	struct hf_buf b = { 0 };
+	struct hf_buf b = { 0 }, lb = { 0 };
 	struct hf_moe moe;
 	char *moe_text[4] = { NULL, NULL, NULL, NULL };
 	json_t *arch, *v;
@@ -433,7 +461,7 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	int64_t maxpos, window = 0;
 	const char *a, *dt, *ckpath = NULL;
 	char *ckdefault = NULL;
-	int rc = -1;
+	int rc = -1, mixed;
 
 	*text = NULL;
 	memset(m, 0, sizeof *m);
@@ -560,9 +588,12 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	}
 	if (hf_moe_checkpoint(ck, ckdefault, m->layers, &moe, msg, len) != 0)
 		goto out;
+	/* some layers dense MLPs: each layer's MLP weights apart, the layers
+	 * listed one by one */
+	mixed = hf_moe_mixed(&moe, m->layers);
 	if (moe.on) {
 		for (int i = 0; i < 4; i++)
-			if ((moe_text[i] = hf_moe_text(&moe, i, dt, ckpath)) == NULL) {
+			if ((moe_text[i] = hf_moe_text(&moe, i, dt, ckpath, -1)) == NULL) {
 				hf_fail(msg, len, "out of memory");
 				goto out;
 			}
@@ -592,7 +623,7 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	hf_put(&b, "  QW: NH * HD\n  KVW: NKV * HD\n  QKV: QW + 2 * KVW\n");
 	if (moe.on)
 		hf_put(&b, "%s", moe_text[HF_MOE_DIMS]);
-	else
+	if (!moe.on || mixed)
 		hf_put(&b, "  F: %lld                # FFN size\n  F2: 2 * F\n", (long long)m->ffn);
 	hf_put(&b, "  S: %lld                # cache positions\n", (long long)m->positions);
 	hf_put(&b, "  V: %lld                # vocabulary\n\n", (long long)m->vocab);
@@ -627,7 +658,22 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	W("o_proj", "[H, QW]", " count: L,", "\"model.layers.{l}.self_attn.o_proj.weight\"");
 	W("post_attention_layernorm", "[H]", " count: L,",
 	  "\"model.layers.{l}.post_attention_layernorm.weight\"");
-	if (moe.on) {
+	if (mixed) {
+		for (int64_t l = 0; l < m->layers; l++) {
+			if (hf_moe_sparse(&moe, l)) {
+				if (hf_put_moe(&b, &moe, HF_MOE_WEIGHTS, dt, ckpath, l) != 0)
+					goto nomem;
+				continue;
+			}
+			hf_put(&b, "  gate_up_proj_%lld: {dtype: %s, shape: [F2, H], role: weight, init: "
+			       "{kind: safetensors, file: \"%s\", tensor: [\"model.layers.%lld.mlp."
+			       "gate_proj.weight\", \"model.layers.%lld.mlp.up_proj.weight\"]}}\n",
+			       (long long)l, dt, ckpath, (long long)l, (long long)l);
+			hf_put(&b, "  down_proj_%lld: {dtype: %s, shape: [H, F], role: weight, init: "
+			       "{kind: safetensors, file: \"%s\", tensor: \"model.layers.%lld.mlp."
+			       "down_proj.weight\"}}\n", (long long)l, dt, ckpath, (long long)l);
+		}
+	} else if (moe.on) {
 		hf_put(&b, "%s", moe_text[HF_MOE_WEIGHTS]);
 	} else {
 		W("gate_up_proj", "[F2, H]", " count: L,",
@@ -648,51 +694,71 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	hf_put(&b, "  att:    {dtype: %s, shape: [T, QW]}\n", dt);
 	if (moe.on)
 		hf_put(&b, "%s", moe_text[HF_MOE_TENSORS]);
-	else
+	if (!moe.on || mixed)
 		hf_put(&b, "  act:    {dtype: %s, shape: [T, F]}\n", dt);
 	hf_put(&b, "  logits: {dtype: %s, shape: [T, V], role: output}\n", dt);
 	hf_put(&b, "  next:   {dtype: i32, shape: [T], role: output}\n\n");
 
 	hf_put(&b, "ops:\n");
 	hf_put(&b, "  - {op: embedding, name: embed, in: [embed_tokens, ids], out: [x]}\n");
-	hf_put(&b, "  - repeat: L\n    as: l\n    ops:\n");
-	hf_put(&b, "      - {op: rmsnorm, name: \"input_layernorm.{l}\", in: [x, \"input_layernorm[l]\"], "
+	hf_put(&lb, "      - {op: rmsnorm, name: \"input_layernorm.{l}\", in: [x, \"input_layernorm[l]\"], "
 	           "out: [h], attrs: {eps: %.9g}}\n", eps);
-	hf_put(&b, "      - {op: matmul, name: \"qkv.{l}\", in: [h, \"qkv_proj[l]\"], out: [qkv], "
+	hf_put(&lb, "      - {op: matmul, name: \"qkv.{l}\", in: [h, \"qkv_proj[l]\"], out: [qkv], "
 	           "attrs: {trans_b: true}}\n");
 	if (m->qkv_bias)
-		hf_put(&b, "      - {op: add, name: \"qkv_bias.{l}\", in: [qkv, \"qkv_bias[l]\"], "
+		hf_put(&lb, "      - {op: add, name: \"qkv_bias.{l}\", in: [qkv, \"qkv_bias[l]\"], "
 		           "out: [qkv]}\n");
 	if (m->qk_norm)
-		hf_put(&b, "      - {op: qk_norm, name: \"qk_norm.{l}\", in: [qkv, \"q_norm[l]\", "
+		hf_put(&lb, "      - {op: qk_norm, name: \"qk_norm.{l}\", in: [qkv, \"q_norm[l]\", "
 		           "\"k_norm[l]\"], out: [qkv],\n         attrs: {heads: NH, kv_heads: NKV, "
 		           "head_dim: HD, eps: %.9g}}\n", eps);
-	hf_put(&b, "      - op: rope_kv_write\n        name: \"rope_kv.{l}\"\n"
+	hf_put(&lb, "      - op: rope_kv_write\n        name: \"rope_kv.{l}\"\n"
 	           "        in: [qkv, pos]\n        out: [q, \"k_cache[l]\", \"v_cache[l]\"]\n"
 	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, theta: %.17g", rope.theta);
-	hf_put_rope(&b, &rope);
-	hf_put(&b, "}\n");
-	hf_put(&b, "      - op: attention\n        name: \"attn.{l}\"\n"
+	hf_put_rope(&lb, &rope);
+	hf_put(&lb, "}\n");
+	hf_put(&lb, "      - op: attention\n        name: \"attn.{l}\"\n"
 	           "        in: [q, \"k_cache[l]\", \"v_cache[l]\"]\n        out: [att]\n"
 	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, kv_len: kv_len, "
 	           "causal: true}\n");
-	hf_put(&b, "      - {op: matmul_add, name: \"o.{l}\", in: [x, att, \"o_proj[l]\"], out: [x], "
+	hf_put(&lb, "      - {op: matmul_add, name: \"o.{l}\", in: [x, att, \"o_proj[l]\"], out: [x], "
 	           "attrs: {trans_b: true}}\n");
-	hf_put(&b, "      - {op: rmsnorm, name: \"post_attention_layernorm.{l}\", in: [x, "
+	hf_put(&lb, "      - {op: rmsnorm, name: \"post_attention_layernorm.{l}\", in: [x, "
 	           "\"post_attention_layernorm[l]\"], out: [h], attrs: {eps: %.9g}}\n", eps);
-	if (moe.on) {
-		hf_put(&b, "%s", moe_text[HF_MOE_OPS]);
-	} else {
-		hf_put(&b, "      - {op: matmul_silu_mul, name: \"gate_up.{l}\", in: [h, "
-		           "\"gate_up_proj[l]\"], out: [act], attrs: {trans_b: true}}\n");
-		hf_put(&b, "      - {op: matmul_add, name: \"down.{l}\", in: [x, act, \"down_proj[l]\"], "
-		           "out: [x], attrs: {trans_b: true}}\n");
+	if (lb.failed)
+		goto nomem;
+	if (!mixed) {
+		hf_put(&b, "  - repeat: L\n    as: l\n    ops:\n%s", lb.s);
+		if (moe.on) {
+			hf_put(&b, "%s", moe_text[HF_MOE_OPS]);
+		} else {
+			hf_put(&b, "      - {op: matmul_silu_mul, name: \"gate_up.{l}\", in: [h, "
+			           "\"gate_up_proj[l]\"], out: [act], attrs: {trans_b: true}}\n");
+			hf_put(&b, "      - {op: matmul_add, name: \"down.{l}\", in: [x, act, "
+			           "\"down_proj[l]\"], out: [x], attrs: {trans_b: true}}\n");
+		}
+	}
+	for (int64_t l = 0; mixed && l < m->layers; l++) {
+		/* a block of one: the layer's ops at the indentation of the others */
+		hf_put(&b, "  - repeat: 1\n    ops:\n");
+		hf_put_layer(&b, lb.s, l);
+		if (hf_moe_sparse(&moe, l)) {
+			if (hf_put_moe(&b, &moe, HF_MOE_OPS, dt, ckpath, l) != 0)
+				goto nomem;
+			continue;
+		}
+		hf_put(&b, "      - {op: matmul_silu_mul, name: \"gate_up.%lld\", in: [h, "
+		           "gate_up_proj_%lld], out: [act], attrs: {trans_b: true}}\n", (long long)l,
+		       (long long)l);
+		hf_put(&b, "      - {op: matmul_add, name: \"down.%lld\", in: [x, act, down_proj_%lld], "
+		           "out: [x], attrs: {trans_b: true}}\n", (long long)l, (long long)l);
 	}
 	hf_put(&b, "  - {op: rmsnorm, name: norm, in: [x, norm], out: [h], attrs: {eps: %.9g}}\n", eps);
 	hf_put(&b, "  - {op: matmul, name: lm_head, in: [h, %s], out: [logits], attrs: {trans_b: true}}\n",
 	       m->tied ? "embed_tokens" : "lm_head");
 	hf_put(&b, "  - {op: argmax, name: next, in: [logits], out: [next]}\n");
 	if (b.failed) {
+nomem:
 		hf_fail(msg, len, "out of memory");
 		goto out;
 	}
@@ -702,6 +768,7 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 out:
 	for (int i = 0; i < 4; i++)
 		free(moe_text[i]);
+	free(lb.s);
 	free(b.s);
 	free(ckdefault);
 	st_checkpoint_close(ck);

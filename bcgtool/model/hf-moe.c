@@ -70,6 +70,7 @@ int hf_moe_config(struct json_t *root, const char *path, const char *arch,
 	json_t *v;
 
 	memset(moe, 0, sizeof *moe);
+	moe->sparse_step = 1;
 	if (!hf_moe_arch(arch))
 		return 0;
 	moe->on = 1;
@@ -97,15 +98,25 @@ int hf_moe_config(struct json_t *root, const char *path, const char *arch,
 		moe->renorm = json_is_true(v);
 		if (moe_int(root, path, "decoder_sparse_step", 1, &step, msg, len) != 0)
 			return -1;
-		if (step != 1)
-			return moe_fail(msg, len, "%s: not supported: decoder_sparse_step %lld (bcgtool "
-			                "imports models whose every layer is a mixture of experts)",
-			                path, (long long)step);
+		if (step < 1)
+			return moe_fail(msg, len, "%s: 'decoder_sparse_step' must be a positive integer",
+			                path);
+		moe->sparse_step = step;
+		/* the layers listed are dense MLPs; numbers past the last layer
+		 * name none, as in transformers */
 		v = json_object_get(root, "mlp_only_layers");
-		if (v != NULL && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0))
-			return moe_fail(msg, len, "%s: not supported: mlp_only_layers %s (bcgtool "
-			                "imports models whose every layer is a mixture of experts)", path,
-			                json_is_array(v) ? "not empty" : "not a list");
+		if (v != NULL && !json_is_null(v)) {
+			size_t i;
+			json_t *x;
+			if (!json_is_array(v))
+				return moe_fail(msg, len, "%s: 'mlp_only_layers' must be a list of layer "
+				                "numbers", path);
+			json_array_foreach(v, i, x)
+				if (!json_is_integer(x) || json_integer_value(x) < 0)
+					return moe_fail(msg, len, "%s: 'mlp_only_layers' must be a list of "
+					                "layer numbers (item %zu is not)", path, i);
+			moe->mlp_only = v;
+		}
 	}
 	if (qwen2 && moe_int(root, path, "shared_expert_intermediate_size", 0, &moe->shared_ffn,
 	                     msg, len) != 0)
@@ -113,7 +124,26 @@ int hf_moe_config(struct json_t *root, const char *path, const char *arch,
 	return 0;
 }
 
+int hf_moe_sparse(const struct hf_moe *moe, int64_t l)
+{
+	size_t i;
+	json_t *x;
+
+	if (moe->mlp_only != NULL)
+		json_array_foreach(moe->mlp_only, i, x)
+			if (json_integer_value(x) == l)
+				return 0;
+	return (l + 1) % moe->sparse_step == 0;
+}
+
 #else
+
+int hf_moe_sparse(const struct hf_moe *moe, int64_t l)
+{
+	(void)moe;
+	(void)l;
+	return 1;
+}
 
 int hf_moe_config(struct json_t *root, const char *path, const char *arch,
                   struct hf_moe *moe, char *msg, size_t len)
@@ -125,6 +155,14 @@ int hf_moe_config(struct json_t *root, const char *path, const char *arch,
 }
 
 #endif /* HAVE_JANSSON */
+
+int hf_moe_mixed(const struct hf_moe *moe, int64_t layers)
+{
+	for (int64_t l = 0; moe->on && l < layers; l++)
+		if (!hf_moe_sparse(moe, l))
+			return 1;
+	return 0;
+}
 
 static int moe_has(const struct st_checkpoint *ck, const char *name)
 {
@@ -161,9 +199,27 @@ int hf_moe_checkpoint(const struct st_checkpoint *ck, const char *path, int64_t 
 	    !moe_has(ck, "model.layers.0.block_sparse_moe.gate.weight") &&
 	    moe_has(ck, "model.layers.0.mlp.gate.weight"))
 		moe->block = "mlp";
-	snprintf(name, sizeof name, "model.layers.0.%s.experts.gate_up_proj", moe->block);
-	moe->fused = moe_has(ck, name);
-	for (int64_t l = 0; l < layers; l++) {
+	/* each layer checked in turn, so that a config of more layers than
+	 * the checkpoint holds stops at the first missing */
+	for (int64_t l = 0, first = 1; l < layers; l++) {
+		if (!hf_moe_sparse(moe, l)) {
+			const char *part[3] = { "gate_proj", "up_proj", "down_proj" };
+			for (int i = 0; i < 3; i++) {
+				snprintf(name, sizeof name, "model.layers.%lld.mlp.%s.weight", (long long)l,
+				         part[i]);
+				if (!moe_has(ck, name))
+					return moe_fail(msg, len, "%s: no tensor '%s' (the dense MLP of layer "
+					                "%lld)", path, name, (long long)l);
+			}
+			continue;
+		}
+		if (first) {
+			/* the form of the first layer with experts */
+			snprintf(name, sizeof name, "model.layers.%lld.%s.experts.gate_up_proj",
+			         (long long)l, moe->block);
+			moe->fused = moe_has(ck, name);
+			first = 0;
+		}
 		snprintf(name, sizeof name, "model.layers.%lld.%s.gate.weight", (long long)l,
 		         moe->block);
 		if (!moe_has(ck, name))
@@ -205,61 +261,97 @@ int hf_moe_checkpoint(const struct st_checkpoint *ck, const char *path, int64_t 
 	return 0;
 }
 
-/* The experts' weight lists, with {l} for the layer. */
+/* The experts' weight lists: as families with {l} for the layer (LAYER
+ * -1), or layer LAYER's alone, named with the suffix _LAYER. */
 static void moe_weight_lists(FILE *f, const struct hf_moe *moe, const char *dt,
-                             const char *ckpath)
+                             const char *ckpath, int64_t layer)
 {
-	char g[128], u[128], d[128];
+	char g[128], u[128], d[128], lay[24], sfx[24];
+	const char *cnt = layer < 0 ? " count: L," : "", *cntb = layer < 0 ? "    count: L\n" : "";
 
-	fprintf(f, "  router: {dtype: %s, shape: [NE, H], role: weight, count: L, init: {kind: "
-	        "safetensors, file: \"%s\", tensor: \"model.layers.{l}.%s.gate.weight\"}}\n", dt,
-	        ckpath, moe->block);
+	snprintf(lay, sizeof lay, layer < 0 ? "{l}" : "%lld", (long long)layer);
+	snprintf(sfx, sizeof sfx, layer < 0 ? "" : "_%lld", (long long)layer);
+	fprintf(f, "  router%s: {dtype: %s, shape: [NE, H], role: weight,%s init: {kind: "
+	        "safetensors, file: \"%s\", tensor: \"model.layers.%s.%s.gate.weight\"}}\n", sfx, dt,
+	        cnt, ckpath, lay, moe->block);
 	if (moe->fused) {
-		fprintf(f, "  experts_gate_up: {dtype: %s, shape: [EGU, H], role: weight, count: L, "
+		fprintf(f, "  experts_gate_up%s: {dtype: %s, shape: [EGU, H], role: weight,%s "
 		        "init: {kind: safetensors, file: \"%s\", tensor: "
-		        "\"model.layers.{l}.%s.experts.gate_up_proj\"}}\n", dt, ckpath, moe->block);
-		fprintf(f, "  experts_down: {dtype: %s, shape: [EH, FE], role: weight, count: L, "
+		        "\"model.layers.%s.%s.experts.gate_up_proj\"}}\n", sfx, dt, cnt, ckpath, lay,
+		        moe->block);
+		fprintf(f, "  experts_down%s: {dtype: %s, shape: [EH, FE], role: weight,%s "
 		        "init: {kind: safetensors, file: \"%s\", tensor: "
-		        "\"model.layers.{l}.%s.experts.down_proj\"}}\n", dt, ckpath, moe->block);
+		        "\"model.layers.%s.%s.experts.down_proj\"}}\n", sfx, dt, cnt, ckpath, lay,
+		        moe->block);
 	} else {
 		/* per expert: gate then up rows of each expert, in expert order */
-		fprintf(f, "  experts_gate_up:\n    dtype: %s\n    shape: [EGU, H]\n"
-		        "    role: weight\n    count: L\n    init:\n      kind: safetensors\n"
-		        "      file: \"%s\"\n      tensor:\n", dt, ckpath);
+		fprintf(f, "  experts_gate_up%s:\n    dtype: %s\n    shape: [EGU, H]\n"
+		        "    role: weight\n%s    init:\n      kind: safetensors\n"
+		        "      file: \"%s\"\n      tensor:\n", sfx, dt, cntb, ckpath);
 		for (int64_t e = 0; e < moe->experts; e++) {
 			moe_names(moe, 0, e, g, u, d);
-			/* the names with the layer as {l} */
-			fprintf(f, "        - \"model.layers.{l}%s\"\n        - \"model.layers.{l}%s\"\n",
-			        strchr(g + strlen("model.layers."), '.'),
-			        strchr(u + strlen("model.layers."), '.'));
+			/* the names with the layer as LAY */
+			fprintf(f, "        - \"model.layers.%s%s\"\n        - \"model.layers.%s%s\"\n",
+			        lay, strchr(g + strlen("model.layers."), '.'),
+			        lay, strchr(u + strlen("model.layers."), '.'));
 		}
-		fprintf(f, "  experts_down:\n    dtype: %s\n    shape: [EH, FE]\n"
-		        "    role: weight\n    count: L\n    init:\n      kind: safetensors\n"
-		        "      file: \"%s\"\n      tensor:\n", dt, ckpath);
+		fprintf(f, "  experts_down%s:\n    dtype: %s\n    shape: [EH, FE]\n"
+		        "    role: weight\n%s    init:\n      kind: safetensors\n"
+		        "      file: \"%s\"\n      tensor:\n", sfx, dt, cntb, ckpath);
 		for (int64_t e = 0; e < moe->experts; e++) {
 			moe_names(moe, 0, e, g, u, d);
-			fprintf(f, "        - \"model.layers.{l}%s\"\n",
+			fprintf(f, "        - \"model.layers.%s%s\"\n", lay,
 			        strchr(d + strlen("model.layers."), '.'));
 		}
 	}
 	if (moe->shared_ffn > 0) {
-		fprintf(f, "  shared_gate_up: {dtype: %s, shape: [FS2, H], role: weight, count: L, "
+		fprintf(f, "  shared_gate_up%s: {dtype: %s, shape: [FS2, H], role: weight,%s "
 		        "init: {kind: safetensors, file: \"%s\", tensor: "
-		        "[\"model.layers.{l}.%s.shared_expert.gate_proj.weight\", "
-		        "\"model.layers.{l}.%s.shared_expert.up_proj.weight\"]}}\n", dt, ckpath,
-		        moe->block, moe->block);
-		fprintf(f, "  shared_down: {dtype: %s, shape: [H, FS], role: weight, count: L, "
+		        "[\"model.layers.%s.%s.shared_expert.gate_proj.weight\", "
+		        "\"model.layers.%s.%s.shared_expert.up_proj.weight\"]}}\n", sfx, dt, cnt, ckpath,
+		        lay, moe->block, lay, moe->block);
+		fprintf(f, "  shared_down%s: {dtype: %s, shape: [H, FS], role: weight,%s "
 		        "init: {kind: safetensors, file: \"%s\", tensor: "
-		        "\"model.layers.{l}.%s.shared_expert.down_proj.weight\"}}\n", dt, ckpath,
-		        moe->block);
-		fprintf(f, "  shared_expert_gate: {dtype: %s, shape: [1, H], role: weight, count: L, "
+		        "\"model.layers.%s.%s.shared_expert.down_proj.weight\"}}\n", sfx, dt, cnt, ckpath,
+		        lay, moe->block);
+		fprintf(f, "  shared_expert_gate%s: {dtype: %s, shape: [1, H], role: weight,%s "
 		        "init: {kind: safetensors, file: \"%s\", tensor: "
-		        "\"model.layers.{l}.%s.shared_expert_gate.weight\"}}\n", dt, ckpath,
-		        moe->block);
+		        "\"model.layers.%s.%s.shared_expert_gate.weight\"}}\n", sfx, dt, cnt, ckpath,
+		        lay, moe->block);
 	}
 }
 
-char *hf_moe_text(const struct hf_moe *moe, int part, const char *dt, const char *ckpath)
+/* A layer's MLP ops: the weights as family members (LAYER -1: "router[l]",
+ * op names "router.{l}") or as layer LAYER's own ("router_3", "router.3"). */
+static void moe_ops(FILE *f, const struct hf_moe *moe, int64_t layer)
+{
+	char nm[24], w[24];
+
+	snprintf(nm, sizeof nm, layer < 0 ? "{l}" : "%lld", (long long)layer);
+	snprintf(w, sizeof w, layer < 0 ? "[l]" : "_%lld", (long long)layer);
+	fprintf(f, "      - {op: matmul, name: \"router.%s\", in: [h, \"router%s\"], "
+	        "out: [router_logits], attrs: {trans_b: true}}\n", nm, w);
+	fprintf(f, "      - {op: moe_router, name: \"route.%s\", in: [router_logits], "
+	        "out: [expert_ids, expert_weights], attrs: {top_k: K, renorm: %s}}\n", nm,
+	        moe->renorm ? "true" : "false");
+	fprintf(f, "      - op: moe_experts\n        name: \"experts.%s\"\n"
+	        "        in: [h, expert_ids, expert_weights, \"experts_gate_up%s\", "
+	        "\"experts_down%s\"]\n        out: [moe]\n        attrs: {experts: NE}\n", nm, w, w);
+	if (moe->shared_ffn > 0) {
+		fprintf(f, "      - {op: matmul_silu_mul, name: \"shared_gate_up.%s\", in: [h, "
+		        "\"shared_gate_up%s\"], out: [shared_act], attrs: {trans_b: true}}\n", nm, w);
+		fprintf(f, "      - {op: matmul, name: \"shared_down.%s\", in: [shared_act, "
+		        "\"shared_down%s\"], out: [shared], attrs: {trans_b: true}}\n", nm, w);
+		fprintf(f, "      - {op: matmul, name: \"shared_gate.%s\", in: [h, "
+		        "\"shared_expert_gate%s\"], out: [shared_g], attrs: {trans_b: true}}\n", nm, w);
+		fprintf(f, "      - {op: gated_add, name: \"shared.%s\", in: [moe, shared, "
+		        "shared_g], out: [moe]}\n", nm);
+	}
+	fprintf(f, "      - {op: add, name: \"moe_add.%s\", in: [x, moe], out: [x]}\n", nm);
+}
+
+char *hf_moe_text(const struct hf_moe *moe, int part, const char *dt, const char *ckpath,
+                  int64_t layer)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -279,7 +371,7 @@ char *hf_moe_text(const struct hf_moe *moe, int part, const char *dt, const char
 			        "size\n  FS2: 2 * FS\n", (long long)moe->shared_ffn);
 		break;
 	case HF_MOE_WEIGHTS:
-		moe_weight_lists(f, moe, dt, ckpath);
+		moe_weight_lists(f, moe, dt, ckpath, layer);
 		break;
 	case HF_MOE_TENSORS:
 		fprintf(f, "  router_logits:  {dtype: %s, shape: [T, NE]}\n", dt);
@@ -293,25 +385,7 @@ char *hf_moe_text(const struct hf_moe *moe, int part, const char *dt, const char
 		}
 		break;
 	case HF_MOE_OPS:
-		fprintf(f, "      - {op: matmul, name: \"router.{l}\", in: [h, \"router[l]\"], "
-		        "out: [router_logits], attrs: {trans_b: true}}\n");
-		fprintf(f, "      - {op: moe_router, name: \"route.{l}\", in: [router_logits], "
-		        "out: [expert_ids, expert_weights], attrs: {top_k: K, renorm: %s}}\n",
-		        moe->renorm ? "true" : "false");
-		fprintf(f, "      - op: moe_experts\n        name: \"experts.{l}\"\n"
-		        "        in: [h, expert_ids, expert_weights, \"experts_gate_up[l]\", "
-		        "\"experts_down[l]\"]\n        out: [moe]\n        attrs: {experts: NE}\n");
-		if (moe->shared_ffn > 0) {
-			fprintf(f, "      - {op: matmul_silu_mul, name: \"shared_gate_up.{l}\", in: [h, "
-			        "\"shared_gate_up[l]\"], out: [shared_act], attrs: {trans_b: true}}\n");
-			fprintf(f, "      - {op: matmul, name: \"shared_down.{l}\", in: [shared_act, "
-			        "\"shared_down[l]\"], out: [shared], attrs: {trans_b: true}}\n");
-			fprintf(f, "      - {op: matmul, name: \"shared_gate.{l}\", in: [h, "
-			        "\"shared_expert_gate[l]\"], out: [shared_g], attrs: {trans_b: true}}\n");
-			fprintf(f, "      - {op: gated_add, name: \"shared.{l}\", in: [moe, shared, "
-			        "shared_g], out: [moe]}\n");
-		}
-		fprintf(f, "      - {op: add, name: \"moe_add.{l}\", in: [x, moe], out: [x]}\n");
+		moe_ops(f, moe, layer);
 		break;
 	}
 	if (fclose(f) != 0) {

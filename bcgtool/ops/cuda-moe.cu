@@ -50,6 +50,13 @@ __device__ __forceinline__ bool moe_before(float a, int ia, float b, int ib)
 	return ia < ib;
 }
 
+/* The router's NaN check: MOE_NO_FAULT, or the lowest row whose weights
+ * came out NaN since the last read, as row << 1 | (1 for moe_router_paged).
+ * A word in device memory, named by no launch parameter, so that captured
+ * routers set it as eager ones do; cuda_moe_router_fault reads it. */
+#define MOE_NO_FAULT (~0ull)
+__device__ unsigned long long bcg_moe_router_nan = MOE_NO_FAULT;
+
 /* One warp a row; lane l holds experts l, l+32, ... (E <= 256). */
 __global__ void bcg_moe_router_kernel(const void *lg, int dtl, const int32_t *slots,
                                       int32_t *ids, void *w, int dtw, int64_t rows, int e,
@@ -139,6 +146,35 @@ __global__ void bcg_moe_router_kernel(const void *lg, int dtl, const int32_t *sl
 		ids[r * k + lane] = id_k;
 		cuda_st(w, dtw, r * k + lane, p_k);
 	}
+	/* NaN logits give NaN weights (NaN goes first, and poisons the
+	 * softmax): the row is a fault of the step, never a silent output */
+	if (__any_sync(0xffffffffu, lane < k && isnan(p_k)) && lane == 0)
+		atomicMin(&bcg_moe_router_nan,
+		          (unsigned long long)r << 1 | (slots != NULL ? 1ull : 0ull));
+}
+
+extern "C" int cuda_moe_router_fault(cudaStream_t stream, char *msg, size_t len)
+{
+	unsigned long long word = MOE_NO_FAULT;
+	const unsigned long long none = MOE_NO_FAULT;
+	cudaError_t err;
+
+	if ((err = cudaMemcpyFromSymbolAsync(&word, bcg_moe_router_nan, sizeof word, 0,
+	                                     cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
+	    (err = cudaStreamSynchronize(stream)) != cudaSuccess)
+		goto fail;
+	if (word == MOE_NO_FAULT)
+		return 0;
+	if ((err = cudaMemcpyToSymbolAsync(bcg_moe_router_nan, &none, sizeof none, 0,
+	                                   cudaMemcpyHostToDevice, stream)) != cudaSuccess ||
+	    (err = cudaStreamSynchronize(stream)) != cudaSuccess)
+		goto fail;
+	return cuda_fail(msg, len, "kernel fault: %s: the logits of row %llu give NaN weights "
+	                 "(no expert can be chosen)", word & 1 ? "moe_router_paged" : "moe_router",
+	                 word >> 1);
+fail:
+	return cuda_fail(msg, len, "the router's NaN check: %s%s", cuda_fault_tag(err),
+	                 cudaGetErrorString(err));
 }
 
 extern "C" int cuda_run_moe_router(const struct op_call *call, const struct cuda_op_ctx *ctx,

@@ -99,6 +99,15 @@ size_t cuda_attention_scratch_bytes(const struct op_call *call);
 int cuda_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init,
                      cudaStream_t stream, char *msg, size_t len);
 
+/* The routers' NaN check (cuda-moe.cu): a moe_router or moe_router_paged
+ * kernel whose weights for a row come out NaN records the row on the
+ * device, captured or not. Waits for STREAM, then reads the record and
+ * clears it: 0 when no router has flagged a row since the last call, else
+ * -1 with "kernel fault: KIND: the logits of row R give NaN weights (no
+ * expert can be chosen)" (the lowest such row) in MSG. -1 too, with
+ * CUDA's error, when the wait fails. */
+int cuda_moe_router_fault(cudaStream_t stream, char *msg, size_t len);
+
 /* "kernel fault: " for the errors by which CUDA reports a kernel that
  * faulted -- at whatever call comes after it, not at its launch, and for
  * good (the context is lost) -- else "". Every message of such an error

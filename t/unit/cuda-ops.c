@@ -2553,6 +2553,100 @@ static void test_moe_router(struct env *e)
 			}
 }
 
+/* The routers' NaN check: logits that give NaN weights flag their lowest
+ * row, eagerly and from a captured graph; the check reads the flag once;
+ * a padded row flags nothing, whatever its logits; clean logits none. */
+static void test_moe_router_nan(struct env *e)
+{
+	struct tbuf lg, ids, w, slots;
+	struct tcase c;
+	struct op_call call;
+	char msg[256] = "";
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	int rc;
+
+	msg[0] = '\0';
+	rc = cuda_moe_router_fault(e->stream, msg, sizeof msg);
+	ok(rc == 0, "moe_router NaN check: nothing flagged by the clean routers before (%s)", msg);
+
+	tbuf_init(&lg, PLAN_DTYPE_F32, 2, (const int64_t[]){ 6, 16 }, 0);
+	tbuf_init(&ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ 6, 4 }, 0);
+	tbuf_init(&w, PLAN_DTYPE_F32, 2, (const int64_t[]){ 6, 4 }, 0);
+	tbuf_init(&slots, PLAN_DTYPE_I32, 1, (const int64_t[]){ 6 }, 0);
+	tbuf_random(e, &lg, 3.0f);
+	tbuf_upload(&lg);
+	tcase_init(&c, OP_MOE_ROUTER, 1, 2);
+	c.in[0] = &lg;
+	c.in[1] = &slots;
+	c.out[0] = &ids;
+	c.out[1] = &w;
+	c.attr[MOE_TOP_K].i = 4;
+	c.attr[MOE_RENORM].i = 1;
+	tcase_call(&c, &call, 1);
+	rc = cuda_kernel(OP_MOE_ROUTER)(&call, &e->ctx, msg, sizeof msg);
+	ok(rc == 0, "moe_router NaN check: clean logits launch (%s)", msg);
+	msg[0] = '\0';
+	rc = cuda_moe_router_fault(e->stream, msg, sizeof msg);
+	ok(rc == 0 && msg[0] == '\0', "moe_router NaN check: clean logits flag nothing (%s)", msg);
+
+	/* NaN in rows 4 and 2 (softmax after top-k: NaN goes first) */
+	((float *)lg.host)[4 * 16 + 7] = NAN;
+	((float *)lg.host)[2 * 16 + 0] = NAN;
+	tbuf_upload(&lg);
+	for (int tf = 0; tf < 2; tf++) {
+		c.attr[MOE_TOPK_FIRST].i = tf;
+		tcase_call(&c, &call, 1);
+		rc = cuda_kernel(OP_MOE_ROUTER)(&call, &e->ctx, msg, sizeof msg);
+		ok(rc == 0, "moe_router NaN check: the launch itself succeeds (%s)", msg);
+		msg[0] = '\0';
+		rc = cuda_moe_router_fault(e->stream, msg, sizeof msg);
+		ok(rc == -1 && strcmp(msg, "kernel fault: moe_router: the logits of row 2 give NaN "
+		                           "weights (no expert can be chosen)") == 0,
+		   "moe_router NaN check (topk_first %d): the lowest NaN row named", tf);
+		diag("  message: %s", msg);
+		msg[0] = '\0';
+		rc = cuda_moe_router_fault(e->stream, msg, sizeof msg);
+		ok(rc == 0, "moe_router NaN check: read once, then clear (%s)", msg);
+	}
+
+	/* paged: row 2 padded (its NaN routes nowhere), row 4 real */
+	for (int64_t i = 0; i < 6; i++)
+		((int32_t *)slots.host)[i] = i == 2 ? -1 : (int32_t)i;
+	tbuf_upload(&slots);
+	c.id = OP_MOE_ROUTER_PAGED;
+	c.nin = 2;
+	tcase_call(&c, &call, 1);
+	CK(cudaStreamSynchronize(e->stream));
+	CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+	rc = cuda_kernel(OP_MOE_ROUTER_PAGED)(&call, &e->ctx, msg, sizeof msg);
+	CK(cudaStreamEndCapture(e->stream, &graph));
+	ok(rc == 0, "moe_router_paged NaN check: the router captures (%s)", msg);
+	CK(cudaGraphInstantiate(&exec, graph, 0));
+	for (int rep = 0; rep < 2; rep++) {
+		CK(cudaGraphLaunch(exec, e->stream));
+		msg[0] = '\0';
+		rc = cuda_moe_router_fault(e->stream, msg, sizeof msg);
+		ok(rc == -1 && strcmp(msg, "kernel fault: moe_router_paged: the logits of row 4 give "
+		                           "NaN weights (no expert can be chosen)") == 0,
+		   "moe_router_paged NaN check: a graph launch %d flags row 4, not the padded row 2",
+		   rep + 1);
+		diag("  message: %s", msg);
+	}
+	((int32_t *)slots.host)[4] = -1;
+	tbuf_upload(&slots);
+	CK(cudaGraphLaunch(exec, e->stream));
+	msg[0] = '\0';
+	rc = cuda_moe_router_fault(e->stream, msg, sizeof msg);
+	ok(rc == 0, "moe_router_paged NaN check: every NaN row padded, nothing flagged (%s)", msg);
+	CK(cudaGraphExecDestroy(exec));
+	CK(cudaGraphDestroy(graph));
+	tbuf_free(&lg);
+	tbuf_free(&ids);
+	tbuf_free(&w);
+	tbuf_free(&slots);
+}
+
 /* moe_experts in both forms against host-moe.c, and the two forms against
  * each other bit for bit; the graph-safe form also captured. Ids come from
  * a random choice of distinct experts a row, some rows routed nowhere
@@ -2764,6 +2858,7 @@ int main(void)
 	test_attention_graph(&e);
 	test_paged_attention(&e);
 	test_moe_router(&e);
+	test_moe_router_nan(&e);
 	test_moe_experts(&e);
 	test_moe_eager_capture(&e);
 	test_gated_add(&e);
