@@ -32,7 +32,7 @@ const struct cmd_entry cmd_inspect_entry = {
 	.usage = "[--all] [--dims] [--vars] [--tensors] [--ops] [--items] [--segments] "
 	         "[--breakpoints] [--nodes] [--choices] [--dispatch] [--checks] [--stats] "
 	         "[--modules] [--allocations] [--variant T] "
-	         "[--json | --dot] [--color WHEN] PLAN",
+	         "[--json | --dot [--nodes]] [--color WHEN] PLAN",
 	.summary = "show what a plan holds",
 	.options =
 		"      --all          every section below, in this order\n"
@@ -56,7 +56,10 @@ const struct cmd_entry cmd_inspect_entry = {
 		"      --allocations  a recorded plan's device allocations\n"
 		"  -v, --variant T    only the variant captured for T tokens\n"
 		"      --json         the whole plan as JSON (formats/inspect-json.md)\n"
-		"      --dot          the variants' steps as a Graphviz graph\n"
+		"      --dot          the variants' steps as a Graphviz graph; a step that\n"
+		"                     repeats a run of ops 4 times or more (a model's layers)\n"
+		"                     drawn folded: segments and breaks, the run once, \"x N\";\n"
+		"                     with --nodes, every node, nothing folded\n"
 		"      --color WHEN   auto (default: on a terminal, unless NO_COLOR is set),\n"
 		"                     always or never\n"
 		"  -h, --help         show this help\n",
@@ -893,9 +896,10 @@ static int cmd_inspect_exec(int argc, char **argv)
 		return cmd_usage_error(self, optind == argc ? "no plan given" : "one plan only");
 	if (json && dot)
 		return cmd_usage_error(self, "--json and --dot are exclusive");
-	if ((json || dot) && sections != 0)
-		return cmd_usage_error(self, "--%s shows the whole plan: section options do not apply",
-		                       json ? "json" : "dot");
+	/* --dot --nodes: every node drawn, nothing folded. */
+	if ((json || dot) && sections != 0 && !(dot && sections == SEC_NODES))
+		return cmd_usage_error(self, "--%s shows the whole plan: section options do not apply%s",
+		                       json ? "json" : "dot", dot ? " (but --nodes)" : "");
 	if (style_init(&in.st, color, stdout) != 0)
 		return cmd_usage_error(self, "--color takes auto, always or never, not '%s'", color);
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
@@ -907,8 +911,13 @@ static int cmd_inspect_exec(int argc, char **argv)
 		goto out;
 
 	if (json || dot) {
-		struct plan_dump_opts o = { .variant = in.variant, .title = in.path,
-		                            .kernel_text = bcg_demangle_cb };
+		/* A script plan's nodes have their op beside them: the kernel's
+		 * name without its parameters says enough. */
+		struct plan_dump_opts o = {
+			.variant = in.variant, .title = in.path, .nodes = sections == SEC_NODES,
+			.kernel_text = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED ?
+				bcg_demangle_cb : bcg_demangle_short_cb,
+		};
 		int err = json ? plan_dump_json(plan, stdout, &o, &diag) :
 		                 plan_dump_dot(plan, stdout, &o, &diag);
 		if (err != 0) {

@@ -51,12 +51,45 @@ static void inspect_operand(const plan_t *plan, uint32_t op, uint64_t off, char 
 	snprintf(buf, len, "@%llu", (unsigned long long)off);
 }
 
+/* Node N's arena operands into BUF: "[0]=x [2]=h", each operand once
+ * with every parameter word that points at it ("[22,54]=w_q[0]"): a
+ * library kernel's parameters hold one pointer several times. */
+static void inspect_operands(const plan_t *plan, const struct plan_node *n, char *buf, size_t len)
+{
+	char (*text)[192] = xcalloc((size_t)n->nparams + 1, sizeof *text);
+	unsigned char *done = xcalloc((size_t)n->nparams + 1, 1);
+	size_t at = 0;
+
+	snprintf(buf, len, "-");
+	for (uint32_t p = 0; p < n->nparams; p++)
+		inspect_operand(plan, n->op, n->params[p].offset, text[p], sizeof text[p]);
+	for (uint32_t p = 0; p < n->nparams && at < len; p++) {
+		int w;
+		if (done[p])
+			continue;
+		w = snprintf(buf + at, len - at, "%s[%u", at ? " " : "", n->params[p].index);
+		at += w > 0 ? (size_t)w : 0;
+		for (uint32_t q = p + 1; q < n->nparams && at < len; q++)
+			if (!done[q] && strcmp(text[q], text[p]) == 0) {
+				done[q] = 1;
+				w = snprintf(buf + at, len - at, ",%u", n->params[q].index);
+				at += w > 0 ? (size_t)w : 0;
+			}
+		if (at < len) {
+			w = snprintf(buf + at, len - at, "]=%s", text[p]);
+			at += w > 0 ? (size_t)w : 0;
+		}
+	}
+	free(text);
+	free(done);
+}
+
 static void inspect_segment_nodes(struct inspect *in, uint32_t si, uint32_t item)
 {
 	const plan_t *plan = in->plan;
 	const struct plan_segment *s = plan_get_segment(plan, si);
 	const struct plan_variant *var = plan_get_variant(plan, s->variant);
-	char range[32], span[320], label[160], operands[1024], one[192], h[32];
+	char range[32], span[320], label[160], operands[1024], name[256], h[32];
 	struct table *tb;
 
 	inspect_range(s->op_first, s->op_count, range, sizeof range);
@@ -84,10 +117,9 @@ static void inspect_segment_nodes(struct inspect *in, uint32_t si, uint32_t item
 	table_end_row(tb, NULL);
 	for (uint32_t k = 0; k < s->nnodes; k++) {
 		const struct plan_node *n = &s->nodes[k];
-		size_t at = 0;
 		table_cell(tb, "%u", k);
 		table_cell(tb, "%s", plan_node_type_name(n->type));
-		table_cell(tb, "%s", n->kernel[0] ? n->kernel : "-");
+		table_cell(tb, "%s", n->kernel[0] ? bcg_demangle_short(n->kernel, name, sizeof name) : "-");
 		if (n->type == PLAN_NODE_KERNEL) {
 			table_cell(tb, "%u,%u,%u", n->grid[0], n->grid[1], n->grid[2]);
 			table_cell(tb, "%u,%u,%u", n->block[0], n->block[1], n->block[2]);
@@ -101,14 +133,7 @@ static void inspect_segment_nodes(struct inspect *in, uint32_t si, uint32_t item
 			table_cell(tb, "%u %s", n->op, plan_op_label(plan, n->op, label, sizeof label));
 		else
 			table_cell(tb, "-");
-		operands[0] = '\0';
-		for (uint32_t p = 0; p < n->nparams && at < sizeof operands; p++) {
-			int w;
-			inspect_operand(plan, n->op, n->params[p].offset, one, sizeof one);
-			w = snprintf(operands + at, sizeof operands - at, "%s[%u]=%s", p ? " " : "",
-			             n->params[p].index, one);
-			at += w > 0 ? (size_t)w : 0;
-		}
+		inspect_operands(plan, n, operands, sizeof operands);
 		table_cell(tb, "%s", n->nparams ? operands : "-");
 		table_end_row(tb, NULL);
 	}
@@ -190,7 +215,7 @@ void inspect_stats(struct inspect *in)
 	struct histo_entry *h = NULL;
 	uint32_t nh = 0, total = 0, nodes = 0;
 	struct table *tb;
-	char a[32], b[32];
+	char a[32], b[32], name[256];
 
 	inspect_title(in, "capture statistics");
 	printf("  materialize  %s\n", bcg_human_ns(st->materialize_ns, a, sizeof a));
@@ -274,7 +299,8 @@ void inspect_stats(struct inspect *in)
 		memset(bar, '#', w ? w : 1);
 		bar[w ? w : 1] = '\0';
 		table_cell(tb, "%u", h[i].count);
-		table_cell(tb, "%s", h[i].name);
+		table_cell(tb, "%s", nodes > 0 ? bcg_demangle_short(h[i].name, name, sizeof name) :
+		           h[i].name);
 		table_cell(tb, "%s", bar);
 		table_end_row(tb, NULL);
 	}

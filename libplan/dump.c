@@ -931,7 +931,8 @@ static const char *dot_node_shape(int type)
 	}
 }
 
-static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
+static void dot_segment(FILE *f, const plan_t *plan, const struct plan_dump_opts *opts,
+                        uint32_t si, uint32_t item)
 {
 	const struct plan_segment *s = plan_get_segment(plan, si);
 	char first[160], last[160];
@@ -973,7 +974,11 @@ static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
 			fprintf(f, "\t\t\t\"s%u_n%u\" [shape=%s, style=filled, fillcolor=white, "
 			        "label=\"", si, k, dot_node_shape(n->type));
 			if (n->type == PLAN_NODE_KERNEL) {
-				dot_text(f, n->kernel);
+				char name[256];
+				const char *shown = NULL;
+				if (opts != NULL && opts->kernel_text != NULL)
+					shown = opts->kernel_text(n->kernel, name, sizeof name, opts->kernel_ctx);
+				dot_text(f, shown != NULL ? shown : n->kernel);
 				fprintf(f, "\\n<<<(%u,%u,%u), (%u,%u,%u)", n->grid[0], n->grid[1],
 				        n->grid[2], n->block[0], n->block[1], n->block[2]);
 				if (n->shmem > 0)
@@ -1255,7 +1260,10 @@ static void dot_recorded_segment(FILE *f, const plan_t *plan, const struct plan_
 	struct fold_edge *edges;
 	char t[32];
 
-	plan_segment_fold(plan, s, &first, &period, &count);
+	if (opts == NULL || !opts->nodes)
+		plan_segment_fold(plan, s, &first, &period, &count);
+	else
+		first = period = count = 0;
 	fprintf(f, "\t\tsubgraph \"cluster_s%u\" {\n", si);
 	fprintf(f, "\t\t\tlabel=\"item %u: segment %u\\n%u nodes, fingerprint %016" PRIx64,
 	        item, si, s->nnodes, s->fingerprint);
@@ -1312,8 +1320,9 @@ static void dot_recorded_segment(FILE *f, const plan_t *plan, const struct plan_
 
 /* The DOT id of an item's entry or exit node, and the cluster to clip an
  * edge at ("" for a breakpoint). */
-static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exit, char *id,
-                         size_t len, char *cluster, size_t clen)
+static void dot_item_end(const plan_t *plan, const struct plan_dump_opts *opts,
+                         const struct plan_item *it, int exit, char *id, size_t len,
+                         char *cluster, size_t clen)
 {
 	if (it->kind == PLAN_ITEM_BREAK) {
 		snprintf(id, len, "b%u", it->index);
@@ -1327,7 +1336,7 @@ static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exi
 	} else {
 		uint32_t entry, last, first = 0, period = 0, count = 0;
 		dot_segment_ends(s, &entry, &last);
-		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED)
+		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED && (opts == NULL || !opts->nodes))
 			plan_segment_fold(plan, s, &first, &period, &count);
 		snprintf(id, len, "s%u_n%u", it->index,
 		         fold_map(exit ? last : entry, first, period, count));
@@ -1525,7 +1534,7 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 			if (recorded)
 				dot_recorded_segment(f, plan, opts, it->index, k);
 			else
-				dot_segment(f, plan, it->index, k);
+				dot_segment(f, plan, opts, it->index, k);
 			continue;
 		}
 		const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
@@ -1566,7 +1575,7 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 	ltail[0] = '\0';
 	for (uint32_t k = 0; k <= v->nitems; k++) {
 		if (k < v->nitems)
-			dot_item_end(plan, &v->items[k], 0, to, sizeof to, lhead, sizeof lhead);
+			dot_item_end(plan, opts, &v->items[k], 0, to, sizeof to, lhead, sizeof lhead);
 		else {
 			snprintf(to, sizeof to, "v%u_end", vi);
 			lhead[0] = '\0';
@@ -1578,7 +1587,7 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 			fprintf(f, ", lhead=\"%s\"", lhead);
 		fputs("];\n", f);
 		if (k < v->nitems)
-			dot_item_end(plan, &v->items[k], 1, from, sizeof from, ltail, sizeof ltail);
+			dot_item_end(plan, opts, &v->items[k], 1, from, sizeof from, ltail, sizeof ltail);
 	}
 	fputs("\t}\n", f);
 }
