@@ -1100,7 +1100,8 @@ struct fold_op {
 	int         brk;        /* run as a breakpoint */
 	int         starts;     /* the first op of its item */
 	const char *impl;       /* the implementation chosen; NULL for none */
-	uint64_t    nodes;      /* its nodes (type, kernel, shape), hashed */
+	uint64_t    shape;      /* its nodes' count and types, hashed */
+	uint64_t    nodes;      /* its nodes (type, kernel, grid, block), hashed */
 };
 
 struct fold_step {
@@ -1115,16 +1116,21 @@ static int fold_op_alike(const void *ctx, uint32_t a, uint32_t b)
 	const struct plan_op *p = plan_get_op(c->plan, x->op), *q = plan_get_op(c->plan, y->op);
 	/* The same op of the script (its kind, where it is written), run
 	 * the same way: in a segment or as a break, starting an item or not,
-	 * by the same implementation and nodes. */
+	 * by as many nodes of the same types. Kernels and implementations
+	 * may differ: a tuner picks between close candidates op by op. */
 	if (strcmp(p->kind, q->kind) != 0 || p->line != q->line || p->col != q->col ||
 	    p->nin != q->nin || p->nout != q->nout || (p->flags ^ q->flags) & PLAN_OP_EAGER)
 		return 0;
-	if (x->brk != y->brk || x->starts != y->starts || x->nodes != y->nodes)
-		return 0;
-	if ((x->impl == NULL) != (y->impl == NULL) ||
-	    (x->impl != NULL && strcmp(x->impl, y->impl) != 0))
-		return 0;
-	return 1;
+	return x->brk == y->brk && x->starts == y->starts && x->shape == y->shape;
+}
+
+/* Whether ops A and B of a step, alike, run by other implementations or
+ * kernels (a tuner's choice between close candidates). */
+static int fold_op_differs(const struct fold_op *a, const struct fold_op *b)
+{
+	if (a->nodes != b->nodes || (a->impl == NULL) != (b->impl == NULL))
+		return 1;
+	return a->impl != NULL && strcmp(a->impl, b->impl) != 0;
 }
 
 /* The ops of variant VI's step in the order it runs them, into a new
@@ -1156,6 +1162,7 @@ static struct fold_op *fold_step_ops(const plan_t *plan, uint32_t vi, uint32_t *
 			ops[at].op = s->op_first + o;
 			ops[at].item = k;
 			ops[at].starts = o == 0;
+			ops[at].shape = 0x9e3779b97f4a7c15ULL;
 			ops[at++].nodes = 0x9e3779b97f4a7c15ULL;
 		}
 		/* Each node into the hash of its op. */
@@ -1165,6 +1172,8 @@ static struct fold_op *fold_step_ops(const plan_t *plan, uint32_t vi, uint32_t *
 			if (nd->op == PLAN_NONE || nd->op < s->op_first ||
 			    nd->op - s->op_first >= s->op_count)
 				continue;
+			h = ops[base + nd->op - s->op_first].shape;
+			ops[base + nd->op - s->op_first].shape = plan_hash64(&nd->type, sizeof nd->type, h);
 			h = ops[base + nd->op - s->op_first].nodes;
 			h = plan_hash64(&nd->type, sizeof nd->type, h);
 			h = plan_hash64(nd->kernel, strlen(nd->kernel), h);
@@ -1399,7 +1408,7 @@ static void dot_piece(FILE *f, const plan_t *plan, uint32_t vi, const struct fol
 		return;
 	}
 	const struct plan_segment *s = plan_get_segment(plan, it->index);
-	int whole = ops[a].starts && (b == n || ops[b].item != ops[a].item);
+	int whole = ops[a].starts && (b == n || ops[b].item != ops[a].item), differs = 0;
 	uint32_t nodes = 0, o0 = ops[a].op, o1 = ops[b - 1].op;
 	for (uint32_t d = 0; d < s->nnodes; d++)
 		nodes += s->nodes[d].op >= o0 && s->nodes[d].op <= o1;
@@ -1424,6 +1433,11 @@ static void dot_piece(FILE *f, const plan_t *plan, uint32_t vi, const struct fol
 	dot_kinds(f, plan, ops, a, b);
 	if (s->flags & PLAN_SEG_NODES)
 		fprintf(f, "\\n%u node%s", nodes, nodes == 1 ? "" : "s");
+	for (uint32_t k = a; k < b && !differs; k++)
+		for (uint32_t r = 1; r < reps && !differs; r++)
+			differs = fold_op_differs(&ops[k], &ops[k + r * period]);
+	if (differs)
+		fprintf(f, "\\nkernels differ between repeats");
 	fputs("\"];\n", f);
 }
 
