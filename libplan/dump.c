@@ -1477,7 +1477,7 @@ static int dot_folded_steps(FILE *f, const plan_t *plan, uint32_t vi, uint32_t f
 			dot_text(f, x);
 			fputs("..", f);
 			dot_text(f, y);
-			fputs(")\"; style=\"dashed,filled\"; color=\"#3b6ea8\"; fillcolor=\"#f5f8fc\";\n", f);
+			fputs(")\"; labeljust=l; style=\"dashed,filled\"; color=\"#3b6ea8\"; fillcolor=\"#f5f8fc\";\n", f);
 		}
 		b = a + 1;
 		while (b < limit && ops[b].item == ops[a].item)
