@@ -104,6 +104,22 @@ test_expect_success '--json keeps the raw names' '
 	! test_grep "unsigned short" small.json
 '
 
+test_expect_success 'no operand named twice in a row of the node table' '
+	cat >twice.awk <<-\EOF &&
+	/\]=/ {
+		delete seen
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /\]=/) { t = $i; sub(/.*\]=/, "", t); if (seen[t]++) print t }
+	}
+	EOF
+	# The check finds a repeat where there is one.
+	printf "  2  kernel  k  [22]=w_q[0] [30]=h [54]=w_q[0]\n" >bad &&
+	test "$(awk -f twice.awk bad)" = "w_q[0]" &&
+	bcg inspect --nodes small.plan >nodes-all &&
+	awk -f twice.awk nodes-all >twice &&
+	! test -s twice
+'
+
 test_expect_success PYTHON3 'each arena operand once a node, with every parameter word that points at it' '
 	bcg inspect --json --variant 1 small.plan >small.json &&
 	bcg inspect --nodes --variant 1 small.plan >nodes &&
@@ -129,6 +145,42 @@ test_expect_success PYTHON3 'each arena operand once a node, with every paramete
 	# cuBLAS kernels hold each pointer several times, in-place ops twice.
 	assert repeated >= 10, repeated
 	EOF
+'
+
+# On a GPU: the same 32 layers captured for real (cuBLAS kernels whose
+# parameters hold each pointer several times, kernels a tuner chose).
+test_expect_success CUDA 'a 32-layer CUDA capture: DOT folded to one layer, names demangled, operands once' '
+	bcg capture --backend cuda --tokens 1 -o l32cuda.plan l32.yaml >/dev/null &&
+	bcg inspect --dot l32cuda.plan >cu.dot &&
+	test_grep "label=\"x 32: ops 1-512, 16 a repeat (attn_norm.0..ffn_res.31)\"" cu.dot &&
+	test $(grep -c "shape=octagon" cu.dot) = 1 &&
+	test_grep "ops 1-8 attn_norm.0..v_write.0\\\\nrmsnorm, 3 matmul, 2 rope, 2 kv_write\\\\n[0-9]* nodes" cu.dot &&
+	bcg inspect --nodes l32cuda.plan >cu.nodes &&
+	test_grep "  kernel  bcg_embedding_kernel<unsigned short>  " cu.nodes &&
+	! test_grep "_Z[0-9]" cu.nodes &&
+	! test_grep "_Z[0-9]" cu.dot &&
+	bcg inspect --json l32cuda.plan >cu.json &&
+	test_grep "\"kernel\": *\"_Z20bcg_embedding_kernel" cu.json &&
+	# No operand named twice in a row of the node table.
+	cat >twice.awk <<-\EOF &&
+	/\]=/ {
+		delete seen
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /\]=/) { t = $i; sub(/.*\]=/, "", t); if (seen[t]++) print t }
+	}
+	EOF
+	awk -f twice.awk cu.nodes >twice &&
+	! test -s twice
+'
+
+test_expect_success CUDA,DOT,PYTHON3 'the CUDA capture'"'"'s folded picture renders small' '
+	"$DOT" -Tpng cu.dot >cu.png &&
+	"$PYTHON3" -c "
+import struct
+h = open(\"cu.png\", \"rb\").read(24)
+w, t = struct.unpack(\">II\", h[16:24])
+assert w < 2000 and t < 1500, (w, t)
+"
 '
 
 test_done
