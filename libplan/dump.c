@@ -1100,7 +1100,6 @@ struct fold_op {
 	int         brk;        /* run as a breakpoint */
 	int         starts;     /* the first op of its item */
 	const char *impl;       /* the implementation chosen; NULL for none */
-	uint64_t    shape;      /* its nodes' count and types, hashed */
 	uint64_t    nodes;      /* its nodes (type, kernel, grid, block), hashed */
 };
 
@@ -1115,13 +1114,14 @@ static int fold_op_alike(const void *ctx, uint32_t a, uint32_t b)
 	const struct fold_op *x = &c->ops[a], *y = &c->ops[b];
 	const struct plan_op *p = plan_get_op(c->plan, x->op), *q = plan_get_op(c->plan, y->op);
 	/* The same op of the script (its kind, where it is written), run
-	 * the same way: in a segment or as a break, starting an item or not,
-	 * by as many nodes of the same types. Kernels and implementations
-	 * may differ: a tuner picks between close candidates op by op. */
+	 * the same way: in a segment or as a break, starting an item or not.
+	 * Its implementation and nodes may differ: a tuner picks between
+	 * close candidates op by op, and a library's candidates launch one
+	 * kernel or two. */
 	if (strcmp(p->kind, q->kind) != 0 || p->line != q->line || p->col != q->col ||
 	    p->nin != q->nin || p->nout != q->nout || (p->flags ^ q->flags) & PLAN_OP_EAGER)
 		return 0;
-	return x->brk == y->brk && x->starts == y->starts && x->shape == y->shape;
+	return x->brk == y->brk && x->starts == y->starts;
 }
 
 /* Whether ops A and B of a step, alike, run by other implementations or
@@ -1162,7 +1162,6 @@ static struct fold_op *fold_step_ops(const plan_t *plan, uint32_t vi, uint32_t *
 			ops[at].op = s->op_first + o;
 			ops[at].item = k;
 			ops[at].starts = o == 0;
-			ops[at].shape = 0x9e3779b97f4a7c15ULL;
 			ops[at++].nodes = 0x9e3779b97f4a7c15ULL;
 		}
 		/* Each node into the hash of its op. */
@@ -1172,8 +1171,6 @@ static struct fold_op *fold_step_ops(const plan_t *plan, uint32_t vi, uint32_t *
 			if (nd->op == PLAN_NONE || nd->op < s->op_first ||
 			    nd->op - s->op_first >= s->op_count)
 				continue;
-			h = ops[base + nd->op - s->op_first].shape;
-			ops[base + nd->op - s->op_first].shape = plan_hash64(&nd->type, sizeof nd->type, h);
 			h = ops[base + nd->op - s->op_first].nodes;
 			h = plan_hash64(&nd->type, sizeof nd->type, h);
 			h = plan_hash64(nd->kernel, strlen(nd->kernel), h);

@@ -949,10 +949,11 @@ int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, ui
  * *FIRST + *PERIOD * *COUNT) are *COUNT repeats of the *PERIOD from
  * *FIRST. Two ops are alike when they are one op of the script (kind and
  * line and column), run alike: both in a segment or both breakpoints,
- * both starting their item or neither, by as many nodes of the same
- * types where nodes were recorded. Their kernels and implementation
- * choices may differ (a tuner picks between close candidates op by op):
- * the DOT dump says so on the piece where they do. Chosen as
+ * both starting their item or neither. Their implementation choices and
+ * nodes may differ (a tuner picks between close candidates op by op, and
+ * one library candidate launches more kernels than another): the DOT
+ * dump says so on the piece where they do, and counts the nodes of the
+ * first repeat. Chosen as
  * plan_segment_fold() chooses. Returns 1 when a run
  * repeats at least twice, 0 otherwise (and for a recorded plan, or a
  * variant out of range), -1 out of memory; *COUNT is 0 unless 1. */
