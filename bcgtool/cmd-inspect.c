@@ -20,6 +20,7 @@
 #include "demangle.h"
 #include "engine/engine.h"
 #include "inspect-recorded.h"
+#include "inspect.h"
 #include "plan.h"
 #include "table.h"
 #include "util.h"
@@ -31,7 +32,7 @@ const struct cmd_entry cmd_inspect_entry = {
 	.usage = "[--all] [--dims] [--vars] [--tensors] [--ops] [--items] [--segments] "
 	         "[--breakpoints] [--nodes] [--choices] [--dispatch] [--checks] [--stats] "
 	         "[--modules] [--allocations] [--variant T] "
-	         "[--json | --dot] [--color WHEN] PLAN",
+	         "[--json | --dot [--nodes]] [--color WHEN] PLAN",
 	.summary = "show what a plan holds",
 	.options =
 		"      --all          every section below, in this order\n"
@@ -55,7 +56,10 @@ const struct cmd_entry cmd_inspect_entry = {
 		"      --allocations  a recorded plan's device allocations\n"
 		"  -v, --variant T    only the variant captured for T tokens\n"
 		"      --json         the whole plan as JSON (formats/inspect-json.md)\n"
-		"      --dot          the variants' steps as a Graphviz graph\n"
+		"      --dot          the variants' steps as a Graphviz graph; a step that\n"
+		"                     repeats a run of ops 4 times or more (a model's layers)\n"
+		"                     drawn folded: segments and breaks, the run once, \"x N\";\n"
+		"                     with --nodes, every node, nothing folded\n"
 		"      --color WHEN   auto (default: on a terminal, unless NO_COLOR is set),\n"
 		"                     always or never\n"
 		"  -h, --help         show this help\n",
@@ -81,22 +85,7 @@ enum {
 	SEC_ALL         = (1u << 14) - 1,
 };
 
-struct inspect {
-	const plan_t *plan;
-	const char   *path;
-	uint32_t      variant;    /* PLAN_NONE: every variant */
-	struct style  st;
-	int           printed;    /* a section was printed: separate the next */
-};
-
-static int inspect_wanted(const struct inspect *in, uint32_t variant)
-{
-	return in->variant == PLAN_NONE || in->variant == variant;
-}
-
-static void inspect_title(struct inspect *in, const char *fmt, ...) BCG_PRINTF(2, 3);
-
-static void inspect_title(struct inspect *in, const char *fmt, ...)
+void inspect_title(struct inspect *in, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -126,7 +115,7 @@ static void inspect_variant_title(struct inspect *in, const char *what, uint32_t
 }
 
 /* "ops 0-6 embed..v_write", "op 8 o". */
-static void inspect_span(const plan_t *plan, uint32_t first, uint32_t count, char *buf,
+void inspect_span(const plan_t *plan, uint32_t first, uint32_t count, char *buf,
                          size_t len)
 {
 	char a[128], b[128];
@@ -140,50 +129,12 @@ static void inspect_span(const plan_t *plan, uint32_t first, uint32_t count, cha
 	snprintf(buf, len, "%s..%s", a, b);
 }
 
-static void inspect_range(uint32_t first, uint32_t count, char *buf, size_t len)
+void inspect_range(uint32_t first, uint32_t count, char *buf, size_t len)
 {
 	if (count == 1)
 		snprintf(buf, len, "%u", first);
 	else
 		snprintf(buf, len, "%u-%u", first, first + count - 1);
-}
-
-/* What an arena offset points at, for a node of op OP: a tensor the op
- * uses, else any tensor or var mirror that holds it ("x", "k_cache+64"),
- * else the bare offset. Activations share space, so the op's own tensors
- * are the best guess. */
-static void inspect_operand(const plan_t *plan, uint32_t op, uint64_t off, char *buf, size_t len)
-{
-	const struct plan_op *o = op != PLAN_NONE ? plan_get_op(plan, op) : NULL;
-	uint32_t found = PLAN_NONE;
-
-	for (uint32_t k = 0; o != NULL && k < o->nin + o->nout && found == PLAN_NONE; k++) {
-		uint32_t ti = k < o->nin ? o->in[k] : o->out[k - o->nin];
-		const struct plan_tensor *t = plan_get_tensor(plan, ti);
-		if (t != NULL && off >= t->offset && off - t->offset < t->bytes)
-			found = ti;
-	}
-	for (uint32_t ti = 0; ti < plan_count_tensors(plan) && found == PLAN_NONE; ti++) {
-		const struct plan_tensor *t = plan_get_tensor(plan, ti);
-		if (off >= t->offset && off - t->offset < t->bytes)
-			found = ti;
-	}
-	if (found != PLAN_NONE) {
-		const struct plan_tensor *t = plan_get_tensor(plan, found);
-		if (off == t->offset)
-			snprintf(buf, len, "%s", t->name);
-		else
-			snprintf(buf, len, "%s+%llu", t->name, (unsigned long long)(off - t->offset));
-		return;
-	}
-	for (uint32_t vi = 0; vi < plan_count_vars(plan); vi++) {
-		const struct plan_var *v = plan_get_var(plan, vi);
-		if (off >= v->offset && off - v->offset < 4) {
-			snprintf(buf, len, "var %s", v->name);
-			return;
-		}
-	}
-	snprintf(buf, len, "@%llu", (unsigned long long)off);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -639,108 +590,6 @@ static void inspect_breakpoints(struct inspect *in)
 	}
 }
 
-static void inspect_segment_nodes(struct inspect *in, uint32_t si, uint32_t item)
-{
-	const plan_t *plan = in->plan;
-	const struct plan_segment *s = plan_get_segment(plan, si);
-	const struct plan_variant *var = plan_get_variant(plan, s->variant);
-	char range[32], span[320], label[160], operands[1024], one[192], h[32];
-	struct table *tb;
-
-	inspect_range(s->op_first, s->op_count, range, sizeof range);
-	inspect_span(plan, s->op_first, s->op_count, span, sizeof span);
-	inspect_title(in, "nodes of segment %u (variant %lld, item %u, ops %s %s)", si,
-	              (long long)var->tokens, item, range, span);
-	if (!(s->flags & PLAN_SEG_NODES)) {
-		printf("  none recorded (the %s backend records segments as ops)\n",
-		       plan_backend_name(plan_get_meta(plan)->backend));
-		return;
-	}
-	if (s->nnodes == 0) {
-		printf("  none: an empty graph\n");
-		return;
-	}
-	tb = table_new("rlllrrll");
-	table_cell(tb, "#");
-	table_cell(tb, "type");
-	table_cell(tb, "kernel");
-	table_cell(tb, "grid");
-	table_cell(tb, "block");
-	table_cell(tb, "shared");
-	table_cell(tb, "op");
-	table_cell(tb, "arena operands");
-	table_end_row(tb, NULL);
-	for (uint32_t k = 0; k < s->nnodes; k++) {
-		const struct plan_node *n = &s->nodes[k];
-		size_t at = 0;
-		table_cell(tb, "%u", k);
-		table_cell(tb, "%s", plan_node_type_name(n->type));
-		table_cell(tb, "%s", n->kernel[0] ? n->kernel : "-");
-		if (n->type == PLAN_NODE_KERNEL) {
-			table_cell(tb, "%u,%u,%u", n->grid[0], n->grid[1], n->grid[2]);
-			table_cell(tb, "%u,%u,%u", n->block[0], n->block[1], n->block[2]);
-			table_cell(tb, "%s", bcg_human_bytes(n->shmem, h, sizeof h));
-		} else {
-			table_cell(tb, "-");
-			table_cell(tb, "-");
-			table_cell(tb, "-");
-		}
-		if (n->op != PLAN_NONE)
-			table_cell(tb, "%u %s", n->op, plan_op_label(plan, n->op, label, sizeof label));
-		else
-			table_cell(tb, "-");
-		operands[0] = '\0';
-		for (uint32_t p = 0; p < n->nparams && at < sizeof operands; p++) {
-			int w;
-			inspect_operand(plan, n->op, n->params[p].offset, one, sizeof one);
-			w = snprintf(operands + at, sizeof operands - at, "%s[%u]=%s", p ? " " : "",
-			             n->params[p].index, one);
-			at += w > 0 ? (size_t)w : 0;
-		}
-		table_cell(tb, "%s", n->nparams ? operands : "-");
-		table_end_row(tb, NULL);
-	}
-	table_print(tb, stdout, "  ", &in->st);
-	table_free(tb);
-	if (s->nedges > 0) {
-		/* "0->1 1->2 (programmatic)": an edge's type and ports after it
-		 * where they are not the default. */
-		printf("  edges:");
-		for (uint32_t k = 0; k < s->nedges; k++) {
-			char e[96];
-			char *sp = strchr(plan_edge_text(&s->edges[k], e, sizeof e), ' ');
-			if (sp != NULL) {
-				*sp = '\0';
-				printf(" %s (%s)", e, sp + 1);
-			} else {
-				printf(" %s", e);
-			}
-		}
-		printf("\n");
-	}
-}
-
-static void inspect_nodes(struct inspect *in)
-{
-	const plan_t *plan = in->plan;
-	int any = 0;
-
-	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
-		const struct plan_variant *var = plan_get_variant(plan, v);
-		if (!inspect_wanted(in, v))
-			continue;
-		for (uint32_t k = 0; k < var->nitems; k++)
-			if (var->items[k].kind == PLAN_ITEM_SEGMENT) {
-				inspect_segment_nodes(in, var->items[k].index, k);
-				any = 1;
-			}
-	}
-	if (!any) {
-		inspect_title(in, "nodes");
-		printf("  none: no segments\n");
-	}
-}
-
 /* The candidates as "mma 3.25 us, cublas 3.50 us"; "-" for none, and an
  * untimed one (0) without a time. */
 static void inspect_candidates(const struct plan_choice *c, char *buf, size_t len)
@@ -964,136 +813,6 @@ static void inspect_checks(struct inspect *in)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Statistics.                                                             */
-
-struct histo_entry {
-	const char *name;
-	uint32_t    count;
-};
-
-static int histo_by_count(const void *x, const void *y)
-{
-	const struct histo_entry *a = x, *b = y;
-
-	if (a->count != b->count)
-		return a->count < b->count ? 1 : -1;
-	return strcmp(a->name, b->name);
-}
-
-static void histo_add(struct histo_entry **h, uint32_t *n, const char *name)
-{
-	for (uint32_t i = 0; i < *n; i++)
-		if (strcmp((*h)[i].name, name) == 0) {
-			(*h)[i].count++;
-			return;
-		}
-	*h = xreallocarray(*h, *n + 1, sizeof **h);
-	(*h)[*n].name = name;
-	(*h)[*n].count = 1;
-	(*n)++;
-}
-
-static void inspect_stats(struct inspect *in)
-{
-	const plan_t *plan = in->plan;
-	const struct plan_stats *st = plan_get_stats(plan);
-	struct histo_entry *h = NULL;
-	uint32_t nh = 0, total = 0, nodes = 0;
-	struct table *tb;
-	char a[32], b[32];
-
-	inspect_title(in, "capture statistics");
-	printf("  materialize  %s\n", bcg_human_ns(st->materialize_ns, a, sizeof a));
-	printf("  reference    %s (%u step%s)\n", bcg_human_ns(st->reference_ns, a, sizeof a),
-	       st->reference_steps, st->reference_steps == 1 ? "" : "s");
-	printf("  capture      %s\n", bcg_human_ns(st->capture_ns, a, sizeof a));
-	printf("  instantiate  %s\n", bcg_human_ns(st->instantiate_ns, a, sizeof a));
-	if (st->verify_exact)
-		printf("  verify       %s (bit-exact)\n", bcg_human_ns(st->verify_ns, a, sizeof a));
-	else
-		printf("  verify       %s (largest relative error %.3g)\n",
-		       bcg_human_ns(st->verify_ns, a, sizeof a), st->verify_max_error);
-
-	inspect_title(in, "segments");
-	tb = table_new("rrrrrrr");
-	table_cell(tb, "seg");
-	table_cell(tb, "tokens");
-	table_cell(tb, "ops");
-	table_cell(tb, "nodes");
-	table_cell(tb, "capture");
-	table_cell(tb, "instantiate");
-	table_cell(tb, "per node");
-	table_end_row(tb, NULL);
-	for (uint32_t v = 0; v < plan_count_variants(plan); v++) {
-		const struct plan_variant *var = plan_get_variant(plan, v);
-		if (!inspect_wanted(in, v))
-			continue;
-		for (uint32_t k = 0; k < var->nitems; k++) {
-			const struct plan_segment *s;
-			if (var->items[k].kind != PLAN_ITEM_SEGMENT)
-				continue;
-			s = plan_get_segment(plan, var->items[k].index);
-			table_cell(tb, "%u", var->items[k].index);
-			table_cell(tb, "%lld", (long long)var->tokens);
-			table_cell(tb, "%u", s->op_count);
-			if (s->flags & PLAN_SEG_NODES)
-				table_cell(tb, "%u", s->nnodes);
-			else
-				table_cell(tb, "-");
-			table_cell(tb, "%s", bcg_human_ns(s->capture_ns, a, sizeof a));
-			table_cell(tb, "%s", bcg_human_ns(s->instantiate_ns, b, sizeof b));
-			if (s->nnodes > 0)
-				table_cell(tb, "%s", bcg_human_ns((s->capture_ns + s->instantiate_ns) / s->nnodes,
-				                                  a, sizeof a));
-			else
-				table_cell(tb, "-");
-			table_end_row(tb, NULL);
-			for (uint32_t n = 0; n < s->nnodes; n++)
-				histo_add(&h, &nh, s->nodes[n].kernel[0] ? s->nodes[n].kernel :
-				          plan_node_type_name(s->nodes[n].type));
-			if (!(s->flags & PLAN_SEG_NODES))
-				for (uint32_t o = 0; o < s->op_count; o++)
-					histo_add(&h, &nh, plan_get_op(plan, s->op_first + o)->kind);
-			nodes += s->nnodes;
-		}
-	}
-	table_print(tb, stdout, "  ", &in->st);
-	table_free(tb);
-
-	for (uint32_t i = 0; i < nh; i++)
-		total += h[i].count;
-	if (nodes > 0)
-		inspect_title(in, "kernels (%u node%s)", total, total == 1 ? "" : "s");
-	else
-		inspect_title(in, "ops in segments by kind (no nodes recorded)");
-	if (nh == 0) {
-		printf("  none\n");
-		free(h);
-		return;
-	}
-	qsort(h, nh, sizeof *h, histo_by_count);
-	tb = table_new("rll");
-	table_cell(tb, "count");
-	table_cell(tb, "%s", nodes > 0 ? "kernel" : "kind");
-	table_cell(tb, "%s", "");
-	table_end_row(tb, NULL);
-	for (uint32_t i = 0; i < nh; i++) {
-		/* Bars of at most 40 marks, at least one per entry. */
-		uint32_t w = (uint32_t)((uint64_t)h[i].count * 40 / h[0].count);
-		char bar[41];
-		memset(bar, '#', w ? w : 1);
-		bar[w ? w : 1] = '\0';
-		table_cell(tb, "%u", h[i].count);
-		table_cell(tb, "%s", h[i].name);
-		table_cell(tb, "%s", bar);
-		table_end_row(tb, NULL);
-	}
-	table_print(tb, stdout, "  ", &in->st);
-	table_free(tb);
-	free(h);
-}
-
-/* ---------------------------------------------------------------------- */
 
 static int inspect_find_variant(const plan_t *plan, const char *path, long long tokens,
                                 uint32_t *out)
@@ -1177,9 +896,10 @@ static int cmd_inspect_exec(int argc, char **argv)
 		return cmd_usage_error(self, optind == argc ? "no plan given" : "one plan only");
 	if (json && dot)
 		return cmd_usage_error(self, "--json and --dot are exclusive");
-	if ((json || dot) && sections != 0)
-		return cmd_usage_error(self, "--%s shows the whole plan: section options do not apply",
-		                       json ? "json" : "dot");
+	/* --dot --nodes: every node drawn, nothing folded. */
+	if ((json || dot) && sections != 0 && !(dot && sections == SEC_NODES))
+		return cmd_usage_error(self, "--%s shows the whole plan: section options do not apply%s",
+		                       json ? "json" : "dot", dot ? " (but --nodes)" : "");
 	if (style_init(&in.st, color, stdout) != 0)
 		return cmd_usage_error(self, "--color takes auto, always or never, not '%s'", color);
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
@@ -1191,8 +911,13 @@ static int cmd_inspect_exec(int argc, char **argv)
 		goto out;
 
 	if (json || dot) {
-		struct plan_dump_opts o = { .variant = in.variant, .title = in.path,
-		                            .kernel_text = bcg_demangle_cb };
+		/* A script plan's nodes have their op beside them: the kernel's
+		 * name without its parameters says enough. */
+		struct plan_dump_opts o = {
+			.variant = in.variant, .title = in.path, .nodes = sections == SEC_NODES,
+			.kernel_text = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED ?
+				bcg_demangle_cb : bcg_demangle_short_cb,
+		};
 		int err = json ? plan_dump_json(plan, stdout, &o, &diag) :
 		                 plan_dump_dot(plan, stdout, &o, &diag);
 		if (err != 0) {

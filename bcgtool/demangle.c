@@ -37,3 +37,32 @@ const char *bcg_demangle_cb(const char *name, char *buf, size_t len, void *ctx)
 	(void)ctx;
 	return bcg_demangle(name, buf, len);
 }
+
+const char *bcg_demangle_short(const char *name, char *buf, size_t len)
+{
+	size_t n;
+	int depth = 0;
+
+	bcg_demangle(name, buf, len);
+	if (strcmp(buf, name) == 0 || (n = strlen(buf)) == 0 || buf[n - 1] != ')')
+		return buf;
+	/* The parameter list: the last parenthesis group, balanced. */
+	while (n-- > 0) {
+		depth += buf[n] == ')' ? 1 : buf[n] == '(' ? -1 : 0;
+		if (depth == 0)
+			break;
+	}
+	if (depth != 0 || n == 0)
+		return buf;
+	buf[n] = '\0';
+	/* A function template's return type. */
+	if (strncmp(buf, "void ", 5) == 0)
+		memmove(buf, buf + 5, strlen(buf + 5) + 1);
+	return buf;
+}
+
+const char *bcg_demangle_short_cb(const char *name, char *buf, size_t len, void *ctx)
+{
+	(void)ctx;
+	return bcg_demangle_short(name, buf, len);
+}

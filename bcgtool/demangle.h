@@ -16,4 +16,12 @@ const char *bcg_demangle(const char *name, char *buf, size_t len);
 /* The same, as plan_dump_opts.kernel_text wants it (CTX unused). */
 const char *bcg_demangle_cb(const char *name, char *buf, size_t len, void *ctx);
 
+/* NAME demangled without its parameter list and a template's return
+ * type: "bcg_embedding_kernel<unsigned short>" for
+ * _Z20bcg_embedding_kernelItEvPKviPKiPvilll, where an op beside it says
+ * what it is for (a script plan's nodes). A name that does not demangle
+ * is NAME itself. Returns BUF. */
+const char *bcg_demangle_short(const char *name, char *buf, size_t len);
+const char *bcg_demangle_short_cb(const char *name, char *buf, size_t len, void *ctx);
+
 #endif /* BCG_DEMANGLE_H */

@@ -931,7 +931,8 @@ static const char *dot_node_shape(int type)
 	}
 }
 
-static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
+static void dot_segment(FILE *f, const plan_t *plan, const struct plan_dump_opts *opts,
+                        uint32_t si, uint32_t item)
 {
 	const struct plan_segment *s = plan_get_segment(plan, si);
 	char first[160], last[160];
@@ -973,7 +974,11 @@ static void dot_segment(FILE *f, const plan_t *plan, uint32_t si, uint32_t item)
 			fprintf(f, "\t\t\t\"s%u_n%u\" [shape=%s, style=filled, fillcolor=white, "
 			        "label=\"", si, k, dot_node_shape(n->type));
 			if (n->type == PLAN_NODE_KERNEL) {
-				dot_text(f, n->kernel);
+				char name[256];
+				const char *shown = NULL;
+				if (opts != NULL && opts->kernel_text != NULL)
+					shown = opts->kernel_text(n->kernel, name, sizeof name, opts->kernel_ctx);
+				dot_text(f, shown != NULL ? shown : n->kernel);
 				fprintf(f, "\\n<<<(%u,%u,%u), (%u,%u,%u)", n->grid[0], n->grid[1],
 				        n->grid[2], n->block[0], n->block[1], n->block[2]);
 				if (n->shmem > 0)
@@ -1030,23 +1035,24 @@ static int fold_alike(const plan_t *plan, const struct plan_node *a, const struc
 
 #define FOLD_MAX_PERIOD 1024
 
-int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, uint32_t *first,
-                      uint32_t *period, uint32_t *count)
+/* The folding of recorded segments and of script variants alike: over N
+ * positions, for each period P, a run of positions i with ALIKE(i, i + P),
+ * of length L >= P, starting at S, is floor(L / P) + 1 repeats of the P
+ * positions from S: n comparisons per period, periods up to
+ * FOLD_MAX_PERIOD. The run that covers the most positions wins (then the
+ * shortest period, then the first). */
+static int fold_find(uint32_t n, int (*alike)(const void *ctx, uint32_t a, uint32_t b),
+                     const void *ctx, uint32_t *first, uint32_t *period, uint32_t *count)
 {
-	uint32_t n = segment->nnodes, best_cover = 0;
+	uint32_t best_cover = 0;
 
 	*first = 0;
 	*period = 0;
 	*count = 0;
-	/* For each period P, a run of positions i with node i alike node
-	 * i + P, of length L >= P, starting at S, is floor(L / P) + 1
-	 * repeats of the P nodes from S: n comparisons per period, periods
-	 * up to FOLD_MAX_PERIOD. */
 	for (uint32_t p = 1; p <= n / 2 && p <= FOLD_MAX_PERIOD; p++) {
 		uint32_t run = 0;
 		for (uint32_t i = 0; i + p <= n; i++) {
-			int alike = i + p < n && fold_alike(plan, &segment->nodes[i], &segment->nodes[i + p]);
-			if (alike) {
+			if (i + p < n && alike(ctx, i, i + p)) {
 				run++;
 				continue;
 			}
@@ -1064,6 +1070,140 @@ int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, ui
 		}
 	}
 	return *count >= 2;
+}
+
+struct fold_nodes {
+	const plan_t              *plan;
+	const struct plan_segment *segment;
+};
+
+static int fold_nodes_alike(const void *ctx, uint32_t a, uint32_t b)
+{
+	const struct fold_nodes *c = ctx;
+
+	return fold_alike(c->plan, &c->segment->nodes[a], &c->segment->nodes[b]);
+}
+
+int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, uint32_t *first,
+                      uint32_t *period, uint32_t *count)
+{
+	struct fold_nodes c = { plan, segment };
+
+	return fold_find(segment->nnodes, fold_nodes_alike, &c, first, period, count);
+}
+
+/* A script variant's step, op by op, for folding: each op the step runs
+ * with what makes two repeats of it the same. */
+struct fold_op {
+	uint32_t    op;
+	uint32_t    item;       /* the variant's item that runs it */
+	int         brk;        /* run as a breakpoint */
+	int         starts;     /* the first op of its item */
+	const char *impl;       /* the implementation chosen; NULL for none */
+	uint64_t    nodes;      /* its nodes (type, kernel, grid, block), hashed */
+};
+
+struct fold_step {
+	const plan_t         *plan;
+	const struct fold_op *ops;
+};
+
+static int fold_op_alike(const void *ctx, uint32_t a, uint32_t b)
+{
+	const struct fold_step *c = ctx;
+	const struct fold_op *x = &c->ops[a], *y = &c->ops[b];
+	const struct plan_op *p = plan_get_op(c->plan, x->op), *q = plan_get_op(c->plan, y->op);
+	/* The same op of the script (its kind, where it is written), run
+	 * the same way: in a segment or as a break, starting an item or not.
+	 * Its implementation and nodes may differ: a tuner picks between
+	 * close candidates op by op, and a library's candidates launch one
+	 * kernel or two. */
+	if (strcmp(p->kind, q->kind) != 0 || p->line != q->line || p->col != q->col ||
+	    p->nin != q->nin || p->nout != q->nout || (p->flags ^ q->flags) & PLAN_OP_EAGER)
+		return 0;
+	return x->brk == y->brk && x->starts == y->starts;
+}
+
+/* Whether ops A and B of a step, alike, run by other implementations or
+ * kernels (a tuner's choice between close candidates). */
+static int fold_op_differs(const struct fold_op *a, const struct fold_op *b)
+{
+	if (a->nodes != b->nodes || (a->impl == NULL) != (b->impl == NULL))
+		return 1;
+	return a->impl != NULL && strcmp(a->impl, b->impl) != 0;
+}
+
+/* The ops of variant VI's step in the order it runs them, into a new
+ * array of *N; NULL when out of memory. */
+static struct fold_op *fold_step_ops(const plan_t *plan, uint32_t vi, uint32_t *n)
+{
+	const struct plan_variant *v = plan_get_variant(plan, vi);
+	struct fold_op *ops;
+	uint32_t total = 0, at = 0;
+
+	for (uint32_t k = 0; k < v->nitems; k++)
+		total += v->items[k].kind == PLAN_ITEM_SEGMENT ?
+			plan_get_segment(plan, v->items[k].index)->op_count : 1;
+	ops = calloc((size_t)total + 1, sizeof *ops);
+	if (ops == NULL)
+		return NULL;
+	for (uint32_t k = 0; k < v->nitems; k++) {
+		const struct plan_item *it = &v->items[k];
+		uint32_t base = at;
+		if (it->kind != PLAN_ITEM_SEGMENT) {
+			ops[at].op = plan_get_breakpoint(plan, it->index)->op;
+			ops[at].item = k;
+			ops[at].brk = 1;
+			ops[at++].starts = 1;
+			continue;
+		}
+		const struct plan_segment *s = plan_get_segment(plan, it->index);
+		for (uint32_t o = 0; o < s->op_count; o++) {
+			ops[at].op = s->op_first + o;
+			ops[at].item = k;
+			ops[at].starts = o == 0;
+			ops[at++].nodes = 0x9e3779b97f4a7c15ULL;
+		}
+		/* Each node into the hash of its op. */
+		for (uint32_t d = 0; d < s->nnodes; d++) {
+			const struct plan_node *nd = &s->nodes[d];
+			uint64_t h;
+			if (nd->op == PLAN_NONE || nd->op < s->op_first ||
+			    nd->op - s->op_first >= s->op_count)
+				continue;
+			h = ops[base + nd->op - s->op_first].nodes;
+			h = plan_hash64(&nd->type, sizeof nd->type, h);
+			h = plan_hash64(nd->kernel, strlen(nd->kernel), h);
+			h = plan_hash64(nd->grid, sizeof nd->grid, h);
+			h = plan_hash64(nd->block, sizeof nd->block, h);
+			ops[base + nd->op - s->op_first].nodes = h;
+		}
+	}
+	for (uint32_t k = 0; k < at; k++) {
+		const struct plan_choice *c = plan_find_choice(plan, vi, ops[k].op);
+		ops[k].impl = c != NULL ? c->impl : NULL;
+	}
+	*n = at;
+	return ops;
+}
+
+int plan_variant_fold(const plan_t *plan, uint32_t variant, uint32_t *first, uint32_t *period,
+                      uint32_t *count)
+{
+	struct fold_step c = { plan, NULL };
+	struct fold_op *ops;
+	uint32_t n = 0;
+	int r;
+
+	*first = *period = *count = 0;
+	if (variant >= plan_count_variants(plan) || plan_get_origin(plan) == PLAN_ORIGIN_RECORDED)
+		return 0;
+	if ((ops = fold_step_ops(plan, variant, &n)) == NULL)
+		return -1;
+	c.ops = ops;
+	r = fold_find(n, fold_op_alike, &c, first, period, count);
+	free(ops);
+	return r;
 }
 
 /* The node a folded segment draws for node K: itself, or the node of the
@@ -1126,7 +1266,10 @@ static void dot_recorded_segment(FILE *f, const plan_t *plan, const struct plan_
 	struct fold_edge *edges;
 	char t[32];
 
-	plan_segment_fold(plan, s, &first, &period, &count);
+	if (opts == NULL || !opts->nodes)
+		plan_segment_fold(plan, s, &first, &period, &count);
+	else
+		first = period = count = 0;
 	fprintf(f, "\t\tsubgraph \"cluster_s%u\" {\n", si);
 	fprintf(f, "\t\t\tlabel=\"item %u: segment %u\\n%u nodes, fingerprint %016" PRIx64,
 	        item, si, s->nnodes, s->fingerprint);
@@ -1183,8 +1326,9 @@ static void dot_recorded_segment(FILE *f, const plan_t *plan, const struct plan_
 
 /* The DOT id of an item's entry or exit node, and the cluster to clip an
  * edge at ("" for a breakpoint). */
-static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exit, char *id,
-                         size_t len, char *cluster, size_t clen)
+static void dot_item_end(const plan_t *plan, const struct plan_dump_opts *opts,
+                         const struct plan_item *it, int exit, char *id, size_t len,
+                         char *cluster, size_t clen)
 {
 	if (it->kind == PLAN_ITEM_BREAK) {
 		snprintf(id, len, "b%u", it->index);
@@ -1198,11 +1342,168 @@ static void dot_item_end(const plan_t *plan, const struct plan_item *it, int exi
 	} else {
 		uint32_t entry, last, first = 0, period = 0, count = 0;
 		dot_segment_ends(s, &entry, &last);
-		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED)
+		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED && (opts == NULL || !opts->nodes))
 			plan_segment_fold(plan, s, &first, &period, &count);
 		snprintf(id, len, "s%u_n%u", it->index,
 		         fold_map(exit ? last : entry, first, period, count));
 	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Script variants folded: segments and breaks, the repeated run once.      */
+
+/* "rmsnorm, 3 matmul, 2 rope": the kinds of OPS[A..B), in the order they
+ * first come, a line break after every fourth. */
+static void dot_kinds(FILE *f, const plan_t *plan, const struct fold_op *ops, uint32_t a,
+                      uint32_t b)
+{
+	uint32_t shown = 0;
+
+	for (uint32_t k = a; k < b; k++) {
+		const char *kind = plan_get_op(plan, ops[k].op)->kind;
+		uint32_t n = 0, seen = 0;
+		for (uint32_t q = a; q < k && !seen; q++)
+			seen = strcmp(plan_get_op(plan, ops[q].op)->kind, kind) == 0;
+		if (seen)
+			continue;
+		for (uint32_t q = k; q < b; q++)
+			n += strcmp(plan_get_op(plan, ops[q].op)->kind, kind) == 0;
+		fputs(shown == 0 ? "" : shown % 4 == 0 ? ",\\n" : ", ", f);
+		if (n > 1)
+			fprintf(f, "%u ", n);
+		dot_text(f, kind);
+		shown++;
+	}
+}
+
+/* One piece of a folded step: OPS[A..B), run by one item, drawn as one
+ * shape with id ID. REPS > 1: a piece of the repeated run, standing for
+ * REPS pieces PERIOD ops apart. */
+static void dot_piece(FILE *f, const plan_t *plan, uint32_t vi, const struct fold_op *ops,
+                      uint32_t n, uint32_t a, uint32_t b, uint32_t reps, uint32_t period,
+                      const char *id, const char *indent)
+{
+	const struct plan_variant *v = plan_get_variant(plan, vi);
+	const struct plan_item *it = &v->items[ops[a].item];
+	const struct plan_item *last = &v->items[ops[a + (reps - 1) * period].item];
+	char x[160], y[160];
+
+	if (it->kind == PLAN_ITEM_BREAK) {
+		const struct plan_breakpoint *bp = plan_get_breakpoint(plan, it->index);
+		const struct plan_breakpoint *bl = plan_get_breakpoint(plan, last->index);
+		fprintf(f, "%s\"%s\" [shape=octagon, style=filled, fillcolor=\"%s\", "
+		        "color=\"#b85c00\", label=\"break ", indent, id,
+		        bp->reason == PLAN_BREAK_MODE ? "#fff1dc" : "#ffcf99");
+		dot_text(f, bp->name);
+		if (reps > 1) {
+			fputs(" .. ", f);
+			dot_text(f, bl->name);
+		}
+		fputs("\\n", f);
+		dot_text(f, plan_get_op(plan, bp->op)->kind);
+		fprintf(f, " (%s)\"];\n", plan_break_reason_name(bp->reason));
+		return;
+	}
+	const struct plan_segment *s = plan_get_segment(plan, it->index);
+	int whole = ops[a].starts && (b == n || ops[b].item != ops[a].item), differs = 0;
+	uint32_t nodes = 0, o0 = ops[a].op, o1 = ops[b - 1].op;
+	for (uint32_t d = 0; d < s->nnodes; d++)
+		nodes += s->nodes[d].op >= o0 && s->nodes[d].op <= o1;
+	fprintf(f, "%s\"%s\" [shape=box, style=\"rounded,filled\", color=\"#3b6ea8\", "
+	        "fillcolor=\"#eaf1fb\", label=\"", indent, id);
+	if (reps > 1 && last->index != it->index)
+		fprintf(f, "segments %u-%u%s", it->index, last->index, whole ? "" : " (a part of each)");
+	else
+		fprintf(f, "segment %u%s", it->index, whole ? "" : " (a part)");
+	plan_op_label(plan, o0, x, sizeof x);
+	plan_op_label(plan, o1, y, sizeof y);
+	fprintf(f, "\\nop%s %u", o1 > o0 ? "s" : "", o0);
+	if (o1 > o0)
+		fprintf(f, "-%u", o1);
+	fputs(" ", f);
+	dot_text(f, x);
+	if (o1 > o0) {
+		fputs("..", f);
+		dot_text(f, y);
+	}
+	fputs("\\n", f);
+	dot_kinds(f, plan, ops, a, b);
+	if (s->flags & PLAN_SEG_NODES)
+		fprintf(f, "\\n%u node%s", nodes, nodes == 1 ? "" : "s");
+	for (uint32_t k = a; k < b && !differs; k++)
+		for (uint32_t r = 1; r < reps && !differs; r++)
+			differs = fold_op_differs(&ops[k], &ops[k + r * period]);
+	if (differs)
+		fprintf(f, "\\nkernels differ between repeats");
+	fputs("\"];\n", f);
+}
+
+/* Variant VI drawn folded: the pieces before the repeated run, the run's
+ * first repeat in a cluster "x COUNT", the pieces after it; a dashed edge
+ * from the run's end back to its start. Returns 0 when it could not
+ * (out of memory): the caller draws the variant whole. */
+static int dot_folded_steps(FILE *f, const plan_t *plan, uint32_t vi, uint32_t first,
+                            uint32_t period, uint32_t count)
+{
+	uint32_t n = 0, end = first + period * count, loop_b = 0;
+	struct fold_op *ops = fold_step_ops(plan, vi, &n);
+	uint32_t *piece = ops != NULL ? malloc(((size_t)n + 1) * sizeof *piece) : NULL;
+	uint32_t npieces = 0;
+	char id[48], x[160], y[160];
+
+	if (piece == NULL) {
+		free(ops);
+		return 0;
+	}
+	for (uint32_t a = 0; a < n;) {
+		int in_run;
+		uint32_t limit, b;
+		if (a == first + period)
+			a = end;       /* the other repeats are not drawn */
+		if (a >= n)
+			break;
+		/* Regions: before the run, its first repeat, after it. */
+		in_run = a >= first && a < first + period;
+		limit = a < first ? first : in_run ? first + period : n;
+		if (a == first) {
+			plan_op_label(plan, ops[first].op, x, sizeof x);
+			plan_op_label(plan, ops[end - 1].op, y, sizeof y);
+			fprintf(f, "\t\tsubgraph \"cluster_v%u_repeat\" {\n", vi);
+			fprintf(f, "\t\t\tlabel=\"x %u: ops %u-%u, %u a repeat (", count, ops[first].op,
+			        ops[end - 1].op, period);
+			dot_text(f, x);
+			fputs("..", f);
+			dot_text(f, y);
+			fputs(")\"; labeljust=l; style=\"dashed,filled\"; color=\"#3b6ea8\"; fillcolor=\"#f5f8fc\";\n", f);
+		}
+		b = a + 1;
+		while (b < limit && ops[b].item == ops[a].item)
+			b++;
+		snprintf(id, sizeof id, "v%u_p%u", vi, a);
+		dot_piece(f, plan, vi, ops, n, a, b, in_run ? count : 1, period, id,
+		          in_run ? "\t\t\t" : "\t\t");
+		if (in_run)
+			loop_b = a;
+		if (in_run && b == first + period)
+			fputs("\t\t}\n", f);
+		piece[npieces++] = a;
+		a = b;
+	}
+	/* The step, outside the cluster (an edge inside one would pull its
+	 * ends into it). */
+	fprintf(f, "\t\t\"v%u_start\" -> \"v%u_p0\" [style=bold, color=\"#b85c00\"];\n", vi, vi);
+	for (uint32_t k = 1; k < npieces; k++)
+		fprintf(f, "\t\t\"v%u_p%u\" -> \"v%u_p%u\" [style=bold, color=\"#b85c00\"];\n", vi,
+		        piece[k - 1], vi, piece[k]);
+	fprintf(f, "\t\t\"v%u_p%u\" -> \"v%u_end\" [style=bold, color=\"#b85c00\"];\n", vi,
+	        piece[npieces - 1], vi);
+	/* The next repeat: the same segment goes on, or the next item. */
+	fprintf(f, "\t\t\"v%u_p%u\" -> \"v%u_p%u\" [style=dashed, color=\"#3b6ea8\", "
+	        "constraint=false, label=\"next repeat%s\"];\n", vi, loop_b, vi, first,
+	        ops[first + period].starts ? "" : " (the same segment)");
+	free(piece);
+	free(ops);
+	return 1;
 }
 
 static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts *opts,
@@ -1211,6 +1512,10 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 	const struct plan_variant *v = plan_get_variant(plan, vi);
 	int recorded = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED;
 	char from[48], to[48], ltail[48], lhead[48], t[32];
+	uint32_t ffirst = 0, fperiod = 0, fcount = 0;
+	int folded = !recorded && (opts == NULL || !opts->nodes) &&
+	             plan_variant_fold(plan, vi, &ffirst, &fperiod, &fcount) == 1 &&
+	             fcount >= PLAN_DOT_FOLD_MIN;
 
 	fprintf(f, "\tsubgraph \"cluster_v%u\" {\n", vi);
 	if (recorded) {
@@ -1220,21 +1525,27 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 		        v->nitems == 1 ? "" : "s", (unsigned long long)v->seen,
 		        plan_ns_text(v->recorded_ns, t, sizeof t));
 	} else {
-		fprintf(f, "\t\tlabel=\"variant %lld (%s), %u item%s\";\n",
-		        (long long)v->tokens, plan_mode_name(v->mode), v->nitems,
-		        v->nitems == 1 ? "" : "s");
+		fprintf(f, "\t\tlabel=\"variant %lld (%s), %u item%s", (long long)v->tokens,
+		        plan_mode_name(v->mode), v->nitems, v->nitems == 1 ? "" : "s");
+		if (folded)
+			fprintf(f, "; %u repeats of %u ops drawn once", fcount, fperiod);
+		fputs("\";\n", f);
 	}
 	fputs("\t\tstyle=dashed; color=\"#777777\";\n", f);
 	fprintf(f, "\t\t\"v%u_start\" [shape=circle, style=filled, fillcolor=black, "
 	        "fontcolor=white, label=\"%lld\"];\n", vi, (long long)v->tokens);
 	fprintf(f, "\t\t\"v%u_end\" [shape=doublecircle, label=\"end\"];\n", vi);
+	if (folded && dot_folded_steps(f, plan, vi, ffirst, fperiod, fcount)) {
+		fputs("\t}\n", f);
+		return;
+	}
 	for (uint32_t k = 0; k < v->nitems; k++) {
 		const struct plan_item *it = &v->items[k];
 		if (it->kind == PLAN_ITEM_SEGMENT) {
 			if (recorded)
 				dot_recorded_segment(f, plan, opts, it->index, k);
 			else
-				dot_segment(f, plan, it->index, k);
+				dot_segment(f, plan, opts, it->index, k);
 			continue;
 		}
 		const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
@@ -1275,7 +1586,7 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 	ltail[0] = '\0';
 	for (uint32_t k = 0; k <= v->nitems; k++) {
 		if (k < v->nitems)
-			dot_item_end(plan, &v->items[k], 0, to, sizeof to, lhead, sizeof lhead);
+			dot_item_end(plan, opts, &v->items[k], 0, to, sizeof to, lhead, sizeof lhead);
 		else {
 			snprintf(to, sizeof to, "v%u_end", vi);
 			lhead[0] = '\0';
@@ -1287,7 +1598,7 @@ static void dot_variant(FILE *f, const plan_t *plan, const struct plan_dump_opts
 			fprintf(f, ", lhead=\"%s\"", lhead);
 		fputs("];\n", f);
 		if (k < v->nitems)
-			dot_item_end(plan, &v->items[k], 1, from, sizeof from, ltail, sizeof ltail);
+			dot_item_end(plan, opts, &v->items[k], 1, from, sizeof from, ltail, sizeof ltail);
 	}
 	fputs("\t}\n", f);
 }

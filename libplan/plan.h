@@ -911,7 +911,16 @@ struct plan_dump_opts {
 	 * libplan stays free of C++. JSON always has the raw names. */
 	const char *(*kernel_text)(const char *raw, char *buf, size_t len, void *ctx);
 	void        *kernel_ctx;
+	/* DOT: every node of every segment, nothing folded. Without it, a
+	 * script plan's variant whose step repeats a run of ops (a model's
+	 * layers) PLAN_DOT_FOLD_MIN times or more is drawn folded: its
+	 * segments and breakpoints as one shape each, the repeated run once,
+	 * in a cluster labelled "x N" (plan_variant_fold()); a recorded
+	 * plan's segments fold their repeated nodes (plan_segment_fold()). */
+	int          nodes;
 };
+
+#define PLAN_DOT_FOLD_MIN 4
 
 /*
  * The whole plan as one JSON object (formats/inspect-json.md), or as a
@@ -933,6 +942,23 @@ struct plan_dump_opts {
  * when no run repeats at least twice; 1 otherwise. */
 int plan_segment_fold(const plan_t *plan, const struct plan_segment *segment, uint32_t *first,
                       uint32_t *period, uint32_t *count);
+
+/* The repeating run of a script plan's variant that the DOT dump folds,
+ * over the ops its step runs in order (its items in order, a segment's
+ * ops in order; position K is the K-th op run): positions [*FIRST,
+ * *FIRST + *PERIOD * *COUNT) are *COUNT repeats of the *PERIOD from
+ * *FIRST. Two ops are alike when they are one op of the script (kind and
+ * line and column), run alike: both in a segment or both breakpoints,
+ * both starting their item or neither. Their implementation choices and
+ * nodes may differ (a tuner picks between close candidates op by op, and
+ * one library candidate launches more kernels than another): the DOT
+ * dump says so on the piece where they do, and counts the nodes of the
+ * first repeat. Chosen as
+ * plan_segment_fold() chooses. Returns 1 when a run
+ * repeats at least twice, 0 otherwise (and for a recorded plan, or a
+ * variant out of range), -1 out of memory; *COUNT is 0 unless 1. */
+int plan_variant_fold(const plan_t *plan, uint32_t variant, uint32_t *first, uint32_t *period,
+                      uint32_t *count);
 
 int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
                    struct plan_diag *diag);

@@ -126,6 +126,16 @@ assert \"segment (one CUDA graph)\" in legend, legend
 "
 '
 
+# The export'"'"'s mangled names, demangled by hand:
+# _Z20bcg_embedding_kernelItEvPKviPKiPvilll is void
+# bcg_embedding_kernel<unsigned short>(void const*, int, int const*, void*,
+# int, long, long, long).
+test_expect_success SQLITE '--svg: a kernel'"'"'s tooltip names it demangled' '
+	bcg report --svg step.svg --step 2 "$rep" "$plan" >/dev/null &&
+	test_grep "<title>embed (embedding): void bcg_embedding_kernel&lt;unsigned short&gt;(void const\*, int, int const\*, void\*, int, long, long, long), " step.svg &&
+	! test_grep "_Z[0-9]" step.svg
+'
+
 test_expect_success SQLITE '--svg picks a step of median span without --step' '
 	bcg report --svg typical.svg "$rep" "$plan" >/dev/null &&
 	test_grep "step 2 (timed), 4 tokens: GPU span 88.67 us" typical.svg

@@ -88,8 +88,10 @@ test_expect_success 'usage errors exit 2 with the usage line' '
 	test_grep "json and --dot are exclusive" err &&
 	test_expect_code 2 bcg inspect --json --tensors mini.plan 2>err &&
 	test_grep "section options do not apply" err &&
-	test_expect_code 2 bcg inspect --dot --nodes mini.plan 2>err &&
-	test_grep "section options do not apply" err &&
+	test_expect_code 2 bcg inspect --dot --nodes --tensors mini.plan 2>err &&
+	test_grep "section options do not apply (but --nodes)" err &&
+	test_expect_code 2 bcg inspect --json --nodes mini.plan 2>err &&
+	test_grep "section options do not apply$" err &&
 	test_expect_code 2 bcg inspect --variant 0 mini.plan 2>err &&
 	test_grep "variant takes a whole number" err &&
 	test_expect_code 2 bcg inspect --color sometimes mini.plan 2>err &&

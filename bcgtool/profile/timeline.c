@@ -4,7 +4,8 @@
  *
  * The SVG has three rows on the GPU's time axis: the step's items
  * (segments green, breaks orange, as the NVTX ranges are colored), its
- * kernels (colored by op kind, labelled with the op where the name fits)
+ * kernels (colored by op kind, labelled with the op where the name fits;
+ * kernel names demangled)
  * and the idle gaps (red) where no kernel ran. Every bar carries a <title>
  * with its figures, which browsers show on hover; a picture rendered to
  * PNG has no hover, so items carry the longest of their names that fits
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "report.h"
 #include "trace.h"
 #include "util.h"
@@ -143,7 +145,7 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 	struct axis a;
 	double height = 250.0, tick;
 	int64_t prev_end = -1, reach = -1;
-	char title[512], label[64], short_name[64];
+	char title[1024], label[64], short_name[64], name[512];
 	FILE *f;
 
 	if (st->gpu.n == 0) {
@@ -204,10 +206,13 @@ int report_svg(const char *path, const struct profile *p, uint32_t step, char *m
 			kind = plan_get_op(p->plan, at->op)->kind;
 			plan_op_label(p->plan, at->op, label, sizeof label);
 		} else {
-			/* A recorded plan's kernel: its name (no op). */
-			snprintf(label, sizeof label, "%s", kn->name);
+			/* A recorded plan's kernel: its name (no op), demangled
+			 * without its parameters. */
+			bcg_demangle_short(kn->mangled, label, sizeof label);
 		}
-		snprintf(title, sizeof title, "%s (%s): %s, %.2f us", label, kind, kn->name,
+		/* The tooltip: the whole demangled name. */
+		snprintf(title, sizeof title, "%s (%s): %s, %.2f us", label, kind,
+		         bcg_demangle(kn->mangled, name, sizeof name),
 		         (double)(kn->end - kn->start) / 1e3);
 		bar(f, "kernel", ax(&a, kn->start), 80, (double)(kn->end - kn->start) * a.scale, 28,
 		    kind_color(p->plan, kind), label, title);

@@ -291,6 +291,28 @@ static void test_stream_error(const plan_t *v)
 	fclose(f);
 }
 
+/* The rich plan's variants repeat no run of ops four times: drawn whole,
+ * as with nodes asked for. */
+static void test_fold(const plan_t *rich)
+{
+	uint32_t first = 9, period = 9, count = 9;
+	char *a, *b;
+	int rc = 0;
+
+	ok(plan_variant_fold(rich, plan_count_variants(rich), &first, &period, &count) == 0 &&
+	   first == 0 && period == 0 && count == 0, "plan_variant_fold: a variant out of range, 0");
+	for (uint32_t v = 0; v < plan_count_variants(rich); v++)
+		if (plan_variant_fold(rich, v, &first, &period, &count) == 1)
+			ok(count < PLAN_DOT_FOLD_MIN && period > 0, "variant %u: %u repeats of %u", v,
+			   count, period);
+	a = dump(plan_dump_dot, rich, NULL, &rc);
+	b = dump(plan_dump_dot, rich, &(struct plan_dump_opts){ .variant = PLAN_NONE, .nodes = 1 }, &rc);
+	ok(a != NULL && b != NULL && strcmp(a, b) == 0 && strstr(a, "repeat") == NULL,
+	   "no fold: the DOT the same with and without nodes asked for");
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	plan_t *rich = sample_rich(), *v = sample_vector();
@@ -302,6 +324,7 @@ int main(void)
 	test_texts(v);
 	test_json(rich, v);
 	test_dot(rich);
+	test_fold(rich);
 	test_diff(rich, v);
 	test_stream_error(v);
 	plan_free(rich);

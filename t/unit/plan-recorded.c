@@ -420,6 +420,12 @@ static void test_fold(void)
 	ok(dot != NULL && strstr(dot, "<_Z6matmulIfLi128EEvPKT_S2_PS0_iii>") != NULL,
 	   "and shows kernels as the callback gives them");
 	free(dot);
+	dot = dump_dot(p, &(struct plan_dump_opts){ .variant = 1, .nodes = 1 });
+	ok(dot != NULL && strstr(dot, "label=\"x 7\"") == NULL && strstr(dot, "\"s1_n13\" [") != NULL,
+	   "with nodes asked for, every node of the 7 layers, nothing folded");
+	free(dot);
+	ok(plan_variant_fold(p, 1, &first, &period, &count) == 0 && count == 0,
+	   "plan_variant_fold leaves a recorded plan to plan_segment_fold");
 	plan_free(p);
 }
 
