@@ -9,9 +9,11 @@
  *             pair order into order[], with each pair's place in inv[];
  *   gate_up   per expert group and tile of I columns, one warp a column:
  *             act[place] = silu(round(g)) * round(u), rounded;
- *   down      per expert group and tile of H rows, one warp a row:
- *             y[place] = round(act[place] . down_e[row]);
- *   combine   per row: out[t] = sum over k in order of weights * y.
+ *   down      per expert group and block of H rows, each row's pieces
+ *             over the block (one warp a row where I is not a multiple
+ *             of the vector): y[place] = round(act[place] . down_e[row]);
+ *   combine   per row and tile of columns: out[t] = sum over k in order
+ *             of weights * y.
  * Only the chosen experts' weights are read: a block of an expert with no
  * pairs exits before it loads any.
  *
@@ -526,20 +528,21 @@ __global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inte
 	}
 }
 
-/* --- the products by row blocks (16-byte rows) ---------------------------
+/* --- the down product by row blocks (16-byte rows) ----------------------
  *
- * The kernels above give a row a warp; at decode, when a group holds one
- * or two pairs, a warp then has a few 16-byte loads in flight and HBM
- * idles (measured on the H200, T=1 of the Qwen3-30B-A3B-shaped sample:
- * down 48 us and gate_up 29 us a layer for 25 and 50 MB). These give a
- * block MOE_RB_ROWS rows of one expert and spread each row's 16-byte
- * pieces over the block's threads, as the small-M products of
- * cuda-smallm.cu do: every thread loads its piece of every row before the
- * first product, and the sums meet by warp butterflies, then across warps
- * in shared memory. Rows whose length is not a multiple of the vector go
- * to the kernels above. */
-#define MOE_RB_ROWS 4               /* gate_up: columns j a block (8 rows);
-                                       down: rows a block is twice this */
+ * bcg_moe_down_kernel gives a row a warp; at decode, when a group holds
+ * one or two pairs, a warp then has a few 16-byte loads in flight on a
+ * row of I elements and HBM idles (H200, T=1 of the Qwen3-30B-A3B-shaped
+ * sample: 48 us a layer for 25 MB). This one gives a block 2 *
+ * MOE_RB_ROWS rows of one expert and spreads each row's 16-byte pieces
+ * over the block's threads, as the small-M products of cuda-smallm.cu do:
+ * every thread loads its piece of every row before the first product, and
+ * the sums of the group's pairs meet by warp butterflies, then across
+ * warps in shared memory (25.6 us there). The same layout for gate|up
+ * (rows of H) measured 53.6 us against the warp kernel's 28.9, so gate|up
+ * keeps a column a warp. Rows whose length is not a multiple of the vector
+ * go to the warp kernels. */
+#define MOE_RB_ROWS 4               /* down: a block takes twice this many rows */
 
 /* A's piece of VEC elements at I, widened (16-byte aligned). */
 template <typename T>
@@ -579,75 +582,6 @@ __device__ __forceinline__ void moe_block_sum(float (&acc)[R][MOE_TOKENS], int n
 		fin[i] = v;
 	}
 	__syncthreads();
-}
-
-template <typename T, bool EAGER>
-__global__ void __launch_bounds__(MOE_THREADS)
-bcg_moe_gate_up_rows_kernel(const T *x, const T *gu, int dt, int64_t h, int64_t inter,
-                            int64_t k, int e, struct moe_scratch s, struct moe_groups g)
-{
-	constexpr int VEC = moe_elem<T>::VEC, R = 2 * MOE_RB_ROWS;
-	__shared__ float red[MOE_WARPS * R * MOE_TOKENS], fin[R * MOE_TOKENS];
-	int ex, off, cnt;
-	const int64_t j0 = (int64_t)blockIdx.y * MOE_RB_ROWS, units = h / VEC;
-
-	if (!moe_group(EAGER ? &g : NULL, s, e, &ex, &off, &cnt) || cnt == 0)
-		return;
-	/* rows 0..3: gate of columns j0..j0+3; rows 4..7: their up */
-	const T *wrow[R];
-#pragma unroll
-	for (int r = 0; r < R; r++) {
-		int64_t j = j0 + (r % MOE_RB_ROWS);
-		j = j < inter ? j : inter - 1;
-		wrow[r] = gu + ((int64_t)ex * 2 * inter + (r < MOE_RB_ROWS ? 0 : inter) + j) * h;
-	}
-	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
-		const int n = cnt - c0 < MOE_TOKENS ? cnt - c0 : MOE_TOKENS;
-		const T *xrow[MOE_TOKENS];
-		float acc[R][MOE_TOKENS];
-#pragma unroll
-		for (int t = 0; t < MOE_TOKENS; t++) {
-			xrow[t] = x + (int64_t)(s.order[off + c0 + (t < n ? t : 0)] / k) * h;
-#pragma unroll
-			for (int r = 0; r < R; r++)
-				acc[r][t] = 0.0f;
-		}
-		for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
-			uint4 wv[R];
-#pragma unroll
-			for (int r = 0; r < R; r++)
-				wv[r] = __ldg(reinterpret_cast<const uint4 *>(wrow[r] + u * VEC));
-#pragma unroll
-			for (int t = 0; t < MOE_TOKENS; t++) {
-				if (t >= n)
-					break;
-				float xf[VEC];
-				moe_widen<T>(__ldg(reinterpret_cast<const uint4 *>(xrow[t] + u * VEC)), xf);
-#pragma unroll
-				for (int r = 0; r < R; r++) {
-					float wf[VEC];
-					moe_widen<T>(wv[r], wf);
-#pragma unroll
-					for (int q = 0; q < VEC; q++)
-						acc[r][t] = fmaf(xf[q], wf[q], acc[r][t]);
-				}
-			}
-		}
-		moe_block_sum<R>(acc, n, red, fin);
-		/* (r, t), r < MOE_RB_ROWS: column j0 + r, pair t: its gate sum at
-		 * row r, its up sum at row r + MOE_RB_ROWS */
-		for (int q = threadIdx.x; q < MOE_RB_ROWS * MOE_TOKENS; q += blockDim.x) {
-			int r = q / MOE_TOKENS, t = q % MOE_TOKENS;
-			int64_t j = j0 + r;
-			if (t < n && j < inter) {
-				float gg = cuda_round_to(dt, fin[r * MOE_TOKENS + t]);
-				float uu = cuda_round_to(dt, fin[(r + MOE_RB_ROWS) * MOE_TOKENS + t]);
-				float silu = gg / (1.0f + expf(-gg));
-				s.act[(int64_t)(off + c0 + t) * inter + j] = cuda_round_to(dt, silu * uu);
-			}
-		}
-		__syncthreads();
-	}
 }
 
 template <typename T, bool EAGER>
@@ -738,10 +672,8 @@ static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ct
 	const T *dp = static_cast<const T *>(dn->data);
 
 	if (h % VEC == 0)
-		bcg_moe_gate_up_rows_kernel<T, EAGER>
-			<<<dim3(groups, (unsigned)((inter + MOE_RB_ROWS - 1) / MOE_RB_ROWS)),
-			   moe_rows_threads(h / VEC), 0, ctx->stream>>>(xp, gp, x->dtype, h, inter, k,
-			                                                (int)e, s, g);
+		bcg_moe_gate_up_kernel<T, EAGER, true><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
+			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	else
 		bcg_moe_gate_up_kernel<T, EAGER, false><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
 			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
