@@ -13,6 +13,14 @@
 # from a scratch directory holding the script as mini.yaml, so that the
 # plans record the same script path wherever they are made.
 #
+# Two plans come from the GPU machine and are not remade here:
+#   recorded-replay-tiny.source.plan   `bcgtool capture --backend cuda
+#                      --no-tune samples/tiny-mlp.yaml` on an H200
+#                      (2026-11-26), sizes 1, 2, 4, 8
+#   recorded-replay-tiny.plan          `bcgtool record -- bcgtool replay
+#                      --backend cuda --steps 20` of that plan, the same
+#                      day: a real recording (format 1.4), its modules kept
+#
 #   mini.plan          mini.yaml: sizes 1 and 2 breakable (breakpoints attn
 #                      and probe), 4 eager
 #   mini-cuda.plan     mini.plan with kernel nodes and edges (plan-edit
