@@ -602,14 +602,15 @@ static int cmd_record_exec(int argc, char **argv)
 		return cmd_usage_error(self, "no command given (after --)");
 	a.cmd = argv + optind;
 
+	/* A command that cannot run is named first, whatever the build. */
+	rc = check_command(a.cmd[0]);
+	if (rc != 0)
+		return rc;
 #ifndef HAVE_CUPTI
 	bcg_error("record needs its recording library, and this bcgtool was built without "
 	          "CUDA and CUPTI (see configure --with-cuda)");
 	return BCG_EXIT_RUNTIME;
 #endif
-	rc = check_command(a.cmd[0]);
-	if (rc != 0)
-		return rc;
 	lib = record_library();
 	if (access(lib, R_OK) != 0) {
 		bcg_error("%s: the recording library is missing (%s)", lib, strerror(errno));
