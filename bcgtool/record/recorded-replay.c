@@ -269,6 +269,24 @@ static void recorded_json_env(struct plan_json *j, const plan_t *plan, const str
 	plan_json_bool(j, recorded_same_env(plan, in));
 }
 
+/* Open a recorded replay's JSON report with what instantiate and replay
+ * both start it with: the plan, where it came from and runs, and memory. */
+static void recorded_json_head(struct plan_json *j, const char *path, const plan_t *plan,
+                               const struct rr_info *in, int fill)
+{
+	plan_json_object_begin(j);
+	plan_json_key(j, "plan");
+	plan_json_string(j, path);
+	plan_json_key(j, "origin");
+	plan_json_string(j, "recorded");
+	plan_json_key(j, "backend");
+	plan_json_string(j, "cuda");
+	plan_json_key(j, "device");
+	plan_json_string(j, in->device);
+	recorded_json_env(j, plan, in);
+	recorded_json_memory(j, in, fill);
+}
+
 static void recorded_print_header(const plan_t *plan, const char *path, const struct rr_info *in,
                                   const struct recorded_opts *o, int width)
 {
@@ -365,17 +383,7 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
-		plan_json_object_begin(j);
-		plan_json_key(j, "plan");
-		plan_json_string(j, path);
-		plan_json_key(j, "origin");
-		plan_json_string(j, "recorded");
-		plan_json_key(j, "backend");
-		plan_json_string(j, "cuda");
-		plan_json_key(j, "device");
-		plan_json_string(j, rr_get_info(s)->device);
-		recorded_json_env(j, plan, rr_get_info(s));
-		recorded_json_memory(j, rr_get_info(s), o->fill);
+		recorded_json_head(j, path, plan, rr_get_info(s), o->fill);
 		plan_json_key(j, "segments");
 		plan_json_array_begin(j);
 		for (uint32_t i = 0; i < nrep; i++) {
@@ -587,17 +595,7 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
-		plan_json_object_begin(j);
-		plan_json_key(j, "plan");
-		plan_json_string(j, path);
-		plan_json_key(j, "origin");
-		plan_json_string(j, "recorded");
-		plan_json_key(j, "backend");
-		plan_json_string(j, "cuda");
-		plan_json_key(j, "device");
-		plan_json_string(j, rr_get_info(s)->device);
-		recorded_json_env(j, plan, rr_get_info(s));
-		recorded_json_memory(j, rr_get_info(s), o->fill);
+		recorded_json_head(j, path, plan, rr_get_info(s), o->fill);
 		plan_json_key(j, "steps");
 		plan_json_uint(j, o->steps);
 		plan_json_key(j, "warmup");
