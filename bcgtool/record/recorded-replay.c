@@ -378,7 +378,6 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 	}
 	if (o->json) {
 		struct plan_json *j = plan_json_new(stdout);
-		char hex[24];
 		if (j == NULL) {
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
@@ -399,26 +398,10 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 			plan_json_int(j, pv->tokens);
 			plan_json_key(j, "label");
 			plan_json_string(j, pv->label);
-			plan_json_key(j, "status");
-			plan_json_string(j, recorded_status_words[r->status]);
-			plan_json_key(j, "reason");
-			plan_json_string(j, r->reason);
-			plan_json_key(j, "plan_nodes");
-			plan_json_uint(j, r->plan_nodes);
-			plan_json_key(j, "nodes");
-			plan_json_uint(j, r->nodes);
-			plan_json_key(j, "plan_fingerprint");
-			snprintf(hex, sizeof hex, "0x%016" PRIx64, r->plan_fingerprint);
-			plan_json_string(j, hex);
-			plan_json_key(j, "fingerprint");
-			snprintf(hex, sizeof hex, "0x%016" PRIx64, r->fingerprint);
-			plan_json_string(j, hex);
-			plan_json_key(j, "rebuild_ms");
-			plan_json_double(j, (double)r->build_ns / 1e6);
-			plan_json_key(j, "instantiate_ms");
-			plan_json_double(j, (double)r->instantiate_ns / 1e6);
-			plan_json_key(j, "upload_ms");
-			plan_json_double(j, (double)r->upload_ns / 1e6);
+			cmd_json_segment_check(j, recorded_status_words[r->status], r->reason,
+			                       r->plan_nodes, r->nodes, r->plan_fingerprint,
+			                       r->fingerprint, r->build_ns, r->instantiate_ns,
+			                       r->upload_ns);
 			plan_json_object_end(j);
 		}
 		plan_json_array_end(j);
