@@ -243,28 +243,27 @@ static void recorded_json_memory(struct plan_json *j, const struct rr_info *in, 
 	plan_json_object_end(j);
 }
 
+/* KEY: a device, its compute capability and its driver. */
+static void recorded_json_device(struct plan_json *j, const char *key, const char *device,
+                                 int32_t cc_major, int32_t cc_minor, int32_t driver)
+{
+	plan_json_key(j, key);
+	plan_json_object_begin(j);
+	plan_json_key(j, "device");
+	plan_json_string(j, device);
+	plan_json_key(j, "cc");
+	plan_json_int(j, cc_major * 10 + cc_minor);
+	plan_json_key(j, "driver");
+	plan_json_int(j, driver);
+	plan_json_object_end(j);
+}
+
 static void recorded_json_env(struct plan_json *j, const plan_t *plan, const struct rr_info *in)
 {
 	const struct plan_meta *m = plan_get_meta(plan);
 
-	plan_json_key(j, "recorded_on");
-	plan_json_object_begin(j);
-	plan_json_key(j, "device");
-	plan_json_string(j, m->device);
-	plan_json_key(j, "cc");
-	plan_json_int(j, m->cc_major * 10 + m->cc_minor);
-	plan_json_key(j, "driver");
-	plan_json_int(j, m->cuda_driver);
-	plan_json_object_end(j);
-	plan_json_key(j, "here");
-	plan_json_object_begin(j);
-	plan_json_key(j, "device");
-	plan_json_string(j, in->device);
-	plan_json_key(j, "cc");
-	plan_json_int(j, in->cc_major * 10 + in->cc_minor);
-	plan_json_key(j, "driver");
-	plan_json_int(j, in->cuda_driver);
-	plan_json_object_end(j);
+	recorded_json_device(j, "recorded_on", m->device, m->cc_major, m->cc_minor, m->cuda_driver);
+	recorded_json_device(j, "here", in->device, in->cc_major, in->cc_minor, in->cuda_driver);
 	plan_json_key(j, "same_environment");
 	plan_json_bool(j, recorded_same_env(plan, in));
 }
