@@ -140,17 +140,6 @@ struct backend_graph {
 		}                                                               \
 	} while (0)
 
-static void *cuda_entry(const char *symbol)
-{
-	void *fn = NULL;
-	enum cudaDriverEntryPointQueryResult q;
-
-	if (cudaGetDriverEntryPointByVersion(symbol, &fn, CUDART_VERSION, cudaEnableDefault, &q) !=
-	    cudaSuccess || q != cudaDriverEntryPointSuccess)
-		return NULL;
-	return fn;
-}
-
 static void cuda_close(struct backend *b);
 
 static int cuda_open(struct backend **out, struct backend_info *info, char *msg, size_t len)
@@ -205,11 +194,11 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 		CUDA_TRY(cudaEventCreateWithFlags(&b->staging_done[i], cudaEventDisableTiming),
 		         "cudaEventCreate");
 
-	b->node_params = (pfn_node_params)cuda_entry("cuGraphKernelNodeGetParams");
-	b->func_name = (pfn_func_name)cuda_entry("cuFuncGetName");
-	b->func_param = (pfn_func_param)cuda_entry("cuFuncGetParamInfo");
-	b->kernel_name = (pfn_kernel_name)cuda_entry("cuKernelGetName");
-	b->kernel_param = (pfn_kernel_param)cuda_entry("cuKernelGetParamInfo");
+	b->node_params = (pfn_node_params)cuda_driver_entry("cuGraphKernelNodeGetParams");
+	b->func_name = (pfn_func_name)cuda_driver_entry("cuFuncGetName");
+	b->func_param = (pfn_func_param)cuda_driver_entry("cuFuncGetParamInfo");
+	b->kernel_name = (pfn_kernel_name)cuda_driver_entry("cuKernelGetName");
+	b->kernel_param = (pfn_kernel_param)cuda_driver_entry("cuKernelGetParamInfo");
 	if (b->node_params == NULL) {
 		snprintf(msg, len, "the driver lacks cuGraphKernelNodeGetParams");
 		goto fail;

@@ -34,6 +34,20 @@ size_t cuda_verify_work_bytes(int dtype, uint64_t count);
 int cuda_verify_sums(cudaStream_t stream, int dtype, const void *got, const void *want,
                      uint64_t count, void *work, int sm_count, char *msg, size_t len);
 
+/* The driver API's SYMBOL, as this runtime's version knows it, or NULL:
+ * reached through the runtime so that bcgtool never links the driver
+ * library itself and starts on machines without a GPU. */
+static inline void *cuda_driver_entry(const char *symbol)
+{
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+
+	if (cudaGetDriverEntryPointByVersion(symbol, &fn, CUDART_VERSION, cudaEnableDefault, &q) !=
+	    cudaSuccess || q != cudaDriverEntryPointSuccess)
+		return NULL;
+	return fn;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,6 +99,35 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 	       (double)(load_ns + open_ns + rep->capture_ns + rep->instantiate_ns + rep->upload_ns) / 1e6);
 }
 
+void cmd_json_segment_check(struct plan_json *j, const char *status, const char *reason,
+                            uint32_t plan_nodes, uint32_t nodes, uint64_t plan_fingerprint,
+                            uint64_t fingerprint, uint64_t rebuild_ns, uint64_t instantiate_ns,
+                            uint64_t upload_ns)
+{
+	char hex[24];
+
+	plan_json_key(j, "status");
+	plan_json_string(j, status);
+	plan_json_key(j, "reason");
+	plan_json_string(j, reason);
+	plan_json_key(j, "plan_nodes");
+	plan_json_uint(j, plan_nodes);
+	plan_json_key(j, "nodes");
+	plan_json_uint(j, nodes);
+	plan_json_key(j, "plan_fingerprint");
+	snprintf(hex, sizeof hex, "0x%016" PRIx64, plan_fingerprint);
+	plan_json_string(j, hex);
+	plan_json_key(j, "fingerprint");
+	snprintf(hex, sizeof hex, "0x%016" PRIx64, fingerprint);
+	plan_json_string(j, hex);
+	plan_json_key(j, "rebuild_ms");
+	plan_json_double(j, (double)rebuild_ns / 1e6);
+	plan_json_key(j, "instantiate_ms");
+	plan_json_double(j, (double)instantiate_ns / 1e6);
+	plan_json_key(j, "upload_ms");
+	plan_json_double(j, (double)upload_ns / 1e6);
+}
+
 static void print_json(const plan_t *plan, const char *path, const struct engine *e,
                        const struct inst_report *rep, uint64_t load_ns, uint64_t open_ns)
 {
@@ -123,26 +152,9 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 		plan_json_uint(j, is->segment);
 		plan_json_key(j, "tokens");
 		plan_json_int(j, segment_tokens(plan, is->segment));
-		plan_json_key(j, "status");
-		plan_json_string(j, status_words[is->status]);
-		plan_json_key(j, "reason");
-		plan_json_string(j, is->reason);
-		plan_json_key(j, "plan_nodes");
-		plan_json_uint(j, is->plan_nodes);
-		plan_json_key(j, "nodes");
-		plan_json_uint(j, is->nodes);
-		plan_json_key(j, "plan_fingerprint");
-		snprintf(hex, sizeof hex, "0x%016" PRIx64, is->plan_fingerprint);
-		plan_json_string(j, hex);
-		plan_json_key(j, "fingerprint");
-		snprintf(hex, sizeof hex, "0x%016" PRIx64, is->fingerprint);
-		plan_json_string(j, hex);
-		plan_json_key(j, "rebuild_ms");
-		plan_json_double(j, (double)is->capture_ns / 1e6);
-		plan_json_key(j, "instantiate_ms");
-		plan_json_double(j, (double)is->instantiate_ns / 1e6);
-		plan_json_key(j, "upload_ms");
-		plan_json_double(j, (double)is->upload_ns / 1e6);
+		cmd_json_segment_check(j, status_words[is->status], is->reason, is->plan_nodes,
+		                       is->nodes, is->plan_fingerprint, is->fingerprint,
+		                       is->capture_ns, is->instantiate_ns, is->upload_ns);
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);

@@ -5,6 +5,7 @@
 #define BCG_CMD_H
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit status of every command (bcgtool(1), EXIT STATUS). */
@@ -85,5 +86,15 @@ struct script;
 /* Load the op script at PATH; on failure print "bcgtool: PATH:LINE:COL:
  * why" and return BCG_EXIT_USAGE. */
 int cmd_read_script(const char *path, struct script **out);
+
+struct plan_json;
+/* What instantiate --json says of a segment it rebuilt and checked, from
+ * "status" on: the status word and reason, the node counts and
+ * fingerprints of the plan and of the rebuilt graph, and the times to
+ * rebuild, instantiate and upload it. Captured and recorded plans alike. */
+void cmd_json_segment_check(struct plan_json *j, const char *status, const char *reason,
+                            uint32_t plan_nodes, uint32_t nodes, uint64_t plan_fingerprint,
+                            uint64_t fingerprint, uint64_t rebuild_ns, uint64_t instantiate_ns,
+                            uint64_t upload_ns);
 
 #endif /* BCG_CMD_H */

@@ -107,31 +107,11 @@ static int edge_has_data(const struct plan_edge *e)
 	       e->to_port != PLAN_PORT_DEFAULT;
 }
 
-uint64_t plan_fingerprint(const struct plan_segment *segment)
+/* A segment's edges, after its nodes: the same in both fingerprints. */
+static uint64_t hash_edges(uint64_t h, const struct plan_segment *segment)
 {
-	uint64_t h = PLAN_HASH64_INIT;
 	uint32_t ndata = 0;
 
-	h = hash_u32(h, segment->nnodes);
-	for (uint32_t i = 0; i < segment->nnodes; i++) {
-		const struct plan_node *n = &segment->nodes[i];
-		const char *kernel = n->kernel != NULL ? n->kernel : "";
-		size_t len = strlen(kernel);
-
-		h = hash_u32(h, (uint32_t)n->type);
-		h = hash_u32(h, (uint32_t)len);
-		h = plan_hash64(kernel, len, h);
-		for (int k = 0; k < 3; k++)
-			h = hash_u32(h, n->grid[k]);
-		for (int k = 0; k < 3; k++)
-			h = hash_u32(h, n->block[k]);
-		h = hash_u32(h, n->shmem);
-		h = hash_u32(h, n->nparams);
-		for (uint32_t k = 0; k < n->nparams; k++) {
-			h = hash_u32(h, n->params[k].index);
-			h = hash_u64(h, n->params[k].offset);
-		}
-	}
 	h = hash_u32(h, segment->nedges);
 	for (uint32_t i = 0; i < segment->nedges; i++) {
 		h = hash_u32(h, segment->edges[i].from);
@@ -157,10 +137,36 @@ uint64_t plan_fingerprint(const struct plan_segment *segment)
 	return h;
 }
 
+uint64_t plan_fingerprint(const struct plan_segment *segment)
+{
+	uint64_t h = PLAN_HASH64_INIT;
+
+	h = hash_u32(h, segment->nnodes);
+	for (uint32_t i = 0; i < segment->nnodes; i++) {
+		const struct plan_node *n = &segment->nodes[i];
+		const char *kernel = n->kernel != NULL ? n->kernel : "";
+		size_t len = strlen(kernel);
+
+		h = hash_u32(h, (uint32_t)n->type);
+		h = hash_u32(h, (uint32_t)len);
+		h = plan_hash64(kernel, len, h);
+		for (int k = 0; k < 3; k++)
+			h = hash_u32(h, n->grid[k]);
+		for (int k = 0; k < 3; k++)
+			h = hash_u32(h, n->block[k]);
+		h = hash_u32(h, n->shmem);
+		h = hash_u32(h, n->nparams);
+		for (uint32_t k = 0; k < n->nparams; k++) {
+			h = hash_u32(h, n->params[k].index);
+			h = hash_u64(h, n->params[k].offset);
+		}
+	}
+	return hash_edges(h, segment);
+}
+
 uint64_t plan_fingerprint_recorded(const plan_t *plan, const struct plan_segment *segment)
 {
 	uint64_t h = PLAN_HASH64_INIT;
-	uint32_t ndata = 0;
 
 	h = hash_u32(h, segment->nnodes);
 	for (uint32_t i = 0; i < segment->nnodes; i++) {
@@ -194,25 +200,7 @@ uint64_t plan_fingerprint_recorded(const plan_t *plan, const struct plan_segment
 			h = hash_u64(h, l->patches[k].addr.offset);
 		}
 	}
-	h = hash_u32(h, segment->nedges);
-	for (uint32_t i = 0; i < segment->nedges; i++) {
-		h = hash_u32(h, segment->edges[i].from);
-		h = hash_u32(h, segment->edges[i].to);
-		if (edge_has_data(&segment->edges[i]))
-			ndata++;
-	}
-	if (ndata == 0)
-		return h;
-	h = hash_u32(h, ndata);
-	for (uint32_t i = 0; i < segment->nedges; i++) {
-		const struct plan_edge *e = &segment->edges[i];
-		unsigned char b[3] = { e->type, e->from_port, e->to_port };
-		if (!edge_has_data(e))
-			continue;
-		h = hash_u32(h, i);
-		h = plan_hash64(b, sizeof b, h);
-	}
-	return h;
+	return hash_edges(h, segment);
 }
 
 /* SOURCE_DATE_EPOCH, per reproducible-builds.org, is a decimal count of

@@ -464,47 +464,48 @@ static void put_copy(struct reclog_rec *r, uint64_t dst, uint64_t src, uint64_t 
 
 static void on_copy(const CUpti_CallbackData *cb, CUpti_CallbackId id)
 {
+	uint64_t dst, src, bytes;
+	uint32_t flags = 0;
+	const void *host = NULL;
+	CUstream stream;
 	struct reclog_rec r;
 
 	switch (id) {
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
 		const cuMemcpyHtoDAsync_v2_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMCPY, cb, p->hStream);
-		put_copy(&r, p->dstDevice, (uint64_t)(uintptr_t)p->srcHost, p->ByteCount,
-		         RECLOG_COPY_SRC_HOST, p->srcHost);
+		stream = p->hStream;
+		dst = p->dstDevice, src = (uint64_t)(uintptr_t)p->srcHost, bytes = p->ByteCount;
+		flags = RECLOG_COPY_SRC_HOST;
+		host = p->srcHost;
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
 		const cuMemcpyDtoHAsync_v2_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMCPY, cb, p->hStream);
-		put_copy(&r, (uint64_t)(uintptr_t)p->dstHost, p->srcDevice, p->ByteCount,
-		         RECLOG_COPY_DST_HOST, NULL);
+		stream = p->hStream;
+		dst = (uint64_t)(uintptr_t)p->dstHost, src = p->srcDevice, bytes = p->ByteCount;
+		flags = RECLOG_COPY_DST_HOST;
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
 		const cuMemcpyDtoDAsync_v2_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMCPY, cb, p->hStream);
-		put_copy(&r, p->dstDevice, p->srcDevice, p->ByteCount, 0, NULL);
+		stream = p->hStream;
+		dst = p->dstDevice, src = p->srcDevice, bytes = p->ByteCount;
 		break;
 	}
 	default: {   /* cuMemcpyAsync: unified addresses, either side */
 		const cuMemcpyAsync_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMCPY, cb, p->hStream);
-		put_copy(&r, p->dst, p->src, p->ByteCount, 0, NULL);
+		stream = p->hStream;
+		dst = p->dst, src = p->src, bytes = p->ByteCount;
 		break;
 	}
 	}
+	if (stream_capturing(stream))
+		return;
+	begin_work(&r, RECLOG_MEMCPY, cb, stream);
+	put_copy(&r, dst, src, bytes, flags, host);
 	emit(&r);
 }
 
@@ -521,45 +522,48 @@ static void put_memset(struct reclog_rec *r, uint64_t dst, uint32_t value, uint3
 
 static void on_memset(const CUpti_CallbackData *cb, CUpti_CallbackId id)
 {
+	uint64_t dst, width, height = 1, pitch;
+	uint32_t value, element;
+	CUstream stream;
 	struct reclog_rec r;
 
 	switch (id) {
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
 		const cuMemsetD8Async_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMSET, cb, p->hStream);
-		put_memset(&r, p->dstDevice, p->uc, 1, p->N, 1, p->N);
+		stream = p->hStream;
+		dst = p->dstDevice, value = p->uc, element = 1;
+		width = p->N, pitch = p->N;
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
 		const cuMemsetD16Async_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMSET, cb, p->hStream);
-		put_memset(&r, p->dstDevice, p->us, 2, p->N, 1, 2 * (uint64_t)p->N);
+		stream = p->hStream;
+		dst = p->dstDevice, value = p->us, element = 2;
+		width = p->N, pitch = 2 * (uint64_t)p->N;
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
 		const cuMemsetD32Async_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMSET, cb, p->hStream);
-		put_memset(&r, p->dstDevice, p->ui, 4, p->N, 1, 4 * (uint64_t)p->N);
+		stream = p->hStream;
+		dst = p->dstDevice, value = p->ui, element = 4;
+		width = p->N, pitch = 4 * (uint64_t)p->N;
 		break;
 	}
 	default: {   /* cuMemsetD2D8Async */
 		const cuMemsetD2D8Async_params *p = cb->functionParams;
-		if (stream_capturing(p->hStream))
-			return;
-		begin_work(&r, RECLOG_MEMSET, cb, p->hStream);
-		put_memset(&r, p->dstDevice, p->uc, 1, p->Width, p->Height, p->dstPitch);
+		stream = p->hStream;
+		dst = p->dstDevice, value = p->uc, element = 1;
+		width = p->Width, height = p->Height, pitch = p->dstPitch;
 		break;
 	}
 	}
+	if (stream_capturing(stream))
+		return;
+	begin_work(&r, RECLOG_MEMSET, cb, stream);
+	put_memset(&r, dst, value, element, width, height, pitch);
 	emit(&r);
 }
 

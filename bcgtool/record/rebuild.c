@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "backend-cuda.h"
 #include "cmd.h"
 #include "engine/instantiate.h"
 #include "engine/nvtx.h"
@@ -176,17 +177,6 @@ static const char *rr_cu_name(const struct rr_session *s, CUresult r)
 		}                                                               \
 	} while (0)
 
-static void *rr_entry(const char *symbol)
-{
-	void *fn = NULL;
-	enum cudaDriverEntryPointQueryResult q;
-
-	if (cudaGetDriverEntryPointByVersion(symbol, &fn, CUDART_VERSION, cudaEnableDefault, &q) !=
-	    cudaSuccess || q != cudaDriverEntryPointSuccess)
-		return NULL;
-	return fn;
-}
-
 /* The first driver version with cuFuncGetParamCount. */
 #define RR_PARAM_COUNT_VERSION 13020
 
@@ -221,7 +211,7 @@ static int rr_load_driver(struct rr_driver *d, int version, struct rr_error *err
 	};
 
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-		void *fn = rr_entry(table[i].name);
+		void *fn = cuda_driver_entry(table[i].name);
 		if (fn == NULL)
 			return rr_fail(err, BCG_EXIT_RUNTIME, "the CUDA driver lacks %s",
 			               table[i].name);
@@ -231,7 +221,7 @@ static int rr_load_driver(struct rr_driver *d, int version, struct rr_error *err
 	 * loaded at its first use: load it at once, so that a failure is the
 	 * function's and not the first launch's. */
 	{
-		void *fn = rr_entry("cuFuncLoad");
+		void *fn = cuda_driver_entry("cuFuncLoad");
 		memcpy(&d->func_load, &fn, sizeof fn);
 	}
 	/* A function's parameter count, asked of drivers that have it, and

@@ -243,30 +243,47 @@ static void recorded_json_memory(struct plan_json *j, const struct rr_info *in, 
 	plan_json_object_end(j);
 }
 
+/* KEY: a device, its compute capability and its driver. */
+static void recorded_json_device(struct plan_json *j, const char *key, const char *device,
+                                 int32_t cc_major, int32_t cc_minor, int32_t driver)
+{
+	plan_json_key(j, key);
+	plan_json_object_begin(j);
+	plan_json_key(j, "device");
+	plan_json_string(j, device);
+	plan_json_key(j, "cc");
+	plan_json_int(j, cc_major * 10 + cc_minor);
+	plan_json_key(j, "driver");
+	plan_json_int(j, driver);
+	plan_json_object_end(j);
+}
+
 static void recorded_json_env(struct plan_json *j, const plan_t *plan, const struct rr_info *in)
 {
 	const struct plan_meta *m = plan_get_meta(plan);
 
-	plan_json_key(j, "recorded_on");
-	plan_json_object_begin(j);
-	plan_json_key(j, "device");
-	plan_json_string(j, m->device);
-	plan_json_key(j, "cc");
-	plan_json_int(j, m->cc_major * 10 + m->cc_minor);
-	plan_json_key(j, "driver");
-	plan_json_int(j, m->cuda_driver);
-	plan_json_object_end(j);
-	plan_json_key(j, "here");
-	plan_json_object_begin(j);
-	plan_json_key(j, "device");
-	plan_json_string(j, in->device);
-	plan_json_key(j, "cc");
-	plan_json_int(j, in->cc_major * 10 + in->cc_minor);
-	plan_json_key(j, "driver");
-	plan_json_int(j, in->cuda_driver);
-	plan_json_object_end(j);
+	recorded_json_device(j, "recorded_on", m->device, m->cc_major, m->cc_minor, m->cuda_driver);
+	recorded_json_device(j, "here", in->device, in->cc_major, in->cc_minor, in->cuda_driver);
 	plan_json_key(j, "same_environment");
 	plan_json_bool(j, recorded_same_env(plan, in));
+}
+
+/* Open a recorded replay's JSON report with what instantiate and replay
+ * both start it with: the plan, where it came from and runs, and memory. */
+static void recorded_json_head(struct plan_json *j, const char *path, const plan_t *plan,
+                               const struct rr_info *in, int fill)
+{
+	plan_json_object_begin(j);
+	plan_json_key(j, "plan");
+	plan_json_string(j, path);
+	plan_json_key(j, "origin");
+	plan_json_string(j, "recorded");
+	plan_json_key(j, "backend");
+	plan_json_string(j, "cuda");
+	plan_json_key(j, "device");
+	plan_json_string(j, in->device);
+	recorded_json_env(j, plan, in);
+	recorded_json_memory(j, in, fill);
 }
 
 static void recorded_print_header(const plan_t *plan, const char *path, const struct rr_info *in,
@@ -360,22 +377,11 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 	}
 	if (o->json) {
 		struct plan_json *j = plan_json_new(stdout);
-		char hex[24];
 		if (j == NULL) {
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
-		plan_json_object_begin(j);
-		plan_json_key(j, "plan");
-		plan_json_string(j, path);
-		plan_json_key(j, "origin");
-		plan_json_string(j, "recorded");
-		plan_json_key(j, "backend");
-		plan_json_string(j, "cuda");
-		plan_json_key(j, "device");
-		plan_json_string(j, rr_get_info(s)->device);
-		recorded_json_env(j, plan, rr_get_info(s));
-		recorded_json_memory(j, rr_get_info(s), o->fill);
+		recorded_json_head(j, path, plan, rr_get_info(s), o->fill);
 		plan_json_key(j, "segments");
 		plan_json_array_begin(j);
 		for (uint32_t i = 0; i < nrep; i++) {
@@ -391,26 +397,10 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 			plan_json_int(j, pv->tokens);
 			plan_json_key(j, "label");
 			plan_json_string(j, pv->label);
-			plan_json_key(j, "status");
-			plan_json_string(j, recorded_status_words[r->status]);
-			plan_json_key(j, "reason");
-			plan_json_string(j, r->reason);
-			plan_json_key(j, "plan_nodes");
-			plan_json_uint(j, r->plan_nodes);
-			plan_json_key(j, "nodes");
-			plan_json_uint(j, r->nodes);
-			plan_json_key(j, "plan_fingerprint");
-			snprintf(hex, sizeof hex, "0x%016" PRIx64, r->plan_fingerprint);
-			plan_json_string(j, hex);
-			plan_json_key(j, "fingerprint");
-			snprintf(hex, sizeof hex, "0x%016" PRIx64, r->fingerprint);
-			plan_json_string(j, hex);
-			plan_json_key(j, "rebuild_ms");
-			plan_json_double(j, (double)r->build_ns / 1e6);
-			plan_json_key(j, "instantiate_ms");
-			plan_json_double(j, (double)r->instantiate_ns / 1e6);
-			plan_json_key(j, "upload_ms");
-			plan_json_double(j, (double)r->upload_ns / 1e6);
+			cmd_json_segment_check(j, recorded_status_words[r->status], r->reason,
+			                       r->plan_nodes, r->nodes, r->plan_fingerprint,
+			                       r->fingerprint, r->build_ns, r->instantiate_ns,
+			                       r->upload_ns);
 			plan_json_object_end(j);
 		}
 		plan_json_array_end(j);
@@ -587,17 +577,7 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
-		plan_json_object_begin(j);
-		plan_json_key(j, "plan");
-		plan_json_string(j, path);
-		plan_json_key(j, "origin");
-		plan_json_string(j, "recorded");
-		plan_json_key(j, "backend");
-		plan_json_string(j, "cuda");
-		plan_json_key(j, "device");
-		plan_json_string(j, rr_get_info(s)->device);
-		recorded_json_env(j, plan, rr_get_info(s));
-		recorded_json_memory(j, rr_get_info(s), o->fill);
+		recorded_json_head(j, path, plan, rr_get_info(s), o->fill);
 		plan_json_key(j, "steps");
 		plan_json_uint(j, o->steps);
 		plan_json_key(j, "warmup");
