@@ -54,6 +54,13 @@ struct plan {
 	struct plan_vec allocs;       /* struct plan_alloc */
 	struct plan_vec alloc_order;  /* uint32_t: allocs by (device, address) */
 
+	/* Tensor parallelism (1.5): this plan's rank, and on rank 0 the
+	 * other ranks' plans (owned), indexed by rank - 1; NULL where a rank
+	 * is not attached. */
+	struct plan_dist      dist;
+	plan_t              **ranks;
+	uint32_t              nranks;    /* entries of RANKS: world - 1 */
+
 	struct plan_pool_chunk *pool;
 };
 

@@ -131,6 +131,7 @@ plan_t *plan_new(void)
 	plan->meta.script = "";
 	plan->meta.device = "";
 	plan->layout.alignment = 256;
+	plan->dist.world = 1;
 	plan->format_major = PLAN_FORMAT_MAJOR;
 	plan->format_minor = PLAN_FORMAT_MINOR_SCRIPT;
 	return plan;
@@ -158,6 +159,9 @@ void plan_free(plan_t *plan)
 	free(plan->launches.data);
 	free(plan->allocs.data);
 	free(plan->alloc_order.data);
+	for (uint32_t r = 0; r < plan->nranks; r++)
+		plan_free(plan->ranks[r]);
+	free(plan->ranks);
 	while (plan->pool != NULL) {
 		struct plan_pool_chunk *next = plan->pool->next;
 		free(plan->pool);
@@ -176,6 +180,7 @@ plan_t *plan_clone_program(const plan_t *src)
 	if (plan_set_meta(plan, &src->meta, NULL) != 0 ||
 	    plan_set_layout(plan, &src->layout, NULL) != 0)
 		goto fail;
+	plan->dist = src->dist;    /* the rank it is; other ranks stay behind */
 	for (i = 0; i < src->dims.count; i++)
 		if (plan_add_dim(plan, AT(src->dims, struct plan_dim, i), NULL, NULL) != 0)
 			goto fail;
@@ -1405,3 +1410,88 @@ COUNT_AND_GET(module, modules, struct plan_module)
 COUNT_AND_GET(function, functions, struct plan_function)
 COUNT_AND_GET(launch, launches, struct plan_launch)
 COUNT_AND_GET(alloc, allocs, struct plan_alloc)
+
+/* ---------------------------------------------------------------------- */
+/* Tensor parallelism.                                                     */
+
+int plan_set_dist(plan_t *plan, const struct plan_dist *dist, struct plan_diag *diag)
+{
+	if (dist->world == 0 || dist->rank >= dist->world)
+		return plan__fail(diag, PLAN_ERR_INVALID, "rank %u of a world of %u", dist->rank,
+		                  dist->world);
+	if (dist->flags != 0)
+		return plan__fail(diag, PLAN_ERR_INVALID, "dist flags 0x%x: none is defined",
+		                  dist->flags);
+	for (uint32_t r = 0; r < plan->nranks; r++)
+		if (plan->ranks[r] != NULL && dist->world != plan->dist.world)
+			return plan__fail(diag, PLAN_ERR_INVALID,
+			                  "a world of %u, but ranks of a world of %u are attached",
+			                  dist->world, plan->dist.world);
+	plan->dist = *dist;
+	return 0;
+}
+
+const struct plan_dist *plan_get_dist(const plan_t *plan)
+{
+	return &plan->dist;
+}
+
+int plan_add_rank(plan_t *plan, plan_t *rank_plan, struct plan_diag *diag)
+{
+	const struct plan_dist *d = &rank_plan->dist;
+	int rc;
+
+	if (plan->dist.rank != 0 || plan->dist.world < 2) {
+		rc = plan__fail(diag, PLAN_ERR_INVALID,
+		                "ranks attach to rank 0 of a world of two or more (this is rank %u of %u)",
+		                plan->dist.rank, plan->dist.world);
+		goto fail;
+	}
+	if (d->world != plan->dist.world || d->rank == 0 || d->rank >= d->world) {
+		rc = plan__fail(diag, PLAN_ERR_INVALID,
+		                "rank %u of a world of %u does not attach to a world of %u",
+		                d->rank, d->world, plan->dist.world);
+		goto fail;
+	}
+	if (rank_plan->nranks != 0) {
+		rc = plan__fail(diag, PLAN_ERR_INVALID, "rank %u has ranks of its own", d->rank);
+		goto fail;
+	}
+	if (plan->ranks == NULL) {
+		plan->ranks = calloc(plan->dist.world - 1, sizeof *plan->ranks);
+		if (plan->ranks == NULL) {
+			rc = NOMEM(diag);
+			goto fail;
+		}
+		plan->nranks = plan->dist.world - 1;
+	}
+	if (plan->ranks[d->rank - 1] != NULL) {
+		rc = plan__fail(diag, PLAN_ERR_INVALID, "rank %u is attached twice", d->rank);
+		goto fail;
+	}
+	plan->ranks[d->rank - 1] = rank_plan;
+	return 0;
+fail:
+	plan_free(rank_plan);
+	return rc;
+}
+
+const plan_t *plan_get_rank(const plan_t *plan, uint32_t r)
+{
+	if (r >= plan->dist.world)
+		return NULL;
+	if (r == plan->dist.rank)
+		return plan;
+	if (plan->dist.rank != 0 || r == 0 || r - 1 >= plan->nranks)
+		return NULL;
+	return plan->ranks[r - 1];
+}
+
+uint32_t plan_count_ranks(const plan_t *plan)
+{
+	uint32_t n = 0;
+
+	for (uint32_t r = 0; r < plan->nranks; r++)
+		n += plan->ranks[r] != NULL;
+	return n;
+}

@@ -49,6 +49,7 @@ unsigned plan_version_number(void);
  * recorded plan as 1.4. */
 #define PLAN_FORMAT_MINOR_SCRIPT   3
 #define PLAN_FORMAT_MINOR_RECORDED 4
+#define PLAN_FORMAT_MINOR_RANKS    5  /* a tensor-parallel plan: world > 1 */
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -247,6 +248,36 @@ struct plan_feed {
 	uint32_t from;       /* PROMPT: the i32 tensor fed back; else PLAN_NONE */
 };
 
+/*
+ * How a tensor splits over the ranks of a tensor-parallel plan (format
+ * 1.5). Along AXIS the tensor is the concatenation of NBLOCKS blocks (one
+ * block when the script names none: q | k | v of a fused product are
+ * three). Each block is made of units of UNIT elements along the axis (a
+ * head's head_dim; 1 when the script names none) and splits by units: a
+ * block of u units over N ranks gives rank r the units [r u/N, (r+1) u/N)
+ * when N divides u; when u divides N instead, unit r / (N/u), held alike
+ * by N/u ranks (key/value heads fewer than the ranks are replicated); any
+ * other u cannot split. In a script's plan each block's START is 0 and
+ * LEN its FULL size; in a rank's plan they are that rank's share, and the
+ * tensor's shape on AXIS is the sum of the LENs.
+ *
+ * NBLOCKS 0 (a zeroed record): not split; every rank holds all of it.
+ */
+#define PLAN_MAX_SPLIT_BLOCKS 8
+
+struct plan_split_block {
+	int64_t full;        /* the block's size along the axis, unsplit */
+	int64_t start;       /* the first element this rank holds, within the block */
+	int64_t len;         /* how many it holds */
+};
+
+struct plan_split {
+	uint32_t                nblocks;  /* 0: replicated */
+	uint32_t                axis;     /* < the tensor's rank; never the token dim */
+	int64_t                 unit;     /* >= 1 */
+	struct plan_split_block block[PLAN_MAX_SPLIT_BLOCKS];
+};
+
 struct plan_tensor {
 	const char      *name;
 	int              dtype;   /* enum plan_dtype */
@@ -257,6 +288,7 @@ struct plan_tensor {
 	uint64_t         bytes;   /* bytes reserved: its size at the largest variant */
 	struct plan_init init;
 	struct plan_feed feed;
+	struct plan_split split;  /* tensor parallelism (1.5); zeroed: not split */
 };
 
 struct plan_attr {
@@ -459,6 +491,17 @@ struct plan_weight_source {
 	uint64_t    bytes;    /* its size in the file */
 	uint64_t    hash;     /* XXH64 (seed 0) of those bytes, when HASHED */
 	uint32_t    flags;    /* PLAN_WSRC_* */
+	/* A rank's share of the checkpoint tensor (1.5): viewed as [OUTER,
+	 * FULL, INNER] elements, the block read is [START, START + LEN) of the
+	 * middle axis, OUTER * LEN * INNER elements landing contiguously at
+	 * OFFSET. LEN 0: the whole tensor (every plan before 1.5). BYTES and
+	 * HASH stay those of the whole checkpoint tensor, so that every rank
+	 * names the same source. */
+	uint64_t    slice_outer;
+	uint64_t    slice_full;
+	uint64_t    slice_inner;
+	uint64_t    slice_start;
+	uint64_t    slice_len;
 };
 
 struct plan_stats {
@@ -607,6 +650,39 @@ struct plan_alloc {
  * inside their allocation, allocations of a device not overlapping);
  * plan_validate checks the rest.
  */
+
+/* ---------------------------------------------------------------------- */
+/* Tensor parallelism (format 1.5).                                        */
+
+/*
+ * A tensor-parallel plan holds every rank: the plan_t a reader returns is
+ * rank 0's, and ranks 1 .. world-1 are plans of their own, attached to it
+ * (each with the same dims and vars, its own shares of the tensors, its
+ * own ops with collectives inserted, its own variants, segments and
+ * breakpoints). A plan of one GPU has world 1, rank 0, and no ranks
+ * attached; it is written as before 1.5.
+ */
+struct plan_dist {
+	uint32_t world;          /* ranks; 1 for a plan of one GPU */
+	uint32_t rank;           /* which rank this plan is, < world */
+	int32_t  nccl_version;   /* as ncclGetVersion(): 22809; 0 without NCCL (host ranks) */
+	uint32_t flags;          /* 0; reserved */
+};
+
+/* World 1 and rank 0 until set. WORLD 0, RANK >= WORLD, or a world that
+ * disagrees with ranks already attached is PLAN_ERR_INVALID. */
+int plan_set_dist(plan_t *plan, const struct plan_dist *dist, struct plan_diag *diag);
+const struct plan_dist *plan_get_dist(const plan_t *plan);
+
+/* Attach RANK_PLAN (whose dist says its rank, 1 .. world-1, and PLAN's
+ * world) to PLAN, rank 0. PLAN owns RANK_PLAN from then on, also when the
+ * call fails. A rank attached twice is PLAN_ERR_INVALID. */
+int plan_add_rank(plan_t *plan, plan_t *rank_plan, struct plan_diag *diag);
+/* The plan of rank R: PLAN itself for R == its own rank, else an attached
+ * one; NULL when R >= world or rank R is not attached. */
+const plan_t *plan_get_rank(const plan_t *plan, uint32_t r);
+/* Ranks attached (not counting PLAN itself). */
+uint32_t plan_count_ranks(const plan_t *plan);
 
 /* The plan's origin: PLAN_ORIGIN_RECORDED when it has a recording. */
 int plan_get_origin(const plan_t *plan);

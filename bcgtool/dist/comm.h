@@ -1,0 +1,76 @@
+/*
+ * dist/comm.h - one rank's communicator: what the collective op kinds
+ * (all_reduce, all_gather) call, whatever carries the bytes.
+ *
+ * Two transports implement it:
+ *  - host (dist/host-group.c): ranks are threads of one process; the
+ *    collectives meet at a barrier and sum in rank order, in f32;
+ *  - nccl (dist/nccl.c): ranks are processes, one per GPU; the collectives
+ *    are NCCL's, ordered on the op's CUDA stream.
+ * Every function returns 0, or -1 with one sentence in MSG naming the
+ * rank, the collective and what went wrong.
+ */
+#ifndef BCG_DIST_COMM_H
+#define BCG_DIST_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dist_comm;
+
+struct dist_comm_ops {
+	const char *name;            /* "host", "nccl" */
+	/* BUF, COUNT elements of DTYPE (enum plan_dtype, a float), becomes
+	 * the elementwise sum over the ranks of their BUF. STREAM: the
+	 * cudaStream_t the launch is ordered on (NULL on the host). */
+	int  (*all_reduce)(struct dist_comm *c, void *buf, uint64_t count, int dtype,
+	                   void *stream, char *msg, size_t len);
+	/* RECV, WORLD * COUNT elements, becomes every rank's SEND (COUNT
+	 * elements) one after the other, rank 0's first. */
+	int  (*all_gather)(struct dist_comm *c, const void *send, void *recv, uint64_t count,
+	                   int dtype, void *stream, char *msg, size_t len);
+	/* Returns once every rank has called it (host-side; no GPU work). */
+	int  (*barrier)(struct dist_comm *c, char *msg, size_t len);
+	/* Give up on the group: wake every rank blocked in a collective with
+	 * an error (ncclCommAbort on NCCL). Safe from another thread. */
+	void (*abort)(struct dist_comm *c);
+	void (*destroy)(struct dist_comm *c);
+};
+
+/* Every transport's communicator begins with this. */
+struct dist_comm {
+	const struct dist_comm_ops *ops;
+	int                         world;
+	int                         rank;
+	int                         device;     /* the CUDA device; -1 on host */
+	int32_t                     nccl_version; /* ncclGetVersion(); 0 on host */
+	const char                 *current;    /* the op whose collective is in
+	                                           progress ("o.3/all_reduce"),
+	                                           for messages; NULL between */
+};
+
+static inline int dist_all_reduce(struct dist_comm *c, void *buf, uint64_t count, int dtype,
+                                  void *stream, char *msg, size_t len)
+{
+	return c->ops->all_reduce(c, buf, count, dtype, stream, msg, len);
+}
+
+static inline int dist_all_gather(struct dist_comm *c, const void *send, void *recv,
+                                  uint64_t count, int dtype, void *stream, char *msg,
+                                  size_t len)
+{
+	return c->ops->all_gather(c, send, recv, count, dtype, stream, msg, len);
+}
+
+static inline int dist_barrier(struct dist_comm *c, char *msg, size_t len)
+{
+	return c->ops->barrier(c, msg, len);
+}
+
+static inline void dist_comm_destroy(struct dist_comm *c)
+{
+	if (c != NULL)
+		c->ops->destroy(c);
+}
+
+#endif /* BCG_DIST_COMM_H */
