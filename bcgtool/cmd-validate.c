@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "cmd.h"
 #include "engine/engine.h"
-#include "model/xxh64.h"
 #include "engine/memplan.h"
 #include "engine/schedule.h"
 #include "ops/op.h"
@@ -740,7 +740,7 @@ static int validate_plan(const char *path, int json)
 			continue;
 		}
 		kept++;
-		uint64_t h = bcg_xxh64(m->image, (size_t)m->bytes, 0);
+		uint64_t h = XXH64(m->image, (size_t)m->bytes, 0);
 		if (h != m->hash) {
 			bcg_error("%s: module %u (%s): its image's XXH64 is 0x%016llx, not the "
 			          "0x%016llx the plan records", path, i, m->name,

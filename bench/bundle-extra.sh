@@ -1,12 +1,16 @@
 #!/bin/sh
 # bench/bundle-extra.sh - add the libraries the GPU machine lacks headers for
-# (jansson, SQLite) to .gpu/, next to the libyaml that ../shared/tools/gpu-bundle
+# (jansson, SQLite) or lacks altogether (xxHash, ISA-L) to .gpu/, next to the libyaml that ../shared/tools/gpu-bundle
 # ships, so that its configure finds them (run after gpu-bundle).
 #
 # That machine has libjansson.so.4 and libsqlite3.so.0 but no headers and no
 # pkg-config files. We ship this machine's static archives and headers with
 # .pc files that locate themselves through ${pcfiledir}, so nothing needs
 # rewriting there; static archives avoid depending on the exact .so versions.
+# That machine has neither libxxhash nor ISA-L: libxxhash.a ships as the
+# others do. Debian's libisal-dev has no static archive, so libisal.so.2
+# ships itself (it needs only libc) and its .pc file links it by that name
+# with an rpath to where it lies.
 set -eu
 top=$(git rev-parse --show-toplevel)
 dir="$top/.gpu/yaml"
@@ -32,4 +36,8 @@ PC
 ship jansson jansson.h libjansson.a "$(pkg-config --modversion jansson)" ""
 cp /usr/include/jansson_config.h "$dir/include/"
 ship sqlite3 sqlite3.h libsqlite3.a "$(pkg-config --modversion sqlite3)" "-lm -lpthread -ldl"
-echo "bundle-extra: jansson and sqlite3 added to .gpu/yaml"
+ship libxxhash xxhash.h libxxhash.a "$(pkg-config --modversion libxxhash)" ""
+ship libisal isa-l.h libisal.so.2 "$(pkg-config --modversion libisal)" "-Wl,-rpath,\${libdir}"
+mkdir -p "$dir/include/isa-l"
+cp /usr/include/isa-l/*.h "$dir/include/isa-l/"
+echo "bundle-extra: jansson, sqlite3, libxxhash and libisal added to .gpu/yaml"
