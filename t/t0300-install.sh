@@ -86,7 +86,7 @@ test_expect_success PKG_CONFIG,!ASAN 'a program builds and runs against the inst
 '
 
 # Where only the archive is found, pkg-config --static gives what it needs
-# (libzstd): the program links libplan in and runs without any rpath.
+# (libzstd, and ISA-L for the CRC-32C): the program links libplan in and runs without any rpath.
 test_expect_success PKG_CONFIG,!ASAN 'pkg-config --static links a program against libplan.a alone' '
 	mkdir "$INST/static-lib" &&
 	cp "$INST/opt/lib/libplan.a" "$INST/static-lib/" &&
