@@ -37,7 +37,11 @@ ship jansson jansson.h libjansson.a "$(pkg-config --modversion jansson)" ""
 cp /usr/include/jansson_config.h "$dir/include/"
 ship sqlite3 sqlite3.h libsqlite3.a "$(pkg-config --modversion sqlite3)" "-lm -lpthread -ldl"
 ship libxxhash xxhash.h libxxhash.a "$(pkg-config --modversion libxxhash)" ""
-ship libisal isa-l.h libisal.so.2 "$(pkg-config --modversion libisal)" "-Wl,-rpath,\${libdir}"
+ship libisal isa-l.h libisal.so.2 "$(pkg-config --modversion libisal)" ""
+# libplan.pc requires libisal, and t/t0300-install.sh links with libdir
+# redefined: name the directory through prefix, which that leaves alone.
+sed -i 's|^Libs: .*|Libs: -L${prefix}/lib -l:libisal.so.2 -Wl,-rpath,${prefix}/lib|' \
+	"$dir/lib/pkgconfig/libisal.pc"
 mkdir -p "$dir/include/isa-l"
 cp /usr/include/isa-l/*.h "$dir/include/isa-l/"
 echo "bundle-extra: jansson, sqlite3, libxxhash and libisal added to .gpu/yaml"
