@@ -1,16 +1,18 @@
 #!/bin/sh
 # bench/bundle-extra.sh - add the libraries the GPU machine lacks headers for
-# (jansson, SQLite) or lacks altogether (xxHash, ISA-L) to .gpu/, next to the libyaml that ../shared/tools/gpu-bundle
-# ships, so that its configure finds them (run after gpu-bundle).
+# (jansson, SQLite) or lacks altogether (xxHash, ISA-L) to .gpu/, next to the
+# libyaml that ../shared/tools/gpu-bundle ships, so that its configure finds
+# them (run after gpu-bundle).
 #
 # That machine has libjansson.so.4 and libsqlite3.so.0 but no headers and no
 # pkg-config files. We ship this machine's static archives and headers with
 # .pc files that locate themselves through ${pcfiledir}, so nothing needs
 # rewriting there; static archives avoid depending on the exact .so versions.
-# That machine has neither libxxhash nor ISA-L: libxxhash.a ships as the
-# others do. Debian's libisal-dev has no static archive, so libisal.so.2
-# ships itself (it needs only libc) and its .pc file links it by that name
-# with an rpath to where it lies.
+# It has neither libxxhash nor ISA-L. libxxhash.a ships as the others do, so
+# XXH64 is linked into each program and needs nothing at run time. Debian's
+# libisal-dev has no static archive: libisal.so.2 ships itself (it needs
+# only libc), and its .pc file links it with a run path to where it lies,
+# which Makefile.am passes to every program and to libplan.so.
 set -eu
 top=$(git rev-parse --show-toplevel)
 dir="$top/.gpu/yaml"
