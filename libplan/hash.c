@@ -35,7 +35,8 @@ uint64_t plan_hash64(const void *data, size_t len, uint64_t state)
  * register, without the initial value or the final xor, so both are
  * applied here; it takes an int length, so long buffers go through it in
  * pieces, the register carried from one to the next. t/unit/plan-hash.c
- * checks the result against the published check values. */
+ * checks the result against the published check values, the bitwise
+ * definition, and past 1 GiB. */
 #define CRC32C_PIECE (1 << 30)
 
 uint32_t plan_crc32c(const void *data, size_t len)
