@@ -21,7 +21,9 @@
  *    ports (cuGraphExecUpdate is not followed);
  *  - CUPTI activity records: the GPU start and end of each kernel, copy
  *    and memset (graph kernels carry the correlation of their graph
- *    launch), or with BCG_RECORD_TIMES=graph only whole graph launches;
+ *    launch), or with BCG_RECORD_TIMES=graph only whole graph launches
+ *    (BCG_RECORD_TIMES=mixed: whole graph launches, and the kernels,
+ *    copies and memsets launched outside graphs);
  *  - NVTX pushes, pops, starts and ends, with their messages;
  *  - with $BCG_RECORD_SNAPSHOT, the contents of the allocations, up to
  *    that many bytes in all (0: all): of those live at the first graph
@@ -1225,11 +1227,14 @@ static void enable_activity(void)
 		note("GPU times: cuptiActivityRegisterCallbacks: error %d", (int)e);
 		return;
 	}
-	if (times != NULL && strcmp(times, "graph") == 0) {
-		/* Whole graph launches only: the least overhead, no break times. */
+	if (times != NULL && (strcmp(times, "graph") == 0 || strcmp(times, "mixed") == 0)) {
+		/* Whole graph launches: no record a node; "graph" stops there
+		 * (the least overhead, no break times), "mixed" adds the eager
+		 * work's kernels, copies and memsets below. */
 		if ((e = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)) != CUPTI_SUCCESS)
 			note("GPU times of graph launches: error %d", (int)e);
-		return;
+		if (strcmp(times, "graph") == 0)
+			return;
 	}
 	/* Kernels, graph nodes among them (they carry their graph launch's
 	 * correlation), copies and memsets. */
