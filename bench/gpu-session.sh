@@ -522,12 +522,13 @@ PY
 	recordcost)
 		# Where the recorder's cost on the full-graph program comes from:
 		# the program plain and recorded with each BCG_RECORD_TIMES
-		# setting (default: every kernel; mixed: whole graphs and eager
-		# work; graph: whole graphs only; none: no GPU times), 3 runs of
+		# setting (default: whole graphs and eager work; kernels: every
+		# kernel, graph nodes one by one; graph: whole graphs only; none:
+		# no GPU times), 3 runs of
 		# each, interleaved so that drift falls on all alike; medians of
 		# the program's own step time and of the wall time.
 		for i in 1 2 3; do
-			for m in plain default mixed graph none; do
+			for m in plain default kernels graph none; do
 				t0=$(date +%s%N)
 				if [ $m = plain ]; then
 					timeout 120 python3 "$top/t/record/full.py" --steps 40 \
@@ -545,7 +546,7 @@ PY
 		python3 - <<'PY' | tee -a "$summary"
 import json, statistics
 base = None
-for m in ("plain", "default", "mixed", "graph", "none"):
+for m in ("plain", "default", "kernels", "graph", "none"):
     steps, walls, bad = [], [], 0
     for i in (1, 2, 3):
         try:
@@ -566,7 +567,7 @@ for m in ("plain", "default", "mixed", "graph", "none"):
     print("recordcost %-7s: step %.4f ms (%+.1f%%), wall %.2f s (%+.1f%%), %d failed" % (
         m, s, 100 * (s / base[0] - 1), w, 100 * (w / base[1] - 1), bad))
 PY
-		for m in default mixed graph; do
+		for m in default kernels graph; do
 			[ -f rc-${m}1.plan ] && "$B" replay --steps 200 --warmup 20 rc-${m}1.plan \
 				>rc-replay-$m.txt 2>&1
 			say "recordcost replay of the $m recording: exit $?"
