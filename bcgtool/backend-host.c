@@ -153,7 +153,13 @@ static void host_run_call(const struct op_call *call);
 static void host_run(struct backend *b, const struct op_call *call)
 {
 	int64_t row;
+	char why[200];
 
+	if (call->kind->id == OP_ALL_REDUCE || call->kind->id == OP_ALL_GATHER) {
+		if (host_collective(call, why, sizeof why) != 0 && b->fault[0] == '\0')
+			snprintf(b->fault, sizeof b->fault, "%s", why);
+		return;
+	}
 	host_run_call(call);
 	if ((call->kind->id == OP_MOE_ROUTER || call->kind->id == OP_MOE_ROUTER_PAGED) &&
 	    b->fault[0] == '\0' && (row = host_moe_router_nan_row(call)) >= 0)

@@ -55,6 +55,9 @@
 #             (which address hints the driver honours); each check ends in
 #             "recorded: PASS ..." or "recorded: FAIL ...: why", the stage
 #             in "recorded: N passed, M failed"
+#   recordcost the recorder's cost on t/record/full.py under each
+#             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
+#             replay of each recording against its recorded GPU busy time
 #   moe       the Qwen3-30B-A3B-shaped sample (samples/qwen3-30b-a3b-moe.yaml,
 #             8 layers, 128 experts, top 8): bench at T=1 and T=64, eager vs
 #             breakable vs full, the break cost, and the bytes each step
@@ -515,6 +518,61 @@ PY
 			fi
 		done
 		say "record: $(( $(date +%s) - rt0 )) s in all"
+		;;
+	recordcost)
+		# Where the recorder's cost on the full-graph program comes from:
+		# the program plain and recorded with each BCG_RECORD_TIMES
+		# setting (default: whole graphs and eager work; kernels: every
+		# kernel, graph nodes one by one; graph: whole graphs only; none:
+		# no GPU times), 3 runs of
+		# each, interleaved so that drift falls on all alike; medians of
+		# the program's own step time and of the wall time.
+		for i in 1 2 3; do
+			for m in plain default kernels graph none; do
+				t0=$(date +%s%N)
+				if [ $m = plain ]; then
+					timeout 120 python3 "$top/t/record/full.py" --steps 40 \
+						>rc-$m$i.json 2>rc-$m$i.err
+				elif [ $m = default ]; then
+					timeout 200 "$B" record --step step -o rc-$m$i.plan -- \
+						python3 "$top/t/record/full.py" --steps 40 >rc-$m$i.json 2>rc-$m$i.err
+				else
+					BCG_RECORD_TIMES=$m timeout 200 "$B" record --step step -o rc-$m$i.plan -- \
+						python3 "$top/t/record/full.py" --steps 40 >rc-$m$i.json 2>rc-$m$i.err
+				fi
+				echo "$? $(( $(date +%s%N) - t0 ))" >rc-$m$i.wall
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json, statistics
+base = None
+for m in ("plain", "default", "kernels", "graph", "none"):
+    steps, walls, bad = [], [], 0
+    for i in (1, 2, 3):
+        try:
+            rc, ns = open("rc-%s%d.wall" % (m, i)).read().split()
+            d = json.loads(open("rc-%s%d.json" % (m, i)).read().splitlines()[-1])
+            if rc != "0":
+                bad += 1
+                continue
+            steps.append(d["step_ms"]); walls.append(int(ns) / 1e9)
+        except Exception:
+            bad += 1
+    if not steps:
+        print("recordcost %-7s: no run finished" % m)
+        continue
+    s, w = statistics.median(steps), statistics.median(walls)
+    if base is None:
+        base = (s, w)
+    print("recordcost %-7s: step %.4f ms (%+.1f%%), wall %.2f s (%+.1f%%), %d failed" % (
+        m, s, 100 * (s / base[0] - 1), w, 100 * (w / base[1] - 1), bad))
+PY
+		for m in default kernels graph; do
+			[ -f rc-${m}1.plan ] && "$B" replay --steps 200 --warmup 20 rc-${m}1.plan \
+				>rc-replay-$m.txt 2>&1
+			say "recordcost replay of the $m recording: exit $?"
+			grep -E 'step|busy' rc-replay-$m.txt | sed 's/^/  /' | tee -a "$summary"
+		done
 		;;
 	servecmp)
 		# The serving benchmark of the tree in .gpu/before (bench/bundle-before.sh)

@@ -2,14 +2,14 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 29 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 32 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,30p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,33p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
 		softmax rope embedding kv_write attention argmax \
 		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice \
 		paged_kv_write rope_paged_kv_write paged_attention qk_norm moe_router moe_router_paged \
-		moe_experts gated_add >expect &&
+		moe_experts gated_add all_reduce all_gather vocab_embedding >expect &&
 	test_cmp expect kinds
 '
 
@@ -41,11 +41,14 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 29
+	assert len(k) == 32
 	inplace = sorted(n for n in k if k[n]["inplace"])
 	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
-	                          "add_rmsnorm", "matmul_add", "qk_norm", "gated_add"])
-	assert [n for n in k if k[n]["capture"] != "always"] == ["attention", "paged_attention", "moe_experts"]
+	                          "add_rmsnorm", "matmul_add", "qk_norm", "gated_add", "all_reduce"])
+	assert [n for n in k if k[n]["capture"] != "always"] == ["attention", "paged_attention", "moe_experts",
+	                                                         "all_reduce", "all_gather"]
+	assert k["all_reduce"]["capture_why"] == "a collective: every rank must launch it at once"
+	assert [a["name"] for a in k["vocab_embedding"]["attrs"]] == ["vocab_start"]
 	assert k["moe_experts"]["capture"] == "safe-form"
 	assert k["moe_experts"]["capture_why"] == "launch follows per-expert token counts"
 	assert k["moe_experts"]["inputs"] == ["x", "ids", "weights", "gate_up", "down"]

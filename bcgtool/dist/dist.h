@@ -44,6 +44,10 @@ typedef int (*dist_rank_fn)(struct dist_comm *comm, void *arg);
 
 int dist_run(const struct dist_opts *opts, dist_rank_fn rank_main, void *arg);
 
+/* The two ways dist_run runs WORLD > 1 ranks (it picks by transport). */
+int dist_run_threads(const struct dist_opts *opts, dist_rank_fn rank_main, void *arg);   /* threads.c */
+int dist_run_processes(const struct dist_opts *opts, dist_rank_fn rank_main, void *arg); /* launch.c */
+
 /* Whether this process was started by an external launcher (WORLD_SIZE
  * set): then *WORLD and *RANK are its; else 0. -1 with MSG when the
  * variables are there but wrong. */

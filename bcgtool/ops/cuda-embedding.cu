@@ -8,6 +8,8 @@
  * when the dtypes agree (as the host's memmove), else through f32. Two
  * tokens writing one position race; op.h leaves the winner unspecified.
  *
+ * vocab_embedding is embedding over a rank's share of the table.
+ *
  * embedding is PDL-aware (it waits before reading the ids, which a step
  * writes, and triggers after its stores); kv_write is launched the plain
  * way.
@@ -16,11 +18,13 @@
 
 #include "cuda-internal.h"
 
-/* out[t, j] = table[ids[t], j], or 0 for a bad id. U is the element's
- * storage when the dtypes agree; the converting form passes void. */
+/* out[t, j] = table[ids[t] - start, j], or 0 for an id outside the V rows
+ * from START. U is the element's storage when the dtypes agree; the
+ * converting form passes char. */
 template <typename U>
-__global__ void bcg_embedding_kernel(const void *table, int dtt, const int32_t *ids,
-                                     void *out, int dto, int64_t T, int64_t V, int64_t H)
+__device__ void bcg_embedding_rows(const void *table, int dtt, const int32_t *ids,
+                                   void *out, int dto, int64_t T, int64_t V, int64_t H,
+                                   int64_t start)
 {
 	int64_t total = T * H;
 
@@ -28,7 +32,7 @@ __global__ void bcg_embedding_kernel(const void *table, int dtt, const int32_t *
 	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
 	     n += (int64_t)gridDim.x * blockDim.x) {
 		int64_t t = n / H, j = n - t * H;
-		int64_t id = ids[t];
+		int64_t id = (int64_t)ids[t] - start;
 		if (id < 0 || id >= V) {
 			cuda_st(out, dto, n, 0.0f);
 			continue;
@@ -39,6 +43,22 @@ __global__ void bcg_embedding_kernel(const void *table, int dtt, const int32_t *
 			static_cast<U *>(out)[n] = static_cast<const U *>(table)[id * H + j];
 	}
 	cuda_pdl_trigger();
+}
+
+template <typename U>
+__global__ void bcg_embedding_kernel(const void *table, int dtt, const int32_t *ids,
+                                     void *out, int dto, int64_t T, int64_t V, int64_t H)
+{
+	bcg_embedding_rows<U>(table, dtt, ids, out, dto, T, V, H, 0);
+}
+
+/* vocab_embedding: a rank's share of the table, rows START .. START+V-1. */
+template <typename U>
+__global__ void bcg_vocab_embedding_kernel(const void *table, int dtt, const int32_t *ids,
+                                           void *out, int dto, int64_t T, int64_t V,
+                                           int64_t H, int64_t start)
+{
+	bcg_embedding_rows<U>(table, dtt, ids, out, dto, T, V, H, start);
 }
 
 /* cache[pos[t], j] = x[t, j] for pos[t] in [0, S). */
@@ -92,6 +112,40 @@ extern "C" int cuda_run_embedding(const struct op_call *call, const struct cuda_
 	return cuda_launch(ctx, name, bcg_embedding_kernel<uint32_t>, grid, block, msg, len,
 	                   (const void *)table->data, table->dtype, idp, out->data, out->dtype,
 	                   T, V, H);
+}
+
+extern "C" int cuda_run_vocab_embedding(const struct op_call *call,
+                                        const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	const struct op_tensor *table = &call->in[0], *ids = &call->in[1];
+	const struct op_tensor *out = &call->out[0];
+	int64_t V = cuda_rows(table), H = cuda_cols(table), T = cuda_numel(ids);
+	int64_t start = call->attr[VEMB_VOCAB_START].i;
+	const int32_t *idp = static_cast<const int32_t *>(ids->data);
+
+	if (!cuda_is_float_dtype(table->dtype) || !cuda_is_float_dtype(out->dtype) ||
+	    ids->dtype != PLAN_DTYPE_I32)
+		return cuda_fail(msg, len, "vocab_embedding: dtypes table %s, ids %s, out %s not "
+		                 "supported", cuda_dtype_name(table->dtype),
+		                 cuda_dtype_name(ids->dtype), cuda_dtype_name(out->dtype));
+	if (cuda_cols(out) != H || cuda_numel(out) != T * H)
+		return cuda_fail(msg, len, "vocab_embedding: out must be [%lld, %lld]",
+		                 (long long)T, (long long)H);
+	if (T * H <= 0)
+		return 0;
+	dim3 grid(cuda_ew_blocks(T * H, ctx->sm_count)), block(CUDA_EW_THREADS);
+	const char *name = "bcg_vocab_embedding_kernel";
+	if (table->dtype != out->dtype)
+		return cuda_launch(ctx, name, bcg_vocab_embedding_kernel<char>, grid, block, msg, len,
+		                   (const void *)table->data, table->dtype, idp, out->data,
+		                   out->dtype, T, V, H, start);
+	if (cuda_dtype_size(out->dtype) == 2)
+		return cuda_launch(ctx, name, bcg_vocab_embedding_kernel<uint16_t>, grid, block, msg,
+		                   len, (const void *)table->data, table->dtype, idp, out->data,
+		                   out->dtype, T, V, H, start);
+	return cuda_launch(ctx, name, bcg_vocab_embedding_kernel<uint32_t>, grid, block, msg, len,
+	                   (const void *)table->data, table->dtype, idp, out->data, out->dtype,
+	                   T, V, H, start);
 }
 
 extern "C" int cuda_run_kv_write(const struct op_call *call, const struct cuda_op_ctx *ctx,

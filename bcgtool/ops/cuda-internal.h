@@ -115,6 +115,15 @@ int cuda_run_moe_experts(const struct op_call *call, const struct cuda_op_ctx *c
 size_t cuda_moe_experts_scratch_bytes(const struct op_call *call);
 int cuda_run_gated_add(const struct op_call *call, const struct cuda_op_ctx *ctx,
                        char *msg, size_t len);
+/* cuda-embedding.cu */
+int cuda_run_vocab_embedding(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                             char *msg, size_t len);
+/* cuda-dist.cu */
+int cuda_run_all_reduce(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                        char *msg, size_t len);
+int cuda_run_all_gather(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                        char *msg, size_t len);
+size_t cuda_all_gather_scratch_bytes(const struct op_call *call);
 }
 
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */

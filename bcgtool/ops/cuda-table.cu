@@ -36,6 +36,9 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_moe_router,    /* OP_MOE_ROUTER_PAGED: the same kernel, with slots */
 	cuda_run_moe_experts,   /* OP_MOE_EXPERTS */
 	cuda_run_gated_add,     /* OP_GATED_ADD */
+	cuda_run_all_reduce,    /* OP_ALL_REDUCE */
+	cuda_run_all_gather,    /* OP_ALL_GATHER */
+	cuda_run_vocab_embedding, /* OP_VOCAB_EMBEDDING */
 };
 
 /* C++ has no designated array initializers: the order above must follow
@@ -48,7 +51,8 @@ static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_S
               OP_ROPE_KV_WRITE == 19 && OP_SLICE == 20 && OP_PAGED_KV_WRITE == 21 &&
               OP_ROPE_PAGED_KV_WRITE == 22 && OP_PAGED_ATTENTION == 23 && OP_QK_NORM == 24 &&
               OP_MOE_ROUTER == 25 && OP_MOE_ROUTER_PAGED == 26 && OP_MOE_EXPERTS == 27 &&
-              OP_GATED_ADD == 28 && OP_COUNT == 29,
+              OP_GATED_ADD == 28 && OP_ALL_REDUCE == 29 && OP_ALL_GATHER == 30 &&
+              OP_VOCAB_EMBEDDING == 31 && OP_COUNT == 32,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
@@ -146,6 +150,8 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 		return cuda_argmax_scratch_bytes(call);
 	case OP_MOE_EXPERTS:
 		return cuda_moe_experts_scratch_bytes(call);
+	case OP_ALL_GATHER:
+		return cuda_all_gather_scratch_bytes(call);
 	default:
 		return 0;
 	}

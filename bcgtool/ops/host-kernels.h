@@ -62,6 +62,11 @@ void host_run_qk_norm(const struct op_call *call);
 void host_run_moe_router(const struct op_call *call);
 void host_run_moe_experts(const struct op_call *call);
 void host_run_gated_add(const struct op_call *call);
+/* host-dist.c (through the table a failed collective leaves NaN: the
+ * backend calls host_collective, which reports it) */
+void host_run_all_reduce(const struct op_call *call);
+void host_run_all_gather(const struct op_call *call);
+void host_run_vocab_embedding(const struct op_call *call);
 
 /* The kernels that allocate scratch, with that choice made by the caller:
  * USE_SCRATCH 0 takes the allocation-free path they fall back to when

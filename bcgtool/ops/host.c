@@ -42,6 +42,9 @@ static const host_kernel_fn host_kernels[OP_COUNT] = {
 	[OP_MOE_ROUTER_PAGED]    = host_run_moe_router,
 	[OP_MOE_EXPERTS]         = host_run_moe_experts,
 	[OP_GATED_ADD]           = host_run_gated_add,
+	[OP_ALL_REDUCE]          = host_run_all_reduce,
+	[OP_ALL_GATHER]          = host_run_all_gather,
+	[OP_VOCAB_EMBEDDING]     = host_run_vocab_embedding,
 };
 
 /* The second implementation of the products (host-matmul.c). */

@@ -39,6 +39,7 @@
 #ifndef BCG_OPS_HOST_H
 #define BCG_OPS_HOST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "op.h"
@@ -46,6 +47,10 @@
 /* Run CALL, whose operands hold host addresses and passed the kind's check.
  * Host kernels cannot fail. */
 typedef void (*host_kernel_fn)(const struct op_call *call);
+
+/* all_reduce and all_gather (host-dist.c), the host kernels that can fail:
+ * 0, or -1 with one sentence in MSG (a rank missing, a group aborted). */
+int host_collective(const struct op_call *call, char *msg, size_t len);
 
 /* The reference kernel of op ID; NULL for an ID out of range. */
 host_kernel_fn host_kernel(enum op_id id);

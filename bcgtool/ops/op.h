@@ -187,6 +187,28 @@
  *                                        1 / (1 + exp(-g)), in f32 (Qwen2-MoE's
  *                                        shared expert and its gate)
  *
+ * Tensor parallelism (engine/shard.c inserts these; dist/comm.h carries
+ * them). N ranks run the same op at once, each on its own operands; with
+ * one rank each is a copy.
+ *
+ *  all_reduce (x) -> out                 out = the sum over the ranks of their x,
+ *                                        elementwise, in f32 in rank order on the
+ *                                        host (NCCL's order on cuda), rounded on
+ *                                        store; out may be x. A breakpoint in
+ *                                        breakable mode ("a collective: every
+ *                                        rank must launch it"); captured in full
+ *                                        mode
+ *  all_gather (x) -> out                 x [rows, C], out [rows, N*C]:
+ *                                        out[r, k*C + j] = rank k's x[r, j];
+ *                                        breaks and is captured as all_reduce
+ *  vocab_embedding (table, ids) -> out   a rank's share of a vocabulary-parallel
+ *                                        embedding: table [V', H] holds rows
+ *                                        vocab_start .. vocab_start+V'-1 of the
+ *                                        whole table; out[t] = table[ids[t] -
+ *                                        vocab_start] for ids in that range, else
+ *                                        a row of zeros (an all_reduce then sums
+ *                                        the ranks' rows)
+ *
  * Attributes (defaults in brackets):
  *  fill: value [0]; scale: alpha [1]; matmul: trans_a [false], trans_b [false];
  *  rmsnorm: eps [1e-6]; layernorm: eps [1e-5]; rope: heads, head_dim, theta
@@ -202,7 +224,7 @@
  *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
  *  paged_attention: heads, kv_heads [heads], head_dim, scale [0];
  *  moe_router, moe_router_paged: top_k, renorm [false], topk_first [false];
- *  moe_experts: experts.
+ *  moe_experts: experts; vocab_embedding: vocab_start [0].
  *
  * Weights stored [out, in], as checkpoints store them, are the b of a
  * product with trans_b: true; the fast small-M kernels want that layout.
@@ -214,6 +236,8 @@
 #include <stdint.h>
 
 #include "plan.h"
+
+struct dist_comm;                  /* dist/comm.h */
 
 enum op_id {
 	OP_FILL,
@@ -245,6 +269,9 @@ enum op_id {
 	OP_MOE_ROUTER_PAGED,
 	OP_MOE_EXPERTS,
 	OP_GATED_ADD,
+	OP_ALL_REDUCE,
+	OP_ALL_GATHER,
+	OP_VOCAB_EMBEDDING,
 	OP_COUNT
 };
 
@@ -271,6 +298,7 @@ enum { PATTN_Q = 0, PATTN_K = 1, PATTN_V = 2, PATTN_TABLE = 3, PATTN_SEQ_LENS = 
 
 enum { MOE_TOP_K = 0, MOE_RENORM = 1, MOE_TOPK_FIRST = 2 };   /* the routers */
 enum { MOE_EXPERTS = 0 };                                      /* moe_experts */
+enum { VEMB_VOCAB_START = 0 };                                 /* vocab_embedding */
 /* The most experts, and experts a token, the kernels take. */
 #define OP_MOE_MAX_EXPERTS 256
 #define OP_MOE_MAX_TOP_K   16
@@ -343,6 +371,10 @@ struct op_call {
 	const struct op_batch *batch;                 /* the step's batch on the host
 	                                                 (see struct op_batch); NULL
 	                                                 when unknown */
+	struct dist_comm      *comm;                  /* the rank's communicator
+	                                                 (dist/comm.h) for the
+	                                                 collective kinds; NULL for
+	                                                 a plan of one rank */
 };
 
 enum op_capture {

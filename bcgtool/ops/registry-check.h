@@ -194,4 +194,9 @@ int op_check_moe_router(const struct op_call *c, char *msg, size_t len);
 int op_check_moe_experts(const struct op_call *c, char *msg, size_t len);
 int op_check_gated_add(const struct op_call *c, char *msg, size_t len);
 
+/* registry-dist.c: the tensor-parallel kinds (op.h) */
+int op_check_all_reduce(const struct op_call *c, char *msg, size_t len);
+int op_check_all_gather(const struct op_call *c, char *msg, size_t len);
+int op_check_vocab_embedding(const struct op_call *c, char *msg, size_t len);
+
 #endif /* BCG_OPS_REGISTRY_CHECK_H */

@@ -763,6 +763,11 @@ static const struct op_attr_spec moe_router_attrs[] = {
 		"choose by logit, then softmax over the chosen (default: softmax, then choose)" },
 	{ NULL, 0, 0, 0, NULL }
 };
+static const struct op_attr_spec vocab_embedding_attrs[] = {
+	{ "vocab_start", OP_ATTR_INT, 0, 0, "the first row of the whole table this share holds" },
+	{ NULL, 0, 0, 0, NULL }
+};
+
 static const struct op_attr_spec moe_experts_attrs[] = {
 	[MOE_EXPERTS] = { "experts", OP_ATTR_INT, 1, 0.0, "experts in gate_up and down" },
 	{ NULL, 0, 0, 0, NULL }
@@ -852,6 +857,17 @@ static const struct op_kind kinds[OP_COUNT] = {
 		"launch follows per-expert token counts", 0, op_check_moe_experts },
 	[OP_GATED_ADD] = { OP_GATED_ADD, "gated_add", "x + sigmoid(g) * y, one gate g a row",
 		in_xyg, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, op_check_gated_add },
+	[OP_ALL_REDUCE] = { OP_ALL_REDUCE, "all_reduce", "the sum over the ranks of their x",
+		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
+		"a collective: every rank must launch it at once", OP_INPLACE, op_check_all_reduce },
+	[OP_ALL_GATHER] = { OP_ALL_GATHER, "all_gather",
+		"every rank's x [rows, C] side by side into out [rows, ranks*C]",
+		in_x, out_out, no_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
+		"a collective: every rank must launch it at once", 0, op_check_all_gather },
+	[OP_VOCAB_EMBEDDING] = { OP_VOCAB_EMBEDDING, "vocab_embedding",
+		"rows of a rank's share of table at ids (i32); ids outside it give zeros",
+		in_emb, out_out, vocab_embedding_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		op_check_vocab_embedding },
 };
 
 const struct op_kind *op_kind_find(const char *name)

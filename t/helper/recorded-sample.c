@@ -278,7 +278,7 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 	}
 	RS_TRY(plan_add_variant(p, &(struct plan_variant){
 		.tokens = 1, .mode = PLAN_MODE_BREAKABLE, .label = "step", .seen = 5,
-		.recorded_ns = 50000, .device = 0 }, NULL, &d_));
+		.recorded_ns = 60000, .device = 0 }, NULL, &d_));
 	{
 		struct plan_node nodes[5] = {
 			{ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .kernel = "k_write",

@@ -71,11 +71,12 @@ static void test_table(void)
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
 		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
+		"all_reduce", "all_gather", "vocab_embedding",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3, 1, 1, 2 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -100,6 +101,11 @@ static void test_table(void)
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "moe_experts has a graph-safe form");
 			is_str(k->capture_why, "launch follows per-expert token counts",
 			       "moe_experts says why it breaks graphs");
+		} else if (i == OP_ALL_REDUCE || i == OP_ALL_GATHER) {
+			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "%s breaks, or is captured in full mode",
+			       names[i]);
+			is_str(k->capture_why, "a collective: every rank must launch it at once",
+			       "%s says why it breaks graphs", names[i]);
 		} else {
 			ok(k->capture == OP_CAPTURE_ALWAYS && k->capture_why == NULL,
 			   "%s is always capturable", names[i]);
@@ -110,7 +116,7 @@ static void test_table(void)
 	is_int(inplace, (1 << OP_COPY) | (1 << OP_ADD) | (1 << OP_MUL) | (1 << OP_SCALE) |
 	       (1 << OP_RMSNORM) | (1 << OP_LAYERNORM) | (1 << OP_GELU) | (1 << OP_SOFTMAX) |
 	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD) | (1 << OP_QK_NORM) |
-	       (1 << OP_GATED_ADD),
+	       (1 << OP_GATED_ADD) | (1 << OP_ALL_REDUCE),
 	       "exactly the in-place kinds of op.h work in place");
 	is_str(op_kind_get(OP_ADD_RMSNORM)->outputs[0], "sum",
 	       "add_rmsnorm's first output, the one that may be x, is sum");
