@@ -258,9 +258,9 @@ static plan_t *weights_plan(void)
 	if (plan_add_tensor(p, &t, &next, NULL) != 0)
 		goto fail;
 	if (plan_add_weight_source(p, &(struct plan_weight_source){ w, 0, "/m/model.safetensors",
-	                           "a.weight", PLAN_DTYPE_BF16, 8, 0, 0 }, NULL, NULL) != 0 ||
+	                           "a.weight", PLAN_DTYPE_BF16, 8, 0, 0, 0, 0, 0, 0, 0 }, NULL, NULL) != 0 ||
 	    plan_add_weight_source(p, &(struct plan_weight_source){ w, 16, "/m/shard-2.safetensors",
-	                           "b.weight", PLAN_DTYPE_F32, 16, 0, 0 }, NULL, NULL) != 0 ||
+	                           "b.weight", PLAN_DTYPE_F32, 16, 0, 0, 0, 0, 0, 0, 0 }, NULL, NULL) != 0 ||
 	    plan_set_weight_hash(p, 0, UINT64_C(0xfedcba9876543210), NULL) != 0)
 		goto fail;
 	return p;
@@ -312,7 +312,7 @@ static void test_weights(void)
 	/* A block past its tensor's bytes, and a safetensors tensor with no
 	 * source, are refused by the validator. */
 	plan_add_weight_source(p, &(struct plan_weight_source){ 0, 24, "/m/x.safetensors", "c",
-	                       PLAN_DTYPE_F32, 16, 0, 0 }, NULL, NULL);
+	                       PLAN_DTYPE_F32, 16, 0, 0, 0, 0, 0, 0, 0 }, NULL, NULL);
 	ok(plan_write_memory(p, &a, &alen, &d) != 0 &&
 	   strstr(d.message, "source 2 (c) of 16 bytes at offset 24 overflows tensor 0 (w) of 32 bytes") != NULL,
 	   "weights plan: a block overflowing its tensor is refused (%s)", d.message);
