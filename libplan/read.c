@@ -1352,6 +1352,9 @@ static int build_ranks(struct reader *r)
 	int err = PLAN_OK;
 
 	if (r->nested) {
+		if (d->rank == 0)
+			return FAIL(r, PLAN_ERR_CORRUPT, "it holds rank 0 of a world of %u, which is the "
+			            "file's own plan: RANK sections hold the other ranks", d->world);
 		if (r->nrank_sect > 0)
 			return FAIL(r, PLAN_ERR_CORRUPT, "the plan of rank %u holds %u RANK section%s: "
 			            "ranks nest once, in rank 0's plan", d->rank, r->nrank_sect,
