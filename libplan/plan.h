@@ -943,6 +943,16 @@ void plan_json_null(struct plan_json *j);
  *                          programmatic out=launch-completion"
  *   plan_features_text     "pdl"; names joined by "," ("-" for none,
  *                          unknown bits as "0x..")
+ *
+ * Tensor parallelism (1.5):
+ *   plan_split_text        a tensor's split: "axis 0 [0, 64) of 128 | [0, 32)
+ *                          of 32 | [0, 32) of 32, unit 32" (the unit when
+ *                          not 1); "-" for a tensor not split
+ *   plan_slice_text        a weight source's slice: "[64, 128) of [1, 128,
+ *                          4096]" (start, end, then the [outer, full, inner]
+ *                          view); "-" for the whole checkpoint tensor
+ *   plan_dist_text         "rank 0 of 4, NCCL 2.28.9", "rank 1 of 2, no
+ *                          NCCL" (host ranks); "1 rank" for world 1
  */
 const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
 const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);
@@ -958,6 +968,9 @@ const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d
 const char *plan_key_text(const struct plan_variant *v, char *buf, size_t len);
 const char *plan_edge_text(const struct plan_edge *e, char *buf, size_t len);
 const char *plan_features_text(uint32_t features, char *buf, size_t len);
+const char *plan_split_text(const struct plan_tensor *t, char *buf, size_t len);
+const char *plan_slice_text(const struct plan_weight_source *w, char *buf, size_t len);
+const char *plan_dist_text(const plan_t *plan, char *buf, size_t len);
 
 /*
  * Recorded plans (1.4):
