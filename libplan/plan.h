@@ -1117,7 +1117,10 @@ struct plan_diff_entry {
  * counts), and in each pair the items aligned by what they run, a break
  * found elsewhere reported MOVED, nodes compared by kernel and launch
  * shape. ITEMS and VARIANTS entries then carry A's variant number as
- * TOKENS. Timestamps and timings are never
+ * TOKENS. Tensor-parallel plans (1.5) of different worlds differ in
+ * their world ("world", 2 vs 4) and their metadata only; of one world
+ * they are compared rank by rank, each entry's subject (and a whole
+ * record's texts) starting "rank R". Timestamps and timings are never
  * differences. The list holds SAME entries for every item of the variants
  * both plans have, so that a reader can show context; plan_diff_count
  * counts the others. NULL when out of memory.

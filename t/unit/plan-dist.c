@@ -63,6 +63,7 @@ struct opts {
 	uint32_t requests;       /* the variant's key */
 	int32_t  nccl;           /* -1: 22809 */
 	int      var_limit;      /* 0: 15 */
+	uint64_t seed;           /* w_o's seed; 0: 7 */
 };
 
 /*
@@ -130,7 +131,7 @@ static plan_t *build_rank(const struct opts *o, uint32_t r)
 
 	t = (struct plan_tensor){ .name = "w_o", .dtype = PLAN_DTYPE_F32, .role = PLAN_ROLE_WEIGHT,
 	                          .rank = 2, .shape = { { dH, H }, { PLAN_NONE, o_len } },
-	                          .init = { PLAN_INIT_RANDOM, 7, 0.5, 0 },
+	                          .init = { PLAN_INIT_RANDOM, bad && o->seed ? o->seed : 7, 0.5, 0 },
 	                          .feed = { .var = PLAN_NONE, .from = PLAN_NONE } };
 	t.split = (struct plan_split){ 1, 1, HD, { { H, r * o_len, o_len } } };
 	t.offset = off;
@@ -1122,6 +1123,62 @@ static void test_validator(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Diff.                                                                   */
+
+static void test_diff(void)
+{
+	struct opts o2 = { .world = 2, .bad_rank = PLAN_NONE, .nccl = -1 };
+	struct opts o4 = { .world = 4, .bad_rank = PLAN_NONE, .nccl = -1 };
+	struct opts seed = { .world = 4, .bad_rank = 2, .nccl = -1, .seed = 9 };
+	plan_t *a = build_world(&o2), *b = build_world(&o2), *c = build_world(&o4);
+	plan_t *e = build_world(&seed);
+	struct plan_diff *d;
+
+	if (a == NULL || b == NULL || c == NULL || e == NULL) {
+		ok(0, "diff: the plans are built");
+		goto out;
+	}
+	d = plan_diff(a, b, 0);
+	ok(d != NULL && plan_diff_count(d) == 0, "diff: a 2-rank plan and its twin do not differ");
+	plan_diff_free(d);
+
+	d = plan_diff(a, c, 0);
+	const struct plan_diff_entry *x = d != NULL && plan_diff_length(d) > 0 ? plan_diff_get(d, 0) : NULL;
+	ok(d != NULL && plan_diff_count(d) == 1 && x != NULL && x->area == PLAN_DIFF_META &&
+	   x->change == PLAN_DIFF_CHANGED && strcmp(x->field, "world") == 0 &&
+	   strcmp(x->a, "2") == 0 && strcmp(x->b, "4") == 0,
+	   "diff: worlds of 2 and 4 differ in their world, 2 vs 4, and nothing else");
+	plan_diff_free(d);
+
+	/* rank 2's w_o has seed 9, not 7: one difference, naming rank 2 */
+	d = plan_diff(c, e, 0);
+	x = d != NULL && plan_diff_count(d) == 1 ? NULL : NULL;
+	for (uint32_t i = 0; d != NULL && i < plan_diff_length(d); i++)
+		if (plan_diff_get(d, i)->change != PLAN_DIFF_SAME)
+			x = plan_diff_get(d, i);
+	ok(d != NULL && plan_diff_count(d) == 1 && x != NULL && x->area == PLAN_DIFF_TENSORS &&
+	   strcmp(x->subject, "rank 2: tensor w_o") == 0 && strcmp(x->field, "init") == 0 &&
+	   strcmp(x->a, "random scale 0.5 seed 7") == 0 && strcmp(x->b, "random scale 0.5 seed 9") == 0,
+	   "diff: one field of one rank differs, and the entry says rank 2: %s / %s: %s -> %s",
+	   x ? x->subject : "-", x ? x->field : "-", x ? x->a : "-", x ? x->b : "-");
+	/* the context entries of every rank's items name their rank */
+	int named = d != NULL && plan_diff_length(d) > 1;
+	for (uint32_t i = 0; d != NULL && i < plan_diff_length(d); i++) {
+		const struct plan_diff_entry *y = plan_diff_get(d, i);
+		if (strncmp(y->subject, "rank ", 5) != 0 ||
+		    (y->field[0] == '\0' && y->a[0] != '\0' && strncmp(y->a, "rank ", 5) != 0))
+			named = 0;
+	}
+	ok(named, "diff: every entry, context included, names its rank");
+	plan_diff_free(d);
+out:
+	plan_free(a);
+	plan_free(b);
+	plan_free(c);
+	plan_free(e);
+}
+
+/* ---------------------------------------------------------------------- */
 
 static int write_seeds(const char *dir)
 {
@@ -1151,5 +1208,6 @@ int main(int argc, char **argv)
 	test_world_one();
 	test_reader();
 	test_validator();
+	test_diff();
 	return tap_done();
 }
