@@ -542,6 +542,40 @@ out:
 	free(c);
 }
 
+/* The format's tensor-parallel vector, t/data/tp.plan, is the 2-rank
+ * plan built here, byte for byte. */
+static void test_vector(void)
+{
+	const char *src = getenv("BCG_SRC_DIR");
+	char path[4096];
+	size_t flen = 0, len = 0;
+	unsigned char *f;
+	void *data = NULL;
+	plan_t *p = build(2);
+
+	snprintf(path, sizeof path, "%s/t/data/tp.plan", src ? src : ".");
+	f = sample_slurp(path, &flen);
+	if (p != NULL && f != NULL && plan_write_memory(p, &data, &len, NULL) == 0) {
+		ok(len == flen && memcmp(data, f, len) == 0,
+		   "t/data/tp.plan is the 2-rank plan built here, byte for byte (%zu bytes)", flen);
+		size_t clen;
+		unsigned char *c = get_content(f, flen, &clen);
+		struct section s[MAX_SECT];
+		int n = split_content(c, s), nrank = 0;
+		for (int i = 0; i < n; i++)
+			nrank += memcmp(s[i].id, "RANK", 4) == 0;
+		ok(n == 38 && nrank == 1 && memcmp(s[n - 2].id, "STRS", 4) == 0,
+		   "t/data/tp.plan: 37 sections, STRS, then one RANK");
+		free(c);
+	} else {
+		ok(0, "t/data/tp.plan is read and the plan built (%s)", path);
+		tap_skip(1, "no vector");
+	}
+	free(data);
+	free(f);
+	plan_free(p);
+}
+
 /* A plan of one rank is written as before 1.5. */
 static void test_world_one(void)
 {
@@ -1206,6 +1240,7 @@ int main(int argc, char **argv)
 	round_trip(2);
 	round_trip(4);
 	test_world_one();
+	test_vector();
 	test_reader();
 	test_validator();
 	test_diff();
