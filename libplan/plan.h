@@ -831,7 +831,11 @@ uint64_t plan_tensor_numel(const plan_t *plan, uint32_t tensor, int64_t tokens);
 uint64_t plan_tensor_bytes(const plan_t *plan, uint32_t tensor, int64_t tokens);
 
 /* Semantic checks beyond the file format: indexes in range, tensors inside
- * the arena, items covering each variant's ops in order, and so on. */
+ * the arena, items covering each variant's ops in order, and so on; (1.5)
+ * splits and slices. Rank 0 of a world of two or more is checked with
+ * every other rank: each attached, valid, and agreeing with rank 0
+ * (plan-format.md, "Tensor-parallel plans"); a plan of another rank is
+ * checked alone. */
 int plan_validate(const plan_t *plan, struct plan_diag *diag);
 
 /* ---------------------------------------------------------------------- */
@@ -885,7 +889,9 @@ int plan_read_memory(const void *data, size_t len, const struct plan_limits *lim
  * for a plan built in memory). */
 void plan_get_format_version(const plan_t *plan, unsigned *major, unsigned *minor);
 
-/* Write a plan. The same plan always gives the same bytes. plan_write_file
+/* Write a plan. The same plan always gives the same bytes. A plan of a
+ * world of two or more is written from rank 0, with every other rank
+ * attached (another rank alone is PLAN_ERR_INVALID). plan_write_file
  * writes a temporary file in PATH's directory, fsyncs it, and renames it
  * over PATH: on any failure PATH is untouched and no temporary is left.
  * plan_write_memory returns a malloc'd buffer the caller frees. */
@@ -1020,6 +1026,9 @@ struct plan_dump_opts {
  * In a recorded plan's segment the longest run of repeating kernels (a
  * model's layers) is drawn once, in a cluster labelled "x N"; see
  * plan_segment_fold().
+ * A tensor-parallel plan's JSON (1.5) holds its world and rank, the
+ * splits and slices, and in rank 0's the other ranks' plans ("ranks");
+ * its DOT is rank 0's, naming the world.
  * OPTS may be NULL. Fails with PLAN_ERR_NOT_FOUND for a variant out of
  * range, PLAN_ERR_IO when the stream reports an error.
  */
