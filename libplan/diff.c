@@ -2040,11 +2040,21 @@ struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 	for (uint32_t r = 0; r < wa; r++) {
 		const plan_t *x = plan_get_rank(a, r), *y = plan_get_rank(b, r);
 		uint32_t from = d->n;
-		if (x == NULL || y == NULL)
-			goto fail;     /* plan_validate sees every rank attached */
+		char name[32];
+		snprintf(name, sizeof name, "rank %u", r);
+		/* A plan not validated may lack a rank: the rank is the
+		 * difference. */
+		if (x == NULL || y == NULL) {
+			if (x != y)
+				diff_add(d, PLAN_DIFF_META, x ? PLAN_DIFF_REMOVED : PLAN_DIFF_ADDED, 0, name,
+				         "", x ? name : "", y ? name : "", 0, 0);
+			continue;
+		}
 		if (diff_one(d, x, y, flags) != 0 || diff_name_rank(d, from, r) != 0)
 			goto fail;
 	}
+	if (d->failed)
+		goto fail;
 	return d;
 fail:
 	plan_diff_free(d);

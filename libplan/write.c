@@ -1054,6 +1054,17 @@ int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_
 		return plan__fail(diag, PLAN_ERR_INVALID, "plan_write_memory: NULL argument");
 	*data = NULL;
 	*len = 0;
+	{
+		/* One RANK section a rank but 0, after the others of 1.5. */
+		uint32_t fixed = 0;
+		for (int s = 0; s < S_COUNT; s++)
+			fixed += fmt_sections[s].since <= 5 && s != S_RANK;
+		if (plan->dist.world - 1 > (uint32_t)DIR_MAX_SECTIONS - fixed)
+			return plan__fail(diag, PLAN_ERR_LIMIT, "a world of %u ranks: a plan file holds "
+			                  "at most %u (one section each but rank 0, %d sections in "
+			                  "all)", plan->dist.world, DIR_MAX_SECTIONS - fixed + 1,
+			                  DIR_MAX_SECTIONS);
+	}
 	if ((err = plan_validate(plan, diag)) != 0)
 		return err;
 	if (plan->dist.rank != 0)

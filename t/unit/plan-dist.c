@@ -1092,6 +1092,16 @@ static void test_validator(void)
 		} else {
 			tap_skip(5, "not built");
 		}
+		/* a world past what a directory can list */
+		q = build_rank(&(struct opts){ .world = 989, .bad_rank = PLAN_NONE, .nccl = -1 }, 0);
+		void *big = NULL;
+		size_t blen = 0;
+		is_int(q != NULL ? plan_write_memory(q, &big, &blen, &d) : -1, PLAN_ERR_LIMIT,
+		       "a world of 989 is not written: %s", d.message);
+		ok(strstr(d.message, "a plan file holds at most 988") != NULL,
+		   "the message says the most a file holds (988)");
+		free(big);
+		plan_free(q);
 		/* rank 1 alone is valid, and not a file */
 		q = build_rank(&w2, 1);
 		void *data = NULL;
@@ -1213,6 +1223,81 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* Texts and dumps.                                                        */
+
+/* The dump of P by FN into a string (malloc'd). */
+static char *dump_text(const plan_t *p, int (*fn)(const plan_t *, FILE *,
+                                                  const struct plan_dump_opts *,
+                                                  struct plan_diag *))
+{
+	FILE *f = tmpfile();
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL || fn(p, f, NULL, NULL) != 0 || (n = ftell(f)) < 0 ||
+	    (buf = calloc(1, (size_t)n + 1)) == NULL) {
+		if (f != NULL)
+			fclose(f);
+		return NULL;
+	}
+	rewind(f);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void test_text(void)
+{
+	plan_t *p = build(4);
+	char buf[256];
+
+	if (!ok(p != NULL, "text: the 4-rank plan is built"))
+		return;
+	const plan_t *r3 = plan_get_rank(p, 3);
+	is_str(plan_split_text(plan_get_tensor(r3, 1), buf, sizeof buf),
+	       "axis 0 [96, 128) of 128 | [0, 32) of 32 | [0, 32) of 32, unit 32",
+	       "text: rank 3's share of w_qkv");
+	is_str(plan_split_text(plan_get_tensor(r3, 0), buf, sizeof buf), "-",
+	       "text: x is not split");
+	is_str(plan_slice_text(plan_get_weight_source(r3, 0), buf, sizeof buf),
+	       "[96, 128) of [1, 128, 128]", "text: rank 3's slice of q_proj");
+	is_str(plan_slice_text(plan_get_weight_source(r3, 2), buf, sizeof buf), "-",
+	       "text: v_proj read whole");
+	is_str(plan_dist_text(r3, buf, sizeof buf), "rank 3 of 4, NCCL 2.28.9", "text: rank 3");
+	{
+		plan_t *v = sample_vector();
+		is_str(v != NULL ? plan_dist_text(v, buf, sizeof buf) : "", "1 rank",
+		       "text: a plan of one GPU");
+		plan_free(v);
+	}
+	char *dot = dump_text(p, plan_dump_dot);
+	ok(dot != NULL && strstr(dot, "\\nhost, rank 0 of 4, NCCL 2.28.9\"];") != NULL,
+	   "DOT: the graph's label names the rank and the world");
+	free(dot);
+	char *json = dump_text(p, plan_dump_json);
+	ok(json != NULL && strstr(json, "\"dist\": {\n    \"world\": 4,\n    \"rank\": 0,\n"
+	                                "    \"nccl_version\": 22809\n  }") != NULL,
+	   "JSON: dist of rank 0");
+	ok(json != NULL && strstr(json, "\"ranks\": [") != NULL &&
+	   strstr(json, "\"rank\": 3,") != NULL && strstr(json, "\"start\": 96,") != NULL,
+	   "JSON: ranks holds rank 3, and its share starting at row 96");
+	ok(json != NULL && strstr(json, "\"split\": null") != NULL &&
+	   strstr(json, "\"slice\": null") != NULL, "JSON: null split and slice where none");
+	free(json);
+	plan_free(p);
+	/* a plan of one GPU has no dist, split, slice or ranks */
+	p = sample_vector();
+	json = p != NULL ? dump_text(p, plan_dump_json) : NULL;
+	ok(json != NULL && strstr(json, "\"dist\"") == NULL && strstr(json, "\"split\"") == NULL &&
+	   strstr(json, "\"ranks\"") == NULL, "JSON: none of them in a plan of one GPU");
+	free(json);
+	plan_free(p);
+}
+
+/* ---------------------------------------------------------------------- */
 
 static int write_seeds(const char *dir)
 {
@@ -1244,5 +1329,6 @@ int main(int argc, char **argv)
 	test_reader();
 	test_validator();
 	test_diff();
+	test_text();
 	return tap_done();
 }
