@@ -691,10 +691,11 @@ static void encode_recorded(struct writer *w, const plan_t *plan, struct cursors
 	sect_begin(w, S_BLOB, 0);
 	if (!w->failed) {
 		size_t pad = (BLOB_ALIGN - w->blob.len % BLOB_ALIGN) % BLOB_ALIGN;
-		if ((p = buf_grow(&w->out, w->blob.len + pad)) != NULL)
-			memcpy(p, w->blob.data, w->blob.len);
-		else
+		/* A plan without a recording (1.5) has no pieces. */
+		if ((p = buf_grow(&w->out, w->blob.len + pad)) == NULL)
 			w_fail(w, PLAN_ERR_NOMEM);
+		else if (w->blob.len > 0)
+			memcpy(p, w->blob.data, w->blob.len);
 	}
 	sect_end(w, S_BLOB);
 }
