@@ -1166,6 +1166,36 @@ static void test_recorded(void)
 	plan_free(p);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Tensor-parallel plans (format 1.5).                                     */
+
+/* The vector t/data/tp.plan, a world of 2 ranks whose rank 1 is nested in
+ * a RANK section: every flip and truncation of the file, and of its
+ * content behind valid checksums (the nested rank's bytes included), is
+ * rejected with a code and a message, or is another valid plan. The
+ * crafted errors of DIST and RANK are t/unit/plan-dist.c's. */
+static void test_tensor_parallel(void)
+{
+	const char *src = getenv("BCG_SRC_DIR");
+	char path[4096];
+	size_t len = 0, clen = 0;
+	unsigned char *file, *content;
+
+	snprintf(path, sizeof path, "%s/t/data/tp.plan", src ? src : ".");
+	if ((file = sample_slurp(path, &len)) == NULL) {
+		ok(0, "%s is read", path);
+		return;
+	}
+	content = get_content(file, &clen);
+	diag("tensor-parallel vector: %zu bytes, %zu of content", len, clen);
+	content_minor = 5;
+	sweep_file(file, len);
+	sweep_content(content, clen);
+	content_minor = SAMPLE_MINOR;
+	free(content);
+	free(file);
+}
+
 int main(void)
 {
 	plan_t *sample = sample_rich();
@@ -1186,6 +1216,7 @@ int main(void)
 	sweep_file(file, len);
 	sweep_content(content, clen);
 	test_recorded();
+	test_tensor_parallel();
 
 	free(content);
 	free(file);
