@@ -31,11 +31,16 @@ enum dist_transport {
 	DIST_NCCL = 2,               /* processes, NCCL */
 };
 
+struct dist_transport_ops;       /* dist/internal.h */
+
 struct dist_opts {
 	int         world;           /* ranks, >= 1 */
 	int         transport;       /* enum dist_transport */
 	double      timeout_s;       /* a collective, or a rank, silent this long: fault */
 	const char *what;            /* the command, for messages ("capture") */
+	/* How processes meet: NULL for NCCL (the tests pass a transport of
+	 * their own, so that the launcher runs without a GPU). */
+	const struct dist_transport_ops *via;
 };
 
 /* One rank's work: 0, or an exit status 1..3 (its messages already
@@ -52,6 +57,8 @@ int dist_run_processes(const struct dist_opts *opts, dist_rank_fn rank_main, voi
  * set): then *WORLD and *RANK are its; else 0. -1 with MSG when the
  * variables are there but wrong. */
 int dist_external(int *world, int *rank, char *msg, size_t len);
+/* dist_run's way under an external launcher: this process is one rank. */
+int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void *arg);
 
 /* The host transport: WORLD ranks in one process (dist/host-group.c). */
 struct dist_host_group;
