@@ -112,10 +112,15 @@ static ncclResult_t nccl_settle(struct dist_nccl *n, double timeout_s)
 	unsigned spins = 0;
 
 	for (;;) {
+		ncclResult_t r;
+
 		if (atomic_load(&n->aborted))
 			for (;;)
 				sleep(1);
-		if (ncclCommGetAsyncError(n->comm, &st) != ncclSuccess || st != ncclInProgress)
+		r = ncclCommGetAsyncError(n->comm, &st);
+		if (r != ncclSuccess)
+			return r;
+		if (st != ncclInProgress)
 			return st;
 		if (dist_now() - start > timeout_s)
 			return ncclInProgress;
