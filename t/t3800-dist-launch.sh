@@ -88,8 +88,25 @@ test_expect_success 'a rank that ignores SIGTERM is killed' '
 		>out 2>err &&
 	took_under $start 10 &&
 	test_grep "^bcgtool: rank 0 exited with status 1\$" err &&
-	test_grep "^bcgtool: rank 2 still running 1 s after rank 0 failed: stopping it\$" err &&
+	test_grep "^bcgtool: rank 1 exited with status 1\$" err &&
+	test_grep "^bcgtool: rank 2 still running 1 s after rank [01] failed: stopping it\$" err &&
 	test $(wc -l <pids) = 3 &&
+	none_left pids
+'
+
+test_expect_success 'SIGTERM to the launcher reaches every rank, which stops as bcgtool does' '
+	rm -f pids &&
+	rm -f launcher &&
+	BCG_TEST_PIDS=pids BCG_TEST_LAUNCHER=launcher "$procs" --world 2 --timeout 30 \
+		wait-term >out 2>err &
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		test "$(grep -c waiting out)" = 2 && break
+		sleep 0.5
+	done &&
+	kill -TERM $(cat launcher) &&
+	test_expect_code 143 wait $! &&
+	test_grep "^\[rank 0\] rank 0: stopping on signal 15\$" out &&
+	test_grep "^\[rank 1\] rank 1: stopping on signal 15\$" out &&
 	none_left pids
 '
 
@@ -129,7 +146,7 @@ test_expect_success 'external launcher: wrong variables, each named' '
 	test_grep "WORLD_SIZE=2 but BCG_DIST_STORE (.*) is not set\$" err &&
 	test_expect_code 2 env WORLD_SIZE=3 RANK=1 LOCAL_RANK=1 BCG_DIST_STORE=s "$procs" \
 		--world 2 print 2>err &&
-	test_grep "^bcgtool: dist-procs: a world of 2 ranks, but the launcher.s WORLD_SIZE=3\$" err
+	test_grep "^bcgtool: dist-procs: 2 ranks asked for, but the launcher.s WORLD_SIZE=3\$" err
 '
 
 test_expect_success 'external launcher: two ranks meet through the store file, which is then removed' '

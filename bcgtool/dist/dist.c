@@ -22,8 +22,9 @@ int dist_run(const struct dist_opts *opts, dist_rank_fn rank_main, void *arg)
 	}
 	if (ext == 1) {
 		if (opts->world != env.world) {
-			fprintf(stderr, "bcgtool: %s: a world of %d ranks, but the launcher's %s=%d\n",
-			        opts->what, opts->world, env.world_var, env.world);
+			fprintf(stderr, "bcgtool: %s: %d rank%s asked for, but the launcher's %s=%d\n",
+			        opts->what, opts->world, opts->world == 1 ? "" : "s", env.world_var,
+			        env.world);
 			return 2;
 		}
 		if (env.world > 1 && opts->transport == DIST_HOST) {

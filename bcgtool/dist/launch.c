@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "util.h"
 
 /* The grace between SIGTERM and SIGKILL, in seconds. */
 #define KILL_GRACE_S 2.0
@@ -279,6 +280,7 @@ struct launch {
 	double                           deadline;/* then the survivors are stopped */
 	double                           kill_at; /* then they are killed */
 	double                           ended_at;/* when the last rank ended */
+	int                              term_sent;
 	int                              status;
 };
 
@@ -366,6 +368,20 @@ static void launch_stop_survivors(struct launch *l)
 	}
 }
 
+/* A SIGTERM sent to this process alone (bcg_signals_install's handler
+ * took it) goes on to the ranks, which stop as this process would. A
+ * SIGINT is not passed on: from a terminal, the ranks (in the same
+ * process group) had it already. */
+static void launch_forward_term(struct launch *l)
+{
+	if (l->term_sent || bcg_interrupted() != SIGTERM)
+		return;
+	l->term_sent = 1;
+	for (int i = 0; i < l->n; i++)
+		if (l->p[i].running)
+			kill(l->p[i].pid, SIGTERM);
+}
+
 /* The id from rank 0, as it comes; once whole, to every rank. */
 static void launch_read_id(struct launch *l)
 {
@@ -435,6 +451,7 @@ static void launch_wait(struct launch *l)
 			}
 		}
 		launch_reap(l);
+		launch_forward_term(l);
 		launch_stop_survivors(l);
 		/* Every rank gone but some output held open (by a process a
 		 * rank started, still running): nothing more is waited for. */
@@ -617,15 +634,16 @@ int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void
 		fprintf(stderr, "bcgtool: rank %d: %s\n", env.rank, msg);
 		return 3;
 	}
-	if (t->make_comm(&comm, env.world, env.rank, env.local_rank, id, opts->timeout_s, msg,
-	                 sizeof msg) != 0) {
+	st = t->make_comm(&comm, env.world, env.rank, env.local_rank, id, opts->timeout_s, msg,
+	                  sizeof msg);
+	/* Every rank has joined (or never will): a later run must not find
+	 * this one's id. */
+	if (env.rank == 0)
+		(void)unlink(env.store);
+	if (st != 0) {
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		return 3;
 	}
-	/* Every rank has joined, so every rank has read the id: a later
-	 * run must not find this one's. */
-	if (env.rank == 0)
-		(void)unlink(env.store);
 	if (dist_watchdog_start(&w, comm, opts->timeout_s, -1, msg, sizeof msg) != 0) {
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		dist_comm_destroy(comm);

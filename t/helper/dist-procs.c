@@ -13,6 +13,7 @@
  * that a test can see that no rank outlives the launcher. With
  * $BCG_TEST_JOIN, a directory, the group is made once every rank has
  * joined (ranks started one by one, as an external launcher does).
+ * $BCG_TEST_LAUNCHER: a file this process writes its pid to.
  *
  * Scenarios (rank R of N):
  *   print     "rank R of N: the id is ID" on stdout, "rank R: note" on
@@ -25,6 +26,8 @@
  *             exit with status 1
  *   collective every rank waits in an all_reduce (one process: the
  *             timeout ends it)
+ *   wait-term every rank waits for SIGTERM (bcg_signals_install's, as in
+ *             bcgtool), then exits 143
  *
  * Exits with dist_run's status.
  */
@@ -40,6 +43,7 @@
 
 #include "dist/dist.h"
 #include "dist/internal.h"
+#include "util.h"
 
 #define FAKE_ID_SIZE 32
 
@@ -240,6 +244,13 @@ static int rank_main(struct dist_comm *c, void *arg)
 		for (;;)
 			pause();
 	}
+	if (strcmp(scenario, "wait-term") == 0) {
+		printf("rank %d: waiting\n", rank);
+		while (bcg_interrupted() == 0)
+			usleep(10000);
+		printf("rank %d: stopping on signal %d\n", rank, bcg_interrupted());
+		return bcg_signal_status(bcg_interrupted());
+	}
 	if (strcmp(scenario, "crash") == 0 || strcmp(scenario, "hang") == 0 ||
 	    strcmp(scenario, "collective") == 0)
 		return collective(c);
@@ -278,5 +289,14 @@ int main(int argc, char **argv)
 	if (fake_gpus < 0)
 		fake_gpus = o.world;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	bcg_signals_install();          /* as bcgtool's main does */
+	if (getenv("BCG_TEST_LAUNCHER") != NULL) {
+		/* A shell may start this program under a process of its own:
+		 * the test learns which process to signal from here. */
+		FILE *f = fopen(getenv("BCG_TEST_LAUNCHER"), "w");
+
+		if (f == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0)
+			return 2;
+	}
 	return dist_run(&o, rank_main, argv[i]);
 }
