@@ -131,6 +131,16 @@ test_expect_success NCCL 'NCCL with more ranks than GPUs: refused with the count
 	! test -e pids
 '
 
+test_expect_success 'the GPUs, counted in a child process, as has-gpu counts them' '
+	"$procs" --count-gpus >out &&
+	if test_have_prereq CUDA; then
+		"$BCG_BUILD_DIR/t/helper/has-gpu" | sed -n "s/^\([0-9]*\) CUDA device.*/\1 GPUs/p" >expect
+	else
+		echo "0 GPUs" >expect
+	fi &&
+	test_cmp expect out
+'
+
 # --- an external launcher ----------------------------------------------
 
 test_expect_success 'external launcher: wrong variables, each named' '

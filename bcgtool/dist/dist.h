@@ -67,6 +67,12 @@ int  dist_host_group_new(struct dist_host_group **out, int world, double timeout
 struct dist_comm *dist_host_group_comm(struct dist_host_group *g, int rank);
 void dist_host_group_free(struct dist_host_group *g);
 
+/* The GPUs of this machine, counted by a child process, so that this
+ * one stays free of CUDA: a process that forks ranks (dist_run on cuda)
+ * must not have touched CUDA before, since a forked child cannot use its
+ * parent's CUDA. 0 GPUs in a build without CUDA. 0, or -1 with MSG. */
+int dist_gpu_count(int *count, char *msg, size_t len);
+
 /* Whether this build has NCCL; its version (ncclGetVersion) or 0. */
 int dist_have_nccl(void);
 int dist_nccl_version(void);

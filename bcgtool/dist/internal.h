@@ -33,6 +33,10 @@ struct dist_transport_ops {
 	                 double timeout_s, char *msg, size_t len);
 };
 
+/* The CUDA devices of this process (cudaGetDeviceCount; 0 without CUDA):
+ * what dist_gpu_count runs in its child (dist/nccl.c). */
+int dist_cuda_devices(int *count, char *msg, size_t len);
+
 /* NCCL's transport, or NULL in a build without NCCL (dist/nccl.c). */
 const struct dist_transport_ops *dist_nccl_transport(void);
 

@@ -158,9 +158,11 @@ static int rank_status(int rank, int status, int report, char *why, size_t len)
 	return 3;
 }
 
-/* The GPUs of this machine, counted by a child process, so that this one
- * stays free of CUDA (a forked process cannot use its parent's CUDA). */
-static int count_devices(const struct dist_transport_ops *t, int *count, char *msg, size_t len)
+/* The devices T says this machine has, counted by a child process, so
+ * that this one stays free of CUDA (a forked process cannot use its
+ * parent's CUDA). */
+static int count_devices(int (*devices)(int *, char *, size_t), int *count, char *msg,
+                         size_t len)
 {
 	char buf[512];
 	size_t got = 0;
@@ -184,7 +186,7 @@ static int count_devices(const struct dist_transport_ops *t, int *count, char *m
 		int n = 0, rc;
 
 		close(p[0]);
-		rc = t->devices(&n, why, sizeof why);
+		rc = devices(&n, why, sizeof why);
 		snprintf(buf, sizeof buf, "%d %d %s", rc, n, why);
 		(void)!write_all(p[1], buf, strlen(buf));
 		_exit(0);
@@ -218,6 +220,11 @@ static int count_devices(const struct dist_transport_ops *t, int *count, char *m
 		*count = n;
 	}
 	return 0;
+}
+
+int dist_gpu_count(int *count, char *msg, size_t len)
+{
+	return count_devices(dist_cuda_devices, count, msg, len);
 }
 
 /* Rank R's process, from the fork on: it never returns. */
@@ -543,7 +550,7 @@ int dist_run_processes(const struct dist_opts *opts, dist_rank_fn rank_main, voi
 		fprintf(stderr, "bcgtool: %s: " DIST_NO_NCCL "\n", opts->what);
 		return 2;
 	}
-	if (count_devices(t, &gpus, msg, sizeof msg) != 0) {
+	if (count_devices(t->devices, &gpus, msg, sizeof msg) != 0) {
 		fprintf(stderr, "bcgtool: %s: --tp %d needs %d GPUs: %s\n", opts->what, opts->world,
 		        opts->world, msg);
 		return 3;

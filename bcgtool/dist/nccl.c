@@ -26,6 +26,34 @@
 
 #include "internal.h"
 
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+int dist_cuda_devices(int *count, char *msg, size_t len)
+{
+	cudaError_t e = cudaGetDeviceCount(count);
+
+	if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+		*count = 0;
+		return 0;
+	}
+	if (e != cudaSuccess) {
+		*count = 0;
+		snprintf(msg, len, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+#else
+int dist_cuda_devices(int *count, char *msg, size_t len)
+{
+	(void)msg;
+	(void)len;
+	*count = 0;
+	return 0;
+}
+#endif
+
 #ifdef HAVE_NCCL
 
 #include <pthread.h>
@@ -388,22 +416,6 @@ static const struct dist_comm_ops nccl_ops = {
 	.watch = nccl_watch,
 };
 
-static int nccl_devices(int *count, char *msg, size_t len)
-{
-	cudaError_t e = cudaGetDeviceCount(count);
-
-	if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
-		*count = 0;
-		return 0;
-	}
-	if (e != cudaSuccess) {
-		*count = 0;
-		snprintf(msg, len, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
-		return -1;
-	}
-	return 0;
-}
-
 static int nccl_make_id(void *id, char *msg, size_t len)
 {
 	ncclUniqueId u;
@@ -496,7 +508,7 @@ fail:
 static const struct dist_transport_ops nccl_transport = {
 	.name = "nccl",
 	.id_size = sizeof(ncclUniqueId),
-	.devices = nccl_devices,
+	.devices = dist_cuda_devices,
 	.make_id = nccl_make_id,
 	.make_comm = nccl_make_comm,
 };

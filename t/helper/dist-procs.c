@@ -5,6 +5,7 @@
  * exit, crash or hang as the scenario says.
  *
  *   dist-procs [--world N] [--timeout S] [--gpus M] [--nccl] SCENARIO
+ *   dist-procs --count-gpus       (dist_gpu_count: "N GPUs")
  *
  * --gpus M: the GPUs the transport says this machine has (default N).
  * --nccl: the build's own transport (NCCL, or none), not this file's.
@@ -265,6 +266,17 @@ int main(int argc, char **argv)
 	int i = 1;
 
 	fake_gpus = -1;
+	if (argc == 2 && strcmp(argv[1], "--count-gpus") == 0) {
+		char msg[512];
+		int n;
+
+		if (dist_gpu_count(&n, msg, sizeof msg) != 0) {
+			fprintf(stderr, "dist-procs: %s\n", msg);
+			return 3;
+		}
+		printf("%d GPUs\n", n);
+		return 0;
+	}
 	for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i++) {
 		if (strcmp(argv[i], "--nccl") == 0) {
 			o.via = NULL;
