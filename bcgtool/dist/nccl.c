@@ -89,6 +89,8 @@ struct dist_nccl {
 	int               *flag;        /* the barrier's device int */
 	double             timeout_s;
 	atomic_int         aborted;     /* ncclCommAbort called: touch nothing */
+	int                watcher_relaxed; /* the watchdog's thread, in relaxed
+	                                       capture mode (pending() only) */
 	pthread_mutex_t    mu;          /* the fields below */
 	struct nccl_launch ring[NCCL_RING];
 	unsigned           head, count; /* in flight: ring[head], ... */
@@ -342,9 +344,17 @@ static int nccl_pending(struct dist_comm *c, double *since, char *what, size_t l
 	struct dist_nccl *n = (struct dist_nccl *)c;
 	int busy = 0;
 
-	/* The runtime's current device is the thread's own. */
+	/* The runtime's current device is the thread's own; and a capture in
+	 * global mode elsewhere must not forbid this thread its queries. */
 	if (cudaSetDevice(c->device) != cudaSuccess)
 		return 0;
+	if (!n->watcher_relaxed) {
+		enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+
+		if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess)
+			return 0;
+		n->watcher_relaxed = 1;
+	}
 	pthread_mutex_lock(&n->mu);
 	if (n->in_call) {
 		*since = n->call_since;
