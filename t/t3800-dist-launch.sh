@@ -69,7 +69,7 @@ test_expect_success 'a rank killed mid-step: the one waiting in an all_reduce ex
 	none_left pids
 '
 
-test_expect_success 'a rank that hangs: the other times out in its all_reduce, the hung one is stopped' '
+test_expect_success 'a rank that hangs: the other times out in its all_reduce, then the hung one ends' '
 	rm -f pids &&
 	start=$(date +%s) &&
 	test_expect_code 3 env BCG_TEST_PIDS=pids "$procs" --world 2 --timeout 1 hang \
@@ -77,19 +77,23 @@ test_expect_success 'a rank that hangs: the other times out in its all_reduce, t
 	took_under $start 10 &&
 	test_grep "^\[rank 0\] bcgtool: rank 0: collective step.3/all_reduce did not complete within 1 s (a rank is gone?)\$" err &&
 	test_grep "^bcgtool: rank 0 exited with status 3\$" err &&
-	test_grep "^bcgtool: rank 1 still running 1 s after rank 0 failed: stopping it\$" err &&
+	test_grep "^\[rank 1\] bcgtool: rank 1: rank 0 exited with status 3, and this rank has not finished 1 s later; aborting\$" err &&
+	test_grep "^\[rank 1\] fake transport: rank 1: aborted\$" err &&
+	test_grep "^bcgtool: rank 1 exited with status 3\$" err &&
+	! grep "still running" err &&
 	none_left pids
 '
 
-test_expect_success 'a rank that ignores SIGTERM is killed' '
+test_expect_success 'a rank that cannot answer (stopped) is killed after the timeout' '
 	rm -f pids &&
 	start=$(date +%s) &&
-	test_expect_code 3 env BCG_TEST_PIDS=pids "$procs" --world 3 --timeout 1 stubborn \
+	test_expect_code 3 env BCG_TEST_PIDS=pids "$procs" --world 3 --timeout 1 stopped \
 		>out 2>err &&
 	took_under $start 10 &&
 	test_grep "^bcgtool: rank 0 exited with status 1\$" err &&
 	test_grep "^bcgtool: rank 1 exited with status 1\$" err &&
-	test_grep "^bcgtool: rank 2 still running 1 s after rank [01] failed: stopping it\$" err &&
+	test_grep "^bcgtool: rank 2 still running 3 s after rank [01] failed: stopping it\$" err &&
+	! grep "rank 2 died" err &&
 	test $(wc -l <pids) = 3 &&
 	none_left pids
 '

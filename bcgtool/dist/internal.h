@@ -51,7 +51,8 @@ double dist_now(void);
  * pending() every few milliseconds. A collective pending longer than
  * TIMEOUT_S, or pending once a notice says another rank is gone, ends
  * the process: a message naming this rank and the collective, the
- * communicator aborted, _exit(3). NOTICE_FD (or -1): the launcher's
+ * communicator aborted, _exit(3). So does the notice alone, TIMEOUT_S
+ * after it came, if the process is still there. NOTICE_FD (or -1): the launcher's
  * lines "R TEXT\n", rank R having failed so ("died of signal 9").
  */
 struct dist_watchdog;

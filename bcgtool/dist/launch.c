@@ -10,8 +10,9 @@
  *    made and sent up through a fourth pipe of its own; then notices
  *    "Q TEXT\n" that rank Q failed so, for R's watchdog.
  * A rank that exits with an error or dies is reported, the others are told
- * (their watchdogs abort a collective that waits for it) and get the
- * timeout to finish; then they are stopped (SIGTERM, then SIGKILL). A
+ * (their watchdogs abort a collective that waits for it, or end the rank
+ * after the timeout) and get the timeout to finish, and a grace of
+ * KILL_GRACE_S; then they are stopped (SIGTERM, then SIGKILL). A
  * rank whose parent dies is killed by the kernel (PR_SET_PDEATHSIG). So no
  * rank outlives the command.
  */
@@ -284,6 +285,7 @@ struct launch {
 	unsigned char                    id[DIST_ID_MAX];
 	size_t                           id_got;
 	int                              failed;  /* the first rank that failed, or -1 */
+	double                           failed_at;
 	double                           deadline;/* then the survivors are stopped */
 	double                           kill_at; /* then they are killed */
 	double                           ended_at;/* when the last rank ended */
@@ -312,8 +314,11 @@ static void launch_failure(struct launch *l, int rank, const char *why)
 	int n = snprintf(line, sizeof line, "%d %s\n", rank, why);
 
 	if (l->failed < 0) {
+		/* The ranks' watchdogs end them after the timeout; the grace
+		 * lets them say which collective they were in. */
 		l->failed = rank;
-		l->deadline = dist_now() + l->opts->timeout_s;
+		l->failed_at = dist_now();
+		l->deadline = l->failed_at + l->opts->timeout_s + KILL_GRACE_S;
 	}
 	if (l->id_got < l->t->id_size) {
 		launch_close_controls(l);
@@ -364,8 +369,8 @@ static void launch_stop_survivors(struct launch *l)
 		if (!p->running)
 			continue;
 		if (!p->stopped) {
-			fprintf(stderr, "bcgtool: rank %d still running %g s after rank %d failed: "
-			        "stopping it\n", p->rank, l->opts->timeout_s, l->failed);
+			fprintf(stderr, "bcgtool: rank %d still running %.0f s after rank %d failed: "
+			        "stopping it\n", p->rank, now - l->failed_at, l->failed);
 			kill(p->pid, SIGTERM);
 			p->stopped = 1;
 			l->kill_at = now + KILL_GRACE_S;

@@ -8,6 +8,9 @@
  * pending collective (comm.h: pending) and, past the timeout or once the
  * launcher says another rank failed, prints which collective hung,
  * aborts the communicator (which wakes whatever waits on it) and exits 3.
+ * A rank told that another failed, and still running the timeout later
+ * with no collective it can name, is ended the same way: the group is
+ * lost, and the launcher would stop it a little later anyway.
  * It exits from its own thread: the thread that launched the collective
  * may be blocked where nothing can reach it.
  */
@@ -39,6 +42,7 @@ struct dist_watchdog {
 	size_t            notice_len;
 	int               gone_rank;    /* the first rank said to be gone, or -1 */
 	char              gone_why[200];
+	double            gone_at;      /* when we heard */
 };
 
 double dist_now(void)
@@ -63,7 +67,10 @@ static void watchdog_fire(struct dist_watchdog *w, const char *what, double sinc
 	struct dist_comm *c = w->comm;
 	pthread_t t;
 
-	if (w->gone_rank >= 0)
+	if (what == NULL)
+		fprintf(stderr, "bcgtool: rank %d: rank %d %s, and this rank has not finished "
+		        "%g s later; aborting\n", c->rank, w->gone_rank, w->gone_why, w->timeout_s);
+	else if (w->gone_rank >= 0)
 		fprintf(stderr, "bcgtool: rank %d: collective %s stopped: rank %d %s "
 		        "(waited %.1f s); aborting\n", c->rank, what, w->gone_rank, w->gone_why,
 		        dist_now() - since);
@@ -103,6 +110,7 @@ static void watchdog_read_notice(struct dist_watchdog *w)
 		r = strtol(w->notice, &end, 10);
 		if (w->gone_rank < 0 && end != w->notice && *end == ' ') {
 			w->gone_rank = (int)r;
+			w->gone_at = dist_now();
 			snprintf(w->gone_why, sizeof w->gone_why, "%s", end + 1);
 		}
 		w->notice_len -= (size_t)(nl + 1 - w->notice);
@@ -136,10 +144,15 @@ static void *watchdog_main(void *arg)
 			return NULL;
 		if (n == 2 && p[1].revents != 0)
 			watchdog_read_notice(w);
-		if (c->ops->pending == NULL || !c->ops->pending(c, &since, what, sizeof what))
-			continue;
-		if (w->gone_rank >= 0 || dist_now() - since > w->timeout_s)
-			watchdog_fire(w, what, since);
+		if (c->ops->pending != NULL && c->ops->pending(c, &since, what, sizeof what)) {
+			if (w->gone_rank >= 0 || dist_now() - since > w->timeout_s)
+				watchdog_fire(w, what, since);
+		} else if (w->gone_rank >= 0 && dist_now() - w->gone_at > w->timeout_s) {
+			/* Blocked where no collective is followed (waiting for
+			 * a graph's launch that holds one, say): the group is
+			 * lost all the same. */
+			watchdog_fire(w, NULL, 0);
+		}
 	}
 }
 

@@ -23,8 +23,8 @@
  *   crash     rank N-1 kills itself (SIGKILL); the others wait in an
  *             all_reduce
  *   hang      rank N-1 sleeps without end; the others wait in an all_reduce
- *   stubborn  rank N-1 ignores SIGTERM and sleeps without end; the others
- *             exit with status 1
+ *   stopped   rank N-1 stops itself (SIGSTOP); the others exit with
+ *             status 1
  *   collective every rank waits in an all_reduce (one process: the
  *             timeout ends it)
  *   wait-term every rank waits for SIGTERM (bcg_signals_install's, as in
@@ -238,12 +238,12 @@ static int rank_main(struct dist_comm *c, void *arg)
 	if (strcmp(scenario, "hang") == 0 && rank == last)
 		for (;;)
 			pause();
-	if (strcmp(scenario, "stubborn") == 0) {
+	if (strcmp(scenario, "stopped") == 0) {
 		if (rank != last)
 			return 1;
-		signal(SIGTERM, SIG_IGN);
-		for (;;)
-			pause();
+		/* Its watchdog stopped with it: only the launcher can end it. */
+		raise(SIGSTOP);
+		return 0;
 	}
 	if (strcmp(scenario, "wait-term") == 0) {
 		printf("rank %d: waiting\n", rank);
