@@ -114,6 +114,16 @@ test_expect_success 'SIGTERM to the launcher reaches every rank, which stops as 
 	none_left pids
 '
 
+test_expect_success 'rank 0 cannot make the unique id: every rank stops' '
+	rm -f pids &&
+	test_expect_code 3 env BCG_TEST_FAIL_ID=1 "$procs" --world 3 print >out 2>err &&
+	test_grep "^\[rank 0\] bcgtool: rank 0: no id (BCG_TEST_FAIL_ID)\$" err &&
+	test_grep "^\[rank 1\] bcgtool: rank 1: the launch stopped before the unique id came (a rank failed)\$" err &&
+	test_grep "^\[rank 2\] bcgtool: rank 2: the launch stopped before the unique id came (a rank failed)\$" err &&
+	test_grep "^bcgtool: rank 0 exited with status 3\$" err &&
+	! test -s out
+'
+
 test_expect_success 'more ranks than GPUs: refused before any rank starts' '
 	rm -f pids &&
 	test_expect_code 2 env BCG_TEST_PIDS=pids "$procs" --world 4 --gpus 2 print >out 2>err &&

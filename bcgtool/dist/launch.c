@@ -254,9 +254,14 @@ static void rank_child(const struct dist_opts *opts, const struct dist_transport
 		close(up_fd);
 	}
 	rc = read_within(ctl_fd, id, t->id_size, opts->timeout_s);
-	if (rc != 0) {
-		fprintf(stderr, "bcgtool: rank %d: no unique id from rank 0 %s\n", rank,
-		        rc < 0 ? "within the timeout" : "(the launch stopped)");
+	if (rc < 0) {
+		fprintf(stderr, "bcgtool: rank %d: no unique id from rank 0 within %g s\n", rank,
+		        opts->timeout_s);
+		_exit(3);
+	}
+	if (rc > 0) {
+		fprintf(stderr, "bcgtool: rank %d: the launch stopped before the unique id came "
+		        "(a rank failed)\n", rank);
 		_exit(3);
 	}
 	if (t->make_comm(&comm, opts->world, rank, rank, id, opts->timeout_s, msg,

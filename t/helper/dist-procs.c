@@ -15,6 +15,7 @@
  * $BCG_TEST_JOIN, a directory, the group is made once every rank has
  * joined (ranks started one by one, as an external launcher does).
  * $BCG_TEST_LAUNCHER: a file this process writes its pid to.
+ * $BCG_TEST_FAIL_ID: rank 0 fails to make the unique id.
  *
  * Scenarios (rank R of N):
  *   print     "rank R of N: the id is ID" on stdout, "rank R: note" on
@@ -129,6 +130,10 @@ static int fake_make_id(void *id, char *msg, size_t len)
 {
 	char buf[FAKE_ID_SIZE + 1];
 
+	if (getenv("BCG_TEST_FAIL_ID") != NULL) {
+		snprintf(msg, len, "rank 0: no id (BCG_TEST_FAIL_ID)");
+		return -1;
+	}
 	snprintf(buf, sizeof buf, "id-of-pid-%-21ld", (long)getpid());
 	memcpy(id, buf, FAKE_ID_SIZE);
 	return 0;
