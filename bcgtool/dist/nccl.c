@@ -315,6 +315,12 @@ static int nccl_barrier(struct dist_comm *c, char *msg, size_t len)
 	int rc = -1;
 
 	nccl_enter(n, what);
+	/* The sum itself is not used; kept 0, it never overflows. */
+	e = cudaMemsetAsync(n->flag, 0, sizeof *n->flag, n->side);
+	if (e != cudaSuccess) {
+		cuda_fail(n, 0, msg, len, what, "cudaMemsetAsync", e);
+		goto out;
+	}
 	r = ncclAllReduce(n->flag, n->flag, 1, ncclInt32, ncclSum, n->comm, n->side);
 	if (r == ncclInProgress)
 		r = nccl_settle(n, n->timeout_s);
