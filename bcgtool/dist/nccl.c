@@ -75,6 +75,8 @@ int dist_cuda_devices(int *count, char *msg, size_t len)
 /* Collectives in flight that the watchdog can follow. */
 #define NCCL_RING 256
 #define NCCL_NAME 96
+/* The least time a communicator is given to come up, in seconds. */
+#define NCCL_INIT_MIN_S 30.0
 
 struct nccl_launch {
 	cudaEvent_t done;
@@ -477,6 +479,10 @@ static int nccl_make_comm(struct dist_comm **out, int world, int rank, int devic
 	ncclResult_t r;
 	cudaError_t e;
 	int version = 0;
+	/* Making a communicator connects every rank to the others, which
+	 * may take longer than a collective may: a short --timeout (meant
+	 * for collectives) does not shorten it below NCCL_INIT_MIN_S. */
+	double init_s = timeout_s > NCCL_INIT_MIN_S ? timeout_s : NCCL_INIT_MIN_S;
 
 	*out = NULL;
 	e = cudaSetDevice(device);
@@ -502,10 +508,10 @@ static int nccl_make_comm(struct dist_comm **out, int world, int rank, int devic
 	cfg.blocking = 0;
 	r = ncclCommInitRankConfig(&n->comm, world, u, rank, &cfg);
 	if (r == ncclInProgress || (r == ncclSuccess && n->comm != NULL))
-		r = nccl_settle(n, timeout_s);
+		r = nccl_settle(n, init_s);
 	if (r == ncclInProgress) {
 		snprintf(msg, len, "rank %d: the NCCL communicator of %d ranks was not ready within "
-		         "%g s (a rank is gone?)", rank, world, timeout_s);
+		         "%g s (a rank is gone?)", rank, world, init_s);
 		goto fail;
 	}
 	if (r != ncclSuccess) {
