@@ -68,6 +68,38 @@ nomem:
 	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 }
 
+/* Bytes a reset writes: every tensor but the weights, whole. */
+static uint64_t reset_bytes(const plan_t *plan)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++)
+		if (plan_get_tensor(plan, t)->role != PLAN_ROLE_WEIGHT)
+			n += plan_get_tensor(plan, t)->bytes;
+	return n;
+}
+
+/* Wait for the backend, so that what was queued counts in its phase. */
+static int capture_wait(struct engine *e, struct engine_error *err)
+{
+	if (e->be->sync(e->b, err->msg, sizeof err->msg) != 0)
+		return engine_fail_backend(err, "waiting for the device");
+	return 0;
+}
+
+/* Every tensor but the weights back to its initial content: a state copy. */
+static int capture_reset(struct engine *e, struct capture_phases *ph, struct engine_error *err)
+{
+	uint64_t t0 = bcg_now_ns();
+
+	if (engine_reset(e, err) != 0 || capture_wait(e, err) != 0)
+		return -1;
+	ph->state_ns += bcg_now_ns() - t0;
+	ph->state_bytes += reset_bytes(e->plan);
+	ph->state_copies++;
+	return 0;
+}
+
 static void *read_copy(struct engine *e, uint32_t t, int64_t tokens, struct engine_error *err)
 {
 	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
@@ -85,15 +117,27 @@ static void *read_copy(struct engine *e, uint32_t t, int64_t tokens, struct engi
 	return buf;
 }
 
-/* Read the outputs after STEP (and the state when LAST) into S. */
+/* Read the outputs after STEP (and the state when LAST, timed in PH as a
+ * state copy) into S. */
 static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int last,
-                         struct capture_snapshot *s, struct engine_error *err)
+                         struct capture_snapshot *s, struct capture_phases *ph,
+                         struct engine_error *err)
 {
+	uint64_t t0;
+
 	for (uint32_t k = 0; k < s->nout; k++)
 		if ((s->out_data[step * s->nout + k] = read_copy(e, s->out[k], tokens, err)) == NULL)
 			return -1;
-	if (last)
-		return stash_take(e, s->state, s->nstate, tokens, &s->state_data, err);
+	if (!last || s->nstate == 0)
+		return 0;
+	t0 = bcg_now_ns();
+	if (stash_take(e, s->state, s->nstate, tokens, &s->state_data, err) != 0 ||
+	    capture_wait(e, err) != 0)
+		return -1;
+	ph->state_ns += bcg_now_ns() - t0;
+	for (uint32_t k = 0; k < s->nstate; k++)
+		ph->state_bytes += plan_tensor_bytes(e->plan, s->state[k], tokens);
+	ph->state_copies++;
 	return 0;
 }
 
@@ -122,18 +166,19 @@ static int judge_tensor(struct engine *e, uint32_t t, int64_t tokens,
 }
 
 static int capture_reference(struct engine *e, int64_t tokens, int mode, uint32_t steps,
-                             struct capture_snapshot *ref, struct engine_error *err)
+                             struct capture_snapshot *ref, struct capture_phases *ph,
+                             struct engine_error *err)
 {
 	struct engine_variant v;
 	int rc = -1;
 
 	if (engine_variant_init(e, tokens, mode, &v, err) != 0)
 		return -1;
-	if (engine_reset(e, err) != 0)
+	if (capture_reset(e, ph, err) != 0)
 		goto out;
 	for (uint32_t s = 0; s < steps; s++)
 		if (engine_interrupted(err) != 0 || engine_eager_step(e, &v, s, err) != 0 ||
-		    snapshot_take(e, tokens, s, s + 1 == steps, ref, err) != 0)
+		    snapshot_take(e, tokens, s, s + 1 == steps, ref, ph, err) != 0)
 			goto out;
 	rc = 0;
 out:
@@ -142,7 +187,7 @@ out:
 }
 
 static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t steps,
-                          const struct capture_snapshot *ref,
+                          const struct capture_snapshot *ref, struct capture_phases *ph,
                           struct capture_variant_report *vr, struct engine_error *err)
 {
 	int64_t tokens = x->ev.tokens;
@@ -152,7 +197,7 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 
 	vr->exact = 1;
 	vr->rel_error = 0.0;
-	if (engine_reset(e, err) != 0)
+	if (capture_reset(e, ph, err) != 0)
 		return -1;
 	for (uint32_t s = 0; s < steps; s++) {
 		if (engine_interrupted(err) != 0 || exec_step(e, x, s, NULL, err) != 0)
@@ -287,18 +332,21 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
 	return 0;
 }
 
-/* One variant: choices, reference, capture, verify; the result kept in C. */
+/* One variant: choices, reference, capture, verify; the result kept in C.
+ * Without VERIFY only the choices and the capture: no reference, no
+ * checksums. */
 static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
-                           const struct capture_opts *o, struct tune_cache *tc,
+                           const struct capture_opts *o, int verify, struct tune_cache *tc,
                            struct captured *c, struct capture_variant_report *vr,
-                           struct plan_stats *st, struct engine_error *err)
+                           struct plan_stats *st, struct capture_phases *ph,
+                           struct engine_error *err)
 {
 	uint32_t steps = o->steps;
 	const struct plan_variant *pv = plan_get_variant(plan, vi);
 	struct capture_snapshot ref;
 	struct exec_variant x = { 0 };
 	uint32_t bad_op = PLAN_NONE;
-	uint64_t t0;
+	uint64_t t0, copies;
 	int rc = -1;
 
 	memset(c, 0, sizeof *c);
@@ -317,6 +365,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 
 	bcg_progress("capture: variant %u of %u (%lld tokens): tune", o->progress_at,
 	             o->progress_of, (long long)pv->tokens);
+	t0 = bcg_now_ns();
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "tune");
 	{
 		struct tune_opts to = o->tune;
@@ -329,20 +378,24 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
 	}
 	nvtx_pop(e->nvtx);
+	ph->tune_ns += bcg_now_ns() - t0;
 	if (rc != 0)
 		goto out;
 
-	if ((rc = engine_interrupted(err)) != 0)
-		goto out;
-	bcg_progress("capture: variant %u of %u (%lld tokens): reference", o->progress_at,
-	             o->progress_of, (long long)pv->tokens);
-	t0 = bcg_now_ns();
-	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
-	rc = capture_reference(e, pv->tokens, pv->mode, steps, &ref, err);
-	nvtx_pop(e->nvtx);
-	st->reference_ns += bcg_now_ns() - t0;
-	if (rc != 0)
-		goto out;
+	if (verify) {
+		if ((rc = engine_interrupted(err)) != 0)
+			goto out;
+		bcg_progress("capture: variant %u of %u (%lld tokens): reference", o->progress_at,
+		             o->progress_of, (long long)pv->tokens);
+		t0 = bcg_now_ns();
+		copies = ph->state_ns;
+		nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
+		rc = capture_reference(e, pv->tokens, pv->mode, steps, &ref, ph, err);
+		nvtx_pop(e->nvtx);
+		st->reference_ns += bcg_now_ns() - t0 - (ph->state_ns - copies);
+		if (rc != 0)
+			goto out;
+	}
 
 	if ((rc = engine_interrupted(err)) != 0)
 		goto out;
@@ -356,16 +409,21 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		st->capture_ns += c->recs[i].capture_ns;
 		st->instantiate_ns += c->recs[i].instantiate_ns + c->recs[i].upload_ns;
 	}
+	if (!verify) {
+		vr->done = 1;
+		goto out;
+	}
 
 	if ((rc = engine_interrupted(err)) != 0)
 		goto out;
 	bcg_progress("capture: variant %u of %u (%lld tokens): verify", o->progress_at,
 	             o->progress_of, (long long)pv->tokens);
 	t0 = bcg_now_ns();
+	copies = ph->state_ns;
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "verify");
-	rc = capture_verify(e, &x, steps, &ref, vr, err);
+	rc = capture_verify(e, &x, steps, &ref, ph, vr, err);
 	nvtx_pop(e->nvtx);
-	st->verify_ns += bcg_now_ns() - t0;
+	st->verify_ns += bcg_now_ns() - t0 - (ph->state_ns - copies);
 	if (rc != 0)
 		goto out;
 	if (!vr->exact)
@@ -373,7 +431,8 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (vr->rel_error > st->verify_max_error)
 		st->verify_max_error = vr->rel_error;
 	rc = capture_checksums(plan, pv->tokens, steps, &ref, c, err);
-	vr->done = rc == 0;
+	vr->done = vr->verified = rc == 0;
+	ph->verified += rc == 0;
 out:
 	exec_release(e, &x);
 	snapshot_release(e, &ref, steps);
@@ -511,6 +570,59 @@ static int capture_dispatch(plan_t *plan, struct engine_error *err)
 	return 0;
 }
 
+static const char *const verify_names[] = {
+	[CAPTURE_VERIFY_ALL] = "all",
+	[CAPTURE_VERIFY_ENDS] = "first-and-largest",
+	[CAPTURE_VERIFY_NONE] = "none",
+};
+
+const char *capture_verify_name(int verify)
+{
+	if (verify < 0 || verify > CAPTURE_VERIFY_NONE)
+		return "?";
+	return verify_names[verify];
+}
+
+int capture_verify_from_name(const char *name)
+{
+	for (int i = 0; i <= CAPTURE_VERIFY_NONE; i++)
+		if (strcmp(name, verify_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Whether each of the N variants SEL (ascending) gets the reference and
+ * the verification, into WANT. */
+static int capture_which_verify(const plan_t *plan, const struct script_variant *sel,
+                                uint32_t n, int verify, unsigned char *want,
+                                struct engine_error *err)
+{
+	int outputs = 0;
+
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++)
+		outputs |= plan_get_tensor(plan, t)->role == PLAN_ROLE_OUTPUT;
+	/* The plan tells a variant verified by its output checksums: with
+	 * no output it could not tell. */
+	if (verify != CAPTURE_VERIFY_ALL && !outputs)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+		                   "--verify %s needs an output tensor: the plan tells the "
+		                   "variants verified by their outputs' checksums, and this "
+		                   "program has none (use --verify all)",
+		                   capture_verify_name(verify));
+	for (uint32_t i = 0; i < n; i++) {
+		int first = 1, last = 1;
+		for (uint32_t j = 0; j < n; j++) {
+			if (sel[j].mode != sel[i].mode)
+				continue;
+			first &= j >= i;
+			last &= j <= i;
+		}
+		want[i] = verify == CAPTURE_VERIFY_ALL ||
+		          (verify == CAPTURE_VERIFY_ENDS && (first || last));
+	}
+	return 0;
+}
+
 void capture_report_release(struct capture_report *rep)
 {
 	free(rep->variants);
@@ -529,20 +641,25 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	struct captured *caps = NULL;
 	struct tune_cache tc = { 0 };
 	int64_t *tokens = NULL;
+	unsigned char *verify = NULL;
 	uint32_t n = 0;
-	uint64_t t0;
+	uint64_t t0, start = bcg_now_ns();
 	int rc = -1;
 
 	*out = NULL;
 	memset(rep, 0, sizeof *rep);
+	rep->verify = capture_verify_name(o->verify);
 	if (capture_select(script, o, &sel, &n, err) != 0)
 		return -1;
 	tokens = calloc(n, sizeof *tokens);
+	verify = calloc(n, sizeof *verify);
 	rep->variants = calloc(n, sizeof *rep->variants);
-	if (tokens == NULL || rep->variants == NULL) {
+	if (tokens == NULL || verify == NULL || rep->variants == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
+	if (capture_which_verify(plan, sel, n, o->verify, verify, err) != 0)
+		goto out;
 	rep->nvariants = n;
 	for (uint32_t i = 0; i < n; i++)
 		tokens[i] = sel[i].tokens;
@@ -566,6 +683,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
+	rep->phases.materialize_ns = st.materialize_ns;
 	/* The content the weights had when captured: instantiate and replay
 	 * compare what they read with it. */
 	for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++)
@@ -594,7 +712,8 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		vo.progress_at = n - k;
 		vo.progress_of = n;
 		if (engine_interrupted(err) != 0 ||
-		    capture_variant(e, plan, k, &vo, &tc, &caps[k], &rep->variants[k], &st, err) != 0)
+		    capture_variant(e, plan, k, &vo, verify[k], &tc, &caps[k], &rep->variants[k],
+		                    &st, &rep->phases, err) != 0)
 			goto out;
 	}
 	bcg_progress_clear();
@@ -602,7 +721,14 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,
 		                   &rep->variants[k], err) != 0)
 			goto out;
-	st.reference_steps = o->steps;
+	/* No variant verified: no reference ran, no replay matched. */
+	st.reference_steps = rep->phases.verified > 0 ? o->steps : 0;
+	if (rep->phases.verified == 0)
+		st.verify_exact = 0;
+	rep->phases.reference_ns = st.reference_ns;
+	rep->phases.capture_ns = st.capture_ns;
+	rep->phases.instantiate_ns = st.instantiate_ns;
+	rep->phases.verify_ns = st.verify_ns;
 	if (o->untimed)
 		st.materialize_ns = st.reference_ns = st.capture_ns = st.instantiate_ns =
 			st.verify_ns = 0;
@@ -647,8 +773,10 @@ out:
 	tune_cache_release(&tc);
 	memplan_release(&mp);
 	free(tokens);
+	free(verify);
 	free(sel);
 	bcg_progress_clear();
+	rep->phases.total_ns = bcg_now_ns() - start;
 	/* Interrupted: what was done is the partial report. */
 	if (rc != 0 && err->exit < 128)
 		capture_report_release(rep);
