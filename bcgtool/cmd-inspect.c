@@ -140,6 +140,29 @@ void inspect_range(uint32_t first, uint32_t count, char *buf, size_t len)
 /* ---------------------------------------------------------------------- */
 /* The summary.                                                            */
 
+/* The variants captured without verification (capture --verify), shown,
+ * when there are any, under the variants. */
+static void inspect_unverified(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	uint32_t n = 0, shown = 0;
+	int64_t *v = xcalloc(plan_count_variants(plan) + 1, sizeof *v);
+	char list[320];
+
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
+		if (!inspect_wanted(in, i))
+			continue;
+		shown++;
+		if (!plan_variant_verified(plan, i))
+			v[n++] = plan_get_variant(plan, i)->tokens;
+	}
+	if (n > 0 && plan_get_origin(plan) != PLAN_ORIGIN_RECORDED)
+		printf("  not verified at capture (capture --verify): %s%s; replay --check "
+		       "verifies a variant\n", n == shown ? "all" : "",
+		       n == shown ? "" : bcg_list_sizes(v, n, list, sizeof list));
+	free(v);
+}
+
 /* "choices   2 ops in 3 variants: 4 choices, 3 tuned (1 close)", or "-". */
 static void inspect_choices_line(const struct inspect *in)
 {
@@ -292,6 +315,7 @@ static void inspect_summary(struct inspect *in)
 	}
 	table_print(tb, stdout, "  ", &in->st);
 	table_free(tb);
+	inspect_unverified(in);
 }
 
 /* ---------------------------------------------------------------------- */
