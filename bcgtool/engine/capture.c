@@ -486,15 +486,15 @@ static int capture_select(const struct script *script, const struct capture_opts
 		for (uint32_t i = 0; i < script->nvariants; i++)
 			found |= script->variants[i].tokens == o->tokens[j];
 		if (!found) {
-			char sizes[256];
-			size_t at = 0;
-			sizes[0] = '\0';
-			for (uint32_t i = 0; i < script->nvariants && at < sizeof sizes; i++) {
-				int w = snprintf(sizes + at, sizeof sizes - at, "%s%lld", i ? ", " : "",
-				                 (long long)script->variants[i].tokens);
-				at = w > 0 ? at + (size_t)w : sizeof sizes;
-			}
+			char sizes[320];
+			int64_t *all = calloc(script->nvariants + 1, sizeof *all);
 			free(v);
+			if (all == NULL)
+				return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			for (uint32_t i = 0; i < script->nvariants; i++)
+				all[i] = script->variants[i].tokens;
+			bcg_list_sizes(all, script->nvariants, sizes, sizeof sizes);
+			free(all);
 			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
 			                   "%lld is not a capture size of the script's token dim "
 			                   "(its sizes: %s)", (long long)o->tokens[j], sizes);
