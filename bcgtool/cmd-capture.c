@@ -123,13 +123,13 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 	char h[32];
 
 	fprintf(f, "%u of %u variant%s verified; %.3f s: materialize %.3f, tune %.3f, "
-	        "reference %.3f, capture %.3f, instantiate %.3f, verify %.3f, "
+	        "reference %.3f, capture %.3f, instantiate %.3f, verify %.3f, checksums %.3f, "
 	        "state copies %.3f (%u, %s)\n", p->verified, rep->nvariants,
 	        BCG_S(rep->nvariants), (double)p->total_ns / 1e9,
 	        (double)p->materialize_ns / 1e9, (double)p->tune_ns / 1e9,
 	        (double)p->reference_ns / 1e9, (double)p->capture_ns / 1e9,
 	        (double)p->instantiate_ns / 1e9, (double)p->verify_ns / 1e9,
-	        (double)p->state_ns / 1e9, p->state_copies,
+	        (double)p->checksum_ns / 1e9, (double)p->state_ns / 1e9, p->state_copies,
 	        bcg_human_bytes(p->state_bytes, h, sizeof h));
 }
 
@@ -179,7 +179,8 @@ static void capture_json_phases(struct plan_json *j, const struct capture_report
 		{ "total_ms", p->total_ns }, { "materialize_ms", p->materialize_ns },
 		{ "tune_ms", p->tune_ns }, { "reference_ms", p->reference_ns },
 		{ "capture_ms", p->capture_ns }, { "instantiate_ms", p->instantiate_ns },
-		{ "verify_ms", p->verify_ns }, { "state_copy_ms", p->state_ns },
+		{ "verify_ms", p->verify_ns }, { "checksum_ms", p->checksum_ns },
+		{ "state_copy_ms", p->state_ns },
 	};
 
 	plan_json_key(j, "verify");

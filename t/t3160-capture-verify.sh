@@ -166,7 +166,7 @@ for v, n in ((\"all\", 3), (\"first-and-largest\", 2), (\"none\", 0)):
             assert x[\"bit_exact\"] is None and x[\"rel_error\"] is None, x
     p = c[\"phases\"]
     parts = (\"materialize_ms\", \"tune_ms\", \"reference_ms\", \"capture_ms\",
-             \"instantiate_ms\", \"verify_ms\", \"state_copy_ms\")
+             \"instantiate_ms\", \"verify_ms\", \"checksum_ms\", \"state_copy_ms\")
     assert all(p[k] >= 0 for k in parts), p
     assert sum(p[k] for k in parts) <= p[\"total_ms\"] * 1.001 + 0.01, p
     reset = sum(x[\"bytes\"] for x in t if x[\"role\"] != \"weight\")

@@ -16,14 +16,16 @@
 #include "util.h"
 #include "verify.h"
 
-/* The tensors a step's result lies in: outputs after every step, read to
- * the host (the checksums are taken from them); state after the last,
- * which can be large (a KV cache), kept where the backend has room for it
- * and compared there (stash.h). */
+/* The tensors a step's result lies in: outputs after every step and the
+ * state after the last, kept where the backend has room for them and
+ * compared there (stash.h): a step's logits, or a KV cache, need not
+ * cross to the host and back. The outputs after the last step are also
+ * read to the host, once: the checksums are taken from them. */
 struct capture_snapshot {
 	uint32_t      nout;
 	uint32_t     *out;          /* tensor indexes of the outputs */
-	void        **out_data;     /* [step * nout + k] */
+	struct stash *out_steps;    /* [step]: the outputs after it */
+	void        **last;         /* [k]: output k after the last step */
 	uint32_t      nstate;
 	uint32_t     *state;
 	struct stash  state_data;
@@ -31,12 +33,16 @@ struct capture_snapshot {
 
 static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint32_t steps)
 {
-	if (s->out_data != NULL)
-		for (uint32_t i = 0; i < steps * s->nout; i++)
-			free(s->out_data[i]);
+	if (s->out_steps != NULL)
+		for (uint32_t i = 0; i < steps; i++)
+			stash_release(e, &s->out_steps[i]);
+	if (s->last != NULL)
+		for (uint32_t k = 0; k < s->nout; k++)
+			free(s->last[k]);
 	stash_release(e, &s->state_data);
 	free(s->out);
-	free(s->out_data);
+	free(s->out_steps);
+	free(s->last);
 	free(s->state);
 	memset(s, 0, sizeof *s);
 }
@@ -59,8 +65,9 @@ static int snapshot_init(struct engine *e, uint32_t steps, struct capture_snapsh
 		else if (role == PLAN_ROLE_STATE)
 			s->state[s->nstate++] = t;
 	}
-	s->out_data = calloc((size_t)steps * s->nout + 1, sizeof *s->out_data);
-	if (s->out_data == NULL)
+	s->out_steps = calloc(steps, sizeof *s->out_steps);
+	s->last = calloc(s->nout + 1, sizeof *s->last);
+	if (s->out_steps == NULL || s->last == NULL)
 		goto nomem;
 	return 0;
 nomem:
@@ -117,18 +124,22 @@ static void *read_copy(struct engine *e, uint32_t t, int64_t tokens, struct engi
 	return buf;
 }
 
-/* Read the outputs after STEP (and the state when LAST, timed in PH as a
- * state copy) into S. */
+/* Keep the outputs after STEP (and when LAST, read them to the host, and
+ * keep the state, timed in PH as a state copy) in S. */
 static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int last,
                          struct capture_snapshot *s, struct capture_phases *ph,
                          struct engine_error *err)
 {
 	uint64_t t0;
 
+	if (stash_take(e, s->out, s->nout, tokens, &s->out_steps[step], err) != 0)
+		return -1;
+	if (!last)
+		return 0;
 	for (uint32_t k = 0; k < s->nout; k++)
-		if ((s->out_data[step * s->nout + k] = read_copy(e, s->out[k], tokens, err)) == NULL)
+		if ((s->last[k] = read_copy(e, s->out[k], tokens, err)) == NULL)
 			return -1;
-	if (!last || s->nstate == 0)
+	if (s->nstate == 0)
 		return 0;
 	t0 = bcg_now_ns();
 	if (stash_take(e, s->state, s->nstate, tokens, &s->state_data, err) != 0 ||
@@ -203,16 +214,9 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 		if (engine_interrupted(err) != 0 || exec_step(e, x, s, NULL, err) != 0)
 			return -1;
 		for (uint32_t k = 0; k < ref->nout; k++) {
-			uint32_t t = ref->out[k];
-			void *got = read_copy(e, t, tokens, err);
-			if (got == NULL)
-				return -1;
-			verify_compare(plan_get_tensor(e->plan, t)->dtype, got,
-			               ref->out_data[s * ref->nout + k],
-			               plan_tensor_numel(e->plan, t, tokens), tolerant, &r);
-			free(got);
 			snprintf(when, sizeof when, "after step %u", s);
-			if (judge_tensor(e, t, tokens, &r, tolerant, when, vr, err) != 0)
+			if (stash_compare(e, &ref->out_steps[s], k, 1, tolerant, &r, err) != 0 ||
+			    judge_tensor(e, ref->out[k], tokens, &r, tolerant, when, vr, err) != 0)
 				return -1;
 		}
 	}
@@ -320,7 +324,7 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	for (uint32_t k = 0; k < ref->nout; k++) {
 		uint32_t t = ref->out[k];
-		const void *data = ref->out_data[(steps - 1) * ref->nout + k];
+		const void *data = ref->last[k];
 		c->checks[k].tensor = t;
 		c->checks[k].steps = steps;
 		c->checks[k].hash = plan_hash64(data, (size_t)plan_tensor_bytes(plan, t, tokens),
@@ -430,7 +434,9 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		st->verify_exact = 0;
 	if (vr->rel_error > st->verify_max_error)
 		st->verify_max_error = vr->rel_error;
+	t0 = bcg_now_ns();
 	rc = capture_checksums(plan, pv->tokens, steps, &ref, c, err);
+	ph->checksum_ns += bcg_now_ns() - t0;
 	vr->done = vr->verified = rc == 0;
 	ph->verified += rc == 0;
 out:
