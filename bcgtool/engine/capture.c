@@ -3,9 +3,11 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "cmd.h"
@@ -229,6 +231,56 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 	return 0;
 }
 
+/*
+ * The checksums of a variant's outputs: an FNV-1a hash, a byte at a time,
+ * and a sum in double, an element at a time, both sequential by their
+ * definition (plan-format.md, CHKS). Over a step's logits of hundreds of
+ * tokens they take longer than the variant's whole capture on the GPU,
+ * so each variant's are taken on a thread of their own while the capture
+ * goes on to the next variant; the threads touch only the outputs' bytes
+ * and the checks they fill, never the plan or the device.
+ */
+struct checksum_job {
+	uint32_t           n;
+	struct plan_check *checks;     /* tensor and steps set; hash and sum filled */
+	void             **data;       /* [k]: output k's bytes, owned */
+	uint64_t          *bytes;
+	uint64_t          *count;
+	int               *dtype;
+	pthread_t          thread;
+	int                running;    /* THREAD runs it (joined by checksum_wait) */
+};
+
+static void *checksum_run(void *arg)
+{
+	struct checksum_job *j = arg;
+
+	for (uint32_t k = 0; k < j->n; k++) {
+		j->checks[k].hash = plan_hash64(j->data[k], (size_t)j->bytes[k], PLAN_HASH64_INIT);
+		j->checks[k].sum = verify_sum(j->dtype[k], j->data[k], j->count[k]);
+	}
+	return NULL;
+}
+
+static void checksum_wait(struct checksum_job *j)
+{
+	if (j->running)
+		pthread_join(j->thread, NULL);
+	j->running = 0;
+}
+
+static void checksum_release(struct checksum_job *j)
+{
+	checksum_wait(j);
+	for (uint32_t k = 0; j->data != NULL && k < j->n; k++)
+		free(j->data[k]);
+	free(j->data);
+	free(j->bytes);
+	free(j->count);
+	free(j->dtype);
+	memset(j, 0, sizeof *j);
+}
+
 /* What one variant's capture produced, kept until every variant verified
  * and the plan is written in variant order. */
 struct captured {
@@ -236,10 +288,12 @@ struct captured {
 	struct backend_capture *recs;     /* per item: nodes, timings */
 	uint32_t                nout;
 	struct plan_check      *checks;   /* the reference checksums */
+	struct checksum_job     job;      /* taking them */
 };
 
 static void captured_release(struct captured *c)
 {
+	checksum_release(&c->job);
 	if (c->recs != NULL)
 		for (uint32_t i = 0; i < c->sched.nitems; i++)
 			backend_capture_release(&c->recs[i]);
@@ -314,25 +368,49 @@ fail:
 	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "recording the plan: %s", diag.message);
 }
 
-/* The reference's checksums after its last step. */
+/* The checksum threads that may run at once: the processors but the one
+ * driving the capture, at least 1 and at most 8. */
+static uint32_t checksum_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+
+	return n < 1 ? 1 : n > 8 ? 8 : (uint32_t)n;
+}
+
+/* Start taking the reference's checksums after its last step (REF's
+ * outputs on the host, taken over) into C, on a thread when one can be
+ * started, else here. The caller waits for C's job before reading C's
+ * checks (checksum_wait). */
 static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
-                             const struct capture_snapshot *ref, struct captured *c,
+                             struct capture_snapshot *ref, struct captured *c,
                              struct engine_error *err)
 {
+	struct checksum_job *j = &c->job;
+
 	c->checks = calloc(ref->nout + 1, sizeof *c->checks);
-	if (c->checks == NULL)
+	j->data = calloc(ref->nout + 1, sizeof *j->data);
+	j->bytes = calloc(ref->nout + 1, sizeof *j->bytes);
+	j->count = calloc(ref->nout + 1, sizeof *j->count);
+	j->dtype = calloc(ref->nout + 1, sizeof *j->dtype);
+	if (c->checks == NULL || j->data == NULL || j->bytes == NULL || j->count == NULL ||
+	    j->dtype == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	for (uint32_t k = 0; k < ref->nout; k++) {
 		uint32_t t = ref->out[k];
-		const void *data = ref->last[k];
 		c->checks[k].tensor = t;
 		c->checks[k].steps = steps;
-		c->checks[k].hash = plan_hash64(data, (size_t)plan_tensor_bytes(plan, t, tokens),
-		                                PLAN_HASH64_INIT);
-		c->checks[k].sum = verify_sum(plan_get_tensor(plan, t)->dtype, data,
-		                              plan_tensor_numel(plan, t, tokens));
+		j->data[k] = ref->last[k];
+		ref->last[k] = NULL;
+		j->bytes[k] = plan_tensor_bytes(plan, t, tokens);
+		j->count[k] = plan_tensor_numel(plan, t, tokens);
+		j->dtype[k] = plan_get_tensor(plan, t)->dtype;
 	}
+	j->n = ref->nout;
+	j->checks = c->checks;
 	c->nout = ref->nout;
+	j->running = pthread_create(&j->thread, NULL, checksum_run, j) == 0;
+	if (!j->running)
+		checksum_run(j);
 	return 0;
 }
 
@@ -434,9 +512,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		st->verify_exact = 0;
 	if (vr->rel_error > st->verify_max_error)
 		st->verify_max_error = vr->rel_error;
-	t0 = bcg_now_ns();
 	rc = capture_checksums(plan, pv->tokens, steps, &ref, c, err);
-	ph->checksum_ns += bcg_now_ns() - t0;
 	vr->done = vr->verified = rc == 0;
 	ph->verified += rc == 0;
 out:
@@ -715,13 +791,29 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	}
 	for (uint32_t k = n; k-- > 0;) {
 		struct capture_opts vo = *o;
+		uint32_t running = 0, oldest = k;
 		vo.progress_at = n - k;
 		vo.progress_of = n;
+		/* At most so many checksum threads: wait for the oldest. */
+		for (uint32_t i = k + 1; i < n; i++)
+			if (caps[i].job.running) {
+				running++;
+				oldest = i;
+			}
+		if (running >= checksum_threads()) {
+			t0 = bcg_now_ns();
+			checksum_wait(&caps[oldest].job);
+			rep->phases.checksum_ns += bcg_now_ns() - t0;
+		}
 		if (engine_interrupted(err) != 0 ||
 		    capture_variant(e, plan, k, &vo, verify[k], &tc, &caps[k], &rep->variants[k],
 		                    &st, &rep->phases, err) != 0)
 			goto out;
 	}
+	t0 = bcg_now_ns();
+	for (uint32_t k = 0; k < n; k++)
+		checksum_wait(&caps[k].job);
+	rep->phases.checksum_ns += bcg_now_ns() - t0;
 	bcg_progress_clear();
 	for (uint32_t k = 0; k < n; k++)
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,

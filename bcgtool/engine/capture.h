@@ -89,7 +89,9 @@ struct capture_phases {
 	uint64_t capture_ns;      /* stream capture, the eager launches in it */
 	uint64_t instantiate_ns;  /* graph instantiation and upload */
 	uint64_t verify_ns;       /* replayed steps compared */
-	uint64_t checksum_ns;     /* the reference's checksums (on the host) */
+	uint64_t checksum_ns;     /* waiting for the reference's checksums,
+	                             taken on the host by threads of their own
+	                             while the capture goes on */
 	uint64_t state_ns;        /* the state copies */
 	uint64_t state_bytes;     /* bytes the state copies wrote */
 	uint32_t state_copies;    /* resets and keeps of the state */
