@@ -31,6 +31,7 @@ struct capture_snapshot {
 	uint32_t      nstate;
 	uint32_t     *state;
 	struct stash  state_data;
+	struct stash_pool *pool;    /* where they are kept first, or NULL */
 };
 
 static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint32_t steps)
@@ -49,13 +50,18 @@ static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint3
 	memset(s, 0, sizeof *s);
 }
 
-static int snapshot_init(struct engine *e, uint32_t steps, struct capture_snapshot *s,
-                         struct engine_error *err)
+/* S for STEPS steps, kept in POOL (may be NULL) first: POOL is emptied,
+ * no stash may use it. */
+static int snapshot_init(struct engine *e, uint32_t steps, struct stash_pool *pool,
+                         struct capture_snapshot *s, struct engine_error *err)
 {
 	const plan_t *plan = e->plan;
 	uint32_t nt = plan_count_tensors(plan);
 
 	memset(s, 0, sizeof *s);
+	s->pool = pool;
+	if (pool != NULL)
+		pool->used = 0;
 	s->out = calloc(nt ? nt : 1, sizeof *s->out);
 	s->state = calloc(nt ? nt : 1, sizeof *s->state);
 	if (s->out == NULL || s->state == NULL)
@@ -134,7 +140,7 @@ static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int la
 {
 	uint64_t t0;
 
-	if (stash_take(e, s->out, s->nout, tokens, &s->out_steps[step], err) != 0)
+	if (stash_take_pooled(e, s->out, s->nout, tokens, s->pool, &s->out_steps[step], err) != 0)
 		return -1;
 	if (!last)
 		return 0;
@@ -144,7 +150,7 @@ static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int la
 	if (s->nstate == 0)
 		return 0;
 	t0 = bcg_now_ns();
-	if (stash_take(e, s->state, s->nstate, tokens, &s->state_data, err) != 0 ||
+	if (stash_take_pooled(e, s->state, s->nstate, tokens, s->pool, &s->state_data, err) != 0 ||
 	    capture_wait(e, err) != 0)
 		return -1;
 	ph->state_ns += bcg_now_ns() - t0;
@@ -418,7 +424,8 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
  * Without VERIFY only the choices and the capture: no reference, no
  * checksums. */
 static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
-                           const struct capture_opts *o, int verify, struct tune_cache *tc,
+                           const struct capture_opts *o, int verify, struct stash_pool *pool,
+                           struct tune_cache *tc,
                            struct captured *c, struct capture_variant_report *vr,
                            struct plan_stats *st, struct capture_phases *ph,
                            struct engine_error *err)
@@ -437,7 +444,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (schedule_build(plan, pv->mode, &c->sched, &bad_op, err->msg, sizeof err->msg) != 0)
 		return engine_fail(err, BCG_EXIT_USAGE, bad_op, "%lld tokens: %s",
 		                   (long long)pv->tokens, err->msg);
-	if (snapshot_init(e, steps, &ref, err) != 0)
+	if (snapshot_init(e, steps, pool, &ref, err) != 0)
 		return -1;
 	c->recs = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->recs);
 	if (c->recs == NULL) {
@@ -673,6 +680,23 @@ int capture_verify_from_name(const char *name)
 	return -1;
 }
 
+/* The room a reference at TOKENS keeps on the backend: the outputs after
+ * each of STEPS steps and the state, each at a multiple of 256 bytes. */
+static uint64_t capture_kept_bytes(const plan_t *plan, int64_t tokens, uint32_t steps)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++) {
+		int role = plan_get_tensor(plan, t)->role;
+		uint64_t room = (plan_tensor_bytes(plan, t, tokens) + 255) / 256 * 256;
+		if (role == PLAN_ROLE_OUTPUT)
+			n += steps * room;
+		else if (role == PLAN_ROLE_STATE)
+			n += room;
+	}
+	return n;
+}
+
 /* Whether each of the N variants SEL (ascending) gets the reference and
  * the verification, into WANT. */
 static int capture_which_verify(const plan_t *plan, const struct script_variant *sel,
@@ -722,6 +746,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	struct plan_diag diag = { 0 };
 	struct captured *caps = NULL;
 	struct tune_cache tc = { 0 };
+	struct stash_pool pool = { 0 };
 	int64_t *tokens = NULL;
 	unsigned char *verify = NULL;
 	uint32_t n = 0;
@@ -783,6 +808,16 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	e->use_choices = 1;
 	engine_set_features(e, o->features);
 
+	/* One place on the backend for what the references keep, made for
+	 * the largest verified. */
+	for (uint32_t k = n; k-- > 0;)
+		if (verify[k]) {
+			if (stash_pool_init(e, capture_kept_bytes(plan, tokens[k], o->steps), &pool,
+			                    err) != 0)
+				goto out;
+			break;
+		}
+
 	/* Largest first: it needs the most of everything, so a failure to
 	 * fit shows at once. The plan gets them in variant order. */
 	if ((caps = calloc(n, sizeof *caps)) == NULL) {
@@ -806,7 +841,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 			rep->phases.checksum_ns += bcg_now_ns() - t0;
 		}
 		if (engine_interrupted(err) != 0 ||
-		    capture_variant(e, plan, k, &vo, verify[k], &tc, &caps[k], &rep->variants[k],
+		    capture_variant(e, plan, k, &vo, verify[k], &pool, &tc, &caps[k], &rep->variants[k],
 		                    &st, &rep->phases, err) != 0)
 			goto out;
 	}
@@ -860,13 +895,14 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	script->program = NULL;
 	rc = 0;
 out:
-	if (e != NULL) {
-		nvtx_close(e->nvtx);
-		engine_close(e);
-	}
 	if (caps != NULL)
 		for (uint32_t k = 0; k < n; k++)
 			captured_release(&caps[k]);
+	if (e != NULL) {
+		stash_pool_release(e, &pool);
+		nvtx_close(e->nvtx);
+		engine_close(e);
+	}
 	free(caps);
 	tune_cache_release(&tc);
 	memplan_release(&mp);
