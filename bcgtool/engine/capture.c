@@ -18,6 +18,74 @@
 #include "util.h"
 #include "verify.h"
 
+/*
+ * Host buffers for the outputs read after a reference's last step, given
+ * back once their checksums are taken and handed out again, the smallest
+ * that holds what is asked: the largest variant comes first, and a buffer
+ * used again has its pages mapped already, where a new one of that size
+ * (a step's logits) would fault in every page as the copy fills it.
+ */
+struct host_bufs {
+	uint32_t  n, cap;
+	void    **p;
+	uint64_t *bytes;
+};
+
+/* A buffer of at least BYTES into *P (its size into *GOT), or -1. */
+static int host_bufs_get(struct host_bufs *h, uint64_t bytes, void **p, uint64_t *got)
+{
+	uint32_t best = UINT32_MAX;
+
+	for (uint32_t i = 0; h != NULL && i < h->n; i++)
+		if (h->bytes[i] >= bytes && (best == UINT32_MAX || h->bytes[i] < h->bytes[best]))
+			best = i;
+	if (best != UINT32_MAX) {
+		*p = h->p[best];
+		*got = h->bytes[best];
+		h->n--;
+		h->p[best] = h->p[h->n];
+		h->bytes[best] = h->bytes[h->n];
+		return 0;
+	}
+	if (bytes > SIZE_MAX || (*p = malloc(bytes ? (size_t)bytes : 1)) == NULL)
+		return -1;
+	*got = bytes;
+	return 0;
+}
+
+/* Give P (of BYTES) back to H, or free it when H has no room for it. */
+static void host_bufs_put(struct host_bufs *h, void *p, uint64_t bytes)
+{
+	if (p == NULL)
+		return;
+	if (h != NULL && h->n == h->cap) {
+		uint32_t cap = h->cap ? 2 * h->cap : 8;
+		void **np = realloc(h->p, cap * sizeof *np);
+		if (np != NULL)
+			h->p = np;
+		uint64_t *nb = realloc(h->bytes, cap * sizeof *nb);
+		if (nb != NULL)
+			h->bytes = nb;
+		if (np != NULL && nb != NULL)
+			h->cap = cap;
+	}
+	if (h == NULL || h->n == h->cap) {
+		free(p);
+		return;
+	}
+	h->p[h->n] = p;
+	h->bytes[h->n++] = bytes;
+}
+
+static void host_bufs_release(struct host_bufs *h)
+{
+	for (uint32_t i = 0; i < h->n; i++)
+		free(h->p[i]);
+	free(h->p);
+	free(h->bytes);
+	memset(h, 0, sizeof *h);
+}
+
 /* The tensors a step's result lies in: outputs after every step and the
  * state after the last, kept where the backend has room for them and
  * compared there (stash.h): a step's logits, or a KV cache, need not
@@ -28,6 +96,8 @@ struct capture_snapshot {
 	uint32_t     *out;          /* tensor indexes of the outputs */
 	struct stash *out_steps;    /* [step]: the outputs after it */
 	void        **last;         /* [k]: output k after the last step */
+	uint64_t     *last_bytes;   /* [k]: the size of its buffer */
+	struct host_bufs *bufs;     /* where those buffers come from, or NULL */
 	uint32_t      nstate;
 	uint32_t     *state;
 	struct stash  state_data;
@@ -41,11 +111,12 @@ static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint3
 			stash_release(e, &s->out_steps[i]);
 	if (s->last != NULL)
 		for (uint32_t k = 0; k < s->nout; k++)
-			free(s->last[k]);
+			host_bufs_put(s->bufs, s->last[k], s->last_bytes[k]);
 	stash_release(e, &s->state_data);
 	free(s->out);
 	free(s->out_steps);
 	free(s->last);
+	free(s->last_bytes);
 	free(s->state);
 	memset(s, 0, sizeof *s);
 }
@@ -53,13 +124,15 @@ static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint3
 /* S for STEPS steps, kept in POOL (may be NULL) first: POOL is emptied,
  * no stash may use it. */
 static int snapshot_init(struct engine *e, uint32_t steps, struct stash_pool *pool,
-                         struct capture_snapshot *s, struct engine_error *err)
+                         struct host_bufs *bufs, struct capture_snapshot *s,
+                         struct engine_error *err)
 {
 	const plan_t *plan = e->plan;
 	uint32_t nt = plan_count_tensors(plan);
 
 	memset(s, 0, sizeof *s);
 	s->pool = pool;
+	s->bufs = bufs;
 	if (pool != NULL)
 		pool->used = 0;
 	s->out = calloc(nt ? nt : 1, sizeof *s->out);
@@ -75,7 +148,8 @@ static int snapshot_init(struct engine *e, uint32_t steps, struct stash_pool *po
 	}
 	s->out_steps = calloc(steps, sizeof *s->out_steps);
 	s->last = calloc(s->nout + 1, sizeof *s->last);
-	if (s->out_steps == NULL || s->last == NULL)
+	s->last_bytes = calloc(s->nout + 1, sizeof *s->last_bytes);
+	if (s->out_steps == NULL || s->last == NULL || s->last_bytes == NULL)
 		goto nomem;
 	return 0;
 nomem:
@@ -115,23 +189,6 @@ static int capture_reset(struct engine *e, struct capture_phases *ph, struct eng
 	return 0;
 }
 
-static void *read_copy(struct engine *e, uint32_t t, int64_t tokens, struct engine_error *err)
-{
-	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
-	void *buf = malloc(bytes ? (size_t)bytes : 1);
-
-	if (buf == NULL) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory reading '%s'",
-		            plan_get_tensor(e->plan, t)->name);
-		return NULL;
-	}
-	if (engine_read_tensor(e, t, tokens, buf, err) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 /* Keep the outputs after STEP (and when LAST, read them to the host, and
  * keep the state, timed in PH as a state copy) in S. */
 static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int last,
@@ -144,9 +201,18 @@ static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int la
 		return -1;
 	if (!last)
 		return 0;
-	for (uint32_t k = 0; k < s->nout; k++)
-		if ((s->last[k] = read_copy(e, s->out[k], tokens, err)) == NULL)
+	for (uint32_t k = 0; k < s->nout; k++) {
+		uint32_t t = s->out[k];
+		uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
+		char h[32];
+		if (host_bufs_get(s->bufs, bytes, &s->last[k], &s->last_bytes[k]) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+			                   "out of memory reading '%s' (%s)",
+			                   plan_get_tensor(e->plan, t)->name,
+			                   bcg_human_bytes(bytes, h, sizeof h));
+		if (engine_read_tensor(e, t, tokens, s->last[k], err) != 0)
 			return -1;
+	}
 	if (s->nstate == 0)
 		return 0;
 	t0 = bcg_now_ns();
@@ -250,6 +316,8 @@ struct checksum_job {
 	uint32_t           n;
 	struct plan_check *checks;     /* tensor and steps set; hash and sum filled */
 	void             **data;       /* [k]: output k's bytes, owned */
+	uint64_t          *cap;        /* [k]: the size of its buffer */
+	struct host_bufs  *bufs;       /* where the buffers go back, or NULL */
 	uint64_t          *bytes;
 	uint64_t          *count;
 	int               *dtype;
@@ -268,19 +336,23 @@ static void *checksum_run(void *arg)
 	return NULL;
 }
 
+/* Wait for J's checksums; its buffers go back. */
 static void checksum_wait(struct checksum_job *j)
 {
 	if (j->running)
 		pthread_join(j->thread, NULL);
 	j->running = 0;
+	for (uint32_t k = 0; j->data != NULL && k < j->n; k++) {
+		host_bufs_put(j->bufs, j->data[k], j->cap[k]);
+		j->data[k] = NULL;
+	}
 }
 
 static void checksum_release(struct checksum_job *j)
 {
 	checksum_wait(j);
-	for (uint32_t k = 0; j->data != NULL && k < j->n; k++)
-		free(j->data[k]);
 	free(j->data);
+	free(j->cap);
 	free(j->bytes);
 	free(j->count);
 	free(j->dtype);
@@ -395,23 +467,26 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
 
 	c->checks = calloc(ref->nout + 1, sizeof *c->checks);
 	j->data = calloc(ref->nout + 1, sizeof *j->data);
+	j->cap = calloc(ref->nout + 1, sizeof *j->cap);
 	j->bytes = calloc(ref->nout + 1, sizeof *j->bytes);
 	j->count = calloc(ref->nout + 1, sizeof *j->count);
 	j->dtype = calloc(ref->nout + 1, sizeof *j->dtype);
-	if (c->checks == NULL || j->data == NULL || j->bytes == NULL || j->count == NULL ||
-	    j->dtype == NULL)
+	if (c->checks == NULL || j->data == NULL || j->cap == NULL || j->bytes == NULL ||
+	    j->count == NULL || j->dtype == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	for (uint32_t k = 0; k < ref->nout; k++) {
 		uint32_t t = ref->out[k];
 		c->checks[k].tensor = t;
 		c->checks[k].steps = steps;
 		j->data[k] = ref->last[k];
+		j->cap[k] = ref->last_bytes[k];
 		ref->last[k] = NULL;
 		j->bytes[k] = plan_tensor_bytes(plan, t, tokens);
 		j->count[k] = plan_tensor_numel(plan, t, tokens);
 		j->dtype[k] = plan_get_tensor(plan, t)->dtype;
 	}
 	j->n = ref->nout;
+	j->bufs = ref->bufs;
 	j->checks = c->checks;
 	c->nout = ref->nout;
 	j->running = pthread_create(&j->thread, NULL, checksum_run, j) == 0;
@@ -425,7 +500,7 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
  * checksums. */
 static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
                            const struct capture_opts *o, int verify, struct stash_pool *pool,
-                           struct tune_cache *tc,
+                           struct host_bufs *bufs, struct tune_cache *tc,
                            struct captured *c, struct capture_variant_report *vr,
                            struct plan_stats *st, struct capture_phases *ph,
                            struct engine_error *err)
@@ -444,7 +519,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (schedule_build(plan, pv->mode, &c->sched, &bad_op, err->msg, sizeof err->msg) != 0)
 		return engine_fail(err, BCG_EXIT_USAGE, bad_op, "%lld tokens: %s",
 		                   (long long)pv->tokens, err->msg);
-	if (snapshot_init(e, steps, pool, &ref, err) != 0)
+	if (snapshot_init(e, steps, pool, bufs, &ref, err) != 0)
 		return -1;
 	c->recs = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->recs);
 	if (c->recs == NULL) {
@@ -747,6 +822,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	struct captured *caps = NULL;
 	struct tune_cache tc = { 0 };
 	struct stash_pool pool = { 0 };
+	struct host_bufs bufs = { 0 };
 	int64_t *tokens = NULL;
 	unsigned char *verify = NULL;
 	uint32_t n = 0;
@@ -841,7 +917,8 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 			rep->phases.checksum_ns += bcg_now_ns() - t0;
 		}
 		if (engine_interrupted(err) != 0 ||
-		    capture_variant(e, plan, k, &vo, verify[k], &pool, &tc, &caps[k], &rep->variants[k],
+		    capture_variant(e, plan, k, &vo, verify[k], &pool, &bufs, &tc, &caps[k],
+		                    &rep->variants[k],
 		                    &st, &rep->phases, err) != 0)
 			goto out;
 	}
@@ -898,6 +975,7 @@ out:
 	if (caps != NULL)
 		for (uint32_t k = 0; k < n; k++)
 			captured_release(&caps[k]);
+	host_bufs_release(&bufs);
 	if (e != NULL) {
 		stash_pool_release(e, &pool);
 		nvtx_close(e->nvtx);
