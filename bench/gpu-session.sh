@@ -79,7 +79,8 @@
 #             and capture --json's phases (targets: <= 3 s verified, <= 1.5 s
 #             first-and-largest); replay --check of sizes captured unverified;
 #             the plan loaded and every graph instantiated in a new process
-#             (instantiate --json; target: <= 0.25 s beyond the weights)
+#             (instantiate --json; target: <= 0.25 s beyond the weights);
+#             with a .gpu/before tree, its capture of the same sizes too
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -897,11 +898,12 @@ except (OSError, ValueError) as e:
     sys.exit(0)
 p, v = d["phases"], d["variants"]
 print("  %d variants, %d verified (%s); capture_script %.3f s: materialize %.3f, tune %.3f, "
-      "reference %.3f, capture %.3f, instantiate %.3f, verify %.3f, state copies %.3f "
-      "(%d, %.1f MiB)" % (len(v), d["verified"], d["verify"], p["total_ms"] / 1e3,
-      p["materialize_ms"] / 1e3, p["tune_ms"] / 1e3, p["reference_ms"] / 1e3,
-      p["capture_ms"] / 1e3, p["instantiate_ms"] / 1e3, p["verify_ms"] / 1e3,
-      p["state_copy_ms"] / 1e3, p["state_copies"], p["state_copy_bytes"] / 2**20))
+      "reference %.3f, capture %.3f, instantiate %.3f, verify %.3f, checksums (waited) %.3f, "
+      "state copies %.3f (%d, %.1f MiB)" % (len(v), d["verified"], d["verify"],
+      p["total_ms"] / 1e3, p["materialize_ms"] / 1e3, p["tune_ms"] / 1e3,
+      p["reference_ms"] / 1e3, p["capture_ms"] / 1e3, p["instantiate_ms"] / 1e3,
+      p["verify_ms"] / 1e3, p["checksum_ms"] / 1e3, p["state_copy_ms"] / 1e3,
+      p["state_copies"], p["state_copy_bytes"] / 2**20))
 beyond = p["total_ms"] - p["materialize_ms"]
 want = {"all": 3.0, "first-and-largest": 1.5}.get(sys.argv[2])
 if want:
@@ -913,6 +915,16 @@ if bad:
     print("  not bit-exact: %s" % bad)
 PY
 		done
+		# The before figure in this lease, where .gpu/before holds a tree
+		# (sh bench/bundle-before.sh 15451b5: the tree the 16.8 s came
+		# from, which has no --verify and verifies every size).
+		if [ -n "$(ls "$top"/.gpu/before/*.tar.gz 2>/dev/null)" ] && build_before; then
+			t0=$(date +%s%N)
+			timeout 500 "$ob/bcgtool/bcgtool" capture --backend cuda --mode breakable --no-tune \
+				-o capspeed-before.plan capspeed-1b.yaml >capspeed-before.txt 2>&1
+			say "capspeed: before tree: capture of the same sizes, all verified: exit $? in" \
+				"$(( ($(date +%s%N) - t0) / 1000000 )) ms (the process)"
+		fi
 		# Sizes first-and-largest left unverified, checked now.
 		for t in 2 24 136 496; do
 			timeout 120 "$B" replay --backend cuda --tokens $t --steps 2 --warmup 0 --check \
