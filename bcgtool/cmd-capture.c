@@ -122,7 +122,7 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 	const struct capture_phases *p = &rep->phases;
 	char h[32];
 
-	fprintf(f, "%u of %u variant%s verified; %.3f s: materialize %.3f, tune %.3f, "
+	fprintf(f, "verified %u of %u variant%s; %.3f s: materialize %.3f, tune %.3f, "
 	        "reference %.3f, capture %.3f, instantiate %.3f, verify %.3f, checksums %.3f, "
 	        "state copies %.3f (%u, %s)\n", p->verified, rep->nvariants,
 	        BCG_S(rep->nvariants), (double)p->total_ns / 1e9,

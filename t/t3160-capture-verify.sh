@@ -33,7 +33,7 @@ test_expect_success 'setup: a script whose sizes take three modes' '
 test_expect_success 'the default verifies every variant' '
 	bcg capture --backend host --no-tune -o all.plan "$small" >out &&
 	test $(grep -c "bit-exact$" out) = 3 &&
-	test_grep "^3 of 3 variants verified; " out &&
+	test_grep "^verified 3 of 3 variants; " out &&
 	bcg inspect all.plan >summary &&
 	! grep "not verified" summary
 '
@@ -43,7 +43,7 @@ test_expect_success 'first-and-largest: sizes 1 and 4 verified, 2 captured witho
 	test_grep "^ *1  breakable .*  bit-exact$" out &&
 	test_grep "^ *2  breakable .*  not verified$" out &&
 	test_grep "^ *4  breakable .*  bit-exact$" out &&
-	test_grep "^2 of 3 variants verified; " out
+	test_grep "^verified 2 of 3 variants; " out
 '
 
 test_expect_success 'the unverified variant is captured the same: diff finds only its checksum gone' '
@@ -104,7 +104,7 @@ test_expect_success 'replay --check verifies the variant capture did not' '
 test_expect_success 'none: no variant verified, no checksum, no reference step' '
 	bcg capture --backend host --no-tune --verify none -o none.plan "$small" >out &&
 	test $(grep -c "not verified$" out) = 3 &&
-	test_grep "^0 of 3 variants verified; " out &&
+	test_grep "^verified 0 of 3 variants; " out &&
 	bcg inspect --checks none.plan >checks &&
 	test $(wc -l <checks) = 2 &&
 	bcg inspect --stats none.plan >stats &&
@@ -238,7 +238,7 @@ test_expect_success 'replay --check at sizes across the range, padded where betw
 
 test_expect_success 'first-and-largest over 512 sizes verifies 2' '
 	bcg capture --backend host --no-tune --verify first-and-largest -o fl512.plan s512.yaml >out &&
-	test_grep "^2 of 512 variants verified; " out &&
+	test_grep "^verified 2 of 512 variants; " out &&
 	bcg inspect fl512.plan >summary &&
 	test_grep "^  not verified at capture (capture --verify): 2, 3, 4, .*, \.\.\., 511 (510 in all); " summary
 '
