@@ -158,8 +158,8 @@ static void inspect_unverified(struct inspect *in)
 	}
 	if (n > 0 && plan_get_origin(plan) != PLAN_ORIGIN_RECORDED)
 		printf("  not verified at capture (capture --verify): %s%s; replay --check "
-		       "verifies a variant\n", n == shown ? "all" : "",
-		       n == shown ? "" : bcg_list_sizes(v, n, list, sizeof list));
+		       "verifies a variant\n", n == shown && n > 1 ? "all" : "",
+		       n == shown && n > 1 ? "" : bcg_list_sizes(v, n, list, sizeof list));
 	free(v);
 }
 

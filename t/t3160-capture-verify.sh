@@ -62,6 +62,10 @@ test_expect_success 'the unverified variant is captured the same: diff finds onl
 test_expect_success 'inspect names the variant not verified, and --stats counts them' '
 	bcg inspect fl.plan >out &&
 	test_grep "^  not verified at capture (capture --verify): 2; replay --check verifies a variant$" out &&
+	bcg inspect --variant 2 fl.plan >v2 &&
+	test_grep "^  not verified at capture (capture --verify): 2; " v2 &&
+	bcg inspect --variant 4 fl.plan >v4 &&
+	! grep "not verified" v4 &&
 	bcg inspect --checks fl.plan >checks &&
 	awk "NR > 2 { print \$1 }" checks >tokens &&
 	printf "1\n4\n" >expect &&
