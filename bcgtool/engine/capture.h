@@ -86,7 +86,9 @@ struct capture_phases {
 	uint64_t materialize_ns;  /* the arena, its tensors and weights */
 	uint64_t tune_ns;         /* implementation choices */
 	uint64_t reference_ns;    /* eager reference steps, outputs read */
-	uint64_t capture_ns;      /* stream capture, the eager launches in it */
+	uint64_t capture_ns;      /* the captures with their warm-up launches
+	                             and breakpoints (the plan's statistics
+	                             count the stream captures alone) */
 	uint64_t instantiate_ns;  /* graph instantiation and upload */
 	uint64_t verify_ns;       /* replayed steps compared */
 	uint64_t checksum_ns;     /* waiting for the reference's checksums,
