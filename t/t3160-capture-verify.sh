@@ -247,4 +247,36 @@ test_expect_success 'first-and-largest over 512 sizes verifies 2' '
 	test_grep "^  not verified at capture (capture --verify): 2, 3, 4, .*, \.\.\., 511 (510 in all); " summary
 '
 
+# On the GPU: the reference's outputs and state kept on the device, in
+# one allocation for every variant, compared there; the checksums taken
+# on threads. The plan must be the one every size verified gives, less
+# the checksums of the sizes skipped, and those sizes must replay as the
+# eager steps do.
+test_expect_success CUDA 'cuda: first-and-largest against all, and replay --check of the size skipped' '
+	bcg capture --backend cuda --no-tune --json -o cuda-all.plan "$small" >cuda-all.json &&
+	bcg capture --backend cuda --no-tune --verify first-and-largest -o cuda-fl.plan "$small" >out &&
+	test_grep "^ *2  breakable .*  not verified$" out &&
+	test_grep "^verified 2 of 3 variants; " out &&
+	test_expect_code 1 bcg diff cuda-all.plan cuda-fl.plan >d &&
+	grep -v "^-check next at 2: " d >rest &&
+	printf "%s\n" "--- cuda-all.plan" "+++ cuda-fl.plan" "@@ checks @@" >expect &&
+	test_cmp expect rest &&
+	bcg replay --backend cuda --tokens 2 --steps 3 --check cuda-fl.plan >out &&
+	test_grep "^check        bit-exact with eager$" out
+'
+
+test_expect_success CUDA,PYTHON3 'cuda: the state copies, counted from the plan' '
+	bcg inspect --json cuda-all.plan >i.json &&
+	"$PYTHON3" -c "
+import json
+c = json.load(open(\"cuda-all.json\"))
+t = json.load(open(\"i.json\"))[\"tensors\"]
+p = c[\"phases\"]
+reset = sum(x[\"bytes\"] for x in t if x[\"role\"] != \"weight\")
+state = sum(x[\"bytes\"] for x in t if x[\"role\"] == \"state\")
+assert c[\"verified\"] == 3 and all(v[\"bit_exact\"] for v in c[\"variants\"]), c
+assert p[\"state_copies\"] == 9 and p[\"state_copy_bytes\"] == 3 * (2 * reset + state), p
+"
+'
+
 test_done
