@@ -721,7 +721,7 @@ static int validate_plan(const char *path, int json)
 	plan_t *plan = NULL;
 	char note[512], version[16];
 	char **notes = NULL;
-	uint32_t nnotes = 0, kept = 0, snaps = 0, nm, na;
+	uint32_t nnotes = 0, kept = 0, snaps = 0, verified = 0, nm, na;
 	unsigned major, minor;
 	int rc, recorded, replayable;
 
@@ -730,7 +730,7 @@ static int validate_plan(const char *path, int json)
 	recorded = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED;
 	nm = plan_count_modules(plan);
 	na = plan_count_allocs(plan);
-	notes = xcalloc((size_t)nm + 2, sizeof *notes);
+	notes = xcalloc((size_t)nm + 3, sizeof *notes);
 	for (uint32_t i = 0; i < nm; i++) {
 		const struct plan_module *m = plan_get_module(plan, i);
 		if (!(m->flags & PLAN_MODULE_IMAGE)) {
@@ -754,6 +754,14 @@ static int validate_plan(const char *path, int json)
 	if (recorded && snaps < na) {
 		snprintf(note, sizeof note, "%u of %u allocations have no contents kept: a replay "
 		         "starts from memory the recording did not see", na - snaps, na);
+		notes[nnotes++] = xstrdup(note);
+	}
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
+		verified += plan_variant_verified(plan, i) != 0;
+	if (!recorded && verified < plan_count_variants(plan)) {
+		snprintf(note, sizeof note, "%u of %u variants were not verified at capture "
+		         "(capture --verify): replay --check verifies them",
+		         plan_count_variants(plan) - verified, plan_count_variants(plan));
 		notes[nnotes++] = xstrdup(note);
 	}
 	replayable = !recorded || kept == nm;
@@ -781,6 +789,8 @@ static int validate_plan(const char *path, int json)
 		plan_json_uint(j, plan_count_segments(plan));
 		plan_json_key(j, "breakpoints");
 		plan_json_uint(j, plan_count_breakpoints(plan));
+		plan_json_key(j, "verified");
+		plan_json_uint(j, verified);
 		plan_json_key(j, "launches");
 		plan_json_uint(j, plan_count_launches(plan));
 		plan_json_key(j, "modules");

@@ -383,6 +383,10 @@ static void json_variant(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_uint(j, nbp);
 	plan_json_key(j, "nodes");
 	plan_json_uint(j, nnodes);
+	if (plan_get_origin(plan) != PLAN_ORIGIN_RECORDED) {
+		plan_json_key(j, "verified");
+		plan_json_bool(j, plan_variant_verified(plan, i));
+	}
 	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
 		plan_json_key(j, "label");
 		plan_json_string(j, v->label);

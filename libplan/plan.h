@@ -816,6 +816,12 @@ uint32_t plan_dispatch_lookup_key(const plan_t *plan, int64_t tokens, uint32_t r
  * requests or flags, or a dispatch entry with them. */
 int plan_has_keys(const plan_t *plan);
 
+/* Whether script variant VARIANT was verified at capture (its replay
+ * compared with an eager reference run): it has output checksums, which
+ * only that reference gives, or the program has no output (bcgtool then
+ * verifies every variant). 0 for a recorded plan or no such variant. */
+int plan_variant_verified(const plan_t *plan, uint32_t variant);
+
 /* The request dim's value: the length of the first tensor fed seq_lens
  * (op-script.md, "Batch feeds"); 0 when the plan has none. */
 int64_t plan_request_dim(const plan_t *plan);
