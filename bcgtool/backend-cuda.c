@@ -25,6 +25,8 @@
 
 #include "backend.h"
 #include "backend-cuda.h"
+#include "dist/comm.h"
+#include "dist/dist.h"
 #include "engine/verify.h"
 #include "ops/cuda.h"
 #include "util.h"
@@ -74,6 +76,8 @@ struct backend {
 	struct cuda_op_ctx ctx;
 
 	void              *base;
+	struct dist_comm  *symmetric;             /* base is this communicator's
+	                                             symmetric memory (NCCL) */
 	uint64_t           arena_bytes;           /* the plan's arena, from base */
 	uint64_t           total_bytes;
 
@@ -250,6 +254,33 @@ static uint64_t cuda_extra_bytes(struct backend *b, uint64_t scratch_bytes)
 	return ((scratch_bytes + 255) & ~(uint64_t)255) + CUDA_WORKSPACE_BYTES;
 }
 
+/* BCG_NCCL_MEMORY: "symmetric" puts a tensor-parallel rank's arena in
+ * NCCL's symmetric memory, "default" (or unset) in cudaMalloc's. 1 when
+ * symmetric memory is wanted and this rank's communicator has it, 0
+ * when not, -1 with MSG when it was asked for and cannot be had. */
+static int cuda_symmetric_wanted(char *msg, size_t len)
+{
+	const char *v = getenv("BCG_NCCL_MEMORY");
+	struct dist_comm *c = dist_self();
+
+	if (v == NULL || *v == '\0' || strcmp(v, "default") == 0)
+		return 0;
+	if (strcmp(v, "symmetric") != 0) {
+		snprintf(msg, len, "BCG_NCCL_MEMORY=%s: symmetric or default", v);
+		return -1;
+	}
+	if (c == NULL)
+		return 0;          /* one rank, or ranks as threads: nothing to share */
+	if (c->ops->mem_alloc == NULL) {
+		snprintf(msg, len, "BCG_NCCL_MEMORY=symmetric: this NCCL has no symmetric memory "
+		         "(it came with NCCL 2.27)");
+		return -1;
+	}
+	return 1;
+}
+
+static void cuda_free(struct backend *b, void *base);
+
 static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
                       void **base, char *msg, size_t len)
 {
@@ -258,7 +289,21 @@ static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_
 	uint64_t total = arena + cuda_extra_bytes(b, scratch_bytes);
 	cudaError_t e;
 
-	e = cudaMalloc(base, (size_t)total);
+	if (cuda_symmetric_wanted(msg, len) < 0)
+		return -1;
+	if (cuda_symmetric_wanted(msg, len) == 1) {
+		/* A rank's arena as NCCL's symmetric memory: its collectives
+		 * take the symmetric kernels (dist/comm.h's mem_alloc). */
+		struct dist_comm *c = dist_self();
+		if (c->ops->mem_alloc(c, (size_t)total, base, msg, len) != 0) {
+			*base = NULL;
+			return -1;
+		}
+		b->symmetric = c;
+		e = cudaSuccess;
+	} else {
+		e = cudaMalloc(base, (size_t)total);
+	}
 	if (e != cudaSuccess) {
 		char want[32], have[32];
 		size_t mfree = 0, mtotal = 0;
@@ -280,9 +325,8 @@ static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_
 	                              CUDA_WORKSPACE_BYTES), "cublasSetWorkspace");
 	return 0;
 fail:
-	cudaFree(*base);
+	cuda_free(b, *base);
 	*base = NULL;
-	b->base = NULL;
 	return -1;
 }
 
@@ -290,7 +334,11 @@ static void cuda_free(struct backend *b, void *base)
 {
 	if (b->stream != NULL)
 		cudaStreamSynchronize(b->stream);
-	cudaFree(base);
+	if (b->symmetric != NULL && base == b->base)
+		b->symmetric->ops->mem_free(b->symmetric, base);
+	else
+		cudaFree(base);
+	b->symmetric = NULL;
 	b->base = NULL;
 }
 

@@ -73,6 +73,13 @@ void dist_host_group_free(struct dist_host_group *g);
  * parent's CUDA. 0 GPUs in a build without CUDA. 0, or -1 with MSG. */
 int dist_gpu_count(int *count, char *msg, size_t len);
 
+/* The communicator of this process's rank while it runs (ranks as
+ * processes, forked or an external launcher's); NULL otherwise: one rank,
+ * or ranks as threads. The CUDA backend asks it for the arena's memory
+ * (BCG_NCCL_MEMORY=symmetric: NCCL's symmetric windows). */
+struct dist_comm *dist_self(void);
+void dist_self_set(struct dist_comm *comm);      /* the launchers: around rank_main */
+
 /* Whether this build has NCCL; its version (ncclGetVersion) or 0. */
 int dist_have_nccl(void);
 int dist_nccl_version(void);

@@ -274,7 +274,9 @@ static void rank_child(const struct dist_opts *opts, const struct dist_transport
 		dist_comm_destroy(comm);
 		_exit(3);
 	}
+	dist_self_set(comm);
 	st = rank_main(comm, arg);
+	dist_self_set(NULL);
 	dist_watchdog_stop(w);
 	dist_comm_destroy(comm);
 	fflush(NULL);
@@ -666,7 +668,9 @@ int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void
 		dist_comm_destroy(comm);
 		return 3;
 	}
+	dist_self_set(comm);
 	st = rank_main(comm, arg);
+	dist_self_set(NULL);
 	dist_watchdog_stop(w);
 	dist_comm_destroy(comm);
 	return st;
