@@ -22,17 +22,17 @@ took_under() {
 	test "$_took" -lt "$2" || { echo >&2 "took $_took s, not under $2"; return 1; }
 }
 
-test_expect_success 'three ranks: every line of each, prefixed with its rank, the id rank 0 made' '
+test_expect_success 'three ranks: every line of each, prefixed with its rank (but rank 0 standard output), the id rank 0 made' '
 	rm -f pids &&
 	BCG_TEST_PIDS=pids "$procs" --world 3 print >out 2>err &&
 	sed "s/the id is .*/the id is ID/" out | sort >out.sorted &&
 	cat >expect <<-\EOT &&
-	[rank 0] rank 0 of 3: the id is ID
-	[rank 0] unfinished 0
 	[rank 1] rank 1 of 3: the id is ID
 	[rank 1] unfinished 1
 	[rank 2] rank 2 of 3: the id is ID
 	[rank 2] unfinished 2
+	rank 0 of 3: the id is ID
+	unfinished 0
 	EOT
 	test_cmp expect out.sorted &&
 	sort err >err.sorted &&

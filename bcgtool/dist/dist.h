@@ -12,7 +12,8 @@
  *    process forks them before it touches CUDA; rank r uses device r;
  *    rank 0 makes the NCCL unique id and it travels to the others through
  *    pipes; each rank's stdout and stderr come back line by line, each
- *    line prefixed "[rank R] ". A rank that exits with an error, dies or
+ *    line prefixed "[rank R] ", but for rank 0's stdout: the command's
+ *    result (a table, JSON) as with one GPU. A rank that exits with an error, dies or
  *    stops answering for TIMEOUT seconds takes the others down: they abort
  *    their communicators and exit 3 naming the rank and the collective.
  *  - external launcher (RANK, WORLD_SIZE, LOCAL_RANK in the environment;

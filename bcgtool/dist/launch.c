@@ -5,7 +5,9 @@
  *
  * Between this process (the parent) and rank R (a child) run three pipes:
  *  - R's standard output and error, which the parent copies to its own,
- *    line by line, each line prefixed "[rank R] ";
+ *    line by line, each line prefixed "[rank R] " -- except rank 0's
+ *    standard output, which is the command's own result (its table or
+ *    its JSON, as with one GPU) and comes through as it is;
  *  - the control pipe, parent to child: first the unique id, which rank 0
  *    made and sent up through a fourth pipe of its own; then notices
  *    "Q TEXT\n" that rank Q failed so, for R's watchdog.
@@ -40,6 +42,7 @@
 
 struct relay {
 	int    fd;                  /* read end, or -1 at EOF */
+	int    plain;               /* copied without the "[rank R] " prefix */
 	FILE  *to;                  /* stdout or stderr */
 	char  *buf;
 	size_t len;
@@ -69,12 +72,16 @@ static void relay_lines(struct relay *r, int rank, int flush)
 	for (size_t i = 0; i < r->len; i++) {
 		if (r->buf[i] != '\n' && i - start + 1 < LINE_MAX_BYTES)
 			continue;
-		fprintf(r->to, "[rank %d] %.*s%s", rank, (int)(i + 1 - start), r->buf + start,
+		if (!r->plain)
+			fprintf(r->to, "[rank %d] ", rank);
+		fprintf(r->to, "%.*s%s", (int)(i + 1 - start), r->buf + start,
 		        r->buf[i] == '\n' ? "" : "\n");
 		start = i + 1;
 	}
 	if (flush && start < r->len) {
-		fprintf(r->to, "[rank %d] %.*s\n", rank, (int)(r->len - start), r->buf + start);
+		if (!r->plain)
+			fprintf(r->to, "[rank %d] ", rank);
+		fprintf(r->to, "%.*s\n", (int)(r->len - start), r->buf + start);
 		start = r->len;
 	}
 	if (start > 0) {
@@ -530,7 +537,7 @@ static int launch_fork(struct launch *l, int rank, dist_rank_fn rank_main, void 
 	p->rank = rank;
 	p->running = 1;
 	p->ctl = ctl[1];
-	p->out = (struct relay){.fd = out[0], .to = stdout};
+	p->out = (struct relay){.fd = out[0], .to = stdout, .plain = rank == 0};
 	p->err = (struct relay){.fd = err[0], .to = stderr};
 	p->out.buf = malloc(LINE_MAX_BYTES);
 	p->err.buf = malloc(LINE_MAX_BYTES);
