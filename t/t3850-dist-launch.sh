@@ -109,7 +109,7 @@ test_expect_success 'SIGTERM to the launcher reaches every rank, which stops as 
 	done &&
 	kill -TERM $(cat launcher) &&
 	test_expect_code 143 wait $! &&
-	test_grep "^\[rank 0\] rank 0: stopping on signal 15\$" out &&
+	test_grep "^rank 0: stopping on signal 15\$" out &&
 	test_grep "^\[rank 1\] rank 1: stopping on signal 15\$" out &&
 	none_left pids
 '
