@@ -300,8 +300,11 @@ static size_t cuda_scratch(const struct op_call *call)
 }
 
 static int cuda_init(struct backend *b, void *dst, int dtype, uint64_t count,
-                     const struct plan_init *init, char *msg, size_t len)
+                     const struct plan_init *init, const struct bcg_slice *slice, char *msg,
+                     size_t len)
 {
+	if (slice != NULL)
+		return cuda_init_slice(dst, dtype, count, init, slice, b->stream, msg, len);
 	return cuda_init_tensor(dst, dtype, count, init, b->stream, msg, len);
 }
 

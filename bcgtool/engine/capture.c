@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "dist/comm.h"
 #include "cmd.h"
 #include "exec.h"
 #include "memplan.h"
@@ -326,6 +327,12 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		 * and keeps the defaults, so that two give the same bytes. */
 		if (o->untimed && e->be->kind != PLAN_BACKEND_CUDA)
 			to.measure = 0;
+		/* Several ranks keep the defaults: each would measure its own
+		 * noise and choose differently, and the ranks of one plan run
+		 * the same kernels. Collectives have one implementation and are
+		 * never timed. */
+		if (e->comm != NULL && e->comm->world > 1)
+			to.measure = 0;
 		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
 	}
 	nvtx_pop(e->nvtx);
@@ -566,6 +573,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
+	e->comm = o->comm;
 	/* The content the weights had when captured: instantiate and replay
 	 * compare what they read with it. */
 	for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++)
