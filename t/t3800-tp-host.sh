@@ -199,4 +199,36 @@ test_expect_success JANSSON 'capture --tp 4 in full mode: the collectives captur
 		test $code = 3 && test_grep "captured and verified" err; fi
 '
 
+# On two GPUs (ranks as processes, NCCL: the dist/ launcher): the same
+# tokens, each rank's weights read as slices of the checkpoint on the
+# device, the random inits computed there.
+if test_have_prereq CUDA; then
+	n=$("$BCG_BUILD_DIR/t/helper/has-gpu" | sed -n "s/^\([0-9]*\) CUDA.*/\1/p")
+	test "${n:-0}" -ge 2 && test_set_prereq GPUS2
+fi
+
+for m in llama qwen3 mistral; do
+	test_expect_success JANSSON,PYTHON3,GPUS2 "$m: --backend cuda --tp 2 gives transformers' greedy tokens" "
+		want_tokens $m >expect &&
+		bcg run --backend cuda --json --tp 2 --prompt \$(prompt $m) --generate 8 \
+			--logits $m-cuda-tp2.bin $m.yaml >run.json &&
+		got_tokens run.json >actual &&
+		test_cmp expect actual &&
+		close_logits $m $m-cuda-tp2.bin 1e-3
+	"
+done
+
+test_expect_success PYTHON3,GPUS2 'random and arange weights on two GPUs: the outputs of one' '
+	bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
+	bcg run --backend cuda --steps 3 --tp 2 --dump-outputs c2 mlp.yaml >/dev/null &&
+	"$PYTHON3" - c1/y.bin c2/y.bin <<-\EOT
+	import struct, sys
+	a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
+	x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
+	assert len(x) == len(y) == 32, (len(x), len(y))
+	err = max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)
+	assert err <= 1e-5, err
+	EOT
+'
+
 test_done
