@@ -234,20 +234,8 @@ static int validate_weight_sources(const plan_t *plan, struct plan_diag *diag)
 		if (w->flags & ~PLAN_WSRC_HASHED)
 			return FAIL("section WSRC: source %u has unknown flags 0x%x", i, w->flags);
 		conv = w->bytes / sz * plan_dtype_size(t->dtype);
-		/* a rank's slice (1.5) lands only its share */
-		if (w->slice_len != 0) {
-			if (w->slice_start + w->slice_len > w->slice_full ||
-			    w->slice_outer * w->slice_full * w->slice_inner != w->bytes / sz)
-				return FAIL("section WSRC: source %u (%.64s): a slice of rows %llu..%llu "
-				            "of [%llu, %llu, %llu] does not fit its %llu elements", i,
-				            w->name, (unsigned long long)w->slice_start,
-				            (unsigned long long)(w->slice_start + w->slice_len),
-				            (unsigned long long)w->slice_outer,
-				            (unsigned long long)w->slice_full,
-				            (unsigned long long)w->slice_inner,
-				            (unsigned long long)(w->bytes / sz));
+		if (w->slice_len != 0)
 			conv = w->slice_outer * w->slice_len * w->slice_inner * plan_dtype_size(t->dtype);
-		}
 		if (t->bytes != 0 && (w->offset > t->bytes || conv > t->bytes - w->offset))
 			return FAIL("section WSRC: source %u (%.64s) of %llu bytes at offset %llu "
 			            "overflows tensor %u (%.64s) of %llu bytes", i, w->name,
