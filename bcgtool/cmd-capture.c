@@ -263,12 +263,12 @@ static int cap_tp_join(const struct cap_tp *c, plan_t *plan, struct bcg_output *
 			free(f);
 			goto out;
 		}
-		d = plan_get_dist(rp);
-		if (d->world != (uint32_t)c->world || d->rank != (uint32_t)r) {
-			bcg_error("%s: rank %d's plan reads back as rank %u of %u: this bcgtool "
-			          "writes plan format %u.%u, which has no tensor-parallel ranks (1.%d)",
-			          f, r, d->rank, d->world, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR,
-			          PLAN_FORMAT_MINOR_RANKS);
+		/* written alone, as a world of one (cap_tp_rank): now rank R */
+		d = plan_get_dist(plan);
+		struct plan_dist rd = { .world = d->world, .rank = (uint32_t)r,
+		                        .nccl_version = d->nccl_version };
+		if (plan_set_dist(rp, &rd, &diag) != 0) {
+			bcg_error("%s: rank %d's plan: %s", f, r, diag.message);
 			plan_free(rp);
 			free(f);
 			goto out;
@@ -339,14 +339,29 @@ static int cap_tp_rank(struct dist_comm *comm, void *arg)
 	rc = BCG_EXIT_RUNTIME;
 	goto out;
 #endif
+	{
+		/* the communicator's NCCL (0 on host ranks), in every rank's plan */
+		struct plan_dist d = *plan_get_dist(plan);
+		d.nccl_version = comm->nccl_version;
+		if (plan_set_dist(plan, &d, &diag) != 0) {
+			bcg_error("rank %d: %s", r, diag.message);
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+	}
 	if (r != 0) {
+		/* A rank's plan alone is a world of one to the writer: rank 0
+		 * makes it rank R again when it attaches it. */
+		struct plan_dist d = *plan_get_dist(plan), alone = { .world = 1 };
 		file = cap_rank_file(c->output, r);
-		if (plan_write_file(plan, file, &diag) != 0) {
+		if (plan_set_dist(plan, &alone, &diag) != 0 ||
+		    plan_write_file(plan, file, &diag) != 0) {
 			bcg_error("%s: rank %d's plan: %s", file, r, diag.message);
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
 		wrote = 1;
+		(void)plan_set_dist(plan, &d, NULL);
 	}
 	/* Every rank's plan written (or the group gave up) */
 	if (dist_barrier(comm, msg, sizeof msg) != 0) {

@@ -635,10 +635,25 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 			goto out;
 		}
 	}
-	if (plan_validate(plan, &diag) != 0) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "the captured plan is inconsistent: %s",
-		            diag.message);
-		goto out;
+	{
+		/* A rank of several is checked alone: rank 0 gets the others
+		 * attached only once they have all captured (cmd-capture.c). */
+		struct plan_dist d = *plan_get_dist(plan), alone = { .world = 1 };
+		int bad;
+		if (d.world > 1 && plan_set_dist(plan, &alone, &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
+		bad = plan_validate(plan, &diag) != 0;
+		if (bad)
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "the captured plan is "
+			            "inconsistent: %s", diag.message);
+		if (d.world > 1 && plan_set_dist(plan, &d, bad ? NULL : &diag) != 0 && !bad) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
+		if (bad)
+			goto out;
 	}
 	*out = plan;
 	script->program = NULL;
