@@ -179,10 +179,30 @@ test_expect_success 'an op that reduces along a split axis: refused at the op' '
 # captured, and leaves nothing behind.
 bcg --version | grep -q "plan format 1\.[5-9]" && test_set_prereq TP_PLAN
 
-test_expect_success JANSSON,TP_PLAN 'capture --tp 2: one plan holding both ranks' '
+test_expect_success JANSSON,PYTHON3,TP_PLAN 'capture --tp 2: one plan holding both ranks, their shares and collectives' '
 	bcg capture --backend host --tp 2 -o llama-tp2.plan llama.yaml >out &&
-	test_file_not_empty llama-tp2.plan &&
-	! ls -a | grep -q "rank[0-9]*\.tmp"
+	! ls -a | grep -q "rank[0-9]*\.tmp" &&
+	bcg inspect --json llama-tp2.plan >tp2.json &&
+	"$PYTHON3" - tp2.json <<-\EOT
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["dist"]["world"] == 2 and d["dist"]["rank"] == 0, d["dist"]
+	assert [r["dist"]["rank"] for r in d["ranks"]] == [1], d["ranks"]
+	def tensor(p, name):
+	    return [t for t in p["tensors"] if t["name"] == name][0]
+	# q | k | v rows of 4 heads and 2 kv heads of 8: rank 1 holds q heads
+	# 2, 3 (rows 16..31) and kv head 1 (rows 8..15 of k and of v)
+	for p, q0, kv0 in ((d, 0, 0), (d["ranks"][0], 16, 8)):
+	    b = tensor(p, "qkv_proj[0]")["split"]["blocks"]
+	    assert [(x["full"], x["start"], x["len"]) for x in b] == \
+	        [(32, q0, 16), (16, kv0, 8), (16, kv0, 8)], b
+	kinds = [o["kind"] for o in d["ops"]]
+	assert kinds[:2] == ["vocab_embedding", "all_reduce"], kinds
+	assert kinds.count("all_reduce") == 1 + 2 * 2 and kinds[-2] == "all_gather", kinds
+	assert [o["kind"] for o in d["ranks"][0]["ops"]] == kinds
+	w = [w for w in d["ranks"][0]["weights"] if w["name"] == "model.embed_tokens.weight"][0]
+	assert w["slice"] == {"outer": 1, "full": 96, "inner": 32, "start": 48, "len": 48}, w
+	EOT
 '
 
 test_expect_success JANSSON,!TP_PLAN 'capture --tp 2: the ranks capture, and the plan writer refuses them' '
@@ -194,9 +214,14 @@ test_expect_success JANSSON,!TP_PLAN 'capture --tp 2: the ranks capture, and the
 
 test_expect_success JANSSON 'capture --tp 4 in full mode: the collectives captured, the replays verified on every rank' '
 	code=0 &&
-	bcg capture --backend host --tp 4 --mode full -o q.plan llama.yaml 2>err || code=$? &&
-	if test_have_prereq TP_PLAN; then test $code = 0; else
-		test $code = 3 && test_grep "captured and verified" err; fi
+	bcg capture --backend host --tp 4 --mode full -o q.plan llama.yaml >out 2>err || code=$? &&
+	if test_have_prereq TP_PLAN; then
+		test $code = 0 &&
+		bcg inspect --json q.plan >q.json &&
+		"$PYTHON3" -c "import json, sys; d = json.load(open(sys.argv[1])); assert [r[\"dist\"][\"rank\"] for r in d[\"ranks\"]] == [1, 2, 3]; assert all(v[\"mode\"] == \"full\" for v in d[\"variants\"])" q.json
+	else
+		test $code = 3 && test_grep "captured and verified" err
+	fi
 '
 
 # On two GPUs (ranks as processes, NCCL: the dist/ launcher): the same
