@@ -166,7 +166,9 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 		goto fail;
 	}
 	CUDA_TRY(ce, "no usable CUDA device");
-	b->device = 0;
+	/* The thread's current device: 0, unless a tensor-parallel rank's
+	 * communicator made its GPU current (dist/nccl.c: rank r, GPU r). */
+	CUDA_TRY(cudaGetDevice(&b->device), "cudaGetDevice");
 	CUDA_TRY(cudaSetDevice(b->device), "cudaSetDevice");
 	CUDA_TRY(cudaGetDeviceProperties(&prop, b->device), "cudaGetDeviceProperties");
 	snprintf(info->device, sizeof info->device, "%s", prop.name);
