@@ -506,10 +506,10 @@ static int sh_product(struct sh *s, const struct op_kind *k, const struct plan_o
 		for (uint32_t i = 0; i < o->nattr && e->op.nattr < OP_MAX_ATTRS; i++)
 			if (strcmp(o->attr[i].key, "trans_a") == 0 || strcmp(o->attr[i].key, "trans_b") == 0)
 				e->attr[e->op.nattr++] = o->attr[i];
-		if (sh_collective(s, o, op, "all_reduce", part, part) != 0 ||
-		    (e = sh_emit(s, o)) == NULL)
-			return e == NULL && s->err->msg[0] == '\0'
-			       ? sh_fail(s, PLAN_NONE, PLAN_NONE, "out of memory") : -1;
+		if (sh_collective(s, o, op, "all_reduce", part, part) != 0)
+			return -1;
+		if ((e = sh_emit(s, o)) == NULL)
+			return sh_fail(s, PLAN_NONE, PLAN_NONE, "out of memory");
 		e->kind = "add";
 		snprintf(e->name, sizeof e->name, "%s.add", o->name[0] ? o->name : o->kind);
 		e->op.flags = 0;

@@ -364,6 +364,56 @@ static void test_reducing(void)
 	plan_free(p);
 }
 
+/* Elementwise kinds take operands that split as their output; and a
+ * column-parallel matmul_add cannot write a whole output. */
+static void test_elementwise(void)
+{
+	plan_t *p = plan_new(), *r = NULL;
+	struct plan_split s16 = split1(1, 16, 1), s16u = split1(1, 16, 4);
+	struct shard_error err;
+	const int64_t tokens[] = { 4 };
+	uint32_t a, b, c, x, w, y;
+
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 16, 0);
+	a = tensor(p, "a", PLAN_ROLE_STATE, T, H, &s16);
+	b = tensor(p, "b", PLAN_ROLE_STATE, T, H, &s16);
+	c = tensor(p, "c", PLAN_ROLE_STATE, T, H, &s16);
+	op(p, "add", "sum", 30, (uint32_t[]){ a, b }, 2, &c, 1, NULL, 0);
+	is_int(shard_plan(p, 2, 1, tokens, 1, &r, &err), 0, "add of operands split alike (%s)",
+	       err.msg);
+	ok(r != NULL && plan_count_ops(r) == 1 && plan_get_tensor(r, c)->shape[1].size == 8,
+	   "runs on the shares, no collective");
+	plan_free(r);
+	r = NULL;
+	plan_free(p);
+
+	p = plan_new();
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 16, 0);
+	a = tensor(p, "a", PLAN_ROLE_STATE, T, H, &s16);
+	b = tensor(p, "b", PLAN_ROLE_STATE, T, H, &s16u);
+	c = tensor(p, "c", PLAN_ROLE_STATE, T, H, &s16);
+	op(p, "add", "sum", 31, (uint32_t[]){ a, b }, 2, &c, 1, NULL, 0);
+	is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1, "add of operands split otherwise");
+	ok(err.line == 31 && strstr(err.msg, "input b ('b') splits otherwise") != NULL, "%s",
+	   err.msg);
+	plan_free(p);
+
+	p = plan_new();
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 16, 0);
+	x = tensor(p, "x", PLAN_ROLE_STATE, T, H, NULL);
+	w = tensor(p, "w", PLAN_ROLE_WEIGHT, H, H, &(struct plan_split){ .nblocks = 1, .axis = 0,
+	           .unit = 1, .block = { { 16, 0, 16 } } });
+	y = tensor(p, "y", PLAN_ROLE_OUTPUT, T, H, NULL);
+	op(p, "matmul_add", "res", 32, (uint32_t[]){ x, x, w }, 3, &y, 1, trans_b, 1);
+	is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1,
+	       "matmul_add split along N into a whole output: refused");
+	ok(err.line == 32 && strstr(err.msg, "splits along N") != NULL, "%s", err.msg);
+	plan_free(p);
+}
+
 int main(void)
 {
 	int64_t s, l;
@@ -377,5 +427,6 @@ int main(void)
 	test_vocab();
 	test_heads();
 	test_reducing();
+	test_elementwise();
 	return tap_done();
 }
