@@ -33,8 +33,8 @@ static int cmd_capture_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
-	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--no-tune | "
-	         "--choices-from PLAN] [--no-pdl] [--no-nvtx] [--stats] [--json] "
+	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
+	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--no-nvtx] [--stats] [--json] "
 	         "[--tp N [--timeout S]] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
@@ -48,6 +48,10 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     when every op is graph-safe, breakable otherwise\n"
 		"  -t, --tokens LIST  capture only these capture sizes (comma-separated)\n"
 		"  -n, --steps N      eager reference and verification steps (default 2)\n"
+		"      --verify WHICH the variants given an eager reference and verified:\n"
+		"                     all (default), first-and-largest (the smallest and\n"
+		"                     the largest size of each mode) or none; the others\n"
+		"                     are captured unchecked (replay --check checks them)\n"
 		"      --no-tune      take each op's default implementation instead of\n"
 		"                     timing the candidates (the plan records it either way)\n"
 		"      --choices-from PLAN\n"
@@ -119,6 +123,23 @@ static void capture_full_and_breakable(struct script *s)
 		                                                     : PLAN_MODE_BREAKABLE;
 }
 
+/* Where the time went, for people. */
+static void capture_print_phases(FILE *f, const struct capture_report *rep)
+{
+	const struct capture_phases *p = &rep->phases;
+	char h[32];
+
+	fprintf(f, "verified %u of %u variant%s; %.3f s: materialize %.3f, tune %.3f, "
+	        "reference %.3f, capture %.3f, instantiate %.3f, verify %.3f, checksums %.3f, "
+	        "state copies %.3f (%u, %s)\n", p->verified, rep->nvariants,
+	        BCG_S(rep->nvariants), (double)p->total_ns / 1e9,
+	        (double)p->materialize_ns / 1e9, (double)p->tune_ns / 1e9,
+	        (double)p->reference_ns / 1e9, (double)p->capture_ns / 1e9,
+	        (double)p->instantiate_ns / 1e9, (double)p->verify_ns / 1e9,
+	        (double)p->checksum_ns / 1e9, (double)p->state_ns / 1e9, p->state_copies,
+	        bcg_human_bytes(p->state_bytes, h, sizeof h));
+}
+
 /* The report; PLAN NULL: interrupted, only the variants done, no plan. */
 static void capture_print_text(FILE *f, const plan_t *plan, const struct capture_report *rep,
                                const char *path, size_t bytes)
@@ -132,7 +153,9 @@ static void capture_print_text(FILE *f, const plan_t *plan, const struct capture
 		char verified[48];
 		if (!v->done)
 			continue;
-		if (v->exact)
+		if (!v->verified)
+			snprintf(verified, sizeof verified, "not verified");
+		else if (v->exact)
 			snprintf(verified, sizeof verified, "bit-exact");
 		else
 			snprintf(verified, sizeof verified, "rel. error %.2g", v->rel_error);
@@ -152,6 +175,36 @@ static void capture_print_text(FILE *f, const plan_t *plan, const struct capture
 	       BCG_S(plan_count_breakpoints(plan)),
 	       plan_backend_name(plan_get_meta(plan)->backend),
 	       rep->info.device[0] ? " (" : "", rep->info.device, rep->info.device[0] ? ")" : "");
+	capture_print_phases(f, rep);
+}
+
+/* The phases' times in milliseconds, and the state copies. */
+static void capture_json_phases(struct plan_json *j, const struct capture_report *rep)
+{
+	const struct capture_phases *p = &rep->phases;
+	const struct { const char *key; uint64_t ns; } ms[] = {
+		{ "total_ms", p->total_ns }, { "materialize_ms", p->materialize_ns },
+		{ "tune_ms", p->tune_ns }, { "reference_ms", p->reference_ns },
+		{ "capture_ms", p->capture_ns }, { "instantiate_ms", p->instantiate_ns },
+		{ "verify_ms", p->verify_ns }, { "checksum_ms", p->checksum_ns },
+		{ "state_copy_ms", p->state_ns },
+	};
+
+	plan_json_key(j, "verify");
+	plan_json_string(j, rep->verify);
+	plan_json_key(j, "verified");
+	plan_json_uint(j, p->verified);
+	plan_json_key(j, "phases");
+	plan_json_object_begin(j);
+	for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+		plan_json_key(j, ms[i].key);
+		plan_json_double(j, (double)ms[i].ns / 1e6);
+	}
+	plan_json_key(j, "state_copies");
+	plan_json_uint(j, p->state_copies);
+	plan_json_key(j, "state_copy_bytes");
+	plan_json_uint(j, p->state_bytes);
+	plan_json_object_end(j);
 }
 
 static void capture_print_json(FILE *f, const plan_t *plan, const struct capture_report *rep,
@@ -198,13 +251,22 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 		plan_json_double(j, (double)v->capture_ns / 1e6);
 		plan_json_key(j, "instantiate_ms");
 		plan_json_double(j, (double)v->instantiate_ns / 1e6);
+		plan_json_key(j, "verified");
+		plan_json_bool(j, v->verified);
 		plan_json_key(j, "bit_exact");
-		plan_json_bool(j, v->exact);
+		if (v->verified)
+			plan_json_bool(j, v->exact);
+		else
+			plan_json_null(j);
 		plan_json_key(j, "rel_error");
-		plan_json_double(j, v->rel_error);
+		if (v->verified)
+			plan_json_double(j, v->rel_error);
+		else
+			plan_json_null(j);
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
+	capture_json_phases(j, rep);
 	plan_json_object_end(j);
 	plan_json_free(j);
 }
@@ -393,6 +455,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "tokens", required_argument, NULL, 't' },
 		{ "steps", required_argument, NULL, 'n' },
+		{ "verify", required_argument, NULL, 'Y' },
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "no-tune", no_argument, NULL, 'T' },
 		{ "choices-from", required_argument, NULL, 'F' },
@@ -458,6 +521,13 @@ static int cmd_capture_exec(int argc, char **argv)
 				goto out;
 			}
 			o.steps = (uint32_t)steps;
+			break;
+		case 'Y':
+			if ((o.verify = capture_verify_from_name(optarg)) < 0) {
+				rc = cmd_usage_error(self, "--verify takes all, first-and-largest or "
+				                     "none, not '%s'", optarg);
+				goto out;
+			}
 			break;
 		case 'N': o.nvtx = 0; break;
 		case 'T': o.tune.measure = 0; break;

@@ -52,7 +52,7 @@ static int import_parse_tokens(const char *s, int64_t *out, uint32_t *n)
 		errno = 0;
 		v = strtoll(s, &end, 10);
 		if (end == s || errno != 0 || v < 1 || v > 65536 || (*end != ',' && *end != '\0') ||
-		    *n == 64 || (*n > 0 && v <= out[*n - 1]))
+		    *n == SCRIPT_MAX_SIZES || (*n > 0 && v <= out[*n - 1]))
 			return -1;
 		out[(*n)++] = v;
 		s = *end == ',' ? end + 1 : end;
@@ -103,7 +103,7 @@ static int cmd_import_exec(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_import_entry;
-	int64_t tokens[64] = { 1, 8, 32 };
+	int64_t tokens[SCRIPT_MAX_SIZES] = { 1, 8, 32 };
 	struct hf_import_opts o = { .tokens = tokens, .ntokens = 3 };
 	const char *output = NULL;
 	char msg[1024], *text = NULL, *ck = NULL;

@@ -140,6 +140,29 @@ void inspect_range(uint32_t first, uint32_t count, char *buf, size_t len)
 /* ---------------------------------------------------------------------- */
 /* The summary.                                                            */
 
+/* The variants captured without verification (capture --verify), shown,
+ * when there are any, under the variants. */
+static void inspect_unverified(struct inspect *in)
+{
+	const plan_t *plan = in->plan;
+	uint32_t n = 0, shown = 0;
+	int64_t *v = xcalloc(plan_count_variants(plan) + 1, sizeof *v);
+	char list[320];
+
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
+		if (!inspect_wanted(in, i))
+			continue;
+		shown++;
+		if (!plan_variant_verified(plan, i))
+			v[n++] = plan_get_variant(plan, i)->tokens;
+	}
+	if (n > 0 && plan_get_origin(plan) != PLAN_ORIGIN_RECORDED)
+		printf("  not verified at capture (capture --verify): %s%s; replay --check "
+		       "verifies a variant\n", n == shown && n > 1 ? "all" : "",
+		       n == shown && n > 1 ? "" : bcg_list_sizes(v, n, list, sizeof list));
+	free(v);
+}
+
 /* "choices   2 ops in 3 variants: 4 choices, 3 tuned (1 close)", or "-". */
 static void inspect_choices_line(const struct inspect *in)
 {
@@ -292,6 +315,7 @@ static void inspect_summary(struct inspect *in)
 	}
 	table_print(tb, stdout, "  ", &in->st);
 	table_free(tb);
+	inspect_unverified(in);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -753,8 +777,10 @@ static void inspect_dispatch(struct inspect *in)
 	 * batches eagerly at their own size. Say so where the two differ: an
 	 * eager entry that pads, or below a full or breakable variant. */
 	if (!keyed && in->variant == PLAN_NONE && inspect_serving(plan)) {
-		/* The token ranges so padded, adjacent ones joined. */
-		char ranges[256] = "";
+		/* The token ranges so padded, adjacent ones joined: at most one
+		 * a variant, each at most "65536-65536, ", for a script's 512
+		 * sizes (a longer list is cut short). */
+		char ranges[8192] = "";
 		size_t n = 0;
 		int64_t lo = 0, hi = 0;
 		for (uint32_t i = 0; i <= plan_count_dispatch(plan); i++) {
@@ -817,18 +843,17 @@ static void inspect_checks(struct inspect *in)
 static int inspect_find_variant(const plan_t *plan, const char *path, long long tokens,
                                 uint32_t *out)
 {
-	char sizes[256];
-	size_t at = 0;
+	char sizes[320];
+	int64_t *all;
 
 	*out = plan_find_variant(plan, tokens);
 	if (*out != PLAN_NONE)
 		return 0;
-	sizes[0] = '\0';
-	for (uint32_t v = 0; v < plan_count_variants(plan) && at < sizeof sizes; v++) {
-		int n = snprintf(sizes + at, sizeof sizes - at, "%s%lld", v ? ", " : "",
-		                 (long long)plan_get_variant(plan, v)->tokens);
-		at += n > 0 ? (size_t)n : 0;
-	}
+	all = xcalloc(plan_count_variants(plan) + 1, sizeof *all);
+	for (uint32_t v = 0; v < plan_count_variants(plan); v++)
+		all[v] = plan_get_variant(plan, v)->tokens;
+	bcg_list_sizes(all, plan_count_variants(plan), sizes, sizeof sizes);
+	free(all);
 	bcg_error("%s: no variant for %lld tokens (capture sizes: %s)", path, tokens,
 	          sizes[0] ? sizes : "none");
 	return -1;

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "cmd.h"
 #include "engine/engine.h"
-#include "model/xxh64.h"
 #include "engine/memplan.h"
 #include "engine/schedule.h"
 #include "ops/op.h"
@@ -756,7 +756,7 @@ static int validate_plan(const char *path, int json)
 	plan_t *plan = NULL;
 	char note[512], version[16];
 	char **notes = NULL;
-	uint32_t nnotes = 0, kept = 0, snaps = 0, nm, na;
+	uint32_t nnotes = 0, kept = 0, snaps = 0, verified = 0, nm, na;
 	unsigned major, minor;
 	int rc, recorded, replayable;
 
@@ -765,7 +765,7 @@ static int validate_plan(const char *path, int json)
 	recorded = plan_get_origin(plan) == PLAN_ORIGIN_RECORDED;
 	nm = plan_count_modules(plan);
 	na = plan_count_allocs(plan);
-	notes = xcalloc((size_t)nm + 2, sizeof *notes);
+	notes = xcalloc((size_t)nm + 3, sizeof *notes);
 	for (uint32_t i = 0; i < nm; i++) {
 		const struct plan_module *m = plan_get_module(plan, i);
 		if (!(m->flags & PLAN_MODULE_IMAGE)) {
@@ -775,7 +775,7 @@ static int validate_plan(const char *path, int json)
 			continue;
 		}
 		kept++;
-		uint64_t h = bcg_xxh64(m->image, (size_t)m->bytes, 0);
+		uint64_t h = XXH64(m->image, (size_t)m->bytes, 0);
 		if (h != m->hash) {
 			bcg_error("%s: module %u (%s): its image's XXH64 is 0x%016llx, not the "
 			          "0x%016llx the plan records", path, i, m->name,
@@ -789,6 +789,14 @@ static int validate_plan(const char *path, int json)
 	if (recorded && snaps < na) {
 		snprintf(note, sizeof note, "%u of %u allocations have no contents kept: a replay "
 		         "starts from memory the recording did not see", na - snaps, na);
+		notes[nnotes++] = xstrdup(note);
+	}
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
+		verified += plan_variant_verified(plan, i) != 0;
+	if (!recorded && verified < plan_count_variants(plan)) {
+		snprintf(note, sizeof note, "%u of %u variants were not verified at capture "
+		         "(capture --verify): replay --check verifies them",
+		         plan_count_variants(plan) - verified, plan_count_variants(plan));
 		notes[nnotes++] = xstrdup(note);
 	}
 	replayable = !recorded || kept == nm;
@@ -816,6 +824,8 @@ static int validate_plan(const char *path, int json)
 		plan_json_uint(j, plan_count_segments(plan));
 		plan_json_key(j, "breakpoints");
 		plan_json_uint(j, plan_count_breakpoints(plan));
+		plan_json_key(j, "verified");
+		plan_json_uint(j, verified);
 		plan_json_key(j, "launches");
 		plan_json_uint(j, plan_count_launches(plan));
 		plan_json_key(j, "modules");

@@ -223,11 +223,23 @@ void inspect_stats(struct inspect *in)
 	       st->reference_steps, st->reference_steps == 1 ? "" : "s");
 	printf("  capture      %s\n", bcg_human_ns(st->capture_ns, a, sizeof a));
 	printf("  instantiate  %s\n", bcg_human_ns(st->instantiate_ns, a, sizeof a));
-	if (st->verify_exact)
-		printf("  verify       %s (bit-exact)\n", bcg_human_ns(st->verify_ns, a, sizeof a));
-	else
-		printf("  verify       %s (largest relative error %.3g)\n",
-		       bcg_human_ns(st->verify_ns, a, sizeof a), st->verify_max_error);
+	{
+		uint32_t nv = plan_count_variants(plan), ok = 0;
+		char part[64] = "";
+		for (uint32_t v = 0; v < nv; v++)
+			ok += plan_variant_verified(plan, v) != 0;
+		/* Some captured without (capture --verify): how many were. */
+		if (ok < nv)
+			snprintf(part, sizeof part, ", %u of %u variant%s", ok, nv, nv == 1 ? "" : "s");
+		if (ok == 0)
+			printf("  verify       none (no variant verified at capture)\n");
+		else if (st->verify_exact)
+			printf("  verify       %s (bit-exact%s)\n", bcg_human_ns(st->verify_ns, a, sizeof a),
+			       part);
+		else
+			printf("  verify       %s (largest relative error %.3g%s)\n",
+			       bcg_human_ns(st->verify_ns, a, sizeof a), st->verify_max_error, part);
+	}
 
 	inspect_title(in, "segments");
 	tb = table_new("rrrrrrr");

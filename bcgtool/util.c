@@ -717,3 +717,25 @@ const char *bcg_human_bytes(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.0f %s", v, unit[u]);
 	return buf;
 }
+
+const char *bcg_list_sizes(const int64_t *v, uint32_t n, char *buf, size_t len)
+{
+	/* Room kept for the tail: ", ..., " and two 20-digit numbers. */
+	const size_t tail = 64;
+	size_t at = 0;
+	uint32_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		char item[32];
+		int w = snprintf(item, sizeof item, "%s%lld", i ? ", " : "", (long long)v[i]);
+		if (at + (size_t)w + (i + 1 < n ? tail : 0) >= len)
+			break;
+		memcpy(buf + at, item, (size_t)w + 1);
+		at += (size_t)w;
+	}
+	if (i < n)
+		snprintf(buf + at, len - at, "%s..., %lld (%u in all)", at ? ", " : "",
+		         (long long)v[n - 1], n);
+	return buf;
+}

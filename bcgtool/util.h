@@ -128,4 +128,8 @@ int bcg_read_input(const char *path, char **data, size_t *len);
 /* "1.5 KiB", "12 MiB": at most 4 significant characters before the unit. */
 const char *bcg_human_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* "1, 2, 4": the N sizes V; where they do not fit in LEN bytes (at least
+ * 64), as many as fit and then ", ..., 512 (51 in all)". */
+const char *bcg_list_sizes(const int64_t *v, uint32_t n, char *buf, size_t len);
+
 #endif /* BCG_UTIL_H */

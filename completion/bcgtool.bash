@@ -81,6 +81,9 @@ _bcgtool()
 			COMPREPLY=($(compgen -W 'breakable full eager' -- "$cur"))
 		fi
 		return 0 ;;
+	--verify)
+		COMPREPLY=($(compgen -W 'all first-and-largest none' -- "$cur"))
+		return 0 ;;
 	--color)
 		COMPREPLY=($(compgen -W 'auto always never' -- "$cur"))
 		return 0 ;;

@@ -379,3 +379,56 @@ const char *plan_ns_text(uint64_t ns, char *buf, size_t len)
 		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
 	return buf;
 }
+
+const char *plan_split_text(const struct plan_tensor *t, char *buf, size_t len)
+{
+	const struct plan_split *sp = &t->split;
+	size_t at = 0;
+
+	empty(buf, len);
+	if (sp->nblocks == 0) {
+		put(buf, len, &at, "-");
+		return buf;
+	}
+	put(buf, len, &at, "axis %u", sp->axis);
+	for (uint32_t k = 0; k < sp->nblocks && k < PLAN_MAX_SPLIT_BLOCKS; k++) {
+		const struct plan_split_block *b = &sp->block[k];
+		put(buf, len, &at, "%s[%lld, %lld) of %lld", k ? " | " : " ", (long long)b->start,
+		    (long long)(b->start + b->len), (long long)b->full);
+	}
+	if (sp->unit != 1)
+		put(buf, len, &at, ", unit %lld", (long long)sp->unit);
+	return buf;
+}
+
+const char *plan_slice_text(const struct plan_weight_source *w, char *buf, size_t len)
+{
+	if (w->slice_len == 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "[%llu, %llu) of [%llu, %llu, %llu]",
+		         (unsigned long long)w->slice_start,
+		         (unsigned long long)(w->slice_start + w->slice_len),
+		         (unsigned long long)w->slice_outer, (unsigned long long)w->slice_full,
+		         (unsigned long long)w->slice_inner);
+	return buf;
+}
+
+const char *plan_dist_text(const plan_t *plan, char *buf, size_t len)
+{
+	const struct plan_dist *d = plan_get_dist(plan);
+	int v = d->nccl_version;
+
+	if (d->world == 1)
+		snprintf(buf, len, "1 rank");
+	else if (v == 0)
+		snprintf(buf, len, "rank %u of %u, no NCCL", d->rank, d->world);
+	else if (v >= 20900)
+		/* NCCL 2.9 and later: major * 10000 + minor * 100 + patch */
+		snprintf(buf, len, "rank %u of %u, NCCL %d.%d.%d", d->rank, d->world, v / 10000,
+		         v / 100 % 100, v % 100);
+	else
+		snprintf(buf, len, "rank %u of %u, NCCL %d.%d.%d", d->rank, d->world, v / 1000,
+		         v / 100 % 10, v % 100);
+	return buf;
+}

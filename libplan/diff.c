@@ -366,14 +366,18 @@ static void diff_vars(struct diff_ctx *c)
 
 static void tensor_text(const plan_t *p, const struct plan_tensor *t, char *buf, size_t len)
 {
-	char shape[160], source[160];
+	char shape[160], source[160], split[200] = "";
 
 	plan_source_text(p, t, source, sizeof source);
-	snprintf(buf, len, "tensor %s: %s %s %s, offset %llu, %llu bytes%s%s", t->name,
+	if (t->split.nblocks != 0) {
+		char sp[180];
+		snprintf(split, sizeof split, ", split %s", plan_split_text(t, sp, sizeof sp));
+	}
+	snprintf(buf, len, "tensor %s: %s %s %s, offset %llu, %llu bytes%s%s%s", t->name,
 	         plan_dtype_name(t->dtype), plan_shape_text(p, t, shape, sizeof shape),
 	         plan_role_name(t->role), (unsigned long long)t->offset,
 	         (unsigned long long)t->bytes, strcmp(source, "-") != 0 ? ", " : "",
-	         strcmp(source, "-") != 0 ? source : "");
+	         strcmp(source, "-") != 0 ? source : "", split);
 }
 
 static void diff_tensors(struct diff_ctx *c)
@@ -403,6 +407,8 @@ static void diff_tensors(struct diff_ctx *c)
 		           plan_init_text(y, sy, sizeof sy), i, k);
 		diff_field(c, area, 0, subject, "feed", plan_feed_text(c->a, x, sx, sizeof sx),
 		           plan_feed_text(c->b, y, sy, sizeof sy), i, k);
+		diff_field(c, area, 0, subject, "split", plan_split_text(x, sx, sizeof sx),
+		           plan_split_text(y, sy, sizeof sy), i, k);
 	}
 	for (uint32_t k = 0; k < plan_count_tensors(c->b); k++) {
 		const struct plan_tensor *y = plan_get_tensor(c->b, k);
@@ -1273,6 +1279,8 @@ static void diff_weights(struct diff_ctx *c)
 		weight_hash_text(x, sx, sizeof sx);
 		weight_hash_text(y, sy, sizeof sy);
 		diff_field(c, area, 0, subject, "content", sx, sy, i, k);
+		diff_field(c, area, 0, subject, "slice", plan_slice_text(x, sx, sizeof sx),
+		           plan_slice_text(y, sy, sizeof sy), i, k);
 	}
 	for (uint32_t k = 0; k < plan_count_weight_sources(c->b); k++) {
 		const struct plan_weight_source *y = plan_get_weight_source(c->b, k);
@@ -1926,28 +1934,26 @@ out:
 	return err;
 }
 
-struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
+/* The differences of two plans of one rank each, appended to D; -1 when
+ * out of memory. */
+static int diff_one(struct plan_diff *d, const plan_t *a, const plan_t *b, unsigned flags)
 {
-	struct plan_diff *d = calloc(1, sizeof *d);
 	struct diff_ctx c = { .d = d, .a = a, .b = b, .flags = flags };
+	int err = -1;
 
-	if (d == NULL)
-		return NULL;
 	c.opmap_a = malloc(((size_t)plan_count_ops(a) + 1) * sizeof *c.opmap_a);
 	c.opmap_b = malloc(((size_t)plan_count_ops(b) + 1) * sizeof *c.opmap_b);
 	c.op_moved = calloc((size_t)plan_count_ops(a) + 1, 1);
 	if (c.opmap_a == NULL || c.opmap_b == NULL || c.op_moved == NULL)
-		goto fail;
+		goto out;
 	if (plan_get_origin(a) == PLAN_ORIGIN_RECORDED || plan_get_origin(b) == PLAN_ORIGIN_RECORDED) {
 		/* Recordings: what they ran, not a program. A recording and a
 		 * script plan differ in their origin, and in all they hold. */
 		diff_meta(&c);
 		if (diff_recorded(&c) != 0 || d->failed)
-			goto fail;
-		free(c.opmap_a);
-		free(c.opmap_b);
-		free(c.op_moved);
-		return d;
+			goto out;
+		err = 0;
+		goto out;
 	}
 	diff_meta(&c);
 	diff_layout(&c);
@@ -1955,28 +1961,102 @@ struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
 	diff_vars(&c);
 	diff_tensors(&c);
 	if (diff_ops(&c) != 0)
-		goto fail;
+		goto out;
 	diff_variants(&c);
 	for (uint32_t i = 0; i < plan_count_variants(a); i++) {
 		uint32_t k = plan_find_variant(b, plan_get_variant(a, i)->tokens);
 		if (k != PLAN_NONE && diff_items(&c, i, k) != 0)
-			goto fail;
+			goto out;
 	}
 	diff_checks(&c);
 	if (diff_dispatch(&c) != 0)
-		goto fail;
+		goto out;
 	diff_choices(&c);
 	diff_weights(&c);
+	if (!d->failed)
+		err = 0;
+out:
+	free(c.opmap_a);
+	free(c.opmap_b);
+	free(c.op_moved);
+	return err;
+}
+
+/* Entries FROM .. the end name rank R: "rank R" before the subject, and
+ * before a whole record's texts, which is what a reader sees of them. */
+static int diff_name_rank(struct plan_diff *d, uint32_t from, uint32_t r)
+{
+	char prefix[32];
+	size_t plen = (size_t)snprintf(prefix, sizeof prefix, "rank %u", r);
+
+	for (uint32_t i = from; i < d->n; i++) {
+		struct plan_diff_entry *e = &d->e[i];
+		const char **texts[3] = { &e->subject, &e->a, &e->b };
+		for (int k = 0; k < 3; k++) {
+			const char *t = *texts[k];
+			char *n;
+			/* a field's values stay as they are; an absent text too */
+			if (k > 0 && (e->field[0] != '\0' || t[0] == '\0'))
+				continue;
+			if ((n = malloc(plen + 2 + strlen(t) + 1)) == NULL)
+				return -1;
+			if (t[0] != '\0')
+				sprintf(n, "%s: %s", prefix, t);
+			else
+				memcpy(n, prefix, plen + 1);
+			free((char *)t);
+			*texts[k] = n;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Tensor-parallel plans (1.5): two plans of different worlds differ in
+ * their world, and in their metadata; nothing else is compared, each rank
+ * of one being another share of the model than any of the other's. Two of
+ * one world are compared rank by rank, each entry naming its rank.
+ */
+struct plan_diff *plan_diff(const plan_t *a, const plan_t *b, unsigned flags)
+{
+	struct plan_diff *d = calloc(1, sizeof *d);
+	uint32_t wa = plan_get_dist(a)->world, wb = plan_get_dist(b)->world;
+
+	if (d == NULL)
+		return NULL;
+	if (wa == 1 && wb == 1) {
+		if (diff_one(d, a, b, flags) != 0)
+			goto fail;
+		return d;
+	}
+	if (wa != wb) {
+		struct diff_ctx c = { .d = d, .a = a, .b = b, .flags = flags };
+		diff_field_u64(&c, PLAN_DIFF_META, 0, "", "world", wa, wb, 0, 0);
+		diff_meta(&c);
+		if (d->failed)
+			goto fail;
+		return d;
+	}
+	for (uint32_t r = 0; r < wa; r++) {
+		const plan_t *x = plan_get_rank(a, r), *y = plan_get_rank(b, r);
+		uint32_t from = d->n;
+		char name[32];
+		snprintf(name, sizeof name, "rank %u", r);
+		/* A plan not validated may lack a rank: the rank is the
+		 * difference. */
+		if (x == NULL || y == NULL) {
+			if (x != y)
+				diff_add(d, PLAN_DIFF_META, x ? PLAN_DIFF_REMOVED : PLAN_DIFF_ADDED, 0, name,
+				         "", x ? name : "", y ? name : "", 0, 0);
+			continue;
+		}
+		if (diff_one(d, x, y, flags) != 0 || diff_name_rank(d, from, r) != 0)
+			goto fail;
+	}
 	if (d->failed)
 		goto fail;
-	free(c.opmap_a);
-	free(c.opmap_b);
-	free(c.op_moved);
 	return d;
 fail:
-	free(c.opmap_a);
-	free(c.opmap_b);
-	free(c.op_moved);
 	plan_diff_free(d);
 	return NULL;
 }

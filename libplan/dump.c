@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "plan.h"
+#include "internal.h"
 
 #define DUMP_JSON_SCHEMA 1
 
@@ -271,6 +271,33 @@ static void json_tensor(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_key(j, "scale");
 	plan_json_double(j, t->feed.scale);
 	plan_json_object_end(j);
+	if (plan__uses_ranks(plan)) {
+		const struct plan_split *sp = &t->split;
+		plan_json_key(j, "split");
+		if (sp->nblocks == 0) {
+			plan_json_null(j);
+		} else {
+			plan_json_object_begin(j);
+			plan_json_key(j, "axis");
+			plan_json_uint(j, sp->axis);
+			plan_json_key(j, "unit");
+			plan_json_int(j, sp->unit);
+			plan_json_key(j, "blocks");
+			plan_json_array_begin(j);
+			for (uint32_t k = 0; k < sp->nblocks && k < PLAN_MAX_SPLIT_BLOCKS; k++) {
+				plan_json_object_begin(j);
+				plan_json_key(j, "full");
+				plan_json_int(j, sp->block[k].full);
+				plan_json_key(j, "start");
+				plan_json_int(j, sp->block[k].start);
+				plan_json_key(j, "len");
+				plan_json_int(j, sp->block[k].len);
+				plan_json_object_end(j);
+			}
+			plan_json_array_end(j);
+			plan_json_object_end(j);
+		}
+	}
 	plan_json_object_end(j);
 }
 
@@ -356,6 +383,10 @@ static void json_variant(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_uint(j, nbp);
 	plan_json_key(j, "nodes");
 	plan_json_uint(j, nnodes);
+	if (plan_get_origin(plan) != PLAN_ORIGIN_RECORDED) {
+		plan_json_key(j, "verified");
+		plan_json_bool(j, plan_variant_verified(plan, i));
+	}
 	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
 		plan_json_key(j, "label");
 		plan_json_string(j, v->label);
@@ -576,6 +607,25 @@ static void json_weights(struct plan_json *j, const plan_t *plan)
 			plan_json_string(j, hash);
 		} else {
 			plan_json_null(j);
+		}
+		if (plan__uses_ranks(plan)) {
+			plan_json_key(j, "slice");
+			if (w->slice_len == 0) {
+				plan_json_null(j);
+			} else {
+				plan_json_object_begin(j);
+				plan_json_key(j, "outer");
+				plan_json_uint(j, w->slice_outer);
+				plan_json_key(j, "full");
+				plan_json_uint(j, w->slice_full);
+				plan_json_key(j, "inner");
+				plan_json_uint(j, w->slice_inner);
+				plan_json_key(j, "start");
+				plan_json_uint(j, w->slice_start);
+				plan_json_key(j, "len");
+				plan_json_uint(j, w->slice_len);
+				plan_json_object_end(j);
+			}
 		}
 		plan_json_object_end(j);
 	}
@@ -803,23 +853,12 @@ static void json_choices(struct plan_json *j, const plan_t *plan, const struct p
 	plan_json_array_end(j);
 }
 
-int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
-                   struct plan_diag *diag)
+/* PLAN as one JSON object (formats/inspect-json.md). */
+static void json_plan(struct plan_json *j, const plan_t *plan, const struct plan_dump_opts *opts)
 {
-	struct plan_json *j;
 	unsigned major, minor;
 	char version[32];
-	int err;
 
-	if ((err = dump_check_opts(plan, opts, diag)) != 0)
-		return err;
-	if ((j = plan_json_new(f)) == NULL) {
-		if (diag != NULL) {
-			diag->code = PLAN_ERR_NOMEM;
-			snprintf(diag->message, sizeof diag->message, "out of memory");
-		}
-		return PLAN_ERR_NOMEM;
-	}
 	plan_get_format_version(plan, &major, &minor);
 	snprintf(version, sizeof version, "%u.%u", major, minor);
 
@@ -828,6 +867,18 @@ int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opt
 	plan_json_uint(j, DUMP_JSON_SCHEMA);
 	plan_json_key(j, "format");
 	plan_json_string(j, version);
+	if (plan__uses_ranks(plan)) {
+		const struct plan_dist *d = plan_get_dist(plan);
+		plan_json_key(j, "dist");
+		plan_json_object_begin(j);
+		plan_json_key(j, "world");
+		plan_json_uint(j, d->world);
+		plan_json_key(j, "rank");
+		plan_json_uint(j, d->rank);
+		plan_json_key(j, "nccl_version");
+		plan_json_int(j, d->nccl_version);
+		plan_json_object_end(j);
+	}
 	json_meta(j, plan);
 	json_layout_stats(j, plan);
 	json_dims_vars(j, plan);
@@ -863,7 +914,35 @@ int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opt
 	json_choices(j, plan, opts);
 	json_weights(j, plan);
 	json_recorded(j, plan);
+	/* Rank 0 of a tensor-parallel plan: every other rank's plan, as
+	 * this one is written. */
+	if (plan_count_ranks(plan) > 0) {
+		plan_json_key(j, "ranks");
+		plan_json_array_begin(j);
+		for (uint32_t r = 1; r < plan_get_dist(plan)->world; r++)
+			if (plan_get_rank(plan, r) != NULL)
+				json_plan(j, plan_get_rank(plan, r), opts);
+		plan_json_array_end(j);
+	}
 	plan_json_object_end(j);
+}
+
+int plan_dump_json(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts,
+                   struct plan_diag *diag)
+{
+	struct plan_json *j;
+	int err;
+
+	if ((err = dump_check_opts(plan, opts, diag)) != 0)
+		return err;
+	if ((j = plan_json_new(f)) == NULL) {
+		if (diag != NULL) {
+			diag->code = PLAN_ERR_NOMEM;
+			snprintf(diag->message, sizeof diag->message, "out of memory");
+		}
+		return PLAN_ERR_NOMEM;
+	}
+	json_plan(j, plan, opts);
 	plan_json_free(j);
 	return dump_finish(f, diag);
 }
@@ -1624,6 +1703,10 @@ int plan_dump_dot(const plan_t *plan, FILE *f, const struct plan_dump_opts *opts
 	if (m->features != 0) {
 		char feat[64];
 		fprintf(f, ", features %s", plan_features_text(m->features, feat, sizeof feat));
+	}
+	if (plan_get_dist(plan)->world > 1) {
+		char dist[64];
+		fprintf(f, ", %s", plan_dist_text(plan, dist, sizeof dist));
 	}
 	fputs("\"];\n", f);
 	fputs("\tnode [fontname=\"Helvetica\", fontsize=10];\n", f);

@@ -90,6 +90,11 @@ int plan__variant_push_item(plan_t *plan, uint32_t variant, int kind, uint32_t i
 
 /* Replace VARIANT's item list with a copy of ITEMS[0..N): the reader restores
  * the file's order, which adding segments and breakpoints may not give. */
+/* Whether PLAN needs format 1.5 (tensor parallelism): a world of two or
+ * more ranks, a split tensor or a sliced weight source. The writer writes
+ * 1.5 exactly for these; the JSON dump shows their fields only for these. */
+int plan__uses_ranks(const plan_t *plan);
+
 int plan__variant_set_items(plan_t *plan, uint32_t variant, const struct plan_item *items,
                             uint32_t n, struct plan_diag *diag);
 

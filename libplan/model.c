@@ -917,6 +917,20 @@ int plan_has_keys(const plan_t *plan)
 	return 0;
 }
 
+int plan_variant_verified(const plan_t *plan, uint32_t variant)
+{
+	int outputs = 0;
+
+	if (variant >= plan->variants.count || plan_get_origin(plan) == PLAN_ORIGIN_RECORDED)
+		return 0;
+	for (uint32_t i = 0; i < plan->checks.count; i++)
+		if (AT(plan->checks, struct plan_check, i)->variant == variant)
+			return 1;
+	for (uint32_t t = 0; t < plan->tensors.count; t++)
+		outputs |= AT(plan->tensors, struct plan_tensor, t)->role == PLAN_ROLE_OUTPUT;
+	return !outputs;
+}
+
 uint32_t plan_dispatch_lookup(const plan_t *plan, int64_t tokens)
 {
 	int64_t rdim = plan_request_dim(plan);

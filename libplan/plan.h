@@ -43,10 +43,11 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 4
+#define PLAN_FORMAT_MINOR 5
 /* A file's minor version is the lowest that holds what it has: a plan
  * without a recording is written as 1.3, byte for byte what 1.3 wrote; a
- * recorded plan as 1.4. */
+ * recorded plan as 1.4; a tensor-parallel plan (world > 1, or a tensor
+ * split or a weight source sliced) as 1.5. */
 #define PLAN_FORMAT_MINOR_SCRIPT   3
 #define PLAN_FORMAT_MINOR_RECORDED 4
 #define PLAN_FORMAT_MINOR_RANKS    5  /* a tensor-parallel plan: world > 1 */
@@ -815,6 +816,12 @@ uint32_t plan_dispatch_lookup_key(const plan_t *plan, int64_t tokens, uint32_t r
  * requests or flags, or a dispatch entry with them. */
 int plan_has_keys(const plan_t *plan);
 
+/* Whether script variant VARIANT was verified at capture (its replay
+ * compared with an eager reference run): it has output checksums, which
+ * only that reference gives, or the program has no output (bcgtool then
+ * verifies every variant). 0 for a recorded plan or no such variant. */
+int plan_variant_verified(const plan_t *plan, uint32_t variant);
+
 /* The request dim's value: the length of the first tensor fed seq_lens
  * (op-script.md, "Batch feeds"); 0 when the plan has none. */
 int64_t plan_request_dim(const plan_t *plan);
@@ -830,7 +837,11 @@ uint64_t plan_tensor_numel(const plan_t *plan, uint32_t tensor, int64_t tokens);
 uint64_t plan_tensor_bytes(const plan_t *plan, uint32_t tensor, int64_t tokens);
 
 /* Semantic checks beyond the file format: indexes in range, tensors inside
- * the arena, items covering each variant's ops in order, and so on. */
+ * the arena, items covering each variant's ops in order, and so on; (1.5)
+ * splits and slices. Rank 0 of a world of two or more is checked with
+ * every other rank: each attached, valid, and agreeing with rank 0
+ * (plan-format.md, "Tensor-parallel plans"); a plan of another rank is
+ * checked alone. */
 int plan_validate(const plan_t *plan, struct plan_diag *diag);
 
 /* ---------------------------------------------------------------------- */
@@ -884,7 +895,9 @@ int plan_read_memory(const void *data, size_t len, const struct plan_limits *lim
  * for a plan built in memory). */
 void plan_get_format_version(const plan_t *plan, unsigned *major, unsigned *minor);
 
-/* Write a plan. The same plan always gives the same bytes. plan_write_file
+/* Write a plan. The same plan always gives the same bytes. A plan of a
+ * world of two or more is written from rank 0, with every other rank
+ * attached (another rank alone is PLAN_ERR_INVALID). plan_write_file
  * writes a temporary file in PATH's directory, fsyncs it, and renames it
  * over PATH: on any failure PATH is untouched and no temporary is left.
  * plan_write_memory returns a malloc'd buffer the caller frees. */
@@ -942,6 +955,16 @@ void plan_json_null(struct plan_json *j);
  *                          programmatic out=launch-completion"
  *   plan_features_text     "pdl"; names joined by "," ("-" for none,
  *                          unknown bits as "0x..")
+ *
+ * Tensor parallelism (1.5):
+ *   plan_split_text        a tensor's split: "axis 0 [0, 64) of 128 | [0, 32)
+ *                          of 32 | [0, 32) of 32, unit 32" (the unit when
+ *                          not 1); "-" for a tensor not split
+ *   plan_slice_text        a weight source's slice: "[64, 128) of [1, 128,
+ *                          4096]" (start, end, then the [outer, full, inner]
+ *                          view); "-" for the whole checkpoint tensor
+ *   plan_dist_text         "rank 0 of 4, NCCL 2.28.9", "rank 1 of 2, no
+ *                          NCCL" (host ranks); "1 rank" for world 1
  */
 const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
 const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);
@@ -957,6 +980,9 @@ const char *plan_dispatch_text(const plan_t *plan, const struct plan_dispatch *d
 const char *plan_key_text(const struct plan_variant *v, char *buf, size_t len);
 const char *plan_edge_text(const struct plan_edge *e, char *buf, size_t len);
 const char *plan_features_text(uint32_t features, char *buf, size_t len);
+const char *plan_split_text(const struct plan_tensor *t, char *buf, size_t len);
+const char *plan_slice_text(const struct plan_weight_source *w, char *buf, size_t len);
+const char *plan_dist_text(const plan_t *plan, char *buf, size_t len);
 
 /*
  * Recorded plans (1.4):
@@ -1006,6 +1032,9 @@ struct plan_dump_opts {
  * In a recorded plan's segment the longest run of repeating kernels (a
  * model's layers) is drawn once, in a cluster labelled "x N"; see
  * plan_segment_fold().
+ * A tensor-parallel plan's JSON (1.5) holds its world and rank, the
+ * splits and slices, and in rank 0's the other ranks' plans ("ranks");
+ * its DOT is rank 0's, naming the world.
  * OPTS may be NULL. Fails with PLAN_ERR_NOT_FOUND for a variant out of
  * range, PLAN_ERR_IO when the stream reports an error.
  */
@@ -1103,7 +1132,10 @@ struct plan_diff_entry {
  * counts), and in each pair the items aligned by what they run, a break
  * found elsewhere reported MOVED, nodes compared by kernel and launch
  * shape. ITEMS and VARIANTS entries then carry A's variant number as
- * TOKENS. Timestamps and timings are never
+ * TOKENS. Tensor-parallel plans (1.5) of different worlds differ in
+ * their world ("world", 2 vs 4) and their metadata only; of one world
+ * they are compared rank by rank, each entry's subject (and a whole
+ * record's texts) starting "rank R". Timestamps and timings are never
  * differences. The list holds SAME entries for every item of the variants
  * both plans have, so that a reader can show context; plan_diff_count
  * counts the others. NULL when out of memory.

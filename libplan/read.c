@@ -76,6 +76,13 @@ struct reader {
 	struct pools              p;
 	plan_t                   *plan;
 	struct plan_diag          d;
+	/* 1.5: the RANK sections, in directory order, and whether this
+	 * content is itself a rank's, inside a RANK section (ranks nest
+	 * once). */
+	const unsigned char     **rank_data;
+	uint64_t                 *rank_size;
+	uint32_t                  nrank_sect;
+	int                       nested;
 };
 
 #define FAIL(r, code, ...) plan__fail(&(r)->d, code, __VA_ARGS__)
@@ -279,7 +286,7 @@ static int read_record_header(struct reader *r, int s)
 	uint64_t body;
 	const char *id = fmt_sections[s].id;
 
-	if (s == S_STRS || s == S_BLOB || !sect_in_file(r, s))
+	if (s == S_STRS || s == S_BLOB || s == S_RANK || !sect_in_file(r, s))
 		return PLAN_OK;
 	if (x->size < RA_HEADER_SIZE)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s of %llu bytes has no room for its "
@@ -301,7 +308,7 @@ static int read_record_header(struct reader *r, int s)
 	if (x->count > r->lim->max_records)
 		return FAIL(r, PLAN_ERR_LIMIT, "section %s: %u records, over the limit of %u "
 		            "(max_records; " LIMIT_HOW ")", id, x->count, r->lim->max_records);
-	if ((s == S_META || s == S_STAT) && x->count != 1)
+	if ((s == S_META || s == S_STAT || s == S_DIST) && x->count != 1)
 		return FAIL(r, PLAN_ERR_CORRUPT, "section %s has %u records, not 1", id, x->count);
 	return PLAN_OK;
 }
@@ -350,16 +357,24 @@ static int read_directory(struct reader *r)
 			            (unsigned long long)size, r->clen);
 		if ((err = check_zero(r, prev_end, off, "between sections")) != 0)
 			return err;
-		for (uint32_t j = 0; j < i; j++)
+		known = find_known(r, e + ENT_ID);
+		/* RANK (1.5) is listed once for each rank attached. */
+		for (uint32_t j = 0; j < i && known != S_RANK; j++)
 			if (memcmp(r->c + DIR_HEADER_SIZE + (size_t)j * DIR_ENTRY_SIZE + ENT_ID,
 			           e + ENT_ID, 4) == 0)
 				return FAIL(r, PLAN_ERR_CORRUPT, "section %s is listed twice", id);
-		known = find_known(r, e + ENT_ID);
 		if (known < 0 && (flags & SECT_REQUIRED))
 			return FAIL(r, PLAN_ERR_VERSION, "section %s of this format %u.%u file is "
 			            "required, but this reader (format %d.%d) does not know it",
 			            id, r->major, r->minor, PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR);
-		if (known >= 0) {
+		if (known == S_RANK) {
+			if (r->rank_data == NULL &&
+			    ((r->rank_data = calloc(n, sizeof *r->rank_data)) == NULL ||
+			     (r->rank_size = calloc(n, sizeof *r->rank_size)) == NULL))
+				return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
+			r->rank_data[r->nrank_sect] = r->c + off;
+			r->rank_size[r->nrank_sect++] = size;
+		} else if (known >= 0) {
 			r->s[known].present = 1;
 			r->s[known].data = r->c + off;
 			r->s[known].size = size;
@@ -370,7 +385,7 @@ static int read_directory(struct reader *r)
 	if ((err = check_zero(r, prev_end, r->clen, "after the last section")) != 0)
 		return err;
 	for (int s = 0; s < S_COUNT; s++) {
-		if (!sect_in_file(r, s))
+		if (!sect_in_file(r, s) || s == S_RANK)
 			continue;
 		if (!r->s[s].present)
 			return FAIL(r, PLAN_ERR_CORRUPT, "section %s is missing", fmt_sections[s].id);
@@ -678,8 +693,44 @@ static int build_dims_vars(struct reader *r)
 	return PLAN_OK;
 }
 
+/* Tensor I's split (1.5) from the fields of its record Q and its blocks
+ * in SBLK. A tensor of no blocks has axis and unit zero. */
+static int read_split(struct reader *r, uint32_t i, const unsigned char *q, uint32_t *cursor,
+                      struct plan_split *sp)
+{
+	uint32_t first = fmt_get32(q + TENS_BLOCK_FIRST), n = fmt_get32(q + TENS_BLOCK_COUNT);
+	int err;
+
+	if (!sect_in_file(r, S_SBLK))
+		return PLAN_OK;
+	if ((err = zero32(r, S_TENS, i, q + TENS_RESERVED3, "Reserved")) != 0 ||
+	    (err = get_range(r, S_TENS, i, "Blocks", S_SBLK, first, n, cursor)) != 0)
+		return err;
+	sp->axis = fmt_get32(q + TENS_SPLIT_AXIS);
+	sp->unit = fmt_geti64(q + TENS_SPLIT_UNIT);
+	if (n == 0) {
+		if (sp->axis != 0 || sp->unit != 0)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_TENS, i, "a tensor of no split blocks "
+			                "has split axis %u and unit %lld, not 0 and 0", sp->axis,
+			                (long long)sp->unit);
+		return PLAN_OK;
+	}
+	if (n > PLAN_MAX_SPLIT_BLOCKS)
+		return rec_fail(r, PLAN_ERR_CORRUPT, S_TENS, i, "a split of %u blocks, more than %d",
+		                n, PLAN_MAX_SPLIT_BLOCKS);
+	sp->nblocks = n;
+	for (uint32_t k = 0; k < n; k++) {
+		const unsigned char *b = rec_at(r, S_SBLK, first + k);
+		sp->block[k].full = fmt_geti64(b + SBLK_FULL);
+		sp->block[k].start = fmt_geti64(b + SBLK_START);
+		sp->block[k].len = fmt_geti64(b + SBLK_LEN);
+	}
+	return PLAN_OK;
+}
+
 static int build_tensors(struct reader *r)
 {
+	uint32_t sblk_cursor = 0;
 	int err;
 
 	for (uint32_t i = 0; i < r->s[S_TENS].count; i++) {
@@ -720,7 +771,8 @@ static int build_tensors(struct reader *r)
 		t.feed.seed = fmt_get64(q + TENS_FEED_SEED);
 		t.feed.range = fmt_geti64(q + TENS_FEED_RANGE);
 		t.feed.scale = fmt_getf64(q + TENS_FEED_SCALE);
-		if ((err = built(r, plan_add_tensor(r->plan, &t, NULL, &r->d), S_TENS, i)) != 0)
+		if ((err = read_split(r, i, q, &sblk_cursor, &t.split)) != 0 ||
+		    (err = built(r, plan_add_tensor(r->plan, &t, NULL, &r->d), S_TENS, i)) != 0)
 			return err;
 	}
 	return PLAN_OK;
@@ -1214,6 +1266,13 @@ static int build_weight_sources(struct reader *r)
 		w.bytes = fmt_get64(q + WSRC_BYTES);
 		w.hash = fmt_get64(q + WSRC_HASH);
 		w.flags = fmt_get32(q + WSRC_FLAGS);
+		if (sect_in_file(r, S_DIST)) {
+			w.slice_outer = fmt_get64(q + WSRC_SLICE_OUTER);
+			w.slice_full = fmt_get64(q + WSRC_SLICE_FULL);
+			w.slice_inner = fmt_get64(q + WSRC_SLICE_INNER);
+			w.slice_start = fmt_get64(q + WSRC_SLICE_START);
+			w.slice_len = fmt_get64(q + WSRC_SLICE_LEN);
+		}
 		if (w.flags & ~(uint32_t)FMT_WSRC_FLAGS)
 			return rec_fail(r, PLAN_ERR_RESERVED, S_WSRC, i, "reserved flags 0x%08x are set",
 			                w.flags & ~(uint32_t)FMT_WSRC_FLAGS);
@@ -1221,6 +1280,130 @@ static int build_weight_sources(struct reader *r)
 			return err;
 	}
 	return PLAN_OK;
+}
+
+/* The world and rank (1.5); a file of an older minor has world 1. */
+static int build_dist(struct reader *r)
+{
+	const unsigned char *q;
+	struct plan_dist d = { 0 };
+	int err;
+
+	if (!sect_in_file(r, S_DIST))
+		return PLAN_OK;
+	q = rec_at(r, S_DIST, 0);
+	d.world = fmt_get32(q + DIST_WORLD);
+	d.rank = fmt_get32(q + DIST_RANK);
+	d.nccl_version = fmt_geti32(q + DIST_NCCL_VERSION);
+	d.flags = fmt_get32(q + DIST_FLAGS);
+	if ((err = reserved_flags(r, S_DIST, 0, d.flags, FMT_DIST_FLAGS)) != 0)
+		return err;
+	return built(r, plan_set_dist(r->plan, &d, &r->d), S_DIST, 0);
+}
+
+static int read_content(struct reader *r);
+
+/* The plan of RANK section K, read as a content of the file's version
+ * with this reader's limits, its strings counted with this file's. */
+static int read_rank(struct reader *r, uint32_t k, plan_t **out)
+{
+	struct reader *sub = calloc(1, sizeof *sub);
+	int err;
+
+	*out = NULL;
+	if (sub == NULL)
+		return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
+	sub->c = r->rank_data[k];
+	sub->clen = (size_t)r->rank_size[k];
+	sub->major = r->major;
+	sub->minor = r->minor;
+	sub->lim = r->lim;
+	sub->str_bytes = r->str_bytes;
+	sub->nested = 1;
+	if (sub->clen < DIR_HEADER_SIZE)
+		err = plan__fail(&sub->d, PLAN_ERR_CORRUPT, "%zu bytes cannot hold a section "
+		                 "directory", sub->clen);
+	else
+		err = read_content(sub);
+	r->str_bytes = sub->str_bytes;
+	if (err != 0) {
+		FAIL(r, err, "section RANK %u (of %u): %s", k, r->nrank_sect, sub->d.message);
+		plan_free(sub->plan);
+	} else {
+		*out = sub->plan;
+	}
+	free_pools(&sub->p);
+	free(sub->rank_data);
+	free(sub->rank_size);
+	free(sub);
+	return err;
+}
+
+/*
+ * The ranks attached to rank 0 (1.5): one RANK section for each of ranks
+ * 1 .. world-1, counted before any is read, so that a world of billions
+ * costs nothing. A rank's own plan holds none (ranks nest once), and only
+ * rank 0 holds any.
+ */
+static int build_ranks(struct reader *r)
+{
+	const struct plan_dist *d = plan_get_dist(r->plan);
+	uint32_t *holder = NULL;
+	int err = PLAN_OK;
+
+	if (r->nested) {
+		if (d->rank == 0)
+			return FAIL(r, PLAN_ERR_CORRUPT, "it holds rank 0 of a world of %u, which is the "
+			            "file's own plan: RANK sections hold the other ranks", d->world);
+		if (r->nrank_sect > 0)
+			return FAIL(r, PLAN_ERR_CORRUPT, "the plan of rank %u holds %u RANK section%s: "
+			            "ranks nest once, in rank 0's plan", d->rank, r->nrank_sect,
+			            r->nrank_sect == 1 ? "" : "s");
+		return PLAN_OK;
+	}
+	if (d->rank != 0)
+		return FAIL(r, PLAN_ERR_CORRUPT, "the file's plan is rank %u of a world of %u, not "
+		            "rank 0: a file holds rank 0, and the other ranks in its RANK sections",
+		            d->rank, d->world);
+	if (r->nrank_sect != d->world - 1)
+		return FAIL(r, PLAN_ERR_CORRUPT, "a world of %u has %u RANK section%s, not %u: "
+		            "one for each rank but 0%s", d->world, r->nrank_sect,
+		            r->nrank_sect == 1 ? "" : "s", d->world - 1,
+		            r->nrank_sect < d->world - 1 ? " (ranks are missing)" : "");
+	if (r->nrank_sect == 0)
+		return PLAN_OK;
+	if ((holder = malloc((size_t)d->world * sizeof *holder)) == NULL)
+		return FAIL(r, PLAN_ERR_NOMEM, "out of memory reading the plan");
+	for (uint32_t i = 0; i < d->world; i++)
+		holder[i] = PLAN_NONE;
+	for (uint32_t k = 0; k < r->nrank_sect && err == PLAN_OK; k++) {
+		plan_t *rp;
+		const struct plan_dist *rd;
+		if ((err = read_rank(r, k, &rp)) != 0)
+			break;
+		rd = plan_get_dist(rp);
+		if (rd->world != d->world)
+			err = FAIL(r, PLAN_ERR_CORRUPT, "section RANK %u holds rank %u of a world of "
+			           "%u; the file's world is %u", k, rd->rank, rd->world, d->world);
+		else if (rd->rank == 0 || rd->rank >= d->world)
+			err = FAIL(r, PLAN_ERR_CORRUPT, "section RANK %u holds rank %u, not one of "
+			           "1..%u of a world of %u", k, rd->rank, d->world - 1, d->world);
+		else if (holder[rd->rank] != PLAN_NONE)
+			err = FAIL(r, PLAN_ERR_CORRUPT, "section RANK %u holds rank %u, as section "
+			           "RANK %u does: a rank is held once", k, rd->rank, holder[rd->rank]);
+		if (err != 0) {
+			plan_free(rp);
+			break;
+		}
+		holder[rd->rank] = k;
+		if ((err = plan_add_rank(r->plan, rp, &r->d)) != 0 && err != PLAN_ERR_NOMEM) {
+			char msg[PLAN_DIAG_MESSAGE_MAX];
+			memcpy(msg, r->d.message, sizeof msg);
+			err = FAIL(r, PLAN_ERR_CORRUPT, "section RANK %u: %s", k, msg);
+		}
+	}
+	free(holder);
+	return err;
 }
 
 static int read_content(struct reader *r)
@@ -1242,7 +1425,9 @@ static int read_content(struct reader *r)
 	    (err = build_captures(r, &idx_cursor)) != 0 ||
 	    (err = build_checks(r)) != 0 ||
 	    (err = build_choices(r)) != 0 ||
-	    (err = build_weight_sources(r)) != 0)
+	    (err = build_weight_sources(r)) != 0 ||
+	    (err = build_dist(r)) != 0 ||
+	    (err = build_ranks(r)) != 0)
 		return err;
 	if ((err = plan_validate(r->plan, &r->d)) != 0 && err != PLAN_ERR_NOMEM) {
 		char msg[PLAN_DIAG_MESSAGE_MAX];
@@ -1260,7 +1445,7 @@ int plan_read_memory(const void *data, size_t len, const struct plan_limits *lim
 {
 	struct plan_limits def;
 	struct reader *r = NULL;
-	struct header h;
+	struct header h = { 0 };
 	unsigned char *content = NULL;
 	int err;
 
@@ -1299,6 +1484,8 @@ int plan_read_memory(const void *data, size_t len, const struct plan_limits *lim
 		*out = r->plan;
 	}
 	free_pools(&r->p);
+	free(r->rank_data);
+	free(r->rank_size);
 	free(r);
 	free(content);
 	return err;

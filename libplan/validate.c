@@ -154,6 +154,60 @@ static int validate_vars(const plan_t *plan, struct plan_diag *diag)
 	                       offsetof(struct plan_var, name), "VARS", "var", diag);
 }
 
+/*
+ * Tensor I's split (1.5): along an axis of the tensor other than the
+ * token dim, 1 to PLAN_MAX_SPLIT_BLOCKS blocks of whole units, each share
+ * [start, start + len) inside its block, and the tensor's size on the
+ * axis the sum of the shares.
+ */
+static int validate_split(const plan_t *plan, uint32_t i, struct plan_diag *diag)
+{
+	const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
+	const struct plan_split *sp = &t->split;
+	const struct plan_axis *a;
+	int64_t sum = 0, size;
+
+	if (sp->nblocks == 0)
+		return PLAN_OK;
+	if (sp->nblocks > PLAN_MAX_SPLIT_BLOCKS)
+		return FAIL("section TENS: tensor %u (%.64s): a split of %u blocks, not 1..%d", i,
+		            t->name, sp->nblocks, PLAN_MAX_SPLIT_BLOCKS);
+	if (sp->axis >= t->rank)
+		return FAIL("section TENS: tensor %u (%.64s): split axis %u of a tensor of rank %u",
+		            i, t->name, sp->axis, t->rank);
+	a = &t->shape[sp->axis];
+	if (a->dim != PLAN_NONE &&
+	    (AT(plan->dims, struct plan_dim, a->dim)->flags & PLAN_DIM_TOKENS))
+		return FAIL("section TENS: tensor %u (%.64s): split axis %u is the token dim %.64s, "
+		            "which never splits", i, t->name, sp->axis,
+		            AT(plan->dims, struct plan_dim, a->dim)->name);
+	if (sp->unit < 1)
+		return FAIL("section TENS: tensor %u (%.64s): split unit %lld, below 1", i, t->name,
+		            (long long)sp->unit);
+	for (uint32_t k = 0; k < sp->nblocks; k++) {
+		const struct plan_split_block *b = &sp->block[k];
+		if (b->full < 1 || b->start < 0 || b->len < 1 || b->start > b->full ||
+		    b->len > b->full - b->start)
+			return FAIL("section SBLK: tensor %u (%.64s) block %u: [%lld, +%lld) is not a "
+			            "share inside its %lld elements", i, t->name, k,
+			            (long long)b->start, (long long)b->len, (long long)b->full);
+		if (b->full % sp->unit != 0 || b->start % sp->unit != 0 || b->len % sp->unit != 0)
+			return FAIL("section SBLK: tensor %u (%.64s) block %u: [%lld, +%lld) of %lld "
+			            "is not made of whole units of %lld", i, t->name, k,
+			            (long long)b->start, (long long)b->len, (long long)b->full,
+			            (long long)sp->unit);
+		if (b->len > INT64_MAX - sum)
+			return FAIL("section SBLK: tensor %u (%.64s): the shares overflow", i, t->name);
+		sum += b->len;
+	}
+	size = a->dim != PLAN_NONE ? AT(plan->dims, struct plan_dim, a->dim)->value : a->size;
+	if (size != sum)
+		return FAIL("section TENS: tensor %u (%.64s): axis %u holds %lld elements, but the "
+		            "split's shares add up to %lld", i, t->name, sp->axis, (long long)size,
+		            (long long)sum);
+	return PLAN_OK;
+}
+
 static int validate_tensor(const plan_t *plan, uint32_t i, struct plan_diag *diag)
 {
 	const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
@@ -207,6 +261,41 @@ static int validate_tensor(const plan_t *plan, uint32_t i, struct plan_diag *dia
 			return FAIL("section TENS: tensor %u (%.64s): a prompt feed and the tensor it "
 			            "feeds back (%.64s) must be i32", i, t->name, from->name);
 	}
+	return validate_split(plan, i, diag);
+}
+
+/* Weight source I's slice (1.5): none (all zero), or [start, start + len)
+ * of the middle axis of the checkpoint tensor seen as [outer, full,
+ * inner] elements of SZ bytes, which make its BYTES. */
+static int validate_slice(const struct plan_weight_source *w, uint32_t i, uint64_t sz,
+                          struct plan_diag *diag)
+{
+	uint64_t whole;
+
+	if (w->slice_len == 0) {
+		if (w->slice_outer || w->slice_full || w->slice_inner || w->slice_start)
+			return FAIL("section WSRC: source %u (%.64s) has no slice (length 0) but a "
+			            "slice's outer, full, inner or start", i, w->name);
+		return PLAN_OK;
+	}
+	if (w->slice_outer == 0 || w->slice_inner == 0 || w->slice_full == 0 ||
+	    w->slice_start > w->slice_full || w->slice_len > w->slice_full - w->slice_start)
+		return FAIL("section WSRC: source %u (%.64s): slice [%llu, +%llu) of [%llu, %llu, "
+		            "%llu] is empty or outside the checkpoint tensor", i, w->name,
+		            (unsigned long long)w->slice_start, (unsigned long long)w->slice_len,
+		            (unsigned long long)w->slice_outer, (unsigned long long)w->slice_full,
+		            (unsigned long long)w->slice_inner);
+	/* outer * full * inner * sz == bytes, by divisions that cannot
+	 * overflow. */
+	whole = w->bytes / sz;
+	if (w->bytes % sz != 0 || whole % w->slice_outer != 0 ||
+	    whole / w->slice_outer % w->slice_full != 0 ||
+	    whole / w->slice_outer / w->slice_full != w->slice_inner)
+		return FAIL("section WSRC: source %u (%.64s): slice view [%llu, %llu, %llu] of "
+		            "%llu-byte elements is not its %llu bytes", i, w->name,
+		            (unsigned long long)w->slice_outer, (unsigned long long)w->slice_full,
+		            (unsigned long long)w->slice_inner, (unsigned long long)sz,
+		            (unsigned long long)w->bytes);
 	return PLAN_OK;
 }
 
@@ -214,6 +303,8 @@ static int validate_tensor(const plan_t *plan, uint32_t i, struct plan_diag *dia
  * safetensors files, within its reserved bytes. */
 static int validate_weight_sources(const plan_t *plan, struct plan_diag *diag)
 {
+	int err;
+
 	for (uint32_t i = 0; i < plan->wsrc.count; i++) {
 		const struct plan_weight_source *w = AT(plan->wsrc, struct plan_weight_source, i);
 		const struct plan_tensor *t;
@@ -233,6 +324,8 @@ static int validate_weight_sources(const plan_t *plan, struct plan_diag *diag)
 			return FAIL("section WSRC: source %u has an empty file or tensor name", i);
 		if (w->flags & ~PLAN_WSRC_HASHED)
 			return FAIL("section WSRC: source %u has unknown flags 0x%x", i, w->flags);
+		if ((err = validate_slice(w, i, sz, diag)) != 0)
+			return err;
 		conv = w->bytes / sz * plan_dtype_size(t->dtype);
 		if (w->slice_len != 0)
 			conv = w->slice_outer * w->slice_len * w->slice_inner * plan_dtype_size(t->dtype);
@@ -1193,12 +1286,15 @@ out:
 	return err;
 }
 
-int plan_validate(const plan_t *plan, struct plan_diag *diag)
+static int validate_dist(const plan_t *plan, struct plan_diag *diag);
+
+/* One plan, whatever rank it is. */
+static int validate_one(const plan_t *plan, struct plan_diag *diag)
 {
 	int err;
 
-	if (plan == NULL)
-		return FAIL("no plan");
+	if ((err = validate_dist(plan, diag)) != 0)
+		return err;
 	if (plan->recorded) {
 		if ((err = validate_meta(plan, diag)) != 0 ||
 		    (err = validate_recording(plan, diag)) != 0 ||
@@ -1222,5 +1318,135 @@ int plan_validate(const plan_t *plan, struct plan_diag *diag)
 	    (err = validate_dispatch(plan, diag)) != 0 ||
 	    (err = validate_choices(plan, diag)) != 0)
 		return err;
+	return PLAN_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tensor parallelism (1.5).                                               */
+
+static int validate_dist(const plan_t *plan, struct plan_diag *diag)
+{
+	const struct plan_dist *d = &plan->dist;
+
+	if (d->world == 0 || d->rank >= d->world)
+		return FAIL("section DIST: rank %u of a world of %u", d->rank, d->world);
+	if (d->flags != 0)
+		return FAIL("section DIST: unknown flags 0x%x", d->flags);
+	return PLAN_OK;
+}
+
+/* What every rank of a world agrees on, rank R against rank 0 (P0): the
+ * world, NCCL, backend, dims and vars, the tensors by name, dtype, role
+ * and split (axis, unit, blocks' full sizes), the variants' keys in order,
+ * and the ops in count and kinds (every rank launches the same
+ * collectives in the same order, or the world hangs). */
+static int validate_rank_agrees(const plan_t *p0, const plan_t *p, uint32_t r,
+                                struct plan_diag *diag)
+{
+	const struct plan_dist *d0 = &p0->dist, *d = &p->dist;
+
+	if (d->world != d0->world || d->rank != r)
+		return FAIL("rank %u: the plan says rank %u of a world of %u", r, d->rank, d->world);
+	if (d->nccl_version != d0->nccl_version)
+		return FAIL("rank %u: NCCL version %d, rank 0's is %d", r, (int)d->nccl_version,
+		            (int)d0->nccl_version);
+	if (p->meta.backend != p0->meta.backend || p->recorded != p0->recorded)
+		return FAIL("rank %u: a %s %s plan, rank 0's a %s %s plan", r,
+		            plan_backend_name(p->meta.backend), p->recorded ? "recorded" : "script",
+		            plan_backend_name(p0->meta.backend), p0->recorded ? "recorded" : "script");
+	if (p->dims.count != p0->dims.count)
+		return FAIL("rank %u: %u dims, rank 0 has %u", r, p->dims.count, p0->dims.count);
+	for (uint32_t i = 0; i < p->dims.count; i++) {
+		const struct plan_dim *x = AT(p0->dims, struct plan_dim, i);
+		const struct plan_dim *y = AT(p->dims, struct plan_dim, i);
+		if (strcmp(x->name, y->name) != 0 || x->value != y->value || x->flags != y->flags)
+			return FAIL("rank %u: dim %u is %.64s = %lld, rank 0's %.64s = %lld", r, i,
+			            y->name, (long long)y->value, x->name, (long long)x->value);
+	}
+	if (p->vars.count != p0->vars.count)
+		return FAIL("rank %u: %u vars, rank 0 has %u", r, p->vars.count, p0->vars.count);
+	for (uint32_t i = 0; i < p->vars.count; i++) {
+		const struct plan_var *x = AT(p0->vars, struct plan_var, i);
+		const struct plan_var *y = AT(p->vars, struct plan_var, i);
+		if (strcmp(x->name, y->name) != 0 || x->start != y->start || x->step != y->step ||
+		    x->limit != y->limit)
+			return FAIL("rank %u: var %u (%.64s) is not rank 0's (%.64s)", r, i, y->name,
+			            x->name);
+	}
+	if (p->tensors.count != p0->tensors.count)
+		return FAIL("rank %u: %u tensors, rank 0 has %u", r, p->tensors.count,
+		            p0->tensors.count);
+	for (uint32_t i = 0; i < p->tensors.count; i++) {
+		const struct plan_tensor *x = AT(p0->tensors, struct plan_tensor, i);
+		const struct plan_tensor *y = AT(p->tensors, struct plan_tensor, i);
+		const struct plan_split *sx = &x->split, *sy = &y->split;
+		int same = strcmp(x->name, y->name) == 0 && x->dtype == y->dtype &&
+		           x->role == y->role && x->rank == y->rank && sx->nblocks == sy->nblocks;
+		if (same && sx->nblocks != 0) {
+			same = sx->axis == sy->axis && sx->unit == sy->unit;
+			for (uint32_t k = 0; same && k < sx->nblocks; k++)
+				same = sx->block[k].full == sy->block[k].full;
+		}
+		if (!same)
+			return FAIL("rank %u: tensor %u (%.64s) is not rank 0's (%.64s) in name, dtype, "
+			            "role, rank or split", r, i, y->name, x->name);
+	}
+	if (p->variants.count != p0->variants.count)
+		return FAIL("rank %u: %u variants, rank 0 has %u", r, p->variants.count,
+		            p0->variants.count);
+	for (uint32_t i = 0; i < p->variants.count; i++) {
+		const struct plan_variant *x = variant_at(p0, i), *y = variant_at(p, i);
+		if (x->tokens != y->tokens || x->requests != y->requests ||
+		    x->key_flags != y->key_flags)
+			return FAIL("rank %u: variant %u has key %lld x%u%s, rank 0's %lld x%u%s", r, i,
+			            (long long)y->tokens, y->requests,
+			            (y->key_flags & PLAN_KEY_UNIFORM) ? " uniform" : "",
+			            (long long)x->tokens, x->requests,
+			            (x->key_flags & PLAN_KEY_UNIFORM) ? " uniform" : "");
+	}
+	if (p->ops.count != p0->ops.count)
+		return FAIL("rank %u: %u ops, rank 0 has %u", r, p->ops.count, p0->ops.count);
+	for (uint32_t i = 0; i < p->ops.count; i++) {
+		const struct plan_op *x = AT(p0->ops, struct plan_op, i);
+		const struct plan_op *y = AT(p->ops, struct plan_op, i);
+		if (strcmp(x->kind, y->kind) != 0)
+			return FAIL("rank %u: op %u is a %.64s, rank 0's a %.64s", r, i, y->kind, x->kind);
+	}
+	return PLAN_OK;
+}
+
+/*
+ * A plan and, for rank 0 of a world of two or more, every other rank:
+ * each attached once (the model sees to that), each valid alone and
+ * agreeing with rank 0. A plan of another rank, alone, is checked alone:
+ * it is what a RANK section holds.
+ */
+int plan_validate(const plan_t *plan, struct plan_diag *diag)
+{
+	struct plan_diag d;
+	int err;
+
+	if (plan == NULL)
+		return FAIL("no plan");
+	if ((err = validate_one(plan, diag)) != 0)
+		return err;
+	if (plan->dist.rank != 0 || plan->dist.world == 1) {
+		if (plan->nranks != 0 && plan_count_ranks(plan) != 0)
+			return FAIL("section RANK: rank %u of a world of %u holds other ranks",
+			            plan->dist.rank, plan->dist.world);
+		return PLAN_OK;
+	}
+	for (uint32_t r = 1; r < plan->dist.world; r++) {
+		const plan_t *p = r - 1 < plan->nranks ? plan->ranks[r - 1] : NULL;
+		if (p == NULL)
+			return FAIL("section RANK: rank %u of a world of %u is not attached", r,
+			            plan->dist.world);
+		if (p->nranks != 0 && plan_count_ranks(p) != 0)
+			return FAIL("section RANK: rank %u holds ranks of its own", r);
+		if ((err = validate_one(p, &d)) != 0)
+			return plan__fail(diag, err, "rank %u: %s", r, d.message);
+		if ((err = validate_rank_agrees(plan, p, r, diag)) != 0)
+			return err;
+	}
 	return PLAN_OK;
 }

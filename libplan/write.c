@@ -69,7 +69,7 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
-	unsigned   minor;        /* the format version written: 1.1 to 1.4 */
+	unsigned   minor;        /* the format version written: 1.1 to 1.5 */
 	struct buf blob;         /* 1.4: the BLOB section's bytes */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
@@ -221,7 +221,22 @@ static void encode_meta(struct writer *w, const plan_t *plan)
 	sect_end(w, S_STAT);
 }
 
-static void encode_program(struct writer *w, const plan_t *plan)
+/* Pool cursors as 64-bit counts, so that a sum past UINT32_MAX is seen. */
+struct cursors {
+	uint64_t idxs, attr, item, node, parm, edge, cand, pinf, ptch, sblk;
+};
+
+static uint32_t take(struct writer *w, uint64_t *cursor, uint32_t n)
+{
+	uint64_t first = *cursor;
+
+	*cursor += n;
+	if (*cursor > UINT32_MAX)
+		w_fail(w, PLAN_ERR_LIMIT);
+	return (uint32_t)first;
+}
+
+static void encode_program(struct writer *w, const plan_t *plan, struct cursors *c)
 {
 	unsigned char *p;
 
@@ -254,7 +269,7 @@ static void encode_program(struct writer *w, const plan_t *plan)
 	for (uint32_t i = 0; i < plan->tensors.count; i++) {
 		const struct plan_tensor *t = AT(plan->tensors, struct plan_tensor, i);
 		uint32_t name = w_str(w, t->name);
-		p = w_record(w, REC_TENS);
+		p = w_record(w, fmt_sections[S_TENS].size[w->minor]);
 		fmt_put32(p + TENS_NAME, name);
 		p[TENS_DTYPE] = (unsigned char)t->dtype;
 		p[TENS_ROLE] = (unsigned char)t->role;
@@ -276,23 +291,48 @@ static void encode_program(struct writer *w, const plan_t *plan)
 		fmt_put64(p + TENS_FEED_SEED, t->feed.seed);
 		fmt_puti64(p + TENS_FEED_RANGE, t->feed.range);
 		fmt_putf64(p + TENS_FEED_SCALE, t->feed.scale);
+		/* 1.5: the split; its blocks go to SBLK. An unsplit tensor's
+		 * fields are zero, the first block the end of the last range. */
+		if (w->minor >= 5) {
+			const struct plan_split *sp = &t->split;
+			fmt_put32(p + TENS_BLOCK_FIRST, take(w, &c->sblk, sp->nblocks));
+			fmt_put32(p + TENS_BLOCK_COUNT, sp->nblocks);
+			if (sp->nblocks != 0) {
+				fmt_put32(p + TENS_SPLIT_AXIS, sp->axis);
+				fmt_puti64(p + TENS_SPLIT_UNIT, sp->unit);
+			}
+		}
 	}
 	sect_end(w, S_TENS);
 }
 
-/* Pool cursors as 64-bit counts, so that a sum past UINT32_MAX is seen. */
-struct cursors {
-	uint64_t idxs, attr, item, node, parm, edge, cand, pinf, ptch;
-};
-
-static uint32_t take(struct writer *w, uint64_t *cursor, uint32_t n)
+/* The split tensors' blocks (1.5), in the order of their tensors. */
+static void encode_split_blocks(struct writer *w, const plan_t *plan, struct cursors *c)
 {
-	uint64_t first = *cursor;
+	sect_begin(w, S_SBLK, (uint32_t)c->sblk);
+	for (uint32_t i = 0; i < plan->tensors.count; i++) {
+		const struct plan_split *sp = &AT(plan->tensors, struct plan_tensor, i)->split;
+		for (uint32_t k = 0; k < sp->nblocks && k < PLAN_MAX_SPLIT_BLOCKS; k++) {
+			unsigned char *p = w_record(w, REC_SBLK);
+			fmt_puti64(p + SBLK_FULL, sp->block[k].full);
+			fmt_puti64(p + SBLK_START, sp->block[k].start);
+			fmt_puti64(p + SBLK_LEN, sp->block[k].len);
+		}
+	}
+	sect_end(w, S_SBLK);
+}
 
-	*cursor += n;
-	if (*cursor > UINT32_MAX)
-		w_fail(w, PLAN_ERR_LIMIT);
-	return (uint32_t)first;
+static void encode_dist(struct writer *w, const plan_t *plan)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_DIST, 1);
+	p = w_record(w, REC_DIST);
+	fmt_put32(p + DIST_WORLD, plan->dist.world);
+	fmt_put32(p + DIST_RANK, plan->dist.rank);
+	fmt_puti32(p + DIST_NCCL_VERSION, plan->dist.nccl_version);
+	fmt_put32(p + DIST_FLAGS, plan->dist.flags);
+	sect_end(w, S_DIST);
 }
 
 static void encode_ops(struct writer *w, const plan_t *plan, struct cursors *c)
@@ -651,10 +691,11 @@ static void encode_recorded(struct writer *w, const plan_t *plan, struct cursors
 	sect_begin(w, S_BLOB, 0);
 	if (!w->failed) {
 		size_t pad = (BLOB_ALIGN - w->blob.len % BLOB_ALIGN) % BLOB_ALIGN;
-		if ((p = buf_grow(&w->out, w->blob.len + pad)) != NULL)
-			memcpy(p, w->blob.data, w->blob.len);
-		else
+		/* A plan without a recording (1.5) has no pieces. */
+		if ((p = buf_grow(&w->out, w->blob.len + pad)) == NULL)
 			w_fail(w, PLAN_ERR_NOMEM);
+		else if (w->blob.len > 0)
+			memcpy(p, w->blob.data, w->blob.len);
 	}
 	sect_end(w, S_BLOB);
 }
@@ -733,7 +774,7 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 		for (uint32_t i = 0; i < plan->wsrc.count; i++) {
 			const struct plan_weight_source *ws = AT(plan->wsrc, struct plan_weight_source, i);
 			uint32_t file = w_str(w, ws->file), name = w_str(w, ws->name);
-			p = w_record(w, REC_WSRC);
+			p = w_record(w, fmt_sections[S_WSRC].size[w->minor]);
 			fmt_put32(p + WSRC_TENSOR, ws->tensor);
 			fmt_put32(p + WSRC_FILE, file);
 			fmt_put32(p + WSRC_NAME, name);
@@ -742,6 +783,13 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 			fmt_put64(p + WSRC_BYTES, ws->bytes);
 			fmt_put64(p + WSRC_HASH, ws->hash);
 			fmt_put32(p + WSRC_FLAGS, ws->flags);
+			if (w->minor >= 5) {
+				fmt_put64(p + WSRC_SLICE_OUTER, ws->slice_outer);
+				fmt_put64(p + WSRC_SLICE_FULL, ws->slice_full);
+				fmt_put64(p + WSRC_SLICE_INNER, ws->slice_inner);
+				fmt_put64(p + WSRC_SLICE_START, ws->slice_start);
+				fmt_put64(p + WSRC_SLICE_LEN, ws->slice_len);
+			}
 		}
 		sect_end(w, S_WSRC);
 	}
@@ -767,6 +815,10 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 
 	if (w->minor >= 4)
 		encode_recorded(w, plan, c);
+	if (w->minor >= 5) {
+		encode_dist(w, plan);
+		encode_split_blocks(w, plan, c);
+	}
 
 	/* Every string has been met: the table goes last. */
 	sect_begin(w, S_STRS, 0);
@@ -816,51 +868,127 @@ static int uses_1_2(const plan_t *plan)
 	return 0;
 }
 
+int plan__uses_ranks(const plan_t *plan)
+{
+	if (plan->dist.world > 1)
+		return 1;
+	for (uint32_t i = 0; i < plan->tensors.count; i++)
+		if (AT(plan->tensors, struct plan_tensor, i)->split.nblocks != 0)
+			return 1;
+	for (uint32_t i = 0; i < plan->wsrc.count; i++)
+		if (AT(plan->wsrc, struct plan_weight_source, i)->slice_len != 0)
+			return 1;
+	return 0;
+}
+
+static void writer_free(struct writer *w)
+{
+	free(w->out.data);
+	free(w->strs.data);
+	free(w->blob.data);
+	free(w->slots);
+}
+
+static int encode_content(struct writer *w, const plan_t *plan);
+
+/* The ranks attached to rank 0 (1.5): one RANK section each, in rank
+ * order, holding that rank's content as its own writer makes it. Their
+ * offsets and sizes go to OFF and SIZE. */
+static int encode_ranks(struct writer *w, const plan_t *plan, uint64_t *off, uint64_t *size)
+{
+	for (uint32_t r = 0; r < plan->nranks; r++) {
+		struct writer sub;
+		unsigned char *p;
+		int err;
+
+		memset(&sub, 0, sizeof sub);
+		err = encode_content(&sub, plan->ranks[r]);
+		if (err == 0) {
+			w_align(w);
+			off[r] = w->out.len;
+			size[r] = sub.out.len;
+			if (w->failed || (p = buf_grow(&w->out, sub.out.len)) == NULL)
+				err = w->failed ? w->failed : PLAN_ERR_NOMEM;
+			else
+				memcpy(p, sub.out.data, sub.out.len);
+		}
+		writer_free(&sub);
+		if (err != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
 /* The content of PLAN in W->out. */
 static int encode_content(struct writer *w, const plan_t *plan)
 {
 	struct cursors c = { 0 };
 	unsigned char *dir;
-	uint32_t nsect = 0;
+	uint64_t *rank_off = NULL, *rank_size = NULL;
+	uint32_t nsect = 0, nranks = 0;
+	int err = PLAN_OK;
 
 	/* The string table's first byte is the empty string. */
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
-	/* Capture-size keys need 1.3; every plan without them is written as
-	 * before, byte for byte. */
-	w->minor = plan->recorded ? 4 : plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
+	/* Capture-size keys need 1.3, ranks 1.5; every plan without them is
+	 * written as before, byte for byte. */
+	w->minor = plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 : plan_has_keys(plan) ? 3 :
+	           uses_1_2(plan) ? 2 : 1;
 	for (int s = 0; s < S_COUNT; s++)
-		if (fmt_sections[s].since <= w->minor)
+		if (fmt_sections[s].since <= w->minor && s != S_RANK)
 			nsect++;
-	if (buf_grow(&w->out, DIR_HEADER_SIZE + (size_t)nsect * DIR_ENTRY_SIZE) == NULL)
-		return PLAN_ERR_NOMEM;
+	/* plan_validate has seen every rank attached. */
+	if (w->minor >= 5 && plan->nranks > 0) {
+		nranks = plan->nranks;
+		rank_off = calloc(nranks, sizeof *rank_off);
+		rank_size = calloc(nranks, sizeof *rank_size);
+		if (rank_off == NULL || rank_size == NULL) {
+			err = PLAN_ERR_NOMEM;
+			goto out;
+		}
+		nsect += nranks;
+	}
+	if (buf_grow(&w->out, DIR_HEADER_SIZE + (size_t)nsect * DIR_ENTRY_SIZE) == NULL) {
+		err = PLAN_ERR_NOMEM;
+		goto out;
+	}
 	encode_meta(w, plan);
-	encode_program(w, plan);
+	encode_program(w, plan, &c);
 	encode_ops(w, plan, &c);
 	encode_indexes(w, plan, &c);
 	encode_variants(w, plan, &c);
 	encode_segments(w, plan, &c);
 	encode_rest(w, plan, &c);
-	if (w->failed)
-		return w->failed;
+	if (w->failed == 0 && nranks > 0)
+		err = encode_ranks(w, plan, rank_off, rank_size);
+	if (err == 0 && w->failed)
+		err = w->failed;
+	if (err != 0)
+		goto out;
 	dir = w->out.data;
 	fmt_put32(dir + DIR_SECTION_COUNT, nsect);
 	for (int s = 0, k = 0; s < S_COUNT; s++) {
-		unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)k * DIR_ENTRY_SIZE;
 		/* 1.2's and 1.3's sections are Required in the files that have
 		 * them: a reader that skipped weight sources or keys would run
 		 * another plan than the one captured. */
 		int required = fmt_sections[s].since == 0 || uses_1_1(plan) ||
 		               fmt_sections[s].since >= 2;
+		uint32_t n = s == S_RANK ? nranks : 1;
 		if (fmt_sections[s].since > w->minor)
 			continue;
-		k++;
-		memcpy(e + ENT_ID, fmt_sections[s].id, 4);
-		fmt_put32(e + ENT_FLAGS, required ? SECT_REQUIRED : 0);
-		fmt_put64(e + ENT_OFFSET, w->sect_off[s]);
-		fmt_put64(e + ENT_SIZE, w->sect_size[s]);
+		for (uint32_t r = 0; r < n; r++, k++) {
+			unsigned char *e = dir + DIR_HEADER_SIZE + (size_t)k * DIR_ENTRY_SIZE;
+			memcpy(e + ENT_ID, fmt_sections[s].id, 4);
+			fmt_put32(e + ENT_FLAGS, required ? SECT_REQUIRED : 0);
+			fmt_put64(e + ENT_OFFSET, s == S_RANK ? rank_off[r] : w->sect_off[s]);
+			fmt_put64(e + ENT_SIZE, s == S_RANK ? rank_size[r] : w->sect_size[s]);
+		}
 	}
-	return PLAN_OK;
+out:
+	free(rank_off);
+	free(rank_size);
+	return err;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -927,8 +1055,23 @@ int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_
 		return plan__fail(diag, PLAN_ERR_INVALID, "plan_write_memory: NULL argument");
 	*data = NULL;
 	*len = 0;
+	{
+		/* One RANK section a rank but 0, after the others of 1.5. */
+		uint32_t fixed = 0;
+		for (int s = 0; s < S_COUNT; s++)
+			fixed += fmt_sections[s].since <= 5 && s != S_RANK;
+		if (plan->dist.world - 1 > (uint32_t)DIR_MAX_SECTIONS - fixed)
+			return plan__fail(diag, PLAN_ERR_LIMIT, "a world of %u ranks: a plan file holds "
+			                  "at most %u (one section each but rank 0, %d sections in "
+			                  "all)", plan->dist.world, DIR_MAX_SECTIONS - fixed + 1,
+			                  DIR_MAX_SECTIONS);
+	}
 	if ((err = plan_validate(plan, diag)) != 0)
 		return err;
+	if (plan->dist.rank != 0)
+		return plan__fail(diag, PLAN_ERR_INVALID, "plan_write_memory: the plan is rank %u "
+		                  "of a world of %u; a plan file holds rank 0, the other ranks "
+		                  "attached to it", plan->dist.rank, plan->dist.world);
 	memset(&w, 0, sizeof w);
 	err = encode_content(&w, plan);
 	if (err == PLAN_ERR_NOMEM)
@@ -938,10 +1081,7 @@ int plan_write_memory(const plan_t *plan, void **data, size_t *len, struct plan_
 		           "(a pool or the string table passes 4 GiB)");
 	else
 		err = compress_content(w.out.data, w.out.len, w.minor, data, len, diag);
-	free(w.out.data);
-	free(w.strs.data);
-	free(w.blob.data);
-	free(w.slots);
+	writer_free(&w);
 	return err;
 }
 

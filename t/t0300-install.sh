@@ -79,18 +79,21 @@ test_expect_success PKG_CONFIG,!ASAN 'a program builds and runs against the inst
 		return p == NULL;
 	}
 	EOF
-	PKG_CONFIG_PATH="$INST/opt/lib/pkgconfig" pkg-config --cflags --libs libplan >flags &&
+	PKG_CONFIG_PATH="$INST/opt/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --cflags --libs libplan >flags &&
 	cc -o prog prog.c $(cat flags) -Wl,-rpath,"$INST/opt/lib" &&
 	./prog >out &&
 	test_grep "^ok 1" out
 '
 
 # Where only the archive is found, pkg-config --static gives what it needs
-# (libzstd): the program links libplan in and runs without any rpath.
+# (libzstd, and ISA-L for the CRC-32C): the program links libplan in and
+# runs without any rpath to it. The caller's PKG_CONFIG_PATH stays behind
+# the installed one, since it may be where libplan's own dependencies are
+# found (the GPU machine's bundle, bench/bundle-extra.sh).
 test_expect_success PKG_CONFIG,!ASAN 'pkg-config --static links a program against libplan.a alone' '
 	mkdir "$INST/static-lib" &&
 	cp "$INST/opt/lib/libplan.a" "$INST/static-lib/" &&
-	PKG_CONFIG_PATH="$INST/opt/lib/pkgconfig" pkg-config --static --cflags --libs \
+	PKG_CONFIG_PATH="$INST/opt/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --static --cflags --libs \
 		--define-variable=libdir="$INST/static-lib" libplan >flags &&
 	cc -o sprog prog.c $(cat flags) &&
 	env -u LD_LIBRARY_PATH ./sprog >out &&

@@ -118,8 +118,12 @@ assert d[\"memory\"][\"allocations\"] == 9 and d[\"memory\"][\"snapshots\"] == 1
 v, = d[\"variants\"]
 assert v[\"variant\"] == 1 and v[\"label\"] == \"step\" and v[\"seen\"] == 5, v
 assert v[\"instantiate\"] == {\"matched\": 1, \"drifted\": 0}, v
-assert v[\"step_ms\"][\"median\"] > 0 and v[\"recorded_ms\"] == 0.05, v
-assert abs(v[\"ratio\"] - v[\"step_ms\"][\"median\"] / 0.05) < 1e-6, v
+assert v[\"step_ms\"][\"median\"] > 0 and v[\"recorded_ms\"] == 0.06, v
+assert abs(v[\"ratio\"] - v[\"step_ms\"][\"median\"] / 0.06) < 1e-6, v
+# busy: the items recorded 0.02 + 0.03 ms; the step span, 0.06 ms, has a
+# host gap of 0.01 ms between them
+assert abs(v[\"busy\"][\"recorded_ms\"] - 0.05) < 1e-9, v
+assert abs(v[\"busy\"][\"ratio\"] - v[\"step_ms\"][\"median\"] / 0.05) < 1e-6, v
 assert [(i[\"kind\"], i[\"name\"], i[\"recorded_ms\"]) for i in v[\"items\"]] == \
 	[(\"segment\", \"\", 0.02), (\"breakpoint\", \"tail\", 0.03)], v
 "
@@ -130,7 +134,8 @@ test_expect_success CUDA 'replay: a table, every fill, by number and by label' '
 	test_grep "^variant 1 \"step\": seen 5 times; instantiate 1 match, 0 drift$" out &&
 	test_grep "^  seg 0 (4 nodes) .* 0.020 ms " out &&
 	test_grep "^  break tail (3 launches) .* 0.030 ms " out &&
-	test_grep "^  step (median) .* 0.050 ms " out &&
+	test_grep "^  step (median) .* 0.060 ms " out &&
+	test_grep "^  step against the recorded GPU busy time .* 0.050 ms " out &&
 	bcg replay --steps 3 --variant 1 --fill zeros --rebase rec.plan >out &&
 	test_grep "fill zeros: all rebased" out
 '
@@ -159,7 +164,8 @@ test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-
 	 "variants": [{"variant": 1, "label": "step", "seen": 5,
 	               "instantiate": {"matched": 1, "drifted": 0},
 	               "step_ms": {"median": 0.04, "p90": 0.05, "p99": 0.05, "mean": 0.04},
-	               "recorded_ms": 0.05, "ratio": 0.8, "host_ms": 0.01,
+	               "recorded_ms": 0.05, "ratio": 0.8,
+	               "busy": {"recorded_ms": 0.05, "ratio": 0.8}, "host_ms": 0.01,
 	               "items": [{"kind": "segment", "index": 0, "name": "", "median_ms": 0.01,
 	                          "recorded_ms": null, "ratio": null}]}]}
 	EOF

@@ -47,7 +47,7 @@ test_expect_success 'a plan with one byte of its payload flipped' '
 '
 
 test_expect_success 'a plan of a future major version' '
-	expect_reader_error header.plan "unsupported plan format version: format version 2.0 is newer than this reader.s 1.4"
+	expect_reader_error header.plan "unsupported plan format version: format version 2.0 is newer than this reader.s 1.5"
 '
 
 test_expect_success 'a file that is not a plan' '
@@ -64,6 +64,20 @@ test_expect_success 'a directory in place of a plan' '
 	test_expect_code 2 bcg inspect dir.plan >out 2>err &&
 	test_cmp /dev/null out &&
 	test_grep "^bcgtool: dir.plan: " err
+'
+
+test_expect_success 'a tensor-parallel plan (format 1.5, its ranks nested) truncated, or flipped' '
+	tp="$BCG_SRC_DIR/t/fuzz/corpus/plan/tp-4.plan" &&
+	bcg inspect "$tp" >/dev/null &&
+	size=$(wc -c <"$tp") &&
+	head -c $((size - 50)) "$tp" >tp-truncated.plan &&
+	expect_reader_error tp-truncated.plan "plan file is truncated: " &&
+	cp "$tp" tp-flipped.plan &&
+	byte=$(od -An -tu1 -j$((size - 60)) -N1 "$tp" | tr -d " ") &&
+	printf "$(printf "\\\\%03o" $((byte ^ 32)))" |
+		dd of=tp-flipped.plan bs=1 seek=$((size - 60)) conv=notrunc 2>/dev/null &&
+	! cmp -s "$tp" tp-flipped.plan &&
+	expect_reader_error tp-flipped.plan "checksum mismatch: payload checksum"
 '
 
 test_expect_success 'the good plan still reads: the damage is what failed' '

@@ -41,6 +41,13 @@ test_expect_success JSONSCHEMA 'inspect --json, of a host plan and of a GPU plan
 	check inspect inspect-cuda.json
 '
 
+test_expect_success JSONSCHEMA 'inspect --json of a tensor-parallel plan (format 1.5): dist, splits, slices, ranks' '
+	bcg inspect --json "$BCG_SRC_DIR/t/fuzz/corpus/plan/tp-4.plan" >inspect-tp.json &&
+	check inspect inspect-tp.json &&
+	test_grep "\"ranks\": \[" inspect-tp.json &&
+	test_grep "\"slice\": {" inspect-tp.json
+'
+
 test_expect_success JSONSCHEMA 'diff --json' '
 	test_expect_code 1 bcg diff --json tiny.plan small.plan >diff.json &&
 	check diff diff.json

@@ -113,6 +113,9 @@ test_expect_success BASH 'option arguments' '
 	complete_line capture --mode f >actual &&
 	printf "full\nfull_and_breakable\n" >expect &&
 	test_cmp expect actual &&
+	complete_line capture --verify "" >actual &&
+	printf "all\nfirst-and-largest\nnone\n" >expect &&
+	test_cmp expect actual &&
 	complete_line inspect --color "" >actual &&
 	printf "always\nauto\nnever\n" >expect &&
 	test_cmp expect actual &&

@@ -35,6 +35,16 @@ struct dist_comm_ops {
 	 * an error (ncclCommAbort on NCCL). Safe from another thread. */
 	void (*abort)(struct dist_comm *c);
 	void (*destroy)(struct dist_comm *c);
+	/* Whether a collective of this rank has been launched and is not
+	 * known to have completed: 1 with *SINCE (dist_now() seconds) and
+	 * its name in WHAT, else 0. The rank's watchdog asks it from its own
+	 * thread. NULL: the transport keeps its own time (host). */
+	int  (*pending)(struct dist_comm *c, double *since, char *what, size_t len);
+	/* After work that holds collectives was launched on STREAM (a graph
+	 * with captured collectives): the watchdog waits for STREAM's work
+	 * so far under the name WHAT. NULL: nothing to do. */
+	int  (*watch)(struct dist_comm *c, void *stream, const char *what, char *msg,
+	              size_t len);
 };
 
 /* Every transport's communicator begins with this. */
@@ -65,6 +75,14 @@ static inline int dist_all_gather(struct dist_comm *c, const void *send, void *r
 static inline int dist_barrier(struct dist_comm *c, char *msg, size_t len)
 {
 	return c->ops->barrier(c, msg, len);
+}
+
+static inline int dist_watch(struct dist_comm *c, void *stream, const char *what, char *msg,
+                             size_t len)
+{
+	if (c == NULL || c->ops->watch == NULL)
+		return 0;
+	return c->ops->watch(c, stream, what, msg, len);
 }
 
 static inline void dist_comm_destroy(struct dist_comm *c)

@@ -31,11 +31,16 @@ enum dist_transport {
 	DIST_NCCL = 2,               /* processes, NCCL */
 };
 
+struct dist_transport_ops;       /* dist/internal.h */
+
 struct dist_opts {
 	int         world;           /* ranks, >= 1 */
 	int         transport;       /* enum dist_transport */
 	double      timeout_s;       /* a collective, or a rank, silent this long: fault */
 	const char *what;            /* the command, for messages ("capture") */
+	/* How processes meet: NULL for NCCL (the tests pass a transport of
+	 * their own, so that the launcher runs without a GPU). */
+	const struct dist_transport_ops *via;
 };
 
 /* One rank's work: 0, or an exit status 1..3 (its messages already
@@ -52,6 +57,8 @@ int dist_run_processes(const struct dist_opts *opts, dist_rank_fn rank_main, voi
  * set): then *WORLD and *RANK are its; else 0. -1 with MSG when the
  * variables are there but wrong. */
 int dist_external(int *world, int *rank, char *msg, size_t len);
+/* dist_run's way under an external launcher: this process is one rank. */
+int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void *arg);
 
 /* The host transport: WORLD ranks in one process (dist/host-group.c). */
 struct dist_host_group;
@@ -59,6 +66,12 @@ int  dist_host_group_new(struct dist_host_group **out, int world, double timeout
                          char *msg, size_t len);
 struct dist_comm *dist_host_group_comm(struct dist_host_group *g, int rank);
 void dist_host_group_free(struct dist_host_group *g);
+
+/* The GPUs of this machine, counted by a child process, so that this
+ * one stays free of CUDA: a process that forks ranks (dist_run on cuda)
+ * must not have touched CUDA before, since a forked child cannot use its
+ * parent's CUDA. 0 GPUs in a build without CUDA. 0, or -1 with MSG. */
+int dist_gpu_count(int *count, char *msg, size_t len);
 
 /* Whether this build has NCCL; its version (ncclGetVersion) or 0. */
 int dist_have_nccl(void);

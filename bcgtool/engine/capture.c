@@ -3,9 +3,11 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "dist/comm.h"
@@ -17,38 +19,123 @@
 #include "util.h"
 #include "verify.h"
 
-/* The tensors a step's result lies in: outputs after every step, read to
- * the host (the checksums are taken from them); state after the last,
- * which can be large (a KV cache), kept where the backend has room for it
- * and compared there (stash.h). */
+/*
+ * Host buffers for the outputs read after a reference's last step, given
+ * back once their checksums are taken and handed out again, the smallest
+ * that holds what is asked: the largest variant comes first, and a buffer
+ * used again has its pages mapped already, where a new one of that size
+ * (a step's logits) would fault in every page as the copy fills it.
+ */
+struct host_bufs {
+	uint32_t  n, cap;
+	void    **p;
+	uint64_t *bytes;
+};
+
+/* A buffer of at least BYTES into *P (its size into *GOT), or -1. */
+static int host_bufs_get(struct host_bufs *h, uint64_t bytes, void **p, uint64_t *got)
+{
+	uint32_t best = UINT32_MAX;
+
+	for (uint32_t i = 0; h != NULL && i < h->n; i++)
+		if (h->bytes[i] >= bytes && (best == UINT32_MAX || h->bytes[i] < h->bytes[best]))
+			best = i;
+	if (best != UINT32_MAX) {
+		*p = h->p[best];
+		*got = h->bytes[best];
+		h->n--;
+		h->p[best] = h->p[h->n];
+		h->bytes[best] = h->bytes[h->n];
+		return 0;
+	}
+	if (bytes > SIZE_MAX || (*p = malloc(bytes ? (size_t)bytes : 1)) == NULL)
+		return -1;
+	*got = bytes;
+	return 0;
+}
+
+/* Give P (of BYTES) back to H, or free it when H has no room for it. */
+static void host_bufs_put(struct host_bufs *h, void *p, uint64_t bytes)
+{
+	if (p == NULL)
+		return;
+	if (h != NULL && h->n == h->cap) {
+		uint32_t cap = h->cap ? 2 * h->cap : 8;
+		void **np = realloc(h->p, cap * sizeof *np);
+		if (np != NULL)
+			h->p = np;
+		uint64_t *nb = realloc(h->bytes, cap * sizeof *nb);
+		if (nb != NULL)
+			h->bytes = nb;
+		if (np != NULL && nb != NULL)
+			h->cap = cap;
+	}
+	if (h == NULL || h->n == h->cap) {
+		free(p);
+		return;
+	}
+	h->p[h->n] = p;
+	h->bytes[h->n++] = bytes;
+}
+
+static void host_bufs_release(struct host_bufs *h)
+{
+	for (uint32_t i = 0; i < h->n; i++)
+		free(h->p[i]);
+	free(h->p);
+	free(h->bytes);
+	memset(h, 0, sizeof *h);
+}
+
+/* The tensors a step's result lies in: outputs after every step and the
+ * state after the last, kept where the backend has room for them and
+ * compared there (stash.h): a step's logits, or a KV cache, need not
+ * cross to the host and back. The outputs after the last step are also
+ * read to the host, once: the checksums are taken from them. */
 struct capture_snapshot {
 	uint32_t      nout;
 	uint32_t     *out;          /* tensor indexes of the outputs */
-	void        **out_data;     /* [step * nout + k] */
+	struct stash *out_steps;    /* [step]: the outputs after it */
+	void        **last;         /* [k]: output k after the last step */
+	uint64_t     *last_bytes;   /* [k]: the size of its buffer */
+	struct host_bufs *bufs;     /* where those buffers come from, or NULL */
 	uint32_t      nstate;
 	uint32_t     *state;
 	struct stash  state_data;
+	struct stash_pool *pool;    /* where they are kept first, or NULL */
 };
 
 static void snapshot_release(struct engine *e, struct capture_snapshot *s, uint32_t steps)
 {
-	if (s->out_data != NULL)
-		for (uint32_t i = 0; i < steps * s->nout; i++)
-			free(s->out_data[i]);
+	if (s->out_steps != NULL)
+		for (uint32_t i = 0; i < steps; i++)
+			stash_release(e, &s->out_steps[i]);
+	if (s->last != NULL)
+		for (uint32_t k = 0; k < s->nout; k++)
+			host_bufs_put(s->bufs, s->last[k], s->last_bytes[k]);
 	stash_release(e, &s->state_data);
 	free(s->out);
-	free(s->out_data);
+	free(s->out_steps);
+	free(s->last);
+	free(s->last_bytes);
 	free(s->state);
 	memset(s, 0, sizeof *s);
 }
 
-static int snapshot_init(struct engine *e, uint32_t steps, struct capture_snapshot *s,
+/* S for STEPS steps, kept in POOL (may be NULL) first: POOL is emptied,
+ * no stash may use it. */
+static int snapshot_init(struct engine *e, uint32_t steps, struct stash_pool *pool,
+                         struct host_bufs *bufs, struct capture_snapshot *s,
                          struct engine_error *err)
 {
 	const plan_t *plan = e->plan;
 	uint32_t nt = plan_count_tensors(plan);
 
 	memset(s, 0, sizeof *s);
+	s->pool = pool;
+	s->bufs = bufs;
+	if (pool != NULL)
+		pool->used = 0;
 	s->out = calloc(nt ? nt : 1, sizeof *s->out);
 	s->state = calloc(nt ? nt : 1, sizeof *s->state);
 	if (s->out == NULL || s->state == NULL)
@@ -60,8 +147,10 @@ static int snapshot_init(struct engine *e, uint32_t steps, struct capture_snapsh
 		else if (role == PLAN_ROLE_STATE)
 			s->state[s->nstate++] = t;
 	}
-	s->out_data = calloc((size_t)steps * s->nout + 1, sizeof *s->out_data);
-	if (s->out_data == NULL)
+	s->out_steps = calloc(steps, sizeof *s->out_steps);
+	s->last = calloc(s->nout + 1, sizeof *s->last);
+	s->last_bytes = calloc(s->nout + 1, sizeof *s->last_bytes);
+	if (s->out_steps == NULL || s->last == NULL || s->last_bytes == NULL)
 		goto nomem;
 	return 0;
 nomem:
@@ -69,32 +158,72 @@ nomem:
 	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 }
 
-static void *read_copy(struct engine *e, uint32_t t, int64_t tokens, struct engine_error *err)
+/* Bytes a reset writes: every tensor but the weights, whole. */
+static uint64_t reset_bytes(const plan_t *plan)
 {
-	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
-	void *buf = malloc(bytes ? (size_t)bytes : 1);
+	uint64_t n = 0;
 
-	if (buf == NULL) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory reading '%s'",
-		            plan_get_tensor(e->plan, t)->name);
-		return NULL;
-	}
-	if (engine_read_tensor(e, t, tokens, buf, err) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++)
+		if (plan_get_tensor(plan, t)->role != PLAN_ROLE_WEIGHT)
+			n += plan_get_tensor(plan, t)->bytes;
+	return n;
 }
 
-/* Read the outputs after STEP (and the state when LAST) into S. */
-static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int last,
-                         struct capture_snapshot *s, struct engine_error *err)
+/* Wait for the backend, so that what was queued counts in its phase. */
+static int capture_wait(struct engine *e, struct engine_error *err)
 {
-	for (uint32_t k = 0; k < s->nout; k++)
-		if ((s->out_data[step * s->nout + k] = read_copy(e, s->out[k], tokens, err)) == NULL)
+	if (e->be->sync(e->b, err->msg, sizeof err->msg) != 0)
+		return engine_fail_backend(err, "waiting for the device");
+	return 0;
+}
+
+/* Every tensor but the weights back to its initial content: a state copy. */
+static int capture_reset(struct engine *e, struct capture_phases *ph, struct engine_error *err)
+{
+	uint64_t t0 = bcg_now_ns();
+
+	if (engine_reset(e, err) != 0 || capture_wait(e, err) != 0)
+		return -1;
+	ph->state_ns += bcg_now_ns() - t0;
+	ph->state_bytes += reset_bytes(e->plan);
+	ph->state_copies++;
+	return 0;
+}
+
+/* Keep the outputs after STEP (and when LAST, read them to the host, and
+ * keep the state, timed in PH as a state copy) in S. */
+static int snapshot_take(struct engine *e, int64_t tokens, uint32_t step, int last,
+                         struct capture_snapshot *s, struct capture_phases *ph,
+                         struct engine_error *err)
+{
+	uint64_t t0;
+
+	if (stash_take_pooled(e, s->out, s->nout, tokens, s->pool, &s->out_steps[step], err) != 0)
+		return -1;
+	if (!last)
+		return 0;
+	for (uint32_t k = 0; k < s->nout; k++) {
+		uint32_t t = s->out[k];
+		uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
+		char h[32];
+		if (host_bufs_get(s->bufs, bytes, &s->last[k], &s->last_bytes[k]) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+			                   "out of memory reading '%s' (%s)",
+			                   plan_get_tensor(e->plan, t)->name,
+			                   bcg_human_bytes(bytes, h, sizeof h));
+		if (engine_read_tensor(e, t, tokens, s->last[k], err) != 0)
 			return -1;
-	if (last)
-		return stash_take(e, s->state, s->nstate, tokens, &s->state_data, err);
+	}
+	if (s->nstate == 0)
+		return 0;
+	t0 = bcg_now_ns();
+	if (stash_take_pooled(e, s->state, s->nstate, tokens, s->pool, &s->state_data, err) != 0 ||
+	    capture_wait(e, err) != 0)
+		return -1;
+	ph->state_ns += bcg_now_ns() - t0;
+	for (uint32_t k = 0; k < s->nstate; k++)
+		ph->state_bytes += plan_tensor_bytes(e->plan, s->state[k], tokens);
+	ph->state_copies++;
 	return 0;
 }
 
@@ -123,18 +252,19 @@ static int judge_tensor(struct engine *e, uint32_t t, int64_t tokens,
 }
 
 static int capture_reference(struct engine *e, int64_t tokens, int mode, uint32_t steps,
-                             struct capture_snapshot *ref, struct engine_error *err)
+                             struct capture_snapshot *ref, struct capture_phases *ph,
+                             struct engine_error *err)
 {
 	struct engine_variant v;
 	int rc = -1;
 
 	if (engine_variant_init(e, tokens, mode, &v, err) != 0)
 		return -1;
-	if (engine_reset(e, err) != 0)
+	if (capture_reset(e, ph, err) != 0)
 		goto out;
 	for (uint32_t s = 0; s < steps; s++)
 		if (engine_interrupted(err) != 0 || engine_eager_step(e, &v, s, err) != 0 ||
-		    snapshot_take(e, tokens, s, s + 1 == steps, ref, err) != 0)
+		    snapshot_take(e, tokens, s, s + 1 == steps, ref, ph, err) != 0)
 			goto out;
 	rc = 0;
 out:
@@ -143,7 +273,7 @@ out:
 }
 
 static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t steps,
-                          const struct capture_snapshot *ref,
+                          const struct capture_snapshot *ref, struct capture_phases *ph,
                           struct capture_variant_report *vr, struct engine_error *err)
 {
 	int64_t tokens = x->ev.tokens;
@@ -153,22 +283,15 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 
 	vr->exact = 1;
 	vr->rel_error = 0.0;
-	if (engine_reset(e, err) != 0)
+	if (capture_reset(e, ph, err) != 0)
 		return -1;
 	for (uint32_t s = 0; s < steps; s++) {
 		if (engine_interrupted(err) != 0 || exec_step(e, x, s, NULL, err) != 0)
 			return -1;
 		for (uint32_t k = 0; k < ref->nout; k++) {
-			uint32_t t = ref->out[k];
-			void *got = read_copy(e, t, tokens, err);
-			if (got == NULL)
-				return -1;
-			verify_compare(plan_get_tensor(e->plan, t)->dtype, got,
-			               ref->out_data[s * ref->nout + k],
-			               plan_tensor_numel(e->plan, t, tokens), tolerant, &r);
-			free(got);
 			snprintf(when, sizeof when, "after step %u", s);
-			if (judge_tensor(e, t, tokens, &r, tolerant, when, vr, err) != 0)
+			if (stash_compare(e, &ref->out_steps[s], k, 1, tolerant, &r, err) != 0 ||
+			    judge_tensor(e, ref->out[k], tokens, &r, tolerant, when, vr, err) != 0)
 				return -1;
 		}
 	}
@@ -181,6 +304,62 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 	return 0;
 }
 
+/*
+ * The checksums of a variant's outputs: an FNV-1a hash, a byte at a time,
+ * and a sum in double, an element at a time, both sequential by their
+ * definition (plan-format.md, CHKS). Over a step's logits of hundreds of
+ * tokens they take longer than the variant's whole capture on the GPU,
+ * so each variant's are taken on a thread of their own while the capture
+ * goes on to the next variant; the threads touch only the outputs' bytes
+ * and the checks they fill, never the plan or the device.
+ */
+struct checksum_job {
+	uint32_t           n;
+	struct plan_check *checks;     /* tensor and steps set; hash and sum filled */
+	void             **data;       /* [k]: output k's bytes, owned */
+	uint64_t          *cap;        /* [k]: the size of its buffer */
+	struct host_bufs  *bufs;       /* where the buffers go back, or NULL */
+	uint64_t          *bytes;
+	uint64_t          *count;
+	int               *dtype;
+	pthread_t          thread;
+	int                running;    /* THREAD runs it (joined by checksum_wait) */
+};
+
+static void *checksum_run(void *arg)
+{
+	struct checksum_job *j = arg;
+
+	for (uint32_t k = 0; k < j->n; k++) {
+		j->checks[k].hash = plan_hash64(j->data[k], (size_t)j->bytes[k], PLAN_HASH64_INIT);
+		j->checks[k].sum = verify_sum(j->dtype[k], j->data[k], j->count[k]);
+	}
+	return NULL;
+}
+
+/* Wait for J's checksums; its buffers go back. */
+static void checksum_wait(struct checksum_job *j)
+{
+	if (j->running)
+		pthread_join(j->thread, NULL);
+	j->running = 0;
+	for (uint32_t k = 0; j->data != NULL && k < j->n; k++) {
+		host_bufs_put(j->bufs, j->data[k], j->cap[k]);
+		j->data[k] = NULL;
+	}
+}
+
+static void checksum_release(struct checksum_job *j)
+{
+	checksum_wait(j);
+	free(j->data);
+	free(j->cap);
+	free(j->bytes);
+	free(j->count);
+	free(j->dtype);
+	memset(j, 0, sizeof *j);
+}
+
 /* What one variant's capture produced, kept until every variant verified
  * and the plan is written in variant order. */
 struct captured {
@@ -188,10 +367,12 @@ struct captured {
 	struct backend_capture *recs;     /* per item: nodes, timings */
 	uint32_t                nout;
 	struct plan_check      *checks;   /* the reference checksums */
+	struct checksum_job     job;      /* taking them */
 };
 
 static void captured_release(struct captured *c)
 {
+	checksum_release(&c->job);
 	if (c->recs != NULL)
 		for (uint32_t i = 0; i < c->sched.nitems; i++)
 			backend_capture_release(&c->recs[i]);
@@ -266,40 +447,71 @@ fail:
 	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "recording the plan: %s", diag.message);
 }
 
-/* The reference's checksums after its last step. */
+/* The checksum threads that may run at once: the processors but the one
+ * driving the capture, at least 1 and at most 8. */
+static uint32_t checksum_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+
+	return n < 1 ? 1 : n > 8 ? 8 : (uint32_t)n;
+}
+
+/* Start taking the reference's checksums after its last step (REF's
+ * outputs on the host, taken over) into C, on a thread when one can be
+ * started, else here. The caller waits for C's job before reading C's
+ * checks (checksum_wait). */
 static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
-                             const struct capture_snapshot *ref, struct captured *c,
+                             struct capture_snapshot *ref, struct captured *c,
                              struct engine_error *err)
 {
+	struct checksum_job *j = &c->job;
+
 	c->checks = calloc(ref->nout + 1, sizeof *c->checks);
-	if (c->checks == NULL)
+	j->data = calloc(ref->nout + 1, sizeof *j->data);
+	j->cap = calloc(ref->nout + 1, sizeof *j->cap);
+	j->bytes = calloc(ref->nout + 1, sizeof *j->bytes);
+	j->count = calloc(ref->nout + 1, sizeof *j->count);
+	j->dtype = calloc(ref->nout + 1, sizeof *j->dtype);
+	if (c->checks == NULL || j->data == NULL || j->cap == NULL || j->bytes == NULL ||
+	    j->count == NULL || j->dtype == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	for (uint32_t k = 0; k < ref->nout; k++) {
 		uint32_t t = ref->out[k];
-		const void *data = ref->out_data[(steps - 1) * ref->nout + k];
 		c->checks[k].tensor = t;
 		c->checks[k].steps = steps;
-		c->checks[k].hash = plan_hash64(data, (size_t)plan_tensor_bytes(plan, t, tokens),
-		                                PLAN_HASH64_INIT);
-		c->checks[k].sum = verify_sum(plan_get_tensor(plan, t)->dtype, data,
-		                              plan_tensor_numel(plan, t, tokens));
+		j->data[k] = ref->last[k];
+		j->cap[k] = ref->last_bytes[k];
+		ref->last[k] = NULL;
+		j->bytes[k] = plan_tensor_bytes(plan, t, tokens);
+		j->count[k] = plan_tensor_numel(plan, t, tokens);
+		j->dtype[k] = plan_get_tensor(plan, t)->dtype;
 	}
+	j->n = ref->nout;
+	j->bufs = ref->bufs;
+	j->checks = c->checks;
 	c->nout = ref->nout;
+	j->running = pthread_create(&j->thread, NULL, checksum_run, j) == 0;
+	if (!j->running)
+		checksum_run(j);
 	return 0;
 }
 
-/* One variant: choices, reference, capture, verify; the result kept in C. */
+/* One variant: choices, reference, capture, verify; the result kept in C.
+ * Without VERIFY only the choices and the capture: no reference, no
+ * checksums. */
 static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
-                           const struct capture_opts *o, struct tune_cache *tc,
+                           const struct capture_opts *o, int verify, struct stash_pool *pool,
+                           struct host_bufs *bufs, struct tune_cache *tc,
                            struct captured *c, struct capture_variant_report *vr,
-                           struct plan_stats *st, struct engine_error *err)
+                           struct plan_stats *st, struct capture_phases *ph,
+                           struct engine_error *err)
 {
 	uint32_t steps = o->steps;
 	const struct plan_variant *pv = plan_get_variant(plan, vi);
 	struct capture_snapshot ref;
 	struct exec_variant x = { 0 };
 	uint32_t bad_op = PLAN_NONE;
-	uint64_t t0;
+	uint64_t t0, copies, wall;
 	int rc = -1;
 
 	memset(c, 0, sizeof *c);
@@ -308,7 +520,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (schedule_build(plan, pv->mode, &c->sched, &bad_op, err->msg, sizeof err->msg) != 0)
 		return engine_fail(err, BCG_EXIT_USAGE, bad_op, "%lld tokens: %s",
 		                   (long long)pv->tokens, err->msg);
-	if (snapshot_init(e, steps, &ref, err) != 0)
+	if (snapshot_init(e, steps, pool, bufs, &ref, err) != 0)
 		return -1;
 	c->recs = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->recs);
 	if (c->recs == NULL) {
@@ -318,6 +530,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 
 	bcg_progress("capture: variant %u of %u (%lld tokens): tune", o->progress_at,
 	             o->progress_of, (long long)pv->tokens);
+	t0 = bcg_now_ns();
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "tune");
 	{
 		struct tune_opts to = o->tune;
@@ -336,32 +549,49 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
 	}
 	nvtx_pop(e->nvtx);
+	ph->tune_ns += bcg_now_ns() - t0;
 	if (rc != 0)
 		goto out;
 
-	if ((rc = engine_interrupted(err)) != 0)
-		goto out;
-	bcg_progress("capture: variant %u of %u (%lld tokens): reference", o->progress_at,
-	             o->progress_of, (long long)pv->tokens);
-	t0 = bcg_now_ns();
-	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
-	rc = capture_reference(e, pv->tokens, pv->mode, steps, &ref, err);
-	nvtx_pop(e->nvtx);
-	st->reference_ns += bcg_now_ns() - t0;
-	if (rc != 0)
-		goto out;
+	if (verify) {
+		if ((rc = engine_interrupted(err)) != 0)
+			goto out;
+		bcg_progress("capture: variant %u of %u (%lld tokens): reference", o->progress_at,
+		             o->progress_of, (long long)pv->tokens);
+		t0 = bcg_now_ns();
+		copies = ph->state_ns;
+		nvtx_push(e->nvtx, NVTX_KIND_PHASE, "reference");
+		rc = capture_reference(e, pv->tokens, pv->mode, steps, &ref, ph, err);
+		nvtx_pop(e->nvtx);
+		st->reference_ns += bcg_now_ns() - t0 - (ph->state_ns - copies);
+		if (rc != 0)
+			goto out;
+	}
 
 	if ((rc = engine_interrupted(err)) != 0)
 		goto out;
 	bcg_progress("capture: variant %u of %u (%lld tokens): capture", o->progress_at,
 	             o->progress_of, (long long)pv->tokens);
+	t0 = bcg_now_ns();
 	rc = exec_capture(e, pv->tokens, pv->mode, c->sched.items, c->sched.nitems, 0, &x,
 	                  c->recs, err);
 	if (rc != 0)
 		goto out;
+	/* The phases: all of it but instantiation is the capture's, its
+	 * warm-up and breakpoints included; the plan's statistics sum the
+	 * segments' own times. */
+	wall = bcg_now_ns() - t0;
 	for (uint32_t i = 0; i < c->sched.nitems; i++) {
+		uint64_t inst = c->recs[i].instantiate_ns + c->recs[i].upload_ns;
 		st->capture_ns += c->recs[i].capture_ns;
-		st->instantiate_ns += c->recs[i].instantiate_ns + c->recs[i].upload_ns;
+		st->instantiate_ns += inst;
+		ph->instantiate_ns += inst;
+		wall -= inst < wall ? inst : wall;
+	}
+	ph->capture_ns += wall;
+	if (!verify) {
+		vr->done = 1;
+		goto out;
 	}
 
 	if ((rc = engine_interrupted(err)) != 0)
@@ -369,10 +599,11 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	bcg_progress("capture: variant %u of %u (%lld tokens): verify", o->progress_at,
 	             o->progress_of, (long long)pv->tokens);
 	t0 = bcg_now_ns();
+	copies = ph->state_ns;
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "verify");
-	rc = capture_verify(e, &x, steps, &ref, vr, err);
+	rc = capture_verify(e, &x, steps, &ref, ph, vr, err);
 	nvtx_pop(e->nvtx);
-	st->verify_ns += bcg_now_ns() - t0;
+	st->verify_ns += bcg_now_ns() - t0 - (ph->state_ns - copies);
 	if (rc != 0)
 		goto out;
 	if (!vr->exact)
@@ -380,7 +611,8 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (vr->rel_error > st->verify_max_error)
 		st->verify_max_error = vr->rel_error;
 	rc = capture_checksums(plan, pv->tokens, steps, &ref, c, err);
-	vr->done = rc == 0;
+	vr->done = vr->verified = rc == 0;
+	ph->verified += rc == 0;
 out:
 	exec_release(e, &x);
 	snapshot_release(e, &ref, steps);
@@ -434,15 +666,15 @@ static int capture_select(const struct script *script, const struct capture_opts
 		for (uint32_t i = 0; i < script->nvariants; i++)
 			found |= script->variants[i].tokens == o->tokens[j];
 		if (!found) {
-			char sizes[256];
-			size_t at = 0;
-			sizes[0] = '\0';
-			for (uint32_t i = 0; i < script->nvariants && at < sizeof sizes; i++) {
-				int w = snprintf(sizes + at, sizeof sizes - at, "%s%lld", i ? ", " : "",
-				                 (long long)script->variants[i].tokens);
-				at = w > 0 ? at + (size_t)w : sizeof sizes;
-			}
+			char sizes[320];
+			int64_t *all = calloc(script->nvariants + 1, sizeof *all);
 			free(v);
+			if (all == NULL)
+				return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			for (uint32_t i = 0; i < script->nvariants; i++)
+				all[i] = script->variants[i].tokens;
+			bcg_list_sizes(all, script->nvariants, sizes, sizeof sizes);
+			free(all);
 			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
 			                   "%lld is not a capture size of the script's token dim "
 			                   "(its sizes: %s)", (long long)o->tokens[j], sizes);
@@ -518,6 +750,76 @@ static int capture_dispatch(plan_t *plan, struct engine_error *err)
 	return 0;
 }
 
+static const char *const verify_names[] = {
+	[CAPTURE_VERIFY_ALL] = "all",
+	[CAPTURE_VERIFY_ENDS] = "first-and-largest",
+	[CAPTURE_VERIFY_NONE] = "none",
+};
+
+const char *capture_verify_name(int verify)
+{
+	if (verify < 0 || verify > CAPTURE_VERIFY_NONE)
+		return "?";
+	return verify_names[verify];
+}
+
+int capture_verify_from_name(const char *name)
+{
+	for (int i = 0; i <= CAPTURE_VERIFY_NONE; i++)
+		if (strcmp(name, verify_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* The room a reference at TOKENS keeps on the backend: the outputs after
+ * each of STEPS steps and the state, each at a multiple of 256 bytes. */
+static uint64_t capture_kept_bytes(const plan_t *plan, int64_t tokens, uint32_t steps)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++) {
+		int role = plan_get_tensor(plan, t)->role;
+		uint64_t room = (plan_tensor_bytes(plan, t, tokens) + 255) / 256 * 256;
+		if (role == PLAN_ROLE_OUTPUT)
+			n += steps * room;
+		else if (role == PLAN_ROLE_STATE)
+			n += room;
+	}
+	return n;
+}
+
+/* Whether each of the N variants SEL (ascending) gets the reference and
+ * the verification, into WANT. */
+static int capture_which_verify(const plan_t *plan, const struct script_variant *sel,
+                                uint32_t n, int verify, unsigned char *want,
+                                struct engine_error *err)
+{
+	int outputs = 0;
+
+	for (uint32_t t = 0; t < plan_count_tensors(plan); t++)
+		outputs |= plan_get_tensor(plan, t)->role == PLAN_ROLE_OUTPUT;
+	/* The plan tells a variant verified by its output checksums: with
+	 * no output it could not tell. */
+	if (verify != CAPTURE_VERIFY_ALL && !outputs)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+		                   "--verify %s needs an output tensor: the plan tells the "
+		                   "variants verified by their outputs' checksums, and this "
+		                   "program has none (use --verify all)",
+		                   capture_verify_name(verify));
+	for (uint32_t i = 0; i < n; i++) {
+		int first = 1, last = 1;
+		for (uint32_t j = 0; j < n; j++) {
+			if (sel[j].mode != sel[i].mode)
+				continue;
+			first &= j >= i;
+			last &= j <= i;
+		}
+		want[i] = verify == CAPTURE_VERIFY_ALL ||
+		          (verify == CAPTURE_VERIFY_ENDS && (first || last));
+	}
+	return 0;
+}
+
 void capture_report_release(struct capture_report *rep)
 {
 	free(rep->variants);
@@ -535,21 +837,28 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	struct plan_diag diag = { 0 };
 	struct captured *caps = NULL;
 	struct tune_cache tc = { 0 };
+	struct stash_pool pool = { 0 };
+	struct host_bufs bufs = { 0 };
 	int64_t *tokens = NULL;
+	unsigned char *verify = NULL;
 	uint32_t n = 0;
-	uint64_t t0;
+	uint64_t t0, start = bcg_now_ns();
 	int rc = -1;
 
 	*out = NULL;
 	memset(rep, 0, sizeof *rep);
+	rep->verify = capture_verify_name(o->verify);
 	if (capture_select(script, o, &sel, &n, err) != 0)
 		return -1;
 	tokens = calloc(n, sizeof *tokens);
+	verify = calloc(n, sizeof *verify);
 	rep->variants = calloc(n, sizeof *rep->variants);
-	if (tokens == NULL || rep->variants == NULL) {
+	if (tokens == NULL || verify == NULL || rep->variants == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
+	if (capture_which_verify(plan, sel, n, o->verify, verify, err) != 0)
+		goto out;
 	rep->nvariants = n;
 	for (uint32_t i = 0; i < n; i++)
 		tokens[i] = sel[i].tokens;
@@ -573,6 +882,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	if (engine_open(plan, o->backend, tokens[n - 1], &e, err) != 0)
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
+	rep->phases.materialize_ns = st.materialize_ns;
 	e->comm = o->comm;
 	/* The content the weights had when captured: instantiate and replay
 	 * compare what they read with it. */
@@ -591,6 +901,16 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	e->use_choices = 1;
 	engine_set_features(e, o->features);
 
+	/* One place on the backend for what the references keep, made for
+	 * the largest verified. */
+	for (uint32_t k = n; k-- > 0;)
+		if (verify[k]) {
+			if (stash_pool_init(e, capture_kept_bytes(plan, tokens[k], o->steps), &pool,
+			                    err) != 0)
+				goto out;
+			break;
+		}
+
 	/* Largest first: it needs the most of everything, so a failure to
 	 * fit shows at once. The plan gets them in variant order. */
 	if ((caps = calloc(n, sizeof *caps)) == NULL) {
@@ -599,18 +919,41 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	}
 	for (uint32_t k = n; k-- > 0;) {
 		struct capture_opts vo = *o;
+		uint32_t running = 0, oldest = k;
 		vo.progress_at = n - k;
 		vo.progress_of = n;
+		/* At most so many checksum threads: wait for the oldest. */
+		for (uint32_t i = k + 1; i < n; i++)
+			if (caps[i].job.running) {
+				running++;
+				oldest = i;
+			}
+		if (running >= checksum_threads()) {
+			t0 = bcg_now_ns();
+			checksum_wait(&caps[oldest].job);
+			rep->phases.checksum_ns += bcg_now_ns() - t0;
+		}
 		if (engine_interrupted(err) != 0 ||
-		    capture_variant(e, plan, k, &vo, &tc, &caps[k], &rep->variants[k], &st, err) != 0)
+		    capture_variant(e, plan, k, &vo, verify[k], &pool, &bufs, &tc, &caps[k],
+		                    &rep->variants[k],
+		                    &st, &rep->phases, err) != 0)
 			goto out;
 	}
+	t0 = bcg_now_ns();
+	for (uint32_t k = 0; k < n; k++)
+		checksum_wait(&caps[k].job);
+	rep->phases.checksum_ns += bcg_now_ns() - t0;
 	bcg_progress_clear();
 	for (uint32_t k = 0; k < n; k++)
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,
 		                   &rep->variants[k], err) != 0)
 			goto out;
-	st.reference_steps = o->steps;
+	/* No variant verified: no reference ran, no replay matched. */
+	st.reference_steps = rep->phases.verified > 0 ? o->steps : 0;
+	if (rep->phases.verified == 0)
+		st.verify_exact = 0;
+	rep->phases.reference_ns = st.reference_ns;
+	rep->phases.verify_ns = st.verify_ns;
 	if (o->untimed)
 		st.materialize_ns = st.reference_ns = st.capture_ns = st.instantiate_ns =
 			st.verify_ns = 0;
@@ -659,19 +1002,23 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	script->program = NULL;
 	rc = 0;
 out:
-	if (e != NULL) {
-		nvtx_close(e->nvtx);
-		engine_close(e);
-	}
 	if (caps != NULL)
 		for (uint32_t k = 0; k < n; k++)
 			captured_release(&caps[k]);
+	host_bufs_release(&bufs);
+	if (e != NULL) {
+		stash_pool_release(e, &pool);
+		nvtx_close(e->nvtx);
+		engine_close(e);
+	}
 	free(caps);
 	tune_cache_release(&tc);
 	memplan_release(&mp);
 	free(tokens);
+	free(verify);
 	free(sel);
 	bcg_progress_clear();
+	rep->phases.total_ns = bcg_now_ns() - start;
 	/* Interrupted: what was done is the partial report. */
 	if (rc != 0 && err->exit < 128)
 		capture_report_release(rep);

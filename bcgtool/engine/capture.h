@@ -14,6 +14,14 @@
  *      capture and no plan is written.
  * The plan gets the variants, their items, the nodes, the breakpoints, the
  * reference checksums, the dispatch table and the timings.
+ *
+ * Steps 1 and 3 are the costly part of a capture of many sizes. OPTS'
+ * verify may skip them for some variants (CAPTURE_VERIFY_ENDS: all but
+ * the smallest and the largest size of each mode; CAPTURE_VERIFY_NONE:
+ * all). A variant so skipped has no reference, hence no checksums in the
+ * plan: that is how the plan tells it (plan_variant_verified), so a
+ * program without outputs, which has no checksums to keep, is always
+ * verified whole.
  */
 #ifndef BCG_ENGINE_CAPTURE_H
 #define BCG_ENGINE_CAPTURE_H
@@ -24,8 +32,20 @@
 #include "script/script.h"
 #include "tune.h"
 
+/* Which variants get the eager reference and the verification. */
+enum capture_verify {
+	CAPTURE_VERIFY_ALL = 0,     /* every one (the default) */
+	CAPTURE_VERIFY_ENDS,        /* the smallest and largest of each mode */
+	CAPTURE_VERIFY_NONE         /* none */
+};
+
+/* all, first-and-largest, none; and back (-1: none of those). */
+const char *capture_verify_name(int verify);
+int capture_verify_from_name(const char *name);
+
 struct capture_opts {
 	const char    *backend;     /* "host" or "cuda" */
+	int            verify;      /* enum capture_verify */
 	uint32_t       steps;       /* reference and verification steps, >= 1 */
 	int            mode;        /* 0: each variant's mode from the script */
 	const int64_t *tokens;      /* only these capture sizes; NULL: all */
@@ -51,9 +71,35 @@ struct capture_variant_report {
 	uint32_t choices;        /* ops with an implementation choice recorded */
 	uint64_t capture_ns;
 	uint64_t instantiate_ns;
-	int      done;           /* captured and verified (all are, on success) */
+	int      done;           /* captured, and verified where asked (all
+	                            are, on success) */
+	int      verified;       /* the reference ran and the replay matched */
 	int      exact;          /* replay matched the reference bit for bit */
 	double   rel_error;      /* largest normwise relative error seen */
+};
+
+/* Where the time of a capture went, wall clock, each phase apart from the
+ * others: the reference and the verification exclude the state copies,
+ * which are the resets of every tensor but the weights to their initial
+ * content before the reference and before the verification, and the
+ * reference's final state kept for the verification (stash.h). */
+struct capture_phases {
+	uint64_t total_ns;        /* capture_script from start to end */
+	uint64_t materialize_ns;  /* the arena, its tensors and weights */
+	uint64_t tune_ns;         /* implementation choices */
+	uint64_t reference_ns;    /* eager reference steps, outputs read */
+	uint64_t capture_ns;      /* the captures with their warm-up launches
+	                             and breakpoints (the plan's statistics
+	                             count the stream captures alone) */
+	uint64_t instantiate_ns;  /* graph instantiation and upload */
+	uint64_t verify_ns;       /* replayed steps compared */
+	uint64_t checksum_ns;     /* waiting for the reference's checksums,
+	                             taken on the host by threads of their own
+	                             while the capture goes on */
+	uint64_t state_ns;        /* the state copies */
+	uint64_t state_bytes;     /* bytes the state copies wrote */
+	uint32_t state_copies;    /* resets and keeps of the state */
+	uint32_t verified;        /* variants verified */
 };
 
 struct capture_report {
@@ -62,6 +108,8 @@ struct capture_report {
 	struct backend_info            info;
 	char                           backend[16]; /* the backend that ran */
 	char                           note[320];  /* why "auto" used the host */
+	struct capture_phases          phases;
+	const char                    *verify;     /* capture_verify_name() */
 };
 
 void capture_report_release(struct capture_report *rep);

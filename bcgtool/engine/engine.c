@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "batch.h"
 #include "cmd.h"
 #include "engine.h"
 #include "memplan.h"
 #include "model/safetensors.h"
-#include "model/xxh64.h"
 #include "nvtx.h"
 #include "ops/numeric.h"
 #include "util.h"
@@ -664,7 +664,7 @@ static int engine_load_weights(struct engine *e, struct engine_error *err)
 			goto out;
 		}
 		t0 = bcg_now_ns();
-		e->weight_hash[i] = bcg_xxh64(st_data(f, st), (size_t)w->bytes, 0);
+		e->weight_hash[i] = XXH64(st_data(f, st), (size_t)w->bytes, 0);
 		e->weight_hash_ns += bcg_now_ns() - t0;
 		e->weight_bytes += w->bytes;
 		if (engine_weight_changed(e, i))

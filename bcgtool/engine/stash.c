@@ -31,22 +31,34 @@ static int stash_spare_limit(uint64_t *limit, struct engine_error *err)
 	return 0;
 }
 
+/* Where a pooled item's room starts: every item at a multiple of this,
+ * as an allocation of its own would be. */
+#define STASH_POOL_ALIGN 256u
+
 /* Keep tensor T in item IT: in the backend's memory when it has room
- * (within *SPARE bytes), else in host memory. */
+ * (within *SPARE bytes; from POOL first, when not NULL), else in host
+ * memory. */
 static int stash_keep(struct engine *e, uint32_t t, int64_t tokens, uint64_t *spare,
-                      struct stash_item *it, struct engine_error *err)
+                      struct stash_pool *pool, struct stash_item *it, struct engine_error *err)
 {
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, t);
 	uint64_t bytes = plan_tensor_bytes(e->plan, t, tokens);
+	uint64_t room = (bytes + STASH_POOL_ALIGN - 1) / STASH_POOL_ALIGN * STASH_POOL_ALIGN;
 	const void *src = engine_tensor_at(e, t, tokens);
 	char h[32];
 
 	it->tensor = t;
 	it->count = plan_tensor_numel(e->plan, t, tokens);
 	if (bytes <= *spare) {
-		if (e->be->spare_alloc(e->b, bytes, &it->data, err->msg, sizeof err->msg) != 0)
+		if (pool != NULL && pool->base != NULL && room <= pool->bytes - pool->used) {
+			it->data = (unsigned char *)pool->base + pool->used;
+			it->pooled = 1;
+			pool->used += room;
+		} else if (e->be->spare_alloc(e->b, bytes, &it->data, err->msg,
+		                              sizeof err->msg) != 0) {
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "keeping '%s': %s",
 			                   pt->name, err->msg);
+		}
 		if (it->data != NULL) {
 			it->on_backend = 1;
 			*spare -= bytes;
@@ -64,8 +76,33 @@ static int stash_keep(struct engine *e, uint32_t t, int64_t tokens, uint64_t *sp
 	return engine_read_tensor(e, t, tokens, it->data, err);
 }
 
+int stash_pool_init(struct engine *e, uint64_t bytes, struct stash_pool *p,
+                    struct engine_error *err)
+{
+	memset(p, 0, sizeof *p);
+	if (bytes == 0)
+		return 0;
+	if (e->be->spare_alloc(e->b, bytes, &p->base, err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "keeping tensors: %s", err->msg);
+	p->bytes = p->base != NULL ? bytes : 0;
+	return 0;
+}
+
+void stash_pool_release(struct engine *e, struct stash_pool *p)
+{
+	if (p->base != NULL)
+		e->be->spare_free(e->b, p->base);
+	memset(p, 0, sizeof *p);
+}
+
 int stash_take(struct engine *e, const uint32_t *which, uint32_t n, int64_t tokens,
                struct stash *s, struct engine_error *err)
+{
+	return stash_take_pooled(e, which, n, tokens, NULL, s, err);
+}
+
+int stash_take_pooled(struct engine *e, const uint32_t *which, uint32_t n, int64_t tokens,
+                      struct stash_pool *pool, struct stash *s, struct engine_error *err)
 {
 	uint64_t spare;
 
@@ -76,7 +113,7 @@ int stash_take(struct engine *e, const uint32_t *which, uint32_t n, int64_t toke
 	if ((s->item = calloc(n ? n : 1, sizeof *s->item)) == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	for (; s->n < n; s->n++)
-		if (stash_keep(e, which[s->n], tokens, &spare, &s->item[s->n], err) != 0) {
+		if (stash_keep(e, which[s->n], tokens, &spare, pool, &s->item[s->n], err) != 0) {
 			s->n++;
 			return -1;
 		}
@@ -107,6 +144,8 @@ int stash_take_results(struct engine *e, int64_t tokens, struct stash *s,
 void stash_release(struct engine *e, struct stash *s)
 {
 	for (uint32_t k = 0; s->item != NULL && k < s->n; k++) {
+		if (s->item[k].pooled)
+			continue;
 		if (s->item[k].on_backend)
 			e->be->spare_free(e->b, s->item[k].data);
 		else

@@ -25,6 +25,7 @@ struct stash_item {
 	uint64_t count;        /* elements kept */
 	void    *data;         /* the copy */
 	int      on_backend;   /* DATA is the backend's memory (spare_alloc) */
+	int      pooled;       /* ... taken from a stash_pool, not its own */
 };
 
 struct stash {
@@ -38,6 +39,31 @@ struct stash {
  * failure. */
 int stash_take(struct engine *e, const uint32_t *which, uint32_t n, int64_t tokens,
                struct stash *s, struct engine_error *err);
+
+/*
+ * One spare allocation of the backend that stashes take their room from
+ * in turn, instead of an allocation each (on cuda a cudaMalloc and a
+ * synchronizing cudaFree per tensor): a capture keeps the same tensors
+ * for every variant, the largest first. What does not fit in it is kept
+ * as stash_take keeps it.
+ */
+struct stash_pool {
+	void     *base;   /* NULL: none (the backend had no room) */
+	uint64_t  bytes;
+	uint64_t  used;
+};
+
+/* Make P of BYTES in the backend's memory, when it has room; else P has
+ * none. A stash takes room from it up to BCG_TEST_SPARE_BYTES, as from
+ * allocations of its own. Release with stash_pool_release() once no
+ * stash uses it. */
+int stash_pool_init(struct engine *e, uint64_t bytes, struct stash_pool *p,
+                    struct engine_error *err);
+void stash_pool_release(struct engine *e, struct stash_pool *p);
+/* stash_take() with room from POOL (may be NULL) first: each tensor at
+ * POOL's next multiple of 256 bytes. */
+int stash_take_pooled(struct engine *e, const uint32_t *which, uint32_t n, int64_t tokens,
+                      struct stash_pool *pool, struct stash *s, struct engine_error *err);
 /* The same for every output and state tensor: what a step leaves. */
 int stash_take_results(struct engine *e, int64_t tokens, struct stash *s,
                        struct engine_error *err);

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
-#include "model/xxh64.h"
 #include "record/convert.h"
 
 /* ---------------------------------------------------------------------- */
@@ -1136,7 +1136,7 @@ static uint32_t plan_module_of(struct cv *c, struct cv_proc *p, struct cv_module
 	if (m->flags & RECLOG_MODULE_IMAGE) {
 		pm.flags = PLAN_MODULE_IMAGE;
 		pm.image = m->image;
-		pm.hash = bcg_xxh64(m->image, m->bytes, 0);
+		pm.hash = XXH64(m->image, m->bytes, 0);
 		pm.note = "";
 	} else {
 		pm.note = m->note[0] ? m->note : "the recording kept no image of it";

@@ -26,7 +26,6 @@
 #define SCRIPT_MAX_COUNT     65536      /* members of one family */
 #define SCRIPT_MAX_OPS       65536      /* after repeat blocks are expanded */
 #define SCRIPT_MAX_DEPTH     16         /* nested repeat blocks */
-#define SCRIPT_MAX_SIZES     64         /* capture sizes */
 #define SCRIPT_MAX_TOKENS    65536      /* largest capture size */
 #define SCRIPT_MAX_NAME      64         /* bytes in a dim, var, tensor or op name */
 #define SCRIPT_MAX_BYTES     (UINT64_C(1) << 48)  /* a tensor; all tensors */

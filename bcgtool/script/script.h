@@ -17,6 +17,10 @@
 
 #include "plan.h"
 
+/* The most capture sizes the token dim may have (formats/op-script.md,
+ * "Limits"): room for vLLM's default sizes and more. */
+#define SCRIPT_MAX_SIZES 512
+
 /* One capture size of the token dim and the mode it is captured in. */
 struct script_variant {
 	int64_t tokens;

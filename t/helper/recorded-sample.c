@@ -5,8 +5,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <xxhash.h>
 
-#include "model/xxh64.h"
 #include "recorded-sample.h"
 
 static const char rs_ptx[] =
@@ -195,7 +195,7 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 		.pid = 1, .flags = PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP,
 		.wall_ns = 1000000000, .steps = 5 }, &d_));
 	RS_TRY(plan_add_module(p, &(struct plan_module){
-		.name = "recorded-sample.ptx", .hash = bcg_xxh64(ptx, strlen(ptx) + 1, 0),
+		.name = "recorded-sample.ptx", .hash = XXH64(ptx, strlen(ptx) + 1, 0),
 		.bytes = strlen(ptx) + 1, .flags = o->no_image ? 0 : PLAN_MODULE_IMAGE,
 		.note = o->no_image ? "not kept for the test" : "",
 		.image = o->no_image ? NULL : ptx }, &mod, &d_));
@@ -278,7 +278,7 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 	}
 	RS_TRY(plan_add_variant(p, &(struct plan_variant){
 		.tokens = 1, .mode = PLAN_MODE_BREAKABLE, .label = "step", .seen = 5,
-		.recorded_ns = 50000, .device = 0 }, NULL, &d_));
+		.recorded_ns = 60000, .device = 0 }, NULL, &d_));
 	{
 		struct plan_node nodes[5] = {
 			{ .type = PLAN_NODE_KERNEL, .op = PLAN_NONE, .kernel = "k_write",

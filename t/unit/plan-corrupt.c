@@ -618,15 +618,18 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	unsigned major = 0, minor = 0;
 	char why[256];
 	int ns;
-	static const unsigned char wsrc_empty[8] = { 48, 0, 0, 0, 0, 0, 0, 0 };
+	static const unsigned char wsrc_empty[8] = { 88, 0, 0, 0, 0, 0, 0, 0 };
+	/* 1.5: world 1, rank 0; no split blocks */
+	static const unsigned char dist_one[24] = { 16, 0, 0, 0, 1, 0, 0, 0, 1 };
+	static const unsigned char sblk_empty[8] = { 24, 0, 0, 0, 0, 0, 0, 0 };
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.4",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.5",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.4",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.5",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -635,8 +638,9 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.5 as a future writer might make it: an optional section
-	 * this reader does not know, and TENS records 8 bytes longer. */
+	/* Format 1.6 as a future writer might make it: an optional section
+	 * this reader does not know, and TENS records 8 bytes longer than
+	 * 1.5's. */
 	ns = split_content(content, s);
 	int k = 0;
 	uint32_t nvari = 0, ndisp = 0, nsegs = 0, nnode = 0, nbrkp = 0;
@@ -691,6 +695,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			for (int j = 0; j < 11; j++)
 				memcpy(ext[k - 11 + j].id, rec14[j].id, 4);
 			ext[k++] = (struct section){ "BLOB", 0, (const unsigned char *)"", 0 };
+			ext[k++] = (struct section){ "DIST", 0, dist_one, sizeof dist_one };
+			ext[k++] = (struct section){ "SBLK", 0, sblk_empty, sizeof sblk_empty };
 		}
 		ext[k++] = s[i];
 		if (memcmp(s[i].id, "VARS", 4) == 0)
@@ -700,25 +706,26 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		if (memcmp(ext[i].id, "TENS", 4) != 0)
 			continue;
 		uint32_t count = get32(ext[i].data + 4);
-		rec = calloc(1, 8 + (size_t)count * 152);
-		put32(rec, 152);
+		/* 1.5's split fields zero: no tensor is split */
+		rec = calloc(1, 8 + (size_t)count * 176);
+		put32(rec, 176);
 		put32(rec + 4, count);
 		for (uint32_t r = 0; r < count; r++) {
-			memcpy(rec + 8 + r * 152, ext[i].data + 8 + r * 144, 144);
-			memset(rec + 8 + r * 152 + 144, 0xAB, 8);
+			memcpy(rec + 8 + r * 176, ext[i].data + 8 + r * 144, 144);
+			memset(rec + 8 + r * 176 + 168, 0xAB, 8);
 		}
 		ext[i].data = rec;
-		ext[i].size = 8 + (size_t)count * 152;
+		ext[i].size = 8 + (size_t)count * 176;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 5, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 6, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.5 with an unknown optional section and longer records is read");
+	       "format 1.6 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 5, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 6, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -742,8 +749,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 5, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.5 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 6, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.6 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
@@ -774,7 +781,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.4) does not know it",
+	            "but this reader (format 1.5) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);
@@ -1159,6 +1166,36 @@ static void test_recorded(void)
 	plan_free(p);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Tensor-parallel plans (format 1.5).                                     */
+
+/* The vector t/data/tp.plan, a world of 2 ranks whose rank 1 is nested in
+ * a RANK section: every flip and truncation of the file, and of its
+ * content behind valid checksums (the nested rank's bytes included), is
+ * rejected with a code and a message, or is another valid plan. The
+ * crafted errors of DIST and RANK are t/unit/plan-dist.c's. */
+static void test_tensor_parallel(void)
+{
+	const char *src = getenv("BCG_SRC_DIR");
+	char path[4096];
+	size_t len = 0, clen = 0;
+	unsigned char *file, *content;
+
+	snprintf(path, sizeof path, "%s/t/data/tp.plan", src ? src : ".");
+	if ((file = sample_slurp(path, &len)) == NULL) {
+		ok(0, "%s is read", path);
+		return;
+	}
+	content = get_content(file, &clen);
+	diag("tensor-parallel vector: %zu bytes, %zu of content", len, clen);
+	content_minor = 5;
+	sweep_file(file, len);
+	sweep_content(content, clen);
+	content_minor = SAMPLE_MINOR;
+	free(content);
+	free(file);
+}
+
 int main(void)
 {
 	plan_t *sample = sample_rich();
@@ -1179,6 +1216,7 @@ int main(void)
 	sweep_file(file, len);
 	sweep_content(content, clen);
 	test_recorded();
+	test_tensor_parallel();
 
 	free(content);
 	free(file);

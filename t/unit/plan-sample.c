@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
-#include "model/xxh64.h"
 #include "plan-sample.h"
 
 #define CHECK(call)                                                             \
@@ -442,7 +442,7 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	                         PLAN_RECORD_SNAPSHOT | PLAN_RECORD_NVTX_STEP, 2500000000u, 8 },
 	                         NULL));
 	CHECK(plan_add_module(p, &(struct plan_module){ "serve_kernels.cubin",
-	                      bcg_xxh64(image, sizeof image, 0), sizeof image,
+	                      XXH64(image, sizeof image, 0), sizeof image,
 	                      PLAN_MODULE_IMAGE, "", image }, &m0, NULL));
 	CHECK(plan_add_module(p, &(struct plan_module){ "libcublasLt.so.13",
 	                      UINT64_C(0x9e3779b97f4a7c15), 1048576, 0,

@@ -590,8 +590,38 @@ static void test_keys(void)
 	expect_invalid(p, "above the request dim", "a uniform variant above the request dim");
 }
 
+/* A variant is verified when it has a check, or the program has no
+ * output: capture --verify records it so (plan-format.md, CHKS). */
+static void test_verified(void)
+{
+	plan_t *p = program_plan();
+	plan_t *r;
+
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE }, NULL, NULL);
+	plan_add_check(p, &(struct plan_check){ .variant = 1, .tensor = 1, .steps = 2 }, NULL, NULL);
+	ok(!plan_variant_verified(p, 0) && plan_variant_verified(p, 1),
+	   "an output and a check of variant 1 only: 1 verified, 0 not");
+	ok(!plan_variant_verified(p, 2), "no such variant: not verified");
+	plan_free(p);
+
+	p = plan_new();
+	plan_add_dim(p, &(struct plan_dim){ "T", "", 4, PLAN_DIM_TOKENS }, NULL, NULL);
+	plan_add_tensor(p, &(struct plan_tensor){ .name = "s", .dtype = PLAN_DTYPE_F32,
+		.role = PLAN_ROLE_STATE, .rank = 1, .shape = { { 0, 4 } }, .bytes = 16,
+		.feed = { .var = PLAN_NONE } }, NULL, NULL);
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 4, .mode = PLAN_MODE_BREAKABLE }, NULL, NULL);
+	ok(plan_variant_verified(p, 0), "no output, no check: verified (nothing to check)");
+	plan_free(p);
+
+	r = sample_recorded(1);
+	ok(r != NULL && !plan_variant_verified(r, 0), "a recorded plan: never");
+	plan_free(r);
+}
+
 int main(void)
 {
+	test_verified();
 	test_valid();
 	test_keys();
 	test_program();

@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include <zstd.h>
+#include <xxhash.h>
 
-#include "model/xxh64.h"
 #include "plan.h"
 #include "plan-sample.h"
 #include "tap.h"
@@ -535,7 +535,7 @@ static void check_recorded_records(const unsigned char *c)
 	r = rec(c, "MODS", 0);
 	ok(u32(r) == str_off("serve_kernels.cubin") && u32(r + 4) == 0 && u32(r + 8) == 1 &&
 	   u32(r + 12) == 0 && u64(r + 24) == 24 && u64(r + 32) == 0 &&
-	   u64(r + 16) == bcg_xxh64(blob, 24, 0) && memcmp(blob, "\x7f" "ELF", 4) == 0,
+	   u64(r + 16) == XXH64(blob, 24, 0) && memcmp(blob, "\x7f" "ELF", 4) == 0,
 	   "MODS record 0: the image kept at BLOB 0, its 24 bytes hashing (XXH64) to Hash");
 	r = rec(c, "MODS", 1);
 	ok(u32(r) == str_off("libcublasLt.so.13") &&

@@ -1,0 +1,85 @@
+#!/bin/sh
+test_description='two ranks on two GPUs over NCCL (dist/launch.c, dist/nccl.c): all_reduce and all_gather of f32 and bf16 against hand-worked sums, eagerly and in a replayed CUDA graph; a rank killed or hung while the other waits in a collective: that one exits 3 within the timeout, no rank left'
+. "$(dirname "$0")/test-lib.sh"
+
+ranks="$BCG_BUILD_DIR/t/helper/nccl-ranks"
+test "${BCG_HAVE_NCCL:-no}" = yes || test_skip_all 'this build has no NCCL'
+test_have_prereq CUDA || test_skip_all 'no usable CUDA device'
+gpus=$("$BCG_BUILD_DIR/t/helper/has-gpu" | sed -n 's/^\([0-9]*\) CUDA device.*/\1/p')
+test "${gpus:-0}" -ge 2 || test_skip_all "two GPUs needed, this machine has ${gpus:-0}"
+
+# took_under START MAX: fewer than MAX seconds since START (date +%s).
+took_under() {
+	_took=$(( $(date +%s) - $1 ))
+	echo "took $_took s"
+	test "$_took" -lt "$2" || { echo >&2 "took $_took s, not under $2"; return 1; }
+}
+
+# no_rank_left: no nccl-ranks process still runs.
+no_rank_left() {
+	for _c in /proc/[0-9]*/cmdline; do
+		_args=$(tr "\000" " " <"$_c" 2>/dev/null)
+		case $_args in
+		"$ranks "*) echo >&2 "still running: $_args"; return 1 ;;
+		esac
+	done
+}
+
+test_expect_success 'values: eager and captured collectives, both ranks, both dtypes' '
+	"$ranks" --world 2 --timeout 60 values >out 2>err &&
+	grep ": \(all_reduce\|all_gather\|barrier\|capture\|cudaGraphLaunch\)" out | sort >actual &&
+	for r in 0 1; do
+		for d in bf16 f32; do
+			for n in 1000 300000; do
+				for w in eager "graph replay 1" "graph replay 2"; do
+					echo "[rank $r] rank $r: all_gather $d $n $w: ok"
+					echo "[rank $r] rank $r: all_reduce $d $n $w: ok"
+				done
+			done
+		done
+		echo "[rank $r] rank $r: barrier: ok"
+	done | sort >expect &&
+	test_cmp expect actual &&
+	test_grep "^\[rank 0\] rank 0: device 0, NCCL version known\$" out &&
+	test_grep "^\[rank 1\] rank 1: device 1, NCCL version known\$" out
+'
+
+test_expect_success 'a rank killed while the other waits in an eager all_reduce: exit 3 at once' '
+	start=$(date +%s) &&
+	test_expect_code 3 "$ranks" --world 2 --timeout 5 kill >out 2>err &&
+	took_under $start 30 &&
+	test_grep "^bcgtool: rank 1 died of signal 9 (Killed)\$" err &&
+	test_grep "^\[rank 0\] bcgtool: rank 0: collective t.all_reduce stopped: rank 1 died of signal 9 (Killed)" err &&
+	test_grep "^bcgtool: rank 0 exited with status 3\$" err &&
+	! grep "completed without its peer" out &&
+	no_rank_left
+'
+
+test_expect_success 'a rank killed while the other waits in a graph replay: exit 3 at once' '
+	start=$(date +%s) &&
+	test_expect_code 3 "$ranks" --world 2 --timeout 5 kill-graph >out 2>err &&
+	took_under $start 30 &&
+	test_grep "^bcgtool: rank 1 died of signal 9 (Killed)\$" err &&
+	test_grep "^\[rank 0\] bcgtool: rank 0: collective t.graph stopped: rank 1 died of signal 9 (Killed)" err &&
+	test_grep "^bcgtool: rank 0 exited with status 3\$" err &&
+	no_rank_left
+'
+
+test_expect_success 'a rank that hangs: the other times out (5 s), then the hung one ends' '
+	start=$(date +%s) &&
+	test_expect_code 3 "$ranks" --world 2 --timeout 5 hang >out 2>err &&
+	took_under $start 45 &&
+	test_grep "^\[rank 0\] bcgtool: rank 0: collective t.all_reduce did not complete within 5 s (a rank is gone?)\$" err &&
+	test_grep "^bcgtool: rank 0 exited with status 3\$" err &&
+	test_grep "^\[rank 1\] bcgtool: rank 1: rank 0 exited with status 3, and this rank has not finished 5 s later; aborting\$" err &&
+	test_grep "^bcgtool: rank 1 exited with status 3\$" err &&
+	no_rank_left
+'
+
+test_expect_success 'more ranks than GPUs: refused with the count' '
+	test_expect_code 2 "$ranks" --world $((gpus + 1)) values >out 2>err &&
+	echo "bcgtool: nccl-ranks: --tp $((gpus + 1)) needs $((gpus + 1)) GPUs; this machine has $gpus" >expect &&
+	test_cmp expect err
+'
+
+test_done
