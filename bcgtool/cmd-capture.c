@@ -592,7 +592,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		struct dist_opts dopts;
 		if ((rc = cmd_tp_check(s, argv[optind], world)) != BCG_EXIT_OK)
 			goto out;
-		cmd_tp_opts(&dopts, "capture", o.backend, world, timeout_s);
+		tp.o.backend = cmd_tp_opts(&dopts, "capture", o.backend, world, timeout_s);
 		rc = dist_run(&dopts, cap_tp_rank, &tp);
 		goto out;
 	}

@@ -585,7 +585,7 @@ static int cmd_run_exec(int argc, char **argv)
 		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
-	cmd_tp_opts(&dopts, "run", ctx.backend, ctx.world, timeout_s);
+	ctx.backend = cmd_tp_opts(&dopts, "run", ctx.backend, ctx.world, timeout_s);
 	rc = dist_run(&dopts, run_rank, &ctx);
 out:
 	script_free(ctx.s);

@@ -98,18 +98,30 @@ int cmd_tp_check(const struct script *s, const char *path, int world)
 	return BCG_EXIT_OK;
 }
 
-void cmd_tp_opts(struct dist_opts *o, const char *what, const char *backend, int world,
-                 double timeout_s)
+const char *cmd_tp_opts(struct dist_opts *o, const char *what, const char *backend, int world,
+                        double timeout_s)
 {
 	memset(o, 0, sizeof *o);
 	o->world = world;
 	o->what = what;
 	o->timeout_s = timeout_s;
-	/* auto: the GPUs when this bcgtool can drive them (processes refuse
-	 * a world larger than the GPUs present), else host threads */
-	o->transport = strcmp(backend, "host") == 0 ||
-	               (strcmp(backend, "auto") == 0 && backend_find("cuda") == NULL)
-	               ? DIST_HOST : DIST_NCCL;
+	o->transport = strcmp(backend, "host") == 0 ? DIST_HOST : DIST_NCCL;
+	/* auto: the GPUs when there are any (processes refuse a world larger
+	 * than the GPUs present), else host threads. Counted in a child
+	 * process: this one must stay free of CUDA to fork the ranks. */
+	if (strcmp(backend, "auto") == 0 && world > 1) {
+		int gpus = 0;
+		char msg[256];
+		if (backend_find("cuda") == NULL || dist_gpu_count(&gpus, msg, sizeof msg) != 0 ||
+		    gpus == 0) {
+			/* said once here, not by every rank's engine */
+			bcg_note("no GPU found; the %d ranks run on the host backend, as threads",
+			         world);
+			o->transport = DIST_HOST;
+			return "host";
+		}
+	}
+	return backend;
 }
 
 const char *cmd_tp_prefix(const struct dist_comm *comm, char *buf, size_t len)

@@ -29,9 +29,11 @@ int cmd_tp_check(const struct script *s, const char *path, int world);
  * error printed. */
 int cmd_tp_shard(const struct script *s, const char *path, int world, int rank, plan_t **out);
 
-/* dist_run's options for BACKEND ("host": threads; otherwise processes). */
-void cmd_tp_opts(struct dist_opts *o, const char *what, const char *backend, int world,
-                 double timeout_s);
+/* dist_run's options for BACKEND ("host": threads; otherwise processes;
+ * "auto": processes when there are GPUs, else threads). Returns the
+ * backend the ranks open: BACKEND, or "host" for "auto" without GPUs. */
+const char *cmd_tp_opts(struct dist_opts *o, const char *what, const char *backend, int world,
+                        double timeout_s);
 
 /* "rank R: " (world > 1) or "", for the messages of a rank. */
 const char *cmd_tp_prefix(const struct dist_comm *comm, char *buf, size_t len);

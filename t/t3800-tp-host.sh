@@ -97,6 +97,16 @@ test_expect_success '--tp and --timeout take sane numbers' '
 	test_grep "timeout takes seconds" err
 '
 
+test_expect_success JANSSON,PYTHON3,!CUDA '--backend auto without a GPU: the ranks are host threads, said once' '
+	want_tokens llama >expect &&
+	bcg run --backend auto --json --tp 2 --prompt $(prompt llama) --generate 8 llama.yaml \
+		>run.json 2>err &&
+	got_tokens run.json >actual &&
+	test_cmp expect actual &&
+	echo "bcgtool: note: no GPU found; the 2 ranks run on the host backend, as threads" >expect &&
+	test_cmp expect err
+'
+
 # A small MLP with random weights: the ranks compute their slices of the
 # same numbers, so --tp 2 and 4 give --tp 1 outputs within rounding.
 cat >mlp.yaml <<\EOF
