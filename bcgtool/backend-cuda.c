@@ -170,7 +170,9 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 		goto fail;
 	}
 	CUDA_TRY(ce, "no usable CUDA device");
-	b->device = 0;
+	/* The thread's current device: 0, unless a tensor-parallel rank's
+	 * communicator made its GPU current (dist/nccl.c: rank r, GPU r). */
+	CUDA_TRY(cudaGetDevice(&b->device), "cudaGetDevice");
 	CUDA_TRY(cudaSetDevice(b->device), "cudaSetDevice");
 	CUDA_TRY(cudaGetDeviceProperties(&prop, b->device), "cudaGetDeviceProperties");
 	snprintf(info->device, sizeof info->device, "%s", prop.name);
@@ -348,8 +350,11 @@ static size_t cuda_scratch(const struct op_call *call)
 }
 
 static int cuda_init(struct backend *b, void *dst, int dtype, uint64_t count,
-                     const struct plan_init *init, char *msg, size_t len)
+                     const struct plan_init *init, const struct bcg_slice *slice, char *msg,
+                     size_t len)
 {
+	if (slice != NULL)
+		return cuda_init_slice(dst, dtype, count, init, slice, b->stream, msg, len);
 	return cuda_init_tensor(dst, dtype, count, init, b->stream, msg, len);
 }
 

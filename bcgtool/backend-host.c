@@ -93,7 +93,8 @@ static size_t host_scratch_bytes(const struct op_call *call)
 }
 
 static int host_init(struct backend *b, void *dst, int dtype, uint64_t count,
-                     const struct plan_init *init, char *msg, size_t len)
+                     const struct plan_init *init, const struct bcg_slice *slice, char *msg,
+                     size_t len)
 {
 	/* In parts of 4 Mi elements: a large weight takes a good part of a
 	 * second, and an interrupt stops the work between parts (the engine
@@ -104,7 +105,8 @@ static int host_init(struct backend *b, void *dst, int dtype, uint64_t count,
 	(void)msg;
 	(void)len;
 	for (uint64_t at = 0; at < count && !bcg_interrupted(); at += part)
-		host_init_range(dst, dtype, at, count - at < part ? count - at : part, init);
+		host_init_range_slice(dst, dtype, at, count - at < part ? count - at : part, init,
+		                      slice);
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 struct backend;         /* one open backend: device, stream, handles */
 struct verify_result;   /* engine/verify.h */
 struct backend_graph;   /* a captured, instantiated segment */
+struct bcg_slice;       /* ops/numeric.h: a rank's share of a split tensor */
 
 /* What a backend reports about itself; becomes the plan's meta. */
 struct backend_info {
@@ -71,9 +72,13 @@ struct backend_ops {
 	 * largest count it will run and gives every launch that much. */
 	size_t (*scratch_bytes)(const struct op_call *call);
 
-	/* Fill COUNT elements at DST per INIT, ordered on the stream. */
+	/* Fill COUNT elements at DST per INIT, ordered on the stream. SLICE
+	 * (numeric.h; NULL: none): DST is a rank's share of a split tensor,
+	 * element i computed as element bcg_slice_index(SLICE, i) of the
+	 * whole. */
 	int  (*init)(struct backend *b, void *dst, int dtype, uint64_t count,
-	             const struct plan_init *init, char *msg, size_t len);
+	             const struct plan_init *init, const struct bcg_slice *slice,
+	             char *msg, size_t len);
 	/* Host memory to the arena, ordered on the stream; SRC may be reused
 	 * as soon as the call returns. */
 	int  (*write)(struct backend *b, void *dst, const void *src, size_t bytes,

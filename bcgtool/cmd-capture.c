@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "cmd-tp.h"
 #include "engine/capture.h"
 #include "engine/schedule.h"
 #include "script/script.h"
@@ -34,7 +35,7 @@ const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
 	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--no-nvtx] [--stats] [--json] "
-	         "-o PLAN SCRIPT",
+	         "[--tp N [--timeout S]] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
 		"  -o, --output PLAN  write the plan here (replaced atomically); - is\n"
@@ -62,6 +63,12 @@ const struct cmd_entry cmd_capture_entry = {
 		"      --stats        record the times measured in the plan even when\n"
 		"                     SOURCE_DATE_EPOCH is set (they make it irreproducible)\n"
 		"      --json         print JSON instead of tables\n"
+		"      --tp N         tensor parallelism: shard the script over N ranks (1 to\n"
+		"                     64; threads on the host backend, one process a GPU on\n"
+		"                     cuda); each rank captures its plan, and the file holds\n"
+		"                     them all (rank 0's, the others attached)\n"
+		"      --timeout S    a rank silent this long in a collective fails the\n"
+		"                     capture (seconds; default 60)\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_capture_exec,
 };
@@ -264,6 +271,182 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 	plan_json_free(j);
 }
 
+/* ------------------------------------------------------------------ */
+/* --tp N: each rank captures its shard and writes it beside the output;
+ * once every rank has, rank 0 reads the others back, attaches them to its
+ * own plan and writes the whole atomically. The rank files are removed on
+ * every path: by their rank when the others fail, by rank 0 after it. */
+
+struct cap_tp {
+	struct script        *s;
+	const char           *path, *output;
+	struct capture_opts   o;
+	int                   world, json;
+	FILE                 *report;
+};
+
+/* Rank R's file beside OUTPUT: ".BASE.rankR.tmp" (standard output: in
+ * the working directory). */
+static char *cap_rank_file(const char *output, int r)
+{
+	const char *slash = strrchr(output, '/');
+
+	if (strcmp(output, "-") == 0)
+		return xasprintf(".stdout.rank%d.tmp", r);
+	if (slash == NULL)
+		return xasprintf(".%s.rank%d.tmp", output, r);
+	return xasprintf("%.*s/.%s.rank%d.tmp", (int)(slash - output), output, slash + 1, r);
+}
+
+static void cap_remove(const char *output, int r)
+{
+	char *f = cap_rank_file(output, r);
+	(void)unlink(f);
+	free(f);
+}
+
+/* Rank 0, every rank's file written: the plan of all ranks to OUT. */
+static int cap_tp_join(const struct cap_tp *c, plan_t *plan, struct bcg_output *out,
+                       const struct capture_report *rep)
+{
+	struct plan_limits lim;
+	struct plan_diag diag = { 0 };
+	void *bytes = NULL;
+	size_t nbytes = 0;
+	int rc = BCG_EXIT_RUNTIME;
+
+	plan_limits_default(&lim);
+	for (int r = 1; r < c->world; r++) {
+		char *f = cap_rank_file(c->output, r);
+		plan_t *rp = NULL;
+		const struct plan_dist *d;
+		if (plan_read_file(f, &lim, &rp, &diag) != 0) {
+			bcg_error("%s: rank %d's plan: %s", f, r, diag.message);
+			free(f);
+			goto out;
+		}
+		/* written alone, as a world of one (cap_tp_rank): now rank R */
+		d = plan_get_dist(plan);
+		struct plan_dist rd = { .world = d->world, .rank = (uint32_t)r,
+		                        .nccl_version = d->nccl_version };
+		if (plan_set_dist(rp, &rd, &diag) != 0) {
+			bcg_error("%s: rank %d's plan: %s", f, r, diag.message);
+			plan_free(rp);
+			free(f);
+			goto out;
+		}
+		free(f);
+		if (plan_add_rank(plan, rp, &diag) != 0) {
+			bcg_error("rank %d: %s", r, diag.message);
+			goto out;
+		}
+	}
+	if (plan_write_memory(plan, &bytes, &nbytes, &diag) != 0) {
+		bcg_error("%s: %s: %s", c->output, plan_strerror(diag.code), diag.message);
+		rc = diag.code == PLAN_ERR_NOMEM ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (bcg_output_commit(out, bytes, nbytes) != 0)
+		goto out;
+	if (c->json)
+		capture_print_json(c->report, plan, rep, c->output, nbytes);
+	else
+		capture_print_text(c->report, plan, rep, c->output, nbytes);
+	rc = fflush(c->report) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	free(bytes);
+	return rc;
+}
+
+static int cap_tp_rank(struct dist_comm *comm, void *arg)
+{
+	const struct cap_tp *c = arg;
+	struct script rs = *c->s;
+	struct capture_opts o = c->o;
+	struct capture_report rep = { 0 };
+	struct engine_error err = { .op = PLAN_NONE };
+	struct bcg_output out = { .fd = -1 };
+	struct plan_diag diag = { 0 };
+	plan_t *own = NULL, *plan = NULL;
+	char *file = NULL, msg[256];
+	int r = comm->rank, rc, wrote = 0;
+
+	if (r != 0)
+		bcg_progress_mute_thread();
+	if ((rc = cmd_tp_shard(c->s, c->path, c->world, r, &own)) != BCG_EXIT_OK)
+		return rc;
+	rs.program = own;
+	o.comm = comm;
+	/* Before the work: an output that cannot be written fails now. */
+	if (r == 0 && bcg_output_open(&out, c->output) != 0) {
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (capture_script(&rs, &o, &plan, &rep, &err) != 0) {
+		char m[sizeof err.msg];
+		memcpy(m, err.msg, sizeof m);
+		snprintf(err.msg, sizeof err.msg, "rank %d: %.490s", r, m);
+		engine_report(&err, rs.program, c->path);
+		rc = err.exit;
+		goto out;
+	}
+#if PLAN_FORMAT_MINOR < PLAN_FORMAT_MINOR_RANKS
+	/* Captured, verified, and nowhere to go: this libplan's writer knows
+	 * no ranks (format 1.5) and would drop the splits and slices. */
+	if (r == 0)
+		bcg_error("%s: the ranks captured and verified, but this bcgtool writes plan "
+		          "format %d.%d, which cannot hold tensor-parallel ranks (%d.%d)", c->output,
+		          PLAN_FORMAT_MAJOR, PLAN_FORMAT_MINOR, PLAN_FORMAT_MAJOR,
+		          PLAN_FORMAT_MINOR_RANKS);
+	rc = BCG_EXIT_RUNTIME;
+	goto out;
+#endif
+	{
+		/* the communicator's NCCL (0 on host ranks), in every rank's plan */
+		struct plan_dist d = *plan_get_dist(plan);
+		d.nccl_version = comm->nccl_version;
+		if (plan_set_dist(plan, &d, &diag) != 0) {
+			bcg_error("rank %d: %s", r, diag.message);
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+	}
+	if (r != 0) {
+		/* A rank's plan alone is a world of one to the writer: rank 0
+		 * makes it rank R again when it attaches it. */
+		struct plan_dist d = *plan_get_dist(plan), alone = { .world = 1 };
+		file = cap_rank_file(c->output, r);
+		if (plan_set_dist(plan, &alone, &diag) != 0 ||
+		    plan_write_file(plan, file, &diag) != 0) {
+			bcg_error("%s: rank %d's plan: %s", file, r, diag.message);
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+		wrote = 1;
+		(void)plan_set_dist(plan, &d, NULL);
+	}
+	/* Every rank's plan written (or the group gave up) */
+	if (dist_barrier(comm, msg, sizeof msg) != 0) {
+		bcg_error("%s", msg);
+		rc = BCG_EXIT_RUNTIME;
+		goto out;
+	}
+	wrote = 0;    /* rank 0's now */
+	rc = r == 0 ? cap_tp_join(c, plan, &out, &rep) : BCG_EXIT_OK;
+out:
+	if (wrote)
+		(void)unlink(file);
+	if (r == 0)
+		for (int k = 1; k < c->world; k++)
+			cap_remove(c->output, k);
+	bcg_output_abort(&out);
+	free(file);
+	plan_free(plan);
+	plan_free(rs.program);
+	capture_report_release(&rep);
+	return rc;
+}
+
 static int cmd_capture_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -279,6 +462,8 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "no-pdl", no_argument, NULL, 'P' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "tp", required_argument, NULL, 'X' },
+		{ "timeout", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -303,6 +488,8 @@ static int cmd_capture_exec(int argc, char **argv)
 	size_t nbytes = 0;
 	struct bcg_output out = { .fd = -1 };
 	FILE *report = stdout;
+	int world = 1;
+	double timeout_s = CMD_TP_TIMEOUT;
 
 	while ((c = cmd_getopt(self, argc, argv, "o:b:m:t:n:h", longopts)) != -1) {
 		switch (c) {
@@ -348,6 +535,18 @@ static int cmd_capture_exec(int argc, char **argv)
 		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
 		case 'S': stats = 1; break;
 		case 'J': json = 1; break;
+		case 'X':
+			if (cmd_tp_parse(self, optarg, &world) != 0) {
+				rc = BCG_EXIT_USAGE;
+				goto out;
+			}
+			break;
+		case 'W':
+			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0) {
+				rc = BCG_EXIT_USAGE;
+				goto out;
+			}
+			break;
 		case CMD_HELP: rc = BCG_EXIT_OK; goto out;
 		default: rc = BCG_EXIT_USAGE; goto out;
 		}
@@ -387,6 +586,16 @@ static int cmd_capture_exec(int argc, char **argv)
 		goto out;
 	if (fab)
 		capture_full_and_breakable(s);
+	if (world > 1) {
+		struct cap_tp tp = { .s = s, .path = argv[optind], .output = output, .o = o,
+		                     .world = world, .json = json, .report = report };
+		struct dist_opts dopts;
+		if ((rc = cmd_tp_check(s, argv[optind], world)) != BCG_EXIT_OK)
+			goto out;
+		tp.o.backend = cmd_tp_opts(&dopts, "capture", o.backend, world, timeout_s);
+		rc = dist_run(&dopts, cap_tp_rank, &tp);
+		goto out;
+	}
 	/* Before the work: an output that cannot be written fails now. */
 	if (bcg_output_open(&out, output) != 0) {
 		rc = BCG_EXIT_USAGE;

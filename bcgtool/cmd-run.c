@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "cmd.h"
+#include "cmd-tp.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
 #include "engine/replay.h"
@@ -34,7 +35,7 @@ static int cmd_run_exec(int argc, char **argv);
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] "
-	         "[--prompt IDS] [--generate N] [--logits FILE] SCRIPT",
+	         "[--prompt IDS] [--generate N] [--logits FILE] [--tp N [--timeout S]] SCRIPT",
 	.summary = "run eager forward steps of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -53,6 +54,11 @@ const struct cmd_entry cmd_run_entry = {
 		"      --logits FILE\n"
 		"                   write the last step's scores (the argmax's input, the\n"
 		"                   last prompt or generated row) to FILE as f32\n"
+		"      --tp N       tensor parallelism: shard the script over N ranks (1 to\n"
+		"                   64; threads on the host backend, one process a GPU on\n"
+		"                   cuda) and run them together; rank 0 prints\n"
+		"      --timeout S  a rank silent this long in a collective fails the run\n"
+		"                   (seconds; default 60)\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_run_exec,
 };
@@ -351,10 +357,47 @@ static int run_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t step
 	return engine_eager_step(e, &g->v[k], step, err);
 }
 
-static int run_generate(struct script *s, const char *path, const char *backend,
-                        const char *prompt, uint64_t n, const char *logits, int json)
+/* What every rank of a run needs: the command line, and the script. */
+struct run_ctx {
+	struct script *s;
+	const char    *path, *backend, *dump, *prompt, *logits;
+	long long      steps, tokens, ngen;
+	int            json, world;
+};
+
+/* ERR, reported at PROGRAM's positions; "rank R: " first when the run
+ * has several ranks. */
+static void run_report(struct engine_error *err, const plan_t *program, const char *path,
+                       const struct dist_comm *comm)
 {
-	struct gen_opts o = { .ntokens = n, .logits = logits };
+	char pre[32];
+	const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
+
+	if (p[0] != '\0') {
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s%s", p, err->msg);
+		snprintf(err->msg, sizeof err->msg, "%s", msg);
+	}
+	engine_report(err, program, path);
+}
+
+/* Open PROGRAM for a rank: the engine, holding the rank's communicator. */
+static int run_open(const struct run_ctx *c, plan_t *program, int64_t tokens,
+                    struct dist_comm *comm, struct engine **e, struct engine_error *err)
+{
+	if (engine_open_at(program, c->backend, tokens, 0, e, err) != 0)
+		return -1;
+	(*e)->comm = comm;
+	if ((*e)->note[0] != '\0' && (comm == NULL || comm->rank == 0))
+		bcg_note("%s", (*e)->note);
+	return 0;
+}
+
+static int run_generate(const struct run_ctx *c, plan_t *program, struct dist_comm *comm)
+{
+	int lead = comm == NULL || comm->rank == 0;
+	struct gen_opts o = { .ntokens = c->ngen ? (uint64_t)c->ngen : 1,
+	                      .logits = lead ? c->logits : NULL };
 	struct gen_result r = { 0 };
 	struct run_gen g = { 0 };
 	struct gen_driver d = { run_gen_step, &g };
@@ -364,27 +407,28 @@ static int run_generate(struct script *s, const char *path, const char *backend,
 	uint32_t scores;
 	int rc;
 
-	if (gen_parse_prompt(prompt, &ids, &o.nprompt, err.msg, sizeof err.msg) != 0) {
-		bcg_error("--prompt: %s", err.msg);
+	if (gen_parse_prompt(c->prompt, &ids, &o.nprompt, err.msg, sizeof err.msg) != 0) {
+		if (lead)
+			bcg_error("--prompt: %s", err.msg);
 		return BCG_EXIT_USAGE;
 	}
 	o.prompt = ids;
-	if (gen_find_feed(s->program, &scores) == PLAN_NONE) {
-		bcg_error("%s: the script has no prompt feed: generation needs one "
-		          "(feed: {kind: prompt, ...})", path);
+	if (gen_find_feed(program, &scores) == PLAN_NONE) {
+		if (lead)
+			bcg_error("%s: the script has no prompt feed: generation needs one "
+			          "(feed: {kind: prompt, ...})", c->path);
 		free(ids);
 		return BCG_EXIT_USAGE;
 	}
-	if (engine_open_at(s->program, backend, o.nprompt, 0, &e, &err) != 0 ||
+	if (run_open(c, program, o.nprompt, comm, &e, &err) != 0 ||
 	    generate(e, &o, &d, &r, &err) != 0) {
-		engine_report(&err, s->program, path);
+		run_report(&err, program, c->path, comm);
 		rc = err.exit;
 		goto out;
 	}
-	if (e->note[0] != '\0')
-		bcg_note("%s", e->note);
-	gen_print(stdout, &o, &r, json, "script", path, e->be->name, e->info.device);
-	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+	if (lead)
+		gen_print(stdout, &o, &r, c->json, "script", c->path, e->be->name, e->info.device);
+	rc = !lead || fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
 out:
 	for (int k = 0; k < 2; k++)
 		if (g.have[k])
@@ -392,6 +436,76 @@ out:
 	gen_result_release(&r);
 	engine_close(e);
 	free(ids);
+	return rc;
+}
+
+/* Eager steps, then the outputs' checksums (rank 0 prints them and writes
+ * --dump-outputs: the outputs a script declares whole are whole on every
+ * rank). */
+static int run_plain(const struct run_ctx *c, plan_t *program, struct dist_comm *comm)
+{
+	int lead = comm == NULL || comm->rank == 0;
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	double *step_ms = NULL;
+	struct run_output *outs = NULL;
+	uint32_t nout = 0;
+	uint64_t done = 0;
+	int64_t t64 = c->tokens ? c->tokens : c->s->variants[c->s->nvariants - 1].tokens;
+	int rc = BCG_EXIT_RUNTIME;
+
+	step_ms = calloc((size_t)c->steps, sizeof *step_ms);
+	outs = calloc(plan_count_tensors(program) + 1, sizeof *outs);
+	if (step_ms == NULL || outs == NULL) {
+		bcg_error("out of memory");
+		goto out;
+	}
+	if (run_open(c, program, t64, comm, &e, &err) != 0 ||
+	    run_steps(e, t64, (uint64_t)c->steps, step_ms, &done, outs, &nout,
+	              lead ? c->dump : NULL, &err) != 0) {
+		run_report(&err, program, c->path, comm);
+		rc = err.exit;
+		goto out;
+	}
+	if (!lead) {
+		rc = BCG_EXIT_OK;
+		goto out;
+	}
+	/* the script's outputs only: a rank's own tensors come after them */
+	while (nout > 0 && outs[nout - 1].tensor >= plan_count_tensors(c->s->program))
+		nout--;
+	if (c->dump != NULL && run_dump_manifest(c->dump, c->s, t64, done, outs, nout) != 0)
+		goto out;
+	if (c->json)
+		run_print_json(c->s, c->path, e, t64, step_ms, done, (uint64_t)c->steps, outs, nout);
+	else
+		run_print_text(c->s, c->path, e, t64, step_ms, done, (uint64_t)c->steps, outs, nout);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+	if (done < (uint64_t)c->steps)
+		rc = bcg_signal_status(bcg_interrupted());
+out:
+	engine_close(e);
+	free(step_ms);
+	free(outs);
+	return rc;
+}
+
+/* One rank: its shard of the script (the script itself for one rank). */
+static int run_rank(struct dist_comm *comm, void *arg)
+{
+	const struct run_ctx *c = arg;
+	plan_t *program = c->s->program, *own = NULL;
+	int rc;
+
+	if (c->world > 1) {
+		if (comm->rank != 0)
+			bcg_progress_mute_thread();
+		if ((rc = cmd_tp_shard(c->s, c->path, c->world, comm->rank, &own)) != BCG_EXIT_OK)
+			return rc;
+		program = own;
+	}
+	rc = c->prompt != NULL ? run_generate(c, program, comm) : run_plain(c, program, comm);
+	plan_free(own);
 	return rc;
 }
 
@@ -406,104 +520,74 @@ static int cmd_run_exec(int argc, char **argv)
 		{ "prompt", required_argument, NULL, 'p' },
 		{ "generate", required_argument, NULL, 'g' },
 		{ "logits", required_argument, NULL, 'L' },
+		{ "tp", required_argument, NULL, 'P' },
+		{ "timeout", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_run_entry;
-	const char *backend = cmd_default_backend();
-	const char *dump = NULL, *prompt = NULL, *logits = NULL;
-	long long steps = 1, tokens = 0, ngen = 0;
-	int json = 0, c, rc = BCG_EXIT_RUNTIME;
-	struct script *s = NULL;
-	struct engine *e = NULL;
-	struct engine_error err = { .op = PLAN_NONE };
-	double *step_ms = NULL;
-	struct run_output *outs = NULL;
-	uint32_t nout = 0;
-	uint64_t done = 0;
-	int64_t t64;
+	struct run_ctx ctx = { .backend = cmd_default_backend(), .steps = 1, .world = 1 };
+	double timeout_s = CMD_TP_TIMEOUT;
+	struct dist_opts dopts;
+	int c, rc;
 
 	while ((c = cmd_getopt(self, argc, argv, "b:n:t:p:g:h", longopts)) != -1) {
 		switch (c) {
-		case 'b': backend = optarg; break;
+		case 'b': ctx.backend = optarg; break;
 		case 'n':
-			if (cmd_parse_int(self, "--steps", optarg, 1, 1000000, &steps) != 0)
+			if (cmd_parse_int(self, "--steps", optarg, 1, 1000000, &ctx.steps) != 0)
 				return BCG_EXIT_USAGE;
 			break;
 		case 't':
-			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &tokens) != 0)
+			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &ctx.tokens) != 0)
 				return BCG_EXIT_USAGE;
 			break;
-		case 'J': json = 1; break;
-		case 'D': dump = optarg; break;
-		case 'p': prompt = optarg; break;
+		case 'J': ctx.json = 1; break;
+		case 'D': ctx.dump = optarg; break;
+		case 'p': ctx.prompt = optarg; break;
 		case 'g':
-			if (cmd_parse_int(self, "--generate", optarg, 1, 1 << 20, &ngen) != 0)
+			if (cmd_parse_int(self, "--generate", optarg, 1, 1 << 20, &ctx.ngen) != 0)
 				return BCG_EXIT_USAGE;
 			break;
-		case 'L': logits = optarg; break;
+		case 'L': ctx.logits = optarg; break;
+		case 'P':
+			if (cmd_tp_parse(self, optarg, &ctx.world) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'W':
+			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
+				return BCG_EXIT_USAGE;
+			break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc)
 		return cmd_usage_error(self, optind == argc ? "no script given" : "one script only");
-	if (cmd_check_backend(self, backend) != 0)
+	if (cmd_check_backend(self, ctx.backend) != 0)
 		return BCG_EXIT_USAGE;
-	if (prompt == NULL && (ngen != 0 || logits != NULL))
-		return cmd_usage_error(self, "%s needs --prompt", ngen ? "--generate" : "--logits");
-	if (prompt != NULL && (dump != NULL || tokens != 0 || steps != 1))
+	if (ctx.prompt == NULL && (ctx.ngen != 0 || ctx.logits != NULL))
+		return cmd_usage_error(self, "%s needs --prompt", ctx.ngen ? "--generate" : "--logits");
+	if (ctx.prompt != NULL && (ctx.dump != NULL || ctx.tokens != 0 || ctx.steps != 1))
 		return cmd_usage_error(self, "--prompt takes neither --steps, --tokens nor "
 		                       "--dump-outputs");
+	ctx.path = argv[optind];
 
-	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
+	if ((rc = cmd_read_script(ctx.path, &ctx.s)) != BCG_EXIT_OK)
 		return rc;
-	if (prompt != NULL) {
-		rc = run_generate(s, argv[optind], backend, prompt, ngen ? (uint64_t)ngen : 1,
-		                  logits, json);
-		script_free(s);
-		return rc;
-	}
-	if (dump != NULL && mkdir(dump, 0777) != 0 && errno != EEXIST) {
-		bcg_error("%s: cannot make the directory: %s", dump, strerror(errno));
-		script_free(s);
-		return BCG_EXIT_RUNTIME;
-	}
-	t64 = tokens ? tokens : s->variants[s->nvariants - 1].tokens;
-	step_ms = calloc((size_t)steps, sizeof *step_ms);
-	outs = calloc(plan_count_tensors(s->program) + 1, sizeof *outs);
-	if (step_ms == NULL || outs == NULL) {
-		bcg_error("out of memory");
+	/* Every rank's shard first: a script that cannot split fails once,
+	 * before any work. */
+	if (ctx.world > 1 && (rc = cmd_tp_check(ctx.s, ctx.path, ctx.world)) != BCG_EXIT_OK)
+		goto out;
+	if (ctx.prompt == NULL && ctx.dump != NULL && mkdir(ctx.dump, 0777) != 0 &&
+	    errno != EEXIST) {
+		bcg_error("%s: cannot make the directory: %s", ctx.dump, strerror(errno));
 		rc = BCG_EXIT_RUNTIME;
 		goto out;
 	}
-	if (engine_open_at(s->program, backend, t64, 0, &e, &err) != 0) {
-		engine_report(&err, s->program, argv[optind]);
-		rc = err.exit;
-		goto out;
-	}
-	if (e->note[0] != '\0')
-		bcg_note("%s", e->note);
-	if (run_steps(e, t64, (uint64_t)steps, step_ms, &done, outs, &nout, dump, &err) != 0) {
-		engine_report(&err, s->program, argv[optind]);
-		rc = err.exit;
-		goto out;
-	}
-	if (dump != NULL && run_dump_manifest(dump, s, t64, done, outs, nout) != 0) {
-		rc = BCG_EXIT_RUNTIME;
-		goto out;
-	}
-	if (json)
-		run_print_json(s, argv[optind], e, t64, step_ms, done, (uint64_t)steps, outs, nout);
-	else
-		run_print_text(s, argv[optind], e, t64, step_ms, done, (uint64_t)steps, outs, nout);
-	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
-	if (done < (uint64_t)steps)
-		rc = bcg_signal_status(bcg_interrupted());
+	ctx.backend = cmd_tp_opts(&dopts, "run", ctx.backend, ctx.world, timeout_s);
+	rc = dist_run(&dopts, run_rank, &ctx);
 out:
-	engine_close(e);
-	script_free(s);
-	free(step_ms);
-	free(outs);
+	script_free(ctx.s);
 	return rc;
 }

@@ -159,6 +159,30 @@ static void validate_source(const plan_t *program, const struct plan_tensor *t, 
 	}
 }
 
+/* Append " split axis A blocks [B, ...] unit U" (the parts that differ
+ * from the defaults) to BUF when T splits over tensor-parallel ranks. */
+static void validate_split(const struct plan_tensor *t, char *buf, size_t len)
+{
+	const struct plan_split *sp = &t->split;
+	size_t n = strlen(buf);
+
+	if (sp->nblocks == 0 || n >= len)
+		return;
+	if (strcmp(buf, "-") == 0)
+		n = 0;    /* only the split to say */
+	n += (size_t)snprintf(buf + n, len - n, "%ssplit axis %u", n ? ", " : "", sp->axis);
+	if (sp->nblocks > 1 && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, " blocks [");
+		for (uint32_t b = 0; b < sp->nblocks && n < len; b++)
+			n += (size_t)snprintf(buf + n, len - n, "%s%lld", b ? ", " : "",
+			                      (long long)sp->block[b].full);
+		if (n < len)
+			n += (size_t)snprintf(buf + n, len - n, "]");
+	}
+	if (sp->unit > 1 && n < len)
+		snprintf(buf + n, len - n, " unit %lld", (long long)sp->unit);
+}
+
 /* How many tensors from FIRST on are members 0, 1, ... of one family
  * ("w[0]", "w[1]", ...); 0 when FIRST is not a family's member 0. */
 static uint32_t validate_family(const plan_t *program, uint32_t first)
@@ -230,7 +254,7 @@ static void validate_print_vars(const struct validate_result *r)
 }
 
 struct tensor_row {
-	char name[96], dtype[8], shape[96], role[16], size[40], source[128];
+	char name[96], dtype[8], shape[96], role[16], size[40], source[256];
 };
 
 static void validate_print_tensors(const struct validate_result *r)
@@ -262,6 +286,7 @@ static void validate_print_tensors(const struct validate_result *r)
 		else
 			snprintf(row->size, sizeof row->size, "%s", bcg_human_bytes(bytes, hb, sizeof hb));
 		validate_source(pr, t, fam != 0, row->source, sizeof row->source);
+		validate_split(t, row->source, sizeof row->source);
 		i += n;
 	}
 	for (uint32_t i = 0; i < nrows; i++) {
@@ -460,6 +485,16 @@ static void json_tensor_source(const plan_t *pr, const struct plan_tensor *t)
 		else if (t->init.kind == PLAN_INIT_ARANGE)
 			printf(", \"value\": %.17g, \"scale\": %.17g", t->init.value, t->init.scale);
 		printf("}");
+	}
+	printf(", \"split\": ");
+	if (t->split.nblocks == 0) {
+		printf("null");
+	} else {
+		printf("{\"axis\": %u, \"unit\": %lld, \"blocks\": [", t->split.axis,
+		       (long long)t->split.unit);
+		for (uint32_t b = 0; b < t->split.nblocks; b++)
+			printf("%s%lld", b ? ", " : "", (long long)t->split.block[b].full);
+		printf("]}");
 	}
 	printf(", \"feed\": ");
 	if (t->feed.kind == PLAN_FEED_NONE) {

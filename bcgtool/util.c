@@ -24,6 +24,9 @@
  */
 static volatile sig_atomic_t quiet;   /* read by the signal handler */
 static int progress_shown;
+/* A tensor-parallel rank other than 0, run as a thread: its progress is
+ * rank 0's, and the lines above are one process's state. */
+static _Thread_local int progress_muted;
 static volatile sig_atomic_t interrupted;
 #define TEMP_MAX 8
 static char *volatile temps[TEMP_MAX];
@@ -138,10 +141,17 @@ static void plain_stop(void)
 	plain_armed = 0;
 }
 
+void bcg_progress_mute_thread(void)
+{
+	progress_muted = 1;
+}
+
 void bcg_progress(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (progress_muted)
+		return;
 	switch (bcg_progress_mode()) {
 	case BCG_PROGRESS_TERMINAL:
 		fputs("\rbcgtool: ", stderr);
@@ -175,6 +185,8 @@ static void progress_erase(void)
 
 void bcg_progress_clear(void)
 {
+	if (progress_muted)
+		return;
 	progress_erase();
 	plain_stop();
 }

@@ -81,6 +81,10 @@
 #             the plan loaded and every graph instantiated in a new process
 #             (instantiate --json; target: <= 0.25 s beyond the weights);
 #             with a .gpu/before tree, its capture of the same sizes too
+#   tpshard   tensor parallelism on the device (issue 25; run check first,
+#             on two GPUs): t/unit/cuda-ops' init of a rank's share against
+#             the host, and t/t3800's --backend cuda --tp 2 runs of the
+#             transformers fixtures and of random weights
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -966,6 +970,19 @@ PY
 		if [ -n "$NSYS" ] && [ -f replay-llama.nsys-rep ]; then
 			kernel_table "$NSYS" replay-llama.nsys-rep
 		fi
+		;;
+	tpshard)
+		# Tensor parallelism's device side (issue 25): the init of a
+		# rank's share against the host's bytes (t/unit/cuda-ops), and
+		# on two GPUs the transformers fixtures at --tp 2 with weights
+		# read as slices (t/t3800, GPUS2)
+		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3800-tp-host.sh') \
+			>tpshard.txt 2>&1
+		say "tpshard: exit $?"
+		grep -E '^(ok|not ok) .*(share|--tp 2|two GPUs)' "$build/t/unit/cuda-ops.log" \
+			"$build/t/t3800-tp-host.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+		grep -E '^(FAIL|ERROR|SKIP):' "$build/test-suite.log" 2>/dev/null | sed 's/^/  /' |
+			tee -a "$summary"
 		;;
 	esac
 done

@@ -143,7 +143,7 @@ test_expect_success JANSSON 'the table lists the warm-up steps with their setup'
 '
 
 test_expect_success JANSSON,PYTHON3 'the script stacks q, k and v (and gate and up) and names checkpoint tensors' '
-	test_grep "qkv_proj: {dtype: f32, shape: \[QKV, H\], role: weight, count: L, init: {kind: safetensors, file: \".*/hf/llama/model.safetensors\", tensor: \[\"model.layers.{l}.self_attn.q_proj.weight\", \"model.layers.{l}.self_attn.k_proj.weight\", \"model.layers.{l}.self_attn.v_proj.weight\"\]}}" llama.yaml &&
+	test_grep "qkv_proj: {dtype: f32, shape: \[QKV, H\], role: weight, count: L, init: {kind: safetensors, file: \".*/hf/llama/model.safetensors\", tensor: \[\"model.layers.{l}.self_attn.q_proj.weight\", \"model.layers.{l}.self_attn.k_proj.weight\", \"model.layers.{l}.self_attn.v_proj.weight\"\]}, split: {axis: 0, blocks: \[QW, KVW, KVW\], unit: HD}}" llama.yaml &&
 	test_grep "qkv_bias" qwen2.yaml &&
 	test_grep "in: \[h, embed_tokens\], out: \[logits\]" qwen2.yaml &&
 	! test_grep "qkv_bias" llama.yaml 2>/dev/null

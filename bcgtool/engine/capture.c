@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "dist/comm.h"
 #include "cmd.h"
 #include "exec.h"
 #include "memplan.h"
@@ -539,6 +540,12 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		 * and keeps the defaults, so that two give the same bytes. */
 		if (o->untimed && e->be->kind != PLAN_BACKEND_CUDA)
 			to.measure = 0;
+		/* Several ranks keep the defaults: each would measure its own
+		 * noise and choose differently, and the ranks of one plan run
+		 * the same kernels. Collectives have one implementation and are
+		 * never timed. */
+		if (e->comm != NULL && e->comm->world > 1)
+			to.measure = 0;
 		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
 	}
 	nvtx_pop(e->nvtx);
@@ -876,6 +883,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		goto out;
 	st.materialize_ns = bcg_now_ns() - t0;
 	rep->phases.materialize_ns = st.materialize_ns;
+	e->comm = o->comm;
 	/* The content the weights had when captured: instantiate and replay
 	 * compare what they read with it. */
 	for (uint32_t i = 0; i < plan_count_weight_sources(plan); i++)
@@ -970,10 +978,25 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 			goto out;
 		}
 	}
-	if (plan_validate(plan, &diag) != 0) {
-		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "the captured plan is inconsistent: %s",
-		            diag.message);
-		goto out;
+	{
+		/* A rank of several is checked alone: rank 0 gets the others
+		 * attached only once they have all captured (cmd-capture.c). */
+		struct plan_dist d = *plan_get_dist(plan), alone = { .world = 1 };
+		int bad;
+		if (d.world > 1 && plan_set_dist(plan, &alone, &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
+		bad = plan_validate(plan, &diag) != 0;
+		if (bad)
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "the captured plan is "
+			            "inconsistent: %s", diag.message);
+		if (d.world > 1 && plan_set_dist(plan, &d, bad ? NULL : &diag) != 0 && !bad) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", diag.message);
+			goto out;
+		}
+		if (bad)
+			goto out;
 	}
 	*out = plan;
 	script->program = NULL;

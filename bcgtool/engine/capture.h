@@ -55,6 +55,8 @@ struct capture_opts {
 	uint32_t       features;    /* PLAN_FEATURE_*: PDL launches (cuda only) */
 	int            untimed;     /* record no measured time in the plan (all 0),
 	                               so that its bytes do not depend on them */
+	struct dist_comm *comm;     /* the rank's communicator (engine.h); NULL:
+	                               one rank */
 	uint32_t       progress_at; /* set by capture_script: the variant being */
 	uint32_t       progress_of; /* captured (1-based) of how many */
 };

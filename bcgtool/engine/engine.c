@@ -280,6 +280,8 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		}
 		c->graph_safe = mode == PLAN_MODE_FULL && c->kind->capture == OP_CAPTURE_SAFE_FORM;
 		c->batch = &e->batch;
+		c->comm = e->comm;
+		c->name = o->name;
 		if (c->kind->check(c, err->msg, sizeof err->msg) != 0) {
 			char label[128];
 			engine_op_label(e->plan, i, label, sizeof label);
@@ -400,6 +402,34 @@ static size_t engine_staging_size(const struct engine *e)
 /* Initialize the tensors. A tensor with no initializer starts as zeros
  * (state, outputs, activations alike), so that every run from a reset sees
  * the same bytes: verification compares runs bit for bit. */
+/* The share of a split tensor whose initializer depends on the element's
+ * index (random, arange): where each of its elements lies in the whole
+ * (numeric.h). 0 when there is nothing to map: not split, or an
+ * initializer alike everywhere. */
+static int engine_init_slice(const plan_t *plan, const struct plan_tensor *pt,
+                             const struct plan_init *init, struct bcg_slice *s)
+{
+	const struct plan_split *sp = &pt->split;
+	uint64_t at = 0, from = 0;
+
+	if (sp->nblocks == 0 || (init->kind != PLAN_INIT_RANDOM && init->kind != PLAN_INIT_ARANGE))
+		return 0;
+	memset(s, 0, sizeof *s);
+	s->inner = 1;
+	for (uint32_t a = sp->axis + 1; a < pt->rank; a++)
+		s->inner *= (uint64_t)plan_axis_size(plan, &pt->shape[a], 1);
+	s->share = (uint64_t)plan_axis_size(plan, &pt->shape[sp->axis], 1);
+	s->nblocks = sp->nblocks;
+	for (uint32_t b = 0; b < sp->nblocks && b < BCG_SLICE_MAX_BLOCKS; b++) {
+		s->at[b] = at;
+		s->from[b] = from + (uint64_t)sp->block[b].start;
+		at += (uint64_t)sp->block[b].len;
+		from += (uint64_t)sp->block[b].full;
+	}
+	s->full = from;
+	return 1;
+}
+
 static int engine_init_tensors(struct engine *e, int include_weights, struct engine_error *err)
 {
 	static const struct plan_init zeros = { .kind = PLAN_INIT_ZEROS };
@@ -410,6 +440,8 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 		const struct plan_init *init = pt->init.kind == PLAN_INIT_NONE ||
 		                               pt->init.kind == PLAN_INIT_SAFETENSORS ? &zeros : &pt->init;
 		uint64_t count;
+		struct bcg_slice slice;
+		const struct bcg_slice *sl = engine_init_slice(e->plan, pt, init, &slice) ? &slice : NULL;
 
 		if (pt->role == PLAN_ROLE_WEIGHT && !include_weights)
 			continue;
@@ -423,7 +455,7 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 		if (count == 0)
 			continue;
 		if (e->be->init(e->b, backend_at(e->base, pt->offset), pt->dtype, count,
-		                init, err->msg, sizeof err->msg) != 0)
+		                init, sl, err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
 			                   "initializing tensor '%s': %s", pt->name, err->msg);
 		/* Its second place, for eager steps above the arena's tokens. */
@@ -431,7 +463,7 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 			continue;
 		count = plan_tensor_numel(e->plan, t, e->eager_tokens);
 		if (e->be->init(e->b, backend_at(e->base, e->above_offset[t]), pt->dtype, count,
-		                init, err->msg, sizeof err->msg) != 0)
+		                init, sl, err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
 			                   "initializing tensor '%s' above %lld tokens: %s", pt->name,
 			                   (long long)e->max_tokens, err->msg);
@@ -556,6 +588,45 @@ static int engine_upload(struct engine *e, void *dst, int ddt, const unsigned ch
 	return 0;
 }
 
+/* Upload a rank's slice of checkpoint tensor SRC (W's slice_*: viewed as
+ * [outer, full, inner], elements [start, start + len) of the middle axis)
+ * to DST, contiguous: the rows gathered into a bounded buffer first, so
+ * that a slice of many short rows is a few writes, not one a row. */
+static int engine_upload_slice(struct engine *e, void *dst, int ddt, const unsigned char *src,
+                               const struct plan_weight_source *w, struct engine_error *err)
+{
+	enum { CHUNK = 1 << 24 };   /* bytes gathered at a time, at least one row */
+	size_t ss = plan_dtype_size(w->dtype), ds = plan_dtype_size(ddt);
+	uint64_t row = w->slice_len * w->slice_inner * ss;        /* one outer row of the slice */
+	uint64_t per = row >= CHUNK ? 1 : CHUNK / row, o = 0;
+	unsigned char *buf;
+	int rc = 0;
+
+	if (w->slice_outer * w->slice_full * w->slice_inner * ss != w->bytes ||
+	    w->slice_start + w->slice_len > w->slice_full)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s: tensor '%s': a slice of "
+		                   "[%llu, %llu, %llu] rows %llu..%llu does not fit its %llu bytes",
+		                   w->file, w->name, (unsigned long long)w->slice_outer,
+		                   (unsigned long long)w->slice_full, (unsigned long long)w->slice_inner,
+		                   (unsigned long long)w->slice_start,
+		                   (unsigned long long)(w->slice_start + w->slice_len),
+		                   (unsigned long long)w->bytes);
+	if (per > w->slice_outer)
+		per = w->slice_outer;
+	if ((buf = malloc((size_t)(per * row))) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	for (; o < w->slice_outer && rc == 0; o += per) {
+		uint64_t n = w->slice_outer - o < per ? w->slice_outer - o : per;
+		for (uint64_t k = 0; k < n; k++)
+			memcpy(buf + k * row, src + ((o + k) * w->slice_full + w->slice_start) *
+			                            w->slice_inner * ss, (size_t)row);
+		rc = engine_upload(e, (unsigned char *)dst + o * (row / ss) * ds, ddt, buf, w->dtype,
+		                   n * row, err);
+	}
+	free(buf);
+	return rc;
+}
+
 /* Read every weight source into its place: each file mapped, each tensor
  * hashed and uploaded where it lies (converted on the way when its dtype
  * is not the tensor's). A file whose tensor is gone, or has another dtype
@@ -600,8 +671,11 @@ static int engine_load_weights(struct engine *e, struct engine_error *err)
 			e->weights_changed++;
 		if (t->bytes == 0)      /* no op reads it: no place in the arena */
 			continue;
-		if (engine_upload(e, backend_at(e->base, t->offset + w->offset), t->dtype,
-		                  st_data(f, st), w->dtype, w->bytes, err) != 0) {
+		if ((w->slice_len != 0
+		     ? engine_upload_slice(e, backend_at(e->base, t->offset + w->offset), t->dtype,
+		                           st_data(f, st), w, err)
+		     : engine_upload(e, backend_at(e->base, t->offset + w->offset), t->dtype,
+		                     st_data(f, st), w->dtype, w->bytes, err)) != 0) {
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "loading '%s' from %s: %s",
 			            w->name, w->file, err->msg);
 			goto out;

@@ -18,6 +18,7 @@
 #include "serve/batch.h"
 
 struct nvtx;
+struct dist_comm;
 
 /* Why an engine call failed: a sentence, the op it concerns (PLAN_NONE when
  * none) and the exit status it deserves (BCG_EXIT_*). */
@@ -171,6 +172,10 @@ struct engine {
 	int                       batch_set; /* engine_set_batch gave the batch:
 	                                        steps no longer write the default */
 	int32_t                  *batch_buf; /* host staging of the batch feeds */
+	/* The rank's communicator (dist/comm.h), put in every launch's
+	 * op_call.comm; NULL for one rank. Set by the command that runs the
+	 * rank, after engine_open, before any variant is prepared. */
+	struct dist_comm         *comm;
 };
 
 /* One step of a generation: REAL tokens (IDS) after CONSUMED earlier ones;

@@ -637,25 +637,34 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	           "seed: 1, feedback: next}}\n");
 	hf_put(&b, "  pos: {dtype: i32, shape: [T], role: input, feed: {kind: positions, "
 	           "var: kv_len}}\n\n");
-#define W(name, shape, count, tensor)                                                    \
+	/* Tensor parallelism (formats/op-script.md): dense models split their
+	 * heads (q | k | v by heads, o by its input columns), their MLP (gate
+	 * | up by rows, down by columns) and their vocabulary; a mixture of
+	 * experts stays whole on every rank. */
+	const int tp = !moe.on;
+	const char *sp_qkv = tp ? ", split: {axis: 0, blocks: [QW, KVW, KVW], unit: HD}" : "";
+	const char *sp_rows = tp ? ", split: {axis: 0}" : "";
+#define SW(name, shape, count, tensor, split)                                            \
 	hf_put(&b, "  %s: {dtype: %s, shape: %s, role: weight,%s init: {kind: safetensors, "  \
-	           "file: \"%s\", tensor: %s}}\n", name, dt, shape, count, ckpath, tensor)
-	W("embed_tokens", "[V, H]", "", "model.embed_tokens.weight");
+	           "file: \"%s\", tensor: %s}%s}\n", name, dt, shape, count, ckpath, tensor, split)
+#define W(name, shape, count, tensor) SW(name, shape, count, tensor, "")
+	SW("embed_tokens", "[V, H]", "", "model.embed_tokens.weight", sp_rows);
 	W("input_layernorm", "[H]", " count: L,", "\"model.layers.{l}.input_layernorm.weight\"");
-	W("qkv_proj", "[QKV, H]", " count: L,",
-	  "[\"model.layers.{l}.self_attn.q_proj.weight\", "
-	  "\"model.layers.{l}.self_attn.k_proj.weight\", "
-	  "\"model.layers.{l}.self_attn.v_proj.weight\"]");
+	SW("qkv_proj", "[QKV, H]", " count: L,",
+	   "[\"model.layers.{l}.self_attn.q_proj.weight\", "
+	   "\"model.layers.{l}.self_attn.k_proj.weight\", "
+	   "\"model.layers.{l}.self_attn.v_proj.weight\"]", sp_qkv);
 	if (m->qkv_bias)
-		W("qkv_bias", "[QKV]", " count: L,",
-		  "[\"model.layers.{l}.self_attn.q_proj.bias\", "
-		  "\"model.layers.{l}.self_attn.k_proj.bias\", "
-		  "\"model.layers.{l}.self_attn.v_proj.bias\"]");
+		SW("qkv_bias", "[QKV]", " count: L,",
+		   "[\"model.layers.{l}.self_attn.q_proj.bias\", "
+		   "\"model.layers.{l}.self_attn.k_proj.bias\", "
+		   "\"model.layers.{l}.self_attn.v_proj.bias\"]", sp_qkv);
 	if (m->qk_norm) {
 		W("q_norm", "[HD]", " count: L,", "\"model.layers.{l}.self_attn.q_norm.weight\"");
 		W("k_norm", "[HD]", " count: L,", "\"model.layers.{l}.self_attn.k_norm.weight\"");
 	}
-	W("o_proj", "[H, QW]", " count: L,", "\"model.layers.{l}.self_attn.o_proj.weight\"");
+	SW("o_proj", "[H, QW]", " count: L,", "\"model.layers.{l}.self_attn.o_proj.weight\"",
+	   tp ? ", split: {axis: 1, unit: HD}" : "");
 	W("post_attention_layernorm", "[H]", " count: L,",
 	  "\"model.layers.{l}.post_attention_layernorm.weight\"");
 	if (mixed) {
@@ -676,26 +685,34 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	} else if (moe.on) {
 		hf_put(&b, "%s", moe_text[HF_MOE_WEIGHTS]);
 	} else {
-		W("gate_up_proj", "[F2, H]", " count: L,",
-		  "[\"model.layers.{l}.mlp.gate_proj.weight\", "
-		  "\"model.layers.{l}.mlp.up_proj.weight\"]");
-		W("down_proj", "[H, F]", " count: L,", "\"model.layers.{l}.mlp.down_proj.weight\"");
+		SW("gate_up_proj", "[F2, H]", " count: L,",
+		   "[\"model.layers.{l}.mlp.gate_proj.weight\", "
+		   "\"model.layers.{l}.mlp.up_proj.weight\"]", ", split: {axis: 0, blocks: [F, F]}");
+		SW("down_proj", "[H, F]", " count: L,", "\"model.layers.{l}.mlp.down_proj.weight\"",
+		   ", split: {axis: 1}");
 	}
 	W("norm", "[H]", "", "model.norm.weight");
 	if (!m->tied)
-		W("lm_head", "[V, H]", "", "lm_head.weight");
+		SW("lm_head", "[V, H]", "", "lm_head.weight", sp_rows);
 #undef W
-	hf_put(&b, "\n  k_cache: {dtype: %s, shape: [S, KVW], role: state, count: L}\n", dt);
-	hf_put(&b, "  v_cache: {dtype: %s, shape: [S, KVW], role: state, count: L}\n\n", dt);
-	hf_put(&b, "  x:      {dtype: %s, shape: [T, H]}      # the residual stream\n", dt);
-	hf_put(&b, "  h:      {dtype: %s, shape: [T, H]}\n", dt);
-	hf_put(&b, "  qkv:    {dtype: %s, shape: [T, QKV]}\n", dt);
-	hf_put(&b, "  q:      {dtype: %s, shape: [T, QW]}\n", dt);
-	hf_put(&b, "  att:    {dtype: %s, shape: [T, QW]}\n", dt);
+#undef SW
+	{
+		const char *sp_heads = tp ? ", split: {axis: 1, unit: HD}" : "";
+		hf_put(&b, "\n  k_cache: {dtype: %s, shape: [S, KVW], role: state, count: L%s}\n", dt,
+		       sp_heads);
+		hf_put(&b, "  v_cache: {dtype: %s, shape: [S, KVW], role: state, count: L%s}\n\n", dt,
+		       sp_heads);
+		hf_put(&b, "  x:      {dtype: %s, shape: [T, H]}      # the residual stream\n", dt);
+		hf_put(&b, "  h:      {dtype: %s, shape: [T, H]}\n", dt);
+		hf_put(&b, "  qkv:    {dtype: %s, shape: [T, QKV]%s}\n", dt,
+		       tp ? ", split: {axis: 1, blocks: [QW, KVW, KVW], unit: HD}" : "");
+		hf_put(&b, "  q:      {dtype: %s, shape: [T, QW]%s}\n", dt, sp_heads);
+		hf_put(&b, "  att:    {dtype: %s, shape: [T, QW]%s}\n", dt, sp_heads);
+	}
 	if (moe.on)
 		hf_put(&b, "%s", moe_text[HF_MOE_TENSORS]);
 	if (!moe.on || mixed)
-		hf_put(&b, "  act:    {dtype: %s, shape: [T, F]}\n", dt);
+		hf_put(&b, "  act:    {dtype: %s, shape: [T, F]%s}\n", dt, tp ? ", split: {axis: 1}" : "");
 	hf_put(&b, "  logits: {dtype: %s, shape: [T, V], role: output}\n", dt);
 	hf_put(&b, "  next:   {dtype: i32, shape: [T], role: output}\n\n");
 

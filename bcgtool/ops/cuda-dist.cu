@@ -53,6 +53,7 @@ extern "C" int cuda_run_all_reduce(const struct op_call *call, const struct cuda
 		return -1;
 	if (call->comm == NULL || call->comm->world == 1 || n == 0)
 		return 0;
+	call->comm->current = call->name;
 	return dist_all_reduce(call->comm, out->data, (uint64_t)n, out->dtype, ctx->stream, msg,
 	                       len);
 }
@@ -84,6 +85,7 @@ extern "C" int cuda_run_all_gather(const struct op_call *call, const struct cuda
 		                         len);
 	if (rows * C == 0)
 		return 0;
+	call->comm->current = call->name;
 	if (rows == 1)
 		return dist_all_gather(call->comm, x->data, out->data, (uint64_t)C, x->dtype,
 		                       ctx->stream, msg, len);

@@ -98,6 +98,11 @@ size_t cuda_attention_scratch_bytes(const struct op_call *call);
  * as the host does (numeric.h). */
 int cuda_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init,
                      cudaStream_t stream, char *msg, size_t len);
+/* The same for a rank's share of a split tensor (numeric.h's struct
+ * bcg_slice), as host_init_range_slice computes it. */
+struct bcg_slice;
+int cuda_init_slice(void *dst, int dtype, uint64_t count, const struct plan_init *init,
+                    const struct bcg_slice *slice, cudaStream_t stream, char *msg, size_t len);
 
 /* The routers' NaN check (cuda-moe.cu): a moe_router or moe_router_paged
  * kernel whose weights for a row come out NaN records the row on the

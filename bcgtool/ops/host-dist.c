@@ -36,6 +36,7 @@ static int host_all_reduce(const struct op_call *call, char *msg, size_t len)
 		memcpy(out->data, x->data, (size_t)n * host_dtype_size(out->dtype));
 	if (call->comm == NULL || call->comm->world == 1)
 		return 0;
+	call->comm->current = call->name;
 	return dist_all_reduce(call->comm, out->data, (uint64_t)n, out->dtype, NULL, msg, len);
 }
 
@@ -56,6 +57,8 @@ static int host_all_gather(const struct op_call *call, char *msg, size_t len)
 		         (long long)host_cols(out), world, (long long)C, (long long)world * C);
 		return host_fail(msg, len, m);
 	}
+	if (world > 1)
+		call->comm->current = call->name;
 	if (world == 1 || rows == 1) {
 		if (world == 1) {
 			memmove(out->data, x->data, (size_t)(rows * C) * es);

@@ -126,8 +126,8 @@ static float host_init_value(const struct plan_init *init, uint64_t i)
 	return 0.0f;
 }
 
-void host_init_range(void *dst, int dtype, uint64_t first, uint64_t count,
-                     const struct plan_init *init)
+void host_init_range_slice(void *dst, int dtype, uint64_t first, uint64_t count,
+                           const struct plan_init *init, const struct bcg_slice *slice)
 {
 	struct op_tensor t = { .dtype = dtype, .data = dst };
 
@@ -136,7 +136,14 @@ void host_init_range(void *dst, int dtype, uint64_t first, uint64_t count,
 	if (dtype < PLAN_DTYPE_F32 || dtype > PLAN_DTYPE_I32)
 		return;
 	for (uint64_t i = first; i < first + count; i++)
-		host_put(&t, (int64_t)i, host_init_value(init, i));
+		host_put(&t, (int64_t)i,
+		         host_init_value(init, slice != NULL ? bcg_slice_index(slice, i) : i));
+}
+
+void host_init_range(void *dst, int dtype, uint64_t first, uint64_t count,
+                     const struct plan_init *init)
+{
+	host_init_range_slice(dst, dtype, first, count, init, NULL);
 }
 
 void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_init *init)

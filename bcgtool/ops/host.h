@@ -100,5 +100,11 @@ void host_init_tensor(void *dst, int dtype, uint64_t count, const struct plan_in
  * host_init_tensor writes them: large tensors in parts. */
 void host_init_range(void *dst, int dtype, uint64_t first, uint64_t count,
                      const struct plan_init *init);
+/* The same for a rank's share of a split tensor: element i takes the
+ * value of element bcg_slice_index(SLICE, i) of the whole tensor (numeric.h).
+ * SLICE NULL: the whole tensor, as host_init_range. */
+struct bcg_slice;
+void host_init_range_slice(void *dst, int dtype, uint64_t first, uint64_t count,
+                           const struct plan_init *init, const struct bcg_slice *slice);
 
 #endif /* BCG_OPS_HOST_H */

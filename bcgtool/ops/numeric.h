@@ -120,6 +120,36 @@ BCG_HD float bcg_uniform(uint64_t seed, uint64_t counter)
 	return (float)(u - 8388608) * 1.1920928955078125e-7f;
 }
 
+/* --- a rank's share of a split tensor ---------------------------------- */
+
+/* A tensor-parallel rank holds a share of a tensor (plan.h's struct
+ * plan_split): viewed as [outer, axis, inner] around its split axis, the
+ * share's axis is blocks of the whole axis, one after the other. Element
+ * I of the share is element bcg_slice_index(S, I) of the whole tensor, so
+ * that an initializer computed from the index gives every rank its part
+ * of the same numbers. */
+#define BCG_SLICE_MAX_BLOCKS 8
+
+struct bcg_slice {
+	uint64_t inner;                          /* elements after the axis */
+	uint64_t share;                          /* the share's axis length */
+	uint64_t full;                           /* the whole axis length */
+	uint32_t nblocks;
+	uint64_t at[BCG_SLICE_MAX_BLOCKS];       /* where block b starts in the share */
+	uint64_t from[BCG_SLICE_MAX_BLOCKS];     /* ... and in the whole axis */
+};
+
+BCG_HD uint64_t bcg_slice_index(const struct bcg_slice *s, uint64_t i)
+{
+	uint64_t in = i % s->inner, rest = i / s->inner;
+	uint64_t c = rest % s->share, o = rest / s->share;
+	uint32_t b = 0;
+
+	while (b + 1 < s->nblocks && c >= s->at[b + 1])
+		b++;
+	return (o * s->full + s->from[b] + (c - s->at[b])) * s->inner + in;
+}
+
 /* The counter of element I of a per-step feed at step S. */
 BCG_HD uint64_t bcg_feed_counter(uint64_t step, uint64_t i)
 {

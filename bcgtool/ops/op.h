@@ -371,6 +371,10 @@ struct op_call {
 	const struct op_batch *batch;                 /* the step's batch on the host
 	                                                 (see struct op_batch); NULL
 	                                                 when unknown */
+	const char            *name;                  /* the op's name, for the
+	                                                 messages of a collective
+	                                                 (comm->current); may be
+	                                                 NULL */
 	struct dist_comm      *comm;                  /* the rank's communicator
 	                                                 (dist/comm.h) for the
 	                                                 collective kinds; NULL for

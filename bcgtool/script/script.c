@@ -153,6 +153,26 @@ static int script_build(struct sp *p, const struct top_build *top, struct script
 		s->variants[i].uniform = p->uniform[i];
 	}
 	s->nvariants = p->nsizes;
+	{
+		uint32_t nt = plan_count_tensors(p->plan);
+		s->tensor_line = calloc(nt ? nt : 1, sizeof *s->tensor_line);
+		s->tensor_col = calloc(nt ? nt : 1, sizeof *s->tensor_col);
+		if (s->tensor_line == NULL || s->tensor_col == NULL) {
+			script_free(s);
+			return sp_error(p, NULL, "out of memory");
+		}
+		for (uint32_t i = 0; i < p->ntensors; i++) {
+			const struct tensor_decl *d = &p->tensors[i];
+			yaml_node_t *at = d->node;
+			if (at != NULL && at->type == YAML_MAPPING_NODE &&
+			    walk_find(p, at, "split") != NULL)
+				at = walk_find(p, at, "split");
+			for (uint32_t m = 0; at != NULL && m < d->count && d->first + m < nt; m++) {
+				s->tensor_line[d->first + m] = (uint32_t)at->start_mark.line + 1;
+				s->tensor_col[d->first + m] = (uint32_t)at->start_mark.column + 1;
+			}
+		}
+	}
 	s->program = p->plan;
 	p->plan = NULL;
 	*out = s;
@@ -268,5 +288,7 @@ void script_free(struct script *script)
 	plan_free(script->program);
 	free(script->variants);
 	free(script->description);
+	free(script->tensor_line);
+	free(script->tensor_col);
 	free(script);
 }

@@ -35,6 +35,11 @@ struct script {
 	char                  *description;/* owned; "" when the script has none */
 	uint32_t               nvariants;  /* ascending by tokens */
 	struct script_variant *variants;   /* owned */
+	/* Where each tensor of the program is declared (1-based; its split
+	 * when it has one), by plan index: for errors about a tensor found
+	 * after loading (the sharding pass). Owned; NULL when unknown. */
+	uint32_t              *tensor_line;
+	uint32_t              *tensor_col;
 };
 
 /* Where and why loading failed. line/col are 1-based; 0 when the error has

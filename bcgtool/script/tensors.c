@@ -30,6 +30,10 @@ struct tensor_build {
 	yaml_node_t     *st_file;      /* init safetensors: file and tensor names */
 	yaml_node_t     *st_names;
 	yaml_node_t     *feedback;     /* feed prompt: the tensor fed back */
+	struct plan_split split;       /* nblocks 0: replicated */
+	yaml_node_t     *split_axis;   /* split: its keys, checked once all are read */
+	yaml_node_t     *split_blocks;
+	yaml_node_t     *split_unit;
 };
 
 static int is_float_dtype(int dtype)
@@ -434,6 +438,105 @@ static int tensors_feed(struct sp *p, yaml_node_t *node, void *obj)
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* split: how the tensor shares out over the ranks of a tensor-parallel    */
+/* run (TP-DESIGN, plan.h's struct plan_split).                            */
+
+static int split_axis(struct sp *p, yaml_node_t *node, void *obj)
+{
+	((struct tensor_build *)obj)->split_axis = node;
+	(void)p;
+	return 0;
+}
+
+static int split_blocks(struct sp *p, yaml_node_t *node, void *obj)
+{
+	((struct tensor_build *)obj)->split_blocks = node;
+	(void)p;
+	return 0;
+}
+
+static int split_unit(struct sp *p, yaml_node_t *node, void *obj)
+{
+	((struct tensor_build *)obj)->split_unit = node;
+	(void)p;
+	return 0;
+}
+
+static const struct walk_field split_fields[] = {
+	{ "axis", YAML_SCALAR_NODE, WALK_REQUIRED, split_axis },
+	{ "blocks", YAML_SEQUENCE_NODE, 0, split_blocks },
+	{ "unit", YAML_SCALAR_NODE, 0, split_unit },
+	{ NULL, YAML_NO_NODE, 0, NULL }
+};
+
+/* Needs the shape: the table lists split after it. */
+static int tensors_split(struct sp *p, yaml_node_t *node, void *obj)
+{
+	struct tensor_build *t = obj;
+	struct plan_split *sp = &t->split;
+	char what[sizeof t->what + 48];
+	int64_t axis, size, sum = 0;
+
+	snprintf(what, sizeof what, "the split of %s", t->what);
+	if (walk_mapping(p, node, split_fields, t, what) != 0)
+		return -1;
+	snprintf(what, sizeof what, "the split axis of %s", t->what);
+	if (walk_int(p, t->split_axis, what, &axis) != 0)
+		return -1;
+	if (axis < 0 || axis >= (int64_t)t->rank)
+		return sp_error(p, t->split_axis, "the split axis of %s is %lld; it has axes 0 to %u",
+		                t->what, (long long)axis, t->rank - 1);
+	if (t->shape[axis].dim == p->token_dim && t->shape[axis].dim != PLAN_NONE)
+		return sp_error(p, t->split_axis, "the split axis of %s is the token dim '%s': "
+		                "tokens never split", t->what,
+		                plan_get_dim(p->plan, p->token_dim)->name);
+	size = t->shape[axis].size;
+	sp->axis = (uint32_t)axis;
+	sp->unit = 1;
+	if (t->split_unit != NULL) {
+		snprintf(what, sizeof what, "the split unit of %s", t->what);
+		if (walk_int_range(p, t->split_unit, what, 1, INT64_MAX, &sp->unit) != 0)
+			return -1;
+	}
+	if (t->split_blocks == NULL) {
+		sp->nblocks = 1;
+		sp->block[0].full = size;
+	} else {
+		yaml_node_item_t *it = t->split_blocks->data.sequence.items.start;
+		size_t n = (size_t)(t->split_blocks->data.sequence.items.top - it);
+		if (n == 0)
+			return sp_error(p, t->split_blocks, "the split blocks of %s are empty", t->what);
+		if (n > PLAN_MAX_SPLIT_BLOCKS)
+			return sp_error(p, t->split_blocks, "the split of %s has %zu blocks; at most %d",
+			                t->what, n, PLAN_MAX_SPLIT_BLOCKS);
+		for (size_t i = 0; i < n; i++) {
+			yaml_node_t *b = walk_node(p, it[i]);
+			snprintf(what, sizeof what, "split block %zu of %s", i, t->what);
+			if (walk_int_range(p, b, what, 1, INT64_MAX, &sp->block[i].full) != 0)
+				return -1;
+			sum += sp->block[i].full;
+		}
+		sp->nblocks = (uint32_t)n;
+		if (sum != size)
+			return sp_error(p, t->split_blocks, "the split blocks of %s sum to %lld; its "
+			                "axis %lld is %lld", t->what, (long long)sum, (long long)axis,
+			                (long long)size);
+	}
+	for (uint32_t i = 0; i < sp->nblocks; i++) {
+		sp->block[i].start = 0;
+		sp->block[i].len = sp->block[i].full;
+		if (sp->block[i].full % sp->unit != 0)
+			return sp_error(p, t->split_unit != NULL ? t->split_unit : node,
+			                "the split unit of %s, %lld, does not divide block %u (%lld)",
+			                t->what, (long long)sp->unit, i, (long long)sp->block[i].full);
+	}
+	if (t->role == PLAN_ROLE_INPUT)
+		return sp_error(p, node, "input '%s' cannot split: its feed writes the whole tensor",
+		                t->name);
+	return 0;
+}
+
 static const struct walk_field tensor_fields[] = {
 	{ "dtype", YAML_SCALAR_NODE, WALK_REQUIRED, tensors_dtype },
 	{ "shape", YAML_SEQUENCE_NODE, WALK_REQUIRED, tensors_shape },
@@ -441,6 +544,7 @@ static const struct walk_field tensor_fields[] = {
 	{ "count", YAML_SCALAR_NODE, 0, tensors_count },
 	{ "init", YAML_NO_NODE, 0, tensors_init },
 	{ "feed", YAML_NO_NODE, 0, tensors_feed },
+	{ "split", YAML_MAPPING_NODE, 0, tensors_split },
 	{ NULL, YAML_NO_NODE, 0, NULL }
 };
 
@@ -510,7 +614,7 @@ static int tensors_add(struct sp *p, struct tensor_build *t, yaml_node_t *key)
 {
 	struct plan_tensor pt = {
 		.dtype = t->dtype, .role = t->role, .rank = t->rank,
-		.init = t->init, .feed = t->feed,
+		.init = t->init, .feed = t->feed, .split = t->split,
 	};
 	char name[SCRIPT_MAX_NAME + 16];
 	struct plan_diag diag;

@@ -2455,6 +2455,45 @@ static void test_init(struct env *e)
 	}
 }
 
+/* A rank's share of a split tensor: the device computes the host's bytes
+ * (host_init_range_slice, itself checked against the whole tensor in
+ * t/unit/host-ops.c). [7, 24, 33] split on axis 1 in blocks 8 | 8 | 8 of
+ * which the share holds 2..5, 6..7 and 0..2. */
+static void test_init_slice(struct env *e)
+{
+	const int dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_I32 };
+	struct bcg_slice s = { .inner = 33, .share = 4 + 2 + 3, .full = 24, .nblocks = 3,
+	                       .at = { 0, 4, 6 }, .from = { 2, 8 + 6, 16 + 0 } };
+	const struct plan_init inits[] = {
+		{ .kind = PLAN_INIT_RANDOM, .seed = e->seed ^ 0x711u, .scale = 0.37 },
+		{ .kind = PLAN_INIT_ARANGE, .value = -3.25, .scale = 0.37 },
+		{ .kind = PLAN_INIT_CONST, .value = 1.5 },
+	};
+	int64_t count = 7 * 9 * 33;
+
+	for (int d = 0; d < 4; d++)
+		for (int k = 0; k < 3; k++) {
+			struct tbuf b;
+			char msg[256] = "";
+			void *got;
+			int rc;
+			tbuf_init(&b, dtypes[d], 1, &count, 0);
+			host_init_range_slice(b.host, dtypes[d], 0, (uint64_t)count, &inits[k], &s);
+			rc = cuda_init_slice(b.dev, dtypes[d], (uint64_t)count, &inits[k], &s, e->stream,
+			                     msg, sizeof msg);
+			CK(cudaStreamSynchronize(e->stream));
+			got = malloc(b.bytes);
+			if (!got)
+				bail("out of memory");
+			CK(cudaMemcpy(got, b.dev, b.bytes, cudaMemcpyDeviceToHost));
+			ok(rc == 0 && memcmp(got, b.host, b.bytes) == 0, "init of a share, %s kind %d: "
+			   "the host's bytes%s%s", dtype_name(dtypes[d]), inits[k].kind, rc ? ": " : "",
+			   rc ? msg : "");
+			free(got);
+			tbuf_free(&b);
+		}
+}
+
 /* --- errors -------------------------------------------------------------------- */
 
 static void test_errors(struct env *e)
@@ -2864,6 +2903,7 @@ int main(void)
 	test_gated_add(&e);
 	test_pdl(&e);
 	test_init(&e);
+	test_init_slice(&e);
 	test_errors(&e);
 
 	cublasDestroy(e.cublas);

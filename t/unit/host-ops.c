@@ -332,6 +332,38 @@ static double want_arange(int dt, const struct plan_init *init, uint64_t i)
 	return stored(dt, (float)(init->value + (double)i * init->scale));
 }
 
+/* A rank's share of a split tensor (tensor parallelism): the whole is
+ * [3, 10, 4] split on axis 1 in blocks of 4 and 6; the share holds
+ * elements 2..3 of the first block and 3..5 of the second, so its axis is
+ * 5 long. Element (o, c, k) of the share must be the whole tensor's
+ * element (o, whole axis index of c, k), worked out here by hand. */
+static void test_init_slice(void)
+{
+	const int64_t whole_axis[5] = { 2, 3, 4 + 3, 4 + 4, 4 + 5 };
+	struct bcg_slice s = { .inner = 4, .share = 5, .full = 10, .nblocks = 2,
+	                       .at = { 0, 2 }, .from = { 2, 4 + 3 } };
+	struct plan_init random = { .kind = PLAN_INIT_RANDOM, .seed = 11, .scale = 0.5 };
+	struct plan_init arange = { .kind = PLAN_INIT_ARANGE, .value = -3, .scale = 0.25 };
+	const struct plan_init *inits[2] = { &random, &arange };
+
+	for (int k = 0; k < 2; k++) {
+		struct op_tensor whole = T1(PLAN_DTYPE_F32, 3 * 10 * 4), share = T1(PLAN_DTYPE_F32, 3 * 5 * 4);
+		long bad = 0;
+		host_init_tensor(whole.data, PLAN_DTYPE_F32, 120, inits[k]);
+		/* in two parts, as the backend writes large tensors */
+		host_init_range_slice(share.data, PLAN_DTYPE_F32, 0, 17, inits[k], &s);
+		host_init_range_slice(share.data, PLAN_DTYPE_F32, 17, 60 - 17, inits[k], &s);
+		for (int64_t o = 0; o < 3; o++)
+			for (int64_t c = 0; c < 5; c++)
+				for (int64_t j = 0; j < 4; j++)
+					if (at(&share, (o * 5 + c) * 4 + j) !=
+					    at(&whole, (o * 10 + whole_axis[c]) * 4 + j))
+						bad++;
+		is_int(bad, 0, "init %s of a share: the whole tensor's elements at their places",
+		       k ? "arange" : "random");
+	}
+}
+
 static void test_init(void)
 {
 	const int all[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_I32 };
@@ -2092,6 +2124,7 @@ int main(void)
 	test_table();
 	test_load_store();
 	test_init();
+	test_init_slice();
 	test_fill();
 	test_copy();
 	test_binary(OP_ADD, "add");
