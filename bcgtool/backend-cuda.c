@@ -272,7 +272,7 @@ static int cuda_symmetric_wanted(char *msg, size_t len)
 		return -1;
 	}
 	if (c == NULL)
-		return 0;          /* one rank, or ranks as threads: nothing to share */
+		return 0;          /* one rank: nothing to share */
 	if (c->ops->mem_alloc == NULL) {
 		snprintf(msg, len, "BCG_NCCL_MEMORY=symmetric: this NCCL has no symmetric memory "
 		         "(it came with NCCL 2.27)");

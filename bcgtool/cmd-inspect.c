@@ -260,6 +260,10 @@ static void inspect_summary(struct inspect *in)
 	       plan_count_vars(plan) == 1 ? "" : "s", plan_count_tensors(plan),
 	       plan_count_tensors(plan) == 1 ? "" : "s", plan_count_ops(plan),
 	       plan_count_ops(plan) == 1 ? "" : "s");
+	if (plan_get_dist(plan)->world > 1) {
+		inspect_key(in, "ranks");
+		printf("%s\n", plan_dist_text(plan, a, sizeof a));
+	}
 	inspect_key(in, "features");
 	printf("%s\n", m->features & PLAN_FEATURE_PDL ?
 	       "pdl (kernels launched with programmatic dependent launch)" :
@@ -971,6 +975,7 @@ static int cmd_inspect_exec(int argc, char **argv)
 		inspect_recorded(plan, in.path, in.variant, &in.st, what);
 	} else if (sections == 0) {
 		inspect_summary(&in);
+		inspect_ranks(&in);
 	} else {
 		if (sections & SEC_DIMS)
 			inspect_dims(&in);

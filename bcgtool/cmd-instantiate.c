@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd-tp.h"
+#include "dist/dist.h"
 #include "engine/instantiate.h"
 #include "engine/schedule.h"
 #include "record/rebuild.h"
@@ -27,7 +29,7 @@ static int cmd_instantiate_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_instantiate_entry = {
 	.name = "instantiate",
-	.usage = "[--backend B] [--allow-drift] [--rebase] [--json] PLAN",
+	.usage = "[--backend B] [--allow-drift] [--rebase] [--json] [--timeout S] PLAN",
 	.summary = "rebuild a plan's graphs and check they match",
 	.options =
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -37,6 +39,8 @@ const struct cmd_entry cmd_instantiate_entry = {
 		"      --rebase       recorded plans: make every allocation anywhere, not\n"
 		"                     at its recorded address, and patch the addresses\n"
 		"      --json         print JSON instead of tables\n"
+		"      --timeout S    tensor-parallel plans: a rank silent this long in a\n"
+		"                     collective fails (default 60)\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_instantiate_exec,
 };
@@ -59,11 +63,15 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 	char first[64], last[64], ops[140];
 
 	printf("plan     %s\n", path);
-	printf("backend  %s%s%s%s (captured on %s%s%s%s)\n\n", e->be->name,
+	printf("backend  %s%s%s%s (captured on %s%s%s%s)\n", e->be->name,
 	       e->info.device[0] ? " (" : "", e->info.device, e->info.device[0] ? ")" : "",
 	       plan_backend_name(plan_get_meta(plan)->backend),
 	       plan_get_meta(plan)->device[0] ? " (" : "", plan_get_meta(plan)->device,
 	       plan_get_meta(plan)->device[0] ? ")" : "");
+	if (plan_get_dist(plan)->world > 1)
+		printf("ranks    %u: each rebuilt its own graphs; rank 0's shown, the others "
+		       "report only a drift\n", plan_get_dist(plan)->world);
+	printf("\n");
 	printf("%6s  %7s  %-34s  %11s  %9s  %s\n", "tokens", "segment", "ops", "nodes", "status",
 	       "reason");
 	for (uint32_t i = 0; i < rep->nsegments; i++) {
@@ -209,6 +217,78 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 	plan_json_free(j);
 }
 
+/* What every rank of an instantiate needs. */
+struct inst_ctx {
+	const plan_t *plan;          /* rank 0's, holding the others */
+	const char   *path, *backend;
+	int           json, allow_drift;
+	uint64_t      load_ns;
+};
+
+/* One rank: its plan's every variant rebuilt and checked; rank 0 (or the
+ * only rank) prints the report, another rank says only what drifted. */
+static int inst_rank(struct dist_comm *comm, void *arg)
+{
+	struct inst_ctx *c = arg;
+	int lead = comm == NULL || comm->rank == 0;
+	const plan_t *plan = comm != NULL ? plan_get_rank(c->plan, (uint32_t)comm->rank) : c->plan;
+	struct engine *e = NULL;
+	struct engine_error err = { .op = PLAN_NONE };
+	struct inst_report rep = { 0 };
+	uint64_t t0, open_ns;
+	int64_t max_tokens = 0;
+	char pre[32];
+	int rc;
+
+	if (plan == NULL) {
+		bcg_error("%s: rank %d is not in the plan", c->path, comm->rank);
+		return BCG_EXIT_USAGE;
+	}
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
+		if (plan_get_variant(plan, i)->tokens > max_tokens)
+			max_tokens = plan_get_variant(plan, i)->tokens;
+	t0 = bcg_now_ns();
+	if (engine_open(plan, c->backend, max_tokens, &e, &err) != 0)
+		goto fail;
+	open_ns = bcg_now_ns() - t0;
+	if (e->note[0] != '\0' && lead)
+		bcg_note("%s", e->note);
+	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
+		struct exec_variant x;
+		if (instantiate_variant(e, i, &x, &rep, &err) != 0)
+			goto fail;
+		exec_release(e, &x);
+	}
+	if (lead && c->json)
+		print_json(plan, c->path, e, &rep, c->load_ns, open_ns);
+	else if (lead)
+		print_text(plan, c->path, e, &rep, c->load_ns, open_ns);
+	else if (rep.drifted > 0 || e->weights_changed > 0)
+		bcg_error("%s: %s%u segment%s drifted, %u weight source%s changed since the "
+		          "capture", c->path, cmd_tp_prefix(comm, pre, sizeof pre), rep.drifted,
+		          BCG_S(rep.drifted), e->weights_changed, BCG_S(e->weights_changed));
+	rc = (rep.drifted > 0 || e->weights_changed > 0) && !c->allow_drift ? BCG_EXIT_NEGATIVE
+	                                                                     : BCG_EXIT_OK;
+	if (fflush(stdout) != 0)
+		rc = BCG_EXIT_RUNTIME;
+	goto out;
+fail:
+	{
+		const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
+		if (p[0] != '\0') {
+			char msg[sizeof err.msg];
+			snprintf(msg, sizeof msg, "%s%s", p, err.msg);
+			snprintf(err.msg, sizeof err.msg, "%s", msg);
+		}
+	}
+	engine_report(&err, plan, NULL);
+	rc = err.exit;
+out:
+	inst_report_release(&rep);
+	engine_close(e);
+	return rc;
+}
+
 static int cmd_instantiate_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -216,6 +296,7 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		{ "allow-drift", no_argument, NULL, 'A' },
 		{ "rebase", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -223,11 +304,9 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	const char *backend = cmd_default_backend();
 	int allow_drift = 0, json = 0, rebase = 0, c, rc;
 	plan_t *plan = NULL;
-	struct engine *e = NULL;
-	struct engine_error err = { .op = PLAN_NONE };
-	struct inst_report rep = { 0 };
-	uint64_t t0, load_ns, open_ns;
-	int64_t max_tokens = 0;
+	struct inst_ctx ctx = { 0 };
+	double timeout_s = CMD_TP_TIMEOUT;
+	uint64_t t0, load_ns;
 
 	while ((c = cmd_getopt(self, argc, argv, "b:h", longopts)) != -1) {
 		switch (c) {
@@ -235,6 +314,10 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		case 'A': allow_drift = 1; break;
 		case 'r': rebase = 1; break;
 		case 'J': json = 1; break;
+		case 'T':
+			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
+				return BCG_EXIT_USAGE;
+			break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
@@ -261,36 +344,20 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		plan_free(plan);
 		return cmd_usage_error(self, "--rebase applies to recorded plans only");
 	}
-	for (uint32_t i = 0; i < plan_count_variants(plan); i++)
-		if (plan_get_variant(plan, i)->tokens > max_tokens)
-			max_tokens = plan_get_variant(plan, i)->tokens;
-	t0 = bcg_now_ns();
-	if (engine_open(plan, backend, max_tokens, &e, &err) != 0)
-		goto fail;
-	open_ns = bcg_now_ns() - t0;
-	if (e->note[0] != '\0')
-		bcg_note("%s", e->note);
-	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
-		struct exec_variant x;
-		if (instantiate_variant(e, i, &x, &rep, &err) != 0)
-			goto fail;
-		exec_release(e, &x);
+	ctx.plan = plan;
+	ctx.path = argv[optind];
+	ctx.backend = backend;
+	ctx.json = json;
+	ctx.allow_drift = allow_drift;
+	ctx.load_ns = load_ns;
+	if (plan_get_dist(plan)->world > 1) {
+		struct dist_opts dopts;
+		ctx.backend = cmd_tp_opts(&dopts, "instantiate", backend,
+		                          (int)plan_get_dist(plan)->world, timeout_s);
+		rc = dist_run(&dopts, inst_rank, &ctx);
+	} else {
+		rc = inst_rank(NULL, &ctx);
 	}
-	if (json)
-		print_json(plan, argv[optind], e, &rep, load_ns, open_ns);
-	else
-		print_text(plan, argv[optind], e, &rep, load_ns, open_ns);
-	rc = (rep.drifted > 0 || e->weights_changed > 0) && !allow_drift ? BCG_EXIT_NEGATIVE
-	                                                                 : BCG_EXIT_OK;
-	if (fflush(stdout) != 0)
-		rc = BCG_EXIT_RUNTIME;
-	goto out;
-fail:
-	engine_report(&err, plan, NULL);
-	rc = err.exit;
-out:
-	inst_report_release(&rep);
-	engine_close(e);
 	plan_free(plan);
 	return rc;
 }

@@ -15,6 +15,9 @@
  * With --trace or --synthetic, replay serves requests instead
  * (serve/cli.h): a scheduler forms each step's batch, and the dispatch
  * policy runs it on a variant or eagerly.
+ * A tensor-parallel plan (several ranks in one file) replays on as many
+ * ranks (dist/dist.h: threads on the host, one process a GPU on cuda),
+ * each rank its own plan, every step together; rank 0 prints.
  * A recorded plan goes to record/recorded-replay.c: every variant in turn
  * (or --variant), its breaks' launches as recorded, step times against
  * the recorded run's.
@@ -27,6 +30,8 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd-tp.h"
+#include "dist/dist.h"
 #include "engine/generate.h"
 #include "engine/replay.h"
 #include "profile/replay-trace.h"
@@ -42,7 +47,7 @@ const struct cmd_entry cmd_replay_entry = {
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
-	         "[--variant V] [--fill F] [--seed S] [--rebase] PLAN",
+	         "[--variant V] [--fill F] [--seed S] [--rebase] [--timeout S] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -81,6 +86,8 @@ const struct cmd_entry cmd_replay_entry = {
 		"      --seed S     the seed of --fill random (default 1)\n"
 		"      --rebase     recorded plans: make every allocation anywhere, not at\n"
 		"                   its recorded address, and patch the addresses\n"
+		"      --timeout S  tensor-parallel plans: a rank silent this long in a\n"
+		"                   collective fails the replay (default 60)\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
@@ -92,6 +99,9 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 
 	printf("plan         %s\n", path);
 	printf("backend      %s%s%s%s\n", backend, device[0] ? " (" : "", device, device[0] ? ")" : "");
+	if (plan_get_dist(plan)->world > 1)
+		printf("ranks        %u, every step on all of them together (rank 0's figures)\n",
+		       plan_get_dist(plan)->world);
 	if (r->variant == PLAN_NONE)
 		printf("tokens       %lld: above every capture size, run eagerly (%u op%s)\n",
 		       (long long)r->tokens, r->breakpoints, BCG_S(r->breakpoints));
@@ -141,7 +151,6 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 			printf("check        within bounds of eager (relative error %.2g)\n",
 			       r->check_error);
 	}
-	(void)plan;
 }
 
 static void print_json(const plan_t *plan, const char *path, const struct replay_opts *o,
@@ -278,7 +287,7 @@ static int replay_gen_step(void *ctx, struct engine *e, int64_t real, uint64_t s
 
 static int replay_generate(const plan_t *plan, const char *path, const char *backend,
                            const char *prompt, uint64_t n, uint64_t warmup, const char *logits,
-                           int json)
+                           int json, int lead)
 {
 	struct gen_opts o = { .ntokens = n, .logits = logits, .warmup = warmup };
 	struct gen_result r = { 0 };
@@ -313,12 +322,13 @@ static int replay_generate(const plan_t *plan, const char *path, const char *bac
 			max_tokens = plan_get_variant(plan, i)->tokens;
 	if (engine_open(plan, backend, max_tokens, &e, &err) != 0)
 		goto fail;
-	if (e->note[0] != '\0')
+	if (e->note[0] != '\0' && lead)
 		bcg_note("%s", e->note);
 	engine_warn_weights(e);
 	if (generate(e, &o, &d, &r, &err) != 0)
 		goto fail;
-	gen_print(stdout, &o, &r, json, "plan", path, e->be->name, e->info.device);
+	if (lead)
+		gen_print(stdout, &o, &r, json, "plan", path, e->be->name, e->info.device);
 	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
 	goto out;
 fail:
@@ -334,6 +344,97 @@ out:
 	engine_close(e);
 	free(ids);
 	return rc;
+}
+
+/* What every rank of a replay needs (one rank: the plan's only one). */
+struct replay_ctx {
+	const struct cmd_entry *self;
+	const plan_t           *plan;       /* rank 0's, holding the others */
+	const char             *path, *prompt, *logits, *trace;
+	uint64_t                ngen, gen_warmup;
+	int                     json;
+	struct replay_opts      o;
+	const struct serve_cli *serve;      /* non-NULL: serve a trace */
+	struct serve_cmd_opts   so;
+};
+
+/* One rank's replay: its plan; rank 0 (or the only rank) prints. */
+static int replay_rank(struct dist_comm *comm, void *arg)
+{
+	struct replay_ctx *c = arg;
+	int lead = comm == NULL || comm->rank == 0;
+	const plan_t *plan = comm != NULL ? plan_get_rank(c->plan, (uint32_t)comm->rank) : c->plan;
+	struct replay_result res = { 0 };
+	struct engine_error err = { .op = PLAN_NONE };
+	char pre[32];
+	int rc;
+
+	if (plan == NULL) {
+		bcg_error("%s: rank %d is not in the plan", c->path, comm->rank);
+		return BCG_EXIT_USAGE;
+	}
+	if (c->serve != NULL) {
+		struct serve_cmd_opts so = c->so;
+		so.quiet = !lead;
+		return serve_cmd_replay(c->self, plan, c->path, c->serve, &so);
+	}
+	if (c->prompt != NULL)
+		return replay_generate(plan, c->path, c->o.backend, c->prompt, c->ngen,
+		                       c->gen_warmup, lead ? c->logits : NULL, c->json, lead);
+	if (replay_plan(plan, &c->o, &res, &err) != 0) {
+		const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
+		if (p[0] != '\0') {
+			char msg[sizeof err.msg];
+			snprintf(msg, sizeof msg, "%s%s", p, err.msg);
+			snprintf(err.msg, sizeof err.msg, "%s", msg);
+		}
+		engine_report(&err, plan, NULL);
+		rc = err.exit;
+		goto out;
+	}
+	rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+	if (res.stats.partial)
+		rc = bcg_signal_status(bcg_interrupted());
+	if (!lead)
+		goto out;
+	if (res.note[0] != '\0')
+		bcg_note("%s", res.note);
+	if (res.variant == PLAN_NONE)
+		bcg_note("%lld tokens is above every capture size: running eagerly",
+		         (long long)res.tokens);
+	if (c->trace != NULL) {
+		char msg[512];
+		if (replay_write_trace(c->trace, &res, msg, sizeof msg) != 0) {
+			bcg_error("%s: %s", c->trace, msg);
+			rc = BCG_EXIT_RUNTIME;
+			goto out;
+		}
+	}
+	if (c->json) {
+		print_json(plan, c->path, &c->o, &res, res.backend, res.device);
+	} else {
+		if (strcmp(res.backend, "cuda") != 0)
+			cmd_note_host_timings();
+		print_text(plan, c->path, &c->o, &res, res.backend, res.device);
+	}
+	if (fflush(stdout) != 0)
+		rc = BCG_EXIT_RUNTIME;
+out:
+	replay_result_release(&res);
+	return rc;
+}
+
+/* The ranks of CTX's plan: one replays in place; several run together. */
+static int replay_ranks(struct replay_ctx *c, double timeout_s)
+{
+	uint32_t world = plan_get_dist(c->plan)->world;
+	struct dist_opts dopts;
+
+	if (world <= 1)
+		return replay_rank(NULL, c);
+	c->o.backend = cmd_tp_opts(&dopts, "replay", c->o.backend, (int)world, timeout_s);
+	c->so.backend = c->o.backend;
+	return dist_run(&dopts, replay_rank, c);
 }
 
 static int cmd_replay_exec(int argc, char **argv)
@@ -354,6 +455,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "fill", required_argument, NULL, 'F' + 256 },
 		{ "seed", required_argument, NULL, 'S' + 256 },
 		{ "rebase", no_argument, NULL, 'r' + 256 },
+		{ "timeout", required_argument, NULL, 'T' + 256 },
 		{ "help", no_argument, NULL, 'h' },
 		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -367,8 +469,8 @@ static int cmd_replay_exec(int argc, char **argv)
 	struct replay_opts o = {
 		.backend = cmd_default_backend(), .steps = 100, .warmup = 10, .nvtx = 1,
 	};
-	struct replay_result res = { 0 };
-	struct engine_error err = { .op = PLAN_NONE };
+	struct replay_ctx ctx = { .self = &cmd_replay_entry };
+	double timeout_s = CMD_TP_TIMEOUT;
 	plan_t *plan = NULL;
 	const char *trace = NULL;
 	long long v;
@@ -423,6 +525,10 @@ static int cmd_replay_exec(int argc, char **argv)
 			recorded_only = 1;
 			break;
 		case 'r' + 256: ro.flags |= RR_REBASE; recorded_only = 1; break;
+		case 'T' + 256:
+			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
+				return BCG_EXIT_USAGE;
+			break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default:
 			if (serve_cli_option(self, &serve, c, optarg) != 1)
@@ -448,7 +554,12 @@ static int cmd_replay_exec(int argc, char **argv)
 			return cmd_usage_error(self, "a recorded plan replays its recorded steps: it "
 			                       "serves no trace");
 		}
-		rc = serve_cmd_replay(self, plan, argv[optind], &serve, &so);
+		ctx.plan = plan;
+		ctx.path = argv[optind];
+		ctx.serve = &serve;
+		ctx.so = so;
+		ctx.o = o;
+		rc = replay_ranks(&ctx, timeout_s);
 		plan_free(plan);
 		return rc;
 	}
@@ -481,45 +592,16 @@ static int cmd_replay_exec(int argc, char **argv)
 		return cmd_usage_error(self, "--variant, --fill, --seed and --rebase apply to "
 		                       "recorded plans only");
 	}
-	if (prompt != NULL) {
-		rc = replay_generate(plan, argv[optind], o.backend, prompt,
-		                     ngen ? (uint64_t)ngen : 1, warmup_given ? o.warmup : 1, logits,
-		                     json);
-		plan_free(plan);
-		return rc;
-	}
-	if (replay_plan(plan, &o, &res, &err) != 0) {
-		engine_report(&err, plan, NULL);
-		rc = err.exit;
-		goto out;
-	}
-	if (res.note[0] != '\0')
-		bcg_note("%s", res.note);
-	if (res.variant == PLAN_NONE)
-		bcg_note("%lld tokens is above every capture size: running eagerly",
-		         (long long)res.tokens);
-	if (trace != NULL) {
-		char msg[512];
-		if (replay_write_trace(trace, &res, msg, sizeof msg) != 0) {
-			bcg_error("%s: %s", trace, msg);
-			rc = BCG_EXIT_RUNTIME;
-			goto out;
-		}
-	}
-	if (json) {
-		print_json(plan, argv[optind], &o, &res, res.backend, res.device);
-	} else {
-		if (strcmp(res.backend, "cuda") != 0)
-			cmd_note_host_timings();
-		print_text(plan, argv[optind], &o, &res, res.backend, res.device);
-	}
-	rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
-	if (res.stats.partial)
-		rc = bcg_signal_status(bcg_interrupted());
-	if (fflush(stdout) != 0)
-		rc = BCG_EXIT_RUNTIME;
-out:
-	replay_result_release(&res);
+	ctx.plan = plan;
+	ctx.path = argv[optind];
+	ctx.prompt = prompt;
+	ctx.logits = logits;
+	ctx.trace = trace;
+	ctx.ngen = ngen ? (uint64_t)ngen : 1;
+	ctx.gen_warmup = warmup_given ? o.warmup : 1;
+	ctx.json = json;
+	ctx.o = o;
+	rc = replay_ranks(&ctx, timeout_s);
 	plan_free(plan);
 	return rc;
 }

@@ -38,6 +38,10 @@ void inspect_range(uint32_t first, uint32_t count, char *buf, size_t len);
 /* --nodes: each wanted variant's segments' nodes. */
 void inspect_nodes(struct inspect *in);
 
+/* A tensor-parallel plan's ranks side by side (inspect-ranks.c); nothing
+ * for a plan of one rank. */
+void inspect_ranks(struct inspect *in);
+
 /* --stats: capture statistics, segments' times, a histogram of kernels. */
 void inspect_stats(struct inspect *in);
 

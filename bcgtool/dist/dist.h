@@ -74,10 +74,11 @@ void dist_host_group_free(struct dist_host_group *g);
  * parent's CUDA. 0 GPUs in a build without CUDA. 0, or -1 with MSG. */
 int dist_gpu_count(int *count, char *msg, size_t len);
 
-/* The communicator of this process's rank while it runs (ranks as
- * processes, forked or an external launcher's); NULL otherwise: one rank,
- * or ranks as threads. The CUDA backend asks it for the arena's memory
- * (BCG_NCCL_MEMORY=symmetric: NCCL's symmetric windows). */
+/* The communicator of the rank this thread runs while its rank_main runs
+ * (every launcher sets it); NULL otherwise: one rank. An engine opened
+ * then launches its collectives through it; the CUDA backend asks it for
+ * the arena's memory (BCG_NCCL_MEMORY=symmetric: NCCL's symmetric
+ * windows). */
 struct dist_comm *dist_self(void);
 void dist_self_set(struct dist_comm *comm);      /* the launchers: around rank_main */
 

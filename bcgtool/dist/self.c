@@ -1,14 +1,16 @@
 /*
- * dist/self.c - this process's rank's communicator while it runs, for the
- * parts of bcgtool that have no communicator passed to them (the CUDA
- * backend's arena). Apart from launch.c so that what links the backend
+ * dist/self.c - the communicator of the rank running on this thread, for
+ * the parts of bcgtool that have no communicator passed to them: the
+ * engine opened by a rank takes it (engine_open), the CUDA backend asks
+ * it for the arena's memory. Apart from launch.c so that what links the backend
  * alone (unit tests) needs nothing else of dist/.
  */
 #include "config.h"
 
 #include "dist.h"
 
-static struct dist_comm *self;
+/* Per thread: ranks as threads run one a thread. */
+static _Thread_local struct dist_comm *self;
 
 struct dist_comm *dist_self(void)
 {

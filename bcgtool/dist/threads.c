@@ -26,7 +26,9 @@ static void *rank_thread_main(void *p)
 {
 	struct rank_thread *t = p;
 
+	dist_self_set(t->comm);
 	t->rc = t->fn(t->comm, t->arg);
+	dist_self_set(NULL);
 	if (t->rc != 0)
 		t->comm->ops->abort(t->comm);
 	return NULL;

@@ -13,6 +13,7 @@
 
 #include "batch.h"
 #include "cmd.h"
+#include "dist/dist.h"
 #include "engine.h"
 #include "memplan.h"
 #include "model/safetensors.h"
@@ -728,6 +729,7 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 	if ((e = calloc(1, sizeof *e)) == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 	e->plan = program;
+	e->comm = dist_self();      /* a rank's engine: its communicator */
 	e->nops = plan_count_ops(program);
 	e->max_tokens = max_tokens;
 	e->eager_tokens = eager_tokens > max_tokens ? eager_tokens : max_tokens;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "dist/comm.h"
 #include "exec.h"
 #include "util.h"
 
@@ -188,9 +189,15 @@ void exec_release(struct engine *e, struct exec_variant *v)
 int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
               const struct exec_marks *marks, struct engine_error *err)
 {
-	char label[32];
+	char label[48];
 
-	snprintf(label, sizeof label, "step %llu", (unsigned long long)step);
+	/* A rank of a tensor-parallel run names itself: its ranges sit beside
+	 * the other ranks' in one Nsight Systems timeline. */
+	if (e->comm != NULL && e->comm->world > 1)
+		snprintf(label, sizeof label, "rank %d step %llu", e->comm->rank,
+		         (unsigned long long)step);
+	else
+		snprintf(label, sizeof label, "step %llu", (unsigned long long)step);
 	nvtx_push(e->nvtx, NVTX_KIND_STEP, label);
 	if (marks != NULL && marks->host_ns != NULL)
 		marks->host_ns[0] = bcg_now_ns();

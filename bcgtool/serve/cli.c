@@ -240,9 +240,10 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 	rc = BCG_EXIT_RUNTIME;
 	if (engine_open_above(plan, o->backend, max_tokens, ro.sched.token_budget, &e, &err) != 0)
 		goto fail;
-	if (e->note[0] != '\0')
+	if (e->note[0] != '\0' && !o->quiet)
 		bcg_note("%s", e->note);
-	serve_cli_warn_modelled(path, &ro.sched);
+	if (!o->quiet)
+		serve_cli_warn_modelled(path, &ro.sched);
 	if (o->nvtx)
 		e->nvtx = nvtx_open();
 	for (built = 0; built < nv; built++)
@@ -250,6 +251,10 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 			goto fail;
 	if (serve_run(e, sizes, x, nv, &t, &ro, &res, &err) != 0)
 		goto fail;
+	if (o->quiet) {
+		rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+		goto out;
+	}
 	if (o->json) {
 		struct plan_json *j = plan_json_new(stdout);
 		if (j == NULL) {

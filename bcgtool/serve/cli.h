@@ -59,6 +59,8 @@ struct serve_cmd_opts {
 	int         json;
 	int         tune;       /* bench: choose implementations by measurement */
 	uint32_t    features;   /* bench: PLAN_FEATURE_* */
+	int         quiet;      /* a tensor-parallel rank other than 0: serve,
+	                           print nothing (rank 0 prints) */
 };
 
 /* replay --trace: instantiate every variant of PLAN (read from PATH) and
