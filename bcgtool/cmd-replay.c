@@ -227,6 +227,9 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 			plan_json_string(j, pv->items[i].kind == PLAN_ITEM_SEGMENT ? "segment" : "breakpoint");
 			plan_json_key(j, "index");
 			plan_json_uint(j, pv->items[i].index);
+			plan_json_key(j, "name");
+			plan_json_string(j, pv->items[i].kind == PLAN_ITEM_SEGMENT ? "" :
+			                 plan_get_breakpoint(plan, pv->items[i].index)->name);
 			plan_json_key(j, "busy_ms");
 			plan_json_double(j, st->item_busy[i]);
 			plan_json_object_end(j);

@@ -81,6 +81,10 @@
 #             the plan loaded and every graph instantiated in a new process
 #             (instantiate --json; target: <= 0.25 s beyond the weights);
 #             with a .gpu/before tree, its capture of the same sizes too
+#   tp        tensor parallelism on two GPUs: the 1B- and 8B-shaped samples at
+#             TP=1 and 2, T=1 and 8, full and breakable, default and NCCL
+#             symmetric memory; the collectives' kernels under nsys; a rank
+#             killed mid-replay; a serving trace at TP=2
 #   tpshard   tensor parallelism on the device (issue 25; run check first,
 #             on two GPUs): t/unit/cuda-ops' init of a rank's share against
 #             the host, and t/t3800's --backend cuda --tp 2 runs of the
@@ -970,6 +974,133 @@ PY
 		if [ -n "$NSYS" ] && [ -f replay-llama.nsys-rep ]; then
 			kernel_table "$NSYS" replay-llama.nsys-rep
 		fi
+		;;
+	tp)
+		# Tensor parallelism on two GPUs (issue 25; run check first, on
+		# nvidia-h100-x2 or nvidia-h200-x2). The Llama-3.2-1B- and
+		# Llama-3.1-8B-shaped bf16 samples at TP=1 and TP=2, decode T=1
+		# and T=8, full (collectives captured) and breakable (collectives
+		# and attention as breakpoints), captured with --verify
+		# first-and-largest; replayed 300 steps after 30, the TP=2 plans
+		# also with BCG_NCCL_MEMORY=symmetric (the arena in NCCL's
+		# symmetric memory). Then the collectives' kernels under Nsight
+		# Systems (8B, T=1, full and breakable, default and symmetric
+		# memory), a rank killed mid-replay, and a serving trace at TP=2.
+		# Target: 8B full T=1 at TP=2 <= 0.6 x TP=1.
+		tp_rep() {  # NAME PLAN TOKENS [ENV]: replay --json into tp-NAME.json
+			env ${4:-BCG_NCCL_MEMORY=default} "$B" replay --backend cuda --tokens $3 \
+				--steps 300 --warmup 30 --json "$2" >tp-$1.json 2>tp-$1.err
+			say "tp replay $1: exit $? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("step %.4f ms, busy %.4f ms" % (d["step_ms"]["median"], d["busy_ms"]))' tp-$1.json 2>/dev/null)"
+			grep '^bcgtool\|rank' tp-$1.err | head -3 | sed 's/^/  /' | tee -a "$summary"
+		}
+		for m in llama-3.2-1b llama-3.1-8b; do
+			for n in 1 2; do
+				for mode in full breakable; do
+					t0=$(date +%s%N)
+					"$B" capture --backend cuda --tp $n --mode $mode --tokens 1,8 \
+						--verify first-and-largest -o tp-$m-$n-$mode.plan "$S/$m.yaml" \
+						>tp-cap-$m-$n-$mode.txt 2>&1
+					say "tp capture $m --tp $n $mode: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+					grep '^bcgtool' tp-cap-$m-$n-$mode.txt | head -3 | sed 's/^/  /' | tee -a "$summary"
+					for t in 1 8; do
+						tp_rep $m-$n-$mode-$t tp-$m-$n-$mode.plan $t
+						[ $n = 2 ] && tp_rep $m-$n-$mode-$t-sym tp-$m-$n-$mode.plan $t \
+							BCG_NCCL_MEMORY=symmetric
+					done
+				done
+			done
+			"$B" inspect tp-$m-2-breakable.plan 2>&1 | sed -n '/^ranks (/,/^$/p' | sed 's/^/  /' |
+				tee -a "$summary"
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+def get(n):
+    try:
+        d = json.load(open("tp-%s.json" % n))
+        return d["step_ms"]["median"], d["busy_ms"], d
+    except Exception:
+        return None, None, None
+for m in ("llama-3.2-1b", "llama-3.1-8b"):
+    for t in (1, 8):
+        row = []
+        for n in (1, 2):
+            for mode in ("full", "breakable"):
+                s, b, _ = get("%s-%d-%s-%d" % (m, n, mode, t))
+                row.append("TP%d %s %s" % (n, mode, "%.4f" % s if s else "-"))
+        for mode in ("full", "breakable"):
+            s, b, _ = get("%s-2-%s-%d-sym" % (m, mode, t))
+            row.append("TP2 %s sym %s" % (mode, "%.4f" % s if s else "-"))
+        print("tp %s T=%d step ms: %s" % (m, t, "; ".join(row)))
+        s1, _, _ = get("%s-1-full-%d" % (m, t))
+        for tag in ("%s-2-full-%d" % (m, t), "%s-2-full-%d-sym" % (m, t)):
+            s2, _, _ = get(tag)
+            if s1 and s2:
+                print("  %s / TP1 full = %.3f%s" % (tag, s2 / s1,
+                      "  (target <= 0.6)" if m == "llama-3.1-8b" and t == 1 else ""))
+        # the collective breakpoints of breakable TP2: busy time of each
+        for tag in ("%s-2-breakable-%d" % (m, t), "%s-2-breakable-%d-sym" % (m, t)):
+            _, _, d = get(tag)
+            if not d:
+                continue
+            col = [i["busy_ms"] for i in d.get("items", []) if i.get("kind") == "breakpoint"
+                   and ("all_reduce" in i.get("name", "") or "all_gather" in i.get("name", ""))]
+            att = [i["busy_ms"] for i in d.get("items", []) if i.get("kind") == "breakpoint"
+                   and "attn" in i.get("name", "")]
+            if col:
+                col.sort()
+                print("  %s: %d collective breaks, median %.4f ms each (attention breaks %d, median %.4f ms)" % (
+                      tag, len(col), col[len(col) // 2], len(att), sorted(att)[len(att) // 2] if att else 0))
+PY
+		# The collectives' kernels: Nsight Systems on both ranks.
+		for mode in full breakable; do
+			for mem in default symmetric; do
+				sh "$top/.gpu/nsys-profile" "$log/tp-nsys-$mode-$mem" env BCG_NCCL_MEMORY=$mem \
+					"$B" replay --backend cuda --tokens 1 --steps 50 --warmup 5 \
+					tp-llama-3.1-8b-2-$mode.plan >tp-nsys-$mode-$mem.txt 2>&1
+				NSYS=$(sed -n 's/^NSYS=//p' tp-nsys-$mode-$mem.txt)
+				say "tp nsys 8B TP=2 T=1 $mode $mem: $NSYS"
+				if [ -n "$NSYS" ] && [ -f tp-nsys-$mode-$mem.nsys-rep ]; then
+					kernel_table "$NSYS" tp-nsys-$mode-$mem.nsys-rep 2>&1 | grep -i -E 'nccl|kernels by' |
+						tee -a "$summary" >/dev/null
+				fi
+			done
+		done
+		# A rank killed mid-replay: the other exits within the timeout.
+		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
+			tp-llama-3.2-1b-2-full.plan >tp-kill.out 2>tp-kill.err &
+		rp=$!
+		sleep 8
+		r1=$(pgrep -P $rp | tail -1)
+		t0=$(date +%s)
+		[ -n "$r1" ] && kill -9 $r1
+		wait $rp
+		rc=$?
+		say "tp kill: rank pid $r1 killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
+		grep '^bcgtool\|\[rank' tp-kill.err | head -5 | sed 's/^/  /' | tee -a "$summary"
+		sleep 1
+		say "tp kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
+		# A serving trace at TP=2: the serving sample with its splits.
+		sed -e "s/seed: 100}}/seed: 100}, split: {axis: 0, blocks: [H, KVW, KVW], unit: HD}}/" \
+		    -e "s/seed: 400}}/seed: 400}, split: {axis: 1, unit: HD}}/" \
+		    -e "s/seed: 500}}/seed: 500}, split: {axis: 0, blocks: [F, F]}}/" \
+		    -e "s/seed: 600}}/seed: 600}, split: {axis: 1}}/" \
+		    -e "s/^\(  [kv]_cache: .*count: L\)}/\1, split: {axis: 2, unit: HD}}/" \
+		    -e "s/^\(  qkv: .*\)}\$/\1, split: {axis: 1, blocks: [H, KVW, KVW], unit: HD}}/" \
+		    -e "s/^\(  q: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
+		    -e "s/^\(  att: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
+		    -e "s/^\(  act: .*\)}\$/\1, split: {axis: 1}}/" \
+		    "$S/llama-serve.yaml" >tp-serve.yaml
+		say "tp serve: $(grep -c 'split:' tp-serve.yaml) tensors split"
+		for n in 1 2; do
+			"$B" capture --backend cuda --tp $n --verify first-and-largest -o tp-serve-$n.plan \
+				tp-serve.yaml >tp-serve-cap-$n.txt 2>&1
+			say "tp serve capture --tp $n: exit $?"
+			"$B" replay --backend cuda --trace "$S/traces/decode-heavy.jsonl" --check \
+				tp-serve-$n.plan >tp-serve-$n.txt 2>&1
+			say "tp serve replay --tp $n decode-heavy: exit $?"
+			grep -E 'tokens/s|^check|^steps' tp-serve-$n.txt | head -4 | sed 's/^/  /' |
+				tee -a "$summary"
+		done
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a
