@@ -59,6 +59,13 @@ struct dist_watchdog;
 int  dist_watchdog_start(struct dist_watchdog **out, struct dist_comm *comm, double timeout_s,
                          int notice_fd, char *msg, size_t len);
 void dist_watchdog_stop(struct dist_watchdog *w);
+/* Whether this process's watchdog has fired (it aborts the communicator,
+ * which lets a wait of another thread return as if the work were done,
+ * then exits 3): 1 from before the abort on. dist_fired_wait() never
+ * returns once it has fired (the watchdog ends the process); else it
+ * returns at once. */
+int  dist_fired(void);
+void dist_fired_wait(void);
 
 /*
  * The environment of an external launcher: WORLD_SIZE, RANK and

@@ -284,9 +284,10 @@ static void rank_child(const struct dist_opts *opts, const struct dist_transport
 	dist_self_set(comm);
 	st = rank_main(comm, arg);
 	dist_self_set(NULL);
+	fflush(NULL);
+	dist_fired_wait();         /* what rank_main saw after an abort is no result */
 	dist_watchdog_stop(w);
 	dist_comm_destroy(comm);
-	fflush(NULL);
 	_exit(st >= 0 && st <= 255 ? st : 3);
 }
 
@@ -678,6 +679,8 @@ int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void
 	dist_self_set(comm);
 	st = rank_main(comm, arg);
 	dist_self_set(NULL);
+	fflush(NULL);
+	dist_fired_wait();
 	dist_watchdog_stop(w);
 	dist_comm_destroy(comm);
 	return st;

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,24 @@ double dist_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Set once the watchdog has given up on the group, before the abort
+ * that wakes the rank's other threads: what they see after it is no
+ * result, and the process is about to exit 3. */
+static atomic_int watchdog_fired;
+
+int dist_fired(void)
+{
+	return atomic_load(&watchdog_fired);
+}
+
+void dist_fired_wait(void)
+{
+	if (!atomic_load(&watchdog_fired))
+		return;
+	for (;;)
+		pause();       /* the watchdog's _exit(3), or its reaper's */
+}
+
 static void *watchdog_reaper(void *arg)
 {
 	(void)arg;
@@ -79,6 +98,7 @@ static void watchdog_fire(struct dist_watchdog *w, const char *what, double sinc
 		        "(a rank is gone?)\n", c->rank, what, w->timeout_s);
 	fflush(stderr);
 	fflush(stdout);
+	atomic_store(&watchdog_fired, 1);
 	/* ncclCommAbort waits for the communicator's threads; should it
 	 * block too, the process still ends. */
 	if (pthread_create(&t, NULL, watchdog_reaper, NULL) == 0)

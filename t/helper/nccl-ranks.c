@@ -36,6 +36,7 @@
 #include <cuda_runtime_api.h>
 
 #include "dist/dist.h"
+#include "dist/internal.h"
 #include "ops/numeric.h"
 #include "plan.h"
 
@@ -266,8 +267,10 @@ static int fault(struct dist_comm *c, const char *scenario, cudaStream_t s)
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		return 3;
 	}
-	/* Blocks until the watchdog ends this process. */
+	/* Blocks until the watchdog ends this process: its abort wakes the
+	 * wait, which is then no result (dist_fired_wait never returns). */
 	cudaStreamSynchronize(s);
+	dist_fired_wait();
 	printf("rank %d: the all_reduce completed without its peer\n", c->rank);
 	return 1;
 }
