@@ -63,8 +63,9 @@ extern "C" size_t cuda_all_gather_scratch_bytes(const struct op_call *call)
 	const struct op_tensor *out = &call->out[0];
 
 	/* Room for the shares before they are laid side by side (none is
-	 * needed for one row, but the bound must not shrink with T). */
-	return (size_t)cuda_numel(out) * cuda_dtype_size(out->dtype);
+	 * needed for one row, but the bound must not shrink with T), behind
+	 * the scratch counters, which other kernels need zero. */
+	return cuda_scratch_with_counters((size_t)cuda_numel(out) * cuda_dtype_size(out->dtype));
 }
 
 extern "C" int cuda_run_all_gather(const struct op_call *call, const struct cuda_op_ctx *ctx,
@@ -89,14 +90,17 @@ extern "C" int cuda_run_all_gather(const struct op_call *call, const struct cuda
 	if (rows == 1)
 		return dist_all_gather(call->comm, x->data, out->data, (uint64_t)C, x->dtype,
 		                       ctx->stream, msg, len);
-	if (ctx->scratch == NULL || ctx->scratch_bytes < need)
+	if (ctx->scratch == NULL || ctx->scratch_bytes < cuda_scratch_with_counters(need))
 		return cuda_fail(msg, len, "all_gather: %zu bytes of scratch given, %zu needed",
-		                 ctx->scratch ? ctx->scratch_bytes : 0, need);
-	if (dist_all_gather(call->comm, x->data, ctx->scratch, (uint64_t)(rows * C), x->dtype,
-	                    ctx->stream, msg, len) != 0)
+		                 ctx->scratch ? ctx->scratch_bytes : 0, cuda_scratch_with_counters(need));
+	/* The data scratch, behind the counters: a gather over them (as the
+	 * first version did) left the next argmax and attention counting
+	 * from garbage. */
+	if (dist_all_gather(call->comm, x->data, cuda_scratch_data(ctx), (uint64_t)(rows * C),
+	                    x->dtype, ctx->stream, msg, len) != 0)
 		return -1;
 	bcg_gather_cols_kernel<<<cuda_ew_blocks(world * rows * C, ctx->sm_count), CUDA_EW_THREADS,
-	                         0, ctx->stream>>>(static_cast<const char *>(ctx->scratch),
+	                         0, ctx->stream>>>(static_cast<const char *>(cuda_scratch_data(ctx)),
 	                                           static_cast<char *>(out->data), rows, C, world,
 	                                           (int)es);
 	return cuda_check_launch("bcg_gather_cols_kernel", msg, len);
