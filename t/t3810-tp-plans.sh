@@ -85,4 +85,27 @@ test_expect_success 'the serving sample, split: a trace served by 2 ranks as by 
 	test -s s1 && test_cmp s1 s2
 '
 
+# 12 layers: 24 partial sums and a gathered head, more inserted tensors
+# than the pass first makes room for (their names once dangled when it
+# made more).
+test_expect_success PYTHON3 'a deep split script: every inserted tensor keeps its name' '
+	sed -e "s/^  L: 32 .*/  L: 12/" -e "s/^  V: 128256.*/  V: 512/" -e "s/^  S: 2048.*/  S: 64/" \
+	    -e "s/^  F: 14336.*/  F: 256/" -e "s/^  H: 4096.*/  H: 512/" -e "s/^  NH: 32.*/  NH: 8/" \
+	    -e "s/^  NKV: 8 .*/  NKV: 4/" "$BCG_SRC_DIR/samples/llama-3.1-8b.yaml" >deep.yaml &&
+	test_grep "^  L: 12\$" deep.yaml &&
+	bcg capture --backend host --tp 2 --tokens 1,8 -o deep.plan deep.yaml >/dev/null &&
+	bcg inspect --json deep.plan >deep.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"deep.json\"))
+for plan in [d] + d[\"ranks\"]:
+    names = [t[\"name\"] for t in plan[\"tensors\"]]
+    partial = sorted(n for n in names if n.endswith(\".partial\"))
+    want = sorted([\"o.%d.partial\" % l for l in range(12)] + [\"down.%d.partial\" % l for l in range(12)])
+    assert partial == want, partial
+    assert \"w_head\" in names and \"logits.shard\" in names, names
+    assert all(names), names
+"
+'
+
 test_done

@@ -844,6 +844,8 @@ static int sh_build(struct sh *s, plan_t *dst)
 			size_t n = strlen(x->name);
 			snprintf(x->name + n, sizeof x->name - n, ".%u", nt + i);
 		}
+		/* its name lives in the array, which growing may have moved */
+		x->t.name = x->name;
 		if (plan_add_tensor(dst, &x->t, NULL, &diag) != 0)
 			return sh_fail(s, PLAN_NONE, PLAN_NONE, "%s", diag.message);
 	}
