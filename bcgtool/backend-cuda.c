@@ -76,8 +76,6 @@ struct backend {
 	struct cuda_op_ctx ctx;
 
 	void              *base;
-	struct dist_comm  *symmetric;             /* base is this communicator's
-	                                             symmetric memory (NCCL) */
 	uint64_t           arena_bytes;           /* the plan's arena, from base */
 	uint64_t           total_bytes;
 
@@ -101,6 +99,8 @@ struct backend {
 	/* Whether a router was launched, eagerly or into a graph: the
 	 * waits then read the routers' NaN check (cuda.h). */
 	int                routed;
+	int                capture_collectives;   /* a collective went into the
+	                                             capture in progress */
 
 	/* The capture in progress: nodes in creation order with their op. */
 	int                capturing;
@@ -122,6 +122,8 @@ struct backend {
 
 struct backend_graph {
 	cudaGraphExec_t exec;
+	int             collectives;  /* holds a rank's collectives: its launches
+	                                 are followed by the rank's watchdog */
 };
 
 #define CUDA_TRY(call, what)                                                    \
@@ -256,31 +258,6 @@ static uint64_t cuda_extra_bytes(struct backend *b, uint64_t scratch_bytes)
 	return ((scratch_bytes + 255) & ~(uint64_t)255) + CUDA_WORKSPACE_BYTES;
 }
 
-/* BCG_NCCL_MEMORY: "symmetric" puts a tensor-parallel rank's arena in
- * NCCL's symmetric memory, "default" (or unset) in cudaMalloc's. 1 when
- * symmetric memory is wanted and this rank's communicator has it, 0
- * when not, -1 with MSG when it was asked for and cannot be had. */
-static int cuda_symmetric_wanted(char *msg, size_t len)
-{
-	const char *v = getenv("BCG_NCCL_MEMORY");
-	struct dist_comm *c = dist_self();
-
-	if (v == NULL || *v == '\0' || strcmp(v, "default") == 0)
-		return 0;
-	if (strcmp(v, "symmetric") != 0) {
-		snprintf(msg, len, "BCG_NCCL_MEMORY=%s: symmetric or default", v);
-		return -1;
-	}
-	if (c == NULL)
-		return 0;          /* one rank: nothing to share */
-	if (c->ops->mem_alloc == NULL) {
-		snprintf(msg, len, "BCG_NCCL_MEMORY=symmetric: this NCCL has no symmetric memory "
-		         "(it came with NCCL 2.27)");
-		return -1;
-	}
-	return 1;
-}
-
 static void cuda_free(struct backend *b, void *base);
 
 static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_bytes,
@@ -291,21 +268,7 @@ static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_
 	uint64_t total = arena + cuda_extra_bytes(b, scratch_bytes);
 	cudaError_t e;
 
-	if (cuda_symmetric_wanted(msg, len) < 0)
-		return -1;
-	if (cuda_symmetric_wanted(msg, len) == 1) {
-		/* A rank's arena as NCCL's symmetric memory: its collectives
-		 * take the symmetric kernels (dist/comm.h's mem_alloc). */
-		struct dist_comm *c = dist_self();
-		if (c->ops->mem_alloc(c, (size_t)total, base, msg, len) != 0) {
-			*base = NULL;
-			return -1;
-		}
-		b->symmetric = c;
-		e = cudaSuccess;
-	} else {
-		e = cudaMalloc(base, (size_t)total);
-	}
+	e = cudaMalloc(base, (size_t)total);
 	if (e != cudaSuccess) {
 		char want[32], have[32];
 		size_t mfree = 0, mtotal = 0;
@@ -336,11 +299,7 @@ static void cuda_free(struct backend *b, void *base)
 {
 	if (b->stream != NULL)
 		cudaStreamSynchronize(b->stream);
-	if (b->symmetric != NULL && base == b->base)
-		b->symmetric->ops->mem_free(b->symmetric, base);
-	else
-		cudaFree(base);
-	b->symmetric = NULL;
+	cudaFree(base);
 	b->base = NULL;
 }
 
@@ -476,6 +435,8 @@ static int cuda_launch(struct backend *b, const struct op_call *call, char *msg,
 	}
 	if (call->kind->id == OP_MOE_ROUTER || call->kind->id == OP_MOE_ROUTER_PAGED)
 		b->routed = 1;
+	if (b->capturing && (call->kind->id == OP_ALL_REDUCE || call->kind->id == OP_ALL_GATHER))
+		b->capture_collectives = 1;
 	return fn(call, &b->ctx, msg, len);
 }
 
@@ -485,6 +446,7 @@ static int cuda_launch(struct backend *b, const struct op_call *call, char *msg,
 static int cuda_capture_begin(struct backend *b, char *msg, size_t len)
 {
 	b->nseen = 0;
+	b->capture_collectives = 0;
 	b->capture_t0 = bcg_now_ns();
 	/* Thread-local mode: a sync or an allocation from this thread while
 	 * capturing fails (and names the op that did it) instead of being
@@ -804,6 +766,8 @@ static int cuda_capture_end(struct backend *b, struct backend_graph **out,
 		goto fail;
 	}
 	t0 = bcg_now_ns();
+	g->collectives = b->capture_collectives;
+	b->capture_collectives = 0;
 	CUDA_TRY(cudaGraphInstantiate(&g->exec, graph, 0), "cudaGraphInstantiate");
 	if (rec != NULL)
 		rec->instantiate_ns = bcg_now_ns() - t0;
@@ -827,6 +791,11 @@ fail:
 static int cuda_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
 {
 	CUDA_TRY(cudaGraphLaunch(g->exec, b->stream), "cudaGraphLaunch");
+	/* A graph holding collectives: the rank's watchdog follows it, so
+	 * that a peer gone while it waits inside is named at once. */
+	if (g->collectives && dist_watch(dist_self(), b->stream, "a graph's collectives", msg,
+	                                 len) != 0)
+		return -1;
 	return 0;
 fail:
 	return -1;

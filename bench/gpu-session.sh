@@ -82,8 +82,8 @@
 #             (instantiate --json; target: <= 0.25 s beyond the weights);
 #             with a .gpu/before tree, its capture of the same sizes too
 #   tp        tensor parallelism on two GPUs: the 1B- and 8B-shaped samples at
-#             TP=1 and 2, T=1 and 8, full and breakable, default and NCCL
-#             symmetric memory; the collectives' kernels under nsys; a rank
+#             TP=1 and 2, T=1 and 8, full and breakable; the collectives'
+#             kernels under nsys; a rank
 #             killed mid-replay; a serving trace at TP=2
 #   tpshard   tensor parallelism on the device (issue 25; run check first,
 #             on two GPUs): t/unit/cuda-ops' init of a rank's share against
@@ -981,14 +981,12 @@ PY
 		# Llama-3.1-8B-shaped bf16 samples at TP=1 and TP=2, decode T=1
 		# and T=8, full (collectives captured) and breakable (collectives
 		# and attention as breakpoints), captured with --verify
-		# first-and-largest; replayed 300 steps after 30, the TP=2 plans
-		# also with BCG_NCCL_MEMORY=symmetric (the arena in NCCL's
-		# symmetric memory). Then the collectives' kernels under Nsight
-		# Systems (8B, T=1, full and breakable, default and symmetric
-		# memory), a rank killed mid-replay, and a serving trace at TP=2.
+		# first-and-largest; replayed 300 steps after 30. Then the
+		# collectives' kernels under Nsight Systems (8B, T=1, full and
+		# breakable), a rank killed mid-replay, and a serving trace at TP=2.
 		# Target: 8B full T=1 at TP=2 <= 0.6 x TP=1.
-		tp_rep() {  # NAME PLAN TOKENS [ENV]: replay --json into tp-NAME.json
-			env ${4:-BCG_NCCL_MEMORY=default} "$B" replay --backend cuda --tokens $3 \
+		tp_rep() {  # NAME PLAN TOKENS: replay --json into tp-NAME.json
+			"$B" replay --backend cuda --tokens $3 \
 				--steps 300 --warmup 30 --json "$2" >tp-$1.json 2>tp-$1.err
 			say "tp replay $1: exit $? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("step %.4f ms, busy %.4f ms" % (d["step_ms"]["median"], d["busy_ms"]))' tp-$1.json 2>/dev/null)"
 			grep '^bcgtool\|rank' tp-$1.err | head -3 | sed 's/^/  /' | tee -a "$summary"
@@ -1004,8 +1002,6 @@ PY
 					grep '^bcgtool' tp-cap-$m-$n-$mode.txt | head -3 | sed 's/^/  /' | tee -a "$summary"
 					for t in 1 8; do
 						tp_rep $m-$n-$mode-$t tp-$m-$n-$mode.plan $t
-						[ $n = 2 ] && tp_rep $m-$n-$mode-$t-sym tp-$m-$n-$mode.plan $t \
-							BCG_NCCL_MEMORY=symmetric
 					done
 				done
 			done
@@ -1027,18 +1023,15 @@ for m in ("llama-3.2-1b", "llama-3.1-8b"):
             for mode in ("full", "breakable"):
                 s, b, _ = get("%s-%d-%s-%d" % (m, n, mode, t))
                 row.append("TP%d %s %s" % (n, mode, "%.4f" % s if s else "-"))
-        for mode in ("full", "breakable"):
-            s, b, _ = get("%s-2-%s-%d-sym" % (m, mode, t))
-            row.append("TP2 %s sym %s" % (mode, "%.4f" % s if s else "-"))
         print("tp %s T=%d step ms: %s" % (m, t, "; ".join(row)))
         s1, _, _ = get("%s-1-full-%d" % (m, t))
-        for tag in ("%s-2-full-%d" % (m, t), "%s-2-full-%d-sym" % (m, t)):
+        for tag in ("%s-2-full-%d" % (m, t),):
             s2, _, _ = get(tag)
             if s1 and s2:
                 print("  %s / TP1 full = %.3f%s" % (tag, s2 / s1,
                       "  (target <= 0.6)" if m == "llama-3.1-8b" and t == 1 else ""))
         # the collective breakpoints of breakable TP2: busy time of each
-        for tag in ("%s-2-breakable-%d" % (m, t), "%s-2-breakable-%d-sym" % (m, t)):
+        for tag in ("%s-2-breakable-%d" % (m, t),):
             _, _, d = get(tag)
             if not d:
                 continue
@@ -1053,17 +1046,16 @@ for m in ("llama-3.2-1b", "llama-3.1-8b"):
 PY
 		# The collectives' kernels: Nsight Systems on both ranks.
 		for mode in full breakable; do
-			for mem in default symmetric; do
-				sh "$top/.gpu/nsys-profile" "$log/tp-nsys-$mode-$mem" env BCG_NCCL_MEMORY=$mem \
-					"$B" replay --backend cuda --tokens 1 --steps 50 --warmup 5 \
-					tp-llama-3.1-8b-2-$mode.plan >tp-nsys-$mode-$mem.txt 2>&1
-				NSYS=$(sed -n 's/^NSYS=//p' tp-nsys-$mode-$mem.txt)
-				say "tp nsys 8B TP=2 T=1 $mode $mem: $NSYS"
-				if [ -n "$NSYS" ] && [ -f tp-nsys-$mode-$mem.nsys-rep ]; then
-					kernel_table "$NSYS" tp-nsys-$mode-$mem.nsys-rep 2>&1 | grep -i -E 'nccl|kernels by' |
-						tee -a "$summary" >/dev/null
-				fi
-			done
+			sh "$top/.gpu/nsys-profile" "$log/tp-nsys-$mode" \
+				"$B" replay --backend cuda --tokens 1 --steps 50 --warmup 5 \
+				tp-llama-3.1-8b-2-$mode.plan >tp-nsys-$mode.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' tp-nsys-$mode.txt)
+			say "tp nsys 8B TP=2 T=1 $mode:"
+			if [ -n "$NSYS" ] && [ -f tp-nsys-$mode.nsys-rep ]; then
+				kernel_table "$NSYS" tp-nsys-$mode.nsys-rep >/dev/null 2>&1
+				grep -i -E 'nccl|kernels by' tp-nsys-$mode.nsys-rep.kern.csv | head -4 |
+					cut -c1-200 | sed 's/^/  /' | tee -a "$summary"
+			fi
 		done
 		# A rank killed mid-replay: the other exits within the timeout.
 		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \

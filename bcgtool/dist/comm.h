@@ -45,12 +45,6 @@ struct dist_comm_ops {
 	 * so far under the name WHAT. NULL: nothing to do. */
 	int  (*watch)(struct dist_comm *c, void *stream, const char *what, char *msg,
 	              size_t len);
-	/* Device memory the collectives reach by NCCL's symmetric path
-	 * (ncclMemAlloc'd, registered as a window with every rank): BYTES at
-	 * *P. Registration is collective: every rank makes the same calls in
-	 * the same order. NULL: the transport has no such memory. */
-	int  (*mem_alloc)(struct dist_comm *c, size_t bytes, void **p, char *msg, size_t len);
-	void (*mem_free)(struct dist_comm *c, void *p);
 };
 
 /* Every transport's communicator begins with this. */

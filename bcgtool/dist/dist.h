@@ -76,9 +76,8 @@ int dist_gpu_count(int *count, char *msg, size_t len);
 
 /* The communicator of the rank this thread runs while its rank_main runs
  * (every launcher sets it); NULL otherwise: one rank. An engine opened
- * then launches its collectives through it; the CUDA backend asks it for
- * the arena's memory (BCG_NCCL_MEMORY=symmetric: NCCL's symmetric
- * windows). */
+ * then launches its collectives through it; the CUDA backend's graphs that
+ * hold collectives are followed by its watchdog. */
 struct dist_comm *dist_self(void);
 void dist_self_set(struct dist_comm *comm);      /* the launchers: around rank_main */
 

@@ -84,13 +84,6 @@ struct nccl_launch {
 	char        what[NCCL_NAME];
 };
 
-/* Symmetric memory (mem_alloc): an allocation and its window. */
-#define NCCL_WINDOWS 8
-struct nccl_window {
-	void        *p;
-	ncclWindow_t win;
-};
-
 struct dist_nccl {
 	struct dist_comm   base;
 	ncclComm_t         comm;
@@ -107,7 +100,6 @@ struct dist_nccl {
 	int                in_call;     /* a thread is in an NCCL call here */
 	double             call_since;
 	char               call_what[NCCL_NAME];
-	struct nccl_window windows[NCCL_WINDOWS]; /* mem_alloc's, p NULL: free */
 };
 
 static int nccl_fail(struct dist_nccl *n, char *msg, size_t len, const char *what,
@@ -404,21 +396,12 @@ static void nccl_abort(struct dist_comm *c)
 		(void)ncclCommAbort(n->comm);
 }
 
-#if NCCL_VERSION_CODE >= 22700
-static void nccl_mem_free(struct dist_comm *c, void *p);
-#endif
-
 static void nccl_destroy(struct dist_comm *c)
 {
 	struct dist_nccl *n = (struct dist_nccl *)c;
 
 	if (n == NULL)
 		return;
-#if NCCL_VERSION_CODE >= 22700
-	for (unsigned i = 0; i < NCCL_WINDOWS; i++)
-		if (n->windows[i].p != NULL && n->comm != NULL)
-			nccl_mem_free(c, n->windows[i].p);
-#endif
 	if (n->comm != NULL && !atomic_load(&n->aborted)) {
 		ncclResult_t r = ncclCommFinalize(n->comm);
 
@@ -440,73 +423,6 @@ static void nccl_destroy(struct dist_comm *c)
 	free(n);
 }
 
-#if NCCL_VERSION_CODE >= 22700
-/* ncclMemAlloc, then a window of NCCL_WIN_COLL_SYMMETRIC over it: the
- * collectives on buffers inside it take NCCL's symmetric kernels, which
- * read and write the peers' windows directly (the low-latency path for
- * the few kilobytes of a decode step's all-reduce). */
-static int nccl_mem_alloc(struct dist_comm *c, size_t bytes, void **p, char *msg, size_t len)
-{
-	struct dist_nccl *n = (struct dist_nccl *)c;
-	struct nccl_window *w = NULL;
-	ncclResult_t r;
-
-	*p = NULL;
-	for (unsigned i = 0; i < NCCL_WINDOWS && w == NULL; i++)
-		if (n->windows[i].p == NULL)
-			w = &n->windows[i];
-	if (w == NULL) {
-		snprintf(msg, len, "rank %d: more than %d symmetric allocations", c->rank,
-		         NCCL_WINDOWS);
-		return -1;
-	}
-	r = ncclMemAlloc(&w->p, bytes);
-	if (r != ncclSuccess) {
-		w->p = NULL;
-		return nccl_fail(n, msg, len, "symmetric memory", "ncclMemAlloc", r);
-	}
-	nccl_enter(n, "window registration");
-	r = ncclCommWindowRegister(n->comm, w->p, bytes, &w->win, NCCL_WIN_COLL_SYMMETRIC);
-	if (r == ncclInProgress)
-		r = nccl_settle(n, n->timeout_s);
-	nccl_leave(n);
-	if (r != ncclSuccess) {
-		if (r == ncclInProgress)
-			snprintf(msg, len, "rank %d: ncclCommWindowRegister did not return within %g s "
-			         "(a rank is gone?)", c->rank, n->timeout_s);
-		else
-			nccl_fail(n, msg, len, "symmetric memory", "ncclCommWindowRegister", r);
-		(void)ncclMemFree(w->p);
-		w->p = NULL;
-		return -1;
-	}
-	*p = w->p;
-	return 0;
-}
-
-static void nccl_mem_free(struct dist_comm *c, void *p)
-{
-	struct dist_nccl *n = (struct dist_nccl *)c;
-
-	for (unsigned i = 0; i < NCCL_WINDOWS; i++) {
-		struct nccl_window *w = &n->windows[i];
-		if (p == NULL || w->p != p)
-			continue;
-		if (!atomic_load(&n->aborted)) {
-			ncclResult_t r = ncclCommWindowDeregister(n->comm, w->win);
-			if (r == ncclInProgress)
-				(void)nccl_settle(n, n->timeout_s);
-		}
-		(void)ncclMemFree(w->p);
-		w->p = NULL;
-	}
-}
-#define NCCL_MEM_ALLOC nccl_mem_alloc
-#define NCCL_MEM_FREE  nccl_mem_free
-#else
-#define NCCL_MEM_ALLOC NULL       /* symmetric windows came with NCCL 2.27 */
-#define NCCL_MEM_FREE  NULL
-#endif
 
 static const struct dist_comm_ops nccl_ops = {
 	.name = "nccl",
@@ -517,8 +433,6 @@ static const struct dist_comm_ops nccl_ops = {
 	.destroy = nccl_destroy,
 	.pending = nccl_pending,
 	.watch = nccl_watch,
-	.mem_alloc = NCCL_MEM_ALLOC,
-	.mem_free = NCCL_MEM_FREE,
 };
 
 static int nccl_make_id(void *id, char *msg, size_t len)

@@ -1,8 +1,8 @@
 /*
  * dist/self.c - the communicator of the rank running on this thread, for
  * the parts of bcgtool that have no communicator passed to them: the
- * engine opened by a rank takes it (engine_open), the CUDA backend asks
- * it for the arena's memory. Apart from launch.c so that what links the backend
+ * engine opened by a rank takes it (engine_open), the CUDA backend has
+ * its graphs with collectives followed by the rank's watchdog. Apart from launch.c so that what links the backend
  * alone (unit tests) needs nothing else of dist/.
  */
 #include "config.h"
