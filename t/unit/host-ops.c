@@ -361,6 +361,8 @@ static void test_init_slice(void)
 						bad++;
 		is_int(bad, 0, "init %s of a share: the whole tensor's elements at their places",
 		       k ? "arange" : "random");
+		drop(&whole);
+		drop(&share);
 	}
 }
 
