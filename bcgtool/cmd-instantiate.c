@@ -273,15 +273,7 @@ static int inst_rank(struct dist_comm *comm, void *arg)
 		rc = BCG_EXIT_RUNTIME;
 	goto out;
 fail:
-	{
-		const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
-		if (p[0] != '\0') {
-			char msg[sizeof err.msg];
-			snprintf(msg, sizeof msg, "%s%s", p, err.msg);
-			snprintf(err.msg, sizeof err.msg, "%s", msg);
-		}
-	}
-	engine_report(&err, plan, NULL);
+	cmd_tp_report(&err, plan, NULL, comm);
 	rc = err.exit;
 out:
 	inst_report_release(&rep);

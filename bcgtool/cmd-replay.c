@@ -369,7 +369,6 @@ static int replay_rank(struct dist_comm *comm, void *arg)
 	const plan_t *plan = comm != NULL ? plan_get_rank(c->plan, (uint32_t)comm->rank) : c->plan;
 	struct replay_result res = { 0 };
 	struct engine_error err = { .op = PLAN_NONE };
-	char pre[32];
 	int rc;
 
 	if (plan == NULL) {
@@ -385,13 +384,7 @@ static int replay_rank(struct dist_comm *comm, void *arg)
 		return replay_generate(plan, c->path, c->o.backend, c->prompt, c->ngen,
 		                       c->gen_warmup, lead ? c->logits : NULL, c->json, lead);
 	if (replay_plan(plan, &c->o, &res, &err) != 0) {
-		const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
-		if (p[0] != '\0') {
-			char msg[sizeof err.msg];
-			snprintf(msg, sizeof msg, "%s%s", p, err.msg);
-			snprintf(err.msg, sizeof err.msg, "%s", msg);
-		}
-		engine_report(&err, plan, NULL);
+		cmd_tp_report(&err, plan, NULL, comm);
 		rc = err.exit;
 		goto out;
 	}

@@ -365,22 +365,6 @@ struct run_ctx {
 	int            json, world;
 };
 
-/* ERR, reported at PROGRAM's positions; "rank R: " first when the run
- * has several ranks. */
-static void run_report(struct engine_error *err, const plan_t *program, const char *path,
-                       const struct dist_comm *comm)
-{
-	char pre[32];
-	const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
-
-	if (p[0] != '\0') {
-		char msg[sizeof err->msg];
-		snprintf(msg, sizeof msg, "%s%s", p, err->msg);
-		snprintf(err->msg, sizeof err->msg, "%s", msg);
-	}
-	engine_report(err, program, path);
-}
-
 /* Open PROGRAM for a rank: the engine, holding the rank's communicator. */
 static int run_open(const struct run_ctx *c, plan_t *program, int64_t tokens,
                     struct dist_comm *comm, struct engine **e, struct engine_error *err)
@@ -422,7 +406,7 @@ static int run_generate(const struct run_ctx *c, plan_t *program, struct dist_co
 	}
 	if (run_open(c, program, o.nprompt, comm, &e, &err) != 0 ||
 	    generate(e, &o, &d, &r, &err) != 0) {
-		run_report(&err, program, c->path, comm);
+		cmd_tp_report(&err, program, c->path, comm);
 		rc = err.exit;
 		goto out;
 	}
@@ -463,7 +447,7 @@ static int run_plain(const struct run_ctx *c, plan_t *program, struct dist_comm 
 	if (run_open(c, program, t64, comm, &e, &err) != 0 ||
 	    run_steps(e, t64, (uint64_t)c->steps, step_ms, &done, outs, &nout,
 	              lead ? c->dump : NULL, &err) != 0) {
-		run_report(&err, program, c->path, comm);
+		cmd_tp_report(&err, program, c->path, comm);
 		rc = err.exit;
 		goto out;
 	}

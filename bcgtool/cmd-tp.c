@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "cmd-tp.h"
+#include "engine/engine.h"
 #include "engine/shard.h"
 #include "util.h"
 
@@ -130,4 +131,19 @@ const char *cmd_tp_prefix(const struct dist_comm *comm, char *buf, size_t len)
 		return "";
 	snprintf(buf, len, "rank %d: ", comm->rank);
 	return buf;
+}
+
+void cmd_tp_report(struct engine_error *err, const plan_t *program, const char *path,
+                   const struct dist_comm *comm)
+{
+	char pre[32];
+	const char *p = cmd_tp_prefix(comm, pre, sizeof pre);
+
+	if (p[0] != '\0') {
+		char msg[sizeof err->msg];
+		/* the prefix is under 32 bytes (cmd_tp_prefix's buffer) */
+		snprintf(msg, sizeof msg, "%.31s%.*s", p, (int)(sizeof msg - 32), err->msg);
+		snprintf(err->msg, sizeof err->msg, "%s", msg);
+	}
+	engine_report(err, program, path);
 }

@@ -35,6 +35,13 @@ int cmd_tp_shard(const struct script *s, const char *path, int world, int rank, 
 const char *cmd_tp_opts(struct dist_opts *o, const char *what, const char *backend, int world,
                         double timeout_s);
 
+struct engine_error;
+
+/* engine_report(ERR, PROGRAM, PATH), "rank R: " first when COMM is a rank
+ * of several. */
+void cmd_tp_report(struct engine_error *err, const plan_t *program, const char *path,
+                   const struct dist_comm *comm);
+
 /* "rank R: " (world > 1) or "", for the messages of a rank. */
 const char *cmd_tp_prefix(const struct dist_comm *comm, char *buf, size_t len);
 
