@@ -89,6 +89,12 @@
 #             on two GPUs): t/unit/cuda-ops' init of a rank's share against
 #             the host, and t/t3800's --backend cuda --tp 2 runs of the
 #             transformers fixtures and of random weights
+#   decode    issue 22's decode targets 1 to 3, this tree and (with a
+#             .gpu/before tree) the one before, replays in turns: the
+#             1B-shaped sample full at T=1, breakable and full at T=8,
+#             llama-decode full at T=1 (1000 steps after 100, 3 rounds,
+#             medians), and `bcgtool report` of an nsys profile of each
+#             tree's 1B full T=1 step with and without PDL (per-op table)
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -833,6 +839,85 @@ PY
 			"$log/t/t7100-hf-import.log" 2>/dev/null | grep -E '^(ok|not ok)' |
 			awk '/^not ok/ { bad++; print "  " $0 } END { printf "  moe: %d MoE test lines not ok\n", bad }' |
 			tee -a "$summary"
+		;;
+	decode)
+		# Trees: this one, and the one before when .gpu/before has it.
+		trees="now"
+		build_before && trees="now before"
+		for tr in $trees; do
+			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
+			for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" "llama-3.2-1b breakable 8" \
+				"llama-decode full 1"; do
+				set -- $c
+				t0=$(date +%s)
+				timeout 200 "$bin" capture --backend cuda --mode $2 --tokens $3 \
+					-o dec-$tr-$1-$2-$3.plan "$sd/$1.yaml" >dec-cap-$tr-$1-$2-$3.txt 2>&1
+				say "decode: $tr capture $1 $2 T=$3: exit $? in $(( $(date +%s) - t0 )) s"
+				tail -2 dec-cap-$tr-$1-$2-$3.txt | sed 's/^/  /' | tee -a "$summary"
+			done
+			timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 --no-pdl \
+				-o dec-$tr-nopdl.plan "$sd/llama-3.2-1b.yaml" >dec-cap-$tr-nopdl.txt 2>&1
+			say "decode: $tr capture llama-3.2-1b full T=1 --no-pdl: exit $?"
+		done
+		for round in 1 2 3; do
+			for tr in $trees; do
+				if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+				for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" \
+					"llama-3.2-1b breakable 8" "llama-decode full 1"; do
+					set -- $c
+					timeout 120 "$bin" replay --backend cuda --tokens $3 --steps 1000 --warmup 100 \
+						--json dec-$tr-$1-$2-$3.plan >dec-rep-$tr-$1-$2-$3-$round.json \
+						2>dec-rep-$tr-$1-$2-$3-$round.err
+					[ $? = 0 ] || say "decode: $tr replay $1 $2 T=$3 round $round failed"
+				done
+			done
+		done
+		python3 - $trees <<'PY' | tee -a "$summary"
+import json, sys
+cases = [("llama-3.2-1b", "full", 1), ("llama-3.2-1b", "full", 8),
+         ("llama-3.2-1b", "breakable", 8), ("llama-decode", "full", 1)]
+med = {}
+for tr in sys.argv[1:]:
+    for c in cases:
+        runs = []
+        for r in (1, 2, 3):
+            try:
+                d = json.load(open("dec-rep-%s-%s-%s-%d-%d.json" % ((tr,) + c + (r,))))
+                runs.append((d["step_ms"]["median"], d["busy_ms"]))
+            except (OSError, ValueError, KeyError):
+                pass
+        if not runs:
+            print("  decode: %s %s %s T=%d: no result" % ((tr,) + c))
+            continue
+        s = sorted(x[0] for x in runs)[len(runs) // 2]
+        med[(tr,) + c] = s
+        print("  decode: %-6s %-13s %-9s T=%d step ms %s (median %.4f), busy %s" % (
+            (tr,) + c + (" ".join("%.4f" % x[0] for x in runs), s,
+                         " ".join("%.4f" % x[1] for x in runs))))
+for tr in sys.argv[1:]:
+    a, b = med.get((tr, "llama-3.2-1b", "breakable", 8)), med.get((tr, "llama-3.2-1b", "full", 8))
+    if a and b:
+        print("  decode: %s target 2: breakable T=8 / full T=8 = %.4f (want <= 1.03)" % (tr, a / b))
+PY
+		for tr in $trees; do
+			if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+			for pl in llama-3.2-1b-full-1 nopdl; do
+				sh "$top/.gpu/nsys-profile" "$log/dec-$tr-$pl" "$bin" replay --backend cuda \
+					--tokens 1 --steps 200 --warmup 20 dec-$tr-$pl.plan >dec-nsys-$tr-$pl.txt 2>&1
+				NSYS=$(sed -n 's/^NSYS=//p' dec-nsys-$tr-$pl.txt)
+				if [ -n "$NSYS" ] && [ -f "$log/dec-$tr-$pl.nsys-rep" ]; then
+					"$NSYS" export --type sqlite --force-overwrite true -o dec-$tr-$pl.sqlite \
+						"$log/dec-$tr-$pl.nsys-rep" >/dev/null 2>&1
+					"$B" report --tokens 1 --top 40 dec-$tr-$pl.sqlite dec-$tr-$pl.plan \
+						>dec-report-$tr-$pl.txt 2>&1
+					say "decode: report $tr $pl: exit $?"
+					sed 's/^/  /' dec-report-$tr-$pl.txt | tee -a "$summary"
+				else
+					say "decode: nsys $tr $pl: no report"
+					tail -5 dec-nsys-$tr-$pl.txt | sed 's/^/  /' | tee -a "$summary"
+				fi
+			done
+		done
 		;;
 	rope)
 		# Both captures first, then the replays in turns, so that clocks
