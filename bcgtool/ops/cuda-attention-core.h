@@ -228,6 +228,20 @@ __host__ __device__ __forceinline__ int attn_core_active(int64_t L, int64_t chun
 	return n < nsplit ? (int)n : nsplit;
 }
 
+/* A graph-safe launch's chunk, planned on the device once a row's length
+ * L is known: the launch keeps the NSPLIT splits its captured bound gave
+ * it, and the row is cut into as many of them as chunks of at least
+ * ATTN_CORE_MIN_CHUNK positions (one round of a block's four warps) give,
+ * instead of the bound's chunks, of which a short row would fill only the
+ * first few, each taking several rounds one after the other. */
+__device__ __forceinline__ int64_t attn_core_chunk_for(int64_t L, int nsplit)
+{
+	int64_t c = (L + nsplit - 1) / nsplit;
+
+	c = (c + ATTN_CORE_CHUNK_ROUND - 1) / ATTN_CORE_CHUNK_ROUND * ATTN_CORE_CHUNK_ROUND;
+	return c < ATTN_CORE_MIN_CHUNK ? ATTN_CORE_MIN_CHUNK : c;
+}
+
 /* The scratch of a launch of NSPLIT splits over TH pairs (none for one
  * split): per (t, h), NSPLIT (m, l) pairs; the count of parts split 0
  * records; NSPLIT f32 accumulators of D. Each array from a 256-byte
@@ -351,7 +365,6 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 			return;
 		attn_core_combine<T>(sc, out, th, nsplit, nact, D, sh_cm, sh_cl, sh_cw);
 	}
-	cuda_pdl_trigger();
 }
 
 /*
@@ -394,11 +407,10 @@ bcg_attention_combine_kernel(struct attn_core_scratch sc, T *out, int nsplit, in
 	__shared__ float sw[ATTN_CORE_MAX_SPLITS];
 	const int64_t th = blockIdx.x;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	const int n = __ldcg(sc.count + th);
 	if (n > 1)
 		attn_core_combine<T>(sc, out, th, nsplit, n, D, sm, sl, sw);
-	cuda_pdl_trigger();
 }
 
 /* --- host side ------------------------------------------------------------ */

@@ -13,10 +13,12 @@
  * and differ in the launch:
  *  - eager (graph_safe 0): the split follows L, from the host's kv_len;
  *    the launch shape changes as the cache fills.
- *  - graph-safe (graph_safe 1): the split follows S alone, and every
- *    block reads kv_len from device memory (attr_dev[ATTN_KV_LEN]); blocks
- *    whose chunk lies past L exit at once. One captured launch is then
- *    right for every kv_len.
+ *  - graph-safe (graph_safe 1): the number of splits follows S alone,
+ *    and every block reads kv_len from device memory
+ *    (attr_dev[ATTN_KV_LEN]) and cuts its row into chunks for that length
+ *    (attn_core_chunk_for): a short row spreads over as many splits as
+ *    chunks of 64 positions give, and the blocks of the splits past it
+ *    exit at once. One captured launch is then right for every kv_len.
  */
 #include "config.h"
 
@@ -58,13 +60,15 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	L = L < 0 ? 0 : L > S ? S : L;
 	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
 		L -= causal_rows - 1 - th / H;
 		L = L < 0 ? 0 : L;
 	}
+	if (kv_len_dev != NULL)
+		chunk = attn_core_chunk_for(L, nsplit);
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D, scale, out,
 	                                  sc, counters);
 }

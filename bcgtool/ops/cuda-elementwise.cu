@@ -246,7 +246,7 @@ __global__ void bcg_slice_kernel(const void *x, int dtx, void *out, int dto, int
 {
 	const int64_t total = rows * W;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
 	     n += (int64_t)gridDim.x * blockDim.x) {
 		int64_t r = n / W, j = n - r * W, src = r * C + start + j;
@@ -255,7 +255,6 @@ __global__ void bcg_slice_kernel(const void *x, int dtx, void *out, int dto, int
 		else
 			static_cast<U *>(out)[n] = static_cast<const U *>(x)[src];
 	}
-	cuda_pdl_trigger();
 }
 
 extern "C" int cuda_run_slice(const struct op_call *call, const struct cuda_op_ctx *ctx,

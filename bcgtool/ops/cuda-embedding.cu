@@ -28,7 +28,7 @@ __device__ void bcg_embedding_rows(const void *table, int dtt, const int32_t *id
 {
 	int64_t total = T * H;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < total;
 	     n += (int64_t)gridDim.x * blockDim.x) {
 		int64_t t = n / H, j = n - t * H;
@@ -42,7 +42,6 @@ __device__ void bcg_embedding_rows(const void *table, int dtt, const int32_t *id
 		else
 			static_cast<U *>(out)[n] = static_cast<const U *>(table)[id * H + j];
 	}
-	cuda_pdl_trigger();
 }
 
 template <typename U>

@@ -73,7 +73,7 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
 {
 	const int64_t total = M * N, nb = SILU ? 2 * N : N;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
 	     i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t m = i / N, j = i - m * N;
@@ -85,7 +85,6 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
 			cuda_st(out, dto, i, cuda_ld(x, dtx, i) + cuda_ld(p, dtp, m * nb + j));
 		}
 	}
-	cuda_pdl_trigger();
 }
 
 /* out = op(a) @ op(b) + BETA out by cublasGemmEx (BETA 0 or 1); K = 0

@@ -39,7 +39,7 @@ __global__ void bcg_rmsnorm_kernel(const void *x, int dtx, const void *w, int dt
 	__shared__ float red[32];
 	const bool held = cols <= (int64_t)RMSNORM_HELD * blockDim.x;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
 		int64_t base = r * cols;
 		float sum = 0.0f;
@@ -75,7 +75,6 @@ __global__ void bcg_rmsnorm_kernel(const void *x, int dtx, const void *w, int dt
 		for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
 			cuda_st(out, dto, base + j, cuda_ld(x, dtx, base + j) / rms * cuda_ld(w, dtw, j));
 	}
-	cuda_pdl_trigger();
 }
 
 /* sum = x + r (r broadcast when it holds NR < rows * cols elements), then
@@ -86,7 +85,7 @@ __global__ void bcg_add_rmsnorm_kernel(const void *x, int dtx, const void *rr, i
 {
 	__shared__ float red[32];
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
 		int64_t base = r * cols;
 		float sq = 0.0f;
@@ -101,7 +100,6 @@ __global__ void bcg_add_rmsnorm_kernel(const void *x, int dtx, const void *rr, i
 		for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
 			cuda_st(out, dto, base + j, cuda_ld(sum, dts, base + j) / rms * cuda_ld(w, dtw, j));
 	}
-	cuda_pdl_trigger();
 }
 
 __global__ void bcg_layernorm_kernel(const void *x, int dtx, const void *w, int dtw,
@@ -166,22 +164,13 @@ __device__ __forceinline__ bool cuda_argmax_better(float v, int64_t i, float bv,
 	return v > bv || (v == bv && i < bi);
 }
 
-/* The best (BV, BI) of a block's elements [j0, j1) of row R, in thread 0.
- * -inf at an impossible index loses every tie to a real element. */
-__device__ void cuda_argmax_block(const void *x, int dtx, int64_t base, int64_t j0, int64_t j1,
-                                  float *red_v, int64_t *red_i, float *bv_out, int64_t *bi_out)
+/* The best of every thread's (BV, BI) of a block, in thread 0's *BV_OUT,
+ * *BI_OUT: a butterfly in each warp, then warp 0 over the warps' bests. */
+__device__ void cuda_argmax_reduce(float bv, int64_t bi, float *red_v, int64_t *red_i,
+                                   float *bv_out, int64_t *bi_out)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	float bv = -INFINITY;
-	int64_t bi = INT64_MAX;
 
-	for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-		float v = cuda_ld(x, dtx, base + j);
-		if (cuda_argmax_better(v, j, bv, bi)) {
-			bv = v;
-			bi = j;
-		}
-	}
 	for (int off = 16; off > 0; off >>= 1) {
 		float ov = __shfl_xor_sync(0xffffffffu, bv, off);
 		int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
@@ -209,6 +198,34 @@ __device__ void cuda_argmax_block(const void *x, int dtx, int64_t base, int64_t 
 	}
 }
 
+/* The best (BV, BI) of a block's elements [j0, j1) of row R, in thread 0.
+ * -inf at an impossible index loses every tie to a real element. A
+ * thread asks for ARGMAX_LOADS elements before it compares any, so that
+ * their latencies overlap. */
+#define ARGMAX_LOADS 4
+__device__ void cuda_argmax_block(const void *x, int dtx, int64_t base, int64_t j0, int64_t j1,
+                                  float *red_v, int64_t *red_i, float *bv_out, int64_t *bi_out)
+{
+	float bv = -INFINITY;
+	int64_t bi = INT64_MAX;
+	const int64_t step = (int64_t)blockDim.x;
+
+	for (int64_t j = j0 + threadIdx.x; j < j1; j += ARGMAX_LOADS * step) {
+		float v[ARGMAX_LOADS];
+#pragma unroll
+		for (int u = 0; u < ARGMAX_LOADS; u++)
+			v[u] = j + u * step < j1 ? cuda_ld(x, dtx, base + j + u * step) : -INFINITY;
+#pragma unroll
+		for (int u = 0; u < ARGMAX_LOADS; u++) {
+			if (j + u * step < j1 && cuda_argmax_better(v[u], j + u * step, bv, bi)) {
+				bv = v[u];
+				bi = j + u * step;
+			}
+		}
+	}
+	cuda_argmax_reduce(bv, bi, red_v, red_i, bv_out, bi_out);
+}
+
 __global__ void bcg_argmax_kernel(const void *x, int dtx, int32_t *out, int64_t rows,
                                   int64_t cols)
 {
@@ -217,13 +234,12 @@ __global__ void bcg_argmax_kernel(const void *x, int dtx, int32_t *out, int64_t 
 	float bv;
 	int64_t bi;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
 		cuda_argmax_block(x, dtx, r * cols, 0, cols, red_v, red_i, &bv, &bi);
 		if (threadIdx.x == 0)
 			out[r] = bi == INT64_MAX ? 0 : (int32_t)bi;     /* empty row: 0 */
 	}
-	cuda_pdl_trigger();
 }
 
 /* Block (chunk c, row r) = (blockIdx.x, blockIdx.y): the best of
@@ -241,7 +257,7 @@ __global__ void bcg_argmax_split_kernel(const void *x, int dtx, int32_t *out, in
 	float bv;
 	int64_t bi;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	cuda_argmax_block(x, dtx, r * cols, j0, j1, red_v, red_i, &bv, &bi);
 	if (nblk > 1) {
 		if (threadIdx.x == 0) {
@@ -250,22 +266,22 @@ __global__ void bcg_argmax_split_kernel(const void *x, int dtx, int32_t *out, in
 		}
 		if (!cuda_last_block(&counters[r], (unsigned)nblk, &flag))
 			return;
-		if (threadIdx.x == 0) {
-			bv = -INFINITY;
-			bi = INT64_MAX;
-			for (int k = 0; k < nblk; k++) {
-				float v = __ldcg(pv + r * nblk + k);
-				int64_t i = __ldcg(reinterpret_cast<const long long *>(pi) + r * nblk + k);
-				if (cuda_argmax_better(v, i, bv, bi)) {
-					bv = v;
-					bi = i;
-				}
+		/* The NBLK parts, a thread each: the rule is a total order, so
+		 * the order of the merge does not change its winner. */
+		float v = -INFINITY;
+		int64_t i = INT64_MAX;
+		for (int k = threadIdx.x; k < nblk; k += blockDim.x) {
+			float kv = __ldcg(pv + r * nblk + k);
+			int64_t ki = __ldcg(reinterpret_cast<const long long *>(pi) + r * nblk + k);
+			if (cuda_argmax_better(kv, ki, v, i)) {
+				v = kv;
+				i = ki;
 			}
 		}
+		cuda_argmax_reduce(v, i, red_v, red_i, &bv, &bi);
 	}
 	if (threadIdx.x == 0)
 		out[r] = bi == INT64_MAX ? 0 : (int32_t)bi;         /* empty row: 0 */
-	cuda_pdl_trigger();
 }
 
 /* --- launchers ------------------------------------------------------------ */
@@ -511,7 +527,7 @@ __global__ void bcg_qk_norm_kernel(const void *x, int dtx, const void *qw, int d
 	const int lane = threadIdx.x % 32;
 	const int64_t normed = (int64_t)(heads + kv_heads) * hd;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t n = warp; n < items; n += warps) {
 		const int64_t r = n / (heads + kv_heads);
 		const int h = (int)(n % (heads + kv_heads));
@@ -536,7 +552,6 @@ __global__ void bcg_qk_norm_kernel(const void *x, int dtx, const void *qw, int d
 			cuda_st(out, dto, e, cuda_ld(x, dtx, e));
 		}
 	}
-	cuda_pdl_trigger();
 }
 
 extern "C" int cuda_run_qk_norm(const struct op_call *call, const struct cuda_op_ctx *ctx,

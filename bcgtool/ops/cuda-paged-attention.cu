@@ -84,7 +84,7 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t h = th % a.H, t = th / a.H;
 	const int64_t g = h * a.KVH / a.H;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
 	__syncthreads();

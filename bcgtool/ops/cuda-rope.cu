@@ -176,7 +176,7 @@ __device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, con
 	const int nv = v16 ? kvw * xs / 16 : kvw;
 	const int per_tok = nq + nk + nv;
 
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 	for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
 		const int64_t p = pos[t], row = PAGED ? (int64_t)slots[t] : p;
 		const bool in_cache = row >= 0 && row < S;
@@ -219,7 +219,6 @@ __device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, con
 			cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
 		}
 	}
-	cuda_pdl_trigger();
 }
 
 __global__ void bcg_rope_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
