@@ -4,7 +4,8 @@
  * breakpoints, and say what each costs and where the GPU idles.
  *
  * The join itself lives in profile/ (attrib.c); this file is the command
- * line.
+ * line. A tensor-parallel plan takes one report per rank, rank 0's first,
+ * the plan last: REPORT... PLAN.
  */
 #include "config.h"
 
@@ -33,9 +34,12 @@ static int cmd_report_exec(int argc, char **argv);
 const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "[--tokens T] [--top N] [--json] [--svg FILE [--step K]] [--trace-json FILE] "
-	         "[--nsys PATH] REPORT PLAN",
+	         "[--nsys PATH] REPORT... PLAN",
 	.summary = "attribute the kernels of an Nsight Systems profile to a plan's ops",
-	.options = REPORT_OPTIONS "  -h, --help           show this help\n",
+	.options = REPORT_OPTIONS
+		"  -h, --help           show this help\n"
+		"A tensor-parallel plan takes one report per rank, rank 0's first, each of\n"
+		"that rank's replay (NVTX steps \"rank R step N\").\n",
 	.exec = cmd_report_exec,
 };
 
@@ -116,13 +120,23 @@ static int cmd_report_exec(int argc, char **argv)
 		if (cmd_report_option(self, c, &o) != 0)
 			return BCG_EXIT_USAGE;
 	}
-	if (argc - optind != 2)
-		return cmd_usage_error(self, argc - optind < 2 ? "a report and a plan are needed"
-		                                             : "one report and one plan only");
+	if (argc - optind < 2)
+		return cmd_usage_error(self, "a report and a plan are needed");
 	if (o.step >= 0 && o.svg == NULL)
 		return cmd_usage_error(self, "--step picks the step of --svg: give --svg FILE");
-	if (report_file_kind(argv[optind]) == 'p' && report_file_kind(argv[optind + 1]) == 'r')
+	if (argc - optind == 2 && report_file_kind(argv[optind]) == 'p' &&
+	    report_file_kind(argv[optind + 1]) == 'r')
 		return cmd_usage_error(self, "the report comes first, then the plan: bcgtool report "
 		                       "%s %s", argv[optind + 1], argv[optind]);
-	return report_run(&o, argv[optind], argv[optind + 1]);
+	if (argc - optind == 2)
+		return report_run(&o, argv[optind], argv[optind + 1]);
+	/* one report per rank of a tensor-parallel plan, the plan last */
+	for (int i = optind; i < argc - 1; i++)
+		if (report_file_kind(argv[i]) == 'p')
+			return cmd_usage_error(self, "%s is a plan: one plan, after the reports (bcgtool "
+			                       "report REPORT... PLAN)", argv[i]);
+	if (o.svg != NULL || o.trace != NULL)
+		return cmd_usage_error(self, "%s draws one rank: give it with one report (of a plan "
+		                       "of one rank)", o.svg != NULL ? "--svg" : "--trace-json");
+	return report_run_ranks(&o, argv + optind, (uint32_t)(argc - optind - 1), argv[argc - 1]);
 }

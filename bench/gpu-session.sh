@@ -85,6 +85,14 @@
 #             TP=1 and 2, T=1 and 8, full and breakable; the collectives'
 #             kernels under nsys; a rank
 #             killed mid-replay; a serving trace at TP=2
+#   tpreport  one Nsight Systems report per rank (issue 25): the 8B-shaped
+#             sample at --tp 2, T=1, captured with its collectives captured
+#             (full) and as breakpoints (breakable); each mode replayed by two
+#             ranks under the external launcher (RANK, WORLD_SIZE, LOCAL_RANK,
+#             BCG_DIST_STORE), each wrapped by nsys ($BCG_NSYS_WRAPPER, else
+#             .gpu/nsys-profile), exported to SQLite; `bcgtool report` on both
+#             ranks' reports (each collective's kernel time, eager vs captured)
+#             and `bcgtool bench --tp 2` (TPREPORT_SCRIPT picks another script)
 #   tpshard   tensor parallelism on the device (issue 25; run check first,
 #             on two GPUs): t/unit/cuda-ops' init of a rank's share against
 #             the host, and t/t3800's --backend cuda --tp 2 runs of the
@@ -1178,6 +1186,79 @@ PY
 			grep -E 'tokens/s|^check|^steps' tp-serve-$n.txt | head -4 | sed 's/^/  /' |
 				tee -a "$summary"
 		done
+		;;
+	tpreport)
+		# One report per rank: nsys does not follow forked ranks, so each
+		# rank is a process of its own under the external launcher,
+		# wrapped by nsys.
+		wrap=${BCG_NSYS_WRAPPER:-$top/.gpu/nsys-profile}
+		sc=${TPREPORT_SCRIPT:-$S/llama-3.1-8b.yaml}
+		for mode in full breakable; do
+			"$B" capture --backend cuda --tp 2 --mode $mode --tokens 1 \
+				--verify first-and-largest -o tpr-$mode.plan "$sc" >tpr-cap-$mode.txt 2>&1
+			say "tpreport: capture --tp 2 --mode $mode $(basename "$sc"): exit $?"
+			grep '^bcgtool' tpr-cap-$mode.txt | head -3 | sed 's/^/  /' | tee -a "$summary"
+			store=$log/tpr-store-$mode
+			rm -f "$store"
+			pids=
+			for r in 0 1; do
+				RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r BCG_DIST_STORE=$store \
+					sh "$wrap" "$log/tpr-$mode-rank$r" "$B" replay --backend cuda \
+					--tokens 1 --steps 50 --warmup 5 --timeout 120 tpr-$mode.plan \
+					>tpr-nsys-$mode-$r.txt 2>&1 &
+				pids="$pids $!"
+			done
+			for p in $pids; do
+				wait $p
+				say "tpreport: $mode: nsys on a rank (pid $p): exit $?"
+			done
+			NSYS=$(sed -n 's/^NSYS=//p' tpr-nsys-$mode-0.txt)
+			ok=1
+			for r in 0 1; do
+				grep -E '^bcgtool|error' tpr-nsys-$mode-$r.txt | head -3 | sed "s/^/  rank $r: /" |
+					tee -a "$summary"
+				if [ -z "$NSYS" ] || [ ! -f tpr-$mode-rank$r.nsys-rep ]; then
+					say "tpreport: $mode: no report of rank $r"
+					ok=0
+					continue
+				fi
+				"$NSYS" export --type sqlite --force-overwrite true -o tpr-$mode-rank$r.sqlite \
+					tpr-$mode-rank$r.nsys-rep >tpr-export-$mode-$r.txt 2>&1
+				say "tpreport: $mode: export rank $r: exit $?"
+			done
+			[ $ok = 1 ] || continue
+			"$B" report tpr-$mode-rank0.sqlite tpr-$mode-rank1.sqlite tpr-$mode.plan \
+				>tpr-report-$mode.txt 2>&1
+			say "tpreport: $mode: report of both ranks: exit $?"
+			"$B" report --json tpr-$mode-rank0.sqlite tpr-$mode-rank1.sqlite tpr-$mode.plan \
+				>tpr-report-$mode.json 2>tpr-report-$mode.err
+			grep -E '^== rank|^kernels|^per step|^bcgtool' tpr-report-$mode.txt | sed 's/^/  /' |
+				tee -a "$summary"
+			sed -n '/^== collectives/,$p' tpr-report-$mode.txt | head -8 | sed 's/^/  /' |
+				tee -a "$summary"
+			sed -n '/^== collectives/,$p' tpr-report-$mode.txt | tail -1 | sed 's/^/  /' |
+				tee -a "$summary"
+			python3 - tpr-report-$mode.json <<'PY' | tee -a "$summary"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("all_reduce", "all_gather"):
+    c = [x for x in d["collectives"] if x["kind"] == k]
+    if not c:
+        continue
+    forms = sorted(set(r["form"] for x in c for r in x["ranks"]))
+    t = sorted(x["max_per_step_ns"] for x in c)
+    print("  %s: %d a step, %s; kernel time a step, max over ranks: median %.2f us, "
+          "min %.2f, max %.2f, sum %.2f us" % (k, len(c), "/".join(forms), t[len(t) // 2] / 1e3,
+          t[0] / 1e3, t[-1] / 1e3, sum(t) / 1e3))
+PY
+		done
+		timeout 500 "$B" bench --backend cuda --tp 2 --tokens 1 --steps 300 --warmup 30 "$sc" \
+			>tpr-bench.txt 2>&1
+		say "tpreport: bench --tp 2 T=1: exit $?"
+		sed 's/^/  /' tpr-bench.txt | tee -a "$summary"
+		timeout 500 "$B" bench --backend cuda --tp 2 --tokens 1 --steps 300 --warmup 30 --json \
+			"$sc" >tpr-bench.json 2>tpr-bench.err
+		say "tpreport: bench --tp 2 --json: exit $?"
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a

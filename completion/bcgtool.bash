@@ -106,7 +106,7 @@ _bcgtool()
 	--trace)
 		_bcgtool_files "$cur" '*.jsonl'
 		return 0 ;;
-	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup|--top|--step|--synthetic|--sched)
+	-t|--tokens|-v|--variant|-n|--steps|-w|--warmup|--top|--step|--synthetic|--sched|--tp|--timeout)
 		return 0 ;;
 	esac
 

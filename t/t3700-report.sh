@@ -274,8 +274,8 @@ test_expect_success SQLITE 'a step out of range' '
 test_expect_success 'usage errors' '
 	test_expect_code 2 bcg report "$rep" 2>err &&
 	test_grep "^bcgtool report: a report and a plan are needed$" err &&
-	test_expect_code 2 bcg report a b c 2>err &&
-	test_grep "^bcgtool report: one report and one plan only$" err &&
+	test_expect_code 2 bcg report "$plan" "$rep" "$plan" 2>err &&
+	test_grep "^bcgtool report: $plan is a plan: one plan, after the reports (bcgtool report REPORT... PLAN)$" err &&
 	test_expect_code 2 bcg report --step 1 "$rep" "$plan" 2>err &&
 	test_grep "^bcgtool report: --step picks the step of --svg: give --svg FILE$" err &&
 	test_expect_code 2 bcg report --top 0 "$rep" "$plan" 2>err &&

@@ -255,7 +255,13 @@ static int hg_all_gather(struct dist_comm *base, const void *send, void *recv, u
 
 static int hg_barrier(struct dist_comm *base, char *msg, size_t len)
 {
-	return hg_run((struct hg_comm *)base, HG_BARRIER, NULL, 0, 0, msg, len);
+	/* Met twice, as the collectives are: after the first meeting every
+	 * rank reads the others' slots (hg_agree), and a rank that left at
+	 * once could post its next collective over its slot before a slower
+	 * one has read it. */
+	if (hg_run((struct hg_comm *)base, HG_BARRIER, NULL, 0, 0, msg, len) != 0)
+		return -1;
+	return hg_meet((struct hg_comm *)base, HG_BARRIER, msg, len);
 }
 
 static void hg_abort(struct dist_comm *base)

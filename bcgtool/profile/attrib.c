@@ -99,15 +99,35 @@ static char (*variant_names(const plan_t *plan, uint32_t v))[PROF_ITEM_NAME_MAX]
 	return names;
 }
 
-static int is_step(const struct nsys_range *r, int64_t *number)
+/* A step's range: "step N" (*RANK -1) or, of a rank of a tensor-parallel
+ * replay, "rank R step N". */
+static int parse_step(const struct nsys_range *r, int64_t *number, int *rank)
 {
-	long long n;
+	long long n, k;
 	int end = 0;
 
-	if (sscanf(r->text, "step %lld%n", &n, &end) != 1 || r->text[end] != '\0' || n < 0)
-		return 0;
-	*number = n;
-	return 1;
+	*rank = -1;
+	if (sscanf(r->text, "step %lld%n", &n, &end) == 1 && r->text[end] == '\0' && n >= 0) {
+		*number = n;
+		return 1;
+	}
+	end = 0;
+	if (sscanf(r->text, "rank %lld step %lld%n", &k, &n, &end) == 2 && r->text[end] == '\0' &&
+	    n >= 0 && k >= 0 && k <= 65535 && strncmp(r->text, "rank ", 5) == 0 &&
+	    r->text[5] >= '0' && r->text[5] <= '9') {
+		*number = n;
+		*rank = (int)k;
+		return 1;
+	}
+	return 0;
+}
+
+/* A step of the rank RANK (-1: a replay of one rank). */
+static int is_step_of(const struct nsys_range *r, int rank, int64_t *number)
+{
+	int k;
+
+	return parse_step(r, number, &k) && k == rank;
 }
 
 static int is_item(const struct nsys_range *r)
@@ -145,7 +165,7 @@ static const char *enclosing(const struct nsys_trace *t, size_t at, int64_t star
 	return r != NULL ? r->text : "";
 }
 
-static uint32_t find_steps(const struct nsys_trace *t, struct raw_step **out)
+static uint32_t find_steps(const struct nsys_trace *t, int rank, struct raw_step **out)
 {
 	struct raw_step *steps = NULL;
 	const struct nsys_range *phase = NULL;
@@ -157,7 +177,7 @@ static uint32_t find_steps(const struct nsys_trace *t, struct raw_step **out)
 		struct raw_step *s;
 		int64_t number;
 
-		if (!is_step(r, &number))
+		if (!is_step_of(r, rank, &number))
 			continue;
 		steps = xreallocarray(steps, n + 1, sizeof *steps);
 		s = &steps[n++];
@@ -314,8 +334,36 @@ int64_t profile_op_bytes(const plan_t *plan, uint32_t op, int64_t tokens)
 	return total;
 }
 
+/* No step of RANK in T: why, from the steps it has. */
+static int no_steps(const struct nsys_trace *t, int rank, char *msg, size_t len)
+{
+	for (size_t i = 0; i < t->nranges; i++) {
+		int64_t n;
+		int k;
+		if (!parse_step(&t->ranges[i], &n, &k))
+			continue;
+		if (rank < 0)
+			return fail(msg, len, 2, "its steps are a rank's of a tensor-parallel replay "
+			            "('%s'), but the plan is of one rank", t->ranges[i].text);
+		if (k < 0)
+			return fail(msg, len, 2, "its steps name no rank ('%s'): a replay of one rank, "
+			            "not rank %d's of the plan", t->ranges[i].text, rank);
+		return fail(msg, len, 2, "its steps are rank %d's ('%s'), not rank %d's: give one "
+		            "report per rank, in rank order (rank 0's first)", k, t->ranges[i].text,
+		            rank);
+	}
+	return fail(msg, len, 2, "no '%sstep N' NVTX ranges: profile `bcgtool replay` with its "
+	            "NVTX ranges (not --no-nvtx) and --trace=cuda,nvtx", rank < 0 ? "" : "rank R ");
+}
+
 int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens,
                   struct profile *p, char *msg, size_t len)
+{
+	return profile_build_rank(plan, t, tokens, -1, p, msg, len);
+}
+
+int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t tokens, int rank,
+                       struct profile *p, char *msg, size_t len)
 {
 	struct raw_step *raw = NULL;
 	uint32_t nraw = 0, nv = plan_count_variants(plan), best = PLAN_NONE;
@@ -330,10 +378,10 @@ int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens
 	p->plan = plan;
 	p->trace = t;
 	p->variant = PLAN_NONE;
-	nraw = find_steps(t, &raw);
+	p->rank = rank;
+	nraw = find_steps(t, rank, &raw);
 	if (nraw == 0) {
-		rc = fail(msg, len, 2, "no 'step N' NVTX ranges: profile `bcgtool replay` with its "
-		          "NVTX ranges (not --no-nvtx) and --trace=cuda,nvtx");
+		rc = no_steps(t, rank, msg, len);
 		goto out;
 	}
 

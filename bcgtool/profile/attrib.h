@@ -1,7 +1,8 @@
 /*
  * attrib.h - join a profile's kernels to the plan that was replayed.
  *
- * Every "step N" NVTX range of the report is a step; the "seg K a..b" and
+ * Every "step N" NVTX range of the report is a step (of a rank of a
+ * tensor-parallel replay: "rank R step N", R the rank asked for); the "seg K a..b" and
  * "break NAME" ranges inside it, in order, are its items, and must be the
  * items of one of the plan's variants (the one whose kernels' launch shapes
  * agree best with the plan's node records, unless the token count is
@@ -62,8 +63,9 @@ struct prof_op {
 };
 
 struct profile {
-	const plan_t             *plan;
+	const plan_t             *plan;      /* the rank's plan */
 	const struct nsys_trace  *trace;
+	int                       rank;      /* whose steps; -1: a replay of one rank */
 	uint32_t                  variant;
 	int64_t                   tokens;
 	uint32_t                  nitems;
@@ -86,6 +88,12 @@ struct profile {
  * and the plan do not belong together. */
 int profile_build(const plan_t *plan, const struct nsys_trace *t, int64_t tokens,
                   struct profile *p, char *msg, size_t len);
+/* The same for rank RANK of a tensor-parallel replay (PLAN that rank's
+ * plan): its steps are the "rank RANK step N" ranges; a report whose steps
+ * are another rank's, or name no rank, is refused (2) saying so. RANK -1
+ * is profile_build. */
+int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t tokens, int rank,
+                       struct profile *p, char *msg, size_t len);
 void profile_release(struct profile *p);
 
 /* Bytes an op moves per step at TOKENS tokens; -1 when not known from the

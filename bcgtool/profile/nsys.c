@@ -232,22 +232,28 @@ static int read_ranges(sqlite3 *db, struct nsys_trace *t, char *msg, size_t len)
 	return 0;
 }
 
-static int read_calls(sqlite3 *db, struct nsys_trace *t, char *msg, size_t len)
+/* The calls of TABLE (the runtime's, or the driver's) appended to T. */
+static int read_call_table(sqlite3 *db, struct nsys_trace *t, const char *table, size_t *cap,
+                           char *msg, size_t len)
 {
+	char *q = xasprintf("SELECT start, end, globalTid, correlationId FROM %s "
+	                    "WHERE correlationId IS NOT NULL", table);
+	char *what = xasprintf("reading %s", table);
 	sqlite3_stmt *st;
-	size_t cap = 0;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db, "SELECT start, end, globalTid, correlationId FROM "
-	                        "CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL",
-	                        -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return sql_fail(db, msg, len, "reading CUPTI_ACTIVITY_KIND_RUNTIME");
+	rc = sqlite3_prepare_v2(db, q, -1, &st, NULL);
+	free(q);
+	if (rc != SQLITE_OK) {
+		rc = sql_fail(db, msg, len, what);
+		free(what);
+		return rc;
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct nsys_call *c;
-		if (t->ncalls == cap) {
-			cap = cap ? 2 * cap : 1024;
-			t->calls = xreallocarray(t->calls, cap, sizeof *t->calls);
+		if (t->ncalls == *cap) {
+			*cap = *cap ? 2 * *cap : 1024;
+			t->calls = xreallocarray(t->calls, *cap, sizeof *t->calls);
 		}
 		c = &t->calls[t->ncalls++];
 		c->start = sqlite3_column_int64(st, 0);
@@ -256,10 +262,51 @@ static int read_calls(sqlite3 *db, struct nsys_trace *t, char *msg, size_t len)
 		c->corr = sqlite3_column_int64(st, 3);
 	}
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return sql_fail(db, msg, len, "reading CUPTI_ACTIVITY_KIND_RUNTIME");
-	if (t->ncalls > 0)
+	rc = rc != SQLITE_DONE ? sql_fail(db, msg, len, what) : 0;
+	free(what);
+	return rc;
+}
+
+/* The runtime's calls, and the driver's where the export has them: a
+ * library such as NCCL launches its kernels through the driver
+ * (cuLaunchKernelEx), so their correlation ids are only there. A
+ * correlation id in both tables keeps the runtime's call. */
+static int read_calls(sqlite3 *db, struct nsys_trace *t, char *msg, size_t len)
+{
+	size_t cap = 0, nrt, k = 0;
+	int rc;
+
+	if ((rc = read_call_table(db, t, "CUPTI_ACTIVITY_KIND_RUNTIME", &cap, msg, len)) != 0)
+		return rc;
+	nrt = t->ncalls;
+	if (has_table(db, "CUPTI_ACTIVITY_KIND_DRIVER") == 1 &&
+	    has_column(db, "CUPTI_ACTIVITY_KIND_DRIVER", "correlationId") &&
+	    (rc = read_call_table(db, t, "CUPTI_ACTIVITY_KIND_DRIVER", &cap, msg, len)) != 0)
+		return rc;
+	if (t->ncalls == 0)
+		return 0;
+	if (t->ncalls > nrt) {
+		struct nsys_call *all = t->calls;
+		qsort(all, nrt, sizeof *all, call_cmp_corr);
+		qsort(all + nrt, t->ncalls - nrt, sizeof *all, call_cmp_corr);
+		/* merge, dropping a driver call whose id a runtime call has */
+		struct nsys_call *m = xcalloc(t->ncalls, sizeof *m);
+		size_t a = 0, b = nrt;
+		while (a < nrt || b < t->ncalls) {
+			if (b == t->ncalls || (a < nrt && all[a].corr <= all[b].corr)) {
+				if (b < t->ncalls && all[a].corr == all[b].corr)
+					b++;
+				m[k++] = all[a++];
+			} else {
+				m[k++] = all[b++];
+			}
+		}
+		free(t->calls);
+		t->calls = m;
+		t->ncalls = k;
+	} else {
 		qsort(t->calls, t->ncalls, sizeof *t->calls, call_cmp_corr);
+	}
 	return 0;
 }
 

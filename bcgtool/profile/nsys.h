@@ -3,7 +3,8 @@
  *
  * Only the tables a replay profile needs: kernels (CUPTI_ACTIVITY_KIND_
  * KERNEL), the runtime calls that launched them (CUPTI_ACTIVITY_KIND_
- * RUNTIME, joined by correlation id), NVTX push/pop ranges (NVTX_EVENTS
+ * RUNTIME, joined by correlation id; CUPTI_ACTIVITY_KIND_DRIVER too, where
+ * the export has it, for libraries that launch through the driver), NVTX push/pop ranges (NVTX_EVENTS
  * with StringIds), and graph node creation (CUDA_GRAPH_NODE_EVENTS, which
  * ties an instantiated graph's node to the node it was cloned from). The
  * export is read with SQLite, never parsed by hand; columns are looked up

@@ -443,19 +443,17 @@ static void jspan(struct plan_json *j, const struct prof_span *g)
 	plan_json_int(j, g->ksum);
 }
 
-void report_json(FILE *f, const struct profile *p, const struct report_names *n)
+static void report_json_body(struct plan_json *j, const struct profile *p,
+                             const struct report_names *n)
 {
 	const struct plan_variant *pv = plan_get_variant(p->plan, p->variant);
 	const struct nsys_trace *t = p->trace;
-	struct plan_json *j = plan_json_new(f);
 	double span, busy, ksum, kernels, total_all = (double)attributed_total(p);
 	uint32_t nops, nkinds;
 	uint32_t *order;
 	struct kind_sum *ks;
 	char label[64];
 
-	if (j == NULL)
-		return;
 	step_means(p, &span, &busy, &ksum, &kernels);
 	plan_json_object_begin(j);
 	plan_json_key(j, "schema");
@@ -662,6 +660,196 @@ void report_json(FILE *f, const struct profile *p, const struct report_names *n)
 		plan_json_string(j, a->where);
 		plan_json_key(j, "why");
 		plan_json_string(j, a->why);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_object_end(j);
+}
+
+void report_json(FILE *f, const struct profile *p, const struct report_names *n)
+{
+	struct plan_json *j = plan_json_new(f);
+
+	if (j == NULL)
+		return;
+	report_json_body(j, p, n);
+	plan_json_free(j);
+}
+
+/*
+ * A tensor-parallel plan: one report per rank.
+ */
+
+static int is_collective(const plan_t *plan, uint32_t op)
+{
+	const char *k = plan_get_op(plan, op)->kind;
+
+	return strcmp(k, "all_reduce") == 0 || strcmp(k, "all_gather") == 0;
+}
+
+/* Op O of rank 0's plan in rank R's profile: the op of the same label
+ * (the sharding pass names the collectives it inserts after their op). */
+static uint32_t rank_op(const struct profile *pr, const struct profile *p0, uint32_t o)
+{
+	char a[64], b[64];
+
+	plan_op_label(p0->plan, o, a, sizeof a);
+	if (o < plan_count_ops(pr->plan) && strcmp(plan_op_label(pr->plan, o, b, sizeof b), a) == 0)
+		return o;
+	for (uint32_t k = 0; k < plan_count_ops(pr->plan); k++)
+		if (strcmp(plan_op_label(pr->plan, k, b, sizeof b), a) == 0)
+			return k;
+	return PLAN_NONE;
+}
+
+/* How op O ran in P's variant: in a graph, eagerly between graphs, or
+ * not at all. */
+static const char *op_form(const struct profile *p, uint32_t o)
+{
+	uint32_t i = o == PLAN_NONE ? PLAN_NONE : op_item(p, o);
+
+	if (i == PLAN_NONE)
+		return "-";
+	return plan_get_variant(p->plan, p->variant)->items[i].kind == PLAN_ITEM_SEGMENT
+	       ? "captured" : "eager";
+}
+
+void report_text_ranks(FILE *f, const struct profile *ps, const struct report_names *ns,
+                       uint32_t world, unsigned top)
+{
+	const struct profile *p0 = &ps[0];
+	char a[32], label[64];
+	uint32_t ncoll = 0;
+	double *sum = xcalloc(world, sizeof *sum);
+
+	for (uint32_t r = 0; r < world; r++) {
+		fprintf(f, "%s== rank %u of %u ==\n", r ? "\n" : "", r, world);
+		report_text(f, &ps[r], &ns[r], top);
+	}
+	for (uint32_t o = 0; o < plan_count_ops(p0->plan); o++)
+		ncoll += is_collective(p0->plan, o);
+	fprintf(f, "\n== collectives (%u; kernel time, mean per step of each rank) ==\n", ncoll);
+	if (ncoll == 0) {
+		fprintf(f, "  (the plan has none)\n");
+		free(sum);
+		return;
+	}
+	fprintf(f, "  %-24s %-10s %10s %-9s %7s", "op", "kind", "bytes", "form", "kernels");
+	for (uint32_t r = 0; r < world; r++) {
+		snprintf(a, sizeof a, "rank %u", r);
+		fprintf(f, " %11s", a);
+	}
+	fprintf(f, " %11s\n", "max");
+	for (uint32_t o = 0; o < plan_count_ops(p0->plan); o++) {
+		const char *form = op_form(p0, o);
+		double mx = 0.0;
+		if (!is_collective(p0->plan, o))
+			continue;
+		for (uint32_t r = 1; r < world; r++)
+			if (strcmp(op_form(&ps[r], rank_op(&ps[r], p0, o)), form) != 0)
+				form = "differs";
+		fprintf(f, "  %-24s %-10s %10s %-9s %7.1f", plan_op_label(p0->plan, o, label, sizeof label),
+		        plan_get_op(p0->plan, o)->kind,
+		        bcg_human_bytes(plan_tensor_bytes(p0->plan, plan_get_op(p0->plan, o)->out[0],
+		                                          p0->tokens), a, sizeof a),
+		        form, per_step(p0, (double)p0->ops[o].kernels));
+		for (uint32_t r = 0; r < world; r++) {
+			uint32_t k = rank_op(&ps[r], p0, o);
+			double tm = k == PLAN_NONE ? NAN : per_step(&ps[r], (double)ps[r].ops[k].total);
+			us(a, sizeof a, tm);
+			fprintf(f, " %11s", a);
+			if (!isnan(tm)) {
+				sum[r] += tm;
+				mx = tm > mx ? tm : mx;
+			}
+		}
+		us(a, sizeof a, mx);
+		fprintf(f, " %11s\n", a);
+	}
+	fprintf(f, "  %-24s %-10s %10s %-9s %7s", "all", "", "", "", "");
+	{
+		double mx = 0.0;
+		for (uint32_t r = 0; r < world; r++) {
+			us(a, sizeof a, sum[r]);
+			fprintf(f, " %11s", a);
+			mx = sum[r] > mx ? sum[r] : mx;
+		}
+		us(a, sizeof a, mx);
+		fprintf(f, " %11s\n", a);
+	}
+	free(sum);
+}
+
+void report_json_ranks(FILE *f, const struct profile *ps, const struct report_names *ns,
+                       uint32_t world)
+{
+	const struct profile *p0 = &ps[0];
+	struct plan_json *j = plan_json_new(f);
+	char label[64];
+
+	if (j == NULL)
+		return;
+	plan_json_object_begin(j);
+	plan_json_key(j, "schema");
+	plan_json_uint(j, REPORT_JSON_SCHEMA);
+	plan_json_key(j, "plan");
+	plan_json_string(j, ns[0].plan);
+	plan_json_key(j, "world");
+	plan_json_uint(j, world);
+	plan_json_key(j, "ranks");
+	plan_json_array_begin(j);
+	for (uint32_t r = 0; r < world; r++) {
+		plan_json_object_begin(j);
+		plan_json_key(j, "rank");
+		plan_json_uint(j, r);
+		plan_json_key(j, "report");
+		report_json_body(j, &ps[r], &ns[r]);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+	plan_json_key(j, "collectives");
+	plan_json_array_begin(j);
+	for (uint32_t o = 0; o < plan_count_ops(p0->plan); o++) {
+		double mx = 0.0;
+		if (!is_collective(p0->plan, o))
+			continue;
+		plan_json_object_begin(j);
+		plan_json_key(j, "name");
+		plan_json_string(j, plan_op_label(p0->plan, o, label, sizeof label));
+		plan_json_key(j, "kind");
+		plan_json_string(j, plan_get_op(p0->plan, o)->kind);
+		plan_json_key(j, "bytes");
+		plan_json_uint(j, plan_tensor_bytes(p0->plan, plan_get_op(p0->plan, o)->out[0],
+		                                    p0->tokens));
+		plan_json_key(j, "ranks");
+		plan_json_array_begin(j);
+		for (uint32_t r = 0; r < world; r++) {
+			uint32_t k = rank_op(&ps[r], p0, o);
+			plan_json_object_begin(j);
+			plan_json_key(j, "rank");
+			plan_json_uint(j, r);
+			plan_json_key(j, "op");
+			if (k == PLAN_NONE)
+				plan_json_null(j);
+			else
+				plan_json_uint(j, k);
+			plan_json_key(j, "form");
+			plan_json_string(j, op_form(&ps[r], k));
+			plan_json_key(j, "kernels_per_step");
+			plan_json_double(j, k == PLAN_NONE ? 0.0 : per_step(&ps[r], (double)ps[r].ops[k].kernels));
+			plan_json_key(j, "per_step_ns");
+			if (k == PLAN_NONE) {
+				plan_json_null(j);
+			} else {
+				double tm = per_step(&ps[r], (double)ps[r].ops[k].total);
+				plan_json_double(j, tm);
+				mx = tm > mx ? tm : mx;
+			}
+			plan_json_object_end(j);
+		}
+		plan_json_array_end(j);
+		plan_json_key(j, "max_per_step_ns");
+		plan_json_double(j, mx);
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);

@@ -83,6 +83,12 @@ int report_run(const struct report_opts *o, const char *report, const char *plan
 	}
 	if ((rc = cmd_read_plan(plan_path, &plan)) != BCG_EXIT_OK)
 		return rc;
+	if (plan_get_dist(plan)->world > 1) {
+		bcg_error("%s: a plan of %u ranks takes one report per rank, rank 0's first: 1 "
+		          "given", plan_path, plan_get_dist(plan)->world);
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
 	if (ends_with(report, ".nsys-rep")) {
 		if ((rc = export_report(o, report, &sqlite)) != 0)
 			goto out;
@@ -124,5 +130,85 @@ out:
 	nsys_release(&trace);
 	plan_free(plan);
 	free(sqlite);
+	return rc;
+}
+
+int report_run_ranks(const struct report_opts *o, char *const *reports, uint32_t nreports,
+                     const char *plan_path)
+{
+	struct nsys_trace *traces = NULL;
+	struct profile *profs = NULL;
+	struct report_names *names = NULL;
+	char **sqlite = NULL;
+	plan_t *plan = NULL;
+	uint32_t world, r, built = 0;
+	char msg[1024];
+	int rc;
+
+	if (!nsys_have_sqlite()) {
+		bcg_error("%s", NSYS_NO_SQLITE_MSG);
+		return BCG_EXIT_USAGE;
+	}
+	if ((rc = cmd_read_plan(plan_path, &plan)) != BCG_EXIT_OK)
+		return rc;
+	world = plan_get_dist(plan)->world;
+	if (world < 2) {
+		bcg_error("%s: a plan of one rank takes one report, not %u (several reports are "
+		          "the ranks of a tensor-parallel plan)", plan_path, nreports);
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	if (nreports != world) {
+		bcg_error("%s: a plan of %u ranks takes one report per rank, rank 0's first: %u "
+		          "given", plan_path, world, nreports);
+		rc = BCG_EXIT_USAGE;
+		goto out;
+	}
+	traces = xcalloc(world, sizeof *traces);
+	profs = xcalloc(world, sizeof *profs);
+	names = xcalloc(world, sizeof *names);
+	sqlite = xcalloc(world, sizeof *sqlite);
+	for (r = 0; r < world; r++) {
+		const plan_t *rp = plan_get_rank(plan, r);
+		names[r].report = reports[r];
+		names[r].plan = plan_path;
+		if (rp == NULL) {
+			bcg_error("%s: the plan holds no rank %u", plan_path, r);
+			rc = BCG_EXIT_USAGE;
+			goto out;
+		}
+		if (ends_with(reports[r], ".nsys-rep")) {
+			if ((rc = export_report(o, reports[r], &sqlite[r])) != 0)
+				goto out;
+			names[r].report = sqlite[r];
+		}
+		if ((rc = nsys_read(names[r].report, &traces[r], msg, sizeof msg)) != 0) {
+			bcg_error("%s: %s", names[r].report, msg);
+			goto out;
+		}
+		if ((rc = profile_build_rank(rp, &traces[r], o->tokens, (int)r, &profs[r], msg,
+		                             sizeof msg)) != 0) {
+			bcg_error("%s: rank %u of %s: %s", names[r].report, r, plan_path, msg);
+			goto out;
+		}
+		built = r + 1;
+	}
+	if (o->json)
+		report_json_ranks(stdout, profs, names, world);
+	else
+		report_text_ranks(stdout, profs, names, world, o->top);
+	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;
+out:
+	for (r = 0; r < built; r++)
+		profile_release(&profs[r]);
+	for (r = 0; traces != NULL && r < world; r++) {
+		nsys_release(&traces[r]);
+		free(sqlite[r]);
+	}
+	free(traces);
+	free(profs);
+	free(names);
+	free(sqlite);
+	plan_free(plan);
 	return rc;
 }

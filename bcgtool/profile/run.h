@@ -21,6 +21,14 @@ struct report_opts {
  * the plan at PLAN_PATH. Prints errors; returns the exit status. */
 int report_run(const struct report_opts *o, const char *report, const char *plan_path);
 
+/* Report on REPORTS, one per rank of the tensor-parallel plan at
+ * PLAN_PATH, rank 0's first: each rank's kernels attributed to its own
+ * plan, then the collectives side by side. A plan of one rank, another
+ * count of reports, or a report whose steps are not its rank's is refused
+ * (exit 2) with the reason. */
+int report_run_ranks(const struct report_opts *o, char *const *reports, uint32_t nreports,
+                     const char *plan_path);
+
 /* The SQLite export that belongs to the Nsight Systems report REP:
  * "x.nsys-rep" -> "x.sqlite". Malloc'd. */
 char *report_sqlite_path(const char *rep);

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""nsys-ranks.py OUT RANK [STEP-PREFIX]: a synthetic Nsight Systems SQLite
+export of three steps of `bcgtool replay` on one rank of a tensor-parallel
+plan, for t/t3820-tp-bench-report.sh: the breakable plan of that test's
+mlp.yaml at --tp 2, 4 tokens, whose items are "seg 0 up..down", "break
+down.all_reduce", "seg 1 down.add..lm_head" and "break lm_head.all_gather".
+
+The steps' NVTX ranges read "rank RANK step N" (STEP-PREFIX replaces
+"rank RANK " when given; "" gives the plain "step N" of a one-rank
+replay). In each step (10 us apart) the two breakpoints launch one
+collective kernel each; the segments launch none (a host plan records no
+graph nodes):
+  - the all_reduce, 1200 + 100 * RANK ns, is launched through the driver
+    (its correlation id only in CUPTI_ACTIVITY_KIND_DRIVER, as NCCL's
+    cuLaunchKernelEx);
+  - the all_gather, 800 + 50 * RANK ns, through the runtime, and its
+    correlation id is in the driver's table too, on another thread (the
+    runtime's own driver call): the runtime's call is the one that counts.
+"""
+import sqlite3
+import sys
+
+AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+AG = "ncclDevKernel_AllGather_RING_LL"
+
+
+def main(out, rank, prefix):
+    db = sqlite3.connect(out)
+    c = db.cursor()
+    c.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, correlationId INT, "
+              "graphNodeId INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, "
+              "blockZ INT, shortName INT, mangledName INT)")
+    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, "
+              "correlationId INT)")
+    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER (start INT, end INT, globalTid INT, "
+              "correlationId INT)")
+    c.execute("CREATE TABLE NVTX_EVENTS (start INT, end INT, globalTid INT, text TEXT)")
+    for i, v in enumerate((AR, AG)):
+        c.execute("INSERT INTO StringIds VALUES (?, ?)", (i + 1, v))
+    tid, corr = 7, 0
+    for step in range(3):
+        o = 10000 * step
+        for start, end, text in ((1000, 9000, "%sstep %d" % (prefix, step)),
+                                 (1100, 1200, "seg 0 up..down"),
+                                 (1300, 1400, "break down.all_reduce"),
+                                 (1500, 1600, "seg 1 down.add..lm_head"),
+                                 (1700, 1800, "break lm_head.all_gather")):
+            c.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?)",
+                      (o + start, o + end, tid, text))
+        corr += 1
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER VALUES (?, ?, ?, ?)",
+                  (o + 1350, o + 1360, tid, corr))
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (o + 2000, o + 2000 + 1200 + 100 * rank, corr, None, 2, 1, 1, 64, 1, 1, 1, 1))
+        corr += 1
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?)",
+                  (o + 1750, o + 1760, tid, corr))
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER VALUES (?, ?, ?, ?)",
+                  (o + 1752, o + 1758, 99, corr))
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (o + 4000, o + 4000 + 800 + 50 * rank, corr, None, 2, 1, 1, 64, 1, 1, 2, 2))
+    db.commit()
+    db.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__)
+    r = int(sys.argv[2])
+    main(sys.argv[1], r, sys.argv[3] if len(sys.argv) == 4 else "rank %d " % r)
