@@ -84,9 +84,12 @@ assert sorted(p[\"device\"] for p in r[\"memory\"][\"placement\"]) == [0, 0, 1, 
 '
 
 test_expect_success TWO_GPUS,RECORD_LIB 'two devices, one visible: device 1 and its variant named, exit 3; --variant 1 runs' '
-	CUDA_VISIBLE_DEVICES=0 test_expect_code 3 bcg replay --steps 2 dev.plan 2>err &&
+	(
+		CUDA_VISIBLE_DEVICES=0 && export CUDA_VISIBLE_DEVICES &&
+		test_expect_code 3 bcg replay --steps 2 dev.plan 2>err &&
+		bcg replay --steps 2 --variant 1 dev.plan >out
+	) &&
 	test_grep "cannot replay variant 2 here: the work was recorded on CUDA device 1, and this machine has only 1 device" err &&
-	CUDA_VISIBLE_DEVICES=0 bcg replay --steps 2 --variant 1 dev.plan >out &&
 	test_grep "^variant 1 " out
 '
 
