@@ -448,6 +448,8 @@ static void print_summary(const struct record_args *a, const char *command, int 
 			plan_json_uint(j, s->graph_launches);
 			plan_json_key(j, "eager_launches");
 			plan_json_uint(j, s->eager_launches);
+			plan_json_key(j, "updates");
+			plan_json_uint(j, s->updates);
 			plan_json_object_end(j);
 		}
 		plan_json_array_end(j);

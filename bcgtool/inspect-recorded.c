@@ -81,6 +81,7 @@ static void r_summary(struct rview *v)
 	time_t t = (time_t)m->created;
 	struct tm tm;
 	struct table *tb;
+	int several = 0;
 
 	plan_get_format_version(plan, &major, &minor);
 	if ((int64_t)t == m->created && gmtime_r(&t, &tm) != NULL)
@@ -103,10 +104,24 @@ static void r_summary(struct rview *v)
 	printf("%s\n", m->tool[0] ? m->tool : "-");
 	r_key(v, "device");
 	if (m->device[0] != '\0')
-		printf("%s (compute capability %d.%d)\n", m->device, (int)m->cc_major,
+		printf("%s (compute capability %d.%d)", m->device, (int)m->cc_major,
 		       (int)m->cc_minor);
 	else
-		printf("-\n");
+		printf("-");
+	if (plan_count_variants(plan) > 0) {
+		uint32_t d0 = plan_get_variant(plan, 0)->device, nd = 1;
+		for (uint32_t i = 1; i < plan_count_variants(plan); i++) {
+			uint32_t d = plan_get_variant(plan, i)->device, k;
+			for (k = 0; k < i && plan_get_variant(plan, k)->device != d; k++)
+				;
+			nd += k == i;
+		}
+		if (nd > 1)
+			printf("; variants on %u devices (device %u's shown)", nd, d0);
+		else if (d0 != 0)
+			printf("; device %u", d0);
+	}
+	putchar('\n');
 	r_key(v, "toolkit");
 	printf("CUDA runtime %s, driver %s\n", plan_version_text(m->cuda_runtime, 0, a, sizeof a),
 	       plan_version_text(m->cuda_driver, 0, b, sizeof b));
@@ -140,7 +155,11 @@ static void r_summary(struct rview *v)
 	v->printed = 1;
 
 	r_title(v, "variants");
-	tb = table_new("rlrrrrrr");
+	/* the device column only where the variants ran on several */
+	for (uint32_t i = 1; i < plan_count_variants(plan); i++)
+		if (plan_get_variant(plan, i)->device != plan_get_variant(plan, 0)->device)
+			several = 1;
+	tb = table_new(several ? "rlrrrrrrr" : "rlrrrrrr");
 	table_cell(tb, "number");
 	table_cell(tb, "label");
 	table_cell(tb, "seen");
@@ -149,6 +168,8 @@ static void r_summary(struct rview *v)
 	table_cell(tb, "segments");
 	table_cell(tb, "breaks");
 	table_cell(tb, "nodes");
+	if (several)
+		table_cell(tb, "device");
 	table_end_row(tb, NULL);
 	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
 		const struct plan_variant *var = plan_get_variant(plan, i);
@@ -164,6 +185,8 @@ static void r_summary(struct rview *v)
 		table_cell(tb, "%u", ns);
 		table_cell(tb, "%u", nb);
 		table_cell(tb, "%u", nn);
+		if (several)
+			table_cell(tb, "%u", var->device);
 		table_end_row(tb, NULL);
 	}
 	table_print(tb, stdout, "  ", v->st);

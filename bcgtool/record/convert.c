@@ -183,10 +183,15 @@ struct cv_op {
 	uint32_t       cuda_type; /* other nodes: CUDA's node type */
 };
 
+/* What an executable graph runs: as instantiated, or after an update
+ * (cuGraphExecUpdate, a kernel node set). An executable that comes back
+ * to what it ran before gets that graph again (same CONTENT, same EXEC):
+ * a graph of a plan is what ran, not how often it was set. */
 struct cv_graph {
 	uint64_t          exec;
 	uint32_t          device;
 	uint64_t          seq;
+	uint64_t          content;    /* graph_content() */
 	uint32_t          nnodes;
 	struct cv_op     *nodes;
 	uint32_t          nedges;
@@ -240,6 +245,7 @@ struct cv_proc {
 	struct cv_device    *devs;   size_t ndevs, cdevs;
 	struct map           func_by_handle;
 	struct map           graph_by_exec;
+	struct map           graph_by_content;
 	struct map           time_by_corr;
 	struct cv_order     *alloc_order;   /* allocs sorted by address */
 	uint64_t             alloc_max;     /* the largest allocation */
@@ -256,6 +262,7 @@ struct cv {
 	struct record_summary     sum;
 	struct cv_range          *ranges;
 	size_t                    nranges, cranges;
+	uint32_t                  updates;   /* exec updates and node sets followed */
 	int                       rc;
 	char                     *msg;
 	size_t                    msglen;
@@ -394,12 +401,87 @@ static int decode_node(struct cv *c, struct cv_proc *p, struct reclog_cur *k, st
 	return k->bad || c->rc != RECORD_OK ? -1 : 0;
 }
 
+static uint64_t exec_key(uint64_t exec, uint32_t device)
+{
+	return exec ^ ((uint64_t)device << 56);
+}
+
+static uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	return plan_hash64(b, sizeof b, h);
+}
+
+/* A hash of what graph G runs: each node's fields and bytes, the edges. */
+static uint64_t graph_content(const struct cv_graph *g)
+{
+	uint64_t h = hash_u64(PLAN_HASH64_INIT, g->device);
+
+	h = hash_u64(h, g->nnodes);
+	for (uint32_t i = 0; i < g->nnodes; i++) {
+		const struct cv_op *o = &g->nodes[i];
+		uint64_t v[] = { (uint64_t)o->type, o->func, o->grid[0], o->grid[1], o->grid[2],
+		                 o->block[0], o->block[1], o->block[2], o->cluster[0],
+		                 o->cluster[1], o->cluster[2], o->shmem, o->flags, o->nargs,
+		                 o->dst, o->src, o->bytes, o->copy, o->ndata, o->value, o->element,
+		                 o->width, o->height, o->pitch, o->cuda_type };
+		for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+			h = hash_u64(h, v[k]);
+		if (o->nargs)
+			h = plan_hash64(o->args, o->nargs, h);
+		if (o->ndata)
+			h = plan_hash64(o->data, o->ndata, h);
+	}
+	h = hash_u64(h, g->nedges);
+	for (uint32_t i = 0; i < g->nedges; i++) {
+		const struct plan_edge *e = &g->edges[i];
+		h = hash_u64(h, (uint64_t)e->from << 32 | e->to);
+		h = hash_u64(h, (uint64_t)e->type << 16 | (uint64_t)e->from_port << 8 | e->to_port);
+	}
+	return h;
+}
+
+/* Make the last graph (just decoded or derived) what its executable runs
+ * from now on; when that executable ran the same content before, that
+ * graph is taken again and the last one dropped. */
+static int graph_settle(struct cv *c, struct cv_proc *p)
+{
+	struct cv_graph *g = &p->graphs[p->ngraphs - 1];
+	uint64_t key;
+	uint32_t same;
+
+	g->content = graph_content(g);
+	key = hash_u64(hash_u64(g->content, g->exec), g->device);
+	same = map_get(&p->graph_by_content, key);
+	if (same != PLAN_NONE && p->graphs[same].exec == g->exec &&
+	    p->graphs[same].device == g->device && p->graphs[same].nnodes == g->nnodes &&
+	    p->graphs[same].nedges == g->nedges && p->graphs[same].content == g->content) {
+		free(g->nodes);
+		free(g->edges);
+		p->ngraphs--;
+		return map_put(&p->graph_by_exec, exec_key(p->graphs[same].exec,
+		                                           p->graphs[same].device), same) != 0
+		       ? cv_nomem(c) : 0;
+	}
+	if (map_put(&p->graph_by_content, key, (uint32_t)(p->ngraphs - 1)) != 0 ||
+	    map_put(&p->graph_by_exec, exec_key(g->exec, g->device), (uint32_t)(p->ngraphs - 1)) != 0)
+		return cv_nomem(c);
+	return 0;
+}
+
+/* A GRAPH record (an instantiation) or a GRAPH_UPDATE (the executable
+ * runs another graph's parameters from now on): the same fields. */
 static int decode_graph(struct cv *c, struct cv_proc *p, const struct reclog_record *r)
 {
 	struct reclog_cur k;
 	struct cv_graph *g;
 	uint32_t nnodes, nedges;
 
+	if (r->type == RECLOG_GRAPH_UPDATE)
+		c->updates++;
 	reclog_cur_init(&k, r);
 	g = GROW(p->graphs, p->ngraphs, p->cgraphs);
 	if (g == NULL)
@@ -431,10 +513,63 @@ static int decode_graph(struct cv *c, struct cv_proc *p, const struct reclog_rec
 			return cv_fail(c, RECORD_BAD_LOG, "record %" PRIu64 ": a malformed graph edge",
 			               r->seq);
 	}
-	if (map_put(&p->graph_by_exec, g->exec ^ ((uint64_t)g->device << 56),
-	            (uint32_t)(p->ngraphs - 1)) != 0)
+	return graph_settle(c, p);
+}
+
+/* A GRAPH_NODE_SET record: the executable's graph as it runs now, with
+ * one kernel node's function, shape and parameters replaced (its cluster
+ * and flags stay: they are the node's attributes, which the call does not
+ * set). A node the recorder could not place, or that is no kernel, keeps
+ * its parameters, with a note. */
+static int decode_node_set(struct cv *c, struct cv_proc *p, const struct reclog_record *r)
+{
+	struct reclog_cur k;
+	struct cv_graph *g;
+	struct cv_op op = { 0 };
+	uint64_t exec;
+	uint32_t device, node, cur;
+
+	reclog_cur_init(&k, r);
+	exec = reclog_get_u64(&k);
+	device = reclog_get_u32(&k);
+	node = reclog_get_u32(&k);
+	decode_kernel(c, p, &k, &op, r->seq);
+	if (k.bad)
+		return cv_fail(c, RECORD_BAD_LOG, "record %" PRIu64 ": a malformed node update",
+		               r->seq);
+	if (c->rc != RECORD_OK)
+		return -1;
+	cur = map_get(&p->graph_by_exec, exec_key(exec, device));
+	if (cur == PLAN_NONE || node >= p->graphs[cur].nnodes ||
+	    p->graphs[cur].nodes[node].type != PLAN_NODE_KERNEL) {
+		cv_note(c, "process %u: a kernel node of graph 0x%" PRIx64 " was given new "
+		        "parameters, but %s: the plan keeps what it ran before", p->log->pid, exec,
+		        cur == PLAN_NONE ? "the graph was never seen instantiated"
+		        : node == UINT32_MAX ? "the recorder could not tell which node"
+		        : node >= p->graphs[cur].nnodes ? "the graph has no such node"
+		                                        : "that node is no kernel");
+		return 0;
+	}
+	c->updates++;
+	g = GROW(p->graphs, p->ngraphs, p->cgraphs);
+	if (g == NULL)
 		return cv_nomem(c);
-	return 0;
+	*g = p->graphs[cur];
+	g->seq = r->seq;
+	g->nodes = malloc((g->nnodes ? g->nnodes : 1) * sizeof *g->nodes);
+	g->edges = malloc((g->nedges ? g->nedges : 1) * sizeof *g->edges);
+	if (g->nodes == NULL || g->edges == NULL) {
+		free(g->nodes);
+		free(g->edges);
+		p->ngraphs--;
+		return cv_nomem(c);
+	}
+	memcpy(g->nodes, p->graphs[cur].nodes, g->nnodes * sizeof *g->nodes);
+	memcpy(g->edges, p->graphs[cur].edges, g->nedges * sizeof *g->edges);
+	memcpy(op.cluster, g->nodes[node].cluster, sizeof op.cluster);
+	op.flags = g->nodes[node].flags;
+	g->nodes[node] = op;
+	return graph_settle(c, p);
 }
 
 /* A graph launch of an executable graph the log never described: a
@@ -449,8 +584,7 @@ static uint32_t stub_graph(struct cv *c, struct cv_proc *p, uint64_t exec, uint3
 	g->exec = exec;
 	g->device = device;
 	g->seq = seq;
-	if (map_put(&p->graph_by_exec, exec ^ ((uint64_t)device << 56),
-	            (uint32_t)(p->ngraphs - 1)) != 0)
+	if (map_put(&p->graph_by_exec, exec_key(exec, device), (uint32_t)(p->ngraphs - 1)) != 0)
 		return cv_nomem(c), PLAN_NONE;
 	cv_note(c, "process %u: graph 0x%" PRIx64 " was launched but never seen instantiated",
 	        p->log->pid, exec);
@@ -608,7 +742,10 @@ static int decode_record(struct cv *c, struct cv_proc *p, const struct reclog_re
 			decode_memset(&k, &e->op);
 		break;
 	case RECLOG_GRAPH:
+	case RECLOG_GRAPH_UPDATE:
 		return decode_graph(c, p, r);
+	case RECLOG_GRAPH_NODE_SET:
+		return decode_node_set(c, p, r);
 	case RECLOG_GRAPH_LAUNCH: {
 		uint64_t exec;
 		e = GROW(p->evs, p->nevs, p->cevs);
@@ -620,7 +757,7 @@ static int decode_record(struct cv *c, struct cv_proc *p, const struct reclog_re
 		(void)reclog_get_u64(&k);
 		exec = reclog_get_u64(&k);
 		e->corr = reclog_get_u32(&k);
-		e->graph = map_get(&p->graph_by_exec, exec ^ ((uint64_t)e->device << 56));
+		e->graph = map_get(&p->graph_by_exec, exec_key(exec, e->device));
 		if (e->graph == PLAN_NONE && !k.bad)
 			e->graph = stub_graph(c, p, exec, e->device, r->seq);
 		break;
@@ -732,6 +869,7 @@ static void proc_free(struct cv_proc *p)
 	free(p->cublas);
 	map_free(&p->func_by_handle);
 	map_free(&p->graph_by_exec);
+	map_free(&p->graph_by_content);
 	map_free(&p->time_by_corr);
 }
 
@@ -1801,6 +1939,7 @@ int record_convert(struct reclog *const *logs, size_t nlogs, const struct record
 			c.sum.eager_launches += procs[i].evs[j].kind == EV_OP;
 		}
 	c.sum.processes = (uint32_t)nlogs;
+	c.sum.updates = c.updates;
 	c.sum.devices = (uint32_t)ndev;
 	c.sum.modules = plan_count_modules(c.plan);
 out:

@@ -27,6 +27,15 @@
  *    launches of its breaks), every step of it the medians of the
  *    recorded times, and each break's detail says how many distinct
  *    launch shapes (kernels, grids, blocks) it had over the steps.
+ *  - An executable graph runs what it was instantiated from until the
+ *    program updates it: cuGraphExecUpdate gives it the nodes of another
+ *    graph of the same topology, cuGraphExecKernelNodeSetParams one
+ *    kernel node's function, shape and parameters (the node named by its
+ *    place in the graph walked at instantiation). Each launch is of what
+ *    the executable ran then; what it ran differently is another graph of
+ *    the plan, so steps before and after an update are distinct shapes
+ *    (variants), and an executable set back to what it ran before is that
+ *    graph again.
  *  - Each kernel's parameter words that hold an address inside a device
  *    allocation live at the time become patches; the allocations they
  *    name are kept (with their contents where the log has a snapshot).
@@ -71,6 +80,7 @@ struct record_summary {
 	uint32_t snapshots;
 	uint64_t graph_launches;
 	uint64_t eager_launches;
+	uint32_t updates;        /* executable graphs updated (whole or a node) */
 };
 
 /* What record_convert answers. */

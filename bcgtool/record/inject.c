@@ -18,7 +18,11 @@
  *  - graph instantiation (cuGraphInstantiate*, at the call's exit): the
  *    graph is walked at once, every node with its parameters (and
  *    cluster and cooperative attributes), every edge with its type and
- *    ports (cuGraphExecUpdate is not followed);
+ *    ports; and again when the program changes what an executable
+ *    graph runs: cuGraphExecUpdate (the new graph walked the same way)
+ *    and the kernel nodes set one at a time (cuGraphExecKernelNodeSetParams,
+ *    cuGraphExecNodeSetParams), each by its index in the graph walked at
+ *    instantiation; copies and memsets set that way are only noted;
  *  - CUPTI activity records: the GPU start and end of each graph launch
  *    and of each kernel, copy and memset launched outside graphs
  *    (BCG_RECORD_TIMES=kernels: of each kernel inside graphs too, which
@@ -69,6 +73,13 @@ struct fn_entry {
 	uint32_t                nargs;    /* bytes of the parameter buffer */
 };
 
+/* A graph node walked at instantiation, and its index in that walk: what
+ * a later cuGraphExecKernelNodeSetParams names it by. */
+struct node_entry {
+	uint64_t node;            /* 0: empty slot */
+	uint32_t index;
+};
+
 struct live_alloc {
 	uint64_t address;
 	uint64_t bytes;
@@ -89,6 +100,8 @@ static struct recorder {
 	atomic_int             captures;  /* captures begun and not ended */
 	struct fn_entry       *fns;
 	size_t                 fn_cap, fn_n;
+	struct node_entry     *nodes;     /* graph nodes by handle */
+	size_t                 node_cap, node_n;
 	struct live_alloc     *allocs;
 	size_t                 nallocs, callocs;
 	uint64_t               devices_seen;
@@ -848,8 +861,64 @@ static uint32_t node_index(const struct node_ref *refs, size_t n, CUgraphNode no
 	return f != NULL ? f->index : UINT32_MAX;
 }
 
-/* Walk GRAPH, just instantiated as EXEC, into a GRAPH record. */
-static void record_graph(CUgraph graph, CUgraphExec exec, uint32_t dev)
+/* Remember that NODE is node INDEX of its graph's walk. Nodes are never
+ * forgotten: a handle the driver gives again after its graph is destroyed
+ * is overwritten by its next walk. Out of memory: the node's later
+ * updates are recorded with an unknown index. */
+static void node_remember(uint64_t node, uint32_t index)
+{
+	size_t i;
+
+	pthread_mutex_lock(&R.lock);
+	if ((R.node_n + 1) * 2 > R.node_cap) {
+		size_t cap = R.node_cap ? R.node_cap * 2 : 4096;
+		struct node_entry *t = calloc(cap, sizeof *t);
+		if (t == NULL) {
+			pthread_mutex_unlock(&R.lock);
+			return;
+		}
+		for (size_t k = 0; k < R.node_cap; k++) {
+			if (R.nodes[k].node == 0)
+				continue;
+			for (i = fn_slot(R.nodes[k].node, cap); t[i].node != 0; i = (i + 1) & (cap - 1))
+				;
+			t[i] = R.nodes[k];
+		}
+		free(R.nodes);
+		R.nodes = t;
+		R.node_cap = cap;
+	}
+	for (i = fn_slot(node, R.node_cap); R.nodes[i].node != 0 && R.nodes[i].node != node;
+	     i = (i + 1) & (R.node_cap - 1))
+		;
+	if (R.nodes[i].node == 0)
+		R.node_n++;
+	R.nodes[i].node = node;
+	R.nodes[i].index = index;
+	pthread_mutex_unlock(&R.lock);
+}
+
+/* NODE's index in its graph's walk; UINT32_MAX when never walked. */
+static uint32_t node_lookup(uint64_t node)
+{
+	uint32_t index = UINT32_MAX;
+
+	pthread_mutex_lock(&R.lock);
+	if (R.node_cap != 0)
+		for (size_t i = fn_slot(node, R.node_cap); R.nodes[i].node != 0;
+		     i = (i + 1) & (R.node_cap - 1))
+			if (R.nodes[i].node == node) {
+				index = R.nodes[i].index;
+				break;
+			}
+	pthread_mutex_unlock(&R.lock);
+	return index;
+}
+
+/* Walk GRAPH into a record of TYPE: GRAPH when it was just instantiated
+ * as EXEC (its nodes are remembered by index), GRAPH_UPDATE when EXEC
+ * now runs GRAPH's parameters (cuGraphExecUpdate). */
+static void record_graph(CUgraph graph, CUgraphExec exec, uint32_t dev, uint32_t type)
 {
 	CUgraphNode *nodes = NULL, *from = NULL, *to = NULL;
 	CUgraphEdgeData *edata = NULL;
@@ -884,7 +953,10 @@ static void record_graph(CUgraph graph, CUgraphExec exec, uint32_t dev)
 		refs[i].index = (uint32_t)i;
 	}
 	qsort(refs, nn, sizeof *refs, by_node);
-	reclog_rec_begin(&r, RECLOG_GRAPH, now());
+	if (type == RECLOG_GRAPH)
+		for (size_t i = 0; i < nn; i++)
+			node_remember((uint64_t)(uintptr_t)nodes[i], (uint32_t)i);
+	reclog_rec_begin(&r, type, now());
 	reclog_put_u64(&r, (uint64_t)(uintptr_t)exec);
 	reclog_put_u64(&r, (uint64_t)(uintptr_t)graph);
 	reclog_put_u32(&r, dev);
@@ -914,6 +986,65 @@ out:
 	free(from);
 	free(to);
 	free(edata);
+}
+
+/* A node of an executable graph given new parameters. Kernel nodes are
+ * recorded (the v1 parameters are the first fields of the later forms);
+ * a copy or memset set so is noted: the plan keeps the parameters the
+ * node had at instantiation or at its last update. */
+static void on_node_set(const CUpti_CallbackData *cb, CUpti_CallbackId id)
+{
+	const cuGraphExecKernelNodeSetParams_v2_params *p = cb->functionParams;
+	unsigned grid[3], block[3], cluster[3] = { 0, 0, 0 }, shmem;
+	void **kernel_params, **extra;
+	uint64_t handle;
+	struct reclog_rec r;
+
+	if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams) {
+		const cuGraphExecNodeSetParams_params *q = cb->functionParams;
+		const CUDA_KERNEL_NODE_PARAMS_v3 *k;
+		if (q->nodeParams == NULL)
+			return;
+		if (q->nodeParams->type != CU_GRAPH_NODE_TYPE_KERNEL) {
+			note("graph 0x%" PRIx64 ": a node of type %d was given new parameters "
+			     "(cuGraphExecNodeSetParams): not followed, the plan keeps its old ones",
+			     (uint64_t)(uintptr_t)q->hGraphExec, (int)q->nodeParams->type);
+			return;
+		}
+		k = &q->nodeParams->kernel;
+		handle = k->func != NULL ? (uint64_t)(uintptr_t)k->func : (uint64_t)(uintptr_t)k->kern;
+		grid[0] = k->gridDimX, grid[1] = k->gridDimY, grid[2] = k->gridDimZ;
+		block[0] = k->blockDimX, block[1] = k->blockDimY, block[2] = k->blockDimZ;
+		shmem = k->sharedMemBytes;
+		kernel_params = k->kernelParams;
+		extra = k->extra;
+	} else if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams ||
+	           id == CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams) {
+		note("graph 0x%" PRIx64 ": a %s node was given new parameters: not followed, the "
+		     "plan keeps its old ones", (uint64_t)(uintptr_t)p->hGraphExec,
+		     id == CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams ? "memcpy"
+		                                                                  : "memset");
+		return;
+	} else {
+		const CUDA_KERNEL_NODE_PARAMS *k = p->nodeParams;
+		if (k == NULL)
+			return;
+		/* the v1 form has no CUkernel field: read only what both have */
+		handle = (uint64_t)(uintptr_t)k->func;
+		if (handle == 0 && id == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2)
+			handle = (uint64_t)(uintptr_t)k->kern;
+		grid[0] = k->gridDimX, grid[1] = k->gridDimY, grid[2] = k->gridDimZ;
+		block[0] = k->blockDimX, block[1] = k->blockDimY, block[2] = k->blockDimZ;
+		shmem = k->sharedMemBytes;
+		kernel_params = k->kernelParams;
+		extra = k->extra;
+	}
+	reclog_rec_begin(&r, RECLOG_GRAPH_NODE_SET, now());
+	reclog_put_u64(&r, (uint64_t)(uintptr_t)p->hGraphExec);
+	reclog_put_u32(&r, ctx_device(cb->context));
+	reclog_put_u32(&r, node_lookup((uint64_t)(uintptr_t)p->hNode));
+	put_kernel(&r, handle, grid, block, cluster, shmem, 0, kernel_params, extra);
+	emit(&r);
 }
 
 static void on_graph_launch(const CUpti_CallbackData *cb)
@@ -1057,9 +1188,25 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		 * graph it was made from. */
 		const cuGraphInstantiateWithFlags_params *p = cb->functionParams;
 		if (p->phGraphExec != NULL && *p->phGraphExec != NULL)
-			record_graph(p->hGraph, *p->phGraphExec, ctx_device(cb->context));
+			record_graph(p->hGraph, *p->phGraphExec, ctx_device(cb->context),
+			             RECLOG_GRAPH);
 		break;
 	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
+		/* Both forms start with the executable and the graph. */
+		const cuGraphExecUpdate_v2_params *p = cb->functionParams;
+		record_graph(p->hGraph, p->hGraphExec, ctx_device(cb->context),
+		             RECLOG_GRAPH_UPDATE);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams:
+		on_node_set(cb, id);
+		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
@@ -1108,6 +1255,13 @@ static const CUpti_CallbackId driver_cbids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -77,6 +78,25 @@ struct rr_function {
 	char       why[256];
 };
 
+/* Ranges held for the recorded allocations before CUDA starts
+ * (rr_hold_ranges). */
+#define RR_HOLD_ALIGN (UINT64_C(2) << 20)
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000   /* Linux 4.17; older kernels take it as a hint */
+#endif
+
+struct rr_hold_piece {
+	uint64_t lo, hi;
+};
+
+struct rr_hold {
+	struct rr_hold_piece *p;
+	uint32_t              n, cap;
+	uint64_t              bytes;
+	uint32_t              missed;
+};
+
 /* A reserved, mapped range holding one or more recorded allocations. */
 struct rr_region {
 	uint64_t                     want;     /* the recorded range, aligned */
@@ -120,7 +140,9 @@ struct rr_session {
 	uint32_t            nfunctions;
 	struct rr_function *functions;
 	uint32_t            nallocs;
-	uint64_t           *alloc_base;    /* each allocation's address here */
+	uint64_t           *alloc_base;    /* each allocation's address here; 0
+	                                      for another device's */
+	uint32_t           *alloc_region;  /* its region; UINT32_MAX another device's */
 	uint32_t            nregions;
 	struct rr_region   *regions;
 	uint32_t            nlaunches;
@@ -281,6 +303,129 @@ static void rr_host_overlap(uint64_t lo, uint64_t hi, char *buf, size_t len)
 	fclose(f);
 }
 
+static int rr_hold_piece_cmp(const void *a, const void *b)
+{
+	const struct rr_hold_piece *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int rr_hold_add(struct rr_hold *h, uint64_t lo, uint64_t hi)
+{
+	if (h->n == h->cap) {
+		uint32_t cap = h->cap ? 2 * h->cap : 64;
+		struct rr_hold_piece *p = realloc(h->p, cap * sizeof *p);
+		if (p == NULL)
+			return -1;
+		h->p = p;
+		h->cap = cap;
+	}
+	h->p[h->n].lo = lo;
+	h->p[h->n].hi = hi;
+	h->n++;
+	return 0;
+}
+
+struct rr_hold *rr_hold_ranges(const plan_t *plan)
+{
+	uint32_t na = plan_count_allocs(plan), nspan = 0;
+	struct rr_hold_piece *span = calloc(na + 1, sizeof *span);
+	struct rr_hold *h = calloc(1, sizeof *h);
+
+	if (span == NULL || h == NULL)
+		goto fail;
+	for (uint32_t i = 0; i < na; i++) {
+		const struct plan_alloc *a = plan_get_alloc(plan, i);
+		uint64_t bytes = a->bytes ? a->bytes : 1;
+		if (a->address > UINT64_MAX - bytes - RR_HOLD_ALIGN)
+			continue;
+		span[nspan].lo = a->address / RR_HOLD_ALIGN * RR_HOLD_ALIGN;
+		span[nspan].hi = (a->address + bytes + RR_HOLD_ALIGN - 1) / RR_HOLD_ALIGN *
+		                 RR_HOLD_ALIGN;
+		nspan++;
+	}
+	qsort(span, nspan, sizeof *span, rr_hold_piece_cmp);
+	for (uint32_t i = 0; i < nspan;) {
+		uint64_t lo = span[i].lo, hi = span[i].hi;
+		void *q;
+		for (i++; i < nspan && span[i].lo <= hi; i++)
+			if (span[i].hi > hi)
+				hi = span[i].hi;
+		/* Only where nothing is mapped: MAP_FIXED_NOREPLACE never
+		 * replaces a mapping; a kernel that takes it as a hint may
+		 * put it elsewhere, which is then let go. */
+		q = mmap((void *)(uintptr_t)lo, (size_t)(hi - lo), PROT_NONE,
+		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+		if (q == MAP_FAILED) {
+			h->missed++;
+			continue;
+		}
+		if ((uint64_t)(uintptr_t)q != lo || rr_hold_add(h, lo, hi) != 0) {
+			munmap(q, (size_t)(hi - lo));
+			h->missed++;
+			continue;
+		}
+		h->bytes += hi - lo;
+	}
+	free(span);
+	if (h->n == 0 && h->missed == 0) {
+		free(h->p);
+		free(h);
+		return NULL;
+	}
+	return h;
+fail:
+	free(span);
+	free(h);
+	return NULL;
+}
+
+/* Let the held bytes of [LO, HI) go (and only those: the rest of a piece
+ * stays held). */
+static void rr_hold_let_go(struct rr_hold *h, uint64_t lo, uint64_t hi)
+{
+	uint32_t n;
+
+	if (h == NULL)
+		return;
+	n = h->n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct rr_hold_piece *p = &h->p[i];
+		uint64_t a = p->lo > lo ? p->lo : lo, b = p->hi < hi ? p->hi : hi, right;
+		if (a >= b)
+			continue;
+		munmap((void *)(uintptr_t)a, (size_t)(b - a));
+		h->bytes -= b - a;
+		right = p->hi;
+		p->hi = a;
+		if (b < right && rr_hold_add(h, b, right) != 0) {
+			/* no room to remember the rest: let it go too */
+			munmap((void *)(uintptr_t)b, (size_t)(right - b));
+			h->bytes -= right - b;
+		}
+	}
+}
+
+void rr_hold_release(struct rr_hold *h)
+{
+	if (h == NULL)
+		return;
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->p[i].hi > h->p[i].lo)
+			munmap((void *)(uintptr_t)h->p[i].lo, (size_t)(h->p[i].hi - h->p[i].lo));
+	free(h->p);
+	free(h);
+}
+
+uint64_t rr_hold_bytes(const struct rr_hold *h)
+{
+	return h != NULL ? h->bytes : 0;
+}
+
+uint32_t rr_hold_missed(const struct rr_hold *h)
+{
+	return h != NULL ? h->missed : 0;
+}
+
 /* Reserve REGION's range: at its recorded address where that is free
  * (unless told to rebase), else anywhere; then back it and open it.
  * cuMemAddressReserve's address is a hint: the driver may give another
@@ -301,6 +446,8 @@ static int rr_map_region(struct rr_session *s, struct rr_region *r, struct rr_er
 	prop.location.id = s->device;
 	r->why[0] = '\0';
 	if (!(s->opts.flags & RR_REBASE)) {
+		/* held since before CUDA started: free it for the driver now */
+		rr_hold_let_go(s->opts.hold, r->want, r->want + r->size);
 		for (int k = 0; k < 2 && p == 0; k++) {
 			size_t align = k == 0 ? s->info.granularity : 0, at = strlen(r->why);
 			CUdeviceptr q = 0;
@@ -376,15 +523,20 @@ static int rr_make_allocs(struct rr_session *s, struct rr_error *err)
 	s->info.granularity = g;
 	s->nallocs = plan_count_allocs(s->plan);
 	s->alloc_base = calloc(s->nallocs + 1, sizeof *s->alloc_base);
+	s->alloc_region = calloc(s->nallocs + 1, sizeof *s->alloc_region);
 	spans = calloc(s->nallocs + 1, sizeof *spans);
 	s->regions = calloc(s->nallocs + 1, sizeof *s->regions);
-	if (s->alloc_base == NULL || spans == NULL || s->regions == NULL) {
+	if (s->alloc_base == NULL || s->alloc_region == NULL || spans == NULL ||
+	    s->regions == NULL) {
 		rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
 		goto fail;
 	}
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct plan_alloc *a = plan_get_alloc(s->plan, i);
 		uint64_t bytes = a->bytes ? a->bytes : 1;
+		s->alloc_region[i] = UINT32_MAX;
+		if ((int64_t)a->device != s->device)
+			continue;   /* another session's */
 		spans[n].lo = rr_round_down(a->address, g);
 		spans[n].hi = rr_round_up(a->address + bytes, g);
 		spans[n].alloc = i;
@@ -413,6 +565,8 @@ static int rr_make_allocs(struct rr_session *s, struct rr_error *err)
 		while (spans[i].lo >= s->regions[k].want + s->regions[k].size)
 			k++;
 		s->alloc_base[spans[i].alloc] = s->regions[k].got + (a->address - s->regions[k].want);
+		s->alloc_region[spans[i].alloc] = k;
+		s->info.allocs++;
 		if (s->regions[k].got == s->regions[k].want) {
 			s->info.fixed++;
 			continue;
@@ -424,7 +578,6 @@ static int rr_make_allocs(struct rr_session *s, struct rr_error *err)
 			         ") not at its recorded address: %.300s", spans[i].alloc, a->address,
 			         a->bytes, s->regions[k].want, s->regions[k].size, s->regions[k].why);
 	}
-	s->info.allocs = s->nallocs;
 	rc = 0;
 fail:
 	free(spans);
@@ -447,7 +600,7 @@ static int rr_fill(struct rr_session *s, struct rr_error *err)
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct plan_alloc *a = plan_get_alloc(s->plan, i);
 		void *dst = (void *)(uintptr_t)s->alloc_base[i];
-		if (a->bytes == 0)
+		if (a->bytes == 0 || s->alloc_region[i] == UINT32_MAX)
 			continue;
 		if (s->opts.fill == RR_FILL_SNAPSHOT && (a->flags & PLAN_ALLOC_SNAPSHOT) &&
 		    a->data != NULL) {
@@ -601,6 +754,10 @@ static int rr_addr(struct rr_session *s, const struct plan_addr *a, CUdeviceptr 
 	if (a->alloc == PLAN_NONE || a->alloc >= s->nallocs)
 		return rr_fail(err, BCG_EXIT_USAGE, "address 0x%" PRIx64 " lies in no recorded "
 		               "allocation", a->offset);
+	if (s->alloc_region[a->alloc] == UINT32_MAX)
+		return rr_fail(err, BCG_EXIT_USAGE, "allocation %u was recorded on device %u, "
+		               "not on device %d, whose work this is", a->alloc,
+		               plan_get_alloc(s->plan, a->alloc)->device, s->device);
 	*out = (CUdeviceptr)(s->alloc_base[a->alloc] + a->offset);
 	return 0;
 }
@@ -767,7 +924,15 @@ int rr_open(const plan_t *plan, const struct rr_opts *opts, struct rr_session **
 		rr_fail(err, BCG_EXIT_RUNTIME, "no CUDA device");
 		goto fail;
 	}
-	s->device = 0;
+	s->device = opts->device;
+	s->info.ordinal = opts->device;
+	if (opts->device < 0 || opts->device >= n) {
+		err->no_device = 1;
+		rr_fail(err, BCG_EXIT_RUNTIME, "the work was recorded on CUDA device %d, and this "
+		        "machine has %s%d device%s (0 to %d)", opts->device, n == 1 ? "only " : "",
+		        n, n == 1 ? "" : "s", n - 1);
+		goto fail;
+	}
 	RR_RT(cudaSetDevice(s->device), "cudaSetDevice");
 	RR_RT(cudaFree(NULL), "creating the CUDA context");
 	RR_RT(cudaGetDeviceProperties(&prop, s->device), "cudaGetDeviceProperties");
@@ -778,6 +943,12 @@ int rr_open(const plan_t *plan, const struct rr_opts *opts, struct rr_session **
 	s->info.cuda_driver = v;
 	if (rr_load_driver(&s->d, v, err) != 0)
 		goto fail;
+	/* The recorded ranges first: before a stream, a module or any memory
+	 * of ours takes address space the driver might give from them. */
+	t0 = bcg_now_ns();
+	if (rr_make_allocs(s, err) != 0)
+		goto fail;
+	s->info.memory_ns = bcg_now_ns() - t0;
 	RR_RT(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
 	s->nmodules = plan_count_modules(plan);
@@ -796,9 +967,9 @@ int rr_open(const plan_t *plan, const struct rr_opts *opts, struct rr_session **
 		goto fail;
 	}
 	t0 = bcg_now_ns();
-	if (rr_make_allocs(s, err) != 0 || rr_fill(s, err) != 0)
+	if (rr_fill(s, err) != 0)
 		goto fail;
-	s->info.memory_ns = bcg_now_ns() - t0;
+	s->info.memory_ns += bcg_now_ns() - t0;
 	if (opts->nvtx)
 		s->nvtx = nvtx_open();
 	*out = s;
@@ -812,6 +983,8 @@ void rr_close(struct rr_session *s)
 {
 	if (s == NULL)
 		return;
+	if (s->stream != NULL || s->regions != NULL)
+		cudaSetDevice(s->device);   /* another session's may be current */
 	if (s->stream != NULL)
 		cudaStreamSynchronize(s->stream);
 	for (uint32_t i = 0; s->graphs != NULL && i < s->nsegments; i++) {
@@ -848,6 +1021,7 @@ void rr_close(struct rr_session *s)
 	free(s->seg_names);
 	free(s->break_names);
 	free(s->alloc_base);
+	free(s->alloc_region);
 	free(s->regions);
 	free(s);
 }
@@ -862,14 +1036,41 @@ uint64_t rr_alloc_address(const struct rr_session *s, uint32_t alloc)
 	return alloc < s->nallocs ? s->alloc_base[alloc] : 0;
 }
 
+int rr_alloc_placement(const struct rr_session *s, uint32_t alloc, const char **why)
+{
+	const struct rr_region *r;
+
+	*why = "";
+	if (alloc >= s->nallocs || s->alloc_region[alloc] == UINT32_MAX)
+		return RR_PLACE_OTHER_DEVICE;
+	r = &s->regions[s->alloc_region[alloc]];
+	if (r->got == r->want)
+		return RR_PLACE_RECORDED;
+	*why = r->why;
+	return RR_PLACE_REBASED;
+}
+
+/* Make the session's device the current one: sessions on several devices
+ * share this thread. */
+static int rr_use(struct rr_session *s, struct rr_error *err)
+{
+	RR_RT(cudaSetDevice(s->device), "cudaSetDevice");
+	return 0;
+fail:
+	return -1;
+}
+
 int rr_read(struct rr_session *s, uint32_t alloc, uint64_t offset, void *dst, size_t bytes,
             struct rr_error *err)
 {
 	const struct plan_alloc *a = plan_get_alloc(s->plan, alloc);
 
-	if (a == NULL || offset > a->bytes || bytes > a->bytes - offset)
-		return rr_fail(err, BCG_EXIT_USAGE, "no %zu bytes at %" PRIu64 " of allocation %u",
-		               bytes, offset, alloc);
+	if (a == NULL || offset > a->bytes || bytes > a->bytes - offset ||
+	    s->alloc_region[alloc] == UINT32_MAX)
+		return rr_fail(err, BCG_EXIT_USAGE, "no %zu bytes at %" PRIu64 " of allocation %u "
+		               "on device %d", bytes, offset, alloc, s->device);
+	if (rr_use(s, err) != 0)
+		return -1;
 	RR_RT(cudaStreamSynchronize(s->stream), "waiting for the replay");
 	RR_RT(cudaMemcpy(dst, (const void *)(uintptr_t)(s->alloc_base[alloc] + offset), bytes,
 	                 cudaMemcpyDeviceToHost), "reading an allocation back");
@@ -904,6 +1105,8 @@ static struct plan_addr rr_unmap(const struct rr_session *s, uint64_t address, u
 		uint64_t bytes = pa->bytes ? pa->bytes : 1;
 		if (i >= s->nallocs)
 			break;
+		if (s->alloc_region[i] == UINT32_MAX)
+			continue;
 		if (address >= s->alloc_base[i] && address - s->alloc_base[i] < bytes) {
 			a.alloc = i;
 			a.offset = address - s->alloc_base[i];
@@ -1328,6 +1531,8 @@ int rr_instantiate_segment(struct rr_session *s, uint32_t si, struct rr_segment_
 	memset(rep, 0, sizeof *rep);
 	memset(&got, 0, sizeof got);
 	rep->segment = si;
+	if (rr_use(s, err) != 0)
+		return -1;
 	rep->plan_nodes = want->nnodes;
 	rep->plan_fingerprint = want->fingerprint;
 	if (g->state != 0)
@@ -1402,6 +1607,8 @@ int rr_prepare_break(struct rr_session *s, uint32_t bi, struct rr_error *err)
 {
 	const struct plan_breakpoint *b = plan_get_breakpoint(s->plan, bi);
 
+	if (rr_use(s, err) != 0)
+		return -1;
 	for (uint32_t i = 0; i < b->launch_count; i++) {
 		uint32_t li = b->launch_first + i;
 		const struct plan_launch *pl = plan_get_launch(s->plan, li);
@@ -1522,6 +1729,12 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, uint64_t warmup, uint64
 	memset(run, 0, sizeof *run);
 	if (pv == NULL)
 		return rr_fail(err, BCG_EXIT_USAGE, "no variant %u", vi);
+	if ((int64_t)pv->device != s->device)
+		return rr_fail(err, BCG_EXIT_USAGE, "variant %lld was recorded on device %u, not "
+		               "on this session's device %d", (long long)pv->tokens, pv->device,
+		               s->device);
+	if (rr_use(s, err) != 0)
+		return -1;
 	for (uint32_t i = 0; i < pv->nitems; i++) {
 		uint32_t k = pv->items[i].index;
 		if (pv->items[i].kind == PLAN_ITEM_BREAK) {

@@ -9,7 +9,15 @@
  * asked for (cuMemAddressReserve takes it as a hint), so that addresses the
  * program stored inside device memory (pointer tables, a snapshot's
  * contents) stay valid where the driver gives it; rr_info's UNPLACED says
- * which allocation it did not give and why.
+ * which allocation it did not give and why, rr_alloc_placement each
+ * allocation's place.
+ *
+ * The order matters: the driver keeps large ranges of the address space
+ * for itself when CUDA starts, and honours a hint only outside them. So
+ * the recorded ranges are held first (rr_hold_ranges: this process's own
+ * mappings without access, made before any CUDA call), then CUDA starts
+ * and each session, before it loads a module or allocates anything else,
+ * lets each held range go and reserves it at once.
  * Otherwise (or with RR_REBASE) the allocation goes anywhere and every
  * recorded address in it is rebased: each launch's patched parameter
  * words and each copy's and memset's addresses are moved by the
@@ -31,6 +39,7 @@
 
 struct rr_error {
 	int  exit;          /* BCG_EXIT_* */
+	int  no_device;     /* rr_open: this machine lacks the device asked for */
 	char msg[512];
 };
 
@@ -44,20 +53,42 @@ enum rr_fill {
 #define RR_REBASE 0x1u   /* allocate anywhere, even where the recorded
                             address is free (tests, and to compare) */
 
+struct rr_hold;
+
 struct rr_opts {
 	int      fill;     /* enum rr_fill */
 	uint64_t seed;     /* RR_FILL_RANDOM */
 	unsigned flags;    /* RR_* */
 	int      nvtx;     /* push NVTX ranges while replaying */
+	int      device;   /* the CUDA device; the session makes the
+	                      allocations recorded on this device only */
+	struct rr_hold *hold;  /* rr_hold_ranges' ranges, or NULL */
 };
+
+/*
+ * Hold the address ranges of PLAN's allocations (rounded out to 2 MiB, the
+ * granularity of device memory on the GPUs CUDA 12 and 13 run on) as
+ * mappings of this process without access, each where nothing is mapped
+ * yet. Call it before anything starts CUDA. Never fails: what it cannot
+ * hold (a range this process maps already, no memory) is left, and the
+ * reservation then tries without it. NULL with nothing held. A session
+ * given the hold lets each range go just before reserving it;
+ * rr_hold_release lets the rest go (after the sessions are closed).
+ */
+struct rr_hold *rr_hold_ranges(const plan_t *plan);
+void rr_hold_release(struct rr_hold *h);
+/* Bytes held, and ranges that could not be held. */
+uint64_t rr_hold_bytes(const struct rr_hold *h);
+uint32_t rr_hold_missed(const struct rr_hold *h);
 
 /* What the session found and did. */
 struct rr_info {
+	int      ordinal;       /* the CUDA device */
 	char     device[256];
 	int32_t  cc_major;
 	int32_t  cc_minor;
 	int32_t  cuda_driver;
-	uint32_t allocs;        /* recreated */
+	uint32_t allocs;        /* recreated (those of this device) */
 	uint64_t alloc_bytes;   /* recorded bytes */
 	uint32_t fixed;         /* at their recorded address */
 	uint32_t rebased;       /* elsewhere: patches rebased */
@@ -89,7 +120,9 @@ struct rr_segment_report {
 
 struct rr_session;
 
-/* Open device 0, make the allocations again and fill them. */
+/* Open device OPTS->DEVICE (exit 3 with a sentence naming it when this
+ * machine has no such device), reserve and map its recorded allocations
+ * before anything else, fill them. */
 int rr_open(const plan_t *plan, const struct rr_opts *opts, struct rr_session **out,
             struct rr_error *err);
 void rr_close(struct rr_session *s);
@@ -135,5 +168,13 @@ int rr_replay_variant(struct rr_session *s, uint32_t variant, uint64_t warmup, u
 int rr_read(struct rr_session *s, uint32_t alloc, uint64_t offset, void *dst, size_t bytes,
             struct rr_error *err);
 uint64_t rr_alloc_address(const struct rr_session *s, uint32_t alloc);
+
+/* Where recorded allocation ALLOC is in this session. */
+enum rr_place {
+	RR_PLACE_OTHER_DEVICE = 0,  /* not this session's device */
+	RR_PLACE_RECORDED     = 1,  /* at its recorded address */
+	RR_PLACE_REBASED      = 2,  /* elsewhere; *WHY says why ("" with --rebase) */
+};
+int rr_alloc_placement(const struct rr_session *s, uint32_t alloc, const char **why);
 
 #endif /* BCG_RECORD_REBUILD_H */

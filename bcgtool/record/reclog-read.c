@@ -250,6 +250,8 @@ const char *reclog_type_name(uint32_t type)
 		[RECLOG_ACTIVITY] = "activity",
 		[RECLOG_SNAPSHOT] = "snapshot",
 		[RECLOG_END] = "end",
+		[RECLOG_GRAPH_UPDATE] = "graph-update",
+		[RECLOG_GRAPH_NODE_SET] = "graph-node-set",
 	};
 
 	if (type < sizeof names / sizeof names[0] && names[type] != NULL)

@@ -93,6 +93,16 @@ enum reclog_type {
 	RECLOG_SNAPSHOT = 21,
 	/* the end of the log, written at exit: no fields */
 	RECLOG_END = 22,
+	/* an executable graph given another graph's parameters by
+	 * cuGraphExecUpdate: the fields of GRAPH, the graph being the one
+	 * whose nodes the executable runs from now on (same topology) */
+	RECLOG_GRAPH_UPDATE = 23,
+	/* one kernel node of an executable graph given new parameters
+	 * (cuGraphExecKernelNodeSetParams, cuGraphExecNodeSetParams): u64
+	 * exec, u32 device, u32 node (its index in the graph as walked at
+	 * instantiation; UINT32_MAX unknown), then a kernel whose cluster and
+	 * flags are 0 (the node keeps its own attributes) */
+	RECLOG_GRAPH_NODE_SET = 24,
 };
 
 /*

@@ -181,6 +181,187 @@ static int recorded_preflight(const plan_t *plan, const char *path, const struct
 
 #ifdef HAVE_CUDA
 
+/* The sessions of a replay: one a device the chosen variants were
+ * recorded on, each on the device of that number here. A plan recorded
+ * on several devices replays each device's variants on the same device
+ * here; a device this machine lacks is refused, naming it and its
+ * variants, before any work (bcgtool-replay(1)). */
+#define RECORDED_MAX_DEVICES 64
+
+struct recorded_sessions {
+	uint32_t           n;
+	int                device[RECORDED_MAX_DEVICES];
+	struct rr_session *s[RECORDED_MAX_DEVICES];
+	struct rr_hold    *hold;
+	struct rr_info     all;   /* summed over the sessions */
+};
+
+static struct rr_session *recorded_session(const struct recorded_sessions *ss, uint32_t device)
+{
+	for (uint32_t i = 0; i < ss->n; i++)
+		if (ss->device[i] == (int)device)
+			return ss->s[i];
+	return NULL;
+}
+
+static void recorded_close(struct recorded_sessions *ss)
+{
+	for (uint32_t i = 0; i < ss->n; i++)
+		rr_close(ss->s[i]);
+	rr_hold_release(ss->hold);
+	memset(ss, 0, sizeof *ss);
+}
+
+/* "2, 4" for the variants among VARIANTS recorded on DEVICE. */
+static void recorded_variants_of(const plan_t *plan, const uint32_t *variants, uint32_t n,
+                                 int device, char *buf, size_t len)
+{
+	size_t k = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < n && k < len; i++) {
+		const struct plan_variant *pv = plan_get_variant(plan, variants[i]);
+		if ((int)pv->device == device)
+			k += (size_t)snprintf(buf + k, len - k, "%s%lld", k ? ", " : "",
+			                      (long long)pv->tokens);
+	}
+}
+
+/* Open a session on each device the variants ran on, the recorded
+ * address ranges held first (before CUDA starts), with the reason a
+ * recorded plan needs a GPU when there is none. */
+static int recorded_open(const plan_t *plan, const char *path, const struct recorded_opts *o,
+                         const uint32_t *variants, uint32_t n, struct recorded_sessions *ss)
+{
+	struct rr_opts ro = { .fill = o->fill, .seed = o->seed, .flags = o->flags, .nvtx = o->nvtx };
+	struct rr_error err = { 0 };
+
+	memset(ss, 0, sizeof *ss);
+	for (uint32_t i = 0; i < n; i++) {
+		int d = (int)plan_get_variant(plan, variants[i])->device;
+		uint32_t k = 0;
+		while (k < ss->n && ss->device[k] < d)
+			k++;
+		if (k < ss->n && ss->device[k] == d)
+			continue;
+		if (ss->n == RECORDED_MAX_DEVICES) {
+			bcg_error("%s: the variants ran on more than %d devices", path,
+			          RECORDED_MAX_DEVICES);
+			return BCG_EXIT_USAGE;
+		}
+		memmove(&ss->device[k + 1], &ss->device[k], (ss->n - k) * sizeof ss->device[0]);
+		ss->device[k] = d;
+		ss->n++;
+	}
+	if (!(o->flags & RR_REBASE))
+		ss->hold = rr_hold_ranges(plan);
+	ro.hold = ss->hold;
+	for (uint32_t i = 0; i < ss->n; i++) {
+		const struct rr_info *in;
+		ro.device = ss->device[i];
+		if (rr_open(plan, &ro, &ss->s[i], &err) != 0) {
+			char which[200];
+			int rc = err.exit ? err.exit : BCG_EXIT_RUNTIME;
+			if (err.no_device) {
+				recorded_variants_of(plan, variants, n, ss->device[i], which, sizeof which);
+				bcg_error("%s: cannot replay variant%s %s here: %s; name the variants of "
+				          "the devices this machine has with --variant", path,
+				          strchr(which, ',') ? "s" : "", which, err.msg);
+			} else {
+				bcg_error("%s: a recorded plan replays only on a GPU: %s", path, err.msg);
+			}
+			ss->n = i;
+			recorded_close(ss);
+			return rc;
+		}
+		in = rr_get_info(ss->s[i]);
+		if (i == 0) {
+			ss->all = *in;
+		} else {
+			ss->all.allocs += in->allocs;
+			ss->all.alloc_bytes += in->alloc_bytes;
+			ss->all.fixed += in->fixed;
+			ss->all.rebased += in->rebased;
+			ss->all.snapshots += in->snapshots;
+			ss->all.memory_ns += in->memory_ns;
+			if (ss->all.unplaced[0] == '\0')
+				memcpy(ss->all.unplaced, in->unplaced, sizeof ss->all.unplaced);
+		}
+	}
+	return BCG_EXIT_OK;
+}
+
+/* Each recorded allocation's place here, in JSON (inside "memory"). */
+static void recorded_json_placement(struct plan_json *j, const plan_t *plan,
+                                    const struct recorded_sessions *ss)
+{
+	char hex[32];
+
+	plan_json_key(j, "placement");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_allocs(plan); i++) {
+		const struct plan_alloc *a = plan_get_alloc(plan, i);
+		const struct rr_session *s = recorded_session(ss, a->device);
+		const char *why = "";
+		int place = s != NULL ? rr_alloc_placement(s, i, &why) : RR_PLACE_OTHER_DEVICE;
+		if (place == RR_PLACE_OTHER_DEVICE)
+			continue;   /* a device no chosen variant ran on */
+		plan_json_object_begin(j);
+		plan_json_key(j, "alloc");
+		plan_json_uint(j, i);
+		plan_json_key(j, "device");
+		plan_json_uint(j, a->device);
+		plan_json_key(j, "bytes");
+		plan_json_uint(j, a->bytes);
+		plan_json_key(j, "recorded");
+		snprintf(hex, sizeof hex, "0x%" PRIx64, a->address);
+		plan_json_string(j, hex);
+		plan_json_key(j, "here");
+		snprintf(hex, sizeof hex, "0x%" PRIx64, rr_alloc_address(s, i));
+		plan_json_string(j, hex);
+		plan_json_key(j, "place");
+		plan_json_string(j, place == RR_PLACE_RECORDED ? "recorded" : "rebased");
+		plan_json_key(j, "why");
+		plan_json_string(j, why);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
+}
+
+/* The allocations not at their recorded address, one line each, for
+ * people (at most RECORDED_PLACE_LINES, then how many more). */
+#define RECORDED_PLACE_LINES 20
+
+static void recorded_print_placement(const plan_t *plan, const struct recorded_sessions *ss,
+                                     const struct recorded_opts *o)
+{
+	uint32_t shown = 0, more = 0;
+
+	if (ss->all.rebased == 0 || (o->flags & RR_REBASE))
+		return;
+	printf("\n%5s  %6s  %18s  %18s  %10s  %s\n", "alloc", "device", "recorded", "here",
+	       "bytes", "place");
+	for (uint32_t i = 0; i < plan_count_allocs(plan); i++) {
+		const struct plan_alloc *a = plan_get_alloc(plan, i);
+		const struct rr_session *s = recorded_session(ss, a->device);
+		const char *why = "";
+		int place = s != NULL ? rr_alloc_placement(s, i, &why) : RR_PLACE_OTHER_DEVICE;
+		if (place == RR_PLACE_OTHER_DEVICE)
+			continue;
+		if (shown == RECORDED_PLACE_LINES) {
+			more++;
+			continue;
+		}
+		printf("%5u  %6u  0x%016" PRIx64 "  0x%016" PRIx64 "  %10" PRIu64 "  %s%s%.200s\n",
+		       i, a->device, a->address, rr_alloc_address(s, i), a->bytes,
+		       place == RR_PLACE_RECORDED ? "at recorded address" : "rebased",
+		       why[0] ? ": " : "", why);
+		shown++;
+	}
+	if (more)
+		printf("... and %u more allocations (--json lists every one)\n", more);
+}
+
 static const char *recorded_fill_name(int fill)
 {
 	return fill == RR_FILL_ZEROS ? "zeros" : fill == RR_FILL_RANDOM ? "random" : "snapshot";
@@ -222,8 +403,11 @@ static void recorded_memory_text(const struct rr_info *in, int fill, char *buf, 
 	}
 }
 
-static void recorded_json_memory(struct plan_json *j, const struct rr_info *in, int fill)
+static void recorded_json_memory(struct plan_json *j, const plan_t *plan,
+                                 const struct recorded_sessions *ss, int fill)
 {
+	const struct rr_info *in = &ss->all;
+
 	plan_json_key(j, "memory");
 	plan_json_object_begin(j);
 	plan_json_key(j, "allocations");
@@ -240,6 +424,7 @@ static void recorded_json_memory(struct plan_json *j, const struct rr_info *in, 
 	plan_json_uint(j, in->snapshots);
 	plan_json_key(j, "memory_ms");
 	plan_json_double(j, (double)in->memory_ns / 1e6);
+	recorded_json_placement(j, plan, ss);
 	plan_json_object_end(j);
 }
 
@@ -271,8 +456,10 @@ static void recorded_json_env(struct plan_json *j, const plan_t *plan, const str
 /* Open a recorded replay's JSON report with what instantiate and replay
  * both start it with: the plan, where it came from and runs, and memory. */
 static void recorded_json_head(struct plan_json *j, const char *path, const plan_t *plan,
-                               const struct rr_info *in, int fill)
+                               const struct recorded_sessions *ss, int fill)
 {
+	const struct rr_info *in = &ss->all;
+
 	plan_json_object_begin(j);
 	plan_json_key(j, "plan");
 	plan_json_string(j, path);
@@ -283,12 +470,14 @@ static void recorded_json_head(struct plan_json *j, const char *path, const plan
 	plan_json_key(j, "device");
 	plan_json_string(j, in->device);
 	recorded_json_env(j, plan, in);
-	recorded_json_memory(j, in, fill);
+	recorded_json_memory(j, plan, ss, fill);
 }
 
-static void recorded_print_header(const plan_t *plan, const char *path, const struct rr_info *in,
+static void recorded_print_header(const plan_t *plan, const char *path,
+                                  const struct recorded_sessions *ss,
                                   const struct recorded_opts *o, int width)
 {
+	const struct rr_info *in = &ss->all;
 	char env[320], mem[400], drv[32];
 
 	recorded_env_text(plan, env, sizeof env);
@@ -299,6 +488,13 @@ static void recorded_print_header(const plan_t *plan, const char *path, const st
 		printf("%-*s recorded on %s; here %s, sm_%d%d, driver %s\n", width, "drift", env,
 		       in->device, in->cc_major, in->cc_minor,
 		       plan_version_text(in->cuda_driver, 0, drv, sizeof drv));
+	if (ss->n > 1 || in->ordinal != 0) {
+		printf("%-*s", width, "devices");
+		for (uint32_t i = 0; i < ss->n; i++)
+			printf("%s %d (%s)", i ? "," : "", ss->device[i],
+			       rr_get_info(ss->s[i])->device);
+		printf(": each device's variants replay on the device of that number\n");
+	}
 	printf("%-*s %s\n", width, "memory", mem);
 	if (in->unplaced[0] != '\0')
 		printf("%-*s %s\n", width, "placing", in->unplaced);
@@ -307,21 +503,6 @@ static void recorded_print_header(const plan_t *plan, const char *path, const st
 static void recorded_report_error(const char *path, const struct rr_error *err)
 {
 	bcg_error("%s: %s", path, err->msg);
-}
-
-/* rr_open, with the reason a recorded plan needs a GPU when there is
- * none. */
-static int recorded_open(const plan_t *plan, const char *path, const struct recorded_opts *o,
-                         struct rr_session **s)
-{
-	struct rr_opts ro = { .fill = o->fill, .seed = o->seed, .flags = o->flags, .nvtx = o->nvtx };
-	struct rr_error err = { 0 };
-
-	if (rr_open(plan, &ro, s, &err) != 0) {
-		bcg_error("%s: a recorded plan replays only on a GPU: %s", path, err.msg);
-		return err.exit ? err.exit : BCG_EXIT_RUNTIME;
-	}
-	return BCG_EXIT_OK;
 }
 
 static const char *const recorded_status_words[] = {
@@ -335,7 +516,7 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 	uint32_t nv = plan_count_variants(plan), ns = plan_count_segments(plan);
 	uint32_t *all = calloc(nv + 1, sizeof *all);
 	struct rr_segment_report *rep = calloc(ns + 1, sizeof *rep);
-	struct rr_session *s = NULL;
+	struct recorded_sessions ss = { 0 };
 	struct rr_error err = { 0 };
 	uint32_t nrep = 0, matched = 0, drifted = 0;
 	uint64_t build = 0, inst = 0, upload = 0, t0, open_ns;
@@ -351,7 +532,7 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 	if ((rc = recorded_preflight(plan, path, o, all, nv)) != BCG_EXIT_OK)
 		goto out;
 	t0 = bcg_now_ns();
-	if ((rc = recorded_open(plan, path, o, &s)) != BCG_EXIT_OK)
+	if ((rc = recorded_open(plan, path, o, all, nv, &ss)) != BCG_EXIT_OK)
 		goto out;
 	open_ns = bcg_now_ns() - t0;
 	/* Segments in the order of the variants that run them. */
@@ -360,7 +541,8 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 		for (uint32_t i = 0; i < pv->nitems; i++) {
 			if (pv->items[i].kind != PLAN_ITEM_SEGMENT)
 				continue;
-			if (rr_instantiate_segment(s, pv->items[i].index, &rep[nrep], &err) != 0) {
+			if (rr_instantiate_segment(recorded_session(&ss, pv->device),
+			                           pv->items[i].index, &rep[nrep], &err) != 0) {
 				recorded_report_error(path, &err);
 				rc = err.exit;
 				goto out;
@@ -381,7 +563,7 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
-		recorded_json_head(j, path, plan, rr_get_info(s), o->fill);
+		recorded_json_head(j, path, plan, &ss, o->fill);
 		plan_json_key(j, "segments");
 		plan_json_array_begin(j);
 		for (uint32_t i = 0; i < nrep; i++) {
@@ -436,7 +618,8 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 		plan_json_object_end(j);
 		plan_json_free(j);
 	} else {
-		recorded_print_header(plan, path, rr_get_info(s), o, 8);
+		recorded_print_header(plan, path, &ss, o, 8);
+		recorded_print_placement(plan, &ss, o);
 		printf("\n%7s  %7s  %11s  %9s  %s\n", "variant", "segment", "nodes", "status", "reason");
 		for (uint32_t i = 0; i < nrep; i++) {
 			const struct rr_segment_report *r = &rep[i];
@@ -457,7 +640,7 @@ int recorded_instantiate(const plan_t *plan, const char *path, const struct reco
 	if (fflush(stdout) != 0)
 		rc = BCG_EXIT_RUNTIME;
 out:
-	rr_close(s);
+	recorded_close(&ss);
 	free(all);
 	free(rep);
 	return rc;
@@ -538,7 +721,7 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 	uint32_t *run_v = calloc(nv + 1, sizeof *run_v);
 	struct rr_run *runs = calloc(nv + 1, sizeof *runs);
 	uint32_t *matched = calloc(nv + 1, sizeof *matched), *drifted = calloc(nv + 1, sizeof *drifted);
-	struct rr_session *s = NULL;
+	struct recorded_sessions ss = { 0 };
 	struct rr_error err = { 0 };
 	char msg[400];
 	int rc;
@@ -562,10 +745,11 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 	}
 	if ((rc = recorded_preflight(plan, path, o, run_v, nrun)) != BCG_EXIT_OK)
 		goto out;
-	if ((rc = recorded_open(plan, path, o, &s)) != BCG_EXIT_OK)
+	if ((rc = recorded_open(plan, path, o, run_v, nrun, &ss)) != BCG_EXIT_OK)
 		goto out;
 	for (uint32_t r = 0; r < nrun; r++) {
 		const struct plan_variant *pv = plan_get_variant(plan, run_v[r]);
+		struct rr_session *s = recorded_session(&ss, pv->device);
 		for (uint32_t i = 0; i < pv->nitems; i++) {
 			struct rr_segment_report rep;
 			if (pv->items[i].kind != PLAN_ITEM_SEGMENT)
@@ -596,7 +780,7 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			rc = BCG_EXIT_RUNTIME;
 			goto out;
 		}
-		recorded_json_head(j, path, plan, rr_get_info(s), o->fill);
+		recorded_json_head(j, path, plan, &ss, o->fill);
 		plan_json_key(j, "steps");
 		plan_json_uint(j, o->steps);
 		plan_json_key(j, "warmup");
@@ -613,6 +797,8 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			plan_json_string(j, pv->label);
 			plan_json_key(j, "seen");
 			plan_json_uint(j, pv->seen);
+			plan_json_key(j, "device");
+			plan_json_uint(j, pv->device);
 			plan_json_key(j, "instantiate");
 			plan_json_object_begin(j);
 			plan_json_key(j, "matched");
@@ -664,17 +850,21 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 		plan_json_object_end(j);
 		plan_json_free(j);
 	} else {
-		recorded_print_header(plan, path, rr_get_info(s), o, 8);
+		recorded_print_header(plan, path, &ss, o, 8);
+		recorded_print_placement(plan, &ss, o);
 		printf("%-8s %llu per variant (after %llu warm-up)\n", "steps",
 		       (unsigned long long)o->steps, (unsigned long long)o->warmup);
 		for (uint32_t r = 0; r < nrun; r++) {
 			const struct plan_variant *pv = plan_get_variant(plan, run_v[r]);
 			const struct rr_run *x = &runs[r];
 			char name[200], rec[32], ratio[16];
-			printf("\nvariant %lld%s%s%s: seen %llu times; instantiate %u match, %u drift\n",
+			printf("\nvariant %lld%s%s%s: seen %llu times; instantiate %u match, %u drift",
 			       (long long)pv->tokens, pv->label[0] ? " \"" : "", pv->label,
 			       pv->label[0] ? "\"" : "", (unsigned long long)pv->seen, matched[r],
 			       drifted[r]);
+			if (ss.n > 1 || pv->device != 0)
+				printf("; on device %u", pv->device);
+			putchar('\n');
 			printf("  %-44s %12s %12s %7s\n", "item", "replay", "recorded", "ratio");
 			for (uint32_t i = 0; i < pv->nitems && i < x->nitems; i++) {
 				recorded_item_text(plan, &pv->items[i], name, sizeof name);
@@ -702,7 +892,7 @@ fail:
 out:
 	for (uint32_t r = 0; runs != NULL && r < nrun; r++)
 		rr_run_release(&runs[r]);
-	rr_close(s);
+	recorded_close(&ss);
 	free(run_v);
 	free(runs);
 	free(matched);

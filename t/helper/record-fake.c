@@ -11,6 +11,11 @@
  *   record-fake eager             one eager kernel, no graph
  *   record-fake idle              a log with no GPU work
  *   record-fake nvtx STEPS        breakable steps inside NVTX ranges "step"
+ *   record-fake devices STEPS     breakable steps on device 0 and on device 1,
+ *                                 each with its own allocation at one address
+ *   record-fake update STEPS      one executable graph: STEPS launches, then
+ *                                 cuGraphExecUpdate to other parameters and
+ *                                 STEPS launches, then back and STEPS more
  */
 #include "config.h"
 
@@ -26,6 +31,7 @@
 
 static struct reclog_writer *w;
 static uint64_t t_now = 1;
+static uint32_t dev;            /* the device of the work written */
 
 static void put(struct reclog_rec *r)
 {
@@ -54,6 +60,25 @@ static void put_kernel(struct reclog_rec *r, uint64_t func, uint32_t gx, uint64_
 	reclog_put_bytes(r, args, 8);
 }
 
+static void device_alloc(void)
+{
+	struct reclog_rec r;
+
+	reclog_rec_begin(&r, RECLOG_DEVICE, t_now++);
+	reclog_put_u32(&r, dev);
+	reclog_put_str(&r, "Fake GPU");
+	reclog_put_u32(&r, 9);
+	reclog_put_u32(&r, 0);
+	reclog_put_u32(&r, 13000);
+	put(&r);
+	reclog_rec_begin(&r, RECLOG_ALLOC, t_now++);
+	reclog_put_u32(&r, dev);
+	reclog_put_u64(&r, 0x10000000);
+	reclog_put_u64(&r, 1 << 20);
+	reclog_put_u32(&r, 0);
+	put(&r);
+}
+
 static void open_log(void)
 {
 	const char *dir = getenv("BCG_RECORD_DIR");
@@ -71,13 +96,6 @@ static void open_log(void)
 		perror(path);
 		exit(3);
 	}
-	reclog_rec_begin(&r, RECLOG_DEVICE, t_now++);
-	reclog_put_u32(&r, 0);
-	reclog_put_str(&r, "Fake GPU");
-	reclog_put_u32(&r, 9);
-	reclog_put_u32(&r, 0);
-	reclog_put_u32(&r, 13000);
-	put(&r);
 	reclog_rec_begin(&r, RECLOG_MODULE, t_now++);
 	reclog_put_u32(&r, 1);
 	reclog_put_u32(&r, RECLOG_MODULE_IMAGE);
@@ -95,12 +113,7 @@ static void open_log(void)
 		reclog_put_u32(&r, 8);
 		put(&r);
 	}
-	reclog_rec_begin(&r, RECLOG_ALLOC, t_now++);
-	reclog_put_u32(&r, 0);
-	reclog_put_u64(&r, 0x10000000);
-	reclog_put_u64(&r, 1 << 20);
-	reclog_put_u32(&r, 0);
-	put(&r);
+	device_alloc();
 }
 
 static void eager(uint32_t corr, uint32_t gx)
@@ -108,26 +121,28 @@ static void eager(uint32_t corr, uint32_t gx)
 	struct reclog_rec r;
 
 	reclog_rec_begin(&r, RECLOG_KERNEL, t_now++);
-	reclog_put_u32(&r, 0);
+	reclog_put_u32(&r, dev);
 	reclog_put_u64(&r, 7);
 	reclog_put_u32(&r, corr);
 	put_kernel(&r, 2, gx, 0x10000100);
 	put(&r);
 }
 
-static void graph(uint64_t exec, uint32_t nodes)
+/* A chain of NODES gemms, node i's word at BASE + 64 i; TYPE GRAPH (an
+ * instantiation) or GRAPH_UPDATE. */
+static void graph_as(uint32_t type, uint64_t exec, uint32_t nodes, uint64_t base)
 {
 	struct reclog_rec r;
 
-	reclog_rec_begin(&r, RECLOG_GRAPH, t_now++);
+	reclog_rec_begin(&r, type, t_now++);
 	reclog_put_u64(&r, exec);
 	reclog_put_u64(&r, exec + 1);
-	reclog_put_u32(&r, 0);
+	reclog_put_u32(&r, dev);
 	reclog_put_u32(&r, nodes);
 	reclog_put_u32(&r, nodes - 1);
 	for (uint32_t i = 0; i < nodes; i++) {
 		reclog_put_u32(&r, PLAN_NODE_KERNEL);
-		put_kernel(&r, 1, 8, 0x10000000 + 64 * i);
+		put_kernel(&r, 1, 8, base + 64 * i);
 	}
 	for (uint32_t i = 0; i + 1 < nodes; i++) {
 		reclog_put_u32(&r, i);
@@ -138,12 +153,17 @@ static void graph(uint64_t exec, uint32_t nodes)
 	put(&r);
 }
 
+static void graph(uint64_t exec, uint32_t nodes)
+{
+	graph_as(RECLOG_GRAPH, exec, nodes, 0x10000000);
+}
+
 static void launch(uint64_t exec, uint32_t corr)
 {
 	struct reclog_rec r;
 
 	reclog_rec_begin(&r, RECLOG_GRAPH_LAUNCH, t_now++);
-	reclog_put_u32(&r, 0);
+	reclog_put_u32(&r, dev);
 	reclog_put_u64(&r, 7);
 	reclog_put_u64(&r, exec);
 	reclog_put_u32(&r, corr);
@@ -178,6 +198,40 @@ static void breakable(int steps, int nvtx)
 	}
 }
 
+/* Breakable steps on devices 0 and 1, one NVTX-less sequence each. */
+static void devices(int steps)
+{
+	uint32_t corr = 1;
+
+	dev = 1;
+	device_alloc();
+	for (dev = 0; dev < 2; dev++) {
+		graph(0xA0, 3);
+		graph(0xB0, 2 + dev);
+	}
+	for (int s = 0; s < steps; s++)
+		for (dev = 0; dev < 2; dev++) {
+			launch(0xA0, corr++);
+			eager(corr++, (uint32_t)s + 1);
+			launch(0xB0, corr++);
+		}
+	dev = 0;
+}
+
+/* One executable updated to another capture's parameters and back. */
+static void update(int steps)
+{
+	uint32_t corr = 1;
+
+	graph(0xA0, 2);
+	for (int k = 0; k < 3; k++) {
+		if (k > 0)
+			graph_as(RECLOG_GRAPH_UPDATE, 0xA0, 2, k == 1 ? 0x10001000 : 0x10000000);
+		for (int s = 0; s < steps; s++)
+			launch(0xA0, corr++);
+	}
+}
+
 static void close_log(void)
 {
 	struct reclog_rec r;
@@ -193,7 +247,7 @@ int main(int argc, char **argv)
 	int steps = argc > 2 ? atoi(argv[2]) : 3;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: record-fake breakable|fork|eager|idle|nvtx [STEPS]\n");
+		fprintf(stderr, "usage: record-fake breakable|fork|eager|idle|nvtx|devices|update [STEPS]\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "fork") == 0 || strcmp(argv[1], "fork-eager") == 0) {
@@ -218,6 +272,10 @@ int main(int argc, char **argv)
 		breakable(steps, 0);
 	else if (strcmp(argv[1], "nvtx") == 0)
 		breakable(steps, 1);
+	else if (strcmp(argv[1], "devices") == 0)
+		devices(steps);
+	else if (strcmp(argv[1], "update") == 0)
+		update(steps);
 	else if (strcmp(argv[1], "eager") == 0)
 		eager(1, 1);
 	else if (strcmp(argv[1], "idle") != 0)

@@ -208,13 +208,15 @@ static void w_memcpy(struct tlog *t, uint32_t dev, uint32_t corr, uint64_t dst, 
 	put(t, &r);
 }
 
-/* A graph of kernels in a chain: FUNCS[i] with one argument word W[i]. */
-static void w_graph(struct tlog *t, uint32_t dev, uint64_t exec, const uint64_t *funcs,
-                    const uint64_t *w, uint32_t n)
+/* A graph of kernels in a chain: FUNCS[i] with one argument word W[i],
+ * instantiated (GRAPH) or given to EXEC by cuGraphExecUpdate
+ * (GRAPH_UPDATE). */
+static void w_graph_as(struct tlog *t, uint32_t type, uint32_t dev, uint64_t exec,
+                       const uint64_t *funcs, const uint64_t *w, uint32_t n)
 {
 	struct reclog_rec r;
 
-	reclog_rec_begin(&r, RECLOG_GRAPH, t->time++);
+	reclog_rec_begin(&r, type, t->time++);
 	reclog_put_u64(&r, exec);
 	reclog_put_u64(&r, exec + 1);
 	reclog_put_u32(&r, dev);
@@ -231,6 +233,26 @@ static void w_graph(struct tlog *t, uint32_t dev, uint64_t exec, const uint64_t 
 		reclog_put_u32(&r, 0);
 		reclog_put_u32(&r, 0);
 	}
+	put(t, &r);
+}
+
+static void w_graph(struct tlog *t, uint32_t dev, uint64_t exec, const uint64_t *funcs,
+                    const uint64_t *w, uint32_t n)
+{
+	w_graph_as(t, RECLOG_GRAPH, dev, exec, funcs, w, n);
+}
+
+/* Kernel node NODE of EXEC set to FUNC, grid (GX,1,1), NW words W. */
+static void w_node_set(struct tlog *t, uint32_t dev, uint64_t exec, uint32_t node, uint64_t func,
+                       uint32_t gx, const uint64_t *w, uint32_t nw)
+{
+	struct reclog_rec r;
+
+	reclog_rec_begin(&r, RECLOG_GRAPH_NODE_SET, t->time++);
+	reclog_put_u64(&r, exec);
+	reclog_put_u32(&r, dev);
+	reclog_put_u32(&r, node);
+	put_kernel(&r, func, gx, w, nw);
 	put(t, &r);
 }
 
@@ -710,6 +732,176 @@ static void test_full_two_devices(void)
 	reclog_free(log);
 }
 
+/* An engine that keeps one executable graph and updates it with the
+ * graph of another capture (cuGraphExecUpdate), then back: the launches
+ * after the update ran the new parameters, a distinct step shape; back
+ * to the first content is the first graph again. Launches 1 2 3 of the
+ * first content, 4 5 of the second, 6 of the first: variants seen 4 and
+ * 2. */
+static void test_exec_update(void)
+{
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[1] = { F_QKV }, w1[1] = { ARENA + 0x100 }, w2[1] = { ARENA + 0x200 };
+	uint32_t corr = 1;
+
+	tlog_open(&t);
+	preamble(&t, 1);
+	w_graph(&t, 0, EXEC_A, f, w1, 1);
+	for (int s = 0; s < 3; s++)
+		w_launch(&t, 0, EXEC_A, corr++);
+	w_graph_as(&t, RECLOG_GRAPH_UPDATE, 0, EXEC_A, f, w2, 1);
+	for (int s = 0; s < 2; s++)
+		w_launch(&t, 0, EXEC_A, corr++);
+	w_graph_as(&t, RECLOG_GRAPH_UPDATE, 0, EXEC_A, f, w1, 1);
+	w_launch(&t, 0, EXEC_A, corr++);
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "exec update: converts");
+	if (plan != NULL) {
+		is_int(plan_count_variants(plan), 2, "exec update: two step shapes");
+		is_int(plan_get_variant(plan, 0)->seen, 4, "exec update: the first content 4 times");
+		is_int(plan_get_variant(plan, 1)->seen, 2, "exec update: the updated one twice");
+		is_int(sum.updates, 2, "exec update: two updates followed");
+		is_int(sum.segments, 2, "exec update: one segment each");
+		const struct plan_segment *s0 =
+			plan_get_segment(plan, plan_get_variant(plan, 0)->items[0].index);
+		const struct plan_segment *s1 =
+			plan_get_segment(plan, plan_get_variant(plan, 1)->items[0].index);
+		const struct plan_launch *l0 = plan_get_launch(plan, s0->nodes[0].launch);
+		const struct plan_launch *l1 = plan_get_launch(plan, s1->nodes[0].launch);
+		is_int(l0->patches[0].addr.offset, 0x100, "exec update: before, the word at 0x100");
+		is_int(l1->patches[0].addr.offset, 0x200, "exec update: after, the word at 0x200");
+		ok(s0->fingerprint != s1->fingerprint,
+		   "exec update: the fingerprints differ (another buffer)");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
+/* One kernel node of an executable set anew (cuGraphExecKernelNodeSetParams):
+ * node 1 of a two-node graph becomes attention with grid 7 and two
+ * words; a set whose node the recorder could not tell, and one of a
+ * graph never instantiated, are noted and change nothing. */
+static void test_node_set(void)
+{
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[2] = { F_QKV, F_MLP }, w[2] = { ARENA, ARENA + 8 };
+	uint64_t attn[2] = { ARENA + 0x300, 5 };
+	uint32_t corr = 1;
+
+	tlog_open(&t);
+	preamble(&t, 1);
+	w_graph(&t, 0, EXEC_B, f, w, 2);
+	w_launch(&t, 0, EXEC_B, corr++);
+	w_launch(&t, 0, EXEC_B, corr++);
+	w_node_set(&t, 0, EXEC_B, 1, F_ATTN, 7, attn, 2);
+	w_launch(&t, 0, EXEC_B, corr++);
+	w_node_set(&t, 0, EXEC_B, UINT32_MAX, F_QKV, 9, attn, 1);
+	w_node_set(&t, 0, EXEC_A, 0, F_QKV, 9, attn, 1);
+	w_launch(&t, 0, EXEC_B, corr++);
+	w_launch(&t, 0, EXEC_B, corr++);
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	notes = 0;
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "node set: converts");
+	is_int(notes, 2, "node set: the two sets not followed are noted");
+	if (plan != NULL) {
+		is_int(plan_count_variants(plan), 2, "node set: two step shapes");
+		is_int(plan_get_variant(plan, 0)->seen, 2, "node set: before, 2 steps");
+		is_int(plan_get_variant(plan, 1)->seen, 3, "node set: after, 3 steps");
+		is_int(sum.updates, 1, "node set: one update followed");
+		const struct plan_segment *s =
+			plan_get_segment(plan, plan_get_variant(plan, 1)->items[0].index);
+		is_int(s->nnodes, 2, "node set: two nodes still");
+		is_int(s->nedges, 1, "node set: the edge kept");
+		is_str(s->nodes[0].kernel, "qkv_kernel", "node set: node 0 as it was");
+		is_str(s->nodes[1].kernel, "attn_kernel", "node set: node 1 is attention");
+		is_int(s->nodes[1].grid[0], 7, "node set: with its grid");
+		const struct plan_launch *l = plan_get_launch(plan, s->nodes[1].launch);
+		is_int(l->nargs, 16, "node set: its two words");
+		is_int(l->npatches, 1, "node set: one of them an address");
+		is_int(l->patches[0].addr.offset, 0x300, "node set: at arena offset 0x300");
+		const struct plan_segment *s0 =
+			plan_get_segment(plan, plan_get_variant(plan, 0)->items[0].index);
+		is_str(s0->nodes[1].kernel, "mlp_kernel", "node set: before, node 1 was mlp");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
+/* A breakable step on each of two devices, inside one NVTX range that
+ * drives both (one thread, as a process with a GPU a layer group does),
+ * each device with its own allocation at the same address: one variant
+ * per device, each with its device's segments, break and allocation. */
+static void test_two_devices_breakable(void)
+{
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[1] = { F_QKV }, w[1] = { ARENA + 0x10 };
+	uint32_t corr = 1;
+
+	tlog_open(&t);
+	preamble(&t, 1);
+	w_device(&t, 1);
+	w_alloc(&t, RECLOG_ALLOC, 1, ARENA, ARENA_BYTES);
+	w_graph(&t, 0, EXEC_A, f, w, 1);
+	w_graph(&t, 0, EXEC_B, f, w, 1);
+	w_graph(&t, 1, EXEC_A, f, w, 1);   /* the same handle on another device */
+	w_graph(&t, 1, EXEC_B2, f, w, 1);
+	for (int s = 0; s < 3; s++) {
+		uint64_t a0[2] = { ARENA + 0x20, 0 }, a1[2] = { ARENA + 0x40, 1 };
+		w_push(&t, 1, "step");
+		for (uint32_t d = 0; d < 2; d++) {
+			w_launch(&t, d, EXEC_A, corr++);
+			w_kernel(&t, d, corr++, F_ATTN, 2, d ? a1 : a0, 2);
+			w_launch(&t, d, d ? EXEC_B2 : EXEC_B, corr++);
+		}
+		w_push(&t, 1, NULL);
+	}
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, "step", &plan, &sum), RECORD_OK, "two devices: converts");
+	if (plan != NULL) {
+		is_int(plan_count_variants(plan), 2, "two devices: a variant per device");
+		is_int(sum.devices, 2, "two devices: counted");
+		is_int(plan_count_allocs(plan), 2, "two devices: an allocation each");
+		for (uint32_t d = 0; d < 2 && plan_count_variants(plan) == 2; d++) {
+			const struct plan_variant *v = plan_get_variant(plan, d);
+			is_int(v->device, d, "two devices: variant %u on device %u", d + 1, d);
+			is_int(v->seen, 3, "two devices: variant %u seen 3 times", d + 1);
+			is_int(v->nitems, 3, "two devices: variant %u segment, break, segment", d + 1);
+			is_int(v->mode, PLAN_MODE_BREAKABLE, "two devices: variant %u breakable", d + 1);
+			const struct plan_breakpoint *b = plan_get_breakpoint(plan, v->items[1].index);
+			const struct plan_launch *l = plan_get_launch(plan, b->launch_first);
+			is_int(b->launch_count, 1, "two devices: its break has its own launch");
+			is_int(l->patches[0].addr.offset, d ? 0x40 : 0x20,
+			       "two devices: the break's word on device %u", d);
+			is_int(plan_get_alloc(plan, l->patches[0].addr.alloc)->device, d,
+			       "two devices: in device %u's allocation", d);
+			const struct plan_segment *sg = plan_get_segment(plan, v->items[0].index);
+			const struct plan_launch *ls = plan_get_launch(plan, sg->nodes[0].launch);
+			is_int(plan_get_alloc(plan, ls->patches[0].addr.alloc)->device, d,
+			       "two devices: the graph's word in device %u's allocation", d);
+		}
+		void *buf = NULL;
+		size_t len = 0;
+		struct plan_diag d = { 0 };
+		is_int(plan_write_memory(plan, &buf, &len, &d), 0,
+		       "two devices: the plan is written (%s)", d.message);
+		free(buf);
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
 /* Faults: no GPU work; eager work only; a module without its image; a
  * freed allocation; a log cut short. */
 static void test_faults(void)
@@ -802,6 +994,9 @@ int main(void)
 	test_graph_order();
 	test_nvtx();
 	test_full_two_devices();
+	test_exec_update();
+	test_node_set();
+	test_two_devices_breakable();
 	test_faults();
 	test_module_by_order();
 	return tap_done();
