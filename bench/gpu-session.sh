@@ -849,16 +849,19 @@ PY
 			tee -a "$summary"
 		;;
 	decode)
-		# Trees: this one, and the one before when .gpu/before has it.
+		# Trees: this one, and the one before when .gpu/before has it
+		# (DECODE_TREES=now: this one only). DEC_CAP_OPTS: more capture
+		# options (--stats keeps every candidate's time).
 		trees="now"
-		build_before && trees="now before"
+		[ "${DECODE_TREES:-}" = now ] || { build_before && trees="now before"; }
+		DEC_CAP_OPTS=${DEC_CAP_OPTS:-}
 		for tr in $trees; do
 			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
 			for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" "llama-3.2-1b breakable 8" \
 				"llama-decode full 1"; do
 				set -- $c
 				t0=$(date +%s)
-				timeout 200 "$bin" capture --backend cuda --mode $2 --tokens $3 \
+				timeout 200 "$bin" capture --backend cuda --mode $2 --tokens $3 $DEC_CAP_OPTS \
 					-o dec-$tr-$1-$2-$3.plan "$sd/$1.yaml" >dec-cap-$tr-$1-$2-$3.txt 2>&1
 				say "decode: $tr capture $1 $2 T=$3: exit $? in $(( $(date +%s) - t0 )) s"
 				tail -2 dec-cap-$tr-$1-$2-$3.txt | sed 's/^/  /' | tee -a "$summary"
