@@ -139,8 +139,7 @@ size_t cuda_all_gather_scratch_bytes(const struct op_call *call);
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */
 
 /* The implementations of each kind, by index (cuda_impl_name's order). */
-enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,    /* products */
-       CUDA_IMPL_ROWS = 3 };
+enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2 };   /* products */
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 

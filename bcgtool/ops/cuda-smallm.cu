@@ -10,16 +10,6 @@
  *    K % 8 == 0, a and b 16-byte aligned.
  *  - "gemv": plain FMA in f32, any float dtype, M <= 8; 16-byte loads when
  *    K and the operands allow, else element by element.
- *  - "rows": a warp a output column (matmul_silu_mul: the gate's and the
- *    up half's rows of that column), plain FMA in f32, M <= 8, any float
- *    dtype, K a whole number of 16-byte pieces, a and b 16-byte aligned.
- *    The warp reads its whole rows: no shared memory, no split of K, no
- *    scratch; its lanes meet by one butterfly and lane m stores token m.
- *    Blocks are short and many (8 warps, N / 8 of them), each warp keeps
- *    two rounds of 8 pieces a lane in flight, and a weight's first round
- *    is loaded before the PDL wait: the decode products of a few MB (o,
- *    q|k|v) are ramp more than stream, and this is the shape that starts
- *    streaming soonest.
  *  - "cublas": cuda-matmul.cu, every shape.
  *
  * Both kernels here read each weight row with 16-byte loads straight from
@@ -486,126 +476,6 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
 }
 
-/* --- rows ------------------------------------------------------------------ */
-
-#define SM_ROWS_WARPS   8
-#define SM_ROWS_THREADS (SM_ROWS_WARPS * 32)
-#define SM_ROWS_PIECES  8       /* 16-byte pieces a lane asks for a round */
-#define SM_ROWS_MAX_M   8
-
-/* Warp w of block x owns output column j = x * SM_ROWS_WARPS + w: its R
- * rows of b (j; and N + j, the up half, for matmul_silu_mul) are read in
- * rounds of 32 * C pieces a row, lane l taking pieces l, l + 32, ...; the
- * next round's weights are asked for before this round's are used. */
-template <typename T, int MT, int EPI>
-__global__ void __launch_bounds__(SM_ROWS_THREADS)
-bcg_smallm_rows_kernel(smallm_args p)
-{
-	constexpr int R = EPI == EPI_SILU ? 2 : 1;
-	constexpr int C = SM_ROWS_PIECES / R;   /* pieces a row a lane a round */
-	constexpr int V = 16 / (int)sizeof(T);  /* elements a piece */
-	constexpr int64_t ROUND = 32 * C;       /* pieces of a row a round */
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int64_t j = (int64_t)blockIdx.x * SM_ROWS_WARPS + warp;
-	const int64_t jr = j < p.N ? j : p.N - 1;       /* past N: read, never stored */
-	const int64_t pieces = p.K / V;
-	const int64_t rounds = (pieces + ROUND - 1) / ROUND;
-	const T *b = static_cast<const T *>(p.b), *a = static_cast<const T *>(p.a);
-	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-
-	const T *row[R];
-#pragma unroll
-	for (int r = 0; r < R; r++)
-		row[r] = b + (r * p.N + jr) * p.K;
-	uint4 wn[R][C];
-	auto load_w = [&](int64_t rd) {
-#pragma unroll
-		for (int c = 0; c < C; c++) {
-			const int64_t i = rd * ROUND + c * 32 + lane;
-#pragma unroll
-			for (int r = 0; r < R; r++)
-				wn[r][c] = i < pieces ? smallm_ld_stream(row[r] + i * V) : zero;
-		}
-	};
-	if (p.b_const)
-		load_w(0);
-	/* The rest of a long row to L2 (down's 8192: three more rounds). */
-	for (int64_t l = (ROUND * 16) / 128 + lane; l < (pieces * 16 + 127) / 128 && l < 8 * 32;
-	     l += 32)
-#pragma unroll
-		for (int r = 0; r < R; r++)
-			cuda_prefetch_l2(reinterpret_cast<const char *>(row[r]) + l * 128);
-	cuda_pdl_begin();
-	if (!p.b_const)
-		load_w(0);
-
-	const T *xrow[MT];
-#pragma unroll
-	for (int m = 0; m < MT; m++)
-		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
-	float acc[R][MT];
-#pragma unroll
-	for (int r = 0; r < R; r++)
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			acc[r][m] = 0.0f;
-
-	for (int64_t rd = 0; rd < rounds; rd++) {
-		uint4 w[R][C];
-#pragma unroll
-		for (int r = 0; r < R; r++)
-#pragma unroll
-			for (int c = 0; c < C; c++)
-				w[r][c] = wn[r][c];
-		if (rd + 1 < rounds)
-			load_w(rd + 1);
-#pragma unroll
-		for (int c = 0; c < C; c++) {
-			const int64_t i = rd * ROUND + c * 32 + lane;
-			if (i >= pieces)
-				break;
-			float xf[MT][V];
-#pragma unroll
-			for (int m = 0; m < MT; m++)
-				smallm_widen<T>(*reinterpret_cast<const uint4 *>(xrow[m] + i * V), xf[m]);
-#pragma unroll
-			for (int r = 0; r < R; r++) {
-				float wf[V];
-				smallm_widen<T>(w[r][c], wf);
-#pragma unroll
-				for (int m = 0; m < MT; m++)
-#pragma unroll
-					for (int e = 0; e < V; e++)
-						acc[r][m] = fmaf(wf[e], xf[m][e], acc[r][m]);
-			}
-		}
-	}
-
-#pragma unroll
-	for (int r = 0; r < R; r++)
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			acc[r][m] = cuda_warp_sum(acc[r][m]);
-	if (j >= p.N)
-		return;
-#pragma unroll
-	for (int m = 0; m < MT; m++) {
-		if (lane != m || m >= p.M)
-			continue;
-		const int64_t o = (int64_t)m * p.N + j;
-		if constexpr (EPI == EPI_NONE) {
-			cuda_st(p.out, p.dto, o, acc[0][m]);
-		} else if constexpr (EPI == EPI_ADD) {
-			cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, acc[0][m]));
-		} else {
-			float g = cuda_round_to(p.dto, acc[0][m]);
-			float u = cuda_round_to(p.dto, acc[R - 1][m]);
-			float silu = g / (1.0f + expf(-g));
-			cuda_st(p.out, p.dto, o, silu * u);
-		}
-	}
-}
-
 /* --- host side --------------------------------------------------------------- */
 
 static const char *smallm_kind_name(enum op_id id)
@@ -685,10 +555,6 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M;
 	case CUDA_IMPL_CUBLAS:
 		return cuda_product_cublas_usable(id, call);
-	case CUDA_IMPL_ROWS:
-		return smallm_layout_ok(&p) && p.M <= SM_ROWS_MAX_M &&
-		       p.K % (16 / (int64_t)cuda_dtype_size(p.a->dtype)) == 0 &&
-		       p.out->dtype != PLAN_DTYPE_I32 && smallm_aligned(p.a) && smallm_aligned(p.b);
 	}
 	return 0;
 }
@@ -860,44 +726,7 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 	}
 }
 
-template <int EPI, typename T>
-static int smallm_launch_rows(const struct cuda_op_ctx *ctx, const smallm_args &args,
-                              char *msg, size_t len)
-{
-	const char *name = "bcg_smallm_rows_kernel";
-	dim3 grid((unsigned)((args.N + SM_ROWS_WARPS - 1) / SM_ROWS_WARPS));
-
-	switch (smallm_gemv_maxm(args.M)) {
-	case 1:
-		return cuda_launch(ctx, name, bcg_smallm_rows_kernel<T, 1, EPI>, grid,
-		                   dim3(SM_ROWS_THREADS), msg, len, args);
-	case 2:
-		return cuda_launch(ctx, name, bcg_smallm_rows_kernel<T, 2, EPI>, grid,
-		                   dim3(SM_ROWS_THREADS), msg, len, args);
-	case 4:
-		return cuda_launch(ctx, name, bcg_smallm_rows_kernel<T, 4, EPI>, grid,
-		                   dim3(SM_ROWS_THREADS), msg, len, args);
-	default:
-		return cuda_launch(ctx, name, bcg_smallm_rows_kernel<T, 8, EPI>, grid,
-		                   dim3(SM_ROWS_THREADS), msg, len, args);
-	}
-}
-
-template <int EPI>
-static int smallm_launch_rows_typed(const struct cuda_op_ctx *ctx, int dtype,
-                                    const smallm_args &args, char *msg, size_t len)
-{
-	switch (dtype) {
-	case PLAN_DTYPE_F16:
-		return smallm_launch_rows<EPI, __half>(ctx, args, msg, len);
-	case PLAN_DTYPE_BF16:
-		return smallm_launch_rows<EPI, __nv_bfloat16>(ctx, args, msg, len);
-	default:
-		return smallm_launch_rows<EPI, float>(ctx, args, msg, len);
-	}
-}
-
-static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas", "rows" };
+static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas" };
 
 static int cuda_run_product(enum op_id id, const struct op_call *call,
                             const struct cuda_op_ctx *ctx, char *msg, size_t len)
@@ -910,7 +739,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 
 	if (cuda_product_shape(id, call, &p, msg, len))
 		return -1;
-	if (impl < 0 || impl > CUDA_IMPL_ROWS)
+	if (impl < 0 || impl > CUDA_IMPL_CUBLAS)
 		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, impl);
 	if (!cuda_product_usable(id, call, impl))
 		return cuda_fail(msg, len, "%s: implementation %s cannot run M %lld, N %lld, K %lld "
@@ -921,30 +750,6 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		return cuda_product_cublas(id, call, ctx, msg, len);
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
-	if (impl == CUDA_IMPL_ROWS) {
-		if ((p.N + SM_ROWS_WARPS - 1) / SM_ROWS_WARPS > INT_MAX)
-			return cuda_fail(msg, len, "%s: N %lld is too large for one grid", who,
-			                 (long long)p.N);
-		memset(&args, 0, sizeof args);
-		args.a = p.a->data;
-		args.b = p.b->data;
-		args.x = p.x ? p.x->data : NULL;
-		args.dtx = p.x ? p.x->dtype : PLAN_DTYPE_F32;
-		args.out = p.out->data;
-		args.dto = p.out->dtype;
-		args.M = (int)p.M;
-		args.N = p.N;
-		args.K = p.K;
-		args.b_const = (call->const_in >> (p.b - call->in)) & 1u;
-		switch (id) {
-		case OP_MATMUL_ADD:
-			return smallm_launch_rows_typed<EPI_ADD>(ctx, p.a->dtype, args, msg, len);
-		case OP_MATMUL_SILU_MUL:
-			return smallm_launch_rows_typed<EPI_SILU>(ctx, p.a->dtype, args, msg, len);
-		default:
-			return smallm_launch_rows_typed<EPI_NONE>(ctx, p.a->dtype, args, msg, len);
-		}
-	}
 
 	const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
