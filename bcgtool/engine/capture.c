@@ -483,7 +483,7 @@ static int capture_record_shares(plan_t *plan, struct captured *caps, uint32_t n
 			if (it->kind != PLAN_ITEM_SEGMENT || it->share_group < 0)
 				continue;
 			g = &pool->groups[it->share_group];
-			if (it->share == SHARE_FIRST && g->segments < 2)
+			if (it->share == SHARE_FIRST && g->segments < 2 && g->refusals == 0)
 				continue;
 			if (ns == cap) {
 				uint32_t c2 = cap ? 2 * cap : 64;

@@ -124,6 +124,8 @@ static int exec_share(struct engine *e, struct exec_item *it, struct backend_cap
 		share_take(p, gi);
 	if (gi >= 0 && !refused)
 		p->groups[gi].segments++;
+	else if (gi >= 0)
+		p->groups[gi].refusals++;
 	return 0;
 }
 

@@ -56,6 +56,8 @@ struct share_group {
 	struct plan_edge        *edges;
 	struct backend_exec     *exec;      /* the pool's reference */
 	uint32_t                 segments;  /* that run on it */
+	uint32_t                 refusals;  /* segments of its key refused the
+	                                       update (their own executables) */
 	uint32_t                 first;     /* the caller's name for its first
 	                                       segment (a plan segment index) */
 	uint32_t                 tag;       /* the last variant that took it */
