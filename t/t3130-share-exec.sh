@@ -13,8 +13,8 @@ run on 3 executables, those of the largest size (captured first).'
 small="$SAMPLES/llama-decode-small.yaml"
 
 test_expect_success 'setup: the sample captured with and without sharing' '
-	bcg capture --backend host --share-exec --json -o shared.plan "$small" >cap-shared.json &&
-	bcg capture --backend host --json -o own.plan "$small" >cap-own.json
+	bcg capture --backend host --no-tune --share-exec --json -o shared.plan "$small" >cap-shared.json &&
+	bcg capture --backend host --no-tune --json -o own.plan "$small" >cap-own.json
 '
 
 test_expect_success PYTHON3 'capture --json says how many executables, with and without' '
@@ -101,7 +101,7 @@ test_expect_success 'sizes alternating step by step update the executables, and 
 '
 
 test_expect_success 'an update refused: the segment gets its own executable, and says so' '
-	BCG_TEST_SHARE=refuse bcg capture --backend host --share-exec --json -o refused.plan "$small" >cap.json &&
+	BCG_TEST_SHARE=refuse bcg capture --backend host --no-tune --share-exec --json -o refused.plan "$small" >cap.json &&
 	bcg inspect refused.plan >out &&
 	test_grep "^shared    3 executables shared across variants by 3 segments (0 of them run on another variant.s); 6 updates refused$" out &&
 	bcg inspect --segments refused.plan >out &&
