@@ -627,7 +627,8 @@ static const struct param_layout *param_layout(struct backend *b, CUfunction fun
  * them back, hashed into KEY; an attribute the driver would not give
  * (other than as not applicable) makes the segment opaque: an update might
  * not carry it (share.h). */
-static void kernel_node_attrs(cudaGraphNode_t node, struct backend_node_key *key, int *opaque)
+static void kernel_node_attrs(cudaGraphNode_t node, struct backend_node_key *key,
+                              struct backend_capture *rec)
 {
 	static const int ids[] = {
 		cudaLaunchAttributeAccessPolicyWindow, cudaLaunchAttributeCooperative,
@@ -651,7 +652,21 @@ static void kernel_node_attrs(cudaGraphNode_t node, struct backend_node_key *key
 			memset(&v, 0xff, sizeof v);    /* absent: its own value */
 		} else if (e != cudaSuccess) {
 			cudaGetLastError();
-			*opaque = 1;
+			if (!rec->opaque)
+				snprintf(rec->opaque_why, sizeof rec->opaque_why,
+				         "launch attribute %d not read back: %s", ids[i],
+				         cudaGetErrorName(e));
+			rec->opaque = 1;
+		} else if (ids[i] == cudaLaunchAttributeDeviceUpdatableKernelNode) {
+			/* An update refuses such nodes; the handle is the node's own,
+			 * so only the flag is part of the key. */
+			int updatable = v.deviceUpdatableKernelNode.deviceUpdatable;
+			if (updatable && !rec->opaque)
+				snprintf(rec->opaque_why, sizeof rec->opaque_why,
+				         "a device-updatable kernel node");
+			rec->opaque |= updatable != 0;
+			memset(&v, 0, sizeof v);
+			v.deviceUpdatableKernelNode.deviceUpdatable = updatable;
 		}
 		memcpy(bytes, &v, sizeof v);
 		h = (h ^ (uint64_t)ids[i]) * 0x100000001b3ull;
@@ -743,12 +758,15 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 		rec->keys[i].type = pn->type;
 		/* Kinds an update may not carry, or that hold host state. */
 		if (pn->type != PLAN_NODE_KERNEL && pn->type != PLAN_NODE_MEMCPY &&
-		    pn->type != PLAN_NODE_MEMSET && pn->type != PLAN_NODE_EMPTY)
+		    pn->type != PLAN_NODE_MEMSET && pn->type != PLAN_NODE_EMPTY && !rec->opaque) {
+			snprintf(rec->opaque_why, sizeof rec->opaque_why, "a %s node",
+			         plan_node_type_name(pn->type));
 			rec->opaque = 1;
+		}
 		if (pn->type == PLAN_NODE_KERNEL) {
 			if (read_kernel_node(b, b->seen[i].node, pn, &rec->keys[i], msg, len) != 0)
 				return -1;
-			kernel_node_attrs(b->seen[i].node, &rec->keys[i], &rec->opaque);
+			kernel_node_attrs(b->seen[i].node, &rec->keys[i], rec);
 		} else if ((pn->kernel = strdup("")) == NULL) {
 			goto nomem;
 		}
@@ -855,8 +873,10 @@ static int cuda_capture_end(struct backend *b, struct backend_graph **out,
 			goto fail;
 		/* A rank's collectives hold communicator state an update
 		 * would not be seen to carry. */
-		if (b->capture_collectives)
+		if (b->capture_collectives && !rec->opaque) {
+			snprintf(rec->opaque_why, sizeof rec->opaque_why, "a rank's collectives");
 			rec->opaque = 1;
+		}
 	}
 	if ((g = calloc(1, sizeof *g)) == NULL) {
 		snprintf(msg, len, "out of memory");

@@ -69,6 +69,7 @@ struct backend_capture {
 	uint32_t                 nkeys;
 	struct backend_node_key *keys;
 	int                      opaque;
+	char                     opaque_why[96];   /* the first reason */
 	/* Device memory the segment's executable took: free memory before
 	 * its instantiation less free memory after its upload (0 on the host,
 	 * and for a segment that runs on another's executable). */

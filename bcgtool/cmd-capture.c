@@ -149,6 +149,9 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 	if (rep->share)
 		fprintf(f, "; %u shared by several variants, %u update%s refused", rep->groups,
 		        rep->refused, BCG_S(rep->refused));
+	if (rep->opaque > 0)
+		fprintf(f, "; %u segment%s could not share (%s)", rep->opaque, BCG_S(rep->opaque),
+		        rep->opaque_why);
 	fprintf(f, "\n");
 }
 
@@ -299,6 +302,10 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 	plan_json_uint(j, rep->refused);
 	plan_json_key(j, "bytes");
 	plan_json_uint(j, rep->exec_bytes);
+	plan_json_key(j, "unshareable");
+	plan_json_uint(j, rep->opaque);
+	plan_json_key(j, "unshareable_reason");
+	plan_json_string(j, rep->opaque_why);
 	plan_json_object_end(j);
 	plan_json_object_end(j);
 	plan_json_free(j);

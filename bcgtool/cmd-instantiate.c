@@ -101,6 +101,9 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 		       "refused), graph memory %s\n", rep->execs, rep->nsegments,
 		       BCG_S(rep->nsegments), rep->joined, rep->refused, BCG_S(rep->refused),
 		       bcg_human_bytes(rep->exec_bytes, mem, sizeof mem));
+		if (e->share != NULL && e->share->opaque > 0)
+			printf("%u segment%s could not share: %s\n", e->share->opaque,
+			       BCG_S(e->share->opaque), e->share->opaque_why);
 	}
 	if (plan_count_weight_sources(plan) > 0) {
 		printf("%u weight sources, %.1f MiB read (hashed in %.2f ms): %u changed since "
@@ -251,6 +254,10 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 	plan_json_uint(j, rep->exec_bytes);
 	plan_json_key(j, "update_ms");
 	plan_json_double(j, (double)rep->update_ns / 1e6);
+	plan_json_key(j, "unshareable");
+	plan_json_uint(j, e->share != NULL ? e->share->opaque : 0);
+	plan_json_key(j, "unshareable_reason");
+	plan_json_string(j, e->share != NULL ? e->share->opaque_why : "");
 	plan_json_object_end(j);
 	plan_json_object_end(j);
 	plan_json_free(j);

@@ -1000,9 +1000,10 @@ except (OSError, ValueError) as e:
     sys.exit(0)
 p, g = d["phases"], d["graph_memory"]
 print("  capture_script %.3f s (instantiate %.3f s); %d segments on %d executables (%d shared "
-      "by several variants, %d updates refused); graph memory %.1f MiB" % (
+      "by several variants, %d updates refused, %d could not share%s); graph memory %.1f MiB" % (
       p["total_ms"] / 1e3, p["instantiate_ms"] / 1e3, g["segments"], g["executables"],
-      g["groups"], g["refused"], g["bytes"] / 2**20))
+      g["groups"], g["refused"], g["unshareable"],
+      ": " + g["unshareable_reason"] if g["unshareable"] else "", g["bytes"] / 2**20))
 PY
 			"$B" inspect share-$f.plan | sed -n 's/^\(plan\|shared\) /  &/p' | tee -a "$summary" share.txt
 		done

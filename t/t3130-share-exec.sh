@@ -23,9 +23,9 @@ import json
 s = json.load(open(\"cap-shared.json\"))[\"graph_memory\"]
 o = json.load(open(\"cap-own.json\"))[\"graph_memory\"]
 assert s == {\"share_exec\": True, \"segments\": 9, \"executables\": 3, \"groups\": 3,
-             \"refused\": 0, \"bytes\": 0}, s
+             \"refused\": 0, \"bytes\": 0, \"unshareable\": 0, \"unshareable_reason\": \"\"}, s
 assert o == {\"share_exec\": False, \"segments\": 9, \"executables\": 9, \"groups\": 0,
-             \"refused\": 0, \"bytes\": 0}, o
+             \"refused\": 0, \"bytes\": 0, \"unshareable\": 0, \"unshareable_reason\": \"\"}, o
 v = json.load(open(\"cap-shared.json\"))[\"variants\"]
 assert [(x[\"tokens\"], x[\"executables\"], x[\"joined\"]) for x in v] == \
        [(1, 0, 3), (2, 0, 3), (4, 3, 0)], v

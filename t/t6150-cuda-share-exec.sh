@@ -74,8 +74,9 @@ import json
 s = json.load(open(\"inst-shared.json\"))
 o = json.load(open(\"inst-own.json\"))
 a, b = o[\"graph_memory\"], s[\"graph_memory\"]
-print(\"# unshared: %d executables, %d bytes; shared: %d executables, %d bytes, %d refused\" %
-      (a[\"executables\"], a[\"bytes\"], b[\"executables\"], b[\"bytes\"], b[\"refused\"]))
+print(\"# unshared: %d executables, %d bytes; shared: %d executables, %d bytes, %d refused, \"
+      \"%d could not share (%s)\" % (a[\"executables\"], a[\"bytes\"], b[\"executables\"],
+      b[\"bytes\"], b[\"refused\"], b[\"unshareable\"], b[\"unshareable_reason\"]))
 assert s[\"drifted\"] == 0 and o[\"drifted\"] == 0
 assert b[\"executables\"] < a[\"executables\"] == len(o[\"segments\"])
 assert a[\"bytes\"] > 0, \"no graph memory measured\"

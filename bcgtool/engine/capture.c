@@ -1045,6 +1045,8 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	if (o->share_exec && (e->comm == NULL || e->comm->world <= 1) &&
 	    capture_record_shares(plan, caps, n, &shares, rep, err) != 0)
 		goto out;
+	rep->opaque = shares.opaque;
+	snprintf(rep->opaque_why, sizeof rep->opaque_why, "%s", shares.opaque_why);
 	/* No variant verified: no reference ran, no replay matched. */
 	st.reference_steps = rep->phases.verified > 0 ? o->steps : 0;
 	if (rep->phases.verified == 0)

@@ -127,6 +127,9 @@ struct capture_report {
 	                                              segments or more */
 	uint32_t                       refused;    /* updates refused: the
 	                                              segment got its own */
+	uint32_t                       opaque;     /* segments that could not
+	                                              share (share.h) */
+	char                           opaque_why[96]; /* the first's reason */
 };
 
 void capture_report_release(struct capture_report *rep);

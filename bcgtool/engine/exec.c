@@ -108,6 +108,8 @@ static int exec_share(struct engine *e, struct exec_item *it, struct backend_cap
 		first = 1;
 	}
 	it->share_group = gi;
+	if (rec->opaque && p->opaque++ == 0)
+		snprintf(p->opaque_why, sizeof p->opaque_why, "%s", rec->opaque_why);
 	if (gi < 0)
 		rc = e->be->graph_instantiate(e->b, it->graph, NULL, rec, &refused, err->msg,
 		                              sizeof err->msg);

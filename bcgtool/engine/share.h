@@ -69,6 +69,8 @@ struct share_pool {
 	struct share_group *groups;
 	uint32_t            tag;       /* the variant being captured: set a new
 	                                  one (share_next_variant) before each */
+	uint32_t            opaque;    /* segments that could not share */
+	char                opaque_why[96];  /* the first one's reason */
 };
 
 /* A new variant is being captured: groups may be taken again. */
