@@ -603,9 +603,10 @@ static int cmd_replay_exec(int argc, char **argv)
 		                             .check = o.check, .nvtx = o.nvtx, .json = json };
 		if (rc < 0)
 			return BCG_EXIT_USAGE;
-		if (fixed || o.share)
-			return cmd_usage_error(self, "--steps, --tokens and --share-exec do not apply "
-			                       "to a trace");
+		if (fixed)
+			return cmd_usage_error(self, "--steps and --tokens do not apply to a trace");
+		if (o.share)
+			return cmd_usage_error(self, "--share-exec does not apply to a trace");
 		if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 			return rc;
 		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED || recorded_only) {
