@@ -102,6 +102,10 @@ struct backend {
 	int                capture_collectives;   /* a collective went into the
 	                                             capture in progress */
 
+	/* Executables shared (backend.h, share): graphs are kept as
+	 * templates and instantiated on the engine's word. */
+	int                share;
+
 	/* The capture in progress: nodes in creation order with their op. */
 	int                capturing;
 	uint64_t           capture_t0;
@@ -120,10 +124,20 @@ struct backend {
 	pfn_kernel_param   kernel_param;
 };
 
+/* An executable several graphs share: CURRENT is the graph it was last
+ * updated to (NULL: none known, the next launch updates). */
+struct backend_exec {
+	cudaGraphExec_t       exec;
+	unsigned              refs;
+	struct backend_graph *current;
+};
+
 struct backend_graph {
-	cudaGraphExec_t exec;
-	int             collectives;  /* holds a rank's collectives: its launches
-	                                 are followed by the rank's watchdog */
+	cudaGraphExec_t      exec;        /* its own; NULL when it runs on SHARED */
+	cudaGraph_t          tmpl;        /* kept when sharing: what updates apply */
+	struct backend_exec *shared;
+	int                  collectives; /* holds a rank's collectives: its launches
+	                                     are followed by the rank's watchdog */
 };
 
 #define CUDA_TRY(call, what)                                                    \
@@ -609,8 +623,61 @@ static const struct param_layout *param_layout(struct backend *b, CUfunction fun
 	return l;
 }
 
+/* The launch attributes a kernel node can carry, as the driver reads
+ * them back, hashed into KEY; an attribute the driver would not give
+ * (other than as not applicable) makes the segment opaque: an update might
+ * not carry it (share.h). */
+static void kernel_node_attrs(cudaGraphNode_t node, struct backend_node_key *key,
+                              struct backend_capture *rec)
+{
+	static const int ids[] = {
+		cudaLaunchAttributeAccessPolicyWindow, cudaLaunchAttributeCooperative,
+		cudaLaunchAttributeClusterDimension,
+		cudaLaunchAttributeClusterSchedulingPolicyPreference, cudaLaunchAttributePriority,
+		cudaLaunchAttributeMemSyncDomainMap, cudaLaunchAttributeMemSyncDomain,
+		cudaLaunchAttributePreferredClusterDimension,
+		cudaLaunchAttributeDeviceUpdatableKernelNode,
+	};
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		cudaKernelNodeAttrValue v;
+		unsigned char bytes[sizeof v];
+		cudaError_t e;
+
+		memset(&v, 0, sizeof v);
+		e = cudaGraphKernelNodeGetAttribute(node, (cudaKernelNodeAttrID)ids[i], &v);
+		if (e == cudaErrorInvalidValue || e == cudaErrorNotSupported) {
+			cudaGetLastError();
+			memset(&v, 0xff, sizeof v);    /* absent: its own value */
+		} else if (e != cudaSuccess) {
+			cudaGetLastError();
+			if (!rec->opaque)
+				snprintf(rec->opaque_why, sizeof rec->opaque_why,
+				         "launch attribute %d not read back: %s", ids[i],
+				         cudaGetErrorName(e));
+			rec->opaque = 1;
+		} else if (ids[i] == cudaLaunchAttributeDeviceUpdatableKernelNode) {
+			/* An update refuses such nodes; the handle is the node's own,
+			 * so only the flag is part of the key. */
+			int updatable = v.deviceUpdatableKernelNode.deviceUpdatable;
+			if (updatable && !rec->opaque)
+				snprintf(rec->opaque_why, sizeof rec->opaque_why,
+				         "a device-updatable kernel node");
+			rec->opaque |= updatable != 0;
+			memset(&v, 0, sizeof v);
+			v.deviceUpdatableKernelNode.deviceUpdatable = updatable;
+		}
+		memcpy(bytes, &v, sizeof v);
+		h = (h ^ (uint64_t)ids[i]) * 0x100000001b3ull;
+		for (size_t k = 0; k < sizeof bytes; k++)
+			h = (h ^ bytes[k]) * 0x100000001b3ull;
+	}
+	key->attrs = h;
+}
+
 static int read_kernel_node(struct backend *b, cudaGraphNode_t node, struct plan_node *out,
-                            char *msg, size_t len)
+                            struct backend_node_key *key, char *msg, size_t len)
 {
 	CUDA_KERNEL_NODE_PARAMS_v2 p;
 	const char *name = NULL;
@@ -628,6 +695,10 @@ static int read_kernel_node(struct backend *b, cudaGraphNode_t node, struct plan
 	else if (p.kern != NULL && b->kernel_name != NULL)
 		b->kernel_name(&name, p.kern);
 	out->kernel = strdup(name != NULL ? name : "?");
+	/* The function's identity, not its name; with its context. */
+	key->func = (uint64_t)(uintptr_t)(p.func != NULL ? (const void *)p.func
+	                                                 : (const void *)p.kern) ^
+	            ((uint64_t)(uintptr_t)p.ctx << 1);
 	out->grid[0] = p.gridDimX;
 	out->grid[1] = p.gridDimY;
 	out->grid[2] = p.gridDimZ;
@@ -673,7 +744,8 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 	size_t nedges = 0;
 
 	rec->nodes = calloc(b->nseen + 1, sizeof *rec->nodes);
-	if (rec->nodes == NULL)
+	rec->keys = calloc(b->nseen + 1, sizeof *rec->keys);
+	if (rec->nodes == NULL || rec->keys == NULL)
 		goto nomem;
 	for (uint32_t i = 0; i < b->nseen; i++) {
 		enum cudaGraphNodeType t;
@@ -682,9 +754,19 @@ static int cuda_read_graph(struct backend *b, cudaGraph_t graph, struct backend_
 		pn->type = node_type(t);
 		pn->op = b->seen[i].op;
 		rec->nnodes = i + 1;
+		rec->nkeys = i + 1;
+		rec->keys[i].type = pn->type;
+		/* Kinds an update may not carry, or that hold host state. */
+		if (pn->type != PLAN_NODE_KERNEL && pn->type != PLAN_NODE_MEMCPY &&
+		    pn->type != PLAN_NODE_MEMSET && pn->type != PLAN_NODE_EMPTY && !rec->opaque) {
+			snprintf(rec->opaque_why, sizeof rec->opaque_why, "a %s node",
+			         plan_node_type_name(pn->type));
+			rec->opaque = 1;
+		}
 		if (pn->type == PLAN_NODE_KERNEL) {
-			if (read_kernel_node(b, b->seen[i].node, pn, msg, len) != 0)
+			if (read_kernel_node(b, b->seen[i].node, pn, &rec->keys[i], msg, len) != 0)
 				return -1;
+			kernel_node_attrs(b->seen[i].node, &rec->keys[i], rec);
 		} else if ((pn->kernel = strdup("")) == NULL) {
 			goto nomem;
 		}
@@ -736,12 +818,41 @@ fail:
 	return -1;
 }
 
+/* Instantiate GRAPH into *EXEC and upload it; REC (may be NULL) gets the
+ * times and the device memory the executable took. */
+static int cuda_exec_build(struct backend *b, cudaGraph_t graph, cudaGraphExec_t *exec,
+                           struct backend_capture *rec, char *msg, size_t len)
+{
+	size_t free0 = 0, free1 = 0, total = 0;
+	uint64_t t0;
+
+	*exec = NULL;
+	CUDA_TRY(cudaMemGetInfo(&free0, &total), "cudaMemGetInfo");
+	t0 = bcg_now_ns();
+	CUDA_TRY(cudaGraphInstantiate(exec, graph, 0), "cudaGraphInstantiate");
+	if (rec != NULL)
+		rec->instantiate_ns += bcg_now_ns() - t0;
+	t0 = bcg_now_ns();
+	CUDA_TRY(cudaGraphUpload(*exec, b->stream), "cudaGraphUpload");
+	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+	if (rec != NULL)
+		rec->upload_ns += bcg_now_ns() - t0;
+	CUDA_TRY(cudaMemGetInfo(&free1, &total), "cudaMemGetInfo");
+	if (rec != NULL && free1 < free0)
+		rec->exec_bytes += free0 - free1;
+	return 0;
+fail:
+	if (*exec != NULL)
+		cudaGraphExecDestroy(*exec);
+	*exec = NULL;
+	return -1;
+}
+
 static int cuda_capture_end(struct backend *b, struct backend_graph **out,
                             struct backend_capture *rec, char *msg, size_t len)
 {
 	cudaGraph_t graph = NULL;
 	struct backend_graph *g = NULL;
-	uint64_t t0;
 	cudaError_t e;
 
 	*out = NULL;
@@ -760,37 +871,127 @@ static int cuda_capture_end(struct backend *b, struct backend_graph **out,
 		rec->capture_ns = bcg_now_ns() - b->capture_t0;
 		if (cuda_read_graph(b, graph, rec, msg, len) != 0)
 			goto fail;
+		/* A rank's collectives hold communicator state an update
+		 * would not be seen to carry. */
+		if (b->capture_collectives && !rec->opaque) {
+			snprintf(rec->opaque_why, sizeof rec->opaque_why, "a rank's collectives");
+			rec->opaque = 1;
+		}
 	}
 	if ((g = calloc(1, sizeof *g)) == NULL) {
 		snprintf(msg, len, "out of memory");
 		goto fail;
 	}
-	t0 = bcg_now_ns();
 	g->collectives = b->capture_collectives;
 	b->capture_collectives = 0;
-	CUDA_TRY(cudaGraphInstantiate(&g->exec, graph, 0), "cudaGraphInstantiate");
-	if (rec != NULL)
-		rec->instantiate_ns = bcg_now_ns() - t0;
-	t0 = bcg_now_ns();
-	CUDA_TRY(cudaGraphUpload(g->exec, b->stream), "cudaGraphUpload");
-	CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
-	if (rec != NULL)
-		rec->upload_ns = bcg_now_ns() - t0;
+	if (b->share) {
+		/* The engine instantiates it (graph_instantiate). */
+		g->tmpl = graph;
+		*out = g;
+		return 0;
+	}
+	if (cuda_exec_build(b, graph, &g->exec, rec, msg, len) != 0)
+		goto fail;
 	cudaGraphDestroy(graph);
 	*out = g;
 	return 0;
 fail:
-	if (g != NULL && g->exec != NULL)
-		cudaGraphExecDestroy(g->exec);
 	free(g);
 	if (graph != NULL)
 		cudaGraphDestroy(graph);
 	return -1;
 }
 
+static void cuda_share(struct backend *b, int on)
+{
+	b->share = on;
+}
+
+static void cuda_exec_put(struct backend *b, struct backend_exec *x)
+{
+	(void)b;
+	if (x == NULL || --x->refs > 0)
+		return;
+	cudaGraphExecDestroy(x->exec);
+	free(x);
+}
+
+/* Update X to G's template; 0, or the update's refusal (> 0). */
+static int cuda_exec_update(struct backend_exec *x, struct backend_graph *g)
+{
+	cudaGraphExecUpdateResultInfo info;
+	cudaError_t e;
+
+	memset(&info, 0, sizeof info);
+	e = cudaGraphExecUpdate(x->exec, g->tmpl, &info);
+	if (e == cudaSuccess) {
+		x->current = g;
+		return 0;
+	}
+	cudaGetLastError();
+	/* Whatever it holds now, no graph is known to be in it. */
+	x->current = NULL;
+	return info.result != cudaGraphExecUpdateSuccess ? (int)info.result
+	                                                 : (int)cudaGraphExecUpdateError;
+}
+
+static int cuda_graph_instantiate(struct backend *b, struct backend_graph *g,
+                                  struct backend_exec **shared, struct backend_capture *rec,
+                                  int *refused, char *msg, size_t len)
+{
+	struct backend_exec *x;
+	uint64_t t0;
+
+	*refused = 0;
+	if (g->tmpl == NULL) {
+		snprintf(msg, len, "the graph was not kept for instantiation");
+		return -1;
+	}
+	if (shared == NULL)
+		return cuda_exec_build(b, g->tmpl, &g->exec, rec, msg, len);
+	if (*shared == NULL) {
+		if ((x = calloc(1, sizeof *x)) == NULL) {
+			snprintf(msg, len, "out of memory");
+			return -1;
+		}
+		if (cuda_exec_build(b, g->tmpl, &x->exec, rec, msg, len) != 0) {
+			free(x);
+			return -1;
+		}
+		x->refs = 2;          /* the caller's and G's */
+		x->current = g;
+		g->shared = x;
+		*shared = x;
+		return 0;
+	}
+	x = *shared;
+	t0 = bcg_now_ns();
+	*refused = cuda_exec_update(x, g);
+	if (rec != NULL)
+		rec->update_ns += bcg_now_ns() - t0;
+	if (*refused != 0)
+		return cuda_exec_build(b, g->tmpl, &g->exec, rec, msg, len);
+	x->refs++;
+	g->shared = x;
+	return 0;
+}
+
 static int cuda_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
 {
-	CUDA_TRY(cudaGraphLaunch(g->exec, b->stream), "cudaGraphLaunch");
+	struct backend_exec *x = g->shared;
+
+	/* Another size ran on the executable since: bring it back to G. An
+	 * update that succeeded when G joined is not expected to be refused
+	 * now; if it is, G gets its own executable rather than launch what
+	 * another graph left there. */
+	if (x != NULL && x->current != g && cuda_exec_update(x, g) != 0) {
+		if (cuda_exec_build(b, g->tmpl, &g->exec, NULL, msg, len) != 0)
+			return -1;
+		g->shared = NULL;
+		cuda_exec_put(b, x);
+		x = NULL;
+	}
+	CUDA_TRY(cudaGraphLaunch(x != NULL ? x->exec : g->exec, b->stream), "cudaGraphLaunch");
 	/* A graph holding collectives: the rank's watchdog follows it, so
 	 * that a peer gone while it waits inside is named at once. */
 	if (g->collectives && dist_watch(dist_self(), b->stream, "a graph's collectives", msg,
@@ -803,10 +1004,17 @@ fail:
 
 static void cuda_graph_free(struct backend *b, struct backend_graph *g)
 {
-	(void)b;
 	if (g == NULL)
 		return;
-	cudaGraphExecDestroy(g->exec);
+	if (g->shared != NULL) {
+		if (g->shared->current == g)
+			g->shared->current = NULL;
+		cuda_exec_put(b, g->shared);
+	}
+	if (g->exec != NULL)
+		cudaGraphExecDestroy(g->exec);
+	if (g->tmpl != NULL)
+		cudaGraphDestroy(g->tmpl);
 	free(g);
 }
 
@@ -979,6 +1187,9 @@ const struct backend_ops backend_cuda = {
 	.capture_end = cuda_capture_end,
 	.graph_launch = cuda_graph_launch,
 	.graph_free = cuda_graph_free,
+	.share = cuda_share,
+	.graph_instantiate = cuda_graph_instantiate,
+	.exec_put = cuda_exec_put,
 	.hold = cuda_hold,
 	.mark = cuda_mark,
 	.sync = cuda_sync,

@@ -25,12 +25,26 @@ struct backend {
 	uint64_t               capture_start;
 	char                   fault[256]; /* a kernel's fault, reported at the next wait
 	                                      as CUDA reports a device-side error */
+	int                    share;      /* graphs wait for graph_instantiate */
+	int                    refuse;     /* test hook: refuse every update
+	                                      (BCG_TEST_SHARE=refuse) */
+};
+
+/* A shared "executable": the calls of the graph it was last updated to,
+ * copied in as an update copies a graph's parameters into a CUDA
+ * executable. */
+struct backend_exec {
+	unsigned              refs;
+	struct backend_graph *current;
+	uint32_t              ncalls;
+	struct op_call       *calls;
 };
 
 struct backend_graph {
-	uint32_t        ncalls;
-	uint32_t        cap;
-	struct op_call *calls;
+	uint32_t             ncalls;
+	uint32_t             cap;
+	struct op_call      *calls;     /* the template, as captured */
+	struct backend_exec *shared;    /* NULL: runs its own calls */
 };
 
 static int host_open(struct backend **out, struct backend_info *info, char *msg, size_t len)
@@ -43,6 +57,10 @@ static int host_open(struct backend **out, struct backend_info *info, char *msg,
 		return -1;
 	}
 	memset(info, 0, sizeof *info);
+	{
+		const char *t = getenv("BCG_TEST_SHARE");
+		b->refuse = t != NULL && strcmp(t, "refuse") == 0;
+	}
 	*out = b;
 	return 0;
 }
@@ -280,16 +298,115 @@ static int host_capture_end(struct backend *b, struct backend_graph **graph,
 	*graph = b->capturing;
 	b->capturing = NULL;
 	if (rec != NULL) {
+		struct backend_graph *g = *graph;
 		memset(rec, 0, sizeof *rec);
 		rec->capture_ns = bcg_now_ns() - b->capture_start;
+		/* No nodes, but the keys of sharing: each call a kernel of its
+		 * kind and implementation, in its graph-safe form or not. */
+		if (g->ncalls > 0) {
+			rec->keys = calloc(g->ncalls, sizeof *rec->keys);
+			if (rec->keys == NULL) {
+				snprintf(msg, len, "out of memory");
+				return -1;
+			}
+			rec->nkeys = g->ncalls;
+			for (uint32_t i = 0; i < g->ncalls; i++) {
+				rec->keys[i].type = PLAN_NODE_KERNEL;
+				rec->keys[i].func = ((uint64_t)g->calls[i].kind->id << 16) +
+				                    (uint64_t)g->calls[i].impl + 1;
+				rec->keys[i].attrs = (uint64_t)g->calls[i].graph_safe;
+			}
+		}
 	}
+	return 0;
+}
+
+static void host_share(struct backend *b, int on)
+{
+	b->share = on;
+}
+
+static void host_exec_put(struct backend *b, struct backend_exec *x)
+{
+	(void)b;
+	if (x == NULL || --x->refs > 0)
+		return;
+	free(x->calls);
+	free(x);
+}
+
+/* Update X to G, as cudaGraphExecUpdate would: refused (1) when the
+ * calls differ in number, kind or implementation. */
+static int host_exec_update(struct backend *b, struct backend_exec *x, struct backend_graph *g)
+{
+	int same = !b->refuse && x->ncalls == g->ncalls;
+
+	for (uint32_t i = 0; same && i < g->ncalls; i++)
+		same = x->calls[i].kind == g->calls[i].kind && x->calls[i].impl == g->calls[i].impl &&
+		       x->calls[i].graph_safe == g->calls[i].graph_safe;
+	if (!same) {
+		x->current = NULL;
+		return 1;
+	}
+	if (g->ncalls > 0)
+		memcpy(x->calls, g->calls, g->ncalls * sizeof *x->calls);
+	x->current = g;
+	return 0;
+}
+
+static int host_graph_instantiate(struct backend *b, struct backend_graph *g,
+                                  struct backend_exec **shared, struct backend_capture *rec,
+                                  int *refused, char *msg, size_t len)
+{
+	struct backend_exec *x;
+
+	(void)rec;
+	*refused = 0;
+	if (shared == NULL)
+		return 0;       /* a host graph is its own executable */
+	if (*shared == NULL) {
+		x = calloc(1, sizeof *x);
+		if (x == NULL ||
+		    (x->calls = calloc(g->ncalls ? g->ncalls : 1, sizeof *x->calls)) == NULL) {
+			free(x);
+			snprintf(msg, len, "out of memory");
+			return -1;
+		}
+		x->ncalls = g->ncalls;
+		if (g->ncalls > 0)
+			memcpy(x->calls, g->calls, g->ncalls * sizeof *x->calls);
+		x->refs = 2;
+		x->current = g;
+		g->shared = x;
+		*shared = x;
+		return 0;
+	}
+	x = *shared;
+	if ((*refused = host_exec_update(b, x, g)) != 0)
+		return 0;
+	x->refs++;
+	g->shared = x;
 	return 0;
 }
 
 static int host_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
 {
+	struct backend_exec *x = g->shared;
+
 	(void)msg;
 	(void)len;
+	/* Another size ran on the shared calls since: update them to G's;
+	 * refused, G runs its own (backend-cuda.c does the same). */
+	if (x != NULL && x->current != g && host_exec_update(b, x, g) != 0) {
+		g->shared = NULL;
+		host_exec_put(b, x);
+		x = NULL;
+	}
+	if (x != NULL) {
+		for (uint32_t i = 0; i < x->ncalls; i++)
+			host_run(b, &x->calls[i]);
+		return 0;
+	}
 	for (uint32_t i = 0; i < g->ncalls; i++)
 		host_run(b, &g->calls[i]);
 	return 0;
@@ -297,8 +414,12 @@ static int host_graph_launch(struct backend *b, struct backend_graph *g, char *m
 
 static void host_graph_free(struct backend *b, struct backend_graph *g)
 {
-	(void)b;
 	if (g != NULL) {
+		if (g->shared != NULL) {
+			if (g->shared->current == g)
+				g->shared->current = NULL;
+			host_exec_put(b, g->shared);
+		}
 		free(g->calls);
 		free(g);
 	}
@@ -370,6 +491,9 @@ const struct backend_ops backend_host = {
 	.capture_end = host_capture_end,
 	.graph_launch = host_graph_launch,
 	.graph_free = host_graph_free,
+	.share = host_share,
+	.graph_instantiate = host_graph_instantiate,
+	.exec_put = host_exec_put,
 	.hold = NULL,
 	.mark = host_mark,
 	.sync = host_sync,

@@ -39,5 +39,6 @@ void backend_capture_release(struct backend_capture *cap)
 	}
 	free(cap->nodes);
 	free(cap->edges);
+	free(cap->keys);
 	memset(cap, 0, sizeof *cap);
 }

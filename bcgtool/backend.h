@@ -21,6 +21,7 @@
 struct backend;         /* one open backend: device, stream, handles */
 struct verify_result;   /* engine/verify.h */
 struct backend_graph;   /* a captured, instantiated segment */
+struct backend_exec;    /* an executable several segments share */
 struct bcg_slice;       /* ops/numeric.h: a rank's share of a split tensor */
 
 /* What a backend reports about itself; becomes the plan's meta. */
@@ -37,6 +38,20 @@ struct backend_info {
 	int      no_gpu;          /* open failed: no GPU or no driver at all */
 };
 
+/* What decides whether two segments may share an executable
+ * (engine/share.h), one per node in creation order: its type, the
+ * function a kernel node launches (its identity in this process: the
+ * CUfunction or CUkernel on cuda, the op kind and implementation on the
+ * host) and a hash of the launch attributes read back from it (cluster
+ * dims, priority, cooperative launch, memory sync domain, ...). Launch
+ * shapes and parameters are not part of it: an update changes those. */
+struct backend_node_key {
+	int32_t  type;        /* enum plan_node_type */
+	uint32_t reserved;
+	uint64_t func;
+	uint64_t attrs;
+};
+
 /* A node of a captured segment as the backend read it back, with the op
  * whose launch created it. The engine turns these into plan nodes. */
 struct backend_capture {
@@ -47,6 +62,19 @@ struct backend_capture {
 	uint64_t           capture_ns;
 	uint64_t           instantiate_ns;
 	uint64_t           upload_ns;
+	/* Sharing (engine/share.h): the nodes' keys (the host gives them
+	 * without nodes); OPAQUE when some node could not be read back whole
+	 * (an attribute the driver would not give, a collective): such a
+	 * segment never shares. */
+	uint32_t                 nkeys;
+	struct backend_node_key *keys;
+	int                      opaque;
+	char                     opaque_why[96];   /* the first reason */
+	/* Device memory the segment's executable took: free memory before
+	 * its instantiation less free memory after its upload (0 on the host,
+	 * and for a segment that runs on another's executable). */
+	uint64_t           exec_bytes;
+	uint64_t           update_ns;   /* joining a shared executable */
 };
 
 void backend_capture_release(struct backend_capture *cap);
@@ -133,6 +161,26 @@ struct backend_ops {
 	                    struct backend_capture *rec, char *msg, size_t len);
 	int  (*graph_launch)(struct backend *b, struct backend_graph *graph, char *msg, size_t len);
 	void (*graph_free)(struct backend *b, struct backend_graph *graph);
+
+	/* Executables shared between segments of different sizes
+	 * (engine/share.h). After share(b, 1), capture_end keeps each graph
+	 * as a template and gives it no executable; graph_instantiate then
+	 * gives it one:
+	 *  - SHARED NULL: its own;
+	 *  - *SHARED NULL: a new executable that others may share, from G;
+	 *    *SHARED gets the caller's reference (exec_put drops it);
+	 *  - else: G runs on *SHARED, which is updated to G at once (and again
+	 *    before a launch of G whenever another graph had it since). When
+	 *    the update is refused, *REFUSED gets the backend's reason (on
+	 *    cuda a cudaGraphExecUpdateResult, > 0) and G gets its own
+	 *    executable instead; else *REFUSED is 0.
+	 * REC (may be NULL) gets the times and exec_bytes. A graph freed
+	 * leaves a shared executable to its other users. */
+	void (*share)(struct backend *b, int on);
+	int  (*graph_instantiate)(struct backend *b, struct backend_graph *g,
+	                          struct backend_exec **shared, struct backend_capture *rec,
+	                          int *refused, char *msg, size_t len);
+	void (*exec_put)(struct backend *b, struct backend_exec *x);
 
 	/* Hold the stream for about US microseconds (the GPU waits, the host
 	 * goes on queueing): lets timings of queued work exclude host gaps.

@@ -34,7 +34,8 @@ static int cmd_capture_exec(int argc, char **argv);
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
-	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--no-nvtx] [--stats] [--json] "
+	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--share-exec] [--no-nvtx] [--stats] "
+	         "[--json] "
 	         "[--tp N [--timeout S]] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
@@ -59,6 +60,10 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     name, at the same token count) instead of timing;\n"
 		"                     ops it has no choice for are timed\n"
 		"      --no-pdl       launch kernels without programmatic dependent launch\n"
+		"      --share-exec   segments of different sizes with one topology (kernel\n"
+		"                     functions, launch attributes, edges) share one\n"
+		"                     executable, updated to the size before its launch;\n"
+		"                     the plan records which (format 1.6)\n"
 		"      --no-nvtx      emit no NVTX ranges\n"
 		"      --stats        record the times measured in the plan even when\n"
 		"                     SOURCE_DATE_EPOCH is set (they make it irreproducible)\n"
@@ -138,6 +143,16 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 	        (double)p->instantiate_ns / 1e9, (double)p->verify_ns / 1e9,
 	        (double)p->checksum_ns / 1e9, (double)p->state_ns / 1e9, p->state_copies,
 	        bcg_human_bytes(p->state_bytes, h, sizeof h));
+	fprintf(f, "executables %u for %u segment%s%s, graph memory %s", rep->execs, rep->segments,
+	        BCG_S(rep->segments), rep->share ? " (--share-exec)" : "",
+	        bcg_human_bytes(rep->exec_bytes, h, sizeof h));
+	if (rep->share)
+		fprintf(f, "; %u shared by several variants, %u update%s refused", rep->groups,
+		        rep->refused, BCG_S(rep->refused));
+	if (rep->opaque > 0)
+		fprintf(f, "; %u segment%s could not share (%s)", rep->opaque, BCG_S(rep->opaque),
+		        rep->opaque_why);
+	fprintf(f, "\n");
 }
 
 /* The report; PLAN NULL: interrupted, only the variants done, no plan. */
@@ -251,6 +266,12 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 		plan_json_double(j, (double)v->capture_ns / 1e6);
 		plan_json_key(j, "instantiate_ms");
 		plan_json_double(j, (double)v->instantiate_ns / 1e6);
+		plan_json_key(j, "executables");
+		plan_json_uint(j, v->execs);
+		plan_json_key(j, "joined");
+		plan_json_uint(j, v->joined);
+		plan_json_key(j, "exec_bytes");
+		plan_json_uint(j, v->exec_bytes);
 		plan_json_key(j, "verified");
 		plan_json_bool(j, v->verified);
 		plan_json_key(j, "bit_exact");
@@ -267,6 +288,25 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 	}
 	plan_json_array_end(j);
 	capture_json_phases(j, rep);
+	plan_json_key(j, "graph_memory");
+	plan_json_object_begin(j);
+	plan_json_key(j, "share_exec");
+	plan_json_bool(j, rep->share);
+	plan_json_key(j, "segments");
+	plan_json_uint(j, rep->segments);
+	plan_json_key(j, "executables");
+	plan_json_uint(j, rep->execs);
+	plan_json_key(j, "groups");
+	plan_json_uint(j, rep->groups);
+	plan_json_key(j, "refused");
+	plan_json_uint(j, rep->refused);
+	plan_json_key(j, "bytes");
+	plan_json_uint(j, rep->exec_bytes);
+	plan_json_key(j, "unshareable");
+	plan_json_uint(j, rep->opaque);
+	plan_json_key(j, "unshareable_reason");
+	plan_json_string(j, rep->opaque_why);
+	plan_json_object_end(j);
 	plan_json_object_end(j);
 	plan_json_free(j);
 }
@@ -460,6 +500,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "no-tune", no_argument, NULL, 'T' },
 		{ "choices-from", required_argument, NULL, 'F' },
 		{ "no-pdl", no_argument, NULL, 'P' },
+		{ "share-exec", no_argument, NULL, 'E' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "tp", required_argument, NULL, 'X' },
@@ -533,6 +574,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		case 'T': o.tune.measure = 0; break;
 		case 'F': from_path = optarg; break;
 		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
+		case 'E': o.share_exec = 1; break;
 		case 'S': stats = 1; break;
 		case 'J': json = 1; break;
 		case 'X':

@@ -269,6 +269,22 @@ static void inspect_summary(struct inspect *in)
 	       "pdl (kernels launched with programmatic dependent launch)" :
 	       plan_features_text(m->features, a, sizeof a));
 	inspect_choices_line(in);
+	if (plan_count_shares(plan) > 0) {
+		uint32_t first = 0, joined = 0, refused = 0;
+		for (uint32_t i = 0; i < plan_count_shares(plan); i++) {
+			const struct plan_share *sh = plan_get_share(plan, i);
+			if (sh->flags & PLAN_SHARE_REFUSED)
+				refused++;
+			else if (sh->exec == sh->segment)
+				first++;
+			else
+				joined++;
+		}
+		inspect_key(in, "shared");
+		printf("%u executable%s shared across variants by %u segments (%u of them run on "
+		       "another variant's); %u update%s refused\n", first, BCG_S(first),
+		       first + joined, joined, refused, BCG_S(refused));
+	}
 	in->printed = 1;
 
 	inspect_title(in, "variants");
@@ -516,6 +532,25 @@ static void inspect_items(struct inspect *in)
 	}
 }
 
+/* Whose executable segment SI ran on (1.6): its own, its own shared
+ * with other variants', another variant's, or its own after the update
+ * to a group's was refused. */
+static void inspect_share_cell(struct table *tb, const plan_t *plan, uint32_t si)
+{
+	const struct plan_share *sh = plan_find_share(plan, si);
+
+	if (sh == NULL)
+		table_cell(tb, "own");
+	else if (sh->flags & PLAN_SHARE_REFUSED)
+		table_cell(tb, "own: update to seg %u's refused (%u)", sh->exec, sh->result);
+	else if (sh->exec == si)
+		table_cell(tb, "shared (first)");
+	else
+		table_cell(tb, "seg %u's (%lld tokens)", sh->exec,
+		           (long long)plan_get_variant(plan,
+		                                       plan_get_segment(plan, sh->exec)->variant)->tokens);
+}
+
 static void inspect_segments(struct inspect *in)
 {
 	const plan_t *plan = in->plan;
@@ -528,7 +563,7 @@ static void inspect_segments(struct inspect *in)
 		if (!inspect_wanted(in, v))
 			continue;
 		inspect_variant_title(in, "segments", v);
-		tb = table_new("rrrllrrl");
+		tb = table_new(plan_count_shares(plan) > 0 ? "rrrllrrll" : "rrrllrrl");
 		table_cell(tb, "seg");
 		table_cell(tb, "item");
 		table_cell(tb, "ops");
@@ -537,6 +572,8 @@ static void inspect_segments(struct inspect *in)
 		table_cell(tb, "nodes");
 		table_cell(tb, "edges");
 		table_cell(tb, "fingerprint");
+		if (plan_count_shares(plan) > 0)
+			table_cell(tb, "executable");
 		table_end_row(tb, NULL);
 		for (uint32_t k = 0; k < var->nitems; k++) {
 			const struct plan_item *it = &var->items[k];
@@ -560,6 +597,8 @@ static void inspect_segments(struct inspect *in)
 				table_cell(tb, "-");
 				table_cell(tb, "- (no nodes recorded)");
 			}
+			if (plan_count_shares(plan) > 0)
+				inspect_share_cell(tb, plan, it->index);
 			table_end_row(tb, NULL);
 		}
 		if (n == 0)

@@ -5,6 +5,10 @@
  * Each segment is captured again from its recorded op list, instantiated
  * and uploaded; its nodes are compared with the plan's and reported as a
  * match or a drift with its reason. Drift exits 1 unless --allow-drift.
+ * Every variant's executables are held until the end, as a server holds
+ * them, so that the device memory they took adds up; with --share-exec,
+ * segments of one topology in different variants share one
+ * (engine/share.h), and the report says which, and the memory taken.
  * A recorded plan goes to record/recorded-replay.c: its graphs are built
  * again from their recorded nodes, in memory made again at the recorded
  * addresses where they are free.
@@ -29,13 +33,17 @@ static int cmd_instantiate_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_instantiate_entry = {
 	.name = "instantiate",
-	.usage = "[--backend B] [--allow-drift] [--rebase] [--json] [--timeout S] PLAN",
+	.usage = "[--backend B] [--allow-drift] [--share-exec] [--rebase] [--json] [--timeout S] "
+	         "PLAN",
 	.summary = "rebuild a plan's graphs and check they match",
 	.options =
 		"  -b, --backend B    host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
 		"                     cuda when a GPU can be used, else host)\n"
 		"      --allow-drift  exit 0 even when a segment drifted or a weight's\n"
 		"                     content changed since the capture\n"
+		"      --share-exec   segments of different sizes with one topology (kernel\n"
+		"                     functions, launch attributes, edges) share one\n"
+		"                     executable, updated to the size before its launch\n"
 		"      --rebase       recorded plans: make every allocation anywhere, not\n"
 		"                     at its recorded address, and patch the addresses\n"
 		"      --json         print JSON instead of tables\n"
@@ -87,6 +95,16 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 	}
 	printf("\n%u segment%s: %u match, %u drift, %u unchecked\n", rep->nsegments,
 	       BCG_S(rep->nsegments), rep->matched, rep->drifted, rep->unchecked);
+	{
+		char mem[32];
+		printf("executables %u for %u segment%s (%u sharing another's, %u update%s "
+		       "refused), graph memory %s\n", rep->execs, rep->nsegments,
+		       BCG_S(rep->nsegments), rep->joined, rep->refused, BCG_S(rep->refused),
+		       bcg_human_bytes(rep->exec_bytes, mem, sizeof mem));
+		if (e->share != NULL && e->share->opaque > 0)
+			printf("%u segment%s could not share: %s\n", e->share->opaque,
+			       BCG_S(e->share->opaque), e->share->opaque_why);
+	}
 	if (plan_count_weight_sources(plan) > 0) {
 		printf("%u weight sources, %.1f MiB read (hashed in %.2f ms): %u changed since "
 		       "the capture\n", plan_count_weight_sources(plan),
@@ -137,7 +155,8 @@ void cmd_json_segment_check(struct plan_json *j, const char *status, const char 
 }
 
 static void print_json(const plan_t *plan, const char *path, const struct engine *e,
-                       const struct inst_report *rep, uint64_t load_ns, uint64_t open_ns)
+                       const struct inst_report *rep, uint64_t load_ns, uint64_t open_ns,
+                       int share)
 {
 	struct plan_json *j = plan_json_new(stdout);
 	char hex[24];
@@ -163,6 +182,14 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 		cmd_json_segment_check(j, status_words[is->status], is->reason, is->plan_nodes,
 		                       is->nodes, is->plan_fingerprint, is->fingerprint,
 		                       is->capture_ns, is->instantiate_ns, is->upload_ns);
+		plan_json_key(j, "share");
+		plan_json_string(j, share_status_name(is->share));
+		plan_json_key(j, "exec_segment");
+		plan_json_uint(j, inst_exec_segment(rep, i));
+		plan_json_key(j, "update_result");
+		plan_json_int(j, is->refused);
+		plan_json_key(j, "exec_bytes");
+		plan_json_uint(j, is->exec_bytes);
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
@@ -213,6 +240,25 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 	plan_json_double(j, (double)rep->instantiate_ns / 1e6);
 	plan_json_key(j, "upload_ms");
 	plan_json_double(j, (double)rep->upload_ns / 1e6);
+	plan_json_key(j, "graph_memory");
+	plan_json_object_begin(j);
+	plan_json_key(j, "share_exec");
+	plan_json_bool(j, share);
+	plan_json_key(j, "executables");
+	plan_json_uint(j, rep->execs);
+	plan_json_key(j, "joined");
+	plan_json_uint(j, rep->joined);
+	plan_json_key(j, "refused");
+	plan_json_uint(j, rep->refused);
+	plan_json_key(j, "bytes");
+	plan_json_uint(j, rep->exec_bytes);
+	plan_json_key(j, "update_ms");
+	plan_json_double(j, (double)rep->update_ns / 1e6);
+	plan_json_key(j, "unshareable");
+	plan_json_uint(j, e->share != NULL ? e->share->opaque : 0);
+	plan_json_key(j, "unshareable_reason");
+	plan_json_string(j, e->share != NULL ? e->share->opaque_why : "");
+	plan_json_object_end(j);
 	plan_json_object_end(j);
 	plan_json_free(j);
 }
@@ -221,7 +267,7 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 struct inst_ctx {
 	const plan_t *plan;          /* rank 0's, holding the others */
 	const char   *path, *backend;
-	int           json, allow_drift;
+	int           json, allow_drift, share;
 	uint64_t      load_ns;
 };
 
@@ -235,6 +281,9 @@ static int inst_rank(struct dist_comm *comm, void *arg)
 	struct engine *e = NULL;
 	struct engine_error err = { .op = PLAN_NONE };
 	struct inst_report rep = { 0 };
+	struct share_pool pool = { 0 };
+	struct exec_variant *xs = NULL;
+	uint32_t nv, built = 0;
 	uint64_t t0, open_ns;
 	int64_t max_tokens = 0;
 	char pre[32];
@@ -253,14 +302,20 @@ static int inst_rank(struct dist_comm *comm, void *arg)
 	open_ns = bcg_now_ns() - t0;
 	if (e->note[0] != '\0' && lead)
 		bcg_note("%s", e->note);
-	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
-		struct exec_variant x;
-		if (instantiate_variant(e, i, &x, &rep, &err) != 0)
-			goto fail;
-		exec_release(e, &x);
+	nv = plan_count_variants(plan);
+	if ((xs = calloc(nv + 1, sizeof *xs)) == NULL) {
+		engine_fail(&err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto fail;
 	}
+	/* A rank's collectives never share (backend-cuda.c): the ranks of a
+	 * plan share nothing here either, so that they stay alike. */
+	if (c->share && (comm == NULL || comm->world <= 1))
+		exec_share_begin(e, &pool);
+	for (uint32_t i = 0; i < nv; i++, built++)
+		if (instantiate_variant(e, i, &xs[i], &rep, &err) != 0)
+			goto fail;
 	if (lead && c->json)
-		print_json(plan, c->path, e, &rep, c->load_ns, open_ns);
+		print_json(plan, c->path, e, &rep, c->load_ns, open_ns, e->share != NULL);
 	else if (lead)
 		print_text(plan, c->path, e, &rep, c->load_ns, open_ns);
 	else if (rep.drifted > 0 || e->weights_changed > 0)
@@ -276,6 +331,13 @@ fail:
 	cmd_tp_report(&err, plan, NULL, comm);
 	rc = err.exit;
 out:
+	for (uint32_t i = 0; i < built; i++)
+		exec_release(e, &xs[i]);
+	free(xs);
+	if (e != NULL && e->share != NULL) {
+		share_pool_release(&pool, e->be, e->b);
+		exec_share_end(e);
+	}
 	inst_report_release(&rep);
 	engine_close(e);
 	return rc;
@@ -286,6 +348,7 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "allow-drift", no_argument, NULL, 'A' },
+		{ "share-exec", no_argument, NULL, 'S' },
 		{ "rebase", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "timeout", required_argument, NULL, 'T' },
@@ -294,7 +357,7 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	};
 	const struct cmd_entry *self = &cmd_instantiate_entry;
 	const char *backend = cmd_default_backend();
-	int allow_drift = 0, json = 0, rebase = 0, c, rc;
+	int allow_drift = 0, json = 0, rebase = 0, share = 0, c, rc;
 	plan_t *plan = NULL;
 	struct inst_ctx ctx = { 0 };
 	double timeout_s = CMD_TP_TIMEOUT;
@@ -304,6 +367,7 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 'A': allow_drift = 1; break;
+		case 'S': share = 1; break;
 		case 'r': rebase = 1; break;
 		case 'J': json = 1; break;
 		case 'T':
@@ -341,6 +405,7 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	ctx.backend = backend;
 	ctx.json = json;
 	ctx.allow_drift = allow_drift;
+	ctx.share = share;
 	ctx.load_ns = load_ns;
 	if (plan_get_dist(plan)->world > 1) {
 		struct dist_opts dopts;

@@ -24,6 +24,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,8 @@ static int cmd_replay_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
-	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T] [--check] [--no-nvtx] "
+	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T[,T...]] [--share-exec] "
+	         "[--check] [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
 	         "[--variant V] [--fill F] [--seed S] [--rebase] [--timeout S] PLAN",
@@ -57,7 +59,11 @@ const struct cmd_entry cmd_replay_entry = {
 		"                   each token count the generation runs at, before it\n"
 		"                   starts from a reset state: default 1)\n"
 		"  -t, --tokens T   tokens per step, padded up to a captured size\n"
-		"                   (default: the largest capture size)\n"
+		"                   (default: the largest capture size); a list T1,T2,...\n"
+		"                   alternates: step S at the (S mod N)th size\n"
+		"      --share-exec instantiate every variant, segments of one topology\n"
+		"                   sharing an executable, updated to the size before\n"
+		"                   its launch whenever another size ran on it since\n"
 		"      --check      compare the outputs and state with eager steps run\n"
 		"                   from the same initial state; exit 1 on a mismatch\n"
 		"      --no-nvtx    emit no NVTX ranges\n"
@@ -109,9 +115,22 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 		printf("tokens       %lld -> variant %lld (%s: %u segment%s, %u breakpoint%s)\n",
 		       (long long)r->tokens, (long long)r->run_tokens, plan_mode_name(r->mode),
 		       r->segments, BCG_S(r->segments), r->breakpoints, BCG_S(r->breakpoints));
+	if (r->ncycle > 0) {
+		printf("alternating  %u sizes:", r->ncycle);
+		for (uint32_t k = 0; k < r->ncycle; k++)
+			printf("%s%lld", k ? "," : " ", (long long)o->cycle[k]);
+		printf(", one a step\n");
+	}
 	if (r->variant != PLAN_NONE)
 		printf("instantiate  %u match, %u drift, %u unchecked\n", r->inst.matched,
 		       r->inst.drifted, r->inst.unchecked);
+	if (r->variant != PLAN_NONE) {
+		char mem[32];
+		printf("executables  %u for %u segment%s%s, graph memory %s\n", r->inst.execs,
+		       r->inst.nsegments, BCG_S(r->inst.nsegments),
+		       r->share ? " of every variant (--share-exec)" : "",
+		       bcg_human_bytes(r->inst.exec_bytes, mem, sizeof mem));
+	}
 	if (r->weights > 0)
 		printf("weights      %u sources, %u changed since the capture\n", r->weights,
 		       r->weights_changed);
@@ -170,6 +189,17 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	plan_json_string(j, device);
 	plan_json_key(j, "tokens");
 	plan_json_int(j, r->tokens);
+	plan_json_key(j, "tokens_cycle");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < r->ncycle; k++)
+		plan_json_int(j, o->cycle[k]);
+	plan_json_array_end(j);
+	plan_json_key(j, "share_exec");
+	plan_json_bool(j, r->share);
+	plan_json_key(j, "executables");
+	plan_json_uint(j, r->inst.execs);
+	plan_json_key(j, "exec_bytes");
+	plan_json_uint(j, r->inst.exec_bytes);
 	plan_json_key(j, "variant_tokens");
 	if (r->variant == PLAN_NONE)
 		plan_json_null(j);
@@ -433,6 +463,32 @@ static int replay_ranks(struct replay_ctx *c, double timeout_s)
 	return dist_run(&dopts, replay_rank, c);
 }
 
+/* --tokens: one count, or up to REPLAY_CYCLE_MAX separated by commas. */
+static int replay_parse_tokens(const struct cmd_entry *self, const char *arg, int64_t *out,
+                               uint32_t *n)
+{
+	const char *p = arg;
+
+	*n = 0;
+	for (;;) {
+		char *end;
+		long long x;
+		errno = 0;
+		x = strtoll(p, &end, 10);
+		if (end == p || errno != 0 || x < 1 || x > (1 << 20) ||
+		    (*end != ',' && *end != '\0') || *n == REPLAY_CYCLE_MAX) {
+			cmd_usage_error(self, "--tokens takes whole numbers from 1 to %d, at most %d "
+			                "separated by commas, not '%s'", 1 << 20, REPLAY_CYCLE_MAX,
+			                arg);
+			return -1;
+		}
+		out[(*n)++] = x;
+		if (*end == '\0')
+			return 0;
+		p = end + 1;
+	}
+}
+
 static int cmd_replay_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -440,6 +496,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "tokens", required_argument, NULL, 't' },
+		{ "share-exec", no_argument, NULL, 'E' + 256 },
 		{ "check", no_argument, NULL, 'C' },
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
@@ -470,6 +527,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	plan_t *plan = NULL;
 	const char *trace = NULL;
 	long long v;
+	int64_t cycle[REPLAY_CYCLE_MAX];
 	int json = 0, c, rc;
 	struct recorded_opts ro = { .fill = RR_FILL_SNAPSHOT, .seed = 1 };
 	int recorded_only = 0;   /* an option only recorded plans take */
@@ -492,11 +550,15 @@ static int cmd_replay_exec(int argc, char **argv)
 			warmup_given = 1;
 			break;
 		case 't':
-			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &v) != 0)
+			if (replay_parse_tokens(self, optarg, cycle, &o.ncycle) != 0)
 				return BCG_EXIT_USAGE;
-			o.tokens = v;
+			o.tokens = cycle[0];
+			o.cycle = o.ncycle > 1 ? cycle : NULL;
+			if (o.ncycle < 2)
+				o.ncycle = 0;
 			fixed = 1;
 			break;
+		case 'E' + 256: o.share = 1; break;
 		case 'C': o.check = 1; break;
 		case 'N': o.nvtx = 0; break;
 		case 'J': json = 1; break;
@@ -543,6 +605,8 @@ static int cmd_replay_exec(int argc, char **argv)
 			return BCG_EXIT_USAGE;
 		if (fixed)
 			return cmd_usage_error(self, "--steps and --tokens do not apply to a trace");
+		if (o.share)
+			return cmd_usage_error(self, "--share-exec does not apply to a trace");
 		if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 			return rc;
 		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED || recorded_only) {
@@ -564,15 +628,19 @@ static int cmd_replay_exec(int argc, char **argv)
 		return cmd_usage_error(self, "%s needs --prompt", ngen ? "--generate" : "--logits");
 	if (prompt != NULL && (o.check || o.tokens != 0))
 		return cmd_usage_error(self, "--prompt takes neither --check nor --tokens");
+	if (prompt != NULL && o.share)
+		return cmd_usage_error(self, "--prompt takes no --share-exec");
+	if (trace != NULL && o.ncycle > 1)
+		return cmd_usage_error(self, "--trace-json takes one size of --tokens");
 
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 		return rc;
-	script_only = o.tokens != 0 || o.check || prompt != NULL || trace != NULL;
+	script_only = o.tokens != 0 || o.check || prompt != NULL || trace != NULL || o.share;
 	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
 		if (script_only) {
 			plan_free(plan);
-			return cmd_usage_error(self, "--tokens, --check, --prompt and --trace-json "
-			                       "apply to script plans only");
+			return cmd_usage_error(self, "--tokens, --check, --prompt, --share-exec and "
+			                       "--trace-json apply to script plans only");
 		}
 		ro.backend = o.backend;
 		ro.json = json;

@@ -81,6 +81,15 @@
 #             the plan loaded and every graph instantiated in a new process
 #             (instantiate --json; target: <= 0.25 s beyond the weights);
 #             with a .gpu/before tree, its capture of the same sizes too
+#   share     executables shared across sizes (issue 22, target 7): the
+#             51-size 1B sample of capspeed captured with and without
+#             --share-exec (--no-tune, --verify first-and-largest): capture
+#             time, graph memory of both (capture and instantiate --json, all
+#             51 variants held; target: shared <= 50% of unshared); replay
+#             step time at T=1 and with the size alternating every step
+#             (1,2 and 1,8: the updates' cost), both forms; replay --check of
+#             sizes on shared executables, single and alternating; all in
+#             logs/share.txt
 #   tp        tensor parallelism on two GPUs: the 1B- and 8B-shaped samples at
 #             TP=1 and 2, T=1 and 8, full and breakable; the collectives'
 #             kernels under nsys; a rank
@@ -1059,6 +1068,90 @@ print("  %d segments, %d match, %d drift; load %.1f ms, materialize %.1f ms, reb
 print("  target: load + instantiate beyond the weights %.3f s (want <= 0.25 s)" % (beyond / 1e3))
 PY
 		done
+		;;
+	share)
+		# Issue 22, target 7: graph memory of the 51 sizes of the 1B sample
+		# with executables shared across sizes, <= 50% of unshared. Every
+		# figure also goes to share.txt.
+		sh_say() { say "$@"; printf '%s\n' "$*" >>share.txt; }
+		: >share.txt
+		sizes="1,2,4,$(seq -s, 8 8 248),$(seq -s, 256 16 512)"
+		sed "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [$sizes]}/" \
+			"$S/llama-3.2-1b.yaml" >share-1b.yaml
+		n=$(sed -n 's/^  T: {tokens: \[\(.*\)\]}$/\1/p' share-1b.yaml | tr , '\n' | wc -l)
+		sh_say "share: share-1b.yaml has $n capture sizes (want 51)"
+		for f in own shared; do
+			opt=; [ $f = shared ] && opt=--share-exec
+			t0=$(date +%s%N)
+			timeout 500 "$B" capture --backend cuda --mode breakable --no-tune \
+				--verify first-and-largest $opt --json -o share-$f.plan share-1b.yaml \
+				>share-cap-$f.json 2>share-cap-$f.err
+			sh_say "share: capture ($f): exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the process)"
+			python3 - share-cap-$f.json <<'PY' | tee -a "$summary" share.txt
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print("  no report: %s" % e)
+    sys.exit(0)
+p, g = d["phases"], d["graph_memory"]
+print("  capture_script %.3f s (instantiate %.3f s); %d segments on %d executables (%d shared "
+      "by several variants, %d updates refused, %d could not share%s); graph memory %.1f MiB" % (
+      p["total_ms"] / 1e3, p["instantiate_ms"] / 1e3, g["segments"], g["executables"],
+      g["groups"], g["refused"], g["unshareable"],
+      ": " + g["unshareable_reason"] if g["unshareable"] else "", g["bytes"] / 2**20))
+PY
+			"$B" inspect share-$f.plan | sed -n 's/^\(plan\|shared\) /  &/p' | tee -a "$summary" share.txt
+		done
+		for f in own shared; do
+			opt=; [ $f = shared ] && opt=--share-exec
+			timeout 300 "$B" instantiate --backend cuda $opt --json share-own.plan \
+				>share-inst-$f.json 2>share-inst-$f.err
+			sh_say "share: instantiate ($f) of the unshared plan in a new process: exit $?"
+		done
+		python3 - share-inst-own.json share-inst-shared.json share-cap-own.json \
+			share-cap-shared.json <<'PY' | tee -a "$summary" share.txt
+import json, sys
+def load(f):
+    try:
+        return json.load(open(f))
+    except (OSError, ValueError) as e:
+        print("  %s: no report: %s" % (f, e))
+        return None
+io, ish, co, csh = (load(f) for f in sys.argv[1:5])
+for name, o, s in (("instantiate", io, ish), ("capture", co, csh)):
+    if o is None or s is None:
+        continue
+    a, b = o["graph_memory"], s["graph_memory"]
+    ratio = b["bytes"] / a["bytes"] if a["bytes"] else float("nan")
+    print("  %s: graph memory unshared %.1f MiB (%d executables), shared %.1f MiB (%d "
+          "executables, %d refused): %.1f%% (target 7: <= 50%%)" % (name, a["bytes"] / 2**20,
+          a["executables"], b["bytes"] / 2**20, b["executables"], b["refused"], 100 * ratio))
+if io is not None and ish is not None:
+    print("  instantiate: unshared instantiate+upload %.1f ms; shared %.1f ms + updates %.1f ms"
+          % (io["instantiate_ms"] + io["upload_ms"], ish["instantiate_ms"] + ish["upload_ms"],
+             ish["graph_memory"]["update_ms"]))
+    print("  instantiate: %d match, %d drift (unshared); %d match, %d drift (shared)" % (
+          io["matched"], io["drifted"], ish["matched"], ish["drifted"]))
+PY
+		# Step time: T=1, and the size alternating every step (each step
+		# of the shared form updates the executables it launches).
+		for t in 1 1,2 1,8; do
+			for f in own shared; do
+				opt=; [ $f = shared ] && opt=--share-exec
+				timeout 300 "$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 \
+					$opt --json share-own.plan >share-replay-$f-$t.json 2>share-replay-$f-$t.err
+				sh_say "share: replay --tokens $t ($f): exit $? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("step %.4f ms (p90 %.4f), busy %.4f ms, host %.4f ms; %d executables, %.1f MiB" % (d["step_ms"]["median"], d["step_ms"]["p90"], d["busy_ms"], d["host_ms"], d["executables"], d["exec_bytes"] / 2**20))' share-replay-$f-$t.json 2>/dev/null)"
+			done
+		done
+		# Correctness on shared executables: single sizes (the executables
+		# last updated to another size) and alternating sizes, against eager.
+		for t in 1 24 136 512 1,512 2,8,1 496,1; do
+			timeout 300 "$B" replay --backend cuda --share-exec --tokens $t --steps 6 \
+				--warmup 1 --check share-shared.plan >share-check-$t.txt 2>&1
+			sh_say "share: replay --share-exec --check --tokens $t: exit $?, $(grep '^check ' share-check-$t.txt)"
+		done
+		cp share.txt "$out/share.log" 2>/dev/null
 		;;
 	profile)
 		[ -f llama.plan ] || "$B" capture --backend cuda --tokens 8 -o llama.plan \

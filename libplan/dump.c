@@ -472,6 +472,32 @@ static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
 		plan_json_key(j, "recorded_ns");
 		plan_json_uint(j, s->recorded_ns);
 	}
+	/* 1.6: only in a plan whose segments share executables. */
+	if (plan_count_shares(plan) > 0) {
+		const struct plan_share *sh = plan_find_share(plan, i);
+		plan_json_key(j, "exec");
+		if (sh == NULL) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "share");
+			plan_json_string(j, "own");
+			plan_json_key(j, "segment");
+			plan_json_uint(j, i);
+		} else {
+			plan_json_object_begin(j);
+			plan_json_key(j, "share");
+			plan_json_string(j, (sh->flags & PLAN_SHARE_REFUSED) ? "refused" :
+			                    sh->exec == i ? "first" : "joined");
+			plan_json_key(j, "segment");
+			plan_json_uint(j, (sh->flags & PLAN_SHARE_REFUSED) ? i : sh->exec);
+			if (sh->flags & PLAN_SHARE_REFUSED) {
+				plan_json_key(j, "matched");
+				plan_json_uint(j, sh->exec);
+				plan_json_key(j, "update_result");
+				plan_json_uint(j, sh->result);
+			}
+		}
+		plan_json_object_end(j);
+	}
 	plan_json_key(j, "nodes");
 	plan_json_array_begin(j);
 	for (uint32_t k = 0; k < s->nnodes; k++)

@@ -65,7 +65,7 @@ enum fmt_section {
 	S_VARI, S_ITEM, S_SEGS, S_NODE, S_PARM, S_EDGE, S_BRKP, S_CHKS,
 	S_DISP, S_CHOI, S_CAND, S_WSRC, S_VKEY, S_DKEY,
 	S_RECD, S_MODS, S_FUNC, S_PINF, S_ALOC, S_LNCH, S_PTCH, S_VREC,
-	S_SREC, S_NLCH, S_BLCH, S_BLOB, S_DIST, S_SBLK, S_STRS, S_RANK,
+	S_SREC, S_NLCH, S_BLCH, S_BLOB, S_DIST, S_SBLK, S_SHAR, S_STRS, S_RANK,
 	S_COUNT
 };
 
@@ -110,6 +110,8 @@ enum fmt_section {
 #define REC_WSRC_1_5 88
 #define REC_DIST 16
 #define REC_SBLK 24
+/* Format 1.6: executables shared between segments. */
+#define REC_SHAR 16
 
 /* The records 1.1 grew, at their 1.0 sizes: a 1.0 file has exactly these,
  * and the fields past them take their defaults. */
@@ -131,44 +133,45 @@ struct fmt_section_def {
 };
 
 static const struct fmt_section_def fmt_sections[S_COUNT] = {
-	[S_META] = { "META", 0, { REC_META_1_0, REC_META, REC_META, REC_META, REC_META, REC_META } },
-	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT } },
-	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS } },
-	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS } },
-	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS_1_5 } },
-	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER } },
-	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR } },
-	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS } },
-	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI } },
-	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM } },
-	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS } },
-	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE } },
-	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM } },
-	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE } },
-	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP } },
-	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS } },
-	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP } },
-	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI } },
-	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND } },
-	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC, REC_WSRC, REC_WSRC_1_5 } },
-	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY, REC_VKEY, REC_VKEY } },
-	[S_DKEY] = { "DKEY", 3, { 0, 0, 0, REC_DKEY, REC_DKEY, REC_DKEY } },
-	[S_RECD] = { "RECD", 4, { 0, 0, 0, 0, REC_RECD, REC_RECD } },
-	[S_MODS] = { "MODS", 4, { 0, 0, 0, 0, REC_MODS, REC_MODS } },
-	[S_FUNC] = { "FUNC", 4, { 0, 0, 0, 0, REC_FUNC, REC_FUNC } },
-	[S_PINF] = { "PINF", 4, { 0, 0, 0, 0, REC_PINF, REC_PINF } },
-	[S_ALOC] = { "ALOC", 4, { 0, 0, 0, 0, REC_ALOC, REC_ALOC } },
-	[S_LNCH] = { "LNCH", 4, { 0, 0, 0, 0, REC_LNCH, REC_LNCH } },
-	[S_PTCH] = { "PTCH", 4, { 0, 0, 0, 0, REC_PTCH, REC_PTCH } },
-	[S_VREC] = { "VREC", 4, { 0, 0, 0, 0, REC_VREC, REC_VREC } },
-	[S_SREC] = { "SREC", 4, { 0, 0, 0, 0, REC_SREC, REC_SREC } },
-	[S_NLCH] = { "NLCH", 4, { 0, 0, 0, 0, REC_NLCH, REC_NLCH } },
-	[S_BLCH] = { "BLCH", 4, { 0, 0, 0, 0, REC_BLCH, REC_BLCH } },
-	[S_BLOB] = { "BLOB", 4, { 0, 0, 0, 0, 0, 0 } },
-	[S_DIST] = { "DIST", 5, { 0, 0, 0, 0, 0, REC_DIST } },
-	[S_SBLK] = { "SBLK", 5, { 0, 0, 0, 0, 0, REC_SBLK } },
-	[S_STRS] = { "STRS", 0, { 0, 0, 0, 0, 0, 0 } },
-	[S_RANK] = { "RANK", 5, { 0, 0, 0, 0, 0, 0 } },
+	[S_META] = { "META", 0, { REC_META_1_0, REC_META, REC_META, REC_META, REC_META, REC_META, REC_META } },
+	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT } },
+	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS } },
+	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS } },
+	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS_1_5, REC_TENS_1_5 } },
+	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER } },
+	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR } },
+	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS } },
+	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI } },
+	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM } },
+	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS } },
+	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE } },
+	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM } },
+	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE } },
+	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP } },
+	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS } },
+	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP } },
+	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI } },
+	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND } },
+	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC, REC_WSRC, REC_WSRC_1_5, REC_WSRC_1_5 } },
+	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY } },
+	[S_DKEY] = { "DKEY", 3, { 0, 0, 0, REC_DKEY, REC_DKEY, REC_DKEY, REC_DKEY } },
+	[S_RECD] = { "RECD", 4, { 0, 0, 0, 0, REC_RECD, REC_RECD, REC_RECD } },
+	[S_MODS] = { "MODS", 4, { 0, 0, 0, 0, REC_MODS, REC_MODS, REC_MODS } },
+	[S_FUNC] = { "FUNC", 4, { 0, 0, 0, 0, REC_FUNC, REC_FUNC, REC_FUNC } },
+	[S_PINF] = { "PINF", 4, { 0, 0, 0, 0, REC_PINF, REC_PINF, REC_PINF } },
+	[S_ALOC] = { "ALOC", 4, { 0, 0, 0, 0, REC_ALOC, REC_ALOC, REC_ALOC } },
+	[S_LNCH] = { "LNCH", 4, { 0, 0, 0, 0, REC_LNCH, REC_LNCH, REC_LNCH } },
+	[S_PTCH] = { "PTCH", 4, { 0, 0, 0, 0, REC_PTCH, REC_PTCH, REC_PTCH } },
+	[S_VREC] = { "VREC", 4, { 0, 0, 0, 0, REC_VREC, REC_VREC, REC_VREC } },
+	[S_SREC] = { "SREC", 4, { 0, 0, 0, 0, REC_SREC, REC_SREC, REC_SREC } },
+	[S_NLCH] = { "NLCH", 4, { 0, 0, 0, 0, REC_NLCH, REC_NLCH, REC_NLCH } },
+	[S_BLCH] = { "BLCH", 4, { 0, 0, 0, 0, REC_BLCH, REC_BLCH, REC_BLCH } },
+	[S_BLOB] = { "BLOB", 4, { 0, 0, 0, 0, 0, 0, 0 } },
+	[S_DIST] = { "DIST", 5, { 0, 0, 0, 0, 0, REC_DIST, REC_DIST } },
+	[S_SBLK] = { "SBLK", 5, { 0, 0, 0, 0, 0, REC_SBLK, REC_SBLK } },
+	[S_SHAR] = { "SHAR", 6, { 0, 0, 0, 0, 0, 0, REC_SHAR } },
+	[S_STRS] = { "STRS", 0, { 0, 0, 0, 0, 0, 0, 0 } },
+	[S_RANK] = { "RANK", 5, { 0, 0, 0, 0, 0, 0, 0 } },
 };
 
 /* ---------------------------------------------------------------------- */
@@ -355,6 +358,11 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define WSRC_SLICE_START     72
 #define WSRC_SLICE_LEN       80
 
+#define SHAR_SEGMENT         0    /* 1.6 */
+#define SHAR_EXEC            4
+#define SHAR_FLAGS           8
+#define SHAR_RESULT          12
+
 #define DIST_WORLD           0    /* 1.5 */
 #define DIST_RANK            4
 #define DIST_NCCL_VERSION    8
@@ -460,6 +468,7 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define FMT_ALLOC_FLAGS      (PLAN_ALLOC_SNAPSHOT | PLAN_ALLOC_VMM)
 #define FMT_LAUNCH_FLAGS     (PLAN_LAUNCH_PDL | PLAN_LAUNCH_COOP)
 #define FMT_DIST_FLAGS       0u
+#define FMT_SHARE_FLAGS      PLAN_SHARE_REFUSED
 
 /* ---------------------------------------------------------------------- */
 /* Little-endian access, independent of the host's byte order and of the  */

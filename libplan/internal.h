@@ -44,6 +44,7 @@ struct plan {
 	struct plan_vec dispatch;     /* struct plan_dispatch */
 	struct plan_vec choices;      /* struct plan_choice */
 	struct plan_vec wsrc;         /* struct plan_weight_source */
+	struct plan_vec shares;       /* struct plan_share (1.6) */
 
 	/* Recorded plans (1.4): RECORDED says the plan has a recording. */
 	int                   recorded;

@@ -154,6 +154,7 @@ void plan_free(plan_t *plan)
 	free(plan->dispatch.data);
 	free(plan->choices.data);
 	free(plan->wsrc.data);
+	free(plan->shares.data);
 	free(plan->modules.data);
 	free(plan->functions.data);
 	free(plan->launches.data);
@@ -807,6 +808,47 @@ COUNT_AND_GET(breakpoint, breakpoints, struct plan_breakpoint)
 COUNT_AND_GET(check, checks, struct plan_check)
 COUNT_AND_GET(dispatch, dispatch, struct plan_dispatch)
 COUNT_AND_GET(choice, choices, struct plan_choice)
+COUNT_AND_GET(share, shares, struct plan_share)
+
+const struct plan_share *plan_find_share(const plan_t *plan, uint32_t segment)
+{
+	uint32_t lo = 0, hi = plan->shares.count;
+
+	/* Ascending by segment (plan_add_share). */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct plan_share *s = AT(plan->shares, struct plan_share, mid);
+		if (s->segment == segment)
+			return s;
+		if (s->segment < segment)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int plan_add_share(plan_t *plan, const struct plan_share *share, uint32_t *index,
+                   struct plan_diag *diag)
+{
+	struct plan_share *slot;
+
+	if (share->segment >= plan->segments.count || share->exec >= plan->segments.count)
+		return plan__fail(diag, PLAN_ERR_INVALID, "share: segment %u / executable %u of %u",
+		                  share->segment, share->exec, plan->segments.count);
+	if (plan->shares.count > 0 &&
+	    AT(plan->shares, struct plan_share, plan->shares.count - 1)->segment >= share->segment)
+		return plan__fail(diag, PLAN_ERR_INVALID,
+		                  "share: segment %u after segment %u (ascending, once each)",
+		                  share->segment,
+		                  AT(plan->shares, struct plan_share, plan->shares.count - 1)->segment);
+	if ((slot = plan__vec_push(&plan->shares, sizeof *slot)) == NULL)
+		return NOMEM(diag);
+	*slot = *share;
+	if (index != NULL)
+		*index = plan->shares.count - 1;
+	return PLAN_OK;
+}
 uint32_t plan_count_weight_sources(const plan_t *plan)
 {
 	return plan->wsrc.count;

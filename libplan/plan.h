@@ -43,14 +43,16 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 5
+#define PLAN_FORMAT_MINOR 6
 /* A file's minor version is the lowest that holds what it has: a plan
  * without a recording is written as 1.3, byte for byte what 1.3 wrote; a
  * recorded plan as 1.4; a tensor-parallel plan (world > 1, or a tensor
- * split or a weight source sliced) as 1.5. */
+ * split or a weight source sliced) as 1.5; a plan whose segments share
+ * executables across variants as 1.6. */
 #define PLAN_FORMAT_MINOR_SCRIPT   3
 #define PLAN_FORMAT_MINOR_RECORDED 4
 #define PLAN_FORMAT_MINOR_RANKS    5  /* a tensor-parallel plan: world > 1 */
+#define PLAN_FORMAT_MINOR_SHARES   6  /* executables shared (SHAR) */
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -454,6 +456,21 @@ struct plan_dispatch {
 	uint32_t flags;          /* 1.3: PLAN_DISPATCH_* */
 };
 
+/* A segment that ran on an executable shared with segments of other
+ * variants when captured (1.6, plan-format.md, SHAR): EXEC is the segment
+ * whose executable it is (the group's first, which names itself), updated
+ * to this one before its launch. REFUSED: the segment matched that group,
+ * but the backend refused the update (RESULT: its reason, on cuda a
+ * cudaGraphExecUpdateResult) and it got an executable of its own. */
+#define PLAN_SHARE_REFUSED 0x1u
+
+struct plan_share {
+	uint32_t segment;
+	uint32_t exec;
+	uint32_t flags;     /* PLAN_SHARE_* */
+	uint32_t result;    /* REFUSED: the backend's reason; else 0 */
+};
+
 /* The implementation chosen for one op of one variant, where the backend
  * has more than one for it (plan-format.md, CHOI). Instantiate and replay
  * run the recorded one, never choose again. */
@@ -744,6 +761,8 @@ int plan_add_check(plan_t *plan, const struct plan_check *check, uint32_t *index
 int plan_add_dispatch(plan_t *plan, const struct plan_dispatch *entry, uint32_t *index, struct plan_diag *diag);
 int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *index, struct plan_diag *diag);
 int plan_add_weight_source(plan_t *plan, const struct plan_weight_source *src, uint32_t *index, struct plan_diag *diag);
+/* In ascending order of segment, one at most a segment (1.6). */
+int plan_add_share(plan_t *plan, const struct plan_share *share, uint32_t *index, struct plan_diag *diag);
 /* Record the content hash of weight source INDEX (sets PLAN_WSRC_HASHED). */
 int plan_set_weight_hash(plan_t *plan, uint32_t index, uint64_t hash, struct plan_diag *diag);
 
@@ -774,6 +793,7 @@ uint32_t plan_count_checks(const plan_t *plan);
 uint32_t plan_count_dispatch(const plan_t *plan);
 uint32_t plan_count_choices(const plan_t *plan);
 uint32_t plan_count_weight_sources(const plan_t *plan);
+uint32_t plan_count_shares(const plan_t *plan);
 
 const struct plan_dim        *plan_get_dim(const plan_t *plan, uint32_t index);
 const struct plan_var        *plan_get_var(const plan_t *plan, uint32_t index);
@@ -786,6 +806,9 @@ const struct plan_check      *plan_get_check(const plan_t *plan, uint32_t index)
 const struct plan_dispatch   *plan_get_dispatch(const plan_t *plan, uint32_t index);
 const struct plan_choice     *plan_get_choice(const plan_t *plan, uint32_t index);
 const struct plan_weight_source *plan_get_weight_source(const plan_t *plan, uint32_t index);
+const struct plan_share      *plan_get_share(const plan_t *plan, uint32_t index);
+/* SEGMENT's share record, or NULL (it ran on an executable of its own). */
+const struct plan_share      *plan_find_share(const plan_t *plan, uint32_t segment);
 
 /* The choice recorded for OP in VARIANT, or NULL. */
 const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op);

@@ -1301,6 +1301,28 @@ static int build_dist(struct reader *r)
 	return built(r, plan_set_dist(r->plan, &d, &r->d), S_DIST, 0);
 }
 
+/* The segments that share executables (1.6); none in older files. */
+static int build_shares(struct reader *r)
+{
+	int err;
+
+	if (!sect_in_file(r, S_SHAR))
+		return PLAN_OK;
+	for (uint32_t i = 0; i < r->s[S_SHAR].count; i++) {
+		const unsigned char *q = rec_at(r, S_SHAR, i);
+		struct plan_share s = {
+			.segment = fmt_get32(q + SHAR_SEGMENT),
+			.exec = fmt_get32(q + SHAR_EXEC),
+			.flags = fmt_get32(q + SHAR_FLAGS),
+			.result = fmt_get32(q + SHAR_RESULT),
+		};
+		if ((err = reserved_flags(r, S_SHAR, i, s.flags, FMT_SHARE_FLAGS)) != 0 ||
+		    (err = built(r, plan_add_share(r->plan, &s, NULL, &r->d), S_SHAR, i)) != 0)
+			return err;
+	}
+	return PLAN_OK;
+}
+
 static int read_content(struct reader *r);
 
 /* The plan of RANK section K, read as a content of the file's version
@@ -1427,6 +1449,7 @@ static int read_content(struct reader *r)
 	    (err = build_choices(r)) != 0 ||
 	    (err = build_weight_sources(r)) != 0 ||
 	    (err = build_dist(r)) != 0 ||
+	    (err = build_shares(r)) != 0 ||
 	    (err = build_ranks(r)) != 0)
 		return err;
 	if ((err = plan_validate(r->plan, &r->d)) != 0 && err != PLAN_ERR_NOMEM) {

@@ -1289,11 +1289,73 @@ out:
 static int validate_dist(const plan_t *plan, struct plan_diag *diag);
 
 /* One plan, whatever rank it is. */
+/* Executables shared (1.6): each record names a segment and the group's
+ * first, which names itself; a group holds one segment of a variant at
+ * most, all of one topology. */
+static int validate_shares(const plan_t *plan, struct plan_diag *diag)
+{
+	uint32_t n = plan->shares.count, nseg = plan->segments.count;
+
+	if (n > 0 && (plan->recorded || plan__uses_ranks(plan)))
+		return FAIL("section SHAR: a %s plan has shared executables",
+		            plan->recorded ? "recorded" : "tensor-parallel");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct plan_share *s = AT(plan->shares, struct plan_share, i);
+		const struct plan_share *x;
+		const struct plan_segment *a, *b;
+
+		if (s->flags & ~(uint32_t)PLAN_SHARE_REFUSED)
+			return FAIL("section SHAR: record %u has reserved flags 0x%08x", i,
+			            s->flags & ~(uint32_t)PLAN_SHARE_REFUSED);
+		if (s->segment >= nseg || s->exec >= nseg)
+			return FAIL("section SHAR: record %u names segment %u and executable %u of %u "
+			            "segments", i, s->segment, s->exec, nseg);
+		if (i > 0 && AT(plan->shares, struct plan_share, i - 1)->segment >= s->segment)
+			return FAIL("section SHAR: record %u (segment %u) is not in ascending order of "
+			            "segment", i, s->segment);
+		if ((s->flags & PLAN_SHARE_REFUSED) ? s->result == 0 : s->result != 0)
+			return FAIL("section SHAR: segment %u has update result %u %s", s->segment,
+			            s->result, s->result ? "but was not refused" : "but was refused");
+		if ((s->flags & PLAN_SHARE_REFUSED) && s->exec == s->segment)
+			return FAIL("section SHAR: segment %u was refused its own executable",
+			            s->segment);
+		x = plan_find_share(plan, s->exec);
+		if (x == NULL || x->exec != s->exec || x->flags != 0)
+			return FAIL("section SHAR: segment %u runs on segment %u's executable, which "
+			            "is not the first of a group", s->segment, s->exec);
+		if (s->exec == s->segment || (s->flags & PLAN_SHARE_REFUSED))
+			continue;
+		a = AT(plan->segments, struct plan_segment, s->segment);
+		b = AT(plan->segments, struct plan_segment, s->exec);
+		if (a->variant == b->variant)
+			return FAIL("section SHAR: segments %u and %u of variant %u share an "
+			            "executable", s->exec, s->segment, a->variant);
+		for (uint32_t k = 0; k < i; k++) {
+			const struct plan_share *o = AT(plan->shares, struct plan_share, k);
+			if (o->exec == s->exec && !(o->flags & PLAN_SHARE_REFUSED) &&
+			    o->segment != s->exec &&
+			    AT(plan->segments, struct plan_segment, o->segment)->variant == a->variant)
+				return FAIL("section SHAR: segments %u and %u of variant %u share an "
+				            "executable", o->segment, s->segment, a->variant);
+		}
+		if ((a->flags & PLAN_SEG_NODES) != (b->flags & PLAN_SEG_NODES) ||
+		    a->nnodes != b->nnodes || a->nedges != b->nedges)
+			return FAIL("section SHAR: segment %u (%u nodes) shares the executable of "
+			            "segment %u (%u nodes)", s->segment, a->nnodes, s->exec, b->nnodes);
+		for (uint32_t k = 0; k < a->nnodes; k++)
+			if (a->nodes[k].type != b->nodes[k].type)
+				return FAIL("section SHAR: segment %u's node %u is not of the type of "
+				            "segment %u's, whose executable it shares", s->segment, k,
+				            s->exec);
+	}
+	return PLAN_OK;
+}
+
 static int validate_one(const plan_t *plan, struct plan_diag *diag)
 {
 	int err;
 
-	if ((err = validate_dist(plan, diag)) != 0)
+	if ((err = validate_dist(plan, diag)) != 0 || (err = validate_shares(plan, diag)) != 0)
 		return err;
 	if (plan->recorded) {
 		if ((err = validate_meta(plan, diag)) != 0 ||

@@ -335,6 +335,23 @@ static void encode_dist(struct writer *w, const plan_t *plan)
 	sect_end(w, S_DIST);
 }
 
+/* The segments that share executables (1.6). */
+static void encode_shares(struct writer *w, const plan_t *plan)
+{
+	unsigned char *p;
+
+	sect_begin(w, S_SHAR, plan->shares.count);
+	for (uint32_t i = 0; i < plan->shares.count; i++) {
+		const struct plan_share *s = AT(plan->shares, struct plan_share, i);
+		p = w_record(w, REC_SHAR);
+		fmt_put32(p + SHAR_SEGMENT, s->segment);
+		fmt_put32(p + SHAR_EXEC, s->exec);
+		fmt_put32(p + SHAR_FLAGS, s->flags);
+		fmt_put32(p + SHAR_RESULT, s->result);
+	}
+	sect_end(w, S_SHAR);
+}
+
 static void encode_ops(struct writer *w, const plan_t *plan, struct cursors *c)
 {
 	unsigned char *p;
@@ -819,6 +836,8 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 		encode_dist(w, plan);
 		encode_split_blocks(w, plan, c);
 	}
+	if (w->minor >= 6)
+		encode_shares(w, plan);
 
 	/* Every string has been met: the table goes last. */
 	sect_begin(w, S_STRS, 0);
@@ -931,10 +950,10 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	/* The string table's first byte is the empty string. */
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
-	/* Capture-size keys need 1.3, ranks 1.5; every plan without them is
-	 * written as before, byte for byte. */
-	w->minor = plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 : plan_has_keys(plan) ? 3 :
-	           uses_1_2(plan) ? 2 : 1;
+	/* Capture-size keys need 1.3, ranks 1.5, shared executables 1.6;
+	 * every plan without them is written as before, byte for byte. */
+	w->minor = plan->shares.count > 0 ? 6 : plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 :
+	           plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
 	for (int s = 0; s < S_COUNT; s++)
 		if (fmt_sections[s].since <= w->minor && s != S_RANK)
 			nsect++;
@@ -974,6 +993,10 @@ static int encode_content(struct writer *w, const plan_t *plan)
 		 * another plan than the one captured. */
 		int required = fmt_sections[s].since == 0 || uses_1_1(plan) ||
 		               fmt_sections[s].since >= 2;
+		/* SHAR is not: a reader that skips it instantiates every
+		 * segment on its own, which is the same plan. */
+		if (s == S_SHAR)
+			required = 0;
 		uint32_t n = s == S_RANK ? nranks : 1;
 		if (fmt_sections[s].since > w->minor)
 			continue;

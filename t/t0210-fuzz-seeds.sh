@@ -20,6 +20,12 @@ test_expect_success 'a seed plan has capture-size keys (format 1.3)' '
 	test_grep "^plan .*, format 1.3)$" info
 '
 
+test_expect_success 'a seed plan shares executables across sizes (format 1.6)' '
+	bcg inspect "$CORPUS/plan/shared-exec.plan" >info &&
+	test_grep "^plan .*, format 1.6)$" info &&
+	test_grep "^shared    3 executables" info
+'
+
 test_expect_success 'the script target parses every seed, sample and bad script' '
 	"$SCRIPT_SEEDS" "$CORPUS/script" "$BCG_SRC_DIR/samples" \
 		"$BCG_SRC_DIR/t/data/scripts/bad" >out &&

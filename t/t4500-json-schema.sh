@@ -48,6 +48,18 @@ test_expect_success JSONSCHEMA 'inspect --json of a tensor-parallel plan (format
 	test_grep "\"slice\": {" inspect-tp.json
 '
 
+test_expect_success JSONSCHEMA 'executables shared (format 1.6): capture, inspect, instantiate and replay --json' '
+	bcg capture -q --backend host --share-exec --json -o shared.plan "$small" >capture-shared.json &&
+	check capture capture-shared.json &&
+	bcg inspect --json shared.plan >inspect-shared.json &&
+	check inspect inspect-shared.json &&
+	test_grep "\"exec\": {" inspect-shared.json &&
+	bcg instantiate -q --backend host --share-exec --json shared.plan >instantiate-shared.json &&
+	check instantiate instantiate-shared.json &&
+	bcg replay -q --backend host --share-exec --steps 2 --warmup 0 --tokens 1,4 --json shared.plan >replay-shared.json &&
+	check replay replay-shared.json
+'
+
 test_expect_success JSONSCHEMA 'diff --json' '
 	test_expect_code 1 bcg diff --json tiny.plan small.plan >diff.json &&
 	check diff diff.json

@@ -365,13 +365,18 @@ static void checksum_release(struct checksum_job *j)
 struct captured {
 	struct schedule         sched;    /* items, with breakpoint reasons */
 	struct backend_capture *recs;     /* per item: nodes, timings */
+	struct exec_variant     x;        /* its executables, held to the end */
+	uint32_t               *segidx;   /* per item: the plan's segment */
 	uint32_t                nout;
 	struct plan_check      *checks;   /* the reference checksums */
 	struct checksum_job     job;      /* taking them */
 };
 
-static void captured_release(struct captured *c)
+static void captured_release(struct engine *e, struct captured *c)
 {
+	if (e != NULL && c->x.items != NULL)
+		exec_release(e, &c->x);
+	free(c->segidx);
 	checksum_release(&c->job);
 	if (c->recs != NULL)
 		for (uint32_t i = 0; i < c->sched.nitems; i++)
@@ -383,13 +388,14 @@ static void captured_release(struct captured *c)
 }
 
 /* Record variant VI's items, nodes, breakpoints and checksums in PLAN. */
-static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, int with_nodes,
+static int capture_record(plan_t *plan, uint32_t vi, struct captured *c, int with_nodes,
                           int untimed, struct capture_variant_report *vr,
                           struct engine_error *err)
 {
 	const struct schedule *sched = &c->sched;
 	struct backend_capture *recs = c->recs;
 	struct plan_diag diag = { 0 };
+	uint32_t si;
 
 	for (uint32_t i = 0; i < sched->nitems; i++) {
 		const struct sched_item *it = &sched->items[i];
@@ -415,8 +421,9 @@ static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, i
 			vr->instantiate_ns += seg.instantiate_ns;
 			if (untimed)
 				seg.capture_ns = seg.instantiate_ns = 0;
-			if (plan_add_segment(plan, &seg, NULL, &diag) != 0)
+			if (plan_add_segment(plan, &seg, &si, &diag) != 0)
 				goto fail;
+			c->segidx[i] = si;
 		} else {
 			char name[128];
 			struct plan_breakpoint bp = {
@@ -445,6 +452,70 @@ static int capture_record(plan_t *plan, uint32_t vi, const struct captured *c, i
 	return 0;
 fail:
 	return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "recording the plan: %s", diag.message);
+}
+
+static int by_segment(const void *a, const void *b)
+{
+	const struct plan_share *x = a, *y = b;
+	return (x->segment > y->segment) - (x->segment < y->segment);
+}
+
+/* Which segments of the N variants CAPS ran on a shared executable:
+ * the first of each group of two or more, those that joined it, and
+ * those refused the update. */
+static int capture_record_shares(plan_t *plan, struct captured *caps, uint32_t n,
+                                 struct share_pool *pool, struct capture_report *rep,
+                                 struct engine_error *err)
+{
+	struct plan_share *sh = NULL;
+	struct plan_diag diag = { 0 };
+	uint32_t ns = 0, cap = 0;
+	int rc = -1;
+
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < caps[k].x.nitems; i++)
+			if (caps[k].x.items[i].share == SHARE_FIRST)
+				pool->groups[caps[k].x.items[i].share_group].first = caps[k].segidx[i];
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < caps[k].x.nitems; i++) {
+			const struct exec_item *it = &caps[k].x.items[i];
+			const struct share_group *g;
+			if (it->kind != PLAN_ITEM_SEGMENT || it->share_group < 0)
+				continue;
+			g = &pool->groups[it->share_group];
+			if (it->share == SHARE_FIRST && g->segments < 2 && g->refusals == 0)
+				continue;
+			if (ns == cap) {
+				uint32_t c2 = cap ? 2 * cap : 64;
+				struct plan_share *m = realloc(sh, c2 * sizeof *m);
+				if (m == NULL) {
+					engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+					goto out;
+				}
+				sh = m;
+				cap = c2;
+			}
+			sh[ns++] = (struct plan_share){
+				.segment = caps[k].segidx[i],
+				.exec = g->first,
+				.flags = it->share == SHARE_REFUSED ? PLAN_SHARE_REFUSED : 0,
+				.result = it->share == SHARE_REFUSED ? (uint32_t)it->refused : 0,
+			};
+			rep->groups += it->share == SHARE_FIRST;
+			rep->refused += it->share == SHARE_REFUSED;
+		}
+	if (ns > 0)
+		qsort(sh, ns, sizeof *sh, by_segment);
+	for (uint32_t i = 0; i < ns; i++)
+		if (plan_add_share(plan, &sh[i], NULL, &diag) != 0) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "recording the plan: %s",
+			            diag.message);
+			goto out;
+		}
+	rc = 0;
+out:
+	free(sh);
+	return rc;
 }
 
 /* The checksum threads that may run at once: the processors but the one
@@ -509,7 +580,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	uint32_t steps = o->steps;
 	const struct plan_variant *pv = plan_get_variant(plan, vi);
 	struct capture_snapshot ref;
-	struct exec_variant x = { 0 };
+	struct exec_variant *x = &c->x;
 	uint32_t bad_op = PLAN_NONE;
 	uint64_t t0, copies, wall;
 	int rc = -1;
@@ -523,7 +594,8 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	if (snapshot_init(e, steps, pool, bufs, &ref, err) != 0)
 		return -1;
 	c->recs = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->recs);
-	if (c->recs == NULL) {
+	c->segidx = calloc(c->sched.nitems ? c->sched.nitems : 1, sizeof *c->segidx);
+	if (c->recs == NULL || c->segidx == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
@@ -573,7 +645,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	bcg_progress("capture: variant %u of %u (%lld tokens): capture", o->progress_at,
 	             o->progress_of, (long long)pv->tokens);
 	t0 = bcg_now_ns();
-	rc = exec_capture(e, pv->tokens, pv->mode, c->sched.items, c->sched.nitems, 0, &x,
+	rc = exec_capture(e, pv->tokens, pv->mode, c->sched.items, c->sched.nitems, 0, x,
 	                  c->recs, err);
 	if (rc != 0)
 		goto out;
@@ -582,7 +654,15 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	 * segments' own times. */
 	wall = bcg_now_ns() - t0;
 	for (uint32_t i = 0; i < c->sched.nitems; i++) {
-		uint64_t inst = c->recs[i].instantiate_ns + c->recs[i].upload_ns;
+		uint64_t inst = c->recs[i].instantiate_ns + c->recs[i].upload_ns +
+		                c->recs[i].update_ns;
+		if (x->items[i].kind == PLAN_ITEM_SEGMENT) {
+			vr->exec_bytes += c->recs[i].exec_bytes;
+			if (x->items[i].share == SHARE_JOINED)
+				vr->joined++;
+			else
+				vr->execs++;
+		}
 		st->capture_ns += c->recs[i].capture_ns;
 		st->instantiate_ns += inst;
 		ph->instantiate_ns += inst;
@@ -601,7 +681,7 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	t0 = bcg_now_ns();
 	copies = ph->state_ns;
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "verify");
-	rc = capture_verify(e, &x, steps, &ref, ph, vr, err);
+	rc = capture_verify(e, x, steps, &ref, ph, vr, err);
 	nvtx_pop(e->nvtx);
 	st->verify_ns += bcg_now_ns() - t0 - (ph->state_ns - copies);
 	if (rc != 0)
@@ -614,7 +694,10 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 	vr->done = vr->verified = rc == 0;
 	ph->verified += rc == 0;
 out:
-	exec_release(e, &x);
+	/* Held until the plan is written (capture_report): released here
+	 * only on failure. */
+	if (rc != 0 && x->items != NULL)
+		exec_release(e, x);
 	snapshot_release(e, &ref, steps);
 	return rc;
 }
@@ -839,6 +922,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	struct tune_cache tc = { 0 };
 	struct stash_pool pool = { 0 };
 	struct host_bufs bufs = { 0 };
+	struct share_pool shares = { 0 };
 	int64_t *tokens = NULL;
 	unsigned char *verify = NULL;
 	uint32_t n = 0;
@@ -900,6 +984,9 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	 * every run below uses. */
 	e->use_choices = 1;
 	engine_set_features(e, o->features);
+	rep->share = o->share_exec;
+	if (o->share_exec)
+		exec_share_begin(e, &shares);
 
 	/* One place on the backend for what the references keep, made for
 	 * the largest verified. */
@@ -948,6 +1035,18 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,
 		                   &rep->variants[k], err) != 0)
 			goto out;
+	for (uint32_t k = 0; k < n; k++) {
+		rep->exec_bytes += rep->variants[k].exec_bytes;
+		rep->execs += rep->variants[k].execs;
+		rep->segments += rep->variants[k].segments;
+	}
+	/* A rank of several records none: the ranks' plans are written
+	 * each at the file's version, and sharing stays out of 1.5's. */
+	if (o->share_exec && (e->comm == NULL || e->comm->world <= 1) &&
+	    capture_record_shares(plan, caps, n, &shares, rep, err) != 0)
+		goto out;
+	rep->opaque = shares.opaque;
+	snprintf(rep->opaque_why, sizeof rep->opaque_why, "%s", shares.opaque_why);
 	/* No variant verified: no reference ran, no replay matched. */
 	st.reference_steps = rep->phases.verified > 0 ? o->steps : 0;
 	if (rep->phases.verified == 0)
@@ -1004,7 +1103,11 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 out:
 	if (caps != NULL)
 		for (uint32_t k = 0; k < n; k++)
-			captured_release(&caps[k]);
+			captured_release(e, &caps[k]);
+	if (e != NULL && o->share_exec) {
+		share_pool_release(&shares, e->be, e->b);
+		exec_share_end(e);
+	}
 	host_bufs_release(&bufs);
 	if (e != NULL) {
 		stash_pool_release(e, &pool);

@@ -57,6 +57,9 @@ struct capture_opts {
 	                               so that its bytes do not depend on them */
 	struct dist_comm *comm;     /* the rank's communicator (engine.h); NULL:
 	                               one rank */
+	int            share_exec;  /* segments of different sizes with one
+	                               topology share an executable (share.h),
+	                               recorded in the plan (SHAR) */
 	uint32_t       progress_at; /* set by capture_script: the variant being */
 	uint32_t       progress_of; /* captured (1-based) of how many */
 };
@@ -71,6 +74,9 @@ struct capture_variant_report {
 	uint32_t choices;        /* ops with an implementation choice recorded */
 	uint64_t capture_ns;
 	uint64_t instantiate_ns;
+	uint64_t exec_bytes;     /* device memory its executables took */
+	uint32_t execs;          /* executables it instantiated */
+	uint32_t joined;         /* segments that run on another's (share.h) */
 	int      done;           /* captured, and verified where asked (all
 	                            are, on success) */
 	int      verified;       /* the reference ran and the replay matched */
@@ -110,6 +116,20 @@ struct capture_report {
 	char                           note[320];  /* why "auto" used the host */
 	struct capture_phases          phases;
 	const char                    *verify;     /* capture_verify_name() */
+	/* Graph memory: every variant's executables are held until the plan
+	 * is written, as a server holds them, so that these add up to what
+	 * they take together. */
+	int                            share;      /* --share-exec */
+	uint64_t                       exec_bytes; /* device memory, all variants */
+	uint32_t                       execs;      /* executables instantiated */
+	uint32_t                       segments;
+	uint32_t                       groups;     /* executables shared by two
+	                                              segments or more */
+	uint32_t                       refused;    /* updates refused: the
+	                                              segment got its own */
+	uint32_t                       opaque;     /* segments that could not
+	                                              share (share.h) */
+	char                           opaque_why[96]; /* the first's reason */
 };
 
 void capture_report_release(struct capture_report *rep);

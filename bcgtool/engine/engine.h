@@ -176,6 +176,9 @@ struct engine {
 	 * op_call.comm; NULL for one rank. Set by the command that runs the
 	 * rank, after engine_open, before any variant is prepared. */
 	struct dist_comm         *comm;
+	/* Executables shared between sizes (share.h, exec_share_begin);
+	 * NULL: each segment its own. */
+	struct share_pool        *share;
 };
 
 /* One step of a generation: REAL tokens (IDS) after CONSUMED earlier ones;

@@ -82,6 +82,55 @@ static int exec_warmup(struct engine *e, struct exec_variant *v, const struct sc
 	return 0;
 }
 
+void exec_share_begin(struct engine *e, struct share_pool *pool)
+{
+	e->share = pool;
+	e->be->share(e->b, 1);
+}
+
+void exec_share_end(struct engine *e)
+{
+	e->share = NULL;
+	e->be->share(e->b, 0);
+}
+
+/* Give IT's graph, captured while sharing, its executable: the one of
+ * the group with its key, a new group's, or its own. */
+static int exec_share(struct engine *e, struct exec_item *it, struct backend_capture *rec,
+                      struct engine_error *err)
+{
+	struct share_pool *p = e->share;
+	int gi = share_find(p, rec), first = 0, refused = 0, rc;
+
+	if (gi < 0 && share_capturable(rec)) {
+		if ((gi = share_add(p, rec)) < 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		first = 1;
+	}
+	it->share_group = gi;
+	if (rec->opaque && p->opaque++ == 0)
+		snprintf(p->opaque_why, sizeof p->opaque_why, "%s", rec->opaque_why);
+	if (gi < 0)
+		rc = e->be->graph_instantiate(e->b, it->graph, NULL, rec, &refused, err->msg,
+		                              sizeof err->msg);
+	else
+		rc = e->be->graph_instantiate(e->b, it->graph, &p->groups[gi].exec, rec, &refused,
+		                              err->msg, sizeof err->msg);
+	if (rc != 0)
+		return engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "instantiating %s: %s",
+		                   it->label, err->msg);
+	it->refused = refused;
+	it->share = gi < 0 ? SHARE_OWN : refused ? SHARE_REFUSED : first ? SHARE_FIRST
+	                                                                 : SHARE_JOINED;
+	if (gi >= 0)
+		share_take(p, gi);
+	if (gi >= 0 && !refused)
+		p->groups[gi].segments++;
+	else if (gi >= 0)
+		p->groups[gi].refusals++;
+	return 0;
+}
+
 int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_item *items,
                  uint32_t nitems, uint64_t step, struct exec_variant *v,
                  struct backend_capture *recs, struct engine_error *err)
@@ -98,13 +147,17 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		goto fail;
 	}
 	v->nitems = nitems;
+	if (e->share != NULL)
+		share_next_variant(e->share);
 	if (engine_step_begin(e, &v->ev, step, err) != 0 || exec_warmup(e, v, items, nitems, err) != 0)
 		goto fail;
 	snprintf(label, sizeof label, "capture %lld", (long long)tokens);
 	nvtx_push(e->nvtx, NVTX_KIND_CAPTURE, label);
 	for (uint32_t i = 0; i < nitems; i++) {
 		struct exec_item *it = &v->items[i];
-		struct backend_capture *rec = recs ? &recs[i] : NULL;
+		struct backend_capture own = { 0 };
+		/* Sharing needs the keys even where the caller wants no record. */
+		struct backend_capture *rec = recs ? &recs[i] : e->share != NULL ? &own : NULL;
 
 		if (engine_interrupted(err) != 0)
 			goto fail_pop;
@@ -112,6 +165,7 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		it->op_first = items[i].op_first;
 		it->op_count = items[i].op_count;
 		exec_label(e->plan, it, seg_no);
+		it->share_group = -1;
 		it->nvtx_name = nvtx_register(e->nvtx, it->label);
 		if (rec != NULL)
 			memset(rec, 0, sizeof *rec);
@@ -160,9 +214,15 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		if (e->be->capture_end(e->b, &it->graph, rec, err->msg, sizeof err->msg) != 0) {
 			engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "ending the capture of %s: %s",
 			            it->label, err->msg);
+			backend_capture_release(&own);
+			goto fail_seg;
+		}
+		if (e->share != NULL && exec_share(e, it, rec, err) != 0) {
+			backend_capture_release(&own);
 			goto fail_seg;
 		}
 		it->nodes = rec != NULL && rec->nnodes ? rec->nnodes : it->op_count;
+		backend_capture_release(&own);
 		nvtx_pop(e->nvtx);
 	}
 	nvtx_pop(e->nvtx);

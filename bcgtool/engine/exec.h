@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "nvtx.h"
 #include "schedule.h"
+#include "share.h"
 
 struct exec_item {
 	int                   kind;       /* PLAN_ITEM_SEGMENT or PLAN_ITEM_BREAK */
@@ -23,6 +24,9 @@ struct exec_item {
 	char                  label[160]; /* "seg 2 o.1..v.2" or "break attn.1" */
 	nvtx_string           nvtx_name;
 	uint64_t              nodes;      /* segments: node count (NVTX payload) */
+	int                   share;      /* enum share_status */
+	int                   share_group;/* the group it matched in e->share; -1 */
+	int                   refused;    /* SHARE_REFUSED: the backend's reason */
 };
 
 struct exec_variant {
@@ -41,6 +45,12 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
                  struct backend_capture *recs, struct engine_error *err);
 
 void exec_release(struct engine *e, struct exec_variant *v);
+
+/* From now on, segments captured on E share executables through POOL
+ * (share.h; the caller's, released with share_pool_release after
+ * exec_share_end), until exec_share_end. */
+void exec_share_begin(struct engine *e, struct share_pool *pool);
+void exec_share_end(struct engine *e);
 
 /* Time stamps for one step: mark[0] before the feeds, mark[i + 1] after
  * item i. */

@@ -17,6 +17,18 @@ void inst_report_release(struct inst_report *rep)
 	memset(rep, 0, sizeof *rep);
 }
 
+uint32_t inst_exec_segment(const struct inst_report *rep, uint32_t i)
+{
+	const struct inst_segment *is = &rep->segments[i];
+
+	if (is->share != SHARE_JOINED)
+		return is->segment;
+	for (uint32_t k = 0; k < rep->nsegments; k++)
+		if (rep->segments[k].group == is->group && rep->segments[k].share == SHARE_FIRST)
+			return rep->segments[k].segment;
+	return is->segment;
+}
+
 static void instantiate_judge(const plan_t *plan, uint32_t si, const struct backend_capture *rec,
                               int with_nodes, struct inst_segment *out)
 {
@@ -31,6 +43,8 @@ static void instantiate_judge(const plan_t *plan, uint32_t si, const struct back
 	out->capture_ns = rec->capture_ns;
 	out->instantiate_ns = rec->instantiate_ns;
 	out->upload_ns = rec->upload_ns;
+	out->update_ns = rec->update_ns;
+	out->exec_bytes = rec->exec_bytes;
 	if (!(want->flags & PLAN_SEG_NODES)) {
 		out->status = INST_UNCHECKED;
 		snprintf(out->reason, sizeof out->reason,
@@ -103,9 +117,17 @@ int instantiate_variant(struct engine *e, uint32_t vi, struct exec_variant *x,
 			struct inst_segment *is = &rep->segments[rep->nsegments++];
 			instantiate_judge(plan, pv->items[i].index, &recs[i],
 			                  e->be->kind == PLAN_BACKEND_CUDA, is);
+			is->share = x->items[i].share;
+			is->group = x->items[i].share_group;
+			is->refused = x->items[i].refused;
 			rep->capture_ns += is->capture_ns;
 			rep->instantiate_ns += is->instantiate_ns;
 			rep->upload_ns += is->upload_ns;
+			rep->update_ns += is->update_ns;
+			rep->exec_bytes += is->exec_bytes;
+			rep->joined += is->share == SHARE_JOINED;
+			rep->execs += is->share != SHARE_JOINED;
+			rep->refused += is->share == SHARE_REFUSED;
 			if (is->status == INST_MATCH)
 				rep->matched++;
 			else if (is->status == INST_DRIFT)

@@ -35,6 +35,11 @@ struct inst_segment {
 	uint64_t capture_ns;
 	uint64_t instantiate_ns;
 	uint64_t upload_ns;
+	uint64_t update_ns;        /* joining a shared executable */
+	uint64_t exec_bytes;       /* device memory its executable took */
+	int      share;            /* enum share_status (share.h) */
+	int      group;            /* its group in the engine's pool; -1 */
+	int      refused;          /* SHARE_REFUSED: the backend's reason */
 };
 
 struct inst_report {
@@ -46,7 +51,16 @@ struct inst_report {
 	uint64_t             capture_ns;      /* totals */
 	uint64_t             instantiate_ns;
 	uint64_t             upload_ns;
+	uint64_t             update_ns;
+	uint64_t             exec_bytes;      /* device memory of all executables */
+	uint32_t             execs;           /* executables instantiated */
+	uint32_t             joined;          /* segments on another's */
+	uint32_t             refused;         /* updates refused */
 };
+
+/* The plan segment whose executable REP's segment I runs on: the first
+ * of its group, or itself. */
+uint32_t inst_exec_segment(const struct inst_report *rep, uint32_t i);
 
 void inst_report_release(struct inst_report *rep);
 

@@ -42,7 +42,7 @@ static int be_call(int rc, const char *what, struct engine_error *err)
 }
 
 /* The timed pass: WARMUP + STEPS steps from a reset, back to back. */
-static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmup,
+static int replay_timed(struct engine *e, struct exec_variant **xs, uint32_t nx, uint64_t warmup,
                         uint64_t steps, double *step_ms, double *host_ms, double *host_max,
                         uint64_t *done, struct engine_error *err)
 {
@@ -67,7 +67,7 @@ static int replay_timed(struct engine *e, struct exec_variant *x, uint64_t warmu
 			}
 			bcg_steps_update(&progress, s + j);
 			if (be_call(e->be->mark(e->b, j, err->msg, sizeof err->msg), "time stamp", err) != 0 ||
-			    exec_step(e, x, s + j, NULL, err) != 0)
+			    exec_step(e, xs[(s + j) % nx], s + j, NULL, err) != 0)
 				goto fail;
 			double h = (double)(bcg_now_ns() - t0) / 1e6;
 			if (s + j >= warmup)
@@ -102,11 +102,15 @@ fail:
 
 /* The busy pass: steps issued behind a hold, sampled evenly over the timed
  * range so they see the same var values (kv_len) as the timed steps. */
-static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
-                       uint32_t nbusy, double host_max, double *busy_ms, double *item_ms,
-                       double *issue_ms, struct replay_trace *trace, struct engine_error *err)
+static int replay_busy(struct engine *e, struct exec_variant **xs, uint32_t nx, uint64_t warmup,
+                       uint64_t steps, uint32_t nbusy, double host_max, double *busy_ms,
+                       double *item_ms, double *issue_ms, struct replay_trace *trace,
+                       struct engine_error *err)
 {
-	int per_item = x->nitems <= REPLAY_ITEM_MARKS_MAX && item_ms != NULL;
+	struct exec_variant *x = xs[0];
+	/* Steps of alternating sizes have items of different counts: only
+	 * the step's whole time is kept. */
+	int per_item = nx == 1 && x->nitems <= REPLAY_ITEM_MARKS_MAX && item_ms != NULL;
 	struct exec_marks marks = { .first = 0 };
 
 	if (!per_item)
@@ -118,7 +122,10 @@ static int replay_busy(struct engine *e, struct exec_variant *x, uint64_t warmup
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "busy");
 	for (uint32_t b = 0; b < nbusy; b++) {
 		uint64_t step = warmup + steps * b / nbusy;
-		unsigned last = per_item ? x->nitems : 1;
+		unsigned last;
+
+		x = xs[step % nx];
+		last = per_item ? x->nitems : 1;
 		double ms;
 
 		uint64_t t0;
@@ -175,27 +182,42 @@ fail:
 int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
                  struct replay_result *res, struct engine_error *err)
 {
+	return replay_check_cycle(e, &x, 1, nsteps, res, err);
+}
+
+int replay_check_cycle(struct engine *e, struct exec_variant **xs, uint32_t nx, uint64_t nsteps,
+                       struct replay_result *res, struct engine_error *err)
+{
 	struct stash got = { 0 };
 	struct stash_verdict v;
-	struct engine_variant ev = { 0 };
-	int64_t tokens = x->ev.tokens;
-	int rc = -1;
+	struct engine_variant ev[REPLAY_CYCLE_MAX] = { { 0 } };
+	/* The last step's size: its outputs are the ones kept. */
+	struct exec_variant *last = xs[(nsteps + nx - 1) % nx];
+	int full = 0, rc = -1;
 
-	/* X's state now is after NSTEPS steps from a reset: kept where it
+	if (nx < 1 || nx > REPLAY_CYCLE_MAX)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%u sizes: from 1 to %d alternate",
+		                   nx, REPLAY_CYCLE_MAX);
+	/* The state now is after NSTEPS steps from a reset: kept where it
 	 * lies while the eager run takes the arena. */
-	if (stash_take_results(e, tokens, &got, err) != 0)
+	if (stash_take_results(e, last->ev.tokens, &got, err) != 0)
 		goto out;
 	nvtx_push(e->nvtx, NVTX_KIND_PHASE, "check");
-	if (engine_variant_init(e, tokens, PLAN_MODE_EAGER, &ev, err) != 0 || engine_reset(e, err) != 0)
+	for (uint32_t k = 0; k < nx; k++) {
+		full |= xs[k]->ev.mode == PLAN_MODE_FULL;
+		if (engine_variant_init(e, xs[k]->ev.tokens, PLAN_MODE_EAGER, &ev[k], err) != 0)
+			goto out_pop;
+	}
+	if (engine_reset(e, err) != 0)
 		goto out_pop;
 	for (uint64_t s = 0; s < nsteps; s++) {
 		bcg_progress("check: eager step %llu of %llu", (unsigned long long)s + 1,
 		             (unsigned long long)nsteps);
-		if (engine_interrupted(err) != 0 || engine_eager_step(e, &ev, s, err) != 0)
+		if (engine_interrupted(err) != 0 || engine_eager_step(e, &ev[s % nx], s, err) != 0)
 			goto out_pop;
 	}
 	bcg_progress_clear();
-	if (stash_check(e, &got, x->ev.mode == PLAN_MODE_FULL, &v, err) != 0)
+	if (stash_check(e, &got, full, &v, err) != 0)
 		goto out_pop;
 	res->checked = 1;
 	res->check_pass = v.pass;
@@ -206,7 +228,8 @@ int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
 out_pop:
 	nvtx_pop(e->nvtx);
 out:
-	engine_variant_release(&ev);
+	for (uint32_t k = 0; k < nx && k < REPLAY_CYCLE_MAX; k++)
+		engine_variant_release(&ev[k]);
 	stash_release(e, &got);
 	return rc;
 }
@@ -230,11 +253,12 @@ static void replay_trace_init(struct replay_trace *t, const struct exec_variant 
 	}
 }
 
-static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_t warmup,
-                               uint64_t steps, uint32_t busy_steps, int trace,
+static int replay_measure_impl(struct engine *e, struct exec_variant **xs, uint32_t nx,
+                               uint64_t warmup, uint64_t steps, uint32_t busy_steps, int trace,
                                struct replay_stats *st, struct replay_result *check,
                                struct engine_error *err)
 {
+	struct exec_variant *x = xs[0];
 	double *step_ms = calloc(steps, sizeof *step_ms);
 	double *host_ms = calloc(steps, sizeof *host_ms);
 	double *busy_ms = calloc(busy_steps, sizeof *busy_ms);
@@ -245,14 +269,14 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	int rc = -1;
 
 	memset(st, 0, sizeof *st);
-	if (trace)
+	if (trace && nx == 1)
 		replay_trace_init(&st->trace, x, busy_steps);
 	if (step_ms == NULL || host_ms == NULL || busy_ms == NULL || item_ms == NULL ||
 	    issue_ms == NULL) {
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 		goto out;
 	}
-	if (replay_timed(e, x, warmup, steps, step_ms, host_ms, &host_max, &done, err) != 0)
+	if (replay_timed(e, xs, nx, warmup, steps, step_ms, host_ms, &host_max, &done, err) != 0)
 		goto out;
 	/* Interrupted: the steps measured so far are the result. */
 	st->partial = done < steps;
@@ -266,10 +290,12 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 		st->step_p99 = bcg_percentile(step_ms, steps, 99);
 		st->host_median = bcg_percentile(host_ms, steps, 50);
 	}
-	if (!st->partial && check != NULL && replay_check(e, x, warmup + steps, check, err) != 0)
+	if (!st->partial && check != NULL &&
+	    replay_check_cycle(e, xs, nx, warmup + steps, check, err) != 0)
 		goto interrupted;
-	if (!st->partial && replay_busy(e, x, warmup, steps, busy_steps, host_max, busy_ms, item_ms,
-	                                issue_ms, trace ? &st->trace : NULL, err) != 0)
+	if (!st->partial && replay_busy(e, xs, nx, warmup, steps, busy_steps, host_max, busy_ms,
+	                                item_ms, issue_ms, trace && nx == 1 ? &st->trace : NULL,
+	                                err) != 0)
 		goto interrupted;
 	if (st->partial) {
 		rc = 0;
@@ -286,8 +312,8 @@ static int replay_measure_impl(struct engine *e, struct exec_variant *x, uint64_
 	}
 	st->busy_median = bcg_percentile(busy_ms, busy_steps, 50);
 	st->gap_median = st->step_median > st->busy_median ? st->step_median - st->busy_median : 0.0;
-	st->nitems = x->nitems;
-	if (x->nitems <= REPLAY_ITEM_MARKS_MAX) {
+	st->nitems = nx == 1 ? x->nitems : 0;
+	if (nx == 1 && x->nitems <= REPLAY_ITEM_MARKS_MAX) {
 		st->item_busy = calloc(x->nitems + 1, sizeof *st->item_busy);
 		if (st->item_busy == NULL) {
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
@@ -319,7 +345,7 @@ out:
 int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, uint64_t steps,
                    uint32_t busy_steps, struct replay_stats *st, struct engine_error *err)
 {
-	return replay_measure_impl(e, x, warmup, steps, busy_steps, 0, st, NULL, err);
+	return replay_measure_impl(e, &x, 1, warmup, steps, busy_steps, 0, st, NULL, err);
 }
 
 /* Build an executable variant of only breakpoints: every op eager. */
@@ -336,13 +362,41 @@ static int replay_eager_variant(struct engine *e, int64_t tokens, struct exec_va
 	return rc;
 }
 
+/* The variants of a replay with a plan variant for every step: those of
+ * the sizes asked for (X, one a size), and with OPTS' share every
+ * variant of the plan, in order, sharing executables as a server's would
+ * (ALL, NV of them; X's then point into it). */
+static int replay_build(struct engine *e, const struct replay_opts *o, const uint32_t *vis,
+                        uint32_t nc, struct exec_variant *all, uint32_t nv, uint32_t *built,
+                        struct exec_variant **x, struct replay_result *res,
+                        struct engine_error *err)
+{
+	*built = 0;
+	for (uint32_t i = 0; i < nv; i++) {
+		int want = o->share;
+		for (uint32_t k = 0; k < nc; k++)
+			want |= vis[k] == i;
+		if (!want)
+			continue;
+		if (instantiate_variant(e, i, &all[i], &res->inst, err) != 0)
+			return -1;
+		(*built)++;
+	}
+	for (uint32_t k = 0; k < nc; k++)
+		x[k] = &all[vis[k]];
+	return 0;
+}
+
 int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_result *res,
                 struct engine_error *err)
 {
 	struct engine *e = NULL;
 	struct exec_variant x = { 0 };
+	struct exec_variant *all = NULL, *xs[REPLAY_CYCLE_MAX];
+	struct share_pool pool = { 0 };
+	uint32_t vis[REPLAY_CYCLE_MAX];
 	plan_t *eager_program = NULL;
-	uint32_t nv = plan_count_variants(plan);
+	uint32_t nv = plan_count_variants(plan), nc = o->ncycle > 1 ? o->ncycle : 1;
 	int64_t max_tokens = 0;
 	int rc = -1;
 
@@ -350,10 +404,21 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 	for (uint32_t i = 0; i < nv; i++)
 		if (plan_get_variant(plan, i)->tokens > max_tokens)
 			max_tokens = plan_get_variant(plan, i)->tokens;
-	res->tokens = o->tokens ? o->tokens : max_tokens;
+	if (nc > REPLAY_CYCLE_MAX)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%u sizes: at most %d alternate",
+		                   nc, REPLAY_CYCLE_MAX);
+	res->tokens = nc > 1 ? o->cycle[0] : o->tokens ? o->tokens : max_tokens;
 	if (res->tokens < 1)
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the plan has no variants");
 	res->variant = plan_dispatch_lookup(plan, res->tokens);
+	res->ncycle = nc > 1 ? nc : 0;
+	for (uint32_t k = 0; k < nc; k++) {
+		vis[k] = nc > 1 ? plan_dispatch_lookup(plan, o->cycle[k]) : res->variant;
+		if (nc > 1 && vis[k] == PLAN_NONE)
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%lld tokens is above every "
+			                   "capture size: sizes that alternate must each have a "
+			                   "variant", (long long)o->cycle[k]);
+	}
 
 	if (res->variant == PLAN_NONE) {
 		/* Above every capture size: its own arena, every op eager. */
@@ -373,8 +438,10 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 		if (replay_eager_variant(e, res->tokens, &x, err) != 0)
 			goto out;
 		res->breakpoints = x.nitems;
+		xs[0] = &x;
 	} else {
 		const struct plan_variant *pv = plan_get_variant(plan, res->variant);
+		uint32_t built;
 		res->run_tokens = pv->tokens;
 		res->mode = pv->mode;
 		if (engine_open(plan, o->backend, max_tokens, &e, err) != 0)
@@ -384,10 +451,17 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 		res->weights_changed = e->weights_changed;
 		if (o->nvtx)
 			e->nvtx = nvtx_open();
-		if (instantiate_variant(e, res->variant, &x, &res->inst, err) != 0)
+		if ((all = calloc(nv + 1, sizeof *all)) == NULL) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 			goto out;
-		for (uint32_t i = 0; i < x.nitems; i++) {
-			if (x.items[i].kind == PLAN_ITEM_SEGMENT)
+		}
+		res->share = o->share;
+		if (o->share)
+			exec_share_begin(e, &pool);
+		if (replay_build(e, o, vis, nc, all, nv, &built, xs, res, err) != 0)
+			goto out;
+		for (uint32_t i = 0; i < xs[0]->nitems; i++) {
+			if (xs[0]->items[i].kind == PLAN_ITEM_SEGMENT)
 				res->segments++;
 			else
 				res->breakpoints++;
@@ -398,14 +472,22 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 	snprintf(res->note, sizeof res->note, "%s", e->note);
 	if (engine_interrupted(err) != 0)
 		goto out;
-	rc = replay_measure_impl(e, &x, o->warmup, o->steps, o->busy_steps, o->trace, &res->stats,
-	                         o->check ? res : NULL, err);
+	rc = replay_measure_impl(e, xs, nc, o->warmup, o->steps, o->busy_steps, o->trace,
+	                         &res->stats, o->check ? res : NULL, err);
 out:
 	if (e != NULL) {
 		exec_release(e, &x);
+		for (uint32_t i = 0; all != NULL && i < nv; i++)
+			if (all[i].items != NULL)
+				exec_release(e, &all[i]);
+		if (e->share != NULL) {
+			share_pool_release(&pool, e->be, e->b);
+			exec_share_end(e);
+		}
 		nvtx_close(e->nvtx);
 		engine_close(e);
 	}
+	free(all);
 	plan_free(eager_program);
 	return rc;
 }

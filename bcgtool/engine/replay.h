@@ -22,6 +22,9 @@
 #include "exec.h"
 #include "instantiate.h"
 
+/* The most sizes a replay alternates. */
+#define REPLAY_CYCLE_MAX 64
+
 struct replay_opts {
 	const char *backend;
 	uint64_t    steps;        /* timed steps, >= 1 */
@@ -31,6 +34,13 @@ struct replay_opts {
 	int         check;        /* compare with eager steps from the same state */
 	int         nvtx;
 	int         trace;        /* keep every item's times of the busy pass */
+	/* Step S at CYCLE[S % NCYCLE] tokens (NCYCLE >= 2; else TOKENS every
+	 * step), each padded to its variant: the sizes alternate, as a
+	 * server's batches do. */
+	const int64_t *cycle;
+	uint32_t    ncycle;
+	int         share;        /* every variant instantiated, sharing
+	                             executables (share.h), before the steps */
 };
 
 /* The busy pass's steps item by item (replay --trace-json): the host clock
@@ -77,6 +87,8 @@ struct replay_result {
 	uint32_t            weights;         /* weight sources read */
 	uint32_t            weights_changed; /* of which changed since the capture */
 	struct replay_stats stats;
+	uint32_t            ncycle;          /* the sizes alternated; 0: one */
+	int                 share;           /* executables shared (opts.share) */
 	int                 checked;
 	int                 check_pass;
 	int                 check_exact;
@@ -105,6 +117,10 @@ void replay_trace_release(struct replay_trace *t);
  * run of the same steps. */
 int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
                  struct replay_result *res, struct engine_error *err);
+/* The same for steps that alternate over the NX variants XS (step S on
+ * XS[S % NX]): the eager steps alternate alike. */
+int replay_check_cycle(struct engine *e, struct exec_variant **xs, uint32_t nx, uint64_t nsteps,
+                       struct replay_result *res, struct engine_error *err);
 
 
 #endif /* BCG_ENGINE_REPLAY_H */

@@ -619,8 +619,110 @@ static void test_verified(void)
 	plan_free(r);
 }
 
+/* Two variants (4 and 2 tokens), each of two segments: 0 and 1 of the
+ * first, 2 and 3 of the second, split at op 1. */
+static plan_t *shared_plan(void)
+{
+	plan_t *p = small_plan();
+
+	plan_add_variant(p, &(struct plan_variant){ .tokens = 2, .mode = PLAN_MODE_BREAKABLE }, NULL, NULL);
+	add_seg(p, 0, 0, 1);
+	add_seg(p, 0, 1, 2);
+	add_seg(p, 1, 0, 1);
+	add_seg(p, 1, 1, 2);
+	return p;
+}
+
+static void add_share(plan_t *p, uint32_t seg, uint32_t exec, uint32_t flags, uint32_t result)
+{
+	struct plan_diag d = { 0 };
+
+	if (plan_add_share(p, &(struct plan_share){ seg, exec, flags, result }, NULL, &d) != 0)
+		diag("    plan_add_share: %s", d.message);
+}
+
+/* Executables shared (1.6, SHAR): each rule of plan-format.md broken. */
+static void test_shares(void)
+{
+	struct plan_diag d = { 0 };
+	plan_t *p, *q;
+	void *data = NULL;
+	size_t len = 0;
+	unsigned major, minor;
+
+	p = shared_plan();
+	add_share(p, 0, 0, 0, 0);
+	add_share(p, 1, 1, 0, 0);
+	add_share(p, 2, 0, 0, 0);
+	add_share(p, 3, 1, PLAN_SHARE_REFUSED, 2);
+	is_int(plan_validate(p, &d), 0, "two groups, one joined and one refused, are valid");
+	is_int(plan_write_memory(p, &data, &len, &d), 0, "and written");
+	q = NULL;
+	is_int(plan_read_memory(data, len, NULL, &q, &d), 0, "and read back");
+	if (q != NULL) {
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == PLAN_FORMAT_MINOR_SHARES, "as format 1.%u", minor);
+		ok(plan_count_shares(q) == 4 && plan_find_share(q, 3) != NULL &&
+		   plan_find_share(q, 3)->exec == 1 && plan_find_share(q, 3)->result == 2 &&
+		   plan_find_share(q, 2)->exec == 0, "with its records");
+		plan_free(q);
+	}
+	free(data);
+	plan_free(p);
+
+	/* Written without shares, the same program is an older version. */
+	p = shared_plan();
+	data = NULL;
+	plan_write_memory(p, &data, &len, NULL);
+	q = NULL;
+	plan_read_memory(data, len, NULL, &q, NULL);
+	if (q != NULL) {
+		plan_get_format_version(q, &major, &minor);
+		ok(minor < PLAN_FORMAT_MINOR_SHARES, "a plan without shares is written as 1.%u", minor);
+		plan_free(q);
+	}
+	free(data);
+	plan_free(p);
+
+	p = shared_plan();
+	is_int(plan_add_share(p, &(struct plan_share){ 4, 0, 0, 0 }, NULL, &d), PLAN_ERR_INVALID,
+	       "the builder refuses a segment out of range");
+	add_share(p, 2, 0, 0, 0);
+	is_int(plan_add_share(p, &(struct plan_share){ 2, 0, 0, 0 }, NULL, &d), PLAN_ERR_INVALID,
+	       "and a segment twice");
+	plan_free(p);
+
+	p = shared_plan();
+	add_share(p, 2, 0, 0, 0);
+	expect_invalid(p, "not the first of a group", "a segment on an executable with no record");
+	p = shared_plan();
+	add_share(p, 0, 0, 0, 0);
+	add_share(p, 1, 0, 0, 0);
+	expect_invalid(p, "of variant 0 share an executable", "two segments of one variant on one");
+	p = shared_plan();
+	add_share(p, 0, 0, 0, 0);
+	add_share(p, 2, 0, 0, 7);
+	expect_invalid(p, "but was not refused", "an update result without a refusal");
+	p = shared_plan();
+	add_share(p, 0, 0, 0, 0);
+	add_share(p, 2, 0, PLAN_SHARE_REFUSED, 0);
+	expect_invalid(p, "but was refused", "a refusal without a result");
+	p = shared_plan();
+	add_share(p, 0, 0, PLAN_SHARE_REFUSED, 1);
+	expect_invalid(p, "refused its own executable", "a segment refused its own");
+	p = shared_plan();
+	add_share(p, 0, 0, 0, 0);
+	add_share(p, 2, 0, 0x4, 0);
+	expect_invalid(p, "reserved flags", "a reserved flag");
+	p = shared_plan();
+	add_share(p, 0, 2, 0, 0);
+	add_share(p, 2, 2, PLAN_SHARE_REFUSED, 1);
+	expect_invalid(p, "not the first of a group", "a group's first refused");
+}
+
 int main(void)
 {
+	test_shares();
 	test_verified();
 	test_valid();
 	test_keys();
