@@ -1296,7 +1296,7 @@ static int validate_shares(const plan_t *plan, struct plan_diag *diag)
 {
 	uint32_t n = plan->shares.count, nseg = plan->segments.count;
 
-	if (n > 0 && (plan->recorded || plan__uses_ranks(plan)))
+	if (n > 0 && (plan->recorded || plan->dist.world > 1))
 		return FAIL("section SHAR: a %s plan has shared executables",
 		            plan->recorded ? "recorded" : "tensor-parallel");
 	for (uint32_t i = 0; i < n; i++) {

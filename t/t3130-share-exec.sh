@@ -111,6 +111,20 @@ test_expect_success 'an update refused: the segment gets its own executable, and
 	test_grep "^check        bit-exact with eager$" out
 '
 
+# Split keys say how --tp would shard a script; a one-GPU plan that has
+# them is not tensor-parallel and shares like any other (found on the
+# H100: the 1B sample's capture --share-exec was refused by the plan's
+# own validation).
+test_expect_success 'a script with split keys, captured for one rank, shares' '
+	sed "s|^\(  w_o: .*seed: 400}\)}$|\1, split: {axis: 1}}|" "$small" >split.yaml &&
+	grep -q "split: {axis: 1}" split.yaml &&
+	bcg capture --backend host --no-tune --share-exec -o split.plan split.yaml &&
+	bcg inspect split.plan >out &&
+	test_grep "^shared    " out &&
+	bcg replay --backend host --share-exec --check --steps 4 --warmup 1 --tokens 1,4 split.plan >out &&
+	test_grep "^check        bit-exact with eager$" out
+'
+
 test_expect_success 'usage errors' '
 	test_expect_code 2 bcg replay --backend host --tokens 1,0 shared.plan 2>err &&
 	test_grep "tokens takes whole numbers" err &&
