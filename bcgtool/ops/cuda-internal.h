@@ -10,10 +10,8 @@
  * the stream is still running. Every such kernel keeps this rule, which
  * makes the overlap invisible to the results:
  *  (a) before cuda_pdl_begin() it reads only memory no kernel of the step
- *      writes and writes no global memory at all. Its weights (the inputs
- *      op_call.const_in marks) may be loaded there into registers, the
- *      useful work to do while the kernel before runs; an operand not so
- *      marked may only be prefetched to L2, a hint that reads nothing;
+ *      writes (its weights: prefetching them to L2 is the useful work to
+ *      do there) and writes no global memory at all;
  *  (b) it calls cuda_pdl_begin() on every path before reading activations,
  *      scratch or counters, or writing anything.
  * cuda_pdl_begin() waits until the previous kernel has completed and its

@@ -43,11 +43,8 @@
  * Each out element is read (x) and written by the same thread: out may be
  * x.
  *
- * PDL: before cuda_pdl_begin() a block asks L2 for the first bytes of its
- * weight rows and, when b is a weight (op_call.const_in), loads its first
- * round of them into registers; it waits before reading the tokens. The
- * gemv kernel keeps one round of weight loads in flight ahead of the one
- * it multiplies.
+ * PDL: before cuda_pdl_begin() a block only asks L2 for the first bytes of
+ * its weight rows; it waits before reading the tokens.
  */
 #include "config.h"
 
@@ -84,7 +81,6 @@ struct smallm_args {
 	int         ksplit;         /* gridDim.y */
 	float      *part;           /* ksplit > 1: [ksplit][nblocks][slots * MT] */
 	unsigned   *counters;       /* ksplit > 1: one per column group */
-	bool        b_const;        /* b is a weight: loaded before the PDL wait */
 };
 
 /* Slot S of a block owning output columns [c0, c0 + G) reads b's row
@@ -237,10 +233,23 @@ bcg_smallm_mma_kernel(smallm_args p)
 		xrow[nt] = a + (int64_t)m * p.K + q * 8;
 	}
 
-	/* The first U units' weights (a weight b: before the wait). */
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
+	                u0 * 32 * (int64_t)sizeof(T),
+	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
+	cuda_pdl_begin();
+
+	float acc[RT][NT][4];
+#pragma unroll
+	for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+		for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+			for (int c = 0; c < 4; c++)
+				acc[rt][nt][c] = 0.0f;
+
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-	uint4 wv[U][RT][2];
-	auto load_w = [&](int64_t u) {
+	for (int64_t u = u0 + warp; u < u1; u += (int64_t)SM_WARPS * U) {
+		uint4 wv[U][RT][2], xv[U][NT];
 #pragma unroll
 		for (int i = 0; i < U; i++) {
 			const int64_t ui = u + (int64_t)i * SM_WARPS;
@@ -252,29 +261,6 @@ bcg_smallm_mma_kernel(smallm_args p)
 				for (int h = 0; h < 2; h++)
 					wv[i][rt][h] = in ? smallm_ld_stream(wrow[rt][h] + k) : zero;
 		}
-	};
-	if (p.b_const)
-		load_w(u0 + warp);
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
-	                u0 * 32 * (int64_t)sizeof(T),
-	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
-	cuda_pdl_begin();
-	if (!p.b_const)
-		load_w(u0 + warp);
-
-	float acc[RT][NT][4];
-#pragma unroll
-	for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-		for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-			for (int c = 0; c < 4; c++)
-				acc[rt][nt][c] = 0.0f;
-
-	for (int64_t u = u0 + warp; u < u1; u += (int64_t)SM_WARPS * U) {
-		uint4 xv[U][NT];
-		if (u != u0 + warp)
-			load_w(u);
 #pragma unroll
 		for (int i = 0; i < U; i++) {
 			const int64_t ui = u + (int64_t)i * SM_WARPS;
@@ -376,30 +362,9 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	for (int m = 0; m < MT; m++)
 		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
 
-	/* VEC: the weights of each round of UN units are asked for one round
-	 * ahead (WN), so that a thread always has a round in flight; the
-	 * first round of a weight b before the wait. */
-	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-	constexpr int64_t STRIDE = (int64_t)SM_THREADS * UN;
-	uint4 wn[VEC ? UN : 1][S];
-	auto load_w = [&](int64_t u) {
-		if constexpr (VEC) {
-#pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
-#pragma unroll
-				for (int s = 0; s < S; s++)
-					wn[i][s] = ui < u1 ? smallm_ld_stream(wrow[s] + ui * V) : zero;
-			}
-		}
-	};
-	if (p.b_const)
-		load_w(u0 + threadIdx.x);
 	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
 	                u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
-	if (!p.b_const)
-		load_w(u0 + threadIdx.x);
 
 	float acc[S][MT];
 #pragma unroll
@@ -408,16 +373,17 @@ bcg_smallm_gemv_kernel(smallm_args p)
 		for (int m = 0; m < MT; m++)
 			acc[s][m] = 0.0f;
 
-	for (int64_t u = u0 + threadIdx.x; u < u1; u += STRIDE) {
+	for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
 		if constexpr (VEC) {
 			uint4 wv[UN][S], xv[UN][MT];
+			const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-			for (int i = 0; i < UN; i++)
+			for (int i = 0; i < UN; i++) {
+				const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
 				for (int s = 0; s < S; s++)
-					wv[i][s] = wn[i][s];
-			if (u + STRIDE < u1)
-				load_w(u + STRIDE);
+					wv[i][s] = ui < u1 ? smallm_ld_stream(wrow[s] + ui * V) : zero;
+			}
 #pragma unroll
 			for (int i = 0; i < UN; i++) {
 				const int64_t ui = u + (int64_t)i * SM_THREADS;
@@ -770,7 +736,6 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	args.units = pl.units;
 	args.per = pl.per;
 	args.ksplit = pl.ksplit;
-	args.b_const = (call->const_in >> (p.b - call->in)) & 1u;
 	if (pl.ksplit > 1) {
 		size_t need = cuda_scratch_with_counters(smallm_plan_scratch(&pl));
 		if (!ctx->scratch || ctx->scratch_bytes < need)

@@ -364,10 +364,6 @@ struct op_call {
 	                                                 i32 mirror (device memory
 	                                                 on cuda); NULL otherwise */
 	int                   graph_safe;             /* launch the graph-safe form */
-	unsigned              const_in;               /* bit k: in[k] is a weight, which
-	                                                 no kernel of a step writes
-	                                                 (a kernel may read it before
-	                                                 its PDL wait) */
 	int                   impl;                   /* which implementation of the
 	                                                 kind the backend runs: an
 	                                                 index into its list for the
