@@ -112,6 +112,15 @@
 #             llama-decode full at T=1 (1000 steps after 100, 3 rounds,
 #             medians), and `bcgtool report` of an nsys profile of each
 #             tree's 1B full T=1 step with and without PDL (per-op table)
+#   tp4       tensor parallelism on four GPUs (issue 24; run check first, at
+#             least t/t3800, on nvidia-h100-x4 or its H200 twin): t/t3800's
+#             --tp 4 runs on
+#             cuda (the transformers fixtures, random weights); bench of the
+#             8B-shaped sample at TP=1, 2 and 4 (T=1) and TP=4 (T=8): eager,
+#             breakable and full, the collective break's cost; the
+#             70B-shaped sample (samples/llama-3.1-70b.yaml) captured at TP=4,
+#             full and breakable, replayed at T=1 and 8, and instantiated in
+#             a new process (cold start); a rank of a TP=4 replay killed
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -1355,6 +1364,59 @@ PY
 		timeout 500 "$B" bench --backend cuda --tp 2 --tokens 1 --steps 300 --warmup 30 --json \
 			"$sc" >tpr-bench.json 2>tpr-bench.err
 		say "tpreport: bench --tp 2 --json: exit $?"
+		;;
+	tp4)
+		# t3800's runs come from the check stage, or from
+		# `sh .gpu/run check TESTS=t/t3800-tp-host.sh` before this stage.
+		say "tp4: t3800 (GPUS4: --tp 4 on cuda), from the last check:"
+		grep -E '^(ok|not ok) .*(--tp 4|four GPUs)' "$build/t/t3800-tp-host.log" 2>/dev/null |
+			sed 's/^/  /' | tee -a "$summary"
+		for c in "1 1" "2 1" "4 1" "4 8"; do
+			set -- $c
+			t0=$(date +%s)
+			timeout 240 "$B" bench --backend cuda --tp $1 --tokens $2 --steps 200 --warmup 20 \
+				"$S/llama-3.1-8b.yaml" >tp4-bench-8b-tp$1-t$2.txt 2>tp4-bench-8b-tp$1-t$2.err
+			say "tp4: bench 8B --tp $1 T=$2: exit $? in $(( $(date +%s) - t0 )) s"
+			grep -E '^(mode|eager|breakable|full|a break| +(rank|[0-9]+|max) )' \
+				tp4-bench-8b-tp$1-t$2.txt | sed 's/^/  /' | tee -a "$summary"
+		done
+		for mode in full breakable; do
+			t0=$(date +%s)
+			timeout 300 "$B" capture --backend cuda --tp 4 --mode $mode --tokens 1,8 \
+				--verify first-and-largest -o tp4-70b-$mode.plan "$S/llama-3.1-70b.yaml" \
+				>tp4-70b-cap-$mode.txt 2>&1
+			say "tp4: capture 70B --tp 4 $mode (1, 8): exit $? in $(( $(date +%s) - t0 )) s"
+			tail -3 tp4-70b-cap-$mode.txt | sed 's/^/  /' | tee -a "$summary"
+			for t in 1 8; do
+				timeout 200 "$B" replay --backend cuda --tokens $t --steps 100 --warmup 10 \
+					--json tp4-70b-$mode.plan >tp4-70b-rep-$mode-$t.json 2>tp4-70b-rep-$mode-$t.err
+				rc=$?
+				say "tp4: replay 70B --tp 4 $mode T=$t: exit $rc, step $(python3 -c "import json; d = json.load(open('tp4-70b-rep-$mode-$t.json')); print('%.3f ms median, busy %.3f ms' % (d['step_ms']['median'], d['busy_ms']))" 2>/dev/null)"
+			done
+		done
+		t0=$(date +%s)
+		timeout 200 "$B" instantiate --backend cuda --json tp4-70b-full.plan \
+			>tp4-70b-inst.json 2>tp4-70b-inst.err
+		say "tp4: instantiate 70B --tp 4 full in a new process: exit $? in $(( $(date +%s) - t0 )) s"
+		python3 -c "import json; d = json.load(open('tp4-70b-inst.json')); print('  ' + json.dumps({k: d[k] for k in d if k.endswith('_ms') or k in ('matched', 'drifted', 'segments')})[:400])" \
+			2>/dev/null | tee -a "$summary"
+		# A rank of a TP=4 replay killed: the others out within the timeout.
+		timeout 120 "$B" capture --backend cuda --tp 4 --mode full --tokens 1 --no-tune \
+			-o tp4-1b.plan "$S/llama-3.2-1b.yaml" >tp4-1b-cap.txt 2>&1
+		say "tp4: capture 1B --tp 4 full T=1: exit $?"
+		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
+			tp4-1b.plan >tp4-kill.out 2>tp4-kill.err &
+		rp=$!
+		sleep 8
+		r1=$(pgrep -P $rp | tail -1)
+		t0=$(date +%s)
+		[ -n "$r1" ] && kill -9 $r1
+		wait $rp
+		rc=$?
+		say "tp4 kill: rank pid $r1 (of $(pgrep -c -P $rp 2>/dev/null || echo 0) left) killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
+		grep '^bcgtool\|\[rank' tp4-kill.err | head -6 | sed 's/^/  /' | tee -a "$summary"
+		sleep 1
+		say "tp4 kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a

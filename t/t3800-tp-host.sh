@@ -240,6 +240,7 @@ test_expect_success JANSSON 'capture --tp 4 in full mode: the collectives captur
 if test_have_prereq CUDA; then
 	n=$("$BCG_BUILD_DIR/t/helper/has-gpu" | sed -n "s/^\([0-9]*\) CUDA.*/\1/p")
 	test "${n:-0}" -ge 2 && test_set_prereq GPUS2
+	test "${n:-0}" -ge 4 && test_set_prereq GPUS4
 fi
 
 for m in llama qwen3 mistral; do
@@ -254,10 +255,37 @@ for m in llama qwen3 mistral; do
 	"
 done
 
+# On four GPUs: every dense fixture, one query head a rank (the kv heads
+# replicated where there are fewer than four), as on the host at --tp 4.
+for m in llama qwen2 qwen3 mistral llama3 qwen3-tied llama-linear llama-yarn; do
+	test_expect_success JANSSON,PYTHON3,GPUS4 "$m: --backend cuda --tp 4 gives transformers' greedy tokens" "
+		want_tokens $m >expect &&
+		bcg run --backend cuda --json --tp 4 --prompt \$(prompt $m) --generate 8 \
+			--logits $m-cuda-tp4.bin $m.yaml >out &&
+		sed \"s/^\\[rank 0\\] //\" out >run.json &&
+		got_tokens run.json >actual &&
+		test_cmp expect actual &&
+		close_logits $m $m-cuda-tp4.bin 1e-3
+	"
+done
+
 test_expect_success PYTHON3,GPUS2 'random and arange weights on two GPUs: the outputs of one' '
 	bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
 	bcg run --backend cuda --steps 3 --tp 2 --dump-outputs c2 mlp.yaml >/dev/null &&
 	"$PYTHON3" - c1/y.bin c2/y.bin <<-\EOT
+	import struct, sys
+	a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
+	x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
+	assert len(x) == len(y) == 32, (len(x), len(y))
+	err = max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)
+	assert err <= 1e-5, err
+	EOT
+'
+
+test_expect_success PYTHON3,GPUS4 'random and arange weights on four GPUs: the outputs of one' '
+	bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
+	bcg run --backend cuda --steps 3 --tp 4 --dump-outputs c4 mlp.yaml >/dev/null &&
+	"$PYTHON3" - c1/y.bin c4/y.bin <<-\EOT
 	import struct, sys
 	a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
 	x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
