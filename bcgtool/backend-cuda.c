@@ -1180,6 +1180,7 @@ const struct backend_ops backend_cuda = {
 	.impl_count = cuda_impl_count,
 	.impl_name = cuda_impl_name,
 	.impl_usable = cuda_usable,
+	.impl_default = cuda_impl_default,
 	.time_call = cuda_time_call,
 	.set_features = cuda_set_features,
 	.capture_begin = cuda_capture_begin,

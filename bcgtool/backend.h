@@ -136,11 +136,14 @@ struct backend_ops {
 
 	/* The implementations of op kind ID (at least one), each by the name
 	 * plans store; whether implementation IMPL can run CALL (shapes,
-	 * dtypes, alignment). The first usable one is a call's default. These
-	 * need no open backend. */
+	 * dtypes, alignment); the one CALL runs untuned (capture --no-tune,
+	 * the ranks of --tp, the tuner's incumbent): impl_default's answer
+	 * when it is usable, else the first usable one (impl_default may be
+	 * NULL, or answer -1). These need no open backend. */
 	int         (*impl_count)(enum op_id id);
 	const char *(*impl_name)(enum op_id id, int impl);
 	int         (*impl_usable)(const struct op_call *call, int impl);
+	int         (*impl_default)(const struct op_call *call);
 	/* The median time of CALL over REPS launches, each started with cold
 	 * caches (as in a step, where every product streams weights that no
 	 * earlier op left in cache), in microseconds: GPU time on cuda, host

@@ -869,7 +869,8 @@ PY
 	decode)
 		# Trees: this one, and the one before when .gpu/before has it
 		# (DECODE_TREES=now: this one only). DEC_CAP_OPTS: more capture
-		# options (--stats keeps every candidate's time).
+		# options (--stats keeps every candidate's time); DECODE_NSYS=0:
+		# no profiles.
 		trees="now"
 		[ "${DECODE_TREES:-}" = now ] || { build_before && trees="now before"; }
 		DEC_CAP_OPTS=${DEC_CAP_OPTS:-}
@@ -928,6 +929,7 @@ for tr in sys.argv[1:]:
     if a and b:
         print("  decode: %s target 2: breakable T=8 / full T=8 = %.4f (want <= 1.03)" % (tr, a / b))
 PY
+		[ "${DECODE_NSYS:-1}" = 0 ] && trees=
 		for tr in $trees; do
 			if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
 			for pl in llama-3.2-1b-full-1 nopdl; do

@@ -195,6 +195,19 @@ static uint32_t engine_nearest_variant(const plan_t *plan, int64_t tokens)
  * size) takes the choice of the nearest variant (engine_nearest_variant)
  * where that implementation can run it: measured kernels, not defaults
  * never timed at that size; else the default. */
+int engine_impl_default(const struct engine *e, const struct op_call *c)
+{
+	int n = e->be->impl_count(c->kind->id);
+	int d = e->be->impl_default ? e->be->impl_default(c) : -1;
+
+	if (d >= 0 && d < n && e->be->impl_usable(c, d))
+		return d;
+	for (int k = 0; k < n; k++)
+		if (e->be->impl_usable(c, k))
+			return k;
+	return -1;
+}
+
 static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t op,
                               struct op_call *c, struct engine_error *err)
 {
@@ -234,11 +247,8 @@ static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t o
 			                   list);
 		}
 	}
-	for (int k = 0; k < n; k++)
-		if (e->be->impl_usable(c, k)) {
-			c->impl = k;
-			return 0;
-		}
+	if ((c->impl = engine_impl_default(e, c)) >= 0)
+		return 0;
 	engine_op_label(e->plan, op, label, sizeof label);
 	engine_impl_list(e, id, list, sizeof list);
 	return engine_fail(err, BCG_EXIT_USAGE, op, "op %s at %lld tokens: none of the %s "

@@ -232,8 +232,15 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 		struct tune_entry *t;
 		char key[512];
 
+		/* The default first: the incumbent a candidate must beat by
+		 * the margin, and what --no-tune records. */
+		int d = engine_impl_default(e, c);
+		if (d >= 0) {
+			usable[nu++] = d;
+			mask |= 1u << d;
+		}
 		for (int k = 0; k < n && nu < TUNE_MAX_IMPLS; k++)
-			if (e->be->impl_usable(c, k)) {
+			if (k != d && e->be->impl_usable(c, k)) {
 				usable[nu++] = k;
 				mask |= 1u << k;
 			}

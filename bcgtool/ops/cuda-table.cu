@@ -133,6 +133,21 @@ extern "C" int cuda_impl_usable(const struct op_call *call, int impl)
 	return cuda_impl_usable_id(call->kind->id, call, impl);
 }
 
+extern "C" int cuda_impl_default(const struct op_call *call)
+{
+	if (!call->kind)
+		return -1;
+	switch (call->kind->id) {
+	case OP_MATMUL:
+	case OP_MATMUL_ADD:
+	case OP_MATMUL_SILU_MUL:
+		return call->nout > 0 && call->out[0].rank == 2 && call->out[0].dim[0] == 1 &&
+		       cuda_impl_usable(call, CUDA_IMPL_GEMV) ? CUDA_IMPL_GEMV : -1;
+	default:
+		return -1;
+	}
+}
+
 extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 {
 	if (!call->kind)

@@ -81,6 +81,13 @@ const char *cuda_impl_name(enum op_id id, int impl);
  * default for a call is the first usable one. */
 int cuda_impl_usable(const struct op_call *call, int impl);
 
+/* The implementation CALL runs untuned when it can, or -1: the first
+ * usable one. A product of one token: gemv, which the tuner measured
+ * faster than mma, the first, on every decode shape of the H100 and the
+ * H200 (bench/RESULTS.md, 2026-11-26 third session): mma fills a tile of
+ * 8 tokens with one. */
+int cuda_impl_default(const struct op_call *call);
+
 /* Device scratch bytes the launch of CALL needs in its context (0 for most
  * kinds): the most any step can need, whatever its host var values, so
  * that the engine can allocate once, before capturing. It never shrinks as
