@@ -66,7 +66,12 @@ test_expect_success 'sizes alternating every step on shared executables match ea
 	test_grep "^check        \(bit-exact\|within bounds\)" out
 '
 
-test_expect_success PYTHON3 'graph memory: all sizes held, shared takes less than unshared' '
+# Graph memory is measured with cudaMemGetInfo, in the driver's pages (2
+# MiB): the small sample's executables can round to the same bytes shared
+# or not (22.0 MiB both, 198 against 132 executables, on an H100), so the
+# bytes may only not grow; the 51-size 1B sample's figure is the share
+# stage's (bench/gpu-session.sh).
+test_expect_success PYTHON3 'graph memory: all sizes held, fewer executables shared, no more bytes' '
 	bcg instantiate --backend cuda --share-exec --json own.plan >inst-shared.json &&
 	bcg instantiate --backend cuda --json own.plan >inst-own.json &&
 	"$PYTHON3" -c "
@@ -80,7 +85,7 @@ print(\"# unshared: %d executables, %d bytes; shared: %d executables, %d bytes, 
 assert s[\"drifted\"] == 0 and o[\"drifted\"] == 0
 assert b[\"executables\"] < a[\"executables\"] == len(o[\"segments\"])
 assert a[\"bytes\"] > 0, \"no graph memory measured\"
-assert b[\"bytes\"] < a[\"bytes\"]
+assert b[\"bytes\"] <= a[\"bytes\"]
 c = json.load(open(\"cap-shared.json\"))[\"graph_memory\"]
 u = json.load(open(\"cap-own.json\"))[\"graph_memory\"]
 print(\"# capture: unshared %d bytes, shared %d bytes\" % (u[\"bytes\"], c[\"bytes\"]))
