@@ -984,7 +984,11 @@ static int cuda_graph_launch(struct backend *b, struct backend_graph *g, char *m
 	 * update that succeeded when G joined is not expected to be refused
 	 * now; if it is, G gets its own executable rather than launch what
 	 * another graph left there. */
-	if (x != NULL && x->current != g && cuda_exec_update(x, g) != 0) {
+	int refused;
+	if (x != NULL && x->current != g && (refused = cuda_exec_update(x, g)) != 0) {
+		bcg_warn("a shared executable refused the update back to a graph it took when "
+		         "instantiated (cudaGraphExecUpdateResult %d): that graph runs on an "
+		         "executable of its own from now on", refused);
 		if (cuda_exec_build(b, g->tmpl, &g->exec, NULL, msg, len) != 0)
 			return -1;
 		g->shared = NULL;
