@@ -16,7 +16,11 @@ graph nodes):
   - the all_gather, 800 + 50 * RANK ns, through the runtime, and its
     correlation id is in the driver's table too, on another thread (the
     runtime's own driver call): the runtime's call is the one that counts.
+With NSYS_RANKS_PROXY=1 in the environment the all_reduce's driver call
+is made on a thread of its own (NCCL's, for a non-blocking communicator)
+while the step's thread is inside the breakpoint's range.
 """
+import os
 import sqlite3
 import sys
 
@@ -39,6 +43,7 @@ def main(out, rank, prefix):
     for i, v in enumerate((AR, AG)):
         c.execute("INSERT INTO StringIds VALUES (?, ?)", (i + 1, v))
     tid, corr = 7, 0
+    ar_tid = 8 if os.environ.get("NSYS_RANKS_PROXY") == "1" else tid
     for step in range(3):
         o = 10000 * step
         for start, end, text in ((1000, 9000, "%sstep %d" % (prefix, step)),
@@ -50,7 +55,7 @@ def main(out, rank, prefix):
                       (o + start, o + end, tid, text))
         corr += 1
         c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER VALUES (?, ?, ?, ?)",
-                  (o + 1350, o + 1360, tid, corr))
+                  (o + 1350, o + 1360, ar_tid, corr))
         c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                   (o + 2000, o + 2000 + 1200 + 100 * rank, corr, None, 2, 1, 1, 64, 1, 1, 1, 1))
         corr += 1

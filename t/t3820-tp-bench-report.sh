@@ -116,6 +116,18 @@ test_expect_success SQLITE,TP_PLAN,PYTHON3 'report of both ranks: each rank'"'"'
 	test_grep "^  all  *2.00 us  *2.15 us  *2.15 us$" coll
 '
 
+# NCCL launches a non-blocking communicator's kernels from a thread of
+# its own while the step's thread waits in the breakpoint: the launch is
+# placed by time, on a thread that holds no step.
+test_expect_success SQLITE,TP_PLAN,PYTHON3 'report: a collective launched from a library'"'"'s own thread counts in its breakpoint' '
+	NSYS_RANKS_PROXY=1 "$PYTHON3" "$TEST_DIRECTORY/nsys-ranks.py" p0.sqlite 0 &&
+	NSYS_RANKS_PROXY=1 "$PYTHON3" "$TEST_DIRECTORY/nsys-ranks.py" p1.sqlite 1 &&
+	bcg report p0.sqlite p1.sqlite tp.plan >out &&
+	test $(grep -c "^kernels   6 in the report: 6 attributed (0 graph nodes, 6 in breakpoints), 0 unattributed in steps, 0 outside the steps$" out) = 2 &&
+	sed -n "/^== collectives/,\$p" out >coll &&
+	test_grep "^  down.all_reduce  *all_reduce  *128 B eager  *1.0  *1.20 us  *1.30 us  *1.30 us$" coll
+'
+
 test_expect_success SQLITE,TP_PLAN,PYTHON3 'report --json of both ranks: every rank'"'"'s report follows the one-rank schema' '
 	bcg report --json r0.sqlite r1.sqlite tp.plan >rep.json &&
 	"$PYTHON3" - rep.json <<-\EOT &&

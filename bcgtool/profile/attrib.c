@@ -232,11 +232,11 @@ static int step_matches(const struct raw_step *s, char (*names)[PROF_ITEM_NAME_M
 	return 1;
 }
 
-/* Where a kernel was launched: the raw step and item whose ranges hold its
- * launching call; *STEP = UINT32_MAX outside every step, *ITEM = UINT32_MAX
- * inside a step but outside its items. */
-static void locate(const struct raw_step *steps, uint32_t nsteps, const struct nsys_call *c,
-                   uint32_t *step, uint32_t *item)
+/* The latest step starting at or before the call whose range holds it in
+ * time, on the call's thread (or on any with ANY_THREAD); *STEP and *ITEM
+ * as locate() gives them. */
+static void locate_on(const struct raw_step *steps, uint32_t nsteps, const struct nsys_call *c,
+                      int any_thread, uint32_t *step, uint32_t *item)
 {
 	uint32_t lo = 0, hi = nsteps;
 
@@ -250,7 +250,7 @@ static void locate(const struct raw_step *steps, uint32_t nsteps, const struct n
 	}
 	for (uint32_t s = lo; s-- > 0;) {
 		const struct nsys_range *r = steps[s].range;
-		if (r->tid != c->tid || r->end < c->start)
+		if ((!any_thread && r->tid != c->tid) || r->end < c->start)
 			continue;
 		*step = s;
 		for (uint32_t i = 0; i < steps[s].nitems; i++)
@@ -258,6 +258,24 @@ static void locate(const struct raw_step *steps, uint32_t nsteps, const struct n
 				*item = i;
 		return;
 	}
+}
+
+/* Where a kernel was launched: the raw step and item whose ranges hold its
+ * launching call; *STEP = UINT32_MAX outside every step, *ITEM = UINT32_MAX
+ * inside a step but outside its items. A call on a thread that holds no
+ * step of its own (a library's own thread: NCCL launches a non-blocking
+ * communicator's kernels from one while the step's thread waits in the
+ * breakpoint) is placed by time in the steps of the others. */
+static void locate(const struct raw_step *steps, uint32_t nsteps, const struct nsys_call *c,
+                   uint32_t *step, uint32_t *item)
+{
+	locate_on(steps, nsteps, c, 0, step, item);
+	if (*step != UINT32_MAX)
+		return;
+	for (uint32_t s = 0; s < nsteps; s++)
+		if (steps[s].range->tid == c->tid)
+			return;
+	locate_on(steps, nsteps, c, 1, step, item);
 }
 
 static uint32_t node_index(const struct nsys_kernel *k)
