@@ -112,9 +112,8 @@
 #             llama-decode full at T=1 (1000 steps after 100, 3 rounds,
 #             medians), and `bcgtool report` of an nsys profile of each
 #             tree's 1B full T=1 step with and without PDL (per-op table)
-#   tp4       tensor parallelism on four GPUs (issue 24; run check first, at
-#             least t/t3800, on nvidia-h100-x4 or its H200 twin): t/t3800's
-#             --tp 4 runs on
+#   tp4       tensor parallelism on four GPUs (issue 24; build first, on
+#             nvidia-h100-x4 or its H200 twin): t/t3800 with its --tp 4 runs on
 #             cuda (the transformers fixtures, random weights); bench of the
 #             8B-shaped sample at TP=1, 2 and 4 (T=1) and TP=4 (T=8): eager,
 #             breakable and full, the collective break's cost; the
@@ -1368,9 +1367,11 @@ PY
 		say "tpreport: bench --tp 2 --json: exit $?"
 		;;
 	tp4)
-		# t3800's runs come from the check stage, or from
-		# `sh .gpu/run check TESTS=t/t3800-tp-host.sh` before this stage.
-		say "tp4: t3800 (GPUS4: --tp 4 on cuda), from the last check:"
+		# t3800 alone: of the check programs only the GPU probe it needs
+		# is built (all of them took the whole of a call's time once).
+		(cd "$build" && timeout 400 make -j"$(nproc)" check TESTS='t/t3800-tp-host.sh' \
+			check_PROGRAMS='t/helper/has-gpu') >tp4-t3800.txt 2>&1
+		say "tp4: t3800 (GPUS4: --tp 4 on cuda): exit $?"
 		grep -E '^(ok|not ok) .*(--tp 4|four GPUs)' "$build/t/t3800-tp-host.log" 2>/dev/null |
 			sed 's/^/  /' | tee -a "$summary"
 		for c in "1 1" "2 1" "4 1" "4 8"; do
