@@ -218,6 +218,25 @@ build_before() {
 	return $rc
 }
 
+# tp_kill NAME PLAN: replay the tensor-parallel PLAN, kill its last rank
+# 8 s in, and say how soon the command ended (--timeout 10), what the
+# ranks said and whether any process was left.
+tp_kill() {
+	"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
+		"$2" >$1-kill.out 2>$1-kill.err &
+	rp=$!
+	sleep 8
+	r1=$(pgrep -P $rp | tail -1)
+	t0=$(date +%s)
+	[ -n "$r1" ] && kill -9 $r1
+	wait $rp
+	rc=$?
+	say "$1 kill: rank pid $r1 killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
+	grep '^bcgtool\|\[rank' $1-kill.err | head -6 | sed 's/^/  /' | tee -a "$summary"
+	sleep 1
+	say "$1 kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
+}
+
 # kernel_table NSYS REPORT: the kernels of REPORT by total GPU time.
 kernel_table() {
 	"$1" stats --report cuda_gpu_kern_sum --format csv "$2" >"$2.kern.csv" 2>&1
@@ -1257,30 +1276,9 @@ PY
 			fi
 		done
 		# A rank killed mid-replay: the other exits within the timeout.
-		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
-			tp-llama-3.2-1b-2-full.plan >tp-kill.out 2>tp-kill.err &
-		rp=$!
-		sleep 8
-		r1=$(pgrep -P $rp | tail -1)
-		t0=$(date +%s)
-		[ -n "$r1" ] && kill -9 $r1
-		wait $rp
-		rc=$?
-		say "tp kill: rank pid $r1 killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
-		grep '^bcgtool\|\[rank' tp-kill.err | head -5 | sed 's/^/  /' | tee -a "$summary"
-		sleep 1
-		say "tp kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
+		tp_kill tp tp-llama-3.2-1b-2-full.plan
 		# A serving trace at TP=2: the serving sample with its splits.
-		sed -e "s/seed: 100}}/seed: 100}, split: {axis: 0, blocks: [H, KVW, KVW], unit: HD}}/" \
-		    -e "s/seed: 400}}/seed: 400}, split: {axis: 1, unit: HD}}/" \
-		    -e "s/seed: 500}}/seed: 500}, split: {axis: 0, blocks: [F, F]}}/" \
-		    -e "s/seed: 600}}/seed: 600}, split: {axis: 1}}/" \
-		    -e "s/^\(  [kv]_cache: .*count: L\)}/\1, split: {axis: 2, unit: HD}}/" \
-		    -e "s/^\(  qkv: .*\)}\$/\1, split: {axis: 1, blocks: [H, KVW, KVW], unit: HD}}/" \
-		    -e "s/^\(  q: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
-		    -e "s/^\(  att: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
-		    -e "s/^\(  act: .*\)}\$/\1, split: {axis: 1}}/" \
-		    "$S/llama-serve.yaml" >tp-serve.yaml
+		sed -f "$top/t/serve-splits.sed" "$S/llama-serve.yaml" >tp-serve.yaml
 		say "tp serve: $(grep -c 'split:' tp-serve.yaml) tensors split"
 		for n in 1 2; do
 			"$B" capture --backend cuda --tp $n --verify first-and-largest -o tp-serve-$n.plan \
@@ -1407,19 +1405,7 @@ PY
 		timeout 120 "$B" capture --backend cuda --tp 4 --mode full --tokens 1 --no-tune \
 			-o tp4-1b.plan "$S/llama-3.2-1b.yaml" >tp4-1b-cap.txt 2>&1
 		say "tp4: capture 1B --tp 4 full T=1: exit $?"
-		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
-			tp4-1b.plan >tp4-kill.out 2>tp4-kill.err &
-		rp=$!
-		sleep 8
-		r1=$(pgrep -P $rp | tail -1)
-		t0=$(date +%s)
-		[ -n "$r1" ] && kill -9 $r1
-		wait $rp
-		rc=$?
-		say "tp4 kill: rank pid $r1 (of $(pgrep -c -P $rp 2>/dev/null || echo 0) left) killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
-		grep '^bcgtool\|\[rank' tp4-kill.err | head -6 | sed 's/^/  /' | tee -a "$summary"
-		sleep 1
-		say "tp4 kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
+		tp_kill tp4 tp4-1b.plan
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a
