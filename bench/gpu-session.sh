@@ -64,9 +64,11 @@
 #             reads (the selected experts only) against the HBM peak
 #             (target >= 60% at T=1; at T=64 the experts read counted from
 #             the routing of steps 0, 20, 119 and 219 that eager runs dump,
-#             each layer's ids an output of moe-ids.yaml); and the MoE
-#             lines of the check stage's t7100 and cuda-ops logs (run
-#             check first)
+#             each layer's ids an output of moe-ids.yaml); Nsight Systems
+#             on full T=1 replays with and without PDL: each MoE kernel's
+#             time a launch (one layer) and TB/s, and bcgtool report's ops;
+#             and the MoE lines of the check stage's t7100 and cuda-ops
+#             logs (run check first)
 #   rope      the Llama-3.2-1B-shaped samples with the default rope and with
 #             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
 #             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
@@ -878,6 +880,52 @@ PY
 		say "moe: capture T=1 (breakable): exit $?"
 		"$B" inspect --breakpoints moe-t1.plan 2>&1 | grep -m2 'experts\.' | sed 's/^/  /' |
 			tee -a "$summary"
+		# Nsight Systems on full T=1 replays, with PDL and without (a PDL
+		# kernel's time holds the wait for the one before it; the plain
+		# launches give each kernel's own): every MoE kernel's time a launch
+		# (one layer), with the bytes the T=1 products move, and the step's
+		# ops attributed by bcgtool report (the router's product among them)
+		for v in pdl nopdl; do
+			o=; [ $v = nopdl ] && o=--no-pdl
+			"$B" capture --backend cuda --mode full --tokens 1 $o -o moe-full1-$v.plan \
+				"$S/qwen3-30b-a3b-moe.yaml" >moe-capture-full1-$v.txt 2>&1
+			say "moe: capture --mode full T=1 $o: exit $?"
+			sh "$top/.gpu/nsys-profile" "$log/moe-full1-$v" "$B" replay --backend cuda \
+				--tokens 1 --steps 50 --warmup 5 moe-full1-$v.plan >nsys-moe-$v.txt 2>&1
+			say "moe: nsys profile of the full T=1 replay ($v): exit $?"
+			NSYS=$(sed -n 's/^NSYS=//p' nsys-moe-$v.txt)
+			[ -n "$NSYS" ] && [ -f moe-full1-$v.nsys-rep ] || continue
+			kernel_table "$NSYS" moe-full1-$v.nsys-rep
+			python3 - moe-full1-$v.nsys-rep.kern.csv $v <<'PY' | tee -a "$summary"
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 8]
+if not rows:
+    sys.exit(0)
+head, rows = rows[0], rows[1:]
+i = {h: k for k, h in enumerate(head)}
+# bytes of one layer's products at T=1: the 8 experts' weights (bf16)
+H, I, K = 2048, 768, 8
+moved = {"gate_up": K * 2 * I * H * 2, "down": K * H * I * 2}
+print("  moe (%s): the MoE kernels a launch (one layer), T=1 full:" % sys.argv[2])
+for r in rows:
+    n = r[i["Name"]]
+    if "moe" not in n:
+        continue
+    name = n.replace("void ", "").split("(const")[0][:64]
+    avg, med = float(r[i["Avg (ns)"]]) / 1e3, float(r[i["Med (ns)"]]) / 1e3
+    kind = "gate_up" if "gate_up" in n else "down" if "down" in n else None
+    bw = "  %5.2f TB/s (%.1f MB)" % (moved[kind] / (med * 1e-6) / 1e12,
+                                    moved[kind] / 1e6) if kind else ""
+    print("  %6d x avg %7.2f us med %7.2f us  %s%s" % (int(r[i["Instances"]]), avg, med,
+                                                       name, bw))
+PY
+			"$NSYS" export --type sqlite --force-overwrite true -o moe-full1-$v.sqlite \
+				moe-full1-$v.nsys-rep >/dev/null 2>&1
+			"$B" report --tokens 1 --top 24 moe-full1-$v.sqlite moe-full1-$v.plan \
+				>moe-report-$v.txt 2>&1
+			say "moe: bcgtool report ($v): exit $?"
+			sed 's/^/  /' moe-report-$v.txt | tee -a "$summary"
+		done
 		# the MoE results of the check stage's tests, when it ran
 		grep -hE '(moe|MoE|mixtral|qwen2-moe|qwen3-moe|gated_add)' "$log/t/cuda-ops.log" \
 			"$log/t/t7100-hf-import.log" 2>/dev/null | grep -E '^(ok|not ok)' |

@@ -704,8 +704,10 @@ static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ct
 	dim3 dgrid(groups, (unsigned)((h + MOE_WARPS - 1) / MOE_WARPS));
 	const T *xp = static_cast<const T *>(x->data), *gp = static_cast<const T *>(gu->data);
 	const T *dp = static_cast<const T *>(dn->data);
+	const bool xa = (uintptr_t)xp % 16 == 0 && (uintptr_t)gp % 16 == 0;   /* 16-byte loads */
+	const bool da = (uintptr_t)dp % 16 == 0;
 
-	if (h % VEC == 0)
+	if (h % VEC == 0 && xa)
 		bcg_moe_gate_up_kernel<T, EAGER, true><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
 			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	else
@@ -713,7 +715,7 @@ static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ct
 			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	if (cuda_check_launch("the moe_experts gate|up product", msg, len) != 0)
 		return -1;
-	if (inter % VEC == 0)
+	if (inter % VEC == 0 && da)
 		bcg_moe_down_rows_kernel<T, EAGER>
 			<<<dim3(groups, (unsigned)((h + 2 * MOE_RB_ROWS - 1) / (2 * MOE_RB_ROWS))),
 			   moe_rows_threads(inter / VEC), 0, ctx->stream>>>(dp, x->dtype, h, inter,
