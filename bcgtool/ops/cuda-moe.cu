@@ -3,7 +3,9 @@
  * moe_router_paged, moe_experts and gated_add (op.h; host-moe.c is the
  * reference).
  *
- * moe_experts runs in four kernels over the scratch:
+ * moe_experts at T * K <= MOE_SMALL_PAIRS runs in two kernels, gate|up
+ * and down with the weighted sum folded in ("decode" below). Above it, in
+ * four kernels over the scratch:
  *   route     one block per expert: how many (row, k) pairs chose it, how
  *             many chose a lower expert (its offset), and its pairs in
  *             pair order into order[], with each pair's place in inv[];
