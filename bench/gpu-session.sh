@@ -769,6 +769,8 @@ assert m["rebased"] == m["allocations"] == 9 and m["fixed"] == 0, m
 		say "recorded: $rec_pass passed, $rec_fail failed"
 		;;
 	moe)
+		# MOE_TREES="now before" also benches the .gpu/before tree (the
+		# same lease's before figures), T=1 only.
 		for t in 1 64; do
 			t0=$(date +%s)
 			timeout 280 "$B" bench --backend cuda --tokens $t --steps 200 --warmup 20 --json \
@@ -776,6 +778,17 @@ assert m["rebased"] == m["allocations"] == 9 and m["fixed"] == 0, m
 			say "moe: bench qwen3-30b-a3b-moe T=$t: exit $? in $(( $(date +%s) - t0 )) s"
 			sed 's/^/  /' moe-bench-t$t.err | tail -5 | tee -a "$summary"
 		done
+		moe_before=
+		case " ${MOE_TREES:-now} " in
+		*" before "*)
+			if build_before; then
+				timeout 280 "$ob/bcgtool/bcgtool" bench --backend cuda --tokens 1 --steps 200 \
+					--warmup 20 --json "$S/qwen3-30b-a3b-moe.yaml" >moe-bench-before-t1.json \
+					2>moe-bench-before-t1.err
+				say "moe: before tree: bench qwen3-30b-a3b-moe T=1: exit $?"
+				moe_before=moe-bench-before-t1.json
+			fi ;;
+		esac
 		# The routing of T=64 steps: the sample with each layer's expert ids
 		# an output of its own, run eagerly for 1, 21, 120 and 220 steps, the
 		# ids of the last dumped: steps 0, 20, 119 and 219, numbered as the
@@ -817,7 +830,8 @@ for d in sys.argv[1:]:
 json.dump({"tokens": 64, "distinct": steps}, sys.stdout)
 PY
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json <<'PY' | tee -a "$summary"
+		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json $moe_before <<'PY' |
+			tee -a "$summary"
 import json, sys
 # Bytes a step reads, from the sample's shapes (bf16): per layer the
 # q|k|v, o and router weights and the caches up to kv_len; the experts
@@ -859,8 +873,8 @@ for path in sys.argv[2:]:
         chosen, how = uniform, " (estimate: uniform routing; no routing dumped)"
     kv = 2 * (64 + 250) * KVW * b      # about kv_len half-way through the run
     total = L * (layer + chosen * expert + kv) + V * H * b + t * H * b
-    print("  T=%d: %.1f experts a layer read, %.1f MB a step%s" % (
-        t, chosen, total / 1e6, how))
+    print("  %sT=%d: %.1f experts a layer read, %.1f MB a step%s" % (
+        "before tree: " if "before" in path else "", t, chosen, total / 1e6, how))
     for m in d["modes"]:
         if not m["ran"]:
             print("    %-9s not run" % m["mode"])
