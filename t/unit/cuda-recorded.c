@@ -155,9 +155,19 @@ static void run_case(const char *name, const struct rs_opts *o, const struct rr_
 	   "%s: times measured (step %.4f ms)", name, run.step_median);
 	ok(run.busy_steps == 0 && run.item_busy == NULL && run.l2_bytes == 0,
 	   "%s: no busy pass and no flush unless asked for", name);
+	check_words(s, RS_A, RS_N, 1, 7, 0, "A = 7 + i (graph kernel)");
+	check_words(s, RS_B, RS_N, 3, 22, 0, "B = 22 + 3i (struct-by-value pointer, PDL edge)");
+	check_words(s, RS_C, RS_N, 3, 22, 0, "C = B (memcpy node)");
+	check_words(s, RS_F, 64, 0, 5, 0, "F = 5 (memset node)");
+	check_words(s, RS_D, RS_N, 1, 100, 0, "D = 100 + i (eager kernel)");
+	check_words(s, RS_E, RS_N, 0, 0, 1, "E = i*i (eager copy from host bytes)");
+	check_words(s, RS_G, RS_N, 3, 301, 0, "G = 301 + 3i (eager kernel with PDL)");
+	if (o->indirect)
+		check_words(s, RS_H, RS_N, 1, 7, 0, "H = A (an address stored in memory)");
 	rr_run_release(&run);
-	/* back to back, flushed, and a busy pass: 20 steps, more than the
-	 * window of steps in flight, so that slots are read and reused */
+	/* after the results are checked: back to back, flushed, and a busy
+	 * pass; 20 steps, more than the window of steps in flight, so that
+	 * slots are read and reused */
 	if (!ok(rr_replay_variant(s, 0, &(struct rr_replay){ .warmup = 1, .steps = 20,
 	                          .pace = RR_PACE_NONE, .flush_l2 = 1, .busy_steps = 3 }, &run,
 	                          &err) == 0, "%s: replay --pace none --flush-l2: %s", name, err.msg))
@@ -174,15 +184,6 @@ static void run_case(const char *name, const struct rs_opts *o, const struct rr_
 		is_u64(run.l2_bytes, 2 * (uint64_t)l2, "%s: the flush writes twice the L2 (%d bytes)",
 		       name, l2);
 	}
-	check_words(s, RS_A, RS_N, 1, 7, 0, "A = 7 + i (graph kernel)");
-	check_words(s, RS_B, RS_N, 3, 22, 0, "B = 22 + 3i (struct-by-value pointer, PDL edge)");
-	check_words(s, RS_C, RS_N, 3, 22, 0, "C = B (memcpy node)");
-	check_words(s, RS_F, 64, 0, 5, 0, "F = 5 (memset node)");
-	check_words(s, RS_D, RS_N, 1, 100, 0, "D = 100 + i (eager kernel)");
-	check_words(s, RS_E, RS_N, 0, 0, 1, "E = i*i (eager copy from host bytes)");
-	check_words(s, RS_G, RS_N, 3, 301, 0, "G = 301 + 3i (eager kernel with PDL)");
-	if (o->indirect)
-		check_words(s, RS_H, RS_N, 1, 7, 0, "H = A (an address stored in memory)");
 out:
 	rr_run_release(&run);
 	rr_close(s);
