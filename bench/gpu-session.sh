@@ -55,6 +55,16 @@
 #             (which address hints the driver honours); each check ends in
 #             "recorded: PASS ..." or "recorded: FAIL ...: why", the stage
 #             in "recorded: N passed, M failed"
+#   rectime   issue 20's "replay within 10% of the original": t/record/full.py
+#             and breakable.py (--steps 40, batch sizes 1, 2, 4 = variants 1,
+#             2, 3) recorded once each, then replayed (200 steps after 20)
+#             paced step and none, each without and with --flush-l2: per
+#             variant the recorded span and GPU busy time against the
+#             replay's step and busy pass (lines "rectime ..."); and each
+#             plan's replay recorded in turn, so that the same CUPTI records
+#             time the original's graphs and the replay's (lines "rectime
+#             ... same instrument": recorded graph time, original and replay,
+#             per segment fingerprint)
 #   recordcost the recorder's cost on t/record/full.py under each
 #             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
 #             replay of each recording against its recorded GPU busy time
@@ -587,6 +597,89 @@ PY
 			fi
 		done
 		say "record: $(( $(date +%s) - rt0 )) s in all"
+		;;
+	rectime)
+		# What the replay is held to (bcgtool-replay(1), RECORDED PLANS):
+		# each mode's replay against the recorded span and GPU busy time.
+		for p in full breakable; do
+			timeout 300 "$B" record --step step -o rt-$p.plan -- \
+				python3 "$top/t/record/$p.py" --steps 40 >rt-$p.json 2>rt-$p.err
+			say "rectime record $p: exit $? (program: $(python3 -c '
+import json, sys
+print("step %.4f ms" % json.loads(open(sys.argv[1]).read().splitlines()[-1])["step_ms"])
+' rt-$p.json 2>/dev/null))"
+			"$B" inspect rt-$p.plan 2>&1 | sed -n '/^variants/,$p' | sed 's/^/  /' |
+				tee -a "$summary"
+			for m in step none step-flush none-flush; do
+				fl=
+				case $m in *-flush) fl=--flush-l2 ;; esac
+				timeout 300 "$B" replay --steps 200 --warmup 20 --pace ${m%-flush} $fl \
+					--json rt-$p.plan >rt-$p-$m.json 2>rt-$p-$m.err
+				say "rectime replay $p --pace ${m%-flush} $fl: exit $?"
+			done
+			python3 - "$p" <<'PY' | tee -a "$summary"
+import json, sys
+p = sys.argv[1]
+runs = {}
+for m in ("step", "none", "step-flush", "none-flush"):
+    try:
+        runs[m] = json.load(open("rt-%s-%s.json" % (p, m)))
+    except Exception as e:
+        print("rectime %s %s: no report (%s)" % (p, m, e))
+if not runs:
+    sys.exit(0)
+first = next(iter(runs.values()))
+def ms(x):
+    return "-" if x is None else "%.3f" % x
+def rt(x):
+    return "-" if x is None else "%.2f" % x
+for k, v in enumerate(first["variants"]):
+    print("rectime %s variant %d: recorded span %s ms, GPU busy %s ms (items summed)" % (
+        p, v["variant"], ms(v["recorded_ms"]), ms(v["busy"]["recorded_ms"])))
+    for m, d in runs.items():
+        x = d["variants"][k]
+        b = x["busy"]
+        print("rectime %s variant %d %-10s: step %s ms (/span %s, /busy %s), busy pass %s ms "
+              "(/busy %s)" % (p, x["variant"], m, ms(x["step_ms"]["median"]), rt(x["ratio"]),
+                              rt(b["ratio"]), ms(b.get("replay_ms")), rt(b.get("replay_ratio"))))
+PY
+			# the replay recorded: the same CUPTI records time both runs
+			timeout 300 "$B" record -o rt-$p-rr.plan -- "$B" replay --steps 200 --warmup 20 \
+				rt-$p.plan >rt-$p-rr.txt 2>rt-$p-rr.err
+			say "rectime record of the replay of $p: exit $?"
+			"$B" inspect --json rt-$p.plan >rt-$p-orig.json 2>/dev/null
+			"$B" inspect --json rt-$p-rr.plan >rt-$p-rr.json 2>/dev/null &&
+			python3 - "$p" <<'PY' | tee -a "$summary"
+import json, sys
+p = sys.argv[1]
+o = json.load(open("rt-%s-orig.json" % p))
+r = json.load(open("rt-%s-rr.json" % p))
+def seen(d):
+    # each segment's recorded time, from the variant seen most often that has it
+    best = {}
+    for v in d["variants"]:
+        for it in v["items"]:
+            if it["kind"] != "segment":
+                continue
+            s = d["segments"][it["index"]]
+            fp = s["fingerprint"]
+            if fp not in best or v["seen"] > best[fp][0]:
+                best[fp] = (v["seen"], s["recorded_ns"])
+    return best
+ob, rb = seen(o), seen(r)
+for v in o["variants"]:
+    for it in v["items"]:
+        if it["kind"] != "segment":
+            continue
+        fp = o["segments"][it["index"]]["fingerprint"]
+        on = o["segments"][it["index"]]["recorded_ns"]
+        rn = rb.get(fp, (0, 0))[1]
+        print("rectime %s same instrument: variant %d segment %d: original %.1f us, replay "
+              "%s%s" % (p, v["tokens"], it["index"], on / 1e3,
+                        "%.1f us" % (rn / 1e3) if rn else "not found",
+                        " (%.2f)" % (rn / on) if rn and on else ""))
+PY
+		done
 		;;
 	recordcost)
 		# Where the recorder's cost on the full-graph program comes from:
