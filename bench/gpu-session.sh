@@ -923,8 +923,7 @@ for d in sys.argv[1:]:
 json.dump({"tokens": 64, "distinct": steps}, sys.stdout)
 PY
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json $moe_before <<'PY' |
-			tee -a "$summary"
+		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json $moe_before <<'PY' | tee -a "$summary"
 import json, sys
 # Bytes a step reads, from the sample's shapes (bf16): per layer the
 # q|k|v, o and router weights and the caches up to kv_len; the experts
