@@ -64,7 +64,7 @@
 #             plan's replay recorded in turn, so that the same CUPTI records
 #             time the original's graphs and the replay's (lines "rectime
 #             ... same instrument": recorded graph time, original and replay,
-#             per segment fingerprint)
+#             per segment fingerprint); RECTIME_PROGRAMS picks the programs
 #   recordcost the recorder's cost on t/record/full.py under each
 #             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
 #             replay of each recording against its recorded GPU busy time
@@ -601,7 +601,7 @@ PY
 	rectime)
 		# What the replay is held to (bcgtool-replay(1), RECORDED PLANS):
 		# each mode's replay against the recorded span and GPU busy time.
-		for p in full breakable; do
+		for p in ${RECTIME_PROGRAMS:-full breakable}; do
 			timeout 300 "$B" record --step step -o rt-$p.plan -- \
 				python3 "$top/t/record/$p.py" --steps 40 >rt-$p.json 2>rt-$p.err
 			say "rectime record $p: exit $? (program: $(python3 -c '
