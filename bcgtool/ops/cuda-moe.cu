@@ -898,7 +898,6 @@ __device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_C
 	constexpr int UN = M >= 8 ? 1 : 2;     /* registers: as gemv at 8 tokens */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t units = h / V;
-	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 	const T *xrow[M];
 	float acc[S][M];
 
@@ -910,41 +909,7 @@ __device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_C
 #pragma unroll
 		for (int m = 0; m < M; m++)
 			acc[s][m] = 0.0f;
-	for (int64_t u = threadIdx.x; u < units; u += (int64_t)MOE_SG_THREADS * UN) {
-		uint4 wv[UN][S], xv[UN][M];
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			const int64_t ui = u + (int64_t)i * MOE_SG_THREADS;
-#pragma unroll
-			for (int s = 0; s < S; s++)
-				wv[i][s] = ui < units ? cuda_ld_stream(wrow[s] + ui * V) : zero;
-		}
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			const int64_t ui = u + (int64_t)i * MOE_SG_THREADS;
-#pragma unroll
-			for (int m = 0; m < M; m++)
-				xv[i][m] = ui < units ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
-				                      : zero;
-		}
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			float xf[M][V];
-#pragma unroll
-			for (int m = 0; m < M; m++)
-				cuda_widen16<T>(xv[i][m], xf[m]);
-#pragma unroll
-			for (int s = 0; s < S; s++) {
-				float wf[V];
-				cuda_widen16<T>(wv[i][s], wf);
-#pragma unroll
-				for (int m = 0; m < M; m++)
-#pragma unroll
-					for (int q = 0; q < V; q++)
-						acc[s][m] = fmaf(wf[q], xf[m][q], acc[s][m]);
-			}
-		}
-	}
+	cuda_dot16_rows<T, S, M, UN, MOE_SG_THREADS>(wrow, xrow, 0, units, acc);
 #pragma unroll
 	for (int s = 0; s < S; s++)
 #pragma unroll
