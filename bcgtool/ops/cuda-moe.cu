@@ -1137,6 +1137,22 @@ static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, 
 /* The small path: the eager form reads the ids on the host (a wait) and
  * groups the pairs by expert there; the graph-safe form leaves that to
  * the blocks. */
+/* The eager form reads the ids or counts on the host: refused on a stream
+ * being captured. 0, or -1 with MSG. */
+static int moe_eager_not_captured(const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+	cudaError_t err = cudaStreamIsCapturing(ctx->stream, &cap);
+
+	if (err != cudaSuccess)
+		return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
+		                 cuda_fault_tag(err), cudaGetErrorString(err));
+	if (cap != cudaStreamCaptureStatusNone)
+		return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
+		                 "counts on the host and cannot be captured");
+	return 0;
+}
+
 static int moe_small_run(const struct op_call *call, const struct cuda_op_ctx *ctx, void *act,
                          char *msg, size_t len)
 {
@@ -1148,14 +1164,9 @@ static int moe_small_run(const struct op_call *call, const struct cuda_op_ctx *c
 	if (!call->graph_safe) {
 		int32_t id[MOE_SMALL_PAIRS];
 		unsigned char seen[OP_MOE_MAX_EXPERTS];
-		cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 
-		if ((err = cudaStreamIsCapturing(ctx->stream, &cap)) != cudaSuccess)
-			return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
-			                 cuda_fault_tag(err), cudaGetErrorString(err));
-		if (cap != cudaStreamCaptureStatusNone)
-			return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
-			                 "counts on the host and cannot be captured");
+		if (moe_eager_not_captured(ctx, msg, len))
+			return -1;
 		if ((err = cudaMemcpyAsync(id, ids->data, (size_t)pairs * sizeof(int32_t),
 		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
 		    (err = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
@@ -1229,14 +1240,9 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 		/* eager: the counts on the host, the products for the experts that
 		 * have pairs only */
 		int count[OP_MOE_MAX_EXPERTS], offset[OP_MOE_MAX_EXPERTS];
-		cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 
-		if ((err = cudaStreamIsCapturing(ctx->stream, &cap)) != cudaSuccess)
-			return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
-			                 cuda_fault_tag(err), cudaGetErrorString(err));
-		if (cap != cudaStreamCaptureStatusNone)
-			return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
-			                 "counts on the host and cannot be captured");
+		if (moe_eager_not_captured(ctx, msg, len))
+			return -1;
 		if ((err = cudaMemcpyAsync(count, s.count, (size_t)e * sizeof(int),
 		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
 		    (err = cudaMemcpyAsync(offset, s.offset, (size_t)e * sizeof(int),
