@@ -347,6 +347,18 @@ int64_t profile_op_bytes(const plan_t *plan, uint32_t op, int64_t tokens)
 		                 (k - o->nin == 1 || k - o->nin == 2));
 		if (rows_only && rows > 0)
 			bytes = bytes / (uint64_t)rows * (uint64_t)tokens;
+		/* moe_experts reads only routed experts' weights (inputs 3 and 4,
+		 * [E, ...]): at most min(E, T * top_k) of the E, exactly top_k at
+		 * one token. */
+		if (!out && (k == 3 || k == 4) && strcmp(o->kind, "moe_experts") == 0 && rows > 0 &&
+		    o->nin > 1) {
+			const struct plan_tensor *ids = plan_get_tensor(plan, o->in[1]);
+			int64_t topk = ids->rank == 2 ? plan_axis_size(plan, &ids->shape[1], tokens) : 0;
+			int64_t read = tokens > 0 && topk > 0 && tokens <= rows / topk + 1 ?
+			               tokens * topk : rows;
+			if (read < rows)
+				bytes = bytes / (uint64_t)rows * (uint64_t)read;
+		}
 		total += (int64_t)bytes;
 	}
 	return total;
