@@ -1134,9 +1134,6 @@ static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, 
 	                   inter, (int)k, (int)e);
 }
 
-/* The small path: the eager form reads the ids on the host (a wait) and
- * groups the pairs by expert there; the graph-safe form leaves that to
- * the blocks. */
 /* The eager form reads the ids or counts on the host: refused on a stream
  * being captured. 0, or -1 with MSG. */
 static int moe_eager_not_captured(const struct cuda_op_ctx *ctx, char *msg, size_t len)
@@ -1153,6 +1150,9 @@ static int moe_eager_not_captured(const struct cuda_op_ctx *ctx, char *msg, size
 	return 0;
 }
 
+/* The small path: the eager form reads the ids on the host (a wait) and
+ * groups the pairs by expert there; the graph-safe form leaves that to
+ * the blocks. */
 static int moe_small_run(const struct op_call *call, const struct cuda_op_ctx *ctx, void *act,
                          char *msg, size_t len)
 {
