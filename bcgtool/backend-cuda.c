@@ -1092,7 +1092,7 @@ static int cuda_time_setup(struct backend *b, char *msg, size_t len)
 		return 0;
 	CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b->device),
 	         "cudaDeviceGetAttribute(L2 cache size)");
-	b->scrub_bytes = 2 * (size_t)(l2 > 0 ? l2 : (64 << 20));
+	b->scrub_bytes = cuda_l2_flush_bytes(l2);
 	CUDA_TRY(cudaMalloc(&b->scrub, b->scrub_bytes), "allocating the cache scrub buffer");
 	CUDA_TRY(cudaMemsetAsync(b->scrub, 0, b->scrub_bytes, b->stream), "cudaMemsetAsync");
 	return 0;

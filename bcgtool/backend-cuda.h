@@ -26,6 +26,15 @@ int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
 int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t bytes, int sm_count,
                      char *msg, size_t len);
 
+/* The bytes a buffer must have so that going over it leaves nothing of
+ * other work in L2: twice L2_BYTES (cudaDevAttrL2CacheSize; the H100's
+ * L2 is two halves, and a line may be held in both), 128 MiB when the
+ * device does not say. The scrub above and replay --flush-l2 use it. */
+static inline size_t cuda_l2_flush_bytes(int l2_bytes)
+{
+	return 2 * (size_t)(l2_bytes > 0 ? l2_bytes : (64 << 20));
+}
+
 /* Device memory cuda_verify_sums needs for COUNT elements of DTYPE. */
 size_t cuda_verify_work_bytes(int dtype, uint64_t count);
 /* Queue on STREAM the sums of comparing COUNT elements of DTYPE at GOT

@@ -1723,13 +1723,12 @@ static double rr_median(double *v, uint64_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The L2 flush (replay --flush-l2): a buffer twice the L2's size,
+/* The L2 flush (replay --flush-l2): a buffer of cuda_l2_flush_bytes,
  * written over with a memset before each step, outside its timed range.
  * Writing it leaves L2 holding the buffer's lines and none of the
  * step's: weights and activations come from device memory again, as in
  * a program whose other work (or other programs) run between its
- * steps. Twice the size, since the H100's L2 is two halves a line may
- * be held in both of. */
+ * steps. */
 static int rr_flush_setup(struct rr_session *s, struct rr_error *err)
 {
 	int l2 = 0;
@@ -1738,7 +1737,7 @@ static int rr_flush_setup(struct rr_session *s, struct rr_error *err)
 		return 0;
 	RR_RT(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s->device),
 	      "reading the L2 cache size");
-	s->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+	s->flush_bytes = cuda_l2_flush_bytes(l2);
 	RR_RT(cudaMalloc(&s->flush, s->flush_bytes), "allocating the L2 flush buffer");
 	return 0;
 fail:
