@@ -1135,7 +1135,9 @@ int plan_set_recording(plan_t *plan, const struct plan_recording *rec, struct pl
 		return NOMEM(diag);
 	plan->recording = r;
 	plan->recorded = 1;
-	plan->format_minor = PLAN_FORMAT_MINOR_RECORDED;
+	/* a plan read from a newer file keeps the file's version */
+	if (plan->format_minor < PLAN_FORMAT_MINOR_RECORDED)
+		plan->format_minor = PLAN_FORMAT_MINOR_RECORDED;
 	return PLAN_OK;
 }
 
