@@ -837,7 +837,7 @@ unsigned plan_variant_offsets(const plan_t *plan, uint32_t variant, uint32_t *mi
 
 	if (variant >= plan->variants.count)
 		return 0;
-	const struct plan_variant *v = AT(plan->variants, struct plan_variant, variant);
+	const struct plan_variant *v = &AT(plan->variants, struct plan_variant_rec, variant)->pub;
 	if (!plan->recorded || v->nitems == 0)
 		return 0;
 	/* The first item starts the step: its offsets are 0 by definition. */

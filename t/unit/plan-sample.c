@@ -207,7 +207,7 @@ plan_t *sample_rich(void)
 	CHECK(plan_add_segment(p, &s0, NULL, NULL));
 	uint32_t rd[] = { g, kv, pos }, wr[] = { out, kv };
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v0, 3, "attn.0", PLAN_BREAK_FORCED,
-	                          "marked eager: true in the script", 3, 2, rd, wr, 0, 0, 0 }, NULL, NULL));
+	                          "marked eager: true in the script", 3, 2, rd, wr, 0, 0, 0, 0, 0 }, NULL, NULL));
 	/* A host-style segment: no nodes. */
 	CHECK(plan_add_segment(p, &(struct plan_segment){ .variant = v0, .op_first = 4, .op_count = 1 },
 	                       &seg, NULL));
@@ -216,7 +216,7 @@ plan_t *sample_rich(void)
 	for (uint32_t i = 0; i < 5; i++) {
 		const struct plan_op *o = plan_get_op(p, i);
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v2, i, names[i], PLAN_BREAK_MODE,
-		                          "the variant's mode is eager", o->nin, o->nout, o->in, o->out, 0, 0, 0 },
+		                          "the variant's mode is eager", o->nin, o->nout, o->in, o->out, 0, 0, 0, 0, 0 },
 		                          NULL, NULL));
 	}
 	CHECK(plan_add_check(p, &(struct plan_check){ v0, out, 3, UINT64_C(0xdeadbeefcafef00d), -12.5 },
@@ -304,7 +304,7 @@ static plan_t *vector(unsigned minor)
 	s.fingerprint = plan_fingerprint(&s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, 1, "s", PLAN_BREAK_FORCED,
-	                          "eager: true", 1, 1, in1, out1, 0, 0, 0 }, NULL, NULL));
+	                          "eager: true", 1, 1, in1, out1, 0, 0, 0, 0, 0 }, NULL, NULL));
 	CHECK(plan_add_check(p, &(struct plan_check){ v, y, 1, UINT64_C(0xa5a5a5a55a5a5a5a), 1.5 },
 	                     NULL, NULL));
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 2, .variant = v }, NULL, NULL));
@@ -384,7 +384,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 		snprintf(name, sizeof name, "layer%u.op%u", s, nodes);
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, first + nodes, name,
 		                          PLAN_BREAK_KIND, "attention follows the host's kv_len",
-		                          1, 1, &t[0], &t[1], 0, 0, 0 }, NULL, NULL));
+		                          1, 1, &t[0], &t[1], 0, 0, 0, 0, 0 }, NULL, NULL));
 	}
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 8, .variant = v }, NULL, NULL));
 	free(nd);
