@@ -493,6 +493,10 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	                          .detail = "a copy from pageable host memory",
 	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000 },
 	                          NULL, NULL));
+	/* the paced vector: memcpy at +0; the graph 15 us after it starts (9
+	 * us of copy, then 6 us idle), launched 11 us after; cublasLt at +730
+	 * us (the graph's 700 us, then 15 us idle), launched at +26 us */
+	int off = o->offsets && !o->move_break;
 	if (o->move_break)
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0,
 		                          .op = PLAN_NONE, .name = "cublasLt",
@@ -509,7 +513,8 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	edges[2] = (struct plan_edge){ 1, 3, 0, 0, 0 };
 	struct plan_segment s = { .variant = v0, .flags = PLAN_SEG_NODES, .nnodes = 4,
 	                          .nodes = nodes, .nedges = 3, .edges = edges,
-	                          .recorded_ns = 700000 };
+	                          .recorded_ns = 700000, .start_ns = off ? 15000 : 0,
+	                          .issue_ns = off ? 11000 : 0 };
 	s.fingerprint = plan_fingerprint_recorded(p, &s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
 	if (!o->move_break)
@@ -518,7 +523,8 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 		                          .reason = PLAN_BREAK_RECORDED,
 		                          .detail = "a kernel of a library module outside the graphs",
 		                          .launch_first = l[4], .launch_count = 1,
-		                          .recorded_ns = 41000 }, NULL, NULL));
+		                          .recorded_ns = 41000, .start_ns = off ? 730000 : 0,
+		                          .issue_ns = off ? 26000 : 0 }, NULL, NULL));
 
 	/* Variant 2: LAYERS layers of rmsnorm then matmul in one graph, then
 	 * a device-to-device copy. */
@@ -556,7 +562,11 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
 	                          .detail = "a copy outside the graphs",
 	                          .launch_first = l[nl - 1], .launch_count = 1,
-	                          .recorded_ns = 12000 }, NULL, NULL));
+	                          .recorded_ns = 12000,
+	                          /* the paced vector: 50 us idle after the
+	                             graph's 5.1 ms; launched 40 us after it */
+	                          .start_ns = off ? 5150000 : 0, .issue_ns = off ? 40000 : 0 },
+	                          NULL, NULL));
 	return p;
 fail:
 	plan_free(p);
