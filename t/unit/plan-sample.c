@@ -491,7 +491,8 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0, .op = PLAN_NONE,
 	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
 	                          .detail = "a copy from pageable host memory",
-	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000 },
+	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000,
+	                          .start_ns = o->offsets == 4 ? 100 : 0 },
 	                          NULL, NULL));
 	/* the paced vector: memcpy at +0; the graph 15 us after it starts (9
 	 * us of copy, then 6 us idle), launched 11 us after; cublasLt at +730
@@ -523,7 +524,9 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 		                          .reason = PLAN_BREAK_RECORDED,
 		                          .detail = "a kernel of a library module outside the graphs",
 		                          .launch_first = l[4], .launch_count = 1,
-		                          .recorded_ns = 41000, .start_ns = off ? 730000 : 0,
+		                          .recorded_ns = 41000,
+		                          .start_ns = o->offsets == 2 ? 10000 : o->offsets == 3 ? 0 :
+		                                      off ? 730000 : 0,
 		                          .issue_ns = off ? 26000 : 0 }, NULL, NULL));
 
 	/* Variant 2: LAYERS layers of rmsnorm then matmul in one graph, then

@@ -55,8 +55,11 @@ struct sample_rec_opts {
 	int      module_changed;
 	int      grid;
 	int      one_variant;
-	/* (format 1.7) the items' start offsets of the paced vector
-	 * (plan-format.md); not with MOVE_BREAK */
+	/* (format 1.7) 1: the items' start offsets of the paced vector
+	 * (plan-format.md); not with MOVE_BREAK. Broken for plan_validate:
+	 * 2, cublasLt starts before the graph before it; 3, cublasLt has no
+	 * start offset where the graph has one; 4, the first item (memcpy)
+	 * starts 100 ns into its own step. */
 	int      offsets;
 };
 plan_t *sample_recorded_ex(const struct sample_rec_opts *opts);
