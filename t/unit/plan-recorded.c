@@ -512,16 +512,38 @@ out:
 }
 
 /* Format 1.7: the items' start offsets, their rules and their version. */
+/* Whether P, written to memory and read back, reads as format MAJOR.MINOR
+ * (a failure to write or read says why, as a diagnostic, and is false). */
+static int written_as(const plan_t *p, unsigned major, unsigned minor)
+{
+	struct plan_diag d = { 0 };
+	void *buf = NULL;
+	size_t len = 0;
+	plan_t *q = NULL;
+	unsigned got_major = 0, got_minor = 0;
+
+	if (plan_write_memory(p, &buf, &len, &d) != 0 ||
+	    plan_read_memory(buf, len, NULL, &q, &d) != 0) {
+		diag("written and read back: %s", d.message);
+		free(buf);
+		return 0;
+	}
+	plan_get_format_version(q, &got_major, &got_minor);
+	plan_free(q);
+	free(buf);
+	if (got_major != major || got_minor != minor)
+		diag("read back as %u.%u", got_major, got_minor);
+	return got_major == major && got_minor == minor;
+}
+
 static void test_offsets(void)
 {
 	plan_t *p = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2, .offsets = 1 });
 	plan_t *old = sample_recorded(2);
 	struct plan_diag d = { 0 };
 	uint32_t missing = 0;
-	unsigned major = 0, minor = 0;
 	void *buf = NULL;
 	size_t len = 0;
-	plan_t *q = NULL;
 
 	if (p == NULL || old == NULL) {
 		tap_skip(1, "the sample plans cannot be built");
@@ -533,28 +555,9 @@ static void test_offsets(void)
 	is_int(missing, PLAN_NONE, "and none is missing");
 	is_int(plan_variant_offsets(old, 0, &missing), 0, "a plan without offsets has none");
 	is_int(missing, 1, "the first item without one is item 1 (item 0 starts the step)");
-	if (plan_write_memory(old, &buf, &len, &d) == 0 &&
-	    plan_read_memory(buf, len, NULL, &q, &d) == 0) {
-		plan_get_format_version(q, &major, &minor);
-		ok(major == 1 && minor == 4, "a recorded plan without offsets is still written as 1.4");
-	} else {
-		ok(0, "a recorded plan without offsets is written and read (%s)", d.message);
-	}
-	plan_free(q);
-	q = NULL;
-	free(buf);
-	buf = NULL;
-	if (plan_write_memory(p, &buf, &len, &d) == 0 &&
-	    plan_read_memory(buf, len, NULL, &q, &d) == 0) {
-		plan_get_format_version(q, &major, &minor);
-		ok(major == 1 && minor == PLAN_FORMAT_MINOR_OFFSETS, "one with offsets as 1.%u", minor);
-	} else {
-		ok(0, "a recorded plan with offsets is written and read (%s)", d.message);
-	}
-	plan_free(q);
-	q = NULL;
-	free(buf);
-	buf = NULL;
+	ok(written_as(old, 1, 4), "a recorded plan without offsets is still written as 1.4");
+	ok(written_as(p, 1, PLAN_FORMAT_MINOR_OFFSETS), "one with offsets as 1.%u",
+	   PLAN_FORMAT_MINOR_OFFSETS);
 	static const struct { int mode; const char *why; const char *what; } bad[] = {
 		{ 2, "variant 0 item 2 starts before the item before it", "an item before its predecessor" },
 		{ 3, "variant 0: 1 of its 2 items past the first have a start offset and 2 a launch offset",
