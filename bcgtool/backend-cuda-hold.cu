@@ -33,6 +33,29 @@ extern "C" int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_
 	return 0;
 }
 
+/* The idle gap of a paced replay (replay --pace recorded): one thread
+ * spins on the global timer, without the hold's sleeps, whose 1 us steps
+ * would make a gap of a few microseconds up to twice as long. It reads
+ * and writes no memory, so the caches hold what the step left there, as
+ * they did while the recorded GPU idled. */
+static __global__ void gap_kernel(unsigned long long ns)
+{
+	unsigned long long start = global_ns();
+	while (global_ns() - start < ns)
+		;
+}
+
+extern "C" int cuda_gap_stream(cudaStream_t stream, uint64_t ns, char *msg, size_t len)
+{
+	gap_kernel<<<1, 1, 0, stream>>>((unsigned long long)ns);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess) {
+		snprintf(msg, len, "gap kernel: %s%s", cuda_fault_tag(e), cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+
 /* BCG_TEST_FAULT's broken kernel: a store to an address no allocation
  * has, as an out-of-bounds index in a real kernel would make. */
 static __global__ void fault_kernel(unsigned *bad)

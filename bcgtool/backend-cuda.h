@@ -17,6 +17,9 @@ extern "C" {
  * global timer. Work queued behind it starts only when it ends, so the
  * host can queue a whole step first. */
 int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_t len);
+/* Make STREAM idle about NS nanoseconds at this point (one thread spins
+ * on the global timer, touching no memory): replay --pace recorded. */
+int cuda_gap_stream(cudaStream_t stream, uint64_t ns, char *msg, size_t len);
 /* Test hook: launch one kernel that writes to an invalid address. */
 int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
 

@@ -58,9 +58,12 @@
 #   rectime   issue 20's "replay within 10% of the original": t/record/full.py
 #             and breakable.py (--steps 40, batch sizes 1, 2, 4 = variants 1,
 #             2, 3) recorded once each, then replayed (200 steps after 20)
-#             paced step and none, each without and with --flush-l2: per
-#             variant the recorded span and GPU busy time against the
-#             replay's step and busy pass (lines "rectime ..."); and each
+#             paced step and none, each without and with --flush-l2, and
+#             paced recorded (the recorded idle gaps before the items,
+#             plan format 1.7) without and with it: per variant the
+#             recorded span and GPU busy time against the replay's step
+#             and busy pass (lines "rectime ..."; paced recorded also the
+#             gaps put in, "rectime P variant V recorded: ... gaps"); each
 #             plan's replay recorded in turn, so that the same CUPTI records
 #             time the original's graphs and the replay's (lines "rectime
 #             ... same instrument": recorded graph time, original and replay,
@@ -610,7 +613,7 @@ print("step %.4f ms" % json.loads(open(sys.argv[1]).read().splitlines()[-1])["st
 ' rt-$p.json 2>/dev/null))"
 			"$B" inspect rt-$p.plan 2>&1 | sed -n '/^variants/,$p' | sed 's/^/  /' |
 				tee -a "$summary"
-			for m in step none step-flush none-flush; do
+			for m in step none recorded step-flush none-flush recorded-flush; do
 				fl=
 				case $m in *-flush) fl=--flush-l2 ;; esac
 				timeout 300 "$B" replay --steps 200 --warmup 20 --pace ${m%-flush} $fl \
@@ -621,7 +624,7 @@ print("step %.4f ms" % json.loads(open(sys.argv[1]).read().splitlines()[-1])["st
 import json, sys
 p = sys.argv[1]
 runs = {}
-for m in ("step", "none", "step-flush", "none-flush"):
+for m in ("step", "none", "recorded", "step-flush", "none-flush", "recorded-flush"):
     try:
         runs[m] = json.load(open("rt-%s-%s.json" % (p, m)))
     except Exception as e:
@@ -639,9 +642,14 @@ for k, v in enumerate(first["variants"]):
     for m, d in runs.items():
         x = d["variants"][k]
         b = x["busy"]
-        print("rectime %s variant %d %-10s: step %s ms (/span %s, /busy %s), busy pass %s ms "
+        print("rectime %s variant %d %-14s: step %s ms (/span %s, /busy %s), busy pass %s ms "
               "(/busy %s)" % (p, x["variant"], m, ms(x["step_ms"]["median"]), rt(x["ratio"]),
                               rt(b["ratio"]), ms(b.get("replay_ms")), rt(b.get("replay_ratio"))))
+        if "paced" in x:
+            g = x["paced"]
+            print("rectime %s variant %d %-14s: %d gaps put in, %s ms recorded in all, gap "
+                  "kernel %.2f us" % (p, x["variant"], m, g["gaps"], ms(g["gap_ms"]),
+                                      g["gap_cost_us"]))
 PY
 			# the replay recorded: the same CUPTI records time both runs
 			timeout 300 "$B" record -o rt-$p-rr.plan -- "$B" replay --steps 200 --warmup 20 \

@@ -188,7 +188,7 @@ static plan_t *build_rank(const struct opts *o, uint32_t r)
 	                       NULL, NULL));
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, 2, "o.all_reduce", PLAN_BREAK_KIND,
 	                          "a collective: every rank must launch it at once", 1, 1, in2, out2,
-	                          0, 0, 0 }, NULL, NULL));
+	                          0, 0, 0, 0, 0 }, NULL, NULL));
 	if (nops == 4)
 		CHECK(plan_add_segment(p, &(struct plan_segment){ .variant = v, .op_first = 3,
 		                       .op_count = 1 }, NULL, NULL));
