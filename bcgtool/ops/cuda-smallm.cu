@@ -81,6 +81,8 @@ struct smallm_args {
 	int         ksplit;         /* gridDim.y */
 	float      *part;           /* ksplit > 1: [ksplit][nblocks][slots * MT] */
 	unsigned   *counters;       /* ksplit > 1: one per column group */
+	const void *w;              /* rmsnorm_matmul: the norm's weights [K] */
+	float       eps;            /* and its eps */
 };
 
 /* Slot S of a block owning output columns [c0, c0 + G) reads b's row
@@ -335,11 +337,21 @@ __device__ __forceinline__ void smallm_widen(const uint4 &v, float (&f)[16 / siz
  * block owns G output columns (4, or 2 of gate and 2 of up for silu_mul);
  * thread t takes units u0 + t, u0 + t + SM_THREADS, ..., two at a time,
  * for all its rows and up to MAXM tokens. Sums meet by warp butterflies,
- * then across warps in shared memory. */
-template <typename T, int MAXM, bool VEC, int EPI>
+ * then across warps in shared memory.
+ *
+ * NORM (rmsnorm_matmul, VEC only): a is x, and the token operand is
+ * rmsnorm(x, w) rounded to T, formed where it is read. After the wait
+ * every block sums the squares of each of its token rows over all of K
+ * (16-byte loads, thread t taking vectors t, t + SM_THREADS, ..., then the
+ * warp butterflies and the warps in order: the same order in every block,
+ * so all blocks and all K splits use the same rms), then each element is
+ * x / rms * w as bcg_rmsnorm_kernel computes it, rounded to T as that
+ * kernel's store rounds it. */
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false>
 __global__ void __launch_bounds__(SM_THREADS)
 bcg_smallm_gemv_kernel(smallm_args p)
 {
+	static_assert(!NORM || VEC, "the norm prologue reads 16-byte vectors");
 	constexpr int G = EPI == EPI_SILU ? 2 : 4;
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	constexpr int MT = MAXM;
@@ -365,6 +377,43 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
 	                u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
+
+	/* NORM: each token row's rms (unused otherwise). */
+	float rms[NORM ? MT : 1];
+	rms[0] = 1.0f;
+	(void)rms;
+	if constexpr (NORM) {
+		float ss[MT];
+#pragma unroll
+		for (int m = 0; m < MT; m++)
+			ss[m] = 0.0f;
+		for (int64_t u = threadIdx.x; u < p.units; u += SM_THREADS) {
+#pragma unroll
+			for (int m = 0; m < MT; m++) {
+				float f[V];
+				smallm_widen<T>(*reinterpret_cast<const uint4 *>(xrow[m] + u * V), f);
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					ss[m] += f[e] * f[e];
+			}
+		}
+#pragma unroll
+		for (int m = 0; m < MT; m++) {
+			float v = cuda_warp_sum(ss[m]);
+			if (lane == 0)
+				red[warp][m] = v;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int m = 0; m < MT; m++) {
+			float sum = 0.0f;
+#pragma unroll
+			for (int w = 0; w < SM_WARPS; w++)
+				sum += red[w][m];
+			rms[m] = sqrtf(sum / (float)p.K + p.eps);
+		}
+		__syncthreads();                 /* red is the sums' again below */
+	}
 
 	float acc[S][MT];
 #pragma unroll
@@ -392,12 +441,35 @@ bcg_smallm_gemv_kernel(smallm_args p)
 					xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
 					                   : zero;
 			}
+			uint4 nv[NORM ? UN : 1];
+			(void)nv;
+			if constexpr (NORM) {
+				const T *nw = static_cast<const T *>(p.w);
+#pragma unroll
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
+					nv[i] = ui < u1 ? *reinterpret_cast<const uint4 *>(nw + ui * V) : zero;
+				}
+			}
 #pragma unroll
 			for (int i = 0; i < UN; i++) {
 				float xf[MT][V];
 #pragma unroll
 				for (int m = 0; m < MT; m++)
 					smallm_widen<T>(xv[i][m], xf[m]);
+				if constexpr (NORM) {
+					/* past u1 the zeros stay zeros (no 0 / 0 from an rms of 0) */
+					if (u + (int64_t)i * SM_THREADS < u1) {
+						float wf[V];
+						smallm_widen<T>(nv[i], wf);
+#pragma unroll
+						for (int m = 0; m < MT; m++)
+#pragma unroll
+							for (int e = 0; e < V; e++)
+								xf[m][e] = cuda_to_f32(cuda_from_f32<T>(
+									xf[m][e] / rms[m] * wf[e]));
+					}
+				}
 #pragma unroll
 				for (int s = 0; s < S; s++) {
 					float wf[V];
@@ -694,6 +766,10 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 
 static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas" };
 
+static int smallm_args_fill(const char *who, const struct cuda_product *pp,
+                            const struct smallm_plan *plp, const struct cuda_op_ctx *ctx,
+                            smallm_args *argsp, char *msg, size_t len);
+
 static int cuda_run_product(enum op_id id, const struct op_call *call,
                             const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
@@ -721,6 +797,28 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
 	smallm_plan_for(impl, id, &p, p.M, vec, ctx->sm_count, &pl);
+	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+		return -1;
+
+	switch (id) {
+	case OP_MATMUL_ADD:
+		return smallm_launch<EPI_ADD>(ctx, impl, p.a->dtype, args, &pl, msg, len);
+	case OP_MATMUL_SILU_MUL:
+		return smallm_launch<EPI_SILU>(ctx, impl, p.a->dtype, args, &pl, msg, len);
+	default:
+		return smallm_launch<EPI_NONE>(ctx, impl, p.a->dtype, args, &pl, msg, len);
+	}
+}
+
+/* ARGS for product P planned as PL, the split's scratch taken from CTX;
+ * 0, or -1 with one sentence in MSG. */
+static int smallm_args_fill(const char *who, const struct cuda_product *pp,
+                            const struct smallm_plan *plp, const struct cuda_op_ctx *ctx,
+                            smallm_args *argsp, char *msg, size_t len)
+{
+	const struct cuda_product &p = *pp;
+	const struct smallm_plan &pl = *plp;
+	smallm_args &args = *argsp;
 
 	memset(&args, 0, sizeof args);
 	args.a = p.a->data;
@@ -753,15 +851,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	if (pl.nblocks > INT_MAX)
 		return cuda_fail(msg, len, "%s: N %lld is too large for one grid", who,
 		                 (long long)p.N);
-
-	switch (id) {
-	case OP_MATMUL_ADD:
-		return smallm_launch<EPI_ADD>(ctx, impl, p.a->dtype, args, &pl, msg, len);
-	case OP_MATMUL_SILU_MUL:
-		return smallm_launch<EPI_SILU>(ctx, impl, p.a->dtype, args, &pl, msg, len);
-	default:
-		return smallm_launch<EPI_NONE>(ctx, impl, p.a->dtype, args, &pl, msg, len);
-	}
+	return 0;
 }
 
 extern "C" int cuda_run_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
@@ -780,4 +870,213 @@ extern "C" int cuda_run_matmul_silu_mul(const struct op_call *call,
                                         const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
 	return cuda_run_product(OP_MATMUL_SILU_MUL, call, ctx, msg, len);
+}
+
+/* --- rmsnorm_matmul ---------------------------------------------------------- */
+
+/* The product of rmsnorm_matmul CALL with A as its first operand: matmul
+ * (a, b) or matmul_silu_mul (a, b) by the epilogue; its kind in *ID. */
+static void rnm_product_call(const struct op_call *call, const struct op_tensor *a,
+                             struct op_call *prod, enum op_id *id)
+{
+	memset(prod, 0, sizeof *prod);
+	prod->nin = 2;
+	prod->nout = 1;
+	prod->in[0] = *a;
+	prod->in[1] = call->in[2];
+	prod->out[0] = call->out[0];
+	prod->attr[MATMUL_TRANS_A].i = 0;
+	prod->attr[MATMUL_TRANS_B].i = call->attr[RNM_TRANS_B].i;
+	prod->graph_safe = call->graph_safe;
+	prod->batch = call->batch;
+	prod->name = call->name;
+	*id = call->attr[RNM_EPILOGUE].i == RNM_EPI_SILU_MUL ? OP_MATMUL_SILU_MUL : OP_MATMUL;
+}
+
+/* x and w of CALL: x [M, K] float, w of x's dtype with K elements. */
+static int rnm_norm_ok(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1];
+
+	return call->nin == 3 && call->nout == 1 && x->rank == 2 &&
+	       cuda_is_float_dtype(x->dtype) && w->dtype == x->dtype &&
+	       cuda_numel(w) == x->dim[1];
+}
+
+/* h's bytes: x's shape and dtype. */
+static size_t rnm_h_bytes(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0];
+
+	return (size_t)(x->dim[0] > 0 ? x->dim[0] : 0) * (size_t)(x->dim[1] > 0 ? x->dim[1] : 0) *
+	       cuda_dtype_size(x->dtype);
+}
+
+/* The product implementation "split" runs on h: gemv for one token (the
+ * products' default), else the first usable of mma, gemv, cublas. */
+static int rnm_split_impl(enum op_id id, const struct op_call *prod)
+{
+	if (prod->out[0].rank == 2 && prod->out[0].dim[0] == 1 &&
+	    cuda_product_usable(id, prod, CUDA_IMPL_GEMV))
+		return CUDA_IMPL_GEMV;
+	for (int impl = CUDA_IMPL_MMA; impl <= CUDA_IMPL_CUBLAS; impl++)
+		if (cuda_product_usable(id, prod, impl))
+			return impl;
+	return -1;
+}
+
+int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
+{
+	struct op_call prod;
+	struct cuda_product p;
+	enum op_id id;
+
+	if (!rnm_norm_ok(call))
+		return 0;
+	rnm_product_call(call, &call->in[0], &prod, &id);
+	if (cuda_product_shape(id, &prod, &p, NULL, 0))
+		return 0;
+	switch (impl) {
+	case CUDA_IMPL_RNM_GEMV: {
+		const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
+		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M && p.K % V == 0 &&
+		       smallm_aligned(p.a) && smallm_aligned(p.b) && smallm_aligned(&call->in[1]);
+	}
+	case CUDA_IMPL_RNM_SPLIT:
+		return rnm_split_impl(id, &prod) >= 0;
+	}
+	return 0;
+}
+
+/* Where h starts in the scratch: behind the product's scratch (counters
+ * included) rounded to 256, and never over the counters. */
+static size_t rnm_h_offset(enum op_id id, const struct op_call *prod)
+{
+	size_t b = (cuda_product_scratch_bytes(id, prod) + 255) & ~(size_t)255;
+
+	return b > CUDA_OP_SCRATCH_COUNTER_BYTES ? b : CUDA_OP_SCRATCH_COUNTER_BYTES;
+}
+
+size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call)
+{
+	struct op_call prod;
+	enum op_id id;
+
+	if (!rnm_norm_ok(call))
+		return 0;
+	rnm_product_call(call, &call->in[0], &prod, &id);
+	return rnm_h_offset(id, &prod) + rnm_h_bytes(call);
+}
+
+template <int EPI, typename T>
+static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args, int mt,
+                           dim3 grid, char *msg, size_t len)
+{
+	const char *name = "bcg_smallm_gemv_kernel";
+
+	switch (mt) {
+	case 1:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 1, true, EPI, true>, grid,
+		                   dim3(SM_THREADS), msg, len, args);
+	case 2:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 2, true, EPI, true>, grid,
+		                   dim3(SM_THREADS), msg, len, args);
+	case 4:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 4, true, EPI, true>, grid,
+		                   dim3(SM_THREADS), msg, len, args);
+	default:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 8, true, EPI, true>, grid,
+		                   dim3(SM_THREADS), msg, len, args);
+	}
+}
+
+template <int EPI>
+static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_args &args,
+                      const struct smallm_plan *pl, char *msg, size_t len)
+{
+	dim3 grid((unsigned)pl->nblocks, (unsigned)pl->ksplit);
+
+	switch (dtype) {
+	case PLAN_DTYPE_F16:
+		return rnm_launch_gemv<EPI, __half>(ctx, args, pl->mt, grid, msg, len);
+	case PLAN_DTYPE_BF16:
+		return rnm_launch_gemv<EPI, __nv_bfloat16>(ctx, args, pl->mt, grid, msg, len);
+	default:
+		return rnm_launch_gemv<EPI, float>(ctx, args, pl->mt, grid, msg, len);
+	}
+}
+
+/* rmsnorm_matmul (x, w, b) -> out: "gemv" folds the norm into the gemv
+ * kernel's token loads (one kernel); "split" runs bcg_rmsnorm_kernel into
+ * h in the scratch, behind the product's own scratch, then the product
+ * on h (two kernels, any M). */
+extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
+                                       const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	const char *who = "rmsnorm_matmul";
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1];
+	struct op_call prod;
+	struct cuda_product p;
+	enum op_id id;
+
+	if (!rnm_norm_ok(call))
+		return cuda_fail(msg, len, "%s: x must be a float [M, K] and w of its dtype with K "
+		                 "elements", who);
+	rnm_product_call(call, x, &prod, &id);
+	if (cuda_product_shape(id, &prod, &p, msg, len))
+		return -1;
+	if (call->impl != CUDA_IMPL_RNM_GEMV && call->impl != CUDA_IMPL_RNM_SPLIT)
+		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
+	if (!cuda_rmsnorm_matmul_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: implementation %s cannot run M %lld, N %lld, K %lld "
+		                 "%s (trans_b %d)", who,
+		                 call->impl == CUDA_IMPL_RNM_GEMV ? "gemv" : "split",
+		                 (long long)p.M, (long long)p.N, (long long)p.K,
+		                 cuda_dtype_name(x->dtype), p.trans_b);
+	if (p.M <= 0 || p.N <= 0)
+		return 0;
+
+	if (call->impl == CUDA_IMPL_RNM_GEMV) {
+		struct smallm_plan pl;
+		smallm_args args;
+		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count, &pl);
+		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+			return -1;
+		args.w = w->data;
+		args.eps = (float)call->attr[RNM_EPS].f;
+		if (id == OP_MATMUL_SILU_MUL)
+			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
+		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
+	}
+
+	/* split: h behind the product's scratch, as the scratch bytes lay out */
+	size_t off = rnm_h_offset(id, &prod);
+	size_t hb = rnm_h_bytes(call);
+	if (!ctx->scratch || ctx->scratch_bytes < off + hb)
+		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
+		                 off + hb, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
+	if ((uintptr_t)ctx->scratch % 16 != 0)
+		return cuda_fail(msg, len, "%s: scratch is not 16-byte aligned", who);
+	struct op_tensor h = *x;
+	h.data = static_cast<char *>(ctx->scratch) + off;
+	struct op_call norm;
+	memset(&norm, 0, sizeof norm);
+	norm.nin = 2;
+	norm.nout = 1;
+	norm.in[0] = *x;
+	norm.in[1] = *w;
+	norm.out[0] = h;
+	norm.attr[NORM_EPS].f = call->attr[RNM_EPS].f;
+	norm.graph_safe = call->graph_safe;
+	norm.name = call->name;
+	if (cuda_run_rmsnorm(&norm, ctx, msg, len))
+		return -1;
+	rnm_product_call(call, &h, &prod, &id);
+	prod.impl = rnm_split_impl(id, &prod);
+	if (prod.impl < 0)
+		return cuda_fail(msg, len, "%s: no product implementation can run M %lld, N %lld, "
+		                 "K %lld", who, (long long)p.M, (long long)p.N, (long long)p.K);
+	struct cuda_op_ctx pctx = *ctx;
+	pctx.scratch_bytes = off;          /* h is not the product's */
+	return cuda_run_product(id, &prod, &pctx, msg, len);
 }

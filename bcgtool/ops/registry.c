@@ -517,6 +517,57 @@ static int check_qk_norm(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &x, msg, len);
 }
 
+/* rmsnorm_matmul (x, w, b) -> out: x [M, K], w [K] (rmsnorm's), op(b)
+ * [K, N]; out [M, N], or [M, N/2] with epilogue silu_mul (N even). */
+static int check_rmsnorm_matmul(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, w, b, out;
+	int tb = c->attr[RNM_TRANS_B].i != 0;
+	int64_t epi = c->attr[RNM_EPILOGUE].i, k, bk, want[2];
+	char sx[96], sb[96], why[160];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	w = operand_in(c, 1);
+	b = operand_in(c, 2);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	k = x.t->dim[1];
+	TRY(want_same_dtype(&w, &x, msg, len));
+	TRY(want_shape(&w, &k, 1, "the columns of input x", msg, len));
+	if (!(c->attr[RNM_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[RNM_EPS].f);
+	TRY(want_same_dtype(&b, &x, msg, len));
+	TRY(want_rank(&b, 2, msg, len));
+	bk = tb ? b.t->dim[1] : b.t->dim[0];
+	want[1] = tb ? b.t->dim[0] : b.t->dim[1];
+	if (bk != k)
+		return check_fail(msg, len, "input b has shape %s, expected %s%lld%s "
+		                  "(K = %lld from input x %s)", shape_str(b.t, sb, sizeof sb),
+		                  tb ? "[N, " : "[", (long long)k, tb ? "]" : ", N]", (long long)k,
+		                  shape_str(x.t, sx, sizeof sx));
+	if (epi != RNM_EPI_NONE && epi != RNM_EPI_SILU_MUL)
+		return check_fail(msg, len, "attribute epilogue is %lld; it must be none or silu_mul",
+		                  (long long)epi);
+	if (epi == RNM_EPI_SILU_MUL && want[1] % 2 != 0)
+		return check_fail(msg, len, "input b gives the product %lld columns, expected an "
+		                  "even number (gate and up halves, epilogue silu_mul)",
+		                  (long long)want[1]);
+	want[0] = x.t->dim[0];
+	TRY(want_same_dtype(&out, &x, msg, len));
+	if (epi == RNM_EPI_SILU_MUL) {
+		snprintf(why, sizeof why, "M = %lld from input x, half the N = %lld of input b",
+		         (long long)want[0], (long long)want[1]);
+		want[1] /= 2;
+	} else {
+		snprintf(why, sizeof why, "M = %lld from input x, N = %lld from input b",
+		         (long long)want[0], (long long)want[1]);
+	}
+	return want_shape(&out, want, 2, why, msg, len);
+}
+
 /* A paged cache [NB, BS, W] of REF's dtype with W columns (WHY names where
  * W comes from). */
 static int want_paged_cache(const struct operand *cache, const struct operand *ref, int64_t w,
@@ -772,6 +823,13 @@ static const struct op_attr_spec moe_experts_attrs[] = {
 	[MOE_EXPERTS] = { "experts", OP_ATTR_INT, 1, 0.0, "experts in gate_up and down" },
 	{ NULL, 0, 0, 0, NULL }
 };
+static const struct op_attr_spec rmsnorm_matmul_attrs[] = {
+	[RNM_EPS] = { "eps", OP_ATTR_FLOAT, 1, 0.0, "added to the mean of squares (rmsnorm's)" },
+	[RNM_TRANS_B] = { "trans_b", OP_ATTR_BOOL, 0, 0.0, "use b transposed" },
+	[RNM_EPILOGUE] = { "epilogue", OP_ATTR_ENUM, 0, RNM_EPI_NONE,
+	                   "after the product: none, or silu_mul (gate columns, then up)" },
+	{ NULL, 0, 0, 0, NULL }
+};
 static const struct op_attr_spec slice_attrs[] = {
 	[SLICE_START] = { "start", OP_ATTR_INT, 1, 0.0, "the first column of x taken" },
 	{ NULL, 0, 0, 0, NULL }
@@ -868,6 +926,10 @@ static const struct op_kind kinds[OP_COUNT] = {
 		"rows of a rank's share of table at ids (i32); ids outside it give zeros",
 		in_emb, out_out, vocab_embedding_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
 		op_check_vocab_embedding },
+	[OP_RMSNORM_MATMUL] = { OP_RMSNORM_MATMUL, "rmsnorm_matmul",
+		"rmsnorm(x, w) @ op(b), then the epilogue: the norm folded into the product",
+		in_xwb, out_out, rmsnorm_matmul_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_rmsnorm_matmul },
 };
 
 const struct op_kind *op_kind_find(const char *name)
@@ -913,12 +975,17 @@ int op_kind_count_attrs(const struct op_kind *kind)
 	return n;
 }
 
+/* rmsnorm_matmul's epilogue, by RNM_EPI_*: stored in plans, never rename. */
+static const char *const rnm_epilogue_names[] = { "none", "silu_mul", NULL };
+
 const char *const *op_attr_choices(const struct op_attr_spec *spec)
 {
 	if (spec->type != OP_ATTR_ENUM)
 		return NULL;
 	if (strcmp(spec->name, "rope_type") == 0)
 		return rope_type_names;
+	if (strcmp(spec->name, "epilogue") == 0)
+		return rnm_epilogue_names;
 	return NULL;
 }
 
