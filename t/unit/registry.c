@@ -71,12 +71,12 @@ static void test_table(void)
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
 		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
-		"all_reduce", "all_gather", "vocab_embedding",
+		"all_reduce", "all_gather", "vocab_embedding", "rmsnorm_matmul",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3, 1, 1, 2 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3, 1, 1, 2, 3 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -785,6 +785,92 @@ static void test_rope_scaling(void)
 	is_str(check(&c), "attribute rope_type is 7, not a rope type", "rope: rope_type out of range");
 }
 
+/* rmsnorm_matmul: rmsnorm's operands and eps, then a product with
+ * matmul's trans_b and the epilogue none or silu_mul. */
+static void test_rmsnorm_matmul(void)
+{
+	const struct op_kind *k = op_kind_find("rmsnorm_matmul");
+	struct op_call c = call_of("rmsnorm_matmul");
+
+	ok(k != NULL && k->id == OP_RMSNORM_MATMUL, "rmsnorm_matmul is OP_RMSNORM_MATMUL");
+	is_str(k->inputs[0], "x", "rmsnorm_matmul: x first");
+	is_str(k->inputs[1], "w", "rmsnorm_matmul: then the norm's w");
+	is_str(k->inputs[2], "b", "rmsnorm_matmul: then the product's b");
+	is_int(op_kind_count_attrs(k), 3, "rmsnorm_matmul has 3 attributes");
+	ok(op_kind_attr_index(k, "eps") == RNM_EPS && k->attrs[RNM_EPS].required &&
+	   k->attrs[RNM_EPS].type == OP_ATTR_FLOAT, "rmsnorm_matmul: eps at RNM_EPS, required");
+	ok(op_kind_attr_index(k, "trans_b") == RNM_TRANS_B && !k->attrs[RNM_TRANS_B].required &&
+	   k->attrs[RNM_TRANS_B].type == OP_ATTR_BOOL && k->attrs[RNM_TRANS_B].dflt == 0.0,
+	   "rmsnorm_matmul: trans_b at RNM_TRANS_B, false by default");
+	is_int(op_kind_attr_index(k, "trans_a"), -1, "rmsnorm_matmul: no trans_a");
+	ok(op_kind_attr_index(k, "epilogue") == RNM_EPILOGUE &&
+	   k->attrs[RNM_EPILOGUE].type == OP_ATTR_ENUM && !k->attrs[RNM_EPILOGUE].required &&
+	   k->attrs[RNM_EPILOGUE].dflt == RNM_EPI_NONE,
+	   "rmsnorm_matmul: epilogue at RNM_EPILOGUE, an enum, none by default");
+	is_int(op_attr_choice(&k->attrs[RNM_EPILOGUE], "none"), RNM_EPI_NONE, "epilogue none");
+	is_int(op_attr_choice(&k->attrs[RNM_EPILOGUE], "silu_mul"), RNM_EPI_SILU_MUL,
+	       "epilogue silu_mul");
+	is_int(op_attr_choice(&k->attrs[RNM_EPILOGUE], "gelu"), -1, "no epilogue gelu");
+	ok(k->capture == OP_CAPTURE_ALWAYS && !(k->flags & OP_INPLACE),
+	   "rmsnorm_matmul: always captured, not in place");
+
+	c.attr[RNM_EPS].f = 1e-5;
+	c.attr[RNM_TRANS_B].i = 1;
+	c.in[0] = ten2(BF16, 2, 64);
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(BF16, 96, 64);
+	c.out[0] = ten2(BF16, 2, 96);
+	is_str(check(&c), "", "rmsnorm_matmul: [2,64] normed @ [96,64]^T");
+	c.attr[RNM_TRANS_B].i = 0;
+	is_str(check(&c), "input b has shape [96, 64], expected [64, N] (K = 64 from input x [2, 64])",
+	       "rmsnorm_matmul: b not transposed");
+	c.in[2] = ten2(BF16, 64, 96);
+	is_str(check(&c), "", "rmsnorm_matmul: [2,64] normed @ [64,96]");
+	c.attr[RNM_TRANS_B].i = 1;
+	c.in[2] = ten2(BF16, 96, 64);
+	c.in[1] = ten1(BF16, 96);
+	is_str(check(&c), "input w has shape [96], expected [64] (the columns of input x)",
+	       "rmsnorm_matmul: w is x's columns");
+	c.in[1] = ten1(F32, 64);
+	is_str(check(&c), "input w is f32, expected bf16 like input x", "rmsnorm_matmul: w dtype");
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(F16, 96, 64);
+	is_str(check(&c), "input b is f16, expected bf16 like input x", "rmsnorm_matmul: b dtype");
+	c.in[2] = ten3(BF16, 1, 96, 64);
+	is_str(check(&c), "input b has rank 3 ([1, 96, 64]), expected rank 2",
+	       "rmsnorm_matmul: b's rank");
+	c.in[2] = ten2(BF16, 96, 64);
+	c.in[0] = ten3(BF16, 1, 2, 64);
+	is_str(check(&c), "input x has rank 3 ([1, 2, 64]), expected rank 2",
+	       "rmsnorm_matmul: x's rank");
+	c.in[0] = ten2(I32, 2, 64);
+	is_str(check(&c), "input x is i32, expected f32, f16 or bf16", "rmsnorm_matmul: floats only");
+	c.in[0] = ten2(BF16, 2, 64);
+	c.attr[RNM_EPS].f = -1.0;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "rmsnorm_matmul: eps");
+	c.attr[RNM_EPS].f = 1e-5;
+	c.out[0] = ten2(BF16, 3, 96);
+	is_str(check(&c), "output out has shape [3, 96], expected [2, 96] (M = 2 from input x, "
+	       "N = 96 from input b)", "rmsnorm_matmul: out's M");
+	c.out[0] = ten2(F32, 2, 96);
+	is_str(check(&c), "output out is f32, expected bf16 like input x", "rmsnorm_matmul: out dtype");
+
+	c.attr[RNM_EPILOGUE].i = RNM_EPI_SILU_MUL;
+	c.out[0] = ten2(BF16, 2, 48);
+	is_str(check(&c), "", "rmsnorm_matmul silu_mul: 96 product columns halve to 48");
+	c.out[0] = ten2(BF16, 2, 96);
+	is_str(check(&c), "output out has shape [2, 96], expected [2, 48] (M = 2 from input x, "
+	       "half the N = 96 of input b)", "rmsnorm_matmul silu_mul: out not halved");
+	c.out[0] = ten2(BF16, 2, 47);
+	c.in[2] = ten2(BF16, 95, 64);
+	is_str(check(&c), "input b gives the product 95 columns, expected an even number (gate and "
+	       "up halves, epilogue silu_mul)", "rmsnorm_matmul silu_mul: odd product columns");
+	c.in[2] = ten2(BF16, 96, 64);
+	c.attr[RNM_EPILOGUE].i = 2;
+	is_str(check(&c), "attribute epilogue is 2; it must be none or silu_mul",
+	       "rmsnorm_matmul: an epilogue out of range");
+}
+
 static void test_qk_norm(void)
 {
 	struct op_call c = call_of("qk_norm");
@@ -841,5 +927,6 @@ int main(void)
 	test_slice();
 	test_rope_scaling();
 	test_qk_norm();
+	test_rmsnorm_matmul();
 	return tap_done();
 }
