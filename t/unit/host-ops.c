@@ -1361,7 +1361,8 @@ static void test_impls(void)
 
 	for (int id = 0; id < OP_COUNT; id++) {
 		int n = host_impl_count((enum op_id)id);
-		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL;
+		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL ||
+		              id == OP_RMSNORM_MATMUL;
 		if (n != (product ? 2 : 1) ||
 		    host_impl_kernel((enum op_id)id, 0) != host_kernel((enum op_id)id) ||
 		    strcmp(host_impl_name((enum op_id)id, 0), "reference") != 0 ||
@@ -1757,6 +1758,129 @@ static void test_fused_products_bits(void)
 			drop(&act2);
 		}
 	}
+}
+
+/* rmsnorm_matmul (x, w, b): against rmsnorm into h, then matmul or
+ * matmul_silu_mul on h, bit for bit, in each of its forms (reference,
+ * blocked, without scratch); and against double. */
+static void test_fused_rmsnorm_matmul_bits(void)
+{
+	uint64_t s = 271;
+	const float eps = 1e-5f;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 8; round++) {
+			int64_t M = round == 0 ? 1 : rnd_dim(&s, 9), K = rnd_dim(&s, 300);
+			int64_t N = 2 * rnd_dim(&s, 80);
+			int tb = round & 1, silu_epi = (round >> 1) & 1;
+			int64_t W = silu_epi ? N / 2 : N;
+			struct op_call norm = call_new(2, 1), prod = call_new(2, 1), fused = call_new(3, 1);
+			struct op_tensor x = T2(dt, M, K), w = T1(dt, K), h = T2(dt, M, K);
+			struct op_tensor b = tb ? T2(dt, N, K) : T2(dt, K, N);
+			struct op_tensor want = T2(dt, M, W), out = T2(dt, M, W);
+			double *dbl = want_new(M * W);
+			const char *epi = silu_epi ? "silu_mul" : "none";
+
+			fill_random(&x, 272 + (uint64_t)round, -3, 3);
+			fill_random(&w, 273 + (uint64_t)round, 0.5, 1.5);
+			fill_random(&b, 274 + (uint64_t)round, -1, 1);
+			norm.in[0] = x;
+			norm.in[1] = w;
+			norm.out[0] = h;
+			norm.attr[NORM_EPS].f = eps;
+			run(OP_RMSNORM, &norm);
+			prod.in[0] = h;
+			prod.in[1] = b;
+			prod.out[0] = want;
+			prod.attr[MATMUL_TRANS_B].i = tb;
+			run(silu_epi ? OP_MATMUL_SILU_MUL : OP_MATMUL, &prod);
+
+			fused.in[0] = x;
+			fused.in[1] = w;
+			fused.in[2] = b;
+			fused.out[0] = out;
+			fused.attr[RNM_EPS].f = eps;
+			fused.attr[RNM_TRANS_B].i = tb;
+			fused.attr[RNM_EPILOGUE].i = silu_epi ? RNM_EPI_SILU_MUL : RNM_EPI_NONE;
+			for (int form = 0; form < 3; form++) {
+				poison(&out);
+				if (form == 0)
+					run(OP_RMSNORM_MATMUL, &fused);
+				else if (form == 1)
+					host_impl_kernel(OP_RMSNORM_MATMUL, 1)(&fused);
+				else
+					host_rmsnorm_matmul_run(&fused, 0, 0);
+				ok(same_bytes(&out, &want), "rmsnorm_matmul %s %s [%lld,%lld]@[%lld,%lld] "
+				   "trans_b %d (%s) is rmsnorm then %s, bit for bit", dt_name(dt), epi,
+				   (long long)M, (long long)K, (long long)K, (long long)N, tb,
+				   form == 0 ? "reference" : form == 1 ? "blocked" : "no scratch",
+				   silu_epi ? "matmul_silu_mul" : "matmul");
+			}
+
+			/* double: h rounded as stored, the product in double, the
+			 * epilogue on the rounded product */
+			for (int64_t m = 0; m < M; m++) {
+				double ss = 0;
+				for (int64_t i = 0; i < K; i++)
+					ss += at(&x, m * K + i) * at(&x, m * K + i);
+				double rms = sqrt(ss / (double)K + eps);
+				for (int64_t j = 0; j < W; j++) {
+					double p[2] = { 0, 0 };
+					for (int hh = 0; hh < (silu_epi ? 2 : 1); hh++) {
+						int64_t n = j + hh * W;
+						for (int64_t i = 0; i < K; i++) {
+							double hv = round_dt(dt, at(&x, m * K + i) / rms * at(&w, i));
+							p[hh] += hv * (tb ? at(&b, n * K + i) : at(&b, i * N + n));
+						}
+					}
+					dbl[m * W + j] = silu_epi ? silu(round_dt(dt, p[0])) * round_dt(dt, p[1])
+					                          : p[0];
+				}
+			}
+			/* h itself may differ by an ulp of dt from double's h, and the
+			 * f32 sums of up to 300 terms of up to 4.5 reach about 1e-5 of
+			 * their absolute sum; silu_mul multiplies the gate's error by
+			 * the up value */
+			check(&out, dbl, dt == PLAN_DTYPE_F32 ? 5e-4 : 4 * dt_tol(dt),
+			      "rmsnorm_matmul %s %s [%lld,%lld] trans_b %d against double", dt_name(dt),
+			      epi, (long long)M, (long long)K, tb);
+			free(dbl);
+			drop(&x);
+			drop(&w);
+			drop(&h);
+			drop(&b);
+			drop(&want);
+			drop(&out);
+		}
+	}
+
+	/* A hand case: x = [3, 4] (mean of squares 12.5), w = [1, 2], eps 0:
+	 * h = [3, 8] / sqrt(12.5) = [0.848528, 2.262742]; b^T rows [1, 0],
+	 * [0, 1], [1, 1] give h0, h1, h0 + h1. */
+	struct op_call c = call_new(3, 1);
+	struct op_tensor x = T2(PLAN_DTYPE_F32, 1, 2), w = T1(PLAN_DTYPE_F32, 2);
+	struct op_tensor b = T2(PLAN_DTYPE_F32, 3, 2), out = T2(PLAN_DTYPE_F32, 1, 3);
+	const double bv[6] = { 1, 0, 0, 1, 1, 1 };
+	const double want[3] = { 3 / sqrt(12.5), 8 / sqrt(12.5), 11 / sqrt(12.5) };
+	set(&x, 0, 3);
+	set(&x, 1, 4);
+	set(&w, 0, 1);
+	set(&w, 1, 2);
+	for (int i = 0; i < 6; i++)
+		set(&b, i, bv[i]);
+	c.in[0] = x;
+	c.in[1] = w;
+	c.in[2] = b;
+	c.out[0] = out;
+	c.attr[RNM_EPS].f = 0;
+	c.attr[RNM_TRANS_B].i = 1;
+	run(OP_RMSNORM_MATMUL, &c);
+	check(&out, want, 1e-6, "rmsnorm_matmul: [3, 4] normed with [1, 2] through [[1,0],[0,1],[1,1]]");
+	drop(&x);
+	drop(&w);
+	drop(&b);
+	drop(&out);
 }
 
 /* --- rope_type: the frequencies against a double computation ------------ */
@@ -2156,5 +2280,6 @@ int main(void)
 	test_rope_scaling();
 	test_qk_norm();
 	test_blocked();
+	test_fused_rmsnorm_matmul_bits();
 	return tap_done();
 }
