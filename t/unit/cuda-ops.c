@@ -1764,6 +1764,225 @@ static void test_product_replays(struct env *e)
 	}
 }
 
+/* --- rmsnorm_matmul ------------------------------------------------------------ */
+
+struct rnm_bufs {
+	struct tbuf x, w, b, out;
+};
+
+/* x [M, K] (scale 3), w [K] around 1, b [NB, K] (or [K, NB] without TB),
+ * NB = 2N with the silu_mul epilogue; out [M, N]. */
+static void rnm_bufs_init(struct env *e, struct rnm_bufs *rb, int dt, int64_t M, int64_t N,
+                          int64_t K, int silu, int tb, size_t shift)
+{
+	int64_t NB = silu ? 2 * N : N;
+
+	memset(rb, 0, sizeof *rb);
+	tbuf_init(&rb->x, dt, 2, (const int64_t[]){ M, K }, shift);
+	tbuf_init(&rb->w, dt, 1, &K, shift);
+	tbuf_init(&rb->b, dt, 2, tb ? (const int64_t[]){ NB, K } : (const int64_t[]){ K, NB },
+	          shift);
+	tbuf_init(&rb->out, dt, 2, (const int64_t[]){ M, N }, 0);
+	tbuf_random(e, &rb->x, 3.0f);
+	tbuf_random(e, &rb->w, 1.0f);
+	tbuf_random(e, &rb->b, 1.0f);
+}
+
+static void rnm_bufs_free(struct rnm_bufs *rb)
+{
+	tbuf_free(&rb->x);
+	tbuf_free(&rb->w);
+	tbuf_free(&rb->b);
+	tbuf_free(&rb->out);
+}
+
+static void rnm_case_init(struct tcase *c, struct rnm_bufs *rb, int silu, int tb)
+{
+	tcase_init(c, OP_RMSNORM_MATMUL, 3, 1);
+	c->in[0] = &rb->x;
+	c->in[1] = &rb->w;
+	c->in[2] = &rb->b;
+	c->out[0] = &rb->out;
+	c->attr[RNM_EPS].f = 1e-5;
+	c->attr[RNM_TRANS_B].i = tb;
+	c->attr[RNM_EPILOGUE].i = silu ? RNM_EPI_SILU_MUL : RNM_EPI_NONE;
+	/* The products' bounds, and for f16/bf16 one more: the kernels sum
+	 * the squares in another order than the host, so an element of h
+	 * may round to the neighbouring f16/bf16 value (2^-8 of it in bf16)
+	 * before the product. */
+	c->tol = rb->out.dtype == PLAN_DTYPE_F32 ? 1e-4 : 2e-2;
+}
+
+/* What cuda_impl_usable must say: gemv wants [N, K] weights, M <= 8, K a
+ * multiple of the 16-byte vector and 16-byte aligned operands; split runs
+ * whatever some product implementation runs (cuBLAS: everything here). */
+static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
+{
+	if (impl == 0)
+		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 && aligned;
+	return 1;
+}
+
+static void test_rmsnorm_matmul(struct env *e)
+{
+	/* M, N, K: decode shapes (the 1B's q|k|v and gate|up halves), split
+	 * along K, odd N, K short or not a multiple of the vector, and M past
+	 * gemv's 8 for split */
+	static const int64_t mnk[][3] = {
+		{ 1, 3072, 2048 }, { 2, 77, 264 }, { 3, 50, 128 }, { 5, 31, 4096 },
+		{ 8, 1024, 2816 }, { 1, 8192, 2048 }, { 4, 8000, 64 }, { 7, 3, 8 },
+		{ 2, 40, 100 }, { 9, 130, 512 }, { 33, 64, 2048 }, { 100, 300, 1024 },
+	};
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
+	struct rnm_bufs rb;
+	struct tcase c;
+
+	for (int silu = 0; silu < 2; silu++) {
+		for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+			int dt = float_dtypes[d];
+			for (int s = 0; s < nshapes; s++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				for (int variant = 0; variant < 3; variant++) {
+					/* 0: plain; 1: misaligned operands; 2: [K, N] weights */
+					int tb = variant != 2, shift = variant == 1 ? (int)dtype_size(dt) : 0;
+					if (variant != 0 && s % 4 != 1)
+						continue;
+					rnm_bufs_init(e, &rb, dt, M, N, K, silu, tb, (size_t)shift);
+					rnm_case_init(&c, &rb, silu, tb);
+					struct op_call q;
+					tcase_call(&c, &q, 1);
+					q.kind = kind_stub(c.id);
+					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
+						int want = rnm_expect_usable(impl, dt, M, K, tb, shift == 0);
+						int have = cuda_impl_usable(&q, impl);
+						char what[160];
+						snprintf(what, sizeof what, "rmsnorm_matmul %s %s M %lld N %lld K %lld%s%s",
+						         silu ? "silu_mul" : "none", dtype_name(dt), (long long)M,
+						         (long long)N, (long long)K, tb ? "" : " b [K,N]",
+						         shift ? " misaligned" : "");
+						ok(have == want, "%s: %s %s usable", what,
+						   cuda_impl_name(c.id, impl), want ? "is" : "is not");
+						if (!have) {
+							char msg[256] = "";
+							struct op_call dcall;
+							tcase_call(&c, &dcall, 1);
+							dcall.impl = impl;
+							int rc = cuda_kernel(c.id)(&dcall, &e->ctx, msg, sizeof msg);
+							ok(rc == -1 && strstr(msg, cuda_impl_name(c.id, impl)) != NULL,
+							   "%s: launching %s fails", what, cuda_impl_name(c.id, impl));
+							continue;
+						}
+						c.impl = impl;
+						c.scratch = op_scratch(&c);
+						c.sm_count = (s + impl) % 4 == 3 ? 1 : 0;   /* other splits */
+						c.capture = s == 0 || s == 4 || s == 10;
+						c.pdl = s == 3;
+						snprintf(c.what, sizeof c.what, "%s%s", what,
+						         c.sm_count ? " sm_count 1" : "");
+						tcase_run(e, &c);
+					}
+					rnm_bufs_free(&rb);
+				}
+			}
+		}
+	}
+
+	/* Too little scratch for split: refused, saying how much it needs. */
+	rnm_bufs_init(e, &rb, PLAN_DTYPE_BF16, 16, 64, 256, 0, 1, 0);
+	rnm_case_init(&c, &rb, 0, 1);
+	{
+		struct op_call dcall;
+		struct cuda_op_ctx ctx = e->ctx;
+		char msg[256] = "";
+		tcase_call(&c, &dcall, 1);
+		dcall.impl = 1;
+		ctx.scratch = NULL;
+		ctx.scratch_bytes = 0;
+		int rc = cuda_kernel(c.id)(&dcall, &ctx, msg, sizeof msg);
+		ok(rc == -1 && strstr(msg, "rmsnorm_matmul: needs ") != NULL &&
+		   strstr(msg, "bytes of scratch") != NULL,
+		   "rmsnorm_matmul split without scratch fails and says why (%s)", msg);
+		ok(op_scratch(&c) >= (size_t)16 * 256 * 2 + CUDA_OP_SCRATCH_COUNTER_BYTES,
+		   "rmsnorm_matmul's scratch holds h [16, 256] bf16 behind the counters");
+	}
+	rnm_bufs_free(&rb);
+}
+
+/* rmsnorm_matmul in one graph, twice, replayed: every replay gives the
+ * eager launch's bits, PDL off and on, under both implementations. */
+static void test_rmsnorm_matmul_replays(struct env *e)
+{
+	static const int64_t mnk[][3] = {
+		{ 8, 1024, 2816 }, { 3, 31, 4096 }, { 1, 3072, 2048 }, { 24, 300, 1024 },
+	};
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
+
+	for (int silu = 0; silu < 2; silu++) {
+		for (int s = 0; s < nshapes; s++) {
+			for (int impl = 0; impl < 2; impl++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				if (impl == 0 && M > 8)
+					continue;       /* gemv takes at most 8 tokens */
+				struct rnm_bufs rb;
+				struct tcase c;
+				struct op_call call;
+				struct cuda_op_ctx ctx = e->ctx;
+				cudaGraph_t graph;
+				cudaGraphExec_t exec;
+				void *want, *got;
+				char msg[256] = "";
+				int same = 1, rc = 0;
+
+				rnm_bufs_init(e, &rb, PLAN_DTYPE_BF16, M, N, K, silu, 1, 0);
+				tbuf_upload(&rb.x);
+				tbuf_upload(&rb.w);
+				tbuf_upload(&rb.b);
+				rnm_case_init(&c, &rb, silu, 1);
+				c.impl = impl;
+				c.scratch = op_scratch(&c);
+				tcase_call(&c, &call, 1);
+				ctx.scratch = scratch_alloc(c.scratch);
+				ctx.scratch_bytes = c.scratch;
+				want = malloc(rb.out.bytes);
+				got = malloc(rb.out.bytes);
+				if (!want || !got)
+					bail("out of memory");
+				CK(cudaDeviceSynchronize());
+				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+				CK(cudaStreamSynchronize(e->stream));
+				CK(cudaMemcpy(want, rb.out.dev, rb.out.bytes, cudaMemcpyDeviceToHost));
+				for (int pdl = 0; pdl < 2; pdl++) {
+					ctx.pdl = pdl;
+					CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+					CK(cudaStreamEndCapture(e->stream, &graph));
+					CK(cudaGraphInstantiate(&exec, graph, 0));
+					for (int i = 0; i < 4; i++) {
+						CK(cudaMemsetAsync(rb.out.dev, POISON_DEV, rb.out.bytes, e->stream));
+						CK(cudaGraphLaunch(exec, e->stream));
+						CK(cudaStreamSynchronize(e->stream));
+						CK(cudaMemcpy(got, rb.out.dev, rb.out.bytes, cudaMemcpyDeviceToHost));
+						same &= memcmp(got, want, rb.out.bytes) == 0;
+					}
+					CK(cudaGraphExecDestroy(exec));
+					CK(cudaGraphDestroy(graph));
+				}
+				same &= scratch_counters_zero(ctx.scratch, c.scratch);
+				ok(rc == 0 && same, "rmsnorm_matmul %s bf16 M %lld N %lld K %lld [%s], %zu "
+				   "bytes of scratch: graph replays, PDL off and on, give the eager bits%s%s",
+				   silu ? "silu_mul" : "none", (long long)M, (long long)N, (long long)K,
+				   cuda_impl_name(c.id, impl), c.scratch, rc ? ": " : "", rc ? msg : "");
+				free(want);
+				free(got);
+				if (ctx.scratch)
+					CK(cudaFree(ctx.scratch));
+				rnm_bufs_free(&rb);
+			}
+		}
+	}
+}
+
 /* --- fused row and position kinds, slice ------------------------------------- */
 
 static void test_add_rmsnorm(struct env *e)
@@ -2881,6 +3100,8 @@ int main(void)
 	test_matmul_replays(&e);
 	test_products(&e);
 	test_product_replays(&e);
+	test_rmsnorm_matmul(&e);
+	test_rmsnorm_matmul_replays(&e);
 	test_rows(&e);
 	test_add_rmsnorm(&e);
 	test_argmax(&e);
