@@ -49,6 +49,15 @@ for t in 1 4 8; do
 	'
 done
 
+test_expect_success 'host, --tp 2: q|k|v and gate|up split by columns, folded and unfused agree' '
+	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b-fold.yaml >f.json &&
+	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b.yaml >u.json &&
+	sed -n "/\"outputs\"/,\$p" f.json >a &&
+	test_grep "\"name\": \"logits\"" a &&
+	sed -n "/\"outputs\"/,\$p" u.json >b &&
+	test_cmp a b
+'
+
 test_expect_success PYTHON3 'host: the dumped values are identical, every output' '
 	bcg run --backend host --steps 2 --dump-outputs fold llama-3.2-1b-fold.yaml >/dev/null &&
 	bcg run --backend host --steps 2 --dump-outputs unfold llama-3.2-1b.yaml >/dev/null &&
