@@ -112,6 +112,12 @@
 #             llama-decode full at T=1 (1000 steps after 100, 3 rounds,
 #             medians), and `bcgtool report` of an nsys profile of each
 #             tree's 1B full T=1 step with and without PDL (per-op table)
+#   fold      rmsnorm_matmul (issue 22): t/unit/cuda-ops and t/t3170 first,
+#             then samples/llama-3.2-1b.yaml against llama-3.2-1b-fold.yaml
+#             (the norms folded into q|k|v and gate|up), full at T=1 and 8,
+#             replays in turns (1000 steps after 100, --check, 3 rounds,
+#             medians), and which implementation the tuner chose for each
+#             rmsnorm_matmul (gemv or split) with both timings
 #   tp4       tensor parallelism on four GPUs (issue 24; run check first, at
 #             least t/t3800, on nvidia-h100-x4 or its H200 twin): t/t3800's
 #             --tp 4 runs on
@@ -989,6 +995,65 @@ for p in ("llama-3.2-1b", "llama-3.2-1b-llama3"):
 if len(med) == 2:
     r = med["llama-3.2-1b-llama3"] / med["llama-3.2-1b"]
     print("  target: llama3 / default decode step T=1 = %.4f (want <= 1.02)" % r)
+PY
+		;;
+	fold)
+		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh') \
+			>fold-check.txt 2>&1
+		say "fold: check cuda-ops t3170: exit $?"
+		grep -E '^(ok|not ok) .*rmsnorm_matmul' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+			grep -c '^ok' | sed 's/^/  rmsnorm_matmul cases passed in cuda-ops: /' | tee -a "$summary"
+		grep -hE '^not ok' "$build/t/unit/cuda-ops.log" "$build/t/t3170-rmsnorm-fold.log" \
+			2>/dev/null | head -20 | sed 's/^/  /' | tee -a "$summary"
+		grep -E '^(FAIL|ERROR|SKIP):' "$build/test-suite.log" 2>/dev/null | sed 's/^/  /' |
+			tee -a "$summary"
+		for p in llama-3.2-1b llama-3.2-1b-fold; do
+			for t in 1 8; do
+				t0=$(date +%s)
+				"$B" capture --backend cuda --mode full --tokens $t --stats -o fold-$p-$t.plan \
+					"$S/$p.yaml" >fold-capture-$p-$t.txt 2>&1
+				say "fold: capture $p full T=$t: exit $? in $(( $(date +%s) - t0 )) s"
+				tail -2 fold-capture-$p-$t.txt | sed 's/^/  /' | tee -a "$summary"
+			done
+		done
+		"$B" inspect --choices fold-llama-3.2-1b-fold-1.plan >fold-choices-1.txt 2>&1
+		"$B" inspect --choices fold-llama-3.2-1b-fold-8.plan >fold-choices-8.txt 2>&1
+		grep -h "rmsnorm_matmul" fold-choices-1.txt fold-choices-8.txt | grep -E "\.(0|15) " |
+			sed 's/^/  /' | tee -a "$summary"
+		for round in 1 2 3; do
+			for p in llama-3.2-1b llama-3.2-1b-fold; do
+				for t in 1 8; do
+					"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --check \
+						--json fold-$p-$t.plan >fold-replay-$p-$t-$round.json \
+						2>fold-replay-$p-$t-$round.err
+					[ $? = 0 ] || say "fold: replay $p T=$t round $round failed"
+				done
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+med = {}
+for p in ("llama-3.2-1b", "llama-3.2-1b-fold"):
+    for t in (1, 8):
+        runs = []
+        for r in (1, 2, 3):
+            try:
+                d = json.load(open("fold-replay-%s-%d-%d.json" % (p, t, r)))
+            except (OSError, ValueError) as e:
+                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
+                continue
+            runs.append((d["step_ms"]["median"], d["busy_ms"], d.get("check")))
+        if not runs:
+            continue
+        steps = sorted(x[0] for x in runs)
+        med[(p, t)] = steps[len(steps) // 2]
+        print("  %-18s full T=%d step ms %s, busy %s, check %s" % (
+            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs),
+            runs[-1][2]))
+for t in (1, 8):
+    a, b = med.get(("llama-3.2-1b-fold", t)), med.get(("llama-3.2-1b", t))
+    if a and b:
+        print("  fold: T=%d folded / unfused step = %.4f (want < 1: 32 kernels fewer)" % (t, a / b))
 PY
 		;;
 	capspeed)
