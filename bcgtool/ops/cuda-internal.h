@@ -82,6 +82,8 @@ int cuda_run_matmul_silu_mul(const struct op_call *call, const struct cuda_op_ct
                              char *msg, size_t len);
 int cuda_run_rmsnorm_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
                             char *msg, size_t len);
+int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
+                                          const struct cuda_op_ctx *ctx, char *msg, size_t len);
 /* cuda-norm.cu */
 int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
                      char *msg, size_t len);
@@ -143,6 +145,7 @@ enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2 };   /* produ
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
+enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
 
 /* cuda_impl_usable by op id, for the launchers, which are not given
  * call->kind. */
@@ -155,6 +158,9 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
+/* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
+int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);
+size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call);
 /* cuda-norm.cu */
 int    cuda_argmax_usable(const struct op_call *call, int impl);
 size_t cuda_argmax_scratch_bytes(const struct op_call *call);

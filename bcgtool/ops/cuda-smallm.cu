@@ -53,6 +53,7 @@
 #include <type_traits>
 
 #include "cuda-internal.h"
+#include "cuda-rope.h"
 
 #define SM_WARPS        4
 #define SM_THREADS      (SM_WARPS * 32)
@@ -66,7 +67,7 @@
  * 1024 x 1024 runs best whole, 1024 x 2816 in three. */
 #define SM_MMA_MIN_SPLIT 24
 
-enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2 };
+enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2, EPI_ROPE = 3 };
 
 /* What a kernel is given; plain data, passed by value. */
 struct smallm_args {
@@ -83,7 +84,40 @@ struct smallm_args {
 	unsigned   *counters;       /* ksplit > 1: one per column group */
 	const void *w;              /* rmsnorm_matmul: the norm's weights [K] */
 	float       eps;            /* and its eps */
+	int64_t     rope_qk;        /* EPI_ROPE: the q and k columns, (H + KVH) D */
+	int64_t     rope_d;         /* and head_dim (a multiple of 4) */
 };
+
+/* What EPI_ROPE's epilogue writes (rmsnorm_matmul_rope_kv_write): q [M, H
+ * D], the caches [S, KVH D] at rows pos[m], rotated by FREQS as
+ * bcg_rope_kv_write_kernel rotates. Other epilogues take smallm_none. */
+struct smallm_rope {
+	const int32_t    *pos;
+	void             *q, *kc, *vc;
+	int               dtq, dtk, dtv;
+	int               H, KVH;
+	int64_t           S;
+	struct rope_freqs freqs;
+};
+struct smallm_none {};
+
+/* The output column of slot S (S < G) of the block whose first column is
+ * C0. Columns follow the slots, except with EPI_ROPE in the q and k parts:
+ * there block c0 (4 columns, within one head as D % 4 == 0) owns the rope
+ * pairs i0, i0 + 1 of its head, i0 = (c0 - head start) / 2, slots 0, 1
+ * their first members and 2, 3 their second (+ D / 2); the blocks of a
+ * head cover its pairs once. */
+template <int EPI>
+__device__ __forceinline__ int64_t smallm_col(int s, int G, int64_t c0, const smallm_args &p)
+{
+	if constexpr (EPI == EPI_ROPE) {
+		if (c0 < p.rope_qk) {
+			const int64_t hs = c0 - c0 % p.rope_d;
+			return hs + (c0 - hs) / 2 + (s & 1) + (s >> 1) * (p.rope_d / 2);
+		}
+	}
+	return c0 + s;
+}
 
 /* Slot S of a block owning output columns [c0, c0 + G) reads b's row
  * c0 + S for S < G and, for matmul_silu_mul, row N + c0 + S - G (the up
@@ -97,11 +131,77 @@ __device__ __forceinline__ int64_t smallm_row(int s, int G, int64_t c0, int64_t 
 	return s >= G ? N + col : col;
 }
 
+/* smallm_row with EPI's columns (smallm_col). */
+template <int EPI>
+__device__ __forceinline__ int64_t smallm_row_of(int s, int G, int64_t c0, const smallm_args &p)
+{
+	if constexpr (EPI == EPI_ROPE) {
+		int64_t col = smallm_col<EPI>(s, G, c0, p);
+		return col > p.N - 1 ? p.N - 1 : col;
+	} else {
+		return smallm_row(s, G, c0, p.N);
+	}
+}
+
+/* EPI_ROPE's epilogue on SACC [4][MT] (smallm_col's slots): each pair
+ * rounded to the product's dtype as storing qkv rounds it, rotated in f32
+ * as bcg_rope_kv_write_kernel rotates (rope_angle, the products rounded
+ * before the sums), q stored, k written at cache row pos[m] when that row
+ * is in [0, S); v blocks write their 4 columns to v_cache's row. */
+template <int MT>
+__device__ void smallm_rope_epilogue(const float *sacc, const smallm_args &p, int64_t c0,
+                                     const smallm_rope &r)
+{
+	const int64_t D = p.rope_d, half = D / 2, kvw = (int64_t)r.KVH * D;
+
+	if (c0 < p.rope_qk) {
+		const int64_t h = c0 / D, i0 = (c0 - h * D) / 2;
+		for (int e = threadIdx.x; e < 2 * MT; e += blockDim.x) {
+			const int pi = e / MT, m = e % MT;
+			if (m >= p.M)
+				continue;
+			const int32_t pt = r.pos[m];
+			const int64_t i = i0 + pi;
+			const bool is_k = h >= r.H;
+			if (is_k && !((int64_t)pt >= 0 && (int64_t)pt < r.S))
+				continue;
+			float c, s;
+			rope_angle(r.freqs, pt, (int)i, &c, &s);
+			const float x1 = cuda_round_to(p.dto, sacc[pi * MT + m]);
+			const float x2 = cuda_round_to(p.dto, sacc[(pi + 2) * MT + m]);
+			const float y1 = __fmul_rn(x1, c) - __fmul_rn(x2, s);
+			const float y2 = __fmul_rn(x2, c) + __fmul_rn(x1, s);
+			if (is_k) {
+				const int64_t o = (int64_t)pt * kvw + (h - r.H) * D + i;
+				cuda_st(r.kc, r.dtk, o, y1);
+				cuda_st(r.kc, r.dtk, o + half, y2);
+			} else {
+				const int64_t o = (int64_t)m * r.H * D + h * D + i;
+				cuda_st(r.q, r.dtq, o, y1);
+				cuda_st(r.q, r.dtq, o + half, y2);
+			}
+		}
+		return;
+	}
+	for (int e = threadIdx.x; e < 4 * MT; e += blockDim.x) {
+		const int s = e / MT, m = e % MT;
+		const int64_t j = c0 + s;
+		if (m >= p.M || j >= p.N)
+			continue;
+		const int32_t pt = r.pos[m];
+		if (!((int64_t)pt >= 0 && (int64_t)pt < r.S))
+			continue;
+		cuda_st(r.vc, r.dtv, (int64_t)pt * kvw + (j - p.rope_qk),
+		        cuda_round_to(p.dto, sacc[s * MT + m]));
+	}
+}
+
 /* The rest of a block's work once SACC ([slots][MT] in shared memory)
  * holds its sums over its K range, behind a barrier: the split-K
  * combination when there is one, then the epilogue and the trigger. */
-template <int EPI, int G, int MT>
-__device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int *flag)
+template <int EPI, int G, int MT, typename R = smallm_none>
+__device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int *flag,
+                              const R &r = R())
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	constexpr int E = S * MT;
@@ -121,22 +221,26 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 		}
 		__syncthreads();
 	}
-	for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
-		const int s = e / MT, m = e % MT;
-		const int64_t j = c0 + s;
-		if (m >= p.M || j >= p.N)
-			continue;
-		const int64_t o = (int64_t)m * p.N + j;
-		const float v = sacc[s * MT + m];
-		if constexpr (EPI == EPI_NONE) {
-			cuda_st(p.out, p.dto, o, v);
-		} else if constexpr (EPI == EPI_ADD) {
-			cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
-		} else {
-			float g = cuda_round_to(p.dto, v);
-			float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
-			float silu = g / (1.0f + expf(-g));
-			cuda_st(p.out, p.dto, o, silu * u);
+	if constexpr (EPI == EPI_ROPE) {
+		smallm_rope_epilogue<MT>(sacc, p, c0, r);
+	} else {
+		for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
+			const int s = e / MT, m = e % MT;
+			const int64_t j = c0 + s;
+			if (m >= p.M || j >= p.N)
+				continue;
+			const int64_t o = (int64_t)m * p.N + j;
+			const float v = sacc[s * MT + m];
+			if constexpr (EPI == EPI_NONE) {
+				cuda_st(p.out, p.dto, o, v);
+			} else if constexpr (EPI == EPI_ADD) {
+				cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
+			} else {
+				float g = cuda_round_to(p.dto, v);
+				float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
+				float silu = g / (1.0f + expf(-g));
+				cuda_st(p.out, p.dto, o, silu * u);
+			}
 		}
 	}
 }
@@ -159,9 +263,10 @@ __device__ __forceinline__ void smallm_merge_warps(float (*red)[E])
 
 /* Ask L2 for the block's weight bytes [k0, k1) of its SLOTS rows, at most
  * SM_PREFETCH lines: the only global access allowed before the wait. */
+template <int EPI = EPI_NONE>
 __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int slots,
-                                                int G, int64_t c0, int64_t N, int64_t k0_bytes,
-                                                int64_t k1_bytes)
+                                                int G, int64_t c0, const smallm_args &p,
+                                                int64_t k0_bytes, int64_t k1_bytes)
 {
 	const int64_t lines = (k1_bytes - k0_bytes + 127) / 128;
 
@@ -169,7 +274,8 @@ __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes
 	     i += blockDim.x) {
 		int s = (int)(i / lines);
 		int64_t l = i - (int64_t)s * lines;
-		cuda_prefetch_l2(b + smallm_row(s, G, c0, N) * row_bytes + k0_bytes + l * 128);
+		cuda_prefetch_l2(b + smallm_row_of<EPI>(s, G, c0, p) * row_bytes + k0_bytes +
+		                 l * 128);
 	}
 }
 
@@ -235,7 +341,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 		xrow[nt] = a + (int64_t)m * p.K + q * 8;
 	}
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p,
 	                u0 * 32 * (int64_t)sizeof(T),
 	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
 	cuda_pdl_begin();
@@ -347,11 +453,12 @@ __device__ __forceinline__ void smallm_widen(const uint4 &v, float (&f)[16 / siz
  * so all blocks and all K splits use the same rms), then each element is
  * x / rms * w as bcg_rmsnorm_kernel computes it, rounded to T as that
  * kernel's store rounds it. */
-template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false>
-__global__ void __launch_bounds__(SM_THREADS)
-bcg_smallm_gemv_kernel(smallm_args p)
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM, typename R>
+__device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &r)
 {
 	static_assert(!NORM || VEC, "the norm prologue reads 16-byte vectors");
+	static_assert(EPI != EPI_ROPE || (NORM && std::is_same<R, smallm_rope>::value),
+	              "the rope epilogue is rmsnorm_matmul_rope_kv_write's");
 	constexpr int G = EPI == EPI_SILU ? 2 : 4;
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	constexpr int MT = MAXM;
@@ -368,14 +475,14 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	const T *wrow[S];
 #pragma unroll
 	for (int s = 0; s < S; s++)
-		wrow[s] = b + smallm_row(s, G, c0, p.N) * p.K;
+		wrow[s] = b + smallm_row_of<EPI>(s, G, c0, p) * p.K;
 	const T *xrow[MT];
 #pragma unroll
 	for (int m = 0; m < MT; m++)
 		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
-	                u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
+	smallm_prefetch<EPI>(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p,
+	                     u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
 
 	/* NORM: each token row's rms (unused otherwise). */
@@ -511,7 +618,24 @@ bcg_smallm_gemv_kernel(smallm_args p)
 				red[warp][s * MT + m] = v;
 		}
 	smallm_merge_warps<S * MT>(red);
-	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
+	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag, r);
+}
+
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false>
+__global__ void __launch_bounds__(SM_THREADS)
+bcg_smallm_gemv_kernel(smallm_args p)
+{
+	smallm_gemv_body<T, MAXM, VEC, EPI, NORM>(p, smallm_none());
+}
+
+/* rmsnorm_matmul_rope_kv_write's "gemv": the same body with the norm
+ * prologue and the rope epilogue (R passed by value, its frequency table
+ * read from the parameter space). */
+template <typename T, int MAXM>
+__global__ void __launch_bounds__(SM_THREADS)
+bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
+{
+	smallm_gemv_body<T, MAXM, true, EPI_ROPE, true>(p, r);
 }
 
 /* --- host side --------------------------------------------------------------- */
@@ -1079,4 +1203,218 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 	struct cuda_op_ctx pctx = *ctx;
 	pctx.scratch_bytes = off;          /* h is not the product's */
 	return cuda_run_product(id, &prod, &pctx, msg, len);
+}
+
+/* --- rmsnorm_matmul_rope_kv_write ------------------------------------------- */
+
+/* The rmsnorm_matmul (x, w, b) -> qkv of CALL: qkv [M, QKV] of x's dtype
+ * at QKV_DATA (NULL when only its shape matters). */
+static void rrk_norm_call(const struct op_call *call, void *qkv_data, struct op_call *rnm)
+{
+	const struct op_tensor *x = &call->in[RRK_X], *b = &call->in[RRK_B];
+	const int tb = call->attr[RRK_TRANS_B].i != 0;
+
+	memset(rnm, 0, sizeof *rnm);
+	rnm->kind = NULL;                      /* the launchers do not read it */
+	rnm->nin = 3;
+	rnm->nout = 1;
+	rnm->in[0] = *x;
+	rnm->in[1] = call->in[RRK_W];
+	rnm->in[2] = *b;
+	memset(&rnm->out[0], 0, sizeof rnm->out[0]);
+	rnm->out[0].dtype = x->dtype;
+	rnm->out[0].rank = 2;
+	rnm->out[0].dim[0] = x->rank == 2 ? x->dim[0] : 0;
+	rnm->out[0].dim[1] = b->rank == 2 ? (tb ? b->dim[0] : b->dim[1]) : 0;
+	rnm->out[0].data = qkv_data;
+	rnm->attr[RNM_EPS].f = call->attr[RRK_EPS].f;
+	rnm->attr[RNM_TRANS_B].i = tb;
+	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	rnm->graph_safe = call->graph_safe;
+	rnm->batch = call->batch;
+	rnm->name = call->name;
+	rnm->impl = CUDA_IMPL_RNM_SPLIT;
+}
+
+/* The rope_kv_write (qkv, pos) -> q, k_cache, v_cache of CALL. */
+static void rrk_rope_call(const struct op_call *call, const struct op_tensor *qkv,
+                          struct op_call *rkv)
+{
+	*rkv = *call;
+	rkv->kind = NULL;
+	rkv->nin = 2;
+	rkv->in[0] = *qkv;
+	rkv->in[1] = call->in[RRK_POS];
+	memset(&rkv->in[2], 0, sizeof rkv->in[2]);
+	memset(&rkv->in[3], 0, sizeof rkv->in[3]);
+	rkv->impl = 0;
+}
+
+/* The rope side, as rope_kv_write's launch takes it: positions i32 [M],
+ * heads, kv_heads >= 1, head_dim within the frequency table and QKV =
+ * (H + 2 KVH) D, q [M, H D], caches [S, KVH D] alike, all float. */
+static int rrk_rope_ok(const struct op_call *call, int64_t M, int64_t QKV)
+{
+	const struct op_tensor *pos = &call->in[RRK_POS];
+	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
+	const int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
+	const int64_t D = call->attr[RKV_HEAD_DIM].i;
+
+	return call->nin == 4 && call->nout == 3 && pos->dtype == PLAN_DTYPE_I32 &&
+	       cuda_numel(pos) == M && H >= 1 && KVH >= 1 && D >= 2 && D % 2 == 0 &&
+	       D / 2 <= ROPE_MAX_PAIRS && H <= INT_MAX / D && KVH <= INT_MAX / D &&
+	       (H + 2 * KVH) * D == QKV && QKV <= INT_MAX / 2 && cuda_is_float_dtype(q->dtype) &&
+	       cuda_is_float_dtype(kc->dtype) && cuda_is_float_dtype(vc->dtype) &&
+	       cuda_numel(q) == M * H * D && kc->rank == 2 && vc->rank == 2 &&
+	       cuda_cols(kc) == KVH * D && cuda_cols(vc) == KVH * D && cuda_rows(vc) == cuda_rows(kc);
+}
+
+int cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl)
+{
+	struct op_call rnm;
+
+	if (call->nin != 4 || call->in[RRK_X].rank != 2 || call->in[RRK_B].rank != 2)
+		return 0;
+	rrk_norm_call(call, NULL, &rnm);
+	if (!rrk_rope_ok(call, rnm.out[0].dim[0], rnm.out[0].dim[1]))
+		return 0;
+	switch (impl) {
+	case CUDA_IMPL_RRK_GEMV:
+		return call->attr[RKV_HEAD_DIM].i % 4 == 0 &&
+		       cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_GEMV);
+	case CUDA_IMPL_RRK_SPLIT:
+		return cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_SPLIT);
+	}
+	return 0;
+}
+
+/* Where qkv starts in the scratch: behind what rmsnorm_matmul's either
+ * implementation needs (the product's split sums and counters, h), so
+ * that the gemv's split sums and the split's h never meet qkv. */
+static size_t rrk_qkv_offset(const struct op_call *rnm)
+{
+	return (cuda_rmsnorm_matmul_scratch_bytes(rnm) + 255) & ~(size_t)255;
+}
+
+size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call)
+{
+	struct op_call rnm;
+
+	if (call->nin != 4 || call->in[RRK_X].rank != 2 || call->in[RRK_B].rank != 2)
+		return 0;
+	rrk_norm_call(call, NULL, &rnm);
+	const struct op_tensor *qkv = &rnm.out[0];
+	return rrk_qkv_offset(&rnm) + (size_t)(qkv->dim[0] > 0 ? qkv->dim[0] : 0) *
+	       (size_t)(qkv->dim[1] > 0 ? qkv->dim[1] : 0) * cuda_dtype_size(qkv->dtype);
+}
+
+template <typename T>
+static int rrk_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                           const smallm_rope &r, int mt, dim3 grid, char *msg, size_t len)
+{
+	const char *name = "bcg_smallm_gemv_rope_kernel";
+
+	switch (mt) {
+	case 1:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 1>, grid,
+		                   dim3(SM_THREADS), msg, len, args, r);
+	case 2:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 2>, grid,
+		                   dim3(SM_THREADS), msg, len, args, r);
+	case 4:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 4>, grid,
+		                   dim3(SM_THREADS), msg, len, args, r);
+	default:
+		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 8>, grid,
+		                   dim3(SM_THREADS), msg, len, args, r);
+	}
+}
+
+/* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache:
+ * "gemv" is one bcg_smallm_gemv_rope_kernel (the norm prologue, the
+ * product, the rope epilogue; M <= 8, head_dim % 4 == 0); "split" runs
+ * rmsnorm_matmul's split (rmsnorm, then the product) into qkv in the
+ * scratch, then rope_kv_write from it (three kernels, any M). */
+extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
+                                                     const struct cuda_op_ctx *ctx, char *msg,
+                                                     size_t len)
+{
+	const char *who = "rmsnorm_matmul_rope_kv_write";
+	struct op_call rnm;
+
+	if (call->impl != CUDA_IMPL_RRK_GEMV && call->impl != CUDA_IMPL_RRK_SPLIT)
+		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
+	if (!cuda_rmsnorm_matmul_rope_kv_write_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: implementation %s cannot run these operands (x [M, "
+		                 "K] with M %s, w [K], b [QKV, K], pos i32 [M], q and the caches of "
+		                 "heads, kv_heads and head_dim%s)", who,
+		                 call->impl == CUDA_IMPL_RRK_GEMV ? "gemv" : "split",
+		                 call->impl == CUDA_IMPL_RRK_GEMV ? "<= 8" : "any",
+		                 call->impl == CUDA_IMPL_RRK_GEMV ? " a multiple of 4" : "");
+	rrk_norm_call(call, NULL, &rnm);
+	const int64_t M = rnm.out[0].dim[0], QKV = rnm.out[0].dim[1];
+	if (M <= 0 || QKV <= 0)
+		return 0;
+	const size_t off = rrk_qkv_offset(&rnm);
+
+	if (call->impl == CUDA_IMPL_RRK_GEMV) {
+		const struct op_tensor *x = &call->in[RRK_X];
+		const int64_t D = call->attr[RKV_HEAD_DIM].i;
+		struct op_call prod;
+		struct cuda_product p;
+		struct smallm_plan pl;
+		enum op_id id;
+		smallm_args args;
+		smallm_rope r;
+
+		rnm_product_call(&rnm, x, &prod, &id);
+		if (cuda_product_shape(id, &prod, &p, msg, len))
+			return -1;
+		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count, &pl);
+		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+			return -1;
+		args.out = NULL;                       /* qkv is never stored */
+		args.w = call->in[RRK_W].data;
+		args.eps = (float)call->attr[RRK_EPS].f;
+		args.rope_qk = (call->attr[RKV_HEADS].i + call->attr[RKV_KV_HEADS].i) * D;
+		args.rope_d = D;
+		memset(&r, 0, sizeof r);
+		r.pos = static_cast<const int32_t *>(call->in[RRK_POS].data);
+		r.q = call->out[0].data;
+		r.kc = call->out[1].data;
+		r.vc = call->out[2].data;
+		r.dtq = call->out[0].dtype;
+		r.dtk = call->out[1].dtype;
+		r.dtv = call->out[2].dtype;
+		r.H = (int)call->attr[RKV_HEADS].i;
+		r.KVH = (int)call->attr[RKV_KV_HEADS].i;
+		r.S = cuda_rows(&call->out[1]);
+		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
+		dim3 grid((unsigned)pl.nblocks, (unsigned)pl.ksplit);
+		switch (x->dtype) {
+		case PLAN_DTYPE_F16:
+			return rrk_launch_gemv<__half>(ctx, args, r, pl.mt, grid, msg, len);
+		case PLAN_DTYPE_BF16:
+			return rrk_launch_gemv<__nv_bfloat16>(ctx, args, r, pl.mt, grid, msg, len);
+		default:
+			return rrk_launch_gemv<float>(ctx, args, r, pl.mt, grid, msg, len);
+		}
+	}
+
+	/* split: qkv behind rmsnorm_matmul's scratch, as the scratch bytes
+	 * lay out; rmsnorm_matmul sees only the part before it. */
+	const size_t need = cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(call);
+	if (!ctx->scratch || ctx->scratch_bytes < need)
+		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
+		                 need, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
+	if ((uintptr_t)ctx->scratch % 16 != 0)
+		return cuda_fail(msg, len, "%s: scratch is not 16-byte aligned", who);
+	rrk_norm_call(call, static_cast<char *>(ctx->scratch) + off, &rnm);
+	struct cuda_op_ctx nctx = *ctx;
+	nctx.scratch_bytes = off;
+	if (cuda_run_rmsnorm_matmul(&rnm, &nctx, msg, len))
+		return -1;
+	struct op_call rkv;
+	rrk_rope_call(call, &rnm.out[0], &rkv);
+	return cuda_run_rope_kv_write(&rkv, ctx, msg, len);
 }
