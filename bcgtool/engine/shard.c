@@ -439,6 +439,52 @@ static int sh_heads_op(struct sh *s, const struct op_kind *k, const struct plan_
 	return 0;
 }
 
+/* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache: the
+ * norm reads x and w whole; b splits along its product columns (by blocks
+ * [H, KVW, KVW] of unit head_dim, as rope_kv_write's qkv does) exactly
+ * when the outputs split by head; heads and kv_heads then become the
+ * rank's, as sh_heads_op sets them. */
+static int sh_norm_product_heads(struct sh *s, const struct op_kind *k, const struct plan_op *o,
+                                 uint32_t op)
+{
+	uint32_t b = o->in[RRK_B];
+	int tb = sh_attr_int(o, "trans_b", 0) != 0, lead = sh_split(s, b) != NULL;
+	char desc[192], opnd[200];
+	struct sh_op *e;
+	struct plan_attr *a;
+
+	sh_desc(o, desc, sizeof desc);
+	for (uint32_t i = 0; i < 2; i++)
+		if (sh_split(s, o->in[i]) != NULL)
+			return sh_fail(s, op, PLAN_NONE, "%s: input %s ('%s') splits; the norm reads "
+			               "whole rows of x and all of w (only b may split, along its "
+			               "q|k|v columns)", desc, k->inputs[i], s->tensors[o->in[i]].name);
+	if (lead && !sh_split_on(s, b, tb ? 0 : 1))
+		return sh_fail(s, op, PLAN_NONE, "%s: input b ('%s') splits along K; the norm "
+		               "reads whole rows of x (split b along its q|k|v columns)", desc,
+		               s->tensors[b].name);
+	for (uint32_t i = 0; i < o->nout; i++) {
+		if ((sh_split(s, o->out[i]) != NULL) == lead)
+			continue;
+		sh_operand(s, k, o, 1, i, opnd, sizeof opnd);
+		return sh_fail(s, op, PLAN_NONE, "%s: %s %s, and input b ('%s') %s", desc, opnd,
+		               lead ? "does not split" : "splits", sh_tname(s, b),
+		               lead ? "does" : "does not");
+	}
+	if (sh_copy(s, o) != 0)
+		return -1;
+	if (!lead)
+		return 0;
+	e = &s->ops[s->nops - 1];
+	if ((a = sh_attr(e, "heads")) != NULL &&
+	    sh_heads(s, op, desc, "heads", a->i, 0, &a->i) != 0)
+		return -1;
+	if ((a = sh_attr(e, "kv_heads")) != NULL &&
+	    sh_heads(s, op, desc, "kv_heads", a->i, 1, &a->i) != 0)
+		return -1;
+	return 0;
+}
+
 static int sh_gather_target(struct sh *s, const char *desc, uint32_t op, uint32_t b,
                             uint32_t out)
 {
@@ -679,6 +725,8 @@ static int sh_op(struct sh *s, uint32_t op)
 	case OP_PAGED_ATTENTION:
 	case OP_QK_NORM:
 		return sh_heads_op(s, k, o, op);
+	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
+		return sh_norm_product_heads(s, k, o, op);
 	case OP_FILL:
 	case OP_COPY:
 	case OP_ADD:
