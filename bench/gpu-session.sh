@@ -117,7 +117,8 @@
 #             (the norms folded into q|k|v and gate|up), full at T=1 and 8,
 #             replays in turns (1000 steps after 100, --check, 3 rounds,
 #             medians), and which implementation the tuner chose for each
-#             rmsnorm_matmul (gemv or split) with both timings
+#             rmsnorm_matmul (gemv or split) with both timings; the same for
+#             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180)
 #   tp4       tensor parallelism on four GPUs (issue 24; run check first, at
 #             least t/t3800, on nvidia-h100-x4 or its H200 twin): t/t3800's
 #             --tp 4 runs on
@@ -998,16 +999,20 @@ if len(med) == 2:
 PY
 		;;
 	fold)
-		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh') \
+		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh t/t3180-rope-fuse.sh') \
 			>fold-check.txt 2>&1
-		say "fold: check cuda-ops t3170: exit $?"
+		say "fold: check cuda-ops t3170 t3180: exit $?"
 		grep -E '^(ok|not ok) .*rmsnorm_matmul' "$build/t/unit/cuda-ops.log" 2>/dev/null |
 			grep -c '^ok' | sed 's/^/  rmsnorm_matmul cases passed in cuda-ops: /' | tee -a "$summary"
+		grep -E '^(ok|not ok) .*rmsnorm_matmul_rope_kv_write' "$build/t/unit/cuda-ops.log" \
+			2>/dev/null | grep -c '^ok' |
+			sed 's/^/  of them rmsnorm_matmul_rope_kv_write: /' | tee -a "$summary"
 		grep -hE '^not ok' "$build/t/unit/cuda-ops.log" "$build/t/t3170-rmsnorm-fold.log" \
-			2>/dev/null | head -20 | sed 's/^/  /' | tee -a "$summary"
+			"$build/t/t3180-rope-fuse.log" 2>/dev/null | head -20 | sed 's/^/  /' |
+			tee -a "$summary"
 		grep -E '^(FAIL|ERROR|SKIP):' "$build/test-suite.log" 2>/dev/null | sed 's/^/  /' |
 			tee -a "$summary"
-		for p in llama-3.2-1b llama-3.2-1b-fold; do
+		for p in llama-3.2-1b llama-3.2-1b-fold llama-3.2-1b-fuse; do
 			for t in 1 8; do
 				t0=$(date +%s)
 				"$B" capture --backend cuda --mode full --tokens $t --stats -o fold-$p-$t.plan \
@@ -1018,10 +1023,12 @@ PY
 		done
 		"$B" inspect --choices fold-llama-3.2-1b-fold-1.plan >fold-choices-1.txt 2>&1
 		"$B" inspect --choices fold-llama-3.2-1b-fold-8.plan >fold-choices-8.txt 2>&1
-		grep -h "rmsnorm_matmul" fold-choices-1.txt fold-choices-8.txt | grep -E "\.(0|15) " |
-			sed 's/^/  /' | tee -a "$summary"
+		"$B" inspect --choices fold-llama-3.2-1b-fuse-1.plan >fuse-choices-1.txt 2>&1
+		"$B" inspect --choices fold-llama-3.2-1b-fuse-8.plan >fuse-choices-8.txt 2>&1
+		grep -h "rmsnorm_matmul" fold-choices-1.txt fold-choices-8.txt fuse-choices-1.txt \
+			fuse-choices-8.txt | grep -E "\.(0|15) " | sed 's/^/  /' | tee -a "$summary"
 		for round in 1 2 3; do
-			for p in llama-3.2-1b llama-3.2-1b-fold; do
+			for p in llama-3.2-1b llama-3.2-1b-fold llama-3.2-1b-fuse; do
 				for t in 1 8; do
 					"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --check \
 						--json fold-$p-$t.plan >fold-replay-$p-$t-$round.json \
@@ -1033,7 +1040,7 @@ PY
 		python3 - <<'PY' | tee -a "$summary"
 import json
 med = {}
-for p in ("llama-3.2-1b", "llama-3.2-1b-fold"):
+for p in ("llama-3.2-1b", "llama-3.2-1b-fold", "llama-3.2-1b-fuse"):
     for t in (1, 8):
         runs = []
         for r in (1, 2, 3):
@@ -1054,6 +1061,9 @@ for t in (1, 8):
     a, b = med.get(("llama-3.2-1b-fold", t)), med.get(("llama-3.2-1b", t))
     if a and b:
         print("  fold: T=%d folded / unfused step = %.4f (want < 1: 32 kernels fewer)" % (t, a / b))
+    c = med.get(("llama-3.2-1b-fuse", t))
+    if c and a:
+        print("  fuse: T=%d fused / folded step = %.4f (want < 1: 16 kernels fewer)" % (t, c / a))
 PY
 		;;
 	capspeed)
