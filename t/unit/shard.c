@@ -460,6 +460,56 @@ static void test_rmsnorm_matmul(void)
 	plan_free(p);
 }
 
+/* rmsnorm_matmul_rope_kv_write: x and w whole, b along its q|k|v columns
+ * exactly when q and the caches split (the split runs: t/t3180); else
+ * refused, naming the operand. */
+static void test_rmsnorm_matmul_rope_kv_write(void)
+{
+	struct plan_split sk = split1(1, 8, 1), sq = split1(0, 16, 1), sh = split1(1, 8, 1);
+	struct plan_attr at[] = { { "heads", PLAN_ATTR_INT, 2, 0, "" },
+	                          { "kv_heads", PLAN_ATTR_INT, 1, 0, "" },
+	                          { "head_dim", PLAN_ATTR_INT, 4, 0, "" },
+	                          { "eps", PLAN_ATTR_FLOAT, 0, 1e-5, "" },
+	                          { "trans_b", PLAN_ATTR_BOOL, 1, 0, "" } };
+	struct plan_tensor gt = { .name = "g", .dtype = PLAN_DTYPE_F32, .role = PLAN_ROLE_WEIGHT,
+	                          .rank = 1, .shape = { { H, 8 } },
+	                          .init = { .kind = PLAN_INIT_ONES },
+	                          .feed = { .var = PLAN_NONE, .from = PLAN_NONE } };
+	const char *const want[] = {
+		"op 'qkv' (rmsnorm_matmul_rope_kv_write): input x ('x') splits; the norm reads "
+		"whole rows of x and all of w",
+		"op 'qkv' (rmsnorm_matmul_rope_kv_write): input b ('wq') splits along K; the norm "
+		"reads whole rows of x",
+		"splits, and input b ('wq') does not",
+	};
+	struct shard_error err;
+	const int64_t tokens[] = { 4 };
+	plan_t *p, *r = NULL;
+
+	for (int c = 0; c < 3; c++) {
+		uint32_t x, g, wq, pos, q, kc, vc, outs[3];
+		p = plan_new();
+		dim(p, "T", 4, PLAN_DIM_TOKENS);
+		dim(p, "H", 8, 0);
+		x = tensor(p, "x", PLAN_ROLE_STATE, T, H, c == 0 ? &sk : NULL);
+		plan_add_tensor(p, &gt, &g, NULL);
+		wq = tensor(p, "wq", PLAN_ROLE_WEIGHT, -16, H, c == 1 ? &sk : c == 0 ? &sq : NULL);
+		pos = tensor(p, "pos", PLAN_ROLE_INPUT, T, -1, NULL);
+		q = tensor(p, "q", PLAN_ROLE_OUTPUT, T, H, c == 2 ? &sh : NULL);
+		kc = tensor(p, "kc", PLAN_ROLE_STATE, -8, -4, NULL);
+		vc = tensor(p, "vc", PLAN_ROLE_STATE, -8, -4, NULL);
+		outs[0] = q;
+		outs[1] = kc;
+		outs[2] = vc;
+		op(p, "rmsnorm_matmul_rope_kv_write", "qkv", 50 + c, (uint32_t[]){ x, g, wq, pos }, 4,
+		   outs, 3, at, 5);
+		is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1,
+		       "rmsnorm_matmul_rope_kv_write case %d: refused", c);
+		ok(err.line == 50u + (uint32_t)c && strstr(err.msg, want[c]) != NULL, "%s", err.msg);
+		plan_free(p);
+	}
+}
+
 /* Elementwise kinds take operands that split as their output; and a
  * column-parallel matmul_add cannot write a whole output. */
 static void test_elementwise(void)
@@ -513,6 +563,7 @@ static void test_elementwise(void)
 int main(void)
 {
 	test_rmsnorm_matmul();
+	test_rmsnorm_matmul_rope_kv_write();
 	int64_t s, l;
 
 	ok(shard_block(8, 1, 2, 1, &s, &l) == 0 && s == 4 && l == 4, "8 over 2: rank 1 has 4..7");
