@@ -43,6 +43,15 @@
  * Each out element is read (x) and written by the same thread: out may be
  * x.
  *
+ * rmsnorm_matmul_rope_kv_write's "gemv" is the gemv body with
+ * rmsnorm_matmul's norm prologue and a rope epilogue
+ * (bcg_smallm_gemv_rope_kernel): in the q and k columns a block's four
+ * slots are the two members of two rope pairs of one head (smallm_col),
+ * so the block that finishes a group rotates them as
+ * bcg_rope_kv_write_kernel does (cuda-rope.h's frequencies and angle),
+ * stores q and writes k and v into the caches at row pos[m]; the product
+ * itself is never stored.
+ *
  * PDL: before cuda_pdl_begin() a block only asks L2 for the first bytes of
  * its weight rows; it waits before reading the tokens.
  */
