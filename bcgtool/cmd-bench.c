@@ -38,6 +38,7 @@
 #include "cmd-tp.h"
 #include "engine/replay.h"
 #include "engine/tune.h"
+#include "ops/op.h"
 #include "script/script.h"
 #include "serve/cli.h"
 #include "util.h"
@@ -103,15 +104,6 @@ struct bench_row {
 	} why_break[8];
 };
 
-/* Whether op OP of PLAN is a collective (the kinds the sharding pass
- * inserts). */
-static int bench_is_collective(const plan_t *plan, uint32_t op)
-{
-	const struct plan_op *o = plan_get_op(plan, op);
-
-	return o != NULL && (strcmp(o->kind, "all_reduce") == 0 || strcmp(o->kind, "all_gather") == 0);
-}
-
 /* Count break I of ROW under its reason. */
 static void bench_count_why(struct bench_row *row, const struct sched_item *it)
 {
@@ -153,7 +145,7 @@ static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmu
 			row->segments++;
 		} else {
 			row->breakpoints++;
-			row->coll_breaks += bench_is_collective(e->plan, sched.items[i].op_first);
+			row->coll_breaks += op_is_collective(e->plan, sched.items[i].op_first);
 			bench_count_why(row, &sched.items[i]);
 		}
 	}
@@ -174,7 +166,7 @@ static int bench_mode(struct engine *e, int64_t tokens, int mode, uint64_t warmu
 	    (busy = calloc(row->coll_breaks, sizeof *busy)) != NULL) {
 		for (uint32_t i = 0; i < sched.nitems && i < row->st.nitems; i++)
 			if (sched.items[i].kind != PLAN_ITEM_SEGMENT &&
-			    bench_is_collective(e->plan, sched.items[i].op_first) &&
+			    op_is_collective(e->plan, sched.items[i].op_first) &&
 			    nbusy < row->coll_breaks)
 				busy[nbusy++] = row->st.item_busy[i];
 		if (nbusy > 0) {
@@ -341,7 +333,7 @@ static uint32_t bench_collectives(const plan_t *plan, int64_t tokens, uint64_t *
 
 	*bytes = 0;
 	for (uint32_t op = 0; op < plan_count_ops(plan); op++)
-		if (bench_is_collective(plan, op)) {
+		if (op_is_collective(plan, op)) {
 			n++;
 			*bytes += plan_tensor_bytes(plan, plan_get_op(plan, op)->out[0], tokens);
 		}
@@ -491,17 +483,17 @@ static void bench_print_collectives(const plan_t *plan, int64_t tokens)
 		const struct plan_op *o = plan_get_op(plan, op);
 		uint64_t bytes;
 		uint32_t n = 0, shown = 0;
-		if (done[op] || !bench_is_collective(plan, op))
+		if (done[op] || !op_is_collective(plan, op))
 			continue;
 		bytes = plan_tensor_bytes(plan, o->out[0], tokens);
 		for (uint32_t k = op; k < nops; k++)
-			if (!done[k] && bench_is_collective(plan, k) &&
+			if (!done[k] && op_is_collective(plan, k) &&
 			    strcmp(plan_get_op(plan, k)->kind, o->kind) == 0 &&
 			    plan_tensor_bytes(plan, plan_get_op(plan, k)->out[0], tokens) == bytes)
 				n++;
 		printf("  %u %s of %s:", n, o->kind, bcg_human_bytes(bytes, b, sizeof b));
 		for (uint32_t k = op; k < nops; k++) {
-			if (done[k] || !bench_is_collective(plan, k) ||
+			if (done[k] || !op_is_collective(plan, k) ||
 			    strcmp(plan_get_op(plan, k)->kind, o->kind) != 0 ||
 			    plan_tensor_bytes(plan, plan_get_op(plan, k)->out[0], tokens) != bytes)
 				continue;
@@ -627,7 +619,7 @@ static void json_ranks(struct plan_json *j, const struct engine *e, int64_t toke
 	plan_json_key(j, "collectives");
 	plan_json_array_begin(j);
 	for (uint32_t op = 0; op < plan_count_ops(e->plan); op++) {
-		if (!bench_is_collective(e->plan, op))
+		if (!op_is_collective(e->plan, op))
 			continue;
 		plan_json_object_begin(j);
 		plan_json_key(j, "name");

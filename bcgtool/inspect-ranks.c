@@ -10,13 +10,7 @@
 #include <string.h>
 
 #include "inspect.h"
-
-static int inspect_is_collective(const plan_t *plan, uint32_t op)
-{
-	const struct plan_op *o = plan_get_op(plan, op);
-
-	return o != NULL && (strcmp(o->kind, "all_reduce") == 0 || strcmp(o->kind, "all_gather") == 0);
-}
+#include "ops/op.h"
 
 /* Of variant V of PLAN: its collectives, those run as breakpoints, and the
  * bytes their outputs hold (what each rank receives a step). */
@@ -31,7 +25,7 @@ static void inspect_variant_collectives(const plan_t *plan, uint32_t v, uint32_t
 		const struct plan_item *it = &var->items[i];
 		if (it->kind == PLAN_ITEM_BREAK) {
 			const struct plan_breakpoint *b = plan_get_breakpoint(plan, it->index);
-			if (b->op == PLAN_NONE || !inspect_is_collective(plan, b->op))
+			if (b->op == PLAN_NONE || !op_is_collective(plan, b->op))
 				continue;
 			(*n)++;
 			(*eager)++;
@@ -39,7 +33,7 @@ static void inspect_variant_collectives(const plan_t *plan, uint32_t v, uint32_t
 		} else {
 			const struct plan_segment *s = plan_get_segment(plan, it->index);
 			for (uint32_t op = s->op_first; op < s->op_first + s->op_count; op++) {
-				if (!inspect_is_collective(plan, op))
+				if (!op_is_collective(plan, op))
 					continue;
 				(*n)++;
 				*bytes += plan_tensor_bytes(plan, plan_get_op(plan, op)->out[0],

@@ -119,9 +119,8 @@
 #             medians), and which implementation the tuner chose for each
 #             rmsnorm_matmul (gemv or split) with both timings; the same for
 #             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180)
-#   tp4       tensor parallelism on four GPUs (issue 24; run check first, at
-#             least t/t3800, on nvidia-h100-x4 or its H200 twin): t/t3800's
-#             --tp 4 runs on
+#   tp4       tensor parallelism on four GPUs (issue 24; build first, on
+#             nvidia-h100-x4 or its H200 twin): t/t3800 with its --tp 4 runs on
 #             cuda (the transformers fixtures, random weights); bench of the
 #             8B-shaped sample at TP=1, 2 and 4 (T=1) and TP=4 (T=8): eager,
 #             breakable and full, the collective break's cost; the
@@ -224,6 +223,25 @@ build_before() {
 	rc=$?
 	say "before: build exit $rc ($(basename "$bt"))"
 	return $rc
+}
+
+# tp_kill NAME PLAN: replay the tensor-parallel PLAN, kill its last rank
+# 8 s in, and say how soon the command ended (--timeout 10), what the
+# ranks said and whether any process was left.
+tp_kill() {
+	"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
+		"$2" >$1-kill.out 2>$1-kill.err &
+	rp=$!
+	sleep 8
+	r1=$(pgrep -P $rp | tail -1)
+	t0=$(date +%s)
+	[ -n "$r1" ] && kill -9 $r1
+	wait $rp
+	rc=$?
+	say "$1 kill: rank pid $r1 killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
+	grep '^bcgtool\|\[rank' $1-kill.err | head -6 | sed 's/^/  /' | tee -a "$summary"
+	sleep 1
+	say "$1 kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
 }
 
 # kernel_table NSYS REPORT: the kernels of REPORT by total GPU time.
@@ -1333,30 +1351,9 @@ PY
 			fi
 		done
 		# A rank killed mid-replay: the other exits within the timeout.
-		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
-			tp-llama-3.2-1b-2-full.plan >tp-kill.out 2>tp-kill.err &
-		rp=$!
-		sleep 8
-		r1=$(pgrep -P $rp | tail -1)
-		t0=$(date +%s)
-		[ -n "$r1" ] && kill -9 $r1
-		wait $rp
-		rc=$?
-		say "tp kill: rank pid $r1 killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
-		grep '^bcgtool\|\[rank' tp-kill.err | head -5 | sed 's/^/  /' | tee -a "$summary"
-		sleep 1
-		say "tp kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
+		tp_kill tp tp-llama-3.2-1b-2-full.plan
 		# A serving trace at TP=2: the serving sample with its splits.
-		sed -e "s/seed: 100}}/seed: 100}, split: {axis: 0, blocks: [H, KVW, KVW], unit: HD}}/" \
-		    -e "s/seed: 400}}/seed: 400}, split: {axis: 1, unit: HD}}/" \
-		    -e "s/seed: 500}}/seed: 500}, split: {axis: 0, blocks: [F, F]}}/" \
-		    -e "s/seed: 600}}/seed: 600}, split: {axis: 1}}/" \
-		    -e "s/^\(  [kv]_cache: .*count: L\)}/\1, split: {axis: 2, unit: HD}}/" \
-		    -e "s/^\(  qkv: .*\)}\$/\1, split: {axis: 1, blocks: [H, KVW, KVW], unit: HD}}/" \
-		    -e "s/^\(  q: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
-		    -e "s/^\(  att: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
-		    -e "s/^\(  act: .*\)}\$/\1, split: {axis: 1}}/" \
-		    "$S/llama-serve.yaml" >tp-serve.yaml
+		sed -f "$top/t/serve-splits.sed" "$S/llama-serve.yaml" >tp-serve.yaml
 		say "tp serve: $(grep -c 'split:' tp-serve.yaml) tensors split"
 		for n in 1 2; do
 			"$B" capture --backend cuda --tp $n --verify first-and-largest -o tp-serve-$n.plan \
@@ -1443,9 +1440,11 @@ PY
 		say "tpreport: bench --tp 2 --json: exit $?"
 		;;
 	tp4)
-		# t3800's runs come from the check stage, or from
-		# `sh .gpu/run check TESTS=t/t3800-tp-host.sh` before this stage.
-		say "tp4: t3800 (GPUS4: --tp 4 on cuda), from the last check:"
+		# t3800 alone: of the check programs only the GPU probe it needs
+		# is built (all of them took the whole of a call's time once).
+		(cd "$build" && timeout 400 make -j"$(nproc)" check TESTS='t/t3800-tp-host.sh' \
+			check_PROGRAMS='t/helper/has-gpu') >tp4-t3800.txt 2>&1
+		say "tp4: t3800 (GPUS4: --tp 4 on cuda): exit $?"
 		grep -E '^(ok|not ok) .*(--tp 4|four GPUs)' "$build/t/t3800-tp-host.log" 2>/dev/null |
 			sed 's/^/  /' | tee -a "$summary"
 		for c in "1 1" "2 1" "4 1" "4 8"; do
@@ -1481,19 +1480,7 @@ PY
 		timeout 120 "$B" capture --backend cuda --tp 4 --mode full --tokens 1 --no-tune \
 			-o tp4-1b.plan "$S/llama-3.2-1b.yaml" >tp4-1b-cap.txt 2>&1
 		say "tp4: capture 1B --tp 4 full T=1: exit $?"
-		"$B" replay --backend cuda --tokens 1 --steps 200000 --warmup 5 --timeout 10 \
-			tp4-1b.plan >tp4-kill.out 2>tp4-kill.err &
-		rp=$!
-		sleep 8
-		r1=$(pgrep -P $rp | tail -1)
-		t0=$(date +%s)
-		[ -n "$r1" ] && kill -9 $r1
-		wait $rp
-		rc=$?
-		say "tp4 kill: rank pid $r1 (of $(pgrep -c -P $rp 2>/dev/null || echo 0) left) killed; replay exit $rc after $(( $(date +%s) - t0 )) s (timeout 10 s)"
-		grep '^bcgtool\|\[rank' tp4-kill.err | head -6 | sed 's/^/  /' | tee -a "$summary"
-		sleep 1
-		say "tp4 kill: bcgtool processes left: $(pgrep -c -f "$B replay" || true)"
+		tp_kill tp4 tp4-1b.plan
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a

@@ -24,6 +24,9 @@ import os
 import sqlite3
 import sys
 
+sys.dont_write_bytecode = True   # nothing written into t/
+import nsys_tables  # noqa: E402
+
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 AG = "ncclDevKernel_AllGather_RING_LL"
 
@@ -31,15 +34,7 @@ AG = "ncclDevKernel_AllGather_RING_LL"
 def main(out, rank, prefix):
     db = sqlite3.connect(out)
     c = db.cursor()
-    c.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
-    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, correlationId INT, "
-              "graphNodeId INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, "
-              "blockZ INT, shortName INT, mangledName INT)")
-    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, "
-              "correlationId INT)")
-    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER (start INT, end INT, globalTid INT, "
-              "correlationId INT)")
-    c.execute("CREATE TABLE NVTX_EVENTS (start INT, end INT, globalTid INT, text TEXT)")
+    nsys_tables.create(c, driver=True)
     for i, v in enumerate((AR, AG)):
         c.execute("INSERT INTO StringIds VALUES (?, ?)", (i + 1, v))
     tid, corr = 7, 0

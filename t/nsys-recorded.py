@@ -14,6 +14,9 @@ step spans 2.7 us, is busy 2.5 us, the graph's kernels take 1.5 us over a
 import sqlite3
 import sys
 
+sys.dont_write_bytecode = True   # nothing written into t/
+import nsys_tables  # noqa: E402
+
 RMS = "_Z11rmsnorm_f16PK6__halfPS_if"
 MATMUL = "_Z6matmulIfLi128EEvPKT_S2_PS0_iii"
 GEMM = "sm90_xmma_gemm_f16f16_f32_tn_n_tilesize128x128x64"
@@ -22,13 +25,7 @@ GEMM = "sm90_xmma_gemm_f16f16_f32_tn_n_tilesize128x128x64"
 def main(out):
     db = sqlite3.connect(out)
     c = db.cursor()
-    c.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
-    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, correlationId INT, "
-              "graphNodeId INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, "
-              "blockZ INT, shortName INT, mangledName INT)")
-    c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, "
-              "correlationId INT)")
-    c.execute("CREATE TABLE NVTX_EVENTS (start INT, end INT, globalTid INT, text TEXT)")
+    nsys_tables.create(c)
     ids = {}
     for v in ("rmsnorm_f16", RMS, "matmul", MATMUL, GEMM):
         ids[v] = len(ids) + 1

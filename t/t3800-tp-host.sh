@@ -18,17 +18,23 @@ got_tokens () {
 	"$PYTHON3" -c "import json, sys; print(*json.load(open(sys.argv[1]))[\"tokens\"])" "$1"
 }
 
-# The last step's logits within BOUND of transformers', relative to the
-# largest |logit| (f32 both sides, sums in other orders).
-close_logits () {
-	"$PYTHON3" - "$hf/$1/logits.bin" "$2" "$3" <<-\EOT
+# Two f32 files A and B within BOUND of each other, relative to A's
+# largest |value| (sums in other orders); with COUNT, both hold COUNT.
+close_bins () {
+	"$PYTHON3" - "$1" "$2" "$3" "${4:-}" <<-\EOT
 	import struct, sys
 	a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
 	x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
 	assert len(x) == len(y), (len(x), len(y))
+	assert not sys.argv[4] or len(x) == int(sys.argv[4]), (len(x), sys.argv[4])
 	err = max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)
 	assert err <= float(sys.argv[3]), err
 	EOT
+}
+
+# The last step's logits within BOUND of transformers'.
+close_logits () {
+	close_bins "$hf/$1/logits.bin" "$2" "$3"
 }
 
 # The dense families: heads, MLP and vocabulary split. The fixtures have 4
@@ -134,14 +140,7 @@ test_expect_success PYTHON3 'random and arange weights: each rank holds its slic
 	bcg run --backend host --steps 3 --tp 2 --dump-outputs d2 mlp.yaml >/dev/null &&
 	bcg run --backend host --steps 3 --tp 4 --dump-outputs d4 mlp.yaml >/dev/null &&
 	for n in 2 4; do
-		"$PYTHON3" - d1/y.bin d$n/y.bin <<-\EOT || return 1
-		import struct, sys
-		a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
-		x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
-		assert len(x) == len(y) == 32, (len(x), len(y))
-		err = max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)
-		assert err <= 1e-6, err
-		EOT
+		close_bins d1/y.bin d$n/y.bin 1e-6 32 || return 1
 	done
 '
 
@@ -243,56 +242,32 @@ if test_have_prereq CUDA; then
 	test "${n:-0}" -ge 4 && test_set_prereq GPUS4
 fi
 
-for m in llama qwen3 mistral; do
-	test_expect_success JANSSON,PYTHON3,GPUS2 "$m: --backend cuda --tp 2 gives transformers' greedy tokens" "
-		want_tokens $m >expect &&
-		bcg run --backend cuda --json --tp 2 --prompt \$(prompt $m) --generate 8 \
-			--logits $m-cuda-tp2.bin $m.yaml >out &&
-		sed \"s/^\\[rank 0\\] //\" out >run.json &&
-		got_tokens run.json >actual &&
-		test_cmp expect actual &&
-		close_logits $m $m-cuda-tp2.bin 1e-3
-	"
+# Three fixtures on two GPUs; on four every dense fixture, one query head
+# a rank (the kv heads replicated where there are fewer than four), as on
+# the host at --tp 4. Then the MLP's random and arange weights.
+for run in "2 llama qwen3 mistral" \
+	"4 llama qwen2 qwen3 mistral llama3 qwen3-tied llama-linear llama-yarn"; do
+	n=${run%% *}
+	for m in ${run#* }; do
+		test_expect_success JANSSON,PYTHON3,GPUS$n "$m: --backend cuda --tp $n gives transformers' greedy tokens" "
+			want_tokens $m >expect &&
+			bcg run --backend cuda --json --tp $n --prompt \$(prompt $m) --generate 8 \
+				--logits $m-cuda-tp$n.bin $m.yaml >out &&
+			sed \"s/^\\[rank 0\\] //\" out >run.json &&
+			got_tokens run.json >actual &&
+			test_cmp expect actual &&
+			close_logits $m $m-cuda-tp$n.bin 1e-3
+		"
+	done
 done
 
-# On four GPUs: every dense fixture, one query head a rank (the kv heads
-# replicated where there are fewer than four), as on the host at --tp 4.
-for m in llama qwen2 qwen3 mistral llama3 qwen3-tied llama-linear llama-yarn; do
-	test_expect_success JANSSON,PYTHON3,GPUS4 "$m: --backend cuda --tp 4 gives transformers' greedy tokens" "
-		want_tokens $m >expect &&
-		bcg run --backend cuda --json --tp 4 --prompt \$(prompt $m) --generate 8 \
-			--logits $m-cuda-tp4.bin $m.yaml >out &&
-		sed \"s/^\\[rank 0\\] //\" out >run.json &&
-		got_tokens run.json >actual &&
-		test_cmp expect actual &&
-		close_logits $m $m-cuda-tp4.bin 1e-3
+for run in "2 two" "4 four"; do
+	n=${run%% *}
+	test_expect_success PYTHON3,GPUS$n "random and arange weights on ${run#* } GPUs: the outputs of one" "
+		bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
+		bcg run --backend cuda --steps 3 --tp $n --dump-outputs c$n mlp.yaml >/dev/null &&
+		close_bins c1/y.bin c$n/y.bin 1e-5 32
 	"
 done
-
-test_expect_success PYTHON3,GPUS2 'random and arange weights on two GPUs: the outputs of one' '
-	bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
-	bcg run --backend cuda --steps 3 --tp 2 --dump-outputs c2 mlp.yaml >/dev/null &&
-	"$PYTHON3" - c1/y.bin c2/y.bin <<-\EOT
-	import struct, sys
-	a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
-	x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
-	assert len(x) == len(y) == 32, (len(x), len(y))
-	err = max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)
-	assert err <= 1e-5, err
-	EOT
-'
-
-test_expect_success PYTHON3,GPUS4 'random and arange weights on four GPUs: the outputs of one' '
-	bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
-	bcg run --backend cuda --steps 3 --tp 4 --dump-outputs c4 mlp.yaml >/dev/null &&
-	"$PYTHON3" - c1/y.bin c4/y.bin <<-\EOT
-	import struct, sys
-	a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
-	x = struct.unpack("<%df" % (len(a) // 4), a); y = struct.unpack("<%df" % (len(b) // 4), b)
-	assert len(x) == len(y) == 32, (len(x), len(y))
-	err = max(abs(p - q) for p, q in zip(x, y)) / max(abs(p) for p in x)
-	assert err <= 1e-5, err
-	EOT
-'
 
 test_done

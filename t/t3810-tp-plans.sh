@@ -63,16 +63,7 @@ test_expect_success JANSSON,PYTHON3 'inspect: the ranks side by side with their 
 '
 
 test_expect_success 'the serving sample, split: a trace served by 2 ranks as by 1' '
-	sed -e "s/seed: 100}}/seed: 100}, split: {axis: 0, blocks: [H, KVW, KVW], unit: HD}}/" \
-	    -e "s/seed: 400}}/seed: 400}, split: {axis: 1, unit: HD}}/" \
-	    -e "s/seed: 500}}/seed: 500}, split: {axis: 0, blocks: [F, F]}}/" \
-	    -e "s/seed: 600}}/seed: 600}, split: {axis: 1}}/" \
-	    -e "s/^\(  [kv]_cache: .*count: L\)}/\1, split: {axis: 2, unit: HD}}/" \
-	    -e "s/^\(  qkv: .*\)}\$/\1, split: {axis: 1, blocks: [H, KVW, KVW], unit: HD}}/" \
-	    -e "s/^\(  q: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
-	    -e "s/^\(  att: .*\)}\$/\1, split: {axis: 1, unit: HD}}/" \
-	    -e "s/^\(  act: .*\)}\$/\1, split: {axis: 1}}/" \
-	    "$BCG_SRC_DIR/samples/llama-serve-tiny.yaml" >serve.yaml &&
+	sed -f "$TEST_DIRECTORY/serve-splits.sed" "$BCG_SRC_DIR/samples/llama-serve-tiny.yaml" >serve.yaml &&
 	test $(grep -c "split:" serve.yaml) = 10 &&
 	bcg capture --backend host -o serve1.plan serve.yaml >/dev/null &&
 	bcg capture --backend host --tp 2 -o serve2.plan serve.yaml >/dev/null &&

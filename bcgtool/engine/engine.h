@@ -236,7 +236,7 @@ int engine_reset(struct engine *e, struct engine_error *err);
 
 /* Prepare the launches of all ops at TOKENS tokens in MODE. Each op runs
  * the implementation the plan records for it at TOKENS when e->use_choices
- * is set and there is a record, else the backend's first usable one. */
+ * is set and there is a record, else its default (engine_impl_default). */
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err);
 void engine_variant_release(struct engine_variant *v);

@@ -9,8 +9,9 @@
  * the recorded kernels, never choose again.
  *
  * The rule, so that noise does not flip a choice unseen:
- *  - the default is the first usable implementation (the backend lists
- *    them in order of preference);
+ *  - the default is the backend's (engine_impl_default: its impl_default
+ *    when usable, else the first usable implementation, the backend
+ *    listing them in order of preference);
  *  - another replaces it only when its median is faster by more than the
  *    margin;
  *  - when a candidate other than the chosen one is within the margin of

@@ -72,13 +72,14 @@ cuda_kernel_fn cuda_kernel(enum op_id id);
 /* The implementations of op ID on CUDA, in order of preference, and their
  * names ("mma", "gemv", "cublas", ...). Names are stored in plans: never
  * rename one, never reuse one for other code. Every kind has at least one;
- * index 0 is preferred. Out of range: 0 implementations, name NULL. */
+ * index 0 is preferred (cuda_impl_default may name another for a call).
+ * Out of range: 0 implementations, name NULL. */
 int         cuda_impl_count(enum op_id id);
 const char *cuda_impl_name(enum op_id id, int impl);
 
 /* Whether implementation IMPL of call->kind can run CALL: its shapes,
  * dtypes, attributes and (when data is not NULL) operand alignment. The
- * default for a call is the first usable one. */
+ * default for a call is cuda_impl_default's, else the first usable one. */
 int cuda_impl_usable(const struct op_call *call, int impl);
 
 /* The implementation CALL runs untuned when it can, or -1: the first

@@ -443,6 +443,9 @@ struct op_kind {
 const struct op_kind *op_kind_find(const char *name);
 /* The kind with id ID (0 <= ID < OP_COUNT). */
 const struct op_kind *op_kind_get(enum op_id id);
+/* Whether op OP of PLAN is a collective (all_reduce, all_gather: the
+ * kinds the sharding pass inserts); 0 for an op out of range. */
+int op_is_collective(const plan_t *plan, uint32_t op);
 /* Number of inputs, outputs, attributes of KIND. */
 int op_kind_count_inputs(const struct op_kind *kind);
 int op_kind_count_outputs(const struct op_kind *kind);

@@ -70,3 +70,11 @@ int op_check_vocab_embedding(const struct op_call *c, char *msg, size_t len)
 	return want_shape(&out, want, 2, "one row of input table per element of input ids",
 	                  msg, len);
 }
+
+int op_is_collective(const plan_t *plan, uint32_t op)
+{
+	const struct plan_op *o = plan_get_op(plan, op);
+	const struct op_kind *k = o != NULL ? op_kind_find(o->kind) : NULL;
+
+	return k != NULL && (k->id == OP_ALL_REDUCE || k->id == OP_ALL_GATHER);
+}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "ops/op.h"
 #include "report.h"
 #include "util.h"
 
@@ -680,13 +681,6 @@ void report_json(FILE *f, const struct profile *p, const struct report_names *n)
  * A tensor-parallel plan: one report per rank.
  */
 
-static int is_collective(const plan_t *plan, uint32_t op)
-{
-	const char *k = plan_get_op(plan, op)->kind;
-
-	return strcmp(k, "all_reduce") == 0 || strcmp(k, "all_gather") == 0;
-}
-
 /* Op O of rank 0's plan in rank R's profile: the op of the same label
  * (the sharding pass names the collectives it inserts after their op). */
 static uint32_t rank_op(const struct profile *pr, const struct profile *p0, uint32_t o)
@@ -727,7 +721,7 @@ void report_text_ranks(FILE *f, const struct profile *ps, const struct report_na
 		report_text(f, &ps[r], &ns[r], top);
 	}
 	for (uint32_t o = 0; o < plan_count_ops(p0->plan); o++)
-		ncoll += is_collective(p0->plan, o);
+		ncoll += op_is_collective(p0->plan, o);
 	fprintf(f, "\n== collectives (%u; kernel time, mean per step of each rank) ==\n", ncoll);
 	if (ncoll == 0) {
 		fprintf(f, "  (the plan has none)\n");
@@ -743,7 +737,7 @@ void report_text_ranks(FILE *f, const struct profile *ps, const struct report_na
 	for (uint32_t o = 0; o < plan_count_ops(p0->plan); o++) {
 		const char *form = op_form(p0, o);
 		double mx = 0.0;
-		if (!is_collective(p0->plan, o))
+		if (!op_is_collective(p0->plan, o))
 			continue;
 		for (uint32_t r = 1; r < world; r++)
 			if (strcmp(op_form(&ps[r], rank_op(&ps[r], p0, o)), form) != 0)
@@ -811,7 +805,7 @@ void report_json_ranks(FILE *f, const struct profile *ps, const struct report_na
 	plan_json_array_begin(j);
 	for (uint32_t o = 0; o < plan_count_ops(p0->plan); o++) {
 		double mx = 0.0;
-		if (!is_collective(p0->plan, o))
+		if (!op_is_collective(p0->plan, o))
 			continue;
 		plan_json_object_begin(j);
 		plan_json_key(j, "name");
