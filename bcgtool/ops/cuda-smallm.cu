@@ -71,6 +71,11 @@
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
 #define SM_MMA_MAX_M    32
 #define SM_GEMV_MAX_M   8
+/* rmsnorm_matmul's gemv: the normalized tokens a block holds, in 16-byte
+ * vectors, for MT tokens: 16 KiB up to two tokens (K <= 8192 bf16 at
+ * one), 32 KiB beyond, so that one token keeps the plain gemv's blocks
+ * per multiprocessor (registers bound them first). */
+#define RNM_XS_VECS(mt) ((mt) <= 2 ? 1024 : 2048)
 /* Units of 32 k an mma split gets at least. On an H100 in a graph, a
  * split's merge costs about what 768 k of one block's streaming saves:
  * 1024 x 1024 runs best whole, 1024 x 2816 in three. */
@@ -448,6 +453,27 @@ __device__ __forceinline__ void smallm_widen(const uint4 &v, float (&f)[16 / siz
 	}
 }
 
+/* F rounded to T, packed as smallm_widen unpacks it. */
+template <typename T>
+__device__ __forceinline__ uint4 smallm_narrow(const float (&f)[16 / sizeof(T)])
+{
+	if constexpr (std::is_same<T, float>::value) {
+		return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
+		                  __float_as_uint(f[3]));
+	} else {
+		uint32_t w[4];
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const T lo = cuda_from_f32<T>(f[2 * i]), hi = cuda_from_f32<T>(f[2 * i + 1]);
+			uint16_t l16, h16;
+			memcpy(&l16, &lo, 2);
+			memcpy(&h16, &hi, 2);
+			w[i] = (uint32_t)l16 | (uint32_t)h16 << 16;
+		}
+		return make_uint4(w[0], w[1], w[2], w[3]);
+	}
+}
+
 /* Units: 16-byte vectors (VEC) or elements. Grid (nblocks, ksplit); each
  * block owns G output columns (4, or 2 of gate and 2 of up for silu_mul);
  * thread t takes units u0 + t, u0 + t + SM_THREADS, ..., two at a time,
@@ -455,13 +481,20 @@ __device__ __forceinline__ void smallm_widen(const uint4 &v, float (&f)[16 / siz
  * then across warps in shared memory.
  *
  * NORM (rmsnorm_matmul, VEC only): a is x, and the token operand is
- * rmsnorm(x, w) rounded to T, formed where it is read. After the wait
- * every block sums the squares of each of its token rows over all of K
- * (16-byte loads, thread t taking vectors t, t + SM_THREADS, ..., then the
- * warp butterflies and the warps in order: the same order in every block,
- * so all blocks and all K splits use the same rms), then each element is
- * x / rms * w as bcg_rmsnorm_kernel computes it, rounded to T as that
- * kernel's store rounds it. */
+ * rmsnorm(x, w) rounded to T, formed once per block in shared memory
+ * before the product's loop. After the wait every block sums the squares
+ * of each of its token rows over all of K (16-byte loads, thread t taking
+ * vectors t, t + SM_THREADS, ..., then the warp butterflies and the warps
+ * in order: the same order in every block, so all blocks and all K splits
+ * use the same rms), keeping its own K range's vectors in xs as it reads
+ * them; then each element there becomes x / rms * w as bcg_rmsnorm_kernel
+ * computes it, rounded to T as that kernel's store rounds it. The loop
+ * then reads the tokens from xs, so its registers are the plain gemv's:
+ * forming the tokens inside the loop (the first form) took 93 registers
+ * a thread for bf16 at one token, against the plain kernel's 48, and ran
+ * the 1B q|k|v product in 17.1 us against 11.7 us for the rmsnorm kernel
+ * and the product apart (H100). xs holds at most RNM_XS_VECS(MT) vectors:
+ * (u1 - u0) * MT <= units * MT, which cuda_rmsnorm_matmul_usable bounds. */
 template <typename T, int MAXM, bool VEC, int EPI, bool NORM, typename R>
 __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &r)
 {
@@ -494,23 +527,27 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 	                     u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
 
-	/* NORM: each token row's rms (unused otherwise). */
-	float rms[NORM ? MT : 1];
-	rms[0] = 1.0f;
-	(void)rms;
+	/* NORM: the block's normalized tokens, [u - u0][m] (one vector
+	 * otherwise, unused). */
+	__shared__ uint4 xs[NORM ? RNM_XS_VECS(MT) : 1];
+	(void)xs;
 	if constexpr (NORM) {
-		float ss[MT];
+		float ss[MT], rms[MT];
 #pragma unroll
 		for (int m = 0; m < MT; m++)
 			ss[m] = 0.0f;
 		for (int64_t u = threadIdx.x; u < p.units; u += SM_THREADS) {
+			const bool mine = u >= u0 && u < u1;
 #pragma unroll
 			for (int m = 0; m < MT; m++) {
+				const uint4 v = *reinterpret_cast<const uint4 *>(xrow[m] + u * V);
 				float f[V];
-				smallm_widen<T>(*reinterpret_cast<const uint4 *>(xrow[m] + u * V), f);
+				smallm_widen<T>(v, f);
 #pragma unroll
 				for (int e = 0; e < V; e++)
 					ss[m] += f[e] * f[e];
+				if (mine)
+					xs[(u - u0) * MT + m] = v;
 			}
 		}
 #pragma unroll
@@ -528,7 +565,24 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 				sum += red[w][m];
 			rms[m] = sqrtf(sum / (float)p.K + p.eps);
 		}
-		__syncthreads();                 /* red is the sums' again below */
+		/* Each thread its own vectors now: t, t + SM_THREADS, ... of the
+		 * block's range, stored above by other threads (the barrier
+		 * before the rms orders them). */
+		const T *nw = static_cast<const T *>(p.w);
+		for (int64_t u = u0 + threadIdx.x; u < u1; u += SM_THREADS) {
+			float wf[V];
+			smallm_widen<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
+#pragma unroll
+			for (int m = 0; m < MT; m++) {
+				float f[V];
+				smallm_widen<T>(xs[(u - u0) * MT + m], f);
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					f[e] = f[e] / rms[m] * wf[e];
+				xs[(u - u0) * MT + m] = smallm_narrow<T>(f);
+			}
+		}
+		__syncthreads();                 /* xs is whole; red is the sums' again below */
 	}
 
 	float acc[S][MT];
@@ -553,18 +607,12 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 			for (int i = 0; i < UN; i++) {
 				const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
-				for (int m = 0; m < MT; m++)
-					xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
-					                   : zero;
-			}
-			uint4 nv[NORM ? UN : 1];
-			(void)nv;
-			if constexpr (NORM) {
-				const T *nw = static_cast<const T *>(p.w);
-#pragma unroll
-				for (int i = 0; i < UN; i++) {
-					const int64_t ui = u + (int64_t)i * SM_THREADS;
-					nv[i] = ui < u1 ? *reinterpret_cast<const uint4 *>(nw + ui * V) : zero;
+				for (int m = 0; m < MT; m++) {
+					if constexpr (NORM)
+						xv[i][m] = ui < u1 ? xs[(ui - u0) * MT + m] : zero;
+					else
+						xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(
+							xrow[m] + ui * V) : zero;
 				}
 			}
 #pragma unroll
@@ -573,19 +621,6 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 #pragma unroll
 				for (int m = 0; m < MT; m++)
 					smallm_widen<T>(xv[i][m], xf[m]);
-				if constexpr (NORM) {
-					/* past u1 the zeros stay zeros (no 0 / 0 from an rms of 0) */
-					if (u + (int64_t)i * SM_THREADS < u1) {
-						float wf[V];
-						smallm_widen<T>(nv[i], wf);
-#pragma unroll
-						for (int m = 0; m < MT; m++)
-#pragma unroll
-							for (int e = 0; e < V; e++)
-								xf[m][e] = cuda_to_f32(cuda_from_f32<T>(
-									xf[m][e] / rms[m] * wf[e]));
-					}
-				}
 #pragma unroll
 				for (int s = 0; s < S; s++) {
 					float wf[V];
@@ -1072,8 +1107,10 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 	switch (impl) {
 	case CUDA_IMPL_RNM_GEMV: {
 		const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
+		const int mt = smallm_gemv_maxm(p.M);
 		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M && p.K % V == 0 &&
-		       smallm_aligned(p.a) && smallm_aligned(p.b) && smallm_aligned(&call->in[1]);
+		       mt * (p.K / V) <= RNM_XS_VECS(mt) && smallm_aligned(p.a) &&
+		       smallm_aligned(p.b) && smallm_aligned(&call->in[1]);
 	}
 	case CUDA_IMPL_RNM_SPLIT:
 		return rnm_split_impl(id, &prod) >= 0;
