@@ -118,7 +118,9 @@
 #             replays in turns (1000 steps after 100, --check, 3 rounds,
 #             medians), and which implementation the tuner chose for each
 #             rmsnorm_matmul (gemv or split) with both timings; the same for
-#             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180)
+#             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180);
+#             then `bcgtool report` of an nsys profile of the unfused and the
+#             fused step at T=1 (per-op tables; FOLD_NSYS=0 skips them)
 #   tp4       tensor parallelism on four GPUs (issue 24; build first, on
 #             nvidia-h100-x4 or its H200 twin): t/t3800 with its --tp 4 runs on
 #             cuda (the transformers fixtures, random weights); bench of the
@@ -1083,6 +1085,23 @@ for t in (1, 8):
     if c and a:
         print("  fuse: T=%d fused / folded step = %.4f (want < 1: 16 kernels fewer)" % (t, c / a))
 PY
+		# The per-op tables of the unfused and the fused step at T=1.
+		[ "${FOLD_NSYS:-1}" = 0 ] || for p in llama-3.2-1b llama-3.2-1b-fuse; do
+			sh "$top/.gpu/nsys-profile" "$log/fold-$p" "$B" replay --backend cuda --tokens 1 \
+				--steps 200 --warmup 20 fold-$p-1.plan >fold-nsys-$p.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' fold-nsys-$p.txt)
+			if [ -n "$NSYS" ] && [ -f "$log/fold-$p.nsys-rep" ]; then
+				"$NSYS" export --type sqlite --force-overwrite true -o fold-$p.sqlite \
+					"$log/fold-$p.nsys-rep" >/dev/null 2>&1
+				"$B" report --tokens 1 --top 40 fold-$p.sqlite fold-$p-1.plan \
+					>fold-report-$p.txt 2>&1
+				say "fold: report $p T=1: exit $?"
+				sed 's/^/  /' fold-report-$p.txt | tee -a "$summary"
+			else
+				say "fold: nsys $p: no report"
+				tail -5 fold-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
+			fi
+		done
 		;;
 	capspeed)
 		# Issue 22's cold start on the H100: capturing the 51 sizes of the
