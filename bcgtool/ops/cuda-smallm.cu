@@ -210,18 +210,18 @@ __device__ void smallm_rope_epilogue(const float *sacc, const smallm_args &p, in
 	}
 }
 
-/* The rest of a block's work once SACC ([slots][MT] in shared memory)
- * holds its sums over its K range, behind a barrier: the split-K
+/* The rest of column group BX's work once SACC ([slots][MT] in shared
+ * memory) holds its sums over the block's K range, behind a barrier: the split-K
  * combination when there is one, then the epilogue and the trigger. */
 template <int EPI, int G, int MT, typename R = smallm_none>
-__device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int *flag,
+__device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t bx, int *flag,
                               const R &r = R())
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	constexpr int E = S * MT;
+	const int64_t c0 = bx * G;
 
 	if (p.ksplit > 1) {
-		const int64_t bx = blockIdx.x;
 		float *mine = p.part + ((int64_t)blockIdx.y * p.nblocks + bx) * E;
 		for (int e = threadIdx.x; e < E; e += blockDim.x)
 			mine[e] = sacc[e];
@@ -425,7 +425,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 				red[warp][s * MT + m] = acc[rt][nt][c];
 			}
 	smallm_merge_warps<S * MT>(red);
-	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
+	smallm_finish<EPI, G, MT>(red[0], p, blockIdx.x, &flag);
 }
 
 /* --- gemv ------------------------------------------------------------------ */
@@ -509,22 +509,18 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 	__shared__ float red[SM_WARPS][S * MT];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int64_t c0 = (int64_t)blockIdx.x * G;
 	const int64_t u0 = (int64_t)blockIdx.y * p.per;
 	const int64_t u1 = u0 + p.per < p.units ? u0 + p.per : p.units;
 	const T *b = static_cast<const T *>(p.b), *a = static_cast<const T *>(p.a);
 
-	const T *wrow[S];
-#pragma unroll
-	for (int s = 0; s < S; s++)
-		wrow[s] = b + smallm_row_of<EPI>(s, G, c0, p) * p.K;
 	const T *xrow[MT];
 #pragma unroll
 	for (int m = 0; m < MT; m++)
 		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
 
-	smallm_prefetch<EPI>(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p,
-	                     u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
+	smallm_prefetch<EPI>(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G,
+	                     (int64_t)blockIdx.x * G, p, u0 * V * (int64_t)sizeof(T),
+	                     u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
 
 	/* NORM: the block's normalized tokens, [u - u0][m] (one vector
@@ -585,84 +581,97 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 		__syncthreads();                 /* xs is whole; red is the sums' again below */
 	}
 
-	float acc[S][MT];
+	/* Column groups: the block's own, and with NORM every gridDim.x-th
+	 * after it (the grid is then what fits on the device at once, so
+	 * that the prologue runs once a block, not once a group). */
+	for (int64_t bx = blockIdx.x; bx < p.nblocks; bx += NORM ? gridDim.x : p.nblocks) {
+		const int64_t c0 = bx * G;
+		const T *wrow[S];
 #pragma unroll
-	for (int s = 0; s < S; s++)
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			acc[s][m] = 0.0f;
+		for (int s = 0; s < S; s++)
+			wrow[s] = b + smallm_row_of<EPI>(s, G, c0, p) * p.K;
 
-	for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
-		if constexpr (VEC) {
-			uint4 wv[UN][S], xv[UN][MT];
-			const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+		float acc[S][MT];
 #pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
+		for (int s = 0; s < S; s++)
 #pragma unroll
-				for (int s = 0; s < S; s++)
-					wv[i][s] = ui < u1 ? smallm_ld_stream(wrow[s] + ui * V) : zero;
-			}
+			for (int m = 0; m < MT; m++)
+				acc[s][m] = 0.0f;
+
+		for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
+			if constexpr (VEC) {
+				uint4 wv[UN][S], xv[UN][MT];
+				const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
-				for (int m = 0; m < MT; m++) {
-					if constexpr (NORM)
-						xv[i][m] = ui < u1 ? xs[(ui - u0) * MT + m] : zero;
-					else
-						xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(
-							xrow[m] + ui * V) : zero;
+					for (int s = 0; s < S; s++)
+						wv[i][s] = ui < u1 ? smallm_ld_stream(wrow[s] + ui * V) : zero;
 				}
-			}
 #pragma unroll
-			for (int i = 0; i < UN; i++) {
-				float xf[MT][V];
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
-				for (int m = 0; m < MT; m++)
-					smallm_widen<T>(xv[i][m], xf[m]);
+					for (int m = 0; m < MT; m++) {
+						if constexpr (NORM)
+							xv[i][m] = ui < u1 ? xs[(ui - u0) * MT + m] : zero;
+						else
+							xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(
+								xrow[m] + ui * V) : zero;
+					}
+				}
 #pragma unroll
-				for (int s = 0; s < S; s++) {
-					float wf[V];
-					smallm_widen<T>(wv[i][s], wf);
+				for (int i = 0; i < UN; i++) {
+					float xf[MT][V];
 #pragma unroll
 					for (int m = 0; m < MT; m++)
+						smallm_widen<T>(xv[i][m], xf[m]);
 #pragma unroll
-						for (int e = 0; e < V; e++)
-							acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
+					for (int s = 0; s < S; s++) {
+						float wf[V];
+						smallm_widen<T>(wv[i][s], wf);
+#pragma unroll
+						for (int m = 0; m < MT; m++)
+#pragma unroll
+							for (int e = 0; e < V; e++)
+								acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
+					}
 				}
-			}
-		} else {
+			} else {
 #pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
-				if (ui >= u1)
-					break;
-				float xf[MT];
-#pragma unroll
-				for (int m = 0; m < MT; m++)
-					xf[m] = cuda_to_f32(xrow[m][ui]);
-#pragma unroll
-				for (int s = 0; s < S; s++) {
-					float w = cuda_to_f32(wrow[s][ui]);
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
+					if (ui >= u1)
+						break;
+					float xf[MT];
 #pragma unroll
 					for (int m = 0; m < MT; m++)
-						acc[s][m] = fmaf(w, xf[m], acc[s][m]);
+						xf[m] = cuda_to_f32(xrow[m][ui]);
+#pragma unroll
+					for (int s = 0; s < S; s++) {
+						float w = cuda_to_f32(wrow[s][ui]);
+#pragma unroll
+						for (int m = 0; m < MT; m++)
+							acc[s][m] = fmaf(w, xf[m], acc[s][m]);
+					}
 				}
 			}
 		}
+
+#pragma unroll
+		for (int s = 0; s < S; s++)
+#pragma unroll
+			for (int m = 0; m < MT; m++) {
+				float v = cuda_warp_sum(acc[s][m]);
+				if (lane == 0)
+					red[warp][s * MT + m] = v;
+			}
+		smallm_merge_warps<S * MT>(red);
+		smallm_finish<EPI, G, MT>(red[0], p, bx, &flag, r);
+		if constexpr (NORM)
+			__syncthreads();         /* red and flag are the next group's */
 	}
-
-#pragma unroll
-	for (int s = 0; s < S; s++)
-#pragma unroll
-		for (int m = 0; m < MT; m++) {
-			float v = cuda_warp_sum(acc[s][m]);
-			if (lane == 0)
-				red[warp][s * MT + m] = v;
-		}
-	smallm_merge_warps<S * MT>(red);
-	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag, r);
 }
 
 template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false>
@@ -1138,26 +1147,38 @@ size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call)
 	return rnm_h_offset(id, &prod) + rnm_h_bytes(call);
 }
 
+/* The norm kernels' grid: GRID with its column groups cut to what fits on
+ * the device at once (KERNEL's blocks a multiprocessor, times the
+ * multiprocessors, over the K splits), so that each block forms the
+ * normalized tokens once and then takes every gridDim.x-th group. */
+template <typename... P>
+static dim3 rnm_resident_grid(void (*kernel)(P...), const struct cuda_op_ctx *ctx, dim3 grid)
+{
+	int per_sm = 0;
+
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, SM_THREADS, 0) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();        /* the whole grid is still right */
+		return grid;
+	}
+	const int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) *
+	                     (ctx->sm_count > 0 ? ctx->sm_count : 1) / (int64_t)grid.y;
+	if (most >= 1 && (int64_t)grid.x > most)
+		grid.x = (unsigned)most;
+	return grid;
+}
+
 template <int EPI, typename T>
 static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args, int mt,
                            dim3 grid, char *msg, size_t len)
 {
-	const char *name = "bcg_smallm_gemv_kernel";
+	void (*kernel)(smallm_args) = mt == 1 ? bcg_smallm_gemv_kernel<T, 1, true, EPI, true>
+	                              : mt == 2 ? bcg_smallm_gemv_kernel<T, 2, true, EPI, true>
+	                              : mt == 4 ? bcg_smallm_gemv_kernel<T, 4, true, EPI, true>
+	                              : bcg_smallm_gemv_kernel<T, 8, true, EPI, true>;
 
-	switch (mt) {
-	case 1:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 1, true, EPI, true>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	case 2:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 2, true, EPI, true>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	case 4:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 4, true, EPI, true>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	default:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 8, true, EPI, true>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	}
+	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel,
+	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args);
 }
 
 template <int EPI>
@@ -1358,22 +1379,14 @@ template <typename T>
 static int rrk_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args,
                            const smallm_rope &r, int mt, dim3 grid, char *msg, size_t len)
 {
-	const char *name = "bcg_smallm_gemv_rope_kernel";
+	void (*kernel)(smallm_args, smallm_rope) = mt == 1 ? bcg_smallm_gemv_rope_kernel<T, 1>
+	                                           : mt == 2 ? bcg_smallm_gemv_rope_kernel<T, 2>
+	                                           : mt == 4 ? bcg_smallm_gemv_rope_kernel<T, 4>
+	                                           : bcg_smallm_gemv_rope_kernel<T, 8>;
 
-	switch (mt) {
-	case 1:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 1>, grid,
-		                   dim3(SM_THREADS), msg, len, args, r);
-	case 2:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 2>, grid,
-		                   dim3(SM_THREADS), msg, len, args, r);
-	case 4:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 4>, grid,
-		                   dim3(SM_THREADS), msg, len, args, r);
-	default:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_rope_kernel<T, 8>, grid,
-		                   dim3(SM_THREADS), msg, len, args, r);
-	}
+	return cuda_launch(ctx, "bcg_smallm_gemv_rope_kernel", kernel,
+	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args,
+	                   r);
 }
 
 /* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache:

@@ -1813,13 +1813,25 @@ static void rnm_case_init(struct tcase *c, struct rnm_bufs *rb, int silu, int tb
 	c->tol = rb->out.dtype == PLAN_DTYPE_F32 ? 1e-4 : 2e-2;
 }
 
+/* Whether gemv's normalized tokens fit its shared memory: M rounded up to
+ * 1, 2, 4 or 8 tokens of K / (16 / dtype size) vectors each, 1024 vectors
+ * (16 KiB) for up to two tokens, 2048 beyond (cuda-smallm.cu, RNM_XS_VECS). */
+static int rnm_tokens_fit(int dt, int64_t M, int64_t K)
+{
+	const int64_t mt = M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8;
+
+	return mt * (K / (16 / (int64_t)dtype_size(dt))) <= (mt <= 2 ? 1024 : 2048);
+}
+
 /* What cuda_impl_usable must say: gemv wants [N, K] weights, M <= 8, K a
- * multiple of the 16-byte vector and 16-byte aligned operands; split runs
- * whatever some product implementation runs (cuBLAS: everything here). */
+ * multiple of the 16-byte vector, the tokens within its shared memory and
+ * 16-byte aligned operands; split runs whatever some product
+ * implementation runs (cuBLAS: everything here). */
 static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
 {
 	if (impl == 0)
-		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 && aligned;
+		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
+		       rnm_tokens_fit(dt, M, K) && aligned;
 	return 1;
 }
 
@@ -1912,8 +1924,12 @@ static void test_rmsnorm_matmul(struct env *e)
  * eager launch's bits, PDL off and on, under both implementations. */
 static void test_rmsnorm_matmul_replays(struct env *e)
 {
+	/* gemv: 8 tokens at the most K its shared memory holds, one token
+	 * over more column groups than fit on the device at once (each block
+	 * takes several), a K split */
 	static const int64_t mnk[][3] = {
-		{ 8, 1024, 2816 }, { 3, 31, 4096 }, { 1, 3072, 2048 }, { 24, 300, 1024 },
+		{ 8, 1024, 2816 }, { 8, 1024, 2048 }, { 3, 31, 4096 }, { 1, 3072, 2048 },
+		{ 1, 8192, 2048 }, { 1, 40, 8192 }, { 24, 300, 1024 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 
@@ -1921,8 +1937,8 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 		for (int s = 0; s < nshapes; s++) {
 			for (int impl = 0; impl < 2; impl++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
-				if (impl == 0 && M > 8)
-					continue;       /* gemv takes at most 8 tokens */
+				if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
+					continue;       /* gemv: at most 8 tokens, in its shared memory */
 				struct rnm_bufs rb;
 				struct tcase c;
 				struct op_call call;
@@ -2063,14 +2079,14 @@ static void rrk_case_init(struct tcase *c, struct rrk_bufs *rb, int64_t H, int64
 }
 
 /* gemv: [QKV, K] weights, M <= 8, K a multiple of the 16-byte vector,
- * aligned operands, head_dim a multiple of 4 (a block's two pairs); split:
- * everything here. */
+ * the tokens within its shared memory, aligned operands, head_dim a
+ * multiple of 4 (a block's two pairs); split: everything here. */
 static int rrk_expect_usable(int impl, int dt, int64_t M, int64_t K, int64_t D, int tb,
                              int aligned)
 {
 	if (impl == 0)
-		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 && aligned &&
-		       D % 4 == 0;
+		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
+		       rnm_tokens_fit(dt, M, K) && aligned && D % 4 == 0;
 	return 1;
 }
 
@@ -2177,15 +2193,16 @@ static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
 {
 	static const int64_t cfg[][5] = {   /* M, K, H, KVH, D */
 		{ 8, 2048, 32, 8, 64 }, { 1, 2048, 32, 8, 64 }, { 3, 264, 4, 2, 16 },
-		{ 5, 4096, 4, 4, 32 }, { 20, 512, 8, 2, 64 },
+		{ 5, 4096, 4, 4, 32 }, { 2, 4096, 4, 4, 32 }, { 1, 4096, 64, 8, 128 },
+		{ 20, 512, 8, 2, 64 },
 	};
 
 	for (int s = 0; s < (int)(sizeof cfg / sizeof cfg[0]); s++) {
 		for (int impl = 0; impl < 2; impl++) {
 			int64_t M = cfg[s][0], K = cfg[s][1], H = cfg[s][2], KVH = cfg[s][3];
 			int64_t D = cfg[s][4];
-			if (impl == 0 && M > 8)
-				continue;       /* gemv takes at most 8 tokens */
+			if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
+				continue;       /* gemv: at most 8 tokens, in its shared memory */
 			struct rrk_bufs rb;
 			struct tcase c;
 			struct op_call call;
