@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <type_traits>
 #include <utility>
 
 #include <cuda_bf16.h>
@@ -491,6 +492,60 @@ template <> __device__ __forceinline__ __half cuda_from_f32<__half>(float v)
 template <> __device__ __forceinline__ __nv_bfloat16 cuda_from_f32<__nv_bfloat16>(float v)
 {
 	return __float2bfloat16_rn(v);
+}
+
+/* 16 bytes of weights, read once: not kept in L1 (the small-M products
+ * and the MoE experts' products stream each weight byte once). */
+__device__ __forceinline__ uint4 cuda_ld_stream(const void *p)
+{
+	uint4 v;
+	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return v;
+}
+
+/* The 16 / sizeof(T) elements of the 16 bytes V, widened to f32. */
+template <typename T>
+__device__ __forceinline__ void cuda_widen16(const uint4 &v, float (&f)[16 / sizeof(T)])
+{
+	if constexpr (std::is_same<T, float>::value) {
+		f[0] = __uint_as_float(v.x);
+		f[1] = __uint_as_float(v.y);
+		f[2] = __uint_as_float(v.z);
+		f[3] = __uint_as_float(v.w);
+	} else {
+		const uint32_t w[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			T lo, hi;
+			uint16_t l16 = (uint16_t)(w[i] & 0xffffu), h16 = (uint16_t)(w[i] >> 16);
+			memcpy(&lo, &l16, 2);
+			memcpy(&hi, &h16, 2);
+			f[2 * i] = cuda_to_f32(lo);
+			f[2 * i + 1] = cuda_to_f32(hi);
+		}
+	}
+}
+
+/* F rounded to T, packed as cuda_widen16 unpacks it. */
+template <typename T>
+__device__ __forceinline__ uint4 cuda_narrow16(const float (&f)[16 / sizeof(T)])
+{
+	if constexpr (std::is_same<T, float>::value) {
+		return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
+		                  __float_as_uint(f[3]));
+	} else {
+		uint32_t w[4];
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const T lo = cuda_from_f32<T>(f[2 * i]), hi = cuda_from_f32<T>(f[2 * i + 1]);
+			uint16_t l16, h16;
+			memcpy(&l16, &lo, 2);
+			memcpy(&h16, &hi, 2);
+			w[i] = (uint32_t)l16 | (uint32_t)h16 << 16;
+		}
+		return make_uint4(w[0], w[1], w[2], w[3]);
+	}
 }
 
 /* Butterfly reductions over a whole warp: every lane ends with the same

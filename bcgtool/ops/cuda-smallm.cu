@@ -293,15 +293,6 @@ __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes
 	}
 }
 
-/* A weight's 16 bytes, read once: not kept in L1. */
-__device__ __forceinline__ uint4 smallm_ld_stream(const void *p)
-{
-	uint4 v;
-	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-	return v;
-}
-
 /* --- mma ------------------------------------------------------------------- */
 
 template <typename T>
@@ -381,7 +372,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 			for (int rt = 0; rt < RT; rt++)
 #pragma unroll
 				for (int h = 0; h < 2; h++)
-					wv[i][rt][h] = in ? smallm_ld_stream(wrow[rt][h] + k) : zero;
+					wv[i][rt][h] = in ? cuda_ld_stream(wrow[rt][h] + k) : zero;
 		}
 #pragma unroll
 		for (int i = 0; i < U; i++) {
@@ -429,50 +420,6 @@ bcg_smallm_mma_kernel(smallm_args p)
 }
 
 /* --- gemv ------------------------------------------------------------------ */
-
-/* The 16 / sizeof(T) elements of V widened. */
-template <typename T>
-__device__ __forceinline__ void smallm_widen(const uint4 &v, float (&f)[16 / sizeof(T)])
-{
-	if constexpr (std::is_same<T, float>::value) {
-		f[0] = __uint_as_float(v.x);
-		f[1] = __uint_as_float(v.y);
-		f[2] = __uint_as_float(v.z);
-		f[3] = __uint_as_float(v.w);
-	} else {
-		const uint32_t w[4] = { v.x, v.y, v.z, v.w };
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			T lo, hi;
-			uint16_t l16 = (uint16_t)(w[i] & 0xffffu), h16 = (uint16_t)(w[i] >> 16);
-			memcpy(&lo, &l16, 2);
-			memcpy(&hi, &h16, 2);
-			f[2 * i] = cuda_to_f32(lo);
-			f[2 * i + 1] = cuda_to_f32(hi);
-		}
-	}
-}
-
-/* F rounded to T, packed as smallm_widen unpacks it. */
-template <typename T>
-__device__ __forceinline__ uint4 smallm_narrow(const float (&f)[16 / sizeof(T)])
-{
-	if constexpr (std::is_same<T, float>::value) {
-		return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
-		                  __float_as_uint(f[3]));
-	} else {
-		uint32_t w[4];
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			const T lo = cuda_from_f32<T>(f[2 * i]), hi = cuda_from_f32<T>(f[2 * i + 1]);
-			uint16_t l16, h16;
-			memcpy(&l16, &lo, 2);
-			memcpy(&h16, &hi, 2);
-			w[i] = (uint32_t)l16 | (uint32_t)h16 << 16;
-		}
-		return make_uint4(w[0], w[1], w[2], w[3]);
-	}
-}
 
 /* Units: 16-byte vectors (VEC) or elements. Grid (nblocks, ksplit); each
  * block owns G output columns (4, or 2 of gate and 2 of up for silu_mul);
@@ -538,7 +485,7 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 			for (int m = 0; m < MT; m++) {
 				const uint4 v = *reinterpret_cast<const uint4 *>(xrow[m] + u * V);
 				float f[V];
-				smallm_widen<T>(v, f);
+				cuda_widen16<T>(v, f);
 #pragma unroll
 				for (int e = 0; e < V; e++)
 					ss[m] += f[e] * f[e];
@@ -567,15 +514,15 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 		const T *nw = static_cast<const T *>(p.w);
 		for (int64_t u = u0 + threadIdx.x; u < u1; u += SM_THREADS) {
 			float wf[V];
-			smallm_widen<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
+			cuda_widen16<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
 #pragma unroll
 			for (int m = 0; m < MT; m++) {
 				float f[V];
-				smallm_widen<T>(xs[(u - u0) * MT + m], f);
+				cuda_widen16<T>(xs[(u - u0) * MT + m], f);
 #pragma unroll
 				for (int e = 0; e < V; e++)
 					f[e] = f[e] / rms[m] * wf[e];
-				xs[(u - u0) * MT + m] = smallm_narrow<T>(f);
+				xs[(u - u0) * MT + m] = cuda_narrow16<T>(f);
 			}
 		}
 		__syncthreads();                 /* xs is whole; red is the sums' again below */
@@ -607,7 +554,7 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 					const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
 					for (int s = 0; s < S; s++)
-						wv[i][s] = ui < u1 ? smallm_ld_stream(wrow[s] + ui * V) : zero;
+						wv[i][s] = ui < u1 ? cuda_ld_stream(wrow[s] + ui * V) : zero;
 				}
 #pragma unroll
 				for (int i = 0; i < UN; i++) {
@@ -626,11 +573,11 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 					float xf[MT][V];
 #pragma unroll
 					for (int m = 0; m < MT; m++)
-						smallm_widen<T>(xv[i][m], xf[m]);
+						cuda_widen16<T>(xv[i][m], xf[m]);
 #pragma unroll
 					for (int s = 0; s < S; s++) {
 						float wf[V];
-						smallm_widen<T>(wv[i][s], wf);
+						cuda_widen16<T>(wv[i][s], wf);
 #pragma unroll
 						for (int m = 0; m < MT; m++)
 #pragma unroll
