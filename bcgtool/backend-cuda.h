@@ -26,6 +26,13 @@ int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
 int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t bytes, int sm_count,
                      char *msg, size_t len);
 
+/* Load and store back the 16-byte-aligned part of BYTES at BUF on STREAM,
+ * a kernel that lets its dependents launch at once (PDL): the bytes stay
+ * as they are, in L2 and dirty, as the kernel producing them would leave
+ * them before the next one starts. */
+int cuda_touch(cudaStream_t stream, void *buf, size_t bytes, int sm_count, char *msg,
+               size_t len);
+
 /* Device memory cuda_verify_sums needs for COUNT elements of DTYPE. */
 size_t cuda_verify_work_bytes(int dtype, uint64_t count);
 /* Queue on STREAM the sums of comparing COUNT elements of DTYPE at GOT

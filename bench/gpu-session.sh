@@ -133,6 +133,11 @@
 #             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180);
 #             then `bcgtool report` of an nsys profile of the unfused and the
 #             fused step at T=1 (per-op tables; FOLD_NSYS=0 skips them)
+#   tunectx   how the tuner times an op (issue 22): each sample (TUNECTX_SAMPLES,
+#             default llama-3.2-1b and llama-decode) captured full at T=1 and 8
+#             with BCG_TUNE_CONTEXT=isolated and =pdl; the ops whose choice
+#             differs, with both timings; the replays in turns (1000 steps
+#             after 100, --check, 3 rounds, medians) and pdl / isolated
 #   tp4       tensor parallelism on four GPUs (issue 24; build first, on
 #             nvidia-h100-x4 or its H200 twin): t/t3800 with its --tp 4 runs on
 #             cuda (the transformers fixtures, random weights); bench of the
@@ -1256,6 +1261,66 @@ PY
 				tail -5 fold-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
 			fi
 		done
+	tunectx)
+		samples=${TUNECTX_SAMPLES:-llama-3.2-1b llama-decode}
+		for p in $samples; do
+			for t in 1 8; do
+				for c in isolated pdl; do
+					t0=$(date +%s)
+					BCG_TUNE_CONTEXT=$c "$B" capture --backend cuda --mode full --tokens $t \
+						--stats -o tc-$p-$t-$c.plan "$S/$p.yaml" >tc-capture-$p-$t-$c.txt 2>&1
+					say "tunectx: capture $p full T=$t, $c: exit $? in $(( $(date +%s) - t0 )) s"
+					"$B" inspect --json tc-$p-$t-$c.plan >tc-$p-$t-$c.json 2>/dev/null
+				done
+			done
+		done
+		for round in 1 2 3; do
+			for p in $samples; do
+				for t in 1 8; do
+					for c in isolated pdl; do
+						"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --check \
+							--json tc-$p-$t-$c.plan >tc-replay-$p-$t-$c-$round.json \
+							2>tc-replay-$p-$t-$c-$round.err ||
+							say "tunectx: replay $p T=$t $c round $round: exit $?"
+					done
+				done
+			done
+		done
+		python3 - $samples <<'PY' | tee -a "$summary"
+import json, sys
+for p in sys.argv[1:]:
+    for t in (1, 8):
+        med, plans = {}, {}
+        for c in ("isolated", "pdl"):
+            try:
+                plans[c] = json.load(open("tc-%s-%d-%s.json" % (p, t, c)))
+            except (OSError, ValueError):
+                pass
+            runs = []
+            for r in (1, 2, 3):
+                try:
+                    runs.append(json.load(open("tc-replay-%s-%d-%s-%d.json" % (p, t, c, r)))[
+                        "step_ms"]["median"])
+                except (OSError, ValueError, KeyError):
+                    pass
+            if runs:
+                med[c] = sorted(runs)[len(runs) // 2]
+                print("  tunectx: %-14s T=%d %-8s step ms %s" % (
+                    p, t, c, " ".join("%.4f" % x for x in runs)))
+        if len(med) == 2:
+            print("  tunectx: %s T=%d pdl / isolated = %.4f" % (p, t, med["pdl"] / med["isolated"]))
+        if len(plans) == 2:
+            def pick(d):
+                return {c["op_label"]: c for c in d["choices"]}
+            a, b = pick(plans["isolated"]), pick(plans["pdl"])
+            diff = [k for k in a if k in b and a[k]["impl"] != b[k]["impl"]]
+            print("  tunectx: %s T=%d: %d of %d choices differ" % (p, t, len(diff), len(a)))
+            for k in diff[:8]:
+                def us(c):
+                    return ", ".join("%s %.2f" % (x["impl"], x["us"]) for x in c["candidates"])
+                print("    %-12s isolated %s (%s); pdl %s (%s)" % (
+                    k, a[k]["impl"], us(a[k]), b[k]["impl"], us(b[k])))
+PY
 		;;
 	capspeed)
 		# Issue 22's cold start on the H100: capturing the 51 sizes of the
