@@ -1261,6 +1261,7 @@ PY
 				tail -5 fold-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
 			fi
 		done
+		;;
 	tunectx)
 		samples=${TUNECTX_SAMPLES:-llama-3.2-1b llama-decode}
 		for p in $samples; do
