@@ -402,7 +402,10 @@ static int check_add_rmsnorm(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &x, msg, len);
 }
 
-static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
+/* rope_kv_write's checks of C, its qkv named QKV_WHAT when not NULL
+ * (rmsnorm_matmul_rope_kv_write's qkv is its product, not an input). */
+static int check_rope_kv_write_of(const struct op_call *c, const char *qkv_what, char *msg,
+                                  size_t len)
 {
 	struct operand qkv, q, kc, vc;
 	int64_t heads = c->attr[RKV_HEADS].i, kvh = c->attr[RKV_KV_HEADS].i;
@@ -412,6 +415,8 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 
 	TRY(want_counts(c, msg, len));
 	qkv = operand_in(c, 0);
+	if (qkv_what != NULL)
+		snprintf(qkv.what, sizeof qkv.what, "%s", qkv_what);
 	q = operand_out(c, 0);
 	kc = operand_out(c, 1);
 	vc = operand_out(c, 2);
@@ -426,14 +431,15 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 	/* Bounded before multiplying, so that no product overflows. */
 	cols = qkv.t->dim[1];
 	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
-		return check_fail(msg, len, "input qkv has %lld columns, expected (heads + 2 x "
+		return check_fail(msg, len, "%s has %lld columns, expected (heads + 2 x "
 		                  "kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k and v "
-		                  "parts)", (long long)cols, (long long)heads, (long long)kvh,
-		                  (long long)hd);
+		                  "parts)", qkv.what, (long long)cols, (long long)heads,
+		                  (long long)kvh, (long long)hd);
 	TRY(want_same_dtype(&q, &qkv, msg, len));
 	want[0] = qkv.t->dim[0];
 	want[1] = heads * hd;
-	TRY(want_shape(&q, want, 2, "the rows of input qkv, heads x head_dim columns", msg, len));
+	snprintf(got, sizeof got, "the rows of %s, heads x head_dim columns", qkv.what);
+	TRY(want_shape(&q, want, 2, got, msg, len));
 	TRY(want_same_dtype(&kc, &qkv, msg, len));
 	TRY(want_rank(&kc, 2, msg, len));
 	if (kc.t->dim[1] != kvh * hd)
@@ -442,6 +448,11 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 		                  (long long)(kvh * hd), (long long)kvh, (long long)hd);
 	TRY(want_same_dtype(&vc, &qkv, msg, len));
 	return want_shape_like(&vc, &kc, msg, len);
+}
+
+static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	return check_rope_kv_write_of(c, NULL, msg, len);
 }
 
 /* slice (x) -> out: out has x's rows and a range of its columns. */
@@ -621,7 +632,7 @@ static int check_rmsnorm_matmul_rope_kv_write(const struct op_call *c, char *msg
 	rkv.in[0].dim[0] = x.t->dim[0];
 	rkv.in[0].dim[1] = cols;
 	rkv.in[1] = c->in[RRK_POS];
-	return check_rope_kv_write(&rkv, msg, len);
+	return check_rope_kv_write_of(&rkv, "the product of input x and b", msg, len);
 }
 
 /* A paged cache [NB, BS, W] of REF's dtype with W columns (WHY names where
