@@ -958,8 +958,8 @@ static void test_rmsnorm_matmul_rope_kv_write(void)
 	ok(strstr(check(&c), "input pos") != NULL, "rrk: pos has x's rows (%s)", check(&c));
 	c.in[3] = ten1(I32, 2);
 	c.out[0] = ten2(BF16, 2, 32);
-	is_str(check(&c), "output q has shape [2, 32], expected [2, 64] (the rows of input qkv, "
-	       "heads x head_dim columns)", "rrk: q is heads x head_dim");
+	is_str(check(&c), "output q has shape [2, 32], expected [2, 64] (the rows of the product "
+	       "of input x and b, heads x head_dim columns)", "rrk: q is heads x head_dim");
 	c.out[0] = ten2(BF16, 2, 64);
 	c.out[1] = ten2(BF16, 32, 16);
 	ok(strstr(check(&c), "output k_cache has shape [32, 16], expected [S, 32]") != NULL,
