@@ -1528,6 +1528,28 @@ static void test_attention_graph(struct env *e)
 
 /* --- small-M products and their fused kinds ---------------------------------- */
 
+/* Whether IMPL can run Q (C's call), after checking that
+ * cuda_impl_usable says WANT; when it cannot, a launch of it anyway must
+ * fail and name it. WHAT names the case. */
+static int usable_as_expected(struct env *e, const struct tcase *c, const struct op_call *q,
+                              int impl, int want, const char *what)
+{
+	int have = cuda_impl_usable(q, impl);
+
+	ok(have == want, "%s: %s %s usable", what, cuda_impl_name(c->id, impl),
+	   want ? "is" : "is not");
+	if (!have) {
+		char msg[256] = "";
+		struct op_call dcall;
+		tcase_call(c, &dcall, 1);
+		dcall.impl = impl;
+		int rc = cuda_kernel(c->id)(&dcall, &e->ctx, msg, sizeof msg);
+		ok(rc == -1 && strstr(msg, cuda_impl_name(c->id, impl)) != NULL,
+		   "%s: launching %s fails", what, cuda_impl_name(c->id, impl));
+	}
+	return have;
+}
+
 /* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
  * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; gemv [N, K]
  * weights and M <= 8; cublas takes everything here. */
@@ -1649,26 +1671,14 @@ static void test_products(struct env *e)
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
 						int want = product_expect_usable(impl, dt, M, K, tb, shift == 0);
-						int have = cuda_impl_usable(&q, impl);
 						char what[160];
 						snprintf(what, sizeof what, "%s %s -> %s M %lld N %lld K %lld%s%s%s",
 						         product_names[k], dtype_name(dt), dtype_name(odt),
 						         (long long)M, (long long)N, (long long)K,
 						         tb ? "" : " b [K,N]", shift ? " misaligned" : "",
 						         inplace ? " out = x" : "");
-						ok(have == want, "%s: %s %s usable", what,
-						   cuda_impl_name(c.id, impl), want ? "is" : "is not");
-						if (!have) {
-							/* A launch of it anyway fails and says why. */
-							char msg[256] = "";
-							struct op_call dcall;
-							tcase_call(&c, &dcall, 1);
-							dcall.impl = impl;
-							int rc = cuda_kernel(c.id)(&dcall, &e->ctx, msg, sizeof msg);
-							ok(rc == -1 && strstr(msg, cuda_impl_name(c.id, impl)) != NULL,
-							   "%s: launching %s fails", what, cuda_impl_name(c.id, impl));
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
 							continue;
-						}
 						c.impl = impl;
 						c.scratch = op_scratch(&c);
 						c.sm_count = (s + impl) % 4 == 3 ? 1 : 0;   /* other splits */
@@ -1880,24 +1890,13 @@ static void test_rmsnorm_matmul(struct env *e)
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
 						int want = rnm_expect_usable(impl, dt, M, K, tb, shift == 0);
-						int have = cuda_impl_usable(&q, impl);
 						char what[160];
 						snprintf(what, sizeof what, "rmsnorm_matmul %s %s M %lld N %lld K %lld%s%s",
 						         silu ? "silu_mul" : "none", dtype_name(dt), (long long)M,
 						         (long long)N, (long long)K, tb ? "" : " b [K,N]",
 						         shift ? " misaligned" : "");
-						ok(have == want, "%s: %s %s usable", what,
-						   cuda_impl_name(c.id, impl), want ? "is" : "is not");
-						if (!have) {
-							char msg[256] = "";
-							struct op_call dcall;
-							tcase_call(&c, &dcall, 1);
-							dcall.impl = impl;
-							int rc = cuda_kernel(c.id)(&dcall, &e->ctx, msg, sizeof msg);
-							ok(rc == -1 && strstr(msg, cuda_impl_name(c.id, impl)) != NULL,
-							   "%s: launching %s fails", what, cuda_impl_name(c.id, impl));
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
 							continue;
-						}
 						c.impl = impl;
 						c.scratch = op_scratch(&c);
 						c.sm_count = (s + impl) % 4 == 3 ? 1 : 0;   /* other splits */
@@ -1957,11 +1956,8 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 				struct tcase c;
 				struct op_call call;
 				struct cuda_op_ctx ctx = e->ctx;
-				cudaGraph_t graph;
-				cudaGraphExec_t exec;
-				void *want, *got;
 				char msg[256] = "";
-				int same = 1, rc = 0;
+				int same, rc = 0;
 
 				rnm_bufs_init(e, &rb, PLAN_DTYPE_BF16, M, N, K, silu, 1, 0);
 				tbuf_upload(&rb.x);
@@ -1973,38 +1969,13 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 				tcase_call(&c, &call, 1);
 				ctx.scratch = scratch_alloc(c.scratch);
 				ctx.scratch_bytes = c.scratch;
-				want = malloc(rb.out.bytes);
-				got = malloc(rb.out.bytes);
-				if (!want || !got)
-					bail("out of memory");
-				CK(cudaDeviceSynchronize());
-				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-				CK(cudaStreamSynchronize(e->stream));
-				CK(cudaMemcpy(want, rb.out.dev, rb.out.bytes, cudaMemcpyDeviceToHost));
-				for (int pdl = 0; pdl < 2; pdl++) {
-					ctx.pdl = pdl;
-					CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
-					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-					CK(cudaStreamEndCapture(e->stream, &graph));
-					CK(cudaGraphInstantiate(&exec, graph, 0));
-					for (int i = 0; i < 4; i++) {
-						CK(cudaMemsetAsync(rb.out.dev, POISON_DEV, rb.out.bytes, e->stream));
-						CK(cudaGraphLaunch(exec, e->stream));
-						CK(cudaStreamSynchronize(e->stream));
-						CK(cudaMemcpy(got, rb.out.dev, rb.out.bytes, cudaMemcpyDeviceToHost));
-						same &= memcmp(got, want, rb.out.bytes) == 0;
-					}
-					CK(cudaGraphExecDestroy(exec));
-					CK(cudaGraphDestroy(graph));
-				}
+				same = replays_give_uncaptured(e, c.id, &call, &ctx, &rb.out, &rc, msg,
+				                               sizeof msg);
 				same &= scratch_counters_zero(ctx.scratch, c.scratch);
 				ok(rc == 0 && same, "rmsnorm_matmul %s bf16 M %lld N %lld K %lld [%s], %zu "
 				   "bytes of scratch: graph replays, PDL off and on, give the eager bits%s%s",
 				   silu ? "silu_mul" : "none", (long long)M, (long long)N, (long long)K,
 				   cuda_impl_name(c.id, impl), c.scratch, rc ? ": " : "", rc ? msg : "");
-				free(want);
-				free(got);
 				if (ctx.scratch)
 					CK(cudaFree(ctx.scratch));
 				rnm_bufs_free(&rb);
@@ -2143,25 +2114,14 @@ static void test_rmsnorm_matmul_rope_kv_write(struct env *e)
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
 						int want = rrk_expect_usable(impl, dt, M, K, D, tb, shift == 0);
-						int have = cuda_impl_usable(&q, impl);
 						char what[176];
 						snprintf(what, sizeof what, "rmsnorm_matmul_rope_kv_write %s M %lld "
 						         "K %lld heads %lld/%lld x %lld%s%s%s", dtype_name(dt),
 						         (long long)M, (long long)K, (long long)H, (long long)KVH,
 						         (long long)D, sc ? " llama3" : "", tb ? "" : " b [K,QKV]",
 						         shift ? " misaligned" : "");
-						ok(have == want, "%s: %s %s usable", what,
-						   cuda_impl_name(c.id, impl), want ? "is" : "is not");
-						if (!have) {
-							char msg[256] = "";
-							struct op_call dcall;
-							tcase_call(&c, &dcall, 1);
-							dcall.impl = impl;
-							int rc = cuda_kernel(c.id)(&dcall, &e->ctx, msg, sizeof msg);
-							ok(rc == -1 && strstr(msg, cuda_impl_name(c.id, impl)) != NULL,
-							   "%s: launching %s fails", what, cuda_impl_name(c.id, impl));
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
 							continue;
-						}
 						c.impl = impl;
 						c.scratch = op_scratch(&c);
 						c.sm_count = (mi + impl) % 4 == 3 ? 1 : 0;   /* other splits */
