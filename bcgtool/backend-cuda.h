@@ -38,6 +38,13 @@ static inline size_t cuda_l2_flush_bytes(int l2_bytes)
 	return 2 * (size_t)(l2_bytes > 0 ? l2_bytes : (64 << 20));
 }
 
+/* Load and store back the 16-byte-aligned part of BYTES at BUF on STREAM,
+ * a kernel that lets its dependents launch at once (PDL): the bytes stay
+ * as they are, in L2 and dirty, as the kernel producing them would leave
+ * them before the next one starts. */
+int cuda_touch(cudaStream_t stream, void *buf, size_t bytes, int sm_count, char *msg,
+               size_t len);
+
 /* Device memory cuda_verify_sums needs for COUNT elements of DTYPE. */
 size_t cuda_verify_work_bytes(int dtype, uint64_t count);
 /* Queue on STREAM the sums of comparing COUNT elements of DTYPE at GOT
