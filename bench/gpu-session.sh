@@ -68,6 +68,12 @@
 #             time the original's graphs and the replay's (lines "rectime
 #             ... same instrument": recorded graph time, original and replay,
 #             per segment fingerprint); RECTIME_PROGRAMS picks the programs
+#   reckern   where a recorded replay's graph time differs from the
+#             original's: t/record/full.py at one batch size (RECKERN_BATCH,
+#             default 1) under Nsight Systems with per-node tracing, and the
+#             replay of its recording likewise; each kernel's count and mean
+#             time in both runs, and which kernels account for the
+#             difference (lines "reckern ...")
 #   recordcost the recorder's cost on t/record/full.py under each
 #             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
 #             replay of each recording against its recorded GPU busy time
@@ -702,6 +708,52 @@ for v in o["variants"]:
                         " (%.2f)" % (rn / on) if rn and on else ""))
 PY
 		done
+		;;
+	reckern)
+		b=${RECKERN_BATCH:-1}
+		timeout 300 "$B" record --step step -o rk.plan -- python3 "$top/t/record/full.py" \
+			--steps 200 --batch-sizes $b >rk-record.json 2>rk-record.err
+		say "reckern: record full.py batch $b: exit $?"
+		sh "$top/.gpu/nsys-profile" "$log/rk-orig" python3 "$top/t/record/full.py" --steps 200 \
+			--batch-sizes $b >rk-orig.txt 2>&1
+		sh "$top/.gpu/nsys-profile" "$log/rk-replay" "$B" replay --steps 200 --warmup 20 \
+			rk.plan >rk-replay.txt 2>&1
+		NSYS=$(sed -n 's/^NSYS=//p' rk-replay.txt)
+		for r in orig replay; do
+			[ -n "$NSYS" ] && [ -f "$log/rk-$r.nsys-rep" ] &&
+				"$NSYS" stats --report cuda_gpu_kern_sum --format csv "$log/rk-$r.nsys-rep" \
+					>rk-$r.csv 2>/dev/null
+			say "reckern: $r profiled: $(wc -l <rk-$r.csv 2>/dev/null || echo 0) lines"
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import csv
+def load(name):
+    out = {}
+    try:
+        rows = [l for l in open(name) if l.count(",") > 3]
+    except OSError:
+        return out
+    for r in csv.DictReader(rows):
+        try:
+            out[r["Name"]] = (int(r["Instances"]), float(r["Avg (ns)"]), float(r["Total Time (ns)"]))
+        except (KeyError, ValueError):
+            pass
+    return out
+o, r = load("rk-orig.csv"), load("rk-replay.csv")
+if not o or not r:
+    print("reckern: no kernel tables (orig %d, replay %d kernels)" % (len(o), len(r)))
+else:
+    rows = []
+    for k in set(o) | set(r):
+        on, oa, _ = o.get(k, (0, 0.0, 0.0))
+        rn, ra, _ = r.get(k, (0, 0.0, 0.0))
+        rows.append((abs(oa - ra) * max(on, rn), k, on, oa, rn, ra))
+    rows.sort(reverse=True)
+    print("reckern: %d kernels in the original, %d in the replay" % (len(o), len(r)))
+    for _, k, on, oa, rn, ra in rows[:15]:
+        print("reckern: %-60.60s orig %6d x %8.2f us, replay %6d x %8.2f us%s" % (
+            k, on, oa / 1e3, rn, ra / 1e3, " (%.2f)" % (ra / oa) if oa and ra else ""))
+PY
 		;;
 	recordcost)
 		# Where the recorder's cost on the full-graph program comes from:
