@@ -1041,6 +1041,17 @@ int engine_eager_step(struct engine *e, struct engine_variant *v, uint64_t step,
 	return 0;
 }
 
+int engine_launch_step(struct engine *e, struct engine_variant *v, uint64_t step,
+                       struct engine_error *err)
+{
+	if (engine_step_begin(e, v, step, err) != 0)
+		return -1;
+	for (uint32_t i = 0; i < e->nops; i++)
+		if (engine_launch(e, v, i, err) != 0)
+			return -1;
+	return 0;
+}
+
 int engine_read_tensor(struct engine *e, uint32_t t, int64_t tokens, void *dst,
                        struct engine_error *err)
 {

@@ -271,9 +271,16 @@ int engine_set_batch(struct engine *e, const struct serve_batch *batch,
 int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,
                   struct engine_error *err);
 
-/* One whole eager step: engine_step_begin then every op. */
+/* One whole eager step: engine_step_begin then every op, each in its
+ * host-shaped form (the reference a capture is verified against). */
 int engine_eager_step(struct engine *e, struct engine_variant *v, uint64_t step,
                       struct engine_error *err);
+
+/* One whole step launched op by op, each op in the form V gives it: the
+ * graph-safe form where V is a full graph's variant. Such a step computes
+ * what a replay of V's graphs computes, bit for bit (replay --check). */
+int engine_launch_step(struct engine *e, struct engine_variant *v, uint64_t step,
+                       struct engine_error *err);
 
 /* Copy tensor T's contents at TOKENS tokens into host memory (plan_tensor_bytes
  * bytes); waits for the work before it. */

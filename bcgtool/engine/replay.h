@@ -113,8 +113,9 @@ int replay_measure(struct engine *e, struct exec_variant *x, uint64_t warmup, ui
 
 void replay_trace_release(struct replay_trace *t);
 
-/* Compare X's state after WARMUP + STEPS steps from a reset with an eager
- * run of the same steps. */
+/* Compare X's state after NSTEPS steps from a reset, bit for bit, with the
+ * same steps launched op by op in the forms X's graphs hold
+ * (engine_launch_step). */
 int replay_check(struct engine *e, struct exec_variant *x, uint64_t nsteps,
                  struct replay_result *res, struct engine_error *err);
 /* The same for steps that alternate over the NX variants XS (step S on
