@@ -327,11 +327,13 @@ static void encode_dist(struct writer *w, const plan_t *plan)
 	unsigned char *p;
 
 	sect_begin(w, S_DIST, 1);
-	p = w_record(w, REC_DIST);
+	p = w_record(w, fmt_sections[S_DIST].size[w->minor]);
 	fmt_put32(p + DIST_WORLD, plan->dist.world);
 	fmt_put32(p + DIST_RANK, plan->dist.rank);
 	fmt_puti32(p + DIST_NCCL_VERSION, plan->dist.nccl_version);
 	fmt_put32(p + DIST_FLAGS, plan->dist.flags);
+	if (w->minor >= 7)
+		fmt_put32(p + DIST_NCCL_MEM, plan->dist.nccl_mem);
 	sect_end(w, S_DIST);
 }
 
@@ -950,9 +952,11 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	/* The string table's first byte is the empty string. */
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
-	/* Capture-size keys need 1.3, ranks 1.5, shared executables 1.6;
-	 * every plan without them is written as before, byte for byte. */
-	w->minor = plan->shares.count > 0 ? 6 : plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 :
+	/* Capture-size keys need 1.3, ranks 1.5, shared executables 1.6,
+	 * collectives in symmetric memory 1.7; every plan without them is
+	 * written as before, byte for byte. */
+	w->minor = plan->dist.nccl_mem != 0 ? 7 : plan->shares.count > 0 ? 6 :
+	           plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 :
 	           plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
 	for (int s = 0; s < S_COUNT; s++)
 		if (fmt_sections[s].since <= w->minor && s != S_RANK)

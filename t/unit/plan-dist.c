@@ -90,7 +90,7 @@ static plan_t *build_rank(const struct opts *o, uint32_t r)
 		.backend = PLAN_BACKEND_HOST,
 	};
 	CHECK(plan_set_meta(p, &meta, NULL));
-	CHECK(plan_set_dist(p, &(struct plan_dist){ N, r, o->nccl < 0 || !bad ? 22809 : o->nccl, 0 },
+	CHECK(plan_set_dist(p, &(struct plan_dist){ N, r, o->nccl < 0 || !bad ? 22809 : o->nccl, 0, 0 },
 	                    NULL));
 	CHECK(plan_add_dim(p, &(struct plan_dim){ "T", "", T, PLAN_DIM_TOKENS }, &dT, NULL));
 	CHECK(plan_add_dim(p, &(struct plan_dim){ "H", "4*32", bad && o->dim_h ? o->dim_h : H, 0 },
@@ -230,7 +230,7 @@ static int dist_equal(const plan_t *a, const plan_t *b, char *why, size_t len)
 	const struct plan_dist *x = plan_get_dist(a), *y = plan_get_dist(b);
 
 	if (x->world != y->world || x->rank != y->rank || x->nccl_version != y->nccl_version ||
-	    x->flags != y->flags) {
+	    x->flags != y->flags || x->nccl_mem != y->nccl_mem) {
 		snprintf(why, len, "dist %u/%u/%d vs %u/%u/%d", x->rank, x->world, x->nccl_version,
 		         y->rank, y->world, y->nccl_version);
 		return 0;
@@ -599,7 +599,7 @@ static void test_world_one(void)
 			continue;
 		}
 		/* world 1, rank 0, set or not, is the plan of before */
-		plan_set_dist(p, &(struct plan_dist){ 1, 0, 0, 0 }, &d);
+		plan_set_dist(p, &(struct plan_dist){ 1, 0, 0, 0, 0 }, &d);
 		is_int(plan_write_memory(p, &data, &len, &d), 0, "%s: written", v[i].file);
 		ok(data != NULL && len == flen && memcmp(data, f, len) == 0,
 		   "%s: a plan of world 1 is written byte for byte as the vector (format 1.%u)",
@@ -1318,6 +1318,78 @@ static int write_seeds(const char *dir)
 	return 0;
 }
 
+/* Format 1.7: a plan whose collectives ran in symmetric memory says so
+ * in DIST (24 bytes), every rank; without it the file stays 1.5. */
+static void test_nccl_mem(void)
+{
+	plan_t *p = build(2), *q = NULL;
+	struct plan_diag d = { 0 };
+	void *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0, ctlen = 0;
+	unsigned major = 0, minor = 0;
+	char why[256];
+
+	if (!ok(p != NULL, "nccl_mem: built"))
+		return;
+	for (uint32_t r = 0; r < 2; r++) {
+		plan_t *rp = r == 0 ? p : (plan_t *)plan_get_rank(p, r);
+		struct plan_dist dd = *plan_get_dist(rp);
+		dd.nccl_mem = PLAN_NCCL_MEM_SYMMETRIC;
+		is_int(plan_set_dist(rp, &dd, &d), 0, "nccl_mem: rank %u symmetric (%s)", r,
+		       d.message);
+	}
+	{
+		struct plan_dist bad = *plan_get_dist(p);
+		bad.nccl_mem = 2;
+		ok(plan_set_dist(p, &bad, &d) == PLAN_ERR_INVALID && strstr(d.message, "NCCL memory 2"),
+		   "nccl_mem 2 is invalid (%s)", d.message);
+	}
+	is_int(plan_validate(p, &d), 0, "nccl_mem: valid (%s)", d.message);
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "nccl_mem: written (%s)", d.message);
+	if (a == NULL)
+		goto out;
+	ok(get32((unsigned char *)a + 8) == (1u | 7u << 16), "nccl_mem: the header says 1.7");
+	{
+		unsigned char *ct = get_content(a, alen, &ctlen);
+		struct section s[MAX_SECT];
+		int n = split_content(ct, s), di = find_sect(s, n, "DIST", 0);
+		ok(di >= 0 && get32(s[di].data) == 24 && get32(s[di].data + 8 + 16) == 1 &&
+		   get32(s[di].data + 8 + 20) == 0,
+		   "nccl_mem: DIST records of 24 bytes, Nccl_Mem 1, Reserved 0");
+		free(ct);
+	}
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "nccl_mem: read back (%s)", d.message);
+	if (q != NULL) {
+		if (!ok(world_equal(p, q, why, sizeof why), "nccl_mem: every rank comes back"))
+			diag("    first difference: %s", why);
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == 7, "nccl_mem: read as format %u.%u", major, minor);
+		ok(plan_get_rank(q, 1) != NULL &&
+		   plan_get_dist(plan_get_rank(q, 1))->nccl_mem == PLAN_NCCL_MEM_SYMMETRIC,
+		   "nccl_mem: rank 1's plan says symmetric");
+		is_int(plan_write_memory(q, &b, &blen, &d), 0, "nccl_mem: the plan read is written");
+		ok(blen == alen && b != NULL && memcmp(a, b, alen) == 0,
+		   "nccl_mem: write(read(file)) is the file");
+	} else {
+		tap_skip(4, "not read");
+	}
+	{
+		/* rank 1 default, rank 0 symmetric: the ranks disagree */
+		plan_t *rp = (plan_t *)plan_get_rank(p, 1);
+		struct plan_dist dd = *plan_get_dist(rp);
+		dd.nccl_mem = PLAN_NCCL_MEM_DEFAULT;
+		(void)plan_set_dist(rp, &dd, NULL);
+		ok(plan_validate(p, &d) != 0 && strstr(d.message, "symmetric") != NULL,
+		   "nccl_mem: a rank in default memory, rank 0 in symmetric: invalid (%s)",
+		   d.message);
+	}
+out:
+	plan_free(p);
+	plan_free(q);
+	free(a);
+	free(b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
@@ -1330,5 +1402,6 @@ int main(int argc, char **argv)
 	test_validator();
 	test_diff();
 	test_text();
+	test_nccl_mem();
 	return tap_done();
 }
