@@ -855,6 +855,7 @@ static int cmd_bench_exec(int argc, char **argv)
 		{ "check", no_argument, NULL, 'C' },
 		{ "tp", required_argument, NULL, 'X' },
 		{ "timeout", required_argument, NULL, 'W' },
+		{ "nccl-mem", required_argument, NULL, 'M' + 256 },
 		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -863,7 +864,7 @@ static int cmd_bench_exec(int argc, char **argv)
 	int fixed = 0, check = 0, tp_given = 0;   /* fixed: --tokens or --steps */
 	const char *backend = cmd_default_backend();
 	long long tokens = 0, steps = 100, warmup = 10;
-	int json = 0, c, rc = BCG_EXIT_RUNTIME, world = 1;
+	int json = 0, c, rc = BCG_EXIT_RUNTIME, world = 1, nccl_mem = DIST_NCCL_MEM_DEFAULT;
 	double timeout_s = CMD_TP_TIMEOUT;
 	uint32_t features = PLAN_FEATURE_PDL;
 	struct tune_opts tune = { .measure = 1, .margin = TUNE_MARGIN };
@@ -902,6 +903,10 @@ static int cmd_bench_exec(int argc, char **argv)
 			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
 				return BCG_EXIT_USAGE;
 			break;
+		case 'M' + 256:
+			if (cmd_tp_parse_nccl_mem(self, optarg, &nccl_mem) != 0)
+				return BCG_EXIT_USAGE;
+			break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default:
 			if (serve_cli_option(self, &serve, c, optarg) != 1)
@@ -928,6 +933,8 @@ static int cmd_bench_exec(int argc, char **argv)
 	}
 	if (check)
 		return cmd_usage_error(self, "--check needs --trace or --synthetic");
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, world, NULL, NULL)) != BCG_EXIT_OK)
+		return rc;
 	memset(&ctx, 0, sizeof ctx);
 	ctx.path = argv[optind];
 	ctx.steps = (uint64_t)steps;
@@ -951,6 +958,8 @@ static int cmd_bench_exec(int argc, char **argv)
 		ctx.fig_prefix = prefix;
 	}
 	ctx.backend = cmd_tp_opts(&dopts, "bench", backend, world, timeout_s);
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, world, ctx.backend, &dopts)) != BCG_EXIT_OK)
+		goto out;
 	rc = dist_run(&dopts, bench_rank, &ctx);
 out:
 	if (dir != NULL) {
