@@ -49,7 +49,7 @@ const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
 	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--no-tune] [--no-pdl] "
 	         "[--json] [--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] [--check] "
-	         "[--tp N [--timeout S]] SCRIPT",
+	         "[--tp N [--timeout S] [--nccl-mem M]] SCRIPT",
 	.summary = "compare eager, breakable and full replay of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -79,6 +79,10 @@ const struct cmd_entry cmd_bench_entry = {
 		"                   prints its table and every rank's figures\n"
 		"      --timeout S  a rank silent this long in a collective fails the run\n"
 		"                   (seconds; default 60)\n"
+		"      --nccl-mem M default or symmetric: the collectives' operands in the\n"
+		"                   arena, or in NCCL symmetric memory (ncclMemAlloc, one\n"
+		"                   window a rank; NCCL 2.27 or later) for NCCL's\n"
+		"                   low-latency kernels; a no-op on the host backend\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_bench_exec,
 };

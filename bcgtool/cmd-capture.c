@@ -36,7 +36,7 @@ const struct cmd_entry cmd_capture_entry = {
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
 	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--share-exec] [--no-nvtx] [--stats] "
 	         "[--json] "
-	         "[--tp N [--timeout S]] -o PLAN SCRIPT",
+	         "[--tp N [--timeout S] [--nccl-mem M]] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
 		"  -o, --output PLAN  write the plan here (replaced atomically); - is\n"
@@ -74,6 +74,10 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     them all (rank 0's, the others attached)\n"
 		"      --timeout S    a rank silent this long in a collective fails the\n"
 		"                     capture (seconds; default 60)\n"
+		"      --nccl-mem M   default or symmetric: the collectives' operands in the\n"
+		"                     arena, or in NCCL symmetric memory (ncclMemAlloc, one\n"
+		"                     window a rank; NCCL 2.27 or later) for NCCL's\n"
+		"                     low-latency kernels; a no-op on the host backend\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_capture_exec,
 };

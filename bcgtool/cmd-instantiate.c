@@ -34,6 +34,7 @@ static int cmd_instantiate_exec(int argc, char **argv);
 const struct cmd_entry cmd_instantiate_entry = {
 	.name = "instantiate",
 	.usage = "[--backend B] [--allow-drift] [--share-exec] [--rebase] [--json] [--timeout S] "
+	         "[--nccl-mem M] "
 	         "PLAN",
 	.summary = "rebuild a plan's graphs and check they match",
 	.options =
@@ -49,6 +50,9 @@ const struct cmd_entry cmd_instantiate_entry = {
 		"      --json         print JSON instead of tables\n"
 		"      --timeout S    tensor-parallel plans: a rank silent this long in a\n"
 		"                     collective fails (default 60)\n"
+		"      --nccl-mem M   tensor-parallel plans: default or symmetric, the\n"
+		"                     memory of the collectives' operands (default: the\n"
+		"                     plan's; see capture)\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_instantiate_exec,
 };

@@ -49,7 +49,7 @@ const struct cmd_entry cmd_replay_entry = {
 	         "[--check] [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
-	         "[--variant V] [--fill F] [--seed S] [--rebase] [--timeout S] PLAN",
+	         "[--variant V] [--fill F] [--seed S] [--rebase] [--timeout S] [--nccl-mem M] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -94,6 +94,9 @@ const struct cmd_entry cmd_replay_entry = {
 		"                   its recorded address, and patch the addresses\n"
 		"      --timeout S  tensor-parallel plans: a rank silent this long in a\n"
 		"                   collective fails the replay (default 60)\n"
+		"      --nccl-mem M tensor-parallel plans: default or symmetric, the memory\n"
+		"                   of the collectives' operands (default: the plan's; see\n"
+		"                   capture)\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };

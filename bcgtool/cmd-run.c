@@ -35,7 +35,8 @@ static int cmd_run_exec(int argc, char **argv);
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] "
-	         "[--prompt IDS] [--generate N] [--logits FILE] [--tp N [--timeout S]] SCRIPT",
+	         "[--prompt IDS] [--generate N] [--logits FILE] [--tp N [--timeout S] [--nccl-mem M]] "
+	         "SCRIPT",
 	.summary = "run eager forward steps of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -59,6 +60,10 @@ const struct cmd_entry cmd_run_entry = {
 		"                   cuda) and run them together; rank 0 prints\n"
 		"      --timeout S  a rank silent this long in a collective fails the run\n"
 		"                   (seconds; default 60)\n"
+		"      --nccl-mem M default or symmetric: the collectives' operands in the\n"
+		"                   arena, or in NCCL symmetric memory (ncclMemAlloc, one\n"
+		"                   window a rank; NCCL 2.27 or later) for NCCL's\n"
+		"                   low-latency kernels; a no-op on the host backend\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_run_exec,
 };
