@@ -553,9 +553,9 @@ static void nccl_sym_free(struct dist_comm *c, void *p)
 		}
 	}
 	n->win = NULL;
-#endif
 	(void)cudaDeviceSynchronize();
 	(void)ncclMemFree(n->sym);
+#endif
 	n->sym = NULL;
 	n->sym_bytes = 0;
 }
