@@ -49,7 +49,8 @@ const struct cmd_entry cmd_replay_entry = {
 	         "[--check] [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
-	         "[--variant V] [--fill F] [--seed S] [--rebase] [--timeout S] [--nccl-mem M] PLAN",
+	         "[--variant V] [--fill F] [--seed S] [--rebase] [--pace P] [--flush-l2] "
+	         "[--timeout S] [--nccl-mem M] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -92,6 +93,11 @@ const struct cmd_entry cmd_replay_entry = {
 		"      --seed S     the seed of --fill random (default 1)\n"
 		"      --rebase     recorded plans: make every allocation anywhere, not at\n"
 		"                   its recorded address, and patch the addresses\n"
+		"      --pace P     recorded plans: step (default: each step waited for\n"
+		"                   before the next) or none (back to back, the host\n"
+		"                   running ahead)\n"
+		"      --flush-l2   recorded plans: write over twice the L2's size before\n"
+		"                   each step, outside its timed range\n"
 		"      --timeout S  tensor-parallel plans: a rank silent this long in a\n"
 		"                   collective fails the replay (default 60)\n"
 		"      --nccl-mem M tensor-parallel plans: default or symmetric, the memory\n"
@@ -520,6 +526,8 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "fill", required_argument, NULL, 'F' + 256 },
 		{ "seed", required_argument, NULL, 'S' + 256 },
 		{ "rebase", no_argument, NULL, 'r' + 256 },
+		{ "pace", required_argument, NULL, 'P' + 256 },
+		{ "flush-l2", no_argument, NULL, 'l' + 256 },
 		{ "timeout", required_argument, NULL, 'T' + 256 },
 		{ "nccl-mem", required_argument, NULL, 'M' + 256 },
 		{ "help", no_argument, NULL, 'h' },
@@ -596,6 +604,12 @@ static int cmd_replay_exec(int argc, char **argv)
 			recorded_only = 1;
 			break;
 		case 'r' + 256: ro.flags |= RR_REBASE; recorded_only = 1; break;
+		case 'P' + 256:
+			if ((ro.pace = recorded_pace_from_name(optarg)) < 0)
+				return cmd_usage_error(self, "--pace: %s: step or none", optarg);
+			recorded_only = 1;
+			break;
+		case 'l' + 256: ro.flush_l2 = 1; recorded_only = 1; break;
 		case 'T' + 256:
 			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
 				return BCG_EXIT_USAGE;
@@ -664,14 +678,15 @@ static int cmd_replay_exec(int argc, char **argv)
 		ro.nvtx = o.nvtx;
 		ro.steps = o.steps;
 		ro.warmup = o.warmup;
+		ro.busy_steps = o.busy_steps;
 		rc = recorded_replay(plan, argv[optind], &ro);
 		plan_free(plan);
 		return rc;
 	}
 	if (recorded_only) {
 		plan_free(plan);
-		return cmd_usage_error(self, "--variant, --fill, --seed and --rebase apply to "
-		                       "recorded plans only");
+		return cmd_usage_error(self, "--variant, --fill, --seed, --rebase, --pace and "
+		                       "--flush-l2 apply to recorded plans only");
 	}
 	ctx.plan = plan;
 	ctx.path = argv[optind];

@@ -15,6 +15,7 @@
 
 #include "demangle.h"
 #include "inspect-recorded.h"
+#include "record/recorded-replay.h"
 #include "util.h"
 
 #define NAME_MAX_TEXT 1024
@@ -159,11 +160,13 @@ static void r_summary(struct rview *v)
 	for (uint32_t i = 1; i < plan_count_variants(plan); i++)
 		if (plan_get_variant(plan, i)->device != plan_get_variant(plan, 0)->device)
 			several = 1;
-	tb = table_new(several ? "rlrrrrrrr" : "rlrrrrrr");
+	tb = table_new(several ? "rlrrrrrrrrr" : "rlrrrrrrrr");
 	table_cell(tb, "number");
 	table_cell(tb, "label");
 	table_cell(tb, "seen");
 	table_cell(tb, "median");
+	table_cell(tb, "busy");
+	table_cell(tb, "gaps");
 	table_cell(tb, "items");
 	table_cell(tb, "segments");
 	table_cell(tb, "breaks");
@@ -174,6 +177,7 @@ static void r_summary(struct rview *v)
 	for (uint32_t i = 0; i < plan_count_variants(plan); i++) {
 		const struct plan_variant *var = plan_get_variant(plan, i);
 		uint32_t ns, nb, nn;
+		uint64_t busy;
 		if (v->variant != PLAN_NONE && v->variant != i)
 			continue;
 		r_counts(plan, i, &ns, &nb, &nn);
@@ -181,6 +185,13 @@ static void r_summary(struct rview *v)
 		table_cell(tb, "%s", var->label[0] ? var->label : "-");
 		table_cell(tb, "%" PRIu64, var->seen);
 		table_cell(tb, "%s", plan_ns_text(var->recorded_ns, a, sizeof a));
+		/* the GPU's share of the step and the rest: the host's gaps
+		 * between the items (recorded-replay.h) */
+		busy = recorded_busy_ns(plan, var);
+		table_cell(tb, "%s", plan_ns_text(busy, a, sizeof a));
+		table_cell(tb, "%s", busy == 0 || var->recorded_ns == 0 ? "-"
+		           : var->recorded_ns <= busy ? "0"
+		           : plan_ns_text(var->recorded_ns - busy, a, sizeof a));
 		table_cell(tb, "%u", var->nitems);
 		table_cell(tb, "%u", ns);
 		table_cell(tb, "%u", nb);

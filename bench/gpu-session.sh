@@ -55,6 +55,16 @@
 #             (which address hints the driver honours); each check ends in
 #             "recorded: PASS ..." or "recorded: FAIL ...: why", the stage
 #             in "recorded: N passed, M failed"
+#   rectime   issue 20's "replay within 10% of the original": t/record/full.py
+#             and breakable.py (--steps 40, batch sizes 1, 2, 4 = variants 1,
+#             2, 3) recorded once each, then replayed (200 steps after 20)
+#             paced step and none, each without and with --flush-l2: per
+#             variant the recorded span and GPU busy time against the
+#             replay's step and busy pass (lines "rectime ..."); and each
+#             plan's replay recorded in turn, so that the same CUPTI records
+#             time the original's graphs and the replay's (lines "rectime
+#             ... same instrument": recorded graph time, original and replay,
+#             per segment fingerprint); RECTIME_PROGRAMS picks the programs
 #   recordcost the recorder's cost on t/record/full.py under each
 #             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
 #             replay of each recording against its recorded GPU busy time
@@ -64,9 +74,11 @@
 #             reads (the selected experts only) against the HBM peak
 #             (target >= 60% at T=1; at T=64 the experts read counted from
 #             the routing of steps 0, 20, 119 and 219 that eager runs dump,
-#             each layer's ids an output of moe-ids.yaml); and the MoE
-#             lines of the check stage's t7100 and cuda-ops logs (run
-#             check first)
+#             each layer's ids an output of moe-ids.yaml); Nsight Systems
+#             on full T=1 replays with and without PDL: each MoE kernel's
+#             time a launch (one layer) and TB/s, and bcgtool report's ops;
+#             and the MoE lines of the check stage's t7100 and cuda-ops
+#             logs (run check first)
 #   rope      the Llama-3.2-1B-shaped samples with the default rope and with
 #             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
 #             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
@@ -597,6 +609,89 @@ PY
 		done
 		say "record: $(( $(date +%s) - rt0 )) s in all"
 		;;
+	rectime)
+		# What the replay is held to (bcgtool-replay(1), RECORDED PLANS):
+		# each mode's replay against the recorded span and GPU busy time.
+		for p in ${RECTIME_PROGRAMS:-full breakable}; do
+			timeout 300 "$B" record --step step -o rt-$p.plan -- \
+				python3 "$top/t/record/$p.py" --steps 40 >rt-$p.json 2>rt-$p.err
+			say "rectime record $p: exit $? (program: $(python3 -c '
+import json, sys
+print("step %.4f ms" % json.loads(open(sys.argv[1]).read().splitlines()[-1])["step_ms"])
+' rt-$p.json 2>/dev/null))"
+			"$B" inspect rt-$p.plan 2>&1 | sed -n '/^variants/,$p' | sed 's/^/  /' |
+				tee -a "$summary"
+			for m in step none step-flush none-flush; do
+				fl=
+				case $m in *-flush) fl=--flush-l2 ;; esac
+				timeout 300 "$B" replay --steps 200 --warmup 20 --pace ${m%-flush} $fl \
+					--json rt-$p.plan >rt-$p-$m.json 2>rt-$p-$m.err
+				say "rectime replay $p --pace ${m%-flush} $fl: exit $?"
+			done
+			python3 - "$p" <<'PY' | tee -a "$summary"
+import json, sys
+p = sys.argv[1]
+runs = {}
+for m in ("step", "none", "step-flush", "none-flush"):
+    try:
+        runs[m] = json.load(open("rt-%s-%s.json" % (p, m)))
+    except Exception as e:
+        print("rectime %s %s: no report (%s)" % (p, m, e))
+if not runs:
+    sys.exit(0)
+first = next(iter(runs.values()))
+def ms(x):
+    return "-" if x is None else "%.3f" % x
+def rt(x):
+    return "-" if x is None else "%.2f" % x
+for k, v in enumerate(first["variants"]):
+    print("rectime %s variant %d: recorded span %s ms, GPU busy %s ms (items summed)" % (
+        p, v["variant"], ms(v["recorded_ms"]), ms(v["busy"]["recorded_ms"])))
+    for m, d in runs.items():
+        x = d["variants"][k]
+        b = x["busy"]
+        print("rectime %s variant %d %-10s: step %s ms (/span %s, /busy %s), busy pass %s ms "
+              "(/busy %s)" % (p, x["variant"], m, ms(x["step_ms"]["median"]), rt(x["ratio"]),
+                              rt(b["ratio"]), ms(b.get("replay_ms")), rt(b.get("replay_ratio"))))
+PY
+			# the replay recorded: the same CUPTI records time both runs
+			timeout 300 "$B" record -o rt-$p-rr.plan -- "$B" replay --steps 200 --warmup 20 \
+				rt-$p.plan >rt-$p-rr.txt 2>rt-$p-rr.err
+			say "rectime record of the replay of $p: exit $?"
+			"$B" inspect --json rt-$p.plan >rt-$p-orig.json 2>/dev/null
+			"$B" inspect --json rt-$p-rr.plan >rt-$p-rr.json 2>/dev/null &&
+			python3 - "$p" <<'PY' | tee -a "$summary"
+import json, sys
+p = sys.argv[1]
+o = json.load(open("rt-%s-orig.json" % p))
+r = json.load(open("rt-%s-rr.json" % p))
+def seen(d):
+    # each segment's recorded time, from the variant seen most often that has it
+    best = {}
+    for v in d["variants"]:
+        for it in v["items"]:
+            if it["kind"] != "segment":
+                continue
+            s = d["segments"][it["index"]]
+            fp = s["fingerprint"]
+            if fp not in best or v["seen"] > best[fp][0]:
+                best[fp] = (v["seen"], s["recorded_ns"])
+    return best
+ob, rb = seen(o), seen(r)
+for v in o["variants"]:
+    for it in v["items"]:
+        if it["kind"] != "segment":
+            continue
+        fp = o["segments"][it["index"]]["fingerprint"]
+        on = o["segments"][it["index"]]["recorded_ns"]
+        rn = rb.get(fp, (0, 0))[1]
+        print("rectime %s same instrument: variant %d segment %d: original %.1f us, replay "
+              "%s%s" % (p, v["tokens"], it["index"], on / 1e3,
+                        "%.1f us" % (rn / 1e3) if rn else "not found",
+                        " (%.2f)" % (rn / on) if rn and on else ""))
+PY
+		done
+		;;
 	recordcost)
 		# Where the recorder's cost on the full-graph program comes from:
 		# the program plain and recorded with each BCG_RECORD_TIMES
@@ -778,6 +873,8 @@ assert m["rebased"] == m["allocations"] == 9 and m["fixed"] == 0, m
 		say "recorded: $rec_pass passed, $rec_fail failed"
 		;;
 	moe)
+		# MOE_TREES="now before" also benches the .gpu/before tree (the
+		# same lease's before figures), T=1 only.
 		for t in 1 64; do
 			t0=$(date +%s)
 			timeout 280 "$B" bench --backend cuda --tokens $t --steps 200 --warmup 20 --json \
@@ -785,6 +882,17 @@ assert m["rebased"] == m["allocations"] == 9 and m["fixed"] == 0, m
 			say "moe: bench qwen3-30b-a3b-moe T=$t: exit $? in $(( $(date +%s) - t0 )) s"
 			sed 's/^/  /' moe-bench-t$t.err | tail -5 | tee -a "$summary"
 		done
+		moe_before=
+		case " ${MOE_TREES:-now} " in
+		*" before "*)
+			if build_before; then
+				timeout 280 "$ob/bcgtool/bcgtool" bench --backend cuda --tokens 1 --steps 200 \
+					--warmup 20 --json "$S/qwen3-30b-a3b-moe.yaml" >moe-bench-before-t1.json \
+					2>moe-bench-before-t1.err
+				say "moe: before tree: bench qwen3-30b-a3b-moe T=1: exit $?"
+				moe_before=moe-bench-before-t1.json
+			fi ;;
+		esac
 		# The routing of T=64 steps: the sample with each layer's expert ids
 		# an output of its own, run eagerly for 1, 21, 120 and 220 steps, the
 		# ids of the last dumped: steps 0, 20, 119 and 219, numbered as the
@@ -826,7 +934,7 @@ for d in sys.argv[1:]:
 json.dump({"tokens": 64, "distinct": steps}, sys.stdout)
 PY
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json <<'PY' | tee -a "$summary"
+		python3 - "$gpu" moe-routing.json moe-bench-t1.json moe-bench-t64.json $moe_before <<'PY' | tee -a "$summary"
 import json, sys
 # Bytes a step reads, from the sample's shapes (bf16): per layer the
 # q|k|v, o and router weights and the caches up to kv_len; the experts
@@ -868,8 +976,8 @@ for path in sys.argv[2:]:
         chosen, how = uniform, " (estimate: uniform routing; no routing dumped)"
     kv = 2 * (64 + 250) * KVW * b      # about kv_len half-way through the run
     total = L * (layer + chosen * expert + kv) + V * H * b + t * H * b
-    print("  T=%d: %.1f experts a layer read, %.1f MB a step%s" % (
-        t, chosen, total / 1e6, how))
+    print("  %sT=%d: %.1f experts a layer read, %.1f MB a step%s" % (
+        "before tree: " if "before" in path else "", t, chosen, total / 1e6, how))
     for m in d["modes"]:
         if not m["ran"]:
             print("    %-9s not run" % m["mode"])
@@ -889,6 +997,52 @@ PY
 		say "moe: capture T=1 (breakable): exit $?"
 		"$B" inspect --breakpoints moe-t1.plan 2>&1 | grep -m2 'experts\.' | sed 's/^/  /' |
 			tee -a "$summary"
+		# Nsight Systems on full T=1 replays, with PDL and without (a PDL
+		# kernel's time holds the wait for the one before it; the plain
+		# launches give each kernel's own): every MoE kernel's time a launch
+		# (one layer), with the bytes the T=1 products move, and the step's
+		# ops attributed by bcgtool report (the router's product among them)
+		for v in pdl nopdl; do
+			o=; [ $v = nopdl ] && o=--no-pdl
+			"$B" capture --backend cuda --mode full --tokens 1 $o -o moe-full1-$v.plan \
+				"$S/qwen3-30b-a3b-moe.yaml" >moe-capture-full1-$v.txt 2>&1
+			say "moe: capture --mode full T=1 $o: exit $?"
+			sh "$top/.gpu/nsys-profile" "$log/moe-full1-$v" "$B" replay --backend cuda \
+				--tokens 1 --steps 50 --warmup 5 moe-full1-$v.plan >nsys-moe-$v.txt 2>&1
+			say "moe: nsys profile of the full T=1 replay ($v): exit $?"
+			NSYS=$(sed -n 's/^NSYS=//p' nsys-moe-$v.txt)
+			[ -n "$NSYS" ] && [ -f moe-full1-$v.nsys-rep ] || continue
+			kernel_table "$NSYS" moe-full1-$v.nsys-rep
+			python3 - moe-full1-$v.nsys-rep.kern.csv $v <<'PY' | tee -a "$summary"
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 8]
+if not rows:
+    sys.exit(0)
+head, rows = rows[0], rows[1:]
+i = {h: k for k, h in enumerate(head)}
+# bytes of one layer's products at T=1: the 8 experts' weights (bf16)
+H, I, K = 2048, 768, 8
+moved = {"gate_up": K * 2 * I * H * 2, "down": K * H * I * 2}
+print("  moe (%s): the MoE kernels a launch (one layer), T=1 full:" % sys.argv[2])
+for r in rows:
+    n = r[i["Name"]]
+    if "moe" not in n:
+        continue
+    name = n.replace("void ", "").split("(const")[0][:64]
+    avg, med = float(r[i["Avg (ns)"]]) / 1e3, float(r[i["Med (ns)"]]) / 1e3
+    kind = "gate_up" if "gate_up" in n else "down" if "down" in n else None
+    bw = "  %5.2f TB/s (%.1f MB)" % (moved[kind] / (med * 1e-6) / 1e12,
+                                    moved[kind] / 1e6) if kind else ""
+    print("  %6d x avg %7.2f us med %7.2f us  %s%s" % (int(r[i["Instances"]]), avg, med,
+                                                       name, bw))
+PY
+			"$NSYS" export --type sqlite --force-overwrite true -o moe-full1-$v.sqlite \
+				moe-full1-$v.nsys-rep >/dev/null 2>&1
+			"$B" report --tokens 1 --top 24 moe-full1-$v.sqlite moe-full1-$v.plan \
+				>moe-report-$v.txt 2>&1
+			say "moe: bcgtool report ($v): exit $?"
+			sed 's/^/  /' moe-report-$v.txt | tee -a "$summary"
+		done
 		# the MoE results of the check stage's tests, when it ran
 		grep -hE '(moe|MoE|mixtral|qwen2-moe|qwen3-moe|gated_add)' "$log/t/cuda-ops.log" \
 			"$log/t/t7100-hf-import.log" 2>/dev/null | grep -E '^(ok|not ok)' |

@@ -80,7 +80,26 @@ test_expect_success 'options of the other kind of plan are usage errors' '
 	test_grep "applies to recorded plans only" err &&
 	test_expect_code 2 bcg replay --trace /dev/null rec.plan 2>err &&
 	test_expect_code 2 bcg replay --fill some rec.plan 2>err &&
-	test_grep "fill: some: snapshot, zeros or random" err
+	test_grep "fill: some: snapshot, zeros or random" err &&
+	test_expect_code 2 bcg replay --pace recorded rec.plan 2>err &&
+	test_grep "^bcgtool replay: --pace: recorded: step or none$" err &&
+	test_expect_code 2 bcg replay --backend host --pace none "$script_plan" 2>err &&
+	test_grep "pace and --flush-l2 apply to recorded plans only" err &&
+	test_expect_code 2 bcg replay --backend host --flush-l2 "$script_plan" 2>err &&
+	test_grep "pace and --flush-l2 apply to recorded plans only" err &&
+	test_expect_code 2 bcg replay --flush-l2 --trace /dev/null rec.plan 2>err
+'
+
+test_expect_success '!CUDA' '--pace and --flush-l2 parse, then the GPU is missing: exit 3' '
+	test_expect_code 3 bcg replay --pace none --flush-l2 rec.plan >out 2>err &&
+	test_grep "a recorded plan replays only on a GPU" err &&
+	test_expect_code 3 bcg replay --pace step rec.plan 2>err
+'
+
+test_expect_success 'the help names --pace and --flush-l2' '
+	bcg replay --help >out &&
+	test_grep "^      --pace P     recorded plans: step (default" out &&
+	test_grep "^      --flush-l2   recorded plans: write over twice the L2" out
 '
 
 test_expect_success 'a variant that is not there: exit 2' '
@@ -126,7 +145,31 @@ assert abs(v[\"busy\"][\"recorded_ms\"] - 0.05) < 1e-9, v
 assert abs(v[\"busy\"][\"ratio\"] - v[\"step_ms\"][\"median\"] / 0.05) < 1e-6, v
 assert [(i[\"kind\"], i[\"name\"], i[\"recorded_ms\"]) for i in v[\"items\"]] == \
 	[(\"segment\", \"\", 0.02), (\"breakpoint\", \"tail\", 0.03)], v
+# the busy pass: min(steps, 10) held steps, the GPU time alone
+assert d[\"pace\"] == \"step\" and d[\"flush_l2\"] is False and d[\"busy_steps\"] == 5, d
+b = v[\"busy\"]
+assert b[\"replay_ms\"] > 0 and abs(b[\"replay_ratio\"] - b[\"replay_ms\"] / 0.05) < 1e-6, b
+for i, rec in zip(v[\"items\"], (0.02, 0.03)):
+	assert i[\"busy_ms\"] > 0 and abs(i[\"busy_ratio\"] - i[\"busy_ms\"] / rec) < 1e-6, i
 "
+'
+
+test_expect_success CUDA,PYTHON3 'replay --pace none --flush-l2: back to back, flushed, busy measured' '
+	bcg replay --steps 30 --warmup 2 --pace none --flush-l2 --json rec.plan >out.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"out.json\"))
+assert d[\"pace\"] == \"none\" and d[\"flush_l2\"] is True and d[\"busy_steps\"] == 10, d
+v, = d[\"variants\"]
+assert v[\"step_ms\"][\"median\"] > 0 and v[\"busy\"][\"replay_ms\"] > 0, v
+assert all(i[\"median_ms\"] > 0 and i[\"busy_ms\"] > 0 for i in v[\"items\"]), v
+" &&
+	bcg replay --steps 30 --warmup 2 --pace none --flush-l2 rec.plan >out &&
+	test_grep "^steps    30 per variant (after 2 warm-up), paced none (back to back)$" out &&
+	test_grep "^flush    L2 flushed before every step ([0-9]* MiB written over)$" out &&
+	test_grep "^busy     10 held steps: each issued whole behind a hold, the GPU.s own time$" out &&
+	test_grep "^  item  *replay  *recorded  *ratio  *gpu busy  *busy/rec$" out &&
+	test_grep "^  step against the recorded GPU busy time  .* 0.050 ms  *[0-9.]*  *[0-9.]* ms  *[0-9.]*$" out
 '
 
 test_expect_success CUDA 'replay: a table, every fill, by number and by label' '
@@ -160,19 +203,23 @@ test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-
 	 "here": {"device": "GPU", "cc": 90, "driver": 13000}, "same_environment": true,
 	 "memory": {"allocations": 9, "bytes": 36864, "fixed": 9, "rebased": 0,
 	            "fill": "snapshot", "snapshots": 1, "memory_ms": 1.5},
-	 "steps": 5, "warmup": 1,
+	 "steps": 5, "warmup": 1, "pace": "step", "flush_l2": false, "busy_steps": 5,
 	 "variants": [{"variant": 1, "label": "step", "seen": 5,
 	               "instantiate": {"matched": 1, "drifted": 0},
 	               "step_ms": {"median": 0.04, "p90": 0.05, "p99": 0.05, "mean": 0.04},
 	               "recorded_ms": 0.05, "ratio": 0.8,
-	               "busy": {"recorded_ms": 0.05, "ratio": 0.8}, "host_ms": 0.01,
+	               "busy": {"recorded_ms": 0.05, "ratio": 0.8, "replay_ms": 0.03,
+	                        "replay_ratio": 0.6}, "host_ms": 0.01,
 	               "items": [{"kind": "segment", "index": 0, "name": "", "median_ms": 0.01,
-	                          "recorded_ms": null, "ratio": null}]}]}
+	                          "recorded_ms": null, "ratio": null, "busy_ms": 0.008,
+	                          "busy_ratio": null}]}]}
 	EOF
 	check replay doc.json &&
 	sed "s/\"seen\": 5/\"seen\": -1/" doc.json >bad.json &&
 	test_must_fail check replay bad.json 2>err &&
-	test_grep "variants/0/seen" err
+	test_grep "variants/0/seen" err &&
+	sed "s/\"pace\": \"step\"/\"pace\": \"recorded\"/" doc.json >bad.json &&
+	test_must_fail check replay bad.json 2>err
 '
 
 test_expect_success CUDA,JSONSCHEMA 'instantiate and replay --json follow their schemas' '

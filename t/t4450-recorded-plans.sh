@@ -22,15 +22,17 @@ test_expect_success 'setup: a recording and changed recordings' '
 	cmp a.plan "$TEST_DATA/recorded.plan"
 '
 
-test_expect_success 'inspect: the recording, and each variant with its label, steps seen and time' '
+test_expect_success 'inspect: the recording, and each variant with its label, steps seen, time, GPU busy time and gaps' '
 	bcg inspect a.plan >out &&
 	test_grep "^plan      a.plan (.*format 1.4, recorded)" out &&
 	test_grep "^command   python3 serve.py --steps 8$" out &&
 	test_grep "^run       pid 4242, 2.50 s, 8 steps (nvtx:decode_step)$" out &&
 	test_grep "^modules   2 (1 kept, 24 B of images)$" out &&
 	test_grep "^launches  10, of 3 functions$" out &&
-	test_grep "^       1  decode_step      6  1.20 ms      3         1       2      4$" out &&
-	test_grep "^       2  prefill_step     2  5.40 ms      2         1       1      4$" out
+	# busy: the items summed, 9 us + 0.7 ms + 41 us = 750 us of the 1.2 ms
+	# step (gaps 450 us); 5.1 ms + 12 us = 5.112 ms of 5.4 ms (288 us)
+	test_grep "^       1  decode_step      6  1.20 ms  750.0 us  450.0 us      3         1       2      4$" out &&
+	test_grep "^       2  prefill_step     2  5.40 ms   5.11 ms  288.0 us      2         1       1      4$" out
 '
 
 test_expect_success 'inspect --items: graphs with demangled kernels and repeated layers, breaks with their launches' '

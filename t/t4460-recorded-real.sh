@@ -18,7 +18,10 @@ test_expect_success 'inspect: the recording, one step shape seen 40 times' '
 	bcg inspect "$rec" >out &&
 	test_grep "^command   .*bcgtool replay --backend cuda --steps 20 tiny.plan$" out &&
 	test_grep "40 steps (repeating launches)" out &&
-	test_grep "^       1  repeat    40 " out
+	test_grep "^       1  repeat    40 " out &&
+	# one graph launch a step: its GPU busy time is its span (the same
+	# text twice), and no gaps
+	grep -E "^       1  repeat    40  ([0-9.]+ us)  \1  +0  +1 +1 +0 +6$" out
 '
 
 test_expect_success PYTHON3 'segment for segment: the recorded graph is the captured one of the size replay ran' '

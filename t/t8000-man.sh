@@ -55,8 +55,8 @@ test_expect_success 'each page documents every option its --help lists, in a tag
 	for c in $(cat commands); do
 		bcg $c --help | sed "/^common options/,\$d" >help &&
 		tag_text "$man/bcgtool-$c.1" >page &&
-		sed -n -e "s/^ *\(-[a-zA-Z0-9]\), \(--[a-z][a-z-]*\).*/\1 \2/p" \
-		       -e "s/^ *\(--[a-z][a-z-]*\).*/\1/p" help >options &&
+		sed -n -e "s/^ *\(-[a-zA-Z0-9]\), \(--[a-z][a-z0-9-]*\).*/\1 \2/p" \
+		       -e "s/^ *\(--[a-z][a-z0-9-]*\).*/\1/p" help >options &&
 		test -s options || { echo "no options found for $c"; return 1; }
 		for o in $(cat options); do
 			grep -q -e "^$o\\b" -e "^$o," -e "[ ,]$o\\b" page ||
@@ -67,7 +67,7 @@ test_expect_success 'each page documents every option its --help lists, in a tag
 
 test_expect_success 'bcgtool(1) documents the common options every --help lists' '
 	bcg validate --help | sed -n "/^common options/,\$p" |
-		sed -n -e "s/^ *\(-[a-zA-Z0-9]\), \(--[a-z][a-z-]*\).*/\1 \2/p" >options &&
+		sed -n -e "s/^ *\(-[a-zA-Z0-9]\), \(--[a-z][a-z0-9-]*\).*/\1 \2/p" >options &&
 	test $(wc -l <options) = 2 &&
 	tag_text "$man/bcgtool.1" >page &&
 	for o in $(cat options); do

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <type_traits>
 #include <utility>
 
 #include <cuda_bf16.h>
@@ -479,6 +480,39 @@ template <> __device__ __forceinline__ __half cuda_from_f32<__half>(float v)
 template <> __device__ __forceinline__ __nv_bfloat16 cuda_from_f32<__nv_bfloat16>(float v)
 {
 	return __float2bfloat16_rn(v);
+}
+
+/* 16 bytes of weights, read once: not kept in L1 (the small-M products
+ * and the MoE experts' products stream each weight byte once). */
+__device__ __forceinline__ uint4 cuda_ld_stream(const void *p)
+{
+	uint4 v;
+	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return v;
+}
+
+/* The 16 / sizeof(T) elements of the 16 bytes V, widened to f32. */
+template <typename T>
+__device__ __forceinline__ void cuda_widen16(const uint4 &v, float (&f)[16 / sizeof(T)])
+{
+	if constexpr (std::is_same<T, float>::value) {
+		f[0] = __uint_as_float(v.x);
+		f[1] = __uint_as_float(v.y);
+		f[2] = __uint_as_float(v.z);
+		f[3] = __uint_as_float(v.w);
+	} else {
+		const uint32_t w[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			T lo, hi;
+			uint16_t l16 = (uint16_t)(w[i] & 0xffffu), h16 = (uint16_t)(w[i] >> 16);
+			memcpy(&lo, &l16, 2);
+			memcpy(&hi, &h16, 2);
+			f[2 * i] = cuda_to_f32(lo);
+			f[2 * i + 1] = cuda_to_f32(hi);
+		}
+	}
 }
 
 /* Butterfly reductions over a whole warp: every lane ends with the same

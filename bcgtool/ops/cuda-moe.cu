@@ -3,7 +3,9 @@
  * moe_router_paged, moe_experts and gated_add (op.h; host-moe.c is the
  * reference).
  *
- * moe_experts runs in four kernels over the scratch:
+ * moe_experts at T * K <= MOE_SMALL_PAIRS runs in two kernels, gate|up
+ * and down with the weighted sum folded in ("decode" below). Above it, in
+ * four kernels over the scratch:
  *   route     one block per expert: how many (row, k) pairs chose it, how
  *             many chose a lower expert (its offset), and its pairs in
  *             pair order into order[], with each pair's place in inv[];
@@ -39,17 +41,47 @@
 
 /* --- router -------------------------------------------------------------- */
 
-/* Whether (A, IA) goes before (B, IB): larger first, NaN above every
- * number, equal values by lower index (host-moe.c's moe_before). */
-__device__ __forceinline__ bool moe_before(float a, int ia, float b, int ib)
+/* The router's order as one unsigned key, larger first: a float's bits
+ * made monotone, -0 taken as +0 (they compare equal in host-moe.c's
+ * moe_before, so the lower index wins), every NaN above every number
+ * (0xffffffff; a number's key is at most +inf's, 0xff800000). No number
+ * has key 0: 0 is "no candidate". */
+__device__ __forceinline__ unsigned moe_key(float v)
 {
-	bool na = isnan(a), nb = isnan(b);
+	unsigned u;
 
-	if (na || nb)
-		return na && nb ? ia < ib : na;
-	if (a != b)
-		return a > b;
-	return ia < ib;
+	if (isnan(v))
+		return 0xffffffffu;
+	u = v == 0.0f ? 0u : __float_as_uint(v);
+	return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+
+/* The warp's largest of V and, among the lanes that hold it, the smallest
+ * of I (redux.sync on sm_80 and later; butterflies before). */
+__device__ __forceinline__ unsigned moe_warp_max(unsigned v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	return __reduce_max_sync(0xffffffffu, v);
+#else
+	for (int off = 16; off > 0; off >>= 1) {
+		unsigned o = __shfl_xor_sync(0xffffffffu, v, off);
+		v = o > v ? o : v;
+	}
+	return v;
+#endif
+}
+
+__device__ __forceinline__ unsigned moe_warp_min(unsigned v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	return __reduce_min_sync(0xffffffffu, v);
+#else
+	for (int off = 16; off > 0; off >>= 1) {
+		unsigned o = __shfl_xor_sync(0xffffffffu, v, off);
+		v = o < v ? o : v;
+	}
+	return v;
+#endif
 }
 
 /* The router's NaN check: MOE_NO_FAULT, or the lowest row whose weights
@@ -71,6 +103,7 @@ __global__ void bcg_moe_router_kernel(const void *lg, int dtl, const int32_t *sl
 	int id_k = -1;
 	unsigned taken = 0;             /* bit s: expert lane + 32 s already chosen */
 
+	cuda_pdl_begin();               /* the logits are the previous kernel's */
 	if (r >= rows)
 		return;
 	if (slots != NULL && slots[r] < 0) {
@@ -102,32 +135,34 @@ __global__ void bcg_moe_router_kernel(const void *lg, int dtl, const int32_t *sl
 			if (lane + 32 * s < e)
 				v[s] = expf(v[s] - max) / sum;
 	}
-	/* K rounds of a warp-wide argmax; the winner leaves the race */
-	for (int i = 0; i < k; i++) {
-		float best = 0.0f;
-		int bi = -1;
+	/* K rounds of a warp-wide argmax on the keys: the largest key by one
+	 * reduction, the lowest expert holding it by a second; the winner
+	 * leaves the race. (A first version compared (value, index) pairs
+	 * through five rounds of shuffles a pick: 8.4 us for a row of 128 on
+	 * the H200.) */
+	unsigned key[OP_MOE_MAX_EXPERTS / 32];
 #pragma unroll
-		for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++) {
-			int j = lane + 32 * s;
-			if (j < e && !(taken >> s & 1u) && (bi < 0 || moe_before(v[s], j, best, bi))) {
-				best = v[s];
-				bi = j;
+	for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++)
+		key[s] = lane + 32 * s < e ? moe_key(v[s]) : 0u;
+	for (int i = 0; i < k; i++) {
+		unsigned bk = 0u, bi = 0xffffffffu;
+		float bv = 0.0f;
+#pragma unroll
+		for (int s = 0; s < OP_MOE_MAX_EXPERTS / 32; s++)
+			if (!(taken >> s & 1u) && key[s] > bk) {
+				bk = key[s];
+				bi = (unsigned)(lane + 32 * s);
+				bv = v[s];
 			}
-		}
-		for (int off = 16; off > 0; off >>= 1) {
-			float ob = __shfl_xor_sync(0xffffffffu, best, off);
-			int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-			if (oi >= 0 && (bi < 0 || moe_before(ob, oi, best, bi))) {
-				best = ob;
-				bi = oi;
-			}
-		}
+		unsigned top = moe_warp_max(bk);
+		unsigned win = moe_warp_min(bk == top ? bi : 0xffffffffu);
+		float wv = __shfl_sync(0xffffffffu, bv, (int)(win & 31u));
 		if (lane == i) {
-			p_k = best;
-			id_k = bi;
+			p_k = wv;
+			id_k = (int)win;
 		}
-		if (bi >= 0 && (bi & 31) == lane)
-			taken |= 1u << (bi >> 5);
+		if ((int)(win & 31u) == lane)
+			taken |= 1u << (win >> 5);
 	}
 	if (topk_first) {
 		/* softmax over the K chosen logits; the first is the largest */
@@ -185,7 +220,8 @@ extern "C" int cuda_run_moe_router(const struct op_call *call, const struct cuda
 	const struct op_tensor *lg = &call->in[0], *ids = &call->out[0], *w = &call->out[1];
 	int64_t rows = cuda_rows(lg), e = cuda_cols(lg), k = call->attr[MOE_TOP_K].i;
 	const int32_t *slots = call->nin > 1 ? static_cast<const int32_t *>(call->in[1].data) : NULL;
-	unsigned rows_a_block = MOE_THREADS / 32;
+	/* a warp a row; a block of fewer warps when there are fewer rows */
+	unsigned rows_a_block = rows < MOE_WARPS ? (unsigned)(rows > 0 ? rows : 1) : MOE_WARPS;
 
 	if (e < 1 || e > OP_MOE_MAX_EXPERTS || k < 1 || k > OP_MOE_MAX_TOP_K || k > e)
 		return cuda_fail(msg, len, "moe_router: %lld experts, top_k %lld: the kernel takes "
@@ -193,12 +229,12 @@ extern "C" int cuda_run_moe_router(const struct op_call *call, const struct cuda
 		                 OP_MOE_MAX_EXPERTS, OP_MOE_MAX_TOP_K);
 	if (rows < 1)
 		return 0;
-	bcg_moe_router_kernel<<<(unsigned)((rows + rows_a_block - 1) / rows_a_block),
-	                        MOE_THREADS, 0, ctx->stream>>>(
-		lg->data, lg->dtype, slots, static_cast<int32_t *>(ids->data), w->data, w->dtype,
-		rows, (int)e, (int)k, call->attr[MOE_RENORM].i != 0,
-		call->attr[MOE_TOPK_FIRST].i != 0);
-	return cuda_check_launch("bcg_moe_router_kernel", msg, len);
+	return cuda_launch(ctx, "bcg_moe_router_kernel", bcg_moe_router_kernel,
+	                   dim3((unsigned)((rows + rows_a_block - 1) / rows_a_block)),
+	                   dim3(32 * rows_a_block), msg, len, lg->data, (int)lg->dtype, slots,
+	                   static_cast<int32_t *>(ids->data), w->data, (int)w->dtype, rows, (int)e,
+	                   (int)k, (int)(call->attr[MOE_RENORM].i != 0),
+	                   (int)(call->attr[MOE_TOPK_FIRST].i != 0));
 }
 
 /* --- experts ------------------------------------------------------------- */
@@ -670,8 +706,10 @@ static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ct
 	dim3 dgrid(groups, (unsigned)((h + MOE_WARPS - 1) / MOE_WARPS));
 	const T *xp = static_cast<const T *>(x->data), *gp = static_cast<const T *>(gu->data);
 	const T *dp = static_cast<const T *>(dn->data);
+	const bool xa = (uintptr_t)xp % 16 == 0 && (uintptr_t)gp % 16 == 0;   /* 16-byte loads */
+	const bool da = (uintptr_t)dp % 16 == 0;
 
-	if (h % VEC == 0)
+	if (h % VEC == 0 && xa)
 		bcg_moe_gate_up_kernel<T, EAGER, true><<<ggrid, MOE_THREADS, 0, ctx->stream>>>(
 			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	else
@@ -679,7 +717,7 @@ static int moe_products(const struct op_call *call, const struct cuda_op_ctx *ct
 			xp, gp, x->dtype, h, inter, k, (int)e, s, g);
 	if (cuda_check_launch("the moe_experts gate|up product", msg, len) != 0)
 		return -1;
-	if (inter % VEC == 0)
+	if (inter % VEC == 0 && da)
 		bcg_moe_down_rows_kernel<T, EAGER>
 			<<<dim3(groups, (unsigned)((h + 2 * MOE_RB_ROWS - 1) / (2 * MOE_RB_ROWS))),
 			   moe_rows_threads(inter / VEC), 0, ctx->stream>>>(dp, x->dtype, h, inter,
@@ -739,6 +777,453 @@ bcg_moe_combine_kernel(const int32_t *ids, const void *w, int dtw, int64_t k, in
 	cuda_st(out, dt, t * h + c, acc);
 }
 
+/* --- decode: the experts over a few pairs ----------------------------------
+ *
+ * At T * K <= MOE_SMALL_PAIRS (T <= 8 at top 8) the experts run in two
+ * kernels laid out as the gemv of cuda-smallm.cu lays out a decode
+ * product, and neither route nor combine runs:
+ *
+ *   gate_up_small  grid (group, MOE_SG_COLS columns): a block owns columns
+ *                  j0, j0 + 1 of one expert, their gate and up rows (4 rows
+ *                  of H), each row's 16-byte pieces spread over the block's
+ *                  threads, every load of a round issued before the first
+ *                  product; each piece meets every pair of the group (8 at
+ *                  a time); sums meet by butterflies, then over warps in
+ *                  shared memory in warp order, and the epilogue stores
+ *                  act[pair, j] = silu(round(g)) * round(u) in the element
+ *                  type (the value is rounded to it: nothing is lost);
+ *   down_small     grid (token, MOE_SD_ROWS rows of H): warp q takes pair
+ *                  (t, q), its expert's rows against act[pair], the rows'
+ *                  pieces over the warp's lanes; y = round(sum) a pair,
+ *                  then out[t, i] = sum over q in order of weight * y,
+ *                  rounded once: host-moe.c's arithmetic, the sum over the
+ *                  top k folded in.
+ *
+ * A group is an expert with its pairs in pair order: tokens that chose the
+ * same expert share its gate|up rows in one block. down reads an expert's
+ * rows once for each of its tokens; the blocks of one row block (every
+ * token, blockIdx.x fastest) run side by side, so a repeat comes from L2.
+ * The eager form copies the ids (T*K of them) to the host and passes each
+ * group by value, exactly as many block rows as groups; the graph-safe
+ * form launches min(E, T*K) block rows whose blocks find their group, the
+ * n-th expert chosen in expert order, from the ids in device memory. A
+ * pair's arithmetic does not depend on the grouping or on how many pairs
+ * a chunk holds, so both forms give the same bytes. Both kernels wait
+ * (PDL) before they read anything: which weights they read follows the
+ * ids the router wrote.
+ *
+ * Above MOE_SMALL_PAIRS the kernels above run (route, grouped products,
+ * combine): there an expert serves several tokens and its weights are
+ * read once for all of them, which down_small's token rows would repeat.
+ */
+#define MOE_SMALL_PAIRS 64
+#define MOE_SG_COLS     2           /* gate_up_small: columns a block */
+#define MOE_SG_THREADS  128
+#define MOE_SG_WARPS    (MOE_SG_THREADS / 32)
+#define MOE_SG_MAXM     8           /* pairs a chunk */
+#define MOE_SD_ROWS     4           /* down_small: rows of H a block */
+
+/* The eager form's groups, by value: group n is expert[n] with pairs
+ * pair[start[n]] .. pair[start[n + 1] - 1]. */
+struct moe_small_groups {
+	int           n;
+	short         expert[MOE_SMALL_PAIRS];
+	unsigned char start[MOE_SMALL_PAIRS + 1];
+	unsigned char pair[MOE_SMALL_PAIRS];
+};
+
+/* Group WANT of the graph-safe form: the WANT-th expert, in expert order,
+ * that pairs [0, PAIRS) of IDS chose, into SH[0] (-1: there is none), its
+ * pairs in pair order into LIST, their number into SH[1]. Every thread of
+ * the block calls it; the results are in shared memory behind a barrier. */
+__device__ void moe_small_find(const int32_t *ids, int pairs, int e, int want, int *list,
+                               int *sh)
+{
+	__shared__ unsigned mask[OP_MOE_MAX_EXPERTS / 32];
+	const int lane = threadIdx.x & 31;
+
+	if (threadIdx.x < OP_MOE_MAX_EXPERTS / 32)
+		mask[threadIdx.x] = 0u;
+	__syncthreads();
+	for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+		int id = ids[p];
+		if (id >= 0 && id < e)
+			atomicOr(&mask[id >> 5], 1u << (id & 31));
+	}
+	__syncthreads();
+	if (threadIdx.x < 32) {
+		unsigned m = lane < OP_MOE_MAX_EXPERTS / 32 ? mask[lane] : 0u;
+		int c = __popc(m), incl = c, ex = -1, cnt = 0;
+		for (int off = 1; off < 32; off <<= 1) {
+			int o = __shfl_up_sync(0xffffffffu, incl, off);
+			if (lane >= off)
+				incl += o;
+		}
+		unsigned b = __ballot_sync(0xffffffffu, want >= incl - c && want < incl);
+		if (b != 0u) {
+			int src = __ffs((int)b) - 1;
+			if (lane == src) {
+				for (int q = incl - c; q < want; q++)
+					m &= m - 1u;
+				ex = lane * 32 + __ffs((int)m) - 1;
+			}
+			ex = __shfl_sync(0xffffffffu, ex, src);
+			for (int base = 0; base < pairs; base += 32) {
+				int p = base + lane;
+				bool hit = p < pairs && ids[p] == ex;
+				unsigned hb = __ballot_sync(0xffffffffu, hit);
+				if (hit)
+					list[cnt + __popc(hb & ((1u << lane) - 1u))] = p;
+				cnt += __popc(hb);
+			}
+		}
+		if (lane == 0) {
+			sh[0] = ex;
+			sh[1] = cnt;
+		}
+	}
+	__syncthreads();
+}
+
+/* One chunk of M (1, 2, 4 or 8) pairs, LIST[0 .. N), against the block's
+ * rows WROW: each thread's partial sums over its pieces, summed over the
+ * warp into RED[warp][s * MOE_SG_MAXM + m]. A pair's sums do not depend
+ * on M: the pieces meet it in the same order whatever the chunk. */
+template <typename T, int M>
+__device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_COLS],
+                                             const T *x, const int *list, int n, int k,
+                                             int64_t h, float (*red)[2 * MOE_SG_COLS * MOE_SG_MAXM])
+{
+	constexpr int S = 2 * MOE_SG_COLS, V = 16 / (int)sizeof(T);
+	constexpr int UN = M >= 8 ? 1 : 2;     /* registers: as gemv at 8 tokens */
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int64_t units = h / V;
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+	const T *xrow[M];
+	float acc[S][M];
+
+#pragma unroll
+	for (int m = 0; m < M; m++)
+		xrow[m] = x + (int64_t)(list[m < n ? m : 0] / k) * h;
+#pragma unroll
+	for (int s = 0; s < S; s++)
+#pragma unroll
+		for (int m = 0; m < M; m++)
+			acc[s][m] = 0.0f;
+	for (int64_t u = threadIdx.x; u < units; u += (int64_t)MOE_SG_THREADS * UN) {
+		uint4 wv[UN][S], xv[UN][M];
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			const int64_t ui = u + (int64_t)i * MOE_SG_THREADS;
+#pragma unroll
+			for (int s = 0; s < S; s++)
+				wv[i][s] = ui < units ? cuda_ld_stream(wrow[s] + ui * V) : zero;
+		}
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			const int64_t ui = u + (int64_t)i * MOE_SG_THREADS;
+#pragma unroll
+			for (int m = 0; m < M; m++)
+				xv[i][m] = ui < units ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
+				                      : zero;
+		}
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			float xf[M][V];
+#pragma unroll
+			for (int m = 0; m < M; m++)
+				cuda_widen16<T>(xv[i][m], xf[m]);
+#pragma unroll
+			for (int s = 0; s < S; s++) {
+				float wf[V];
+				cuda_widen16<T>(wv[i][s], wf);
+#pragma unroll
+				for (int m = 0; m < M; m++)
+#pragma unroll
+					for (int q = 0; q < V; q++)
+						acc[s][m] = fmaf(wf[q], xf[m][q], acc[s][m]);
+			}
+		}
+	}
+#pragma unroll
+	for (int s = 0; s < S; s++)
+#pragma unroll
+		for (int m = 0; m < M; m++) {
+			float v = cuda_warp_sum(acc[s][m]);
+			if (lane == 0)
+				red[warp][s * MOE_SG_MAXM + m] = v;
+		}
+}
+
+template <typename T, int MT, bool EAGER>
+__global__ void __launch_bounds__(MOE_SG_THREADS)
+bcg_moe_gate_up_small_kernel(const T *x, const T *gu, const int32_t *ids, int pairs,
+                             int64_t h, int64_t inter, int k, int e, T *act,
+                             struct moe_small_groups g)
+{
+	constexpr int C = MOE_SG_COLS, S = 2 * C;
+	__shared__ float red[MOE_SG_WARPS][S * MOE_SG_MAXM];
+	__shared__ int list[MOE_SMALL_PAIRS];
+	__shared__ int sh[2];
+	const int64_t j0 = (int64_t)blockIdx.y * C;
+	int ex, cnt;
+
+	cuda_pdl_begin();
+	if (EAGER) {
+		const int st = g.start[blockIdx.x];
+		ex = g.expert[blockIdx.x];
+		cnt = g.start[blockIdx.x + 1] - st;
+		for (int q = threadIdx.x; q < cnt; q += blockDim.x)
+			list[q] = g.pair[st + q];
+		__syncthreads();
+	} else {
+		moe_small_find(ids, pairs, e, (int)blockIdx.x, list, sh);
+		ex = sh[0];
+		cnt = sh[1];
+	}
+	if (ex < 0)
+		return;
+	/* slot s: gate row j0 + s, then up rows; columns past I read row I - 1
+	 * (never stored), so every address stays inside the expert */
+	const T *wrow[S];
+#pragma unroll
+	for (int s = 0; s < S; s++) {
+		int64_t col = j0 + s % C < inter ? j0 + s % C : inter - 1;
+		wrow[s] = gu + ((int64_t)ex * 2 * inter + (s >= C ? inter : 0) + col) * h;
+	}
+	for (int c0 = 0; c0 < cnt; c0 += MT) {
+		const int n = cnt - c0 < MT ? cnt - c0 : MT;
+		if (MT == 1 || n == 1)
+			moe_sg_chunk<T, 1>(wrow, x, list + c0, n, k, h, red);
+		else if (MT == 2 || n == 2)
+			moe_sg_chunk<T, MT < 2 ? MT : 2>(wrow, x, list + c0, n, k, h, red);
+		else if (MT == 4 || n <= 4)
+			moe_sg_chunk<T, MT < 4 ? MT : 4>(wrow, x, list + c0, n, k, h, red);
+		else
+			moe_sg_chunk<T, MT>(wrow, x, list + c0, n, k, h, red);
+		__syncthreads();
+		for (int q = threadIdx.x; q < C * MOE_SG_MAXM; q += blockDim.x) {
+			const int s = q / MOE_SG_MAXM, m = q % MOE_SG_MAXM;
+			const int64_t j = j0 + s;
+			if (m >= n || j >= inter)
+				continue;
+			float gs = 0.0f, us = 0.0f;
+#pragma unroll
+			for (int w = 0; w < MOE_SG_WARPS; w++) {
+				gs += red[w][s * MOE_SG_MAXM + m];
+				us += red[w][(s + C) * MOE_SG_MAXM + m];
+			}
+			float gg = cuda_to_f32(cuda_from_f32<T>(gs)), uu = cuda_to_f32(cuda_from_f32<T>(us));
+			float silu = gg / (1.0f + expf(-gg));
+			act[(int64_t)list[c0 + m] * inter + j] = cuda_from_f32<T>(silu * uu);
+		}
+		__syncthreads();
+	}
+}
+
+template <typename T>
+__global__ void __launch_bounds__(32 * OP_MOE_MAX_TOP_K)
+bcg_moe_down_small_kernel(const T *dn, const int32_t *ids, const void *w, int dtw,
+                          const T *act, T *out, int64_t h, int64_t inter, int k, int e)
+{
+	constexpr int R = MOE_SD_ROWS, V = 16 / (int)sizeof(T), U = 2;
+	__shared__ float yv[OP_MOE_MAX_TOP_K][R];
+	__shared__ float wq[OP_MOE_MAX_TOP_K];
+	__shared__ int routed[OP_MOE_MAX_TOP_K];
+	const int lane = threadIdx.x & 31, q = threadIdx.x >> 5;
+	const int64_t t = blockIdx.x, i0 = (int64_t)blockIdx.y * R, units = inter / V;
+	const int64_t p = t * k + q;
+
+	cuda_pdl_begin();
+	const int ex = ids[p];
+	if (ex >= 0 && ex < e) {
+		const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+		const T *wrow[R], *arow = act + p * inter;
+		float acc[R];
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			wrow[r] = dn + ((int64_t)ex * h + (i0 + r < h ? i0 + r : h - 1)) * inter;
+			acc[r] = 0.0f;
+		}
+		for (int64_t u = lane; u < units; u += 32 * U) {
+			uint4 wv[U][R], av[U];
+#pragma unroll
+			for (int i = 0; i < U; i++) {
+				const int64_t ui = u + 32 * i;
+#pragma unroll
+				for (int r = 0; r < R; r++)
+					wv[i][r] = ui < units ? cuda_ld_stream(wrow[r] + ui * V) : zero;
+			}
+#pragma unroll
+			for (int i = 0; i < U; i++) {
+				const int64_t ui = u + 32 * i;
+				av[i] = ui < units ? *reinterpret_cast<const uint4 *>(arow + ui * V) : zero;
+			}
+#pragma unroll
+			for (int i = 0; i < U; i++) {
+				float af[V];
+				cuda_widen16<T>(av[i], af);
+#pragma unroll
+				for (int r = 0; r < R; r++) {
+					float wf[V];
+					cuda_widen16<T>(wv[i][r], wf);
+#pragma unroll
+					for (int c = 0; c < V; c++)
+						acc[r] = fmaf(wf[c], af[c], acc[r]);
+				}
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			float y = cuda_warp_sum(acc[r]);
+			if (lane == 0)
+				yv[q][r] = cuda_to_f32(cuda_from_f32<T>(y));
+		}
+		if (lane == 0) {
+			wq[q] = cuda_ld(w, dtw, p);
+			routed[q] = 1;
+		}
+	} else if (lane == 0) {
+		routed[q] = 0;
+	}
+	__syncthreads();
+	if (threadIdx.x < R && i0 + threadIdx.x < h) {
+		float a = 0.0f;
+		for (int qq = 0; qq < k; qq++)
+			if (routed[qq])
+				a += wq[qq] * yv[qq][threadIdx.x];
+		out[t * h + i0 + threadIdx.x] = cuda_from_f32<T>(a);
+	}
+}
+
+/* Whether the small path runs CALL: few pairs, rows of whole 16-byte
+ * pieces, aligned operands, block rows within a grid's y. */
+static bool moe_small_ok(const struct op_call *call, int64_t pairs, int64_t h, int64_t inter)
+{
+	const int64_t v = 16 / (int64_t)cuda_dtype_size(call->in[0].dtype);
+
+	for (int i = 0; i < 5; i++)
+		if (i != 1 && i != 2 && (uintptr_t)call->in[i].data % 16 != 0)
+			return false;
+	return pairs <= MOE_SMALL_PAIRS && h % v == 0 && inter % v == 0 &&
+	       (inter + MOE_SG_COLS - 1) / MOE_SG_COLS <= 65535 &&
+	       (h + MOE_SD_ROWS - 1) / MOE_SD_ROWS <= 65535;
+}
+
+/* gate_up_small with chunks of MT pairs, in the eager form (G the groups)
+ * or the graph-safe one. */
+template <typename T, int MT>
+static int moe_sg_launch(const struct cuda_op_ctx *ctx, bool eager, dim3 grid, char *msg,
+                         size_t len, const T *x, const T *gu, const int32_t *ids, int64_t pairs,
+                         int64_t h, int64_t inter, int64_t k, int64_t e, T *act,
+                         const struct moe_small_groups &g)
+{
+	if (eager)
+		return cuda_launch(ctx, "bcg_moe_gate_up_small_kernel",
+		                   bcg_moe_gate_up_small_kernel<T, MT, true>, grid,
+		                   dim3(MOE_SG_THREADS), msg, len, x, gu, ids, (int)pairs, h, inter,
+		                   (int)k, (int)e, act, g);
+	return cuda_launch(ctx, "bcg_moe_gate_up_small_kernel",
+	                   bcg_moe_gate_up_small_kernel<T, MT, false>, grid, dim3(MOE_SG_THREADS),
+	                   msg, len, x, gu, ids, (int)pairs, h, inter, (int)k, (int)e, act, g);
+}
+
+/* The two kernels of the small path in element type T; G the eager form's
+ * groups, NULL for the graph-safe form. */
+template <typename T>
+static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, T *act,
+                     const struct moe_small_groups *g, char *msg, size_t len)
+{
+	const struct op_tensor *x = &call->in[0], *ids = &call->in[1], *w = &call->in[2];
+	int64_t rows = cuda_rows(x), h = cuda_cols(x), k = cuda_cols(ids);
+	int64_t e = call->attr[MOE_EXPERTS].i, inter = cuda_rows(&call->in[3]) / (2 * e);
+	int64_t pairs = rows * k;
+	const T *xp = static_cast<const T *>(x->data), *gp = static_cast<const T *>(call->in[3].data);
+	const int32_t *ip = static_cast<const int32_t *>(ids->data);
+	struct moe_small_groups none;
+	unsigned groups = g ? (unsigned)g->n : (unsigned)(pairs < e ? pairs : e);
+	dim3 ggrid(groups, (unsigned)((inter + MOE_SG_COLS - 1) / MOE_SG_COLS));
+	dim3 dgrid((unsigned)rows, (unsigned)((h + MOE_SD_ROWS - 1) / MOE_SD_ROWS));
+	int rc;
+
+	if (g == NULL)
+		memset(&none, 0, sizeof none);
+	if (groups > 0) {
+		const struct moe_small_groups &gv = g ? *g : none;
+		const int mt = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : MOE_SG_MAXM;
+		rc = mt == 1 ? moe_sg_launch<T, 1>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		                                   h, inter, k, e, act, gv)
+		   : mt == 2 ? moe_sg_launch<T, 2>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		                                   h, inter, k, e, act, gv)
+		   : mt == 4 ? moe_sg_launch<T, 4>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		                                   h, inter, k, e, act, gv)
+		   : moe_sg_launch<T, MOE_SG_MAXM>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		                                   h, inter, k, e, act, gv);
+		if (rc != 0)
+			return -1;
+	}
+	return cuda_launch(ctx, "bcg_moe_down_small_kernel", bcg_moe_down_small_kernel<T>, dgrid,
+	                   dim3((unsigned)(32 * k)), msg, len,
+	                   static_cast<const T *>(call->in[4].data), ip, (const void *)w->data,
+	                   (int)w->dtype, (const T *)act, static_cast<T *>(call->out[0].data), h,
+	                   inter, (int)k, (int)e);
+}
+
+/* The small path: the eager form reads the ids on the host (a wait) and
+ * groups the pairs by expert there; the graph-safe form leaves that to
+ * the blocks. */
+static int moe_small_run(const struct op_call *call, const struct cuda_op_ctx *ctx, void *act,
+                         char *msg, size_t len)
+{
+	const struct op_tensor *ids = &call->in[1];
+	int64_t pairs = cuda_rows(ids) * cuda_cols(ids), e = call->attr[MOE_EXPERTS].i;
+	struct moe_small_groups g, *gp = NULL;
+	cudaError_t err;
+
+	if (!call->graph_safe) {
+		int32_t id[MOE_SMALL_PAIRS];
+		unsigned char seen[OP_MOE_MAX_EXPERTS];
+		cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+
+		if ((err = cudaStreamIsCapturing(ctx->stream, &cap)) != cudaSuccess)
+			return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
+			                 cuda_fault_tag(err), cudaGetErrorString(err));
+		if (cap != cudaStreamCaptureStatusNone)
+			return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
+			                 "counts on the host and cannot be captured");
+		if ((err = cudaMemcpyAsync(id, ids->data, (size_t)pairs * sizeof(int32_t),
+		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
+		    (err = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
+			return cuda_fail(msg, len, "moe_experts: reading the expert ids: %s%s",
+			                 cuda_fault_tag(err), cudaGetErrorString(err));
+		memset(&g, 0, sizeof g);
+		memset(seen, 0, sizeof seen);
+		for (int64_t p = 0; p < pairs; p++)
+			if (id[p] >= 0 && id[p] < e)
+				seen[id[p]] = 1;
+		for (int64_t ex = 0, fill = 0; ex < e; ex++) {
+			if (!seen[ex])
+				continue;
+			g.expert[g.n] = (short)ex;
+			g.start[g.n] = (unsigned char)fill;
+			for (int64_t p = 0; p < pairs; p++)
+				if (id[p] == ex)
+					g.pair[fill++] = (unsigned char)p;
+			g.start[++g.n] = (unsigned char)fill;
+		}
+		gp = &g;
+	}
+	switch (call->in[0].dtype) {
+	case PLAN_DTYPE_F16:
+		return moe_small<__half>(call, ctx, static_cast<__half *>(act), gp, msg, len);
+	case PLAN_DTYPE_BF16:
+		return moe_small<__nv_bfloat16>(call, ctx, static_cast<__nv_bfloat16 *>(act), gp, msg,
+		                                len);
+	default:
+		return moe_small<float>(call, ctx, static_cast<float *>(act), gp, msg, len);
+	}
+}
+
 extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cuda_op_ctx *ctx,
                                     char *msg, size_t len)
 {
@@ -766,6 +1251,8 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 		return cuda_fail(msg, len, "moe_experts: %zu bytes of scratch given, %zu needed",
 		                 ctx->scratch ? ctx->scratch_bytes : (size_t)0, need);
 	s = moe_scratch_carve(cuda_scratch_data(ctx), pairs, e, inter);
+	if (moe_small_ok(call, pairs, h, inter))
+		return moe_small_run(call, ctx, s.act, msg, len);
 	memset(&g, 0, sizeof g);
 
 	bcg_moe_route_kernel<<<(unsigned)e, MOE_THREADS, 0, ctx->stream>>>(

@@ -171,15 +171,6 @@ __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes
 	}
 }
 
-/* A weight's 16 bytes, read once: not kept in L1. */
-__device__ __forceinline__ uint4 smallm_ld_stream(const void *p)
-{
-	uint4 v;
-	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-	return v;
-}
-
 /* --- mma ------------------------------------------------------------------- */
 
 template <typename T>
@@ -259,7 +250,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 			for (int rt = 0; rt < RT; rt++)
 #pragma unroll
 				for (int h = 0; h < 2; h++)
-					wv[i][rt][h] = in ? smallm_ld_stream(wrow[rt][h] + k) : zero;
+					wv[i][rt][h] = in ? cuda_ld_stream(wrow[rt][h] + k) : zero;
 		}
 #pragma unroll
 		for (int i = 0; i < U; i++) {
@@ -307,29 +298,6 @@ bcg_smallm_mma_kernel(smallm_args p)
 }
 
 /* --- gemv ------------------------------------------------------------------ */
-
-/* The 16 / sizeof(T) elements of V widened. */
-template <typename T>
-__device__ __forceinline__ void smallm_widen(const uint4 &v, float (&f)[16 / sizeof(T)])
-{
-	if constexpr (std::is_same<T, float>::value) {
-		f[0] = __uint_as_float(v.x);
-		f[1] = __uint_as_float(v.y);
-		f[2] = __uint_as_float(v.z);
-		f[3] = __uint_as_float(v.w);
-	} else {
-		const uint32_t w[4] = { v.x, v.y, v.z, v.w };
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			T lo, hi;
-			uint16_t l16 = (uint16_t)(w[i] & 0xffffu), h16 = (uint16_t)(w[i] >> 16);
-			memcpy(&lo, &l16, 2);
-			memcpy(&hi, &h16, 2);
-			f[2 * i] = cuda_to_f32(lo);
-			f[2 * i + 1] = cuda_to_f32(hi);
-		}
-	}
-}
 
 /* Units: 16-byte vectors (VEC) or elements. Grid (nblocks, ksplit); each
  * block owns G output columns (4, or 2 of gate and 2 of up for silu_mul);
@@ -382,7 +350,7 @@ bcg_smallm_gemv_kernel(smallm_args p)
 				const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
 				for (int s = 0; s < S; s++)
-					wv[i][s] = ui < u1 ? smallm_ld_stream(wrow[s] + ui * V) : zero;
+					wv[i][s] = ui < u1 ? cuda_ld_stream(wrow[s] + ui * V) : zero;
 			}
 #pragma unroll
 			for (int i = 0; i < UN; i++) {
@@ -397,11 +365,11 @@ bcg_smallm_gemv_kernel(smallm_args p)
 				float xf[MT][V];
 #pragma unroll
 				for (int m = 0; m < MT; m++)
-					smallm_widen<T>(xv[i][m], xf[m]);
+					cuda_widen16<T>(xv[i][m], xf[m]);
 #pragma unroll
 				for (int s = 0; s < S; s++) {
 					float wf[V];
-					smallm_widen<T>(wv[i][s], wf);
+					cuda_widen16<T>(wv[i][s], wf);
 #pragma unroll
 					for (int m = 0; m < MT; m++)
 #pragma unroll

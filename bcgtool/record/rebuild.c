@@ -128,6 +128,8 @@ struct rr_graph {
 
 struct rr_session {
 	const plan_t       *plan;
+	void               *flush;         /* replay --flush-l2's buffer */
+	size_t              flush_bytes;
 	struct rr_opts      opts;
 	struct rr_driver    d;
 	struct rr_info      info;
@@ -987,6 +989,8 @@ void rr_close(struct rr_session *s)
 		cudaSetDevice(s->device);   /* another session's may be current */
 	if (s->stream != NULL)
 		cudaStreamSynchronize(s->stream);
+	if (s->flush != NULL)
+		cudaFree(s->flush);
 	for (uint32_t i = 0; s->graphs != NULL && i < s->nsegments; i++) {
 		if (s->graphs[i].exec != NULL)
 			cudaGraphExecDestroy(s->graphs[i].exec);
@@ -1628,6 +1632,7 @@ int rr_prepare_break(struct rr_session *s, uint32_t bi, struct rr_error *err)
 void rr_run_release(struct rr_run *r)
 {
 	free(r->item_median);
+	free(r->item_busy);
 	memset(r, 0, sizeof *r);
 }
 
@@ -1718,12 +1723,72 @@ static double rr_median(double *v, uint64_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int rr_replay_variant(struct rr_session *s, uint32_t vi, uint64_t warmup, uint64_t steps,
+/* The L2 flush (replay --flush-l2): a buffer twice the L2's size,
+ * written over with a memset before each step, outside its timed range.
+ * Writing it leaves L2 holding the buffer's lines and none of the
+ * step's: weights and activations come from device memory again, as in
+ * a program whose other work (or other programs) run between its
+ * steps. Twice the size, since the H100's L2 is two halves a line may
+ * be held in both of. */
+static int rr_flush_setup(struct rr_session *s, struct rr_error *err)
+{
+	int l2 = 0;
+
+	if (s->flush != NULL)
+		return 0;
+	RR_RT(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s->device),
+	      "reading the L2 cache size");
+	s->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+	RR_RT(cudaMalloc(&s->flush, s->flush_bytes), "allocating the L2 flush buffer");
+	return 0;
+fail:
+	s->flush = NULL;
+	s->flush_bytes = 0;
+	return -1;
+}
+
+static int rr_flush(struct rr_session *s, uint64_t step, struct rr_error *err)
+{
+	/* a byte that changes every step, so no write is ever a no-op */
+	RR_RT(cudaMemsetAsync(s->flush, (int)(step & 0x7f) + 1, s->flush_bytes, s->stream),
+	      "flushing L2");
+	return 0;
+fail:
+	return -1;
+}
+
+/* The times of a step whose events EV have completed: its span into
+ * *STEP_MS, item I's from its start to the next's into ITEMS[I * STRIDE]. */
+static int rr_read_events(cudaEvent_t *ev, uint32_t nitems, double *step_ms, double *items,
+                          uint64_t stride, struct rr_error *err)
+{
+	float ms = 0;
+
+	RR_RT(cudaEventElapsedTime(&ms, ev[0], ev[nitems]), "cudaEventElapsedTime");
+	*step_ms = ms;
+	for (uint32_t i = 0; i < nitems; i++) {
+		RR_RT(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]), "cudaEventElapsedTime");
+		items[(uint64_t)i * stride] = ms;
+	}
+	return 0;
+fail:
+	return -1;
+}
+
+/* Steps in flight at once when paced "none": each has its own events,
+ * read back when the step RR_WINDOW later needs them. */
+#define RR_WINDOW 8
+
+int rr_replay_variant(struct rr_session *s, uint32_t vi, const struct rr_replay *r,
                       struct rr_run *run, struct rr_error *err)
 {
 	const struct plan_variant *pv = plan_get_variant(s->plan, vi);
+	uint64_t steps = r->steps, warmup = r->warmup;
+	uint32_t nbusy = r->busy_steps, window = r->pace == RR_PACE_NONE ? RR_WINDOW : 1;
 	cudaEvent_t *ev = NULL;
-	double *step_ms = NULL, *host_ms = NULL, *item_ms = NULL;
+	double *step_ms = NULL, *host_ms = NULL, *item_ms = NULL, *busy_ms = NULL,
+	       *ibusy_ms = NULL;
+	double host_max = 0;
 	int rc = -1;
 
 	memset(run, 0, sizeof *run);
@@ -1753,43 +1818,98 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, uint64_t warmup, uint64
 			return rr_fail(err, BCG_EXIT_RUNTIME, "segment %u cannot be rebuilt here", k);
 		}
 	}
-	ev = calloc(pv->nitems + 1, sizeof *ev);
+	if (r->flush_l2 && rr_flush_setup(s, err) != 0)
+		return -1;
+	ev = calloc((size_t)(pv->nitems + 1) * window, sizeof *ev);
 	step_ms = calloc(steps + 1, sizeof *step_ms);
 	host_ms = calloc(steps + 1, sizeof *host_ms);
 	item_ms = calloc((pv->nitems + 1) * (steps + 1), sizeof *item_ms);
+	busy_ms = calloc((size_t)nbusy + 1, sizeof *busy_ms);
+	ibusy_ms = calloc((size_t)(pv->nitems + 1) * (nbusy + 1), sizeof *ibusy_ms);
 	run->item_median = calloc(pv->nitems + 1, sizeof *run->item_median);
 	if (ev == NULL || step_ms == NULL || host_ms == NULL || item_ms == NULL ||
-	    run->item_median == NULL) {
+	    busy_ms == NULL || ibusy_ms == NULL || run->item_median == NULL) {
 		rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
 		goto fail;
 	}
-	for (uint32_t i = 0; i <= pv->nitems; i++)
+	run->l2_bytes = r->flush_l2 ? s->flush_bytes : 0;
+	for (uint32_t i = 0; i < (pv->nitems + 1) * window; i++)
 		RR_RT(cudaEventCreate(&ev[i]), "cudaEventCreate");
 	for (uint64_t w = 0; w < warmup; w++)
-		if (rr_step(s, pv, w, NULL, err) != 0)
+		if ((r->flush_l2 && rr_flush(s, w, err) != 0) || rr_step(s, pv, w, NULL, err) != 0)
 			goto fail;
 	RR_RT(cudaStreamSynchronize(s->stream), "waiting for the warm-up");
-	/* Each step waited for before the next: the host issues every step
-	 * as the recorded program did, and its gaps count in the step. */
+	/* The timed pass. Paced "step" (the default), each step is waited
+	 * for before the next is issued; paced "none", up to RR_WINDOW steps
+	 * are in flight, the host issuing as fast as it can. Either way each
+	 * step's span runs from an event before its first item to one after
+	 * its last: with the GPU idle at the step's start (paced "step"), it
+	 * holds the first launch's latency too. */
 	for (uint64_t st = 0; st < steps; st++) {
-		uint64_t t0 = bcg_now_ns();
-		float ms = 0;
+		cudaEvent_t *e = &ev[(size_t)(st % window) * (pv->nitems + 1)];
+		uint64_t t0;
 		if (bcg_interrupted()) {
-			rr_fail(err, bcg_signal_status(bcg_interrupted()), "interrupted after %" PRIu64
-			        " of %" PRIu64 " steps", st, steps);
+			rr_fail(err, bcg_signal_status(bcg_interrupted()), "interrupted after %"
+			        PRIu64 " of %" PRIu64 " steps", st, steps);
 			goto fail;
 		}
-		if (rr_step(s, pv, warmup + st, ev, err) != 0)
+		/* paced "none": this slot's events hold step ST - WINDOW's
+		 * times; read them before they are recorded again */
+		if (window > 1 && st >= window) {
+			RR_RT(cudaEventSynchronize(e[pv->nitems]), "waiting for a step");
+			if (rr_read_events(e, pv->nitems, &step_ms[st - window],
+			                   &item_ms[st - window], steps, err) != 0)
+				goto fail;
+		}
+		if (r->flush_l2 && rr_flush(s, warmup + st, err) != 0)
+			goto fail;
+		t0 = bcg_now_ns();
+		if (rr_step(s, pv, warmup + st, e, err) != 0)
 			goto fail;
 		host_ms[st] = (double)(bcg_now_ns() - t0) / 1e6;
-		RR_RT(cudaEventSynchronize(ev[pv->nitems]), "waiting for a step");
-		RR_RT(cudaEventElapsedTime(&ms, ev[0], ev[pv->nitems]), "cudaEventElapsedTime");
-		step_ms[st] = ms;
-		for (uint32_t i = 0; i < pv->nitems; i++) {
-			RR_RT(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]), "cudaEventElapsedTime");
-			item_ms[(uint64_t)i * steps + st] = ms;
+		if (host_ms[st] > host_max)
+			host_max = host_ms[st];
+		if (window == 1) {
+			RR_RT(cudaEventSynchronize(e[pv->nitems]), "waiting for a step");
+			if (rr_read_events(e, pv->nitems, &step_ms[st], &item_ms[st], steps,
+			                   err) != 0)
+				goto fail;
 		}
-		run->steps++;
+	}
+	/* the steps still in flight (paced "none") */
+	for (uint64_t st = steps > window ? steps - window : 0; window > 1 && st < steps; st++) {
+		cudaEvent_t *e = &ev[(size_t)(st % window) * (pv->nitems + 1)];
+		RR_RT(cudaEventSynchronize(e[pv->nitems]), "waiting for a step");
+		if (rr_read_events(e, pv->nitems, &step_ms[st], &item_ms[st], steps, err) != 0)
+			goto fail;
+	}
+	run->steps = steps;
+	/* The busy pass: each step issued whole behind a hold kernel (a
+	 * single thread waiting on the GPU's clock, long enough for the host
+	 * to issue the step: three times its slowest issue above, and 0.5
+	 * ms), then waited for. The GPU finds every launch queued: the
+	 * events time the GPU's own work, without the host's issue and the
+	 * first launch's latency. Flushed, the flush runs before the hold. */
+	for (uint32_t b = 0; b < nbusy; b++) {
+		double hold_us = 3.0 * host_max * 1000.0 + 500.0;
+		if (hold_us > 2e6)
+			hold_us = 2e6;
+		if (bcg_interrupted()) {
+			rr_fail(err, bcg_signal_status(bcg_interrupted()), "interrupted in the busy "
+			        "pass");
+			goto fail;
+		}
+		if (r->flush_l2 && rr_flush(s, warmup + steps + b, err) != 0)
+			goto fail;
+		if (cuda_hold_stream(s->stream, hold_us, err->msg, sizeof err->msg) != 0) {
+			err->exit = BCG_EXIT_RUNTIME;
+			goto fail;
+		}
+		if (rr_step(s, pv, warmup + steps + b, ev, err) != 0)
+			goto fail;
+		RR_RT(cudaEventSynchronize(ev[pv->nitems]), "waiting for a held step");
+		if (rr_read_events(ev, pv->nitems, &busy_ms[b], &ibusy_ms[b], nbusy, err) != 0)
+			goto fail;
 	}
 	{
 		double sum = 0;
@@ -1804,15 +1924,28 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, uint64_t warmup, uint64
 	run->nitems = pv->nitems;
 	for (uint32_t i = 0; i < pv->nitems; i++)
 		run->item_median[i] = rr_median(item_ms + (uint64_t)i * steps, steps);
+	if (nbusy > 0) {
+		run->item_busy = calloc(pv->nitems + 1, sizeof *run->item_busy);
+		if (run->item_busy == NULL) {
+			rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
+			goto fail;
+		}
+		run->busy_steps = nbusy;
+		run->busy_median = rr_median(busy_ms, nbusy);
+		for (uint32_t i = 0; i < pv->nitems; i++)
+			run->item_busy[i] = rr_median(ibusy_ms + (uint64_t)i * nbusy, nbusy);
+	}
 	rc = 0;
 fail:
-	for (uint32_t i = 0; ev != NULL && i <= pv->nitems; i++)
+	for (uint32_t i = 0; ev != NULL && i < (pv->nitems + 1) * window; i++)
 		if (ev[i] != NULL)
 			cudaEventDestroy(ev[i]);
 	free(ev);
 	free(step_ms);
 	free(host_ms);
 	free(item_ms);
+	free(busy_ms);
+	free(ibusy_ms);
 	if (rc != 0)
 		rr_run_release(run);
 	return rc;

@@ -141,6 +141,27 @@ int rr_segment_ready(const struct rr_session *s, uint32_t segment);
  * parameters patched). */
 int rr_prepare_break(struct rr_session *s, uint32_t bp, struct rr_error *err);
 
+/* How a replay issues its timed steps (replay --pace). */
+enum rr_pace {
+	RR_PACE_STEP = 0,  /* each step waited for before the next is issued:
+	                      the GPU idles while the host turns round */
+	RR_PACE_NONE = 1,  /* back to back: the host issues step after step
+	                      without waiting, as a program whose host runs
+	                      ahead of the GPU does; the GPU never idles but
+	                      when the host is slower than the GPU */
+};
+
+/* What a replay runs and how (rr_replay_variant). */
+struct rr_replay {
+	uint64_t warmup;      /* untimed steps */
+	uint64_t steps;       /* timed steps */
+	int      pace;        /* enum rr_pace */
+	int      flush_l2;    /* before every step, outside its timed range:
+	                         write over a buffer twice the L2's size, so
+	                         the step starts with nothing of its own in L2 */
+	uint32_t busy_steps;  /* held steps after the timed ones (0: none) */
+};
+
 /* Timings of one variant's replay. Times in milliseconds, per step and,
  * item by item in the variant's order, medians over the steps. */
 struct rr_run {
@@ -153,14 +174,23 @@ struct rr_run {
 	uint32_t nitems;
 	double  *item_median;       /* NITEMS; from each item's start to the
 	                               next's, on the GPU's timeline */
+	/* The busy pass: BUSY_STEPS steps each issued whole behind a hold
+	 * kernel, so that the GPU finds the step queued and never waits for
+	 * the host: the GPU's own time per step and per item, the figure
+	 * to hold against the recorded items' GPU times. */
+	uint32_t busy_steps;        /* 0: not measured */
+	double   busy_median;
+	double  *item_busy;         /* NITEMS medians, NULL when not measured */
+	uint64_t l2_bytes;          /* flush_l2: the buffer written, else 0 */
 };
 
 void rr_run_release(struct rr_run *r);
 
-/* Replay WARMUP untimed, then STEPS timed steps of VARIANT (every segment
- * instantiated and every breakpoint prepared first), with NVTX ranges
- * "step N" > "seg K ..." and "break NAME" when the session has them. */
-int rr_replay_variant(struct rr_session *s, uint32_t variant, uint64_t warmup, uint64_t steps,
+/* Replay R->WARMUP untimed, then R->STEPS timed steps of VARIANT (every
+ * segment instantiated and every breakpoint prepared first) paced as
+ * R->PACE says, then R->BUSY_STEPS held ones, with NVTX ranges "step N" >
+ * "seg K ..." and "break NAME" when the session has them. */
+int rr_replay_variant(struct rr_session *s, uint32_t variant, const struct rr_replay *r,
                       struct rr_run *run, struct rr_error *err);
 
 /* Copy BYTES at OFFSET of recorded allocation ALLOC to host memory (after

@@ -56,6 +56,45 @@ uint32_t recorded_find_variant(const plan_t *plan, const char *spec, char *msg, 
 	return PLAN_NONE;
 }
 
+int recorded_pace_from_name(const char *name)
+{
+	if (strcmp(name, "step") == 0)
+		return RR_PACE_STEP;
+	if (strcmp(name, "none") == 0)
+		return RR_PACE_NONE;
+	return -1;
+}
+
+static uint64_t recorded_item_ns(const plan_t *plan, const struct plan_item *it)
+{
+	return it->kind == PLAN_ITEM_SEGMENT ? plan_get_segment(plan, it->index)->recorded_ns
+	                                     : plan_get_breakpoint(plan, it->index)->recorded_ns;
+}
+
+/* The recorded step's GPU busy time: its items' recorded times summed
+ * (one stream: they ran one after the other). Each item's time is a
+ * median of CUPTI's GPU start and end over the variant's steps: for a
+ * segment the graph launch's first node start to its last node end, for
+ * a break its first launch's start to its last one's end (the host's
+ * gaps between the break's own launches included). The recorded step
+ * time is the span from its first item's start to its last's end, host
+ * gaps between items included (a program's Python between graph
+ * launches); the busy time is what a replay, which issues every item
+ * without those gaps, can be held to (replay's busy pass). 0 when an
+ * item has no time. */
+uint64_t recorded_busy_ns(const plan_t *plan, const struct plan_variant *pv)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < pv->nitems; i++) {
+		uint64_t ns = recorded_item_ns(plan, &pv->items[i]);
+		if (ns == 0)
+			return 0;
+		sum += ns;
+	}
+	return sum;
+}
+
 /* Whether launch LI can be run or rebuilt; else why. */
 static int recorded_check_launch(const plan_t *plan, uint32_t li, int want_type, char *msg,
                                  size_t len)
@@ -664,6 +703,18 @@ static void recorded_ms_text(uint64_t ns, char *buf, size_t len)
 		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
 }
 
+/* The busy pass's MS as "0.318 ms" and against the recorded NS as
+ * "0.89"; "-" for what is not there (MS < 0: not measured). */
+static void recorded_busy_text(double ms, uint64_t ns, char *buf, size_t len, char *ratio,
+                               size_t rlen)
+{
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3f ms", ms);
+	recorded_ratio_text(ms < 0 ? 0 : ms, ns, ratio, rlen);
+}
+
 static void recorded_json_recorded(struct plan_json *j, const char *key, double ms, uint64_t ns)
 {
 	plan_json_key(j, key);
@@ -678,6 +729,30 @@ static void recorded_json_recorded(struct plan_json *j, const char *key, double 
 		plan_json_double(j, ms / ((double)ns / 1e6));
 }
 
+/* KEY: the busy pass's MS (null when not measured, MS < 0), and
+ * KEY_ratio: MS against the recorded NS (null without either). */
+static void recorded_json_busy(struct plan_json *j, const char *key, double ms, uint64_t ns)
+{
+	char rk[64];
+
+	plan_json_key(j, key);
+	if (ms < 0)
+		plan_json_null(j);
+	else
+		plan_json_double(j, ms);
+	snprintf(rk, sizeof rk, "%.*s_ratio", (int)(strlen(key) > 3 ? strlen(key) - 3 : 0), key);
+	plan_json_key(j, rk);
+	if (ms <= 0 || ns == 0)
+		plan_json_null(j);
+	else
+		plan_json_double(j, ms / ((double)ns / 1e6));
+}
+
+static const char *recorded_pace_name(int pace)
+{
+	return pace == RR_PACE_NONE ? "none" : "step";
+}
+
 /* The name of a variant's item I, for people. */
 static void recorded_item_text(const plan_t *plan, const struct plan_item *it, char *buf,
                                size_t len)
@@ -688,31 +763,6 @@ static void recorded_item_text(const plan_t *plan, const struct plan_item *it, c
 	else
 		snprintf(buf, len, "break %s (%u launches)", plan_get_breakpoint(plan, it->index)->name,
 		         plan_get_breakpoint(plan, it->index)->launch_count);
-}
-
-static uint64_t recorded_item_ns(const plan_t *plan, const struct plan_item *it)
-{
-	return it->kind == PLAN_ITEM_SEGMENT ? plan_get_segment(plan, it->index)->recorded_ns
-	                                     : plan_get_breakpoint(plan, it->index)->recorded_ns;
-}
-
-/* The recorded step's GPU busy time: its items' recorded times summed
- * (one stream: they ran one after the other). The recorded step time is
- * the span from its first item's start to its last's end, host gaps
- * between items included (a program's Python between graph launches);
- * the busy time is what a replay, which issues every item without those
- * gaps, can be held to. 0 when an item has no time. */
-static uint64_t recorded_busy_ns(const plan_t *plan, const struct plan_variant *pv)
-{
-	uint64_t sum = 0;
-
-	for (uint32_t i = 0; i < pv->nitems; i++) {
-		uint64_t ns = recorded_item_ns(plan, &pv->items[i]);
-		if (ns == 0)
-			return 0;
-		sum += ns;
-	}
-	return sum;
 }
 
 int recorded_replay(const plan_t *plan, const char *path, const struct recorded_opts *o)
@@ -767,7 +817,9 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 				goto out;
 			}
 		}
-		if (rr_replay_variant(s, run_v[r], o->warmup, o->steps, &runs[r], &err) != 0)
+		struct rr_replay rp = { .warmup = o->warmup, .steps = o->steps, .pace = o->pace,
+		                        .flush_l2 = o->flush_l2, .busy_steps = o->busy_steps };
+		if (rr_replay_variant(s, run_v[r], &rp, &runs[r], &err) != 0)
 			goto fail;
 		if (bcg_interrupted()) {
 			rc = bcg_signal_status(bcg_interrupted());
@@ -785,6 +837,12 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 		plan_json_uint(j, o->steps);
 		plan_json_key(j, "warmup");
 		plan_json_uint(j, o->warmup);
+		plan_json_key(j, "pace");
+		plan_json_string(j, recorded_pace_name(o->pace));
+		plan_json_key(j, "flush_l2");
+		plan_json_bool(j, o->flush_l2);
+		plan_json_key(j, "busy_steps");
+		plan_json_uint(j, o->busy_steps);
 		plan_json_key(j, "variants");
 		plan_json_array_begin(j);
 		for (uint32_t r = 0; r < nrun; r++) {
@@ -822,6 +880,8 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			plan_json_object_begin(j);
 			recorded_json_recorded(j, "recorded_ms", x->step_median,
 			                       recorded_busy_ns(plan, pv));
+			recorded_json_busy(j, "replay_ms", x->busy_steps ? x->busy_median : -1,
+			                   recorded_busy_ns(plan, pv));
 			plan_json_object_end(j);
 			plan_json_key(j, "host_ms");
 			plan_json_double(j, x->host_median);
@@ -841,6 +901,8 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 				plan_json_double(j, x->item_median[i]);
 				recorded_json_recorded(j, "recorded_ms", x->item_median[i],
 				                       recorded_item_ns(plan, it));
+				recorded_json_busy(j, "busy_ms", x->item_busy ? x->item_busy[i] : -1,
+				                   recorded_item_ns(plan, it));
 				plan_json_object_end(j);
 			}
 			plan_json_array_end(j);
@@ -852,12 +914,21 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 	} else {
 		recorded_print_header(plan, path, &ss, o, 8);
 		recorded_print_placement(plan, &ss, o);
-		printf("%-8s %llu per variant (after %llu warm-up)\n", "steps",
-		       (unsigned long long)o->steps, (unsigned long long)o->warmup);
+		printf("%-8s %llu per variant (after %llu warm-up), paced %s%s\n", "steps",
+		       (unsigned long long)o->steps, (unsigned long long)o->warmup,
+		       recorded_pace_name(o->pace), o->pace == RR_PACE_NONE
+		       ? " (back to back)" : " (each waited for)");
+		if (o->flush_l2 && nrun > 0)
+			printf("%-8s L2 flushed before every step (%.0f MiB written over)\n", "flush",
+			       (double)runs[0].l2_bytes / 1048576.0);
+		if (o->busy_steps > 0)
+			printf("%-8s %u held steps: each issued whole behind a hold, the GPU's own "
+			       "time\n", "busy", o->busy_steps);
 		for (uint32_t r = 0; r < nrun; r++) {
 			const struct plan_variant *pv = plan_get_variant(plan, run_v[r]);
 			const struct rr_run *x = &runs[r];
-			char name[200], rec[32], ratio[16];
+			uint64_t rbusy = recorded_busy_ns(plan, pv);
+			char name[200], rec[32], ratio[16], busy[32], bratio[16];
 			printf("\nvariant %lld%s%s%s: seen %llu times; instantiate %u match, %u drift",
 			       (long long)pv->tokens, pv->label[0] ? " \"" : "", pv->label,
 			       pv->label[0] ? "\"" : "", (unsigned long long)pv->seen, matched[r],
@@ -865,21 +936,31 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			if (ss.n > 1 || pv->device != 0)
 				printf("; on device %u", pv->device);
 			putchar('\n');
-			printf("  %-44s %12s %12s %7s\n", "item", "replay", "recorded", "ratio");
+			printf("  %-44s %12s %12s %7s %12s %8s\n", "item", "replay", "recorded", "ratio",
+			       "gpu busy", "busy/rec");
 			for (uint32_t i = 0; i < pv->nitems && i < x->nitems; i++) {
+				uint64_t ins = recorded_item_ns(plan, &pv->items[i]);
 				recorded_item_text(plan, &pv->items[i], name, sizeof name);
-				recorded_ms_text(recorded_item_ns(plan, &pv->items[i]), rec, sizeof rec);
-				recorded_ratio_text(x->item_median[i], recorded_item_ns(plan, &pv->items[i]),
-				                    ratio, sizeof ratio);
-				printf("  %-44.44s %9.3f ms %12s %7s\n", name, x->item_median[i], rec, ratio);
+				recorded_ms_text(ins, rec, sizeof rec);
+				recorded_ratio_text(x->item_median[i], ins, ratio, sizeof ratio);
+				recorded_busy_text(x->item_busy ? x->item_busy[i] : -1, ins, busy,
+				                   sizeof busy, bratio, sizeof bratio);
+				printf("  %-44.44s %9.3f ms %12s %7s %12s %8s\n", name, x->item_median[i],
+				       rec, ratio, busy, bratio);
 			}
 			recorded_ms_text(pv->recorded_ns, rec, sizeof rec);
 			recorded_ratio_text(x->step_median, pv->recorded_ns, ratio, sizeof ratio);
-			printf("  %-44s %9.3f ms %12s %7s\n", "step (median)", x->step_median, rec, ratio);
-			recorded_ms_text(recorded_busy_ns(plan, pv), rec, sizeof rec);
-			recorded_ratio_text(x->step_median, recorded_busy_ns(plan, pv), ratio, sizeof ratio);
-			printf("  %-44s %9.3f ms %12s %7s\n", "step against the recorded GPU busy time",
-			       x->step_median, rec, ratio);
+			recorded_busy_text(x->busy_steps ? x->busy_median : -1, 0, busy, sizeof busy,
+			                   bratio, sizeof bratio);
+			printf("  %-44s %9.3f ms %12s %7s %12s %8s\n", "step (median)", x->step_median,
+			       rec, ratio, busy, bratio);
+			recorded_ms_text(rbusy, rec, sizeof rec);
+			recorded_ratio_text(x->step_median, rbusy, ratio, sizeof ratio);
+			recorded_busy_text(x->busy_steps ? x->busy_median : -1, rbusy, busy, sizeof busy,
+			                   bratio, sizeof bratio);
+			printf("  %-44s %9.3f ms %12s %7s %12s %8s\n",
+			       "step against the recorded GPU busy time", x->step_median, rec, ratio,
+			       busy, bratio);
 			printf("  %-44s %9.3f ms, p99 %.3f ms; host issue %.3f ms\n", "step p90",
 			       x->step_p90, x->step_p99, x->host_median);
 		}

@@ -30,10 +30,20 @@ struct recorded_opts {
 	uint64_t    steps;        /* replay: timed steps per variant */
 	uint64_t    warmup;
 	const char *variant;      /* replay: a number or a label; NULL every one */
+	int         pace;         /* replay: enum rr_pace */
+	int         flush_l2;     /* replay: flush L2 before every step */
+	uint32_t    busy_steps;   /* replay: held steps after the timed ones */
 };
 
 /* "snapshot", "zeros" or "random" to enum rr_fill; -1 when unknown. */
 int recorded_fill_from_name(const char *name);
+
+/* "step" or "none" to enum rr_pace; -1 when unknown. */
+int recorded_pace_from_name(const char *name);
+
+/* The recorded GPU busy time of variant PV's step: its items' recorded
+ * times summed; 0 when an item has none. */
+uint64_t recorded_busy_ns(const plan_t *plan, const struct plan_variant *pv);
 
 /* The variant SPEC names: its number (the variant's tokens field, 1, 2,
  * ... in a recorded plan) or its label. PLAN_NONE with a sentence in MSG

@@ -2551,23 +2551,35 @@ static uint64_t pick_seed(void)
 /* --- mixture of experts ----------------------------------------------------- */
 
 /* moe_router against host-moe.c: the ids bit for bit, the weights within
- * the bound; ties are not planted (expf may differ by an ulp). */
+ * the bound. Shapes 3 and 4 plant ties: logits on a grid of halves, so
+ * that many experts of a row share a value (equal logits give equal
+ * weights on either side, so ties stay ties after the softmax), and -0
+ * beside +0, which compare equal: the lower expert must win every tie. */
 static void test_moe_router(struct env *e)
 {
-	static const int64_t shapes[][3] = { { 37, 128, 8 }, { 5, 8, 2 }, { 1, 60, 16 } };
+	static const int64_t shapes[][3] = {
+		{ 37, 128, 8 }, { 5, 8, 2 }, { 1, 60, 16 }, { 1, 128, 8 }, { 16, 128, 8 },
+	};
 	struct tbuf lg, ids, w, slots;
 	struct tcase c;
 
 	for (int d = 0; d < N_FLOAT_DTYPES; d++)
-		for (int s = 0; s < 3; s++)
+		for (int s = 0; s < 5; s++)
 			for (int mode = 0; mode < 4; mode++) {
-				int dt = float_dtypes[d], paged = s == 1 && mode == 1;
+				int dt = float_dtypes[d], paged = s == 1 && mode == 1, ties = s >= 3;
 				int64_t t = shapes[s][0], ne = shapes[s][1], k = shapes[s][2];
 				tbuf_init(&lg, dt, 2, (const int64_t[]){ t, ne }, 0);
 				tbuf_init(&ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ t, k }, 0);
 				tbuf_init(&w, PLAN_DTYPE_F32, 2, (const int64_t[]){ t, k }, 0);
 				tbuf_init(&slots, PLAN_DTYPE_I32, 1, &t, 0);
 				tbuf_random(e, &lg, 3.0f);
+				if (ties) {
+					struct op_tensor v = tbuf_view(&lg, 0);
+					for (int64_t i = 0; i < lg.numel; i++) {
+						float q = roundf(host_load(&v, i) * 2.0f) / 2.0f;
+						host_store(&v, i, q == 0.0f ? (i % 2 ? -0.0f : 0.0f) : q);
+					}
+				}
 				for (int64_t i = 0; i < t; i++)
 					((int32_t *)slots.host)[i] = i % 2 ? -1 : (int32_t)i;
 				tcase_init(&c, paged ? OP_MOE_ROUTER_PAGED : OP_MOE_ROUTER, paged ? 2 : 1, 2);
@@ -2580,10 +2592,12 @@ static void test_moe_router(struct env *e)
 				c.attr[MOE_TOPK_FIRST].i = mode >> 1;
 				c.tol = 1e-5;
 				c.exact_outs = 1u;
-				c.capture = s == 0 && mode == 1;
+				c.capture = (s == 0 || s == 3) && mode == 1;
+				c.pdl = s >= 3 && mode >= 2;
 				snprintf(c.what, sizeof c.what, "moe_router%s %s [%lld,%lld] top %lld renorm %d "
-				         "topk_first %d", paged ? "_paged" : "", dtype_name(dt), (long long)t,
-				         (long long)ne, (long long)k, mode & 1, mode >> 1);
+				         "topk_first %d%s", paged ? "_paged" : "", dtype_name(dt), (long long)t,
+				         (long long)ne, (long long)k, mode & 1, mode >> 1,
+				         ties ? ", ties planted" : "");
 				tcase_run(e, &c);
 				tbuf_free(&lg);
 				tbuf_free(&ids);
@@ -2686,80 +2700,199 @@ static void test_moe_router_nan(struct env *e)
 	tbuf_free(&slots);
 }
 
+/* The expert ids of a moe_experts case: K a row, distinct in a row unless
+ * REPEATS (then a row may name an expert several times, so that a group
+ * holds more pairs than a chunk of the small path), row 2 routed nowhere
+ * (ids -1, as moe_router_paged gives padded rows) when T > 2. */
+static void moe_ids(struct env *e, struct tbuf *ids, int64_t t, int64_t ne, int64_t k,
+                    int repeats)
+{
+	for (int64_t r = 0; r < t; r++)
+		for (int64_t q = 0; q < k; q++) {
+			int32_t id;
+			int dup;
+			do {
+				id = env_int(e, 0, (int32_t)ne);
+				dup = 0;
+				for (int64_t p = 0; p < q && !repeats; p++)
+					dup |= ((int32_t *)ids->host)[r * k + p] == id;
+			} while (dup);
+			((int32_t *)ids->host)[r * k + q] = t > 2 && r == 2 ? -1 : id;
+		}
+}
+
+/* The shapes of the moe_experts cases: T, H, E, I, K, flags. T*K <= 64
+ * with rows of whole 16-byte pieces runs the small path (gate_up_small,
+ * down_small), the rest the grouped products and combine. */
+#define MOE_REPEATS 1                   /* ids may repeat within a row */
+#define MOE_PDL     2                   /* launched with PDL */
+#define MOE_SHIFT   4                   /* x an element off 16 bytes: the grouped products */
+static const int64_t moe_shapes[][6] = {
+	{ 1, 256, 128, 96, 8, 0 },
+	{ 1, 2048, 128, 768, 8, MOE_PDL },      /* the Qwen3-30B-A3B sample's layer */
+	{ 1, 128, 8, 64, 8, MOE_REPEATS },      /* a group of several pairs at T=1 */
+	{ 2, 512, 64, 128, 8, 0 },
+	{ 2, 128, 4, 64, 4, MOE_REPEATS | MOE_PDL },
+	{ 7, 64, 16, 48, 4, 0 },
+	{ 8, 512, 64, 128, 8, MOE_PDL },        /* 64 pairs: the small path's last */
+	{ 9, 512, 64, 128, 8, 0 },              /* 72 pairs: the grouped products */
+	{ 64, 128, 32, 64, 8, MOE_PDL },
+	{ 1, 256, 16, 64, 4, MOE_SHIFT },
+	{ 3, 37, 3, 30, 2, 0 },                 /* rows no vector divides: the scalar loads */
+};
+#define N_MOE_SHAPES ((int)(sizeof moe_shapes / sizeof moe_shapes[0]))
+
+struct moe_bufs {
+	struct tbuf x, ids, w, gu, dn, out;
+};
+
+static void moe_bufs_init(struct env *e, struct moe_bufs *mb, int dt, const int64_t *sh)
+{
+	int64_t t = sh[0], h = sh[1], ne = sh[2], inter = sh[3], k = sh[4];
+
+	tbuf_init(&mb->x, dt, 2, (const int64_t[]){ t, h }, sh[5] & MOE_SHIFT ? dtype_size(dt) : 0);
+	tbuf_init(&mb->ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ t, k }, 0);
+	tbuf_init(&mb->w, PLAN_DTYPE_F32, 2, (const int64_t[]){ t, k }, 0);
+	tbuf_init(&mb->gu, dt, 2, (const int64_t[]){ ne * 2 * inter, h }, 0);
+	tbuf_init(&mb->dn, dt, 2, (const int64_t[]){ ne * h, inter }, 0);
+	tbuf_init(&mb->out, dt, 2, (const int64_t[]){ t, h }, 0);
+	tbuf_random(e, &mb->x, 1.0f);
+	tbuf_random(e, &mb->w, 1.0f);
+	tbuf_random(e, &mb->gu, 0.2f);
+	tbuf_random(e, &mb->dn, 0.2f);
+	moe_ids(e, &mb->ids, t, ne, k, (sh[5] & MOE_REPEATS) != 0);
+}
+
+static void moe_bufs_free(struct moe_bufs *mb)
+{
+	tbuf_free(&mb->x);
+	tbuf_free(&mb->ids);
+	tbuf_free(&mb->w);
+	tbuf_free(&mb->gu);
+	tbuf_free(&mb->dn);
+	tbuf_free(&mb->out);
+}
+
+static void moe_case_init(struct tcase *c, struct moe_bufs *mb, int64_t ne, int form)
+{
+	tcase_init(c, OP_MOE_EXPERTS, 5, 1);
+	c->in[0] = &mb->x;
+	c->in[1] = &mb->ids;
+	c->in[2] = &mb->w;
+	c->in[3] = &mb->gu;
+	c->in[4] = &mb->dn;
+	c->out[0] = &mb->out;
+	c->attr[MOE_EXPERTS].i = ne;
+	c->graph_safe = form;
+	c->scratch = op_scratch(c);
+}
+
 /* moe_experts in both forms against host-moe.c, and the two forms against
- * each other bit for bit; the graph-safe form also captured. Ids come from
- * a random choice of distinct experts a row, some rows routed nowhere
- * (ids -1, as moe_router_paged gives padded rows). */
+ * each other bit for bit; the graph-safe form also captured; some shapes
+ * launched with PDL. */
 static void test_moe_experts(struct env *e)
 {
-	static const int64_t shapes[][5] = {       /* T, H, E, I, K */
-		{ 1, 256, 128, 96, 8 }, { 7, 64, 16, 48, 4 }, { 64, 128, 32, 64, 8 },
-		{ 3, 37, 3, 30, 2 },     /* rows no vector divides: the scalar loads */
-	};
-	struct tbuf x, ids, w, gu, dn, out;
+	struct moe_bufs mb;
 	struct tcase c;
 
 	for (int d = 0; d < N_FLOAT_DTYPES; d++)
-		for (int s = 0; s < 4; s++) {
+		for (int s = 0; s < N_MOE_SHAPES; s++) {
+			const int64_t *sh = moe_shapes[s];
 			int dt = float_dtypes[d];
-			int64_t t = shapes[s][0], h = shapes[s][1], ne = shapes[s][2];
-			int64_t inter = shapes[s][3], k = shapes[s][4];
 			void *got[2];
-			tbuf_init(&x, dt, 2, (const int64_t[]){ t, h }, 0);
-			tbuf_init(&ids, PLAN_DTYPE_I32, 2, (const int64_t[]){ t, k }, 0);
-			tbuf_init(&w, PLAN_DTYPE_F32, 2, (const int64_t[]){ t, k }, 0);
-			tbuf_init(&gu, dt, 2, (const int64_t[]){ ne * 2 * inter, h }, 0);
-			tbuf_init(&dn, dt, 2, (const int64_t[]){ ne * h, inter }, 0);
-			tbuf_init(&out, dt, 2, (const int64_t[]){ t, h }, 0);
-			tbuf_random(e, &x, 1.0f);
-			tbuf_random(e, &w, 1.0f);
-			tbuf_random(e, &gu, 0.2f);
-			tbuf_random(e, &dn, 0.2f);
-			for (int64_t r = 0; r < t; r++)
-				for (int64_t q = 0; q < k; q++) {
-					int32_t id;
-					int dup;
-					do {
-						id = env_int(e, 0, (int32_t)ne);
-						dup = 0;
-						for (int64_t p = 0; p < q; p++)
-							dup |= ((int32_t *)ids.host)[r * k + p] == id;
-					} while (dup);
-					((int32_t *)ids.host)[r * k + q] = t > 2 && r == 2 ? -1 : id;
-				}
+			moe_bufs_init(e, &mb, dt, sh);
 			for (int form = 0; form < 2; form++) {
-				got[form] = malloc(out.bytes + 16);
+				got[form] = malloc(mb.out.bytes + 16);
 				if (!got[form])
 					bail("out of memory");
-				tcase_init(&c, OP_MOE_EXPERTS, 5, 1);
-				c.in[0] = &x;
-				c.in[1] = &ids;
-				c.in[2] = &w;
-				c.in[3] = &gu;
-				c.in[4] = &dn;
-				c.out[0] = &out;
-				c.attr[MOE_EXPERTS].i = ne;
-				c.graph_safe = form;
+				moe_case_init(&c, &mb, sh[2], form);
 				c.capture = form == 1;
+				c.pdl = (sh[5] & MOE_PDL) != 0;
 				c.tol = tol_for(dt, 1e-5);
-				c.scratch = op_scratch(&c);
 				c.got[0] = got[form];
 				snprintf(c.what, sizeof c.what, "moe_experts %s T=%lld H=%lld E=%lld I=%lld "
-				         "K=%lld, %s form", dtype_name(dt), (long long)t, (long long)h,
-				         (long long)ne, (long long)inter, (long long)k,
+				         "K=%lld%s%s, %s form", dtype_name(dt), (long long)sh[0],
+				         (long long)sh[1], (long long)sh[2], (long long)sh[3],
+				         (long long)sh[4], sh[5] & MOE_REPEATS ? ", ids repeating" : "",
+				         sh[5] & MOE_SHIFT ? ", x misaligned" : "",
 				         form ? "graph-safe" : "eager");
 				tcase_run(e, &c);
 			}
-			ok(memcmp(got[0], got[1], out.bytes) == 0, "moe_experts %s T=%lld: the eager "
-			   "and the graph-safe form give the same bytes", dtype_name(dt), (long long)t);
+			ok(memcmp(got[0], got[1], mb.out.bytes) == 0, "moe_experts %s T=%lld H=%lld "
+			   "E=%lld: the eager and the graph-safe form give the same bytes",
+			   dtype_name(dt), (long long)sh[0], (long long)sh[1], (long long)sh[2]);
 			free(got[0]);
 			free(got[1]);
-			tbuf_free(&x);
-			tbuf_free(&ids);
-			tbuf_free(&w);
-			tbuf_free(&gu);
-			tbuf_free(&dn);
-			tbuf_free(&out);
+			moe_bufs_free(&mb);
+		}
+}
+
+/* The graph-safe form captured twice in one graph, PDL off and on, and the
+ * graph replayed four times over a poisoned output: every replay gives the
+ * bytes of an uncaptured launch, and the scratch counters end at zero. */
+static void test_moe_replays(struct env *e)
+{
+	static const int shapes[] = { 0, 1, 3, 4, 6, 8 };      /* T = 1, 1, 2, 2, 8, 64 */
+	static const int dts[] = { PLAN_DTYPE_BF16, PLAN_DTYPE_F32 };
+
+	for (int d = 0; d < 2; d++)
+		for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++) {
+			const int64_t *sh = moe_shapes[shapes[s]];
+			struct moe_bufs mb;
+			struct tcase c;
+			struct op_call call;
+			struct cuda_op_ctx ctx = e->ctx;
+			cudaGraph_t graph;
+			cudaGraphExec_t exec;
+			void *want, *got;
+			char msg[256] = "";
+			int same = 1, rc = 0;
+
+			moe_bufs_init(e, &mb, dts[d], sh);
+			tbuf_upload(&mb.x);
+			tbuf_upload(&mb.ids);
+			tbuf_upload(&mb.w);
+			tbuf_upload(&mb.gu);
+			tbuf_upload(&mb.dn);
+			moe_case_init(&c, &mb, sh[2], 1);
+			tcase_call(&c, &call, 1);
+			ctx.scratch = scratch_alloc(c.scratch);
+			ctx.scratch_bytes = c.scratch;
+			want = malloc(mb.out.bytes);
+			got = malloc(mb.out.bytes);
+			if (!want || !got)
+				bail("out of memory");
+			CK(cudaDeviceSynchronize());
+			rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+			CK(cudaStreamSynchronize(e->stream));
+			CK(cudaMemcpy(want, mb.out.dev, mb.out.bytes, cudaMemcpyDeviceToHost));
+			for (int pdl = 0; pdl < 2 && rc == 0; pdl++) {
+				ctx.pdl = pdl;
+				CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+				CK(cudaStreamEndCapture(e->stream, &graph));
+				CK(cudaGraphInstantiate(&exec, graph, 0));
+				for (int i = 0; i < 4; i++) {
+					CK(cudaMemsetAsync(mb.out.dev, POISON_DEV, mb.out.bytes, e->stream));
+					CK(cudaGraphLaunch(exec, e->stream));
+					CK(cudaStreamSynchronize(e->stream));
+					CK(cudaMemcpy(got, mb.out.dev, mb.out.bytes, cudaMemcpyDeviceToHost));
+					same &= memcmp(got, want, mb.out.bytes) == 0;
+				}
+				CK(cudaGraphExecDestroy(exec));
+				CK(cudaGraphDestroy(graph));
+			}
+			same &= scratch_counters_zero(ctx.scratch, c.scratch);
+			ok(rc == 0 && same, "moe_experts graph-safe %s T=%lld H=%lld E=%lld I=%lld: graph "
+			   "replays, PDL off and on, give the uncaptured launch's bytes%s%s",
+			   dtype_name(dts[d]), (long long)sh[0], (long long)sh[1], (long long)sh[2],
+			   (long long)sh[3], rc ? ": " : "", rc ? msg : "");
+			free(want);
+			free(got);
+			if (ctx.scratch)
+				CK(cudaFree(ctx.scratch));
+			moe_bufs_free(&mb);
 		}
 }
 
@@ -2899,6 +3032,7 @@ int main(void)
 	test_moe_router(&e);
 	test_moe_router_nan(&e);
 	test_moe_experts(&e);
+	test_moe_replays(&e);
 	test_moe_eager_capture(&e);
 	test_gated_add(&e);
 	test_pdl(&e);

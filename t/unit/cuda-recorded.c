@@ -146,12 +146,15 @@ static void run_case(const char *name, const struct rs_opts *o, const struct rr_
 	is_u64(rep.fingerprint, rep.plan_fingerprint, "%s: fingerprint", name);
 	is_int(rep.nodes, 4, "%s: four nodes read back", name);
 
-	if (!ok(rr_replay_variant(s, 0, 1, 3, &run, &err) == 0, "%s: replay: %s", name, err.msg))
+	if (!ok(rr_replay_variant(s, 0, &(struct rr_replay){ .warmup = 1, .steps = 3 }, &run,
+	                          &err) == 0, "%s: replay: %s", name, err.msg))
 		goto out;
 	is_u64(run.steps, 3, "%s: three timed steps", name);
 	is_int(run.nitems, 2, "%s: a segment and a break timed", name);
 	ok(run.step_median > 0 && run.item_median[0] > 0 && run.item_median[1] > 0,
 	   "%s: times measured (step %.4f ms)", name, run.step_median);
+	ok(run.busy_steps == 0 && run.item_busy == NULL && run.l2_bytes == 0,
+	   "%s: no busy pass and no flush unless asked for", name);
 	check_words(s, RS_A, RS_N, 1, 7, 0, "A = 7 + i (graph kernel)");
 	check_words(s, RS_B, RS_N, 3, 22, 0, "B = 22 + 3i (struct-by-value pointer, PDL edge)");
 	check_words(s, RS_C, RS_N, 3, 22, 0, "C = B (memcpy node)");
@@ -161,6 +164,26 @@ static void run_case(const char *name, const struct rs_opts *o, const struct rr_
 	check_words(s, RS_G, RS_N, 3, 301, 0, "G = 301 + 3i (eager kernel with PDL)");
 	if (o->indirect)
 		check_words(s, RS_H, RS_N, 1, 7, 0, "H = A (an address stored in memory)");
+	rr_run_release(&run);
+	/* after the results are checked: back to back, flushed, and a busy
+	 * pass; 20 steps, more than the window of steps in flight, so that
+	 * slots are read and reused */
+	if (!ok(rr_replay_variant(s, 0, &(struct rr_replay){ .warmup = 1, .steps = 20,
+	                          .pace = RR_PACE_NONE, .flush_l2 = 1, .busy_steps = 3 }, &run,
+	                          &err) == 0, "%s: replay --pace none --flush-l2: %s", name, err.msg))
+		goto out;
+	is_u64(run.steps, 20, "%s: twenty steps back to back", name);
+	is_int(run.busy_steps, 3, "%s: three held steps", name);
+	ok(run.step_median > 0 && run.busy_median > 0 && run.item_busy != NULL &&
+	   run.item_busy[0] > 0 && run.item_busy[1] > 0,
+	   "%s: busy times measured (step %.4f ms, busy %.4f ms)", name, run.step_median,
+	   run.busy_median);
+	{
+		int l2 = 0;
+		cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, opts->device);
+		is_u64(run.l2_bytes, 2 * (uint64_t)l2, "%s: the flush writes twice the L2 (%d bytes)",
+		       name, l2);
+	}
 out:
 	rr_run_release(&run);
 	rr_close(s);
@@ -316,7 +339,7 @@ int main(void)
 			is_int(rep.status, RR_DRIFT, "foreign: a drift");
 			ok(strstr(rep.reason, "does not load on") != NULL,
 			   "foreign: the reason names the module: %s", rep.reason);
-			ok(rr_replay_variant(s, 0, 0, 1, &run, &err) != 0,
+			ok(rr_replay_variant(s, 0, &(struct rr_replay){ .steps = 1 }, &run, &err) != 0,
 			   "foreign: replay refuses: %s", err.msg);
 		}
 		rr_run_release(&run);
