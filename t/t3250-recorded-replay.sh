@@ -219,7 +219,23 @@ test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-
 	test_must_fail check replay bad.json 2>err &&
 	test_grep "variants/0/seen" err &&
 	sed "s/\"pace\": \"step\"/\"pace\": \"recorded\"/" doc.json >bad.json &&
-	test_must_fail check replay bad.json 2>err
+	test_must_fail check replay bad.json 2>err &&
+	# the keys a recorded replay always writes are required: without one
+	# of them the document is not replay --json output
+	for key in pace flush_l2 busy_steps busy/replay_ms busy/replay_ratio \
+	           items/0/busy_ms items/0/busy_ratio; do
+		"$PYTHON3" -c "
+import json, sys
+d = json.load(open(\"doc.json\"))
+path = sys.argv[1].split(\"/\")
+o = d if len(path) == 1 else d[\"variants\"][0]
+for p in path[:-1]:
+	o = o[int(p)] if p.isdigit() else o[p]
+del o[path[-1]]
+json.dump(d, open(\"bad.json\", \"w\"))
+" "$key" &&
+		test_must_fail check replay bad.json 2>err || return 1
+	done
 '
 
 test_expect_success CUDA,JSONSCHEMA 'instantiate and replay --json follow their schemas' '

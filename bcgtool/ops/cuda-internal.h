@@ -515,6 +515,58 @@ __device__ __forceinline__ void cuda_widen16(const uint4 &v, float (&f)[16 / siz
 	}
 }
 
+/* A thread's share of S dot products against M token rows, over 16-byte
+ * units: units u = U0 + threadIdx.x, u + THREADS, ... below U1 of the
+ * weight rows WROW (streamed, cuda_ld_stream) and the token rows XROW,
+ * UN units a round with every load of the round issued before the first
+ * product, added into ACC[s][m] in unit order. The inner loop of the
+ * decode products: gemv (cuda-smallm.cu) and the experts' gate|up at
+ * decode sizes (cuda-moe.cu). */
+template <typename T, int S, int M, int UN, int THREADS>
+__device__ __forceinline__ void cuda_dot16_rows(const T *const (&wrow)[S],
+                                                const T *const (&xrow)[M], int64_t u0,
+                                                int64_t u1, float (&acc)[S][M])
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+
+	for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)THREADS * UN) {
+		uint4 wv[UN][S], xv[UN][M];
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			const int64_t ui = u + (int64_t)i * THREADS;
+#pragma unroll
+			for (int s = 0; s < S; s++)
+				wv[i][s] = ui < u1 ? cuda_ld_stream(wrow[s] + ui * V) : zero;
+		}
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			const int64_t ui = u + (int64_t)i * THREADS;
+#pragma unroll
+			for (int m = 0; m < M; m++)
+				xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
+				                   : zero;
+		}
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			float xf[M][V];
+#pragma unroll
+			for (int m = 0; m < M; m++)
+				cuda_widen16<T>(xv[i][m], xf[m]);
+#pragma unroll
+			for (int s = 0; s < S; s++) {
+				float wf[V];
+				cuda_widen16<T>(wv[i][s], wf);
+#pragma unroll
+				for (int m = 0; m < M; m++)
+#pragma unroll
+					for (int e = 0; e < V; e++)
+						acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
+			}
+		}
+	}
+}
+
 /* Butterfly reductions over a whole warp: every lane ends with the same
  * bits, since each step adds the same two values in either order. */
 __device__ __forceinline__ float cuda_warp_sum(float v)

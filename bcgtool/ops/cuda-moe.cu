@@ -898,7 +898,6 @@ __device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_C
 	constexpr int UN = M >= 8 ? 1 : 2;     /* registers: as gemv at 8 tokens */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t units = h / V;
-	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 	const T *xrow[M];
 	float acc[S][M];
 
@@ -910,41 +909,7 @@ __device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_C
 #pragma unroll
 		for (int m = 0; m < M; m++)
 			acc[s][m] = 0.0f;
-	for (int64_t u = threadIdx.x; u < units; u += (int64_t)MOE_SG_THREADS * UN) {
-		uint4 wv[UN][S], xv[UN][M];
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			const int64_t ui = u + (int64_t)i * MOE_SG_THREADS;
-#pragma unroll
-			for (int s = 0; s < S; s++)
-				wv[i][s] = ui < units ? cuda_ld_stream(wrow[s] + ui * V) : zero;
-		}
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			const int64_t ui = u + (int64_t)i * MOE_SG_THREADS;
-#pragma unroll
-			for (int m = 0; m < M; m++)
-				xv[i][m] = ui < units ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
-				                      : zero;
-		}
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			float xf[M][V];
-#pragma unroll
-			for (int m = 0; m < M; m++)
-				cuda_widen16<T>(xv[i][m], xf[m]);
-#pragma unroll
-			for (int s = 0; s < S; s++) {
-				float wf[V];
-				cuda_widen16<T>(wv[i][s], wf);
-#pragma unroll
-				for (int m = 0; m < M; m++)
-#pragma unroll
-					for (int q = 0; q < V; q++)
-						acc[s][m] = fmaf(wf[q], xf[m][q], acc[s][m]);
-			}
-		}
-	}
+	cuda_dot16_rows<T, S, M, UN, MOE_SG_THREADS>(wrow, xrow, 0, units, acc);
 #pragma unroll
 	for (int s = 0; s < S; s++)
 #pragma unroll
@@ -1169,6 +1134,22 @@ static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, 
 	                   inter, (int)k, (int)e);
 }
 
+/* The eager form reads the ids or counts on the host: refused on a stream
+ * being captured. 0, or -1 with MSG. */
+static int moe_eager_not_captured(const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+	cudaError_t err = cudaStreamIsCapturing(ctx->stream, &cap);
+
+	if (err != cudaSuccess)
+		return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
+		                 cuda_fault_tag(err), cudaGetErrorString(err));
+	if (cap != cudaStreamCaptureStatusNone)
+		return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
+		                 "counts on the host and cannot be captured");
+	return 0;
+}
+
 /* The small path: the eager form reads the ids on the host (a wait) and
  * groups the pairs by expert there; the graph-safe form leaves that to
  * the blocks. */
@@ -1183,14 +1164,9 @@ static int moe_small_run(const struct op_call *call, const struct cuda_op_ctx *c
 	if (!call->graph_safe) {
 		int32_t id[MOE_SMALL_PAIRS];
 		unsigned char seen[OP_MOE_MAX_EXPERTS];
-		cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 
-		if ((err = cudaStreamIsCapturing(ctx->stream, &cap)) != cudaSuccess)
-			return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
-			                 cuda_fault_tag(err), cudaGetErrorString(err));
-		if (cap != cudaStreamCaptureStatusNone)
-			return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
-			                 "counts on the host and cannot be captured");
+		if (moe_eager_not_captured(ctx, msg, len))
+			return -1;
 		if ((err = cudaMemcpyAsync(id, ids->data, (size_t)pairs * sizeof(int32_t),
 		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
 		    (err = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
@@ -1264,14 +1240,9 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 		/* eager: the counts on the host, the products for the experts that
 		 * have pairs only */
 		int count[OP_MOE_MAX_EXPERTS], offset[OP_MOE_MAX_EXPERTS];
-		cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 
-		if ((err = cudaStreamIsCapturing(ctx->stream, &cap)) != cudaSuccess)
-			return cuda_fail(msg, len, "moe_experts: cudaStreamIsCapturing: %s%s",
-			                 cuda_fault_tag(err), cudaGetErrorString(err));
-		if (cap != cudaStreamCaptureStatusNone)
-			return cuda_fail(msg, len, "moe_experts: the eager form reads the per-expert "
-			                 "counts on the host and cannot be captured");
+		if (moe_eager_not_captured(ctx, msg, len))
+			return -1;
 		if ((err = cudaMemcpyAsync(count, s.count, (size_t)e * sizeof(int),
 		                           cudaMemcpyDeviceToHost, ctx->stream)) != cudaSuccess ||
 		    (err = cudaMemcpyAsync(offset, s.offset, (size_t)e * sizeof(int),

@@ -341,43 +341,10 @@ bcg_smallm_gemv_kernel(smallm_args p)
 		for (int m = 0; m < MT; m++)
 			acc[s][m] = 0.0f;
 
-	for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
-		if constexpr (VEC) {
-			uint4 wv[UN][S], xv[UN][MT];
-			const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
-#pragma unroll
-				for (int s = 0; s < S; s++)
-					wv[i][s] = ui < u1 ? cuda_ld_stream(wrow[s] + ui * V) : zero;
-			}
-#pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
-#pragma unroll
-				for (int m = 0; m < MT; m++)
-					xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
-					                   : zero;
-			}
-#pragma unroll
-			for (int i = 0; i < UN; i++) {
-				float xf[MT][V];
-#pragma unroll
-				for (int m = 0; m < MT; m++)
-					cuda_widen16<T>(xv[i][m], xf[m]);
-#pragma unroll
-				for (int s = 0; s < S; s++) {
-					float wf[V];
-					cuda_widen16<T>(wv[i][s], wf);
-#pragma unroll
-					for (int m = 0; m < MT; m++)
-#pragma unroll
-						for (int e = 0; e < V; e++)
-							acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
-				}
-			}
-		} else {
+	if constexpr (VEC) {
+		cuda_dot16_rows<T, S, MT, UN, SM_THREADS>(wrow, xrow, u0, u1, acc);
+	} else {
+		for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
 #pragma unroll
 			for (int i = 0; i < UN; i++) {
 				const int64_t ui = u + (int64_t)i * SM_THREADS;

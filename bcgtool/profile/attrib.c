@@ -327,13 +327,44 @@ static void span_add(struct prof_span *s, const struct nsys_kernel *k, int64_t *
 	s->n++;
 }
 
+/* Of moe_experts O's experts (its attribute experts, E: gate_up and down,
+ * inputs 3 and 4, hold E equal blocks of rows, one an expert's), how many
+ * its rows read at TOKENS tokens, into *ROUTED, and E into *EXPERTS: each
+ * row of ids ([T, top_k], input 1) routes to top_k, so min(E, T * top_k).
+ * That bounds the distinct experts from above (rows may share experts); at
+ * one token it is exact. 0 in both when the plan does not give E or top_k. */
+static void moe_routed(const plan_t *plan, const struct plan_op *o, int64_t tokens,
+                       int64_t *routed, int64_t *experts)
+{
+	const struct plan_tensor *ids;
+	int64_t e = 0, rows, topk;
+
+	*routed = *experts = 0;
+	for (uint32_t a = 0; a < o->nattr; a++)
+		if (strcmp(o->attr[a].key, "experts") == 0 && o->attr[a].type == PLAN_ATTR_INT)
+			e = o->attr[a].i;
+	if (o->nin < 5 || e < 1)
+		return;
+	ids = plan_get_tensor(plan, o->in[1]);
+	if (ids->rank != 2)
+		return;
+	rows = plan_axis_size(plan, &ids->shape[0], tokens);
+	topk = plan_axis_size(plan, &ids->shape[1], tokens);
+	if (rows < 1 || topk < 1)
+		return;
+	*routed = rows <= e / topk ? rows * topk : e;   /* rows * topk > e otherwise */
+	*experts = e;
+}
+
 int64_t profile_op_bytes(const plan_t *plan, uint32_t op, int64_t tokens)
 {
 	const struct plan_op *o = plan_get_op(plan, op);
-	int64_t total = 0;
+	int64_t total = 0, routed = 0, experts = 0;
 
 	if (strstr(o->kind, "attention") != NULL)
 		return -1;
+	if (strcmp(o->kind, "moe_experts") == 0)
+		moe_routed(plan, o, tokens, &routed, &experts);
 	for (uint32_t k = 0; k < o->nin + o->nout; k++) {
 		int out = k >= o->nin;
 		uint32_t t = out ? o->out[k - o->nin] : o->in[k];
@@ -347,6 +378,10 @@ int64_t profile_op_bytes(const plan_t *plan, uint32_t op, int64_t tokens)
 		                 (k - o->nin == 1 || k - o->nin == 2));
 		if (rows_only && rows > 0)
 			bytes = bytes / (uint64_t)rows * (uint64_t)tokens;
+		/* moe_experts reads only its routed experts' rows of gate_up
+		 * and down. */
+		if (experts > 0 && !out && (k == 3 || k == 4))
+			bytes = bytes / (uint64_t)experts * (uint64_t)routed;
 		total += (int64_t)bytes;
 	}
 	return total;

@@ -96,8 +96,10 @@ int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t t
                        struct profile *p, char *msg, size_t len);
 void profile_release(struct profile *p);
 
-/* Bytes an op moves per step at TOKENS tokens; -1 when not known from the
- * plan alone (attention reads as much of its caches as the host var says). */
+/* Bytes an op moves per step at TOKENS tokens (a moe_experts op: of its
+ * expert weights only the routed experts', min(E, T * top_k) of the E);
+ * -1 when not known from the plan alone (attention reads as much of its
+ * caches as the host var says). */
 int64_t profile_op_bytes(const plan_t *plan, uint32_t op, int64_t tokens);
 
 /* Mean over the steps of one item's figures, and of the break costs. */

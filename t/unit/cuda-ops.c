@@ -1686,6 +1686,48 @@ static void test_products(struct env *e)
 	}
 }
 
+/* CALL (kind ID) launched once uncaptured, OUT's bytes kept; then captured
+ * twice in one graph with PDL off, and again with PDL on, each graph
+ * replayed four times over a poisoned OUT. 1 when every replay gives the
+ * uncaptured bytes. Each launch's status is or-ed into *RC (MSG: the
+ * last error); after a failed one nothing more is captured. */
+static int replays_give_uncaptured(struct env *e, enum op_id id, const struct op_call *call,
+                                   struct cuda_op_ctx *ctx, const struct tbuf *out, int *rc,
+                                   char *msg, size_t len)
+{
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+	void *want = malloc(out->bytes), *got = malloc(out->bytes);
+	int same = 1;
+
+	if (!want || !got)
+		bail("out of memory");
+	CK(cudaDeviceSynchronize());
+	*rc |= cuda_kernel(id)(call, ctx, msg, len);
+	CK(cudaStreamSynchronize(e->stream));
+	CK(cudaMemcpy(want, out->dev, out->bytes, cudaMemcpyDeviceToHost));
+	for (int pdl = 0; pdl < 2 && *rc == 0; pdl++) {
+		ctx->pdl = pdl;
+		CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+		*rc |= cuda_kernel(id)(call, ctx, msg, len);
+		*rc |= cuda_kernel(id)(call, ctx, msg, len);
+		CK(cudaStreamEndCapture(e->stream, &graph));
+		CK(cudaGraphInstantiate(&exec, graph, 0));
+		for (int i = 0; i < 4; i++) {
+			CK(cudaMemsetAsync(out->dev, POISON_DEV, out->bytes, e->stream));
+			CK(cudaGraphLaunch(exec, e->stream));
+			CK(cudaStreamSynchronize(e->stream));
+			CK(cudaMemcpy(got, out->dev, out->bytes, cudaMemcpyDeviceToHost));
+			same &= memcmp(got, want, out->bytes) == 0;
+		}
+		CK(cudaGraphExecDestroy(exec));
+		CK(cudaGraphDestroy(graph));
+	}
+	free(want);
+	free(got);
+	return same;
+}
+
 /* One graph holding each small-M kernel with a split along K, replayed:
  * every replay gives the eager launch's bits (a fixed order of sums, and
  * counters that come back to zero), with PDL on as off. */
@@ -1707,11 +1749,8 @@ static void test_product_replays(struct env *e)
 				struct tcase c;
 				struct op_call call;
 				struct cuda_op_ctx ctx = e->ctx;
-				cudaGraph_t graph;
-				cudaGraphExec_t exec;
-				void *want, *got;
 				char msg[256] = "";
-				int same = 1, rc = 0;
+				int same, rc = 0;
 
 				product_bufs_init(e, &pb, k, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, M, N, K, 1, 0);
 				tbuf_upload(&pb.a);
@@ -1724,38 +1763,13 @@ static void test_product_replays(struct env *e)
 				tcase_call(&c, &call, 1);
 				ctx.scratch = scratch_alloc(c.scratch);
 				ctx.scratch_bytes = c.scratch;
-				want = malloc(pb.out.bytes);
-				got = malloc(pb.out.bytes);
-				if (!want || !got)
-					bail("out of memory");
-				CK(cudaDeviceSynchronize());
-				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-				CK(cudaStreamSynchronize(e->stream));
-				CK(cudaMemcpy(want, pb.out.dev, pb.out.bytes, cudaMemcpyDeviceToHost));
-				for (int pdl = 0; pdl < 2; pdl++) {
-					ctx.pdl = pdl;
-					CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
-					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-					rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-					CK(cudaStreamEndCapture(e->stream, &graph));
-					CK(cudaGraphInstantiate(&exec, graph, 0));
-					for (int i = 0; i < 4; i++) {
-						CK(cudaMemsetAsync(pb.out.dev, POISON_DEV, pb.out.bytes, e->stream));
-						CK(cudaGraphLaunch(exec, e->stream));
-						CK(cudaStreamSynchronize(e->stream));
-						CK(cudaMemcpy(got, pb.out.dev, pb.out.bytes, cudaMemcpyDeviceToHost));
-						same &= memcmp(got, want, pb.out.bytes) == 0;
-					}
-					CK(cudaGraphExecDestroy(exec));
-					CK(cudaGraphDestroy(graph));
-				}
+				same = replays_give_uncaptured(e, c.id, &call, &ctx, &pb.out, &rc, msg,
+				                               sizeof msg);
 				same &= scratch_counters_zero(ctx.scratch, c.scratch);
 				ok(rc == 0 && same, "%s bf16 M %lld N %lld K %lld [%s], %zu bytes of scratch: "
 				   "graph replays, PDL off and on, give the eager bits%s%s", product_names[k],
 				   (long long)M, (long long)N, (long long)K, cuda_impl_name(c.id, impl),
 				   c.scratch, rc ? ": " : "", rc ? msg : "");
-				free(want);
-				free(got);
 				if (ctx.scratch)
 					CK(cudaFree(ctx.scratch));
 				product_bufs_free(&pb);
@@ -2842,11 +2856,8 @@ static void test_moe_replays(struct env *e)
 			struct tcase c;
 			struct op_call call;
 			struct cuda_op_ctx ctx = e->ctx;
-			cudaGraph_t graph;
-			cudaGraphExec_t exec;
-			void *want, *got;
 			char msg[256] = "";
-			int same = 1, rc = 0;
+			int same, rc = 0;
 
 			moe_bufs_init(e, &mb, dts[d], sh);
 			tbuf_upload(&mb.x);
@@ -2858,38 +2869,12 @@ static void test_moe_replays(struct env *e)
 			tcase_call(&c, &call, 1);
 			ctx.scratch = scratch_alloc(c.scratch);
 			ctx.scratch_bytes = c.scratch;
-			want = malloc(mb.out.bytes);
-			got = malloc(mb.out.bytes);
-			if (!want || !got)
-				bail("out of memory");
-			CK(cudaDeviceSynchronize());
-			rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-			CK(cudaStreamSynchronize(e->stream));
-			CK(cudaMemcpy(want, mb.out.dev, mb.out.bytes, cudaMemcpyDeviceToHost));
-			for (int pdl = 0; pdl < 2 && rc == 0; pdl++) {
-				ctx.pdl = pdl;
-				CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
-				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
-				CK(cudaStreamEndCapture(e->stream, &graph));
-				CK(cudaGraphInstantiate(&exec, graph, 0));
-				for (int i = 0; i < 4; i++) {
-					CK(cudaMemsetAsync(mb.out.dev, POISON_DEV, mb.out.bytes, e->stream));
-					CK(cudaGraphLaunch(exec, e->stream));
-					CK(cudaStreamSynchronize(e->stream));
-					CK(cudaMemcpy(got, mb.out.dev, mb.out.bytes, cudaMemcpyDeviceToHost));
-					same &= memcmp(got, want, mb.out.bytes) == 0;
-				}
-				CK(cudaGraphExecDestroy(exec));
-				CK(cudaGraphDestroy(graph));
-			}
+			same = replays_give_uncaptured(e, c.id, &call, &ctx, &mb.out, &rc, msg, sizeof msg);
 			same &= scratch_counters_zero(ctx.scratch, c.scratch);
 			ok(rc == 0 && same, "moe_experts graph-safe %s T=%lld H=%lld E=%lld I=%lld: graph "
 			   "replays, PDL off and on, give the uncaptured launch's bytes%s%s",
 			   dtype_name(dts[d]), (long long)sh[0], (long long)sh[1], (long long)sh[2],
 			   (long long)sh[3], rc ? ": " : "", rc ? msg : "");
-			free(want);
-			free(got);
 			if (ctx.scratch)
 				CK(cudaFree(ctx.scratch));
 			moe_bufs_free(&mb);
