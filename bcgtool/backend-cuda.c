@@ -87,6 +87,7 @@ struct backend {
 	cudaEvent_t        tick[2 * CUDA_TIME_REPS_MAX];
 	void              *scrub;
 	size_t             scrub_bytes;
+	int                tune_in_context;       /* BCG_TUNE_CONTEXT=pdl */
 
 	void              *verify_work;           /* compare's sums */
 	size_t             verify_bytes;
@@ -174,6 +175,15 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 		return -1;
 	}
 	memset(info, 0, sizeof *info);
+	/* How the tuner times an op (cuda_time_call): isolated, or in context. */
+	const char *tc = getenv("BCG_TUNE_CONTEXT");
+	if (tc != NULL && strcmp(tc, "pdl") == 0) {
+		b->tune_in_context = 1;
+	} else if (tc != NULL && *tc != '\0' && strcmp(tc, "isolated") != 0) {
+		snprintf(msg, len, "BCG_TUNE_CONTEXT is '%s': isolated or pdl", tc);
+		free(b);
+		return -1;
+	}
 	/* No device, or no driver at all (the runtime then calls the driver
 	 * "insufficient" and reports version 0): a machine without a GPU, not
 	 * a broken one. */
@@ -1092,7 +1102,7 @@ static int cuda_time_setup(struct backend *b, char *msg, size_t len)
 		return 0;
 	CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b->device),
 	         "cudaDeviceGetAttribute(L2 cache size)");
-	b->scrub_bytes = 2 * (size_t)(l2 > 0 ? l2 : (64 << 20));
+	b->scrub_bytes = cuda_l2_flush_bytes(l2);
 	CUDA_TRY(cudaMalloc(&b->scrub, b->scrub_bytes), "allocating the cache scrub buffer");
 	CUDA_TRY(cudaMemsetAsync(b->scrub, 0, b->scrub_bytes, b->stream), "cudaMemsetAsync");
 	return 0;
@@ -1105,18 +1115,34 @@ fail:
  * A hold first lets the host queue every repetition before the GPU
  * starts, so that no event waits on the host's launch overhead: the
  * difference between a pair is the launch's GPU time alone. */
-static int cuda_time_call(struct backend *b, const struct op_call *call, unsigned reps,
-                          double *us, char *msg, size_t len)
+/* The most bytes of an op's first input the in-context timing touches:
+ * an activation, not a table. */
+#define CUDA_TOUCH_MAX (8u << 20)
+
+/* T's bytes, at most CUDA_TOUCH_MAX. */
+static size_t cuda_touch_bytes(const struct op_tensor *t)
+{
+	size_t n = plan_dtype_size(t->dtype);
+
+	for (int d = 0; d < t->rank; d++) {
+		if (t->dim[d] <= 0)
+			return 0;
+		if ((uint64_t)t->dim[d] > CUDA_TOUCH_MAX / (n > 0 ? n : 1))
+			return CUDA_TOUCH_MAX;
+		n *= (size_t)t->dim[d];
+	}
+	return n < CUDA_TOUCH_MAX ? n : CUDA_TOUCH_MAX;
+}
+
+/* REPS timed repetitions on the held stream, each after a cache scrub:
+ * the touch of TOUCH (when not NULL), then CALL (when not NULL), between
+ * one pair of events; the median into *US. */
+static int cuda_time_reps(struct backend *b, const struct op_call *call,
+                          const struct op_tensor *touch, unsigned reps, double *us, char *msg,
+                          size_t len)
 {
 	double t[CUDA_TIME_REPS_MAX];
 
-	if (reps < 1 || reps > CUDA_TIME_REPS_MAX) {
-		snprintf(msg, len, "%u repetitions: from 1 to %d can be timed", reps,
-		         CUDA_TIME_REPS_MAX);
-		return -1;
-	}
-	if (cuda_time_setup(b, msg, len) != 0)
-		return -1;
 	if (cuda_hold_stream(b->stream, 40.0 * reps + 200.0, msg, len) != 0)
 		return -1;
 	for (unsigned r = 0; r < reps; r++) {
@@ -1124,7 +1150,10 @@ static int cuda_time_call(struct backend *b, const struct op_call *call, unsigne
 		                     msg, len) != 0)
 			return -1;
 		CUDA_TRY(cudaEventRecord(b->tick[2 * r], b->stream), "cudaEventRecord");
-		if (cuda_launch(b, call, msg, len) != 0)
+		if (touch != NULL && cuda_touch(b->stream, touch->data, cuda_touch_bytes(touch),
+		                                b->ctx.sm_count, msg, len) != 0)
+			return -1;
+		if (call != NULL && cuda_launch(b, call, msg, len) != 0)
 			return -1;
 		CUDA_TRY(cudaEventRecord(b->tick[2 * r + 1], b->stream), "cudaEventRecord");
 	}
@@ -1139,6 +1168,41 @@ static int cuda_time_call(struct backend *b, const struct op_call *call, unsigne
 	return 0;
 fail:
 	return -1;
+}
+
+/* An op's time, as the tuner ranks implementations by it: REPS launches,
+ * each starting with L2 emptied, the median. Isolated (the default), each
+ * launch is timed alone. In context (BCG_TUNE_CONTEXT=pdl, with PDL on),
+ * each follows a kernel that leaves the op's first input in L2 as the op
+ * before it in a step would and lets it launch early, as a step's graph
+ * does; the time is that pair's median less the touch's own. A kernel
+ * whose prologue reads its input before the weights (rmsnorm folded into
+ * a product) pays for a cold input alone, but not in a graph. */
+static int cuda_time_call(struct backend *b, const struct op_call *call, unsigned reps,
+                          double *us, char *msg, size_t len)
+{
+	const struct op_tensor *touch = NULL;
+	double pair, alone;
+
+	if (reps < 1 || reps > CUDA_TIME_REPS_MAX) {
+		snprintf(msg, len, "%u repetitions: from 1 to %d can be timed", reps,
+		         CUDA_TIME_REPS_MAX);
+		return -1;
+	}
+	if (cuda_time_setup(b, msg, len) != 0)
+		return -1;
+	if (b->tune_in_context && b->ctx.pdl && call->nin > 0 && call->in[0].data != NULL)
+		touch = &call->in[0];
+	if (cuda_time_reps(b, call, touch, reps, &pair, msg, len) != 0)
+		return -1;
+	if (touch == NULL) {
+		*us = pair;
+		return 0;
+	}
+	if (cuda_time_reps(b, NULL, touch, reps, &alone, msg, len) != 0)
+		return -1;
+	*us = pair > alone ? pair - alone : 0.0;
+	return 0;
 }
 
 static uint32_t cuda_set_features(struct backend *b, uint32_t features)

@@ -17,6 +17,9 @@ extern "C" {
  * global timer. Work queued behind it starts only when it ends, so the
  * host can queue a whole step first. */
 int cuda_hold_stream(cudaStream_t stream, double us, char *msg, size_t len);
+/* Make STREAM idle about NS nanoseconds at this point (one thread spins
+ * on the global timer, touching no memory): replay --pace recorded. */
+int cuda_gap_stream(cudaStream_t stream, uint64_t ns, char *msg, size_t len);
 /* Test hook: launch one kernel that writes to an invalid address. */
 int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
 
@@ -25,6 +28,22 @@ int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
  * next reads its weights from memory as it does in a step. */
 int cuda_scrub_cache(cudaStream_t stream, const void *buf, size_t bytes, int sm_count,
                      char *msg, size_t len);
+
+/* The bytes a buffer must have so that going over it leaves nothing of
+ * other work in L2: twice L2_BYTES (cudaDevAttrL2CacheSize; the H100's
+ * L2 is two halves, and a line may be held in both), 128 MiB when the
+ * device does not say. The scrub above and replay --flush-l2 use it. */
+static inline size_t cuda_l2_flush_bytes(int l2_bytes)
+{
+	return 2 * (size_t)(l2_bytes > 0 ? l2_bytes : (64 << 20));
+}
+
+/* Load and store back the 16-byte-aligned part of BYTES at BUF on STREAM,
+ * a kernel that lets its dependents launch at once (PDL): the bytes stay
+ * as they are, in L2 and dirty, as the kernel producing them would leave
+ * them before the next one starts. */
+int cuda_touch(cudaStream_t stream, void *buf, size_t bytes, int sm_count, char *msg,
+               size_t len);
 
 /* Device memory cuda_verify_sums needs for COUNT elements of DTYPE. */
 size_t cuda_verify_work_bytes(int dtype, uint64_t count);

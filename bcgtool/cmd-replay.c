@@ -94,8 +94,9 @@ const struct cmd_entry cmd_replay_entry = {
 		"      --rebase     recorded plans: make every allocation anywhere, not at\n"
 		"                   its recorded address, and patch the addresses\n"
 		"      --pace P     recorded plans: step (default: each step waited for\n"
-		"                   before the next) or none (back to back, the host\n"
-		"                   running ahead)\n"
+		"                   before the next), none (back to back, the host\n"
+		"                   running ahead) or recorded (as step, with the GPU\n"
+		"                   idle between items as long as it was recorded)\n"
 		"      --flush-l2   recorded plans: write over twice the L2's size before\n"
 		"                   each step, outside its timed range\n"
 		"      --timeout S  tensor-parallel plans: a rank silent this long in a\n"
@@ -606,7 +607,8 @@ static int cmd_replay_exec(int argc, char **argv)
 		case 'r' + 256: ro.flags |= RR_REBASE; recorded_only = 1; break;
 		case 'P' + 256:
 			if ((ro.pace = recorded_pace_from_name(optarg)) < 0)
-				return cmd_usage_error(self, "--pace: %s: step or none", optarg);
+				return cmd_usage_error(self, "--pace: %s: step, none or recorded",
+				                       optarg);
 			recorded_only = 1;
 			break;
 		case 'l' + 256: ro.flush_l2 = 1; recorded_only = 1; break;

@@ -231,7 +231,34 @@ static void kcount_add(struct kcount *k, uint32_t *n, const char *name)
 	(*n)++;
 }
 
-static void r_segment(struct rview *v, uint32_t si, uint32_t item)
+/* Where item IT started within its step (format 1.7), as ", at +40.0
+ * us (launched +31.2 us)", for a variant with offsets HAVE
+ * (PLAN_OFFSETS_*); "" without. */
+static const char *r_offsets(const plan_t *plan, const struct plan_item *it, unsigned have,
+                             char *buf, size_t len)
+{
+	uint64_t start, issue;
+	char ta[32], tb[32];
+	const char *a, *b;
+
+	plan_item_offsets(plan, it, &start, &issue);
+	if (!(have & PLAN_OFFSETS_START) && !(have & PLAN_OFFSETS_ISSUE)) {
+		snprintf(buf, len, "%s", "");
+		return buf;
+	}
+	/* plan_ns_text writes 0 as "-": the step's first item is at +0 */
+	a = start == 0 ? "0" : plan_ns_text(start, ta, sizeof ta);
+	b = issue == 0 ? "0" : plan_ns_text(issue, tb, sizeof tb);
+	if ((have & PLAN_OFFSETS_START) && (have & PLAN_OFFSETS_ISSUE))
+		snprintf(buf, len, ", at +%s (launched +%s)", a, b);
+	else if (have & PLAN_OFFSETS_START)
+		snprintf(buf, len, ", at +%s", a);
+	else
+		snprintf(buf, len, ", launched +%s", b);
+	return buf;
+}
+
+static void r_segment(struct rview *v, uint32_t si, uint32_t item, const char *at)
 {
 	const plan_t *plan = v->plan;
 	const struct plan_segment *s = plan_get_segment(plan, si);
@@ -244,9 +271,10 @@ static void r_segment(struct rview *v, uint32_t si, uint32_t item)
 			kernels++;
 			kcount_add(k, &nk, s->nodes[n].kernel);
 		}
-	printf("  item %u  segment %u: %u node%s (%u kernel%s), %s, fingerprint 0x%016" PRIx64 "\n",
-	       item, si, s->nnodes, s->nnodes == 1 ? "" : "s", kernels, kernels == 1 ? "" : "s",
-	       plan_ns_text(s->recorded_ns, a, sizeof a), s->fingerprint);
+	printf("  item %u  segment %u: %u node%s (%u kernel%s), %s%s, fingerprint 0x%016" PRIx64
+	       "\n", item, si, s->nnodes, s->nnodes == 1 ? "" : "s", kernels,
+	       kernels == 1 ? "" : "s", plan_ns_text(s->recorded_ns, a, sizeof a), at,
+	       s->fingerprint);
 	if (plan_segment_fold(plan, s, &first, &period, &count))
 		printf("          nodes %u-%u: %u node%s repeated x %u\n", first,
 		       first + period * count - 1, period, period == 1 ? "" : "s", count);
@@ -256,14 +284,15 @@ static void r_segment(struct rview *v, uint32_t si, uint32_t item)
 	free(k);
 }
 
-static void r_break(struct rview *v, uint32_t bi, uint32_t item)
+static void r_break(struct rview *v, uint32_t bi, uint32_t item, const char *at)
 {
 	const struct plan_breakpoint *b = plan_get_breakpoint(v->plan, bi);
 	char a[32], text[NAME_MAX_TEXT + 128];
 
-	printf("  item %u  break %s: %u launch%s (%u-%u), %s", item, b->name, b->launch_count,
+	printf("  item %u  break %s: %u launch%s (%u-%u), %s%s", item, b->name, b->launch_count,
 	       b->launch_count == 1 ? "" : "es", b->launch_first,
-	       b->launch_first + b->launch_count - 1, plan_ns_text(b->recorded_ns, a, sizeof a));
+	       b->launch_first + b->launch_count - 1, plan_ns_text(b->recorded_ns, a, sizeof a),
+	       at);
 	if (b->detail[0] != '\0')
 		printf(": %s", b->detail);
 	putchar('\n');
@@ -273,7 +302,7 @@ static void r_break(struct rview *v, uint32_t bi, uint32_t item)
 
 static void r_steps(struct rview *v)
 {
-	char title[256];
+	char title[256], at[96];
 
 	for (uint32_t i = 0; i < plan_count_variants(v->plan); i++) {
 		const struct plan_variant *var = plan_get_variant(v->plan, i);
@@ -282,11 +311,16 @@ static void r_steps(struct rview *v)
 		snprintf(title, sizeof title, "step of variant %lld \"%s\"", (long long)var->tokens,
 		         var->label);
 		r_title(v, title);
+		/* 1.7: where each item started within the step (plan.h) */
+		unsigned have = plan_variant_offsets(v->plan, i, NULL);
+		if (var->nitems < 2)
+			have = 0;   /* one item: nothing to say */
 		for (uint32_t k = 0; k < var->nitems; k++) {
+			r_offsets(v->plan, &var->items[k], have, at, sizeof at);
 			if (var->items[k].kind == PLAN_ITEM_SEGMENT)
-				r_segment(v, var->items[k].index, k);
+				r_segment(v, var->items[k].index, k, at);
 			else
-				r_break(v, var->items[k].index, k);
+				r_break(v, var->items[k].index, k, at);
 		}
 	}
 }

@@ -58,13 +58,22 @@
 #   rectime   issue 20's "replay within 10% of the original": t/record/full.py
 #             and breakable.py (--steps 40, batch sizes 1, 2, 4 = variants 1,
 #             2, 3) recorded once each, then replayed (200 steps after 20)
-#             paced step and none, each without and with --flush-l2: per
-#             variant the recorded span and GPU busy time against the
-#             replay's step and busy pass (lines "rectime ..."); and each
+#             paced step and none, each without and with --flush-l2, and
+#             paced recorded (the recorded idle gaps before the items,
+#             plan format 1.7) without and with it: per variant the
+#             recorded span and GPU busy time against the replay's step
+#             and busy pass (lines "rectime ..."; paced recorded also the
+#             gaps put in, "rectime P variant V recorded: ... gaps"); each
 #             plan's replay recorded in turn, so that the same CUPTI records
 #             time the original's graphs and the replay's (lines "rectime
 #             ... same instrument": recorded graph time, original and replay,
 #             per segment fingerprint); RECTIME_PROGRAMS picks the programs
+#   reckern   where a recorded replay's graph time differs from the
+#             original's: t/record/full.py at one batch size (RECKERN_BATCH,
+#             default 1) under Nsight Systems with per-node tracing, and the
+#             replay of its recording likewise; each kernel's count and mean
+#             time in both runs, and which kernels account for the
+#             difference (lines "reckern ...")
 #   recordcost the recorder's cost on t/record/full.py under each
 #             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
 #             replay of each recording against its recorded GPU busy time
@@ -135,6 +144,20 @@
 #             llama-decode full at T=1 (1000 steps after 100, 3 rounds,
 #             medians), and `bcgtool report` of an nsys profile of each
 #             tree's 1B full T=1 step with and without PDL (per-op table)
+#   fold      rmsnorm_matmul (issue 22): t/unit/cuda-ops and t/t3170 first,
+#             then samples/llama-3.2-1b.yaml against llama-3.2-1b-fold.yaml
+#             (the norms folded into q|k|v and gate|up), full at T=1 and 8,
+#             replays in turns (1000 steps after 100, --check, 3 rounds,
+#             medians), and which implementation the tuner chose for each
+#             rmsnorm_matmul (gemv or split) with both timings; the same for
+#             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180);
+#             then `bcgtool report` of an nsys profile of the unfused and the
+#             fused step at T=1 (per-op tables; FOLD_NSYS=0 skips them)
+#   tunectx   how the tuner times an op (issue 22): each sample (TUNECTX_SAMPLES,
+#             default llama-3.2-1b and llama-decode) captured full at T=1 and 8
+#             with BCG_TUNE_CONTEXT=isolated and =pdl; the ops whose choice
+#             differs, with both timings; the replays in turns (1000 steps
+#             after 100, --check, 3 rounds, medians) and pdl / isolated
 #   tp4       tensor parallelism on four GPUs (issue 24; build first, on
 #             nvidia-h100-x4 or its H200 twin): t/t3800 with its --tp 4 runs on
 #             cuda (the transformers fixtures, random weights); bench of the
@@ -621,7 +644,7 @@ print("step %.4f ms" % json.loads(open(sys.argv[1]).read().splitlines()[-1])["st
 ' rt-$p.json 2>/dev/null))"
 			"$B" inspect rt-$p.plan 2>&1 | sed -n '/^variants/,$p' | sed 's/^/  /' |
 				tee -a "$summary"
-			for m in step none step-flush none-flush; do
+			for m in step none recorded step-flush none-flush recorded-flush; do
 				fl=
 				case $m in *-flush) fl=--flush-l2 ;; esac
 				timeout 300 "$B" replay --steps 200 --warmup 20 --pace ${m%-flush} $fl \
@@ -632,7 +655,7 @@ print("step %.4f ms" % json.loads(open(sys.argv[1]).read().splitlines()[-1])["st
 import json, sys
 p = sys.argv[1]
 runs = {}
-for m in ("step", "none", "step-flush", "none-flush"):
+for m in ("step", "none", "recorded", "step-flush", "none-flush", "recorded-flush"):
     try:
         runs[m] = json.load(open("rt-%s-%s.json" % (p, m)))
     except Exception as e:
@@ -650,9 +673,14 @@ for k, v in enumerate(first["variants"]):
     for m, d in runs.items():
         x = d["variants"][k]
         b = x["busy"]
-        print("rectime %s variant %d %-10s: step %s ms (/span %s, /busy %s), busy pass %s ms "
+        print("rectime %s variant %d %-14s: step %s ms (/span %s, /busy %s), busy pass %s ms "
               "(/busy %s)" % (p, x["variant"], m, ms(x["step_ms"]["median"]), rt(x["ratio"]),
                               rt(b["ratio"]), ms(b.get("replay_ms")), rt(b.get("replay_ratio"))))
+        if "paced" in x:
+            g = x["paced"]
+            print("rectime %s variant %d %-14s: %d gaps put in, %s ms recorded in all, gap "
+                  "kernel %.2f us" % (p, x["variant"], m, g["gaps"], ms(g["gap_ms"]),
+                                      g["gap_cost_us"]))
 PY
 			# the replay recorded: the same CUPTI records time both runs
 			timeout 300 "$B" record -o rt-$p-rr.plan -- "$B" replay --steps 200 --warmup 20 \
@@ -691,6 +719,52 @@ for v in o["variants"]:
                         " (%.2f)" % (rn / on) if rn and on else ""))
 PY
 		done
+		;;
+	reckern)
+		b=${RECKERN_BATCH:-1}
+		timeout 300 "$B" record --step step -o rk.plan -- python3 "$top/t/record/full.py" \
+			--steps 200 --batch-sizes $b >rk-record.json 2>rk-record.err
+		say "reckern: record full.py batch $b: exit $?"
+		sh "$top/.gpu/nsys-profile" "$log/rk-orig" python3 "$top/t/record/full.py" --steps 200 \
+			--batch-sizes $b >rk-orig.txt 2>&1
+		sh "$top/.gpu/nsys-profile" "$log/rk-replay" "$B" replay --steps 200 --warmup 20 \
+			rk.plan >rk-replay.txt 2>&1
+		NSYS=$(sed -n 's/^NSYS=//p' rk-replay.txt)
+		for r in orig replay; do
+			[ -n "$NSYS" ] && [ -f "$log/rk-$r.nsys-rep" ] &&
+				"$NSYS" stats --report cuda_gpu_kern_sum --format csv "$log/rk-$r.nsys-rep" \
+					>rk-$r.csv 2>/dev/null
+			say "reckern: $r profiled: $(wc -l <rk-$r.csv 2>/dev/null || echo 0) lines"
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import csv
+def load(name):
+    out = {}
+    try:
+        rows = [l for l in open(name) if l.count(",") > 3]
+    except OSError:
+        return out
+    for r in csv.DictReader(rows):
+        try:
+            out[r["Name"]] = (int(r["Instances"]), float(r["Avg (ns)"]), float(r["Total Time (ns)"]))
+        except (KeyError, ValueError):
+            pass
+    return out
+o, r = load("rk-orig.csv"), load("rk-replay.csv")
+if not o or not r:
+    print("reckern: no kernel tables (orig %d, replay %d kernels)" % (len(o), len(r)))
+else:
+    rows = []
+    for k in set(o) | set(r):
+        on, oa, _ = o.get(k, (0, 0.0, 0.0))
+        rn, ra, _ = r.get(k, (0, 0.0, 0.0))
+        rows.append((abs(oa - ra) * max(on, rn), k, on, oa, rn, ra))
+    rows.sort(reverse=True)
+    print("reckern: %d kernels in the original, %d in the replay" % (len(o), len(r)))
+    for _, k, on, oa, rn, ra in rows[:15]:
+        print("reckern: %-60.60s orig %6d x %8.2f us, replay %6d x %8.2f us%s" % (
+            k, on, oa / 1e3, rn, ra / 1e3, " (%.2f)" % (ra / oa) if oa and ra else ""))
+PY
 		;;
 	recordcost)
 		# Where the recorder's cost on the full-graph program comes from:
@@ -1172,6 +1246,152 @@ for p in ("llama-3.2-1b", "llama-3.2-1b-llama3"):
 if len(med) == 2:
     r = med["llama-3.2-1b-llama3"] / med["llama-3.2-1b"]
     print("  target: llama3 / default decode step T=1 = %.4f (want <= 1.02)" % r)
+PY
+		;;
+	fold)
+		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh t/t3180-rope-fuse.sh') \
+			>fold-check.txt 2>&1
+		say "fold: check cuda-ops t3170 t3180: exit $?"
+		grep -E '^(ok|not ok) .*rmsnorm_matmul' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+			grep -c '^ok' | sed 's/^/  rmsnorm_matmul cases passed in cuda-ops: /' | tee -a "$summary"
+		grep -E '^(ok|not ok) .*rmsnorm_matmul_rope_kv_write' "$build/t/unit/cuda-ops.log" \
+			2>/dev/null | grep -c '^ok' |
+			sed 's/^/  of them rmsnorm_matmul_rope_kv_write: /' | tee -a "$summary"
+		grep -hE '^not ok' "$build/t/unit/cuda-ops.log" "$build/t/t3170-rmsnorm-fold.log" \
+			"$build/t/t3180-rope-fuse.log" 2>/dev/null | head -20 | sed 's/^/  /' |
+			tee -a "$summary"
+		grep -E '^(FAIL|ERROR|SKIP):' "$build/test-suite.log" 2>/dev/null | sed 's/^/  /' |
+			tee -a "$summary"
+		for p in llama-3.2-1b llama-3.2-1b-fold llama-3.2-1b-fuse; do
+			for t in 1 8; do
+				t0=$(date +%s)
+				"$B" capture --backend cuda --mode full --tokens $t --stats -o fold-$p-$t.plan \
+					"$S/$p.yaml" >fold-capture-$p-$t.txt 2>&1
+				say "fold: capture $p full T=$t: exit $? in $(( $(date +%s) - t0 )) s"
+				tail -2 fold-capture-$p-$t.txt | sed 's/^/  /' | tee -a "$summary"
+			done
+		done
+		"$B" inspect --choices fold-llama-3.2-1b-fold-1.plan >fold-choices-1.txt 2>&1
+		"$B" inspect --choices fold-llama-3.2-1b-fold-8.plan >fold-choices-8.txt 2>&1
+		"$B" inspect --choices fold-llama-3.2-1b-fuse-1.plan >fuse-choices-1.txt 2>&1
+		"$B" inspect --choices fold-llama-3.2-1b-fuse-8.plan >fuse-choices-8.txt 2>&1
+		grep -h "rmsnorm_matmul" fold-choices-1.txt fold-choices-8.txt fuse-choices-1.txt \
+			fuse-choices-8.txt | grep -E "\.(0|15) " | sed 's/^/  /' | tee -a "$summary"
+		for round in 1 2 3; do
+			for p in llama-3.2-1b llama-3.2-1b-fold llama-3.2-1b-fuse; do
+				for t in 1 8; do
+					"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --check \
+						--json fold-$p-$t.plan >fold-replay-$p-$t-$round.json \
+						2>fold-replay-$p-$t-$round.err
+					[ $? = 0 ] || say "fold: replay $p T=$t round $round failed"
+				done
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+med = {}
+for p in ("llama-3.2-1b", "llama-3.2-1b-fold", "llama-3.2-1b-fuse"):
+    for t in (1, 8):
+        runs = []
+        for r in (1, 2, 3):
+            try:
+                d = json.load(open("fold-replay-%s-%d-%d.json" % (p, t, r)))
+            except (OSError, ValueError) as e:
+                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
+                continue
+            runs.append((d["step_ms"]["median"], d["busy_ms"], d.get("check")))
+        if not runs:
+            continue
+        steps = sorted(x[0] for x in runs)
+        med[(p, t)] = steps[len(steps) // 2]
+        print("  %-18s full T=%d step ms %s, busy %s, check %s" % (
+            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs),
+            runs[-1][2]))
+for t in (1, 8):
+    a, b = med.get(("llama-3.2-1b-fold", t)), med.get(("llama-3.2-1b", t))
+    if a and b:
+        print("  fold: T=%d folded / unfused step = %.4f (want < 1: 32 kernels fewer)" % (t, a / b))
+    c = med.get(("llama-3.2-1b-fuse", t))
+    if c and a:
+        print("  fuse: T=%d fused / folded step = %.4f (want < 1: 16 kernels fewer)" % (t, c / a))
+PY
+		# The per-op tables of the unfused and the fused step at T=1.
+		[ "${FOLD_NSYS:-1}" = 0 ] || for p in llama-3.2-1b llama-3.2-1b-fuse; do
+			sh "$top/.gpu/nsys-profile" "$log/fold-$p" "$B" replay --backend cuda --tokens 1 \
+				--steps 200 --warmup 20 fold-$p-1.plan >fold-nsys-$p.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' fold-nsys-$p.txt)
+			if [ -n "$NSYS" ] && [ -f "$log/fold-$p.nsys-rep" ]; then
+				"$NSYS" export --type sqlite --force-overwrite true -o fold-$p.sqlite \
+					"$log/fold-$p.nsys-rep" >/dev/null 2>&1
+				"$B" report --tokens 1 --top 40 fold-$p.sqlite fold-$p-1.plan \
+					>fold-report-$p.txt 2>&1
+				say "fold: report $p T=1: exit $?"
+				sed 's/^/  /' fold-report-$p.txt | tee -a "$summary"
+			else
+				say "fold: nsys $p: no report"
+				tail -5 fold-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
+			fi
+		done
+		;;
+	tunectx)
+		samples=${TUNECTX_SAMPLES:-llama-3.2-1b llama-decode}
+		for p in $samples; do
+			for t in 1 8; do
+				for c in isolated pdl; do
+					t0=$(date +%s)
+					BCG_TUNE_CONTEXT=$c "$B" capture --backend cuda --mode full --tokens $t \
+						--stats -o tc-$p-$t-$c.plan "$S/$p.yaml" >tc-capture-$p-$t-$c.txt 2>&1
+					say "tunectx: capture $p full T=$t, $c: exit $? in $(( $(date +%s) - t0 )) s"
+					"$B" inspect --json tc-$p-$t-$c.plan >tc-$p-$t-$c.json 2>/dev/null
+				done
+			done
+		done
+		for round in 1 2 3; do
+			for p in $samples; do
+				for t in 1 8; do
+					for c in isolated pdl; do
+						"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --check \
+							--json tc-$p-$t-$c.plan >tc-replay-$p-$t-$c-$round.json \
+							2>tc-replay-$p-$t-$c-$round.err ||
+							say "tunectx: replay $p T=$t $c round $round: exit $?"
+					done
+				done
+			done
+		done
+		python3 - $samples <<'PY' | tee -a "$summary"
+import json, sys
+for p in sys.argv[1:]:
+    for t in (1, 8):
+        med, plans = {}, {}
+        for c in ("isolated", "pdl"):
+            try:
+                plans[c] = json.load(open("tc-%s-%d-%s.json" % (p, t, c)))
+            except (OSError, ValueError):
+                pass
+            runs = []
+            for r in (1, 2, 3):
+                try:
+                    runs.append(json.load(open("tc-replay-%s-%d-%s-%d.json" % (p, t, c, r)))[
+                        "step_ms"]["median"])
+                except (OSError, ValueError, KeyError):
+                    pass
+            if runs:
+                med[c] = sorted(runs)[len(runs) // 2]
+                print("  tunectx: %-14s T=%d %-8s step ms %s" % (
+                    p, t, c, " ".join("%.4f" % x for x in runs)))
+        if len(med) == 2:
+            print("  tunectx: %s T=%d pdl / isolated = %.4f" % (p, t, med["pdl"] / med["isolated"]))
+        if len(plans) == 2:
+            def pick(d):
+                return {c["op_label"]: c for c in d["choices"]}
+            a, b = pick(plans["isolated"]), pick(plans["pdl"])
+            diff = [k for k in a if k in b and a[k]["impl"] != b[k]["impl"]]
+            print("  tunectx: %s T=%d: %d of %d choices differ" % (p, t, len(diff), len(a)))
+            for k in diff[:8]:
+                def us(c):
+                    return ", ".join("%s %.2f" % (x["impl"], x["us"]) for x in c["candidates"])
+                print("    %-12s isolated %s (%s); pdl %s (%s)" % (
+                    k, a[k]["impl"], us(a[k]), b[k]["impl"], us(b[k])))
 PY
 		;;
 	capspeed)

@@ -447,6 +447,30 @@ static void json_node(struct plan_json *j, const plan_t *plan, const struct plan
 	plan_json_object_end(j);
 }
 
+/* (1.7) A recorded item's start offsets, each only where its variant
+ * has them (plan_variant_offsets): "start_ns" on the GPU, "issue_ns" on
+ * the host, from the step's first item. */
+static void json_offsets(struct plan_json *j, const plan_t *plan, uint32_t variant,
+                         const struct plan_item *it)
+{
+	const struct plan_variant *v = plan_get_variant(plan, variant);
+	unsigned have = plan_variant_offsets(plan, variant, NULL);
+	uint64_t start, issue;
+
+	/* a variant of one item has nothing to say */
+	if (v == NULL || v->nitems < 2)
+		return;
+	plan_item_offsets(plan, it, &start, &issue);
+	if (have & PLAN_OFFSETS_START) {
+		plan_json_key(j, "start_ns");
+		plan_json_uint(j, start);
+	}
+	if (have & PLAN_OFFSETS_ISSUE) {
+		plan_json_key(j, "issue_ns");
+		plan_json_uint(j, issue);
+	}
+}
+
 static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
 {
 	const struct plan_segment *s = plan_get_segment(plan, i);
@@ -469,8 +493,10 @@ static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
 	plan_json_key(j, "instantiate_ns");
 	plan_json_uint(j, s->instantiate_ns);
 	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
+		struct plan_item it = { PLAN_ITEM_SEGMENT, i };
 		plan_json_key(j, "recorded_ns");
 		plan_json_uint(j, s->recorded_ns);
+		json_offsets(j, plan, s->variant, &it);
 	}
 	/* 1.6: only in a plan whose segments share executables. */
 	if (plan_count_shares(plan) > 0) {
@@ -526,6 +552,7 @@ static void json_segment(struct plan_json *j, const plan_t *plan, uint32_t i)
 static void json_breakpoint(struct plan_json *j, const plan_t *plan, uint32_t i)
 {
 	const struct plan_breakpoint *b = plan_get_breakpoint(plan, i);
+	struct plan_item it = { PLAN_ITEM_BREAK, i };
 
 	plan_json_object_begin(j);
 	plan_json_key(j, "index");
@@ -551,6 +578,7 @@ static void json_breakpoint(struct plan_json *j, const plan_t *plan, uint32_t i)
 		plan_json_uint(j, b->launch_count);
 		plan_json_key(j, "recorded_ns");
 		plan_json_uint(j, b->recorded_ns);
+		json_offsets(j, plan, b->variant, &it);
 	}
 	plan_json_object_end(j);
 }
@@ -903,7 +931,7 @@ static void json_plan(struct plan_json *j, const plan_t *plan, const struct plan
 		plan_json_uint(j, d->rank);
 		plan_json_key(j, "nccl_version");
 		plan_json_int(j, d->nccl_version);
-		if (d->nccl_mem != PLAN_NCCL_MEM_DEFAULT) {   /* 1.7 */
+		if (d->nccl_mem != PLAN_NCCL_MEM_DEFAULT) {   /* 1.8 */
 			plan_json_key(j, "nccl_mem");
 			plan_json_string(j, "symmetric");
 		}

@@ -112,8 +112,11 @@ enum fmt_section {
 #define REC_SBLK 24
 /* Format 1.6: executables shared between segments. */
 #define REC_SHAR 16
-/* Format 1.7: DIST grew (Nccl_Mem). */
-#define REC_DIST_1_7 24
+/* Format 1.7: SREC and BLCH grew (the items' recorded start offsets). */
+#define REC_SREC_1_7 24
+#define REC_BLCH_1_7 32
+/* Format 1.8: DIST grew (Nccl_Mem). */
+#define REC_DIST_1_8 24
 
 /* The records 1.1 grew, at their 1.0 sizes: a 1.0 file has exactly these,
  * and the fields past them take their defaults. */
@@ -135,45 +138,45 @@ struct fmt_section_def {
 };
 
 static const struct fmt_section_def fmt_sections[S_COUNT] = {
-	[S_META] = { "META", 0, { REC_META_1_0, REC_META, REC_META, REC_META, REC_META, REC_META, REC_META, REC_META } },
-	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT } },
-	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS } },
-	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS } },
-	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS_1_5, REC_TENS_1_5, REC_TENS_1_5 } },
-	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER } },
-	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR } },
-	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS } },
-	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI } },
-	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM } },
-	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS } },
-	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE } },
-	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM } },
-	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE } },
-	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP } },
-	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS } },
-	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP } },
-	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI } },
-	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND } },
-	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC, REC_WSRC, REC_WSRC_1_5, REC_WSRC_1_5, REC_WSRC_1_5 } },
-	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY } },
-	[S_DKEY] = { "DKEY", 3, { 0, 0, 0, REC_DKEY, REC_DKEY, REC_DKEY, REC_DKEY, REC_DKEY } },
-	[S_RECD] = { "RECD", 4, { 0, 0, 0, 0, REC_RECD, REC_RECD, REC_RECD, REC_RECD } },
-	[S_MODS] = { "MODS", 4, { 0, 0, 0, 0, REC_MODS, REC_MODS, REC_MODS, REC_MODS } },
-	[S_FUNC] = { "FUNC", 4, { 0, 0, 0, 0, REC_FUNC, REC_FUNC, REC_FUNC, REC_FUNC } },
-	[S_PINF] = { "PINF", 4, { 0, 0, 0, 0, REC_PINF, REC_PINF, REC_PINF, REC_PINF } },
-	[S_ALOC] = { "ALOC", 4, { 0, 0, 0, 0, REC_ALOC, REC_ALOC, REC_ALOC, REC_ALOC } },
-	[S_LNCH] = { "LNCH", 4, { 0, 0, 0, 0, REC_LNCH, REC_LNCH, REC_LNCH, REC_LNCH } },
-	[S_PTCH] = { "PTCH", 4, { 0, 0, 0, 0, REC_PTCH, REC_PTCH, REC_PTCH, REC_PTCH } },
-	[S_VREC] = { "VREC", 4, { 0, 0, 0, 0, REC_VREC, REC_VREC, REC_VREC, REC_VREC } },
-	[S_SREC] = { "SREC", 4, { 0, 0, 0, 0, REC_SREC, REC_SREC, REC_SREC, REC_SREC } },
-	[S_NLCH] = { "NLCH", 4, { 0, 0, 0, 0, REC_NLCH, REC_NLCH, REC_NLCH, REC_NLCH } },
-	[S_BLCH] = { "BLCH", 4, { 0, 0, 0, 0, REC_BLCH, REC_BLCH, REC_BLCH, REC_BLCH } },
-	[S_BLOB] = { "BLOB", 4, { 0, 0, 0, 0, 0, 0, 0, 0 } },
-	[S_DIST] = { "DIST", 5, { 0, 0, 0, 0, 0, REC_DIST, REC_DIST, REC_DIST_1_7 } },
-	[S_SBLK] = { "SBLK", 5, { 0, 0, 0, 0, 0, REC_SBLK, REC_SBLK, REC_SBLK } },
-	[S_SHAR] = { "SHAR", 6, { 0, 0, 0, 0, 0, 0, REC_SHAR, REC_SHAR } },
-	[S_STRS] = { "STRS", 0, { 0, 0, 0, 0, 0, 0, 0, 0 } },
-	[S_RANK] = { "RANK", 5, { 0, 0, 0, 0, 0, 0, 0, 0 } },
+	[S_META] = { "META", 0, { REC_META_1_0, REC_META, REC_META, REC_META, REC_META, REC_META, REC_META, REC_META, REC_META } },
+	[S_STAT] = { "STAT", 0, { REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT, REC_STAT } },
+	[S_DIMS] = { "DIMS", 0, { REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS, REC_DIMS } },
+	[S_VARS] = { "VARS", 0, { REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS, REC_VARS } },
+	[S_TENS] = { "TENS", 0, { REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS, REC_TENS_1_5, REC_TENS_1_5, REC_TENS_1_5, REC_TENS_1_5 } },
+	[S_OPER] = { "OPER", 0, { REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER, REC_OPER } },
+	[S_ATTR] = { "ATTR", 0, { REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR, REC_ATTR } },
+	[S_IDXS] = { "IDXS", 0, { REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS, REC_IDXS } },
+	[S_VARI] = { "VARI", 0, { REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI, REC_VARI } },
+	[S_ITEM] = { "ITEM", 0, { REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM, REC_ITEM } },
+	[S_SEGS] = { "SEGS", 0, { REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS, REC_SEGS } },
+	[S_NODE] = { "NODE", 0, { REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE, REC_NODE } },
+	[S_PARM] = { "PARM", 0, { REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM, REC_PARM } },
+	[S_EDGE] = { "EDGE", 0, { REC_EDGE_1_0, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE, REC_EDGE } },
+	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP } },
+	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS } },
+	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP } },
+	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI } },
+	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND } },
+	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC, REC_WSRC, REC_WSRC_1_5, REC_WSRC_1_5, REC_WSRC_1_5, REC_WSRC_1_5 } },
+	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY } },
+	[S_DKEY] = { "DKEY", 3, { 0, 0, 0, REC_DKEY, REC_DKEY, REC_DKEY, REC_DKEY, REC_DKEY, REC_DKEY } },
+	[S_RECD] = { "RECD", 4, { 0, 0, 0, 0, REC_RECD, REC_RECD, REC_RECD, REC_RECD, REC_RECD } },
+	[S_MODS] = { "MODS", 4, { 0, 0, 0, 0, REC_MODS, REC_MODS, REC_MODS, REC_MODS, REC_MODS } },
+	[S_FUNC] = { "FUNC", 4, { 0, 0, 0, 0, REC_FUNC, REC_FUNC, REC_FUNC, REC_FUNC, REC_FUNC } },
+	[S_PINF] = { "PINF", 4, { 0, 0, 0, 0, REC_PINF, REC_PINF, REC_PINF, REC_PINF, REC_PINF } },
+	[S_ALOC] = { "ALOC", 4, { 0, 0, 0, 0, REC_ALOC, REC_ALOC, REC_ALOC, REC_ALOC, REC_ALOC } },
+	[S_LNCH] = { "LNCH", 4, { 0, 0, 0, 0, REC_LNCH, REC_LNCH, REC_LNCH, REC_LNCH, REC_LNCH } },
+	[S_PTCH] = { "PTCH", 4, { 0, 0, 0, 0, REC_PTCH, REC_PTCH, REC_PTCH, REC_PTCH, REC_PTCH } },
+	[S_VREC] = { "VREC", 4, { 0, 0, 0, 0, REC_VREC, REC_VREC, REC_VREC, REC_VREC, REC_VREC } },
+	[S_SREC] = { "SREC", 4, { 0, 0, 0, 0, REC_SREC, REC_SREC, REC_SREC, REC_SREC_1_7, REC_SREC_1_7 } },
+	[S_NLCH] = { "NLCH", 4, { 0, 0, 0, 0, REC_NLCH, REC_NLCH, REC_NLCH, REC_NLCH, REC_NLCH } },
+	[S_BLCH] = { "BLCH", 4, { 0, 0, 0, 0, REC_BLCH, REC_BLCH, REC_BLCH, REC_BLCH_1_7, REC_BLCH_1_7 } },
+	[S_BLOB] = { "BLOB", 4, { 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
+	[S_DIST] = { "DIST", 5, { 0, 0, 0, 0, 0, REC_DIST, REC_DIST, REC_DIST, REC_DIST_1_8 } },
+	[S_SBLK] = { "SBLK", 5, { 0, 0, 0, 0, 0, REC_SBLK, REC_SBLK, REC_SBLK, REC_SBLK } },
+	[S_SHAR] = { "SHAR", 6, { 0, 0, 0, 0, 0, 0, REC_SHAR, REC_SHAR, REC_SHAR } },
+	[S_STRS] = { "STRS", 0, { 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
+	[S_RANK] = { "RANK", 5, { 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
 };
 
 /* ---------------------------------------------------------------------- */
@@ -369,7 +372,7 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define DIST_RANK            4
 #define DIST_NCCL_VERSION    8
 #define DIST_FLAGS           12
-#define DIST_NCCL_MEM        16   /* 1.7 */
+#define DIST_NCCL_MEM        16   /* 1.8 */
 #define DIST_RESERVED        20
 
 #define SBLK_FULL            0    /* 1.5 */
@@ -448,12 +451,16 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define VREC_RECORDED_NS     16
 
 #define SREC_RECORDED_NS     0    /* 1.4 */
+#define SREC_START_NS        8    /* 1.7 */
+#define SREC_ISSUE_NS        16   /* 1.7 */
 
 #define NLCH_LAUNCH          0    /* 1.4 */
 
 #define BLCH_LAUNCH_FIRST    0    /* 1.4 */
 #define BLCH_LAUNCH_COUNT    4
 #define BLCH_RECORDED_NS     8
+#define BLCH_START_NS        16   /* 1.7 */
+#define BLCH_ISSUE_NS        24   /* 1.7 */
 
 /* BLOB pieces start at multiples of this. */
 #define BLOB_ALIGN           8

@@ -515,7 +515,7 @@ int plan_add_segment(plan_t *plan, const struct plan_segment *segment, uint32_t 
 		return plan__fail(diag, PLAN_ERR_INVALID, "segment: ops [%u, +%u) outside the %u ops",
 		                  s.op_first, s.op_count, plan->ops.count);
 	}
-	if (!plan->recorded && s.recorded_ns != 0)
+	if (!plan->recorded && (s.recorded_ns != 0 || s.start_ns != 0 || s.issue_ns != 0))
 		return plan__fail(diag, PLAN_ERR_INVALID, "segment: a recorded time in a script plan");
 	if ((s.nnodes && s.nodes == NULL) || (s.nedges && s.edges == NULL))
 		return plan__fail(diag, PLAN_ERR_INVALID, "segment: counts without arrays");
@@ -626,7 +626,7 @@ int plan_add_breakpoint(plan_t *plan, const struct plan_breakpoint *bp, uint32_t
 		if (b.reason < PLAN_BREAK_KIND || b.reason > PLAN_BREAK_MODE)
 			return plan__fail(diag, PLAN_ERR_INVALID, "breakpoint: unknown reason %d",
 			                  b.reason);
-		if (b.launch_first || b.launch_count || b.recorded_ns)
+		if (b.launch_first || b.launch_count || b.recorded_ns || b.start_ns || b.issue_ns)
 			return plan__fail(diag, PLAN_ERR_INVALID,
 			                  "breakpoint: launches or a recorded time in a script plan");
 	}
@@ -809,6 +809,53 @@ COUNT_AND_GET(check, checks, struct plan_check)
 COUNT_AND_GET(dispatch, dispatch, struct plan_dispatch)
 COUNT_AND_GET(choice, choices, struct plan_choice)
 COUNT_AND_GET(share, shares, struct plan_share)
+
+void plan_item_offsets(const plan_t *plan, const struct plan_item *it, uint64_t *start_ns,
+                       uint64_t *issue_ns)
+{
+	uint64_t s = 0, h = 0;
+
+	if (it->kind == PLAN_ITEM_SEGMENT && it->index < plan->segments.count) {
+		const struct plan_segment *g = AT(plan->segments, struct plan_segment, it->index);
+		s = g->start_ns;
+		h = g->issue_ns;
+	} else if (it->kind == PLAN_ITEM_BREAK && it->index < plan->breakpoints.count) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, it->index);
+		s = b->start_ns;
+		h = b->issue_ns;
+	}
+	if (start_ns != NULL)
+		*start_ns = s;
+	if (issue_ns != NULL)
+		*issue_ns = h;
+}
+
+unsigned plan_variant_offsets(const plan_t *plan, uint32_t variant, uint32_t *missing)
+{
+	unsigned have = PLAN_OFFSETS_START | PLAN_OFFSETS_ISSUE;
+	uint32_t first = PLAN_NONE;
+
+	if (variant >= plan->variants.count)
+		return 0;
+	const struct plan_variant *v = &AT(plan->variants, struct plan_variant_rec, variant)->pub;
+	if (!plan->recorded || v->nitems == 0)
+		return 0;
+	/* The first item starts the step: its offsets are 0 by definition. */
+	for (uint32_t k = 1; k < v->nitems; k++) {
+		uint64_t s, h;
+		plan_item_offsets(plan, &v->items[k], &s, &h);
+		if (s == 0 && (have & PLAN_OFFSETS_START)) {
+			have &= ~PLAN_OFFSETS_START;
+			if (first == PLAN_NONE)
+				first = k;
+		}
+		if (h == 0)
+			have &= ~PLAN_OFFSETS_ISSUE;
+	}
+	if (missing != NULL)
+		*missing = first;
+	return have;
+}
 
 const struct plan_share *plan_find_share(const plan_t *plan, uint32_t segment)
 {
@@ -1088,7 +1135,9 @@ int plan_set_recording(plan_t *plan, const struct plan_recording *rec, struct pl
 		return NOMEM(diag);
 	plan->recording = r;
 	plan->recorded = 1;
-	plan->format_minor = PLAN_FORMAT_MINOR_RECORDED;
+	/* a plan read from a newer file keeps the file's version */
+	if (plan->format_minor < PLAN_FORMAT_MINOR_RECORDED)
+		plan->format_minor = PLAN_FORMAT_MINOR_RECORDED;
 	return PLAN_OK;
 }
 

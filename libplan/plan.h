@@ -43,17 +43,20 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 7
+#define PLAN_FORMAT_MINOR 8
 /* A file's minor version is the lowest that holds what it has: a plan
  * without a recording is written as 1.3, byte for byte what 1.3 wrote; a
  * recorded plan as 1.4; a tensor-parallel plan (world > 1, or a tensor
  * split or a weight source sliced) as 1.5; a plan whose segments share
- * executables across variants as 1.6. */
+ * executables across variants as 1.6; a recorded plan whose items have
+ * recorded start offsets as 1.7; a tensor-parallel plan whose collectives
+ * ran in NCCL symmetric memory as 1.8. */
 #define PLAN_FORMAT_MINOR_SCRIPT   3
 #define PLAN_FORMAT_MINOR_RECORDED 4
 #define PLAN_FORMAT_MINOR_RANKS    5  /* a tensor-parallel plan: world > 1 */
 #define PLAN_FORMAT_MINOR_SHARES   6  /* executables shared (SHAR) */
-#define PLAN_FORMAT_MINOR_NCCL_MEM 7  /* collectives in symmetric memory */
+#define PLAN_FORMAT_MINOR_OFFSETS  7  /* items' recorded start offsets */
+#define PLAN_FORMAT_MINOR_NCCL_MEM 8  /* collectives in symmetric memory */
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -412,6 +415,12 @@ struct plan_segment {
 	const struct plan_edge *edges;
 	uint64_t                recorded_ns;  /* (1.4) median time of this graph
 	                                         launch in the recorded run; 0 */
+	/* (1.7) recorded plans: where the item started within its step, as
+	 * medians over the variant's steps (see plan_item_offsets()) */
+	uint64_t                start_ns;     /* its GPU start after the GPU start
+	                                         of the step's first item */
+	uint64_t                issue_ns;     /* its launch call after the step's
+	                                         first launch call (host) */
 };
 
 struct plan_breakpoint {
@@ -431,6 +440,9 @@ struct plan_breakpoint {
 	uint32_t        launch_first;
 	uint32_t        launch_count;
 	uint64_t        recorded_ns;  /* median time of the break in the run */
+	uint64_t        start_ns;     /* (1.7) as plan_segment's, of its first
+	                                 launch */
+	uint64_t        issue_ns;     /* (1.7) */
 };
 
 /* The checksum of one output after the eager reference run. */
@@ -686,11 +698,11 @@ struct plan_dist {
 	uint32_t rank;           /* which rank this plan is, < world */
 	int32_t  nccl_version;   /* as ncclGetVersion(): 22809; 0 without NCCL (host ranks) */
 	uint32_t flags;          /* 0; reserved */
-	/* (1.7) the memory of the collectives' operands: PLAN_NCCL_MEM_* */
+	/* (1.8) the memory of the collectives' operands: PLAN_NCCL_MEM_* */
 	uint32_t nccl_mem;
 };
 
-/* plan_dist.nccl_mem: the arena (as before 1.7), or NCCL symmetric
+/* plan_dist.nccl_mem: the arena (as before 1.8), or NCCL symmetric
  * memory (buffers from ncclMemAlloc registered as a window). */
 #define PLAN_NCCL_MEM_DEFAULT   0u
 #define PLAN_NCCL_MEM_SYMMETRIC 1u
@@ -817,6 +829,30 @@ const struct plan_weight_source *plan_get_weight_source(const plan_t *plan, uint
 const struct plan_share      *plan_get_share(const plan_t *plan, uint32_t index);
 /* SEGMENT's share record, or NULL (it ran on an executable of its own). */
 const struct plan_share      *plan_find_share(const plan_t *plan, uint32_t segment);
+
+/*
+ * Recorded start offsets (format 1.7): where each item of a recorded
+ * variant started within its step, as medians over the variant's steps.
+ * START_NS: the item's GPU start after the GPU start of the step's first
+ * item (CUPTI activity times; a break's first launch); ISSUE_NS: its
+ * launch call after the step's first launch call, on the host. The
+ * first item's are 0; a later item's are above 0 where recorded (an
+ * item starts after the one before it) and 0 where not (a file before
+ * 1.7, or a run without GPU times). Within a variant each kind is
+ * recorded for every item past the first or for none, and never
+ * decreases along the items (plan_validate).
+ */
+#define PLAN_OFFSETS_START 0x1u   /* GPU start offsets recorded */
+#define PLAN_OFFSETS_ISSUE 0x2u   /* host launch offsets recorded */
+
+/* IT's (a segment's or a breakpoint's) offsets; 0 and 0 for a bad item. */
+void plan_item_offsets(const plan_t *plan, const struct plan_item *it, uint64_t *start_ns,
+                       uint64_t *issue_ns);
+/* Which offsets VARIANT's items have (PLAN_OFFSETS_*): 0 for a script
+ * plan or a variant without items; both for a variant of one item. Where
+ * START is missing, *MISSING (if not NULL) gets the first item without a
+ * GPU start offset, else PLAN_NONE. */
+unsigned plan_variant_offsets(const plan_t *plan, uint32_t variant, uint32_t *missing);
 
 /* The choice recorded for OP in VARIANT, or NULL. */
 const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op);
@@ -997,7 +1033,7 @@ void plan_json_null(struct plan_json *j);
  *   plan_dist_text         "rank 0 of 4, NCCL 2.28.9", "rank 1 of 2, no
  *                          NCCL" (host ranks); "1 rank" for world 1;
  *                          ", symmetric memory" after it when the
- *                          collectives' operands were there (1.7)
+ *                          collectives' operands were there (1.8)
  */
 const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
 const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);

@@ -1134,8 +1134,14 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 			return err;
 		s.nodes = r->p.nodes + nf;
 		s.edges = r->p.edges + ef;
-		if (sect_in_file(r, S_SREC))
-			s.recorded_ns = fmt_get64(rec_at(r, S_SREC, i) + SREC_RECORDED_NS);
+		if (sect_in_file(r, S_SREC)) {
+			const unsigned char *k = rec_at(r, S_SREC, i);
+			s.recorded_ns = fmt_get64(k + SREC_RECORDED_NS);
+			if (r->minor >= 7) {
+				s.start_ns = fmt_get64(k + SREC_START_NS);
+				s.issue_ns = fmt_get64(k + SREC_ISSUE_NS);
+			}
+		}
 		if ((err = built(r, plan_add_segment(r->plan, &s, NULL, &r->d), S_SEGS, i)) != 0 ||
 		    (err = check_nodes(r, i, nf, &s)) != 0)
 			return err;
@@ -1163,6 +1169,10 @@ static int build_captures(struct reader *r, uint32_t *idx_cursor)
 			b.launch_first = fmt_get32(k + BLCH_LAUNCH_FIRST);
 			b.launch_count = fmt_get32(k + BLCH_LAUNCH_COUNT);
 			b.recorded_ns = fmt_get64(k + BLCH_RECORDED_NS);
+			if (r->minor >= 7) {
+				b.start_ns = fmt_get64(k + BLCH_START_NS);
+				b.issue_ns = fmt_get64(k + BLCH_ISSUE_NS);
+			}
 		}
 		if ((err = built(r, plan_add_breakpoint(r->plan, &b, NULL, &r->d), S_BRKP, i)) != 0)
 			return err;
@@ -1298,7 +1308,7 @@ static int build_dist(struct reader *r)
 	d.flags = fmt_get32(q + DIST_FLAGS);
 	if ((err = reserved_flags(r, S_DIST, 0, d.flags, FMT_DIST_FLAGS)) != 0)
 		return err;
-	if (r->minor >= 7) {
+	if (r->minor >= 8) {
 		d.nccl_mem = fmt_get32(q + DIST_NCCL_MEM);
 		if (fmt_get32(q + DIST_RESERVED) != 0)
 			return rec_fail(r, PLAN_ERR_RESERVED, S_DIST, 0, "Reserved is not zero");

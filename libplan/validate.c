@@ -1138,6 +1138,49 @@ static int validate_recorded_node(const plan_t *plan, const struct plan_node *n,
 	return PLAN_OK;
 }
 
+/* (1.7) A variant's start offsets: its first item's are 0; every later
+ * item's are recorded (above 0) or none is, of each kind; and they never
+ * decrease along the items (the items of a step ran in order on one
+ * stream, and were launched in order). */
+static int validate_offsets(const plan_t *plan, uint32_t v, struct plan_diag *diag)
+{
+	const struct plan_variant *var = variant_at(plan, v);
+	uint64_t prev_s = 0, prev_h = 0;
+	uint32_t known_s = 0, known_h = 0;
+
+	if (var->nitems == 0)
+		return PLAN_OK;
+	for (uint32_t k = 0; k < var->nitems; k++) {
+		uint64_t s, h;
+		plan_item_offsets(plan, &var->items[k], &s, &h);
+		if (k == 0) {
+			if (s != 0 || h != 0)
+				return FAIL("section %s: variant %u item 0: start offsets %llu and %llu ns; "
+				            "the first item starts its step (0)",
+				            var->items[0].kind == PLAN_ITEM_SEGMENT ? "SREC" : "BLCH", v,
+				            (unsigned long long)s, (unsigned long long)h);
+			continue;
+		}
+		if ((s != 0 && s < prev_s) || (h != 0 && h < prev_h))
+			return FAIL("section %s: variant %u item %u starts before the item before it "
+			            "(%llu ns after the step's start, against %llu; launched %llu ns "
+			            "after, against %llu)",
+			            var->items[k].kind == PLAN_ITEM_SEGMENT ? "SREC" : "BLCH", v, k,
+			            (unsigned long long)s, (unsigned long long)prev_s,
+			            (unsigned long long)h, (unsigned long long)prev_h);
+		known_s += s != 0;
+		known_h += h != 0;
+		prev_s = s;
+		prev_h = h;
+	}
+	if ((known_s != 0 && known_s != var->nitems - 1) ||
+	    (known_h != 0 && known_h != var->nitems - 1))
+		return FAIL("section SREC, BLCH: variant %u: %u of its %u items past the first have a "
+		            "start offset and %u a launch offset; all or none must", v, known_s,
+		            var->nitems - 1, known_h);
+	return PLAN_OK;
+}
+
 static int validate_recorded_segment(const plan_t *plan, uint32_t i, struct plan_diag *diag)
 {
 	const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
@@ -1274,6 +1317,8 @@ static int validate_recorded_captures(const plan_t *plan, struct plan_diag *diag
 			}
 		}
 	}
+	for (uint32_t v = 0; v < plan->variants.count && err == PLAN_OK; v++)
+		err = validate_offsets(plan, v, diag);
 	for (uint32_t i = 0; err == PLAN_OK && i < plan->segments.count; i++)
 		if (seg_refs[i] == 0)
 			err = FAIL("section ITEM: segment %u is no item of its variant", i);

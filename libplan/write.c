@@ -69,7 +69,7 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
-	unsigned   minor;        /* the format version written: 1.1 to 1.5 */
+	unsigned   minor;        /* the format version written: 1.1 to 1.8 */
 	struct buf blob;         /* 1.4: the BLOB section's bytes */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
@@ -332,7 +332,7 @@ static void encode_dist(struct writer *w, const plan_t *plan)
 	fmt_put32(p + DIST_RANK, plan->dist.rank);
 	fmt_puti32(p + DIST_NCCL_VERSION, plan->dist.nccl_version);
 	fmt_put32(p + DIST_FLAGS, plan->dist.flags);
-	if (w->minor >= 7)
+	if (w->minor >= 8)
 		fmt_put32(p + DIST_NCCL_MEM, plan->dist.nccl_mem);
 	sect_end(w, S_DIST);
 }
@@ -683,9 +683,15 @@ static void encode_recorded(struct writer *w, const plan_t *plan, struct cursors
 	sect_end(w, S_VREC);
 
 	sect_begin(w, S_SREC, plan->segments.count);
-	for (uint32_t i = 0; i < plan->segments.count; i++)
-		fmt_put64(w_record(w, REC_SREC) + SREC_RECORDED_NS,
-		          AT(plan->segments, struct plan_segment, i)->recorded_ns);
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		p = w_record(w, fmt_sections[S_SREC].size[w->minor]);
+		fmt_put64(p + SREC_RECORDED_NS, s->recorded_ns);
+		if (w->minor >= 7) {
+			fmt_put64(p + SREC_START_NS, s->start_ns);
+			fmt_put64(p + SREC_ISSUE_NS, s->issue_ns);
+		}
+	}
 	sect_end(w, S_SREC);
 
 	sect_begin(w, S_NLCH, (uint32_t)c->node);
@@ -699,10 +705,14 @@ static void encode_recorded(struct writer *w, const plan_t *plan, struct cursors
 	sect_begin(w, S_BLCH, plan->breakpoints.count);
 	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
 		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
-		p = w_record(w, REC_BLCH);
+		p = w_record(w, fmt_sections[S_BLCH].size[w->minor]);
 		fmt_put32(p + BLCH_LAUNCH_FIRST, b->launch_first);
 		fmt_put32(p + BLCH_LAUNCH_COUNT, b->launch_count);
 		fmt_put64(p + BLCH_RECORDED_NS, b->recorded_ns);
+		if (w->minor >= 7) {
+			fmt_put64(p + BLCH_START_NS, b->start_ns);
+			fmt_put64(p + BLCH_ISSUE_NS, b->issue_ns);
+		}
 	}
 	sect_end(w, S_BLCH);
 
@@ -889,6 +899,26 @@ static int uses_1_2(const plan_t *plan)
 	return 0;
 }
 
+/* Whether PLAN (or a rank it holds) needs format 1.7: a recorded item
+ * with a start offset. */
+static int uses_offsets(const plan_t *plan)
+{
+	for (uint32_t i = 0; i < plan->segments.count; i++) {
+		const struct plan_segment *s = AT(plan->segments, struct plan_segment, i);
+		if (s->start_ns != 0 || s->issue_ns != 0)
+			return 1;
+	}
+	for (uint32_t i = 0; i < plan->breakpoints.count; i++) {
+		const struct plan_breakpoint *b = AT(plan->breakpoints, struct plan_breakpoint, i);
+		if (b->start_ns != 0 || b->issue_ns != 0)
+			return 1;
+	}
+	for (uint32_t r = 0; r < plan->nranks; r++)
+		if (plan->ranks[r] != NULL && uses_offsets(plan->ranks[r]))
+			return 1;
+	return 0;
+}
+
 int plan__uses_ranks(const plan_t *plan)
 {
 	if (plan->dist.world > 1)
@@ -953,9 +983,10 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
 	/* Capture-size keys need 1.3, ranks 1.5, shared executables 1.6,
-	 * collectives in symmetric memory 1.7; every plan without them is
-	 * written as before, byte for byte. */
-	w->minor = plan->dist.nccl_mem != 0 ? 7 : plan->shares.count > 0 ? 6 :
+	 * recorded start offsets 1.7, collectives in symmetric memory 1.8;
+	 * every plan without them is written as before, byte for byte. */
+	w->minor = plan->dist.nccl_mem != 0 ? 8 : uses_offsets(plan) ? 7 :
+	           plan->shares.count > 0 ? 6 :
 	           plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 :
 	           plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
 	for (int s = 0; s < S_COUNT; s++)

@@ -2,14 +2,15 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 32 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 34 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,33p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,35p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
 		softmax rope embedding kv_write attention argmax \
 		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice \
 		paged_kv_write rope_paged_kv_write paged_attention qk_norm moe_router moe_router_paged \
-		moe_experts gated_add all_reduce all_gather vocab_embedding >expect &&
+		moe_experts gated_add all_reduce all_gather vocab_embedding rmsnorm_matmul \
+		rmsnorm_matmul_rope_kv_write >expect &&
 	test_cmp expect kinds
 '
 
@@ -33,7 +34,9 @@ test_expect_success 'ops shows the fused kinds, several outputs in parentheses' 
 	test_grep "^matmul_silu_mul  *(a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^rope_kv_write  *(qkv, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^qk_norm  *(x, q_w, k_w) -> out  *heads kv_heads=heads head_dim eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
-	test_grep "^slice  *(x) -> out  *start  *f32 f16 bf16  *no  *always\$" out
+	test_grep "^slice  *(x) -> out  *start  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^rmsnorm_matmul  *(x, w, b) -> out  *eps trans_b=false epilogue=none  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^rmsnorm_matmul_rope_kv_write  *(x, w, b, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *no  *always\$" out
 '
 
 test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h order' '
@@ -41,7 +44,7 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 32
+	assert len(k) == 34
 	inplace = sorted(n for n in k if k[n]["inplace"])
 	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
 	                          "add_rmsnorm", "matmul_add", "qk_norm", "gated_add", "all_reduce"])
@@ -85,6 +88,15 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert k["slice"]["attrs"] == [{"name": "start", "type": "int", "required": True, "default": None,
 	                                "help": "the first column of x taken"}]
 	assert k["matmul_add"]["inputs"] == ["x", "a", "b"] and k["matmul_silu_mul"]["inputs"] == ["a", "b"]
+	assert k["rmsnorm_matmul"]["inputs"] == ["x", "w", "b"] and k["rmsnorm_matmul"]["outputs"] == ["out"]
+	assert [a["name"] for a in k["rmsnorm_matmul"]["attrs"]] == ["eps", "trans_b", "epilogue"]
+	assert k["rmsnorm_matmul"]["attrs"][0]["required"] and k["rmsnorm_matmul"]["attrs"][0]["default"] is None
+	assert k["rmsnorm_matmul"]["attrs"][2] == {"name": "epilogue", "type": "enum", "required": False,
+	                                           "default": "none", "help": "after the product: none, or silu_mul (gate columns, then up)"}
+	rrk = k["rmsnorm_matmul_rope_kv_write"]
+	assert rrk["inputs"] == ["x", "w", "b", "pos"] and rrk["outputs"] == ["q", "k_cache", "v_cache"]
+	assert rrk["attrs"][:-2] == k["rope_kv_write"]["attrs"]
+	assert [a["name"] for a in rrk["attrs"][-2:]] == ["eps", "trans_b"]
 	EOT
 	"$PYTHON3" check.py out.json
 '

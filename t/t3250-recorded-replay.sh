@@ -23,8 +23,11 @@ test_expect_success 'setup: recorded plans, replayable and not' '
 	"$rp" --host-node host.plan &&
 	"$rp" --stray stray.plan &&
 	"$rp" --foreign foreign.plan &&
+	"$rp" --offsets offsets.plan &&
 	bcg inspect rec.plan >out &&
-	test_grep "format 1.4" out
+	test_grep "format 1.4" out &&
+	bcg inspect offsets.plan >out &&
+	test_grep "format 1.7" out
 '
 
 test_expect_success '!CUDA' 'without a usable GPU instantiate says why and exits 3' '
@@ -81,8 +84,8 @@ test_expect_success 'options of the other kind of plan are usage errors' '
 	test_expect_code 2 bcg replay --trace /dev/null rec.plan 2>err &&
 	test_expect_code 2 bcg replay --fill some rec.plan 2>err &&
 	test_grep "fill: some: snapshot, zeros or random" err &&
-	test_expect_code 2 bcg replay --pace recorded rec.plan 2>err &&
-	test_grep "^bcgtool replay: --pace: recorded: step or none$" err &&
+	test_expect_code 2 bcg replay --pace steady rec.plan 2>err &&
+	test_grep "^bcgtool replay: --pace: steady: step, none or recorded$" err &&
 	test_expect_code 2 bcg replay --backend host --pace none "$script_plan" 2>err &&
 	test_grep "pace and --flush-l2 apply to recorded plans only" err &&
 	test_expect_code 2 bcg replay --backend host --flush-l2 "$script_plan" 2>err &&
@@ -96,9 +99,27 @@ test_expect_success '!CUDA' '--pace and --flush-l2 parse, then the GPU is missin
 	test_expect_code 3 bcg replay --pace step rec.plan 2>err
 '
 
+test_expect_success '--pace recorded needs start offsets: refused by name, exit 2' '
+	test_expect_code 2 bcg replay --pace recorded rec.plan >out 2>err &&
+	test_grep "^bcgtool: rec.plan: --pace recorded: variant 1 has no recorded start offsets (its item 1, break tail (3 launches), has none): a plan written before format 1.7, or recorded without GPU times; record the program again$" err &&
+	test ! -s out &&
+	test_expect_code 2 bcg replay --pace recorded --variant step rec.plan 2>err &&
+	test_grep "variant 1 has no recorded start offsets" err &&
+	# a script plan has no recording to pace by
+	test_expect_code 2 bcg replay --backend host --pace recorded "$script_plan" 2>err &&
+	test_grep "pace and --flush-l2 apply to recorded plans only" err
+'
+
+test_expect_success '!CUDA' '--pace recorded of a plan with offsets parses, then the GPU is missing: exit 3' '
+	test_expect_code 3 bcg replay --pace recorded --flush-l2 offsets.plan >out 2>err &&
+	test_grep "a recorded plan replays only on a GPU" err &&
+	test ! -s out
+'
+
 test_expect_success 'the help names --pace and --flush-l2' '
 	bcg replay --help >out &&
 	test_grep "^      --pace P     recorded plans: step (default" out &&
+	test_grep "^                   running ahead) or recorded (as step, with the GPU$" out &&
 	test_grep "^      --flush-l2   recorded plans: write over twice the L2" out
 '
 
@@ -172,6 +193,37 @@ assert all(i[\"median_ms\"] > 0 and i[\"busy_ms\"] > 0 for i in v[\"items\"]), v
 	test_grep "^  step against the recorded GPU busy time  .* 0.050 ms  *[0-9.]*  *[0-9.]* ms  *[0-9.]*$" out
 '
 
+# offsets.plan: the segment took 20 us and the break started 30 us after
+# it (recorded-sample.h): one gap of 10 us = 0.01 ms. The gap kernel spins
+# at least the gap less its own measured cost (on the GPU's timer, whose
+# ticks may be up to a microsecond or so coarse), inside the timed step:
+# so the step is at least that long, however fast the items run. A
+# property of the pacing, not a bound on speed.
+test_expect_success CUDA,PYTHON3 'replay --pace recorded: the recorded gap is put in the step' '
+	bcg replay --steps 20 --warmup 2 --pace recorded --json offsets.plan >out.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"out.json\"))
+assert d[\"pace\"] == \"recorded\", d
+v, = d[\"variants\"]
+p = v[\"paced\"]
+assert p[\"gaps\"] == 1 and abs(p[\"gap_ms\"] - 0.01) < 1e-9, p
+assert p[\"gap_cost_us\"] >= 0, p
+floor = p[\"gap_ms\"] - p[\"gap_cost_us\"] / 1e3 - 0.002
+assert v[\"step_ms\"][\"median\"] >= floor, (v[\"step_ms\"], floor)
+# the break follows the gap: its span from the segment end holds it
+assert v[\"items\"][1][\"median_ms\"] >= floor, (v[\"items\"], floor)
+assert v[\"recorded_ms\"] == 0.06, v
+" &&
+	bcg replay --steps 20 --warmup 2 --pace recorded offsets.plan >out &&
+	test_grep "^steps    20 per variant (after 2 warm-up), paced recorded (each waited for, with the recorded idle gaps between its items)$" out &&
+	test_grep "^  paced  *1 gap, 0.010 ms in all (a gap kernel costs [0-9.]* us, taken off each)$" out &&
+	bcg replay --steps 2 --warmup 1 --pace recorded --json offsets.plan >paced.json &&
+	if test -n "$PYTHON3" && "$PYTHON3" -c "import jsonschema" 2>/dev/null; then
+		check replay paced.json
+	fi
+'
+
 test_expect_success CUDA 'replay: a table, every fill, by number and by label' '
 	bcg replay --steps 3 --variant step --fill random --seed 3 rec.plan >out &&
 	test_grep "^variant 1 \"step\": seen 5 times; instantiate 1 match, 0 drift$" out &&
@@ -218,7 +270,15 @@ test_expect_success JSONSCHEMA 'the replay schema: a recorded replay as bcgtool-
 	sed "s/\"seen\": 5/\"seen\": -1/" doc.json >bad.json &&
 	test_must_fail check replay bad.json 2>err &&
 	test_grep "variants/0/seen" err &&
-	sed "s/\"pace\": \"step\"/\"pace\": \"recorded\"/" doc.json >bad.json &&
+	sed "s/\"pace\": \"step\"/\"pace\": \"steady\"/" doc.json >bad.json &&
+	test_must_fail check replay bad.json 2>err &&
+	# paced by the recording: the gaps reproduced, their total, a gap
+	# kernel cost; all three or the object is wrong
+	sed "s/\"pace\": \"step\"/\"pace\": \"recorded\"/; s/\"host_ms\": 0.01,/\"host_ms\": 0.01, \"paced\": {\"gaps\": 1, \"gap_ms\": 0.01, \"gap_cost_us\": 1.2},/" \
+		doc.json >paced.json &&
+	test_grep "\"paced\": {" paced.json &&
+	check replay paced.json &&
+	sed "s/, \"gap_cost_us\": 1.2//" paced.json >bad.json &&
 	test_must_fail check replay bad.json 2>err &&
 	# the keys a recorded replay always writes are required: without one
 	# of them the document is not replay --json output

@@ -107,6 +107,33 @@ assert prog > 0, \"no programmatic edges\"
 "
 '
 
+test_expect_success PYTHON3 'BCG_TUNE_CONTEXT=pdl: each product tuned with its input warm behind a PDL launch; the plan replays as eager' '
+	(BCG_TUNE_CONTEXT=pdl && export BCG_TUNE_CONTEXT &&
+	 bcg capture --backend cuda --stats -o ctx.plan "$twin" >ctx.out) &&
+	bcg inspect --json ctx.plan >ctx.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"ctx.json\"))
+products = [o[\"index\"] for o in d[\"ops\"] if o[\"kind\"].startswith(\"matmul\")]
+timed = 0
+for v in d[\"variants\"]:
+    mine = {c[\"op\"]: c for c in d[\"choices\"] if c[\"variant\"] == v[\"index\"]}
+    for c in (mine[op] for op in products):
+        assert c[\"tuned\"] and all(x[\"us\"] >= 0 for x in c[\"candidates\"]), c
+        timed += sum(1 for x in c[\"candidates\"] if x[\"us\"] > 0)
+assert timed > 0, \"no candidate took any time\"
+" &&
+	bcg replay --backend cuda --steps 3 --check ctx.plan >ctx.replay &&
+	test_grep "^check        \\(bit-exact\\|within bounds\\)" ctx.replay
+'
+
+test_expect_success 'BCG_TUNE_CONTEXT other than isolated or pdl: refused, naming it' '
+	(BCG_TUNE_CONTEXT=warm && export BCG_TUNE_CONTEXT &&
+	 test_must_fail bcg capture --backend cuda -o bad.plan "$twin" >out 2>err) &&
+	test_grep "BCG_TUNE_CONTEXT is .warm.: isolated or pdl" err &&
+	! test -e bad.plan
+'
+
 test_expect_success PYTHON3 'instantiate runs the recorded choice: another one drifts, named by its kernel' '
 	bcg instantiate --backend cuda twin.plan >inst &&
 	test_grep "segments: [0-9]* match, 0 drift, 0 unchecked$" inst &&

@@ -281,6 +281,15 @@ static int64_t sh_attr_int(const struct plan_op *o, const char *key, int64_t dfl
 	return dflt;
 }
 
+/* Whether O's enum (or string) attribute KEY is VALUE. */
+static int sh_attr_is(const struct plan_op *o, const char *key, const char *value)
+{
+	for (uint32_t i = 0; i < o->nattr; i++)
+		if (strcmp(o->attr[i].key, key) == 0)
+			return o->attr[i].s != NULL && strcmp(o->attr[i].s, value) == 0;
+	return 0;
+}
+
 /* "op 'o.3' (matmul_add)" */
 static void sh_desc(const struct plan_op *o, char *buf, size_t len)
 {
@@ -430,6 +439,52 @@ static int sh_heads_op(struct sh *s, const struct op_kind *k, const struct plan_
 	return 0;
 }
 
+/* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache: the
+ * norm reads x and w whole; b splits along its product columns (by blocks
+ * [H, KVW, KVW] of unit head_dim, as rope_kv_write's qkv does) exactly
+ * when the outputs split by head; heads and kv_heads then become the
+ * rank's, as sh_heads_op sets them. */
+static int sh_norm_product_heads(struct sh *s, const struct op_kind *k, const struct plan_op *o,
+                                 uint32_t op)
+{
+	uint32_t b = o->in[RRK_B];
+	int tb = sh_attr_int(o, "trans_b", 0) != 0, lead = sh_split(s, b) != NULL;
+	char desc[192], opnd[200];
+	struct sh_op *e;
+	struct plan_attr *a;
+
+	sh_desc(o, desc, sizeof desc);
+	for (uint32_t i = 0; i < 2; i++)
+		if (sh_split(s, o->in[i]) != NULL)
+			return sh_fail(s, op, PLAN_NONE, "%s: input %s ('%s') splits; the norm reads "
+			               "whole rows of x and all of w (only b may split, along its "
+			               "q|k|v columns)", desc, k->inputs[i], s->tensors[o->in[i]].name);
+	if (lead && !sh_split_on(s, b, tb ? 0 : 1))
+		return sh_fail(s, op, PLAN_NONE, "%s: input b ('%s') splits along K; the norm "
+		               "reads whole rows of x (split b along its q|k|v columns)", desc,
+		               s->tensors[b].name);
+	for (uint32_t i = 0; i < o->nout; i++) {
+		if ((sh_split(s, o->out[i]) != NULL) == lead)
+			continue;
+		sh_operand(s, k, o, 1, i, opnd, sizeof opnd);
+		return sh_fail(s, op, PLAN_NONE, "%s: %s %s, and input b ('%s') %s", desc, opnd,
+		               lead ? "does not split" : "splits", sh_tname(s, b),
+		               lead ? "does" : "does not");
+	}
+	if (sh_copy(s, o) != 0)
+		return -1;
+	if (!lead)
+		return 0;
+	e = &s->ops[s->nops - 1];
+	if ((a = sh_attr(e, "heads")) != NULL &&
+	    sh_heads(s, op, desc, "heads", a->i, 0, &a->i) != 0)
+		return -1;
+	if ((a = sh_attr(e, "kv_heads")) != NULL &&
+	    sh_heads(s, op, desc, "kv_heads", a->i, 1, &a->i) != 0)
+		return -1;
+	return 0;
+}
+
 static int sh_gather_target(struct sh *s, const char *desc, uint32_t op, uint32_t b,
                             uint32_t out)
 {
@@ -444,18 +499,29 @@ static int sh_gather_target(struct sh *s, const char *desc, uint32_t op, uint32_
 	return 0;
 }
 
-/* matmul, matmul_add, matmul_silu_mul. */
+/* matmul, matmul_add, matmul_silu_mul; and rmsnorm_matmul (x, w, b), whose
+ * x and w the norm reads whole: only its b may split, along N (w is
+ * replicated, as every whole tensor is). */
 static int sh_product(struct sh *s, const struct op_kind *k, const struct plan_op *o,
                       uint32_t op)
 {
-	int fused_add = k->id == OP_MATMUL_ADD, swiglu = k->id == OP_MATMUL_SILU_MUL;
-	uint32_t ia = fused_add ? 1 : 0, a = o->in[ia], b = o->in[ia + 1], out = o->out[0];
+	int fused_add = k->id == OP_MATMUL_ADD, rnm = k->id == OP_RMSNORM_MATMUL;
+	int swiglu = k->id == OP_MATMUL_SILU_MUL || (rnm && sh_attr_is(o, "epilogue", "silu_mul"));
+	uint32_t ia = fused_add ? 1 : 0, a = o->in[ia], b = o->in[rnm ? 2 : ia + 1], out = o->out[0];
 	int ta = sh_attr_int(o, "trans_a", 0) != 0, tb = sh_attr_int(o, "trans_b", 0) != 0;
 	uint32_t a_k = ta ? 0 : 1, b_k = tb ? 1 : 0, b_n = tb ? 0 : 1;
 	int bN = sh_split_on(s, b, b_n), bK = sh_split_on(s, b, b_k), aK = sh_split_on(s, a, a_k);
 	char desc[192];
 
 	sh_desc(o, desc, sizeof desc);
+	for (uint32_t i = 0; rnm && i < 2; i++)
+		if (sh_split(s, o->in[i]) != NULL)
+			return sh_fail(s, op, PLAN_NONE, "%s: input %s ('%s') splits; the norm reads "
+			               "whole rows of x and all of w (only b may split, along N)", desc,
+			               k->inputs[i], s->tensors[o->in[i]].name);
+	if (rnm && bK)
+		return sh_fail(s, op, PLAN_NONE, "%s: input b ('%s') splits along K; the norm "
+		               "reads whole rows of x (split b along N)", desc, s->tensors[b].name);
 	if (sh_split(s, a) != NULL && !aK)
 		return sh_fail(s, op, PLAN_NONE, "%s: input a ('%s') splits along M; only K (the "
 		               "axis the product sums) may split", desc, s->tensors[a].name);
@@ -648,6 +714,7 @@ static int sh_op(struct sh *s, uint32_t op)
 	case OP_MATMUL:
 	case OP_MATMUL_ADD:
 	case OP_MATMUL_SILU_MUL:
+	case OP_RMSNORM_MATMUL:
 		return sh_product(s, k, o, op);
 	case OP_EMBEDDING:
 		return sh_embedding(s, k, o, op);
@@ -658,6 +725,8 @@ static int sh_op(struct sh *s, uint32_t op)
 	case OP_PAGED_ATTENTION:
 	case OP_QK_NORM:
 		return sh_heads_op(s, k, o, op);
+	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
+		return sh_norm_product_heads(s, k, o, op);
 	case OP_FILL:
 	case OP_COPY:
 	case OP_ADD:

@@ -81,6 +81,10 @@ int cuda_run_matmul_add(const struct op_call *call, const struct cuda_op_ctx *ct
                         char *msg, size_t len);
 int cuda_run_matmul_silu_mul(const struct op_call *call, const struct cuda_op_ctx *ctx,
                              char *msg, size_t len);
+int cuda_run_rmsnorm_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                            char *msg, size_t len);
+int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
+                                          const struct cuda_op_ctx *ctx, char *msg, size_t len);
 /* cuda-norm.cu */
 int cuda_run_rmsnorm(const struct op_call *call, const struct cuda_op_ctx *ctx,
                      char *msg, size_t len);
@@ -141,6 +145,8 @@ size_t cuda_all_gather_scratch_bytes(const struct op_call *call);
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2 };   /* products */
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
+enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
+enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
 
 /* cuda_impl_usable by op id, for the launchers, which are not given
  * call->kind. */
@@ -150,6 +156,12 @@ int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl);
  * and the scratch bytes its launch needs (counters included). */
 int    cuda_product_usable(enum op_id id, const struct op_call *call, int impl);
 size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
+/* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
+int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
+size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
+/* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
+int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);
+size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call);
 /* cuda-norm.cu */
 int    cuda_argmax_usable(const struct op_call *call, int impl);
 size_t cuda_argmax_scratch_bytes(const struct op_call *call);
@@ -512,6 +524,27 @@ __device__ __forceinline__ void cuda_widen16(const uint4 &v, float (&f)[16 / siz
 			f[2 * i] = cuda_to_f32(lo);
 			f[2 * i + 1] = cuda_to_f32(hi);
 		}
+	}
+}
+
+/* F rounded to T, packed as cuda_widen16 unpacks it. */
+template <typename T>
+__device__ __forceinline__ uint4 cuda_narrow16(const float (&f)[16 / sizeof(T)])
+{
+	if constexpr (std::is_same<T, float>::value) {
+		return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
+		                  __float_as_uint(f[3]));
+	} else {
+		uint32_t w[4];
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const T lo = cuda_from_f32<T>(f[2 * i]), hi = cuda_from_f32<T>(f[2 * i + 1]);
+			uint16_t l16, h16;
+			memcpy(&l16, &lo, 2);
+			memcpy(&h16, &hi, 2);
+			w[i] = (uint32_t)l16 | (uint32_t)h16 << 16;
+		}
+		return make_uint4(w[0], w[1], w[2], w[3]);
 	}
 }
 

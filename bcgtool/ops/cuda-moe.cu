@@ -56,8 +56,10 @@ __device__ __forceinline__ unsigned moe_key(float v)
 	return u & 0x80000000u ? ~u : u | 0x80000000u;
 }
 
-/* The warp's largest of V and, among the lanes that hold it, the smallest
- * of I (redux.sync on sm_80 and later; butterflies before). */
+/* The warp's largest (moe_warp_max) and smallest (moe_warp_min) of V:
+ * redux.sync on sm_80 and later, butterflies before. The router takes
+ * the largest key with the first and, among the lanes holding it, the
+ * lowest expert with the second. */
 __device__ __forceinline__ unsigned moe_warp_max(unsigned v)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cuda-internal.h"
+#include "cuda-rope.h"
 #include "rope-scaling.h"
 
 /* Copy element I of X to element I of OUT: the bits when the dtypes
@@ -45,23 +46,8 @@ __device__ __forceinline__ void cuda_rope_copy(const void *x, int dtx, void *out
 		cuda_st(out, dto, i, cuda_ld(x, dtx, i));
 }
 
-/* The frequencies of the op's rope_type (rope-scaling.c: transformers'
- * f32 steps, the power in double rounded once) -- the host kernel's exact
- * values -- computed on the host and passed by value, so the kernel does
- * no transcendental work but sincosf. MSCALE multiplies cos and sin
- * (yarn's attention factor, else 1: an exact no-op); positions from LIMIT
- * on (dynamic past its original context) give NaN, as on the host. */
-#define ROPE_MAX_PAIRS 256
-struct rope_freqs {
-	float   f[ROPE_MAX_PAIRS];
-	float   mscale;
-	int64_t limit;
-};
-
-/* FREQS for head_dim D (D / 2 <= ROPE_MAX_PAIRS), the rest zero; A the
- * op's scaling attributes (rope-scaling.h). */
-static void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d,
-                            const union op_value *a)
+/* cuda-rope.h */
+void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d, const union op_value *a)
 {
 	struct rope_scaling rs;
 
@@ -71,18 +57,6 @@ static void rope_freqs_fill(struct rope_freqs *freqs, double theta, int64_t d,
 		freqs->f[i] = rope_inv_freq(&rs, i);
 	freqs->mscale = rope_mscale(&rs);
 	freqs->limit = rope_pos_limit(&rs);
-}
-
-/* cos and sin of pair I at position P, as the host computes them. */
-__device__ __forceinline__ void rope_angle(const struct rope_freqs &freqs, int32_t p, int i,
-                                           float *c, float *s)
-{
-	float a = __fmul_rn((float)p, freqs.f[i]);
-	sincosf(a, s, c);
-	*c = __fmul_rn(*c, freqs.mscale);
-	*s = __fmul_rn(*s, freqs.mscale);
-	if ((int64_t)p >= freqs.limit)
-		*c = *s = __int_as_float(0x7fc00000);
 }
 
 /* x, out [T, heads*head_dim]. Work item (t, h, i) for i < per_head, where

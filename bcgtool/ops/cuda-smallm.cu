@@ -43,6 +43,15 @@
  * Each out element is read (x) and written by the same thread: out may be
  * x.
  *
+ * rmsnorm_matmul_rope_kv_write's "gemv" is the gemv body with
+ * rmsnorm_matmul's norm prologue and a rope epilogue
+ * (bcg_smallm_gemv_rope_kernel): in the q and k columns a block's four
+ * slots are the two members of two rope pairs of one head (smallm_col),
+ * so the block that finishes a group rotates them as
+ * bcg_rope_kv_write_kernel does (cuda-rope.h's frequencies and angle),
+ * stores q and writes k and v into the caches at row pos[m]; the product
+ * itself is never stored.
+ *
  * PDL: before cuda_pdl_begin() a block only asks L2 for the first bytes of
  * its weight rows; it waits before reading the tokens.
  */
@@ -53,6 +62,7 @@
 #include <type_traits>
 
 #include "cuda-internal.h"
+#include "cuda-rope.h"
 
 #define SM_WARPS        4
 #define SM_THREADS      (SM_WARPS * 32)
@@ -61,12 +71,17 @@
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
 #define SM_MMA_MAX_M    32
 #define SM_GEMV_MAX_M   8
+/* rmsnorm_matmul's gemv: the normalized tokens a block holds, in 16-byte
+ * vectors, for MT tokens: 16 KiB up to two tokens (K <= 8192 bf16 at
+ * one), 32 KiB beyond, so that one token keeps the plain gemv's blocks
+ * per multiprocessor (registers bound them first). */
+#define RNM_XS_VECS(mt) ((mt) <= 2 ? 1024 : 2048)
 /* Units of 32 k an mma split gets at least. On an H100 in a graph, a
  * split's merge costs about what 768 k of one block's streaming saves:
  * 1024 x 1024 runs best whole, 1024 x 2816 in three. */
 #define SM_MMA_MIN_SPLIT 24
 
-enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2 };
+enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2, EPI_ROPE = 3 };
 
 /* What a kernel is given; plain data, passed by value. */
 struct smallm_args {
@@ -81,7 +96,42 @@ struct smallm_args {
 	int         ksplit;         /* gridDim.y */
 	float      *part;           /* ksplit > 1: [ksplit][nblocks][slots * MT] */
 	unsigned   *counters;       /* ksplit > 1: one per column group */
+	const void *w;              /* rmsnorm_matmul: the norm's weights [K] */
+	float       eps;            /* and its eps */
+	int64_t     rope_qk;        /* EPI_ROPE: the q and k columns, (H + KVH) D */
+	int64_t     rope_d;         /* and head_dim (a multiple of 4) */
 };
+
+/* What EPI_ROPE's epilogue writes (rmsnorm_matmul_rope_kv_write): q [M, H
+ * D], the caches [S, KVH D] at rows pos[m], rotated by FREQS as
+ * bcg_rope_kv_write_kernel rotates. Other epilogues take smallm_none. */
+struct smallm_rope {
+	const int32_t    *pos;
+	void             *q, *kc, *vc;
+	int               dtq, dtk, dtv;
+	int               H, KVH;
+	int64_t           S;
+	struct rope_freqs freqs;
+};
+struct smallm_none {};
+
+/* The output column of slot S (S < G) of the block whose first column is
+ * C0. Columns follow the slots, except with EPI_ROPE in the q and k parts:
+ * there block c0 (4 columns, within one head as D % 4 == 0) owns the rope
+ * pairs i0, i0 + 1 of its head, i0 = (c0 - head start) / 2, slots 0, 1
+ * their first members and 2, 3 their second (+ D / 2); the blocks of a
+ * head cover its pairs once. */
+template <int EPI>
+__device__ __forceinline__ int64_t smallm_col(int s, int G, int64_t c0, const smallm_args &p)
+{
+	if constexpr (EPI == EPI_ROPE) {
+		if (c0 < p.rope_qk) {
+			const int64_t hs = c0 - c0 % p.rope_d;
+			return hs + (c0 - hs) / 2 + (s & 1) + (s >> 1) * (p.rope_d / 2);
+		}
+	}
+	return c0 + s;
+}
 
 /* Slot S of a block owning output columns [c0, c0 + G) reads b's row
  * c0 + S for S < G and, for matmul_silu_mul, row N + c0 + S - G (the up
@@ -95,17 +145,83 @@ __device__ __forceinline__ int64_t smallm_row(int s, int G, int64_t c0, int64_t 
 	return s >= G ? N + col : col;
 }
 
-/* The rest of a block's work once SACC ([slots][MT] in shared memory)
- * holds its sums over its K range, behind a barrier: the split-K
+/* smallm_row with EPI's columns (smallm_col). */
+template <int EPI>
+__device__ __forceinline__ int64_t smallm_row_of(int s, int G, int64_t c0, const smallm_args &p)
+{
+	if constexpr (EPI == EPI_ROPE) {
+		int64_t col = smallm_col<EPI>(s, G, c0, p);
+		return col > p.N - 1 ? p.N - 1 : col;
+	} else {
+		return smallm_row(s, G, c0, p.N);
+	}
+}
+
+/* EPI_ROPE's epilogue on SACC [4][MT] (smallm_col's slots): each pair
+ * rounded to the product's dtype as storing qkv rounds it, rotated in f32
+ * as bcg_rope_kv_write_kernel rotates (rope_angle, the products rounded
+ * before the sums), q stored, k written at cache row pos[m] when that row
+ * is in [0, S); v blocks write their 4 columns to v_cache's row. */
+template <int MT>
+__device__ void smallm_rope_epilogue(const float *sacc, const smallm_args &p, int64_t c0,
+                                     const smallm_rope &r)
+{
+	const int64_t D = p.rope_d, half = D / 2, kvw = (int64_t)r.KVH * D;
+
+	if (c0 < p.rope_qk) {
+		const int64_t h = c0 / D, i0 = (c0 - h * D) / 2;
+		for (int e = threadIdx.x; e < 2 * MT; e += blockDim.x) {
+			const int pi = e / MT, m = e % MT;
+			if (m >= p.M)
+				continue;
+			const int32_t pt = r.pos[m];
+			const int64_t i = i0 + pi;
+			const bool is_k = h >= r.H;
+			if (is_k && !((int64_t)pt >= 0 && (int64_t)pt < r.S))
+				continue;
+			float c, s;
+			rope_angle(r.freqs, pt, (int)i, &c, &s);
+			const float x1 = cuda_round_to(p.dto, sacc[pi * MT + m]);
+			const float x2 = cuda_round_to(p.dto, sacc[(pi + 2) * MT + m]);
+			const float y1 = __fmul_rn(x1, c) - __fmul_rn(x2, s);
+			const float y2 = __fmul_rn(x2, c) + __fmul_rn(x1, s);
+			if (is_k) {
+				const int64_t o = (int64_t)pt * kvw + (h - r.H) * D + i;
+				cuda_st(r.kc, r.dtk, o, y1);
+				cuda_st(r.kc, r.dtk, o + half, y2);
+			} else {
+				const int64_t o = (int64_t)m * r.H * D + h * D + i;
+				cuda_st(r.q, r.dtq, o, y1);
+				cuda_st(r.q, r.dtq, o + half, y2);
+			}
+		}
+		return;
+	}
+	for (int e = threadIdx.x; e < 4 * MT; e += blockDim.x) {
+		const int s = e / MT, m = e % MT;
+		const int64_t j = c0 + s;
+		if (m >= p.M || j >= p.N)
+			continue;
+		const int32_t pt = r.pos[m];
+		if (!((int64_t)pt >= 0 && (int64_t)pt < r.S))
+			continue;
+		cuda_st(r.vc, r.dtv, (int64_t)pt * kvw + (j - p.rope_qk),
+		        cuda_round_to(p.dto, sacc[s * MT + m]));
+	}
+}
+
+/* The rest of column group BX's work once SACC ([slots][MT] in shared
+ * memory) holds its sums over the block's K range, behind a barrier: the split-K
  * combination when there is one, then the epilogue and the trigger. */
-template <int EPI, int G, int MT>
-__device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int *flag)
+template <int EPI, int G, int MT, typename R = smallm_none>
+__device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t bx, int *flag,
+                              const R &r = R())
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	constexpr int E = S * MT;
+	const int64_t c0 = bx * G;
 
 	if (p.ksplit > 1) {
-		const int64_t bx = blockIdx.x;
 		float *mine = p.part + ((int64_t)blockIdx.y * p.nblocks + bx) * E;
 		for (int e = threadIdx.x; e < E; e += blockDim.x)
 			mine[e] = sacc[e];
@@ -119,22 +235,26 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t c0, int
 		}
 		__syncthreads();
 	}
-	for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
-		const int s = e / MT, m = e % MT;
-		const int64_t j = c0 + s;
-		if (m >= p.M || j >= p.N)
-			continue;
-		const int64_t o = (int64_t)m * p.N + j;
-		const float v = sacc[s * MT + m];
-		if constexpr (EPI == EPI_NONE) {
-			cuda_st(p.out, p.dto, o, v);
-		} else if constexpr (EPI == EPI_ADD) {
-			cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
-		} else {
-			float g = cuda_round_to(p.dto, v);
-			float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
-			float silu = g / (1.0f + expf(-g));
-			cuda_st(p.out, p.dto, o, silu * u);
+	if constexpr (EPI == EPI_ROPE) {
+		smallm_rope_epilogue<MT>(sacc, p, c0, r);
+	} else {
+		for (int e = threadIdx.x; e < G * MT; e += blockDim.x) {
+			const int s = e / MT, m = e % MT;
+			const int64_t j = c0 + s;
+			if (m >= p.M || j >= p.N)
+				continue;
+			const int64_t o = (int64_t)m * p.N + j;
+			const float v = sacc[s * MT + m];
+			if constexpr (EPI == EPI_NONE) {
+				cuda_st(p.out, p.dto, o, v);
+			} else if constexpr (EPI == EPI_ADD) {
+				cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
+			} else {
+				float g = cuda_round_to(p.dto, v);
+				float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
+				float silu = g / (1.0f + expf(-g));
+				cuda_st(p.out, p.dto, o, silu * u);
+			}
 		}
 	}
 }
@@ -157,9 +277,10 @@ __device__ __forceinline__ void smallm_merge_warps(float (*red)[E])
 
 /* Ask L2 for the block's weight bytes [k0, k1) of its SLOTS rows, at most
  * SM_PREFETCH lines: the only global access allowed before the wait. */
+template <int EPI = EPI_NONE>
 __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes, int slots,
-                                                int G, int64_t c0, int64_t N, int64_t k0_bytes,
-                                                int64_t k1_bytes)
+                                                int G, int64_t c0, const smallm_args &p,
+                                                int64_t k0_bytes, int64_t k1_bytes)
 {
 	const int64_t lines = (k1_bytes - k0_bytes + 127) / 128;
 
@@ -167,7 +288,8 @@ __device__ __forceinline__ void smallm_prefetch(const char *b, int64_t row_bytes
 	     i += blockDim.x) {
 		int s = (int)(i / lines);
 		int64_t l = i - (int64_t)s * lines;
-		cuda_prefetch_l2(b + smallm_row(s, G, c0, N) * row_bytes + k0_bytes + l * 128);
+		cuda_prefetch_l2(b + smallm_row_of<EPI>(s, G, c0, p) * row_bytes + k0_bytes +
+		                 l * 128);
 	}
 }
 
@@ -224,7 +346,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 		xrow[nt] = a + (int64_t)m * p.K + q * 8;
 	}
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
+	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p,
 	                u0 * 32 * (int64_t)sizeof(T),
 	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
 	cuda_pdl_begin();
@@ -294,7 +416,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 				red[warp][s * MT + m] = acc[rt][nt][c];
 			}
 	smallm_merge_warps<S * MT>(red);
-	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
+	smallm_finish<EPI, G, MT>(red[0], p, blockIdx.x, &flag);
 }
 
 /* --- gemv ------------------------------------------------------------------ */
@@ -303,11 +425,29 @@ bcg_smallm_mma_kernel(smallm_args p)
  * block owns G output columns (4, or 2 of gate and 2 of up for silu_mul);
  * thread t takes units u0 + t, u0 + t + SM_THREADS, ..., two at a time,
  * for all its rows and up to MAXM tokens. Sums meet by warp butterflies,
- * then across warps in shared memory. */
-template <typename T, int MAXM, bool VEC, int EPI>
-__global__ void __launch_bounds__(SM_THREADS)
-bcg_smallm_gemv_kernel(smallm_args p)
+ * then across warps in shared memory.
+ *
+ * NORM (rmsnorm_matmul, VEC only): a is x, and the token operand is
+ * rmsnorm(x, w) rounded to T, formed once per block in shared memory
+ * before the product's loop. After the wait every block sums the squares
+ * of each of its token rows over all of K (16-byte loads, thread t taking
+ * vectors t, t + SM_THREADS, ..., then the warp butterflies and the warps
+ * in order: the same order in every block, so all blocks and all K splits
+ * use the same rms), keeping its own K range's vectors in xs as it reads
+ * them; then each element there becomes x / rms * w as bcg_rmsnorm_kernel
+ * computes it, rounded to T as that kernel's store rounds it. The loop
+ * then reads the tokens from xs, so its registers are the plain gemv's:
+ * forming the tokens inside the loop (the first form) took 93 registers
+ * a thread for bf16 at one token, against the plain kernel's 48, and ran
+ * the 1B q|k|v product in 17.1 us against 11.7 us for the rmsnorm kernel
+ * and the product apart (H100). xs holds at most RNM_XS_VECS(MT) vectors:
+ * (u1 - u0) * MT <= units * MT, which cuda_rmsnorm_matmul_usable bounds. */
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM, typename R>
+__device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &r)
 {
+	static_assert(!NORM || VEC, "the norm prologue reads 16-byte vectors");
+	static_assert(EPI != EPI_ROPE || (NORM && std::is_same<R, smallm_rope>::value),
+	              "the rope epilogue is rmsnorm_matmul_rope_kv_write's");
 	constexpr int G = EPI == EPI_SILU ? 2 : 4;
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	constexpr int MT = MAXM;
@@ -316,65 +456,186 @@ bcg_smallm_gemv_kernel(smallm_args p)
 	__shared__ float red[SM_WARPS][S * MT];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int64_t c0 = (int64_t)blockIdx.x * G;
 	const int64_t u0 = (int64_t)blockIdx.y * p.per;
 	const int64_t u1 = u0 + p.per < p.units ? u0 + p.per : p.units;
 	const T *b = static_cast<const T *>(p.b), *a = static_cast<const T *>(p.a);
 
-	const T *wrow[S];
-#pragma unroll
-	for (int s = 0; s < S; s++)
-		wrow[s] = b + smallm_row(s, G, c0, p.N) * p.K;
 	const T *xrow[MT];
 #pragma unroll
 	for (int m = 0; m < MT; m++)
 		xrow[m] = a + (int64_t)(m < p.M ? m : p.M - 1) * p.K;
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p.N,
-	                u0 * V * (int64_t)sizeof(T), u1 * V * (int64_t)sizeof(T));
+	smallm_prefetch<EPI>(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G,
+	                     (int64_t)blockIdx.x * G, p, u0 * V * (int64_t)sizeof(T),
+	                     u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
 
-	float acc[S][MT];
-#pragma unroll
-	for (int s = 0; s < S; s++)
+	/* NORM: the block's normalized tokens, [u - u0][m] (one vector
+	 * otherwise, unused). */
+	__shared__ uint4 xs[NORM ? RNM_XS_VECS(MT) : 1];
+	(void)xs;
+	if constexpr (NORM) {
+		float ss[MT], rms[MT];
 #pragma unroll
 		for (int m = 0; m < MT; m++)
-			acc[s][m] = 0.0f;
+			ss[m] = 0.0f;
+		for (int64_t u = threadIdx.x; u < p.units; u += SM_THREADS) {
+			const bool mine = u >= u0 && u < u1;
+#pragma unroll
+			for (int m = 0; m < MT; m++) {
+				const uint4 v = *reinterpret_cast<const uint4 *>(xrow[m] + u * V);
+				float f[V];
+				cuda_widen16<T>(v, f);
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					ss[m] += f[e] * f[e];
+				if (mine)
+					xs[(u - u0) * MT + m] = v;
+			}
+		}
+#pragma unroll
+		for (int m = 0; m < MT; m++) {
+			float v = cuda_warp_sum(ss[m]);
+			if (lane == 0)
+				red[warp][m] = v;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int m = 0; m < MT; m++) {
+			float sum = 0.0f;
+#pragma unroll
+			for (int w = 0; w < SM_WARPS; w++)
+				sum += red[w][m];
+			rms[m] = sqrtf(sum / (float)p.K + p.eps);
+		}
+		/* Each thread its own vectors now: t, t + SM_THREADS, ... of the
+		 * block's range, stored above by other threads (the barrier
+		 * before the rms orders them). */
+		const T *nw = static_cast<const T *>(p.w);
+		for (int64_t u = u0 + threadIdx.x; u < u1; u += SM_THREADS) {
+			float wf[V];
+			cuda_widen16<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
+#pragma unroll
+			for (int m = 0; m < MT; m++) {
+				float f[V];
+				cuda_widen16<T>(xs[(u - u0) * MT + m], f);
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					f[e] = f[e] / rms[m] * wf[e];
+				xs[(u - u0) * MT + m] = cuda_narrow16<T>(f);
+			}
+		}
+		__syncthreads();                 /* xs is whole; red is the sums' again below */
+	}
 
-	if constexpr (VEC) {
-		cuda_dot16_rows<T, S, MT, UN, SM_THREADS>(wrow, xrow, u0, u1, acc);
-	} else {
+	/* Column groups: the block's own, and with NORM every gridDim.x-th
+	 * after it (the grid is then what fits on the device at once, so
+	 * that the prologue runs once a block, not once a group). */
+	for (int64_t bx = blockIdx.x; bx < p.nblocks; bx += NORM ? gridDim.x : p.nblocks) {
+		const int64_t c0 = bx * G;
+		const T *wrow[S];
+#pragma unroll
+		for (int s = 0; s < S; s++)
+			wrow[s] = b + smallm_row_of<EPI>(s, G, c0, p) * p.K;
+
+		float acc[S][MT];
+#pragma unroll
+		for (int s = 0; s < S; s++)
+#pragma unroll
+			for (int m = 0; m < MT; m++)
+				acc[s][m] = 0.0f;
+
 		for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
+			if constexpr (VEC) {
+				uint4 wv[UN][S], xv[UN][MT];
+				const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-			for (int i = 0; i < UN; i++) {
-				const int64_t ui = u + (int64_t)i * SM_THREADS;
-				if (ui >= u1)
-					break;
-				float xf[MT];
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
 #pragma unroll
-				for (int m = 0; m < MT; m++)
-					xf[m] = cuda_to_f32(xrow[m][ui]);
+					for (int s = 0; s < S; s++)
+						wv[i][s] = ui < u1 ? cuda_ld_stream(wrow[s] + ui * V) : zero;
+				}
 #pragma unroll
-				for (int s = 0; s < S; s++) {
-					float w = cuda_to_f32(wrow[s][ui]);
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
+#pragma unroll
+					for (int m = 0; m < MT; m++) {
+						if constexpr (NORM)
+							xv[i][m] = ui < u1 ? xs[(ui - u0) * MT + m] : zero;
+						else
+							xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(
+								xrow[m] + ui * V) : zero;
+					}
+				}
+#pragma unroll
+				for (int i = 0; i < UN; i++) {
+					float xf[MT][V];
 #pragma unroll
 					for (int m = 0; m < MT; m++)
-						acc[s][m] = fmaf(w, xf[m], acc[s][m]);
+						cuda_widen16<T>(xv[i][m], xf[m]);
+#pragma unroll
+					for (int s = 0; s < S; s++) {
+						float wf[V];
+						cuda_widen16<T>(wv[i][s], wf);
+#pragma unroll
+						for (int m = 0; m < MT; m++)
+#pragma unroll
+							for (int e = 0; e < V; e++)
+								acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
+					}
+				}
+			} else {
+#pragma unroll
+				for (int i = 0; i < UN; i++) {
+					const int64_t ui = u + (int64_t)i * SM_THREADS;
+					if (ui >= u1)
+						break;
+					float xf[MT];
+#pragma unroll
+					for (int m = 0; m < MT; m++)
+						xf[m] = cuda_to_f32(xrow[m][ui]);
+#pragma unroll
+					for (int s = 0; s < S; s++) {
+						float w = cuda_to_f32(wrow[s][ui]);
+#pragma unroll
+						for (int m = 0; m < MT; m++)
+							acc[s][m] = fmaf(w, xf[m], acc[s][m]);
+					}
 				}
 			}
 		}
-	}
 
 #pragma unroll
-	for (int s = 0; s < S; s++)
+		for (int s = 0; s < S; s++)
 #pragma unroll
-		for (int m = 0; m < MT; m++) {
-			float v = cuda_warp_sum(acc[s][m]);
-			if (lane == 0)
-				red[warp][s * MT + m] = v;
-		}
-	smallm_merge_warps<S * MT>(red);
-	smallm_finish<EPI, G, MT>(red[0], p, c0, &flag);
+			for (int m = 0; m < MT; m++) {
+				float v = cuda_warp_sum(acc[s][m]);
+				if (lane == 0)
+					red[warp][s * MT + m] = v;
+			}
+		smallm_merge_warps<S * MT>(red);
+		smallm_finish<EPI, G, MT>(red[0], p, bx, &flag, r);
+		if constexpr (NORM)
+			__syncthreads();         /* red and flag are the next group's */
+	}
+}
+
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false>
+__global__ void __launch_bounds__(SM_THREADS)
+bcg_smallm_gemv_kernel(smallm_args p)
+{
+	smallm_gemv_body<T, MAXM, VEC, EPI, NORM>(p, smallm_none());
+}
+
+/* rmsnorm_matmul_rope_kv_write's "gemv": the same body with the norm
+ * prologue and the rope epilogue (R passed by value, its frequency table
+ * read from the parameter space). */
+template <typename T, int MAXM>
+__global__ void __launch_bounds__(SM_THREADS)
+bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
+{
+	smallm_gemv_body<T, MAXM, true, EPI_ROPE, true>(p, r);
 }
 
 /* --- host side --------------------------------------------------------------- */
@@ -629,6 +890,10 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 
 static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas" };
 
+static int smallm_args_fill(const char *who, const struct cuda_product *pp,
+                            const struct smallm_plan *plp, const struct cuda_op_ctx *ctx,
+                            smallm_args *argsp, char *msg, size_t len);
+
 static int cuda_run_product(enum op_id id, const struct op_call *call,
                             const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
@@ -656,6 +921,28 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
 	smallm_plan_for(impl, id, &p, p.M, vec, ctx->sm_count, &pl);
+	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+		return -1;
+
+	switch (id) {
+	case OP_MATMUL_ADD:
+		return smallm_launch<EPI_ADD>(ctx, impl, p.a->dtype, args, &pl, msg, len);
+	case OP_MATMUL_SILU_MUL:
+		return smallm_launch<EPI_SILU>(ctx, impl, p.a->dtype, args, &pl, msg, len);
+	default:
+		return smallm_launch<EPI_NONE>(ctx, impl, p.a->dtype, args, &pl, msg, len);
+	}
+}
+
+/* ARGS for product P planned as PL, the split's scratch taken from CTX;
+ * 0, or -1 with one sentence in MSG. */
+static int smallm_args_fill(const char *who, const struct cuda_product *pp,
+                            const struct smallm_plan *plp, const struct cuda_op_ctx *ctx,
+                            smallm_args *argsp, char *msg, size_t len)
+{
+	const struct cuda_product &p = *pp;
+	const struct smallm_plan &pl = *plp;
+	smallm_args &args = *argsp;
 
 	memset(&args, 0, sizeof args);
 	args.a = p.a->data;
@@ -688,15 +975,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	if (pl.nblocks > INT_MAX)
 		return cuda_fail(msg, len, "%s: N %lld is too large for one grid", who,
 		                 (long long)p.N);
-
-	switch (id) {
-	case OP_MATMUL_ADD:
-		return smallm_launch<EPI_ADD>(ctx, impl, p.a->dtype, args, &pl, msg, len);
-	case OP_MATMUL_SILU_MUL:
-		return smallm_launch<EPI_SILU>(ctx, impl, p.a->dtype, args, &pl, msg, len);
-	default:
-		return smallm_launch<EPI_NONE>(ctx, impl, p.a->dtype, args, &pl, msg, len);
-	}
+	return 0;
 }
 
 extern "C" int cuda_run_matmul(const struct op_call *call, const struct cuda_op_ctx *ctx,
@@ -715,4 +994,433 @@ extern "C" int cuda_run_matmul_silu_mul(const struct op_call *call,
                                         const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
 	return cuda_run_product(OP_MATMUL_SILU_MUL, call, ctx, msg, len);
+}
+
+/* --- rmsnorm_matmul ---------------------------------------------------------- */
+
+/* The product of rmsnorm_matmul CALL with A as its first operand: matmul
+ * (a, b) or matmul_silu_mul (a, b) by the epilogue; its kind in *ID. */
+static void rnm_product_call(const struct op_call *call, const struct op_tensor *a,
+                             struct op_call *prod, enum op_id *id)
+{
+	memset(prod, 0, sizeof *prod);
+	prod->nin = 2;
+	prod->nout = 1;
+	prod->in[0] = *a;
+	prod->in[1] = call->in[2];
+	prod->out[0] = call->out[0];
+	prod->attr[MATMUL_TRANS_A].i = 0;
+	prod->attr[MATMUL_TRANS_B].i = call->attr[RNM_TRANS_B].i;
+	prod->graph_safe = call->graph_safe;
+	prod->batch = call->batch;
+	prod->name = call->name;
+	*id = call->attr[RNM_EPILOGUE].i == RNM_EPI_SILU_MUL ? OP_MATMUL_SILU_MUL : OP_MATMUL;
+}
+
+/* x and w of CALL: x [M, K] float, w of x's dtype with K elements. */
+static int rnm_norm_ok(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1];
+
+	return call->nin == 3 && call->nout == 1 && x->rank == 2 &&
+	       cuda_is_float_dtype(x->dtype) && w->dtype == x->dtype &&
+	       cuda_numel(w) == x->dim[1];
+}
+
+/* h's bytes: x's shape and dtype. */
+static size_t rnm_h_bytes(const struct op_call *call)
+{
+	const struct op_tensor *x = &call->in[0];
+
+	return (size_t)(x->dim[0] > 0 ? x->dim[0] : 0) * (size_t)(x->dim[1] > 0 ? x->dim[1] : 0) *
+	       cuda_dtype_size(x->dtype);
+}
+
+/* The product implementation "split" runs on h: gemv for one token (the
+ * products' default), else the first usable of mma, gemv, cublas. */
+static int rnm_split_impl(enum op_id id, const struct op_call *prod)
+{
+	if (prod->out[0].rank == 2 && prod->out[0].dim[0] == 1 &&
+	    cuda_product_usable(id, prod, CUDA_IMPL_GEMV))
+		return CUDA_IMPL_GEMV;
+	for (int impl = CUDA_IMPL_MMA; impl <= CUDA_IMPL_CUBLAS; impl++)
+		if (cuda_product_usable(id, prod, impl))
+			return impl;
+	return -1;
+}
+
+int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
+{
+	struct op_call prod;
+	struct cuda_product p;
+	enum op_id id;
+
+	if (!rnm_norm_ok(call))
+		return 0;
+	rnm_product_call(call, &call->in[0], &prod, &id);
+	if (cuda_product_shape(id, &prod, &p, NULL, 0))
+		return 0;
+	switch (impl) {
+	case CUDA_IMPL_RNM_GEMV: {
+		const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
+		const int mt = smallm_gemv_maxm(p.M);
+		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M && p.K % V == 0 &&
+		       mt * (p.K / V) <= RNM_XS_VECS(mt) && smallm_aligned(p.a) &&
+		       smallm_aligned(p.b) && smallm_aligned(&call->in[1]);
+	}
+	case CUDA_IMPL_RNM_SPLIT:
+		return rnm_split_impl(id, &prod) >= 0;
+	}
+	return 0;
+}
+
+/* Where h starts in the scratch: behind the product's scratch (counters
+ * included) rounded to 256, and never over the counters. */
+static size_t rnm_h_offset(enum op_id id, const struct op_call *prod)
+{
+	size_t b = (cuda_product_scratch_bytes(id, prod) + 255) & ~(size_t)255;
+
+	return b > CUDA_OP_SCRATCH_COUNTER_BYTES ? b : CUDA_OP_SCRATCH_COUNTER_BYTES;
+}
+
+size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call)
+{
+	struct op_call prod;
+	enum op_id id;
+
+	if (!rnm_norm_ok(call))
+		return 0;
+	rnm_product_call(call, &call->in[0], &prod, &id);
+	return rnm_h_offset(id, &prod) + rnm_h_bytes(call);
+}
+
+/* The norm kernels' grid: GRID with its column groups cut to what fits on
+ * the device at once (KERNEL's blocks a multiprocessor, times the
+ * multiprocessors, over the K splits), so that each block forms the
+ * normalized tokens once and then takes every gridDim.x-th group. */
+template <typename... P>
+static dim3 rnm_resident_grid(void (*kernel)(P...), const struct cuda_op_ctx *ctx, dim3 grid)
+{
+	int per_sm = 0;
+
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, SM_THREADS, 0) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();        /* the whole grid is still right */
+		return grid;
+	}
+	const int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) *
+	                     (ctx->sm_count > 0 ? ctx->sm_count : 1) / (int64_t)grid.y;
+	if (most >= 1 && (int64_t)grid.x > most)
+		grid.x = (unsigned)most;
+	return grid;
+}
+
+template <int EPI, typename T>
+static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args, int mt,
+                           dim3 grid, char *msg, size_t len)
+{
+	void (*kernel)(smallm_args) = mt == 1 ? bcg_smallm_gemv_kernel<T, 1, true, EPI, true>
+	                              : mt == 2 ? bcg_smallm_gemv_kernel<T, 2, true, EPI, true>
+	                              : mt == 4 ? bcg_smallm_gemv_kernel<T, 4, true, EPI, true>
+	                              : bcg_smallm_gemv_kernel<T, 8, true, EPI, true>;
+
+	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel,
+	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args);
+}
+
+template <int EPI>
+static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_args &args,
+                      const struct smallm_plan *pl, char *msg, size_t len)
+{
+	dim3 grid((unsigned)pl->nblocks, (unsigned)pl->ksplit);
+
+	switch (dtype) {
+	case PLAN_DTYPE_F16:
+		return rnm_launch_gemv<EPI, __half>(ctx, args, pl->mt, grid, msg, len);
+	case PLAN_DTYPE_BF16:
+		return rnm_launch_gemv<EPI, __nv_bfloat16>(ctx, args, pl->mt, grid, msg, len);
+	default:
+		return rnm_launch_gemv<EPI, float>(ctx, args, pl->mt, grid, msg, len);
+	}
+}
+
+/* rmsnorm_matmul (x, w, b) -> out: "gemv" folds the norm into the gemv
+ * kernel's token loads (one kernel); "split" runs bcg_rmsnorm_kernel into
+ * h in the scratch, behind the product's own scratch, then the product
+ * on h (two kernels, any M). */
+extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
+                                       const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	const char *who = "rmsnorm_matmul";
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1];
+	struct op_call prod;
+	struct cuda_product p;
+	enum op_id id;
+
+	if (!rnm_norm_ok(call))
+		return cuda_fail(msg, len, "%s: x must be a float [M, K] and w of its dtype with K "
+		                 "elements", who);
+	rnm_product_call(call, x, &prod, &id);
+	if (cuda_product_shape(id, &prod, &p, msg, len))
+		return -1;
+	if (call->impl != CUDA_IMPL_RNM_GEMV && call->impl != CUDA_IMPL_RNM_SPLIT)
+		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
+	if (!cuda_rmsnorm_matmul_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: implementation %s cannot run M %lld, N %lld, K %lld "
+		                 "%s (trans_b %d)", who,
+		                 call->impl == CUDA_IMPL_RNM_GEMV ? "gemv" : "split",
+		                 (long long)p.M, (long long)p.N, (long long)p.K,
+		                 cuda_dtype_name(x->dtype), p.trans_b);
+	if (p.M <= 0 || p.N <= 0)
+		return 0;
+
+	if (call->impl == CUDA_IMPL_RNM_GEMV) {
+		struct smallm_plan pl;
+		smallm_args args;
+		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count, &pl);
+		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+			return -1;
+		args.w = w->data;
+		args.eps = (float)call->attr[RNM_EPS].f;
+		if (id == OP_MATMUL_SILU_MUL)
+			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
+		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
+	}
+
+	/* split: h behind the product's scratch, as the scratch bytes lay out */
+	size_t off = rnm_h_offset(id, &prod);
+	size_t hb = rnm_h_bytes(call);
+	if (!ctx->scratch || ctx->scratch_bytes < off + hb)
+		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
+		                 off + hb, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
+	if ((uintptr_t)ctx->scratch % 16 != 0)
+		return cuda_fail(msg, len, "%s: scratch is not 16-byte aligned", who);
+	struct op_tensor h = *x;
+	h.data = static_cast<char *>(ctx->scratch) + off;
+	struct op_call norm;
+	memset(&norm, 0, sizeof norm);
+	norm.nin = 2;
+	norm.nout = 1;
+	norm.in[0] = *x;
+	norm.in[1] = *w;
+	norm.out[0] = h;
+	norm.attr[NORM_EPS].f = call->attr[RNM_EPS].f;
+	norm.graph_safe = call->graph_safe;
+	norm.name = call->name;
+	if (cuda_run_rmsnorm(&norm, ctx, msg, len))
+		return -1;
+	rnm_product_call(call, &h, &prod, &id);
+	prod.impl = rnm_split_impl(id, &prod);
+	if (prod.impl < 0)
+		return cuda_fail(msg, len, "%s: no product implementation can run M %lld, N %lld, "
+		                 "K %lld", who, (long long)p.M, (long long)p.N, (long long)p.K);
+	struct cuda_op_ctx pctx = *ctx;
+	pctx.scratch_bytes = off;          /* h is not the product's */
+	return cuda_run_product(id, &prod, &pctx, msg, len);
+}
+
+/* --- rmsnorm_matmul_rope_kv_write ------------------------------------------- */
+
+/* The rmsnorm_matmul (x, w, b) -> qkv of CALL: qkv [M, QKV] of x's dtype
+ * at QKV_DATA (NULL when only its shape matters). */
+static void rrk_norm_call(const struct op_call *call, void *qkv_data, struct op_call *rnm)
+{
+	const struct op_tensor *x = &call->in[RRK_X], *b = &call->in[RRK_B];
+	const int tb = call->attr[RRK_TRANS_B].i != 0;
+
+	memset(rnm, 0, sizeof *rnm);
+	rnm->kind = NULL;                      /* the launchers do not read it */
+	rnm->nin = 3;
+	rnm->nout = 1;
+	rnm->in[0] = *x;
+	rnm->in[1] = call->in[RRK_W];
+	rnm->in[2] = *b;
+	memset(&rnm->out[0], 0, sizeof rnm->out[0]);
+	rnm->out[0].dtype = x->dtype;
+	rnm->out[0].rank = 2;
+	rnm->out[0].dim[0] = x->rank == 2 ? x->dim[0] : 0;
+	rnm->out[0].dim[1] = b->rank == 2 ? (tb ? b->dim[0] : b->dim[1]) : 0;
+	rnm->out[0].data = qkv_data;
+	rnm->attr[RNM_EPS].f = call->attr[RRK_EPS].f;
+	rnm->attr[RNM_TRANS_B].i = tb;
+	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	rnm->graph_safe = call->graph_safe;
+	rnm->batch = call->batch;
+	rnm->name = call->name;
+	rnm->impl = CUDA_IMPL_RNM_SPLIT;
+}
+
+/* The rope_kv_write (qkv, pos) -> q, k_cache, v_cache of CALL. */
+static void rrk_rope_call(const struct op_call *call, const struct op_tensor *qkv,
+                          struct op_call *rkv)
+{
+	*rkv = *call;
+	rkv->kind = NULL;
+	rkv->nin = 2;
+	rkv->in[0] = *qkv;
+	rkv->in[1] = call->in[RRK_POS];
+	memset(&rkv->in[2], 0, sizeof rkv->in[2]);
+	memset(&rkv->in[3], 0, sizeof rkv->in[3]);
+	rkv->impl = 0;
+}
+
+/* The rope side, as rope_kv_write's launch takes it: positions i32 [M],
+ * heads, kv_heads >= 1, head_dim within the frequency table and QKV =
+ * (H + 2 KVH) D, q [M, H D], caches [S, KVH D] alike, all float. */
+static int rrk_rope_ok(const struct op_call *call, int64_t M, int64_t QKV)
+{
+	const struct op_tensor *pos = &call->in[RRK_POS];
+	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
+	const int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
+	const int64_t D = call->attr[RKV_HEAD_DIM].i;
+
+	return call->nin == 4 && call->nout == 3 && pos->dtype == PLAN_DTYPE_I32 &&
+	       cuda_numel(pos) == M && H >= 1 && KVH >= 1 && D >= 2 && D % 2 == 0 &&
+	       D / 2 <= ROPE_MAX_PAIRS && H <= INT_MAX / D && KVH <= INT_MAX / D &&
+	       (H + 2 * KVH) * D == QKV && QKV <= INT_MAX / 2 && cuda_is_float_dtype(q->dtype) &&
+	       cuda_is_float_dtype(kc->dtype) && cuda_is_float_dtype(vc->dtype) &&
+	       cuda_numel(q) == M * H * D && kc->rank == 2 && vc->rank == 2 &&
+	       cuda_cols(kc) == KVH * D && cuda_cols(vc) == KVH * D && cuda_rows(vc) == cuda_rows(kc);
+}
+
+int cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl)
+{
+	struct op_call rnm;
+
+	if (call->nin != 4 || call->in[RRK_X].rank != 2 || call->in[RRK_B].rank != 2)
+		return 0;
+	rrk_norm_call(call, NULL, &rnm);
+	if (!rrk_rope_ok(call, rnm.out[0].dim[0], rnm.out[0].dim[1]))
+		return 0;
+	switch (impl) {
+	case CUDA_IMPL_RRK_GEMV:
+		return call->attr[RKV_HEAD_DIM].i % 4 == 0 &&
+		       cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_GEMV);
+	case CUDA_IMPL_RRK_SPLIT:
+		return cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_SPLIT);
+	}
+	return 0;
+}
+
+/* Where qkv starts in the scratch: behind what rmsnorm_matmul's either
+ * implementation needs (the product's split sums and counters, h), so
+ * that the gemv's split sums and the split's h never meet qkv. */
+static size_t rrk_qkv_offset(const struct op_call *rnm)
+{
+	return (cuda_rmsnorm_matmul_scratch_bytes(rnm) + 255) & ~(size_t)255;
+}
+
+size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call)
+{
+	struct op_call rnm;
+
+	if (call->nin != 4 || call->in[RRK_X].rank != 2 || call->in[RRK_B].rank != 2)
+		return 0;
+	rrk_norm_call(call, NULL, &rnm);
+	const struct op_tensor *qkv = &rnm.out[0];
+	return rrk_qkv_offset(&rnm) + (size_t)(qkv->dim[0] > 0 ? qkv->dim[0] : 0) *
+	       (size_t)(qkv->dim[1] > 0 ? qkv->dim[1] : 0) * cuda_dtype_size(qkv->dtype);
+}
+
+template <typename T>
+static int rrk_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                           const smallm_rope &r, int mt, dim3 grid, char *msg, size_t len)
+{
+	void (*kernel)(smallm_args, smallm_rope) = mt == 1 ? bcg_smallm_gemv_rope_kernel<T, 1>
+	                                           : mt == 2 ? bcg_smallm_gemv_rope_kernel<T, 2>
+	                                           : mt == 4 ? bcg_smallm_gemv_rope_kernel<T, 4>
+	                                           : bcg_smallm_gemv_rope_kernel<T, 8>;
+
+	return cuda_launch(ctx, "bcg_smallm_gemv_rope_kernel", kernel,
+	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args,
+	                   r);
+}
+
+/* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache:
+ * "gemv" is one bcg_smallm_gemv_rope_kernel (the norm prologue, the
+ * product, the rope epilogue; M <= 8, head_dim % 4 == 0); "split" runs
+ * rmsnorm_matmul's split (rmsnorm, then the product) into qkv in the
+ * scratch, then rope_kv_write from it (three kernels, any M). */
+extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
+                                                     const struct cuda_op_ctx *ctx, char *msg,
+                                                     size_t len)
+{
+	const char *who = "rmsnorm_matmul_rope_kv_write";
+	struct op_call rnm;
+
+	if (call->impl != CUDA_IMPL_RRK_GEMV && call->impl != CUDA_IMPL_RRK_SPLIT)
+		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
+	if (!cuda_rmsnorm_matmul_rope_kv_write_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: implementation %s cannot run these operands (x [M, "
+		                 "K] with M %s, w [K], b [QKV, K], pos i32 [M], q and the caches of "
+		                 "heads, kv_heads and head_dim%s)", who,
+		                 call->impl == CUDA_IMPL_RRK_GEMV ? "gemv" : "split",
+		                 call->impl == CUDA_IMPL_RRK_GEMV ? "<= 8" : "any",
+		                 call->impl == CUDA_IMPL_RRK_GEMV ? " a multiple of 4" : "");
+	rrk_norm_call(call, NULL, &rnm);
+	const int64_t M = rnm.out[0].dim[0], QKV = rnm.out[0].dim[1];
+	if (M <= 0 || QKV <= 0)
+		return 0;
+	const size_t off = rrk_qkv_offset(&rnm);
+
+	if (call->impl == CUDA_IMPL_RRK_GEMV) {
+		const struct op_tensor *x = &call->in[RRK_X];
+		const int64_t D = call->attr[RKV_HEAD_DIM].i;
+		struct op_call prod;
+		struct cuda_product p;
+		struct smallm_plan pl;
+		enum op_id id;
+		smallm_args args;
+		smallm_rope r;
+
+		rnm_product_call(&rnm, x, &prod, &id);
+		if (cuda_product_shape(id, &prod, &p, msg, len))
+			return -1;
+		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count, &pl);
+		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+			return -1;
+		args.out = NULL;                       /* qkv is never stored */
+		args.w = call->in[RRK_W].data;
+		args.eps = (float)call->attr[RRK_EPS].f;
+		args.rope_qk = (call->attr[RKV_HEADS].i + call->attr[RKV_KV_HEADS].i) * D;
+		args.rope_d = D;
+		memset(&r, 0, sizeof r);
+		r.pos = static_cast<const int32_t *>(call->in[RRK_POS].data);
+		r.q = call->out[0].data;
+		r.kc = call->out[1].data;
+		r.vc = call->out[2].data;
+		r.dtq = call->out[0].dtype;
+		r.dtk = call->out[1].dtype;
+		r.dtv = call->out[2].dtype;
+		r.H = (int)call->attr[RKV_HEADS].i;
+		r.KVH = (int)call->attr[RKV_KV_HEADS].i;
+		r.S = cuda_rows(&call->out[1]);
+		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
+		dim3 grid((unsigned)pl.nblocks, (unsigned)pl.ksplit);
+		switch (x->dtype) {
+		case PLAN_DTYPE_F16:
+			return rrk_launch_gemv<__half>(ctx, args, r, pl.mt, grid, msg, len);
+		case PLAN_DTYPE_BF16:
+			return rrk_launch_gemv<__nv_bfloat16>(ctx, args, r, pl.mt, grid, msg, len);
+		default:
+			return rrk_launch_gemv<float>(ctx, args, r, pl.mt, grid, msg, len);
+		}
+	}
+
+	/* split: qkv behind rmsnorm_matmul's scratch, as the scratch bytes
+	 * lay out; rmsnorm_matmul sees only the part before it. */
+	const size_t need = cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(call);
+	if (!ctx->scratch || ctx->scratch_bytes < need)
+		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
+		                 need, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
+	if ((uintptr_t)ctx->scratch % 16 != 0)
+		return cuda_fail(msg, len, "%s: scratch is not 16-byte aligned", who);
+	rrk_norm_call(call, static_cast<char *>(ctx->scratch) + off, &rnm);
+	struct cuda_op_ctx nctx = *ctx;
+	nctx.scratch_bytes = off;
+	if (cuda_run_rmsnorm_matmul(&rnm, &nctx, msg, len))
+		return -1;
+	struct op_call rkv;
+	rrk_rope_call(call, &rnm.out[0], &rkv);
+	return cuda_run_rope_kv_write(&rkv, ctx, msg, len);
 }

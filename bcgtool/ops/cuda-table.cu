@@ -39,6 +39,8 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_all_reduce,    /* OP_ALL_REDUCE */
 	cuda_run_all_gather,    /* OP_ALL_GATHER */
 	cuda_run_vocab_embedding, /* OP_VOCAB_EMBEDDING */
+	cuda_run_rmsnorm_matmul, /* OP_RMSNORM_MATMUL */
+	cuda_run_rmsnorm_matmul_rope_kv_write, /* OP_RMSNORM_MATMUL_ROPE_KV_WRITE */
 };
 
 /* C++ has no designated array initializers: the order above must follow
@@ -52,7 +54,8 @@ static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_S
               OP_ROPE_PAGED_KV_WRITE == 22 && OP_PAGED_ATTENTION == 23 && OP_QK_NORM == 24 &&
               OP_MOE_ROUTER == 25 && OP_MOE_ROUTER_PAGED == 26 && OP_MOE_EXPERTS == 27 &&
               OP_GATED_ADD == 28 && OP_ALL_REDUCE == 29 && OP_ALL_GATHER == 30 &&
-              OP_VOCAB_EMBEDDING == 31 && OP_COUNT == 32,
+              OP_VOCAB_EMBEDDING == 31 && OP_RMSNORM_MATMUL == 32 &&
+              OP_RMSNORM_MATMUL_ROPE_KV_WRITE == 33 && OP_COUNT == 34,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
@@ -68,6 +71,8 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
 static const char *const impl_products[] = { "mma", "gemv", "cublas", NULL };
 static const char *const impl_attention[] = { "split", "twopass", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
+static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", NULL };
+static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", NULL };
 static const char *const impl_one[] = { "std", NULL };
 
 static const char *const *cuda_impl_names(enum op_id id)
@@ -82,6 +87,10 @@ static const char *const *cuda_impl_names(enum op_id id)
 		return impl_attention;
 	case OP_ARGMAX:
 		return impl_argmax;
+	case OP_RMSNORM_MATMUL:
+		return impl_rmsnorm_matmul;
+	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
+		return impl_rmsnorm_matmul_rope_kv_write;
 	default:
 		return impl_one;
 	}
@@ -120,6 +129,10 @@ int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl)
 		return cuda_paged_attention_usable(call, impl);
 	case OP_ARGMAX:
 		return cuda_argmax_usable(call, impl);
+	case OP_RMSNORM_MATMUL:
+		return cuda_rmsnorm_matmul_usable(call, impl);
+	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
+		return cuda_rmsnorm_matmul_rope_kv_write_usable(call, impl);
 	default:
 		/* The single kernels check their operands when launched. */
 		return 1;
@@ -165,6 +178,10 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 		return cuda_argmax_scratch_bytes(call);
 	case OP_MOE_EXPERTS:
 		return cuda_moe_experts_scratch_bytes(call);
+	case OP_RMSNORM_MATMUL:
+		return cuda_rmsnorm_matmul_scratch_bytes(call);
+	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
+		return cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(call);
 	case OP_ALL_GATHER:
 		return cuda_all_gather_scratch_bytes(call);
 	default:

@@ -38,6 +38,11 @@ void host_run_matmul_silu_mul(const struct op_call *call);
 void host_run_matmul_blocked(const struct op_call *call);
 void host_run_matmul_add_blocked(const struct op_call *call);
 void host_run_matmul_silu_mul_blocked(const struct op_call *call);
+void host_run_rmsnorm_matmul(const struct op_call *call);
+void host_run_rmsnorm_matmul_blocked(const struct op_call *call);
+/* host-fused.c */
+void host_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call);
+void host_run_rmsnorm_matmul_rope_kv_write_blocked(const struct op_call *call);
 /* host-norm.c */
 void host_run_rmsnorm(const struct op_call *call);
 void host_run_layernorm(const struct op_call *call);
@@ -73,6 +78,11 @@ void host_run_vocab_embedding(const struct op_call *call);
  * malloc fails. Both paths give the same bytes; the unit tests check it. */
 void host_matmul_run(const struct op_call *call, int use_scratch);
 void host_attention_run(const struct op_call *call, int use_scratch);
+/* rmsnorm_matmul, BLOCKED picking the product's loop order */
+void host_rmsnorm_matmul_run(const struct op_call *call, int blocked, int use_scratch);
+/* rmsnorm_matmul_rope_kv_write, the same choices (host-fused.c) */
+void host_rmsnorm_matmul_rope_kv_write_run(const struct op_call *call, int blocked,
+                                           int use_scratch);
 
 /* The products (host-matmul.c): what follows the product. */
 enum host_epilogue {

@@ -23,12 +23,17 @@
  * accumulators (which pipelines and vectorizes), yet each accumulator still
  * sees k = 0, 1, ... in order, so every output bit is the reference's. When
  * its scratch cannot be had, blocked falls back to the reference.
+ *
+ * rmsnorm_matmul normalizes x into h of x's dtype first, exactly as
+ * rmsnorm stores it, then runs the product of h (matmul, or
+ * matmul_silu_mul's epilogue) in either form: the unfused pair's bytes.
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "host-kernels.h"
 
@@ -257,4 +262,87 @@ void host_run_matmul_add_blocked(const struct op_call *call)
 void host_run_matmul_silu_mul_blocked(const struct op_call *call)
 {
 	host_product_run(call, HOST_EPI_SILU_MUL, 1, 1);
+}
+
+/* rmsnorm_matmul (x, w, b) -> out, fallback without memory for h: the
+ * product's loops with each element of h formed where it is used, by
+ * host_rmsnorm_span's arithmetic and the store's rounding (the same bytes;
+ * the rms of each row is recomputed for each output element). */
+static void host_rmsnorm_product_unbuffered(const struct op_call *call, int epilogue,
+                                            const struct op_call *prod)
+{
+	const struct op_tensor *x = &call->in[0], *w = &call->in[1];
+	float eps = (float)call->attr[RNM_EPS].f;
+	struct host_matmul mm;
+
+	host_matmul_init(&mm, prod, epilogue);
+	for (int64_t m = 0; m < mm.M; m++) {
+		float sum = 0.0f;
+		for (int64_t k = 0; k < mm.K; k++) {
+			float v = host_get(x, m * mm.K + k);
+			sum += v * v;
+		}
+		float rms = sqrtf(sum / (float)mm.K + eps);
+		for (int64_t j = 0; j < mm.width; j++) {
+			float p[2] = { 0.0f, 0.0f };
+			for (int h = 0; h < (mm.epilogue == HOST_EPI_SILU_MUL ? 2 : 1); h++) {
+				int64_t n = j + h * mm.width;
+				for (int64_t k = 0; k < mm.K; k++) {
+					float hv = host_round(x->dtype,
+					                      host_get(x, m * mm.K + k) / rms * host_get(w, k));
+					p[h] += hv * host_get(mm.b, k * mm.b_k + n * mm.b_n);
+				}
+			}
+			host_matmul_emit(&mm, m, j, p[0], p[1]);
+		}
+	}
+}
+
+/* rmsnorm_matmul (x, w, b) -> out: the rows of x normalized into h of x's
+ * dtype as host_run_rmsnorm stores them, then the product of h and b with
+ * the epilogue, as host_run_matmul or host_run_matmul_silu_mul on h: the
+ * bytes of the unfused pair. BLOCKED as host_product_run's; USE_SCRATCH 0
+ * takes the path without h that a failed malloc falls back to. */
+void host_rmsnorm_matmul_run(const struct op_call *call, int blocked, int use_scratch)
+{
+	const struct op_tensor *x = &call->in[0];
+	int epilogue = call->attr[RNM_EPILOGUE].i == RNM_EPI_SILU_MUL ? HOST_EPI_SILU_MUL
+	                                                               : HOST_EPI_NONE;
+	int64_t rows = x->dim[0], cols = x->dim[1];
+	float eps = (float)call->attr[RNM_EPS].f;
+	struct op_call prod;
+	struct op_tensor *h;
+	void *hbuf = NULL;
+
+	memset(&prod, 0, sizeof prod);
+	prod.nin = 2;
+	prod.nout = 1;
+	prod.in[0] = *x;
+	prod.in[1] = call->in[2];
+	prod.out[0] = call->out[0];
+	prod.attr[MATMUL_TRANS_A].i = 0;
+	prod.attr[MATMUL_TRANS_B].i = call->attr[RNM_TRANS_B].i;
+	h = &prod.in[0];
+	if (use_scratch && rows > 0 && cols > 0 && (uint64_t)rows <= SIZE_MAX / host_dtype_size(x->dtype) /
+	                                              (uint64_t)cols)
+		hbuf = malloc((size_t)rows * (size_t)cols * host_dtype_size(x->dtype));
+	if (hbuf == NULL && rows > 0 && cols > 0) {
+		host_rmsnorm_product_unbuffered(call, epilogue, &prod);
+		return;
+	}
+	h->data = hbuf;
+	for (int64_t r = 0; r < rows; r++)
+		host_rmsnorm_row(x, &call->in[1], h, r, eps);
+	host_product_run(&prod, epilogue, blocked, 1);
+	free(hbuf);
+}
+
+void host_run_rmsnorm_matmul(const struct op_call *call)
+{
+	host_rmsnorm_matmul_run(call, 0, 1);
+}
+
+void host_run_rmsnorm_matmul_blocked(const struct op_call *call)
+{
+	host_rmsnorm_matmul_run(call, 1, 1);
 }

@@ -100,6 +100,21 @@
  *                                        Qwen3's norms of q and k, in place on a
  *                                        q|k|v row before rope_kv_write)
  *
+ *  rmsnorm_matmul  (x, w, b) -> out      h = rmsnorm(x, w) rounded to x's dtype (as
+ *                                        rmsnorm stores it), then with epilogue none
+ *                                        out [M, N] = matmul(h, b), with silu_mul
+ *                                        out [M, N/2] = matmul_silu_mul(h, b) (op(b)
+ *                                        [K, N], gate columns first); x [M, K], w [K].
+ *                                        The norm that precedes a product, folded
+ *                                        into it (no trans_a)
+ *
+ *  rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache
+ *                                        qkv = rmsnorm(x, w) @ op(b) rounded to x's
+ *                                        dtype (rmsnorm_matmul's bytes), then
+ *                                        rope_kv_write(qkv, pos): the attention
+ *                                        input of a decode layer in one kind;
+ *                                        op(b) [K, (heads + 2 kv_heads) head_dim]
+ *
  * And the one unfused kind the fused ones need to have a twin:
  *
  *  slice      (x) -> out                x [rows, C], out [rows, W]:
@@ -224,7 +239,10 @@
  *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
  *  paged_attention: heads, kv_heads [heads], head_dim, scale [0];
  *  moe_router, moe_router_paged: top_k, renorm [false], topk_first [false];
- *  moe_experts: experts; vocab_embedding: vocab_start [0].
+ *  moe_experts: experts; vocab_embedding: vocab_start [0]; rmsnorm_matmul:
+ *  eps (required), trans_b [false], epilogue [none] (none or silu_mul);
+ *  rmsnorm_matmul_rope_kv_write: rope_kv_write's, then eps (required),
+ *  trans_b [false].
  *
  * Weights stored [out, in], as checkpoints store them, are the b of a
  * product with trans_b: true; the fast small-M kernels want that layout.
@@ -272,6 +290,8 @@ enum op_id {
 	OP_ALL_REDUCE,
 	OP_ALL_GATHER,
 	OP_VOCAB_EMBEDDING,
+	OP_RMSNORM_MATMUL,
+	OP_RMSNORM_MATMUL_ROPE_KV_WRITE,
 	OP_COUNT
 };
 
@@ -290,6 +310,13 @@ enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3, RKV_SCA
                                              /* and rope_paged_kv_write */
 /* ROPE_SCALING and RKV_SCALING: where the rope_type attributes start, in
  * the order of rope-scaling.h's RS_* (rope_type, factor, ...). */
+enum { RNM_EPS = 0, RNM_TRANS_B = 1, RNM_EPILOGUE = 2 };   /* rmsnorm_matmul */
+enum { RNM_EPI_NONE = 0, RNM_EPI_SILU_MUL = 1 };           /* its epilogue's choices */
+/* rmsnorm_matmul_rope_kv_write: rope_kv_write's attributes (RKV_*, the 9
+ * rope_type ones from RKV_SCALING), then these two. */
+enum { RRK_EPS = RKV_SCALING + 9, RRK_TRANS_B = RRK_EPS + 1 };
+/* its operands */
+enum { RRK_X = 0, RRK_W = 1, RRK_B = 2, RRK_POS = 3 };
 enum { QKN_HEADS = 0, QKN_KV_HEADS = 1, QKN_HEAD_DIM = 2, QKN_EPS = 3 };
 enum { PATTN_HEADS = 0, PATTN_KV_HEADS = 1, PATTN_HEAD_DIM = 2, PATTN_SCALE = 3 };
 /* paged_attention's operands */

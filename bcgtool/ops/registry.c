@@ -402,7 +402,10 @@ static int check_add_rmsnorm(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &x, msg, len);
 }
 
-static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
+/* rope_kv_write's checks of C, its qkv named QKV_WHAT when not NULL
+ * (rmsnorm_matmul_rope_kv_write's qkv is its product, not an input). */
+static int check_rope_kv_write_of(const struct op_call *c, const char *qkv_what, char *msg,
+                                  size_t len)
 {
 	struct operand qkv, q, kc, vc;
 	int64_t heads = c->attr[RKV_HEADS].i, kvh = c->attr[RKV_KV_HEADS].i;
@@ -412,6 +415,8 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 
 	TRY(want_counts(c, msg, len));
 	qkv = operand_in(c, 0);
+	if (qkv_what != NULL)
+		snprintf(qkv.what, sizeof qkv.what, "%s", qkv_what);
 	q = operand_out(c, 0);
 	kc = operand_out(c, 1);
 	vc = operand_out(c, 2);
@@ -426,14 +431,15 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 	/* Bounded before multiplying, so that no product overflows. */
 	cols = qkv.t->dim[1];
 	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
-		return check_fail(msg, len, "input qkv has %lld columns, expected (heads + 2 x "
+		return check_fail(msg, len, "%s has %lld columns, expected (heads + 2 x "
 		                  "kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k and v "
-		                  "parts)", (long long)cols, (long long)heads, (long long)kvh,
-		                  (long long)hd);
+		                  "parts)", qkv.what, (long long)cols, (long long)heads,
+		                  (long long)kvh, (long long)hd);
 	TRY(want_same_dtype(&q, &qkv, msg, len));
 	want[0] = qkv.t->dim[0];
 	want[1] = heads * hd;
-	TRY(want_shape(&q, want, 2, "the rows of input qkv, heads x head_dim columns", msg, len));
+	snprintf(got, sizeof got, "the rows of %s, heads x head_dim columns", qkv.what);
+	TRY(want_shape(&q, want, 2, got, msg, len));
 	TRY(want_same_dtype(&kc, &qkv, msg, len));
 	TRY(want_rank(&kc, 2, msg, len));
 	if (kc.t->dim[1] != kvh * hd)
@@ -442,6 +448,11 @@ static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
 		                  (long long)(kvh * hd), (long long)kvh, (long long)hd);
 	TRY(want_same_dtype(&vc, &qkv, msg, len));
 	return want_shape_like(&vc, &kc, msg, len);
+}
+
+static int check_rope_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	return check_rope_kv_write_of(c, NULL, msg, len);
 }
 
 /* slice (x) -> out: out has x's rows and a range of its columns. */
@@ -515,6 +526,113 @@ static int check_qk_norm(const struct op_call *c, char *msg, size_t len)
 		                  c->attr[QKN_EPS].f);
 	TRY(want_same_dtype(&out, &x, msg, len));
 	return want_shape_like(&out, &x, msg, len);
+}
+
+/* rmsnorm_matmul (x, w, b) -> out: x [M, K], w [K] (rmsnorm's), op(b)
+ * [K, N]; out [M, N], or [M, N/2] with epilogue silu_mul (N even). */
+static int check_rmsnorm_matmul(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, w, b, out;
+	int tb = c->attr[RNM_TRANS_B].i != 0;
+	int64_t epi = c->attr[RNM_EPILOGUE].i, k, bk, want[2];
+	char sx[96], sb[96], why[160];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, 0);
+	w = operand_in(c, 1);
+	b = operand_in(c, 2);
+	out = operand_out(c, 0);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	k = x.t->dim[1];
+	TRY(want_same_dtype(&w, &x, msg, len));
+	TRY(want_shape(&w, &k, 1, "the columns of input x", msg, len));
+	if (!(c->attr[RNM_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[RNM_EPS].f);
+	TRY(want_same_dtype(&b, &x, msg, len));
+	TRY(want_rank(&b, 2, msg, len));
+	bk = tb ? b.t->dim[1] : b.t->dim[0];
+	want[1] = tb ? b.t->dim[0] : b.t->dim[1];
+	if (bk != k)
+		return check_fail(msg, len, "input b has shape %s, expected %s%lld%s "
+		                  "(K = %lld from input x %s)", shape_str(b.t, sb, sizeof sb),
+		                  tb ? "[N, " : "[", (long long)k, tb ? "]" : ", N]", (long long)k,
+		                  shape_str(x.t, sx, sizeof sx));
+	if (epi != RNM_EPI_NONE && epi != RNM_EPI_SILU_MUL)
+		return check_fail(msg, len, "attribute epilogue is %lld; it must be none or silu_mul",
+		                  (long long)epi);
+	if (epi == RNM_EPI_SILU_MUL && want[1] % 2 != 0)
+		return check_fail(msg, len, "input b gives the product %lld columns, expected an "
+		                  "even number (gate and up halves, epilogue silu_mul)",
+		                  (long long)want[1]);
+	want[0] = x.t->dim[0];
+	TRY(want_same_dtype(&out, &x, msg, len));
+	if (epi == RNM_EPI_SILU_MUL) {
+		snprintf(why, sizeof why, "M = %lld from input x, half the N = %lld of input b",
+		         (long long)want[0], (long long)want[1]);
+		want[1] /= 2;
+	} else {
+		snprintf(why, sizeof why, "M = %lld from input x, N = %lld from input b",
+		         (long long)want[0], (long long)want[1]);
+	}
+	return want_shape(&out, want, 2, why, msg, len);
+}
+
+/* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache: x
+ * [M, K], w [K], op(b) [K, (heads + 2 kv_heads) head_dim]; then the
+ * checks of rope_kv_write on the product qkv [M, QKV] of x's dtype, which
+ * the checks below have already found sound (its dtype, rank, columns). */
+static int check_rmsnorm_matmul_rope_kv_write(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, w, b;
+	struct op_call rkv;
+	int tb = c->attr[RRK_TRANS_B].i != 0;
+	int64_t heads = c->attr[RKV_HEADS].i, kvh = c->attr[RKV_KV_HEADS].i;
+	int64_t hd = c->attr[RKV_HEAD_DIM].i, k, bk, cols;
+	char sx[96], sb[96];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, RRK_X);
+	w = operand_in(c, RRK_W);
+	b = operand_in(c, RRK_B);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	k = x.t->dim[1];
+	TRY(want_same_dtype(&w, &x, msg, len));
+	TRY(want_shape(&w, &k, 1, "the columns of input x", msg, len));
+	if (!(c->attr[RRK_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[RRK_EPS].f);
+	TRY(want_same_dtype(&b, &x, msg, len));
+	TRY(want_rank(&b, 2, msg, len));
+	bk = tb ? b.t->dim[1] : b.t->dim[0];
+	cols = tb ? b.t->dim[0] : b.t->dim[1];
+	if (bk != k)
+		return check_fail(msg, len, "input b has shape %s, expected %s%lld%s "
+		                  "(K = %lld from input x %s)", shape_str(b.t, sb, sizeof sb),
+		                  tb ? "[QKV, " : "[", (long long)k, tb ? "]" : ", QKV]", (long long)k,
+		                  shape_str(x.t, sx, sizeof sx));
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
+	TRY(want_rope_head_dim(hd, msg, len));
+	if (heads > cols / hd || kvh > cols / hd || (heads + 2 * kvh) * hd != cols)
+		return check_fail(msg, len, "input b gives the product %lld columns, expected "
+		                  "(heads + 2 x kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k "
+		                  "and v parts)", (long long)cols, (long long)heads, (long long)kvh,
+		                  (long long)hd);
+	/* The rest is rope_kv_write's on qkv [M, cols]: pos, the rope
+	 * attributes, q and the caches, by the same names. */
+	rkv = *c;
+	rkv.kind = op_kind_get(OP_ROPE_KV_WRITE);
+	rkv.nin = 2;
+	memset(&rkv.in[0], 0, sizeof rkv.in[0]);
+	rkv.in[0].dtype = x.t->dtype;
+	rkv.in[0].rank = 2;
+	rkv.in[0].dim[0] = x.t->dim[0];
+	rkv.in[0].dim[1] = cols;
+	rkv.in[1] = c->in[RRK_POS];
+	return check_rope_kv_write_of(&rkv, "the product of input x and b", msg, len);
 }
 
 /* A paged cache [NB, BS, W] of REF's dtype with W columns (WHY names where
@@ -647,6 +765,7 @@ static const char *const in_x[] = { "x", NULL };
 static const char *const in_ab[] = { "a", "b", NULL };
 static const char *const in_xw[] = { "x", "w", NULL };
 static const char *const in_xwb[] = { "x", "w", "b", NULL };
+static const char *const in_xwbpos[] = { "x", "w", "b", "pos", NULL };
 static const char *const in_xpos[] = { "x", "pos", NULL };
 static const char *const in_emb[] = { "table", "ids", NULL };
 static const char *const in_qkv[] = { "q", "k", "v", NULL };
@@ -772,6 +891,26 @@ static const struct op_attr_spec moe_experts_attrs[] = {
 	[MOE_EXPERTS] = { "experts", OP_ATTR_INT, 1, 0.0, "experts in gate_up and down" },
 	{ NULL, 0, 0, 0, NULL }
 };
+static const struct op_attr_spec rmsnorm_matmul_attrs[] = {
+	[RNM_EPS] = { "eps", OP_ATTR_FLOAT, 1, 0.0, "added to the mean of squares (rmsnorm's)" },
+	[RNM_TRANS_B] = { "trans_b", OP_ATTR_BOOL, 0, 0.0, "use b transposed" },
+	[RNM_EPILOGUE] = { "epilogue", OP_ATTR_ENUM, 0, RNM_EPI_NONE,
+	                   "after the product: none, or silu_mul (gate columns, then up)" },
+	{ NULL, 0, 0, 0, NULL }
+};
+/* rope_kv_write's, then eps and trans_b (op.h's RRK_*). */
+static const struct op_attr_spec rmsnorm_matmul_rope_kv_write_attrs[] = {
+	[RKV_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
+	[RKV_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
+	[RKV_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
+	[RKV_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	ROPE_SCALING_ATTRS(RKV_SCALING),
+	[RRK_EPS] = { "eps", OP_ATTR_FLOAT, 1, 0.0, "added to the mean of squares (rmsnorm's)" },
+	[RRK_TRANS_B] = { "trans_b", OP_ATTR_BOOL, 0, 0.0, "use b transposed" },
+	{ NULL, 0, 0, 0, NULL }
+};
+_Static_assert(RRK_EPS == RKV_SCALING + RS_COUNT && RRK_TRANS_B < OP_MAX_ATTRS,
+               "rmsnorm_matmul_rope_kv_write's attributes follow rope_kv_write's");
 static const struct op_attr_spec slice_attrs[] = {
 	[SLICE_START] = { "start", OP_ATTR_INT, 1, 0.0, "the first column of x taken" },
 	{ NULL, 0, 0, 0, NULL }
@@ -868,6 +1007,15 @@ static const struct op_kind kinds[OP_COUNT] = {
 		"rows of a rank's share of table at ids (i32); ids outside it give zeros",
 		in_emb, out_out, vocab_embedding_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
 		op_check_vocab_embedding },
+	[OP_RMSNORM_MATMUL] = { OP_RMSNORM_MATMUL, "rmsnorm_matmul",
+		"rmsnorm(x, w) @ op(b), then the epilogue: the norm folded into the product",
+		in_xwb, out_out, rmsnorm_matmul_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_rmsnorm_matmul },
+	[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = { OP_RMSNORM_MATMUL_ROPE_KV_WRITE,
+		"rmsnorm_matmul_rope_kv_write",
+		"rope_kv_write of rmsnorm(x, w) @ op(b): norm, q|k|v product, rope and KV write",
+		in_xwbpos, out_q_caches, rmsnorm_matmul_rope_kv_write_attrs, OP_DTYPES_FLOAT, ALWAYS,
+		0, check_rmsnorm_matmul_rope_kv_write },
 };
 
 const struct op_kind *op_kind_find(const char *name)
@@ -913,12 +1061,17 @@ int op_kind_count_attrs(const struct op_kind *kind)
 	return n;
 }
 
+/* rmsnorm_matmul's epilogue, by RNM_EPI_*: stored in plans, never rename. */
+static const char *const rnm_epilogue_names[] = { "none", "silu_mul", NULL };
+
 const char *const *op_attr_choices(const struct op_attr_spec *spec)
 {
 	if (spec->type != OP_ATTR_ENUM)
 		return NULL;
 	if (strcmp(spec->name, "rope_type") == 0)
 		return rope_type_names;
+	if (strcmp(spec->name, "epilogue") == 0)
+		return rnm_epilogue_names;
 	return NULL;
 }
 

@@ -1116,6 +1116,8 @@ struct cv_item {
 	size_t   ev;          /* SEGMENT: its launch; BREAK: the first op */
 	uint32_t nops;        /* BREAK: ops, ev.. (eager ops of this device) */
 	uint64_t launches;    /* BREAK: its launch shape (a hash; not in the key) */
+	uint64_t start;       /* its GPU start (a break's first), 0 unknown */
+	uint64_t issue;       /* the time of its launch call (a break's first) */
 };
 
 struct cv_shape {
@@ -1201,6 +1203,7 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 			it->kind = PLAN_ITEM_SEGMENT;
 			it->graph = e->graph;
 			it->ev = i;
+			it->issue = p->log->rec[e->seq].time;
 			open = NULL;
 			/* The graph itself, not its structure: an engine's graphs of
 			 * two batch sizes may hold the same kernels alike. */
@@ -1214,6 +1217,7 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 				it->kind = PLAN_ITEM_BREAK;
 				it->ev = i;
 				it->launches = PLAN_HASH64_INIT;
+				it->issue = p->log->rec[e->seq].time;
 				open = it;
 				h = plan_hash64("B", 1, h);
 			}
@@ -1229,6 +1233,12 @@ static int step_shape(struct cv *c, const struct cv_proc *p, const struct cv_ste
 			continue;
 		}
 		span_add(&all, proc_time(p, e->corr));
+	}
+	/* An item starts with its first launch: the graph's, a break's first
+	 * eager op's. */
+	for (size_t k = 0; k < sh->nitems; k++) {
+		const struct cv_time *t = proc_time(p, p->evs[sh->items[k].ev].corr);
+		sh->items[k].start = t != NULL ? t->start : 0;
 	}
 	sh->key = h;
 	sh->time = span_ns(&all);
@@ -1572,8 +1582,13 @@ static const char *kernel_name(const struct cv_proc *p, const struct cv_op *op)
 	}
 }
 
+/* An item's recorded times: its median duration and start offsets. */
+struct cv_times {
+	uint64_t recorded, start, issue;
+};
+
 static int add_segment(struct cv *c, struct cv_proc *p, uint32_t variant, const struct cv_graph *g,
-                       uint64_t recorded_ns)
+                       const struct cv_times *tm)
 {
 	struct plan_node *nodes = calloc(g->nnodes ? g->nnodes : 1, sizeof *nodes);
 	struct plan_segment s = { 0 };
@@ -1603,7 +1618,9 @@ static int add_segment(struct cv *c, struct cv_proc *p, uint32_t variant, const 
 	s.nodes = nodes;
 	s.nedges = g->nedges;
 	s.edges = g->edges;
-	s.recorded_ns = recorded_ns;
+	s.recorded_ns = tm->recorded;
+	s.start_ns = tm->start;
+	s.issue_ns = tm->issue;
 	s.fingerprint = plan_fingerprint_recorded(c->plan, &s);
 	err = plan_add_segment(c->plan, &s, NULL, &d);
 	if (cv_plan(c, err, &d) != 0)
@@ -1618,7 +1635,7 @@ out:
 /* A break: the launches of IT (the variant's representative step), with
  * SHAPES distinct launch shapes over STEPS steps in its detail. */
 static int add_break(struct cv *c, struct cv_proc *p, uint32_t variant, const struct cv_item *it,
-                     uint32_t number, uint64_t recorded_ns, size_t shapes, size_t steps)
+                     uint32_t number, const struct cv_times *tm, size_t shapes, size_t steps)
 {
 	struct plan_breakpoint b = { 0 };
 	struct plan_diag d = { 0 };
@@ -1652,7 +1669,9 @@ static int add_break(struct cv *c, struct cv_proc *p, uint32_t variant, const st
 	b.detail = detail;
 	b.launch_first = first;
 	b.launch_count = n;
-	b.recorded_ns = recorded_ns;
+	b.recorded_ns = tm->recorded;
+	b.start_ns = tm->start;
+	b.issue_ns = tm->issue;
 	err = plan_add_breakpoint(c->plan, &b, NULL, &d);
 	if (cv_plan(c, err, &d) != 0)
 		return -1;
@@ -1669,6 +1688,45 @@ static size_t distinct(uint64_t *v, size_t n)
 	for (size_t i = 1; i < n; i++)
 		k += v[i] != v[i - 1];
 	return k;
+}
+
+/* Whether step SH's items started in their order, each after the one
+ * before it: on the GPU (HOST 0; every item's start recorded) or on the
+ * host (HOST 1, their launch calls). A step whose items' GPU starts go
+ * back (eager work on another stream than the graphs, overlapping them)
+ * or whose times are missing gives no offsets. */
+static int step_in_order(const struct cv_shape *sh, int host)
+{
+	for (size_t k = 0; k < sh->nitems; k++) {
+		uint64_t t = host ? sh->items[k].issue : sh->items[k].start;
+		uint64_t prev = k == 0 ? 0 : host ? sh->items[k - 1].issue : sh->items[k - 1].start;
+		if (t == 0 || (k > 0 && t <= prev))
+			return 0;
+	}
+	return 1;
+}
+
+/* The median offset of item K from its step's first item over the N
+ * steps of a shape at IDX that started in order (step_in_order), on the
+ * GPU (HOST 0) or the host (HOST 1); 0 for the first item and where no
+ * step did. Every step counted has every item's time, so the medians of
+ * a variant's items never decrease along them, and those past the first
+ * are above 0. VALS has room for N values. */
+static uint64_t item_offset(const struct cv_shape *shapes, const size_t *idx, size_t n, size_t k,
+                            int host, uint64_t *vals)
+{
+	size_t m = 0;
+
+	if (k == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct cv_shape *sh = &shapes[idx[i]];
+		if (!step_in_order(sh, host))
+			continue;
+		vals[m++] = host ? sh->items[k].issue - sh->items[0].issue
+		                 : sh->items[k].start - sh->items[0].start;
+	}
+	return median(vals, m);
 }
 
 /* Write one variant: the steps of a shape (the shapes at IDX, N of them,
@@ -1706,8 +1764,8 @@ static int add_variant(struct cv *c, struct cv_proc *p, struct cv_shape *shapes,
 	nbreaks = 0;
 	for (size_t k = 0; k < rep->nitems; k++) {
 		const struct cv_item *it = &rep->items[k];
+		struct cv_times tm = { 0, 0, 0 };
 		size_t nshapes = 0;
-		uint64_t t;
 		if (it->kind == PLAN_ITEM_BREAK) {
 			for (size_t i = 0; i < n; i++)
 				vals[i] = shapes[idx[i]].items[k].launches;
@@ -1715,11 +1773,13 @@ static int add_variant(struct cv *c, struct cv_proc *p, struct cv_shape *shapes,
 		}
 		for (size_t i = 0; i < n; i++)
 			vals[i] = item_time(p, &shapes[idx[i]].items[k]);
-		t = median(vals, n);
+		tm.recorded = median(vals, n);
+		tm.start = item_offset(shapes, idx, n, k, 0, vals);
+		tm.issue = item_offset(shapes, idx, n, k, 1, vals);
 		if (it->kind == PLAN_ITEM_SEGMENT)
-			err = add_segment(c, p, vi, &p->graphs[it->graph], t);
+			err = add_segment(c, p, vi, &p->graphs[it->graph], &tm);
 		else
-			err = add_break(c, p, vi, it, nbreaks++, t, nshapes, n);
+			err = add_break(c, p, vi, it, nbreaks++, &tm, nshapes, n);
 		if (err != 0)
 			goto out;
 	}

@@ -27,6 +27,12 @@
  *    launches of its breaks), every step of it the medians of the
  *    recorded times, and each break's detail says how many distinct
  *    launch shapes (kernels, grids, blocks) it had over the steps.
+ *  - Each item's start offsets (plan format 1.7): the median, over the
+ *    variant's steps whose items all have times and started in order, of
+ *    its GPU start (a break's first launch) less the step's first item's,
+ *    and of its launch call's time in the log less the first launch
+ *    call's; 0 for the first item, and for every item where no step
+ *    counts.
  *  - An executable graph runs what it was instantiated from until the
  *    program updates it: cuGraphExecUpdate gives it the nodes of another
  *    graph of the same topology, cuGraphExecKernelNodeSetParams one

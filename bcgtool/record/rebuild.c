@@ -1671,8 +1671,11 @@ static nvtx_string rr_break_name(struct rr_session *s, uint32_t bi)
 	return s->break_names[bi];
 }
 
+/* One step of PV: events EV (NULL: none) before its first item and after
+ * each; GAP_NS (NULL: none), paced "recorded", the idle time to put
+ * before each item (0: none). */
 static int rr_step(struct rr_session *s, const struct plan_variant *pv, uint64_t step,
-                   cudaEvent_t *ev, struct rr_error *err)
+                   cudaEvent_t *ev, const uint64_t *gap_ns, struct rr_error *err)
 {
 	char text[48];
 
@@ -1682,6 +1685,11 @@ static int rr_step(struct rr_session *s, const struct plan_variant *pv, uint64_t
 		RR_RT(cudaEventRecord(ev[0], s->stream), "cudaEventRecord");
 	for (uint32_t i = 0; i < pv->nitems; i++) {
 		uint32_t k = pv->items[i].index;
+		if (gap_ns != NULL && gap_ns[i] != 0 &&
+		    cuda_gap_stream(s->stream, gap_ns[i], err->msg, sizeof err->msg) != 0) {
+			err->exit = BCG_EXIT_RUNTIME;
+			goto fail;
+		}
 		if (pv->items[i].kind == PLAN_ITEM_SEGMENT) {
 			nvtx_push_registered(s->nvtx, NVTX_KIND_SEGMENT, rr_seg_name(s, k),
 			                     plan_get_segment(s->plan, k)->nnodes);
@@ -1723,13 +1731,12 @@ static double rr_median(double *v, uint64_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The L2 flush (replay --flush-l2): a buffer twice the L2's size,
+/* The L2 flush (replay --flush-l2): a buffer of cuda_l2_flush_bytes,
  * written over with a memset before each step, outside its timed range.
  * Writing it leaves L2 holding the buffer's lines and none of the
  * step's: weights and activations come from device memory again, as in
  * a program whose other work (or other programs) run between its
- * steps. Twice the size, since the H100's L2 is two halves a line may
- * be held in both of. */
+ * steps. */
 static int rr_flush_setup(struct rr_session *s, struct rr_error *err)
 {
 	int l2 = 0;
@@ -1738,7 +1745,7 @@ static int rr_flush_setup(struct rr_session *s, struct rr_error *err)
 		return 0;
 	RR_RT(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s->device),
 	      "reading the L2 cache size");
-	s->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+	s->flush_bytes = cuda_l2_flush_bytes(l2);
 	RR_RT(cudaMalloc(&s->flush, s->flush_bytes), "allocating the L2 flush buffer");
 	return 0;
 fail:
@@ -1775,6 +1782,106 @@ fail:
 	return -1;
 }
 
+/*
+ * Pacing by the recording (replay --pace recorded). The recorded run's
+ * GPU idled between some items of a step: the program's host work
+ * (Python, its own bookkeeping) kept the next launch from coming sooner.
+ * Each item's recorded start offset (its GPU start after the step's
+ * first item's, a median over the variant's steps) and the recorded time
+ * of the item before it give that gap:
+ *
+ *   gap(i) = start(i) - (start(i-1) + recorded(i-1)),  when above 0.
+ *
+ * The replay puts the same idle time on the GPU before item i, as a gap
+ * kernel on the stream (one thread spinning on the GPU's global timer)
+ * rather than by the host waiting before it issues the item:
+ *
+ *  - the offsets were measured on the GPU's clock, between GPU events;
+ *    a kernel that times itself on that clock reproduces the gap there,
+ *    where a host wait adds the host's own jitter (a descheduled thread,
+ *    a timer's slack) and the launch latency after it, neither of them
+ *    the recording's;
+ *  - the recorded gap already holds the original's launch latency (both
+ *    ends are GPU times), so a host wait followed by a launch would count
+ *    it twice;
+ *  - the host still issues the whole step at once, so what is timed is
+ *    the GPU: the replay's own host cost does not leak into the step.
+ *
+ * The gap kernel touches no memory, so L2 keeps what the step left in it
+ * as it did while the recorded GPU idled; what differs is that one SM
+ * runs one thread during the gap, and that the kernel itself costs a
+ * launch's worth of GPU time, measured here once (RR_GAP_PROBES kernels
+ * of no length queued behind a hold) and taken off every gap.
+ *
+ * Gaps, not start times: the replay does not hold item i back until
+ * start(i) after the step's start. Doing so would pin a replay that runs
+ * its items faster than the recording to the recording's timeline and
+ * report it as equal; reproducing the gaps keeps what the items
+ * themselves cost visible in the step time, which is then
+ * (replayed items) + (recorded gaps). A break's own launches run back to
+ * back as always: the host gaps inside a break are in its recorded time,
+ * not between items, and are not reproduced.
+ */
+#define RR_GAP_PROBES 32
+
+/* What one gap kernel of no length adds to a step on the GPU, in ns. */
+static int rr_gap_cost(struct rr_session *s, uint64_t *cost_ns, struct rr_error *err)
+{
+	cudaEvent_t e[2] = { NULL, NULL };
+	float ms = 0;
+	int rc = -1;
+
+	RR_RT(cudaEventCreate(&e[0]), "cudaEventCreate");
+	RR_RT(cudaEventCreate(&e[1]), "cudaEventCreate");
+	if (cuda_hold_stream(s->stream, 200.0, err->msg, sizeof err->msg) != 0) {
+		err->exit = BCG_EXIT_RUNTIME;
+		goto fail;
+	}
+	RR_RT(cudaEventRecord(e[0], s->stream), "cudaEventRecord");
+	for (int i = 0; i < RR_GAP_PROBES; i++)
+		if (cuda_gap_stream(s->stream, 0, err->msg, sizeof err->msg) != 0) {
+			err->exit = BCG_EXIT_RUNTIME;
+			goto fail;
+		}
+	RR_RT(cudaEventRecord(e[1], s->stream), "cudaEventRecord");
+	RR_RT(cudaEventSynchronize(e[1]), "timing the gap kernel");
+	RR_RT(cudaEventElapsedTime(&ms, e[0], e[1]), "cudaEventElapsedTime");
+	*cost_ns = (uint64_t)((double)ms * 1e6 / RR_GAP_PROBES);
+	rc = 0;
+fail:
+	for (int i = 0; i < 2; i++)
+		if (e[i] != NULL)
+			cudaEventDestroy(e[i]);
+	return rc;
+}
+
+/* The idle time to put before each item of PV (GAP[i], 0: none), less
+ * COST_NS each; RUN gets how many gaps the recording had and their total. */
+static void rr_pace_gaps(const plan_t *plan, const struct plan_variant *pv, uint64_t cost_ns,
+                         uint64_t *gap, struct rr_run *run)
+{
+	uint64_t prev_end = 0, total = 0;
+
+	for (uint32_t i = 0; i < pv->nitems; i++) {
+		const struct plan_item *it = &pv->items[i];
+		uint64_t start, rec;
+		plan_item_offsets(plan, it, &start, NULL);
+		rec = it->kind == PLAN_ITEM_SEGMENT ? plan_get_segment(plan, it->index)->recorded_ns
+		                                    : plan_get_breakpoint(plan, it->index)->recorded_ns;
+		gap[i] = 0;
+		if (i > 0 && prev_end != 0 && start > prev_end) {
+			uint64_t g = start - prev_end;
+			run->paced_gaps++;
+			total += g;
+			gap[i] = g > cost_ns ? g - cost_ns : 0;
+		}
+		/* an item without a recorded time ends the chain: no gap after it */
+		prev_end = rec != 0 ? start + rec : 0;
+	}
+	run->paced_ms = (double)total / 1e6;
+	run->gap_cost_us = (double)cost_ns / 1e3;
+}
+
 /* Steps in flight at once when paced "none": each has its own events,
  * read back when the step RR_WINDOW later needs them. */
 #define RR_WINDOW 8
@@ -1789,6 +1896,7 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, const struct rr_replay 
 	double *step_ms = NULL, *host_ms = NULL, *item_ms = NULL, *busy_ms = NULL,
 	       *ibusy_ms = NULL;
 	double host_max = 0;
+	uint64_t *gaps = NULL;
 	int rc = -1;
 
 	memset(run, 0, sizeof *run);
@@ -1833,15 +1941,27 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, const struct rr_replay 
 		goto fail;
 	}
 	run->l2_bytes = r->flush_l2 ? s->flush_bytes : 0;
+	if (r->pace == RR_PACE_RECORDED) {
+		uint64_t cost = 0;
+		if ((gaps = calloc(pv->nitems + 1, sizeof *gaps)) == NULL) {
+			rr_fail(err, BCG_EXIT_RUNTIME, "out of memory");
+			goto fail;
+		}
+		if (rr_gap_cost(s, &cost, err) != 0)
+			goto fail;
+		rr_pace_gaps(s->plan, pv, cost, gaps, run);
+	}
 	for (uint32_t i = 0; i < (pv->nitems + 1) * window; i++)
 		RR_RT(cudaEventCreate(&ev[i]), "cudaEventCreate");
 	for (uint64_t w = 0; w < warmup; w++)
-		if ((r->flush_l2 && rr_flush(s, w, err) != 0) || rr_step(s, pv, w, NULL, err) != 0)
+		if ((r->flush_l2 && rr_flush(s, w, err) != 0) || rr_step(s, pv, w, NULL, gaps, err) != 0)
 			goto fail;
 	RR_RT(cudaStreamSynchronize(s->stream), "waiting for the warm-up");
 	/* The timed pass. Paced "step" (the default), each step is waited
-	 * for before the next is issued; paced "none", up to RR_WINDOW steps
-	 * are in flight, the host issuing as fast as it can. Either way each
+	 * for before the next is issued; paced "recorded", likewise, with the
+	 * recorded gaps put before its items (the warm-up's too); paced
+	 * "none", up to RR_WINDOW steps are in flight, the host issuing as
+	 * fast as it can. Either way each
 	 * step's span runs from an event before its first item to one after
 	 * its last: with the GPU idle at the step's start (paced "step"), it
 	 * holds the first launch's latency too. */
@@ -1864,7 +1984,7 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, const struct rr_replay 
 		if (r->flush_l2 && rr_flush(s, warmup + st, err) != 0)
 			goto fail;
 		t0 = bcg_now_ns();
-		if (rr_step(s, pv, warmup + st, e, err) != 0)
+		if (rr_step(s, pv, warmup + st, e, gaps, err) != 0)
 			goto fail;
 		host_ms[st] = (double)(bcg_now_ns() - t0) / 1e6;
 		if (host_ms[st] > host_max)
@@ -1905,7 +2025,7 @@ int rr_replay_variant(struct rr_session *s, uint32_t vi, const struct rr_replay 
 			err->exit = BCG_EXIT_RUNTIME;
 			goto fail;
 		}
-		if (rr_step(s, pv, warmup + steps + b, ev, err) != 0)
+		if (rr_step(s, pv, warmup + steps + b, ev, NULL, err) != 0)
 			goto fail;
 		RR_RT(cudaEventSynchronize(ev[pv->nitems]), "waiting for a held step");
 		if (rr_read_events(ev, pv->nitems, &busy_ms[b], &ibusy_ms[b], nbusy, err) != 0)
@@ -1946,6 +2066,7 @@ fail:
 	free(item_ms);
 	free(busy_ms);
 	free(ibusy_ms);
+	free(gaps);
 	if (rc != 0)
 		rr_run_release(run);
 	return rc;

@@ -149,6 +149,11 @@ enum rr_pace {
 	                      without waiting, as a program whose host runs
 	                      ahead of the GPU does; the GPU never idles but
 	                      when the host is slower than the GPU */
+	RR_PACE_RECORDED = 2, /* each step waited for, as STEP; within it the
+	                      GPU idles before each item as long as it idled
+	                      there in the recorded run (from the items'
+	                      recorded start offsets, format 1.7): a gap
+	                      kernel on the stream (rebuild.c, rr_pace_gaps) */
 };
 
 /* What a replay runs and how (rr_replay_variant). */
@@ -182,6 +187,12 @@ struct rr_run {
 	double   busy_median;
 	double  *item_busy;         /* NITEMS medians, NULL when not measured */
 	uint64_t l2_bytes;          /* flush_l2: the buffer written, else 0 */
+	/* Paced "recorded": the recorded idle gaps reproduced before items,
+	 * their recorded total, and what one gap kernel costs the GPU here
+	 * (taken off each gap; a gap no longer than it is left out). */
+	uint32_t paced_gaps;
+	double   paced_ms;
+	double   gap_cost_us;
 };
 
 void rr_run_release(struct rr_run *r);

@@ -62,6 +62,8 @@ int recorded_pace_from_name(const char *name)
 		return RR_PACE_STEP;
 	if (strcmp(name, "none") == 0)
 		return RR_PACE_NONE;
+	if (strcmp(name, "recorded") == 0)
+		return RR_PACE_RECORDED;
 	return -1;
 }
 
@@ -194,6 +196,18 @@ int recorded_check_variant(const plan_t *plan, uint32_t vi, char *msg, size_t le
 
 /* Refuse, before any GPU work, what cannot run: exit 2 for the plan, 3
  * for this build or backend. */
+/* The name of a variant's item I, for people. */
+static void recorded_item_text(const plan_t *plan, const struct plan_item *it, char *buf,
+                               size_t len)
+{
+	if (it->kind == PLAN_ITEM_SEGMENT)
+		snprintf(buf, len, "seg %u (%u nodes)", it->index,
+		         plan_get_segment(plan, it->index)->nnodes);
+	else
+		snprintf(buf, len, "break %s (%u launches)", plan_get_breakpoint(plan, it->index)->name,
+		         plan_get_breakpoint(plan, it->index)->launch_count);
+}
+
 static int recorded_preflight(const plan_t *plan, const char *path, const struct recorded_opts *o,
                               const uint32_t *variants, uint32_t n)
 {
@@ -204,6 +218,20 @@ static int recorded_preflight(const plan_t *plan, const char *path, const struct
 			bcg_error("%s: cannot replay: %s", path, msg);
 			return BCG_EXIT_USAGE;
 		}
+	/* Paced by the recording: every variant replayed needs its items'
+	 * start offsets (format 1.7). */
+	for (uint32_t i = 0; o->pace == RR_PACE_RECORDED && i < n; i++) {
+		const struct plan_variant *pv = plan_get_variant(plan, variants[i]);
+		uint32_t missing = PLAN_NONE;
+		if (plan_variant_offsets(plan, variants[i], &missing) & PLAN_OFFSETS_START)
+			continue;
+		recorded_item_text(plan, &pv->items[missing], msg, sizeof msg);
+		bcg_error("%s: --pace recorded: variant %lld has no recorded start offsets (its "
+		          "item %u, %s, has none): a plan written before format 1.7, or recorded "
+		          "without GPU times; record the program again", path, (long long)pv->tokens,
+		          missing, msg);
+		return BCG_EXIT_USAGE;
+	}
 	if (strcmp(o->backend, "host") == 0) {
 		bcg_error("%s: a recorded plan replays only on a GPU (the cuda backend): the "
 		          "host backend cannot run its kernels", path);
@@ -750,19 +778,7 @@ static void recorded_json_busy(struct plan_json *j, const char *key, double ms, 
 
 static const char *recorded_pace_name(int pace)
 {
-	return pace == RR_PACE_NONE ? "none" : "step";
-}
-
-/* The name of a variant's item I, for people. */
-static void recorded_item_text(const plan_t *plan, const struct plan_item *it, char *buf,
-                               size_t len)
-{
-	if (it->kind == PLAN_ITEM_SEGMENT)
-		snprintf(buf, len, "seg %u (%u nodes)", it->index,
-		         plan_get_segment(plan, it->index)->nnodes);
-	else
-		snprintf(buf, len, "break %s (%u launches)", plan_get_breakpoint(plan, it->index)->name,
-		         plan_get_breakpoint(plan, it->index)->launch_count);
+	return pace == RR_PACE_NONE ? "none" : pace == RR_PACE_RECORDED ? "recorded" : "step";
 }
 
 int recorded_replay(const plan_t *plan, const char *path, const struct recorded_opts *o)
@@ -885,6 +901,17 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			plan_json_object_end(j);
 			plan_json_key(j, "host_ms");
 			plan_json_double(j, x->host_median);
+			if (o->pace == RR_PACE_RECORDED) {
+				plan_json_key(j, "paced");
+				plan_json_object_begin(j);
+				plan_json_key(j, "gaps");
+				plan_json_uint(j, x->paced_gaps);
+				plan_json_key(j, "gap_ms");
+				plan_json_double(j, x->paced_ms);
+				plan_json_key(j, "gap_cost_us");
+				plan_json_double(j, x->gap_cost_us);
+				plan_json_object_end(j);
+			}
 			plan_json_key(j, "items");
 			plan_json_array_begin(j);
 			for (uint32_t i = 0; i < pv->nitems && i < x->nitems; i++) {
@@ -916,8 +943,9 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 		recorded_print_placement(plan, &ss, o);
 		printf("%-8s %llu per variant (after %llu warm-up), paced %s%s\n", "steps",
 		       (unsigned long long)o->steps, (unsigned long long)o->warmup,
-		       recorded_pace_name(o->pace), o->pace == RR_PACE_NONE
-		       ? " (back to back)" : " (each waited for)");
+		       recorded_pace_name(o->pace), o->pace == RR_PACE_NONE ? " (back to back)"
+		       : o->pace == RR_PACE_RECORDED ? " (each waited for, with the recorded idle "
+		       "gaps between its items)" : " (each waited for)");
 		if (o->flush_l2 && nrun > 0)
 			printf("%-8s L2 flushed before every step (%.0f MiB written over)\n", "flush",
 			       (double)runs[0].l2_bytes / 1048576.0);
@@ -963,6 +991,10 @@ int recorded_replay(const plan_t *plan, const char *path, const struct recorded_
 			       busy, bratio);
 			printf("  %-44s %9.3f ms, p99 %.3f ms; host issue %.3f ms\n", "step p90",
 			       x->step_p90, x->step_p99, x->host_median);
+			if (o->pace == RR_PACE_RECORDED)
+				printf("  %-44s %u gap%s, %.3f ms in all (a gap kernel costs %.2f us, "
+				       "taken off each)\n", "paced", x->paced_gaps,
+				       x->paced_gaps == 1 ? "" : "s", x->paced_ms, x->gap_cost_us);
 		}
 	}
 	rc = fflush(stdout) == 0 ? BCG_EXIT_OK : BCG_EXIT_RUNTIME;

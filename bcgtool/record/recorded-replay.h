@@ -38,7 +38,7 @@ struct recorded_opts {
 /* "snapshot", "zeros" or "random" to enum rr_fill; -1 when unknown. */
 int recorded_fill_from_name(const char *name);
 
-/* "step" or "none" to enum rr_pace; -1 when unknown. */
+/* "step", "none" or "recorded" to enum rr_pace; -1 when unknown. */
 int recorded_pace_from_name(const char *name);
 
 /* The recorded GPU busy time of variant PV's step: its items' recorded

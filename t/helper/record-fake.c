@@ -16,6 +16,9 @@
  *   record-fake update STEPS      one executable graph: STEPS launches, then
  *                                 cuGraphExecUpdate to other parameters and
  *                                 STEPS launches, then back and STEPS more
+ *   record-fake timed             three breakable steps with the launch
+ *                                 calls' host times and the GPU times of
+ *                                 their work set by hand (timed() below)
  */
 #include "config.h"
 
@@ -232,6 +235,59 @@ static void update(int steps)
 	}
 }
 
+static void activity(uint32_t corr, uint32_t kind, uint64_t start, uint64_t end)
+{
+	struct reclog_rec r;
+
+	reclog_rec_begin(&r, RECLOG_ACTIVITY, t_now++);
+	reclog_put_u32(&r, corr);
+	reclog_put_u32(&r, kind);
+	reclog_put_u64(&r, start);
+	reclog_put_u64(&r, end);
+	put(&r);
+}
+
+/*
+ * Three steps of graph A, eager kernel E, graph B, each step s at T =
+ * 1,000,000 + 100,000 s ns; in ns after T, the launch calls on the host
+ * and the work's GPU start and end:
+ *
+ *   step  A host  A GPU         E host  E GPU           B host  B GPU
+ *   0     0       5000-8000     1000    9000-10000      3000    14000-20000
+ *   1     0       5000-8000     1500    10000-11000     3000    14000-20000
+ *   2     0       6000-9000     3000    13000-14000     4000    18000-24000
+ *
+ * So, from the step's first item (A): E starts 4000, 5000, 7000 ns after
+ * A on the GPU (median 5000) and is launched 1000, 1500, 3000 after it
+ * (median 1500); B starts 9000, 9000, 12000 after (median 9000),
+ * launched 3000, 3000, 4000 after (median 3000). A takes 3000 ns, E 1000,
+ * B 6000; the steps span 15000, 15000, 18000 (median 15000).
+ */
+static void timed(void)
+{
+	static const uint64_t t[3][9] = {
+		{ 0, 5000, 8000, 1000, 9000, 10000, 3000, 14000, 20000 },
+		{ 0, 5000, 8000, 1500, 10000, 11000, 3000, 14000, 20000 },
+		{ 0, 6000, 9000, 3000, 13000, 14000, 4000, 18000, 24000 },
+	};
+	uint32_t corr = 1;
+
+	graph(0xA0, 3);
+	graph(0xB0, 2);
+	for (int s = 0; s < 3; s++) {
+		uint64_t base = 1000000 + 100000 * (uint64_t)s;
+		t_now = base + t[s][0];
+		launch(0xA0, corr);
+		activity(corr++, RECLOG_ACT_GRAPH, base + t[s][1], base + t[s][2]);
+		t_now = base + t[s][3];
+		eager(corr, 1);
+		activity(corr++, RECLOG_ACT_KERNEL, base + t[s][4], base + t[s][5]);
+		t_now = base + t[s][6];
+		launch(0xB0, corr);
+		activity(corr++, RECLOG_ACT_GRAPH, base + t[s][7], base + t[s][8]);
+	}
+}
+
 static void close_log(void)
 {
 	struct reclog_rec r;
@@ -247,7 +303,7 @@ int main(int argc, char **argv)
 	int steps = argc > 2 ? atoi(argv[2]) : 3;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: record-fake breakable|fork|eager|idle|nvtx|devices|update [STEPS]\n");
+		fprintf(stderr, "usage: record-fake breakable|fork|eager|idle|nvtx|devices|update|timed [STEPS]\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "fork") == 0 || strcmp(argv[1], "fork-eager") == 0) {
@@ -276,6 +332,8 @@ int main(int argc, char **argv)
 		devices(steps);
 	else if (strcmp(argv[1], "update") == 0)
 		update(steps);
+	else if (strcmp(argv[1], "timed") == 0)
+		timed();
 	else if (strcmp(argv[1], "eager") == 0)
 		eager(1, 1);
 	else if (strcmp(argv[1], "idle") != 0)

@@ -3,7 +3,7 @@
  * for the CLI tests of instantiate and replay of recorded plans.
  *
  *   recorded-plan [--no-image] [--host-node] [--stray] [--indirect]
- *                 [--foreign] OUT
+ *                 [--foreign] [--offsets] OUT
  */
 #include "config.h"
 
@@ -31,12 +31,14 @@ int main(int argc, char **argv)
 			o.indirect = 1;
 		else if (strcmp(argv[i], "--foreign") == 0)
 			o.foreign = 1;
+		else if (strcmp(argv[i], "--offsets") == 0)
+			o.offsets = 1;
 		else
 			break;
 	}
 	if (i != argc - 1) {
 		fprintf(stderr, "usage: recorded-plan [--no-image] [--host-node] [--stray] "
-		        "[--indirect] [--foreign] OUT\n");
+		        "[--indirect] [--foreign] [--offsets] OUT\n");
 		return 2;
 	}
 	if ((p = rs_build(&o, msg, sizeof msg)) == NULL) {

@@ -306,7 +306,8 @@ plan_t *rs_build(const struct rs_opts *o, char *msg, size_t len)
 	RS_TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){
 		.variant = 0, .op = PLAN_NONE, .name = "tail", .reason = PLAN_BREAK_RECORDED,
 		.detail = "", .launch_first = lb, .launch_count = o->indirect ? 4 : 3,
-		.recorded_ns = 30000 }, NULL, &d_));
+		.recorded_ns = 30000, .start_ns = o->offsets ? 30000 : 0,
+		.issue_ns = o->offsets ? 25000 : 0 }, NULL, &d_));
 	return p;
 fail:
 	plan_free(p);

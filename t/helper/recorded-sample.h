@@ -51,6 +51,9 @@ struct rs_opts {
 	                        driver might have given, a drift here */
 	int      foreign;    /* recorded on an "NVIDIA B200" (sm_100, driver
 	                        13.1), its module PTX for sm_100 only */
+	int      offsets;    /* (format 1.7) the items' start offsets: the break
+	                        started 30 us after the segment (which took 20
+	                        us: a 10 us gap), launched 25 us after it */
 };
 
 /* The plan, or NULL with the reason in MSG. */

@@ -1528,6 +1528,28 @@ static void test_attention_graph(struct env *e)
 
 /* --- small-M products and their fused kinds ---------------------------------- */
 
+/* Whether IMPL can run Q (C's call), after checking that
+ * cuda_impl_usable says WANT; when it cannot, a launch of it anyway must
+ * fail and name it. WHAT names the case. */
+static int usable_as_expected(struct env *e, const struct tcase *c, const struct op_call *q,
+                              int impl, int want, const char *what)
+{
+	int have = cuda_impl_usable(q, impl);
+
+	ok(have == want, "%s: %s %s usable", what, cuda_impl_name(c->id, impl),
+	   want ? "is" : "is not");
+	if (!have) {
+		char msg[256] = "";
+		struct op_call dcall;
+		tcase_call(c, &dcall, 1);
+		dcall.impl = impl;
+		int rc = cuda_kernel(c->id)(&dcall, &e->ctx, msg, sizeof msg);
+		ok(rc == -1 && strstr(msg, cuda_impl_name(c->id, impl)) != NULL,
+		   "%s: launching %s fails", what, cuda_impl_name(c->id, impl));
+	}
+	return have;
+}
+
 /* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
  * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; gemv [N, K]
  * weights and M <= 8; cublas takes everything here. */
@@ -1649,26 +1671,14 @@ static void test_products(struct env *e)
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
 						int want = product_expect_usable(impl, dt, M, K, tb, shift == 0);
-						int have = cuda_impl_usable(&q, impl);
 						char what[160];
 						snprintf(what, sizeof what, "%s %s -> %s M %lld N %lld K %lld%s%s%s",
 						         product_names[k], dtype_name(dt), dtype_name(odt),
 						         (long long)M, (long long)N, (long long)K,
 						         tb ? "" : " b [K,N]", shift ? " misaligned" : "",
 						         inplace ? " out = x" : "");
-						ok(have == want, "%s: %s %s usable", what,
-						   cuda_impl_name(c.id, impl), want ? "is" : "is not");
-						if (!have) {
-							/* A launch of it anyway fails and says why. */
-							char msg[256] = "";
-							struct op_call dcall;
-							tcase_call(&c, &dcall, 1);
-							dcall.impl = impl;
-							int rc = cuda_kernel(c.id)(&dcall, &e->ctx, msg, sizeof msg);
-							ok(rc == -1 && strstr(msg, cuda_impl_name(c.id, impl)) != NULL,
-							   "%s: launching %s fails", what, cuda_impl_name(c.id, impl));
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
 							continue;
-						}
 						c.impl = impl;
 						c.scratch = op_scratch(&c);
 						c.sm_count = (s + impl) % 4 == 3 ? 1 : 0;   /* other splits */
@@ -1774,6 +1784,473 @@ static void test_product_replays(struct env *e)
 					CK(cudaFree(ctx.scratch));
 				product_bufs_free(&pb);
 			}
+		}
+	}
+}
+
+/* --- rmsnorm_matmul ------------------------------------------------------------ */
+
+struct rnm_bufs {
+	struct tbuf x, w, b, out;
+};
+
+/* x [M, K] (scale 3), w [K] around 1, b [NB, K] (or [K, NB] without TB),
+ * NB = 2N with the silu_mul epilogue; out [M, N]. */
+static void rnm_bufs_init(struct env *e, struct rnm_bufs *rb, int dt, int64_t M, int64_t N,
+                          int64_t K, int silu, int tb, size_t shift)
+{
+	int64_t NB = silu ? 2 * N : N;
+
+	memset(rb, 0, sizeof *rb);
+	tbuf_init(&rb->x, dt, 2, (const int64_t[]){ M, K }, shift);
+	tbuf_init(&rb->w, dt, 1, &K, shift);
+	tbuf_init(&rb->b, dt, 2, tb ? (const int64_t[]){ NB, K } : (const int64_t[]){ K, NB },
+	          shift);
+	tbuf_init(&rb->out, dt, 2, (const int64_t[]){ M, N }, 0);
+	tbuf_random(e, &rb->x, 3.0f);
+	tbuf_random(e, &rb->w, 1.0f);
+	tbuf_random(e, &rb->b, 1.0f);
+}
+
+static void rnm_bufs_free(struct rnm_bufs *rb)
+{
+	tbuf_free(&rb->x);
+	tbuf_free(&rb->w);
+	tbuf_free(&rb->b);
+	tbuf_free(&rb->out);
+}
+
+static void rnm_case_init(struct tcase *c, struct rnm_bufs *rb, int silu, int tb)
+{
+	tcase_init(c, OP_RMSNORM_MATMUL, 3, 1);
+	c->in[0] = &rb->x;
+	c->in[1] = &rb->w;
+	c->in[2] = &rb->b;
+	c->out[0] = &rb->out;
+	c->attr[RNM_EPS].f = 1e-5;
+	c->attr[RNM_TRANS_B].i = tb;
+	c->attr[RNM_EPILOGUE].i = silu ? RNM_EPI_SILU_MUL : RNM_EPI_NONE;
+	/* The products' bounds, and for f16/bf16 one more: the kernels sum
+	 * the squares in another order than the host, so an element of h
+	 * may round to the neighbouring f16/bf16 value (2^-8 of it in bf16)
+	 * before the product. */
+	c->tol = rb->out.dtype == PLAN_DTYPE_F32 ? 1e-4 : 2e-2;
+}
+
+/* Whether gemv's normalized tokens fit its shared memory: M rounded up to
+ * 1, 2, 4 or 8 tokens of K / (16 / dtype size) vectors each, 1024 vectors
+ * (16 KiB) for up to two tokens, 2048 beyond (cuda-smallm.cu, RNM_XS_VECS). */
+static int rnm_tokens_fit(int dt, int64_t M, int64_t K)
+{
+	const int64_t mt = M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8;
+
+	return mt * (K / (16 / (int64_t)dtype_size(dt))) <= (mt <= 2 ? 1024 : 2048);
+}
+
+/* What cuda_impl_usable must say: gemv wants [N, K] weights, M <= 8, K a
+ * multiple of the 16-byte vector, the tokens within its shared memory and
+ * 16-byte aligned operands; split runs whatever some product
+ * implementation runs (cuBLAS: everything here). */
+static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
+{
+	if (impl == 0)
+		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
+		       rnm_tokens_fit(dt, M, K) && aligned;
+	return 1;
+}
+
+static void test_rmsnorm_matmul(struct env *e)
+{
+	/* M, N, K: decode shapes (the 1B's q|k|v and gate|up halves), split
+	 * along K, odd N, K short or not a multiple of the vector, and M past
+	 * gemv's 8 for split */
+	static const int64_t mnk[][3] = {
+		{ 1, 3072, 2048 }, { 2, 77, 264 }, { 3, 50, 128 }, { 5, 31, 4096 },
+		{ 8, 1024, 2816 }, { 1, 8192, 2048 }, { 4, 8000, 64 }, { 7, 3, 8 },
+		{ 2, 40, 100 }, { 9, 130, 512 }, { 33, 64, 2048 }, { 100, 300, 1024 },
+	};
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
+	struct rnm_bufs rb;
+	struct tcase c;
+
+	for (int silu = 0; silu < 2; silu++) {
+		for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+			int dt = float_dtypes[d];
+			for (int s = 0; s < nshapes; s++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				for (int variant = 0; variant < 3; variant++) {
+					/* 0: plain; 1: misaligned operands; 2: [K, N] weights */
+					int tb = variant != 2, shift = variant == 1 ? (int)dtype_size(dt) : 0;
+					if (variant != 0 && s % 4 != 1)
+						continue;
+					rnm_bufs_init(e, &rb, dt, M, N, K, silu, tb, (size_t)shift);
+					rnm_case_init(&c, &rb, silu, tb);
+					struct op_call q;
+					tcase_call(&c, &q, 1);
+					q.kind = kind_stub(c.id);
+					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
+						int want = rnm_expect_usable(impl, dt, M, K, tb, shift == 0);
+						char what[160];
+						snprintf(what, sizeof what, "rmsnorm_matmul %s %s M %lld N %lld K %lld%s%s",
+						         silu ? "silu_mul" : "none", dtype_name(dt), (long long)M,
+						         (long long)N, (long long)K, tb ? "" : " b [K,N]",
+						         shift ? " misaligned" : "");
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
+							continue;
+						c.impl = impl;
+						c.scratch = op_scratch(&c);
+						c.sm_count = (s + impl) % 4 == 3 ? 1 : 0;   /* other splits */
+						c.capture = s == 0 || s == 4 || s == 10;
+						c.pdl = s == 3;
+						snprintf(c.what, sizeof c.what, "%s%s", what,
+						         c.sm_count ? " sm_count 1" : "");
+						tcase_run(e, &c);
+					}
+					rnm_bufs_free(&rb);
+				}
+			}
+		}
+	}
+
+	/* Too little scratch for split: refused, saying how much it needs. */
+	rnm_bufs_init(e, &rb, PLAN_DTYPE_BF16, 16, 64, 256, 0, 1, 0);
+	rnm_case_init(&c, &rb, 0, 1);
+	{
+		struct op_call dcall;
+		struct cuda_op_ctx ctx = e->ctx;
+		char msg[256] = "";
+		tcase_call(&c, &dcall, 1);
+		dcall.impl = 1;
+		ctx.scratch = NULL;
+		ctx.scratch_bytes = 0;
+		int rc = cuda_kernel(c.id)(&dcall, &ctx, msg, sizeof msg);
+		ok(rc == -1 && strstr(msg, "rmsnorm_matmul: needs ") != NULL &&
+		   strstr(msg, "bytes of scratch") != NULL,
+		   "rmsnorm_matmul split without scratch fails and says why (%s)", msg);
+		ok(op_scratch(&c) >= (size_t)16 * 256 * 2 + CUDA_OP_SCRATCH_COUNTER_BYTES,
+		   "rmsnorm_matmul's scratch holds h [16, 256] bf16 behind the counters");
+	}
+	rnm_bufs_free(&rb);
+}
+
+/* rmsnorm_matmul in one graph, twice, replayed: every replay gives the
+ * eager launch's bits, PDL off and on, under both implementations. */
+static void test_rmsnorm_matmul_replays(struct env *e)
+{
+	/* gemv: 8 tokens at the most K its shared memory holds, one token
+	 * over more column groups than fit on the device at once (each block
+	 * takes several), a K split */
+	static const int64_t mnk[][3] = {
+		{ 8, 1024, 2816 }, { 8, 1024, 2048 }, { 3, 31, 4096 }, { 1, 3072, 2048 },
+		{ 1, 8192, 2048 }, { 1, 40, 8192 }, { 24, 300, 1024 },
+	};
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
+
+	for (int silu = 0; silu < 2; silu++) {
+		for (int s = 0; s < nshapes; s++) {
+			for (int impl = 0; impl < 2; impl++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
+					continue;       /* gemv: at most 8 tokens, in its shared memory */
+				struct rnm_bufs rb;
+				struct tcase c;
+				struct op_call call;
+				struct cuda_op_ctx ctx = e->ctx;
+				char msg[256] = "";
+				int same, rc = 0;
+
+				rnm_bufs_init(e, &rb, PLAN_DTYPE_BF16, M, N, K, silu, 1, 0);
+				tbuf_upload(&rb.x);
+				tbuf_upload(&rb.w);
+				tbuf_upload(&rb.b);
+				rnm_case_init(&c, &rb, silu, 1);
+				c.impl = impl;
+				c.scratch = op_scratch(&c);
+				tcase_call(&c, &call, 1);
+				ctx.scratch = scratch_alloc(c.scratch);
+				ctx.scratch_bytes = c.scratch;
+				same = replays_give_uncaptured(e, c.id, &call, &ctx, &rb.out, &rc, msg,
+				                               sizeof msg);
+				same &= scratch_counters_zero(ctx.scratch, c.scratch);
+				ok(rc == 0 && same, "rmsnorm_matmul %s bf16 M %lld N %lld K %lld [%s], %zu "
+				   "bytes of scratch: graph replays, PDL off and on, give the eager bits%s%s",
+				   silu ? "silu_mul" : "none", (long long)M, (long long)N, (long long)K,
+				   cuda_impl_name(c.id, impl), c.scratch, rc ? ": " : "", rc ? msg : "");
+				if (ctx.scratch)
+					CK(cudaFree(ctx.scratch));
+				rnm_bufs_free(&rb);
+			}
+		}
+	}
+}
+
+/* --- rmsnorm_matmul_rope_kv_write -------------------------------------------- */
+
+struct rrk_bufs {
+	struct tbuf x, w, b, pos, q, kc, vc;
+};
+
+/* x [M, K] (scale 3), w [K], b [QKV, K] (or [K, QKV] without TB), QKV =
+ * (H + 2 KVH) D; pos [M] distinct, two outside [0, S) when M > 1; q
+ * poisoned (every element written), the caches [S, KVH D] random (rows at
+ * no position must survive). */
+static void rrk_bufs_init(struct env *e, struct rrk_bufs *rb, int dt, int64_t M, int64_t K,
+                          int64_t H, int64_t KVH, int64_t D, int tb, size_t shift)
+{
+	const int64_t QKV = (H + 2 * KVH) * D, S = M + 12;
+
+	memset(rb, 0, sizeof *rb);
+	tbuf_init(&rb->x, dt, 2, (const int64_t[]){ M, K }, shift);
+	tbuf_init(&rb->w, dt, 1, &K, shift);
+	tbuf_init(&rb->b, dt, 2, tb ? (const int64_t[]){ QKV, K } : (const int64_t[]){ K, QKV },
+	          shift);
+	tbuf_init(&rb->pos, PLAN_DTYPE_I32, 1, &M, 0);
+	tbuf_init(&rb->q, dt, 2, (const int64_t[]){ M, H * D }, 0);
+	tbuf_init(&rb->kc, dt, 2, (const int64_t[]){ S, KVH * D }, 0);
+	tbuf_init(&rb->vc, dt, 2, (const int64_t[]){ S, KVH * D }, 0);
+	tbuf_random(e, &rb->x, 3.0f);
+	tbuf_random(e, &rb->w, 1.0f);
+	tbuf_random(e, &rb->b, 1.0f);
+	tbuf_random(e, &rb->kc, 1.0f);
+	tbuf_random(e, &rb->vc, 1.0f);
+	memset(rb->q.host, POISON_DEV, rb->q.bytes);
+	int32_t *p = rb->pos.host, first = env_int(e, 0, 10);
+	for (int64_t t = 0; t < M; t++)
+		p[t] = first + (int32_t)t;
+	if (M > 1) {
+		p[1] = -3;
+		p[M - 1] = (int32_t)S;
+	}
+}
+
+static void rrk_bufs_free(struct rrk_bufs *rb)
+{
+	tbuf_free(&rb->x);
+	tbuf_free(&rb->w);
+	tbuf_free(&rb->b);
+	tbuf_free(&rb->pos);
+	tbuf_free(&rb->q);
+	tbuf_free(&rb->kc);
+	tbuf_free(&rb->vc);
+}
+
+static void rrk_case_init(struct tcase *c, struct rrk_bufs *rb, int64_t H, int64_t KVH,
+                          int64_t D, int tb, const union op_value *scaling)
+{
+	tcase_init(c, OP_RMSNORM_MATMUL_ROPE_KV_WRITE, 4, 3);
+	c->in[RRK_X] = &rb->x;
+	c->in[RRK_W] = &rb->w;
+	c->in[RRK_B] = &rb->b;
+	c->in[RRK_POS] = &rb->pos;
+	c->out[0] = &rb->q;
+	c->out[1] = &rb->kc;
+	c->out[2] = &rb->vc;
+	c->keep_out = 1;
+	c->attr[RKV_HEADS].i = H;
+	c->attr[RKV_KV_HEADS].i = KVH;
+	c->attr[RKV_HEAD_DIM].i = D;
+	c->attr[RKV_THETA].f = 500000.0;
+	if (scaling != NULL)
+		memcpy(&c->attr[RKV_SCALING], scaling, RS_COUNT * sizeof *scaling);
+	else
+		c->attr[RKV_SCALING + RS_FACTOR].f = 1.0;
+	c->attr[RRK_EPS].f = 1e-5;
+	c->attr[RRK_TRANS_B].i = tb;
+	/* rmsnorm_matmul's bounds (the products', and an element of h or of
+	 * qkv that rounds to its f16/bf16 neighbour), which cover
+	 * rope_kv_write's (1e-5 in f32, 1e-2 else): the rotation of values
+	 * within them by cos and sin of magnitude at most 1 */
+	c->tol = rb->q.dtype == PLAN_DTYPE_F32 ? 1e-4 : 2e-2;
+}
+
+/* gemv: [QKV, K] weights, M <= 8, K a multiple of the 16-byte vector,
+ * the tokens within its shared memory, aligned operands, head_dim a
+ * multiple of 4 (a block's two pairs); split: everything here. */
+static int rrk_expect_usable(int impl, int dt, int64_t M, int64_t K, int64_t D, int tb,
+                             int aligned)
+{
+	if (impl == 0)
+		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
+		       rnm_tokens_fit(dt, M, K) && aligned && D % 4 == 0;
+	return 1;
+}
+
+static void test_rmsnorm_matmul_rope_kv_write(struct env *e)
+{
+	/* H, KVH, D, K: the 1B's attention input, GQA and MHA, one kv head,
+	 * head_dim 6 (not gemv's), K not a multiple of the vector, split
+	 * along K (K 4096) */
+	static const int64_t cfg[][4] = {
+		{ 32, 8, 64, 2048 }, { 4, 2, 16, 264 }, { 3, 1, 8, 128 }, { 2, 2, 6, 64 },
+		{ 8, 2, 128, 100 }, { 4, 4, 32, 4096 },
+	};
+	static const int64_t Ms[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 20 };
+	union op_value llama3[RS_COUNT];
+	struct rrk_bufs rb;
+	struct tcase c;
+
+	memset(llama3, 0, sizeof llama3);
+	llama3[RS_TYPE].i = ROPE_TYPE_LLAMA3;
+	llama3[RS_FACTOR].f = 32;
+	llama3[RS_LOW_FREQ_FACTOR].f = 1;
+	llama3[RS_HIGH_FREQ_FACTOR].f = 4;
+	llama3[RS_ORIGINAL_MAX].i = 8192;
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) {
+			int64_t H = cfg[k][0], KVH = cfg[k][1], D = cfg[k][2], K = cfg[k][3];
+			for (int mi = 0; mi < (int)(sizeof Ms / sizeof Ms[0]); mi++) {
+				int64_t M = Ms[mi];
+				for (int variant = 0; variant < 3; variant++) {
+					/* 0: plain; 1: misaligned operands; 2: [K, QKV] weights */
+					int tb = variant != 2, shift = variant == 1 ? (int)dtype_size(dt) : 0;
+					const union op_value *sc = (mi + k) % 2 ? llama3 : NULL;
+					if (variant != 0 && mi % 4 != 1)
+						continue;
+					rrk_bufs_init(e, &rb, dt, M, K, H, KVH, D, tb, (size_t)shift);
+					rrk_case_init(&c, &rb, H, KVH, D, tb, sc);
+					struct op_call q;
+					tcase_call(&c, &q, 1);
+					q.kind = kind_stub(c.id);
+					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
+						int want = rrk_expect_usable(impl, dt, M, K, D, tb, shift == 0);
+						char what[176];
+						snprintf(what, sizeof what, "rmsnorm_matmul_rope_kv_write %s M %lld "
+						         "K %lld heads %lld/%lld x %lld%s%s%s", dtype_name(dt),
+						         (long long)M, (long long)K, (long long)H, (long long)KVH,
+						         (long long)D, sc ? " llama3" : "", tb ? "" : " b [K,QKV]",
+						         shift ? " misaligned" : "");
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
+							continue;
+						c.impl = impl;
+						c.scratch = op_scratch(&c);
+						c.sm_count = (mi + impl) % 4 == 3 ? 1 : 0;   /* other splits */
+						c.capture = mi == 0 || mi == 7;
+						c.pdl = mi == 2;
+						snprintf(c.what, sizeof c.what, "%s%s", what,
+						         c.sm_count ? " sm_count 1" : "");
+						tcase_run(e, &c);
+					}
+					rrk_bufs_free(&rb);
+				}
+			}
+		}
+	}
+
+	/* Too little scratch for split: refused, saying how much it needs. */
+	rrk_bufs_init(e, &rb, PLAN_DTYPE_BF16, 16, 256, 4, 2, 16, 1, 0);
+	rrk_case_init(&c, &rb, 4, 2, 16, 1, NULL);
+	{
+		struct op_call dcall;
+		struct cuda_op_ctx ctx = e->ctx;
+		char msg[256] = "";
+		tcase_call(&c, &dcall, 1);
+		dcall.impl = 1;
+		ctx.scratch = NULL;
+		ctx.scratch_bytes = 0;
+		int rc = cuda_kernel(c.id)(&dcall, &ctx, msg, sizeof msg);
+		ok(rc == -1 && strstr(msg, "rmsnorm_matmul_rope_kv_write: needs ") != NULL &&
+		   strstr(msg, "bytes of scratch") != NULL,
+		   "rmsnorm_matmul_rope_kv_write split without scratch fails and says why (%s)", msg);
+		ok(op_scratch(&c) >= (size_t)16 * 256 * 2 + (size_t)16 * 128 * 2 +
+		                     CUDA_OP_SCRATCH_COUNTER_BYTES,
+		   "rmsnorm_matmul_rope_kv_write's scratch holds h [16, 256] and qkv [16, 128] bf16 "
+		   "behind the counters");
+	}
+	rrk_bufs_free(&rb);
+}
+
+/* rmsnorm_matmul_rope_kv_write in one graph, twice, replayed (the caches
+ * restored before each launch): every replay gives the eager launch's
+ * bits in q and both caches, PDL off and on, under both implementations. */
+static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
+{
+	static const int64_t cfg[][5] = {   /* M, K, H, KVH, D */
+		{ 8, 2048, 32, 8, 64 }, { 1, 2048, 32, 8, 64 }, { 3, 264, 4, 2, 16 },
+		{ 5, 4096, 4, 4, 32 }, { 2, 4096, 4, 4, 32 }, { 1, 4096, 64, 8, 128 },
+		{ 20, 512, 8, 2, 64 },
+	};
+
+	for (int s = 0; s < (int)(sizeof cfg / sizeof cfg[0]); s++) {
+		for (int impl = 0; impl < 2; impl++) {
+			int64_t M = cfg[s][0], K = cfg[s][1], H = cfg[s][2], KVH = cfg[s][3];
+			int64_t D = cfg[s][4];
+			if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
+				continue;       /* gemv: at most 8 tokens, in its shared memory */
+			struct rrk_bufs rb;
+			struct tcase c;
+			struct op_call call;
+			struct cuda_op_ctx ctx = e->ctx;
+			cudaGraph_t graph;
+			cudaGraphExec_t exec;
+			struct tbuf *outs[3];
+			void *want[3], *got[3];
+			char msg[256] = "";
+			int same = 1, rc = 0;
+
+			rrk_bufs_init(e, &rb, PLAN_DTYPE_BF16, M, K, H, KVH, D, 1, 0);
+			outs[0] = &rb.q;
+			outs[1] = &rb.kc;
+			outs[2] = &rb.vc;
+			tbuf_upload(&rb.x);
+			tbuf_upload(&rb.w);
+			tbuf_upload(&rb.b);
+			tbuf_upload(&rb.pos);
+			rrk_case_init(&c, &rb, H, KVH, D, 1, NULL);
+			c.impl = impl;
+			c.scratch = op_scratch(&c);
+			tcase_call(&c, &call, 1);
+			ctx.scratch = scratch_alloc(c.scratch);
+			ctx.scratch_bytes = c.scratch;
+			for (int o = 0; o < 3; o++) {
+				want[o] = malloc(outs[o]->bytes);
+				got[o] = malloc(outs[o]->bytes);
+				if (!want[o] || !got[o])
+					bail("out of memory");
+				tbuf_upload(outs[o]);
+			}
+			CK(cudaDeviceSynchronize());
+			rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+			CK(cudaStreamSynchronize(e->stream));
+			for (int o = 0; o < 3; o++)
+				CK(cudaMemcpy(want[o], outs[o]->dev, outs[o]->bytes, cudaMemcpyDeviceToHost));
+			for (int pdl = 0; pdl < 2; pdl++) {
+				ctx.pdl = pdl;
+				CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+				rc |= cuda_kernel(c.id)(&call, &ctx, msg, sizeof msg);
+				CK(cudaStreamEndCapture(e->stream, &graph));
+				CK(cudaGraphInstantiate(&exec, graph, 0));
+				for (int i = 0; i < 4; i++) {
+					CK(cudaMemsetAsync(rb.q.dev, POISON_DEV, rb.q.bytes, e->stream));
+					CK(cudaMemcpyAsync(rb.kc.dev, rb.kc.host, rb.kc.bytes,
+					                   cudaMemcpyHostToDevice, e->stream));
+					CK(cudaMemcpyAsync(rb.vc.dev, rb.vc.host, rb.vc.bytes,
+					                   cudaMemcpyHostToDevice, e->stream));
+					CK(cudaGraphLaunch(exec, e->stream));
+					CK(cudaStreamSynchronize(e->stream));
+					for (int o = 0; o < 3; o++) {
+						CK(cudaMemcpy(got[o], outs[o]->dev, outs[o]->bytes,
+						              cudaMemcpyDeviceToHost));
+						same &= memcmp(got[o], want[o], outs[o]->bytes) == 0;
+					}
+				}
+				CK(cudaGraphExecDestroy(exec));
+				CK(cudaGraphDestroy(graph));
+			}
+			same &= scratch_counters_zero(ctx.scratch, c.scratch);
+			ok(rc == 0 && same, "rmsnorm_matmul_rope_kv_write bf16 M %lld K %lld heads "
+			   "%lld/%lld x %lld [%s], %zu bytes of scratch: graph replays, PDL off and on, "
+			   "give the eager bits%s%s", (long long)M, (long long)K, (long long)H,
+			   (long long)KVH, (long long)D, cuda_impl_name(c.id, impl), c.scratch,
+			   rc ? ": " : "", rc ? msg : "");
+			for (int o = 0; o < 3; o++) {
+				free(want[o]);
+				free(got[o]);
+			}
+			if (ctx.scratch)
+				CK(cudaFree(ctx.scratch));
+			rrk_bufs_free(&rb);
 		}
 	}
 }
@@ -2999,6 +3476,10 @@ int main(void)
 	test_matmul_replays(&e);
 	test_products(&e);
 	test_product_replays(&e);
+	test_rmsnorm_matmul(&e);
+	test_rmsnorm_matmul_replays(&e);
+	test_rmsnorm_matmul_rope_kv_write(&e);
+	test_rmsnorm_matmul_rope_kv_write_replays(&e);
 	test_rows(&e);
 	test_add_rmsnorm(&e);
 	test_argmax(&e);

@@ -1361,7 +1361,8 @@ static void test_impls(void)
 
 	for (int id = 0; id < OP_COUNT; id++) {
 		int n = host_impl_count((enum op_id)id);
-		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL;
+		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL ||
+		              id == OP_RMSNORM_MATMUL || id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE;
 		if (n != (product ? 2 : 1) ||
 		    host_impl_kernel((enum op_id)id, 0) != host_kernel((enum op_id)id) ||
 		    strcmp(host_impl_name((enum op_id)id, 0), "reference") != 0 ||
@@ -1755,6 +1756,286 @@ static void test_fused_products_bits(void)
 			drop(&out2);
 			drop(&act);
 			drop(&act2);
+		}
+	}
+}
+
+/* rmsnorm_matmul (x, w, b): against rmsnorm into h, then matmul or
+ * matmul_silu_mul on h, bit for bit, in each of its forms (reference,
+ * blocked, without scratch); and against double. */
+static void test_fused_rmsnorm_matmul_bits(void)
+{
+	uint64_t s = 271;
+	const float eps = 1e-5f;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 8; round++) {
+			int64_t M = round == 0 ? 1 : rnd_dim(&s, 9), K = rnd_dim(&s, 300);
+			int64_t N = 2 * rnd_dim(&s, 80);
+			int tb = round & 1, silu_epi = (round >> 1) & 1;
+			int64_t W = silu_epi ? N / 2 : N;
+			struct op_call norm = call_new(2, 1), prod = call_new(2, 1), fused = call_new(3, 1);
+			struct op_tensor x = T2(dt, M, K), w = T1(dt, K), h = T2(dt, M, K);
+			struct op_tensor b = tb ? T2(dt, N, K) : T2(dt, K, N);
+			struct op_tensor want = T2(dt, M, W), out = T2(dt, M, W);
+			double *dbl = want_new(M * W);
+			const char *epi = silu_epi ? "silu_mul" : "none";
+
+			fill_random(&x, 272 + (uint64_t)round, -3, 3);
+			fill_random(&w, 273 + (uint64_t)round, 0.5, 1.5);
+			fill_random(&b, 274 + (uint64_t)round, -1, 1);
+			norm.in[0] = x;
+			norm.in[1] = w;
+			norm.out[0] = h;
+			norm.attr[NORM_EPS].f = eps;
+			run(OP_RMSNORM, &norm);
+			prod.in[0] = h;
+			prod.in[1] = b;
+			prod.out[0] = want;
+			prod.attr[MATMUL_TRANS_B].i = tb;
+			run(silu_epi ? OP_MATMUL_SILU_MUL : OP_MATMUL, &prod);
+
+			fused.in[0] = x;
+			fused.in[1] = w;
+			fused.in[2] = b;
+			fused.out[0] = out;
+			fused.attr[RNM_EPS].f = eps;
+			fused.attr[RNM_TRANS_B].i = tb;
+			fused.attr[RNM_EPILOGUE].i = silu_epi ? RNM_EPI_SILU_MUL : RNM_EPI_NONE;
+			for (int form = 0; form < 3; form++) {
+				poison(&out);
+				if (form == 0)
+					run(OP_RMSNORM_MATMUL, &fused);
+				else if (form == 1)
+					host_impl_kernel(OP_RMSNORM_MATMUL, 1)(&fused);
+				else
+					host_rmsnorm_matmul_run(&fused, 0, 0);
+				ok(same_bytes(&out, &want), "rmsnorm_matmul %s %s [%lld,%lld]@[%lld,%lld] "
+				   "trans_b %d (%s) is rmsnorm then %s, bit for bit", dt_name(dt), epi,
+				   (long long)M, (long long)K, (long long)K, (long long)N, tb,
+				   form == 0 ? "reference" : form == 1 ? "blocked" : "no scratch",
+				   silu_epi ? "matmul_silu_mul" : "matmul");
+			}
+
+			/* double: h rounded as stored, the product in double, the
+			 * epilogue on the rounded product */
+			for (int64_t m = 0; m < M; m++) {
+				double ss = 0;
+				for (int64_t i = 0; i < K; i++)
+					ss += at(&x, m * K + i) * at(&x, m * K + i);
+				double rms = sqrt(ss / (double)K + eps);
+				for (int64_t j = 0; j < W; j++) {
+					double p[2] = { 0, 0 };
+					for (int hh = 0; hh < (silu_epi ? 2 : 1); hh++) {
+						int64_t n = j + hh * W;
+						for (int64_t i = 0; i < K; i++) {
+							double hv = round_dt(dt, at(&x, m * K + i) / rms * at(&w, i));
+							p[hh] += hv * (tb ? at(&b, n * K + i) : at(&b, i * N + n));
+						}
+					}
+					dbl[m * W + j] = silu_epi ? silu(round_dt(dt, p[0])) * round_dt(dt, p[1])
+					                          : p[0];
+				}
+			}
+			/* h itself may differ by an ulp of dt from double's h, and the
+			 * f32 sums of up to 300 terms of up to 4.5 reach about 1e-5 of
+			 * their absolute sum; silu_mul multiplies the gate's error by
+			 * the up value */
+			check(&out, dbl, dt == PLAN_DTYPE_F32 ? 5e-4 : 4 * dt_tol(dt),
+			      "rmsnorm_matmul %s %s [%lld,%lld] trans_b %d against double", dt_name(dt),
+			      epi, (long long)M, (long long)K, tb);
+			free(dbl);
+			drop(&x);
+			drop(&w);
+			drop(&h);
+			drop(&b);
+			drop(&want);
+			drop(&out);
+		}
+	}
+
+	/* A hand case: x = [3, 4] (mean of squares 12.5), w = [1, 2], eps 0:
+	 * h = [3, 8] / sqrt(12.5) = [0.848528, 2.262742]; b^T rows [1, 0],
+	 * [0, 1], [1, 1] give h0, h1, h0 + h1. */
+	struct op_call c = call_new(3, 1);
+	struct op_tensor x = T2(PLAN_DTYPE_F32, 1, 2), w = T1(PLAN_DTYPE_F32, 2);
+	struct op_tensor b = T2(PLAN_DTYPE_F32, 3, 2), out = T2(PLAN_DTYPE_F32, 1, 3);
+	const double bv[6] = { 1, 0, 0, 1, 1, 1 };
+	const double want[3] = { 3 / sqrt(12.5), 8 / sqrt(12.5), 11 / sqrt(12.5) };
+	set(&x, 0, 3);
+	set(&x, 1, 4);
+	set(&w, 0, 1);
+	set(&w, 1, 2);
+	for (int i = 0; i < 6; i++)
+		set(&b, i, bv[i]);
+	c.in[0] = x;
+	c.in[1] = w;
+	c.in[2] = b;
+	c.out[0] = out;
+	c.attr[RNM_EPS].f = 0;
+	c.attr[RNM_TRANS_B].i = 1;
+	run(OP_RMSNORM_MATMUL, &c);
+	check(&out, want, 1e-6, "rmsnorm_matmul: [3, 4] normed with [1, 2] through [[1,0],[0,1],[1,1]]");
+	drop(&x);
+	drop(&w);
+	drop(&b);
+	drop(&out);
+}
+
+/* rmsnorm_matmul_rope_kv_write (x, w, b, pos): against rmsnorm into h,
+ * matmul into qkv, rope_kv_write from qkv, bit for bit, in each form
+ * (reference, blocked, without scratch), for several T, heads and
+ * kv_heads, head_dim and rope types, positions outside the caches
+ * included; the cache rows at no position keep their bytes; and q
+ * against double for the default rope. */
+static void scaling_set(union op_value *a, int type);
+
+static void test_fused_rmsnorm_matmul_rope_kv_write_bits(void)
+{
+	static const int shapes[][3] = { { 4, 2, 8 }, { 2, 2, 16 }, { 3, 1, 6 }, { 8, 2, 4 } };
+	static const int types[] = { ROPE_TYPE_DEFAULT, ROPE_TYPE_LLAMA3, ROPE_TYPE_YARN };
+	const float eps = 1e-5f;
+	const int64_t S = 7;
+	uint64_t seed = 601;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 8; round++) {
+			const int *sh = shapes[round % 4];
+			int64_t H = sh[0], KVH = sh[1], D = sh[2], QKV = (H + 2 * KVH) * D;
+			int64_t T = round == 0 ? 1 : round == 1 ? 2 : round % 2 == 0 ? 3 : 5;
+			int64_t K = 16 + 8 * (round % 3) + (round == 5 ? 3 : 0);
+			int tb = round != 3, type = types[round % 3];
+			struct op_call norm = call_new(2, 1), prod = call_new(2, 1), rkv = call_new(2, 3);
+			struct op_call fused = call_new(4, 3);
+			struct op_tensor x = T2(dt, T, K), w = T1(dt, K), h = T2(dt, T, K);
+			struct op_tensor b = tb ? T2(dt, QKV, K) : T2(dt, K, QKV), qkv = T2(dt, T, QKV);
+			struct op_tensor pos = T1(PLAN_DTYPE_I32, T);
+			struct op_tensor wq = T2(dt, T, H * D), wk = T2(dt, S, KVH * D);
+			struct op_tensor wv = T2(dt, S, KVH * D);
+			struct op_tensor q = T2(dt, T, H * D), kc, vc, kc0, vc0;
+			int untouched = 1;
+
+			fill_random(&x, seed++, -3, 3);
+			fill_random(&w, seed++, 0.5, 1.5);
+			fill_random(&b, seed++, -1, 1);
+			fill_random(&wk, seed++, 10, 20);
+			fill_random(&wv, seed++, 30, 40);
+			kc0 = clone(&wk);
+			vc0 = clone(&wv);
+			kc = clone(&wk);
+			vc = clone(&wv);
+			/* a position past the caches and a negative one from T = 3 on */
+			for (int64_t t = 0; t < T; t++)
+				((int32_t *)pos.data)[t] = t == 1 && T >= 3 ? (int32_t)S :
+				                           t == 2 ? -1 : (int32_t)((5 * t + round) % S);
+
+			norm.in[0] = x;
+			norm.in[1] = w;
+			norm.out[0] = h;
+			norm.attr[NORM_EPS].f = eps;
+			run(OP_RMSNORM, &norm);
+			prod.in[0] = h;
+			prod.in[1] = b;
+			prod.out[0] = qkv;
+			prod.attr[MATMUL_TRANS_B].i = tb;
+			run(OP_MATMUL, &prod);
+			rkv.in[0] = qkv;
+			rkv.in[1] = pos;
+			rkv.out[0] = wq;
+			rkv.out[1] = wk;
+			rkv.out[2] = wv;
+			rkv.attr[RKV_HEADS].i = H;
+			rkv.attr[RKV_KV_HEADS].i = KVH;
+			rkv.attr[RKV_HEAD_DIM].i = D;
+			rkv.attr[RKV_THETA].f = 500000;
+			scaling_set(&rkv.attr[RKV_SCALING], type);
+			run(OP_ROPE_KV_WRITE, &rkv);
+
+			fused = rkv;
+			fused.nin = 4;
+			fused.in[RRK_X] = x;
+			fused.in[RRK_W] = w;
+			fused.in[RRK_B] = b;
+			fused.in[RRK_POS] = pos;
+			fused.out[0] = q;
+			fused.out[1] = kc;
+			fused.out[2] = vc;
+			fused.attr[RRK_EPS].f = eps;
+			fused.attr[RRK_TRANS_B].i = tb;
+			for (int form = 0; form < 3; form++) {
+				memcpy(kc.data, kc0.data, (size_t)numel(&kc) * dt_size(dt));
+				memcpy(vc.data, vc0.data, (size_t)numel(&vc) * dt_size(dt));
+				poison(&q);
+				if (form == 0)
+					run(OP_RMSNORM_MATMUL_ROPE_KV_WRITE, &fused);
+				else if (form == 1)
+					host_impl_kernel(OP_RMSNORM_MATMUL_ROPE_KV_WRITE, 1)(&fused);
+				else
+					host_rmsnorm_matmul_rope_kv_write_run(&fused, 0, 0);
+				ok(same_bytes(&q, &wq) && same_bytes(&kc, &wk) && same_bytes(&vc, &wv),
+				   "rmsnorm_matmul_rope_kv_write %s T %lld K %lld heads %lld/%lld x %lld "
+				   "trans_b %d %s (%s) is rmsnorm, matmul, rope_kv_write, bit for bit",
+				   dt_name(dt), (long long)T, (long long)K, (long long)H, (long long)KVH,
+				   (long long)D, tb, rope_type_names[type],
+				   form == 0 ? "reference" : form == 1 ? "blocked" : "no scratch");
+			}
+			/* rows no position names keep their bytes */
+			for (int64_t r = 0; r < S; r++) {
+				int named = 0;
+				for (int64_t t = 0; t < T; t++)
+					named |= ((int32_t *)pos.data)[t] == r;
+				for (int64_t j = 0; !named && j < KVH * D; j++)
+					untouched &= at(&kc, r * KVH * D + j) == at(&kc0, r * KVH * D + j) &&
+					             at(&vc, r * KVH * D + j) == at(&vc0, r * KVH * D + j);
+			}
+			ok(untouched, "rmsnorm_matmul_rope_kv_write %s T %lld: cache rows at no "
+			   "position untouched", dt_name(dt), (long long)T);
+
+			if (type == ROPE_TYPE_DEFAULT) {
+				/* q in double: h and qkv rounded as stored, rope in double */
+				double *dq = want_new(T * H * D);
+				for (int64_t t = 0; t < T; t++) {
+					double ss = 0, row[64];
+					for (int64_t i = 0; i < K; i++)
+						ss += at(&x, t * K + i) * at(&x, t * K + i);
+					double rms = sqrt(ss / (double)K + eps);
+					for (int64_t n = 0; n < H * D; n++) {
+						double pv = 0;
+						for (int64_t i = 0; i < K; i++)
+							pv += round_dt(dt, at(&x, t * K + i) / rms * at(&w, i)) *
+							      (tb ? at(&b, n * K + i) : at(&b, i * QKV + n));
+						row[n] = round_dt(dt, pv);
+					}
+					for (int64_t hh = 0; hh < H; hh++)
+						for (int64_t i = 0; i < D / 2; i++)
+							rope_double(row[hh * D + i], row[hh * D + i + D / 2], (int)i,
+							            (int)D, 500000, ((int32_t *)pos.data)[t],
+							            &dq[t * H * D + hh * D + i],
+							            &dq[t * H * D + hh * D + i + D / 2]);
+				}
+				/* the product's f32 sum and its rounding to dt move each
+				 * member by up to an ulp of dt before the rotation */
+				check(&q, dq, dt == PLAN_DTYPE_F32 ? 1e-4 : 4 * dt_tol(dt),
+				      "rmsnorm_matmul_rope_kv_write %s T %lld: q against double",
+				      dt_name(dt), (long long)T);
+				free(dq);
+			}
+			drop(&x);
+			drop(&w);
+			drop(&h);
+			drop(&b);
+			drop(&qkv);
+			drop(&pos);
+			drop(&wq);
+			drop(&wk);
+			drop(&wv);
+			drop(&q);
+			drop(&kc);
+			drop(&vc);
+			drop(&kc0);
+			drop(&vc0);
 		}
 	}
 }
@@ -2156,5 +2437,7 @@ int main(void)
 	test_rope_scaling();
 	test_qk_norm();
 	test_blocked();
+	test_fused_rmsnorm_matmul_bits();
+	test_fused_rmsnorm_matmul_rope_kv_write_bits();
 	return tap_done();
 }

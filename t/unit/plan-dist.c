@@ -188,7 +188,7 @@ static plan_t *build_rank(const struct opts *o, uint32_t r)
 	                       NULL, NULL));
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, 2, "o.all_reduce", PLAN_BREAK_KIND,
 	                          "a collective: every rank must launch it at once", 1, 1, in2, out2,
-	                          0, 0, 0 }, NULL, NULL));
+	                          0, 0, 0, 0, 0 }, NULL, NULL));
 	if (nops == 4)
 		CHECK(plan_add_segment(p, &(struct plan_segment){ .variant = v, .op_first = 3,
 		                       .op_count = 1 }, NULL, NULL));
@@ -1318,7 +1318,7 @@ static int write_seeds(const char *dir)
 	return 0;
 }
 
-/* Format 1.7: a plan whose collectives ran in symmetric memory says so
+/* Format 1.8: a plan whose collectives ran in symmetric memory says so
  * in DIST (24 bytes), every rank; without it the file stays 1.5. */
 static void test_nccl_mem(void)
 {
@@ -1348,7 +1348,7 @@ static void test_nccl_mem(void)
 	is_int(plan_write_memory(p, &a, &alen, &d), 0, "nccl_mem: written (%s)", d.message);
 	if (a == NULL)
 		goto out;
-	ok(get32((unsigned char *)a + 8) == (1u | 7u << 16), "nccl_mem: the header says 1.7");
+	ok(get32((unsigned char *)a + 8) == (1u | 8u << 16), "nccl_mem: the header says 1.8");
 	{
 		unsigned char *ct = get_content(a, alen, &ctlen);
 		struct section s[MAX_SECT];
@@ -1363,7 +1363,7 @@ static void test_nccl_mem(void)
 		if (!ok(world_equal(p, q, why, sizeof why), "nccl_mem: every rank comes back"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(q, &major, &minor);
-		ok(major == 1 && minor == 7, "nccl_mem: read as format %u.%u", major, minor);
+		ok(major == 1 && minor == 8, "nccl_mem: read as format %u.%u", major, minor);
 		ok(plan_get_rank(q, 1) != NULL &&
 		   plan_get_dist(plan_get_rank(q, 1))->nccl_mem == PLAN_NCCL_MEM_SYMMETRIC,
 		   "nccl_mem: rank 1's plan says symmetric");
@@ -1390,6 +1390,112 @@ out:
 	free(b);
 }
 
+/* Each item's start offsets in A and B are the same, rank by rank. */
+static int offsets_equal(const plan_t *a, const plan_t *b, char *why, size_t len)
+{
+	for (uint32_t r = 0; r < plan_get_dist(a)->world; r++) {
+		const plan_t *x = plan_get_rank(a, r), *y = plan_get_rank(b, r);
+		for (uint32_t v = 0; x != NULL && y != NULL && v < plan_count_variants(x); v++) {
+			const struct plan_variant *vx = plan_get_variant(x, v), *vy = plan_get_variant(y, v);
+			if (vy == NULL || vx->nitems != vy->nitems) {
+				snprintf(why, len, "rank %u variant %u: the items differ", r, v);
+				return 0;
+			}
+			for (uint32_t k = 0; k < vx->nitems; k++) {
+				uint64_t s0 = 1, h0 = 1, s1 = 2, h1 = 2;
+				plan_item_offsets(x, &vx->items[k], &s0, &h0);
+				plan_item_offsets(y, &vy->items[k], &s1, &h1);
+				if (s0 != s1 || h0 != h1) {
+					snprintf(why, len, "rank %u variant %u item %u: offsets %llu/%llu, "
+					         "read back %llu/%llu", r, v, k, (unsigned long long)s0,
+					         (unsigned long long)h0, (unsigned long long)s1,
+					         (unsigned long long)h1);
+					return 0;
+				}
+			}
+		}
+	}
+	return 1;
+}
+
+/* Both: a recorded plan of two ranks whose items have start offsets
+ * (1.7) and whose collectives ran in symmetric memory (1.8) is written
+ * as 1.8, with 1.7's SREC and BLCH (24 and 32 bytes) and 1.8's DIST (24),
+ * and reads back with both. The record layouts are plan-format.md's. */
+static void test_nccl_mem_offsets(void)
+{
+	const struct sample_rec_opts o = { .layers = 2, .offsets = 1 };
+	plan_t *p = sample_recorded_ex(&o), *p1 = sample_recorded_ex(&o), *q = NULL;
+	struct plan_diag d = { 0 };
+	void *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0, ctlen = 0;
+	unsigned major = 0, minor = 0;
+	char why[256] = "";
+
+	if (!ok(p != NULL && p1 != NULL, "both: the paced sample built, twice")) {
+		plan_free(p1);
+		goto out;
+	}
+	is_int(plan_set_dist(p, &(struct plan_dist){ 2, 0, 22809, 0, PLAN_NCCL_MEM_SYMMETRIC }, &d),
+	       0, "both: rank 0 of 2, symmetric (%s)", d.message);
+	is_int(plan_set_dist(p1, &(struct plan_dist){ 2, 1, 22809, 0, PLAN_NCCL_MEM_SYMMETRIC }, &d),
+	       0, "both: rank 1 of 2, symmetric (%s)", d.message);
+	if (plan_add_rank(p, p1, &d) != 0) {
+		ok(0, "both: rank 1 attached (%s)", d.message);
+		plan_free(p1);
+		goto out;
+	}
+	is_int(plan_validate(p, &d), 0, "both: valid (%s)", d.message);
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "both: written (%s)", d.message);
+	if (a == NULL)
+		goto out;
+	ok(get32((unsigned char *)a + 8) == (1u | 8u << 16), "both: the header says 1.8");
+	{
+		unsigned char *ct = get_content(a, alen, &ctlen);
+		struct section s[MAX_SECT];
+		int n = split_content(ct, s);
+		int di = find_sect(s, n, "DIST", 0), si = find_sect(s, n, "SREC", 0),
+		    bi = find_sect(s, n, "BLCH", 0), ri = find_sect(s, n, "RANK", 0);
+		/* decode_step: memcpy break, segment 0 (+15 us, launched +11 us),
+		 * cublasLt break (+730 us, +26 us): SREC record 0, BLCH record 1 */
+		ok(di >= 0 && get32(s[di].data) == 24 && get32(s[di].data + 8) == 2 &&
+		   get32(s[di].data + 8 + 16) == 1 && get32(s[di].data + 8 + 20) == 0,
+		   "both: DIST of 24 bytes, world 2, Nccl_Mem 1, Reserved 0");
+		ok(si >= 0 && get32(s[si].data) == 24 && get64(s[si].data + 8 + 8) == 15000 &&
+		   get64(s[si].data + 8 + 16) == 11000,
+		   "both: SREC records of 24 bytes, segment 0 at +15000 ns, launched +11000 ns");
+		ok(bi >= 0 && get32(s[bi].data) == 32 && get64(s[bi].data + 8 + 32 + 16) == 730000 &&
+		   get64(s[bi].data + 8 + 32 + 24) == 26000,
+		   "both: BLCH records of 32 bytes, cublasLt at +730000 ns, launched +26000 ns");
+		ok(ri >= 0 && find_sect(s, n, "RANK", 1) < 0, "both: one RANK section");
+		free(ct);
+	}
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "both: read back (%s)", d.message);
+	if (q != NULL) {
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == 8, "both: read as format %u.%u", major, minor);
+		if (!ok(world_equal(p, q, why, sizeof why), "both: every rank comes back"))
+			diag("    first difference: %s", why);
+		if (!ok(offsets_equal(p, q, why, sizeof why), "both: every rank's offsets come back"))
+			diag("    first difference: %s", why);
+		ok(plan_get_rank(q, 1) != NULL &&
+		   plan_get_dist(plan_get_rank(q, 1))->nccl_mem == PLAN_NCCL_MEM_SYMMETRIC &&
+		   plan_variant_offsets(plan_get_rank(q, 1), 0, NULL) ==
+		   (PLAN_OFFSETS_START | PLAN_OFFSETS_ISSUE),
+		   "both: rank 1 says symmetric and has its offsets");
+		is_int(plan_write_memory(q, &b, &blen, &d), 0, "both: the plan read is written");
+		ok(blen == alen && b != NULL && memcmp(a, b, alen) == 0,
+		   "both: write(read(file)) is the file");
+	} else {
+		tap_skip(6, "not read");
+	}
+out:
+	plan_free(p);
+	plan_free(q);
+	free(a);
+	free(b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
@@ -1403,5 +1509,6 @@ int main(int argc, char **argv)
 	test_diff();
 	test_text();
 	test_nccl_mem();
+	test_nccl_mem_offsets();
 	return tap_done();
 }

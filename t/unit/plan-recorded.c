@@ -511,6 +511,90 @@ out:
 	plan_free(one);
 }
 
+/* Format 1.7: the items' start offsets, their rules and their version. */
+/* Whether P, written to memory and read back, reads as format MAJOR.MINOR
+ * (a failure to write or read says why, as a diagnostic, and is false). */
+static int written_as(const plan_t *p, unsigned major, unsigned minor)
+{
+	struct plan_diag d = { 0 };
+	void *buf = NULL;
+	size_t len = 0;
+	plan_t *q = NULL;
+	unsigned got_major = 0, got_minor = 0;
+
+	if (plan_write_memory(p, &buf, &len, &d) != 0 ||
+	    plan_read_memory(buf, len, NULL, &q, &d) != 0) {
+		diag("written and read back: %s", d.message);
+		free(buf);
+		return 0;
+	}
+	plan_get_format_version(q, &got_major, &got_minor);
+	plan_free(q);
+	free(buf);
+	if (got_major != major || got_minor != minor)
+		diag("read back as %u.%u", got_major, got_minor);
+	return got_major == major && got_minor == minor;
+}
+
+static void test_offsets(void)
+{
+	plan_t *p = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2, .offsets = 1 });
+	plan_t *old = sample_recorded(2);
+	struct plan_diag d = { 0 };
+	uint32_t missing = 0;
+	void *buf = NULL;
+	size_t len = 0;
+
+	if (p == NULL || old == NULL) {
+		tap_skip(1, "the sample plans cannot be built");
+		goto out;
+	}
+	is_int(plan_validate(p, &d), 0, "offsets that start at 0 and grow are valid (%s)", d.message);
+	is_int(plan_variant_offsets(p, 0, &missing), PLAN_OFFSETS_START | PLAN_OFFSETS_ISSUE,
+	       "decode_step has start and launch offsets");
+	is_int(missing, PLAN_NONE, "and none is missing");
+	is_int(plan_variant_offsets(old, 0, &missing), 0, "a plan without offsets has none");
+	is_int(missing, 1, "the first item without one is item 1 (item 0 starts the step)");
+	ok(written_as(old, 1, 4), "a recorded plan without offsets is still written as 1.4");
+	ok(written_as(p, 1, PLAN_FORMAT_MINOR_OFFSETS), "one with offsets as 1.%u",
+	   PLAN_FORMAT_MINOR_OFFSETS);
+	static const struct { int mode; const char *why; const char *what; } bad[] = {
+		{ 2, "variant 0 item 2 starts before the item before it", "an item before its predecessor" },
+		{ 3, "variant 0: 1 of its 2 items past the first have a start offset and 2 a launch offset",
+		  "some items with a start offset, some without" },
+		{ 4, "variant 0 item 0: start offsets 100 and 0 ns", "a first item not at 0" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		plan_t *b = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2,
+		                                                          .offsets = bad[i].mode });
+		memset(&d, 0, sizeof d);
+		is_int(b != NULL ? plan_validate(b, &d) : -1, PLAN_ERR_INVALID, "%s: invalid",
+		       bad[i].what);
+		if (!ok(strstr(d.message, bad[i].why) != NULL, "  named: %s", bad[i].why))
+			diag("    got: %s", d.message);
+		/* and the writer refuses what plan_validate refuses */
+		free(buf);
+		buf = NULL;
+		ok(b != NULL && plan_write_memory(b, &buf, &len, &d) != 0, "  and is not written");
+		plan_free(b);
+	}
+	/* a script plan has no recorded times: the builder refuses them */
+	plan_t *sp = plan_new();
+	uint32_t v = 0;
+	memset(&d, 0, sizeof d);
+	if (sp != NULL && plan_add_variant(sp, &(struct plan_variant){ .tokens = 1,
+	                                   .mode = PLAN_MODE_BREAKABLE }, &v, &d) == 0)
+		is_int(plan_add_segment(sp, &(struct plan_segment){ .variant = v, .start_ns = 5 }, NULL,
+		                        &d), PLAN_ERR_INVALID, "a start offset in a script plan: refused");
+	else
+		ok(0, "a script plan's variant is added (%s)", d.message);
+	plan_free(sp);
+out:
+	free(buf);
+	plan_free(p);
+	plan_free(old);
+}
+
 int main(void)
 {
 	test_builder();
@@ -519,5 +603,6 @@ int main(void)
 	test_fold();
 	test_texts();
 	test_diff();
+	test_offsets();
 	return tap_done();
 }

@@ -207,7 +207,7 @@ plan_t *sample_rich(void)
 	CHECK(plan_add_segment(p, &s0, NULL, NULL));
 	uint32_t rd[] = { g, kv, pos }, wr[] = { out, kv };
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v0, 3, "attn.0", PLAN_BREAK_FORCED,
-	                          "marked eager: true in the script", 3, 2, rd, wr, 0, 0, 0 }, NULL, NULL));
+	                          "marked eager: true in the script", 3, 2, rd, wr, 0, 0, 0, 0, 0 }, NULL, NULL));
 	/* A host-style segment: no nodes. */
 	CHECK(plan_add_segment(p, &(struct plan_segment){ .variant = v0, .op_first = 4, .op_count = 1 },
 	                       &seg, NULL));
@@ -216,7 +216,7 @@ plan_t *sample_rich(void)
 	for (uint32_t i = 0; i < 5; i++) {
 		const struct plan_op *o = plan_get_op(p, i);
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v2, i, names[i], PLAN_BREAK_MODE,
-		                          "the variant's mode is eager", o->nin, o->nout, o->in, o->out, 0, 0, 0 },
+		                          "the variant's mode is eager", o->nin, o->nout, o->in, o->out, 0, 0, 0, 0, 0 },
 		                          NULL, NULL));
 	}
 	CHECK(plan_add_check(p, &(struct plan_check){ v0, out, 3, UINT64_C(0xdeadbeefcafef00d), -12.5 },
@@ -304,7 +304,7 @@ static plan_t *vector(unsigned minor)
 	s.fingerprint = plan_fingerprint(&s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, 1, "s", PLAN_BREAK_FORCED,
-	                          "eager: true", 1, 1, in1, out1, 0, 0, 0 }, NULL, NULL));
+	                          "eager: true", 1, 1, in1, out1, 0, 0, 0, 0, 0 }, NULL, NULL));
 	CHECK(plan_add_check(p, &(struct plan_check){ v, y, 1, UINT64_C(0xa5a5a5a55a5a5a5a), 1.5 },
 	                     NULL, NULL));
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 2, .variant = v }, NULL, NULL));
@@ -384,7 +384,7 @@ plan_t *sample_large(unsigned nseg, unsigned nodes)
 		snprintf(name, sizeof name, "layer%u.op%u", s, nodes);
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ v, first + nodes, name,
 		                          PLAN_BREAK_KIND, "attention follows the host's kv_len",
-		                          1, 1, &t[0], &t[1], 0, 0, 0 }, NULL, NULL));
+		                          1, 1, &t[0], &t[1], 0, 0, 0, 0, 0 }, NULL, NULL));
 	}
 	CHECK(plan_add_dispatch(p, &(struct plan_dispatch){ .tokens_min = 1, .tokens_max = 8, .variant = v }, NULL, NULL));
 	free(nd);
@@ -491,8 +491,13 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0, .op = PLAN_NONE,
 	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
 	                          .detail = "a copy from pageable host memory",
-	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000 },
+	                          .launch_first = l[0], .launch_count = 1, .recorded_ns = 9000,
+	                          .start_ns = o->offsets == 4 ? 100 : 0 },
 	                          NULL, NULL));
+	/* the paced vector: memcpy at +0; the graph 15 us after it starts (9
+	 * us of copy, then 6 us idle), launched 11 us after; cublasLt at +730
+	 * us (the graph's 700 us, then 15 us idle), launched at +26 us */
+	int off = o->offsets && !o->move_break;
 	if (o->move_break)
 		CHECK(plan_add_breakpoint(p, &(struct plan_breakpoint){ .variant = v0,
 		                          .op = PLAN_NONE, .name = "cublasLt",
@@ -509,7 +514,8 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	edges[2] = (struct plan_edge){ 1, 3, 0, 0, 0 };
 	struct plan_segment s = { .variant = v0, .flags = PLAN_SEG_NODES, .nnodes = 4,
 	                          .nodes = nodes, .nedges = 3, .edges = edges,
-	                          .recorded_ns = 700000 };
+	                          .recorded_ns = 700000, .start_ns = off ? 15000 : 0,
+	                          .issue_ns = off ? 11000 : 0 };
 	s.fingerprint = plan_fingerprint_recorded(p, &s);
 	CHECK(plan_add_segment(p, &s, NULL, NULL));
 	if (!o->move_break)
@@ -518,7 +524,10 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 		                          .reason = PLAN_BREAK_RECORDED,
 		                          .detail = "a kernel of a library module outside the graphs",
 		                          .launch_first = l[4], .launch_count = 1,
-		                          .recorded_ns = 41000 }, NULL, NULL));
+		                          .recorded_ns = 41000,
+		                          .start_ns = o->offsets == 2 ? 10000 : o->offsets == 3 ? 0 :
+		                                      off ? 730000 : 0,
+		                          .issue_ns = off ? 26000 : 0 }, NULL, NULL));
 
 	/* Variant 2: LAYERS layers of rmsnorm then matmul in one graph, then
 	 * a device-to-device copy. */
@@ -556,7 +565,11 @@ plan_t *sample_recorded_ex(const struct sample_rec_opts *o)
 	                          .name = "memcpy", .reason = PLAN_BREAK_RECORDED,
 	                          .detail = "a copy outside the graphs",
 	                          .launch_first = l[nl - 1], .launch_count = 1,
-	                          .recorded_ns = 12000 }, NULL, NULL));
+	                          .recorded_ns = 12000,
+	                          /* the paced vector: 50 us idle after the
+	                             graph's 5.1 ms; launched 40 us after it */
+	                          .start_ns = off ? 5150000 : 0, .issue_ns = off ? 40000 : 0 },
+	                          NULL, NULL));
 	return p;
 fail:
 	plan_free(p);

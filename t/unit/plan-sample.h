@@ -46,7 +46,8 @@ plan_t *sample_recorded(unsigned layers);
  * matmul's template argument 128 becomes 256; MOVE_BREAK: the library
  * GEMM's break comes before the graph in "decode_step"; MODULE_CHANGED:
  * a byte of module 0's image (and so its hash) differs; GRID: rmsnorm's
- * grid in "decode_step" is 32, not 16; ONE_VARIANT: no "prefill_step". */
+ * grid in "decode_step" is 32, not 16; ONE_VARIANT: no "prefill_step";
+ * OFFSETS: see below. */
 struct sample_rec_opts {
 	unsigned layers;
 	int      rename;
@@ -54,6 +55,12 @@ struct sample_rec_opts {
 	int      module_changed;
 	int      grid;
 	int      one_variant;
+	/* (format 1.7) 1: the items' start offsets of the paced vector
+	 * (plan-format.md); not with MOVE_BREAK. Broken for plan_validate:
+	 * 2, cublasLt starts before the graph before it; 3, cublasLt has no
+	 * start offset where the graph has one; 4, the first item (memcpy)
+	 * starts 100 ns into its own step. */
+	int      offsets;
 };
 plan_t *sample_recorded_ex(const struct sample_rec_opts *opts);
 

@@ -49,7 +49,7 @@ static int add_seg(plan_t *p, uint32_t variant, uint32_t first, uint32_t count)
 static int add_bp(plan_t *p, uint32_t variant, uint32_t op, int reason)
 {
 	return plan_add_breakpoint(p, &(struct plan_breakpoint){ variant, op, "bp", reason, "",
-	                                                         0, 0, NULL, NULL, 0, 0, 0 }, NULL, NULL);
+	                                                         0, 0, NULL, NULL, 0, 0, 0, 0, 0 }, NULL, NULL);
 }
 
 /* PLAN must fail validation with PLAN_ERR_INVALID and a message holding
@@ -239,7 +239,7 @@ static void test_items(void)
 	expect_invalid(p, "reason mode in a breakable", "reason 'mode' outside an eager variant");
 	p = small_plan();
 	add_seg(p, 0, 0, 2);
-	plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 2, "", PLAN_BREAK_KIND, "", 0, 0, NULL, NULL, 0, 0, 0 },
+	plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 2, "", PLAN_BREAK_KIND, "", 0, 0, NULL, NULL, 0, 0, 0, 0, 0 },
 	                    NULL, NULL);
 	expect_invalid(p, "empty name", "a breakpoint without a name");
 }
@@ -366,11 +366,11 @@ static void test_builder(void)
 	                     NULL, &d), PLAN_ERR_INVALID, "a segment of variant 5");
 	TRY(plan_add_segment(p, &(struct plan_segment){ .variant = 0, .op_first = 2, .op_count = 2 },
 	                     NULL, &d), PLAN_ERR_INVALID, "a segment past the last op");
-	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 9, "b", 1, "", 0, 0, NULL, NULL, 0, 0, 0 },
+	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 9, "b", 1, "", 0, 0, NULL, NULL, 0, 0, 0, 0, 0 },
 	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint of op 9");
-	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 0, "b", 1, "", 1, 0, &bad, NULL, 0, 0, 0 },
+	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 0, "b", 1, "", 1, 0, &bad, NULL, 0, 0, 0, 0, 0 },
 	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint reading tensor 7");
-	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 0, "b", 8, "", 0, 0, NULL, NULL, 0, 0, 0 },
+	TRY(plan_add_breakpoint(p, &(struct plan_breakpoint){ 0, 0, "b", 8, "", 0, 0, NULL, NULL, 0, 0, 0, 0, 0 },
 	                        NULL, &d), PLAN_ERR_INVALID, "a breakpoint of unknown reason");
 	TRY(plan_add_check(p, &(struct plan_check){ 0, 7, 0, 0, 0 }, NULL, &d),
 	    PLAN_ERR_INVALID, "a check of tensor 7");

@@ -686,6 +686,140 @@ static void check_recorded_vector(void)
 	free(wcontent);
 }
 
+/* ---------------------------------------------------------------------- */
+/* The paced vector (1.7): the recorded vector with start offsets.         */
+
+/* Section ID of CONTENT (a directory of N entries): its bytes and size. */
+static const unsigned char *find_section(const unsigned char *c, const char *id, uint64_t *size)
+{
+	uint32_t n = u32(c);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const unsigned char *e = c + 8 + 24 * (size_t)i;
+		if (memcmp(e, id, 4) == 0) {
+			*size = u64(e + 16);
+			return c + u64(e + 8);
+		}
+	}
+	*size = 0;
+	return NULL;
+}
+
+static void check_paced_vector(void)
+{
+	plan_t *p = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2, .offsets = 1 });
+	plan_t *q = NULL;
+	unsigned char *file = NULL, *old = NULL, *c = NULL;
+	void *written = NULL;
+	size_t len = 0, wlen = 0, olen = 0, clen = 0;
+	struct plan_diag d = { 0 };
+	uint64_t size;
+	const unsigned char *x;
+
+	V = &vector_1_4;
+	if (p == NULL || (file = sample_slurp(vector_path(V), &len)) == NULL || len < 64) {
+		tap_skip(1, "the paced vector cannot be built");
+		plan_free(p);
+		free(file);
+		return;
+	}
+	diag("the paced vector, format 1.7");
+	olen = (size_t)u64(file + 32);
+	old = malloc(olen);
+	if (old == NULL || ZSTD_decompress(old, olen, file + 64, len - 64) != olen) {
+		tap_skip(1, "the recorded vector does not decompress");
+		goto out;
+	}
+	is_int(plan_write_memory(p, &written, &wlen, &d), 0, "the plan with offsets is written");
+	if (written == NULL)
+		goto out;
+	unsigned char *w = written;
+	is_int(u16(w + 8), 1, "header: major 1");
+	is_int(u16(w + 10), 7, "header: minor 7, the first to hold start offsets");
+	clen = (size_t)u64(w + 32);
+	c = malloc(clen);
+	ok(c != NULL && ZSTD_decompress(c, clen, w + 64, wlen - 64) == clen, "it decompresses");
+	if (c == NULL)
+		goto out;
+	is_int(u32(c), 38, "38 sections: the recorded vector's 35, DIST, SBLK and SHAR");
+	/* every section of the recorded vector but SREC and BLCH, byte for
+	 * byte (at other offsets: DIST, SBLK and SHAR come before STRS) */
+	int same = 1;
+	for (uint32_t i = 0; i < u32(old); i++) {
+		const unsigned char *e = old + 8 + 24 * (size_t)i;
+		char id[5] = { 0 };
+		uint64_t wsize;
+		memcpy(id, e, 4);
+		if (strcmp(id, "SREC") == 0 || strcmp(id, "BLCH") == 0)
+			continue;
+		x = find_section(c, id, &wsize);
+		/* TENS and WSRC grew in 1.5: no records, at 1.5's sizes */
+		if (strcmp(id, "TENS") == 0 || strcmp(id, "WSRC") == 0) {
+			uint32_t want = strcmp(id, "TENS") == 0 ? 168 : 88;
+			if (x == NULL || wsize != 8 || u32(x) != want || u32(x + 4) != 0 ||
+			    u32(old + u64(e + 8) + 4) != 0) {
+				diag("    section %s is not empty at 1.5's size", id);
+				same = 0;
+			}
+			continue;
+		}
+		if (x == NULL || wsize != u64(e + 16) || memcmp(x, old + u64(e + 8), wsize) != 0) {
+			diag("    section %s differs", id);
+			same = 0;
+		}
+	}
+	ok(same, "every other section of the recorded vector is there, byte for byte (TENS and "
+	   "WSRC empty, at 1.5's record sizes)");
+	/* SREC: 24 bytes a record: Recorded_Ns, Start_Ns, Issue_Ns */
+	x = find_section(c, "SREC", &size);
+	ok(x != NULL && size == 8 + 2 * 24 && u32(x) == 24 && u32(x + 4) == 2,
+	   "SREC: two records of 24 bytes");
+	if (x != NULL && size == 8 + 2 * 24) {
+		ok(u64(x + 8) == 700000 && u64(x + 16) == 15000 && u64(x + 24) == 11000,
+		   "SREC 0: 700 us, at +15 us, launched +11 us");
+		ok(u64(x + 32) == 5100000 && u64(x + 40) == 0 && u64(x + 48) == 0,
+		   "SREC 1: 5.1 ms, the first item of its step: 0 and 0");
+	}
+	/* BLCH: 32 bytes: Launch_First, Launch_Count, Recorded_Ns, Start_Ns, Issue_Ns */
+	x = find_section(c, "BLCH", &size);
+	ok(x != NULL && size == 8 + 3 * 32 && u32(x) == 32 && u32(x + 4) == 3,
+	   "BLCH: three records of 32 bytes");
+	if (x != NULL && size == 8 + 3 * 32) {
+		ok(u32(x + 8) == 0 && u32(x + 12) == 1 && u64(x + 16) == 9000 && u64(x + 24) == 0 &&
+		   u64(x + 32) == 0, "BLCH 0: launch 0, 9 us, the step's first item");
+		ok(u32(x + 40) == 4 && u32(x + 44) == 1 && u64(x + 48) == 41000 &&
+		   u64(x + 56) == 730000 && u64(x + 64) == 26000,
+		   "BLCH 1: launch 4, 41 us, at +730 us, launched +26 us");
+		ok(u32(x + 72) == 9 && u32(x + 76) == 1 && u64(x + 80) == 12000 &&
+		   u64(x + 88) == 5150000 && u64(x + 96) == 40000,
+		   "BLCH 2: launch 9, 12 us, at +5.15 ms, launched +40 us");
+	}
+	x = find_section(c, "DIST", &size);
+	ok(x != NULL && size == 8 + 16 && u32(x + 8) == 1 && u32(x + 12) == 0,
+	   "DIST: world 1, rank 0");
+	is_int(plan_read_memory(written, wlen, NULL, &q, &d), 0, "libplan reads it (%s)", d.message);
+	if (q != NULL) {
+		const struct plan_variant *v = plan_get_variant(q, 0);
+		uint64_t st[3] = { 0 }, is[3] = { 0 };
+		unsigned major, minor;
+		for (uint32_t k = 0; v != NULL && k < v->nitems && k < 3; k++)
+			plan_item_offsets(q, &v->items[k], &st[k], &is[k]);
+		ok(v != NULL && v->nitems == 3 && st[1] == 15000 && st[2] == 730000 && is[1] == 11000 &&
+		   is[2] == 26000, "with the offsets of decode_step's items");
+		is_int(plan_variant_offsets(q, 0, NULL), PLAN_OFFSETS_START | PLAN_OFFSETS_ISSUE,
+		       "decode_step has both kinds");
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == 7, "the plan read remembers format 1.7");
+	}
+out:
+	plan_free(p);
+	plan_free(q);
+	free(file);
+	free(old);
+	free(c);
+	free(written);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char *file, *content = NULL, *wcontent = NULL;
@@ -764,5 +898,6 @@ int main(int argc, char **argv)
 	plan_free(p);
 	plan_free(old);
 	check_recorded_vector();
+	check_paced_vector();
 	return tap_done();
 }

@@ -71,12 +71,13 @@ static void test_table(void)
 		"add_rmsnorm", "matmul_add", "matmul_silu_mul", "rope_kv_write", "slice",
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
 		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
-		"all_reduce", "all_gather", "vocab_embedding",
+		"all_reduce", "all_gather", "vocab_embedding", "rmsnorm_matmul",
+		"rmsnorm_matmul_rope_kv_write",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3, 1, 1, 2 };
+	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3, 1, 1, 2, 3, 4 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3 };
 	int inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -785,6 +786,189 @@ static void test_rope_scaling(void)
 	is_str(check(&c), "attribute rope_type is 7, not a rope type", "rope: rope_type out of range");
 }
 
+/* rmsnorm_matmul: rmsnorm's operands and eps, then a product with
+ * matmul's trans_b and the epilogue none or silu_mul. */
+static void test_rmsnorm_matmul(void)
+{
+	const struct op_kind *k = op_kind_find("rmsnorm_matmul");
+	struct op_call c = call_of("rmsnorm_matmul");
+
+	ok(k != NULL && k->id == OP_RMSNORM_MATMUL, "rmsnorm_matmul is OP_RMSNORM_MATMUL");
+	is_str(k->inputs[0], "x", "rmsnorm_matmul: x first");
+	is_str(k->inputs[1], "w", "rmsnorm_matmul: then the norm's w");
+	is_str(k->inputs[2], "b", "rmsnorm_matmul: then the product's b");
+	is_int(op_kind_count_attrs(k), 3, "rmsnorm_matmul has 3 attributes");
+	ok(op_kind_attr_index(k, "eps") == RNM_EPS && k->attrs[RNM_EPS].required &&
+	   k->attrs[RNM_EPS].type == OP_ATTR_FLOAT, "rmsnorm_matmul: eps at RNM_EPS, required");
+	ok(op_kind_attr_index(k, "trans_b") == RNM_TRANS_B && !k->attrs[RNM_TRANS_B].required &&
+	   k->attrs[RNM_TRANS_B].type == OP_ATTR_BOOL && k->attrs[RNM_TRANS_B].dflt == 0.0,
+	   "rmsnorm_matmul: trans_b at RNM_TRANS_B, false by default");
+	is_int(op_kind_attr_index(k, "trans_a"), -1, "rmsnorm_matmul: no trans_a");
+	ok(op_kind_attr_index(k, "epilogue") == RNM_EPILOGUE &&
+	   k->attrs[RNM_EPILOGUE].type == OP_ATTR_ENUM && !k->attrs[RNM_EPILOGUE].required &&
+	   k->attrs[RNM_EPILOGUE].dflt == RNM_EPI_NONE,
+	   "rmsnorm_matmul: epilogue at RNM_EPILOGUE, an enum, none by default");
+	is_int(op_attr_choice(&k->attrs[RNM_EPILOGUE], "none"), RNM_EPI_NONE, "epilogue none");
+	is_int(op_attr_choice(&k->attrs[RNM_EPILOGUE], "silu_mul"), RNM_EPI_SILU_MUL,
+	       "epilogue silu_mul");
+	is_int(op_attr_choice(&k->attrs[RNM_EPILOGUE], "gelu"), -1, "no epilogue gelu");
+	ok(k->capture == OP_CAPTURE_ALWAYS && !(k->flags & OP_INPLACE),
+	   "rmsnorm_matmul: always captured, not in place");
+
+	c.attr[RNM_EPS].f = 1e-5;
+	c.attr[RNM_TRANS_B].i = 1;
+	c.in[0] = ten2(BF16, 2, 64);
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(BF16, 96, 64);
+	c.out[0] = ten2(BF16, 2, 96);
+	is_str(check(&c), "", "rmsnorm_matmul: [2,64] normed @ [96,64]^T");
+	c.attr[RNM_TRANS_B].i = 0;
+	is_str(check(&c), "input b has shape [96, 64], expected [64, N] (K = 64 from input x [2, 64])",
+	       "rmsnorm_matmul: b not transposed");
+	c.in[2] = ten2(BF16, 64, 96);
+	is_str(check(&c), "", "rmsnorm_matmul: [2,64] normed @ [64,96]");
+	c.attr[RNM_TRANS_B].i = 1;
+	c.in[2] = ten2(BF16, 96, 64);
+	c.in[1] = ten1(BF16, 96);
+	is_str(check(&c), "input w has shape [96], expected [64] (the columns of input x)",
+	       "rmsnorm_matmul: w is x's columns");
+	c.in[1] = ten1(F32, 64);
+	is_str(check(&c), "input w is f32, expected bf16 like input x", "rmsnorm_matmul: w dtype");
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(F16, 96, 64);
+	is_str(check(&c), "input b is f16, expected bf16 like input x", "rmsnorm_matmul: b dtype");
+	c.in[2] = ten3(BF16, 1, 96, 64);
+	is_str(check(&c), "input b has rank 3 ([1, 96, 64]), expected rank 2",
+	       "rmsnorm_matmul: b's rank");
+	c.in[2] = ten2(BF16, 96, 64);
+	c.in[0] = ten3(BF16, 1, 2, 64);
+	is_str(check(&c), "input x has rank 3 ([1, 2, 64]), expected rank 2",
+	       "rmsnorm_matmul: x's rank");
+	c.in[0] = ten2(I32, 2, 64);
+	is_str(check(&c), "input x is i32, expected f32, f16 or bf16", "rmsnorm_matmul: floats only");
+	c.in[0] = ten2(BF16, 2, 64);
+	c.attr[RNM_EPS].f = -1.0;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "rmsnorm_matmul: eps");
+	c.attr[RNM_EPS].f = 1e-5;
+	c.out[0] = ten2(BF16, 3, 96);
+	is_str(check(&c), "output out has shape [3, 96], expected [2, 96] (M = 2 from input x, "
+	       "N = 96 from input b)", "rmsnorm_matmul: out's M");
+	c.out[0] = ten2(F32, 2, 96);
+	is_str(check(&c), "output out is f32, expected bf16 like input x", "rmsnorm_matmul: out dtype");
+
+	c.attr[RNM_EPILOGUE].i = RNM_EPI_SILU_MUL;
+	c.out[0] = ten2(BF16, 2, 48);
+	is_str(check(&c), "", "rmsnorm_matmul silu_mul: 96 product columns halve to 48");
+	c.out[0] = ten2(BF16, 2, 96);
+	is_str(check(&c), "output out has shape [2, 96], expected [2, 48] (M = 2 from input x, "
+	       "half the N = 96 of input b)", "rmsnorm_matmul silu_mul: out not halved");
+	c.out[0] = ten2(BF16, 2, 47);
+	c.in[2] = ten2(BF16, 95, 64);
+	is_str(check(&c), "input b gives the product 95 columns, expected an even number (gate and "
+	       "up halves, epilogue silu_mul)", "rmsnorm_matmul silu_mul: odd product columns");
+	c.in[2] = ten2(BF16, 96, 64);
+	c.attr[RNM_EPILOGUE].i = 2;
+	is_str(check(&c), "attribute epilogue is 2; it must be none or silu_mul",
+	       "rmsnorm_matmul: an epilogue out of range");
+}
+
+/* rmsnorm_matmul_rope_kv_write: rmsnorm_matmul's x, w, b (no epilogue),
+ * then rope_kv_write's pos, outputs and attributes (eps and trans_b after
+ * them), its checks made on the product's q|k|v columns. */
+static void test_rmsnorm_matmul_rope_kv_write(void)
+{
+	const struct op_kind *k = op_kind_find("rmsnorm_matmul_rope_kv_write");
+	const struct op_kind *rkv = op_kind_find("rope_kv_write");
+	struct op_call c = call_of("rmsnorm_matmul_rope_kv_write");
+	int same = 1;
+
+	ok(k != NULL && k->id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE,
+	   "rmsnorm_matmul_rope_kv_write is OP_RMSNORM_MATMUL_ROPE_KV_WRITE");
+	is_str(k->inputs[0], "x", "rrk: x first");
+	is_str(k->inputs[1], "w", "rrk: the norm's w");
+	is_str(k->inputs[2], "b", "rrk: the product's b");
+	is_str(k->inputs[3], "pos", "rrk: then pos");
+	ok(k->inputs[4] == NULL, "rrk: four inputs");
+	is_str(k->outputs[0], "q", "rrk: q");
+	is_str(k->outputs[1], "k_cache", "rrk: k_cache");
+	is_str(k->outputs[2], "v_cache", "rrk: v_cache");
+	is_int(op_kind_count_attrs(k), op_kind_count_attrs(rkv) + 2,
+	       "rrk: rope_kv_write's attributes and two more");
+	for (int i = 0; i < op_kind_count_attrs(rkv); i++)
+		same = same && strcmp(k->attrs[i].name, rkv->attrs[i].name) == 0 &&
+		       k->attrs[i].type == rkv->attrs[i].type &&
+		       k->attrs[i].required == rkv->attrs[i].required &&
+		       k->attrs[i].dflt == rkv->attrs[i].dflt;
+	ok(same, "rrk: rope_kv_write's attributes at its positions, with its defaults");
+	ok(op_kind_attr_index(k, "eps") == RRK_EPS && k->attrs[RRK_EPS].required &&
+	   k->attrs[RRK_EPS].type == OP_ATTR_FLOAT, "rrk: eps at RRK_EPS, required");
+	ok(op_kind_attr_index(k, "trans_b") == RRK_TRANS_B && !k->attrs[RRK_TRANS_B].required &&
+	   k->attrs[RRK_TRANS_B].dflt == 0.0, "rrk: trans_b at RRK_TRANS_B, false by default");
+	is_int(op_kind_attr_index(k, "epilogue"), -1, "rrk: no epilogue");
+	ok(k->capture == OP_CAPTURE_ALWAYS && !(k->flags & OP_INPLACE),
+	   "rrk: always captured, not in place");
+
+	/* heads 4, kv_heads 2, head_dim 16: QKV = (4 + 4) x 16 = 128 */
+	c.attr[RKV_HEADS].i = 4;
+	c.attr[RKV_KV_HEADS].i = 2;
+	c.attr[RKV_HEAD_DIM].i = 16;
+	c.attr[RKV_THETA].f = 10000.0;
+	c.attr[RKV_SCALING + RS_FACTOR].f = 1.0;
+	c.attr[RRK_EPS].f = 1e-5;
+	c.attr[RRK_TRANS_B].i = 1;
+	c.in[0] = ten2(BF16, 2, 64);
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(BF16, 128, 64);
+	c.in[3] = ten1(I32, 2);
+	c.out[0] = ten2(BF16, 2, 64);
+	c.out[1] = ten2(BF16, 32, 32);
+	c.out[2] = ten2(BF16, 32, 32);
+	is_str(check(&c), "", "rrk: [2,64] normed @ [128,64]^T, 4 + 2 x 2 heads of 16");
+	c.attr[RRK_TRANS_B].i = 0;
+	is_str(check(&c), "input b has shape [128, 64], expected [64, QKV] (K = 64 from input x "
+	       "[2, 64])", "rrk: b not transposed");
+	c.in[2] = ten2(BF16, 64, 128);
+	is_str(check(&c), "", "rrk: b [K, QKV] without trans_b");
+	c.attr[RRK_TRANS_B].i = 1;
+	c.in[2] = ten2(BF16, 112, 64);
+	is_str(check(&c), "input b gives the product 112 columns, expected (heads + 2 x kv_heads) "
+	       "x head_dim = (4 + 2 x 2) x 16 (q, k and v parts)", "rrk: b's columns");
+	c.in[2] = ten2(BF16, 128, 64);
+	c.in[1] = ten1(BF16, 32);
+	is_str(check(&c), "input w has shape [32], expected [64] (the columns of input x)",
+	       "rrk: w is x's columns");
+	c.in[1] = ten1(F32, 64);
+	is_str(check(&c), "input w is f32, expected bf16 like input x", "rrk: w's dtype");
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(F16, 128, 64);
+	is_str(check(&c), "input b is f16, expected bf16 like input x", "rrk: b's dtype");
+	c.in[2] = ten2(BF16, 128, 64);
+	c.in[0] = ten2(I32, 2, 64);
+	is_str(check(&c), "input x is i32, expected f32, f16 or bf16", "rrk: floats only");
+	c.in[0] = ten2(BF16, 2, 64);
+	c.attr[RRK_EPS].f = -1.0;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "rrk: eps");
+	c.attr[RRK_EPS].f = 1e-5;
+	c.attr[RKV_HEAD_DIM].i = 15;
+	is_str(check(&c), "attribute head_dim is 15; rope needs an even head_dim from 2 to 512",
+	       "rrk: an odd head_dim");
+	c.attr[RKV_HEAD_DIM].i = 16;
+	/* rope_kv_write's own checks, by the same names */
+	c.in[3] = ten1(I32, 3);
+	ok(strstr(check(&c), "input pos") != NULL, "rrk: pos has x's rows (%s)", check(&c));
+	c.in[3] = ten1(I32, 2);
+	c.out[0] = ten2(BF16, 2, 32);
+	is_str(check(&c), "output q has shape [2, 32], expected [2, 64] (the rows of the product "
+	       "of input x and b, heads x head_dim columns)", "rrk: q is heads x head_dim");
+	c.out[0] = ten2(BF16, 2, 64);
+	c.out[1] = ten2(BF16, 32, 16);
+	ok(strstr(check(&c), "output k_cache has shape [32, 16], expected [S, 32]") != NULL,
+	   "rrk: k_cache's columns (%s)", check(&c));
+	c.out[1] = ten2(BF16, 32, 32);
+	c.attr[RKV_THETA].f = 0.0;
+	is_str(check(&c), "attribute theta is 0; it must be positive", "rrk: theta");
+}
+
 static void test_qk_norm(void)
 {
 	struct op_call c = call_of("qk_norm");
@@ -841,5 +1025,7 @@ int main(void)
 	test_slice();
 	test_rope_scaling();
 	test_qk_norm();
+	test_rmsnorm_matmul();
+	test_rmsnorm_matmul_rope_kv_write();
 	return tap_done();
 }

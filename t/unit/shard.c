@@ -364,6 +364,152 @@ static void test_reducing(void)
 	plan_free(p);
 }
 
+/* rmsnorm_matmul: b column-parallel (gate | up blocks with silu_mul, or
+ * one block gathered into a whole output), x and w whole on every rank;
+ * x, w or b split otherwise: refused. */
+static void test_rmsnorm_matmul(void)
+{
+	plan_t *p = plan_new(), *r = NULL;
+	struct plan_split s1 = { .nblocks = 2, .axis = 0, .unit = 1 };
+	struct plan_split sa = split1(1, 16, 1), sq = split1(0, 12, 1), sk = split1(1, 8, 1);
+	struct plan_attr silu[] = { { "eps", PLAN_ATTR_FLOAT, 0, 1e-5, "" },
+	                            { "trans_b", PLAN_ATTR_BOOL, 1, 0, "" },
+	                            { "epilogue", PLAN_ATTR_STR, 0, 0, "silu_mul" } };
+	struct plan_attr none[] = { { "eps", PLAN_ATTR_FLOAT, 0, 1e-5, "" },
+	                            { "trans_b", PLAN_ATTR_BOOL, 1, 0, "" },
+	                            { "epilogue", PLAN_ATTR_STR, 0, 0, "none" } };
+	struct shard_error err;
+	const int64_t tokens[] = { 4 };
+	const struct plan_op *o;
+	const struct plan_tensor *t;
+	uint32_t x, g, w1, act, wq, q;
+
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 8, 0);
+	dim(p, "F", 16, 0);
+	dim(p, "F2", 32, 0);
+	s1.block[0] = (struct plan_split_block){ 16, 0, 16 };
+	s1.block[1] = (struct plan_split_block){ 16, 0, 16 };
+	x = tensor(p, "x", PLAN_ROLE_INPUT, T, H, NULL);
+	struct plan_tensor gt = { .name = "g", .dtype = PLAN_DTYPE_F32, .role = PLAN_ROLE_WEIGHT,
+	                          .rank = 1, .shape = { { H, 8 } },
+	                          .init = { .kind = PLAN_INIT_ONES },
+	                          .feed = { .var = PLAN_NONE, .from = PLAN_NONE } };
+	plan_add_tensor(p, &gt, &g, NULL);
+	w1 = tensor(p, "w1", PLAN_ROLE_WEIGHT, F2, H, &s1);
+	act = tensor(p, "act", PLAN_ROLE_OUTPUT, T, F, &sa);
+	wq = tensor(p, "wq", PLAN_ROLE_WEIGHT, -12, H, &sq);
+	q = tensor(p, "q", PLAN_ROLE_OUTPUT, T, -12, NULL);
+	op(p, "rmsnorm_matmul", "gate_up", 30, (uint32_t[]){ x, g, w1 }, 3, &act, 1, silu, 3);
+	op(p, "rmsnorm_matmul", "qkv", 31, (uint32_t[]){ x, g, wq }, 3, &q, 1, none, 3);
+	is_int(shard_plan(p, 2, 1, tokens, 1, &r, &err), 0, "rmsnorm_matmul: rank 1 of 2 (%s)",
+	       err.msg);
+	if (r != NULL) {
+		o = find_op(r, "gate_up");
+		ok(o != NULL && strcmp(o->kind, "rmsnorm_matmul") == 0 && o->nin == 3 &&
+		   o->in[0] == x && o->in[1] == g && o->in[2] == w1 && o->out[0] == act,
+		   "gate_up: rmsnorm_matmul(x, g, w1) -> act on the rank, no collective");
+		t = plan_get_tensor(r, w1);
+		ok(t->shape[0].size == 16 && t->split.block[0].start == 8 &&
+		   t->split.block[1].start == 8 && t->split.block[0].len == 8,
+		   "w1: rows 8..15 of the gate block and of the up block");
+		ok(plan_get_tensor(r, g)->shape[0].size == 8 && plan_get_tensor(r, x)->shape[1].size == 8,
+		   "g and x whole on the rank");
+		is_int(plan_get_tensor(r, act)->shape[1].size, 8, "act: its 8 columns of 16");
+		o = find_op(r, "qkv");
+		ok(o != NULL && strcmp(o->kind, "rmsnorm_matmul") == 0 &&
+		   strcmp(plan_get_tensor(r, o->out[0])->name, "q.shard") == 0 &&
+		   plan_get_tensor(r, o->out[0])->shape[1].size == 6,
+		   "qkv: its 6 columns of 12 into q.shard");
+		o = find_op(r, "qkv.all_gather");
+		ok(o != NULL && strcmp(o->kind, "all_gather") == 0 && o->out[0] == q,
+		   "then all_gather into the whole q");
+		plan_free(r);
+		r = NULL;
+	}
+	plan_free(p);
+
+	/* x split: refused */
+	p = plan_new();
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 8, 0);
+	x = tensor(p, "x", PLAN_ROLE_STATE, T, H, &sk);
+	plan_add_tensor(p, &gt, &g, NULL);
+	wq = tensor(p, "wq", PLAN_ROLE_WEIGHT, -12, H, NULL);
+	q = tensor(p, "q", PLAN_ROLE_OUTPUT, T, -12, NULL);
+	op(p, "rmsnorm_matmul", "qkv", 40, (uint32_t[]){ x, g, wq }, 3, &q, 1, none, 3);
+	is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1, "rmsnorm_matmul of a split x: refused");
+	ok(err.line == 40 && strstr(err.msg, "op 'qkv' (rmsnorm_matmul): input x ('x') splits; the "
+	   "norm reads whole rows of x and all of w (only b may split, along N)") != NULL,
+	   "%s", err.msg);
+	plan_free(p);
+
+	/* b split along K: refused */
+	p = plan_new();
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 8, 0);
+	x = tensor(p, "x", PLAN_ROLE_STATE, T, H, NULL);
+	plan_add_tensor(p, &gt, &g, NULL);
+	wq = tensor(p, "wq", PLAN_ROLE_WEIGHT, -12, H, &sk);
+	q = tensor(p, "q", PLAN_ROLE_OUTPUT, T, -12, NULL);
+	op(p, "rmsnorm_matmul", "qkv", 41, (uint32_t[]){ x, g, wq }, 3, &q, 1, none, 3);
+	is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1, "rmsnorm_matmul, b split along K: "
+	       "refused");
+	ok(err.line == 41 && strstr(err.msg, "input b ('wq') splits along K; the norm reads whole "
+	   "rows of x (split b along N)") != NULL, "%s", err.msg);
+	plan_free(p);
+}
+
+/* rmsnorm_matmul_rope_kv_write: x and w whole, b along its q|k|v columns
+ * exactly when q and the caches split (the split runs: t/t3180); else
+ * refused, naming the operand. */
+static void test_rmsnorm_matmul_rope_kv_write(void)
+{
+	struct plan_split sk = split1(1, 8, 1), sq = split1(0, 16, 1), sh = split1(1, 8, 1);
+	struct plan_attr at[] = { { "heads", PLAN_ATTR_INT, 2, 0, "" },
+	                          { "kv_heads", PLAN_ATTR_INT, 1, 0, "" },
+	                          { "head_dim", PLAN_ATTR_INT, 4, 0, "" },
+	                          { "eps", PLAN_ATTR_FLOAT, 0, 1e-5, "" },
+	                          { "trans_b", PLAN_ATTR_BOOL, 1, 0, "" } };
+	struct plan_tensor gt = { .name = "g", .dtype = PLAN_DTYPE_F32, .role = PLAN_ROLE_WEIGHT,
+	                          .rank = 1, .shape = { { H, 8 } },
+	                          .init = { .kind = PLAN_INIT_ONES },
+	                          .feed = { .var = PLAN_NONE, .from = PLAN_NONE } };
+	const char *const want[] = {
+		"op 'qkv' (rmsnorm_matmul_rope_kv_write): input x ('x') splits; the norm reads "
+		"whole rows of x and all of w",
+		"op 'qkv' (rmsnorm_matmul_rope_kv_write): input b ('wq') splits along K; the norm "
+		"reads whole rows of x",
+		"splits, and input b ('wq') does not",
+	};
+	struct shard_error err;
+	const int64_t tokens[] = { 4 };
+	plan_t *p, *r = NULL;
+
+	for (int c = 0; c < 3; c++) {
+		uint32_t x, g, wq, pos, q, kc, vc, outs[3];
+		p = plan_new();
+		dim(p, "T", 4, PLAN_DIM_TOKENS);
+		dim(p, "H", 8, 0);
+		x = tensor(p, "x", PLAN_ROLE_STATE, T, H, c == 0 ? &sk : NULL);
+		plan_add_tensor(p, &gt, &g, NULL);
+		wq = tensor(p, "wq", PLAN_ROLE_WEIGHT, -16, H, c == 1 ? &sk : c == 0 ? &sq : NULL);
+		pos = tensor(p, "pos", PLAN_ROLE_INPUT, T, -1, NULL);
+		q = tensor(p, "q", PLAN_ROLE_OUTPUT, T, H, c == 2 ? &sh : NULL);
+		kc = tensor(p, "kc", PLAN_ROLE_STATE, -8, -4, NULL);
+		vc = tensor(p, "vc", PLAN_ROLE_STATE, -8, -4, NULL);
+		outs[0] = q;
+		outs[1] = kc;
+		outs[2] = vc;
+		op(p, "rmsnorm_matmul_rope_kv_write", "qkv", 50 + c, (uint32_t[]){ x, g, wq, pos }, 4,
+		   outs, 3, at, 5);
+		is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1,
+		       "rmsnorm_matmul_rope_kv_write case %d: refused", c);
+		ok(err.line == 50u + (uint32_t)c && strstr(err.msg, want[c]) != NULL, "%s", err.msg);
+		plan_free(p);
+	}
+}
+
 /* Elementwise kinds take operands that split as their output; and a
  * column-parallel matmul_add cannot write a whole output. */
 static void test_elementwise(void)
@@ -416,6 +562,8 @@ static void test_elementwise(void)
 
 int main(void)
 {
+	test_rmsnorm_matmul();
+	test_rmsnorm_matmul_rope_kv_write();
 	int64_t s, l;
 
 	ok(shard_block(8, 1, 2, 1, &s, &l) == 0 && s == 4 && l == 4, "8 over 2: rank 1 has 4..7");

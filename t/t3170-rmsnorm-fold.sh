@@ -1,0 +1,139 @@
+#!/bin/sh
+test_description='rmsnorm_matmul: the norms folded into the products compute the unfused pairs
+
+samples/llama-3.2-1b-fold.yaml is samples/llama-3.2-1b.yaml with each
+layer'"'"'s rmsnorm + q|k|v matmul and rmsnorm + gate|up matmul_silu_mul
+folded into rmsnorm_matmul. Scaled down to a tiny model (norm weights made
+random in both, so that w matters), the two give the same bytes on the
+host backend, eager and captured. On CUDA the fused kernels may sum the
+norm in another order: the two must agree within a relative 1e-2 of each
+logits row'"'"'s largest magnitude (t/compare-outputs.py), and the captured
+graphs must replay bit for bit as their eager steps, under either
+implementation (gemv, split).'
+. "$(dirname "$0")/test-lib.sh"
+
+compare="$TEST_DIRECTORY/compare-outputs.py"
+edit="$BCG_BUILD_DIR/t/helper/plan-edit"
+
+# tiny NAME: samples/NAME.yaml with 2 layers, hidden 64, 4/2 heads of 16,
+# FFN 96, 64 cache positions, 256 words, random norm weights; as NAME.yaml.
+tiny() {
+	sed -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: 64 /" \
+	    -e "s/^  NH: 32 /  NH: 4 /" -e "s/^  NKV: 8 /  NKV: 2 /" \
+	    -e "s/^  F: 8192 /  F: 96 /" -e "s/^  S: 2048 /  S: 64 /" \
+	    -e "s/^  V: 128256 /  V: 256 /" \
+	    -e "s/role: weight, count: L, init: ones/role: weight, count: L, init: {kind: random, scale: 1, seed: 900}/" \
+	    "$SAMPLES/$1.yaml" >"$1.yaml"
+}
+
+test_expect_success 'the folded sample: two rmsnorm_matmul a layer, 100 ops for 132' '
+	bcg validate "$SAMPLES/llama-3.2-1b-fold.yaml" >fold.out &&
+	test_grep "^ops (100): matmul 1, rmsnorm 1, embedding 1, attention 16, argmax 1, matmul_add 32, rope_kv_write 16, rmsnorm_matmul 32\$" fold.out &&
+	bcg validate "$SAMPLES/llama-3.2-1b.yaml" >unfold.out &&
+	test_grep "^ops (132): " unfold.out &&
+	tiny llama-3.2-1b-fold && tiny llama-3.2-1b &&
+	bcg validate llama-3.2-1b-fold.yaml >tiny.out &&
+	test_grep "^ops (16): matmul 1, rmsnorm 1, embedding 1, attention 2, argmax 1, matmul_add 4, rope_kv_write 2, rmsnorm_matmul 4\$" tiny.out &&
+	test_grep "^  H     64\$" tiny.out &&
+	test_grep "^  attn_norm\[0..1\] .* init random scale 1 seed 900+i" tiny.out
+'
+
+for t in 1 4 8; do
+	test_expect_success "host, $t tokens: folded and unfused give the same outputs" '
+		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b-fold.yaml >f.json &&
+		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b.yaml >u.json &&
+		sed -n "/\"outputs\"/,\$p" f.json >a &&
+		test_grep "\"name\": \"logits\"" a &&
+		sed -n "/\"outputs\"/,\$p" u.json >b &&
+		test_cmp a b
+	'
+done
+
+test_expect_success 'host, --tp 2: q|k|v and gate|up split by columns, folded and unfused agree' '
+	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b-fold.yaml >f.json &&
+	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b.yaml >u.json &&
+	sed -n "/\"outputs\"/,\$p" f.json >a &&
+	test_grep "\"name\": \"logits\"" a &&
+	sed -n "/\"outputs\"/,\$p" u.json >b &&
+	test_cmp a b
+'
+
+test_expect_success PYTHON3 'host: the dumped values are identical, every output' '
+	bcg run --backend host --steps 2 --dump-outputs fold llama-3.2-1b-fold.yaml >/dev/null &&
+	bcg run --backend host --steps 2 --dump-outputs unfold llama-3.2-1b.yaml >/dev/null &&
+	"$PYTHON3" "$compare" fold unfold >out &&
+	cat >expect <<-\EOT &&
+	logits: identical
+	next: identical
+	EOT
+	test_cmp expect out
+'
+
+test_expect_success 'host: captured (breakable and full), replayed bit for bit as eager' '
+	bcg capture --backend host -o fold.plan llama-3.2-1b-fold.yaml >out &&
+	test_grep "^verified 4 of 4 variants" out &&
+	bcg capture --backend host --mode full -o full.plan llama-3.2-1b-fold.yaml >out &&
+	test_grep "^verified 4 of 4 variants" out &&
+	bcg inspect --choices fold.plan >choices &&
+	test $(grep -c "  rmsnorm_matmul  " choices) = 16 &&
+	for p in fold full; do
+		for t in 1 8; do
+			bcg replay --backend host --tokens $t --steps 3 --warmup 0 --check $p.plan >out &&
+			test_grep "bit-exact" out || return 1
+		done
+	done
+'
+
+test_expect_success 'host: every choice edited to reference, still bit-exact' '
+	args= &&
+	for t in 1 2 4 8; do
+		for op in qkv.0 gate_up.0 qkv.1 gate_up.1; do
+			args="$args choice $t $op reference tuned reference=1,blocked=2" || return 1
+		done
+	done &&
+	"$edit" fold.plan ref.plan $args &&
+	bcg inspect --choices ref.plan >choices &&
+	test $(grep -c "  rmsnorm_matmul  reference  " choices) = 16 &&
+	bcg replay --backend host --tokens 4 --steps 3 --warmup 0 --check ref.plan >out &&
+	test_grep "bit-exact" out
+'
+
+test_expect_success CUDA,PYTHON3 'cuda: folded agrees with the host and with the unfused pairs' '
+	bcg run --backend cuda --steps 3 --dump-outputs cuda-fold llama-3.2-1b-fold.yaml >/dev/null &&
+	bcg run --backend cuda --steps 3 --dump-outputs cuda-unfold llama-3.2-1b.yaml >/dev/null &&
+	bcg run --backend host --steps 3 --dump-outputs host-fold llama-3.2-1b-fold.yaml >/dev/null &&
+	"$PYTHON3" "$compare" --rtol 1e-2 --argmax next=logits cuda-fold host-fold &&
+	"$PYTHON3" "$compare" --rtol 1e-2 --argmax next=logits cuda-fold cuda-unfold
+'
+
+test_expect_success CUDA 'cuda: captured, and each implementation replays bit for bit as eager' '
+	bcg capture --backend cuda -o cuda.plan llama-3.2-1b-fold.yaml >out &&
+	test_grep "^verified 4 of 4 variants" out &&
+	bcg capture --backend cuda --mode full -o cuda-full.plan llama-3.2-1b-fold.yaml >out &&
+	test_grep "^verified 4 of 4 variants" out &&
+	for impl in gemv split; do
+		args= &&
+		for t in 1 2 4 8; do
+			for op in qkv.0 gate_up.0 qkv.1 gate_up.1; do
+				args="$args choice $t $op $impl tuned gemv=1,split=2" || return 1
+			done
+		done &&
+		"$edit" cuda-full.plan $impl.plan $args &&
+		bcg inspect --choices $impl.plan >choices &&
+		test $(grep -c "  rmsnorm_matmul  $impl  " choices) = 16 &&
+		for t in 1 8; do
+			bcg replay --backend cuda --tokens $t --steps 3 --warmup 1 --check $impl.plan >out &&
+			test_grep "bit-exact" out || return 1
+		done || return 1
+	done
+'
+
+test_expect_success CUDA,PYTHON3 'cuda: the full-size folded sample agrees with llama-3.2-1b within 1e-2' '
+	bcg run --backend cuda --steps 2 --dump-outputs big-fold "$SAMPLES/llama-3.2-1b-fold.yaml" >/dev/null &&
+	bcg run --backend cuda --steps 2 --dump-outputs big-unfold "$SAMPLES/llama-3.2-1b.yaml" >/dev/null &&
+	"$PYTHON3" "$compare" --rtol 1e-2 --argmax next=logits big-fold big-unfold >out &&
+	cat out &&
+	test_grep "^logits: .* within 0.01\$" out
+'
+
+test_done
