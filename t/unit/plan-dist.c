@@ -1440,9 +1440,9 @@ static void test_nccl_mem_offsets(void)
 	       0, "both: rank 0 of 2, symmetric (%s)", d.message);
 	is_int(plan_set_dist(p1, &(struct plan_dist){ 2, 1, 22809, 0, PLAN_NCCL_MEM_SYMMETRIC }, &d),
 	       0, "both: rank 1 of 2, symmetric (%s)", d.message);
+	/* P owns P1 from here, also when this fails */
 	if (plan_add_rank(p, p1, &d) != 0) {
 		ok(0, "both: rank 1 attached (%s)", d.message);
-		plan_free(p1);
 		goto out;
 	}
 	is_int(plan_validate(p, &d), 0, "both: valid (%s)", d.message);
@@ -1496,6 +1496,66 @@ out:
 	free(b);
 }
 
+/* A RANK section's content is read at its file's version: a world whose
+ * ranks differ in what they need (start offsets on one rank only) is
+ * written with every rank at the version the file says (1.7), and
+ * reads back. */
+static void test_ranks_one_version(void)
+{
+	for (int first = 0; first < 2; first++) {
+		plan_t *p = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2,
+		                                                          .offsets = first == 0 });
+		plan_t *p1 = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2,
+		                                                           .offsets = first == 1 });
+		const char *who = first == 0 ? "rank 0" : "rank 1";
+		struct plan_diag d = { 0 };
+		void *a = NULL, *b = NULL;
+		size_t alen = 0, blen = 0;
+		plan_t *q = NULL;
+		unsigned major = 0, minor = 0;
+		char why[256] = "";
+
+		int rc = p != NULL && p1 != NULL ? 0 : -1;
+
+		if (rc == 0)
+			rc = plan_set_dist(p, &(struct plan_dist){ 2, 0, 22809, 0, 0 }, &d);
+		if (rc == 0)
+			rc = plan_set_dist(p1, &(struct plan_dist){ 2, 1, 22809, 0, 0 }, &d);
+		if (rc == 0) {
+			rc = plan_add_rank(p, p1, &d);
+			p1 = NULL;   /* P owns it, also when that failed */
+		}
+		if (rc != 0) {
+			ok(0, "offsets on %s only: built (%s)", who, d.message);
+			plan_free(p1);
+			plan_free(p);
+			continue;
+		}
+		is_int(plan_write_memory(p, &a, &alen, &d), 0, "offsets on %s only: written (%s)", who,
+		       d.message);
+		ok(a != NULL && get32((unsigned char *)a + 8) == (1u | 7u << 16),
+		   "offsets on %s only: the header says 1.7", who);
+		is_int(a != NULL ? plan_read_memory(a, alen, NULL, &q, &d) : -1, 0,
+		       "offsets on %s only: read back (%s)", who, d.message);
+		if (q != NULL) {
+			plan_get_format_version(q, &major, &minor);
+			if (!ok(minor == 7 && world_equal(p, q, why, sizeof why) &&
+			        offsets_equal(p, q, why, sizeof why),
+			        "offsets on %s only: every rank comes back, offsets and all", who))
+				diag("    format 1.%u; first difference: %s", minor, why);
+			plan_write_memory(q, &b, &blen, NULL);
+			ok(b != NULL && blen == alen && memcmp(a, b, alen) == 0,
+			   "offsets on %s only: write(read(file)) is the file", who);
+		} else {
+			tap_skip(2, "not read");
+		}
+		free(a);
+		free(b);
+		plan_free(p);
+		plan_free(q);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
@@ -1510,5 +1570,6 @@ int main(int argc, char **argv)
 	test_text();
 	test_nccl_mem();
 	test_nccl_mem_offsets();
+	test_ranks_one_version();
 	return tap_done();
 }
