@@ -49,7 +49,7 @@ const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
 	.usage = "[--backend B] [--tokens T] [--steps N] [--warmup W] [--no-tune] [--no-pdl] "
 	         "[--json] [--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] [--check] "
-	         "[--tp N [--timeout S]] SCRIPT",
+	         "[--tp N [--timeout S] [--nccl-mem M]] SCRIPT",
 	.summary = "compare eager, breakable and full replay of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -79,6 +79,10 @@ const struct cmd_entry cmd_bench_entry = {
 		"                   prints its table and every rank's figures\n"
 		"      --timeout S  a rank silent this long in a collective fails the run\n"
 		"                   (seconds; default 60)\n"
+		"      --nccl-mem M default or symmetric: the collectives' operands in the\n"
+		"                   arena, or in NCCL symmetric memory (ncclMemAlloc, one\n"
+		"                   window a rank; NCCL 2.27 or later) for NCCL's\n"
+		"                   low-latency kernels; a no-op on the host backend\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_bench_exec,
 };
@@ -855,6 +859,7 @@ static int cmd_bench_exec(int argc, char **argv)
 		{ "check", no_argument, NULL, 'C' },
 		{ "tp", required_argument, NULL, 'X' },
 		{ "timeout", required_argument, NULL, 'W' },
+		{ "nccl-mem", required_argument, NULL, 'M' + 256 },
 		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -863,7 +868,7 @@ static int cmd_bench_exec(int argc, char **argv)
 	int fixed = 0, check = 0, tp_given = 0;   /* fixed: --tokens or --steps */
 	const char *backend = cmd_default_backend();
 	long long tokens = 0, steps = 100, warmup = 10;
-	int json = 0, c, rc = BCG_EXIT_RUNTIME, world = 1;
+	int json = 0, c, rc = BCG_EXIT_RUNTIME, world = 1, nccl_mem = DIST_NCCL_MEM_DEFAULT;
 	double timeout_s = CMD_TP_TIMEOUT;
 	uint32_t features = PLAN_FEATURE_PDL;
 	struct tune_opts tune = { .measure = 1, .margin = TUNE_MARGIN };
@@ -902,6 +907,10 @@ static int cmd_bench_exec(int argc, char **argv)
 			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
 				return BCG_EXIT_USAGE;
 			break;
+		case 'M' + 256:
+			if (cmd_tp_parse_nccl_mem(self, optarg, &nccl_mem) != 0)
+				return BCG_EXIT_USAGE;
+			break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default:
 			if (serve_cli_option(self, &serve, c, optarg) != 1)
@@ -928,6 +937,8 @@ static int cmd_bench_exec(int argc, char **argv)
 	}
 	if (check)
 		return cmd_usage_error(self, "--check needs --trace or --synthetic");
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, world, NULL, NULL)) != BCG_EXIT_OK)
+		return rc;
 	memset(&ctx, 0, sizeof ctx);
 	ctx.path = argv[optind];
 	ctx.steps = (uint64_t)steps;
@@ -951,6 +962,8 @@ static int cmd_bench_exec(int argc, char **argv)
 		ctx.fig_prefix = prefix;
 	}
 	ctx.backend = cmd_tp_opts(&dopts, "bench", backend, world, timeout_s);
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, world, ctx.backend, &dopts)) != BCG_EXIT_OK)
+		goto out;
 	rc = dist_run(&dopts, bench_rank, &ctx);
 out:
 	if (dir != NULL) {

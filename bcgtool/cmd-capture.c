@@ -36,7 +36,7 @@ const struct cmd_entry cmd_capture_entry = {
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
 	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--share-exec] [--no-nvtx] [--stats] "
 	         "[--json] "
-	         "[--tp N [--timeout S]] -o PLAN SCRIPT",
+	         "[--tp N [--timeout S] [--nccl-mem M]] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
 	.options =
 		"  -o, --output PLAN  write the plan here (replaced atomically); - is\n"
@@ -74,6 +74,10 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     them all (rank 0's, the others attached)\n"
 		"      --timeout S    a rank silent this long in a collective fails the\n"
 		"                     capture (seconds; default 60)\n"
+		"      --nccl-mem M   default or symmetric: the collectives' operands in the\n"
+		"                     arena, or in NCCL symmetric memory (ncclMemAlloc, one\n"
+		"                     window a rank; NCCL 2.27 or later) for NCCL's\n"
+		"                     low-latency kernels; a no-op on the host backend\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_capture_exec,
 };
@@ -368,7 +372,8 @@ static int cap_tp_join(const struct cap_tp *c, plan_t *plan, struct bcg_output *
 		/* written alone, as a world of one (cap_tp_rank): now rank R */
 		d = plan_get_dist(plan);
 		struct plan_dist rd = { .world = d->world, .rank = (uint32_t)r,
-		                        .nccl_version = d->nccl_version };
+		                        .nccl_version = d->nccl_version,
+		                        .nccl_mem = d->nccl_mem };
 		if (plan_set_dist(rp, &rd, &diag) != 0) {
 			bcg_error("%s: rank %d's plan: %s", f, r, diag.message);
 			plan_free(rp);
@@ -442,9 +447,14 @@ static int cap_tp_rank(struct dist_comm *comm, void *arg)
 	goto out;
 #endif
 	{
-		/* the communicator's NCCL (0 on host ranks), in every rank's plan */
+		/* the communicator's NCCL (0 on host ranks), in every rank's
+		 * plan; and where the collectives' operands lay: symmetric
+		 * memory when asked for and the transport has it (the engine
+		 * failed otherwise) */
 		struct plan_dist d = *plan_get_dist(plan);
 		d.nccl_version = comm->nccl_version;
+		d.nccl_mem = comm->nccl_mem == DIST_NCCL_MEM_SYMMETRIC && comm->ops->sym_alloc != NULL
+		             ? PLAN_NCCL_MEM_SYMMETRIC : PLAN_NCCL_MEM_DEFAULT;
 		if (plan_set_dist(plan, &d, &diag) != 0) {
 			bcg_error("rank %d: %s", r, diag.message);
 			rc = BCG_EXIT_RUNTIME;
@@ -505,6 +515,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "tp", required_argument, NULL, 'X' },
 		{ "timeout", required_argument, NULL, 'W' },
+		{ "nccl-mem", required_argument, NULL, 'M' + 256 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -529,7 +540,7 @@ static int cmd_capture_exec(int argc, char **argv)
 	size_t nbytes = 0;
 	struct bcg_output out = { .fd = -1 };
 	FILE *report = stdout;
-	int world = 1;
+	int world = 1, nccl_mem = DIST_NCCL_MEM_DEFAULT;
 	double timeout_s = CMD_TP_TIMEOUT;
 
 	while ((c = cmd_getopt(self, argc, argv, "o:b:m:t:n:h", longopts)) != -1) {
@@ -589,6 +600,12 @@ static int cmd_capture_exec(int argc, char **argv)
 				goto out;
 			}
 			break;
+		case 'M' + 256:
+			if (cmd_tp_parse_nccl_mem(self, optarg, &nccl_mem) != 0) {
+				rc = BCG_EXIT_USAGE;
+				goto out;
+			}
+			break;
 		case CMD_HELP: rc = BCG_EXIT_OK; goto out;
 		default: rc = BCG_EXIT_USAGE; goto out;
 		}
@@ -605,6 +622,8 @@ static int cmd_capture_exec(int argc, char **argv)
 		rc = BCG_EXIT_USAGE;
 		goto out;
 	}
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, world, NULL, NULL)) != BCG_EXIT_OK)
+		goto out;
 	if (from_path != NULL && !o.tune.measure) {
 		rc = cmd_usage_error(self, "--choices-from and --no-tune exclude each other");
 		goto out;
@@ -635,6 +654,9 @@ static int cmd_capture_exec(int argc, char **argv)
 		if ((rc = cmd_tp_check(s, argv[optind], world)) != BCG_EXIT_OK)
 			goto out;
 		tp.o.backend = cmd_tp_opts(&dopts, "capture", o.backend, world, timeout_s);
+		if ((rc = cmd_tp_nccl_mem(self, nccl_mem, world, tp.o.backend, &dopts)) !=
+		    BCG_EXIT_OK)
+			goto out;
 		rc = dist_run(&dopts, cap_tp_rank, &tp);
 		goto out;
 	}

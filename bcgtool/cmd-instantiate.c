@@ -34,6 +34,7 @@ static int cmd_instantiate_exec(int argc, char **argv);
 const struct cmd_entry cmd_instantiate_entry = {
 	.name = "instantiate",
 	.usage = "[--backend B] [--allow-drift] [--share-exec] [--rebase] [--json] [--timeout S] "
+	         "[--nccl-mem M] "
 	         "PLAN",
 	.summary = "rebuild a plan's graphs and check they match",
 	.options =
@@ -49,6 +50,9 @@ const struct cmd_entry cmd_instantiate_entry = {
 		"      --json         print JSON instead of tables\n"
 		"      --timeout S    tensor-parallel plans: a rank silent this long in a\n"
 		"                     collective fails (default 60)\n"
+		"      --nccl-mem M   tensor-parallel plans: default or symmetric, the\n"
+		"                     memory of the collectives' operands (default: the\n"
+		"                     plan's; see capture)\n"
 		"  -h, --help         show this help\n",
 	.exec = cmd_instantiate_exec,
 };
@@ -352,12 +356,13 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		{ "rebase", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "nccl-mem", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry *self = &cmd_instantiate_entry;
 	const char *backend = cmd_default_backend();
-	int allow_drift = 0, json = 0, rebase = 0, share = 0, c, rc;
+	int allow_drift = 0, json = 0, rebase = 0, share = 0, c, rc, nccl_mem = -1;
 	plan_t *plan = NULL;
 	struct inst_ctx ctx = { 0 };
 	double timeout_s = CMD_TP_TIMEOUT;
@@ -372,6 +377,10 @@ static int cmd_instantiate_exec(int argc, char **argv)
 		case 'J': json = 1; break;
 		case 'T':
 			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'M':
+			if (cmd_tp_parse_nccl_mem(self, optarg, &nccl_mem) != 0)
 				return BCG_EXIT_USAGE;
 			break;
 		case CMD_HELP: return BCG_EXIT_OK;
@@ -407,11 +416,20 @@ static int cmd_instantiate_exec(int argc, char **argv)
 	ctx.allow_drift = allow_drift;
 	ctx.share = share;
 	ctx.load_ns = load_ns;
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, (int)plan_get_dist(plan)->world, NULL,
+	                          NULL)) != BCG_EXIT_OK) {
+		plan_free(plan);
+		return rc;
+	}
 	if (plan_get_dist(plan)->world > 1) {
 		struct dist_opts dopts;
+		/* the plan's memory unless --nccl-mem says otherwise */
+		int mem = nccl_mem >= 0 ? nccl_mem : (int)plan_get_dist(plan)->nccl_mem;
 		ctx.backend = cmd_tp_opts(&dopts, "instantiate", backend,
 		                          (int)plan_get_dist(plan)->world, timeout_s);
-		rc = dist_run(&dopts, inst_rank, &ctx);
+		rc = cmd_tp_nccl_mem(self, mem, (int)plan_get_dist(plan)->world, ctx.backend, &dopts);
+		if (rc == BCG_EXIT_OK)
+			rc = dist_run(&dopts, inst_rank, &ctx);
 	} else {
 		rc = inst_rank(NULL, &ctx);
 	}

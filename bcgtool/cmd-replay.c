@@ -50,7 +50,7 @@ const struct cmd_entry cmd_replay_entry = {
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
 	         "[--variant V] [--fill F] [--seed S] [--rebase] [--pace P] [--flush-l2] "
-	         "[--timeout S] PLAN",
+	         "[--timeout S] [--nccl-mem M] PLAN",
 	.summary = "replay a plan for a number of steps",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -101,6 +101,9 @@ const struct cmd_entry cmd_replay_entry = {
 		"                   each step, outside its timed range\n"
 		"      --timeout S  tensor-parallel plans: a rank silent this long in a\n"
 		"                   collective fails the replay (default 60)\n"
+		"      --nccl-mem M tensor-parallel plans: default or symmetric, the memory\n"
+		"                   of the collectives' operands (default: the plan's; see\n"
+		"                   capture)\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_replay_exec,
 };
@@ -396,6 +399,7 @@ struct replay_ctx {
 	struct replay_opts      o;
 	const struct serve_cli *serve;      /* non-NULL: serve a trace */
 	struct serve_cmd_opts   so;
+	int                     nccl_mem;   /* --nccl-mem; -1: the plan's */
 };
 
 /* One rank's replay: its plan; rank 0 (or the only rank) prints. */
@@ -463,10 +467,18 @@ static int replay_ranks(struct replay_ctx *c, double timeout_s)
 	uint32_t world = plan_get_dist(c->plan)->world;
 	struct dist_opts dopts;
 
+	int mem = c->nccl_mem >= 0 ? c->nccl_mem : (int)plan_get_dist(c->plan)->nccl_mem;
+	int rc;
+
+	if ((rc = cmd_tp_nccl_mem(c->self, c->nccl_mem, (int)world, NULL, NULL)) != BCG_EXIT_OK)
+		return rc;
 	if (world <= 1)
 		return replay_rank(NULL, c);
 	c->o.backend = cmd_tp_opts(&dopts, "replay", c->o.backend, (int)world, timeout_s);
 	c->so.backend = c->o.backend;
+	/* the plan's memory unless --nccl-mem says otherwise */
+	if ((rc = cmd_tp_nccl_mem(c->self, mem, (int)world, c->o.backend, &dopts)) != BCG_EXIT_OK)
+		return rc;
 	return dist_run(&dopts, replay_rank, c);
 }
 
@@ -518,6 +530,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "pace", required_argument, NULL, 'P' + 256 },
 		{ "flush-l2", no_argument, NULL, 'l' + 256 },
 		{ "timeout", required_argument, NULL, 'T' + 256 },
+		{ "nccl-mem", required_argument, NULL, 'M' + 256 },
 		{ "help", no_argument, NULL, 'h' },
 		SERVE_CLI_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -531,7 +544,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	struct replay_opts o = {
 		.backend = cmd_default_backend(), .steps = 100, .warmup = 10, .nvtx = 1,
 	};
-	struct replay_ctx ctx = { .self = &cmd_replay_entry };
+	struct replay_ctx ctx = { .self = &cmd_replay_entry, .nccl_mem = -1 };
 	double timeout_s = CMD_TP_TIMEOUT;
 	plan_t *plan = NULL;
 	const char *trace = NULL;
@@ -601,6 +614,10 @@ static int cmd_replay_exec(int argc, char **argv)
 		case 'l' + 256: ro.flush_l2 = 1; recorded_only = 1; break;
 		case 'T' + 256:
 			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'M' + 256:
+			if (cmd_tp_parse_nccl_mem(self, optarg, &ctx.nccl_mem) != 0)
 				return BCG_EXIT_USAGE;
 			break;
 		case CMD_HELP: return BCG_EXIT_OK;

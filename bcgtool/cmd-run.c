@@ -35,7 +35,8 @@ static int cmd_run_exec(int argc, char **argv);
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] "
-	         "[--prompt IDS] [--generate N] [--logits FILE] [--tp N [--timeout S]] SCRIPT",
+	         "[--prompt IDS] [--generate N] [--logits FILE] [--tp N [--timeout S] [--nccl-mem M]] "
+	         "SCRIPT",
 	.summary = "run eager forward steps of a script",
 	.options =
 		"  -b, --backend B  host, cuda or auto (default: $BCG_BACKEND, else auto:\n"
@@ -59,6 +60,10 @@ const struct cmd_entry cmd_run_entry = {
 		"                   cuda) and run them together; rank 0 prints\n"
 		"      --timeout S  a rank silent this long in a collective fails the run\n"
 		"                   (seconds; default 60)\n"
+		"      --nccl-mem M default or symmetric: the collectives' operands in the\n"
+		"                   arena, or in NCCL symmetric memory (ncclMemAlloc, one\n"
+		"                   window a rank; NCCL 2.27 or later) for NCCL's\n"
+		"                   low-latency kernels; a no-op on the host backend\n"
 		"  -h, --help       show this help\n",
 	.exec = cmd_run_exec,
 };
@@ -506,6 +511,7 @@ static int cmd_run_exec(int argc, char **argv)
 		{ "logits", required_argument, NULL, 'L' },
 		{ "tp", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'W' },
+		{ "nccl-mem", required_argument, NULL, 'M' + 256 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -513,7 +519,7 @@ static int cmd_run_exec(int argc, char **argv)
 	struct run_ctx ctx = { .backend = cmd_default_backend(), .steps = 1, .world = 1 };
 	double timeout_s = CMD_TP_TIMEOUT;
 	struct dist_opts dopts;
-	int c, rc;
+	int c, rc, nccl_mem = DIST_NCCL_MEM_DEFAULT;
 
 	while ((c = cmd_getopt(self, argc, argv, "b:n:t:p:g:h", longopts)) != -1) {
 		switch (c) {
@@ -542,6 +548,10 @@ static int cmd_run_exec(int argc, char **argv)
 			if (cmd_tp_parse_timeout(self, optarg, &timeout_s) != 0)
 				return BCG_EXIT_USAGE;
 			break;
+		case 'M' + 256:
+			if (cmd_tp_parse_nccl_mem(self, optarg, &nccl_mem) != 0)
+				return BCG_EXIT_USAGE;
+			break;
 		case CMD_HELP: return BCG_EXIT_OK;
 		default: return BCG_EXIT_USAGE;
 		}
@@ -556,6 +566,8 @@ static int cmd_run_exec(int argc, char **argv)
 		return cmd_usage_error(self, "--prompt takes neither --steps, --tokens nor "
 		                       "--dump-outputs");
 	ctx.path = argv[optind];
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, ctx.world, NULL, NULL)) != BCG_EXIT_OK)
+		return rc;
 
 	if ((rc = cmd_read_script(ctx.path, &ctx.s)) != BCG_EXIT_OK)
 		return rc;
@@ -570,6 +582,8 @@ static int cmd_run_exec(int argc, char **argv)
 		goto out;
 	}
 	ctx.backend = cmd_tp_opts(&dopts, "run", ctx.backend, ctx.world, timeout_s);
+	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, ctx.world, ctx.backend, &dopts)) != BCG_EXIT_OK)
+		goto out;
 	rc = dist_run(&dopts, run_rank, &ctx);
 out:
 	script_free(ctx.s);

@@ -46,6 +46,50 @@ int cmd_tp_parse_timeout(const struct cmd_entry *self, const char *arg, double *
 	return 0;
 }
 
+int cmd_tp_parse_nccl_mem(const struct cmd_entry *self, const char *arg, int *mem)
+{
+	if (strcmp(arg, "default") == 0)
+		*mem = DIST_NCCL_MEM_DEFAULT;
+	else if (strcmp(arg, "symmetric") == 0)
+		*mem = DIST_NCCL_MEM_SYMMETRIC;
+	else {
+		cmd_usage_error(self, "--nccl-mem takes default or symmetric, not '%s'", arg);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_tp_nccl_mem(const struct cmd_entry *self, int mem, int world, const char *backend,
+                    struct dist_opts *o)
+{
+	char msg[256];
+
+	if (o != NULL)
+		o->nccl_mem = DIST_NCCL_MEM_DEFAULT;
+	if (mem != DIST_NCCL_MEM_SYMMETRIC)
+		return BCG_EXIT_OK;
+	if (world <= 1) {
+		cmd_usage_error(self, "--nccl-mem symmetric places the operands of collectives, and "
+		                "one rank has none: it needs --tp 2 or more");
+		return BCG_EXIT_USAGE;
+	}
+	if (backend == NULL)
+		return BCG_EXIT_OK;
+	if (strcmp(backend, "host") == 0) {
+		/* the host transport has no NCCL: threads meet at a barrier */
+		bcg_note("--nccl-mem symmetric: the host backend's ranks have no NCCL; their "
+		         "collectives' operands stay in the arena (default)");
+		return BCG_EXIT_OK;
+	}
+	if (dist_symmetric_check(dist_nccl_version(), msg, sizeof msg) != 0) {
+		bcg_error("%s", msg);
+		return dist_have_nccl() ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE;
+	}
+	if (o != NULL)
+		o->nccl_mem = mem;
+	return BCG_EXIT_OK;
+}
+
 /* The sizes the rank programs are checked at: the script's variants. */
 static int64_t *cmd_tp_sizes(const struct script *s)
 {

@@ -20,6 +20,19 @@
 int cmd_tp_parse(const struct cmd_entry *self, const char *arg, int *world);
 int cmd_tp_parse_timeout(const struct cmd_entry *self, const char *arg, double *timeout_s);
 
+/* --nccl-mem ARG: "default" or "symmetric" (enum dist_nccl_mem). 0, or -1
+ * after a usage error. */
+int cmd_tp_parse_nccl_mem(const struct cmd_entry *self, const char *arg, int *mem);
+
+/* --nccl-mem MEM for WORLD ranks on BACKEND (what cmd_tp_opts returned;
+ * NULL before it is known), into O->nccl_mem (O may be NULL). Symmetric
+ * memory with one rank is a usage error (exit 2); on the host backend a
+ * no-op, said in a note (its ranks have no NCCL); on cuda it needs NCCL
+ * 2.27 or later, else an error naming the version (exit 3; 2 for a build
+ * without NCCL). Returns 0, or that exit status with the error printed. */
+int cmd_tp_nccl_mem(const struct cmd_entry *self, int mem, int world, const char *backend,
+                    struct dist_opts *o);
+
 /* Whether every rank of WORLD can run S (PATH names it): the sharding
  * pass for each, its first error printed at the script's position. 0, or
  * BCG_EXIT_USAGE. */

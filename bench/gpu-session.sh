@@ -123,6 +123,17 @@
 #             .gpu/nsys-profile), exported to SQLite; `bcgtool report` on both
 #             ranks' reports (each collective's kernel time, eager vs captured)
 #             and `bcgtool bench --tp 2` (TPREPORT_SCRIPT picks another script)
+#   tpsym     NCCL symmetric memory for the collectives (issue 25; build
+#             first, on two GPUs): t/t6350 (hand-worked sums of all_reduce
+#             and all_gather in symmetric memory, eager and in a graph
+#             replayed twice; a rank killed); the 8B- and 1B-shaped samples
+#             benched at --tp 2, T=1 and T=8, with --nccl-mem default and
+#             symmetric: eager, breakable (collectives as breakpoints) and
+#             full (captured) step times, each collective break's GPU time,
+#             and what symmetric memory saves a collective; a plan captured
+#             with symmetric memory: inspect, replay --check twice, replay
+#             --nccl-mem default, and a rank killed mid-replay; all in
+#             logs/tpsym.txt
 #   tpshard   tensor parallelism on the device (issue 25; run check first,
 #             on two GPUs): t/unit/cuda-ops' init of a rank's share against
 #             the host, and t/t3800's --backend cuda --tp 2 runs of the
@@ -1780,6 +1791,87 @@ PY
 			-o tp4-1b.plan "$S/llama-3.2-1b.yaml" >tp4-1b-cap.txt 2>&1
 		say "tp4: capture 1B --tp 4 full T=1: exit $?"
 		tp_kill tp4 tp4-1b.plan
+		;;
+	tpsym)
+		# Symmetric memory (issue 25): NCCL's low-latency path for the
+		# small all-reduces of decode, against the default path.
+		(cd "$build" && timeout 300 make -j"$(nproc)" check TESTS='t/t6350-nccl.sh' \
+			check_PROGRAMS='t/helper/has-gpu t/helper/nccl-ranks') >tpsym-t6350.txt 2>&1
+		say "tpsym: t6350 (NCCL, default and symmetric memory): exit $?"
+		grep -E '^(ok|not ok)' "$build/t/t6350-nccl.log" 2>/dev/null | sed 's/^/  /' |
+			tee -a "$summary"
+		"$build/t/helper/nccl-ranks" --nccl-version | sed 's/^/  ncclGetVersion: /' |
+			tee -a "$summary"
+		for m in llama-3.1-8b llama-3.2-1b; do
+			for t in 1 8; do
+				for mem in default symmetric; do
+					t0=$(date +%s)
+					timeout 280 "$B" bench --backend cuda --tp 2 --tokens $t --steps 300 \
+						--warmup 30 --nccl-mem $mem --json "$S/$m.yaml" \
+						>tpsym-$m-$t-$mem.json 2>tpsym-$m-$t-$mem.err
+					say "tpsym: bench $m --tp 2 T=$t --nccl-mem $mem: exit $? in $(( $(date +%s) - t0 )) s"
+					grep '^bcgtool' tpsym-$m-$t-$mem.err | head -3 | sed 's/^/  /' |
+						tee -a "$summary"
+				done
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+def load(m, t, mem):
+    try:
+        d = json.load(open("tpsym-%s-%d-%s.json" % (m, t, mem)))
+    except Exception:
+        return None
+    f = d.get("max") or d
+    modes = {x["mode"]: x for x in f.get("modes", []) if x.get("ran")}
+    return {"modes": modes, "ncoll": f.get("collectives") if isinstance(f.get("collectives"), int)
+            else d.get("collectives") if isinstance(d.get("collectives"), int) else None}
+for m in ("llama-3.1-8b", "llama-3.2-1b"):
+    for t in (1, 8):
+        r = {mem: load(m, t, mem) for mem in ("default", "symmetric")}
+        if not all(r.values()):
+            print("tpsym %s T=%d: a bench is missing" % (m, t))
+            continue
+        print("tpsym %s TP=2 T=%d (step ms, median; each collective break's GPU ms):" % (m, t))
+        for mem in ("default", "symmetric"):
+            md = r[mem]["modes"]
+            cells = ["%s %.4f" % (k, md[k]["step_ms"]) for k in ("eager", "breakable", "full")
+                     if k in md]
+            cb = md.get("breakable", {}).get("collective_break_busy_ms")
+            print("  %-9s %s; a collective break %s ms (%s collectives a step)" % (
+                mem, "; ".join(cells), "%.4f" % cb if cb is not None else "-",
+                r[mem]["ncoll"]))
+        n = r["default"]["ncoll"] or 0
+        for k in ("breakable", "full"):
+            a = r["default"]["modes"].get(k, {}).get("step_ms")
+            b = r["symmetric"]["modes"].get(k, {}).get("step_ms")
+            if a and b and n:
+                print("  %s: symmetric saves %.2f us a step, %.2f us a collective (%s)" % (
+                      k, (a - b) * 1e3, (a - b) * 1e3 / n,
+                      "eager collectives" if k == "breakable" else "captured collectives"))
+        a = r["default"]["modes"].get("breakable", {}).get("collective_break_busy_ms")
+        b = r["symmetric"]["modes"].get("breakable", {}).get("collective_break_busy_ms")
+        if a and b:
+            print("  a collective break's GPU time: default %.2f us, symmetric %.2f us" % (
+                  a * 1e3, b * 1e3))
+PY
+		# A plan captured with symmetric memory: it says so, replays
+		# (twice, --check), replays with the default path, survives a
+		# rank killed.
+		timeout 300 "$B" capture --backend cuda --tp 2 --mode full --tokens 1,8 \
+			--nccl-mem symmetric -o tpsym-1b.plan "$S/llama-3.2-1b.yaml" >tpsym-cap.txt 2>&1
+		say "tpsym: capture 1B --tp 2 full --nccl-mem symmetric: exit $?"
+		"$B" inspect tpsym-1b.plan 2>&1 | grep -E '^ *ranks' | sed 's/^/  /' | tee -a "$summary"
+		for k in 1 2; do
+			timeout 200 "$B" replay --backend cuda --check --steps 20 --warmup 2 \
+				tpsym-1b.plan >tpsym-check-$k.txt 2>&1
+			say "tpsym: replay --check #$k (symmetric, from the plan): exit $? $(grep '^check' tpsym-check-$k.txt | head -1)"
+		done
+		timeout 200 "$B" replay --backend cuda --check --steps 20 --warmup 2 --nccl-mem default \
+			tpsym-1b.plan >tpsym-check-default.txt 2>&1
+		say "tpsym: replay --check --nccl-mem default: exit $? $(grep '^check' tpsym-check-default.txt | head -1)"
+		tp_kill tpsym tpsym-1b.plan
+		cat tpsym-*.err tpsym-cap.txt >"$log/tpsym.txt" 2>/dev/null
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a

@@ -430,5 +430,9 @@ const char *plan_dist_text(const plan_t *plan, char *buf, size_t len)
 	else
 		snprintf(buf, len, "rank %u of %u, NCCL %d.%d.%d", d->rank, d->world, v / 1000,
 		         v / 100 % 10, v % 100);
+	if (d->nccl_mem == PLAN_NCCL_MEM_SYMMETRIC) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, len - n, ", symmetric memory");
+	}
 	return buf;
 }

@@ -931,6 +931,10 @@ static void json_plan(struct plan_json *j, const plan_t *plan, const struct plan
 		plan_json_uint(j, d->rank);
 		plan_json_key(j, "nccl_version");
 		plan_json_int(j, d->nccl_version);
+		if (d->nccl_mem != PLAN_NCCL_MEM_DEFAULT) {   /* 1.8 */
+			plan_json_key(j, "nccl_mem");
+			plan_json_string(j, "symmetric");
+		}
 		plan_json_object_end(j);
 	}
 	json_meta(j, plan);

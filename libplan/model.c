@@ -1527,6 +1527,9 @@ int plan_set_dist(plan_t *plan, const struct plan_dist *dist, struct plan_diag *
 	if (dist->flags != 0)
 		return plan__fail(diag, PLAN_ERR_INVALID, "dist flags 0x%x: none is defined",
 		                  dist->flags);
+	if (dist->nccl_mem > PLAN_NCCL_MEM_SYMMETRIC)
+		return plan__fail(diag, PLAN_ERR_INVALID, "NCCL memory %u: 0 (default) or 1 "
+		                  "(symmetric)", dist->nccl_mem);
 	for (uint32_t r = 0; r < plan->nranks; r++)
 		if (plan->ranks[r] != NULL && dist->world != plan->dist.world)
 			return plan__fail(diag, PLAN_ERR_INVALID,

@@ -43,18 +43,20 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 7
+#define PLAN_FORMAT_MINOR 8
 /* A file's minor version is the lowest that holds what it has: a plan
  * without a recording is written as 1.3, byte for byte what 1.3 wrote; a
  * recorded plan as 1.4; a tensor-parallel plan (world > 1, or a tensor
  * split or a weight source sliced) as 1.5; a plan whose segments share
  * executables across variants as 1.6; a recorded plan whose items have
- * recorded start offsets as 1.7. */
+ * recorded start offsets as 1.7; a tensor-parallel plan whose collectives
+ * ran in NCCL symmetric memory as 1.8. */
 #define PLAN_FORMAT_MINOR_SCRIPT   3
 #define PLAN_FORMAT_MINOR_RECORDED 4
 #define PLAN_FORMAT_MINOR_RANKS    5  /* a tensor-parallel plan: world > 1 */
 #define PLAN_FORMAT_MINOR_SHARES   6  /* executables shared (SHAR) */
 #define PLAN_FORMAT_MINOR_OFFSETS  7  /* items' recorded start offsets */
+#define PLAN_FORMAT_MINOR_NCCL_MEM 8  /* collectives in symmetric memory */
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -696,7 +698,14 @@ struct plan_dist {
 	uint32_t rank;           /* which rank this plan is, < world */
 	int32_t  nccl_version;   /* as ncclGetVersion(): 22809; 0 without NCCL (host ranks) */
 	uint32_t flags;          /* 0; reserved */
+	/* (1.8) the memory of the collectives' operands: PLAN_NCCL_MEM_* */
+	uint32_t nccl_mem;
 };
+
+/* plan_dist.nccl_mem: the arena (as before 1.8), or NCCL symmetric
+ * memory (buffers from ncclMemAlloc registered as a window). */
+#define PLAN_NCCL_MEM_DEFAULT   0u
+#define PLAN_NCCL_MEM_SYMMETRIC 1u
 
 /* World 1 and rank 0 until set. WORLD 0, RANK >= WORLD, or a world that
  * disagrees with ranks already attached is PLAN_ERR_INVALID. */
@@ -1022,7 +1031,9 @@ void plan_json_null(struct plan_json *j);
  *                          4096]" (start, end, then the [outer, full, inner]
  *                          view); "-" for the whole checkpoint tensor
  *   plan_dist_text         "rank 0 of 4, NCCL 2.28.9", "rank 1 of 2, no
- *                          NCCL" (host ranks); "1 rank" for world 1
+ *                          NCCL" (host ranks); "1 rank" for world 1;
+ *                          ", symmetric memory" after it when the
+ *                          collectives' operands were there (1.8)
  */
 const char *plan_shape_text(const plan_t *plan, const struct plan_tensor *t, char *buf, size_t len);
 const char *plan_op_label(const plan_t *plan, uint32_t op, char *buf, size_t len);

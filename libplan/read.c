@@ -1308,6 +1308,14 @@ static int build_dist(struct reader *r)
 	d.flags = fmt_get32(q + DIST_FLAGS);
 	if ((err = reserved_flags(r, S_DIST, 0, d.flags, FMT_DIST_FLAGS)) != 0)
 		return err;
+	if (r->minor >= 8) {
+		d.nccl_mem = fmt_get32(q + DIST_NCCL_MEM);
+		if (fmt_get32(q + DIST_RESERVED) != 0)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_DIST, 0, "Reserved is not zero");
+		if (d.nccl_mem > PLAN_NCCL_MEM_SYMMETRIC)
+			return rec_fail(r, PLAN_ERR_CORRUPT, S_DIST, 0, "Nccl_Mem %u: 0 (default) or "
+			                "1 (symmetric)", d.nccl_mem);
+	}
 	return built(r, plan_set_dist(r->plan, &d, &r->d), S_DIST, 0);
 }
 

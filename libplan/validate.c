@@ -1457,6 +1457,10 @@ static int validate_rank_agrees(const plan_t *p0, const plan_t *p, uint32_t r,
 	if (d->nccl_version != d0->nccl_version)
 		return FAIL("rank %u: NCCL version %d, rank 0's is %d", r, (int)d->nccl_version,
 		            (int)d0->nccl_version);
+	if (d->nccl_mem != d0->nccl_mem)
+		return FAIL("rank %u: collectives in %s memory, rank 0's in %s memory", r,
+		            d->nccl_mem ? "symmetric" : "default",
+		            d0->nccl_mem ? "symmetric" : "default");
 	if (p->meta.backend != p0->meta.backend || p->recorded != p0->recorded)
 		return FAIL("rank %u: a %s %s plan, rank 0's a %s %s plan", r,
 		            plan_backend_name(p->meta.backend), p->recorded ? "recorded" : "script",

@@ -69,7 +69,7 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
-	unsigned   minor;        /* the format version written: 1.1 to 1.7 */
+	unsigned   minor;        /* the format version written: 1.1 to 1.8 */
 	struct buf blob;         /* 1.4: the BLOB section's bytes */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
@@ -327,11 +327,13 @@ static void encode_dist(struct writer *w, const plan_t *plan)
 	unsigned char *p;
 
 	sect_begin(w, S_DIST, 1);
-	p = w_record(w, REC_DIST);
+	p = w_record(w, fmt_sections[S_DIST].size[w->minor]);
 	fmt_put32(p + DIST_WORLD, plan->dist.world);
 	fmt_put32(p + DIST_RANK, plan->dist.rank);
 	fmt_puti32(p + DIST_NCCL_VERSION, plan->dist.nccl_version);
 	fmt_put32(p + DIST_FLAGS, plan->dist.flags);
+	if (w->minor >= 8)
+		fmt_put32(p + DIST_NCCL_MEM, plan->dist.nccl_mem);
 	sect_end(w, S_DIST);
 }
 
@@ -930,6 +932,23 @@ int plan__uses_ranks(const plan_t *plan)
 	return 0;
 }
 
+/* The format version PLAN is written as: the oldest that holds it and
+ * every rank it holds, whose RANK sections a reader reads at the file's
+ * version. Capture-size keys need 1.3, ranks 1.5, shared executables 1.6,
+ * recorded start offsets 1.7, collectives in symmetric memory 1.8; every
+ * plan without them is written as before, byte for byte. */
+static unsigned minor_for(const plan_t *plan)
+{
+	unsigned m = plan->dist.nccl_mem != 0 ? 8 : uses_offsets(plan) ? 7 :
+	             plan->shares.count > 0 ? 6 : plan__uses_ranks(plan) ? 5 :
+	             plan->recorded ? 4 : plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
+
+	for (uint32_t r = 0; r < plan->nranks; r++)
+		if (plan->ranks[r] != NULL && minor_for(plan->ranks[r]) > m)
+			m = minor_for(plan->ranks[r]);
+	return m;
+}
+
 static void writer_free(struct writer *w)
 {
 	free(w->out.data);
@@ -951,6 +970,7 @@ static int encode_ranks(struct writer *w, const plan_t *plan, uint64_t *off, uin
 		int err;
 
 		memset(&sub, 0, sizeof sub);
+		sub.minor = w->minor;
 		err = encode_content(&sub, plan->ranks[r]);
 		if (err == 0) {
 			w_align(w);
@@ -980,12 +1000,10 @@ static int encode_content(struct writer *w, const plan_t *plan)
 	/* The string table's first byte is the empty string. */
 	if (buf_grow(&w->strs, 1) == NULL)
 		return PLAN_ERR_NOMEM;
-	/* Capture-size keys need 1.3, ranks 1.5, shared executables 1.6,
-	 * recorded start offsets 1.7; every plan without them is written as
-	 * before, byte for byte. */
-	w->minor = uses_offsets(plan) ? 7 : plan->shares.count > 0 ? 6 :
-	           plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 :
-	           plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
+	/* A rank's content is written at the version of its file (set by
+	 * encode_ranks), the version rank 0's content picks. */
+	if (w->minor == 0)
+		w->minor = minor_for(plan);
 	for (int s = 0; s < S_COUNT; s++)
 		if (fmt_sections[s].since <= w->minor && s != S_RANK)
 			nsect++;

@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='two ranks on two GPUs over NCCL (dist/launch.c, dist/nccl.c): all_reduce and all_gather of f32 and bf16 against hand-worked sums, eagerly and in a replayed CUDA graph; a rank killed or hung while the other waits in a collective: that one exits 3 within the timeout, no rank left'
+test_description='two ranks on two GPUs over NCCL (dist/launch.c, dist/nccl.c): all_reduce and all_gather of f32 and bf16 against hand-worked sums, eagerly and in a replayed CUDA graph, in default and in symmetric memory; a rank killed or hung while the other waits in a collective: that one exits 3 within the timeout, no rank left'
 . "$(dirname "$0")/test-lib.sh"
 
 ranks="$BCG_BUILD_DIR/t/helper/nccl-ranks"
@@ -44,6 +44,43 @@ test_expect_success 'values: eager and captured collectives, both ranks, both dt
 	test_cmp expect actual &&
 	test_grep "^rank 0: device 0, NCCL version known\$" out &&
 	test_grep "^\[rank 1\] rank 1: device 1, NCCL version known\$" out
+'
+
+# symmetric memory (NCCL 2.27 and later): the same values with the buffers
+# in one registered window a rank, eager and in a graph replayed twice
+test "$("$ranks" --nccl-version)" -ge 22700 && test_set_prereq NCCL_SYMMETRIC
+
+test_expect_success NCCL_SYMMETRIC 'values in symmetric memory: eager and captured, both ranks, both dtypes' '
+	"$ranks" --world 2 --timeout 60 values-symmetric >out 2>err &&
+	grep ": \(all_reduce\|all_gather\|barrier\|capture\|cudaGraphLaunch\)" out |
+		sed "s/^rank 0: /[rank 0] rank 0: /" | sort >actual &&
+	for r in 0 1; do
+		for d in bf16 f32; do
+			for n in 1000 300000; do
+				for w in eager "graph replay 1" "graph replay 2"; do
+					echo "[rank $r] rank $r: all_gather $d $n $w: ok"
+					echo "[rank $r] rank $r: all_reduce $d $n $w: ok"
+				done
+			done
+		done
+		echo "[rank $r] rank $r: barrier: ok"
+	done | sort >expect &&
+	test_cmp expect actual &&
+	# one window a rank for each of the 4 (dtype, size): f32 1000 first,
+	# 2 * 4096 + 2 * 4000 bytes (x and y 256-aligned, z two ranks)
+	test $(grep -c "^rank 0: symmetric memory: " out) = 4 &&
+	test $(grep -c "^\[rank 1\] rank 1: symmetric memory: " out) = 4 &&
+	test_grep "^rank 0: symmetric memory: 16192 bytes\$" out &&
+	! test_grep "bcgtool: " err
+'
+
+test_expect_success NCCL_SYMMETRIC 'a rank killed while the other waits in an all_reduce in symmetric memory: exit 3 within the timeout' '
+	start=$(date +%s) &&
+	test_expect_code 3 "$ranks" --world 2 --timeout 5 kill-symmetric >out 2>err &&
+	took_under $start 30 &&
+	test_grep "^bcgtool: rank 1 died of signal 9 (Killed)\$" err &&
+	test_grep "^\[rank 0\] bcgtool: rank 0: collective t.all_reduce stopped: rank 1 died of signal 9 (Killed)" err &&
+	no_rank_left
 '
 
 test_expect_success 'a rank killed while the other waits in an eager all_reduce: exit 3 at once' '

@@ -18,6 +18,18 @@
 
 struct dist_comm;
 
+/* Where a rank's engine puts the operands of its collectives (the inputs
+ * and outputs of all_reduce and all_gather): in its arena (default), or
+ * in symmetric memory (sym_alloc below), which NCCL 2.27 and later runs
+ * with its low-latency kernels. The values are the plan's (plan.h:
+ * plan_dist.nccl_mem). */
+enum dist_nccl_mem {
+	DIST_NCCL_MEM_DEFAULT = 0,
+	DIST_NCCL_MEM_SYMMETRIC = 1,
+};
+/* The first NCCL with symmetric memory windows (ncclGetVersion()). */
+#define DIST_NCCL_SYMMETRIC_MIN 22700
+
 struct dist_comm_ops {
 	const char *name;            /* "host", "nccl" */
 	/* BUF, COUNT elements of DTYPE (enum plan_dtype, a float), becomes
@@ -45,6 +57,20 @@ struct dist_comm_ops {
 	 * so far under the name WHAT. NULL: nothing to do. */
 	int  (*watch)(struct dist_comm *c, void *stream, const char *what, char *msg,
 	              size_t len);
+	/* Symmetric memory (--nccl-mem symmetric): *P gets BYTES of the
+	 * rank's device memory from ncclMemAlloc, registered with the
+	 * communicator as one window (NCCL_WIN_COLL_SYMMETRIC), so that
+	 * NCCL's low-latency symmetric kernels run the collectives whose
+	 * operands lie in it, at the same offset on every rank. Collective:
+	 * every rank calls it, in the same order, with the same BYTES and
+	 * LAYOUT (a hash of what the caller places there), which are checked
+	 * across the ranks first. One window a communicator at a time.
+	 * NULL: the transport has no such memory (host). */
+	int  (*sym_alloc)(struct dist_comm *c, uint64_t bytes, uint64_t layout, void **p,
+	                  char *msg, size_t len);
+	/* The window deregistered (collective, as its registration; skipped
+	 * once the communicator is aborted), then the memory freed. */
+	void (*sym_free)(struct dist_comm *c, void *p);
 };
 
 /* Every transport's communicator begins with this. */
@@ -54,6 +80,9 @@ struct dist_comm {
 	int                         rank;
 	int                         device;     /* the CUDA device; -1 on host */
 	int32_t                     nccl_version; /* ncclGetVersion(); 0 on host */
+	int                         nccl_mem;   /* enum dist_nccl_mem: where the
+	                                           engine puts the collectives'
+	                                           operands (dist_opts.nccl_mem) */
 	const char                 *current;    /* the op whose collective is in
 	                                           progress ("o.3/all_reduce"),
 	                                           for messages; NULL between */

@@ -39,6 +39,7 @@ struct dist_opts {
 	int         transport;       /* enum dist_transport */
 	double      timeout_s;       /* a collective, or a rank, silent this long: fault */
 	const char *what;            /* the command, for messages ("capture") */
+	int         nccl_mem;        /* enum dist_nccl_mem: every rank's comm gets it */
 	/* How processes meet: NULL for NCCL (the tests pass a transport of
 	 * their own, so that the launcher runs without a GPU). */
 	const struct dist_transport_ops *via;
@@ -84,5 +85,10 @@ void dist_self_set(struct dist_comm *comm);      /* the launchers: around rank_m
 /* Whether this build has NCCL; its version (ncclGetVersion) or 0. */
 int dist_have_nccl(void);
 int dist_nccl_version(void);
+/* Whether NCCL VERSION (ncclGetVersion()) and this build's nccl.h have
+ * symmetric memory windows (2.27 or later): 0, else -1 with MSG saying
+ * which is too old, or that the build has no NCCL. BCG_TEST_NCCL_VERSION
+ * stands for VERSION in the tests. */
+int dist_symmetric_check(int version, char *msg, size_t len);
 
 #endif /* BCG_DIST_DIST_H */

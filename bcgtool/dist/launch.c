@@ -276,6 +276,7 @@ static void rank_child(const struct dist_opts *opts, const struct dist_transport
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		_exit(3);
 	}
+	comm->nccl_mem = opts->nccl_mem;
 	if (dist_watchdog_start(&w, comm, opts->timeout_s, ctl_fd, msg, sizeof msg) != 0) {
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		dist_comm_destroy(comm);
@@ -671,6 +672,7 @@ int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		return 3;
 	}
+	comm->nccl_mem = opts->nccl_mem;
 	if (dist_watchdog_start(&w, comm, opts->timeout_s, -1, msg, sizeof msg) != 0) {
 		fprintf(stderr, "bcgtool: %s\n", msg);
 		dist_comm_destroy(comm);

@@ -100,6 +100,12 @@ struct dist_nccl {
 	int                in_call;     /* a thread is in an NCCL call here */
 	double             call_since;
 	char               call_what[NCCL_NAME];
+	/* Symmetric memory (sym_alloc): the buffer and its window. */
+	void              *sym;
+	uint64_t           sym_bytes;
+#ifdef NCCL_WIN_COLL_SYMMETRIC
+	ncclWindow_t       win;
+#endif
 };
 
 static int nccl_fail(struct dist_nccl *n, char *msg, size_t len, const char *what,
@@ -347,6 +353,213 @@ out:
 	return rc;
 }
 
+static void nccl_abort(struct dist_comm *c);
+
+/*
+ * Symmetric memory. NCCL's symmetric kernels take the peers' operands at
+ * the offset of this rank's within its window, so every rank must
+ * register the same size and place each operand at the same offset: the
+ * engine lays the region out from the collectives alone (engine.c), and
+ * here the ranks compare (size, layout) through an all-gather before the
+ * (collective) registration, which would otherwise hang or compute wrong
+ * sums. Everything waits under nccl_enter, so the watchdog ends a rank
+ * whose peer is gone within the timeout.
+ */
+int dist_symmetric_check(int version, char *msg, size_t len)
+{
+	const char *t = getenv("BCG_TEST_NCCL_VERSION");
+
+	/* test hook (bcgtool(1), ENVIRONMENT): an older NCCL's refusal */
+	if (t != NULL && *t != '\0')
+		version = atoi(t);
+#ifndef NCCL_WIN_COLL_SYMMETRIC
+	snprintf(msg, len, "--nccl-mem symmetric: this bcgtool was built with NCCL %d.%d.%d, "
+	         "whose nccl.h has no symmetric memory windows (NCCL 2.27 or later)", NCCL_MAJOR,
+	         NCCL_MINOR, NCCL_PATCH);
+	(void)version;
+	return -1;
+#else
+	if (version < DIST_NCCL_SYMMETRIC_MIN) {
+		snprintf(msg, len, "--nccl-mem symmetric: NCCL %d.%d.%d has no symmetric memory "
+		         "windows (NCCL 2.27 or later): use --nccl-mem default", version / 10000,
+		         version / 100 % 100, version % 100);
+		return -1;
+	}
+	return 0;
+#endif
+}
+
+#ifdef NCCL_WIN_COLL_SYMMETRIC
+/* Every rank's (BYTES, LAYOUT) the same: 0, else -1 with MSG naming the
+ * first rank that differs from this one. */
+static int nccl_sym_agree(struct dist_nccl *n, uint64_t bytes, uint64_t layout, char *msg,
+                          size_t len)
+{
+	const char *what = "symmetric memory";
+	int world = n->base.world, rc = -1;
+	uint64_t mine[2] = { bytes, layout }, *all = NULL, *dev = NULL;
+	ncclResult_t r;
+	cudaError_t e;
+
+	if ((all = malloc(sizeof *all * 2 * (size_t)world)) == NULL) {
+		snprintf(msg, len, "rank %d: %s: out of memory", n->base.rank, what);
+		return -1;
+	}
+	e = cudaMalloc((void **)&dev, sizeof *dev * 2 * ((size_t)world + 1));
+	if (e != cudaSuccess) {
+		cuda_fail(n, 0, msg, len, what, "cudaMalloc", e);
+		goto out;
+	}
+	e = cudaMemcpyAsync(dev, mine, sizeof mine, cudaMemcpyHostToDevice, n->side);
+	if (e != cudaSuccess) {
+		cuda_fail(n, 0, msg, len, what, "cudaMemcpyAsync", e);
+		goto out;
+	}
+	r = ncclAllGather(dev, dev + 2, 2, ncclUint64, n->comm, n->side);
+	if (r == ncclInProgress)
+		r = nccl_settle(n, n->timeout_s);
+	if (r != ncclSuccess) {
+		if (r == ncclInProgress)
+			snprintf(msg, len, "rank %d: %s: ncclAllGather did not return within %g s "
+			         "(a rank is gone?)", n->base.rank, what, n->timeout_s);
+		else
+			nccl_fail(n, msg, len, what, "ncclAllGather", r);
+		goto out;
+	}
+	/* Blocks while a rank is missing: the watchdog sees this call. */
+	e = cudaMemcpyAsync(all, dev + 2, sizeof *all * 2 * (size_t)world, cudaMemcpyDeviceToHost,
+	                    n->side);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(n->side);
+	if (e != cudaSuccess) {
+		cuda_fail(n, 0, msg, len, what, "cudaMemcpyAsync", e);
+		goto out;
+	}
+	for (int k = 0; k < world; k++)
+		if (all[2 * k] != bytes || all[2 * k + 1] != layout) {
+			snprintf(msg, len, "rank %d: %s: rank %d lays out %llu bytes (layout %016llx), "
+			         "this rank %llu (%016llx): the ranks' collectives differ", n->base.rank,
+			         what, k, (unsigned long long)all[2 * k],
+			         (unsigned long long)all[2 * k + 1], (unsigned long long)bytes,
+			         (unsigned long long)layout);
+			goto out;
+		}
+	rc = 0;
+out:
+	if (dev != NULL)
+		(void)cudaFree(dev);
+	free(all);
+	return rc;
+}
+#endif
+
+static int nccl_sym_alloc(struct dist_comm *c, uint64_t bytes, uint64_t layout, void **p,
+                          char *msg, size_t len)
+{
+	struct dist_nccl *n = (struct dist_nccl *)c;
+	int rc = -1;
+
+	*p = NULL;
+	if (dist_symmetric_check(c->nccl_version, msg, len) != 0)
+		return -1;
+#ifdef NCCL_WIN_COLL_SYMMETRIC
+	const char *what = "symmetric memory";
+	ncclResult_t r;
+
+	if (n->sym != NULL) {
+		snprintf(msg, len, "rank %d: %s: a window is registered already", c->rank, what);
+		return -1;
+	}
+	/* A window's size is a multiple of NCCL's alignment. */
+	bytes = (bytes + NCCL_WIN_REQUIRED_ALIGNMENT - 1) &
+	        ~(uint64_t)(NCCL_WIN_REQUIRED_ALIGNMENT - 1);
+	nccl_enter(n, what);
+	if (nccl_sym_agree(n, bytes, layout, msg, len) != 0)
+		goto out;
+	r = ncclMemAlloc(&n->sym, (size_t)bytes);
+	if (r != ncclSuccess) {
+		n->sym = NULL;
+		nccl_fail(n, msg, len, what, "ncclMemAlloc", r);
+		goto out;
+	}
+	n->sym_bytes = bytes;
+	if (cudaMemset(n->sym, 0, (size_t)bytes) != cudaSuccess) {
+		snprintf(msg, len, "rank %d: %s: cudaMemset failed", c->rank, what);
+		goto out;
+	}
+	r = ncclCommWindowRegister(n->comm, n->sym, (size_t)bytes, &n->win,
+	                           NCCL_WIN_COLL_SYMMETRIC);
+	if (r == ncclInProgress)
+		r = nccl_settle(n, n->timeout_s);
+	if (r == ncclInProgress) {
+		snprintf(msg, len, "rank %d: %s: ncclCommWindowRegister did not return within %g s "
+		         "(a rank is gone?)", c->rank, what, n->timeout_s);
+		goto out;
+	}
+	if (r != ncclSuccess) {
+		n->win = NULL;
+		nccl_fail(n, msg, len, what, "ncclCommWindowRegister", r);
+		goto out;
+	}
+	if (n->win == NULL) {
+		/* NCCL registers no window where it cannot map the peers'
+		 * memory (no NVLink or P2P, NCCL_CUMEM_ENABLE=0): the
+		 * collectives would silently take the default path. */
+		snprintf(msg, len, "rank %d: %s: NCCL registered no window (no symmetric memory "
+		         "between these GPUs?): use --nccl-mem default", c->rank, what);
+		goto out;
+	}
+	*p = n->sym;
+	rc = 0;
+out:
+	nccl_leave(n);
+	if (rc != 0 && n->sym != NULL && n->win == NULL) {
+		(void)ncclMemFree(n->sym);
+		n->sym = NULL;
+	}
+	return rc;
+#else
+	(void)n;
+	(void)bytes;
+	(void)layout;
+	return rc;
+#endif
+}
+
+static void nccl_sym_free(struct dist_comm *c, void *p)
+{
+	struct dist_nccl *n = (struct dist_nccl *)c;
+
+	if (p == NULL || p != n->sym)
+		return;
+#ifdef NCCL_WIN_COLL_SYMMETRIC
+	/* The window first, while the memory is there: collective, so it
+	 * waits under nccl_enter (the watchdog's timeout) and gives up after
+	 * the timeout. An aborted communicator took its windows with it. */
+	if (n->win != NULL && !atomic_load(&n->aborted)) {
+		ncclResult_t r;
+
+		nccl_enter(n, "symmetric memory");
+		r = ncclCommWindowDeregister(n->comm, n->win);
+		if (r == ncclInProgress)
+			r = nccl_settle(n, n->timeout_s);
+		nccl_leave(n);
+		if (r != ncclSuccess) {
+			/* the memory stays mapped by the peers: abort, so that
+			 * freeing it below cannot fault them */
+			fprintf(stderr, "bcgtool: rank %d: symmetric memory: ncclCommWindowDeregister: "
+			        "%s; aborting the communicator\n", c->rank, ncclGetErrorString(r));
+			nccl_abort(c);
+		}
+	}
+	n->win = NULL;
+	(void)cudaDeviceSynchronize();
+	(void)ncclMemFree(n->sym);
+#endif
+	n->sym = NULL;
+	n->sym_bytes = 0;
+}
+
 static int nccl_pending(struct dist_comm *c, double *since, char *what, size_t len)
 {
 	struct dist_nccl *n = (struct dist_nccl *)c;
@@ -402,6 +615,10 @@ static void nccl_destroy(struct dist_comm *c)
 
 	if (n == NULL)
 		return;
+	/* An engine that did not close (a fault path) leaves its symmetric
+	 * memory: deregistered and freed before the communicator goes. */
+	if (n->sym != NULL)
+		nccl_sym_free(c, n->sym);
 	if (n->comm != NULL && !atomic_load(&n->aborted)) {
 		ncclResult_t r = ncclCommFinalize(n->comm);
 
@@ -433,6 +650,8 @@ static const struct dist_comm_ops nccl_ops = {
 	.destroy = nccl_destroy,
 	.pending = nccl_pending,
 	.watch = nccl_watch,
+	.sym_alloc = nccl_sym_alloc,
+	.sym_free = nccl_sym_free,
 };
 
 static int nccl_make_id(void *id, char *msg, size_t len)
@@ -554,6 +773,13 @@ int dist_nccl_version(void)
 }
 
 #else /* !HAVE_NCCL */
+
+int dist_symmetric_check(int version, char *msg, size_t len)
+{
+	(void)version;
+	snprintf(msg, len, "--nccl-mem symmetric: " DIST_NO_NCCL);
+	return -1;
+}
 
 const struct dist_transport_ops *dist_nccl_transport(void)
 {

@@ -52,6 +52,10 @@ int dist_run_threads(const struct dist_opts *opts, dist_rank_fn rank_main, void 
 	}
 	for (int r = 0; r < opts->world; r++) {
 		t[r].comm = dist_host_group_comm(g, r);
+		/* opts->nccl_mem is not passed on: the host transport has no
+		 * NCCL and no symmetric memory, so its collectives' operands
+		 * stay in the arena, and a plan says so (the command said
+		 * that --nccl-mem symmetric is a no-op here: cmd-tp.c) */
 		t[r].fn = rank_main;
 		t[r].arg = arg;
 		if (pthread_create(&t[r].tid, NULL, rank_thread_main, &t[r]) != 0) {

@@ -102,6 +102,8 @@ static void engine_fill_operand(const struct engine *e, uint32_t t, int64_t toke
 
 void *engine_tensor_at(const struct engine *e, uint32_t t, int64_t tokens)
 {
+	if (e->coll_offset != NULL && e->coll_offset[t] != UINT64_MAX)
+		return backend_at(e->coll_base, e->coll_offset[t]);
 	if (tokens > e->max_tokens && e->above_offset != NULL &&
 	    e->above_offset[t] != UINT64_MAX)
 		return backend_at(e->base, e->above_offset[t]);
@@ -460,6 +462,17 @@ static int engine_init_tensors(struct engine *e, int include_weights, struct eng
 		 * interrupt is seen between tensors. */
 		if (engine_interrupted(err) != 0)
 			return -1;
+		/* A collective's operand in symmetric memory: only there. */
+		if (e->coll_offset != NULL && e->coll_offset[t] != UINT64_MAX) {
+			count = plan_tensor_numel(e->plan, t, e->coll_tokens);
+			if (count != 0 &&
+			    e->be->init(e->b, backend_at(e->coll_base, e->coll_offset[t]), pt->dtype,
+			                count, init, sl, err->msg, sizeof err->msg) != 0)
+				return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+				                   "initializing tensor '%s' in symmetric memory: %s",
+				                   pt->name, err->msg);
+			continue;
+		}
 		/* Its reserved space, not its shape: a tensor no op touches has
 		 * none, and must not spill into its neighbours'. */
 		count = pt->bytes / plan_dtype_size(pt->dtype);
@@ -722,6 +735,96 @@ static int engine_place_above(struct engine *e, struct engine_error *err)
 	return 0;
 }
 
+/*
+ * --nccl-mem symmetric: the collectives' operands in symmetric memory.
+ *
+ * Why a region of their own, and not the whole arena from ncclMemAlloc:
+ * NCCL's symmetric kernels find a peer's operand at the offset of this
+ * rank's within its window, so every rank must register a window of the
+ * same size and hold each collective's operands at the same offset. The
+ * arena's layout is each rank's own (its shares of the weights, the
+ * vocabulary's last rows), it is as large as the model (registering it
+ * would map every rank's weights into every peer), and plans record it.
+ * The region is laid out from the collectives' operands alone
+ * (memplan_place_subset), which the ranks agree in, so the layout is the
+ * same on every rank (the transport checks it before registering); it
+ * takes kilobytes to a few megabytes; and the arena, its offsets and the
+ * plans' records of it stay as they are: those tensors keep their (now
+ * unused) places there. Weights stay in the arena even when a collective
+ * reads one (the weights' loading writes there).
+ */
+static int engine_place_collectives(struct engine *e, struct engine_error *err)
+{
+	uint32_t nt = plan_count_tensors(e->plan), marked = 0;
+	unsigned char *in = NULL;
+	uint64_t end = 0;
+	XXH64_state_t *h = NULL;
+	uint64_t layout;
+	char msg[512];
+	int rc = -1;
+
+	if (e->comm == NULL || e->comm->nccl_mem != DIST_NCCL_MEM_SYMMETRIC ||
+	    e->comm->ops->sym_alloc == NULL)
+		return 0;        /* the host transport: a no-op (cmd-tp.c says so) */
+	if ((in = calloc(nt ? nt : 1, 1)) == NULL ||
+	    (e->coll_offset = calloc(nt ? nt : 1, sizeof *e->coll_offset)) == NULL ||
+	    (h = XXH64_createState()) == NULL) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		goto out;
+	}
+	for (uint32_t op = 0; op < e->nops; op++) {
+		const struct plan_op *o = plan_get_op(e->plan, op);
+
+		if (!op_is_collective(e->plan, op))
+			continue;
+		for (uint32_t k = 0; k < o->nin + o->nout; k++) {
+			uint32_t t = k < o->nin ? o->in[k] : o->out[k - o->nin];
+			if (plan_get_tensor(e->plan, t)->role != PLAN_ROLE_WEIGHT && !in[t]) {
+				in[t] = 1;
+				marked++;
+			}
+		}
+	}
+	e->coll_tokens = e->eager_tokens > e->max_tokens ? e->eager_tokens : e->max_tokens;
+	if (memplan_place_subset(e->plan, e->coll_tokens, in, e->coll_offset, &end, msg,
+	                         sizeof msg) != 0) {
+		engine_fail(err, strstr(msg, "out of memory") ? BCG_EXIT_RUNTIME : BCG_EXIT_USAGE,
+		            PLAN_NONE, "symmetric memory: %s", msg);
+		goto out;
+	}
+	if (marked == 0) {        /* no collective: nothing to place */
+		rc = 0;
+		goto out;
+	}
+	(void)XXH64_reset(h, 0);
+	for (uint32_t t = 0; t < nt; t++) {
+		uint64_t rec[3];
+		if (!in[t])
+			continue;
+		rec[0] = t;
+		rec[1] = e->coll_offset[t];
+		rec[2] = plan_tensor_bytes(e->plan, t, e->coll_tokens);
+		(void)XXH64_update(h, rec, sizeof rec);
+	}
+	layout = XXH64_digest(h);
+	if (e->comm->ops->sym_alloc(e->comm, end, layout, &e->coll_base, msg, sizeof msg) != 0) {
+		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s", msg);
+		goto out;
+	}
+	e->coll_bytes = end;
+	e->nccl_mem = DIST_NCCL_MEM_SYMMETRIC;
+	rc = 0;
+out:
+	if (rc != 0 || e->coll_base == NULL) {
+		free(e->coll_offset);
+		e->coll_offset = NULL;
+	}
+	if (h != NULL)
+		XXH64_freeState(h);
+	free(in);
+	return rc;
+}
+
 int engine_open(const plan_t *program, const char *backend, int64_t max_tokens,
                 struct engine **out, struct engine_error *err)
 {
@@ -817,6 +920,8 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 		engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "%s%s", err->msg, room);
 		goto fail;
 	}
+	if (engine_place_collectives(e, err) != 0)
+		goto fail;
 	e->sync_in_capture = getenv("BCG_TEST_SYNC_IN_CAPTURE");
 	e->sync_each = engine_sync_mode() == 1;
 	/* Choices and features belong to the backend that captured them. */
@@ -847,6 +952,9 @@ void engine_close(struct engine *e)
 {
 	if (e == NULL)
 		return;
+	if (e->coll_base != NULL)
+		e->comm->ops->sym_free(e->comm, e->coll_base);
+	free(e->coll_offset);
 	if (e->b != NULL) {
 		if (e->base != NULL)
 			e->be->free(e->b, e->base);

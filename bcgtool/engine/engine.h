@@ -179,6 +179,16 @@ struct engine {
 	/* Executables shared between sizes (share.h, exec_share_begin);
 	 * NULL: each segment its own. */
 	struct share_pool        *share;
+	/* --nccl-mem symmetric (comm->nccl_mem, dist/comm.h): the operands of
+	 * the collectives lie in a region of symmetric memory apart from the
+	 * arena (engine.c says why), planned at coll_tokens, tensor T at
+	 * coll_offset[T] (UINT64_MAX: in the arena). nccl_mem is what this
+	 * engine's collectives use (enum dist_nccl_mem), for the plan. */
+	int                       nccl_mem;
+	void                     *coll_base;
+	uint64_t                  coll_bytes;
+	uint64_t                 *coll_offset;
+	int64_t                   coll_tokens;
 };
 
 /* One step of a generation: REAL tokens (IDS) after CONSUMED earlier ones;

@@ -254,3 +254,49 @@ out:
 	free(slots);
 	return rc;
 }
+
+int memplan_place_subset(const plan_t *program, int64_t tokens, const unsigned char *in,
+                         uint64_t *offset, uint64_t *end, char *msg, size_t len)
+{
+	uint32_t nt = plan_count_tensors(program), nslots = 0;
+	uint32_t *first = malloc(sizeof *first * (nt ? nt : 1));
+	uint32_t *last = malloc(sizeof *last * (nt ? nt : 1));
+	struct slot *slots = malloc(sizeof *slots * (nt ? nt : 1));
+	uint64_t off = 0;
+	int rc = -1;
+
+	if (first == NULL || last == NULL || slots == NULL) {
+		snprintf(msg, len, "out of memory planning a region");
+		goto out;
+	}
+	memplan_liveness(program, first, last);
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct plan_tensor *pt = plan_get_tensor(program, t);
+		uint64_t bytes = plan_tensor_bytes(program, t, tokens);
+
+		offset[t] = UINT64_MAX;
+		if (!in[t])
+			continue;
+		if (bytes == UINT64_MAX || bytes > (UINT64_C(1) << 48)) {
+			snprintf(msg, len, "tensor '%s' is too large to place at %lld tokens", pt->name,
+			         (long long)tokens);
+			goto out;
+		}
+		if (pt->role == PLAN_ROLE_ACTIVATION && first[t] != PLAN_NONE) {
+			slots[nslots++] = (struct slot){ .tensor = t, .bytes = ALIGN_UP(bytes) };
+			continue;
+		}
+		offset[t] = off;
+		off = ALIGN_UP(off + bytes);
+	}
+	qsort(slots, nslots, sizeof *slots, by_size_desc);
+	*end = place_activations(slots, nslots, first, last, off);
+	for (uint32_t i = 0; i < nslots; i++)
+		offset[slots[i].tensor] = slots[i].offset;
+	rc = 0;
+out:
+	free(first);
+	free(last);
+	free(slots);
+	return rc;
+}

@@ -50,6 +50,19 @@ void memplan_release(struct memplan *mp);
 int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, uint64_t base,
                         uint64_t *offset, uint64_t *end, char *msg, size_t len);
 
+/*
+ * A region of its own for the tensors IN[t] marks (plan_count_tensors()
+ * entries), at TOKENS tokens: the persistent ones packed from 0, then the
+ * activations sharing space by liveness, as in the arena. OFFSET[t] gets
+ * each marked tensor's place in the region, UINT64_MAX for the others;
+ * *END the region's size. The layout depends on the marked tensors' sizes
+ * and the ops that touch them only, so two programs that agree in those
+ * (the ranks of a tensor-parallel plan, for their collectives) agree in
+ * it. Returns 0, or -1 with a sentence in MSG.
+ */
+int memplan_place_subset(const plan_t *program, int64_t tokens, const unsigned char *in,
+                         uint64_t *offset, uint64_t *end, char *msg, size_t len);
+
 /* First and last op touching each tensor (PLAN_NONE when none does):
  * FIRST and LAST have plan_count_tensors() entries. Exposed for tests. */
 void memplan_liveness(const plan_t *program, uint32_t *first, uint32_t *last);

@@ -5,6 +5,7 @@
  * and the faults of a rank that dies or hangs.
  *
  *   nccl-ranks [--world N] [--timeout S] SCENARIO
+ *   nccl-ranks --nccl-version     ncclGetVersion(), e.g. 22809
  *
  * Scenarios:
  *   values      every rank: all_reduce and all_gather of f32 and bf16
@@ -17,6 +18,11 @@
  *               holds the all_reduce (followed through dist_watch)
  *   hang        the last rank sleeps without end; the others wait in an
  *               all_reduce until the timeout
+ *   values-symmetric, kill-symmetric
+ *               values and kill with the buffers in symmetric memory
+ *               (comm.h: sym_alloc, one window a rank, the same layout on
+ *               every rank), so that NCCL runs its symmetric kernels; a
+ *               line "rank R: symmetric memory: N bytes" says it was had
  *
  * Rank r's inputs: all_reduce x[i] = (r + 1) * (i % 7 + 1) * k, so the sum
  * over N ranks is N (N + 1) / 2 * (i % 7 + 1) * k; all_gather y[i] =
@@ -45,7 +51,12 @@ struct bufs {
 	size_t   n, es;
 	void    *x, *y, *z;       /* device: all_reduce's, all_gather's send, recv */
 	void    *hx, *hy, *hz;    /* host */
+	void    *sym;             /* x, y and z in one symmetric window, or NULL */
+	struct dist_comm *comm;
 };
+
+/* The scenario's name ends in "-symmetric". */
+static int symmetric;
 
 static float load(const struct bufs *b, const void *base, size_t i)
 {
@@ -85,6 +96,25 @@ static int bufs_alloc(struct dist_comm *c, struct bufs *b, int dtype, size_t n)
 		fprintf(stderr, "rank %d: out of memory\n", c->rank);
 		return -1;
 	}
+	b->comm = c;
+	if (symmetric) {
+		/* x, y, z one after the other, 256-byte aligned: the same
+		 * offsets on every rank */
+		size_t ax = (n * b->es + 255) & ~(size_t)255;
+		size_t total = 2 * ax + (size_t)c->world * n * b->es;
+		char msg[512];
+
+		if (c->ops->sym_alloc == NULL ||
+		    c->ops->sym_alloc(c, total, n, &b->sym, msg, sizeof msg) != 0) {
+			fprintf(stderr, "bcgtool: %s\n", c->ops->sym_alloc ? msg : "no sym_alloc");
+			return -1;
+		}
+		b->x = b->sym;
+		b->y = (char *)b->sym + ax;
+		b->z = (char *)b->sym + 2 * ax;
+		printf("rank %d: symmetric memory: %zu bytes\n", c->rank, total);
+		return 0;
+	}
 	CU(cudaMalloc(&b->x, n * b->es));
 	CU(cudaMalloc(&b->y, n * b->es));
 	CU(cudaMalloc(&b->z, (size_t)c->world * n * b->es));
@@ -93,6 +123,10 @@ static int bufs_alloc(struct dist_comm *c, struct bufs *b, int dtype, size_t n)
 
 static void bufs_free(struct bufs *b)
 {
+	if (b->sym != NULL) {
+		b->comm->ops->sym_free(b->comm, b->sym);
+		b->x = b->y = b->z = NULL;
+	}
 	cudaFree(b->x);
 	cudaFree(b->y);
 	cudaFree(b->z);
@@ -319,6 +353,11 @@ int main(int argc, char **argv)
 	                      .what = "nccl-ranks"};
 	int i = 1;
 
+	/* the NCCL this build runs with, for the tests' prerequisites */
+	if (argc == 2 && strcmp(argv[1], "--nccl-version") == 0) {
+		printf("%d\n", dist_nccl_version());
+		return 0;
+	}
 	for (; i + 2 < argc; i += 2) {
 		if (strcmp(argv[i], "--world") == 0)
 			o.world = atoi(argv[i + 1]);
@@ -332,5 +371,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	{
+		size_t len = strlen(argv[i]), sl = strlen("-symmetric");
+		static char base[64];
+
+		if (len > sl && len - sl < sizeof base &&
+		    strcmp(argv[i] + len - sl, "-symmetric") == 0) {
+			symmetric = 1;
+			o.nccl_mem = DIST_NCCL_MEM_SYMMETRIC;
+			memcpy(base, argv[i], len - sl);
+			base[len - sl] = '\0';
+			return dist_run(&o, rank_main, base);
+		}
+	}
 	return dist_run(&o, rank_main, argv[i]);
 }

@@ -619,18 +619,18 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	char why[256];
 	int ns;
 	static const unsigned char wsrc_empty[8] = { 88, 0, 0, 0, 0, 0, 0, 0 };
-	/* 1.5: world 1, rank 0; no split blocks */
-	static const unsigned char dist_one[24] = { 16, 0, 0, 0, 1, 0, 0, 0, 1 };
+	/* 1.5: world 1, rank 0, at 1.8's size (Nccl_Mem 0); no split blocks */
+	static const unsigned char dist_one[32] = { 24, 0, 0, 0, 1, 0, 0, 0, 1 };
 	static const unsigned char sblk_empty[8] = { 24, 0, 0, 0, 0, 0, 0, 0 };
 	static const unsigned char shar_empty[8] = { 16, 0, 0, 0, 0, 0, 0, 0 };
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.7",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.8",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.7",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.8",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -639,7 +639,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.8 as a future writer might make it: an optional section
+	/* Format 1.9 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer than
 	 * 1.5's. */
 	ns = split_content(content, s);
@@ -659,7 +659,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	}
 	/* the sections 1.4 added, for a plan without a recording: no
 	 * records but one zero record per variant, segment and breakpoint,
-	 * and a launch of NONE per node; SREC and BLCH at 1.7's sizes */
+	 * and a launch of NONE per node; SREC and BLCH at 1.7's sizes (and 1.8's) */
 	static const struct { const char *id; uint32_t size; } rec14[] = {
 		{ "RECD", 40 }, { "MODS", 40 }, { "FUNC", 16 }, { "PINF", 8 }, { "ALOC", 32 },
 		{ "LNCH", 152 }, { "PTCH", 16 }, { "VREC", 24 }, { "SREC", 24 }, { "NLCH", 4 },
@@ -720,14 +720,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 176;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 8, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 9, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.8 with an unknown optional section and longer records is read");
+	       "format 1.9 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 8, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 9, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -751,8 +751,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 8, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.8 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 9, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.9 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
@@ -783,7 +783,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.7) does not know it",
+	            "but this reader (format 1.8) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);

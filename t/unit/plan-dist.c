@@ -90,7 +90,7 @@ static plan_t *build_rank(const struct opts *o, uint32_t r)
 		.backend = PLAN_BACKEND_HOST,
 	};
 	CHECK(plan_set_meta(p, &meta, NULL));
-	CHECK(plan_set_dist(p, &(struct plan_dist){ N, r, o->nccl < 0 || !bad ? 22809 : o->nccl, 0 },
+	CHECK(plan_set_dist(p, &(struct plan_dist){ N, r, o->nccl < 0 || !bad ? 22809 : o->nccl, 0, 0 },
 	                    NULL));
 	CHECK(plan_add_dim(p, &(struct plan_dim){ "T", "", T, PLAN_DIM_TOKENS }, &dT, NULL));
 	CHECK(plan_add_dim(p, &(struct plan_dim){ "H", "4*32", bad && o->dim_h ? o->dim_h : H, 0 },
@@ -230,7 +230,7 @@ static int dist_equal(const plan_t *a, const plan_t *b, char *why, size_t len)
 	const struct plan_dist *x = plan_get_dist(a), *y = plan_get_dist(b);
 
 	if (x->world != y->world || x->rank != y->rank || x->nccl_version != y->nccl_version ||
-	    x->flags != y->flags) {
+	    x->flags != y->flags || x->nccl_mem != y->nccl_mem) {
 		snprintf(why, len, "dist %u/%u/%d vs %u/%u/%d", x->rank, x->world, x->nccl_version,
 		         y->rank, y->world, y->nccl_version);
 		return 0;
@@ -599,7 +599,7 @@ static void test_world_one(void)
 			continue;
 		}
 		/* world 1, rank 0, set or not, is the plan of before */
-		plan_set_dist(p, &(struct plan_dist){ 1, 0, 0, 0 }, &d);
+		plan_set_dist(p, &(struct plan_dist){ 1, 0, 0, 0, 0 }, &d);
 		is_int(plan_write_memory(p, &data, &len, &d), 0, "%s: written", v[i].file);
 		ok(data != NULL && len == flen && memcmp(data, f, len) == 0,
 		   "%s: a plan of world 1 is written byte for byte as the vector (format 1.%u)",
@@ -1318,6 +1318,244 @@ static int write_seeds(const char *dir)
 	return 0;
 }
 
+/* Format 1.8: a plan whose collectives ran in symmetric memory says so
+ * in DIST (24 bytes), every rank; without it the file stays 1.5. */
+static void test_nccl_mem(void)
+{
+	plan_t *p = build(2), *q = NULL;
+	struct plan_diag d = { 0 };
+	void *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0, ctlen = 0;
+	unsigned major = 0, minor = 0;
+	char why[256];
+
+	if (!ok(p != NULL, "nccl_mem: built"))
+		return;
+	for (uint32_t r = 0; r < 2; r++) {
+		plan_t *rp = r == 0 ? p : (plan_t *)plan_get_rank(p, r);
+		struct plan_dist dd = *plan_get_dist(rp);
+		dd.nccl_mem = PLAN_NCCL_MEM_SYMMETRIC;
+		is_int(plan_set_dist(rp, &dd, &d), 0, "nccl_mem: rank %u symmetric (%s)", r,
+		       d.message);
+	}
+	{
+		struct plan_dist bad = *plan_get_dist(p);
+		bad.nccl_mem = 2;
+		ok(plan_set_dist(p, &bad, &d) == PLAN_ERR_INVALID && strstr(d.message, "NCCL memory 2"),
+		   "nccl_mem 2 is invalid (%s)", d.message);
+	}
+	is_int(plan_validate(p, &d), 0, "nccl_mem: valid (%s)", d.message);
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "nccl_mem: written (%s)", d.message);
+	if (a == NULL)
+		goto out;
+	ok(get32((unsigned char *)a + 8) == (1u | 8u << 16), "nccl_mem: the header says 1.8");
+	{
+		unsigned char *ct = get_content(a, alen, &ctlen);
+		struct section s[MAX_SECT];
+		int n = split_content(ct, s), di = find_sect(s, n, "DIST", 0);
+		ok(di >= 0 && get32(s[di].data) == 24 && get32(s[di].data + 8 + 16) == 1 &&
+		   get32(s[di].data + 8 + 20) == 0,
+		   "nccl_mem: DIST records of 24 bytes, Nccl_Mem 1, Reserved 0");
+		free(ct);
+	}
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "nccl_mem: read back (%s)", d.message);
+	if (q != NULL) {
+		if (!ok(world_equal(p, q, why, sizeof why), "nccl_mem: every rank comes back"))
+			diag("    first difference: %s", why);
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == 8, "nccl_mem: read as format %u.%u", major, minor);
+		ok(plan_get_rank(q, 1) != NULL &&
+		   plan_get_dist(plan_get_rank(q, 1))->nccl_mem == PLAN_NCCL_MEM_SYMMETRIC,
+		   "nccl_mem: rank 1's plan says symmetric");
+		is_int(plan_write_memory(q, &b, &blen, &d), 0, "nccl_mem: the plan read is written");
+		ok(blen == alen && b != NULL && memcmp(a, b, alen) == 0,
+		   "nccl_mem: write(read(file)) is the file");
+	} else {
+		tap_skip(4, "not read");
+	}
+	{
+		/* rank 1 default, rank 0 symmetric: the ranks disagree */
+		plan_t *rp = (plan_t *)plan_get_rank(p, 1);
+		struct plan_dist dd = *plan_get_dist(rp);
+		dd.nccl_mem = PLAN_NCCL_MEM_DEFAULT;
+		(void)plan_set_dist(rp, &dd, NULL);
+		ok(plan_validate(p, &d) != 0 && strstr(d.message, "symmetric") != NULL,
+		   "nccl_mem: a rank in default memory, rank 0 in symmetric: invalid (%s)",
+		   d.message);
+	}
+out:
+	plan_free(p);
+	plan_free(q);
+	free(a);
+	free(b);
+}
+
+/* Each item's start offsets in A and B are the same, rank by rank. */
+static int offsets_equal(const plan_t *a, const plan_t *b, char *why, size_t len)
+{
+	for (uint32_t r = 0; r < plan_get_dist(a)->world; r++) {
+		const plan_t *x = plan_get_rank(a, r), *y = plan_get_rank(b, r);
+		for (uint32_t v = 0; x != NULL && y != NULL && v < plan_count_variants(x); v++) {
+			const struct plan_variant *vx = plan_get_variant(x, v), *vy = plan_get_variant(y, v);
+			if (vy == NULL || vx->nitems != vy->nitems) {
+				snprintf(why, len, "rank %u variant %u: the items differ", r, v);
+				return 0;
+			}
+			for (uint32_t k = 0; k < vx->nitems; k++) {
+				uint64_t s0 = 1, h0 = 1, s1 = 2, h1 = 2;
+				plan_item_offsets(x, &vx->items[k], &s0, &h0);
+				plan_item_offsets(y, &vy->items[k], &s1, &h1);
+				if (s0 != s1 || h0 != h1) {
+					snprintf(why, len, "rank %u variant %u item %u: offsets %llu/%llu, "
+					         "read back %llu/%llu", r, v, k, (unsigned long long)s0,
+					         (unsigned long long)h0, (unsigned long long)s1,
+					         (unsigned long long)h1);
+					return 0;
+				}
+			}
+		}
+	}
+	return 1;
+}
+
+/* Both: a recorded plan of two ranks whose items have start offsets
+ * (1.7) and whose collectives ran in symmetric memory (1.8) is written
+ * as 1.8, with 1.7's SREC and BLCH (24 and 32 bytes) and 1.8's DIST (24),
+ * and reads back with both. The record layouts are plan-format.md's. */
+static void test_nccl_mem_offsets(void)
+{
+	const struct sample_rec_opts o = { .layers = 2, .offsets = 1 };
+	plan_t *p = sample_recorded_ex(&o), *p1 = sample_recorded_ex(&o), *q = NULL;
+	struct plan_diag d = { 0 };
+	void *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0, ctlen = 0;
+	unsigned major = 0, minor = 0;
+	char why[256] = "";
+
+	if (!ok(p != NULL && p1 != NULL, "both: the paced sample built, twice")) {
+		plan_free(p1);
+		goto out;
+	}
+	is_int(plan_set_dist(p, &(struct plan_dist){ 2, 0, 22809, 0, PLAN_NCCL_MEM_SYMMETRIC }, &d),
+	       0, "both: rank 0 of 2, symmetric (%s)", d.message);
+	is_int(plan_set_dist(p1, &(struct plan_dist){ 2, 1, 22809, 0, PLAN_NCCL_MEM_SYMMETRIC }, &d),
+	       0, "both: rank 1 of 2, symmetric (%s)", d.message);
+	/* P owns P1 from here, also when this fails */
+	if (plan_add_rank(p, p1, &d) != 0) {
+		ok(0, "both: rank 1 attached (%s)", d.message);
+		goto out;
+	}
+	is_int(plan_validate(p, &d), 0, "both: valid (%s)", d.message);
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "both: written (%s)", d.message);
+	if (a == NULL)
+		goto out;
+	ok(get32((unsigned char *)a + 8) == (1u | 8u << 16), "both: the header says 1.8");
+	{
+		unsigned char *ct = get_content(a, alen, &ctlen);
+		struct section s[MAX_SECT];
+		int n = split_content(ct, s);
+		int di = find_sect(s, n, "DIST", 0), si = find_sect(s, n, "SREC", 0),
+		    bi = find_sect(s, n, "BLCH", 0), ri = find_sect(s, n, "RANK", 0);
+		/* decode_step: memcpy break, segment 0 (+15 us, launched +11 us),
+		 * cublasLt break (+730 us, +26 us): SREC record 0, BLCH record 1 */
+		ok(di >= 0 && get32(s[di].data) == 24 && get32(s[di].data + 8) == 2 &&
+		   get32(s[di].data + 8 + 16) == 1 && get32(s[di].data + 8 + 20) == 0,
+		   "both: DIST of 24 bytes, world 2, Nccl_Mem 1, Reserved 0");
+		ok(si >= 0 && get32(s[si].data) == 24 && get64(s[si].data + 8 + 8) == 15000 &&
+		   get64(s[si].data + 8 + 16) == 11000,
+		   "both: SREC records of 24 bytes, segment 0 at +15000 ns, launched +11000 ns");
+		ok(bi >= 0 && get32(s[bi].data) == 32 && get64(s[bi].data + 8 + 32 + 16) == 730000 &&
+		   get64(s[bi].data + 8 + 32 + 24) == 26000,
+		   "both: BLCH records of 32 bytes, cublasLt at +730000 ns, launched +26000 ns");
+		ok(ri >= 0 && find_sect(s, n, "RANK", 1) < 0, "both: one RANK section");
+		free(ct);
+	}
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "both: read back (%s)", d.message);
+	if (q != NULL) {
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == 8, "both: read as format %u.%u", major, minor);
+		if (!ok(world_equal(p, q, why, sizeof why), "both: every rank comes back"))
+			diag("    first difference: %s", why);
+		if (!ok(offsets_equal(p, q, why, sizeof why), "both: every rank's offsets come back"))
+			diag("    first difference: %s", why);
+		ok(plan_get_rank(q, 1) != NULL &&
+		   plan_get_dist(plan_get_rank(q, 1))->nccl_mem == PLAN_NCCL_MEM_SYMMETRIC &&
+		   plan_variant_offsets(plan_get_rank(q, 1), 0, NULL) ==
+		   (PLAN_OFFSETS_START | PLAN_OFFSETS_ISSUE),
+		   "both: rank 1 says symmetric and has its offsets");
+		is_int(plan_write_memory(q, &b, &blen, &d), 0, "both: the plan read is written");
+		ok(blen == alen && b != NULL && memcmp(a, b, alen) == 0,
+		   "both: write(read(file)) is the file");
+	} else {
+		tap_skip(6, "not read");
+	}
+out:
+	plan_free(p);
+	plan_free(q);
+	free(a);
+	free(b);
+}
+
+/* A RANK section's content is read at its file's version: a world whose
+ * ranks differ in what they need (start offsets on one rank only) is
+ * written with every rank at the version the file says (1.7), and
+ * reads back. */
+static void test_ranks_one_version(void)
+{
+	for (int first = 0; first < 2; first++) {
+		plan_t *p = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2,
+		                                                          .offsets = first == 0 });
+		plan_t *p1 = sample_recorded_ex(&(struct sample_rec_opts){ .layers = 2,
+		                                                           .offsets = first == 1 });
+		const char *who = first == 0 ? "rank 0" : "rank 1";
+		struct plan_diag d = { 0 };
+		void *a = NULL, *b = NULL;
+		size_t alen = 0, blen = 0;
+		plan_t *q = NULL;
+		unsigned major = 0, minor = 0;
+		char why[256] = "";
+
+		int rc = p != NULL && p1 != NULL ? 0 : -1;
+
+		if (rc == 0)
+			rc = plan_set_dist(p, &(struct plan_dist){ 2, 0, 22809, 0, 0 }, &d);
+		if (rc == 0)
+			rc = plan_set_dist(p1, &(struct plan_dist){ 2, 1, 22809, 0, 0 }, &d);
+		if (rc == 0) {
+			rc = plan_add_rank(p, p1, &d);
+			p1 = NULL;   /* P owns it, also when that failed */
+		}
+		if (rc != 0) {
+			ok(0, "offsets on %s only: built (%s)", who, d.message);
+			plan_free(p1);
+			plan_free(p);
+			continue;
+		}
+		is_int(plan_write_memory(p, &a, &alen, &d), 0, "offsets on %s only: written (%s)", who,
+		       d.message);
+		ok(a != NULL && get32((unsigned char *)a + 8) == (1u | 7u << 16),
+		   "offsets on %s only: the header says 1.7", who);
+		is_int(a != NULL ? plan_read_memory(a, alen, NULL, &q, &d) : -1, 0,
+		       "offsets on %s only: read back (%s)", who, d.message);
+		if (q != NULL) {
+			plan_get_format_version(q, &major, &minor);
+			if (!ok(minor == 7 && world_equal(p, q, why, sizeof why) &&
+			        offsets_equal(p, q, why, sizeof why),
+			        "offsets on %s only: every rank comes back, offsets and all", who))
+				diag("    format 1.%u; first difference: %s", minor, why);
+			plan_write_memory(q, &b, &blen, NULL);
+			ok(b != NULL && blen == alen && memcmp(a, b, alen) == 0,
+			   "offsets on %s only: write(read(file)) is the file", who);
+		} else {
+			tap_skip(2, "not read");
+		}
+		free(a);
+		free(b);
+		plan_free(p);
+		plan_free(q);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
@@ -1330,5 +1568,8 @@ int main(int argc, char **argv)
 	test_validator();
 	test_diff();
 	test_text();
+	test_nccl_mem();
+	test_nccl_mem_offsets();
+	test_ranks_one_version();
 	return tap_done();
 }
