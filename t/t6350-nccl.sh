@@ -47,8 +47,25 @@ test_expect_success 'values: eager and captured collectives, both ranks, both dt
 '
 
 # symmetric memory (NCCL 2.27 and later): the same values with the buffers
-# in one registered window a rank, eager and in a graph replayed twice
-test "$("$ranks" --nccl-version)" -ge 22700 && test_set_prereq NCCL_SYMMETRIC
+# in one registered window a rank, eager and in a graph replayed twice.
+# NCCL may register no window (with NVLink SHARP off, NCCL_NVLS_ENABLE=0,
+# as on the project's H100 pairs): then the refusal is what is tested.
+if test "$("$ranks" --nccl-version)" -ge 22700; then
+	"$ranks" --world 2 --timeout 60 values-symmetric >probe.out 2>probe.err
+	if grep "NCCL registered no window" probe.err >/dev/null; then
+		test_set_prereq NCCL_NO_WINDOW
+	else
+		test_set_prereq NCCL_SYMMETRIC
+	fi
+fi
+
+test_expect_success NCCL_NO_WINDOW 'without a window NCCL registers, symmetric memory is refused on both ranks, naming the way out' '
+	test_must_fail "$ranks" --world 2 --timeout 60 values-symmetric >out 2>err &&
+	test_grep "^\[rank 0\] bcgtool: rank 0: .*symmetric memory: NCCL registered no window (no symmetric memory between these GPUs.*): use --nccl-mem default\$" err &&
+	test_grep "^\[rank 1\] bcgtool: rank 1: .*NCCL registered no window" err &&
+	! test_grep "symmetric memory: [0-9]* bytes" out &&
+	no_rank_left
+'
 
 test_expect_success NCCL_SYMMETRIC 'values in symmetric memory: eager and captured, both ranks, both dtypes' '
 	"$ranks" --world 2 --timeout 60 values-symmetric >out 2>err &&

@@ -505,8 +505,11 @@ static int nccl_sym_alloc(struct dist_comm *c, uint64_t bytes, uint64_t layout, 
 		/* NCCL registers no window where it cannot map the peers'
 		 * memory (no NVLink or P2P, NCCL_CUMEM_ENABLE=0): the
 		 * collectives would silently take the default path. */
+		const char *nvls = getenv("NCCL_NVLS_ENABLE");
 		snprintf(msg, len, "rank %d: %s: NCCL registered no window (no symmetric memory "
-		         "between these GPUs?): use --nccl-mem default", c->rank, what);
+		         "between these GPUs%s%s%s): use --nccl-mem default", c->rank, what,
+		         nvls != NULL ? "; NCCL_NVLS_ENABLE=" : "?", nvls != NULL ? nvls : "",
+		         nvls != NULL ? " is set" : "");
 		goto out;
 	}
 	*p = n->sym;
