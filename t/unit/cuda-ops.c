@@ -24,8 +24,10 @@
  * as the engine does, and must be zero again after every launch. The
  * fused kinds are checked against host_kernel() of the kind; where this
  * build has none yet, against their unfused sequence run by the host
- * kernels (the definition op.h gives). PDL on and off must give the same
- * bits, and a capture with PDL must hold programmatic edges.
+ * kernels (the definition op.h gives). rope_kv_write and
+ * rope_paged_kv_write with q_w and k_w are also held bit for bit to the
+ * device's own qk_norm then the kind without them. PDL on and off must
+ * give the same bits, and a capture with PDL must hold programmatic edges.
  *
  * Without a usable CUDA device the whole program is skipped.
  */
