@@ -74,13 +74,18 @@ static void ops_attr_default(const struct op_kind *k, int i, char *buf, size_t l
 		snprintf(buf, len, "%lld", (long long)a->dflt);
 }
 
-static void ops_list_names(const char *const *names, char *buf, size_t len)
+/* NAMES, those from LEAST on (optional) in brackets. */
+static void ops_list_names(const char *const *names, int least, char *buf, size_t len)
 {
 	size_t n = 0;
+	int i;
 
 	buf[0] = '\0';
-	for (int i = 0; names[i] != NULL && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", names[i]);
+	for (i = 0; names[i] != NULL && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s%s", i == least ? "[" : "",
+		                      i ? ", " : "", names[i]);
+	if (i > least && n < len)
+		snprintf(buf + n, len - n, "]");
 }
 
 static void ops_dtypes(unsigned mask, char *buf, size_t len)
@@ -106,8 +111,8 @@ static void ops_row_fill(const struct op_kind *k, struct ops_row *r)
 	char in[64], out[64];
 	size_t n = 0;
 
-	ops_list_names(k->inputs, in, sizeof in);
-	ops_list_names(k->outputs, out, sizeof out);
+	ops_list_names(k->inputs, op_kind_min_inputs(k), in, sizeof in);
+	ops_list_names(k->outputs, op_kind_count_outputs(k), out, sizeof out);
 	if (k->outputs[0] != NULL && k->outputs[1] != NULL)
 		snprintf(r->signature, sizeof r->signature, "(%s) -> (%s)", in, out);
 	else
@@ -221,6 +226,8 @@ static void ops_print_json(void)
 		plan_json_string(j, k->summary);
 		plan_json_key(j, "inputs");
 		ops_json_names(j, k->inputs);
+		plan_json_key(j, "min_inputs");             /* the rest optional, all or none */
+		plan_json_int(j, op_kind_min_inputs(k));
 		plan_json_key(j, "outputs");
 		ops_json_names(j, k->outputs);
 		plan_json_key(j, "attrs");

@@ -153,6 +153,15 @@
 #             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180);
 #             then `bcgtool report` of an nsys profile of the unfused and the
 #             fused step at T=1 (per-op tables; FOLD_NSYS=0 skips them)
+#   qknorm    qk_norm folded into rope_kv_write (issues 21, 22): t/unit/cuda-ops
+#             and host-ops first (the fused kernel against the device's
+#             qk_norm then rope_kv_write, bit for bit), then
+#             samples/qwen3-30b-a3b-moe-unfused.yaml against
+#             qwen3-30b-a3b-moe.yaml, full at T=1 and 8 (--stats): kernels a
+#             step of each plan (inspect --json's nodes), a 100-step replay
+#             --check of each, then replays in turns (1000 steps after 100,
+#             3 rounds, medians; no --check: over 1000 steps an MoE's
+#             routings diverge) and "qknorm: T=N fused / unfused step = X"
 #   tunectx   how the tuner times an op (issue 22): each sample (TUNECTX_SAMPLES,
 #             default llama-3.2-1b and llama-decode) captured full at T=1 and 8
 #             with BCG_TUNE_CONTEXT=isolated and =pdl; the ops whose choice
@@ -1332,6 +1341,88 @@ PY
 				tail -5 fold-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
 			fi
 		done
+		;;
+	qknorm)
+		(cd "$build" && make check TESTS='t/unit/cuda-ops t/unit/host-ops') \
+			>qknorm-check.txt 2>&1
+		say "qknorm: check cuda-ops host-ops: exit $?"
+		grep -E '^(ok|not ok) .*with q_w, k_w' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+			grep -c '^ok' | sed 's/^/  cuda-ops cases with q_w, k_w passed: /' | tee -a "$summary"
+		grep -E '^(ok|not ok) .*with q_w, k_w.*bit for bit' "$build/t/unit/cuda-ops.log" \
+			2>/dev/null | grep -c '^ok' |
+			sed 's/^/  of them bit for bit against qk_norm then the kind: /' | tee -a "$summary"
+		grep -hE '^not ok' "$build/t/unit/cuda-ops.log" "$build/t/unit/host-ops.log" \
+			2>/dev/null | head -20 | sed 's/^/  /' | tee -a "$summary"
+		for p in qwen3-30b-a3b-moe-unfused qwen3-30b-a3b-moe; do
+			for t in 1 8; do
+				t0=$(date +%s)
+				"$B" capture --backend cuda --mode full --tokens $t --stats \
+					-o qknorm-$p-$t.plan "$S/$p.yaml" >qknorm-capture-$p-$t.txt 2>&1
+				say "qknorm: capture $p full T=$t: exit $? in $(( $(date +%s) - t0 )) s"
+				tail -2 qknorm-capture-$p-$t.txt | sed 's/^/  /' | tee -a "$summary"
+				"$B" inspect --json qknorm-$p-$t.plan >qknorm-inspect-$p-$t.json 2>&1
+				"$B" replay --backend cuda --tokens $t --steps 100 --warmup 10 --check --json \
+					qknorm-$p-$t.plan >qknorm-check-$p-$t.json 2>qknorm-check-$p-$t.err
+				say "qknorm: replay --check $p T=$t (100 steps): exit $?"
+				tail -2 qknorm-check-$p-$t.err | sed 's/^/  /' | tee -a "$summary"
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+for t in (1, 8):
+    for p in ("qwen3-30b-a3b-moe-unfused", "qwen3-30b-a3b-moe"):
+        try:
+            d = json.load(open("qknorm-inspect-%s-%d.json" % (p, t)))
+        except (OSError, ValueError) as e:
+            print("  qknorm: %s T=%d: no inspect --json (%s)" % (p, t, e))
+            continue
+        vs = [v["index"] for v in d["variants"] if v["tokens"] == t and v["mode"] == "full"]
+        names = [n.get("kernel", "") for s in d["segments"] if s["variant"] in vs
+                 for n in s["nodes"] if n["type"] == "kernel"]
+        print("qknorm: kernels a step T=%d %-26s %4d (qk_norm %d, rope_kv_write %d, "
+              "of them with the norm %d)" % (t, p, len(names),
+              sum("qk_norm" in k for k in names), sum("rope_kv_write" in k for k in names),
+              sum("rope_kv_write_norm" in k for k in names)))
+PY
+		for round in 1 2 3; do
+			for t in 1 8; do
+				for p in qwen3-30b-a3b-moe-unfused qwen3-30b-a3b-moe; do
+					"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --json \
+						qknorm-$p-$t.plan >qknorm-replay-$p-$t-$round.json \
+						2>qknorm-replay-$p-$t-$round.err
+					[ $? = 0 ] || say "qknorm: replay $p T=$t round $round failed"
+				done
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+med = {}
+for p in ("qwen3-30b-a3b-moe-unfused", "qwen3-30b-a3b-moe"):
+    for t in (1, 8):
+        try:
+            c = json.load(open("qknorm-check-%s-%d.json" % (p, t))).get("check")
+        except (OSError, ValueError):
+            c = None
+        runs = []
+        for r in (1, 2, 3):
+            try:
+                d = json.load(open("qknorm-replay-%s-%d-%d.json" % (p, t, r)))
+            except (OSError, ValueError) as e:
+                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
+                continue
+            runs.append((d["step_ms"]["median"], d["busy_ms"]))
+        if not runs:
+            continue
+        steps = sorted(x[0] for x in runs)
+        med[(p, t)] = steps[len(steps) // 2]
+        print("  %-26s full T=%d step ms %s, busy %s, 100-step check %s" % (
+            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs),
+            c))
+for t in (1, 8):
+    a, b = med.get(("qwen3-30b-a3b-moe", t)), med.get(("qwen3-30b-a3b-moe-unfused", t))
+    if a and b:
+        print("qknorm: T=%d fused / unfused step = %.4f (want < 1: 8 kernels fewer)" % (t, a / b))
+PY
 		;;
 	tunectx)
 		samples=${TUNECTX_SAMPLES:-llama-3.2-1b llama-decode}

@@ -32,7 +32,7 @@ test_expect_success 'ops shows the fused kinds, several outputs in parentheses' 
 	test_grep "^add_rmsnorm  *(x, r, w) -> (sum, out)  *eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^matmul_add  *(x, a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^matmul_silu_mul  *(a, b) -> out  *trans_a=false trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
-	test_grep "^rope_kv_write  *(qkv, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^rope_kv_write  *(qkv, pos\[, q_w, k_w\]) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^qk_norm  *(x, q_w, k_w) -> out  *heads kv_heads=heads head_dim eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^slice  *(x) -> out  *start  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^rmsnorm_matmul  *(x, w, b) -> out  *eps trans_b=false epilogue=none  *f32 f16 bf16  *no  *always\$" out &&
@@ -63,7 +63,7 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert [a["name"] for a in k["paged_attention"]["attrs"]] == ["heads", "kv_heads", "head_dim", "scale"]
 	assert k["paged_attention"]["attrs"][1]["default"] == "heads"
 	assert k["paged_kv_write"]["inputs"] == ["x", "slots"] and k["paged_kv_write"]["outputs"] == ["cache"]
-	assert k["rope_paged_kv_write"]["inputs"] == ["qkv", "pos", "slots"]
+	assert k["rope_paged_kv_write"]["inputs"] == ["qkv", "pos", "slots", "q_w", "k_w"]
 	assert k["rope_paged_kv_write"]["outputs"] == ["q", "k_cache", "v_cache"]
 	assert k["rope_paged_kv_write"]["attrs"][1]["default"] == "heads"
 	assert k["attention"]["capture"] == "safe-form"
@@ -83,7 +83,11 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert k["embedding"]["inputs"] == ["table", "ids"]
 	assert k["add_rmsnorm"]["outputs"] == ["sum", "out"]
 	assert k["rope_kv_write"]["outputs"] == ["q", "k_cache", "v_cache"]
-	assert [a["name"] for a in k["rope_kv_write"]["attrs"]] == ["heads", "kv_heads", "head_dim", "theta"] + scaling
+	assert [a["name"] for a in k["rope_kv_write"]["attrs"]] == ["heads", "kv_heads", "head_dim", "theta"] + scaling + ["eps"]
+	assert k["rope_kv_write"]["inputs"] == ["qkv", "pos", "q_w", "k_w"]
+	assert k["rope_kv_write"]["min_inputs"] == 2 and k["rope_paged_kv_write"]["min_inputs"] == 3
+	assert all(x["min_inputs"] == len(x["inputs"]) for x in k.values()
+	           if x["name"] not in ("rope_kv_write", "rope_paged_kv_write"))
 	assert k["rope_kv_write"]["attrs"][1]["default"] == "heads"
 	assert k["slice"]["attrs"] == [{"name": "start", "type": "int", "required": True, "default": None,
 	                                "help": "the first column of x taken"}]
@@ -95,7 +99,7 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	                                           "default": "none", "help": "after the product: none, or silu_mul (gate columns, then up)"}
 	rrk = k["rmsnorm_matmul_rope_kv_write"]
 	assert rrk["inputs"] == ["x", "w", "b", "pos"] and rrk["outputs"] == ["q", "k_cache", "v_cache"]
-	assert rrk["attrs"][:-2] == k["rope_kv_write"]["attrs"]
+	assert rrk["attrs"][:-2] == k["rope_kv_write"]["attrs"][:-1]
 	assert [a["name"] for a in rrk["attrs"][-2:]] == ["eps", "trans_b"]
 	EOT
 	"$PYTHON3" check.py out.json

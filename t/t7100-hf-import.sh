@@ -280,9 +280,12 @@ test_expect_success JANSSON,PYTHON3 'rope types and options the kernels do not c
 	expect_refused layered "not supported: rope_parameters per layer type (${SQ}full_attention${SQ})"
 '
 
-test_expect_success JANSSON,PYTHON3 'qwen3: q_norm and k_norm weights and a qk_norm before the rope; tied uses the embedding' '
+test_expect_success JANSSON,PYTHON3 'qwen3: q_norm and k_norm weights, rope_kv_write normalizing q and k with them; tied uses the embedding' '
 	test_grep "q_norm: {dtype: f32, shape: \[HD\], role: weight, count: L, init: {kind: safetensors, file: \".*/hf/qwen3/model.safetensors\", tensor: \"model.layers.{l}.self_attn.q_norm.weight\"}}" qwen3.yaml &&
-	test_grep "{op: qk_norm, name: \"qk_norm.{l}\", in: \[qkv, \"q_norm\[l\]\", \"k_norm\[l\]\"\], out: \[qkv\]," qwen3.yaml &&
+	test_grep "^        in: \[qkv, pos, \"q_norm\[l\]\", \"k_norm\[l\]\"\]\$" qwen3.yaml &&
+	test_grep "attrs: {heads: NH, kv_heads: NKV, head_dim: HD, theta: .*, eps: [0-9.e+-]*}\$" qwen3.yaml &&
+	! test_grep "op: qk_norm" qwen3.yaml 2>/dev/null &&
+	test_grep "^        in: \[qkv, pos\]\$" llama.yaml &&
 	test_grep "in: \[h, lm_head\], out: \[logits\]" qwen3.yaml &&
 	test_grep "in: \[h, embed_tokens\], out: \[logits\]" qwen3-tied.yaml &&
 	! test_grep "qk_norm" llama.yaml 2>/dev/null &&
@@ -366,7 +369,8 @@ test_expect_success JANSSON,PYTHON3 'the script reads each expert straight into 
 	test_grep "op: gated_add" qwen2-moe.yaml &&
 	! test_grep "op: gated_add" mixtral.yaml 2>/dev/null &&
 	test_grep "attrs: {top_k: K, renorm: true}" qwen3-moe.yaml &&
-	test_grep "{op: qk_norm, name: \"qk_norm.{l}\"" qwen3-moe.yaml &&
+	test_grep "^        in: \[qkv, pos, \"q_norm\[l\]\", \"k_norm\[l\]\"\]\$" qwen3-moe.yaml &&
+	! test_grep "op: qk_norm" qwen3-moe.yaml 2>/dev/null &&
 	test_grep "^        - \"model.layers.{l}.mlp.experts.15.down_proj.weight\"\$" qwen3-moe.yaml
 '
 

@@ -419,6 +419,9 @@ static int sh_heads_op(struct sh *s, const struct op_kind *k, const struct plan_
 				continue;
 			if (k->id == OP_QK_NORM && side == 0)   /* the norms' weights [head_dim] */
 				continue;
+			if (side == 0 && ((k->id == OP_ROPE_KV_WRITE && i >= RKV_Q_W) ||
+			                  (k->id == OP_ROPE_PAGED_KV_WRITE && i >= RPKV_Q_W)))
+				continue;                       /* q_w, k_w: the same */
 			sh_operand(s, k, o, side, i, opnd, sizeof opnd);
 			return sh_fail(s, op, PLAN_NONE, "%s: %s %s, and input %s ('%s') %s", desc, opnd,
 			               lead ? "does not split" : "splits", k->inputs[0],

@@ -725,14 +725,14 @@ int hf_import(const char *dir, const struct hf_import_opts *o, char **text,
 	if (m->qkv_bias)
 		hf_put(&lb, "      - {op: add, name: \"qkv_bias.{l}\", in: [qkv, \"qkv_bias[l]\"], "
 		           "out: [qkv]}\n");
-	if (m->qk_norm)
-		hf_put(&lb, "      - {op: qk_norm, name: \"qk_norm.{l}\", in: [qkv, \"q_norm[l]\", "
-		           "\"k_norm[l]\"], out: [qkv],\n         attrs: {heads: NH, kv_heads: NKV, "
-		           "head_dim: HD, eps: %.9g}}\n", eps);
+	/* Qwen3's norms of q and k: rope_kv_write's weights, qk_norm folded in */
 	hf_put(&lb, "      - op: rope_kv_write\n        name: \"rope_kv.{l}\"\n"
-	           "        in: [qkv, pos]\n        out: [q, \"k_cache[l]\", \"v_cache[l]\"]\n"
-	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, theta: %.17g", rope.theta);
+	           "        in: [qkv, pos%s]\n        out: [q, \"k_cache[l]\", \"v_cache[l]\"]\n"
+	           "        attrs: {heads: NH, kv_heads: NKV, head_dim: HD, theta: %.17g",
+	           m->qk_norm ? ", \"q_norm[l]\", \"k_norm[l]\"" : "", rope.theta);
 	hf_put_rope(&lb, &rope);
+	if (m->qk_norm)
+		hf_put(&lb, ", eps: %.9g", eps);
 	hf_put(&lb, "}\n");
 	hf_put(&lb, "      - op: attention\n        name: \"attn.{l}\"\n"
 	           "        in: [q, \"k_cache[l]\", \"v_cache[l]\"]\n        out: [att]\n"

@@ -12,7 +12,8 @@
  *                       cache (so it never slides)
  *   Qwen2ForCausalLM    the same, with biases on the q, k and v projections
  *   Qwen3ForCausalLM    the same without biases, with an rmsnorm over each
- *                       head of q and of k before the rope (qk_norm)
+ *                       head of q and of k before the rope (qk_norm's, folded
+ *                       into rope_kv_write as its q_w and k_w)
  *   MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM
  *                       a mixture of experts in every layer's MLP (hf-moe.h);
  *                       Qwen2-MoE as Qwen2, Qwen3-MoE as Qwen3 otherwise

@@ -21,6 +21,13 @@
  * row, as kv_write. It is PDL-aware: it waits before reading qkv and
  * triggers after its stores. rope_paged_kv_write is the same kernel with
  * the cache row of each token read from its slot.
+ *
+ * With q_w and k_w (the "norm" kernels) each q and k head is first
+ * normalized as qk_norm's kernel (cuda-norm.cu) does it: one warp a head,
+ * each lane summing the squares of elements lane, lane + 32, ... in that
+ * order, then cuda_warp_sum and x / rms * w, rounded to qkv's dtype as
+ * qk_norm's store rounds it. The warp then rotates its head's pairs from
+ * those rounded values: the bytes of qk_norm's kernel then this one's.
  */
 #include "config.h"
 
@@ -136,16 +143,22 @@ extern "C" int cuda_run_rope(const struct op_call *call, const struct cuda_op_ct
  * 32-bit (the launch checks that a token's items fit). The two kernels
  * below are this one body, so that their names stay those that plans
  * record. */
-template <bool PAGED>
+/* NORM (the weights qw, kw given; D even): a token's q and k items are
+ * instead one warp's 32 lanes per head, (H + KVH) * 32 of them, whole
+ * warps since the block and the stride are multiples of 32 and they come
+ * first; a warp's head, and whether it writes, is the same for its lanes,
+ * so all 32 reach the reduction's shuffles together. */
+template <bool PAGED, bool NORM>
 __device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, const int32_t *pos,
-                                                   const int32_t *slots, void *q, int dtq,
+                                                   const int32_t *slots, const void *qw,
+                                                   const void *kw, float eps, void *q, int dtq,
                                                    void *kc, int dtk, void *vc, int dtv,
                                                    int64_t T, int H, int KVH, int D, int64_t S,
                                                    bool v16, const struct rope_freqs &freqs)
 {
 	const int half = D / 2, ph = half + (D & 1);
 	const int width = (H + 2 * KVH) * D, kvw = KVH * D;
-	const int nq = H * ph, nk = KVH * ph;
+	const int nq = NORM ? H * 32 : H * ph, nk = NORM ? KVH * 32 : KVH * ph;
 	const int xs = (int)cuda_dtype_size(dtx), vs = (int)cuda_dtype_size(dtv);
 	const int nv = v16 ? kvw * xs / 16 : kvw;
 	const int per_tok = nq + nk + nv;
@@ -168,6 +181,36 @@ __device__ __forceinline__ void rope_kv_write_body(const void *qkv, int dtx, con
 						reinterpret_cast<const uint4 *>(vsrc)[j];
 				else
 					cuda_rope_copy(vsrc, dtx, vdst, dtv, j);
+				continue;
+			}
+			if (NORM) {
+				const int hh = r >> 5, lane = r & 31;
+				const bool is_k = hh >= H;
+				if (is_k && !in_cache)          /* the same for the warp */
+					continue;
+				const int h = is_k ? hh - H : hh;
+				const int64_t src = t * width + (int64_t)hh * D;
+				const void *w = is_k ? kw : qw;
+				void *dst = is_k ? kc : q;
+				const int dtd = is_k ? dtk : dtq;
+				const int64_t dbase = is_k ? row * kvw + h * D : t * H * D + h * D;
+				float sum = 0.0f;
+				for (int j = lane; j < D; j += 32) {
+					float v = cuda_ld(qkv, dtx, src + j);
+					sum += v * v;
+				}
+				sum = cuda_warp_sum(sum);
+				float rms = sqrtf(sum / (float)D + eps);
+				for (int i = lane; i < half; i += 32) {
+					float c, s;
+					rope_angle(freqs, (int32_t)p, i, &c, &s);
+					float x1 = cuda_round_to(dtx, cuda_ld(qkv, dtx, src + i) / rms *
+					                              cuda_ld(w, dtx, i));
+					float x2 = cuda_round_to(dtx, cuda_ld(qkv, dtx, src + i + half) / rms *
+					                              cuda_ld(w, dtx, i + half));
+					cuda_st(dst, dtd, dbase + i, __fmul_rn(x1, c) - __fmul_rn(x2, s));
+					cuda_st(dst, dtd, dbase + i + half, __fmul_rn(x2, c) + __fmul_rn(x1, s));
+				}
 				continue;
 			}
 			const bool is_k = r >= nq;
@@ -200,8 +243,8 @@ __global__ void bcg_rope_kv_write_kernel(const void *qkv, int dtx, const int32_t
                                          int dtv, int64_t T, int H, int KVH, int D, int64_t S,
                                          bool v16, struct rope_freqs freqs)
 {
-	rope_kv_write_body<false>(qkv, dtx, pos, NULL, q, dtq, kc, dtk, vc, dtv, T, H, KVH, D, S,
-	                          v16, freqs);
+	rope_kv_write_body<false, false>(qkv, dtx, pos, NULL, NULL, NULL, 0.0f, q, dtq, kc, dtk,
+	                                 vc, dtv, T, H, KVH, D, S, v16, freqs);
 }
 
 __global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const int32_t *pos,
@@ -210,21 +253,49 @@ __global__ void bcg_rope_paged_kv_write_kernel(const void *qkv, int dtx, const i
                                                int KVH, int D, int64_t S, bool v16,
                                                struct rope_freqs freqs)
 {
-	rope_kv_write_body<true>(qkv, dtx, pos, slots, q, dtq, kc, dtk, vc, dtv, T, H, KVH, D, S,
-	                         v16, freqs);
+	rope_kv_write_body<true, false>(qkv, dtx, pos, slots, NULL, NULL, 0.0f, q, dtq, kc, dtk,
+	                                vc, dtv, T, H, KVH, D, S, v16, freqs);
 }
 
-/* The launch of rope_kv_write (SLOTS NULL) or rope_paged_kv_write: the
- * operands checked, the frequencies computed, one kernel launched. */
+/* The same with q_w and k_w (of qkv's dtype): qk_norm folded in. */
+__global__ void bcg_rope_kv_write_norm_kernel(const void *qkv, int dtx, const int32_t *pos,
+                                              const void *qw, const void *kw, float eps,
+                                              void *q, int dtq, void *kc, int dtk, void *vc,
+                                              int dtv, int64_t T, int H, int KVH, int D,
+                                              int64_t S, bool v16, struct rope_freqs freqs)
+{
+	rope_kv_write_body<false, true>(qkv, dtx, pos, NULL, qw, kw, eps, q, dtq, kc, dtk, vc, dtv,
+	                                T, H, KVH, D, S, v16, freqs);
+}
+
+__global__ void bcg_rope_paged_kv_write_norm_kernel(const void *qkv, int dtx,
+                                                    const int32_t *pos, const int32_t *slots,
+                                                    const void *qw, const void *kw, float eps,
+                                                    void *q, int dtq, void *kc, int dtk,
+                                                    void *vc, int dtv, int64_t T, int H,
+                                                    int KVH, int D, int64_t S, bool v16,
+                                                    struct rope_freqs freqs)
+{
+	rope_kv_write_body<true, true>(qkv, dtx, pos, slots, qw, kw, eps, q, dtq, kc, dtk, vc, dtv,
+	                               T, H, KVH, D, S, v16, freqs);
+}
+
+/* The launch of rope_kv_write (SLOTS NULL) or rope_paged_kv_write, with
+ * their weights q_w, k_w when the call has them: the operands checked,
+ * the frequencies computed, one kernel launched. */
 static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op_ctx *ctx,
                                 const struct op_tensor *slots, char *msg, size_t len)
 {
 	const char *what = slots ? "rope_paged_kv_write" : "rope_kv_write";
 	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1];
 	const struct op_tensor *q = &call->out[0], *kc = &call->out[1], *vc = &call->out[2];
+	const int wi = slots ? (int)RPKV_Q_W : (int)RKV_Q_W;
+	const struct op_tensor *qw = call->nin > wi ? &call->in[wi] : NULL;
+	const struct op_tensor *kw = call->nin > wi ? &call->in[wi + 1] : NULL;
 	int64_t H = call->attr[RKV_HEADS].i, KVH = call->attr[RKV_KV_HEADS].i;
 	int64_t D = call->attr[RKV_HEAD_DIM].i;
 	double theta = call->attr[RKV_THETA].f;
+	float eps = qw ? (float)call->attr[RKV_EPS].f : 0.0f;
 	int64_t T = cuda_numel(pos), S = cuda_rows(kc);
 	struct rope_freqs freqs;
 
@@ -247,6 +318,10 @@ static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op
 		                 (long long)((H + 2 * KVH) * D));
 	if (slots && cuda_numel(slots) != T)
 		return cuda_fail(msg, len, "%s: slots must be [%lld]", what, (long long)T);
+	if (qw && (qw->dtype != qkv->dtype || kw->dtype != qkv->dtype || cuda_numel(qw) != D ||
+	           cuda_numel(kw) != D || D % 2 != 0))
+		return cuda_fail(msg, len, "%s: q_w and k_w must be [%lld] of qkv's dtype %s, "
+		                 "head_dim even", what, (long long)D, cuda_dtype_name(qkv->dtype));
 	if (cuda_numel(q) != T * H * D)
 		return cuda_fail(msg, len, "%s: q must be [%lld, %lld]", what, (long long)T,
 		                 (long long)(H * D));
@@ -259,7 +334,7 @@ static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op
 		return cuda_fail(msg, len, "%s: %lld heads and %lld kv_heads of %lld are above "
 		                 "the kernel's %d elements a token", what, (long long)H,
 		                 (long long)KVH, (long long)D, INT_MAX / 2);
-	const int64_t per_tok = (H + KVH) * (D / 2 + (D & 1)) + KVH * D;
+	const int64_t per_tok = (H + KVH) * (qw ? 32 : D / 2 + (D & 1)) + KVH * D;
 	if (T <= 0 || per_tok <= 0)
 		return 0;
 	const size_t xs = cuda_dtype_size(qkv->dtype);
@@ -273,6 +348,23 @@ static int rope_kv_write_launch(const struct op_call *call, const struct cuda_op
 	const int64_t cols = (per_tok + CUDA_EW_THREADS - 1) / CUDA_EW_THREADS;
 	const int64_t rows = T < 65535 ? T : 65535;
 	dim3 grid((unsigned)(cols < 1024 ? cols : 1024), (unsigned)rows), block(CUDA_EW_THREADS);
+	static_assert(CUDA_EW_THREADS % 32 == 0, "the norm kernels' warps are whole");
+	if (qw && slots == NULL)
+		return cuda_launch(ctx, "bcg_rope_kv_write_norm_kernel", bcg_rope_kv_write_norm_kernel,
+		                   grid, block, msg, len, (const void *)qkv->data, qkv->dtype,
+		                   static_cast<const int32_t *>(pos->data), (const void *)qw->data,
+		                   (const void *)kw->data, eps, q->data, q->dtype, kc->data,
+		                   kc->dtype, vc->data, vc->dtype, T, (int)H, (int)KVH, (int)D, S,
+		                   v16, freqs);
+	if (qw)
+		return cuda_launch(ctx, "bcg_rope_paged_kv_write_norm_kernel",
+		                   bcg_rope_paged_kv_write_norm_kernel, grid, block, msg, len,
+		                   (const void *)qkv->data, qkv->dtype,
+		                   static_cast<const int32_t *>(pos->data),
+		                   static_cast<const int32_t *>(slots->data), (const void *)qw->data,
+		                   (const void *)kw->data, eps, q->data, q->dtype, kc->data,
+		                   kc->dtype, vc->data, vc->dtype, T, (int)H, (int)KVH, (int)D, S,
+		                   v16, freqs);
 	if (slots == NULL)
 		return cuda_launch(ctx, "bcg_rope_kv_write_kernel", bcg_rope_kv_write_kernel, grid,
 		                   block, msg, len, (const void *)qkv->data, qkv->dtype,
@@ -296,5 +388,5 @@ extern "C" int cuda_run_rope_kv_write(const struct op_call *call, const struct c
 extern "C" int cuda_run_rope_paged_kv_write(const struct op_call *call,
                                             const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
-	return rope_kv_write_launch(call, ctx, &call->in[2], msg, len);
+	return rope_kv_write_launch(call, ctx, &call->in[RPKV_SLOTS], msg, len);
 }

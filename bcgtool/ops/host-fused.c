@@ -37,11 +37,50 @@ void host_run_add_rmsnorm(const struct op_call *call)
 	}
 }
 
-/* rope_kv_write (qkv, pos) -> (q, k_cache, v_cache): row t of qkv is
- * q | k | v, of heads, kv_heads and kv_heads heads. q = rope(q part);
- * rope(k part) goes to k_cache row pos[t], the v part to v_cache row
- * pos[t], positions outside the caches skipped. Tokens go in order, so of
- * two equal positions the later wins, as in kv_write. */
+/* host-kernels.h. Head by head: the head normalized into a buffer of
+ * qkv's dtype by qk_norm's arithmetic (host_rmsnorm_span, its store
+ * rounding), then rotated from there by host_rope_part, one token (pos1)
+ * and one head at a time, into q's row t or the cache row AT[t]. */
+void host_rope_kv_normed(const struct op_call *call, const struct op_tensor *qw,
+                         const struct op_tensor *kw, const struct op_tensor *kc,
+                         const struct op_tensor *at, const struct rope_scaling *rs)
+{
+	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1], *q = &call->out[0];
+	int64_t heads = call->attr[RKV_HEADS].i, kvh = call->attr[RKV_KV_HEADS].i;
+	int64_t hd = call->attr[RKV_HEAD_DIM].i, cols = host_cols(qkv), T = host_numel(pos);
+	float eps = (float)call->attr[RKV_EPS].f;
+	size_t size = host_dtype_size(qkv->dtype);
+	union { float f[HOST_RKV_MAX_HEAD_DIM]; uint16_t h[HOST_RKV_MAX_HEAD_DIM]; } buf;
+	int32_t pt, row;
+	struct op_tensor head = { .dtype = qkv->dtype, .rank = 2, .dim = { 1, hd }, .data = &buf };
+	struct op_tensor pos1 = { .dtype = PLAN_DTYPE_I32, .rank = 1, .dim = { 1 }, .data = &pt };
+	struct op_tensor row1 = { .dtype = PLAN_DTYPE_I32, .rank = 1, .dim = { 1 }, .data = &row };
+
+	if (hd > HOST_RKV_MAX_HEAD_DIM)        /* the registry's bound; never here */
+		return;
+	for (int64_t t = 0; t < T; t++) {
+		pt = host_get_i32(pos, t);
+		row = host_get_i32(at, t);
+		for (int64_t h = 0; h < heads + kvh; h++) {
+			struct op_tensor x = *qkv;
+			x.data = (char *)qkv->data + (size_t)(t * cols + h * hd) * size;
+			host_rmsnorm_span(&x, h < heads ? qw : kw, &head, 0, hd, eps);
+			if (h < heads)
+				host_rope_part(&head, hd, 0, &pos1, q, heads * hd, t * heads * hd + h * hd,
+				               NULL, 1, hd, rs);
+			else
+				host_rope_part(&head, hd, 0, &pos1, kc, kvh * hd, (h - heads) * hd, &row1,
+				               1, hd, rs);
+		}
+	}
+}
+
+/* rope_kv_write (qkv, pos[, q_w, k_w]) -> (q, k_cache, v_cache): row t of
+ * qkv is q | k | v, of heads, kv_heads and kv_heads heads. q = rope(q
+ * part); rope(k part) goes to k_cache row pos[t], the v part to v_cache
+ * row pos[t], positions outside the caches skipped. Tokens go in order, so
+ * of two equal positions the later wins, as in kv_write. With q_w and k_w,
+ * each q and k head is first qk_norm's (host_rope_kv_normed). */
 void host_run_rope_kv_write(const struct op_call *call)
 {
 	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1];
@@ -53,8 +92,12 @@ void host_run_rope_kv_write(const struct op_call *call)
 	int64_t T = host_numel(pos), S = host_rows(vc);
 
 	rope_scaling_init(&rs, call->attr[RKV_THETA].f, hd, &call->attr[RKV_SCALING]);
-	host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, &rs);
-	host_rope_part(qkv, cols, qw, pos, kc, kw, 0, pos, kvh, hd, &rs);
+	if (call->nin > RKV_Q_W) {
+		host_rope_kv_normed(call, &call->in[RKV_Q_W], &call->in[RKV_K_W], kc, pos, &rs);
+	} else {
+		host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, &rs);
+		host_rope_part(qkv, cols, qw, pos, kc, kw, 0, pos, kvh, hd, &rs);
+	}
 	for (int64_t t = 0; t < T; t++) {
 		int64_t p = host_get_i32(pos, t);
 		if (p >= 0 && p < S)

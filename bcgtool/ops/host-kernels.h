@@ -116,6 +116,18 @@ void host_rope_part(const struct op_tensor *x, int64_t x_cols, int64_t x_col,
                     int64_t out_cols, int64_t out_col, const struct op_tensor *at,
                     int64_t heads, int64_t head_dim, const struct rope_scaling *rs);
 
+/* rope_kv_write's and rope_paged_kv_write's q and k with the weights QW
+ * and KW (host-fused.c): each head of CALL's qkv normalized as qk_norm
+ * does it (eps RKV_EPS) and stored in qkv's dtype, then rotated by RS as
+ * host_rope_part rotates it, into q and into KC's row AT[t] (pos or the
+ * slots; KC seen as [rows, kv_heads * head_dim]), skipped outside KC.
+ * The bytes of qk_norm then the unnormed kind. head_dim is at most
+ * HOST_RKV_MAX_HEAD_DIM (the registry's rope bound). */
+#define HOST_RKV_MAX_HEAD_DIM 512
+void host_rope_kv_normed(const struct op_call *call, const struct op_tensor *qw,
+                         const struct op_tensor *kw, const struct op_tensor *kc,
+                         const struct op_tensor *at, const struct rope_scaling *rs);
+
 /* Inline forms of host_load and host_store, for the kernels' inner loops. */
 static inline float host_get(const struct op_tensor *t, int64_t i)
 {

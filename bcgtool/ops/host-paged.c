@@ -35,8 +35,9 @@ void host_run_paged_kv_write(const struct op_call *call)
 	}
 }
 
-/* rope_paged_kv_write (qkv, pos, slots) -> (q, k_cache, v_cache): as
- * rope_kv_write (host-fused.c), the cache rows given by slots. */
+/* rope_paged_kv_write (qkv, pos, slots[, q_w, k_w]) -> (q, k_cache,
+ * v_cache): as rope_kv_write (host-fused.c), the cache rows given by
+ * slots. */
 void host_run_rope_paged_kv_write(const struct op_call *call)
 {
 	const struct op_tensor *qkv = &call->in[0], *pos = &call->in[1], *slots = &call->in[2];
@@ -53,8 +54,13 @@ void host_run_rope_paged_kv_write(const struct op_call *call)
 	kflat.dim[0] = rows;
 	kflat.dim[1] = kw;
 	rope_scaling_init(&rs, call->attr[RKV_THETA].f, hd, &call->attr[RKV_SCALING]);
-	host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, &rs);
-	host_rope_part(qkv, cols, qw, pos, &kflat, kw, 0, slots, kvh, hd, &rs);
+	if (call->nin > RPKV_Q_W) {
+		host_rope_kv_normed(call, &call->in[RPKV_Q_W], &call->in[RPKV_K_W], &kflat, slots,
+		                    &rs);
+	} else {
+		host_rope_part(qkv, cols, 0, pos, q, qw, 0, NULL, heads, hd, &rs);
+		host_rope_part(qkv, cols, qw, pos, &kflat, kw, 0, slots, kvh, hd, &rs);
+	}
 	for (int64_t t = 0; t < T; t++) {
 		int64_t s = host_get_i32(slots, t);
 		if (s >= 0 && s < rows)

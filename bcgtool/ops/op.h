@@ -91,6 +91,12 @@
  *                                        kv_write(rope(qkv[:, k part]), pos) -> k_cache;
  *                                        kv_write(qkv[:, v part], pos) -> v_cache;
  *                                        caches [S, kv_heads * head_dim]
+ *  rope_kv_write   (qkv, pos, q_w, k_w) -> (q, k_cache, v_cache)
+ *                                        with the optional weights (both or
+ *                                        neither), q_w, k_w [head_dim]:
+ *                                        qk_norm(qkv, q_w, k_w) (eps; rounded to
+ *                                        the dtype, as it stores) then
+ *                                        rope_kv_write: Qwen3's norms folded in
  *
  *  qk_norm         (x, q_w, k_w) -> out  x [rows, C]: in each row the first heads
  *                                        heads of head_dim elements are rmsnorm'd
@@ -133,7 +139,9 @@
  *  rope_paged_kv_write (qkv, pos, slots) -> (q, k_cache, v_cache)
  *                                        rope_kv_write with the cache rows taken
  *                                        from slots instead of pos (pos still
- *                                        gives the rotation); caches [NB, BS, W]
+ *                                        gives the rotation); caches [NB, BS, W];
+ *                                        optional q_w, k_w after slots as
+ *                                        rope_kv_write's
  *  paged_attention (q, k_cache, v_cache, block_table, seq_lens, query_start) -> out
  *                                        q, out [T, heads*head_dim]; caches
  *                                        [NB, BS, kv_heads*head_dim]; block_table
@@ -234,7 +242,8 @@
  *  host var), scale [0, meaning 1/sqrt(head_dim)], causal [false]; add_rmsnorm: eps [1e-6];
  *  matmul_add, matmul_silu_mul: trans_a [false], trans_b [false];
  *  rope_kv_write: heads, kv_heads [heads], head_dim, theta [10000], the
- *  rope_type attributes as rope's; qk_norm: heads, kv_heads [heads],
+ *  rope_type attributes as rope's, eps [1e-6] (with q_w and k_w only:
+ *  stored in plans only then); qk_norm: heads, kv_heads [heads],
  *  head_dim, eps [1e-6];
  *  slice: start (required); rope_paged_kv_write: as rope_kv_write;
  *  paged_attention: heads, kv_heads [heads], head_dim, scale [0];
@@ -308,6 +317,13 @@ enum { ATTN_HEADS = 0, ATTN_KV_HEADS = 1, ATTN_HEAD_DIM = 2, ATTN_KV_LEN = 3,
 enum { SLICE_START = 0 };
 enum { RKV_HEADS = 0, RKV_KV_HEADS = 1, RKV_HEAD_DIM = 2, RKV_THETA = 3, RKV_SCALING = 4 };
                                              /* and rope_paged_kv_write */
+/* rope_kv_write's eps (qk_norm's, for q_w and k_w), after the 9 rope_type
+ * attributes from RKV_SCALING; rope_paged_kv_write's too. */
+enum { RKV_EPS = RKV_SCALING + 9 };
+/* rope_kv_write's operands; rope_paged_kv_write has slots at 2, then the
+ * weights (RPKV_*). The weights are optional: both or neither. */
+enum { RKV_QKV = 0, RKV_POS = 1, RKV_Q_W = 2, RKV_K_W = 3 };
+enum { RPKV_SLOTS = 2, RPKV_Q_W = 3, RPKV_K_W = 4 };
 /* ROPE_SCALING and RKV_SCALING: where the rope_type attributes start, in
  * the order of rope-scaling.h's RS_* (rope_type, factor, ...). */
 enum { RNM_EPS = 0, RNM_TRANS_B = 1, RNM_EPILOGUE = 2 };   /* rmsnorm_matmul */
@@ -450,6 +466,10 @@ int op_is_collective(const plan_t *plan, uint32_t op);
 int op_kind_count_inputs(const struct op_kind *kind);
 int op_kind_count_outputs(const struct op_kind *kind);
 int op_kind_count_attrs(const struct op_kind *kind);
+/* The fewest inputs KIND takes: the count less its optional last ones
+ * (rope_kv_write's and rope_paged_kv_write's q_w, k_w), which a call
+ * gives all or none of: it has this many inputs or op_kind_count_inputs. */
+int op_kind_min_inputs(const struct op_kind *kind);
 /* Position of attribute NAME in KIND's list, or -1. */
 int op_kind_attr_index(const struct op_kind *kind, const char *name);
 /* The names an enum attribute SPEC takes, NULL-terminated (by the

@@ -154,10 +154,14 @@ static inline int want_shape_like(const struct operand *o, const struct operand 
 static inline int want_counts(const struct op_call *c, char *msg, size_t len)
 {
 	int nin = op_kind_count_inputs(c->kind), nout = op_kind_count_outputs(c->kind);
+	int least = op_kind_min_inputs(c->kind);
 
-	if (c->nin != nin)
+	if (least == nin && c->nin != nin)
 		return check_fail(msg, len, "%s takes %d input%s, not %d", c->kind->name, nin,
 		                  nin == 1 ? "" : "s", c->nin);
+	if (c->nin != nin && c->nin != least)
+		return check_fail(msg, len, "%s takes %d or %d inputs, not %d", c->kind->name,
+		                  least, nin, c->nin);
 	if (c->nout != nout)
 		return check_fail(msg, len, "%s takes %d output%s, not %d", c->kind->name, nout,
 		                  nout == 1 ? "" : "s", c->nout);

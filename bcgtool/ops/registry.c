@@ -402,6 +402,25 @@ static int check_add_rmsnorm(const struct op_call *c, char *msg, size_t len)
 	return want_shape_like(&out, &x, msg, len);
 }
 
+/* rope_kv_write's and rope_paged_kv_write's optional weights from input
+ * FIRST (q_w, then k_w), when C has them: [head_dim] of QKV's dtype, as
+ * qk_norm's; and eps, which only they use. */
+static int want_rope_norm_weights(const struct op_call *c, int first, const struct operand *qkv,
+                                  int64_t hd, char *msg, size_t len)
+{
+	if (c->nin <= first)
+		return 0;
+	for (int i = first; i < first + 2; i++) {
+		struct operand w = operand_in(c, i);
+		TRY(want_same_dtype(&w, qkv, msg, len));
+		TRY(want_shape(&w, &hd, 1, "head_dim", msg, len));
+	}
+	if (!(c->attr[RKV_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[RKV_EPS].f);
+	return 0;
+}
+
 /* rope_kv_write's checks of C, its qkv named QKV_WHAT when not NULL
  * (rmsnorm_matmul_rope_kv_write's qkv is its product, not an input). */
 static int check_rope_kv_write_of(const struct op_call *c, const char *qkv_what, char *msg,
@@ -435,6 +454,7 @@ static int check_rope_kv_write_of(const struct op_call *c, const char *qkv_what,
 		                  "kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k and v "
 		                  "parts)", qkv.what, (long long)cols, (long long)heads,
 		                  (long long)kvh, (long long)hd);
+	TRY(want_rope_norm_weights(c, RKV_Q_W, &qkv, hd, msg, len));
 	TRY(want_same_dtype(&q, &qkv, msg, len));
 	want[0] = qkv.t->dim[0];
 	want[1] = heads * hd;
@@ -690,6 +710,7 @@ static int check_rope_paged_kv_write(const struct op_call *c, char *msg, size_t 
 		                  "kv_heads) x head_dim = (%lld + 2 x %lld) x %lld (q, k and v "
 		                  "parts)", (long long)cols, (long long)heads, (long long)kvh,
 		                  (long long)hd);
+	TRY(want_rope_norm_weights(c, RPKV_Q_W, &qkv, hd, msg, len));
 	TRY(want_same_dtype(&q, &qkv, msg, len));
 	want[0] = qkv.t->dim[0];
 	want[1] = heads * hd;
@@ -773,7 +794,9 @@ static const char *const out_out[] = { "out", NULL };
 static const char *const out_cache[] = { "cache", NULL };
 static const char *const in_xrw[] = { "x", "r", "w", NULL };
 static const char *const in_xab[] = { "x", "a", "b", NULL };
-static const char *const in_qkvpos[] = { "qkv", "pos", NULL };
+/* rope_kv_write's and rope_paged_kv_write's: q_w, k_w optional
+ * (op_kind_min_inputs) */
+static const char *const in_rope_kv[] = { "qkv", "pos", "q_w", "k_w", NULL };
 static const char *const out_sum_out[] = { "sum", "out", NULL };
 static const char *const out_q_caches[] = { "q", "k_cache", "v_cache", NULL };
 static const char *const in_xslots[] = { "x", "slots", NULL };
@@ -782,7 +805,7 @@ static const char *const in_logits_slots[] = { "logits", "slots", NULL };
 static const char *const in_moe[] = { "x", "ids", "weights", "gate_up", "down", NULL };
 static const char *const in_xyg[] = { "x", "y", "g", NULL };
 static const char *const out_ids_weights[] = { "ids", "weights", NULL };
-static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", NULL };
+static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", "q_w", "k_w", NULL };
 static const char *const in_qk_norm[] = { "x", "q_w", "k_w", NULL };
 static const char *const in_paged_attn[] = { "q", "k_cache", "v_cache", "block_table",
                                              "seq_lens", "query_start", NULL };
@@ -851,15 +874,20 @@ static const struct op_attr_spec attention_attrs[] = {
 	{ NULL, 0, 0, 0, NULL }
 };
 
-/* kv_heads defaults to heads here too. */
+/* kv_heads defaults to heads here too. eps is last: the script parser
+ * stores it only with q_w and k_w. */
 static const struct op_attr_spec rope_kv_write_attrs[] = {
 	[RKV_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
 	[RKV_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
 	[RKV_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
 	[RKV_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
 	ROPE_SCALING_ATTRS(RKV_SCALING),
+	[RKV_EPS] = { "eps", OP_ATTR_FLOAT, 0, 1e-6,
+	              "with q_w and k_w: added to each head's mean of squares (qk_norm's)" },
 	{ NULL, 0, 0, 0, NULL }
 };
+_Static_assert(RKV_EPS == RKV_SCALING + RS_COUNT, "rope_kv_write's eps follows the rope_type "
+               "attributes");
 static const struct op_attr_spec paged_attention_attrs[] = {
 	[PATTN_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
 	[PATTN_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
@@ -962,7 +990,7 @@ static const struct op_kind kinds[OP_COUNT] = {
 		OP_DTYPES_FLOAT, ALWAYS, 0, check_matmul_silu_mul },
 	[OP_ROPE_KV_WRITE] = { OP_ROPE_KV_WRITE, "rope_kv_write",
 		"q|k|v rows: rope q into q, rope k and write it and v into the caches at pos",
-		in_qkvpos, out_q_caches, rope_kv_write_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		in_rope_kv, out_q_caches, rope_kv_write_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
 		check_rope_kv_write },
 	[OP_SLICE] = { OP_SLICE, "slice", "columns start .. start+W-1 of x into out [rows, W]",
 		in_x, out_out, slice_attrs, OP_DTYPES_FLOAT, ALWAYS, 0, check_slice },
@@ -1045,6 +1073,15 @@ static int count_names(const char *const *names)
 int op_kind_count_inputs(const struct op_kind *kind)
 {
 	return count_names(kind->inputs);
+}
+
+int op_kind_min_inputs(const struct op_kind *kind)
+{
+	int n = count_names(kind->inputs);
+
+	if (kind->id == OP_ROPE_KV_WRITE || kind->id == OP_ROPE_PAGED_KV_WRITE)
+		return n - 2;                       /* q_w, k_w */
+	return n;
 }
 
 int op_kind_count_outputs(const struct op_kind *kind)

@@ -98,22 +98,31 @@ bad:
 	return sp_error(p, node, "bad tensor reference '%.64s': expected NAME or NAME[INDEX]", s);
 }
 
-/* IN or OUT: a sequence of references, as many as the kind's operands. */
+/* IN or OUT: a sequence of references, as many as the kind's operands
+ * (inputs: or as many as its required ones, op_kind_min_inputs). */
 static int ops_operands(struct sp *p, yaml_node_t *seq, struct op_build *o, int out)
 {
 	const char *const *names = out ? o->kind->outputs : o->kind->inputs;
 	int want = out ? op_kind_count_outputs(o->kind) : op_kind_count_inputs(o->kind);
+	int least = out ? want : op_kind_min_inputs(o->kind);
 	size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 
-	if (n != (size_t)want) {
+	if (n != (size_t)want && n != (size_t)least) {
 		char list[128];
 		size_t m = 0;
 		list[0] = '\0';
 		for (int i = 0; i < want && m < sizeof list; i++)
-			m += (size_t)snprintf(list + m, sizeof list - m, "%s%s", i ? ", " : "", names[i]);
+			m += (size_t)snprintf(list + m, sizeof list - m, "%s%s%s",
+			                      i == least && least < want ? "[" : "", i ? ", " : "",
+			                      names[i]);
+		if (least < want && m < sizeof list)
+			snprintf(list + m, sizeof list - m, "]");
 		if (want == 0)
 			return sp_error(p, seq, "%s takes no %s, not %zu", o->desc,
 			                out ? "outputs" : "inputs", n);
+		if (least < want)
+			return sp_error(p, seq, "%s takes %d or %d inputs (%s: the last %d all or "
+			                "none), not %zu", o->desc, least, want, list, want - least, n);
 		return sp_error(p, seq, "%s takes %d %s%s (%s), not %zu", o->desc, want,
 		                out ? "output" : "input", want == 1 ? "" : "s", list, n);
 	}
@@ -426,7 +435,8 @@ static int ops_one(struct sp *p, yaml_node_t *node)
 		                "are expanded", SCRIPT_MAX_OPS);
 	if (walk_mapping(p, node, op_fields, &o, "an op") != 0)
 		return -1;
-	if (o.nin != (uint32_t)op_kind_count_inputs(o.kind)) {
+	if (o.nin != (uint32_t)op_kind_count_inputs(o.kind) &&
+	    o.nin != (uint32_t)op_kind_min_inputs(o.kind)) {
 		yaml_node_t empty = { .type = YAML_SEQUENCE_NODE, .start_mark = node->start_mark };
 		if (ops_operands(p, &empty, &o, 0) != 0)
 			return -1;
@@ -438,6 +448,14 @@ static int ops_one(struct sp *p, yaml_node_t *node)
 	nattr = (uint32_t)op_kind_count_attrs(o.kind);
 	if (o.kind->id == OP_ATTENTION && o.attr[ATTN_CAUSAL].i == 0)
 		nattr = ATTN_CAUSAL;
+	/* rope_kv_write's eps, its last, only with the weights it is for. */
+	if ((o.kind->id == OP_ROPE_KV_WRITE || o.kind->id == OP_ROPE_PAGED_KV_WRITE) &&
+	    o.nin == (uint32_t)op_kind_min_inputs(o.kind)) {
+		if (o.given[RKV_EPS])
+			return sp_error(p, node, "%s: attribute eps is for the inputs q_w and k_w, "
+			                "which it lacks", o.desc);
+		nattr = RKV_EPS;
+	}
 	op = (struct plan_op){
 		.kind = o.kind->name, .name = o.name, .flags = o.eager ? PLAN_OP_EAGER : 0,
 		.line = sp_line(node), .col = sp_col(node),

@@ -24,8 +24,10 @@
  * as the engine does, and must be zero again after every launch. The
  * fused kinds are checked against host_kernel() of the kind; where this
  * build has none yet, against their unfused sequence run by the host
- * kernels (the definition op.h gives). PDL on and off must give the same
- * bits, and a capture with PDL must hold programmatic edges.
+ * kernels (the definition op.h gives). rope_kv_write and
+ * rope_paged_kv_write with q_w and k_w are also held bit for bit to the
+ * device's own qk_norm then the kind without them. PDL on and off must
+ * give the same bits, and a capture with PDL must hold programmatic edges.
  *
  * Without a usable CUDA device the whole program is skipped.
  */
@@ -2519,6 +2521,195 @@ static void test_rope_dynamic_limit(struct env *e)
 	tbuf_free(&pos);
 }
 
+/* B's device bytes equal C's. */
+static int dev_same(const struct tbuf *b, const struct tbuf *c)
+{
+	void *x = malloc(b->bytes + 16), *y = malloc(c->bytes + 16);
+	int same;
+
+	if (!x || !y)
+		bail("out of memory");
+	CK(cudaMemcpy(x, b->dev, b->bytes, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(y, c->dev, c->bytes, cudaMemcpyDeviceToHost));
+	same = b->bytes == c->bytes && memcmp(x, y, b->bytes) == 0;
+	free(x);
+	free(y);
+	return same;
+}
+
+/* rope_kv_write and (PAGED) rope_paged_kv_write with q_w and k_w, one
+ * case: against the host kernel of the kind within the bound (eager and
+ * captured), and bit for bit against the device's own two kernels,
+ * qk_norm in place on a copy of qkv then the kind without the weights:
+ * eager, with PDL, and captured in a graph. Positions and slots as
+ * rope_kv_write_case's: distinct, two outside the caches, the pad slot. */
+static void rope_kv_norm_case(struct env *e, int dt, int64_t H, int64_t KVH, int64_t D, int T,
+                              int paged, int capture_host)
+{
+	const int64_t S = 40, BS = 4, T64 = T, QKV = (H + 2 * KVH) * D;
+	struct tbuf qkv, normed, pos, slots, qw, kw, q0, kc0, vc0, q1, kc1, vc1;
+	struct cuda_op_ctx ctx = e->ctx;
+	struct op_call seq[2], fused;
+	struct tcase c;
+	char msg[256] = "", what[160];
+	int rc = 0;
+	int64_t cache[3] = { S / BS, BS, KVH * D }, flat[2] = { S, KVH * D };
+
+	tbuf_init(&qkv, dt, 2, (const int64_t[]){ T64, QKV }, 0);
+	tbuf_init(&normed, dt, 2, (const int64_t[]){ T64, QKV }, 0);
+	tbuf_init(&pos, PLAN_DTYPE_I32, 1, &T64, 0);
+	tbuf_init(&slots, PLAN_DTYPE_I32, 1, &T64, 0);
+	tbuf_init(&qw, dt, 1, &D, 0);
+	tbuf_init(&kw, dt, 1, &D, 0);
+	tbuf_init(&q0, dt, 2, (const int64_t[]){ T64, H * D }, 0);
+	tbuf_init(&q1, dt, 2, (const int64_t[]){ T64, H * D }, 0);
+	tbuf_init(&kc0, dt, paged ? 3 : 2, paged ? cache : flat, 0);
+	tbuf_init(&vc0, dt, paged ? 3 : 2, paged ? cache : flat, 0);
+	tbuf_init(&kc1, dt, paged ? 3 : 2, paged ? cache : flat, 0);
+	tbuf_init(&vc1, dt, paged ? 3 : 2, paged ? cache : flat, 0);
+	tbuf_random(e, &qkv, 3.0f);
+	tbuf_random(e, &qw, 1.5f);
+	tbuf_random(e, &kw, 1.5f);
+	tbuf_random(e, &kc0, 1.0f);     /* rows not written must survive */
+	tbuf_random(e, &vc0, 1.0f);
+	memcpy(kc1.host, kc0.host, kc0.bytes);
+	memcpy(vc1.host, vc0.host, vc0.bytes);
+	memset(q0.host, POISON_DEV, q0.bytes);
+	int32_t *p = pos.host, *sl = slots.host;
+	int32_t first = env_int(e, 0, (int32_t)S - T - 1), s0 = env_int(e, 0, (int32_t)S - 1);
+	for (int t = 0; t < T; t++) {
+		p[t] = first + t;
+		sl[t] = (int32_t)((s0 + 7 * (int64_t)t) % S);
+	}
+	if (T > 1) {
+		p[1] = -3;
+		p[T - 1] = (int32_t)S;
+		sl[T / 2] = -1;
+	}
+	snprintf(what, sizeof what, "%s with q_w, k_w %s T %d heads %lld/%lld head_dim %lld",
+	         paged ? "rope_paged_kv_write" : "rope_kv_write", dtype_name(dt), T, (long long)H,
+	         (long long)KVH, (long long)D);
+
+	/* against the host's fused kernel */
+	tcase_init(&c, paged ? OP_ROPE_PAGED_KV_WRITE : OP_ROPE_KV_WRITE, paged ? 5 : 4, 3);
+	c.in[0] = &qkv;
+	c.in[1] = &pos;
+	if (paged)
+		c.in[RPKV_SLOTS] = &slots;
+	c.in[paged ? RPKV_Q_W : RKV_Q_W] = &qw;
+	c.in[paged ? RPKV_K_W : RKV_K_W] = &kw;
+	c.out[0] = &q0;
+	c.out[1] = &kc0;
+	c.out[2] = &vc0;
+	c.keep_out = 1;
+	c.attr[RKV_HEADS].i = H;
+	c.attr[RKV_KV_HEADS].i = KVH;
+	c.attr[RKV_HEAD_DIM].i = D;
+	c.attr[RKV_THETA].f = 1000000.0;
+	c.attr[RKV_EPS].f = 1e-6;
+	c.tol = tol_for(dt, 1e-5);
+	c.exact_outs = 4u;              /* v moves as it is */
+	c.capture = capture_host;
+	snprintf(c.what, sizeof c.what, "%s: the host's", what);
+	tcase_run(e, &c);
+
+	/* the device's sequence into q0, kc0, vc0 (restored) */
+	tbuf_upload(&qkv);
+	tbuf_upload(&pos);
+	tbuf_upload(&slots);
+	tbuf_upload(&qw);
+	tbuf_upload(&kw);
+	memcpy(kc0.host, kc1.host, kc0.bytes);
+	memcpy(vc0.host, vc1.host, vc0.bytes);
+	tbuf_upload(&kc0);
+	tbuf_upload(&vc0);
+	tbuf_poison(&q0);
+	CK(cudaMemcpy(normed.dev, qkv.dev, qkv.bytes, cudaMemcpyDeviceToDevice));
+	CK(cudaDeviceSynchronize());
+	memset(seq, 0, sizeof seq);
+	seq[0].nin = 3;
+	seq[0].nout = 1;
+	seq[0].in[0] = tbuf_view(&normed, 1);
+	seq[0].in[1] = tbuf_view(&qw, 1);
+	seq[0].in[2] = tbuf_view(&kw, 1);
+	seq[0].out[0] = tbuf_view(&normed, 1);
+	seq[0].attr[QKN_HEADS].i = H;
+	seq[0].attr[QKN_KV_HEADS].i = KVH;
+	seq[0].attr[QKN_HEAD_DIM].i = D;
+	seq[0].attr[QKN_EPS].f = 1e-6;
+	seq[1].nin = paged ? 3 : 2;
+	seq[1].nout = 3;
+	seq[1].in[0] = tbuf_view(&normed, 1);
+	seq[1].in[1] = tbuf_view(&pos, 1);
+	seq[1].in[RPKV_SLOTS] = tbuf_view(&slots, 1);
+	seq[1].out[0] = tbuf_view(&q0, 1);
+	seq[1].out[1] = tbuf_view(&kc0, 1);
+	seq[1].out[2] = tbuf_view(&vc0, 1);
+	memcpy(seq[1].attr, c.attr, sizeof seq[1].attr);
+	ctx.scratch = NULL;
+	ctx.scratch_bytes = 0;
+	ctx.pdl = 0;
+	rc |= cuda_kernel(OP_QK_NORM)(&seq[0], &ctx, msg, sizeof msg);
+	rc |= cuda_kernel(c.id)(&seq[1], &ctx, msg, sizeof msg);
+	CK(cudaStreamSynchronize(e->stream));
+
+	/* the fused kernel into q1, kc1, vc1: eager, with PDL, captured */
+	fused = seq[1];
+	fused.nin = c.nin;
+	fused.in[0] = tbuf_view(&qkv, 1);
+	fused.in[paged ? RPKV_Q_W : RKV_Q_W] = tbuf_view(&qw, 1);
+	fused.in[paged ? RPKV_K_W : RKV_K_W] = tbuf_view(&kw, 1);
+	fused.out[0] = tbuf_view(&q1, 1);
+	fused.out[1] = tbuf_view(&kc1, 1);
+	fused.out[2] = tbuf_view(&vc1, 1);
+	for (int form = 0; form < 3; form++) {
+		int frc = rc;
+		tbuf_upload(&kc1);
+		tbuf_upload(&vc1);
+		tbuf_poison(&q1);
+		CK(cudaDeviceSynchronize());
+		ctx.pdl = form == 1;
+		if (form == 2) {
+			frc |= launch_captured(e, cuda_kernel(c.id), &fused, &ctx, msg, sizeof msg);
+		} else {
+			frc |= cuda_kernel(c.id)(&fused, &ctx, msg, sizeof msg);
+			CK(cudaStreamSynchronize(e->stream));
+		}
+		ok(frc == 0 && dev_same(&q1, &q0) && dev_same(&kc1, &kc0) && dev_same(&vc1, &vc0),
+		   "%s%s: the device's qk_norm then %s, bit for bit", what,
+		   form == 1 ? " (pdl)" : form == 2 ? " (captured)" : "",
+		   paged ? "rope_paged_kv_write" : "rope_kv_write");
+		if (frc != 0)
+			diag("  launcher: %s", msg);
+	}
+	tbuf_free(&qkv);
+	tbuf_free(&normed);
+	tbuf_free(&pos);
+	tbuf_free(&slots);
+	tbuf_free(&qw);
+	tbuf_free(&kw);
+	tbuf_free(&q0);
+	tbuf_free(&kc0);
+	tbuf_free(&vc0);
+	tbuf_free(&q1);
+	tbuf_free(&kc1);
+	tbuf_free(&vc1);
+}
+
+static void test_rope_kv_norm(struct env *e)
+{
+	static const struct { int64_t H, KVH, D; } cfg[] = {
+		{ 4, 4, 64 }, { 8, 2, 64 }, { 32, 4, 128 }, { 6, 2, 128 }, { 2, 1, 256 },
+	};
+
+	for (int paged = 0; paged < 2; paged++)
+		for (int d = 0; d < N_FLOAT_DTYPES; d++)
+			for (int k = 0; k < 5; k++)
+				for (int T = 1; T <= 33; T = T == 1 ? 7 : T + 26)
+					rope_kv_norm_case(e, float_dtypes[d], cfg[k].H, cfg[k].KVH, cfg[k].D,
+					                  T, paged, k == 2 && T == 1);
+}
+
 /* qk_norm: one warp a head, against the host's rmsnorm of each head. */
 static void test_qk_norm(struct env *e)
 {
@@ -3489,6 +3680,7 @@ int main(void)
 	test_rope_scaling(&e);
 	test_rope_dynamic_limit(&e);
 	test_qk_norm(&e);
+	test_rope_kv_norm(&e);
 	test_slice(&e);
 	test_embedding(&e);
 	test_kv_write(&e);

@@ -2402,6 +2402,153 @@ static void test_blocked(void)
 	}
 }
 
+/* rope_kv_write (qkv, pos, q_w, k_w) and rope_paged_kv_write (qkv, pos,
+ * slots, q_w, k_w): against qk_norm in place on a copy of qkv, then the
+ * kind without the weights, bit for bit: each dtype, T 1 and 7 (positions
+ * and slots outside the caches from T 7), heads as many as kv_heads and
+ * grouped, head_dim 64 and 128, two eps. Then q against double: each head
+ * normalized in double, rounded to the dtype as qk_norm stores it, rotated
+ * in double. */
+static void test_fused_rope_kv_norm_bits(void)
+{
+	static const int shapes[][3] = { { 4, 4, 64 }, { 8, 2, 64 }, { 4, 1, 128 }, { 6, 2, 128 } };
+	const int64_t S = 9, BS = 4, NB = 3;
+	uint64_t seed = 901;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 8; round++) {
+			const int *sh = shapes[round % 4];
+			int64_t H = sh[0], KVH = sh[1], D = sh[2], QKV = (H + 2 * KVH) * D;
+			int64_t T = round < 4 ? 1 : 7, KW = KVH * D;
+			float eps = round % 3 == 2 ? 1e-5f : 1e-6f;
+			struct op_tensor qkv = T2(dt, T, QKV), qw = T1(dt, D), kw = T1(dt, D);
+			struct op_tensor pos = T1(PLAN_DTYPE_I32, T), slots = T1(PLAN_DTYPE_I32, T);
+			struct op_tensor normed, wq = T2(dt, T, H * D), q = T2(dt, T, H * D);
+			struct op_tensor wk = T2(dt, S, KW), wv = T2(dt, S, KW), kc, vc;
+			struct op_tensor pwk = T3(dt, NB, BS, KW), pwv = T3(dt, NB, BS, KW), pkc, pvc;
+			struct op_call qkn = call_new(3, 1), rkv = call_new(2, 3), fused;
+			struct op_call prkv = call_new(3, 3), pfused;
+			double *dq = want_new(T * H * D);
+
+			fill_random(&qkv, seed++, -3, 3);
+			fill_random(&qw, seed++, 0.5, 1.5);
+			fill_random(&kw, seed++, -1.5, 1.5);
+			fill_random(&wk, seed++, 10, 20);
+			fill_random(&wv, seed++, 30, 40);
+			fill_random(&pwk, seed++, 10, 20);
+			fill_random(&pwv, seed++, 30, 40);
+			kc = clone(&wk);
+			vc = clone(&wv);
+			pkc = clone(&pwk);
+			pvc = clone(&pwv);
+			/* from T 7: a position past the caches, a negative one, a pad slot */
+			for (int64_t t = 0; t < T; t++) {
+				((int32_t *)pos.data)[t] = t == 2 ? (int32_t)S : t == 4 ? -1 :
+				                           (int32_t)((3 * t + round) % S);
+				((int32_t *)slots.data)[t] = t == 3 ? -1 : (int32_t)((5 * t + round) % (NB * BS));
+			}
+
+			/* the sequence: qk_norm in place on a copy, then the kind */
+			normed = clone(&qkv);
+			qkn.in[0] = normed;
+			qkn.in[1] = qw;
+			qkn.in[2] = kw;
+			qkn.out[0] = normed;
+			qkn.attr[QKN_HEADS].i = H;
+			qkn.attr[QKN_KV_HEADS].i = KVH;
+			qkn.attr[QKN_HEAD_DIM].i = D;
+			qkn.attr[QKN_EPS].f = eps;
+			run(OP_QK_NORM, &qkn);
+			rkv.in[0] = normed;
+			rkv.in[1] = pos;
+			rkv.out[0] = wq;
+			rkv.out[1] = wk;
+			rkv.out[2] = wv;
+			rkv.attr[RKV_HEADS].i = H;
+			rkv.attr[RKV_KV_HEADS].i = KVH;
+			rkv.attr[RKV_HEAD_DIM].i = D;
+			rkv.attr[RKV_THETA].f = 1000000;
+			scaling_set(&rkv.attr[RKV_SCALING], ROPE_TYPE_DEFAULT);
+			run(OP_ROPE_KV_WRITE, &rkv);
+			prkv = rkv;
+			prkv.nin = 3;
+			prkv.in[RPKV_SLOTS] = slots;
+			prkv.out[1] = pwk;
+			prkv.out[2] = pwv;
+			run(OP_ROPE_PAGED_KV_WRITE, &prkv);
+
+			fused = rkv;
+			fused.nin = 4;
+			fused.in[0] = qkv;
+			fused.in[RKV_Q_W] = qw;
+			fused.in[RKV_K_W] = kw;
+			fused.out[0] = q;
+			fused.out[1] = kc;
+			fused.out[2] = vc;
+			fused.attr[RKV_EPS].f = eps;
+			poison(&q);
+			run(OP_ROPE_KV_WRITE, &fused);
+			ok(same_bytes(&q, &wq) && same_bytes(&kc, &wk) && same_bytes(&vc, &wv),
+			   "rope_kv_write with q_w, k_w %s T %lld heads %lld/%lld x %lld eps %g is "
+			   "qk_norm then rope_kv_write, bit for bit", dt_name(dt), (long long)T,
+			   (long long)H, (long long)KVH, (long long)D, (double)eps);
+			pfused = prkv;
+			pfused.nin = 5;
+			pfused.in[0] = qkv;
+			pfused.in[RPKV_Q_W] = qw;
+			pfused.in[RPKV_K_W] = kw;
+			pfused.out[0] = q;
+			pfused.out[1] = pkc;
+			pfused.out[2] = pvc;
+			pfused.attr[RKV_EPS].f = eps;
+			poison(&q);
+			run(OP_ROPE_PAGED_KV_WRITE, &pfused);
+			ok(same_bytes(&q, &wq) && same_bytes(&pkc, &pwk) && same_bytes(&pvc, &pwv),
+			   "rope_paged_kv_write with q_w, k_w %s T %lld heads %lld/%lld x %lld is "
+			   "qk_norm then rope_paged_kv_write, bit for bit", dt_name(dt), (long long)T,
+			   (long long)H, (long long)KVH, (long long)D);
+
+			for (int64_t t = 0; t < T; t++)
+				for (int64_t h = 0; h < H; h++) {
+					int64_t base = t * QKV + h * D;
+					double ss = 0, nv[128];
+					for (int64_t j = 0; j < D; j++)
+						ss += at(&qkv, base + j) * at(&qkv, base + j);
+					double rms = sqrt(ss / (double)D + eps);
+					for (int64_t j = 0; j < D; j++)
+						nv[j] = round_dt(dt, at(&qkv, base + j) / rms * at(&qw, j));
+					for (int64_t i = 0; i < D / 2; i++)
+						rope_double(nv[i], nv[i + D / 2], (int)i, (int)D, 1000000,
+						            ((int32_t *)pos.data)[t], &dq[t * H * D + h * D + i],
+						            &dq[t * H * D + h * D + i + D / 2]);
+				}
+			/* the f32 norm's rounding to the dtype may move a member by an ulp */
+			check(&wq, dq, dt == PLAN_DTYPE_F32 ? 1e-4 : 4 * dt_tol(dt),
+			      "rope_kv_write with q_w, k_w %s T %lld heads %lld/%lld x %lld: q against "
+			      "double", dt_name(dt), (long long)T, (long long)H, (long long)KVH,
+			      (long long)D);
+			free(dq);
+			drop(&qkv);
+			drop(&qw);
+			drop(&kw);
+			drop(&pos);
+			drop(&slots);
+			drop(&normed);
+			drop(&wq);
+			drop(&q);
+			drop(&wk);
+			drop(&wv);
+			drop(&kc);
+			drop(&vc);
+			drop(&pwk);
+			drop(&pwv);
+			drop(&pkc);
+			drop(&pvc);
+		}
+	}
+}
+
 int main(void)
 {
 	test_table();
@@ -2439,5 +2586,6 @@ int main(void)
 	test_blocked();
 	test_fused_rmsnorm_matmul_bits();
 	test_fused_rmsnorm_matmul_rope_kv_write_bits();
+	test_fused_rope_kv_norm_bits();
 	return tap_done();
 }

@@ -41,7 +41,7 @@ static struct op_call call_of(const char *name)
 
 	memset(&c, 0, sizeof c);
 	c.kind = k;
-	c.nin = op_kind_count_inputs(k);
+	c.nin = op_kind_min_inputs(k);               /* the optional ones left out */
 	c.nout = op_kind_count_outputs(k);
 	for (int i = 0; k->attrs[i].name != NULL; i++) {
 		if (k->attrs[i].type == OP_ATTR_FLOAT)
@@ -75,7 +75,7 @@ static void test_table(void)
 		"rmsnorm_matmul_rope_kv_write",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 2, 1, 2, 3, 6, 3, 1, 2, 5, 3, 1, 1, 2, 3, 4 };
+	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 5, 3, 1, 1, 2, 3, 4 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3 };
 	int inplace = 0;
@@ -183,8 +183,29 @@ static void test_attrs(void)
 		   "%s: trans_a and trans_b as matmul's, false by default", k->name);
 	}
 	k = op_kind_get(OP_ROPE_KV_WRITE);
-	is_int(op_kind_count_attrs(k), RKV_SCALING + RS_COUNT,
-	       "rope_kv_write has 4 attributes and rope_type's 9");
+	is_int(op_kind_count_attrs(k), RKV_SCALING + RS_COUNT + 1,
+	       "rope_kv_write has 4 attributes, rope_type's 9 and eps");
+	ok(op_kind_attr_index(k, "eps") == RKV_EPS && !k->attrs[RKV_EPS].required &&
+	   k->attrs[RKV_EPS].type == OP_ATTR_FLOAT && k->attrs[RKV_EPS].dflt == 1e-6 &&
+	   op_kind_get(OP_QK_NORM)->attrs[QKN_EPS].dflt == 1e-6,
+	   "rope_kv_write: eps last, a float, 1e-6 by default as qk_norm's");
+	ok(op_kind_count_inputs(k) == 4 && op_kind_min_inputs(k) == 2 &&
+	   strcmp(k->inputs[RKV_Q_W], "q_w") == 0 && strcmp(k->inputs[RKV_K_W], "k_w") == 0,
+	   "rope_kv_write: qkv, pos, then the optional q_w and k_w");
+	k = op_kind_get(OP_ROPE_PAGED_KV_WRITE);
+	ok(op_kind_count_inputs(k) == 5 && op_kind_min_inputs(k) == 3 &&
+	   strcmp(k->inputs[RPKV_SLOTS], "slots") == 0 && strcmp(k->inputs[RPKV_Q_W], "q_w") == 0 &&
+	   strcmp(k->inputs[RPKV_K_W], "k_w") == 0,
+	   "rope_paged_kv_write: qkv, pos, slots, then the optional q_w and k_w");
+	{
+		int all = 1;
+		for (int i = 0; i < OP_COUNT; i++)
+			if (i != OP_ROPE_KV_WRITE && i != OP_ROPE_PAGED_KV_WRITE)
+				all &= op_kind_min_inputs(op_kind_get((enum op_id)i)) ==
+				       op_kind_count_inputs(op_kind_get((enum op_id)i));
+		ok(all, "every other kind takes all its inputs");
+	}
+	k = op_kind_get(OP_ROPE_KV_WRITE);
 	is_int(op_kind_count_attrs(op_kind_get(OP_ROPE)), ROPE_SCALING + RS_COUNT,
 	       "rope has 3 attributes and rope_type's 9");
 	ok(op_kind_attr_index(k, "heads") == RKV_HEADS && op_kind_attr_index(k, "kv_heads") == RKV_KV_HEADS &&
@@ -683,6 +704,60 @@ static void test_rope_kv_write(void)
 	c.out[2] = ten2(F16, 256, 32);
 	c.nout = 2;
 	is_str(check(&c), "rope_kv_write takes 3 outputs, not 2", "rope_kv_write: output count");
+
+	/* qk_norm's weights, [head_dim] of qkv's dtype, both or neither */
+	c = rkv_call();
+	c.nin = 4;
+	c.in[RKV_Q_W] = ten1(F16, 16);
+	c.in[RKV_K_W] = ten1(F16, 16);
+	c.attr[RKV_EPS].f = 1e-6;
+	is_str(check(&c), "", "rope_kv_write: with q_w and k_w");
+	c.nin = 3;
+	is_str(check(&c), "rope_kv_write takes 2 or 4 inputs, not 3",
+	       "rope_kv_write: q_w without k_w");
+	c.nin = 5;
+	is_str(check(&c), "rope_kv_write takes 2 or 4 inputs, not 5", "rope_kv_write: 5 inputs");
+	c.nin = 4;
+	c.in[RKV_Q_W] = ten1(F16, 32);
+	is_str(check(&c), "input q_w has shape [32], expected [16] (head_dim)",
+	       "rope_kv_write: q_w of head_dim");
+	c.in[RKV_Q_W] = ten1(F16, 16);
+	c.in[RKV_K_W] = ten2(F16, 2, 16);
+	is_str(check(&c), "input k_w has shape [2, 16], expected [16] (head_dim)",
+	       "rope_kv_write: k_w one head's");
+	c.in[RKV_K_W] = ten1(BF16, 16);
+	is_str(check(&c), "input k_w is bf16, expected f16 like input qkv",
+	       "rope_kv_write: k_w of qkv's dtype");
+	c.in[RKV_K_W] = ten1(F16, 16);
+	c.attr[RKV_EPS].f = -1e-6;
+	is_str(check(&c), "attribute eps is -1e-06; it must not be negative",
+	       "rope_kv_write: eps");
+
+	/* rope_paged_kv_write's, after slots */
+	c = call_of("rope_paged_kv_write");
+	c.in[0] = ten2(F16, 4, 128);
+	c.in[1] = ten1(I32, 4);
+	c.in[RPKV_SLOTS] = ten1(I32, 4);
+	c.out[0] = ten2(F16, 4, 64);
+	c.out[1] = ten3(F16, 8, 16, 32);
+	c.out[2] = ten3(F16, 8, 16, 32);
+	c.attr[RKV_HEADS].i = 4;
+	c.attr[RKV_KV_HEADS].i = 2;
+	c.attr[RKV_HEAD_DIM].i = 16;
+	c.attr[RKV_THETA].f = 10000.0;
+	is_str(check(&c), "", "rope_paged_kv_write: without the weights");
+	c.nin = 5;
+	c.in[RPKV_Q_W] = ten1(F16, 16);
+	c.in[RPKV_K_W] = ten1(F16, 16);
+	c.attr[RKV_EPS].f = 1e-6;
+	is_str(check(&c), "", "rope_paged_kv_write: with q_w and k_w");
+	c.in[RPKV_Q_W] = ten1(F32, 16);
+	is_str(check(&c), "input q_w is f32, expected f16 like input qkv",
+	       "rope_paged_kv_write: q_w of qkv's dtype");
+	c.in[RPKV_Q_W] = ten1(F16, 16);
+	c.nin = 4;
+	is_str(check(&c), "rope_paged_kv_write takes 3 or 5 inputs, not 4",
+	       "rope_paged_kv_write: q_w without k_w");
 }
 
 static void test_slice(void)
@@ -892,9 +967,9 @@ static void test_rmsnorm_matmul_rope_kv_write(void)
 	is_str(k->outputs[0], "q", "rrk: q");
 	is_str(k->outputs[1], "k_cache", "rrk: k_cache");
 	is_str(k->outputs[2], "v_cache", "rrk: v_cache");
-	is_int(op_kind_count_attrs(k), op_kind_count_attrs(rkv) + 2,
-	       "rrk: rope_kv_write's attributes and two more");
-	for (int i = 0; i < op_kind_count_attrs(rkv); i++)
+	is_int(op_kind_count_attrs(k), RKV_EPS + 2,
+	       "rrk: rope_kv_write's attributes but its eps, and two more");
+	for (int i = 0; i < RKV_EPS; i++)
 		same = same && strcmp(k->attrs[i].name, rkv->attrs[i].name) == 0 &&
 		       k->attrs[i].type == rkv->attrs[i].type &&
 		       k->attrs[i].required == rkv->attrs[i].required &&
