@@ -331,7 +331,9 @@ static int engine_resolve(struct engine *e, struct engine_error *err)
 			return engine_fail(err, BCG_EXIT_USAGE, i,
 			                   "op %u has kind '%s', which this bcgtool does not know",
 			                   i, o->kind);
-		if ((int)o->nin != op_kind_count_inputs(e->kinds[i]) ||
+		if (((int)o->nin != op_kind_count_inputs(e->kinds[i]) &&
+		     !((e->kinds[i]->flags & OP_RESIDUAL_LAST) &&
+		       (int)o->nin + 1 == op_kind_count_inputs(e->kinds[i]))) ||
 		    (int)o->nout != op_kind_count_outputs(e->kinds[i]))
 			return engine_fail(err, BCG_EXIT_USAGE, i,
 			                   "op %u (%s) has %u inputs and %u outputs, not %d and %d",

@@ -416,6 +416,8 @@ enum op_capture {
 };
 
 #define OP_INPLACE 0x1u            /* out[0] may be the same tensor as in[0] */
+#define OP_RESIDUAL_LAST 0x2u      /* the last input (a residual added to out[0])
+                                      may be left out; out[0] may be that input */
 
 #define OP_DTYPE_BIT(d)  (1u << (d))
 #define OP_DTYPES_FLOAT  (OP_DTYPE_BIT(PLAN_DTYPE_F32) | OP_DTYPE_BIT(PLAN_DTYPE_F16) | \
@@ -446,7 +448,8 @@ const struct op_kind *op_kind_get(enum op_id id);
 /* Whether op OP of PLAN is a collective (all_reduce, all_gather: the
  * kinds the sharding pass inserts); 0 for an op out of range. */
 int op_is_collective(const plan_t *plan, uint32_t op);
-/* Number of inputs, outputs, attributes of KIND. */
+/* Number of inputs, outputs, attributes of KIND (inputs: all it names,
+ * the optional residual of OP_RESIDUAL_LAST among them). */
 int op_kind_count_inputs(const struct op_kind *kind);
 int op_kind_count_outputs(const struct op_kind *kind);
 int op_kind_count_attrs(const struct op_kind *kind);

@@ -155,9 +155,11 @@ static inline int want_counts(const struct op_call *c, char *msg, size_t len)
 {
 	int nin = op_kind_count_inputs(c->kind), nout = op_kind_count_outputs(c->kind);
 
-	if (c->nin != nin)
-		return check_fail(msg, len, "%s takes %d input%s, not %d", c->kind->name, nin,
-		                  nin == 1 ? "" : "s", c->nin);
+	if (c->nin != nin && !((c->kind->flags & OP_RESIDUAL_LAST) && c->nin == nin - 1))
+		return check_fail(msg, len, "%s takes %d input%s%s, not %d", c->kind->name, nin,
+		                  nin == 1 ? "" : "s",
+		                  c->kind->flags & OP_RESIDUAL_LAST ? " (the last optional)" : "",
+		                  c->nin);
 	if (c->nout != nout)
 		return check_fail(msg, len, "%s takes %d output%s, not %d", c->kind->name, nout,
 		                  nout == 1 ? "" : "s", c->nout);

@@ -104,13 +104,21 @@ static int ops_operands(struct sp *p, yaml_node_t *seq, struct op_build *o, int 
 	const char *const *names = out ? o->kind->outputs : o->kind->inputs;
 	int want = out ? op_kind_count_outputs(o->kind) : op_kind_count_inputs(o->kind);
 	size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	int opt = !out && (o->kind->flags & OP_RESIDUAL_LAST) && want > 0;
 
+	if (opt && n == (size_t)want - 1)
+		want--;                 /* the optional residual left out */
 	if (n != (size_t)want) {
 		char list[128];
 		size_t m = 0;
 		list[0] = '\0';
 		for (int i = 0; i < want && m < sizeof list; i++)
-			m += (size_t)snprintf(list + m, sizeof list - m, "%s%s", i ? ", " : "", names[i]);
+			m += (size_t)snprintf(list + m, sizeof list - m, "%s%s%s%s", i ? ", " : "",
+			                      opt && i == want - 1 ? "[" : "", names[i],
+			                      opt && i == want - 1 ? "]" : "");
+		if (opt)
+			return sp_error(p, seq, "%s takes %d or %d inputs (%s), not %zu", o->desc,
+			                want - 1, want, list, n);
 		if (want == 0)
 			return sp_error(p, seq, "%s takes no %s, not %zu", o->desc,
 			                out ? "outputs" : "inputs", n);
@@ -426,7 +434,9 @@ static int ops_one(struct sp *p, yaml_node_t *node)
 		                "are expanded", SCRIPT_MAX_OPS);
 	if (walk_mapping(p, node, op_fields, &o, "an op") != 0)
 		return -1;
-	if (o.nin != (uint32_t)op_kind_count_inputs(o.kind)) {
+	if (o.nin != (uint32_t)op_kind_count_inputs(o.kind) &&
+	    !((o.kind->flags & OP_RESIDUAL_LAST) &&
+	      o.nin + 1 == (uint32_t)op_kind_count_inputs(o.kind))) {
 		yaml_node_t empty = { .type = YAML_SEQUENCE_NODE, .start_mark = node->start_mark };
 		if (ops_operands(p, &empty, &o, 0) != 0)
 			return -1;
