@@ -54,7 +54,7 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert [a["name"] for a in k["vocab_embedding"]["attrs"]] == ["vocab_start"]
 	assert k["moe_experts"]["capture"] == "safe-form"
 	assert k["moe_experts"]["capture_why"] == "launch follows per-expert token counts"
-	assert k["moe_experts"]["inputs"] == ["x", "ids", "weights", "gate_up", "down"]
+	assert k["moe_experts"]["inputs"] == ["x", "ids", "weights", "gate_up", "down", "residual"]
 	assert k["moe_router"]["outputs"] == ["ids", "weights"]
 	assert [a["name"] for a in k["moe_router"]["attrs"]] == ["top_k", "renorm", "topk_first"]
 	assert k["moe_router_paged"]["inputs"] == ["logits", "slots"]
