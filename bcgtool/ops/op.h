@@ -175,7 +175,7 @@
  *                                        moe_router, but a row whose slots[t] < 0
  *                                        (a padded row of a serving batch) routes
  *                                        nowhere: ids -1, weights 0
- *  moe_experts (x, ids, weights, gate_up, down) -> out
+ *  moe_experts (x, ids, weights, gate_up, down[, residual]) -> out
  *                                        x, out [T, H]; gate_up [E*2I, H]: expert
  *                                        e's rows e*2I .. e*2I+2I-1, gate then up
  *                                        (each [I, H], as checkpoints store them);
@@ -189,7 +189,12 @@
  *                                        summed in index order); out[t] = sum over k in order of
  *                                        weights[t,k] * y (f32, rounded on store).
  *                                        An id outside [0, E) adds nothing; a row
- *                                        with none is zeros. The eager form reads
+ *                                        with none is zeros. With the optional
+ *                                        residual r (out's shape and dtype):
+ *                                        out = add(r, that sum rounded to the
+ *                                        dtype), add's bytes; out may be r (each
+ *                                        element read before it is written).
+ *                                        The eager form reads
  *                                        the per-expert token counts back to the
  *                                        host and launches the products for
  *                                        exactly the routed rows; the graph-safe
