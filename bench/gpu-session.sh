@@ -88,6 +88,13 @@
 #             time a launch (one layer) and TB/s, and bcgtool report's ops;
 #             and the MoE lines of the check stage's t7100 and cuda-ops
 #             logs (run check first)
+#   moerouter moe_experts with its residual (issue 21): the Qwen3-30B-A3B-shaped
+#             sample as shipped (experts adding the residual in place) and a
+#             copy made in the stage with each layer's moe_experts + add
+#             unfused, captured full at T=1 and 8; a 100-step replay --check
+#             of each; replays in turns (1000 steps after 100, 3 rounds,
+#             medians): "moerouter: T=N fused / unfused step = X"; an nsys
+#             kernel table of the fused T=1 replay without PDL
 #   rope      the Llama-3.2-1B-shaped samples with the default rope and with
 #             llama3's scaling (llama-3.2-1b-llama3.yaml), captured in full
 #             mode at T=1 and replayed in turns (A B A B A B, 1000 steps
@@ -1256,6 +1263,90 @@ if len(med) == 2:
     r = med["llama-3.2-1b-llama3"] / med["llama-3.2-1b"]
     print("  target: llama3 / default decode step T=1 = %.4f (want <= 1.02)" % r)
 PY
+		;;
+	moerouter)
+		# moe_experts with the residual (issue 21) against the unfused
+		# pair (moe_experts into moe, then add): the sample as shipped, and
+		# a copy of it made here with each layer's experts op unfused
+		python3 - "$S/qwen3-30b-a3b-moe.yaml" moerouter-unfused.yaml <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+pat = re.compile(r'(      - op: moe_experts\n        name: "experts\.\{l\}"\n'
+                 r'        in: \[h, expert_ids, expert_weights, "experts_gate_up\[l\]", '
+                 r'"experts_down\[l\]"), x\]\n        out: \[x\]\n'
+                 r'(        attrs: \{experts: NE\}\n)')
+s, n = pat.subn(lambda m: m.group(1) + ']\n        out: [moe]\n' + m.group(2) +
+                '      - {op: add, name: "moe_add.{l}", in: [x, moe], out: [x]}\n', s)
+if n != 1:
+    sys.exit("moerouter: the experts op with the residual not found in " + sys.argv[1])
+if "  moe:" not in s:
+    s = s.replace("  logits: {", "  moe:    {dtype: bf16, shape: [T, H]}\n  logits: {", 1)
+open(sys.argv[2], "w").write(s)
+PY
+		say "moerouter: unfused copy of the sample: exit $?"
+		cp "$S/qwen3-30b-a3b-moe.yaml" moerouter-fused.yaml
+		for p in fused unfused; do
+			for t in 1 8; do
+				t0=$(date +%s)
+				"$B" capture --backend cuda --mode full --tokens $t -o mr-$p-$t.plan \
+					moerouter-$p.yaml >mr-capture-$p-$t.txt 2>&1
+				say "moerouter: capture $p full T=$t: exit $? in $(( $(date +%s) - t0 )) s"
+				# --check on a short replay only: long MoE replays leave the
+				# eager reference through routing
+				"$B" replay --backend cuda --tokens $t --steps 100 --warmup 10 --check \
+					mr-$p-$t.plan >mr-check-$p-$t.txt 2>&1
+				say "moerouter: replay --check $p T=$t (100 steps): exit $?"
+				tail -2 mr-check-$p-$t.txt | sed 's/^/  /' | tee -a "$summary"
+			done
+		done
+		for round in 1 2 3; do
+			for t in 1 8; do
+				for p in unfused fused; do
+					"$B" replay --backend cuda --tokens $t --steps 1000 --warmup 100 --json \
+						mr-$p-$t.plan >mr-replay-$p-$t-$round.json \
+						2>mr-replay-$p-$t-$round.err
+					[ $? = 0 ] || say "moerouter: replay $p T=$t round $round failed"
+				done
+			done
+		done
+		python3 - <<'PY' | tee -a "$summary"
+import json
+med = {}
+for p in ("unfused", "fused"):
+    for t in (1, 8):
+        runs = []
+        for r in (1, 2, 3):
+            try:
+                d = json.load(open("mr-replay-%s-%d-%d.json" % (p, t, r)))
+            except (OSError, ValueError) as e:
+                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
+                continue
+            runs.append((d["step_ms"]["median"], d["busy_ms"]))
+        if not runs:
+            continue
+        steps = sorted(x[0] for x in runs)
+        med[(p, t)] = steps[len(steps) // 2]
+        print("  %-8s full T=%d step ms %s, busy %s" % (
+            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs)))
+for t in (1, 8):
+    a, b = med.get(("fused", t)), med.get(("unfused", t))
+    if a and b:
+        print("moerouter: T=%d fused / unfused step = %.4f (%.4f / %.4f ms; want < 1: "
+              "8 kernels fewer)" % (t, a / b, a, b))
+PY
+		# the fused T=1 step's kernels, without PDL (each kernel's own time)
+		"$B" capture --backend cuda --mode full --tokens 1 --no-pdl -o mr-fused-1-nopdl.plan \
+			moerouter-fused.yaml >mr-capture-fused-1-nopdl.txt 2>&1
+		say "moerouter: capture fused full T=1 --no-pdl: exit $?"
+		sh "$top/.gpu/nsys-profile" "$log/mr-fused-1-nopdl" "$B" replay --backend cuda \
+			--tokens 1 --steps 50 --warmup 5 mr-fused-1-nopdl.plan >mr-nsys.txt 2>&1
+		say "moerouter: nsys profile of the fused full T=1 replay (no PDL): exit $?"
+		NSYS=$(sed -n 's/^NSYS=//p' mr-nsys.txt)
+		if [ -n "$NSYS" ] && [ -f mr-fused-1-nopdl.nsys-rep ]; then
+			kernel_table "$NSYS" mr-fused-1-nopdl.nsys-rep
+		else
+			tail -5 mr-nsys.txt | sed 's/^/  /' | tee -a "$summary"
+		fi
 		;;
 	fold)
 		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh t/t3180-rope-fuse.sh') \

@@ -54,7 +54,7 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert [a["name"] for a in k["vocab_embedding"]["attrs"]] == ["vocab_start"]
 	assert k["moe_experts"]["capture"] == "safe-form"
 	assert k["moe_experts"]["capture_why"] == "launch follows per-expert token counts"
-	assert k["moe_experts"]["inputs"] == ["x", "ids", "weights", "gate_up", "down"]
+	assert k["moe_experts"]["inputs"] == ["x", "ids", "weights", "gate_up", "down", "residual"]
 	assert k["moe_router"]["outputs"] == ["ids", "weights"]
 	assert [a["name"] for a in k["moe_router"]["attrs"]] == ["top_k", "renorm", "topk_first"]
 	assert k["moe_router_paged"]["inputs"] == ["logits", "slots"]
@@ -86,8 +86,9 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	assert [a["name"] for a in k["rope_kv_write"]["attrs"]] == ["heads", "kv_heads", "head_dim", "theta"] + scaling + ["eps"]
 	assert k["rope_kv_write"]["inputs"] == ["qkv", "pos", "q_w", "k_w"]
 	assert k["rope_kv_write"]["min_inputs"] == 2 and k["rope_paged_kv_write"]["min_inputs"] == 3
+	assert k["moe_experts"]["min_inputs"] == 5
 	assert all(x["min_inputs"] == len(x["inputs"]) for x in k.values()
-	           if x["name"] not in ("rope_kv_write", "rope_paged_kv_write"))
+	           if x["name"] not in ("rope_kv_write", "rope_paged_kv_write", "moe_experts"))
 	assert k["rope_kv_write"]["attrs"][1]["default"] == "heads"
 	assert k["slice"]["attrs"] == [{"name": "start", "type": "int", "required": True, "default": None,
 	                                "help": "the first column of x taken"}]

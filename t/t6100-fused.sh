@@ -83,4 +83,57 @@ test_expect_success CUDA,PYTHON3 'cuda: llama-decode and its unfused twin agree 
 	test_grep "^logits: .* within 0.01\$" out
 '
 
+# The MoE twins: moe_experts adding the residual in place against
+# moe_experts then add. The same bytes on both backends (the CUDA kernels
+# round the sum and add the residual as the add kernel does), at T=1 and 8
+# (the decode kernels) and 40 (80 pairs: the grouped products' combine).
+test_expect_success 'moe twins validate: the fused one has no add' '
+	bcg validate "$TWINS/moe-fused.yaml" >mf.out &&
+	bcg validate "$TWINS/moe-unfused.yaml" >mu.out &&
+	test_grep "^ops (12): matmul 3, rmsnorm 3, embedding 1, argmax 1, moe_router 2, moe_experts 2\$" mf.out &&
+	test_grep "^ops (14): add 2, matmul 3, rmsnorm 3, embedding 1, argmax 1, moe_router 2, moe_experts 2\$" mu.out
+'
+
+for dt in f16 bf16 f32; do
+	test_expect_success "host, $dt: the moe twins give the same bytes at T=1, 8, 40" '
+		twin moe-fused '$dt' && twin moe-unfused '$dt' &&
+		for t in 1 8 40; do
+			bcg run --backend host --tokens $t --steps 3 --json twin-moe-fused-'$dt'.yaml >f.json &&
+			bcg run --backend host --tokens $t --steps 3 --json twin-moe-unfused-'$dt'.yaml >u.json &&
+			sed -n "/\"outputs\"/,\$p" f.json >a &&
+			sed -n "/\"outputs\"/,\$p" u.json >b &&
+			test_grep "\"name\": \"logits\"" a &&
+			test_cmp a b || return 1
+		done
+	'
+done
+
+test_expect_success CUDA 'cuda, eager: the moe twins give the same bytes at T=1, 8, 40' '
+	for dt in bf16 f32; do
+		twin moe-fused $dt && twin moe-unfused $dt &&
+		for t in 1 8 40; do
+			bcg run --backend cuda --tokens $t --steps 3 --json twin-moe-fused-$dt.yaml >f.json &&
+			bcg run --backend cuda --tokens $t --steps 3 --json twin-moe-unfused-$dt.yaml >u.json &&
+			sed -n "/\"outputs\"/,\$p" f.json >a &&
+			sed -n "/\"outputs\"/,\$p" u.json >b &&
+			test_cmp a b || return 1
+		done || return 1
+	done
+'
+
+test_expect_success CUDA 'cuda, full graphs with and without PDL: the moe twins generate the same logits' '
+	twin moe-fused bf16 && twin moe-unfused bf16 &&
+	for o in "" --no-pdl; do
+		for t in moe-fused moe-unfused; do
+			bcg capture --backend cuda --mode full $o -o $t.plan twin-$t-bf16.yaml >/dev/null &&
+			bcg replay --backend cuda --prompt 5,6,7 --generate 6 --logits $t$o.logits \
+				$t.plan >$t$o.gen || return 1
+		done &&
+		cmp moe-fused$o.logits moe-unfused$o.logits &&
+		bcg replay --backend cuda --tokens 40 --steps 20 --check moe-fused.plan >/dev/null &&
+		bcg replay --backend cuda --tokens 1 --steps 20 --check moe-fused.plan >/dev/null ||
+		return 1
+	done
+'
+
 test_done

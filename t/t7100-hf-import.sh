@@ -374,6 +374,16 @@ test_expect_success JANSSON,PYTHON3 'the script reads each expert straight into 
 	test_grep "^        - \"model.layers.{l}.mlp.experts.15.down_proj.weight\"\$" qwen3-moe.yaml
 '
 
+test_expect_success JANSSON,PYTHON3 'without a shared expert moe_experts adds the residual in place; with one the add stays' '
+	for m in qwen3-moe mixtral; do
+		test_grep "^        in: \[h, expert_ids, expert_weights, \"experts_gate_up\[l\]\", \"experts_down\[l\]\", x\]\$" $m.yaml &&
+		test_grep -A1 "experts_down\[l\]\", x\]\$" $m.yaml | test_grep "^        out: \[x\]\$" &&
+		! test_grep "moe_add\|^  moe:" $m.yaml || return 1
+	done &&
+	test_grep "^        in: \[h, expert_ids, expert_weights, \"experts_gate_up\[l\]\", \"experts_down\[l\]\"\]\$" qwen2-moe.yaml &&
+	test_grep "{op: add, name: \"moe_add.{l}\", in: \[x, moe\], out: \[x\]}" qwen2-moe.yaml
+'
+
 test_expect_success JANSSON,PYTHON3 'MoE: every dispatch form gives transformers tokens; breakable mode breaks at the experts for their counts' '
 	bcg inspect --breakpoints mixtral.plan >bp &&
 	test_grep "experts\.0  *moe_experts  *kind .* launch follows per-expert token counts\$" bp &&

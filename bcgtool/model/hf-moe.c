@@ -322,7 +322,12 @@ static void moe_weight_lists(FILE *f, const struct hf_moe *moe, const char *dt,
 }
 
 /* A layer's MLP ops: the weights as family members (LAYER -1: "router[l]",
- * op names "router.{l}") or as layer LAYER's own ("router_3", "router.3"). */
+ * op names "router.{l}") or as layer LAYER's own ("router_3", "router.3").
+ * Without a shared expert (Qwen3-MoE, Mixtral) moe_experts adds the
+ * residual x itself, in place: the bytes of moe_experts then add. With one
+ * (Qwen2-MoE) the gated shared expert goes into the experts' sum before
+ * the residual (x + (moe + shared), as the model adds them), so the add
+ * stays an op of its own. */
 static void moe_ops(FILE *f, const struct hf_moe *moe, int64_t layer)
 {
 	char nm[24], w[24];
@@ -336,7 +341,8 @@ static void moe_ops(FILE *f, const struct hf_moe *moe, int64_t layer)
 	        moe->renorm ? "true" : "false");
 	fprintf(f, "      - op: moe_experts\n        name: \"experts.%s\"\n"
 	        "        in: [h, expert_ids, expert_weights, \"experts_gate_up%s\", "
-	        "\"experts_down%s\"]\n        out: [moe]\n        attrs: {experts: NE}\n", nm, w, w);
+	        "\"experts_down%s\"%s]\n        out: [%s]\n        attrs: {experts: NE}\n", nm,
+	        w, w, moe->shared_ffn > 0 ? "" : ", x", moe->shared_ffn > 0 ? "moe" : "x");
 	if (moe->shared_ffn > 0) {
 		fprintf(f, "      - {op: matmul_silu_mul, name: \"shared_gate_up.%s\", in: [h, "
 		        "\"shared_gate_up%s\"], out: [shared_act], attrs: {trans_b: true}}\n", nm, w);
@@ -346,8 +352,8 @@ static void moe_ops(FILE *f, const struct hf_moe *moe, int64_t layer)
 		        "\"shared_expert_gate%s\"], out: [shared_g], attrs: {trans_b: true}}\n", nm, w);
 		fprintf(f, "      - {op: gated_add, name: \"shared.%s\", in: [moe, shared, "
 		        "shared_g], out: [moe]}\n", nm);
+		fprintf(f, "      - {op: add, name: \"moe_add.%s\", in: [x, moe], out: [x]}\n", nm);
 	}
-	fprintf(f, "      - {op: add, name: \"moe_add.%s\", in: [x, moe], out: [x]}\n", nm);
 }
 
 char *hf_moe_text(const struct hf_moe *moe, int part, const char *dt, const char *ckpath,
@@ -377,8 +383,8 @@ char *hf_moe_text(const struct hf_moe *moe, int part, const char *dt, const char
 		fprintf(f, "  router_logits:  {dtype: %s, shape: [T, NE]}\n", dt);
 		fprintf(f, "  expert_ids:     {dtype: i32, shape: [T, K]}\n");
 		fprintf(f, "  expert_weights: {dtype: f32, shape: [T, K]}\n");
-		fprintf(f, "  moe:    {dtype: %s, shape: [T, H]}\n", dt);
 		if (moe->shared_ffn > 0) {
+			fprintf(f, "  moe:    {dtype: %s, shape: [T, H]}\n", dt);
 			fprintf(f, "  shared_act:  {dtype: %s, shape: [T, FS]}\n", dt);
 			fprintf(f, "  shared:      {dtype: %s, shape: [T, H]}\n", dt);
 			fprintf(f, "  shared_g:    {dtype: %s, shape: [T, 1]}\n", dt);

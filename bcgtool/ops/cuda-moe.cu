@@ -15,7 +15,8 @@
  *             over the block (one warp a row where I is not a multiple
  *             of the vector): y[place] = round(act[place] . down_e[row]);
  *   combine   per row and tile of columns: out[t] = sum over k in order
- *             of weights * y.
+ *             of weights * y (plus the residual, when given: the sum
+ *             rounded to the dtype, then added as add adds it).
  * Only the chosen experts' weights are read: a block of an expert with no
  * pairs exits before it loads any.
  *
@@ -756,7 +757,8 @@ static int moe_products_dt(const struct op_call *call, const struct cuda_op_ctx 
 
 __global__ void __launch_bounds__(MOE_COMBINE_THREADS)
 bcg_moe_combine_kernel(const int32_t *ids, const void *w, int dtw, int64_t k, int e,
-                       struct moe_scratch s, void *out, int dt, int64_t rows, int64_t h)
+                       struct moe_scratch s, const void *res, void *out, int dt, int64_t rows,
+                       int64_t h)
 {
 	__shared__ float wq[OP_MOE_MAX_TOP_K];
 	__shared__ int place[OP_MOE_MAX_TOP_K];
@@ -776,6 +778,9 @@ bcg_moe_combine_kernel(const int32_t *ids, const void *w, int dtw, int64_t k, in
 	for (int64_t q = 0; q < k; q++)
 		if (place[q] >= 0)
 			acc += wq[q] * s.y[(int64_t)place[q] * h + c];
+	/* the residual as down_small adds it (out may be res: read first) */
+	if (res != NULL)
+		acc = cuda_ld(res, dt, t * h + c) + cuda_round_to(dt, acc);
 	cuda_st(out, dt, t * h + c, acc);
 }
 
@@ -991,7 +996,8 @@ bcg_moe_gate_up_small_kernel(const T *x, const T *gu, const int32_t *ids, int pa
 template <typename T>
 __global__ void __launch_bounds__(32 * OP_MOE_MAX_TOP_K)
 bcg_moe_down_small_kernel(const T *dn, const int32_t *ids, const void *w, int dtw,
-                          const T *act, T *out, int64_t h, int64_t inter, int k, int e)
+                          const T *act, const T *res, T *out, int64_t h, int64_t inter, int k,
+                          int e)
 {
 	constexpr int R = MOE_SD_ROWS, V = 16 / (int)sizeof(T), U = 2;
 	__shared__ float yv[OP_MOE_MAX_TOP_K][R];
@@ -1059,6 +1065,11 @@ bcg_moe_down_small_kernel(const T *dn, const int32_t *ids, const void *w, int dt
 		for (int qq = 0; qq < k; qq++)
 			if (routed[qq])
 				a += wq[qq] * yv[qq][threadIdx.x];
+		/* the residual: add(res, moe)'s bytes, the sum rounded first;
+		 * this thread reads the element it then writes (out may be res) */
+		if (res != NULL)
+			a = cuda_to_f32(res[t * h + i0 + threadIdx.x]) +
+			    cuda_to_f32(cuda_from_f32<T>(a));
 		out[t * h + i0 + threadIdx.x] = cuda_from_f32<T>(a);
 	}
 }
@@ -1132,8 +1143,9 @@ static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, 
 	return cuda_launch(ctx, "bcg_moe_down_small_kernel", bcg_moe_down_small_kernel<T>, dgrid,
 	                   dim3((unsigned)(32 * k)), msg, len,
 	                   static_cast<const T *>(call->in[4].data), ip, (const void *)w->data,
-	                   (int)w->dtype, (const T *)act, static_cast<T *>(call->out[0].data), h,
-	                   inter, (int)k, (int)e);
+	                   (int)w->dtype, (const T *)act,
+	                   call->nin > 5 ? static_cast<const T *>(call->in[5].data) : (const T *)NULL,
+	                   static_cast<T *>(call->out[0].data), h, inter, (int)k, (int)e);
 }
 
 /* The eager form reads the ids or counts on the host: refused on a stream
@@ -1219,7 +1231,8 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 		                 "1 to %d and 1 to %d", (long long)e, (long long)k,
 		                 OP_MOE_MAX_EXPERTS, OP_MOE_MAX_TOP_K);
 	if (!cuda_is_float_dtype(x->dtype) || gu->dtype != x->dtype || dn->dtype != x->dtype ||
-	    out->dtype != x->dtype || !cuda_is_float_dtype(w->dtype))
+	    out->dtype != x->dtype || !cuda_is_float_dtype(w->dtype) ||
+	    (call->nin > 5 && call->in[5].dtype != x->dtype))
 		return cuda_fail(msg, len, "moe_experts: unsupported dtypes");
 	inter = cuda_rows(gu) / (2 * e);
 	if (rows < 1 || inter < 1)
@@ -1268,8 +1281,8 @@ extern "C" int cuda_run_moe_experts(const struct op_call *call, const struct cud
 	bcg_moe_combine_kernel<<<dim3((unsigned)rows, (unsigned)((h + MOE_COMBINE_THREADS - 1) /
 	                                                         MOE_COMBINE_THREADS)),
 	                         MOE_COMBINE_THREADS, 0, ctx->stream>>>(
-		static_cast<const int32_t *>(ids->data), w->data, w->dtype, k, (int)e, s, out->data,
-		out->dtype, rows, h);
+		static_cast<const int32_t *>(ids->data), w->data, w->dtype, k, (int)e, s,
+		call->nin > 5 ? call->in[5].data : NULL, out->data, out->dtype, rows, h);
 	return cuda_check_launch("bcg_moe_combine_kernel", msg, len);
 }
 

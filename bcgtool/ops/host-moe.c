@@ -2,7 +2,7 @@
  * host-moe.c - the host references of the mixture-of-experts kinds:
  * moe_router, moe_router_paged, moe_experts and gated_add (op.h).
  *
- * moe_experts runs as the eager form on the GPU does: rows are grouped by
+ * moe_experts (with its optional residual) runs as the eager form on the GPU does: rows are grouped by
  * expert (counts, then offsets, then each expert's rows in row order) and
  * each expert's products run over its rows only. Each (row, k) pair's
  * arithmetic does not depend on the grouping, and the weighted sum back
@@ -152,11 +152,25 @@ static float moe_down(const struct op_call *call, const float *act, int64_t ex,
 	return host_round(call->in[0].dtype, s);
 }
 
+/* Store element I of out: ACC, the experts' sum; with the residual r
+ * (the optional last input), add(r, moe)'s bytes: ACC rounded to out's
+ * dtype first (moe_experts stores it), then r + it, rounded on store. r's
+ * element is read before out's is written (out may be r). */
+static void moe_store(const struct op_call *call, int64_t i, float acc)
+{
+	const struct op_tensor *out = &call->out[0];
+
+	if (call->nin > 5)
+		host_put(out, i, host_get(&call->in[5], i) + host_round(out->dtype, acc));
+	else
+		host_put(out, i, acc);
+}
+
 /* The path without scratch: every element computed on its own, activation
  * element by element again (slow, the same bytes). */
 static void moe_experts_unbuffered(const struct op_call *call, int64_t inter)
 {
-	const struct op_tensor *ids = &call->in[1], *w = &call->in[2], *out = &call->out[0];
+	const struct op_tensor *ids = &call->in[1], *w = &call->in[2];
 	const struct op_tensor *dn = &call->in[4];
 	int64_t rows = host_rows(&call->in[0]), h = host_cols(&call->in[0]), k = host_cols(ids);
 	int64_t e = call->attr[MOE_EXPERTS].i;
@@ -174,7 +188,7 @@ static void moe_experts_unbuffered(const struct op_call *call, int64_t inter)
 					     host_get(dn, (ex * h + i) * inter + j);
 				acc += host_get(w, t * k + q) * host_round(call->in[0].dtype, s);
 			}
-			host_put(out, t * h + i, acc);
+			moe_store(call, t * h + i, acc);
 		}
 }
 
@@ -183,7 +197,6 @@ static void moe_experts_unbuffered(const struct op_call *call, int64_t inter)
 void host_run_moe_experts(const struct op_call *call)
 {
 	const struct op_tensor *x = &call->in[0], *ids = &call->in[1], *w = &call->in[2];
-	const struct op_tensor *out = &call->out[0];
 	int64_t rows = host_rows(x), h = host_cols(x), k = host_cols(ids);
 	int64_t e = call->attr[MOE_EXPERTS].i, inter = host_rows(&call->in[3]) / (2 * e);
 	int64_t pairs = rows * k, off[OP_MOE_MAX_EXPERTS + 1] = { 0 };
@@ -230,7 +243,7 @@ void host_run_moe_experts(const struct op_call *call)
 				if (ex >= 0 && ex < e)
 					acc += host_get(w, t * k + q) * y[(t * k + q) * h + i];
 			}
-			host_put(out, t * h + i, acc);
+			moe_store(call, t * h + i, acc);
 		}
 out:
 	free(act);

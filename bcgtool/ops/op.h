@@ -183,7 +183,7 @@
  *                                        moe_router, but a row whose slots[t] < 0
  *                                        (a padded row of a serving batch) routes
  *                                        nowhere: ids -1, weights 0
- *  moe_experts (x, ids, weights, gate_up, down) -> out
+ *  moe_experts (x, ids, weights, gate_up, down[, residual]) -> out
  *                                        x, out [T, H]; gate_up [E*2I, H]: expert
  *                                        e's rows e*2I .. e*2I+2I-1, gate then up
  *                                        (each [I, H], as checkpoints store them);
@@ -197,7 +197,12 @@
  *                                        summed in index order); out[t] = sum over k in order of
  *                                        weights[t,k] * y (f32, rounded on store).
  *                                        An id outside [0, E) adds nothing; a row
- *                                        with none is zeros. The eager form reads
+ *                                        with none is zeros. With the optional
+ *                                        residual r (out's shape and dtype):
+ *                                        out = add(r, that sum rounded to the
+ *                                        dtype), add's bytes; out may be r (each
+ *                                        element read before it is written).
+ *                                        The eager form reads
  *                                        the per-expert token counts back to the
  *                                        host and launches the products for
  *                                        exactly the routed rows; the graph-safe
@@ -432,6 +437,8 @@ enum op_capture {
 };
 
 #define OP_INPLACE 0x1u            /* out[0] may be the same tensor as in[0] */
+#define OP_RESIDUAL_LAST 0x2u      /* the last input (a residual added to out[0])
+                                      may be left out; out[0] may be that input */
 
 #define OP_DTYPE_BIT(d)  (1u << (d))
 #define OP_DTYPES_FLOAT  (OP_DTYPE_BIT(PLAN_DTYPE_F32) | OP_DTYPE_BIT(PLAN_DTYPE_F16) | \
@@ -462,7 +469,8 @@ const struct op_kind *op_kind_get(enum op_id id);
 /* Whether op OP of PLAN is a collective (all_reduce, all_gather: the
  * kinds the sharding pass inserts); 0 for an op out of range. */
 int op_is_collective(const plan_t *plan, uint32_t op);
-/* Number of inputs, outputs, attributes of KIND. */
+/* Number of inputs, outputs, attributes of KIND (inputs: all it names,
+ * the optional residual of OP_RESIDUAL_LAST among them). */
 int op_kind_count_inputs(const struct op_kind *kind);
 int op_kind_count_outputs(const struct op_kind *kind);
 int op_kind_count_attrs(const struct op_kind *kind);

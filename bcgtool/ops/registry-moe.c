@@ -87,7 +87,13 @@ int op_check_moe_experts(const struct op_call *c, char *msg, size_t len)
 	         (long long)inter);
 	TRY(want_shape(&dn, want, 2, why, msg, len));
 	TRY(want_same_dtype(&out, &x, msg, len));
-	return want_shape_like(&out, &x, msg, len);
+	TRY(want_shape_like(&out, &x, msg, len));
+	if (c->nin > 5) {
+		struct operand res = operand_in(c, 5);
+		TRY(want_same_dtype(&res, &out, msg, len));
+		TRY(want_shape_like(&res, &out, msg, len));
+	}
+	return 0;
 }
 
 int op_check_gated_add(const struct op_call *c, char *msg, size_t len)

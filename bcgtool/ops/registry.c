@@ -802,7 +802,8 @@ static const char *const out_q_caches[] = { "q", "k_cache", "v_cache", NULL };
 static const char *const in_xslots[] = { "x", "slots", NULL };
 static const char *const in_logits[] = { "logits", NULL };
 static const char *const in_logits_slots[] = { "logits", "slots", NULL };
-static const char *const in_moe[] = { "x", "ids", "weights", "gate_up", "down", NULL };
+static const char *const in_moe[] = { "x", "ids", "weights", "gate_up", "down", "residual",
+                                      NULL };
 static const char *const in_xyg[] = { "x", "y", "g", NULL };
 static const char *const out_ids_weights[] = { "ids", "weights", NULL };
 static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", "q_w", "k_w", NULL };
@@ -1019,9 +1020,10 @@ static const struct op_kind kinds[OP_COUNT] = {
 		in_logits_slots, out_ids_weights, moe_router_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
 		op_check_moe_router },
 	[OP_MOE_EXPERTS] = { OP_MOE_EXPERTS, "moe_experts",
-		"SwiGLU experts over the rows routed to them, weighted sum back into each row",
+		"SwiGLU experts over the rows routed to them, weighted sum back into each row "
+		"(plus residual, if given)",
 		in_moe, out_out, moe_experts_attrs, OP_DTYPES_FLOAT, OP_CAPTURE_SAFE_FORM,
-		"launch follows per-expert token counts", 0, op_check_moe_experts },
+		"launch follows per-expert token counts", OP_RESIDUAL_LAST, op_check_moe_experts },
 	[OP_GATED_ADD] = { OP_GATED_ADD, "gated_add", "x + sigmoid(g) * y, one gate g a row",
 		in_xyg, out_out, no_attrs, OP_DTYPES_FLOAT, ALWAYS, OP_INPLACE, op_check_gated_add },
 	[OP_ALL_REDUCE] = { OP_ALL_REDUCE, "all_reduce", "the sum over the ranks of their x",
@@ -1081,6 +1083,8 @@ int op_kind_min_inputs(const struct op_kind *kind)
 
 	if (kind->id == OP_ROPE_KV_WRITE || kind->id == OP_ROPE_PAGED_KV_WRITE)
 		return n - 2;                       /* q_w, k_w */
+	if (kind->flags & OP_RESIDUAL_LAST)
+		return n - 1;                       /* the residual */
 	return n;
 }
 

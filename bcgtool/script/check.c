@@ -35,6 +35,10 @@ static int check_roles(struct sp *p, const struct plan_op *op, const struct op_k
 		for (uint32_t j = 0; j < op->nin; j++) {
 			if (op->in[j] != op->out[k])
 				continue;
+			/* the optional residual, given (the last input): out may be it */
+			if ((kind->flags & OP_RESIDUAL_LAST) && k == 0 &&
+			    j + 1 == (uint32_t)op_kind_count_inputs(kind))
+				continue;
 			if (!(kind->flags & OP_INPLACE))
 				return sp_error(p, out_nodes[k], "%s cannot work in place: output %s "
 				                "is also input %s ('%s')", desc, kind->outputs[k],

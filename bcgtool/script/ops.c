@@ -120,6 +120,9 @@ static int ops_operands(struct sp *p, yaml_node_t *seq, struct op_build *o, int 
 		if (want == 0)
 			return sp_error(p, seq, "%s takes no %s, not %zu", o->desc,
 			                out ? "outputs" : "inputs", n);
+		if (least + 1 == want)
+			return sp_error(p, seq, "%s takes %d or %d inputs (%s), not %zu", o->desc,
+			                least, want, list, n);
 		if (least < want)
 			return sp_error(p, seq, "%s takes %d or %d inputs (%s: the last %d all or "
 			                "none), not %zu", o->desc, least, want, list, want - least, n);

@@ -3509,6 +3509,87 @@ static void test_moe_experts(struct env *e)
 		}
 }
 
+/* moe_experts with its residual r, in both forms, out of place and in
+ * place (out is r): the device's bytes are those of the device's
+ * moe_experts without r, then add (r, moe) (the add kind's arithmetic,
+ * run on the host over the device's moe bytes: one f32 add, rounded);
+ * within the bounds of the host reference too. The graph-safe form is
+ * also captured. Shapes of the small path (T*K <= 64) and of the grouped
+ * products' combine. */
+static void test_moe_experts_residual(struct env *e)
+{
+	static const int shapes[] = { 0, 1, 2, 4, 6, 7, 8, 9, 10 };
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++)
+		for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+			const int64_t *sh = moe_shapes[shapes[si]];
+			int dt = float_dtypes[d];
+			struct moe_bufs mb;
+			struct tbuf r;
+			struct tcase c;
+			struct op_tensor ins[2], want;
+			void *moe, *keep, *got;
+
+			moe_bufs_init(e, &mb, dt, sh);
+			tbuf_init(&r, dt, 2, (const int64_t[]){ sh[0], sh[1] }, 0);
+			tbuf_random(e, &r, 4.0f);
+			moe = malloc(mb.out.bytes + 16);
+			keep = malloc(r.bytes + 16);
+			got = malloc(r.bytes + 16);
+			want.data = malloc(r.bytes + 16);
+			if (!moe || !keep || !got || !want.data)
+				bail("out of memory");
+			memcpy(keep, r.host, r.bytes);
+			for (int form = 0; form < 2; form++) {
+				/* the unfused pair: the device's moe, then add on the host */
+				moe_case_init(&c, &mb, sh[2], form);
+				c.pdl = (sh[5] & MOE_PDL) != 0;
+				c.tol = tol_for(dt, 1e-5);
+				c.got[0] = moe;
+				snprintf(c.what, sizeof c.what, "moe_experts %s T=%lld H=%lld E=%lld, %s "
+				         "form: the unfused experts", dtype_name(dt), (long long)sh[0],
+				         (long long)sh[1], (long long)sh[2], form ? "graph-safe" : "eager");
+				tcase_run(e, &c);
+				ins[0] = tbuf_view(&r, 0);
+				ins[0].data = keep;
+				ins[1] = tbuf_view(&mb.out, 0);
+				ins[1].data = moe;
+				want.dtype = dt;
+				want.rank = 2;
+				want.dim[0] = sh[0];
+				want.dim[1] = sh[1];
+				host_run(OP_ADD, ins, 2, &want, 1, NULL);
+				for (int inplace = 0; inplace < 2; inplace++)
+					for (int cap = 0; cap <= form; cap++) {
+						memcpy(r.host, keep, r.bytes);
+						moe_case_init(&c, &mb, sh[2], form);
+						c.nin = 6;
+						c.in[5] = &r;
+						c.out[0] = inplace ? &r : &mb.out;
+						c.pdl = (sh[5] & MOE_PDL) != 0;
+						c.tol = tol_for(dt, 1e-5);
+						c.got[0] = got;
+						snprintf(c.what, sizeof c.what, "moe_experts %s T=%lld H=%lld E=%lld "
+						         "with a residual%s, %s form", dtype_name(dt),
+						         (long long)sh[0], (long long)sh[1], (long long)sh[2],
+						         inplace ? " in place" : "", form ? "graph-safe" : "eager");
+						tcase_run_once(e, &c, cap);
+						ok(memcmp(got, want.data, r.bytes) == 0, "moe_experts %s T=%lld "
+						   "H=%lld E=%lld with a residual%s, %s form%s: the bytes of "
+						   "moe_experts then add", dtype_name(dt), (long long)sh[0],
+						   (long long)sh[1], (long long)sh[2], inplace ? " in place" : "",
+						   form ? "graph-safe" : "eager", cap ? " (captured)" : "");
+					}
+			}
+			free(moe);
+			free(keep);
+			free(got);
+			free(want.data);
+			tbuf_free(&r);
+			moe_bufs_free(&mb);
+		}
+}
+
 /* The graph-safe form captured twice in one graph, PDL off and on, and the
  * graph replayed four times over a poisoned output: every replay gives the
  * bytes of an uncaptured launch, and the scratch counters end at zero. */
@@ -3690,6 +3771,7 @@ int main(void)
 	test_moe_router(&e);
 	test_moe_router_nan(&e);
 	test_moe_experts(&e);
+	test_moe_experts_residual(&e);
 	test_moe_replays(&e);
 	test_moe_eager_capture(&e);
 	test_gated_add(&e);

@@ -297,10 +297,68 @@ static void test_experts_dtype(int dt)
 	free(out.data);
 }
 
+/* moe_experts with its residual r: the bytes of moe_experts, then add
+ * (r, moe) (the unfused pair, run here through the add kind); in place
+ * (out is r) the same bytes. */
+static void test_experts_residual_dtype(int dt)
+{
+	struct op_tensor x = tensor(dt, XT, XH), ids = tensor(PLAN_DTYPE_I32, XT, XK);
+	struct op_tensor w = tensor(PLAN_DTYPE_F32, XT, XK), gu = tensor(dt, XE * 2 * XI, XH);
+	struct op_tensor dn = tensor(dt, XE * XH, XI), moe = tensor(dt, XT, XH);
+	struct op_tensor r = tensor(dt, XT, XH), want = tensor(dt, XT, XH);
+	struct op_tensor got = tensor(dt, XT, XH), inplace = tensor(dt, XT, XH);
+	static const int32_t idv[XT * XK] = { 3, 0, 4, 3, 2, 5, -1, 9 };
+	struct op_call c = { .nin = 5, .nout = 1 }, add = { .nin = 2, .nout = 1 };
+	size_t bytes = (size_t)(XT * XH) * dt_size(dt);
+
+	fill_random(&x, 41, 1.0);
+	fill_random(&w, 42, 1.0);
+	fill_random(&gu, 43, 0.5);
+	fill_random(&dn, 44, 0.5);
+	fill_random(&r, 45, 3.0);
+	memcpy(ids.data, idv, sizeof idv);
+	memcpy(inplace.data, r.data, bytes);
+	c.in[0] = x;
+	c.in[1] = ids;
+	c.in[2] = w;
+	c.in[3] = gu;
+	c.in[4] = dn;
+	c.out[0] = moe;
+	c.attr[MOE_EXPERTS].i = XE;
+	host_kernel(OP_MOE_EXPERTS)(&c);
+	add.in[0] = r;
+	add.in[1] = moe;
+	add.out[0] = want;
+	host_kernel(OP_ADD)(&add);
+	c.nin = 6;
+	c.in[5] = r;
+	c.out[0] = got;
+	host_kernel(OP_MOE_EXPERTS)(&c);
+	ok(memcmp(got.data, want.data, bytes) == 0, "moe_experts %s with a residual: the bytes "
+	   "of moe_experts then add", dt_name(dt));
+	c.in[5] = inplace;
+	c.out[0] = inplace;
+	host_kernel(OP_MOE_EXPERTS)(&c);
+	ok(memcmp(inplace.data, want.data, bytes) == 0, "moe_experts %s with a residual, in "
+	   "place (out is the residual): the same bytes", dt_name(dt));
+	free(x.data);
+	free(ids.data);
+	free(w.data);
+	free(gu.data);
+	free(dn.data);
+	free(moe.data);
+	free(r.data);
+	free(want.data);
+	free(got.data);
+	free(inplace.data);
+}
+
 static void test_experts(void)
 {
 	for (size_t d = 0; d < sizeof float_dtypes / sizeof float_dtypes[0]; d++)
 		test_experts_dtype(float_dtypes[d]);
+	for (size_t d = 0; d < sizeof float_dtypes / sizeof float_dtypes[0]; d++)
+		test_experts_residual_dtype(float_dtypes[d]);
 }
 
 /* --- gated_add ----------------------------------------------------------- */

@@ -75,7 +75,7 @@ static void test_table(void)
 		"rmsnorm_matmul_rope_kv_write",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 5, 3, 1, 1, 2, 3, 4 };
+	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 6, 3, 1, 1, 2, 3, 4 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3 };
 	int inplace = 0;
@@ -102,6 +102,8 @@ static void test_table(void)
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "moe_experts has a graph-safe form");
 			is_str(k->capture_why, "launch follows per-expert token counts",
 			       "moe_experts says why it breaks graphs");
+			ok(k->flags == OP_RESIDUAL_LAST, "moe_experts' last input (residual) is "
+			   "optional, and out may be it; it works in place on nothing else");
 		} else if (i == OP_ALL_REDUCE || i == OP_ALL_GATHER) {
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "%s breaks, or is captured in full mode",
 			       names[i]);
@@ -200,10 +202,13 @@ static void test_attrs(void)
 	{
 		int all = 1;
 		for (int i = 0; i < OP_COUNT; i++)
-			if (i != OP_ROPE_KV_WRITE && i != OP_ROPE_PAGED_KV_WRITE)
+			if (i != OP_ROPE_KV_WRITE && i != OP_ROPE_PAGED_KV_WRITE && i != OP_MOE_EXPERTS)
 				all &= op_kind_min_inputs(op_kind_get((enum op_id)i)) ==
 				       op_kind_count_inputs(op_kind_get((enum op_id)i));
 		ok(all, "every other kind takes all its inputs");
+		ok(op_kind_min_inputs(op_kind_get(OP_MOE_EXPERTS)) == 5 &&
+		   op_kind_count_inputs(op_kind_get(OP_MOE_EXPERTS)) == 6,
+		   "moe_experts: 5 inputs, then the optional residual");
 	}
 	k = op_kind_get(OP_ROPE_KV_WRITE);
 	is_int(op_kind_count_attrs(op_kind_get(OP_ROPE)), ROPE_SCALING + RS_COUNT,
