@@ -55,4 +55,12 @@ test_expect_success 'every listed shape, auto, default and empty are taken; the 
 	done
 '
 
+test_expect_success 'bcgtool(1) documents both variables and their defaults' '
+	man1="$BCG_SRC_DIR/man/bcgtool.1" &&
+	test_grep "^\.B BCG_GEMV_SHAPE\$" "$man1" &&
+	test_grep "^\.B BCG_MOE_GU_SHAPE\$" "$man1" &&
+	test_grep "empty or unset: g4u2" "$man1" &&
+	test_grep "empty or unset: g2u2" "$man1"
+'
+
 test_done

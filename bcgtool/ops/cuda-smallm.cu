@@ -9,7 +9,10 @@
  *    tile), the tokens as B (8 a tile, 1 to 4 tiles). f16/bf16, M <= 32,
  *    K % 8 == 0, a and b 16-byte aligned.
  *  - "gemv": plain FMA in f32, any float dtype, M <= 8; 16-byte loads when
- *    K and the operands allow, else element by element.
+ *    K and the operands allow, else element by element. Its block shape
+ *    (weight rows a block, units a thread loads a round) is 4 rows and 2
+ *    units unless BCG_GEMV_SHAPE names another (kernel-shape.h), or auto
+ *    (smallm_shape_auto); rmsnorm_matmul's forms keep 4 rows.
  *  - "cublas": cuda-matmul.cu, every shape.
  *
  * Both kernels here read each weight row with 16-byte loads straight from
