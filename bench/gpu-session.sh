@@ -169,9 +169,10 @@
 #             --no-pdl: each gemv kernel's and the gate_up kernel's mean time
 #             a launch, gate_up's TB/s (8 experts' gate|up rows, 50.3 MB), and
 #             from bcgtool report each product's time a launch and TB/s (q|k|v,
-#             o, router, lm_head); the lowest step time per sample and T is
-#             the shape that wins. Under 8 minutes on an H100 with 4 shapes
-#             each.
+#             o, router, lm_head; SHAPES_NSYS=0 skips the profiles); the
+#             lowest step time per sample and T is the shape that wins
+#             ("shapes: best ..."). Meant to take under 8 minutes on an H100
+#             with 4 shapes each (it says how long it took).
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -1870,7 +1871,9 @@ for (smp, t, kind), (v, s) in sorted(best.items()):
     print("  shapes: best %s %s T=%s: %s (%.4f ms)" % (kind, smp, t, v, s))
 PY
 		# Nsight Systems, no PDL (each kernel's own time): the lists zipped
+		# (SHAPES_NSYS=0: none)
 		set -- $mshapes
+		[ "${SHAPES_NSYS:-1}" = 0 ] && gshapes=
 		for g in $gshapes; do
 			m=${1:-default}
 			[ $# -gt 0 ] && shift
