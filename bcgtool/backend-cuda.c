@@ -239,6 +239,9 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 	b->ctx.stream = b->stream;
 	b->ctx.cublas = b->cublas;
 	b->ctx.sm_count = prop.multiProcessorCount;
+	/* the engine refused a bad value before opening the backend */
+	if (kernel_shapes_from_env(&b->ctx.gemv_shape, &b->ctx.moe_gu_shape, msg, len) != 0)
+		goto fail;
 	*out = b;
 	return 0;
 fail:

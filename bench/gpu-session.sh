@@ -182,6 +182,24 @@
 #             70B-shaped sample (samples/llama-3.1-70b.yaml) captured at TP=4,
 #             full and breakable, replayed at T=1 and 8, and instantiated in
 #             a new process (cold start); a rank of a TP=4 replay killed
+#   shapes    the decode products' block shapes (issues 21 and 22; run check
+#             first): for each BCG_GEMV_SHAPE (SHAPES_GEMV, default "default
+#             g4u4 g8u2 auto") the 1B-shaped sample full at T=1 and 8 and the
+#             Qwen3-30B-A3B-shaped one full at T=1, and for each
+#             BCG_MOE_GU_SHAPE (SHAPES_MOE, default "default g4u2 g8u1 g4u1")
+#             the Qwen3 one at T=1, captured tuned with --stats (each plan's
+#             layer-0 and lm_head choices shown), replayed under the same
+#             shape, 1000 steps after 100, 3 rounds interleaved, medians:
+#             "shapes: SAMPLE T=N gemv=S step X ms" (or moe_gu=S), with the
+#             ratio to the default; then per pair of shapes (the lists zipped)
+#             an Nsight Systems profile of the Qwen3 sample full T=1 captured
+#             --no-pdl: each gemv kernel's and the gate_up kernel's mean time
+#             a launch, gate_up's TB/s (8 experts' gate|up rows, 50.3 MB), and
+#             from bcgtool report each product's time a launch and TB/s (q|k|v,
+#             o, router, lm_head; SHAPES_NSYS=0 skips the profiles); the
+#             lowest step time per sample and T is the shape that wins
+#             ("shapes: best ..."). Meant to take under 8 minutes on an H100
+#             with 4 shapes each (it says how long it took).
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -2054,6 +2072,139 @@ PY
 		say "tpsym: replay --check --nccl-mem default: exit $? $(grep '^check' tpsym-check-default.txt | head -1)"
 		tp_kill tpsym tpsym-1b.plan
 		cat tpsym-*.err tpsym-cap.txt >"$log/tpsym.txt" 2>/dev/null
+		;;
+	shapes)
+		# The lists may hold at most 4 shapes each (the stage's time); the
+		# first of each should be "default", the ratios' base.
+		gshapes=${SHAPES_GEMV:-default g4u4 g8u2 auto}
+		mshapes=${SHAPES_MOE:-default g4u2 g8u1 g4u1}
+		q3=qwen3-30b-a3b-moe
+		cases=
+		for g in $gshapes; do
+			cases="$cases llama-3.2-1b:1:$g:default llama-3.2-1b:8:$g:default $q3:1:$g:default"
+		done
+		for m in $mshapes; do
+			[ "$m" = default ] || cases="$cases $q3:1:default:$m"
+		done
+		t_stage=$(date +%s)
+		for c in $cases; do
+			set -- $(echo "$c" | tr : ' ')
+			n=shp-$1-$2-$3-$4
+			t0=$(date +%s)
+			BCG_GEMV_SHAPE=$3 BCG_MOE_GU_SHAPE=$4 timeout 200 "$B" capture --backend cuda \
+				--mode full --tokens $2 --stats -o $n.plan "$S/$1.yaml" >$n-cap.txt 2>&1
+			say "shapes: capture $1 full T=$2 gemv=$3 moe_gu=$4: exit $? in $(( $(date +%s) - t0 )) s"
+			"$B" inspect --choices $n.plan 2>/dev/null | grep -E '[a-z_]+\.0 |lm_head' |
+				sed 's/^/    /' >$n-choices.txt
+			head -8 $n-choices.txt | tee -a "$summary"
+		done
+		for round in 1 2 3; do
+			for c in $cases; do
+				set -- $(echo "$c" | tr : ' ')
+				n=shp-$1-$2-$3-$4
+				BCG_GEMV_SHAPE=$3 BCG_MOE_GU_SHAPE=$4 timeout 120 "$B" replay --backend cuda \
+					--tokens $2 --steps 1000 --warmup 100 --json $n.plan >$n-rep-$round.json \
+					2>$n-rep-$round.err ||
+					{ say "shapes: replay $n round $round: exit $?"; tail -2 $n-rep-$round.err; }
+			done
+		done
+		python3 - $cases <<'PY' | tee -a "$summary"
+import json, sys
+med = {}
+for c in sys.argv[1:]:
+    smp, t, g, m = c.split(":")
+    runs = []
+    for r in (1, 2, 3):
+        try:
+            d = json.load(open("shp-%s-%s-%s-%s-rep-%d.json" % (smp, t, g, m, r)))
+            runs.append((d["step_ms"]["median"], d["busy_ms"]))
+        except (OSError, ValueError, KeyError):
+            pass
+    shape = "moe_gu=%s" % m if m != "default" else "gemv=%s" % g
+    if not runs:
+        print("  shapes: %s T=%s %s no result" % (smp, t, shape))
+        continue
+    s = sorted(x[0] for x in runs)[len(runs) // 2]
+    med[(smp, t, g, m)] = s
+    base = med.get((smp, t, "default", "default"))
+    print("  shapes: %s T=%s %-13s step %.4f ms (rounds %s; busy %s)%s" % (
+        smp, t, shape, s, " ".join("%.4f" % x[0] for x in runs),
+        " ".join("%.4f" % x[1] for x in runs),
+        "  %.3f of default" % (s / base) if base else ""))
+best = {}
+for (smp, t, g, m), s in med.items():
+    for kind, v in (("gemv", g), ("moe_gu", m)):
+        if kind == "moe_gu" and g != "default" or kind == "gemv" and m != "default":
+            continue
+        k = (smp, t, kind)
+        if k not in best or s < best[k][1]:
+            best[k] = (v, s)
+for (smp, t, kind), (v, s) in sorted(best.items()):
+    if kind == "moe_gu" and smp.startswith("llama"):
+        continue
+    print("  shapes: best %s %s T=%s: %s (%.4f ms)" % (kind, smp, t, v, s))
+PY
+		# Nsight Systems, no PDL (each kernel's own time): the lists zipped
+		# (SHAPES_NSYS=0: none)
+		set -- $mshapes
+		[ "${SHAPES_NSYS:-1}" = 0 ] && gshapes=
+		for g in $gshapes; do
+			m=${1:-default}
+			[ $# -gt 0 ] && shift
+			n=shpn-$g-$m
+			BCG_GEMV_SHAPE=$g BCG_MOE_GU_SHAPE=$m timeout 200 "$B" capture --backend cuda \
+				--mode full --tokens 1 --no-pdl --stats -o $n.plan "$S/$q3.yaml" >$n-cap.txt 2>&1
+			say "shapes: capture $q3 full T=1 --no-pdl gemv=$g moe_gu=$m: exit $?"
+			BCG_GEMV_SHAPE=$g BCG_MOE_GU_SHAPE=$m sh "$top/.gpu/nsys-profile" "$log/$n" "$B" \
+				replay --backend cuda --tokens 1 --steps 50 --warmup 5 $n.plan >$n-nsys.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' $n-nsys.txt)
+			if [ -z "$NSYS" ] || [ ! -f "$n.nsys-rep" ]; then
+				say "shapes: nsys gemv=$g moe_gu=$m: no report"
+				tail -3 $n-nsys.txt | sed 's/^/  /' | tee -a "$summary"
+				continue
+			fi
+			"$NSYS" stats --report cuda_gpu_kern_sum --format csv $n.nsys-rep >$n.kern.csv 2>&1
+			"$NSYS" export --type sqlite --force-overwrite true -o $n.sqlite $n.nsys-rep \
+				>/dev/null 2>&1
+			"$B" report --tokens 1 --json $n.sqlite $n.plan >$n-report.json 2>$n-report.err
+			python3 - $n.kern.csv $n-report.json "$g" "$m" <<'PY' | tee -a "$summary"
+import csv, json, re, sys
+kern, rep, g, m = sys.argv[1:5]
+print("  shapes: nsys %s T=1 --no-pdl, gemv=%s moe_gu=%s:" % ("qwen3-30b-a3b-moe", g, m))
+rows = [r for r in csv.reader(open(kern)) if len(r) > 8]
+if rows:
+    head, rows = rows[0], rows[1:]
+    i = {h: k for k, h in enumerate(head)}
+    gu = 8 * 2 * 768 * 2048 * 2          # one layer's 8 experts' gate|up rows, bf16
+    for r in rows:
+        n = r[i["Name"]]
+        if "gemv" not in n and "gate_up_small" not in n:
+            continue
+        avg = float(r[i["Avg (ns)"]]) / 1e3
+        name = re.sub(r"\((int|bool)\)", "", n.replace("void ", "").rsplit(">(", 1)[0] + ">")
+        name = name.replace("__nv_bfloat16", "bf16").replace("true", "1").replace("false", "0")[:72]
+        bw = "  %5.2f TB/s" % (gu / (avg * 1e-6) / 1e12) if "gate_up" in n else ""
+        print("    kernel %6d x %8.2f us  %s%s" % (int(r[i["Instances"]]), avg, name, bw))
+try:
+    d = json.load(open(rep))
+except (OSError, ValueError) as e:
+    print("    report: no result (%s)" % e)
+    sys.exit(0)
+groups = {}
+for o in d.get("ops", []):
+    base = re.sub(r"\.\d+$", "", o["name"])
+    if o["kind"] not in ("matmul", "matmul_add", "matmul_silu_mul"):
+        continue
+    gr = groups.setdefault(base, [0, 0.0, 0, o["kind"]])
+    gr[0] += 1
+    gr[1] += o["per_step_ns"]
+    gr[2] += o["bytes"] or 0
+for base, (n, ns, b, kind) in sorted(groups.items(), key=lambda x: -x[1][1]):
+    print("    op %-10s %-10s x%-3d %8.2f us a launch  %5.2f TB/s (%.1f MB)" % (
+        base, kind, n, ns / n / 1e3, b / ns / 1e3 if ns else 0, b / n / 1e6))
+PY
+		done
+		say "shapes: stage took $(( $(date +%s) - t_stage )) s"
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a

@@ -18,6 +18,7 @@
 #include "memplan.h"
 #include "model/safetensors.h"
 #include "nvtx.h"
+#include "ops/kernel-shape.h"
 #include "ops/numeric.h"
 #include "util.h"
 
@@ -861,6 +862,16 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 		engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "BCG_SYNC: '%s' is not 1 (on) or 0 (off)",
 		            getenv("BCG_SYNC"));
 		goto fail;
+	}
+	/* The kernels' shapes, read again by the CUDA backend: checked here on
+	 * every backend, so that a bad one is a usage error, never a device's. */
+	{
+		struct kernel_shape gemv, moe_gu;
+		char why[256];
+		if (kernel_shapes_from_env(&gemv, &moe_gu, why, sizeof why) != 0) {
+			engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", why);
+			goto fail;
+		}
 	}
 	e->be = backend_find(strcmp(backend, "auto") == 0 ? "cuda" : backend);
 	if (e->be == NULL && strcmp(backend, "auto") == 0) {

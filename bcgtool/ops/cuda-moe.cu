@@ -790,12 +790,17 @@ bcg_moe_combine_kernel(const int32_t *ids, const void *w, int dtw, int64_t k, in
  * kernels laid out as the gemv of cuda-smallm.cu lays out a decode
  * product, and neither route nor combine runs:
  *
- *   gate_up_small  grid (group, MOE_SG_COLS columns): a block owns columns
- *                  j0, j0 + 1 of one expert, their gate and up rows (4 rows
- *                  of H), each row's 16-byte pieces spread over the block's
- *                  threads, every load of a round issued before the first
- *                  product; each piece meets every pair of the group (8 at
- *                  a time); sums meet by butterflies, then over warps in
+ *   gate_up_small  grid (group, column blocks): a block owns C columns
+ *                  j0 .. j0 + C - 1 of one expert (the default C:
+ *                  MOE_SG_COLS), their gate and up rows (2C rows of H),
+ *                  each row's 16-byte pieces spread over the block's
+ *                  threads, U of them a thread and round (the default 2;
+ *                  1 at 8 pairs a chunk, and 8 columns take at most 4
+ *                  pairs a chunk: registers), every load of a round issued
+ *                  before the first product (BCG_MOE_GU_SHAPE picks C and
+ *                  U: kernel-shape.h; a column's arithmetic is the same in
+ *                  every shape); each piece meets every pair of the group
+ *                  (8 at a time); sums meet by butterflies, then over warps in
  *                  shared memory in warp order, and the epilogue stores
  *                  act[pair, j] = silu(round(g)) * round(u) in the element
  *                  type (the value is rounded to it: nothing is lost);
@@ -824,7 +829,8 @@ bcg_moe_combine_kernel(const int32_t *ids, const void *w, int dtw, int64_t k, in
  * read once for all of them, which down_small's token rows would repeat.
  */
 #define MOE_SMALL_PAIRS 64
-#define MOE_SG_COLS     2           /* gate_up_small: columns a block */
+#define MOE_SG_COLS     2           /* gate_up_small: columns a block (the default) */
+#define MOE_SG_UNITS    2           /* and units a thread and round (the default) */
 #define MOE_SG_THREADS  128
 #define MOE_SG_WARPS    (MOE_SG_THREADS / 32)
 #define MOE_SG_MAXM     8           /* pairs a chunk */
@@ -893,16 +899,18 @@ __device__ void moe_small_find(const int32_t *ids, int pairs, int e, int want, i
 }
 
 /* One chunk of M (1, 2, 4 or 8) pairs, LIST[0 .. N), against the block's
- * rows WROW: each thread's partial sums over its pieces, summed over the
- * warp into RED[warp][s * MOE_SG_MAXM + m]. A pair's sums do not depend
- * on M: the pieces meet it in the same order whatever the chunk. */
-template <typename T, int M>
-__device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_COLS],
-                                             const T *x, const int *list, int n, int k,
-                                             int64_t h, float (*red)[2 * MOE_SG_COLS * MOE_SG_MAXM])
+ * 2C rows WROW, U pieces a round (1 at 8 pairs: registers, as gemv at 8
+ * tokens): each thread's partial sums over its pieces, summed
+ * over the warp into RED[warp][s * MOE_SG_MAXM + m]. A pair's sums do not
+ * depend on M, C or U: the pieces meet it in the same order whatever the
+ * chunk and the shape. */
+template <typename T, int M, int C, int U>
+__device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * C], const T *x,
+                                             const int *list, int n, int k, int64_t h,
+                                             float (*red)[2 * C * MOE_SG_MAXM])
 {
-	constexpr int S = 2 * MOE_SG_COLS, V = 16 / (int)sizeof(T);
-	constexpr int UN = M >= 8 ? 1 : 2;     /* registers: as gemv at 8 tokens */
+	constexpr int S = 2 * C, V = 16 / (int)sizeof(T);
+	constexpr int UN = M >= 8 ? 1 : U;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int64_t units = h / V;
 	const T *xrow[M];
@@ -927,13 +935,17 @@ __device__ __forceinline__ void moe_sg_chunk(const T *const (&wrow)[2 * MOE_SG_C
 		}
 }
 
-template <typename T, int MT, bool EAGER>
-__global__ void __launch_bounds__(MOE_SG_THREADS)
+/* Compiled for 1 block a multiprocessor (every register a thread needs)
+ * in a shape other than the default, whose registers stay ptxas's own
+ * choice (0): as cuda-smallm.cu's SM_GEMV_MINB, so that a round's loads
+ * are all in flight and nothing spills. */
+template <typename T, int MT, bool EAGER, int C = MOE_SG_COLS, int U = MOE_SG_UNITS>
+__global__ void __launch_bounds__(MOE_SG_THREADS, C == MOE_SG_COLS && U == MOE_SG_UNITS ? 0 : 1)
 bcg_moe_gate_up_small_kernel(const T *x, const T *gu, const int32_t *ids, int pairs,
                              int64_t h, int64_t inter, int k, int e, T *act,
                              struct moe_small_groups g)
 {
-	constexpr int C = MOE_SG_COLS, S = 2 * C;
+	constexpr int S = 2 * C;
 	__shared__ float red[MOE_SG_WARPS][S * MOE_SG_MAXM];
 	__shared__ int list[MOE_SMALL_PAIRS];
 	__shared__ int sh[2];
@@ -966,13 +978,13 @@ bcg_moe_gate_up_small_kernel(const T *x, const T *gu, const int32_t *ids, int pa
 	for (int c0 = 0; c0 < cnt; c0 += MT) {
 		const int n = cnt - c0 < MT ? cnt - c0 : MT;
 		if (MT == 1 || n == 1)
-			moe_sg_chunk<T, 1>(wrow, x, list + c0, n, k, h, red);
+			moe_sg_chunk<T, 1, C, U>(wrow, x, list + c0, n, k, h, red);
 		else if (MT == 2 || n == 2)
-			moe_sg_chunk<T, MT < 2 ? MT : 2>(wrow, x, list + c0, n, k, h, red);
+			moe_sg_chunk<T, MT < 2 ? MT : 2, C, U>(wrow, x, list + c0, n, k, h, red);
 		else if (MT == 4 || n <= 4)
-			moe_sg_chunk<T, MT < 4 ? MT : 4>(wrow, x, list + c0, n, k, h, red);
+			moe_sg_chunk<T, MT < 4 ? MT : 4, C, U>(wrow, x, list + c0, n, k, h, red);
 		else
-			moe_sg_chunk<T, MT>(wrow, x, list + c0, n, k, h, red);
+			moe_sg_chunk<T, MT, C, U>(wrow, x, list + c0, n, k, h, red);
 		__syncthreads();
 		for (int q = threadIdx.x; q < C * MOE_SG_MAXM; q += blockDim.x) {
 			const int s = q / MOE_SG_MAXM, m = q % MOE_SG_MAXM;
@@ -1088,22 +1100,60 @@ static bool moe_small_ok(const struct op_call *call, int64_t pairs, int64_t h, i
 	       (h + MOE_SD_ROWS - 1) / MOE_SD_ROWS <= 65535;
 }
 
-/* gate_up_small with chunks of MT pairs, in the eager form (G the groups)
- * or the graph-safe one. */
-template <typename T, int MT>
-static int moe_sg_launch(const struct cuda_op_ctx *ctx, bool eager, dim3 grid, char *msg,
+/* gate_up_small with chunks of MT pairs, C columns a block and U pieces a
+ * round, in the eager form (G the groups) or the graph-safe one, on
+ * GROUPS block rows. */
+template <typename T, int MT, int C, int U>
+static int moe_sg_launch(const struct cuda_op_ctx *ctx, bool eager, unsigned groups, char *msg,
                          size_t len, const T *x, const T *gu, const int32_t *ids, int64_t pairs,
                          int64_t h, int64_t inter, int64_t k, int64_t e, T *act,
                          const struct moe_small_groups &g)
 {
+	dim3 grid(groups, (unsigned)((inter + C - 1) / C));
+
 	if (eager)
 		return cuda_launch(ctx, "bcg_moe_gate_up_small_kernel",
-		                   bcg_moe_gate_up_small_kernel<T, MT, true>, grid,
+		                   bcg_moe_gate_up_small_kernel<T, MT, true, C, U>, grid,
 		                   dim3(MOE_SG_THREADS), msg, len, x, gu, ids, (int)pairs, h, inter,
 		                   (int)k, (int)e, act, g);
 	return cuda_launch(ctx, "bcg_moe_gate_up_small_kernel",
-	                   bcg_moe_gate_up_small_kernel<T, MT, false>, grid, dim3(MOE_SG_THREADS),
-	                   msg, len, x, gu, ids, (int)pairs, h, inter, (int)k, (int)e, act, g);
+	                   bcg_moe_gate_up_small_kernel<T, MT, false, C, U>, grid,
+	                   dim3(MOE_SG_THREADS), msg, len, x, gu, ids, (int)pairs, h, inter,
+	                   (int)k, (int)e, act, g);
+}
+
+/* gate_up_small in the shape CTX names (BCG_MOE_GU_SHAPE; zero: the
+ * default) for chunks of up to MT pairs (4 at 8 columns: a chunk of 8
+ * would spill; a pair's arithmetic does not depend on its chunk). */
+template <typename T, int MT>
+static int moe_sg_shaped(const struct cuda_op_ctx *ctx, bool eager, unsigned groups, char *msg,
+                         size_t len, const T *x, const T *gu, const int32_t *ids, int64_t pairs,
+                         int64_t h, int64_t inter, int64_t k, int64_t e, T *act,
+                         const struct moe_small_groups &g)
+{
+	const struct kernel_shape sh = ctx->moe_gu_shape;
+
+#define MOE_SG_AS(c, u) moe_sg_launch<T, MT, c, u>(ctx, eager, groups, msg, len, x, gu, ids, \
+		                                           pairs, h, inter, k, e, act, g)
+	switch (sh.g == 0 ? 0 : sh.g * 10 + sh.u) {
+	case 0:
+	case 22:
+		return MOE_SG_AS(2, 2);
+	case 21:
+		return MOE_SG_AS(2, 1);
+	case 24:
+		return MOE_SG_AS(2, 4);
+	case 41:
+		return MOE_SG_AS(4, 1);
+	case 42:
+		return MOE_SG_AS(4, 2);
+	case 81:
+		return moe_sg_launch<T, MT < 4 ? MT : 4, 8, 1>(ctx, eager, groups, msg, len, x, gu, ids,
+		                                              pairs, h, inter, k, e, act, g);
+	}
+#undef MOE_SG_AS
+	return cuda_fail(msg, len, "moe_experts: no gate_up kernel of %d columns and %d units a "
+	                 "round", sh.g, sh.u);
 }
 
 /* The two kernels of the small path in element type T; G the eager form's
@@ -1120,7 +1170,6 @@ static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, 
 	const int32_t *ip = static_cast<const int32_t *>(ids->data);
 	struct moe_small_groups none;
 	unsigned groups = g ? (unsigned)g->n : (unsigned)(pairs < e ? pairs : e);
-	dim3 ggrid(groups, (unsigned)((inter + MOE_SG_COLS - 1) / MOE_SG_COLS));
 	dim3 dgrid((unsigned)rows, (unsigned)((h + MOE_SD_ROWS - 1) / MOE_SD_ROWS));
 	int rc;
 
@@ -1129,13 +1178,13 @@ static int moe_small(const struct op_call *call, const struct cuda_op_ctx *ctx, 
 	if (groups > 0) {
 		const struct moe_small_groups &gv = g ? *g : none;
 		const int mt = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : MOE_SG_MAXM;
-		rc = mt == 1 ? moe_sg_launch<T, 1>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		rc = mt == 1 ? moe_sg_shaped<T, 1>(ctx, g != NULL, groups, msg, len, xp, gp, ip, pairs,
 		                                   h, inter, k, e, act, gv)
-		   : mt == 2 ? moe_sg_launch<T, 2>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		   : mt == 2 ? moe_sg_shaped<T, 2>(ctx, g != NULL, groups, msg, len, xp, gp, ip, pairs,
 		                                   h, inter, k, e, act, gv)
-		   : mt == 4 ? moe_sg_launch<T, 4>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		   : mt == 4 ? moe_sg_shaped<T, 4>(ctx, g != NULL, groups, msg, len, xp, gp, ip, pairs,
 		                                   h, inter, k, e, act, gv)
-		   : moe_sg_launch<T, MOE_SG_MAXM>(ctx, g != NULL, ggrid, msg, len, xp, gp, ip, pairs,
+		   : moe_sg_shaped<T, MOE_SG_MAXM>(ctx, g != NULL, groups, msg, len, xp, gp, ip, pairs,
 		                                   h, inter, k, e, act, gv);
 		if (rc != 0)
 			return -1;

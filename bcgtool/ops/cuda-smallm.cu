@@ -9,7 +9,10 @@
  *    tile), the tokens as B (8 a tile, 1 to 4 tiles). f16/bf16, M <= 32,
  *    K % 8 == 0, a and b 16-byte aligned.
  *  - "gemv": plain FMA in f32, any float dtype, M <= 8; 16-byte loads when
- *    K and the operands allow, else element by element.
+ *    K and the operands allow, else element by element. Its block shape
+ *    (weight rows a block, units a thread loads a round) is 4 rows and 2
+ *    units unless BCG_GEMV_SHAPE names another (kernel-shape.h), or auto
+ *    (smallm_shape_auto); rmsnorm_matmul's forms keep 4 rows.
  *  - "cublas": cuda-matmul.cu, every shape.
  *
  * Both kernels here read each weight row with 16-byte loads straight from
@@ -422,10 +425,14 @@ bcg_smallm_mma_kernel(smallm_args p)
 /* --- gemv ------------------------------------------------------------------ */
 
 /* Units: 16-byte vectors (VEC) or elements. Grid (nblocks, ksplit); each
- * block owns G output columns (4, or 2 of gate and 2 of up for silu_mul);
- * thread t takes units u0 + t, u0 + t + SM_THREADS, ..., two at a time,
- * for all its rows and up to MAXM tokens. Sums meet by warp butterflies,
- * then across warps in shared memory.
+ * block reads ROWS weight rows: ROWS output columns, or ROWS / 2 of gate
+ * and as many of up for silu_mul (the default shape: 4 rows); thread t
+ * takes units u0 + t, u0 + t + SM_THREADS, ..., UN at a time (the default:
+ * 2, 1 at 8 tokens), for all its rows and up to MAXM tokens. Sums meet by
+ * warp butterflies, then across warps in shared memory. A column's sum
+ * does not depend on ROWS or UN: each thread adds its units in unit
+ * order, and the butterflies and the warps' merge are the same
+ * (kernel-shape.h: BCG_GEMV_SHAPE picks them).
  *
  * NORM (rmsnorm_matmul, VEC only): a is x, and the token operand is
  * rmsnorm(x, w) rounded to T, formed once per block in shared memory
@@ -442,17 +449,19 @@ bcg_smallm_mma_kernel(smallm_args p)
  * the 1B q|k|v product in 17.1 us against 11.7 us for the rmsnorm kernel
  * and the product apart (H100). xs holds at most RNM_XS_VECS(MT) vectors:
  * (u1 - u0) * MT <= units * MT, which cuda_rmsnorm_matmul_usable bounds. */
-template <typename T, int MAXM, bool VEC, int EPI, bool NORM, typename R>
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM, int ROWS, int UN, typename R>
 __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &r)
 {
 	static_assert(!NORM || VEC, "the norm prologue reads 16-byte vectors");
 	static_assert(EPI != EPI_ROPE || (NORM && std::is_same<R, smallm_rope>::value),
 	              "the rope epilogue is rmsnorm_matmul_rope_kv_write's");
-	constexpr int G = EPI == EPI_SILU ? 2 : 4;
-	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
+	static_assert(ROWS == 4 || (!NORM && EPI != EPI_ROPE),
+	              "the norm and rope forms keep the default shape");
+	static_assert(ROWS % 2 == 0 && UN >= 1, "a shape of whole gate|up pairs");
+	constexpr int G = EPI == EPI_SILU ? ROWS / 2 : ROWS;
+	constexpr int S = ROWS;
 	constexpr int MT = MAXM;
 	constexpr int V = VEC ? 16 / (int)sizeof(T) : 1;
-	constexpr int UN = MAXM >= 8 ? 1 : 2;      /* registers: no spills at 8 tokens */
 	__shared__ float red[SM_WARPS][S * MT];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -621,11 +630,23 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 	}
 }
 
-template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false>
-__global__ void __launch_bounds__(SM_THREADS)
+/* The default shape: 4 rows, 2 units a round (1 at 8 tokens: registers,
+ * no spills). */
+#define SM_GEMV_UN(maxm) ((maxm) >= 8 ? 1 : 2)
+/* The blocks a multiprocessor a gemv kernel is compiled for: 0 (ptxas's
+ * own register budget, as before shapes) in the default shape, 1 (every
+ * register a thread needs, up to 255) in another. ptxas's budget is low:
+ * bf16 g4u4 at one token got 48 registers, which cannot hold a round's 16
+ * loads (64 registers), so it issued them in parts, and g16u1 spilled;
+ * with 1 they take 123 and 140 and every load of a round is in flight. */
+#define SM_GEMV_MINB(maxm, rows, un) ((rows) == 4 && (un) == SM_GEMV_UN(maxm) ? 0 : 1)
+
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false, int ROWS = 4,
+          int UN = SM_GEMV_UN(MAXM)>
+__global__ void __launch_bounds__(SM_THREADS, SM_GEMV_MINB(MAXM, ROWS, UN))
 bcg_smallm_gemv_kernel(smallm_args p)
 {
-	smallm_gemv_body<T, MAXM, VEC, EPI, NORM>(p, smallm_none());
+	smallm_gemv_body<T, MAXM, VEC, EPI, NORM, ROWS, UN>(p, smallm_none());
 }
 
 /* rmsnorm_matmul_rope_kv_write's "gemv": the same body with the norm
@@ -635,7 +656,7 @@ template <typename T, int MAXM>
 __global__ void __launch_bounds__(SM_THREADS)
 bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
 {
-	smallm_gemv_body<T, MAXM, true, EPI_ROPE, true>(p, r);
+	smallm_gemv_body<T, MAXM, true, EPI_ROPE, true, 4, SM_GEMV_UN(MAXM)>(p, r);
 }
 
 /* --- host side --------------------------------------------------------------- */
@@ -725,10 +746,14 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 struct smallm_plan {
 	int     mt;             /* tokens a block holds: NT * 8, or MAXM */
 	int     slots;          /* b rows a block reads */
+	int     un;             /* gemv: units a thread loads a round */
 	bool    vec;            /* gemv: 16-byte units */
 	int64_t nblocks, units, per;
 	int     ksplit;
 };
+
+/* The shape of the norm and rope forms, and BCG_GEMV_SHAPE's unset. */
+static const struct kernel_shape smallm_default_shape = { 0, 0 };
 
 static int64_t smallm_ceil_div(int64_t a, int64_t b)
 {
@@ -740,32 +765,11 @@ static int smallm_gemv_maxm(int64_t M)
 	return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8;
 }
 
-/* Plan IMPL (mma or gemv) of P for M tokens on SM_COUNT multiprocessors
- * (<= 0: the most the scratch bound assumes). The split grows with the
- * device's size and never past what that bound assumes. */
-static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *p, int64_t M,
-                            bool vec, int sm_count, struct smallm_plan *pl)
+/* The K split of a plan with PL's column groups and units: enough blocks
+ * for two a multiprocessor when there are fewer groups, each split at
+ * least MIN_UNITS units. */
+static void smallm_plan_split(struct smallm_plan *pl, int64_t sms, int min_units)
 {
-	const bool silu = id == OP_MATMUL_SILU_MUL;
-	int G, min_units;
-
-	memset(pl, 0, sizeof *pl);
-	if (impl == CUDA_IMPL_MMA) {
-		G = 16;
-		pl->mt = (int)smallm_ceil_div(M < 1 ? 1 : M, 8) * 8;
-		pl->units = smallm_ceil_div(p->K, 32);
-		min_units = SM_MMA_MIN_SPLIT;
-	} else {
-		G = silu ? 2 : 4;
-		pl->vec = vec;
-		pl->mt = vec ? smallm_gemv_maxm(M) : SM_GEMV_MAX_M;
-		pl->units = vec ? p->K / (16 / (int64_t)cuda_dtype_size(p->a->dtype)) : p->K;
-		min_units = 2 * SM_THREADS;
-	}
-	pl->slots = silu ? 2 * G : G;
-	pl->nblocks = smallm_ceil_div(p->N, G);
-
-	int64_t sms = sm_count > 0 && sm_count < SM_SM_CAP ? sm_count : SM_SM_CAP;
 	int64_t target = 2 * sms, ks = 1;
 	if (pl->nblocks < target) {
 		ks = smallm_ceil_div(target, pl->nblocks);
@@ -782,6 +786,72 @@ static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *
 		pl->per = 1;
 }
 
+/* BCG_GEMV_SHAPE=auto: units a round enough for a thread's share of a
+ * row in one round (up to 4), so that a block waits for memory once; then
+ * the most rows a block (16, 8, 4) whose loads stay within 16 a round
+ * while the column groups still give two blocks a multiprocessor without
+ * a split (fewer blocks: fewer merges and fewer partial waves, but no
+ * split that the default would not make). */
+static struct kernel_shape smallm_shape_auto(const struct cuda_product *p, int64_t units,
+                                             int64_t sms)
+{
+	const int silu = p->NB != p->N;
+	const int64_t share = smallm_ceil_div(units, SM_THREADS);
+	struct kernel_shape sh = { 4, share <= 1 ? 1 : share <= 2 ? 2 : 4 };
+
+	for (int rows = 16; rows > 4; rows /= 2) {
+		if (rows * sh.u > 16)
+			continue;
+		if (smallm_ceil_div(p->N, silu ? rows / 2 : rows) >= 2 * sms) {
+			sh.g = rows;
+			break;
+		}
+	}
+	return sh;
+}
+
+/* Plan IMPL (mma or gemv) of P for M tokens on SM_COUNT multiprocessors
+ * (<= 0: the most the scratch bound assumes), gemv in SHAPE (kernel-
+ * shape.h; zero: the default). The split grows with the device's size and
+ * never past what that bound assumes. At 8 tokens a gemv shape keeps at
+ * most 8 rows and one unit a round, as the default: its registers. */
+static void smallm_plan_for(int impl, enum op_id id, const struct cuda_product *p, int64_t M,
+                            bool vec, int sm_count, struct kernel_shape shape,
+                            struct smallm_plan *pl)
+{
+	const bool silu = id == OP_MATMUL_SILU_MUL;
+	const int64_t sms = sm_count > 0 && sm_count < SM_SM_CAP ? sm_count : SM_SM_CAP;
+	int G, min_units;
+
+	memset(pl, 0, sizeof *pl);
+	if (impl == CUDA_IMPL_MMA) {
+		G = 16;
+		pl->slots = silu ? 2 * G : G;
+		pl->mt = (int)smallm_ceil_div(M < 1 ? 1 : M, 8) * 8;
+		pl->units = smallm_ceil_div(p->K, 32);
+		min_units = SM_MMA_MIN_SPLIT;
+	} else {
+		pl->vec = vec;
+		pl->mt = vec ? smallm_gemv_maxm(M) : SM_GEMV_MAX_M;
+		pl->units = vec ? p->K / (16 / (int64_t)cuda_dtype_size(p->a->dtype)) : p->K;
+		min_units = 2 * SM_THREADS;
+		if (shape.g == KERNEL_SHAPE_AUTO)
+			shape = smallm_shape_auto(p, pl->units, sms);
+		if (shape.g <= 0) {
+			shape.g = 4;
+			shape.u = SM_GEMV_UN(pl->mt);
+		} else if (pl->mt >= 8) {
+			shape.g = shape.g > 8 ? 8 : shape.g;
+			shape.u = 1;
+		}
+		pl->slots = shape.g;
+		pl->un = shape.u;
+		G = silu ? shape.g / 2 : shape.g;
+	}
+	pl->nblocks = smallm_ceil_div(p->N, G);
+	smallm_plan_split(pl, sms, min_units);
+}
+
 static size_t smallm_plan_scratch(const struct smallm_plan *pl)
 {
 	if (pl->ksplit <= 1)
@@ -791,9 +861,12 @@ static size_t smallm_plan_scratch(const struct smallm_plan *pl)
 }
 
 /* The most scratch any M the kernels take can need, so that the bound does
- * not shrink as the engine's token count grows past a kernel's limit. */
+ * not shrink as the engine's token count grows past a kernel's limit; for
+ * gemv, in every shape BCG_GEMV_SHAPE may name (auto picks one of them),
+ * so that the bound does not depend on the environment. */
 size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 {
+	static const int gs[] = { 4, 8, 16 }, us[] = { 1, 2, 4 };
 	struct cuda_product p;
 	struct smallm_plan pl;
 	size_t most = 0, b;
@@ -802,15 +875,25 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 		return 0;
 	if (smallm_layout_ok(&p) && p.K % 8 == 0 &&
 	    (p.a->dtype == PLAN_DTYPE_F16 || p.a->dtype == PLAN_DTYPE_BF16)) {
-		smallm_plan_for(CUDA_IMPL_MMA, id, &p, SM_MMA_MAX_M, false, 0, &pl);
+		smallm_plan_for(CUDA_IMPL_MMA, id, &p, SM_MMA_MAX_M, false, 0, smallm_default_shape,
+		                &pl);
 		most = smallm_plan_scratch(&pl);
 	}
 	if (smallm_layout_ok(&p)) {
-		for (int v = 0; v < 2; v++) {
-			smallm_plan_for(CUDA_IMPL_GEMV, id, &p, SM_GEMV_MAX_M, v != 0, 0, &pl);
-			b = smallm_plan_scratch(&pl);
-			most = b > most ? b : most;
-		}
+		for (int v = 0; v < 2; v++)
+			for (int64_t m = 1; m <= SM_GEMV_MAX_M; m *= 2)
+				for (int sh = -1; sh < 9; sh++) {
+					struct kernel_shape want = smallm_default_shape;
+					if (sh >= 0) {
+						want.g = gs[sh / 3];
+						want.u = us[sh % 3];
+						if (!kernel_shape_valid(KERNEL_SHAPE_GEMV, want.g, want.u))
+							continue;
+					}
+					smallm_plan_for(CUDA_IMPL_GEMV, id, &p, m, v != 0, 0, want, &pl);
+					b = smallm_plan_scratch(&pl);
+					most = b > most ? b : most;
+				}
 	}
 	most = cuda_scratch_with_counters(most);
 	b = cuda_product_cublas_scratch(id, call);
@@ -841,29 +924,48 @@ static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &a
 	}
 }
 
+/* The gemv kernel of MAXM tokens in PL's shape (smallm_plan_for keeps
+ * only these: at 8 tokens, rows <= 8 and one unit); NULL for another. */
+template <int EPI, typename T, int MAXM, bool VEC>
+static void (*smallm_gemv_pick(const struct smallm_plan *pl))(smallm_args)
+{
+	switch (pl->slots * 10 + pl->un) {
+	case 41:
+		return bcg_smallm_gemv_kernel<T, MAXM, VEC, EPI, false, 4, 1>;
+	case 81:
+		return bcg_smallm_gemv_kernel<T, MAXM, VEC, EPI, false, 8, 1>;
+	}
+	if constexpr (MAXM < 8) {
+		switch (pl->slots * 10 + pl->un) {
+		case 42:
+			return bcg_smallm_gemv_kernel<T, MAXM, VEC, EPI, false, 4, 2>;
+		case 44:
+			return bcg_smallm_gemv_kernel<T, MAXM, VEC, EPI, false, 4, 4>;
+		case 82:
+			return bcg_smallm_gemv_kernel<T, MAXM, VEC, EPI, false, 8, 2>;
+		case 161:
+			return bcg_smallm_gemv_kernel<T, MAXM, VEC, EPI, false, 16, 1>;
+		}
+	}
+	return NULL;
+}
+
 template <int EPI, typename T>
 static int smallm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args,
                               const struct smallm_plan *pl, dim3 grid, char *msg, size_t len)
 {
-	const char *name = "bcg_smallm_gemv_kernel";
+	void (*kernel)(smallm_args) =
+		!pl->vec ? smallm_gemv_pick<EPI, T, SM_GEMV_MAX_M, false>(pl)
+		: pl->mt == 1 ? smallm_gemv_pick<EPI, T, 1, true>(pl)
+		: pl->mt == 2 ? smallm_gemv_pick<EPI, T, 2, true>(pl)
+		: pl->mt == 4 ? smallm_gemv_pick<EPI, T, 4, true>(pl)
+		: smallm_gemv_pick<EPI, T, 8, true>(pl);
 
-	if (!pl->vec)
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, SM_GEMV_MAX_M, false, EPI>,
-		                   grid, dim3(SM_THREADS), msg, len, args);
-	switch (pl->mt) {
-	case 1:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 1, true, EPI>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	case 2:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 2, true, EPI>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	case 4:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 4, true, EPI>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	default:
-		return cuda_launch(ctx, name, bcg_smallm_gemv_kernel<T, 8, true, EPI>, grid,
-		                   dim3(SM_THREADS), msg, len, args);
-	}
+	if (kernel == NULL)
+		return cuda_fail(msg, len, "gemv: no kernel of %d rows and %d units a round at %d "
+		                 "tokens", pl->slots, pl->un, pl->mt);
+	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel, grid, dim3(SM_THREADS), msg, len,
+	                   args);
 }
 
 template <int EPI>
@@ -920,7 +1022,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
-	smallm_plan_for(impl, id, &p, p.M, vec, ctx->sm_count, &pl);
+	smallm_plan_for(impl, id, &p, p.M, vec, ctx->sm_count, ctx->gemv_shape, &pl);
 	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 		return -1;
 
@@ -1177,7 +1279,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 	if (call->impl == CUDA_IMPL_RNM_GEMV) {
 		struct smallm_plan pl;
 		smallm_args args;
-		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count, &pl);
+		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
+		                smallm_default_shape, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.w = w->data;
@@ -1376,7 +1479,8 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		rnm_product_call(&rnm, x, &prod, &id);
 		if (cuda_product_shape(id, &prod, &p, msg, len))
 			return -1;
-		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count, &pl);
+		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
+		                smallm_default_shape, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.out = NULL;                       /* qkv is never stored */

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
 
+#include "kernel-shape.h"
 #include "op.h"
 
 #ifdef __cplusplus
@@ -58,6 +59,8 @@ struct cuda_op_ctx {
 	int            sm_count;        /* multiprocessors on the device */
 	void          *scratch;         /* device scratch; NULL when none needed */
 	size_t         scratch_bytes;
+	struct kernel_shape gemv_shape; /* BCG_GEMV_SHAPE (kernel-shape.h); zero: default */
+	struct kernel_shape moe_gu_shape; /* BCG_MOE_GU_SHAPE; zero: default */
 };
 
 /* Launch CALL (device addresses) on CTX's stream. Returns 0, or -1 with one

@@ -100,6 +100,8 @@ struct tcase {
 	int                pdl;          /* launch with programmatic serialization */
 	const struct op_batch *batch;    /* the host's view of a serving batch */
 	void              *got[OP_MAX_OUT]; /* when set: receives the device's bytes */
+	struct kernel_shape gemv_shape;  /* the context's shapes (zero: the defaults) */
+	struct kernel_shape moe_gu_shape;
 };
 
 /* --- plumbing ------------------------------------------------------------- */
@@ -581,6 +583,8 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 	ctx.pdl = c->pdl;
 	if (c->sm_count > 0)
 		ctx.sm_count = c->sm_count;
+	ctx.gemv_shape = c->gemv_shape;
+	ctx.moe_gu_shape = c->moe_gu_shape;
 	tcase_call(c, &dcall, 1);
 	tcase_call(c, &hcall, 0);
 
@@ -1788,6 +1792,87 @@ static void test_product_replays(struct env *e)
 			}
 		}
 	}
+}
+
+/* --- block shapes (BCG_GEMV_SHAPE, BCG_MOE_GU_SHAPE) ------------------------- */
+
+/* The shapes kernel-shape.h lists for KIND, then auto (gemv): *N of them. */
+static int shapes_of(enum kernel_shape_kind kind, struct kernel_shape *out)
+{
+	int n = 0;
+
+	for (int g = 2; g <= 16; g *= 2)
+		for (int u = 1; u <= 4; u *= 2)
+			if (kernel_shape_valid(kind, g, u))
+				out[n++] = (struct kernel_shape){ g, u };
+	if (kind == KERNEL_SHAPE_GEMV)
+		out[n++] = (struct kernel_shape){ KERNEL_SHAPE_AUTO, 0 };
+	return n;
+}
+
+static const char *shape_name(struct kernel_shape sh, char *buf, size_t len)
+{
+	if (sh.g == KERNEL_SHAPE_AUTO)
+		snprintf(buf, len, "auto");
+	else
+		snprintf(buf, len, "g%du%d", sh.g, sh.u);
+	return buf;
+}
+
+/* gemv in every shape: against the host reference (eager and captured)
+ * and bit for bit against the default shape's bytes. N = 37 is a multiple
+ * of no shape's columns; K = 264 runs the 16-byte loads, K = 101 (odd) the
+ * element loads, K = 4096 a split along K (the same split in every shape:
+ * at N = 37 each is held to its fewest units a split), so the default's
+ * bytes are every shape's. M 1 to 8 on the vector path, 1, 2, 5 and 8 on
+ * the others. */
+static void test_gemv_shapes(struct env *e)
+{
+	static const int64_t nk[][2] = { { 37, 264 }, { 37, 101 }, { 37, 4096 } };
+	struct kernel_shape shapes[16];
+	const int nsh = shapes_of(KERNEL_SHAPE_GEMV, shapes);
+	char sn[16];
+
+	for (int k = 0; k < 3; k++)
+		for (int d = 0; d < N_FLOAT_DTYPES; d++)
+			for (int q = 0; q < 3; q++)
+				for (int64_t M = 1; M <= 8; M++) {
+					const int dt = float_dtypes[d];
+					const int64_t N = nk[q][0], K = nk[q][1];
+					struct product_bufs pb;
+					struct tcase c;
+					void *want, *got;
+					if (q > 0 && M != 1 && M != 2 && M != 5 && M != 8)
+						continue;
+					product_bufs_init(e, &pb, k, dt, dt, M, N, K, 1, 0);
+					product_case_init(&c, &pb, k, 1, 0);
+					c.impl = 1;                     /* gemv */
+					c.scratch = op_scratch(&c);
+					want = malloc(pb.out.bytes + 16);
+					got = malloc(pb.out.bytes + 16);
+					if (!want || !got)
+						bail("out of memory");
+					c.got[0] = want;
+					snprintf(c.what, sizeof c.what, "%s %s M %lld N %lld K %lld, gemv default "
+					         "shape", product_names[k], dtype_name(dt), (long long)M,
+					         (long long)N, (long long)K);
+					tcase_run_once(e, &c, 0);
+					c.got[0] = got;
+					c.capture = 1;
+					for (int i = 0; i < nsh; i++) {
+						c.gemv_shape = shapes[i];
+						snprintf(c.what, sizeof c.what, "%s %s M %lld N %lld K %lld, gemv "
+						         "shape %s", product_names[k], dtype_name(dt), (long long)M,
+						         (long long)N, (long long)K, shape_name(shapes[i], sn,
+						                                                 sizeof sn));
+						tcase_run(e, &c);
+						ok(memcmp(got, want, pb.out.bytes) == 0, "%s: the default shape's "
+						   "bytes", c.what);
+					}
+					free(want);
+					free(got);
+					product_bufs_free(&pb);
+				}
 }
 
 /* --- rmsnorm_matmul ------------------------------------------------------------ */
@@ -3677,6 +3762,62 @@ static void test_moe_eager_capture(struct env *e)
 	tbuf_free(&out);
 }
 
+/* bcg_moe_gate_up_small_kernel in every shape (BCG_MOE_GU_SHAPE): the
+ * eager form uncaptured and the graph-safe form captured, against
+ * host-moe.c and bit for bit against the default shape's bytes; T 1 to 8
+ * at top 8 of 16 experts (ids repeating at odd T: groups past a chunk),
+ * I = 36 in f32 (a multiple of no 8 columns) and 40 in f16 and bf16 (rows
+ * of whole 16-byte pieces: the small path). */
+static void test_moe_gate_up_shapes(struct env *e)
+{
+	struct kernel_shape shapes[16];
+	const int nsh = shapes_of(KERNEL_SHAPE_MOE_GU, shapes);
+	char sn[16];
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++)
+		for (int64_t t = 1; t <= 8; t++) {
+			const int dt = float_dtypes[d];
+			const int64_t sh[6] = { t, 256, 16, dt == PLAN_DTYPE_F32 ? 36 : 40, 8,
+			                        t % 2 ? MOE_REPEATS : 0 };
+			struct moe_bufs mb;
+			struct tcase c;
+			void *want[2], *got;
+
+			moe_bufs_init(e, &mb, dt, sh);
+			got = malloc(mb.out.bytes + 16);
+			if (!got)
+				bail("out of memory");
+			for (int form = 0; form < 2; form++) {
+				want[form] = malloc(mb.out.bytes + 16);
+				if (!want[form])
+					bail("out of memory");
+				moe_case_init(&c, &mb, sh[2], form);
+				c.capture = form == 1;
+				c.tol = tol_for(dt, 1e-5);
+				c.got[0] = want[form];
+				snprintf(c.what, sizeof c.what, "moe_experts %s T=%lld I=%lld, %s form, gate_up "
+				         "default shape", dtype_name(dt), (long long)t, (long long)sh[3],
+				         form ? "graph-safe" : "eager");
+				tcase_run(e, &c);
+				c.got[0] = got;
+				for (int i = 0; i < nsh; i++) {
+					c.moe_gu_shape = shapes[i];
+					snprintf(c.what, sizeof c.what, "moe_experts %s T=%lld I=%lld, %s form, "
+					         "gate_up shape %s", dtype_name(dt), (long long)t,
+					         (long long)sh[3], form ? "graph-safe" : "eager",
+					         shape_name(shapes[i], sn, sizeof sn));
+					tcase_run(e, &c);
+					ok(memcmp(got, want[form], mb.out.bytes) == 0, "%s: the default shape's "
+					   "bytes", c.what);
+				}
+			}
+			free(want[0]);
+			free(want[1]);
+			free(got);
+			moe_bufs_free(&mb);
+		}
+}
+
 static void test_gated_add(struct env *e)
 {
 	struct tbuf x, y, g, out;
@@ -3748,6 +3889,7 @@ int main(void)
 	test_matmul_replays(&e);
 	test_products(&e);
 	test_product_replays(&e);
+	test_gemv_shapes(&e);
 	test_rmsnorm_matmul(&e);
 	test_rmsnorm_matmul_replays(&e);
 	test_rmsnorm_matmul_rope_kv_write(&e);
@@ -3774,6 +3916,7 @@ int main(void)
 	test_moe_experts_residual(&e);
 	test_moe_replays(&e);
 	test_moe_eager_capture(&e);
+	test_moe_gate_up_shapes(&e);
 	test_gated_add(&e);
 	test_pdl(&e);
 	test_init(&e);
