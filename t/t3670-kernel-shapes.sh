@@ -22,7 +22,7 @@ test_expect_success 'BCG_MOE_GU_SHAPE: a shape not listed (auto included) is ref
 	for v in g16u1 g8u2 g2u8 g3u1 auto g2u2x; do
 		test_expect_code 2 env BCG_MOE_GU_SHAPE="$v" "$BCGTOOL" run --backend host "$tiny" \
 			>out 2>err &&
-		echo "bcgtool: BCG_MOE_GU_SHAPE is '\''$v'\'': gGuU with G 2, 4 or 8 columns a block and U 1, 2 or 4 units a round, 2G * U <= 16 (g2u2 is the default), or default" >expect &&
+		echo "bcgtool: BCG_MOE_GU_SHAPE is '\''$v'\'': gGuU with G 2, 4 or 8 columns a block and U 1, 2 or 4 units a round, 2G * U <= 16 (g4u1 at one token, g2u2 above, is the default), or default" >expect &&
 		test_cmp expect err || return 1
 	done
 '
@@ -60,7 +60,8 @@ test_expect_success 'bcgtool(1) documents both variables and their defaults' '
 	test_grep "^\.B BCG_GEMV_SHAPE\$" "$man1" &&
 	test_grep "^\.B BCG_MOE_GU_SHAPE\$" "$man1" &&
 	test_grep "empty or unset: g4u2" "$man1" &&
-	test_grep "empty or unset: g2u2" "$man1"
+	test_grep "empty or unset: g4u1 where a block holds one pair" "$man1" &&
+	test_grep "^the fastest of the shapes measured), g2u2 above\.\$" "$man1"
 '
 
 test_done

@@ -64,7 +64,7 @@ int kernel_shape_parse(enum kernel_shape_kind kind, const char *value,
 		         var, value);
 	else
 		snprintf(msg, len, "%s is '%s': gGuU with G 2, 4 or 8 columns a block and U 1, 2 or "
-		         "4 units a round, 2G * U <= 16 (g2u2 is the default), or default",
+		         "4 units a round, 2G * U <= 16 (g4u1 at one token, g2u2 above, is the default), or default",
 		         var, value);
 	return -1;
 }

@@ -21,7 +21,7 @@
  *  - BCG_MOE_GU_SHAPE: G columns of one expert a block, 2, 4 or 8 (2G
  *    rows: gate and up); U 1, 2 or 4; 2G * U <= 16; at 8 pairs a chunk
  *    one unit, as the default, and G 8 takes chunks of at most 4 pairs.
- *    The default is g2u2.
+ *    The default is g4u1 at one pair a chunk (one token), g2u2 above.
  *
  * Every shape of a kernel gives the same bytes when the K split is the
  * same: a column's sum is each thread's units in unit order, the warps'
