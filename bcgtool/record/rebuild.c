@@ -22,7 +22,6 @@
 #include "util.h"
 
 /* Dynamic shared memory above this needs the function's opt-in. */
-#define RR_SHMEM_DEFAULT (48u << 10)
 
 /* Host bytes generated at a time for --fill random. */
 #define RR_FILL_CHUNK (4u << 20)
@@ -798,7 +797,11 @@ static int rr_prepare_launch(struct rr_session *s, uint32_t li, struct rr_error 
 		}
 		for (uint32_t p = 0; p < pf->nparams; p++)
 			l->argv[p] = l->args + pf->params[p].offset;
-		if (pl->shmem > RR_SHMEM_DEFAULT && pl->shmem > f->shmem_set) {
+		/* The opt-in the program made: its dynamic shared memory plus the
+		 * function's static share may pass the 48 KiB default with a
+		 * dynamic part below it (cuDNN's kernels do). Raised per
+		 * function to the largest launch's, which every launch fits. */
+		if (pl->shmem > 0 && pl->shmem > f->shmem_set) {
 			RR_CU(s->d.func_set_attribute(f->fn,
 			                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 			                              (int)pl->shmem),
@@ -1299,6 +1302,7 @@ static int rr_build_graph(struct rr_session *s, uint32_t si, cudaGraphNode_t *no
 	struct rr_graph *g = &s->graphs[si];
 	cudaGraphEdgeData *data = NULL;
 	cudaGraphNode_t *from = NULL, *to = NULL;
+	char what[512];
 	int rc = -1;
 
 	RR_RT(cudaGraphCreate(&g->graph, 0), "cudaGraphCreate");
@@ -1321,8 +1325,13 @@ static int rr_build_graph(struct rr_session *s, uint32_t si, cudaGraphNode_t *no
 			kp.blockDimZ = pl->block[2];
 			kp.sharedMemBytes = pl->shmem;
 			kp.kernelParams = l->argv;
+			snprintf(what, sizeof what, "segment %u, node %u (%s, grid %ux%ux%u, block "
+			         "%ux%ux%u, %u B of dynamic shared memory): cuGraphAddKernelNode", si, i,
+			         plan_get_function(s->plan, pl->function)->name, pl->grid[0],
+			         pl->grid[1], pl->grid[2], pl->block[0], pl->block[1], pl->block[2],
+			         pl->shmem);
 			RR_CU(s->d.graph_add_kernel_node((CUgraphNode *)&nodes[i], (CUgraph)g->graph,
-			                                 NULL, 0, &kp), "cuGraphAddKernelNode");
+			                                 NULL, 0, &kp), what);
 			if (pl->cluster[0] != 0) {
 				CUkernelNodeAttrValue v;
 				memset(&v, 0, sizeof v);
