@@ -1327,31 +1327,8 @@ PY
 				done
 			done
 		done
-		python3 - <<'PY' | tee -a "$summary"
-import json
-med = {}
-for p in ("unfused", "fused"):
-    for t in (1, 8):
-        runs = []
-        for r in (1, 2, 3):
-            try:
-                d = json.load(open("mr-replay-%s-%d-%d.json" % (p, t, r)))
-            except (OSError, ValueError) as e:
-                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
-                continue
-            runs.append((d["step_ms"]["median"], d["busy_ms"]))
-        if not runs:
-            continue
-        steps = sorted(x[0] for x in runs)
-        med[(p, t)] = steps[len(steps) // 2]
-        print("  %-8s full T=%d step ms %s, busy %s" % (
-            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs)))
-for t in (1, 8):
-    a, b = med.get(("fused", t)), med.get(("unfused", t))
-    if a and b:
-        print("moerouter: T=%d fused / unfused step = %.4f (%.4f / %.4f ms; want < 1: "
-              "8 kernels fewer)" % (t, a / b, a, b))
-PY
+		python3 "$top/bench/replay-rounds.py" 'mr-replay-{p}-{t}-{r}.json' unfused,fused 1,8 3 \
+			--ratio 'moerouter|fused|unfused|8 kernels fewer' | tee -a "$summary"
 		# the fused T=1 step's kernels, without PDL (each kernel's own time)
 		"$B" capture --backend cuda --mode full --tokens 1 --no-pdl -o mr-fused-1-nopdl.plan \
 			moerouter-fused.yaml >mr-capture-fused-1-nopdl.txt 2>&1
@@ -1405,34 +1382,12 @@ PY
 				done
 			done
 		done
-		python3 - <<'PY' | tee -a "$summary"
-import json
-med = {}
-for p in ("llama-3.2-1b", "llama-3.2-1b-fold", "llama-3.2-1b-fuse"):
-    for t in (1, 8):
-        runs = []
-        for r in (1, 2, 3):
-            try:
-                d = json.load(open("fold-replay-%s-%d-%d.json" % (p, t, r)))
-            except (OSError, ValueError) as e:
-                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
-                continue
-            runs.append((d["step_ms"]["median"], d["busy_ms"], d.get("check")))
-        if not runs:
-            continue
-        steps = sorted(x[0] for x in runs)
-        med[(p, t)] = steps[len(steps) // 2]
-        print("  %-18s full T=%d step ms %s, busy %s, check %s" % (
-            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs),
-            runs[-1][2]))
-for t in (1, 8):
-    a, b = med.get(("llama-3.2-1b-fold", t)), med.get(("llama-3.2-1b", t))
-    if a and b:
-        print("  fold: T=%d folded / unfused step = %.4f (want < 1: 32 kernels fewer)" % (t, a / b))
-    c = med.get(("llama-3.2-1b-fuse", t))
-    if c and a:
-        print("  fuse: T=%d fused / folded step = %.4f (want < 1: 16 kernels fewer)" % (t, c / a))
-PY
+		python3 "$top/bench/replay-rounds.py" 'fold-replay-{p}-{t}-{r}.json' \
+			llama-3.2-1b,llama-3.2-1b-fold,llama-3.2-1b-fuse 1,8 3 \
+			--check 'fold-replay-{p}-{t}-3.json' \
+			--ratio 'fold|llama-3.2-1b-fold|llama-3.2-1b|32 kernels fewer' \
+			--ratio 'fuse|llama-3.2-1b-fuse|llama-3.2-1b-fold|16 kernels fewer' |
+			tee -a "$summary"
 		# The per-op tables of the unfused and the fused step at T=1.
 		[ "${FOLD_NSYS:-1}" = 0 ] || for p in llama-3.2-1b llama-3.2-1b-fuse; do
 			sh "$top/.gpu/nsys-profile" "$log/fold-$p" "$B" replay --backend cuda --tokens 1 \
@@ -1503,35 +1458,11 @@ PY
 				done
 			done
 		done
-		python3 - <<'PY' | tee -a "$summary"
-import json
-med = {}
-for p in ("qwen3-30b-a3b-moe-unfused", "qwen3-30b-a3b-moe"):
-    for t in (1, 8):
-        try:
-            c = json.load(open("qknorm-check-%s-%d.json" % (p, t))).get("check")
-        except (OSError, ValueError):
-            c = None
-        runs = []
-        for r in (1, 2, 3):
-            try:
-                d = json.load(open("qknorm-replay-%s-%d-%d.json" % (p, t, r)))
-            except (OSError, ValueError) as e:
-                print("  %s T=%d round %d: no result (%s)" % (p, t, r, e))
-                continue
-            runs.append((d["step_ms"]["median"], d["busy_ms"]))
-        if not runs:
-            continue
-        steps = sorted(x[0] for x in runs)
-        med[(p, t)] = steps[len(steps) // 2]
-        print("  %-26s full T=%d step ms %s, busy %s, 100-step check %s" % (
-            p, t, " ".join("%.4f" % x[0] for x in runs), " ".join("%.4f" % x[1] for x in runs),
-            c))
-for t in (1, 8):
-    a, b = med.get(("qwen3-30b-a3b-moe", t)), med.get(("qwen3-30b-a3b-moe-unfused", t))
-    if a and b:
-        print("qknorm: T=%d fused / unfused step = %.4f (want < 1: 8 kernels fewer)" % (t, a / b))
-PY
+		python3 "$top/bench/replay-rounds.py" 'qknorm-replay-{p}-{t}-{r}.json' \
+			qwen3-30b-a3b-moe-unfused,qwen3-30b-a3b-moe 1,8 3 \
+			--check 'qknorm-check-{p}-{t}.json' \
+			--ratio 'qknorm|qwen3-30b-a3b-moe|qwen3-30b-a3b-moe-unfused|16 kernels fewer' |
+			tee -a "$summary"
 		;;
 	tunectx)
 		samples=${TUNECTX_SAMPLES:-llama-3.2-1b llama-decode}
