@@ -246,4 +246,18 @@ print(\"segments and breaks match:\", len(va[\"items\"]), \"items\")
 "
 '
 
+# The recorded replay loads each module with cuModuleLoadData: the log
+# links each load's module to the CUmodule returned (module-handle), which
+# is how a kernel whose name several modules hold finds its own.
+test_expect_success CUDA,RECORD_LIB,PYTHON3 'module loads are linked to their handles' '
+	BCG_RECORD_KEEP_LOGS=1 bcg record -o again.plan -- "$BCGTOOL" replay --steps 3 \
+		--warmup 1 replayed.plan >/dev/null 2>err &&
+	logdir=$(sed -n "s/.*recording logs kept in //p" err) &&
+	test -n "$logdir" &&
+	"$dump" "$logdir"/*.bcglog >dump2 &&
+	rm -rf "$logdir" &&
+	test "$(grep -c "^module-handle$" dump2)" -ge 1 &&
+	test "$(grep -c "^module-handle$" dump2)" -le "$(grep -c "^module$" dump2)"
+'
+
 test_done

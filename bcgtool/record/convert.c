@@ -127,11 +127,15 @@ struct cv_module {
 	uint32_t       bytes;
 	char          *note;
 	uint64_t       seq;
+	uint64_t       handle;    /* its CUmodule (MODULE_HANDLE), 0 unknown */
+	uint64_t       seq_link;  /* where the handle was given */
+	uint64_t       seq_unload; /* UINT64_MAX: never unloaded */
 	uint32_t       plan;      /* plan_module index, PLAN_NONE until added */
 };
 
 struct cv_function {
 	uint64_t                handle;
+	uint64_t                module;   /* its CUmodule, 0 unknown */
 	char                   *name;
 	uint32_t                nparams;
 	struct plan_param_info *params;
@@ -650,6 +654,7 @@ static int decode_record(struct cv *c, struct cv_proc *p, const struct reclog_re
 		m->image = reclog_get_bytes(&k, &m->bytes);
 		m->note = reclog_get_strdup(&k);
 		m->seq = r->seq;
+		m->seq_unload = UINT64_MAX;
 		m->plan = PLAN_NONE;
 		if (m->note == NULL)
 			return cv_nomem(c);
@@ -662,7 +667,7 @@ static int decode_record(struct cv *c, struct cv_proc *p, const struct reclog_re
 		if (f == NULL)
 			return cv_nomem(c);
 		f->handle = reclog_get_u64(&k);
-		(void)reclog_get_u64(&k);      /* its CUmodule, as a hint only */
+		f->module = reclog_get_u64(&k);
 		f->name = reclog_get_strdup(&k);
 		f->nparams = reclog_get_u32(&k);
 		f->seq = r->seq;
@@ -681,6 +686,27 @@ static int decode_record(struct cv *c, struct cv_proc *p, const struct reclog_re
 		}
 		if (map_put(&p->func_by_handle, f->handle, (uint32_t)(p->nfuncs - 1)) != 0)
 			return cv_nomem(c);
+		break;
+	}
+	case RECLOG_MODULE_HANDLE:
+	case RECLOG_MODULE_UNLOAD: {
+		/* Module ids are unique in a process: the latest module of the
+		 * id is the one meant. */
+		uint32_t id = reclog_get_u32(&k);
+		uint64_t handle = r->type == RECLOG_MODULE_HANDLE ? reclog_get_u64(&k) : 0;
+		for (size_t i = p->nmods; i-- > 0;) {
+			struct cv_module *m = &p->mods[i];
+			if (m->id != id)
+				continue;
+			if (r->type == RECLOG_MODULE_UNLOAD) {
+				if (m->seq_unload == UINT64_MAX)
+					m->seq_unload = r->seq;
+			} else if (m->handle == 0) {
+				m->handle = handle;
+				m->seq_link = r->seq;
+			}
+			break;
+		}
 		break;
 	}
 	case RECLOG_ALLOC: {
@@ -1302,6 +1328,21 @@ static uint32_t function_module(struct cv *c, struct cv_proc *p, const struct cv
 	struct plan_module pm = { 0 };
 	int err;
 
+	/* The module its handle names: the latest linked to that handle
+	 * before the function was first seen and not unloaded then, if its
+	 * image holds the name (several modules may hold a kernel of one
+	 * name: a compiler's candidates). */
+	if (f->module != 0)
+		for (size_t i = p->nmods; i-- > 0;) {
+			struct cv_module *m = &p->mods[i];
+			if (m->handle != f->module || m->seq_link > f->seq || m->seq_unload < f->seq)
+				continue;
+			if ((m->flags & RECLOG_MODULE_IMAGE) && image_has_name(m->image, m->bytes, f->name))
+				return plan_module_of(c, p, m);
+			break;
+		}
+	/* Else by name: the newest module loaded before the function was
+	 * first seen whose image holds it, else the newest of all. */
 	for (size_t pass = 0; pass < 2; pass++)
 		for (size_t i = p->nmods; i-- > 0;) {
 			struct cv_module *m = &p->mods[i];

@@ -45,8 +45,11 @@
  *  - Each kernel's parameter words that hold an address inside a device
  *    allocation live at the time become patches; the allocations they
  *    name are kept (with their contents where the log has a snapshot).
- *  - A function's module is the newest module loaded before the function
- *    was first seen whose image holds the function's name; modules
+ *  - A function's module is the module its CUmodule handle names (the
+ *    latest linked to it by a MODULE_HANDLE record before the function
+ *    was first seen, and not unloaded then) when that module's image
+ *    holds the function's name; else the newest module loaded before the
+ *    function was first seen whose image holds the name; modules
  *    without images, or a function no image holds, give a module that is
  *    recorded but not replayable.
  */

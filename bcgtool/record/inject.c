@@ -71,6 +71,13 @@ struct fn_entry {
 	uint32_t                nparams;
 	struct plan_param_info *params;
 	uint32_t                nargs;    /* bytes of the parameter buffer */
+	uint64_t                module;   /* its CUmodule, 0 unknown */
+};
+
+/* A loaded module's id (CUPTI's) and the CUmodule its load returned. */
+struct module_link {
+	uint32_t id;
+	uint64_t handle;
 };
 
 /* A graph node walked at instantiation, and its index in that walk: what
@@ -100,6 +107,8 @@ static struct recorder {
 	atomic_int             captures;  /* captures begun and not ended */
 	struct fn_entry       *fns;
 	size_t                 fn_cap, fn_n;
+	struct module_link    *links;     /* modules loaded and not unloaded */
+	size_t                 nlinks, clinks;
 	struct node_entry     *nodes;     /* graph nodes by handle */
 	size_t                 node_cap, node_n;
 	struct live_alloc     *allocs;
@@ -308,6 +317,7 @@ static const struct fn_entry *function_entry(uint64_t handle)
 	e->nparams = n;
 	e->params = params;
 	e->nargs = nargs;
+	e->module = (uint64_t)(uintptr_t)mod;
 	R.fn_n++;
 	reclog_rec_begin(&r, RECLOG_FUNCTION, now());
 	reclog_put_u64(&r, handle);
@@ -1106,6 +1116,138 @@ static void on_module(const CUpti_ResourceData *rd)
 	emit(&r);
 }
 
+/* The module the MODULE_LOADED callback of this thread last wrote, while
+ * a load call runs: the load's exit pairs it with the handle returned. */
+static _Thread_local int loaded_set;
+static _Thread_local uint32_t loaded_id;
+
+/* Write that module ID has the handle MOD, and keep the pair for its
+ * unload. */
+static void link_module(uint32_t id, uint64_t mod)
+{
+	struct reclog_rec r;
+	struct module_link *l = NULL;
+
+	reclog_rec_begin(&r, RECLOG_MODULE_HANDLE, now());
+	reclog_put_u32(&r, id);
+	reclog_put_u64(&r, mod);
+	emit(&r);
+	pthread_mutex_lock(&R.lock);
+	if (R.nlinks == R.clinks) {
+		size_t ncap = R.clinks ? R.clinks * 2 : 64;
+		l = realloc(R.links, ncap * sizeof *l);
+		if (l != NULL) {
+			R.links = l;
+			R.clinks = ncap;
+		}
+	}
+	if (R.nlinks < R.clinks) {
+		l = &R.links[R.nlinks++];
+		l->id = id;
+		l->handle = mod;
+	}
+	pthread_mutex_unlock(&R.lock);
+	if (l == NULL)
+		note("module %u: out of memory (its functions stay described after its unload)",
+		     id);
+}
+
+/* Module ID is about to be unloaded: say so, and forget the functions of
+ * its handle, so that a handle reused later is described again. */
+static void on_module_unload(const CUpti_ResourceData *rd)
+{
+	const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
+	struct reclog_rec r;
+	struct fn_entry *t = NULL;
+	uint64_t mod = 0;
+	int failed = 0;
+
+	if (m == NULL)
+		return;
+	reclog_rec_begin(&r, RECLOG_MODULE_UNLOAD, now());
+	reclog_put_u32(&r, m->moduleId);
+	emit(&r);
+	pthread_mutex_lock(&R.lock);
+	for (size_t i = 0; i < R.nlinks; i++)
+		if (R.links[i].id == m->moduleId) {
+			mod = R.links[i].handle;
+			R.links[i] = R.links[--R.nlinks];
+			break;
+		}
+	if (mod != 0 && R.fn_cap != 0) {
+		/* Rehash what stays: a probe sequence cannot hold holes. */
+		t = calloc(R.fn_cap, sizeof *t);
+		failed = t == NULL;
+		for (size_t i = 0; t != NULL && i < R.fn_cap; i++) {
+			size_t j;
+			if (R.fns[i].handle == 0)
+				continue;
+			if (R.fns[i].module == mod) {
+				free(R.fns[i].params);
+				R.fn_n--;
+				continue;
+			}
+			for (j = fn_slot(R.fns[i].handle, R.fn_cap); t[j].handle != 0;
+			     j = (j + 1) & (R.fn_cap - 1))
+				;
+			t[j] = R.fns[i];
+		}
+		if (t != NULL) {
+			free(R.fns);
+			R.fns = t;
+		}
+	}
+	pthread_mutex_unlock(&R.lock);
+	if (failed)
+		note("module %u: out of memory (its functions stay described after its unload)",
+		     m->moduleId);
+}
+
+/* A module load's entry and exit (cuModuleLoad*, cuLibraryLoad*,
+ * cuLibraryGetModule): at exit, the module its MODULE_LOADED callback
+ * wrote is linked to the handle returned. */
+static void on_module_load(const CUpti_CallbackData *cb, CUpti_CallbackId id)
+{
+	uint32_t mid = loaded_id;
+	CUmodule mod = NULL;
+	CUlibrary lib = NULL;
+	int set = loaded_set;
+
+	loaded_set = 0;
+	if (cb->callbackSite != CUPTI_API_EXIT || !set ||
+	    *(CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
+		return;
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+		mod = *((const cuModuleLoad_params *)cb->functionParams)->module;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+		mod = *((const cuModuleLoadData_params *)cb->functionParams)->module;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+		mod = *((const cuModuleLoadDataEx_params *)cb->functionParams)->module;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+		mod = *((const cuModuleLoadFatBinary_params *)cb->functionParams)->module;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+		lib = *((const cuLibraryLoadData_params *)cb->functionParams)->library;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
+		lib = *((const cuLibraryLoadFromFile_params *)cb->functionParams)->library;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule:
+		mod = *((const cuLibraryGetModule_params *)cb->functionParams)->pMod;
+		break;
+	default:
+		return;
+	}
+	if (lib != NULL && cuLibraryGetModule(&mod, lib) != CUDA_SUCCESS)
+		mod = NULL;
+	if (mod != NULL)
+		link_module(mid, (uint64_t)(uintptr_t)mod);
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId id, const void *data)
 {
@@ -1120,6 +1262,14 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 			break;
 		case CUPTI_CBID_RESOURCE_MODULE_LOADED:
 			on_module(rd);
+			if (rd->resourceDescriptor != NULL) {
+				loaded_id = ((const CUpti_ModuleResourceData *)rd->resourceDescriptor)
+				                    ->moduleId;
+				loaded_set = 1;
+			}
+			break;
+		case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+			on_module_unload(rd);
 			break;
 		default:
 			break;
@@ -1150,6 +1300,15 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
 		on_memory(cb, id);   /* at entry: the snapshot before the free */
+		return;
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule:
+		on_module_load(cb, id);   /* at entry and exit */
 		return;
 	default:
 		break;
@@ -1297,11 +1456,19 @@ static const CUpti_CallbackId driver_cbids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8Async,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8Async_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoad,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule,
 };
 
 static const CUpti_CallbackId resource_cbids[] = {
 	CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
 	CUPTI_CBID_RESOURCE_MODULE_LOADED,
+	CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
 };
 
 /* ---------------------------------------------------------------------- */

@@ -252,6 +252,8 @@ const char *reclog_type_name(uint32_t type)
 		[RECLOG_END] = "end",
 		[RECLOG_GRAPH_UPDATE] = "graph-update",
 		[RECLOG_GRAPH_NODE_SET] = "graph-node-set",
+		[RECLOG_MODULE_HANDLE] = "module-handle",
+		[RECLOG_MODULE_UNLOAD] = "module-unload",
 	};
 
 	if (type < sizeof names / sizeof names[0] && names[type] != NULL)

@@ -103,6 +103,15 @@ enum reclog_type {
 	 * instantiation; UINT32_MAX unknown), then a kernel whose cluster and
 	 * flags are 0 (the node keeps its own attributes) */
 	RECLOG_GRAPH_NODE_SET = 24,
+	/* the handle a module load returned (cuModuleLoad*, or the
+	 * library's module after cuLibraryLoad*): u32 module id (of the
+	 * MODULE record the load wrote), u64 CUmodule. A FUNCTION's module
+	 * handle names the latest module so linked before it; a log without
+	 * these records leaves the converter to find modules by name. */
+	RECLOG_MODULE_HANDLE = 25,
+	/* a module about to be unloaded (its handle may name another module
+	 * later): u32 module id */
+	RECLOG_MODULE_UNLOAD = 26,
 };
 
 /*

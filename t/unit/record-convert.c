@@ -118,20 +118,47 @@ static void w_module(struct tlog *t, uint32_t id, const char *const *names, int 
 	put(t, &r);
 }
 
-/* A function whose parameters are 8-byte words. */
-static void w_function(struct tlog *t, uint64_t handle, const char *name, uint32_t nparams)
+/* A function whose parameters are 8-byte words, of the CUmodule MODULE
+ * (0: unknown). */
+static void w_function_of(struct tlog *t, uint64_t handle, uint64_t module, const char *name,
+                          uint32_t nparams)
 {
 	struct reclog_rec r;
 
 	reclog_rec_begin(&r, RECLOG_FUNCTION, t->time++);
 	reclog_put_u64(&r, handle);
-	reclog_put_u64(&r, 0);
+	reclog_put_u64(&r, module);
 	reclog_put_str(&r, name);
 	reclog_put_u32(&r, nparams);
 	for (uint32_t i = 0; i < nparams; i++) {
 		reclog_put_u32(&r, 8 * i);
 		reclog_put_u32(&r, 8);
 	}
+	put(t, &r);
+}
+
+static void w_function(struct tlog *t, uint64_t handle, const char *name, uint32_t nparams)
+{
+	w_function_of(t, handle, 0, name, nparams);
+}
+
+/* Module ID's load returned the CUmodule HANDLE. */
+static void w_module_handle(struct tlog *t, uint32_t id, uint64_t handle)
+{
+	struct reclog_rec r;
+
+	reclog_rec_begin(&r, RECLOG_MODULE_HANDLE, t->time++);
+	reclog_put_u32(&r, id);
+	reclog_put_u64(&r, handle);
+	put(t, &r);
+}
+
+static void w_module_unload(struct tlog *t, uint32_t id)
+{
+	struct reclog_rec r;
+
+	reclog_rec_begin(&r, RECLOG_MODULE_UNLOAD, t->time++);
+	reclog_put_u32(&r, id);
 	put(t, &r);
 }
 
@@ -985,6 +1012,129 @@ static void test_module_by_order(void)
 	reclog_free(log);
 }
 
+/* The name of the module of the plan's function FI ("" when none). */
+static const char *module_of(const plan_t *plan, uint32_t fi)
+{
+	const struct plan_function *fn = plan_get_function(plan, fi);
+	const struct plan_module *m = fn != NULL ? plan_get_module(plan, fn->module) : NULL;
+
+	return m != NULL ? m->name : "";
+}
+
+/* Two modules hold a kernel of one name (a compiler's tuning candidates,
+ * both loaded before the launch): the function's CUmodule, linked to the
+ * older one by its load, names it; a log without the links keeps the
+ * newest by name; a link to a module whose image lacks the name is
+ * passed over. */
+static void test_module_by_handle(void)
+{
+	static const char *const poi[] = { "triton_poi_fused_0", "m30", NULL };
+	static const char *const poi31[] = { "triton_poi_fused_0", "m31", NULL };
+	enum { MOD_30 = 0xC0DE30, MOD_31 = 0xC0DE31 };
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[1] = { F_MLP }, w[1] = { 0 };
+
+	for (int linked = 1; linked >= 0; linked--) {
+		tlog_open(&t);
+		w_device(&t, 0);
+		w_module(&t, 30, poi, 1);
+		if (linked)
+			w_module_handle(&t, 30, MOD_30);
+		w_module(&t, 31, poi31, 1);
+		if (linked)
+			w_module_handle(&t, 31, MOD_31);
+		w_function_of(&t, F_MLP, MOD_30, "triton_poi_fused_0", 1);
+		w_graph(&t, 0, EXEC_A, f, w, 1);
+		w_launch(&t, 0, EXEC_A, 1);
+		w_end(&t);
+		log = tlog_close(&t, 0);
+		is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "by handle: converts (%s)",
+		       linked ? "linked" : "an older log");
+		if (plan != NULL) {
+			is_str(module_of(plan, 0), linked ? "module 30" : "module 31",
+			       linked ? "by handle: the module its CUmodule names, not the newest"
+			              : "by handle: an older log: the newest holding the name");
+			is_int(plan_count_modules(plan), 1, "by handle: one module kept (%s)",
+			       linked ? "linked" : "an older log");
+		}
+		plan_free(plan);
+		plan = NULL;
+		reclog_free(log);
+	}
+
+	/* The linked module's image lacks the name: by name, as before. */
+	tlog_open(&t);
+	w_device(&t, 0);
+	w_module(&t, 30, names, 1);
+	w_module_handle(&t, 30, MOD_30);
+	w_module(&t, 31, poi31, 1);
+	w_module_handle(&t, 31, MOD_31);
+	w_module(&t, 32, names, 1);
+	w_function_of(&t, F_MLP, MOD_30, "triton_poi_fused_0", 1);
+	w_graph(&t, 0, EXEC_A, f, w, 1);
+	w_launch(&t, 0, EXEC_A, 1);
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "by handle: a link without the name");
+	if (plan != NULL)
+		is_str(module_of(plan, 0), "module 31", "by handle: falls back to the name");
+	plan_free(plan);
+	reclog_free(log);
+}
+
+/* A module unloaded and its CUmodule handle given to a newer module: a
+ * function described again after the reuse comes from the newer one, not
+ * from the newest holding its name. */
+static void test_module_unload_reuse(void)
+{
+	/* Images alike are one module of the plan: each its own. */
+	static const char *const poi40[] = { "triton_poi_fused_0", "m40", NULL };
+	static const char *const poi41[] = { "triton_poi_fused_0", "m41", NULL };
+	static const char *const poi42[] = { "triton_poi_fused_0", "m42", NULL };
+	enum { MOD = 0xC0DE00, MOD_OTHER = 0xC0DE99 };
+	struct tlog t;
+	struct reclog *log;
+	struct record_summary sum;
+	plan_t *plan = NULL;
+	uint64_t f[1] = { F_MLP }, w[1] = { 0 };
+	int from40 = 0, from41 = 0, from42 = 0;
+
+	tlog_open(&t);
+	w_device(&t, 0);
+	w_module(&t, 40, poi40, 1);
+	w_module_handle(&t, 40, MOD);
+	w_function_of(&t, F_MLP, MOD, "triton_poi_fused_0", 1);
+	w_graph(&t, 0, EXEC_A, f, w, 1);
+	w_launch(&t, 0, EXEC_A, 1);
+	w_module_unload(&t, 40);
+	w_module(&t, 41, poi41, 1);
+	w_module_handle(&t, 41, MOD);
+	w_module(&t, 42, poi42, 1);
+	w_module_handle(&t, 42, MOD_OTHER);
+	w_function_of(&t, F_MLP, MOD, "triton_poi_fused_0", 1);
+	w_graph(&t, 0, EXEC_B, f, w, 1);
+	w_launch(&t, 0, EXEC_B, 2);
+	w_end(&t);
+	log = tlog_close(&t, 0);
+	is_int(convert(log, NULL, &plan, &sum), RECORD_OK, "unload: converts");
+	if (plan != NULL) {
+		is_int(plan_count_functions(plan), 2, "unload: the function twice, one a module");
+		for (uint32_t i = 0; i < plan_count_functions(plan); i++) {
+			from40 += strcmp(module_of(plan, i), "module 40") == 0;
+			from41 += strcmp(module_of(plan, i), "module 41") == 0;
+			from42 += strcmp(module_of(plan, i), "module 42") == 0;
+		}
+		is_int(from40, 1, "unload: before the unload, the first module");
+		is_int(from41, 1, "unload: after it, the module the handle names now");
+		is_int(from42, 0, "unload: not the newest holding the name");
+	}
+	plan_free(plan);
+	reclog_free(log);
+}
+
 int main(void)
 {
 	test_breakable_repeat();
@@ -999,5 +1149,7 @@ int main(void)
 	test_two_devices_breakable();
 	test_faults();
 	test_module_by_order();
+	test_module_by_handle();
+	test_module_unload_reuse();
 	return tap_done();
 }
