@@ -72,8 +72,9 @@
 #             original's: t/record/full.py at one batch size (RECKERN_BATCH,
 #             default 1) under Nsight Systems with per-node tracing, and the
 #             replay of its recording likewise; each kernel's count and mean
-#             time in both runs, and which kernels account for the
-#             difference (lines "reckern ...")
+#             time in both runs, which kernels account for the difference,
+#             and per position in the graph the kernel's time and the gap
+#             before it in both (bench/graph-gaps.py; lines "reckern ...")
 #   recordcost the recorder's cost on t/record/full.py under each
 #             BCG_RECORD_TIMES setting (3 runs each, interleaved), and the
 #             replay of each recording against its recorded GPU busy time
@@ -767,9 +768,15 @@ PY
 		for r in orig replay; do
 			[ -n "$NSYS" ] && [ -f "$log/rk-$r.nsys-rep" ] &&
 				"$NSYS" stats --report cuda_gpu_kern_sum --format csv "$log/rk-$r.nsys-rep" \
-					>rk-$r.csv 2>/dev/null
+					>rk-$r.csv 2>/dev/null &&
+				"$NSYS" export --type sqlite --force-overwrite true -o rk-$r.sqlite \
+					"$log/rk-$r.nsys-rep" >/dev/null 2>&1
 			say "reckern: $r profiled: $(wc -l <rk-$r.csv 2>/dev/null || echo 0) lines"
 		done
+		# the time between the graph's kernels, position by position
+		[ -f rk-orig.sqlite ] && [ -f rk-replay.sqlite ] &&
+			python3 "$top/bench/graph-gaps.py" rk-orig.sqlite rk-replay.sqlite --top 12 2>&1 |
+			sed 's/^/reckern gaps (original \/ replay): /' | head -40 | tee -a "$summary"
 		python3 - <<'PY' | tee -a "$summary"
 import csv
 def load(name):
