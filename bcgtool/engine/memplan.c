@@ -202,6 +202,20 @@ void memplan_release(struct memplan *mp)
 	memset(mp, 0, sizeof *mp);
 }
 
+/* The activations of SLOTS, largest first, placed past OFF by their live
+ * ranges (FIRST, LAST) into OFFSET; the end of the region. */
+static uint64_t place_slots(struct slot *slots, uint32_t nslots, const uint32_t *first,
+                            const uint32_t *last, uint64_t off, uint64_t *offset)
+{
+	uint64_t end;
+
+	qsort(slots, nslots, sizeof *slots, by_size_desc);
+	end = place_activations(slots, nslots, first, last, off);
+	for (uint32_t i = 0; i < nslots; i++)
+		offset[slots[i].tensor] = slots[i].offset;
+	return end;
+}
+
 int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, uint64_t base,
                         uint64_t *offset, uint64_t *end, char *msg, size_t len)
 {
@@ -243,10 +257,7 @@ int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, 
 		offset[t] = off;
 		off = ALIGN_UP(off + bytes);
 	}
-	qsort(slots, nslots, sizeof *slots, by_size_desc);
-	*end = place_activations(slots, nslots, first, last, off);
-	for (uint32_t i = 0; i < nslots; i++)
-		offset[slots[i].tensor] = slots[i].offset;
+	*end = place_slots(slots, nslots, first, last, off, offset);
 	rc = 0;
 out:
 	free(first);
@@ -289,10 +300,7 @@ int memplan_place_subset(const plan_t *program, int64_t tokens, const unsigned c
 		offset[t] = off;
 		off = ALIGN_UP(off + bytes);
 	}
-	qsort(slots, nslots, sizeof *slots, by_size_desc);
-	*end = place_activations(slots, nslots, first, last, off);
-	for (uint32_t i = 0; i < nslots; i++)
-		offset[slots[i].tensor] = slots[i].offset;
+	*end = place_slots(slots, nslots, first, last, off, offset);
 	rc = 0;
 out:
 	free(first);
