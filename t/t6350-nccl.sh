@@ -25,22 +25,29 @@ no_rank_left() {
 	done
 }
 
+# expect_values: the lines of the values scenarios, every rank, dtype,
+# size and way (eager, a graph replayed twice) checked against the
+# hand-worked sums, then the barrier.
+expect_values() {
+	for _r in 0 1; do
+		for _d in bf16 f32; do
+			for _n in 1000 300000; do
+				for _w in eager "graph replay 1" "graph replay 2"; do
+					echo "[rank $_r] rank $_r: all_gather $_d $_n $_w: ok"
+					echo "[rank $_r] rank $_r: all_reduce $_d $_n $_w: ok"
+				done
+			done
+		done
+		echo "[rank $_r] rank $_r: barrier: ok"
+	done
+}
+
 test_expect_success 'values: eager and captured collectives, both ranks, both dtypes' '
 	"$ranks" --world 2 --timeout 60 values >out 2>err &&
 	# rank 0 writes to the command output as it is, rank 1 through "[rank 1] "
 	grep ": \(all_reduce\|all_gather\|barrier\|capture\|cudaGraphLaunch\)" out |
 		sed "s/^rank 0: /[rank 0] rank 0: /" | sort >actual &&
-	for r in 0 1; do
-		for d in bf16 f32; do
-			for n in 1000 300000; do
-				for w in eager "graph replay 1" "graph replay 2"; do
-					echo "[rank $r] rank $r: all_gather $d $n $w: ok"
-					echo "[rank $r] rank $r: all_reduce $d $n $w: ok"
-				done
-			done
-		done
-		echo "[rank $r] rank $r: barrier: ok"
-	done | sort >expect &&
+	expect_values | sort >expect &&
 	test_cmp expect actual &&
 	test_grep "^rank 0: device 0, NCCL version known\$" out &&
 	test_grep "^\[rank 1\] rank 1: device 1, NCCL version known\$" out
@@ -71,17 +78,7 @@ test_expect_success NCCL_SYMMETRIC 'values in symmetric memory: eager and captur
 	"$ranks" --world 2 --timeout 60 values-symmetric >out 2>err &&
 	grep ": \(all_reduce\|all_gather\|barrier\|capture\|cudaGraphLaunch\)" out |
 		sed "s/^rank 0: /[rank 0] rank 0: /" | sort >actual &&
-	for r in 0 1; do
-		for d in bf16 f32; do
-			for n in 1000 300000; do
-				for w in eager "graph replay 1" "graph replay 2"; do
-					echo "[rank $r] rank $r: all_gather $d $n $w: ok"
-					echo "[rank $r] rank $r: all_reduce $d $n $w: ok"
-				done
-			done
-		done
-		echo "[rank $r] rank $r: barrier: ok"
-	done | sort >expect &&
+	expect_values | sort >expect &&
 	test_cmp expect actual &&
 	# one window a rank for each of the 4 (dtype, size): f32 1000 first,
 	# 2 * 4096 + 2 * 4000 bytes (x and y 256-aligned, z two ranks)
