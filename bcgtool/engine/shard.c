@@ -398,14 +398,34 @@ static int sh_heads(struct sh *s, uint32_t op, const char *desc, const char *wha
 	               (long long)heads, s->world);
 }
 
+/* Copy O into the rank's ops; where its operands split (LEAD), its heads
+ * and kv_heads become the rank's share. */
+static int sh_copy_heads(struct sh *s, const struct plan_op *o, uint32_t op, const char *desc,
+                         int lead)
+{
+	struct sh_op *e;
+	struct plan_attr *a;
+
+	if (sh_copy(s, o) != 0)
+		return -1;
+	if (!lead)
+		return 0;
+	e = &s->ops[s->nops - 1];
+	if ((a = sh_attr(e, "heads")) != NULL &&
+	    sh_heads(s, op, desc, "heads", a->i, 0, &a->i) != 0)
+		return -1;
+	if ((a = sh_attr(e, "kv_heads")) != NULL &&
+	    sh_heads(s, op, desc, "kv_heads", a->i, 1, &a->i) != 0)
+		return -1;
+	return 0;
+}
+
 /* Ops that name heads: when the first operand splits, every float
  * operand does, and each rank runs its heads. */
 static int sh_heads_op(struct sh *s, const struct op_kind *k, const struct plan_op *o,
                        uint32_t op)
 {
 	char desc[192], opnd[200];
-	struct sh_op *e;
-	struct plan_attr *a;
 	int lead = sh_split(s, o->in[0]) != NULL;
 
 	sh_desc(o, desc, sizeof desc);
@@ -428,33 +448,20 @@ static int sh_heads_op(struct sh *s, const struct op_kind *k, const struct plan_
 			               sh_tname(s, o->in[0]), lead ? "does" : "does not");
 		}
 	}
-	if (sh_copy(s, o) != 0)
-		return -1;
-	if (!lead)
-		return 0;
-	e = &s->ops[s->nops - 1];
-	if ((a = sh_attr(e, "heads")) != NULL &&
-	    sh_heads(s, op, desc, "heads", a->i, 0, &a->i) != 0)
-		return -1;
-	if ((a = sh_attr(e, "kv_heads")) != NULL &&
-	    sh_heads(s, op, desc, "kv_heads", a->i, 1, &a->i) != 0)
-		return -1;
-	return 0;
+	return sh_copy_heads(s, o, op, desc, lead);
 }
 
 /* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache: the
  * norm reads x and w whole; b splits along its product columns (by blocks
  * [H, KVW, KVW] of unit head_dim, as rope_kv_write's qkv does) exactly
  * when the outputs split by head; heads and kv_heads then become the
- * rank's, as sh_heads_op sets them. */
+ * rank's (sh_copy_heads). */
 static int sh_norm_product_heads(struct sh *s, const struct op_kind *k, const struct plan_op *o,
                                  uint32_t op)
 {
 	uint32_t b = o->in[RRK_B];
 	int tb = sh_attr_int(o, "trans_b", 0) != 0, lead = sh_split(s, b) != NULL;
 	char desc[192], opnd[200];
-	struct sh_op *e;
-	struct plan_attr *a;
 
 	sh_desc(o, desc, sizeof desc);
 	for (uint32_t i = 0; i < 2; i++)
@@ -474,18 +481,7 @@ static int sh_norm_product_heads(struct sh *s, const struct op_kind *k, const st
 		               lead ? "does not split" : "splits", sh_tname(s, b),
 		               lead ? "does" : "does not");
 	}
-	if (sh_copy(s, o) != 0)
-		return -1;
-	if (!lead)
-		return 0;
-	e = &s->ops[s->nops - 1];
-	if ((a = sh_attr(e, "heads")) != NULL &&
-	    sh_heads(s, op, desc, "heads", a->i, 0, &a->i) != 0)
-		return -1;
-	if ((a = sh_attr(e, "kv_heads")) != NULL &&
-	    sh_heads(s, op, desc, "kv_heads", a->i, 1, &a->i) != 0)
-		return -1;
-	return 0;
+	return sh_copy_heads(s, o, op, desc, lead);
 }
 
 static int sh_gather_target(struct sh *s, const char *desc, uint32_t op, uint32_t b,
