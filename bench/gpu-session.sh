@@ -27,7 +27,8 @@
 #             4.9 GB, transformers with TF32 off): import, capture (1, 8),
 #             replay --prompt --generate 8 --logits; tokens matched, first
 #             mismatch, logit errors, transformers' top-2 gaps, the prefill
-#             split (under 3 minutes, most of it the build)
+#             split (under 3 minutes, most of it the build); HF32_TP=N
+#             captures and replays it at --tp N
 #   serve     serving (issue 9): both shipped traces under the four dispatch
 #             policies (bench --trace), tokens/s, step percentiles, padding,
 #             steps per mode, the targets; replay --trace --check of a plan
@@ -541,14 +542,17 @@ PY
 		say "hf32: import (f32, positions 1024): exit $?"
 		sed 's/^/  /' hf32-import.txt | tee -a "$summary"
 		t0=$(date +%s)
-		timeout 300 "$B" capture --backend cuda -o hf32.plan hf32.yaml >hf32-capture.txt 2>&1
-		say "hf32: capture (1, 8; breakable): exit $? in $(( $(date +%s) - t0 )) s"
+		timeout 300 "$B" capture --backend cuda ${HF32_TP:+--tp $HF32_TP} -o hf32.plan hf32.yaml \
+			>hf32-capture.txt 2>&1
+		say "hf32: capture (1, 8; breakable${HF32_TP:+; --tp $HF32_TP}): exit $? in $(( $(date +%s) - t0 )) s"
 		tail -5 hf32-capture.txt | sed 's/^/  /' | tee -a "$summary"
 		prompt=$(python3 -c "import json; print(*json.load(open('$m/expect.json'))['prompt'], sep=',')")
 		t0=$(date +%s)
 		timeout 300 "$B" replay --backend cuda --json --prompt "$prompt" --generate 8 \
-			--logits hf32-logits.bin hf32.plan >hf32-replay.json 2>hf32-replay.err
+			--logits hf32-logits.bin hf32.plan >hf32-replay.out 2>hf32-replay.err
 		say "hf32: replay --prompt $prompt --generate 8 --logits: exit $? in $(( $(date +%s) - t0 )) s"
+		# at --tp N rank 0 prints the JSON, its lines prefixed
+		sed 's/^\[rank 0\] //' hf32-replay.out >hf32-replay.json
 		sed 's/^/  /' hf32-replay.err | tee -a "$summary"
 		python3 "$top/bench/hf-compare.py" "$m" hf32-replay.json hf32-logits.bin "hf32: " 2>&1 |
 			tee -a "$summary"
