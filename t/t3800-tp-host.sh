@@ -114,7 +114,8 @@ test_expect_success JANSSON,PYTHON3,!CUDA '--backend auto without a GPU: the ran
 '
 
 # A small MLP with random weights: the ranks compute their slices of the
-# same numbers, so --tp 2 and 4 give --tp 1 outputs within rounding.
+# same numbers, so --tp 2, 4 and 8 give --tp 1 outputs within rounding
+# (at 8, two of the 16 FFN columns a rank).
 cat >mlp.yaml <<\EOF
 bcg: 1
 dims:
@@ -139,7 +140,8 @@ test_expect_success PYTHON3 'random and arange weights: each rank holds its slic
 	bcg run --backend host --steps 3 --dump-outputs d1 mlp.yaml >/dev/null &&
 	bcg run --backend host --steps 3 --tp 2 --dump-outputs d2 mlp.yaml >/dev/null &&
 	bcg run --backend host --steps 3 --tp 4 --dump-outputs d4 mlp.yaml >/dev/null &&
-	for n in 2 4; do
+	bcg run --backend host --steps 3 --tp 8 --dump-outputs d8 mlp.yaml >/dev/null &&
+	for n in 2 4 8; do
 		close_bins d1/y.bin d$n/y.bin 1e-6 32 || return 1
 	done
 '
@@ -240,6 +242,7 @@ if test_have_prereq CUDA; then
 	n=$("$BCG_BUILD_DIR/t/helper/has-gpu" | sed -n "s/^\([0-9]*\) CUDA.*/\1/p")
 	test "${n:-0}" -ge 2 && test_set_prereq GPUS2
 	test "${n:-0}" -ge 4 && test_set_prereq GPUS4
+	test "${n:-0}" -ge 8 && test_set_prereq GPUS8
 fi
 
 # Three fixtures on two GPUs; on four every dense fixture, one query head
@@ -261,7 +264,7 @@ for run in "2 llama qwen3 mistral" \
 	done
 done
 
-for run in "2 two" "4 four"; do
+for run in "2 two" "4 four" "8 eight"; do
 	n=${run%% *}
 	test_expect_success PYTHON3,GPUS$n "random and arange weights on ${run#* } GPUs: the outputs of one" "
 		bcg run --backend cuda --steps 3 --dump-outputs c1 mlp.yaml >/dev/null &&
