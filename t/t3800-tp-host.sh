@@ -57,6 +57,31 @@ for m in llama qwen2 qwen3 mistral llama3 qwen3-tied llama-linear llama-yarn; do
 	"
 done
 
+# Eight ranks need eight query heads: the llama fixture's weights read as
+# 8 heads of 4 (4 kv heads, each on two ranks at --tp 8), a model that
+# transformers did not make, so --tp 8 is held to --tp 1's tokens and
+# logits.
+test_expect_success JANSSON,PYTHON3 'llama read as 8 heads: --tp 8 on the host gives --tp 1 tokens and logits' '
+	mkdir -p llama8 &&
+	cp "$hf/llama/model.safetensors" llama8/ &&
+	"$PYTHON3" - "$hf/llama/config.json" llama8/config.json <<-\EOT &&
+	import json, sys
+	c = json.load(open(sys.argv[1]))
+	c.update(head_dim=4, num_attention_heads=8, num_key_value_heads=4)
+	json.dump(c, open(sys.argv[2], "w"), indent=2)
+	EOT
+	bcg import -o llama8.yaml llama8 2>note &&
+	test_grep "8/4 heads of 4" note &&
+	bcg run --backend host --json --prompt $(prompt llama) --generate 8 \
+		--logits l8-tp1.bin llama8.yaml >run1.json &&
+	bcg run --backend host --json --tp 8 --prompt $(prompt llama) --generate 8 \
+		--logits l8-tp8.bin llama8.yaml >run8.json &&
+	got_tokens run1.json >expect &&
+	got_tokens run8.json >actual &&
+	test_cmp expect actual &&
+	close_bins l8-tp1.bin l8-tp8.bin 1e-5 96
+'
+
 test_expect_success JANSSON,PYTHON3 'the ranks really split: --tp 2 sums in another order than --tp 1' '
 	! cmp -s llama-tp1.bin llama-tp2.bin &&
 	! cmp -s llama-tp2.bin llama-tp4.bin
