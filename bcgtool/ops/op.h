@@ -306,6 +306,7 @@ enum op_id {
 	OP_VOCAB_EMBEDDING,
 	OP_RMSNORM_MATMUL,
 	OP_RMSNORM_MATMUL_ROPE_KV_WRITE,
+	OP_DECODER_LAYER,
 	OP_COUNT
 };
 
@@ -338,6 +339,13 @@ enum { RNM_EPI_NONE = 0, RNM_EPI_SILU_MUL = 1 };           /* its epilogue's cho
 enum { RRK_EPS = RKV_SCALING + 9, RRK_TRANS_B = RRK_EPS + 1 };
 /* its operands */
 enum { RRK_X = 0, RRK_W = 1, RRK_B = 2, RRK_POS = 3 };
+/* decoder_layer: rope_kv_write's attributes (RKV_*, the 9 rope_type ones
+ * from RKV_SCALING), then these four; and its operands. */
+enum { DL_EPS = RKV_SCALING + 9, DL_KV_LEN = DL_EPS + 1, DL_SCALE = DL_EPS + 2,
+       DL_CAUSAL = DL_EPS + 3 };
+enum { DL_X = 0, DL_ATTN_NORM = 1, DL_W_QKV = 2, DL_W_O = 3, DL_FFN_NORM = 4,
+       DL_W_GATE_UP = 5, DL_W_DOWN = 6, DL_POS = 7 };
+enum { DL_OUT = 0, DL_K_CACHE = 1, DL_V_CACHE = 2 };
 enum { QKN_HEADS = 0, QKN_KV_HEADS = 1, QKN_HEAD_DIM = 2, QKN_EPS = 3 };
 enum { PATTN_HEADS = 0, PATTN_KV_HEADS = 1, PATTN_HEAD_DIM = 2, PATTN_SCALE = 3 };
 /* paged_attention's operands */
@@ -351,9 +359,9 @@ enum { VEMB_VOCAB_START = 0 };                                 /* vocab_embeddin
 #define OP_MOE_MAX_EXPERTS 256
 #define OP_MOE_MAX_TOP_K   16
 
-#define OP_MAX_IN    6
+#define OP_MAX_IN    8
 #define OP_MAX_OUT   3
-#define OP_MAX_ATTRS 16
+#define OP_MAX_ATTRS 20
 
 /* One operand at one variant's shape. */
 struct op_tensor {
