@@ -162,6 +162,15 @@
 #             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180);
 #             then `bcgtool report` of an nsys profile of the unfused and the
 #             fused step at T=1 (per-op tables; FOLD_NSYS=0 skips them)
+#   layer     decoder_layer (issue 22, target 1): t/unit/cuda-ops' decoder_layer
+#             cases first (LAYER_CHECK=0 skips them), then
+#             samples/llama-3.2-1b.yaml against llama-3.2-1b-layer.yaml (a
+#             layer a kernel), full at T=1, tuned and --no-tune (the
+#             persistent kernel, the first implementation), which
+#             implementation the tuner chose with both timings, replays in
+#             turns (1000 steps after 100, --check, 3 rounds, medians), and
+#             `bcgtool report` of an nsys profile of each at T=1
+#             (LAYER_NSYS=0 skips them)
 #   qknorm    qk_norm folded into rope_kv_write (issues 21, 22): t/unit/cuda-ops
 #             and host-ops first (the fused kernel against the device's
 #             qk_norm then rope_kv_write, bit for bit), then
@@ -1353,6 +1362,61 @@ PY
 		else
 			tail -5 mr-nsys.txt | sed 's/^/  /' | tee -a "$summary"
 		fi
+		;;
+	layer)
+		if [ "${LAYER_CHECK:-1}" != 0 ]; then
+			(cd "$build" && make check TESTS='t/unit/cuda-ops') >layer-check.txt 2>&1
+			say "layer: check cuda-ops: exit $?"
+			grep -E '^(ok|not ok) .*decoder_layer' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+				awk '/^ok/ { n++ } /^not ok/ { bad++; print "  " $0 }
+				     END { printf "  decoder_layer: %d ok, %d not ok\n", n, bad }' |
+				head -30 | tee -a "$summary"
+			grep -E '^# (seed|Looks|Failed)|^not ok' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+				head -10 | sed 's/^/  /' | tee -a "$summary"
+		fi
+		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-3.2-1b-layer notune"; do
+			set -- $c
+			opt=--stats
+			[ $2 = notune ] && opt=--no-tune
+			t0=$(date +%s)
+			timeout 200 "$B" capture --backend cuda --mode full --tokens 1 $opt \
+				-o layer-$1-$2.plan "$S/$1.yaml" >layer-capture-$1-$2.txt 2>&1
+			say "layer: capture $1 full T=1 $2: exit $? in $(( $(date +%s) - t0 )) s"
+			tail -2 layer-capture-$1-$2.txt | sed 's/^/  /' | tee -a "$summary"
+		done
+		"$B" inspect --choices layer-llama-3.2-1b-layer-tuned.plan >layer-choices.txt 2>&1
+		grep -E "layer\.(0|15) " layer-choices.txt | sed 's/^/  /' | tee -a "$summary"
+		for round in 1 2 3; do
+			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-notune; do
+				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+					--check --json layer-$p.plan >layer-replay-$p-1-$round.json \
+					2>layer-replay-$p-1-$round.err
+				[ $? = 0 ] || { say "layer: replay $p round $round failed";
+					tail -3 layer-replay-$p-1-$round.err | sed 's/^/  /' | tee -a "$summary"; }
+			done
+		done
+		python3 "$top/bench/replay-rounds.py" 'layer-replay-{p}-{t}-{r}.json' \
+			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-notune 1 3 \
+			--check 'layer-replay-{p}-{t}-3.json' \
+			--ratio 'layer|llama-3.2-1b-layer-tuned|llama-3.2-1b-tuned|a kernel a layer' \
+			--ratio 'persistent|llama-3.2-1b-layer-notune|llama-3.2-1b-tuned|a kernel a layer' |
+			tee -a "$summary"
+		[ "${LAYER_NSYS:-1}" = 0 ] || for p in llama-3.2-1b-tuned llama-3.2-1b-layer-notune; do
+			sh "$top/.gpu/nsys-profile" "$log/layer-$p" "$B" replay --backend cuda --tokens 1 \
+				--steps 200 --warmup 20 layer-$p.plan >layer-nsys-$p.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' layer-nsys-$p.txt)
+			if [ -n "$NSYS" ] && [ -f "$log/layer-$p.nsys-rep" ]; then
+				"$NSYS" export --type sqlite --force-overwrite true -o layer-$p.sqlite \
+					"$log/layer-$p.nsys-rep" >/dev/null 2>&1
+				"$B" report --tokens 1 --top 12 layer-$p.sqlite layer-$p.plan \
+					>layer-report-$p.txt 2>&1
+				say "layer: report $p T=1: exit $?"
+				sed 's/^/  /' layer-report-$p.txt | head -40 | tee -a "$summary"
+			else
+				say "layer: nsys $p: no report"
+				tail -5 layer-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
+			fi
+		done
 		;;
 	fold)
 		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh t/t3180-rope-fuse.sh') \

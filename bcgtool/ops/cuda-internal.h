@@ -137,6 +137,10 @@ int cuda_run_all_reduce(const struct op_call *call, const struct cuda_op_ctx *ct
 int cuda_run_all_gather(const struct op_call *call, const struct cuda_op_ctx *ctx,
                         char *msg, size_t len);
 size_t cuda_all_gather_scratch_bytes(const struct op_call *call);
+/* cuda-layer.cu */
+int cuda_run_decoder_layer(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                           char *msg, size_t len);
+size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 }
 
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */
@@ -147,6 +151,7 @@ enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attent
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
+enum { CUDA_IMPL_DL_PERSISTENT = 0, CUDA_IMPL_DL_SPLIT = 1 };   /* decoder_layer */
 
 /* cuda_impl_usable by op id, for the launchers, which are not given
  * call->kind. */
@@ -162,6 +167,8 @@ size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
 int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);
 size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call);
+/* cuda-layer.cu: decoder_layer (CUDA_IMPL_DL_*) */
+int    cuda_decoder_layer_usable(const struct op_call *call, int impl);
 /* cuda-norm.cu */
 int    cuda_argmax_usable(const struct op_call *call, int impl);
 size_t cuda_argmax_scratch_bytes(const struct op_call *call);
@@ -334,13 +341,15 @@ static inline unsigned cuda_row_blocks(int64_t rows)
 	return rows < 1 ? 1u : (unsigned)rows;
 }
 
-/* Launch KERNEL on CTX's stream with GRID x BLOCK threads: with
- * programmatic stream serialization when ctx->pdl (the kernel must keep the
- * rule at the top of this file), else as <<<grid, block, 0, stream>>>.
- * Returns 0, or -1 naming NAME and the error. */
+/* Launch KERNEL on CTX's stream with GRID x BLOCK threads and SMEM bytes
+ * of dynamic shared memory: with programmatic stream serialization when
+ * ctx->pdl (the kernel must keep the rule at the top of this file), else
+ * as <<<grid, block, smem, stream>>>. Returns 0, or -1 naming NAME and
+ * the error. */
 template <typename... P, typename... A>
-static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),
-                       dim3 grid, dim3 block, char *msg, size_t len, A &&...args)
+static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
+                            void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+                            char *msg, size_t len, A &&...args)
 {
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute attr[1] = {};
@@ -348,7 +357,7 @@ static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*k
 
 	cfg.gridDim = grid;
 	cfg.blockDim = block;
-	cfg.dynamicSmemBytes = 0;
+	cfg.dynamicSmemBytes = smem;
 	cfg.stream = ctx->stream;
 	if (ctx->pdl) {
 		attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -363,6 +372,15 @@ static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*k
 		return cuda_fail(msg, len, "launch of %s failed: %s%s (%s)", name,
 		                 cuda_fault_tag(err), cudaGetErrorString(err), cudaGetErrorName(err));
 	return 0;
+}
+
+/* The same without dynamic shared memory. */
+template <typename... P, typename... A>
+static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),
+                       dim3 grid, dim3 block, char *msg, size_t len, A &&...args)
+{
+	return cuda_launch_smem(ctx, name, kernel, grid, block, 0, msg, len,
+	                        std::forward<A>(args)...);
 }
 
 /* --- device helpers ----------------------------------------------------- */

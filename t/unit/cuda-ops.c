@@ -2247,6 +2247,293 @@ static void test_rmsnorm_matmul_rope_kv_write(struct env *e)
 	rrk_bufs_free(&rb);
 }
 
+/* --- decoder_layer ------------------------------------------------------------ */
+
+/* The operands of a decoder_layer: one layer's weights, x, pos, out and
+ * the caches (random, kept: only row pos is written), and kv_len on the
+ * device for the graph-safe form. */
+struct dl_bufs {
+	struct tbuf x, an, wqkv, wo, fn, wgu, wd, pos, out, kc, vc;
+	int32_t *kv_dev;
+};
+
+static void dl_bufs_init(struct env *e, struct dl_bufs *b, int dt, int64_t T, int64_t H,
+                         int64_t NH, int64_t KVH, int64_t D, int64_t F, int64_t S,
+                         int32_t kv_len, int32_t pos0)
+{
+	const int64_t QKV = (NH + 2 * KVH) * D;
+	const int64_t dx[2] = { T, H }, dn[1] = { H }, dq[2] = { QKV, H }, dw[2] = { H, NH * D };
+	const int64_t dg[2] = { 2 * F, H }, dd[2] = { H, F }, dp[1] = { T }, dc[2] = { S, KVH * D };
+
+	tbuf_init(&b->x, dt, 2, dx, 0);
+	tbuf_init(&b->an, dt, 1, dn, 0);
+	tbuf_init(&b->wqkv, dt, 2, dq, 0);
+	tbuf_init(&b->wo, dt, 2, dw, 0);
+	tbuf_init(&b->fn, dt, 1, dn, 0);
+	tbuf_init(&b->wgu, dt, 2, dg, 0);
+	tbuf_init(&b->wd, dt, 2, dd, 0);
+	tbuf_init(&b->pos, PLAN_DTYPE_I32, 1, dp, 0);
+	tbuf_init(&b->out, dt, 2, dx, 0);
+	tbuf_init(&b->kc, dt, 2, dc, 0);
+	tbuf_init(&b->vc, dt, 2, dc, 0);
+	tbuf_random(e, &b->x, 1.0f);
+	tbuf_random(e, &b->an, 0.5f);
+	tbuf_random(e, &b->fn, 0.5f);
+	for (int64_t i = 0; i < H; i++) {         /* norm weights near 1 */
+		struct op_tensor an = tbuf_view(&b->an, 0), fn = tbuf_view(&b->fn, 0);
+		host_store(&an, i, 1.0f + host_load(&an, i));
+		host_store(&fn, i, 1.0f + host_load(&fn, i));
+	}
+	tbuf_random(e, &b->wqkv, 1.0f / sqrtf((float)H));
+	tbuf_random(e, &b->wo, 1.0f / sqrtf((float)(NH * D)));
+	tbuf_random(e, &b->wgu, 1.0f / sqrtf((float)H));
+	tbuf_random(e, &b->wd, 1.0f / sqrtf((float)F));
+	tbuf_random(e, &b->kc, 1.0f);
+	tbuf_random(e, &b->vc, 1.0f);
+	for (int64_t t = 0; t < T; t++)
+		((int32_t *)b->pos.host)[t] = pos0 + (int32_t)t;
+	CK(cudaMalloc((void **)&b->kv_dev, sizeof(int32_t)));
+	CK(cudaMemcpy(b->kv_dev, &kv_len, sizeof kv_len, cudaMemcpyHostToDevice));
+}
+
+static void dl_bufs_free(struct dl_bufs *b)
+{
+	struct tbuf *all[] = { &b->x, &b->an, &b->wqkv, &b->wo, &b->fn, &b->wgu, &b->wd, &b->pos,
+	                       &b->out, &b->kc, &b->vc };
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		tbuf_free(all[i]);
+	CK(cudaFree(b->kv_dev));
+}
+
+static void dl_case_init(struct tcase *c, struct dl_bufs *b, int64_t NH, int64_t KVH, int64_t D,
+                         int32_t kv_len, int graph_safe, int in_place)
+{
+	tcase_init(c, OP_DECODER_LAYER, 8, 3);
+	c->in[DL_X] = &b->x;
+	c->in[DL_ATTN_NORM] = &b->an;
+	c->in[DL_W_QKV] = &b->wqkv;
+	c->in[DL_W_O] = &b->wo;
+	c->in[DL_FFN_NORM] = &b->fn;
+	c->in[DL_W_GATE_UP] = &b->wgu;
+	c->in[DL_W_DOWN] = &b->wd;
+	c->in[DL_POS] = &b->pos;
+	c->out[DL_OUT] = in_place ? &b->x : &b->out;
+	c->out[DL_K_CACHE] = &b->kc;
+	c->out[DL_V_CACHE] = &b->vc;
+	c->keep_out = 1;
+	c->attr[RKV_HEADS].i = NH;
+	c->attr[RKV_KV_HEADS].i = KVH;
+	c->attr[RKV_HEAD_DIM].i = D;
+	c->attr[RKV_THETA].f = 500000.0;
+	c->attr[RKV_SCALING + RS_FACTOR].f = 1.0;
+	c->attr[DL_EPS].f = 1e-5;
+	c->attr[DL_KV_LEN].i = kv_len;
+	c->attr[DL_SCALE].f = 0.0;
+	c->attr[DL_CAUSAL].i = 0;
+	c->graph_safe = graph_safe;
+	if (graph_safe)
+		c->attr_dev[DL_KV_LEN] = b->kv_dev;
+	/* Eight roundings deep: the products' bound, and an intermediate
+	 * element of f16/bf16 that rounds to its neighbour, carried through
+	 * the softmax and two residual products. */
+	c->tol = b->x.dtype == PLAN_DTYPE_F32 ? 2e-4 : 3e-2;
+}
+
+/* persistent: one token, f16 or bf16, head_dim 64 or 128, at most 4 query
+ * heads a kv head, rows within its 16 KiB stages (pairs for q|k|v and
+ * gate|up); split: everything. */
+static int dl_expect_usable(int impl, int dt, int64_t T, int64_t H, int64_t NH, int64_t KVH,
+                            int64_t D, int64_t F)
+{
+	const int64_t es = (int64_t)dtype_size(dt);
+
+	if (impl == 0)
+		return T == 1 && dt != PLAN_DTYPE_F32 && (D == 64 || D == 128) && NH / KVH <= 4 &&
+		       2 * H * es <= 16384 && NH * D * es <= 16384 && F * es <= 16384;
+	return 1;
+}
+
+static void test_decoder_layer(struct env *e)
+{
+	/* H, NH, KVH, D, F, S: the 1B's layer, small GQA, head_dim 128, MHA,
+	 * 8 query heads a kv head and head_dim 32 (split only), F above the
+	 * stage (split only in f32... and in every dtype) */
+	static const int64_t cfg[][6] = {
+		{ 2048, 32, 8, 64, 8192, 256 }, { 256, 4, 2, 64, 512, 64 },
+		{ 1024, 8, 2, 128, 2048, 128 }, { 512, 8, 8, 64, 1024, 64 },
+		{ 512, 8, 1, 64, 1024, 64 }, { 256, 8, 4, 32, 512, 64 },
+		{ 512, 4, 4, 64, 12288, 32 },
+	};
+	static const int64_t Ts[] = { 1, 3 };
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) {
+			int64_t H = cfg[k][0], NH = cfg[k][1], KVH = cfg[k][2], D = cfg[k][3];
+			int64_t F = cfg[k][4], S = cfg[k][5];
+			for (int ti = 0; ti < 2; ti++) {
+				int64_t T = Ts[ti];
+				/* kv_len with the new token's position at its end; none;
+				 * the whole cache; above it with pos outside the cache */
+				const int32_t lens[][2] = { { 37, 36 }, { 0, 0 }, { (int32_t)S, (int32_t)S - 1 },
+				                            { (int32_t)S + 5, (int32_t)S } };
+				for (int li = 0; li < 4; li++) {
+					int32_t L = lens[li][0], p0 = lens[li][1];
+					if (L > S + 5 || (k > 1 && li % 2 == 1) || p0 + T > S + T)
+						continue;
+					if (p0 + T > S && li != 3)
+						p0 = (int32_t)(S - T);
+					struct dl_bufs b;
+					struct tcase c;
+					struct op_call q;
+					int gs = li != 1, inp = (k + li) % 2;
+					dl_bufs_init(e, &b, dt, T, H, NH, KVH, D, F, S, L, p0);
+					dl_case_init(&c, &b, NH, KVH, D, L, gs, inp);
+					tcase_call(&c, &q, 1);
+					q.kind = kind_stub(c.id);
+					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
+						int want = dl_expect_usable(impl, dt, T, H, NH, KVH, D, F);
+						char what[176];
+						snprintf(what, sizeof what, "decoder_layer %s T %lld H %lld heads "
+						         "%lld/%lld x %lld F %lld kv_len %d pos %d%s%s", dtype_name(dt),
+						         (long long)T, (long long)H, (long long)NH, (long long)KVH,
+						         (long long)D, (long long)F, (int)L, (int)p0,
+						         gs ? " graph-safe" : "", inp ? " in place" : "");
+						if (!usable_as_expected(e, &c, &q, impl, want, what))
+							continue;
+						c.impl = impl;
+						c.scratch = op_scratch(&c);
+						c.capture = li == 0;
+						c.pdl = li == 2;
+						snprintf(c.what, sizeof c.what, "%s", what);
+						tcase_run(e, &c);
+					}
+					dl_bufs_free(&b);
+				}
+			}
+		}
+	}
+}
+
+/* Three decoder_layer launches in a row on one stream (x -> out -> x ->
+ * out), PDL off and on, eagerly and captured in one graph replayed four
+ * times with new kv_len on the device: every launch gives the first eager
+ * run's bits (the persistent kernel's grid barriers, its counters and its
+ * overlap with the next layer's launch), and the result stays within the
+ * bound of the host's three layers. */
+static void test_decoder_layer_chain(struct env *e)
+{
+	static const int64_t cfg[][6] = {   /* H, NH, KVH, D, F, S */
+		{ 2048, 32, 8, 64, 8192, 512 }, { 1024, 8, 2, 128, 2048, 128 },
+	};
+
+	for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) {
+		for (int impl = 0; impl < 2; impl++) {
+			int64_t H = cfg[k][0], NH = cfg[k][1], KVH = cfg[k][2], D = cfg[k][3];
+			int64_t F = cfg[k][4], S = cfg[k][5];
+			int32_t L = (int32_t)(S / 2);
+			struct dl_bufs b;
+			struct tcase c;
+			struct op_call call[2];
+			struct cuda_op_ctx ctx = e->ctx;
+			char msg[256] = "", why[320] = "";
+			int rc = 0, same = 1, close = 1;
+
+			dl_bufs_init(e, &b, PLAN_DTYPE_BF16, 1, H, NH, KVH, D, F, S, L, L - 1);
+			dl_case_init(&c, &b, NH, KVH, D, L, 1, 0);
+			c.impl = impl;
+			c.scratch = op_scratch(&c);
+			tcase_call(&c, &call[0], 1);
+			call[1] = call[0];                 /* out -> x, in place */
+			call[1].in[DL_X] = call[0].out[DL_OUT];
+			call[1].out[DL_OUT] = call[0].out[DL_OUT];
+			ctx.scratch = scratch_alloc(c.scratch);
+			ctx.scratch_bytes = c.scratch;
+
+			/* The host: three layers on out, from x. */
+			struct op_call h = { 0 };
+			tcase_call(&c, &h, 0);
+			struct op_tensor hx = tbuf_view(&b.x, 0), ho = tbuf_view(&b.out, 0);
+			void *x0 = malloc(b.x.bytes), *want = malloc(b.x.bytes), *got = malloc(b.x.bytes);
+			void *first = malloc(b.x.bytes), *kc0 = malloc(b.kc.bytes), *vc0 = malloc(b.vc.bytes);
+			if (!x0 || !want || !got || !first || !kc0 || !vc0)
+				bail("out of memory");
+			memcpy(x0, b.x.host, b.x.bytes);
+			memcpy(kc0, b.kc.host, b.kc.bytes);
+			memcpy(vc0, b.vc.host, b.vc.bytes);
+			h.in[DL_X] = hx;
+			h.out[DL_OUT] = ho;
+			ref_run(OP_DECODER_LAYER, &h);
+			h.in[DL_X] = ho;
+			for (int i = 0; i < 2; i++)
+				ref_run(OP_DECODER_LAYER, &h);
+			memcpy(want, b.out.host, b.x.bytes);
+
+			for (int mode = 0; mode < 4; mode++) {   /* eager, eager pdl, graph, graph pdl */
+				cudaGraph_t graph = NULL;
+				cudaGraphExec_t exec = NULL;
+				ctx.pdl = mode % 2;
+				if (mode >= 2)
+					CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+				for (int rounds = mode >= 2 ? 1 : 2; rounds > 0; rounds--) {
+					if (mode < 2) {
+						CK(cudaMemcpy(b.x.dev, x0, b.x.bytes, cudaMemcpyHostToDevice));
+						CK(cudaMemcpy(b.kc.dev, kc0, b.kc.bytes, cudaMemcpyHostToDevice));
+						CK(cudaMemcpy(b.vc.dev, vc0, b.vc.bytes, cudaMemcpyHostToDevice));
+						CK(cudaDeviceSynchronize());
+					}
+					rc |= cuda_kernel(c.id)(&call[0], &ctx, msg, sizeof msg);
+					rc |= cuda_kernel(c.id)(&call[1], &ctx, msg, sizeof msg);
+					rc |= cuda_kernel(c.id)(&call[1], &ctx, msg, sizeof msg);
+					if (mode >= 2)
+						break;
+					CK(cudaStreamSynchronize(e->stream));
+					CK(cudaMemcpy(got, b.out.dev, b.x.bytes, cudaMemcpyDeviceToHost));
+					if (mode == 0 && rounds == 2)
+						memcpy(first, got, b.x.bytes);
+					same &= memcmp(got, first, b.x.bytes) == 0;
+				}
+				if (mode < 2)
+					continue;
+				CK(cudaStreamEndCapture(e->stream, &graph));
+				CK(cudaGraphInstantiate(&exec, graph, 0));
+				for (int i = 0; i < 4; i++) {
+					/* kv_len moves on the device; the bits at L are the first's */
+					int32_t li = i == 3 ? L : L - 3 + i;
+					CK(cudaMemcpy(b.kv_dev, &li, sizeof li, cudaMemcpyHostToDevice));
+					CK(cudaMemcpy(b.x.dev, x0, b.x.bytes, cudaMemcpyHostToDevice));
+					CK(cudaMemcpy(b.kc.dev, kc0, b.kc.bytes, cudaMemcpyHostToDevice));
+					CK(cudaMemcpy(b.vc.dev, vc0, b.vc.bytes, cudaMemcpyHostToDevice));
+					CK(cudaDeviceSynchronize());
+					CK(cudaGraphLaunch(exec, e->stream));
+					CK(cudaStreamSynchronize(e->stream));
+					CK(cudaMemcpy(got, b.out.dev, b.x.bytes, cudaMemcpyDeviceToHost));
+					if (li == L)
+						same &= memcmp(got, first, b.x.bytes) == 0;
+				}
+				CK(cudaGraphExecDestroy(exec));
+				CK(cudaGraphDestroy(graph));
+			}
+			memcpy(b.out.host, want, b.x.bytes);
+			close = tbuf_compare(&b.out, first, 3e-2, why, sizeof why);
+			same &= scratch_counters_zero(ctx.scratch, c.scratch);
+			ok(rc == 0 && same && close, "decoder_layer bf16 H %lld heads %lld/%lld x %lld F "
+			   "%lld [%s]: three layers in a row, eager and graph replays, PDL off and on, "
+			   "give one result, within the host's%s%s%s%s", (long long)H, (long long)NH,
+			   (long long)KVH, (long long)D, (long long)F, cuda_impl_name(c.id, impl),
+			   rc ? ": " : "", rc ? msg : "", close ? "" : ": ", close ? "" : why);
+			free(x0);
+			free(want);
+			free(got);
+			free(first);
+			free(kc0);
+			free(vc0);
+			CK(cudaFree(ctx.scratch));
+			dl_bufs_free(&b);
+		}
+	}
+}
+
 /* rmsnorm_matmul_rope_kv_write in one graph, twice, replayed (the caches
  * restored before each launch): every replay gives the eager launch's
  * bits in q and both caches, PDL off and on, under both implementations. */
@@ -3918,6 +4205,8 @@ int main(void)
 	test_moe_eager_capture(&e);
 	test_moe_gate_up_shapes(&e);
 	test_gated_add(&e);
+	test_decoder_layer(&e);
+	test_decoder_layer_chain(&e);
 	test_pdl(&e);
 	test_init(&e);
 	test_init_slice(&e);

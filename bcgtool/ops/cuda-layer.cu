@@ -1,0 +1,1028 @@
+/*
+ * cuda-layer.cu - decoder_layer on CUDA: a whole Llama-style decoder layer
+ * (op.h) in one op, with two implementations.
+ *
+ * "persistent" runs the layer as one kernel of one block a multiprocessor,
+ * the phases of the layer separated by grid barriers:
+ *
+ *   norm + q|k|v + rope + KV write | attention | o + residual |
+ *   norm + gate|up + SiLU*up       | down + residual
+ *
+ * Each block owns a fixed share of every product's rows (the "units" of a
+ * phase: a row, or a pair of rows whose results meet in the epilogue: the
+ * two halves of a rope pair, a gate row and its up row). Its rows of the
+ * four weight matrices form one byte stream, which a ring of shared memory
+ * stages fetches with bulk copies (cp.async.bulk, completing on an
+ * mbarrier a stage) as soon as a stage is free, whatever phase the block is
+ * in: the weights do not depend on the activations, so the stream runs
+ * ahead across the phase boundaries and the grid barriers, and the HBM
+ * stays busy while the blocks wait for one another. That is the point of
+ * the kernel: the kernel boundaries of the op-by-op step (ramp, tail,
+ * launch: about 3 us a product on an H100, bench/RESULTS.md) become grid
+ * barriers that the prefetched stages cover. The first stages are fetched
+ * before the PDL wait, so the next layer's kernel streams while this one
+ * finishes.
+ *
+ * A stage holds R whole rows (R = 16, 8, 4, 2 or 1, the most whose bytes
+ * fit DL_STAGE); 512 / R threads share a row, each summing its 16-byte
+ * pieces of it against the activation vector in shared memory (widened to
+ * f32, fmaf in piece order), then a warp sum and a fixed butterfly over
+ * the row's warps: every sum has one order, so the results are the same
+ * bits at every launch, eager or replayed. Intermediates are rounded to
+ * the dtype where the unfused sequence stores them (op.h).
+ *
+ * Attention at one token: items (kv head, chunk of positions), a chunk per
+ * block, (m, l, acc) partials in the scratch; the last block of a kv head
+ * (cuda_last_block) merges its chunks. The length comes from the var's
+ * device mirror in the graph-safe form, from the host's value in the
+ * eager form, and the chunking follows it on the device: one launch
+ * serves every kv_len.
+ *
+ * The grid barrier counts arrivals in a scratch counter: barrier k waits
+ * for k x gridDim.x arrivals; the last block to finish sets the counters
+ * back to zero (cuda.h's rule). It needs every block resident at once:
+ * the launch asks for one block a multiprocessor and refuses when the
+ * occupancy calculator says one does not fit. A block that waits longer
+ * than DL_BARRIER_NS traps (a kernel fault with a message) instead of
+ * hanging the device.
+ *
+ * "persistent" runs one token (T = 1), f16 or bf16, on sm_90, with
+ * head_dim 64 or 128, at most 4 query heads a kv head, and rows that fit a
+ * stage (pairs of rows for q|k|v and gate|up). "split" runs any shape: the
+ * existing kernels one op after another (rmsnorm_matmul_rope_kv_write,
+ * attention, matmul_add, rmsnorm_matmul with silu_mul, matmul_add), the
+ * intermediates in the scratch.
+ */
+#include "config.h"
+
+#include <limits.h>
+
+#include "cuda-internal.h"
+#include "cuda-rope.h"
+
+/* --- shapes ----------------------------------------------------------------- */
+
+#define DL_THREADS    512
+#define DL_WARPS      (DL_THREADS / 32)
+#define DL_STAGE      16384           /* bytes a ring stage */
+#define DL_NSTAGE     4               /* ring stages */
+#define DL_MAX_NQ     4               /* query heads a kv head */
+#define DL_MAX_CHUNKS 64              /* attention chunks a kv head */
+#define DL_MIN_CHUNK  16              /* positions a chunk at least */
+#define DL_BARRIER_NS 2000000000ull   /* a grid barrier's wait before a trap */
+
+/* The sizes of a call, read from its operands (checked by the registry). */
+struct dl_shape {
+	int64_t T, H, F, NH, KVH, D, S, QKV;
+};
+
+static void dl_shape_of(const struct op_call *call, struct dl_shape *s)
+{
+	const struct op_tensor *x = &call->in[DL_X], *gu = &call->in[DL_W_GATE_UP];
+
+	s->T = x->rank == 2 ? x->dim[0] : 0;
+	s->H = x->rank == 2 ? x->dim[1] : 0;
+	s->F = gu->rank == 2 ? gu->dim[0] / 2 : 0;
+	s->NH = call->attr[RKV_HEADS].i;
+	s->KVH = call->attr[RKV_KV_HEADS].i;
+	s->D = call->attr[RKV_HEAD_DIM].i;
+	s->S = cuda_rows(&call->out[DL_K_CACHE]);
+	s->QKV = (s->NH + 2 * s->KVH) * s->D;
+}
+
+static size_t dl_align256(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
+
+/* --- the sub-calls of "split" ------------------------------------------------ */
+
+/* rmsnorm_matmul_rope_kv_write (x, attn_norm, w_qkv, pos) -> q, caches. Its
+ * attributes are decoder_layer's first 14 (rope_kv_write's and eps at
+ * RRK_EPS == DL_EPS), with trans_b. */
+static void dl_qkv_call(const struct op_call *call, void *q, struct op_call *c)
+{
+	const struct op_tensor *x = &call->in[DL_X];
+
+	memset(c, 0, sizeof *c);
+	c->nin = 4;
+	c->nout = 3;
+	c->in[RRK_X] = *x;
+	c->in[RRK_W] = call->in[DL_ATTN_NORM];
+	c->in[RRK_B] = call->in[DL_W_QKV];
+	c->in[RRK_POS] = call->in[DL_POS];
+	c->out[0].dtype = x->dtype;
+	c->out[0].rank = 2;
+	c->out[0].dim[0] = x->rank == 2 ? x->dim[0] : 0;
+	c->out[0].dim[1] = call->attr[RKV_HEADS].i * call->attr[RKV_HEAD_DIM].i;
+	c->out[0].data = q;
+	c->out[1] = call->out[DL_K_CACHE];
+	c->out[2] = call->out[DL_V_CACHE];
+	for (int a = 0; a < DL_EPS; a++)
+		c->attr[a] = call->attr[a];
+	c->attr[RRK_EPS] = call->attr[DL_EPS];
+	c->attr[RRK_TRANS_B].i = 1;
+	c->graph_safe = call->graph_safe;
+	c->batch = call->batch;
+	c->name = call->name;
+	c->impl = cuda_impl_usable_id(OP_RMSNORM_MATMUL_ROPE_KV_WRITE, c, CUDA_IMPL_RRK_GEMV)
+	          ? CUDA_IMPL_RRK_GEMV : CUDA_IMPL_RRK_SPLIT;
+}
+
+/* attention (q, k_cache, v_cache) -> att. */
+static void dl_attention_call(const struct op_call *call, const struct op_tensor *q, void *att,
+                              struct op_call *c)
+{
+	memset(c, 0, sizeof *c);
+	c->nin = 3;
+	c->nout = 1;
+	c->in[0] = *q;
+	c->in[1] = call->out[DL_K_CACHE];
+	c->in[2] = call->out[DL_V_CACHE];
+	c->out[0] = *q;
+	c->out[0].data = att;
+	c->attr[ATTN_HEADS] = call->attr[RKV_HEADS];
+	c->attr[ATTN_KV_HEADS] = call->attr[RKV_KV_HEADS];
+	c->attr[ATTN_HEAD_DIM] = call->attr[RKV_HEAD_DIM];
+	c->attr[ATTN_KV_LEN] = call->attr[DL_KV_LEN];
+	c->attr_dev[ATTN_KV_LEN] = call->attr_dev[DL_KV_LEN];
+	c->attr[ATTN_SCALE] = call->attr[DL_SCALE];
+	c->attr[ATTN_CAUSAL] = call->attr[DL_CAUSAL];
+	c->graph_safe = call->graph_safe;
+	c->batch = call->batch;
+	c->name = call->name;
+	c->impl = cuda_impl_usable_id(OP_ATTENTION, c, CUDA_IMPL_ATTN_SPLIT)
+	          ? CUDA_IMPL_ATTN_SPLIT : CUDA_IMPL_ATTN_TWOPASS;
+}
+
+/* matmul_add (res, a, w) -> out with w [N, K] transposed: gemv for one
+ * token (the products' default), else the first usable. */
+static void dl_residual_call(const struct op_call *call, const struct op_tensor *res,
+                             const struct op_tensor *a, const struct op_tensor *w,
+                             struct op_call *c)
+{
+	memset(c, 0, sizeof *c);
+	c->nin = 3;
+	c->nout = 1;
+	c->in[0] = *res;
+	c->in[1] = *a;
+	c->in[2] = *w;
+	c->out[0] = call->out[DL_OUT];
+	c->attr[MATMUL_TRANS_A].i = 0;
+	c->attr[MATMUL_TRANS_B].i = 1;
+	c->graph_safe = call->graph_safe;
+	c->batch = call->batch;
+	c->name = call->name;
+	c->impl = -1;
+	if (a->rank == 2 && a->dim[0] == 1 && cuda_impl_usable_id(OP_MATMUL_ADD, c, CUDA_IMPL_GEMV))
+		c->impl = CUDA_IMPL_GEMV;
+	for (int i = CUDA_IMPL_MMA; c->impl < 0 && i <= CUDA_IMPL_CUBLAS; i++)
+		if (cuda_impl_usable_id(OP_MATMUL_ADD, c, i))
+			c->impl = i;
+}
+
+/* rmsnorm_matmul (out, ffn_norm, w_gate_up) -> act, epilogue silu_mul:
+ * "split" (rmsnorm, then the product), which the tuner measured faster
+ * than the folded gemv at every decode size (bench/RESULTS.md, fourth
+ * session), else the folded one. */
+static void dl_gate_up_call(const struct op_call *call, void *act, struct op_call *c)
+{
+	const struct op_tensor *out = &call->out[DL_OUT];
+
+	memset(c, 0, sizeof *c);
+	c->nin = 3;
+	c->nout = 1;
+	c->in[0] = *out;
+	c->in[1] = call->in[DL_FFN_NORM];
+	c->in[2] = call->in[DL_W_GATE_UP];
+	c->out[0] = *out;
+	c->out[0].dim[1] = call->in[DL_W_GATE_UP].rank == 2 ? call->in[DL_W_GATE_UP].dim[0] / 2 : 0;
+	c->out[0].data = act;
+	c->attr[RNM_EPS] = call->attr[DL_EPS];
+	c->attr[RNM_TRANS_B].i = 1;
+	c->attr[RNM_EPILOGUE].i = RNM_EPI_SILU_MUL;
+	c->graph_safe = call->graph_safe;
+	c->batch = call->batch;
+	c->name = call->name;
+	c->impl = cuda_impl_usable_id(OP_RMSNORM_MATMUL, c, CUDA_IMPL_RNM_SPLIT)
+	          ? CUDA_IMPL_RNM_SPLIT : CUDA_IMPL_RNM_GEMV;
+}
+
+/* The five calls of "split", with q, att and act at Q, ATT, ACT. */
+struct dl_calls {
+	struct op_call qkv, attn, o, gate_up, down;
+	struct op_tensor q, act;
+};
+
+static void dl_calls_fill(const struct op_call *call, void *q, void *att, void *act,
+                          struct dl_calls *k)
+{
+	const struct op_tensor *out = &call->out[DL_OUT];
+
+	dl_qkv_call(call, q, &k->qkv);
+	k->q = k->qkv.out[0];
+	dl_attention_call(call, &k->q, att, &k->attn);
+	dl_residual_call(call, &call->in[DL_X], &k->attn.out[0], &call->in[DL_W_O], &k->o);
+	dl_gate_up_call(call, act, &k->gate_up);
+	k->act = k->gate_up.out[0];
+	dl_residual_call(call, out, &k->act, &call->in[DL_W_DOWN], &k->down);
+}
+
+/* The most scratch any of the five needs (counters included). */
+static size_t dl_split_sub_bytes(const struct dl_calls *k)
+{
+	size_t b[5] = {
+		cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(&k->qkv),
+		cuda_attention_scratch_bytes(&k->attn),
+		cuda_product_scratch_bytes(OP_MATMUL_ADD, &k->o),
+		cuda_rmsnorm_matmul_scratch_bytes(&k->gate_up),
+		cuda_product_scratch_bytes(OP_MATMUL_ADD, &k->down),
+	};
+	size_t m = CUDA_OP_SCRATCH_COUNTER_BYTES;
+
+	for (int i = 0; i < 5; i++)
+		if (b[i] > m)
+			m = b[i];
+	return dl_align256(m);
+}
+
+/* --- the persistent kernel ---------------------------------------------------- */
+
+/* The phases that stream weights, in stream order. */
+enum { DLP_QKV = 0, DLP_O = 1, DLP_GU = 2, DLP_DOWN = 3, DLP_COUNT = 4 };
+
+/* One phase of one block: its units [u0, u1), rows a unit (1 or 2), the
+ * row length K, rows a stage R, and its first stage in the block's
+ * stream. */
+struct dl_phase {
+	int u0, u1, rpu, K, R, first;
+};
+
+struct dl_args {
+	const void *x, *attn_norm, *w_qkv, *w_o, *ffn_norm, *w_gate_up, *w_down;
+	const int32_t *pos;
+	void *out, *kc, *vc;
+	void *q, *att, *act;            /* scratch vectors */
+	float *part;                    /* attention partials [KVH][DL_MAX_CHUNKS][NQ][D + 2] */
+	unsigned *bar;                  /* [0] arrivals, [1] finished blocks, [2 + g] kv head g */
+	const int32_t *kv_len_dev;      /* graph-safe: the var's device mirror; else NULL */
+	long long kv_len;               /* the host's value */
+	int H, F, NH, KVH, D, S;
+	float eps, scale;
+	struct rope_freqs freqs;
+};
+
+/* Units of phase P in all; the row of unit U's row J in its matrix. */
+__device__ __forceinline__ int dl_units(const dl_args &a, int p)
+{
+	switch (p) {
+	case DLP_QKV:
+		return (a.NH + 2 * a.KVH) * (a.D / 2);
+	case DLP_GU:
+		return a.F;
+	default:
+		return a.H;
+	}
+}
+
+__device__ __forceinline__ int64_t dl_unit_row(const dl_args &a, int p, int u, int j)
+{
+	switch (p) {
+	case DLP_QKV: {
+		const int half = a.D / 2;
+		return (int64_t)(u / half) * a.D + u % half + j * half;
+	}
+	case DLP_GU:
+		return (int64_t)u + (int64_t)j * a.F;
+	default:
+		return u;
+	}
+}
+
+template <typename T>
+__device__ __forceinline__ const T *dl_weights(const dl_args &a, int p)
+{
+	switch (p) {
+	case DLP_QKV:
+		return static_cast<const T *>(a.w_qkv);
+	case DLP_O:
+		return static_cast<const T *>(a.w_o);
+	case DLP_GU:
+		return static_cast<const T *>(a.w_gate_up);
+	default:
+		return static_cast<const T *>(a.w_down);
+	}
+}
+
+/* Rows a stage: the most of 16, 8, 4, 2, 1 whose ROW_BYTES fit. */
+__host__ __device__ __forceinline__ int dl_rows_a_stage(int64_t row_bytes)
+{
+	int r = 16;
+
+	while (r > 1 && (int64_t)r * row_bytes > DL_STAGE)
+		r /= 2;
+	return r;
+}
+
+/* --- mbarrier and bulk copy (sm_90) --- */
+
+__device__ __forceinline__ uint32_t dl_smem_addr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void dl_mbar_init(uint64_t *bar, unsigned count)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(dl_smem_addr(bar)),
+	             "r"(count) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void dl_mbar_init_fence(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void dl_mbar_expect(uint64_t *bar, unsigned bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+	             :: "r"(dl_smem_addr(bar)), "r"(bytes) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void dl_bulk_copy(void *dst, const void *src, unsigned bytes,
+                                             uint64_t *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+	             "[%0], [%1], %2, [%3];"
+	             :: "r"(dl_smem_addr(dst)), "l"(src), "r"(bytes), "r"(dl_smem_addr(bar))
+	             : "memory");
+#endif
+}
+
+__device__ __forceinline__ void dl_mbar_wait(uint64_t *bar, unsigned parity)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("{\n\t.reg .pred p;\n"
+	             "DL_WAIT_%=:\n\t"
+	             "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+	             "@!p bra DL_WAIT_%=;\n}"
+	             :: "r"(dl_smem_addr(bar)), "r"(parity) : "memory");
+#endif
+}
+
+/* --- the grid barrier --- */
+
+__device__ __forceinline__ unsigned dl_ld_acquire(const unsigned *p)
+{
+	unsigned v;
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+__device__ __forceinline__ unsigned long long dl_now_ns(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* Barrier K (1, 2, ...) of the launch: every block's stores before it are
+ * visible to every block after it. */
+__device__ __forceinline__ void dl_grid_sync(unsigned *count, unsigned k)
+{
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		const unsigned want = k * gridDim.x;
+		__threadfence();
+		atomicAdd(count, 1u);
+		if (dl_ld_acquire(count) < want) {
+			const unsigned long long t0 = dl_now_ns();
+			while (dl_ld_acquire(count) < want)
+				if (dl_now_ns() - t0 > DL_BARRIER_NS) {
+					printf("bcgtool: decoder_layer: block %u waited %.1f s at grid "
+					       "barrier %u (%u of %u arrivals): not every block is "
+					       "resident\n", blockIdx.x, DL_BARRIER_NS / 1e9, k,
+					       dl_ld_acquire(count), want);
+					__trap();
+				}
+		}
+	}
+	__syncthreads();
+}
+
+/* --- the block's weight stream --- */
+
+struct dl_stream {
+	dl_phase ph[DLP_COUNT];
+	int stages;                     /* in all */
+};
+
+__device__ __forceinline__ void dl_stream_plan(const dl_args &a, int esize, dl_stream &st)
+{
+	int first = 0;
+
+	for (int p = 0; p < DLP_COUNT; p++) {
+		dl_phase &ph = st.ph[p];
+		const int n = dl_units(a, p);
+		ph.u0 = (int)((int64_t)n * blockIdx.x / gridDim.x);
+		ph.u1 = (int)((int64_t)n * (blockIdx.x + 1) / gridDim.x);
+		ph.rpu = p == DLP_QKV || p == DLP_GU ? 2 : 1;
+		ph.K = p == DLP_O ? a.NH * a.D : p == DLP_DOWN ? a.F : a.H;
+		ph.R = dl_rows_a_stage((int64_t)ph.K * esize);
+		ph.first = first;
+		const int rows = (ph.u1 - ph.u0) * ph.rpu;
+		first += (rows + ph.R - 1) / ph.R;
+	}
+	st.stages = first;
+}
+
+/* Thread 0: fetch stage S of the stream into its ring slot. */
+template <typename T>
+__device__ void dl_issue(const dl_args &a, const dl_stream &st, int s, char *ring,
+                         uint64_t *full)
+{
+	if (s >= st.stages)
+		return;
+	int p = DLP_COUNT - 1;
+	while (p > 0 && s < st.ph[p].first)
+		p--;
+	const dl_phase &ph = st.ph[p];
+	const int rows = (ph.u1 - ph.u0) * ph.rpu;
+	const int r0 = (s - ph.first) * ph.R;
+	const int r1 = min(r0 + ph.R, rows);
+	const unsigned rb = (unsigned)ph.K * (unsigned)sizeof(T);
+	const T *w = dl_weights<T>(a, p);
+	char *dst = ring + (size_t)(s % DL_NSTAGE) * DL_STAGE;
+	uint64_t *bar = &full[s % DL_NSTAGE];
+
+	dl_mbar_expect(bar, (unsigned)(r1 - r0) * rb);
+	if (ph.rpu == 1) {
+		dl_bulk_copy(dst, w + (int64_t)(ph.u0 + r0) * ph.K, (unsigned)(r1 - r0) * rb, bar);
+		return;
+	}
+	for (int r = r0; r < r1; r++)
+		dl_bulk_copy(dst + (size_t)(r - r0) * rb,
+		             w + dl_unit_row(a, p, ph.u0 + r / ph.rpu, r % ph.rpu) * ph.K, rb, bar);
+}
+
+/* Offsets in the dynamic shared memory, 128-byte aligned. */
+__host__ __device__ constexpr size_t dl_align_smem(size_t n)
+{
+	return (n + 127) & ~(size_t)127;
+}
+
+/* The shared memory of a block, behind the ring. */
+template <typename T>
+struct dl_smem {
+	uint64_t full[DL_NSTAGE];
+	float red[2][DL_WARPS];         /* a stage's warp sums, by stage parity */
+	float rowsum[16];               /* a stage's row sums */
+	float qf[DL_MAX_NQ * 128];      /* attention: the item's q heads */
+	float stat[2];                  /* a norm's mean square, then 1 / rms */
+	int flag;
+};
+
+/* Consume phase P's stages: the dot products of its rows with the
+ * activation VS (K elements of T in shared memory), then EPI(unit, sums)
+ * by lane 2k (pairs) or lane k of warp 0 for each unit of the stage. */
+template <typename T, typename Epi>
+__device__ void dl_phase_run(const dl_args &a, const dl_stream &st, int p, char *ring,
+                             dl_smem<T> &sm, const T *vs, int &stage, Epi epi)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	const dl_phase &ph = st.ph[p];
+	const int rows = (ph.u1 - ph.u0) * ph.rpu;
+	const int R = ph.R, tpr = DL_THREADS / R, wpr = DL_WARPS / R;
+	const int kv = ph.K / V;
+	const int r = threadIdx.x / tpr, c0 = threadIdx.x % tpr;
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	const uint4 *x4 = reinterpret_cast<const uint4 *>(vs);
+
+	for (int r0 = 0; r0 < rows; r0 += R, stage++) {
+		const int nr = min(R, rows - r0);
+		const int slot = stage % DL_NSTAGE;
+		const uint4 *w4 = reinterpret_cast<const uint4 *>(ring + (size_t)slot * DL_STAGE);
+		float acc = 0.0f;
+
+		dl_mbar_wait(&sm.full[slot], (unsigned)(stage / DL_NSTAGE) & 1u);
+		if (r < nr) {
+			const uint4 *wr = w4 + (size_t)r * kv;
+			for (int c = c0; c < kv; c += tpr) {
+				float wf[V], xf[V];
+				cuda_widen16<T>(wr[c], wf);
+				cuda_widen16<T>(x4[c], xf);
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					acc = fmaf(wf[e], xf[e], acc);
+			}
+		}
+		acc = cuda_warp_sum(acc);
+		if (lane == 0)
+			sm.red[stage & 1][warp] = acc;
+		__syncthreads();
+		/* Every thread is done with the slot: refill it. */
+		if (threadIdx.x == 0)
+			dl_issue<T>(a, st, stage + DL_NSTAGE, ring, sm.full);
+		if (warp == 0) {
+			/* The row's warps, summed by a butterfly within groups of
+			 * wpr lanes: lane k * wpr ends with row k's sum. */
+			float v = lane < DL_WARPS ? sm.red[stage & 1][lane] : 0.0f;
+			for (int off = wpr / 2; off > 0; off >>= 1)
+				v += __shfl_xor_sync(0xffffffffu, v, off);
+			const float partner = __shfl_down_sync(0xffffffffu, v, wpr);
+			const int k = lane / wpr;
+			if (lane < DL_WARPS && lane % wpr == 0 && k < nr && k % ph.rpu == 0)
+				epi(ph.u0 + (r0 + k) / ph.rpu, v, partner);
+		}
+	}
+}
+
+/* rmsnorm of the H elements of XS (T, shared) with weight W into VS:
+ * x / sqrt(mean(x^2) + eps) * w, rounded to T, as the host computes. */
+template <typename T>
+__device__ void dl_norm(const dl_args &a, const T *xs, const void *w, T *vs, dl_smem<T> &sm)
+{
+	float sq = 0.0f;
+
+	for (int j = threadIdx.x; j < a.H; j += DL_THREADS) {
+		const float v = cuda_to_f32(xs[j]);
+		sq = fmaf(v, v, sq);
+	}
+	sq = cuda_block_sum(sq, sm.red[0]);
+	const float rms = sqrtf(sq / (float)a.H + a.eps);
+	const T *wt = static_cast<const T *>(w);
+	for (int j = threadIdx.x; j < a.H; j += DL_THREADS)
+		vs[j] = cuda_from_f32<T>(cuda_to_f32(xs[j]) / rms * cuda_to_f32(wt[j]));
+	__syncthreads();
+}
+
+/* N elements of SRC (global, written by other blocks of this launch: read
+ * through L2) into DST (shared). */
+template <typename T>
+__device__ void dl_load_vec(T *dst, const void *src, int n)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	const uint4 *s4 = static_cast<const uint4 *>(src);
+	uint4 *d4 = reinterpret_cast<uint4 *>(dst);
+
+	for (int i = threadIdx.x; i < n / V; i += DL_THREADS)
+		d4[i] = __ldcg(s4 + i);
+	__syncthreads();
+}
+
+/* Merge (m2, l2, acc2) into (m, l, acc): the softmax state of two sets of
+ * positions; an empty set has m = -inf. */
+__device__ __forceinline__ void dl_merge(float &m, float &l, float *acc, float m2, float l2,
+                                         const float *acc2, int n)
+{
+	const float mm = fmaxf(m, m2);
+	const float f1 = m == -INFINITY ? 0.0f : __expf(m - mm);
+	const float f2 = m2 == -INFINITY ? 0.0f : __expf(m2 - mm);
+	l = l * f1 + l2 * f2;
+	for (int i = 0; i < n; i++)
+		acc[i] = acc[i] * f1 + acc2[i] * f2;
+	m = mm;
+}
+
+/* Attention of the one token: items (kv head g, chunk c) over the grid. */
+template <typename T, int D>
+__device__ void dl_attention(const dl_args &a, dl_smem<T> &sm, float *wpart)
+{
+	constexpr int LP = D / 8;                 /* lanes a position: 8 elements each */
+	constexpr int PW = 32 / LP;               /* positions a warp a round */
+	const int nq = a.NH / a.KVH, kvw = a.KVH * D;
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, seg = lane % LP;
+	long long Lh = a.kv_len_dev ? (long long)*a.kv_len_dev : a.kv_len;
+	const int L = Lh < 0 ? 0 : Lh > a.S ? a.S : (int)Lh;
+	int nc = min((int)gridDim.x / a.KVH, DL_MAX_CHUNKS);
+	nc = max(1, min(nc, (L + DL_MIN_CHUNK - 1) / DL_MIN_CHUNK));
+	const int chunk = (L + nc - 1) / nc;
+	const T *kc = static_cast<const T *>(a.kc), *vc = static_cast<const T *>(a.vc);
+	const T *q = static_cast<const T *>(a.q);
+	const int ws = DL_MAX_NQ * (D + 2);       /* a warp's partial */
+
+	for (int item = blockIdx.x; item < a.KVH * nc; item += gridDim.x) {
+		const int g = item / nc, c = item % nc;
+		const int p0 = min(c * chunk, L), p1 = min(p0 + chunk, L);
+
+		for (int i = threadIdx.x; i < nq * D; i += DL_THREADS)
+			sm.qf[i] = cuda_to_f32(__ldcg(q + (int64_t)g * nq * D + i));
+		__syncthreads();
+
+		/* A query head at a time (the chunk's K and V rows are read again
+		 * from L1 for the next head): few registers. */
+		for (int h = 0; h < nq; h++) {
+			float m = -INFINITY, l = 0.0f, acc[8];
+#pragma unroll
+			for (int e = 0; e < 8; e++)
+				acc[e] = 0.0f;
+			for (int j = p0 + warp * PW + lane / LP; j - lane / LP < p1; j += DL_WARPS * PW) {
+				const bool in = j < p1;
+				float kf[8], vf[8], s = 0.0f;
+				const int64_t off = (int64_t)j * kvw + (int64_t)g * D + seg * 8;
+				if (in) {
+					cuda_widen16<T>(__ldcg(reinterpret_cast<const uint4 *>(kc + off)), kf);
+					cuda_widen16<T>(__ldcg(reinterpret_cast<const uint4 *>(vc + off)), vf);
+#pragma unroll
+					for (int e = 0; e < 8; e++)
+						s = fmaf(sm.qf[h * D + seg * 8 + e], kf[e], s);
+				}
+#pragma unroll
+				for (int o = LP / 2; o > 0; o >>= 1)
+					s += __shfl_xor_sync(0xffffffffu, s, o);
+				if (!in)
+					continue;
+				s *= a.scale;
+				const float mm = fmaxf(m, s);
+				const float f = __expf(m - mm), pe = __expf(s - mm);
+				l = l * f + pe;
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					acc[e] = acc[e] * f + pe * vf[e];
+				m = mm;
+			}
+			/* The warp's position groups, merged lane group by lane group. */
+			for (int o = LP; o < 32; o <<= 1) {
+				float acc2[8];
+				const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+				const float l2 = __shfl_xor_sync(0xffffffffu, l, o);
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					acc2[e] = __shfl_xor_sync(0xffffffffu, acc[e], o);
+				dl_merge(m, l, acc, m2, l2, acc2, 8);
+			}
+			if (lane < LP) {
+				float *wp = wpart + warp * ws + h * (D + 2);
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					wp[seg * 8 + e] = acc[e];
+				if (lane == 0) {
+					wp[D] = m;
+					wp[D + 1] = l;
+				}
+			}
+		}
+		__syncthreads();
+		/* The block's warps merged in warp order: the item's partial. */
+		float *part = a.part + ((int64_t)g * DL_MAX_CHUNKS + c) * nq * (D + 2);
+		for (int i = threadIdx.x; i < nq * D; i += DL_THREADS) {
+			const int h = i / D, d = i % D;
+			float mt = -INFINITY, lt = 0.0f, at = 0.0f;
+			for (int w = 0; w < DL_WARPS; w++) {
+				const float *wp = wpart + w * ws + h * (D + 2);
+				dl_merge(mt, lt, &at, wp[D], wp[D + 1], &wp[d], 1);
+			}
+			part[h * (D + 2) + d] = at;
+			if (d == 0) {
+				part[h * (D + 2) + D] = mt;
+				part[h * (D + 2) + D + 1] = lt;
+			}
+		}
+		/* The last chunk of kv head g to finish merges them in chunk order. */
+		if (cuda_last_block(&a.bar[2 + g], (unsigned)nc, &sm.flag)) {
+			const float *pg = a.part + (int64_t)g * DL_MAX_CHUNKS * nq * (D + 2);
+			T *att = static_cast<T *>(a.att);
+			for (int i = threadIdx.x; i < nq * D; i += DL_THREADS) {
+				const int h = i / D, d = i % D;
+				float mt = -INFINITY, lt = 0.0f, at = 0.0f;
+				for (int cc = 0; cc < nc; cc++) {
+					const float *pp = pg + (int64_t)cc * nq * (D + 2) + h * (D + 2);
+					const float av = __ldcg(pp + d);
+					dl_merge(mt, lt, &at, __ldcg(pp + D), __ldcg(pp + D + 1), &av, 1);
+				}
+				att[(int64_t)g * nq * D + i] = cuda_from_f32<T>(lt > 0.0f ? at / lt : 0.0f);
+			}
+		}
+		__syncthreads();
+	}
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(DL_THREADS, 2) bcg_decoder_layer_kernel(dl_args a)
+{
+	extern __shared__ __align__(128) char dl_dyn[];
+	char *ring = dl_dyn;
+	dl_smem<T> &sm = *reinterpret_cast<dl_smem<T> *>(dl_dyn + DL_NSTAGE * DL_STAGE);
+	T *xs = reinterpret_cast<T *>(dl_dyn + DL_NSTAGE * DL_STAGE + dl_align_smem(sizeof(dl_smem<T>)));
+	T *vs = xs + a.H;
+	__shared__ dl_stream st;
+
+	if (threadIdx.x == 0) {
+		dl_stream_plan(a, (int)sizeof(T), st);
+		for (int i = 0; i < DL_NSTAGE; i++)
+			dl_mbar_init(&sm.full[i], 1);
+		dl_mbar_init_fence();
+	}
+	__syncthreads();
+	/* The weights only, before the wait (cuda-internal.h's rule). */
+	if (threadIdx.x == 0)
+		for (int s = 0; s < DL_NSTAGE; s++)
+			dl_issue<T>(a, st, s, ring, sm.full);
+	cuda_pdl_begin();
+
+	const int32_t pos = a.pos[0];
+	int stage = 0;
+	T *q = static_cast<T *>(a.q), *kc = static_cast<T *>(a.kc), *vc = static_cast<T *>(a.vc);
+	T *out = static_cast<T *>(a.out), *act = static_cast<T *>(a.act);
+	const int half = D / 2, kvw = a.KVH * D;
+	const bool pos_in = pos >= 0 && pos < a.S;
+
+	/* norm, q|k|v, rope, KV write */
+	dl_load_vec<T>(xs, a.x, a.H);
+	dl_norm<T>(a, xs, a.attn_norm, vs, sm);
+	dl_phase_run<T>(a, st, DLP_QKV, ring, sm, vs, stage,
+	                [&](int u, float s1, float s2) {
+		const int head = u / half, i = u % half;
+		const float v1 = cuda_to_f32(cuda_from_f32<T>(s1));
+		const float v2 = cuda_to_f32(cuda_from_f32<T>(s2));
+		if (head >= a.NH + a.KVH) {
+			if (pos_in) {
+				T *row = vc + (int64_t)pos * kvw + (int64_t)(head - a.NH - a.KVH) * D;
+				row[i] = cuda_from_f32<T>(v1);
+				row[i + half] = cuda_from_f32<T>(v2);
+			}
+			return;
+		}
+		float c, s;
+		rope_angle(a.freqs, pos, i, &c, &s);
+		const float o1 = __fsub_rn(__fmul_rn(v1, c), __fmul_rn(v2, s));
+		const float o2 = __fadd_rn(__fmul_rn(v2, c), __fmul_rn(v1, s));
+		T *row = head < a.NH ? q + (int64_t)head * D
+		       : pos_in ? kc + (int64_t)pos * kvw + (int64_t)(head - a.NH) * D : NULL;
+		if (row) {
+			row[i] = cuda_from_f32<T>(o1);
+			row[i + half] = cuda_from_f32<T>(o2);
+		}
+	});
+	dl_grid_sync(a.bar, 1);
+
+	/* attention, its warp partials over vs */
+	dl_attention<T, D>(a, sm, reinterpret_cast<float *>(vs));
+	dl_grid_sync(a.bar, 2);
+
+	/* o + residual: out = x + att @ w_o^T */
+	dl_load_vec<T>(vs, a.att, a.NH * D);
+	dl_phase_run<T>(a, st, DLP_O, ring, sm, vs, stage, [&](int n, float s1, float) {
+		const float y = cuda_to_f32(cuda_from_f32<T>(s1));
+		out[n] = cuda_from_f32<T>(cuda_to_f32(xs[n]) + y);
+	});
+	dl_grid_sync(a.bar, 3);
+
+	/* norm, gate|up, SiLU * up */
+	dl_load_vec<T>(xs, a.out, a.H);
+	dl_norm<T>(a, xs, a.ffn_norm, vs, sm);
+	dl_phase_run<T>(a, st, DLP_GU, ring, sm, vs, stage, [&](int j, float s1, float s2) {
+		const float g = cuda_to_f32(cuda_from_f32<T>(s1));
+		const float u = cuda_to_f32(cuda_from_f32<T>(s2));
+		act[j] = cuda_from_f32<T>(g / (1.0f + expf(-g)) * u);
+	});
+	dl_grid_sync(a.bar, 4);
+
+	/* down + residual: out = x1 + act @ w_down^T */
+	dl_load_vec<T>(vs, a.act, a.F);
+	dl_phase_run<T>(a, st, DLP_DOWN, ring, sm, vs, stage, [&](int n, float s1, float) {
+		const float y = cuda_to_f32(cuda_from_f32<T>(s1));
+		out[n] = cuda_from_f32<T>(cuda_to_f32(xs[n]) + y);
+	});
+
+	/* The last block out sets the counters back to zero. */
+	if (cuda_last_block(&a.bar[1], gridDim.x, &sm.flag) && threadIdx.x == 0)
+		a.bar[0] = 0u;
+}
+
+/* --- the host side ------------------------------------------------------------ */
+
+/* The scratch, both implementations alike: what "split"'s five calls need
+ * (counters included), then q, att and act [T, .] of x's dtype, then the
+ * persistent kernel's attention partials. */
+struct dl_layout {
+	size_t q, att, act, part, total;
+};
+
+static void dl_layout_of(const struct op_call *call, struct dl_layout *lo)
+{
+	struct dl_shape s;
+	struct dl_calls k;
+
+	dl_shape_of(call, &s);
+	dl_calls_fill(call, NULL, NULL, NULL, &k);
+	const size_t es = cuda_dtype_size(call->in[DL_X].dtype);
+	const size_t T = (size_t)(s.T > 0 ? s.T : 0);
+	const size_t nq = s.KVH > 0 && s.NH > 0 ? (size_t)(s.NH / s.KVH) : 0;
+	lo->q = dl_split_sub_bytes(&k);
+	lo->att = lo->q + dl_align256(T * (size_t)(s.NH * s.D) * es);
+	lo->act = lo->att + dl_align256(T * (size_t)(s.NH * s.D) * es);
+	lo->part = lo->act + dl_align256(T * (size_t)s.F * es);
+	lo->total = lo->part + dl_align256((size_t)s.KVH * DL_MAX_CHUNKS * nq *
+	                                   (size_t)(s.D + 2) * sizeof(float));
+}
+
+extern "C" size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call)
+{
+	struct dl_layout lo;
+
+	if (call->nin != 8 || call->nout != 3 || call->in[DL_X].rank != 2 ||
+	    call->in[DL_W_GATE_UP].rank != 2)
+		return 0;
+	dl_layout_of(call, &lo);
+	return lo.total;
+}
+
+static int dl_aligned(const struct op_tensor *t)
+{
+	return t->data == NULL || (uintptr_t)t->data % 16 == 0;
+}
+
+/* The dynamic shared memory of the persistent kernel. */
+static size_t dl_smem_bytes(const struct dl_shape *s, size_t es)
+{
+	size_t v = (size_t)s->H;
+
+	if ((size_t)(s->NH * s->D) > v)
+		v = (size_t)(s->NH * s->D);
+	if ((size_t)s->F > v)
+		v = (size_t)s->F;
+	v *= es;
+	const size_t wpart = (size_t)DL_WARPS * DL_MAX_NQ * (size_t)(s->D + 2) * sizeof(float);
+	return (size_t)DL_NSTAGE * DL_STAGE + dl_align_smem(sizeof(dl_smem<__half>)) +
+	       dl_align_smem((size_t)s->H * es) + (v > wpart ? v : wpart);
+}
+
+/* Whether the device is sm_90 or later (bulk copies, mbarrier waits). */
+static int dl_device_ok(void)
+{
+	int dev = 0, major = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return major >= 9;
+}
+
+static int dl_persistent_ok(const struct op_call *call)
+{
+	struct dl_shape s;
+	const int dt = call->in[DL_X].dtype;
+
+	dl_shape_of(call, &s);
+	if (s.T != 1 || (dt != PLAN_DTYPE_BF16 && dt != PLAN_DTYPE_F16))
+		return 0;
+	if ((s.D != 64 && s.D != 128) || s.KVH < 1 || s.NH % s.KVH != 0 ||
+	    s.NH / s.KVH > DL_MAX_NQ || s.KVH + 2 > CUDA_SCRATCH_COUNTERS)
+		return 0;
+	const int64_t es = (int64_t)cuda_dtype_size(dt);
+	if (s.H % 8 != 0 || s.F % 8 != 0 || s.H * es * 2 > DL_STAGE ||
+	    s.NH * s.D * es > DL_STAGE || s.F * es > DL_STAGE || s.S > INT_MAX)
+		return 0;
+	for (int i = 0; i < call->nin; i++)
+		if (!dl_aligned(&call->in[i]))
+			return 0;
+	for (int i = 0; i < call->nout; i++)
+		if (!dl_aligned(&call->out[i]))
+			return 0;
+	return 1;
+}
+
+int cuda_decoder_layer_usable(const struct op_call *call, int impl)
+{
+	struct dl_calls k;
+
+	if (call->nin != 8 || call->nout != 3 || call->in[DL_X].rank != 2 ||
+	    call->in[DL_W_GATE_UP].rank != 2)
+		return 0;
+	switch (impl) {
+	case CUDA_IMPL_DL_PERSISTENT:
+		return dl_persistent_ok(call) && dl_device_ok();
+	case CUDA_IMPL_DL_SPLIT:
+		dl_calls_fill(call, NULL, NULL, NULL, &k);
+		return cuda_rmsnorm_matmul_rope_kv_write_usable(&k.qkv, k.qkv.impl) &&
+		       cuda_attention_usable(&k.attn, k.attn.impl) && k.o.impl >= 0 &&
+		       cuda_rmsnorm_matmul_usable(&k.gate_up, k.gate_up.impl) && k.down.impl >= 0;
+	}
+	return 0;
+}
+
+template <typename T, int D>
+static int dl_launch_typed(const struct cuda_op_ctx *ctx, const dl_args &args, size_t smem,
+                           char *msg, size_t len)
+{
+	void (*kernel)(dl_args) = bcg_decoder_layer_kernel<T, D>;
+	int dev = 0, sms = ctx->sm_count, per_sm = 0;
+	cudaError_t err;
+
+	if (sms <= 0 && (cudaGetDevice(&dev) != cudaSuccess ||
+	                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
+	                 cudaSuccess))
+		sms = 0;
+	err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+	if (err == cudaSuccess)
+		err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, DL_THREADS, smem);
+	if (err != cudaSuccess)
+		return cuda_fail(msg, len, "decoder_layer: %zu bytes of shared memory a block: %s (%s)",
+		                 smem, cudaGetErrorString(err), cudaGetErrorName(err));
+	if (per_sm < 1 || sms < 1)
+		return cuda_fail(msg, len, "decoder_layer: persistent: no block of %d threads and %zu "
+		                 "bytes of shared memory fits a multiprocessor", DL_THREADS, smem);
+	/* One block a multiprocessor: all resident at once, as the grid
+	 * barriers need. */
+	return cuda_launch_smem(ctx, "bcg_decoder_layer_kernel", kernel, dim3((unsigned)sms),
+	                        dim3(DL_THREADS), smem, msg, len, args);
+}
+
+static int dl_run_persistent(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                             const struct dl_layout *lo, char *msg, size_t len)
+{
+	struct dl_shape s;
+	dl_args a;
+	char *data = static_cast<char *>(ctx->scratch);
+	const int dt = call->in[DL_X].dtype;
+
+	dl_shape_of(call, &s);
+	memset(&a, 0, sizeof a);
+	a.x = call->in[DL_X].data;
+	a.attn_norm = call->in[DL_ATTN_NORM].data;
+	a.w_qkv = call->in[DL_W_QKV].data;
+	a.w_o = call->in[DL_W_O].data;
+	a.ffn_norm = call->in[DL_FFN_NORM].data;
+	a.w_gate_up = call->in[DL_W_GATE_UP].data;
+	a.w_down = call->in[DL_W_DOWN].data;
+	a.pos = static_cast<const int32_t *>(call->in[DL_POS].data);
+	a.out = call->out[DL_OUT].data;
+	a.kc = call->out[DL_K_CACHE].data;
+	a.vc = call->out[DL_V_CACHE].data;
+	a.q = data + lo->q;
+	a.att = data + lo->att;
+	a.act = data + lo->act;
+	a.part = reinterpret_cast<float *>(data + lo->part);
+	a.bar = cuda_scratch_counters(ctx);
+	a.kv_len = (long long)call->attr[DL_KV_LEN].i;
+	/* A literal kv_len has no device mirror; the host's value serves. */
+	a.kv_len_dev = call->graph_safe ? call->attr_dev[DL_KV_LEN] : NULL;
+	a.H = (int)s.H;
+	a.F = (int)s.F;
+	a.NH = (int)s.NH;
+	a.KVH = (int)s.KVH;
+	a.D = (int)s.D;
+	a.S = (int)s.S;
+	a.eps = (float)call->attr[DL_EPS].f;
+	a.scale = call->attr[DL_SCALE].f == 0.0 ? 1.0f / sqrtf((float)s.D)
+	                                        : (float)call->attr[DL_SCALE].f;
+	rope_freqs_fill(&a.freqs, call->attr[RKV_THETA].f, s.D, &call->attr[RKV_SCALING]);
+
+	const size_t smem = dl_smem_bytes(&s, cuda_dtype_size(dt));
+	if (dt == PLAN_DTYPE_F16)
+		return s.D == 64 ? dl_launch_typed<__half, 64>(ctx, a, smem, msg, len)
+		                 : dl_launch_typed<__half, 128>(ctx, a, smem, msg, len);
+	return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64>(ctx, a, smem, msg, len)
+	                 : dl_launch_typed<__nv_bfloat16, 128>(ctx, a, smem, msg, len);
+}
+
+/* decoder_layer (x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos)
+ * -> out, k_cache, v_cache: "persistent" or "split" (the top of this file). */
+extern "C" int cuda_run_decoder_layer(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                      char *msg, size_t len)
+{
+	const char *who = "decoder_layer";
+	struct dl_layout lo;
+
+	if (call->impl != CUDA_IMPL_DL_PERSISTENT && call->impl != CUDA_IMPL_DL_SPLIT)
+		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
+	if (!cuda_decoder_layer_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: implementation %s cannot run these operands%s", who,
+		                 call->impl == CUDA_IMPL_DL_PERSISTENT ? "persistent" : "split",
+		                 call->impl == CUDA_IMPL_DL_PERSISTENT
+		                 ? " (it takes one token, f16 or bf16, head_dim 64 or 128, at most 4 "
+		                   "query heads a kv head, H and the FFN size within its stages, "
+		                   "16-byte aligned operands, on sm_90 or later)" : "");
+	if (call->in[DL_X].dim[0] <= 0)
+		return 0;
+	dl_layout_of(call, &lo);
+	if (!ctx->scratch || ctx->scratch_bytes < lo.total)
+		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
+		                 lo.total, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
+	if ((uintptr_t)ctx->scratch % 16 != 0)
+		return cuda_fail(msg, len, "%s: scratch is not 16-byte aligned", who);
+	if (call->impl == CUDA_IMPL_DL_PERSISTENT)
+		return dl_run_persistent(call, ctx, &lo, msg, len);
+
+	/* split: the five calls, their own scratch the part before q */
+	char *data = static_cast<char *>(ctx->scratch);
+	struct dl_calls k;
+	struct cuda_op_ctx sub = *ctx;
+	dl_calls_fill(call, data + lo.q, data + lo.att, data + lo.act, &k);
+	sub.scratch_bytes = lo.q;
+	if (cuda_run_rmsnorm_matmul_rope_kv_write(&k.qkv, &sub, msg, len) ||
+	    cuda_run_attention(&k.attn, &sub, msg, len) ||
+	    cuda_run_matmul_add(&k.o, &sub, msg, len) ||
+	    cuda_run_rmsnorm_matmul(&k.gate_up, &sub, msg, len))
+		return -1;
+	return cuda_run_matmul_add(&k.down, &sub, msg, len);
+}
