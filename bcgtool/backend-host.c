@@ -165,11 +165,12 @@ static int host_compare(struct backend *b, int dtype, const void *got, const voi
 	return 0;
 }
 
-static void host_run_call(const struct op_call *call);
+static int host_run_call(const struct op_call *call, char *why, size_t len);
 
-/* Run CALL; a router whose logits give NaN is a fault of the step, reported
- * at the next wait (host_sync), as a device-side check would report it on
- * the GPU: with BCG_SYNC=1 that wait follows this launch and names it. */
+/* Run CALL; a router whose logits give NaN, or a decoder_layer that found
+ * no memory, is a fault of the step, reported at the next wait
+ * (host_sync), as a device-side check would report it on the GPU: with
+ * BCG_SYNC=1 that wait follows this launch and names it. */
 static void host_run(struct backend *b, const struct op_call *call)
 {
 	int64_t row;
@@ -180,29 +181,32 @@ static void host_run(struct backend *b, const struct op_call *call)
 			snprintf(b->fault, sizeof b->fault, "%s", why);
 		return;
 	}
-	host_run_call(call);
+	if (host_run_call(call, why, sizeof why) != 0 && b->fault[0] == '\0')
+		snprintf(b->fault, sizeof b->fault, "kernel fault: %s", why);
 	if ((call->kind->id == OP_MOE_ROUTER || call->kind->id == OP_MOE_ROUTER_PAGED) &&
 	    b->fault[0] == '\0' && (row = host_moe_router_nan_row(call)) >= 0)
 		snprintf(b->fault, sizeof b->fault, "kernel fault: %s: the logits of row %lld give "
 		         "NaN weights (no expert can be chosen)", call->kind->name, (long long)row);
 }
 
-static void host_run_call(const struct op_call *call)
+/* Run CALL's kernel: 0, or -1 with WHY (decoder_layer out of memory). */
+static int host_run_call(const struct op_call *call, char *why, size_t len)
 {
 	struct op_call c;
+	const struct op_call *use = call;
 
-	host_kernel_fn run = host_impl_kernel(call->kind->id, call->impl);
-
-	if (!call->graph_safe) {
-		run(call);
-		return;
+	if (call->graph_safe) {
+		/* The graph-safe form: var-bound attributes come from the mirrors. */
+		c = *call;
+		for (int p = 0; p < OP_MAX_ATTRS; p++)
+			if (c.attr_dev[p] != NULL)
+				c.attr[p].i = *c.attr_dev[p];
+		use = &c;
 	}
-	/* The graph-safe form: var-bound attributes come from the mirrors. */
-	c = *call;
-	for (int p = 0; p < OP_MAX_ATTRS; p++)
-		if (c.attr_dev[p] != NULL)
-			c.attr[p].i = *c.attr_dev[p];
-	run(&c);
+	if (use->kind->id == OP_DECODER_LAYER)
+		return host_decoder_layer_run(use, use->impl, why, len);
+	host_impl_kernel(use->kind->id, use->impl)(use);
+	return 0;
 }
 
 static int host_launch(struct backend *b, const struct op_call *call, char *msg, size_t len)
@@ -250,7 +254,10 @@ static int host_time_call(struct backend *b, const struct op_call *call, unsigne
 	unsigned done = 0;
 	while (done < reps && (done == 0 || !bcg_interrupted())) {
 		uint64_t t0 = bcg_now_ns();
-		host_run_call(call);
+		if (host_run_call(call, msg, len) != 0) {
+			free(t);
+			return -1;
+		}
 		t[done++] = (double)(bcg_now_ns() - t0) / 1e3;
 	}
 	*us = bcg_percentile(t, done, 50);

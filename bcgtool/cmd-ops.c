@@ -51,6 +51,7 @@ static int ops_defaults_to_heads(const struct op_kind *k, int i)
 	       (k->id == OP_ROPE_KV_WRITE && i == RKV_KV_HEADS) ||
 	       (k->id == OP_ROPE_PAGED_KV_WRITE && i == RKV_KV_HEADS) ||
 	       (k->id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE && i == RKV_KV_HEADS) ||
+	       (k->id == OP_DECODER_LAYER && i == RKV_KV_HEADS) ||
 	       (k->id == OP_PAGED_ATTENTION && i == PATTN_KV_HEADS) ||
 	       (k->id == OP_QK_NORM && i == QKN_KV_HEADS);
 }

@@ -726,6 +726,15 @@ static int sh_op(struct sh *s, uint32_t op)
 		return sh_heads_op(s, k, o, op);
 	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
 		return sh_norm_product_heads(s, k, o, op);
+	case OP_DECODER_LAYER:
+		/* Each rank running the whole layer on whole weights would be
+		 * correct but no parallelism; a layer split by heads needs an
+		 * all_reduce after o and after down, inside the op. */
+		sh_desc(o, desc, sizeof desc);
+		return sh_fail(s, op, PLAN_NONE, "%s: a whole decoder layer in one op cannot "
+		               "run over ranks (its o and down products would need an all_reduce "
+		               "inside it); write the layer as its unfused ops, as "
+		               "samples/llama-3.2-1b-fuse.yaml does", desc);
 	case OP_FILL:
 	case OP_COPY:
 	case OP_ADD:

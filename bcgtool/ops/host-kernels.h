@@ -58,6 +58,9 @@ void host_run_embedding(const struct op_call *call);
 void host_run_kv_write(const struct op_call *call);
 /* host-attention.c */
 void host_run_attention(const struct op_call *call);
+/* host-layer.c (host.h: host_decoder_layer_run, which says why it failed) */
+void host_run_decoder_layer(const struct op_call *call);
+void host_run_decoder_layer_blocked(const struct op_call *call);
 /* host-paged.c */
 void host_run_paged_kv_write(const struct op_call *call);
 void host_run_rope_paged_kv_write(const struct op_call *call);

@@ -47,15 +47,18 @@ static const host_kernel_fn host_kernels[OP_COUNT] = {
 	[OP_VOCAB_EMBEDDING]     = host_run_vocab_embedding,
 	[OP_RMSNORM_MATMUL]      = host_run_rmsnorm_matmul,
 	[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = host_run_rmsnorm_matmul_rope_kv_write,
+	[OP_DECODER_LAYER]       = host_run_decoder_layer,
 };
 
-/* The second implementation of the products (host-matmul.c). */
+/* The second implementation of the products (host-matmul.c), and of the
+ * kinds that run products (host-fused.c, host-layer.c). */
 static const host_kernel_fn host_blocked[OP_COUNT] = {
 	[OP_MATMUL]          = host_run_matmul_blocked,
 	[OP_MATMUL_ADD]      = host_run_matmul_add_blocked,
 	[OP_MATMUL_SILU_MUL] = host_run_matmul_silu_mul_blocked,
 	[OP_RMSNORM_MATMUL]  = host_run_rmsnorm_matmul_blocked,
 	[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = host_run_rmsnorm_matmul_rope_kv_write_blocked,
+	[OP_DECODER_LAYER]                = host_run_decoder_layer_blocked,
 };
 
 /* Stored in plans: never rename one. */

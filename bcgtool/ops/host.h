@@ -14,6 +14,7 @@
  *   host-softmax.c      softmax argmax
  *   host-position.c     rope embedding kv_write
  *   host-attention.c    attention
+ *   host-layer.c        decoder_layer, each also "blocked" (its products)
  *   host-paged.c        paged_kv_write rope_paged_kv_write paged_attention
  *   host-moe.c          moe_router moe_router_paged moe_experts gated_add
  *   host.c              the table below, load/store, tensor initializers
@@ -34,7 +35,10 @@
  *    stores an intermediate.
  *  - Kernels never dereference call->kind: a test may leave it NULL.
  *  - They may allocate scratch to go faster, and fall back to a slower path
- *    giving identical bytes when that fails: they cannot fail.
+ *    giving identical bytes when that fails: they cannot fail. The
+ *    collectives and decoder_layer (whose intermediates no slower path can
+ *    do without) are the exceptions: the backend runs them through the
+ *    functions below, which say why they failed.
  */
 #ifndef BCG_OPS_HOST_H
 #define BCG_OPS_HOST_H
@@ -51,6 +55,12 @@ typedef void (*host_kernel_fn)(const struct op_call *call);
 /* all_reduce and all_gather (host-dist.c), the host kernels that can fail:
  * 0, or -1 with one sentence in MSG (a rank missing, a group aborted). */
 int host_collective(const struct op_call *call, char *msg, size_t len);
+
+/* decoder_layer (host-layer.c), BLOCKED picking its products' loop
+ * order: 0, or -1 with one sentence in MSG when its intermediates find no
+ * memory (out and the caches then untouched). Through the table such a
+ * failure leaves NaN in out. */
+int host_decoder_layer_run(const struct op_call *call, int blocked, char *msg, size_t len);
 
 /* The reference kernel of op ID; NULL for an ID out of range. */
 host_kernel_fn host_kernel(enum op_id id);

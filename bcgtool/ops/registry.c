@@ -655,6 +655,94 @@ static int check_rmsnorm_matmul_rope_kv_write(const struct op_call *c, char *msg
 	return check_rope_kv_write_of(&rkv, "the product of input x and b", msg, len);
 }
 
+/* decoder_layer (x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down,
+ * pos) -> out, k_cache, v_cache: x [T, H]; the norms [H]; the weights
+ * [out, in]: w_qkv [(heads + 2 kv_heads) head_dim, H], w_o [H, heads
+ * head_dim], w_gate_up [2F, H], w_down [H, F]; pos [T]; the caches
+ * [S, kv_heads head_dim]; out x's shape. Every float operand is x's
+ * dtype. The attention's bounds (head_dim at most 512, heads a multiple
+ * of kv_heads) and the rope's (an even head_dim, theta, the rope_type)
+ * are those of the kinds the layer runs. */
+static int check_decoder_layer(const struct op_call *c, char *msg, size_t len)
+{
+	struct operand x, an, wqkv, wo, fn, wgu, wd, kc, vc, out;
+	int64_t heads = c->attr[RKV_HEADS].i, kvh = c->attr[RKV_KV_HEADS].i;
+	int64_t hd = c->attr[RKV_HEAD_DIM].i, h, f, qkv, want[2];
+	double theta = c->attr[RKV_THETA].f;
+	char got[96], why[160];
+
+	TRY(want_counts(c, msg, len));
+	x = operand_in(c, DL_X);
+	an = operand_in(c, DL_ATTN_NORM);
+	wqkv = operand_in(c, DL_W_QKV);
+	wo = operand_in(c, DL_W_O);
+	fn = operand_in(c, DL_FFN_NORM);
+	wgu = operand_in(c, DL_W_GATE_UP);
+	wd = operand_in(c, DL_W_DOWN);
+	out = operand_out(c, DL_OUT);
+	kc = operand_out(c, DL_K_CACHE);
+	vc = operand_out(c, DL_V_CACHE);
+	TRY(want_dtypes(&x, c->kind->dtypes, msg, len));
+	TRY(want_rank(&x, 2, msg, len));
+	h = x.t->dim[1];
+	TRY(want_positions(c, DL_POS, &x, msg, len));
+	TRY(want_heads("heads", heads, msg, len));
+	TRY(want_heads("kv_heads", kvh, msg, len));
+	TRY(want_rope_head_dim(hd, msg, len));
+	if (heads % kvh != 0)
+		return check_fail(msg, len, "attribute heads (%lld) is not a multiple of "
+		                  "kv_heads (%lld)", (long long)heads, (long long)kvh);
+	TRY(want_rope_theta(theta, msg, len));
+	TRY(want_rope_scaling(&c->attr[RKV_SCALING], theta, hd, msg, len));
+	if (!(c->attr[DL_EPS].f >= 0.0))
+		return check_fail(msg, len, "attribute eps is %g; it must not be negative",
+		                  c->attr[DL_EPS].f);
+	TRY(want_same_dtype(&an, &x, msg, len));
+	TRY(want_shape(&an, &h, 1, "the columns of input x", msg, len));
+	TRY(want_same_dtype(&wqkv, &x, msg, len));
+	TRY(want_rank(&wqkv, 2, msg, len));
+	/* Bounded before multiplying, so that no product overflows. */
+	qkv = wqkv.t->dim[0];
+	if (heads > qkv / hd || kvh > qkv / hd || (heads + 2 * kvh) * hd != qkv ||
+	    wqkv.t->dim[1] != h)
+		return check_fail(msg, len, "input w_qkv has shape %s, expected [(heads + 2 x "
+		                  "kv_heads) x head_dim, H] = [(%lld + 2 x %lld) x %lld, %lld] (q, k "
+		                  "and v rows of H = %lld)", shape_str(wqkv.t, got, sizeof got),
+		                  (long long)heads, (long long)kvh, (long long)hd, (long long)h,
+		                  (long long)h);
+	TRY(want_same_dtype(&wo, &x, msg, len));
+	want[0] = h;
+	want[1] = heads * hd;
+	snprintf(why, sizeof why, "[H, heads x head_dim] = [%lld, %lld x %lld]", (long long)h,
+	         (long long)heads, (long long)hd);
+	TRY(want_shape(&wo, want, 2, why, msg, len));
+	TRY(want_same_dtype(&fn, &x, msg, len));
+	TRY(want_shape(&fn, &h, 1, "the columns of input x", msg, len));
+	TRY(want_same_dtype(&wgu, &x, msg, len));
+	TRY(want_rank(&wgu, 2, msg, len));
+	if (wgu.t->dim[1] != h || wgu.t->dim[0] % 2 != 0)
+		return check_fail(msg, len, "input w_gate_up has shape %s, expected [2F, %lld] "
+		                  "(gate rows, then up rows, of H = %lld)",
+		                  shape_str(wgu.t, got, sizeof got), (long long)h, (long long)h);
+	f = wgu.t->dim[0] / 2;
+	TRY(want_same_dtype(&wd, &x, msg, len));
+	want[0] = h;
+	want[1] = f;
+	snprintf(why, sizeof why, "[H, F]: H = %lld from input x, F = %lld from input w_gate_up",
+	         (long long)h, (long long)f);
+	TRY(want_shape(&wd, want, 2, why, msg, len));
+	TRY(want_same_dtype(&kc, &x, msg, len));
+	TRY(want_rank(&kc, 2, msg, len));
+	if (kc.t->dim[1] != kvh * hd)
+		return check_fail(msg, len, "output k_cache has shape %s, expected [S, %lld] "
+		                  "(kv_heads x head_dim = %lld x %lld)", shape_str(kc.t, got, sizeof got),
+		                  (long long)(kvh * hd), (long long)kvh, (long long)hd);
+	TRY(want_same_dtype(&vc, &x, msg, len));
+	TRY(want_shape_like(&vc, &kc, msg, len));
+	TRY(want_same_dtype(&out, &x, msg, len));
+	return want_shape_like(&out, &x, msg, len);
+}
+
 /* A paged cache [NB, BS, W] of REF's dtype with W columns (WHY names where
  * W comes from). */
 static int want_paged_cache(const struct operand *cache, const struct operand *ref, int64_t w,
@@ -808,6 +896,9 @@ static const char *const in_xyg[] = { "x", "y", "g", NULL };
 static const char *const out_ids_weights[] = { "ids", "weights", NULL };
 static const char *const in_qkvposslots[] = { "qkv", "pos", "slots", "q_w", "k_w", NULL };
 static const char *const in_qk_norm[] = { "x", "q_w", "k_w", NULL };
+static const char *const in_decoder_layer[] = { "x", "attn_norm", "w_qkv", "w_o", "ffn_norm",
+                                                "w_gate_up", "w_down", "pos", NULL };
+static const char *const out_decoder_layer[] = { "out", "k_cache", "v_cache", NULL };
 static const char *const in_paged_attn[] = { "q", "k_cache", "v_cache", "block_table",
                                              "seq_lens", "query_start", NULL };
 
@@ -940,6 +1031,25 @@ static const struct op_attr_spec rmsnorm_matmul_rope_kv_write_attrs[] = {
 };
 _Static_assert(RRK_EPS == RKV_SCALING + RS_COUNT && RRK_TRANS_B < OP_MAX_ATTRS,
                "rmsnorm_matmul_rope_kv_write's attributes follow rope_kv_write's");
+/* rope_kv_write's first 13 (not its eps: the layer's eps is the two
+ * norms'), then the norms' eps and attention's kv_len, scale and causal
+ * (op.h's DL_*). */
+static const struct op_attr_spec decoder_layer_attrs[] = {
+	[RKV_HEADS] = { "heads", OP_ATTR_INT, 1, 0.0, "query heads" },
+	[RKV_KV_HEADS] = { "kv_heads", OP_ATTR_INT, 0, 0.0, "key/value heads (default: heads)" },
+	[RKV_HEAD_DIM] = { "head_dim", OP_ATTR_INT, 1, 0.0, "elements per head (even)" },
+	[RKV_THETA] = { "theta", OP_ATTR_FLOAT, 0, 10000.0, "the frequency base" },
+	ROPE_SCALING_ATTRS(RKV_SCALING),
+	[DL_EPS] = { "eps", OP_ATTR_FLOAT, 1, 0.0,
+	             "added to the mean of squares (both norms: attn_norm, ffn_norm)" },
+	[DL_KV_LEN] = { "kv_len", OP_ATTR_INTVAR, 1, 0.0, "cache positions to attend to" },
+	[DL_SCALE] = { "scale", OP_ATTR_FLOAT, 0, 0.0, "score scale (0: 1/sqrt(head_dim))" },
+	[DL_CAUSAL] = { "causal", OP_ATTR_BOOL, 0, 0.0,
+	                "row t of T sees kv_len - T + t + 1 positions (a prefill chunk)" },
+	{ NULL, 0, 0, 0, NULL }
+};
+_Static_assert(DL_EPS == RKV_SCALING + RS_COUNT && DL_CAUSAL < OP_MAX_ATTRS,
+               "decoder_layer's attributes follow rope_kv_write's rope");
 static const struct op_attr_spec slice_attrs[] = {
 	[SLICE_START] = { "start", OP_ATTR_INT, 1, 0.0, "the first column of x taken" },
 	{ NULL, 0, 0, 0, NULL }
@@ -1046,6 +1156,12 @@ static const struct op_kind kinds[OP_COUNT] = {
 		"rope_kv_write of rmsnorm(x, w) @ op(b): norm, q|k|v product, rope and KV write",
 		in_xwbpos, out_q_caches, rmsnorm_matmul_rope_kv_write_attrs, OP_DTYPES_FLOAT, ALWAYS,
 		0, check_rmsnorm_matmul_rope_kv_write },
+	[OP_DECODER_LAYER] = { OP_DECODER_LAYER, "decoder_layer",
+		"a Llama decoder layer: norm, q|k|v, rope and KV write, attention, o, norm, "
+		"SwiGLU FFN",
+		in_decoder_layer, out_decoder_layer, decoder_layer_attrs, OP_DTYPES_FLOAT,
+		OP_CAPTURE_SAFE_FORM, "its attention's launch shape follows the host var kv_len",
+		OP_INPLACE, check_decoder_layer },
 };
 
 const struct op_kind *op_kind_find(const char *name)

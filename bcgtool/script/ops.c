@@ -350,7 +350,8 @@ static int ops_attr_defaults(struct sp *p, struct op_build *o)
 	if (o->kind->id == OP_ATTENTION && !o->given[ATTN_KV_HEADS])
 		o->attr[ATTN_KV_HEADS].i = o->attr[ATTN_HEADS].i;
 	if ((o->kind->id == OP_ROPE_KV_WRITE || o->kind->id == OP_ROPE_PAGED_KV_WRITE ||
-	     o->kind->id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE) &&
+	     o->kind->id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE ||
+	     o->kind->id == OP_DECODER_LAYER) &&
 	    !o->given[RKV_KV_HEADS])
 		o->attr[RKV_KV_HEADS].i = o->attr[RKV_HEADS].i;
 	if (o->kind->id == OP_QK_NORM && !o->given[QKN_KV_HEADS])

@@ -1362,7 +1362,8 @@ static void test_impls(void)
 	for (int id = 0; id < OP_COUNT; id++) {
 		int n = host_impl_count((enum op_id)id);
 		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL ||
-		              id == OP_RMSNORM_MATMUL || id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE;
+		              id == OP_RMSNORM_MATMUL || id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE ||
+		              id == OP_DECODER_LAYER;
 		if (n != (product ? 2 : 1) ||
 		    host_impl_kernel((enum op_id)id, 0) != host_kernel((enum op_id)id) ||
 		    strcmp(host_impl_name((enum op_id)id, 0), "reference") != 0 ||
@@ -1373,7 +1374,8 @@ static void test_impls(void)
 		    host_impl_name((enum op_id)id, -1) != NULL)
 			bad++;
 	}
-	is_int(bad, 0, "every kind has \"reference\" (its host_kernel); the products also \"blocked\"");
+	is_int(bad, 0, "every kind has \"reference\" (its host_kernel); the products, and the "
+	       "kinds that run them, also \"blocked\"");
 	ok(host_impl_count(OP_COUNT) == 0 && host_impl_name(OP_COUNT, 0) == NULL &&
 	   host_impl_kernel(OP_COUNT, 0) == NULL, "no implementation past the last kind");
 }
@@ -2040,6 +2042,168 @@ static void test_fused_rmsnorm_matmul_rope_kv_write_bits(void)
 	}
 }
 
+/* --- decoder_layer ------------------------------------------------------ */
+
+/* decoder_layer against its sequence run kind by kind through the host
+ * kernels (rmsnorm, matmul, rope_kv_write, attention, matmul_add, rmsnorm,
+ * matmul_silu_mul, matmul_add), bit for bit in out and both caches, in
+ * each form (reference, blocked): f32, f16 and bf16; T 1 and 3; causal or
+ * not (with a scale of its own); grouped (4 heads on 2) and plain (2 on
+ * 2) heads; kv_len 0, where attention gives zeros, and past the new
+ * tokens; out apart from x and out in x's place. */
+static void test_decoder_layer_bits(void)
+{
+	const int64_t Hd = 32, D = 8, F = 24, S = 7;
+	const float eps = 1e-5f;
+	uint64_t seed = 701;
+
+	for (int k = 0; k < NFLOAT; k++)
+		for (int c = 0; c < 32; c++) {
+			int dt = float_dtypes[k], causal = c & 1, inplace = (c >> 4) & 1;
+			int64_t T = c & 2 ? 3 : 1, NH = c & 4 ? 2 : 4, KVH = 2;
+			int64_t QW = NH * D, KW = KVH * D, QKV = QW + 2 * KW, p0 = 2;
+			int64_t kv_len = c & 8 ? p0 + T : 0;
+			struct op_call norm = call_new(2, 1), prod = call_new(2, 1), rkv = call_new(2, 3);
+			struct op_call attn = call_new(3, 1), o = call_new(3, 1), gu = call_new(2, 1);
+			struct op_call down = call_new(3, 1), layer = call_new(8, 3);
+			struct op_tensor x = T2(dt, T, Hd), an = T1(dt, Hd), fn = T1(dt, Hd);
+			struct op_tensor wqkv = T2(dt, QKV, Hd), wo = T2(dt, Hd, QW);
+			struct op_tensor wgu = T2(dt, 2 * F, Hd), wd = T2(dt, Hd, F);
+			struct op_tensor pos = T1(PLAN_DTYPE_I32, T), h = T2(dt, T, Hd);
+			struct op_tensor qkv = T2(dt, T, QKV), q = T2(dt, T, QW), att = T2(dt, T, QW);
+			struct op_tensor x1 = T2(dt, T, Hd), h2 = T2(dt, T, Hd), act = T2(dt, T, F);
+			struct op_tensor want = T2(dt, T, Hd), wk = T2(dt, S, KW), wv = T2(dt, S, KW);
+			struct op_tensor kc0, vc0, kc, vc, out;
+			int same[2];
+
+			fill_random(&x, seed++, -3, 3);
+			fill_random(&an, seed++, 0.5, 1.5);
+			fill_random(&fn, seed++, 0.5, 1.5);
+			fill_random(&wqkv, seed++, -0.5, 0.5);
+			fill_random(&wo, seed++, -0.5, 0.5);
+			fill_random(&wgu, seed++, -0.5, 0.5);
+			fill_random(&wd, seed++, -0.5, 0.5);
+			fill_random(&wk, seed++, -1, 1);
+			fill_random(&wv, seed++, -1, 1);
+			for (int64_t t = 0; t < T; t++)
+				((int32_t *)pos.data)[t] = (int32_t)(p0 + t);
+			kc0 = clone(&wk);
+			vc0 = clone(&wv);
+			kc = clone(&wk);
+			vc = clone(&wv);
+
+			norm.in[0] = x;
+			norm.in[1] = an;
+			norm.out[0] = h;
+			norm.attr[NORM_EPS].f = eps;
+			run(OP_RMSNORM, &norm);
+			prod.in[0] = h;
+			prod.in[1] = wqkv;
+			prod.out[0] = qkv;
+			prod.attr[MATMUL_TRANS_B].i = 1;
+			run(OP_MATMUL, &prod);
+			rkv.in[0] = qkv;
+			rkv.in[1] = pos;
+			rkv.out[0] = q;
+			rkv.out[1] = wk;
+			rkv.out[2] = wv;
+			rkv.attr[RKV_HEADS].i = NH;
+			rkv.attr[RKV_KV_HEADS].i = KVH;
+			rkv.attr[RKV_HEAD_DIM].i = D;
+			rkv.attr[RKV_THETA].f = 500000;
+			scaling_set(&rkv.attr[RKV_SCALING], ROPE_TYPE_DEFAULT);
+			run(OP_ROPE_KV_WRITE, &rkv);
+			attn.in[0] = q;
+			attn.in[1] = wk;
+			attn.in[2] = wv;
+			attn.out[0] = att;
+			attn.attr[ATTN_HEADS].i = NH;
+			attn.attr[ATTN_KV_HEADS].i = KVH;
+			attn.attr[ATTN_HEAD_DIM].i = D;
+			attn.attr[ATTN_KV_LEN].i = kv_len;
+			attn.attr[ATTN_SCALE].f = causal ? 0.25 : 0.0;
+			attn.attr[ATTN_CAUSAL].i = causal;
+			run(OP_ATTENTION, &attn);
+			o.in[0] = x;
+			o.in[1] = att;
+			o.in[2] = wo;
+			o.out[0] = x1;
+			o.attr[MATMUL_TRANS_B].i = 1;
+			run(OP_MATMUL_ADD, &o);
+			norm.in[0] = x1;
+			norm.in[1] = fn;
+			norm.out[0] = h2;
+			run(OP_RMSNORM, &norm);
+			gu.in[0] = h2;
+			gu.in[1] = wgu;
+			gu.out[0] = act;
+			gu.attr[MATMUL_TRANS_B].i = 1;
+			run(OP_MATMUL_SILU_MUL, &gu);
+			down.in[0] = x1;
+			down.in[1] = act;
+			down.in[2] = wd;
+			down.out[0] = want;
+			down.attr[MATMUL_TRANS_B].i = 1;
+			run(OP_MATMUL_ADD, &down);
+
+			layer = rkv;
+			layer.nin = 8;
+			layer.in[DL_ATTN_NORM] = an;
+			layer.in[DL_W_QKV] = wqkv;
+			layer.in[DL_W_O] = wo;
+			layer.in[DL_FFN_NORM] = fn;
+			layer.in[DL_W_GATE_UP] = wgu;
+			layer.in[DL_W_DOWN] = wd;
+			layer.in[DL_POS] = pos;
+			layer.out[DL_K_CACHE] = kc;
+			layer.out[DL_V_CACHE] = vc;
+			layer.attr[DL_EPS].f = eps;
+			layer.attr[DL_KV_LEN].i = kv_len;
+			layer.attr[DL_SCALE].f = attn.attr[ATTN_SCALE].f;
+			layer.attr[DL_CAUSAL].i = causal;
+			for (int form = 0; form < 2; form++) {
+				memcpy(kc.data, kc0.data, (size_t)numel(&kc) * dt_size(dt));
+				memcpy(vc.data, vc0.data, (size_t)numel(&vc) * dt_size(dt));
+				out = inplace ? clone(&x) : T2(dt, T, Hd);
+				if (!inplace)
+					poison(&out);
+				layer.in[DL_X] = inplace ? out : x;
+				layer.out[DL_OUT] = out;
+				host_impl_kernel(OP_DECODER_LAYER, form)(&layer);
+				same[form] = same_bytes(&out, &want) && same_bytes(&kc, &wk) &&
+				             same_bytes(&vc, &wv);
+				drop(&out);
+			}
+			ok(same[0] && same[1], "decoder_layer %s T %lld heads %lld/%lld kv_len %lld%s%s "
+			   "is its sequence of eight kernels, bit for bit (reference %s, blocked %s)",
+			   dt_name(dt), (long long)T, (long long)NH, (long long)KVH, (long long)kv_len,
+			   causal ? " causal" : "", inplace ? " in place" : "",
+			   same[0] ? "same" : "differs", same[1] ? "same" : "differs");
+			drop(&x);
+			drop(&an);
+			drop(&fn);
+			drop(&wqkv);
+			drop(&wo);
+			drop(&wgu);
+			drop(&wd);
+			drop(&pos);
+			drop(&h);
+			drop(&qkv);
+			drop(&q);
+			drop(&att);
+			drop(&x1);
+			drop(&h2);
+			drop(&act);
+			drop(&want);
+			drop(&wk);
+			drop(&wv);
+			drop(&kc0);
+			drop(&vc0);
+			drop(&kc);
+			drop(&vc);
+		}
+}
+
 /* --- rope_type: the frequencies against a double computation ------------ */
 
 /* The inverse frequency of pair I in double, from the definitions: the
@@ -2586,6 +2750,7 @@ int main(void)
 	test_blocked();
 	test_fused_rmsnorm_matmul_bits();
 	test_fused_rmsnorm_matmul_rope_kv_write_bits();
+	test_decoder_layer_bits();
 	test_fused_rope_kv_norm_bits();
 	return tap_done();
 }

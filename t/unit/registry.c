@@ -63,6 +63,9 @@ static const char *check(const struct op_call *c)
 	return msg[0] != '\0' ? msg : "(empty message)";
 }
 
+/* Kind ID's bit in a mask of kinds (more than 32 of them). */
+#define BIT(id) ((uint64_t)1 << (id))
+
 static void test_table(void)
 {
 	static const char *const names[OP_COUNT] = {
@@ -72,13 +75,13 @@ static void test_table(void)
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
 		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
 		"all_reduce", "all_gather", "vocab_embedding", "rmsnorm_matmul",
-		"rmsnorm_matmul_rope_kv_write",
+		"rmsnorm_matmul_rope_kv_write", "decoder_layer",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 6, 3, 1, 1, 2, 3, 4 };
+	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 6, 3, 1, 1, 2, 3, 4, 8 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3 };
-	int inplace = 0;
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3, 3 };
+	uint64_t inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
 		const struct op_kind *k = op_kind_get((enum op_id)i);
@@ -94,6 +97,10 @@ static void test_table(void)
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "attention has a graph-safe form");
 			is_str(k->capture_why, "its launch shape follows the host var kv_len",
 			       "attention says why it breaks graphs");
+		} else if (i == OP_DECODER_LAYER) {
+			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "decoder_layer has a graph-safe form");
+			is_str(k->capture_why, "its attention's launch shape follows the host var kv_len",
+			       "decoder_layer says why it breaks graphs: its attention");
 		} else if (i == OP_PAGED_ATTENTION) {
 			is_int(k->capture, OP_CAPTURE_SAFE_FORM, "paged_attention has a graph-safe form");
 			is_str(k->capture_why, "its launch shape follows the host's batch (the longest "
@@ -114,12 +121,12 @@ static void test_table(void)
 			   "%s is always capturable", names[i]);
 		}
 		if (k->flags & OP_INPLACE)
-			inplace |= 1 << i;
+			inplace |= BIT(i);
 	}
-	is_int(inplace, (1 << OP_COPY) | (1 << OP_ADD) | (1 << OP_MUL) | (1 << OP_SCALE) |
-	       (1 << OP_RMSNORM) | (1 << OP_LAYERNORM) | (1 << OP_GELU) | (1 << OP_SOFTMAX) |
-	       (1 << OP_ROPE) | (1 << OP_ADD_RMSNORM) | (1 << OP_MATMUL_ADD) | (1 << OP_QK_NORM) |
-	       (1 << OP_GATED_ADD) | (1 << OP_ALL_REDUCE),
+	is_u64(inplace, BIT(OP_COPY) | BIT(OP_ADD) | BIT(OP_MUL) | BIT(OP_SCALE) | BIT(OP_RMSNORM) |
+	       BIT(OP_LAYERNORM) | BIT(OP_GELU) | BIT(OP_SOFTMAX) | BIT(OP_ROPE) |
+	       BIT(OP_ADD_RMSNORM) | BIT(OP_MATMUL_ADD) | BIT(OP_QK_NORM) | BIT(OP_GATED_ADD) |
+	       BIT(OP_ALL_REDUCE) | BIT(OP_DECODER_LAYER),
 	       "exactly the in-place kinds of op.h work in place");
 	is_str(op_kind_get(OP_ADD_RMSNORM)->outputs[0], "sum",
 	       "add_rmsnorm's first output, the one that may be x, is sum");
@@ -1049,6 +1056,142 @@ static void test_rmsnorm_matmul_rope_kv_write(void)
 	is_str(check(&c), "attribute theta is 0; it must be positive", "rrk: theta");
 }
 
+/* decoder_layer: eight inputs, three outputs, rope_kv_write's rope
+ * attributes then eps, kv_len, scale, causal (op.h's DL_*); every
+ * operand checked against H from x, F from w_gate_up and the heads. */
+static void test_decoder_layer(void)
+{
+	const struct op_kind *k = op_kind_find("decoder_layer");
+	const struct op_kind *rkv = op_kind_find("rope_kv_write");
+	static const char *const in[] = { "x", "attn_norm", "w_qkv", "w_o", "ffn_norm",
+	                                  "w_gate_up", "w_down", "pos" };
+	struct op_call c = call_of("decoder_layer");
+	int same = 1;
+
+	ok(k != NULL && k->id == OP_DECODER_LAYER, "decoder_layer is OP_DECODER_LAYER");
+	for (int i = 0; i < 8; i++)
+		same = same && strcmp(k->inputs[i], in[i]) == 0;
+	ok(same && k->inputs[8] == NULL && strcmp(k->inputs[DL_POS], "pos") == 0 &&
+	   strcmp(k->inputs[DL_W_DOWN], "w_down") == 0,
+	   "decoder_layer: x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos (DL_*)");
+	ok(strcmp(k->outputs[DL_OUT], "out") == 0 && strcmp(k->outputs[DL_K_CACHE], "k_cache") == 0 &&
+	   strcmp(k->outputs[DL_V_CACHE], "v_cache") == 0 && k->outputs[3] == NULL,
+	   "decoder_layer: out, k_cache, v_cache");
+	is_int(op_kind_count_attrs(k), RKV_EPS + 4,
+	       "decoder_layer: rope_kv_write's attributes but its eps, and four more");
+	same = 1;
+	for (int i = 0; i < RKV_EPS; i++)
+		same = same && strcmp(k->attrs[i].name, rkv->attrs[i].name) == 0 &&
+		       k->attrs[i].type == rkv->attrs[i].type &&
+		       k->attrs[i].required == rkv->attrs[i].required &&
+		       k->attrs[i].dflt == rkv->attrs[i].dflt;
+	ok(same, "decoder_layer: rope_kv_write's attributes at its positions, with its defaults");
+	ok(op_kind_attr_index(k, "eps") == DL_EPS && k->attrs[DL_EPS].required &&
+	   k->attrs[DL_EPS].type == OP_ATTR_FLOAT, "decoder_layer: eps at DL_EPS, required");
+	ok(op_kind_attr_index(k, "kv_len") == DL_KV_LEN && k->attrs[DL_KV_LEN].required &&
+	   k->attrs[DL_KV_LEN].type == OP_ATTR_INTVAR,
+	   "decoder_layer: kv_len at DL_KV_LEN, required, an int or a var");
+	ok(op_kind_attr_index(k, "scale") == DL_SCALE && !k->attrs[DL_SCALE].required &&
+	   k->attrs[DL_SCALE].dflt == 0.0, "decoder_layer: scale at DL_SCALE, 0 by default");
+	ok(op_kind_attr_index(k, "causal") == DL_CAUSAL && k->attrs[DL_CAUSAL].type == OP_ATTR_BOOL &&
+	   k->attrs[DL_CAUSAL].dflt == 0.0, "decoder_layer: causal at DL_CAUSAL, false by default");
+	is_int(op_kind_attr_index(k, "trans_b"), -1, "decoder_layer: no trans_b (weights [out, in])");
+	ok(k->flags == OP_INPLACE && strcmp(k->inputs[0], "x") == 0,
+	   "decoder_layer: out may be x");
+
+	/* H 64, heads 4, kv_heads 2, head_dim 16 (QKV 128), F 96, T 3, S 32 */
+	c.attr[RKV_HEADS].i = 4;
+	c.attr[RKV_KV_HEADS].i = 2;
+	c.attr[RKV_HEAD_DIM].i = 16;
+	c.attr[RKV_THETA].f = 10000.0;
+	c.attr[RKV_SCALING + RS_FACTOR].f = 1.0;
+	c.attr[DL_EPS].f = 1e-5;
+	c.attr[DL_KV_LEN].i = 8;
+	c.in[DL_X] = ten2(BF16, 3, 64);
+	c.in[DL_ATTN_NORM] = ten1(BF16, 64);
+	c.in[DL_W_QKV] = ten2(BF16, 128, 64);
+	c.in[DL_W_O] = ten2(BF16, 64, 64);
+	c.in[DL_FFN_NORM] = ten1(BF16, 64);
+	c.in[DL_W_GATE_UP] = ten2(BF16, 192, 64);
+	c.in[DL_W_DOWN] = ten2(BF16, 64, 96);
+	c.in[DL_POS] = ten1(I32, 3);
+	c.out[DL_OUT] = ten2(BF16, 3, 64);
+	c.out[DL_K_CACHE] = ten2(BF16, 32, 32);
+	c.out[DL_V_CACHE] = ten2(BF16, 32, 32);
+	is_str(check(&c), "", "decoder_layer: H 64, 4 + 2 x 2 heads of 16, F 96");
+	c.in[DL_W_DOWN] = ten2(BF16, 96, 64);
+	is_str(check(&c), "input w_down has shape [96, 64], expected [64, 96] ([H, F]: H = 64 "
+	       "from input x, F = 96 from input w_gate_up)", "decoder_layer: w_down is [H, F]");
+	c.in[DL_W_DOWN] = ten2(F16, 64, 96);
+	is_str(check(&c), "input w_down is f16, expected bf16 like input x",
+	       "decoder_layer: w_down's dtype");
+	c.in[DL_W_DOWN] = ten2(BF16, 64, 96);
+	c.in[DL_W_GATE_UP] = ten2(BF16, 191, 64);
+	is_str(check(&c), "input w_gate_up has shape [191, 64], expected [2F, 64] (gate rows, "
+	       "then up rows, of H = 64)", "decoder_layer: w_gate_up's rows even");
+	c.in[DL_W_GATE_UP] = ten2(BF16, 192, 32);
+	is_str(check(&c), "input w_gate_up has shape [192, 32], expected [2F, 64] (gate rows, "
+	       "then up rows, of H = 64)", "decoder_layer: w_gate_up's columns are H");
+	c.in[DL_W_GATE_UP] = ten2(BF16, 192, 64);
+	c.in[DL_W_QKV] = ten2(BF16, 112, 64);
+	is_str(check(&c), "input w_qkv has shape [112, 64], expected [(heads + 2 x kv_heads) x "
+	       "head_dim, H] = [(4 + 2 x 2) x 16, 64] (q, k and v rows of H = 64)",
+	       "decoder_layer: w_qkv's rows");
+	c.in[DL_W_QKV] = ten2(BF16, 128, 63);
+	ok(strstr(check(&c), "input w_qkv has shape [128, 63]") != NULL,
+	   "decoder_layer: w_qkv's columns (%s)", check(&c));
+	c.in[DL_W_QKV] = ten2(BF16, 128, 64);
+	c.in[DL_W_O] = ten2(BF16, 64, 32);
+	is_str(check(&c), "input w_o has shape [64, 32], expected [64, 64] ([H, heads x "
+	       "head_dim] = [64, 4 x 16])", "decoder_layer: w_o is [H, heads x head_dim]");
+	c.in[DL_W_O] = ten2(BF16, 64, 64);
+	c.in[DL_ATTN_NORM] = ten1(BF16, 32);
+	is_str(check(&c), "input attn_norm has shape [32], expected [64] (the columns of input x)",
+	       "decoder_layer: attn_norm is [H]");
+	c.in[DL_ATTN_NORM] = ten1(BF16, 64);
+	c.in[DL_FFN_NORM] = ten1(F32, 64);
+	is_str(check(&c), "input ffn_norm is f32, expected bf16 like input x",
+	       "decoder_layer: ffn_norm's dtype");
+	c.in[DL_FFN_NORM] = ten1(BF16, 64);
+	c.in[DL_POS] = ten1(I32, 2);
+	is_str(check(&c), "input pos has shape [2], expected [3] (one per row of input x)",
+	       "decoder_layer: pos [T]");
+	c.in[DL_POS] = ten1(I32, 3);
+	c.attr[RKV_KV_HEADS].i = 3;
+	is_str(check(&c), "attribute heads (4) is not a multiple of kv_heads (3)",
+	       "decoder_layer: kv_heads divides heads");
+	c.attr[RKV_KV_HEADS].i = 2;
+	c.attr[RKV_HEAD_DIM].i = 15;
+	is_str(check(&c), "attribute head_dim is 15; rope needs an even head_dim from 2 to 512",
+	       "decoder_layer: an odd head_dim");
+	c.attr[RKV_HEAD_DIM].i = 16;
+	c.attr[DL_EPS].f = -1.0;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "decoder_layer: eps");
+	c.attr[DL_EPS].f = 1e-5;
+	c.attr[RKV_THETA].f = 0.0;
+	is_str(check(&c), "attribute theta is 0; it must be positive", "decoder_layer: theta");
+	c.attr[RKV_THETA].f = 10000.0;
+	c.out[DL_K_CACHE] = ten2(BF16, 32, 16);
+	is_str(check(&c), "output k_cache has shape [32, 16], expected [S, 32] (kv_heads x "
+	       "head_dim = 2 x 16)", "decoder_layer: k_cache's columns");
+	c.out[DL_K_CACHE] = ten2(BF16, 32, 32);
+	c.out[DL_V_CACHE] = ten2(BF16, 16, 32);
+	is_str(check(&c), "output v_cache has shape [16, 32], expected [32, 32] (the shape of "
+	       "output k_cache)", "decoder_layer: the caches alike");
+	c.out[DL_V_CACHE] = ten2(BF16, 32, 32);
+	c.out[DL_OUT] = ten2(BF16, 3, 32);
+	is_str(check(&c), "output out has shape [3, 32], expected [3, 64] (the shape of input x)",
+	       "decoder_layer: out is x's shape");
+	c.out[DL_OUT] = ten2(BF16, 3, 64);
+	c.in[DL_X] = ten2(I32, 3, 64);
+	is_str(check(&c), "input x is i32, expected f32, f16 or bf16", "decoder_layer: floats only");
+	c.in[DL_X] = ten2(F16, 3, 64);
+	is_str(check(&c), "input attn_norm is bf16, expected f16 like input x",
+	       "decoder_layer: every float operand has x's dtype");
+	c.nin = 7;
+	is_str(check(&c), "decoder_layer takes 8 inputs, not 7", "decoder_layer: eight inputs");
+}
+
 static void test_qk_norm(void)
 {
 	struct op_call c = call_of("qk_norm");
@@ -1107,5 +1250,6 @@ int main(void)
 	test_qk_norm();
 	test_rmsnorm_matmul();
 	test_rmsnorm_matmul_rope_kv_write();
+	test_decoder_layer();
 	return tap_done();
 }
