@@ -121,6 +121,33 @@
  *                                        input of a decode layer in one kind;
  *                                        op(b) [K, (heads + 2 kv_heads) head_dim]
  *
+ *  decoder_layer (x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos)
+ *                -> (out, k_cache, v_cache)
+ *                                        one Llama decoder layer, every weight
+ *                                        [out, in] (the b of a product with
+ *                                        trans_b):
+ *                                        h = rmsnorm(x, attn_norm);
+ *                                        qkv = matmul(h, w_qkv);
+ *                                        rope_kv_write(qkv, pos) -> q, k_cache,
+ *                                        v_cache; att = attention(q, k_cache,
+ *                                        v_cache); x1 = matmul_add(x, att, w_o);
+ *                                        h2 = rmsnorm(x1, ffn_norm); act =
+ *                                        matmul_silu_mul(h2, w_gate_up);
+ *                                        out = matmul_add(x1, act, w_down).
+ *                                        x, out [T, H]; norms [H]; w_qkv
+ *                                        [(heads + 2 kv_heads) head_dim, H]; w_o
+ *                                        [H, heads head_dim]; w_gate_up [2F, H],
+ *                                        gate rows first; w_down [H, F]; pos [T];
+ *                                        caches [S, kv_heads head_dim]; out may
+ *                                        be x. Eager and graph-safe forms as
+ *                                        attention's, so a breakpoint in
+ *                                        breakable mode: a kind for full mode.
+ *                                        The host can fail it (no memory for the
+ *                                        intermediates: host.h); CUDA runs it
+ *                                        "persistent" (one kernel a layer, T = 1,
+ *                                        bf16/f16, sm_90) or "split" (the kernels
+ *                                        of the sequence in turn, any T)
+ *
  * And the one unfused kind the fused ones need to have a twin:
  *
  *  slice      (x) -> out                x [rows, C], out [rows, W]:
@@ -256,7 +283,10 @@
  *  moe_experts: experts; vocab_embedding: vocab_start [0]; rmsnorm_matmul:
  *  eps (required), trans_b [false], epilogue [none] (none or silu_mul);
  *  rmsnorm_matmul_rope_kv_write: rope_kv_write's, then eps (required),
- *  trans_b [false].
+ *  trans_b [false]; decoder_layer: rope_kv_write's but its eps (heads,
+ *  kv_heads [heads], head_dim, theta [10000], the rope_type attributes),
+ *  then eps (required, both norms'), kv_len (required, int or host var),
+ *  scale [0], causal [false] (attention's).
  *
  * Weights stored [out, in], as checkpoints store them, are the b of a
  * product with trans_b: true; the fast small-M kernels want that layout.

@@ -510,6 +510,55 @@ static void test_rmsnorm_matmul_rope_kv_write(void)
 	}
 }
 
+/* decoder_layer: refused over ranks even with no operand split (each rank
+ * running the whole layer would be no parallelism, a split one needs an
+ * all_reduce inside it), naming the op and the unfused ops; world 1
+ * copies it as any op. */
+static void test_decoder_layer(void)
+{
+	struct plan_attr at[] = { { "heads", PLAN_ATTR_INT, 2, 0, "" },
+	                          { "kv_heads", PLAN_ATTR_INT, 1, 0, "" },
+	                          { "head_dim", PLAN_ATTR_INT, 4, 0, "" },
+	                          { "eps", PLAN_ATTR_FLOAT, 0, 1e-5, "" },
+	                          { "kv_len", PLAN_ATTR_INT, 4, 0, "" } };
+	struct plan_tensor g = { .name = "g", .dtype = PLAN_DTYPE_F32, .role = PLAN_ROLE_WEIGHT,
+	                         .rank = 1, .shape = { { H, 8 } },
+	                         .init = { .kind = PLAN_INIT_ONES },
+	                         .feed = { .var = PLAN_NONE, .from = PLAN_NONE } };
+	struct shard_error err;
+	const int64_t tokens[] = { 4 };
+	plan_t *p = plan_new(), *r = NULL;
+	uint32_t x, an, fn, wqkv, wo, wgu, wd, pos, kc, vc, outs[3];
+
+	dim(p, "T", 4, PLAN_DIM_TOKENS);
+	dim(p, "H", 8, 0);
+	x = tensor(p, "x", PLAN_ROLE_STATE, T, H, NULL);
+	plan_add_tensor(p, &g, &an, NULL);
+	g.name = "fn";
+	plan_add_tensor(p, &g, &fn, NULL);
+	wqkv = tensor(p, "wqkv", PLAN_ROLE_WEIGHT, -16, H, NULL);
+	wo = tensor(p, "wo", PLAN_ROLE_WEIGHT, H, H, NULL);
+	wgu = tensor(p, "wgu", PLAN_ROLE_WEIGHT, -32, H, NULL);
+	wd = tensor(p, "wd", PLAN_ROLE_WEIGHT, H, -16, NULL);
+	pos = tensor(p, "pos", PLAN_ROLE_INPUT, T, -1, NULL);
+	kc = tensor(p, "kc", PLAN_ROLE_STATE, -8, -4, NULL);
+	vc = tensor(p, "vc", PLAN_ROLE_STATE, -8, -4, NULL);
+	outs[0] = x;
+	outs[1] = kc;
+	outs[2] = vc;
+	op(p, "decoder_layer", "layer.0", 60, (uint32_t[]){ x, an, wqkv, wo, fn, wgu, wd, pos }, 8,
+	   outs, 3, at, 5);
+	is_int(shard_plan(p, 2, 0, tokens, 1, &r, &err), -1,
+	       "decoder_layer over 2 ranks, nothing split: refused");
+	ok(err.line == 60 && strstr(err.msg, "op 'layer.0' (decoder_layer): a whole decoder layer "
+	   "in one op cannot run over ranks") != NULL && strstr(err.msg, "unfused ops") != NULL,
+	   "%s", err.msg);
+	is_int(shard_plan(p, 1, 0, tokens, 1, &r, &err), 0, "decoder_layer on one rank: a copy");
+	ok(r != NULL && plan_count_ops(r) == 1, "the layer as it is");
+	plan_free(r);
+	plan_free(p);
+}
+
 /* Elementwise kinds take operands that split as their output; and a
  * column-parallel matmul_add cannot write a whole output. */
 static void test_elementwise(void)
@@ -564,6 +613,7 @@ int main(void)
 {
 	test_rmsnorm_matmul();
 	test_rmsnorm_matmul_rope_kv_write();
+	test_decoder_layer();
 	int64_t s, l;
 
 	ok(shard_block(8, 1, 2, 1, &s, &l) == 0 && s == 4 && l == 4, "8 over 2: rank 1 has 4..7");

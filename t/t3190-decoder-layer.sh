@@ -1,0 +1,87 @@
+#!/bin/sh
+test_description='decoder_layer: a whole decoder layer in one op computes the unfused sequence
+
+samples/llama-3.2-1b-layer.yaml is samples/llama-3.2-1b.yaml with each
+layer'"'"'s eight ops in one decoder_layer. Scaled down to a tiny model
+(2 layers, hidden 64, 4/2 heads of 16, FFN 128, 32 cache positions, 97
+words, capture sizes 1 and 2, norm weights made random so that they
+matter), it gives the bytes of the unfused script on the host backend,
+eager and captured (breakable, where the layer is a breakpoint, and
+full). The sharding pass refuses it: a layer split over ranks needs an
+all_reduce inside it.'
+. "$(dirname "$0")/test-lib.sh"
+
+compare="$TEST_DIRECTORY/compare-outputs.py"
+
+# tiny NAME: samples/NAME.yaml at the size above, as NAME.yaml.
+tiny() {
+	sed -e "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [1, 2]}/" \
+	    -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: 64 /" \
+	    -e "s/^  NH: 32 /  NH: 4 /" -e "s/^  NKV: 8 /  NKV: 2 /" \
+	    -e "s/^  F: 8192 /  F: 128 /" -e "s/^  S: 2048 /  S: 32 /" \
+	    -e "s/^  V: 128256 /  V: 97 /" \
+	    -e "s/role: weight, count: L, init: ones/role: weight, count: L, init: {kind: random, scale: 1, seed: 900}/" \
+	    "$SAMPLES/$1.yaml" >"$1.yaml"
+}
+
+test_expect_success 'bcgtool ops lists decoder_layer, its eight inputs and three outputs' '
+	bcg ops >out &&
+	test_grep "^decoder_layer  *(x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos) -> (out, k_cache, v_cache)  .*  yes  *safe-form\$" out
+'
+
+test_expect_success 'the layer sample validates: one decoder_layer a layer, 20 ops for 132' '
+	bcg validate "$SAMPLES/llama-3.2-1b-layer.yaml" >layer.out &&
+	test_grep "^ops (20): matmul 1, rmsnorm 1, embedding 1, argmax 1, decoder_layer 16\$" layer.out &&
+	tiny llama-3.2-1b-layer && tiny llama-3.2-1b &&
+	bcg validate llama-3.2-1b-layer.yaml >tiny.out &&
+	test_grep "^ops (6): matmul 1, rmsnorm 1, embedding 1, argmax 1, decoder_layer 2\$" tiny.out &&
+	test_grep "^  ffn_norm\[0..1\] .* init random scale 1 seed 900+i" tiny.out &&
+	bcg validate llama-3.2-1b.yaml >unfused.out &&
+	test_grep "^ops (20): " unfused.out
+'
+
+for t in 1 2; do
+	test_expect_success "host, $t token(s): decoder_layer and the unfused ops give the same outputs" '
+		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b-layer.yaml >f.json &&
+		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b.yaml >u.json &&
+		sed -n "/\"outputs\"/,\$p" f.json >a &&
+		test_grep "\"name\": \"logits\"" a &&
+		sed -n "/\"outputs\"/,\$p" u.json >b &&
+		test_cmp a b
+	'
+done
+
+test_expect_success PYTHON3 'host: the dumped values are identical, every output' '
+	bcg run --backend host --steps 3 --dump-outputs layer llama-3.2-1b-layer.yaml >/dev/null &&
+	bcg run --backend host --steps 3 --dump-outputs unfused llama-3.2-1b.yaml >/dev/null &&
+	"$PYTHON3" "$compare" layer unfused >out &&
+	cat >expect <<-\EOT &&
+	logits: identical
+	next: identical
+	EOT
+	test_cmp expect out
+'
+
+test_expect_success 'host: captured breakable (each layer a breakpoint) and full, bit for bit as eager' '
+	bcg capture --backend host -o layer.plan llama-3.2-1b-layer.yaml >out &&
+	test_grep "^verified 2 of 2 variants" out &&
+	test_grep "^wrote layer.plan .*: 2 variants, 4 segments, 4 breakpoints" out &&
+	bcg capture --backend host --mode full -o full.plan llama-3.2-1b-layer.yaml >out &&
+	test_grep "^verified 2 of 2 variants" out &&
+	bcg inspect --choices full.plan >choices &&
+	test $(grep -c " decoder_layer  " choices) = 4 &&
+	for p in layer full; do
+		for t in 1 2; do
+			bcg replay --backend host --tokens $t --steps 3 --warmup 0 --check $p.plan >out &&
+			test_grep "bit-exact" out || return 1
+		done
+	done
+'
+
+test_expect_success 'capture --tp 2 refuses decoder_layer, naming the op and the way out' '
+	test_expect_code 2 bcg capture --backend host --tp 2 -o tp.plan llama-3.2-1b-layer.yaml 2>err &&
+	test_grep "^bcgtool: llama-3.2-1b-layer.yaml:[0-9]*:[0-9]*: --tp 2: op .layer.0. (decoder_layer): a whole decoder layer in one op cannot run over ranks (its o and down products would need an all_reduce inside it); write the layer as its unfused ops" err &&
+	! test -f tp.plan
+'
+
+test_done
