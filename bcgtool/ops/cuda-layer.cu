@@ -65,9 +65,10 @@
 #define DL_THREADS    512
 #define DL_WARPS      (DL_THREADS / 32)
 #define DL_STAGE      16384           /* bytes a ring stage */
-#define DL_NSTAGE     4               /* ring stages */
+#define DL_RING_SHALLOW 4             /* ring stages: two blocks a multiprocessor */
+#define DL_RING_DEEP  12              /* ring stages: one block a multiprocessor */
 #define DL_MAX_NQ     4               /* query heads a kv head */
-#define DL_MAX_CHUNKS 64              /* attention chunks a kv head */
+#define DL_MAX_CHUNKS 256             /* attention chunks a kv head */
 #define DL_MIN_CHUNK  16              /* positions a chunk at least */
 #define DL_BARRIER_NS 2000000000ull   /* a grid barrier's wait before a trap */
 
@@ -264,7 +265,9 @@ struct dl_args {
 	void *out, *kc, *vc;
 	void *q, *att, *act;            /* scratch vectors */
 	float *part;                    /* attention partials [KVH][DL_MAX_CHUNKS][NQ][D + 2] */
-	unsigned *bar;                  /* [0] arrivals, [1] finished blocks, [2 + g] kv head g */
+	unsigned *bar;                  /* [0] arrivals, [1] finished blocks, [2 + g] kv head g,
+	                                   [DL_BAR_GEN] the last barrier passed */
+	unsigned long long *stamps;     /* block 0's clock at each step (DL_STAMPS) */
 	const int32_t *kv_len_dev;      /* graph-safe: the var's device mirror; else NULL */
 	long long kv_len;               /* the host's value */
 	int H, F, NH, KVH, D, S;
@@ -393,22 +396,28 @@ __device__ __forceinline__ unsigned long long dl_now_ns(void)
 }
 
 /* Barrier K (1, 2, ...) of the launch: every block's stores before it are
- * visible to every block after it. */
+ * visible to every block after it. Arrivals count in COUNT[0]; the block
+ * that makes them K x gridDim.x stores K in COUNT[DL_BAR_GEN], a line of
+ * its own, which the others poll, so that the polling does not queue
+ * behind the arrivals. */
+#define DL_BAR_GEN   32               /* unsigned: 128 bytes behind COUNT[0] */
+#define DL_BAR_HEADS 64               /* the kv heads' counters from here */
 __device__ __forceinline__ void dl_grid_sync(unsigned *count, unsigned k)
 {
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		const unsigned want = k * gridDim.x;
 		__threadfence();
-		atomicAdd(count, 1u);
-		if (dl_ld_acquire(count) < want) {
+		if (atomicAdd(count, 1u) == k * gridDim.x - 1) {
+			asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(count + DL_BAR_GEN),
+			             "r"(k) : "memory");
+		} else if (dl_ld_acquire(count + DL_BAR_GEN) < k) {
 			const unsigned long long t0 = dl_now_ns();
-			while (dl_ld_acquire(count) < want)
+			while (dl_ld_acquire(count + DL_BAR_GEN) < k)
 				if (dl_now_ns() - t0 > DL_BARRIER_NS) {
 					printf("bcgtool: decoder_layer: block %u waited %.1f s at grid "
 					       "barrier %u (%u of %u arrivals): not every block is "
 					       "resident\n", blockIdx.x, DL_BARRIER_NS / 1e9, k,
-					       dl_ld_acquire(count), want);
+					       dl_ld_acquire(count), k * gridDim.x);
 					__trap();
 				}
 		}
@@ -442,8 +451,8 @@ __device__ __forceinline__ void dl_stream_plan(const dl_args &a, int esize, dl_s
 	st.stages = first;
 }
 
-/* Thread 0: fetch stage S of the stream into its ring slot. */
-template <typename T>
+/* Thread 0: fetch stage S of the stream into its ring slot (NS slots). */
+template <typename T, int NS>
 __device__ void dl_issue(const dl_args &a, const dl_stream &st, int s, char *ring,
                          uint64_t *full)
 {
@@ -458,8 +467,8 @@ __device__ void dl_issue(const dl_args &a, const dl_stream &st, int s, char *rin
 	const int r1 = min(r0 + ph.R, rows);
 	const unsigned rb = (unsigned)ph.K * (unsigned)sizeof(T);
 	const T *w = dl_weights<T>(a, p);
-	char *dst = ring + (size_t)(s % DL_NSTAGE) * DL_STAGE;
-	uint64_t *bar = &full[s % DL_NSTAGE];
+	char *dst = ring + (size_t)(s % NS) * DL_STAGE;
+	uint64_t *bar = &full[s % NS];
 
 	dl_mbar_expect(bar, (unsigned)(r1 - r0) * rb);
 	if (ph.rpu == 1) {
@@ -478,22 +487,21 @@ __host__ __device__ constexpr size_t dl_align_smem(size_t n)
 }
 
 /* The shared memory of a block, behind the ring. */
-template <typename T>
+template <int NS>
 struct dl_smem {
-	uint64_t full[DL_NSTAGE];
+	uint64_t full[NS];
 	float red[2][DL_WARPS];         /* a stage's warp sums, by stage parity */
 	float rowsum[16];               /* a stage's row sums */
 	float qf[DL_MAX_NQ * 128];      /* attention: the item's q heads */
-	float stat[2];                  /* a norm's mean square, then 1 / rms */
 	int flag;
 };
 
 /* Consume phase P's stages: the dot products of its rows with the
  * activation VS (K elements of T in shared memory), then EPI(unit, sums)
  * by lane 2k (pairs) or lane k of warp 0 for each unit of the stage. */
-template <typename T, typename Epi>
+template <typename T, int NS, typename Epi>
 __device__ void dl_phase_run(const dl_args &a, const dl_stream &st, int p, char *ring,
-                             dl_smem<T> &sm, const T *vs, int &stage, Epi epi)
+                             dl_smem<NS> &sm, const T *vs, int &stage, Epi epi)
 {
 	constexpr int V = 16 / (int)sizeof(T);
 	const dl_phase &ph = st.ph[p];
@@ -506,11 +514,11 @@ __device__ void dl_phase_run(const dl_args &a, const dl_stream &st, int p, char 
 
 	for (int r0 = 0; r0 < rows; r0 += R, stage++) {
 		const int nr = min(R, rows - r0);
-		const int slot = stage % DL_NSTAGE;
+		const int slot = stage % NS;
 		const uint4 *w4 = reinterpret_cast<const uint4 *>(ring + (size_t)slot * DL_STAGE);
 		float acc = 0.0f;
 
-		dl_mbar_wait(&sm.full[slot], (unsigned)(stage / DL_NSTAGE) & 1u);
+		dl_mbar_wait(&sm.full[slot], (unsigned)(stage / NS) & 1u);
 		if (r < nr) {
 			const uint4 *wr = w4 + (size_t)r * kv;
 			for (int c = c0; c < kv; c += tpr) {
@@ -528,7 +536,7 @@ __device__ void dl_phase_run(const dl_args &a, const dl_stream &st, int p, char 
 		__syncthreads();
 		/* Every thread is done with the slot: refill it. */
 		if (threadIdx.x == 0)
-			dl_issue<T>(a, st, stage + DL_NSTAGE, ring, sm.full);
+			dl_issue<T, NS>(a, st, stage + NS, ring, sm.full);
 		if (warp == 0) {
 			/* The row's warps, summed by a butterfly within groups of
 			 * wpr lanes: lane k * wpr ends with row k's sum. */
@@ -546,7 +554,7 @@ __device__ void dl_phase_run(const dl_args &a, const dl_stream &st, int p, char 
 /* rmsnorm of the H elements of XS (T, shared) with weight W into VS:
  * x / sqrt(mean(x^2) + eps) * w, rounded to T, as the host computes. */
 template <typename T>
-__device__ void dl_norm(const dl_args &a, const T *xs, const void *w, T *vs, dl_smem<T> &sm)
+__device__ void dl_norm(const dl_args &a, const T *xs, const void *w, T *vs, float *red)
 {
 	float sq = 0.0f;
 
@@ -554,7 +562,7 @@ __device__ void dl_norm(const dl_args &a, const T *xs, const void *w, T *vs, dl_
 		const float v = cuda_to_f32(xs[j]);
 		sq = fmaf(v, v, sq);
 	}
-	sq = cuda_block_sum(sq, sm.red[0]);
+	sq = cuda_block_sum(sq, red);
 	const float rms = sqrtf(sq / (float)a.H + a.eps);
 	const T *wt = static_cast<const T *>(w);
 	for (int j = threadIdx.x; j < a.H; j += DL_THREADS)
@@ -576,6 +584,24 @@ __device__ void dl_load_vec(T *dst, const void *src, int n)
 	__syncthreads();
 }
 
+/* Chunks a kv head's L positions are cut into: at least one a block of
+ * the grid's share (blocks / kv heads, at most DL_MAX_CHUNKS), at least
+ * DL_MIN_CHUNK positions each, and at most one round of the block's warps
+ * (DL_WARPS x 32 / (D / 8) positions) each. */
+__host__ __device__ __forceinline__ int dl_attention_chunks(int L, int D, int kvh, int blocks)
+{
+	const int round = DL_WARPS * (32 / (D / 8));
+	int nc = blocks / kvh;
+
+	if (nc > DL_MAX_CHUNKS)
+		nc = DL_MAX_CHUNKS;
+	if (nc > (L + DL_MIN_CHUNK - 1) / DL_MIN_CHUNK)
+		nc = (L + DL_MIN_CHUNK - 1) / DL_MIN_CHUNK;
+	if (nc < (L + round - 1) / round)
+		nc = (L + round - 1) / round;
+	return nc < 1 ? 1 : nc;
+}
+
 /* Merge (m2, l2, acc2) into (m, l, acc): the softmax state of two sets of
  * positions; an empty set has m = -inf. */
 __device__ __forceinline__ void dl_merge(float &m, float &l, float *acc, float m2, float l2,
@@ -590,18 +616,23 @@ __device__ __forceinline__ void dl_merge(float &m, float &l, float *acc, float m
 	m = mm;
 }
 
-/* Attention of the one token: items (kv head g, chunk c) over the grid. */
-template <typename T, int D>
-__device__ void dl_attention(const dl_args &a, dl_smem<T> &sm, float *wpart)
+/* Attention of the one token: items (kv head g, chunk c) over the grid.
+ * A chunk is at most one round of the block's warps (DL_WARPS x PW
+ * positions), so each lane loads its K and V pieces once, with no state
+ * carried from round to round: for each query head of g in turn, the
+ * warp's scores, their maximum, weights and weighted values are summed
+ * over its position groups by shuffles; the block's warps are then
+ * merged in warp order into the item's partial. */
+template <typename T, int D, int NS>
+__device__ void dl_attention(const dl_args &a, dl_smem<NS> &sm, float *wpart)
 {
 	constexpr int LP = D / 8;                 /* lanes a position: 8 elements each */
-	constexpr int PW = 32 / LP;               /* positions a warp a round */
+	constexpr int PW = 32 / LP;               /* positions a warp */
 	const int nq = a.NH / a.KVH, kvw = a.KVH * D;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, seg = lane % LP;
-	long long Lh = a.kv_len_dev ? (long long)*a.kv_len_dev : a.kv_len;
+	const long long Lh = a.kv_len_dev ? (long long)*a.kv_len_dev : a.kv_len;
 	const int L = Lh < 0 ? 0 : Lh > a.S ? a.S : (int)Lh;
-	int nc = min((int)gridDim.x / a.KVH, DL_MAX_CHUNKS);
-	nc = max(1, min(nc, (L + DL_MIN_CHUNK - 1) / DL_MIN_CHUNK));
+	const int nc = dl_attention_chunks(L, D, a.KVH, (int)gridDim.x);
 	const int chunk = (L + nc - 1) / nc;
 	const T *kc = static_cast<const T *>(a.kc), *vc = static_cast<const T *>(a.vc);
 	const T *q = static_cast<const T *>(a.q);
@@ -610,52 +641,41 @@ __device__ void dl_attention(const dl_args &a, dl_smem<T> &sm, float *wpart)
 	for (int item = blockIdx.x; item < a.KVH * nc; item += gridDim.x) {
 		const int g = item / nc, c = item % nc;
 		const int p0 = min(c * chunk, L), p1 = min(p0 + chunk, L);
+		const int j = p0 + warp * PW + lane / LP;
+		const bool in = j < p1;
+		float kf[8], vf[8];
 
 		for (int i = threadIdx.x; i < nq * D; i += DL_THREADS)
 			sm.qf[i] = cuda_to_f32(__ldcg(q + (int64_t)g * nq * D + i));
+		if (in) {
+			const int64_t off = (int64_t)j * kvw + (int64_t)g * D + seg * 8;
+			cuda_widen16<T>(__ldcg(reinterpret_cast<const uint4 *>(kc + off)), kf);
+			cuda_widen16<T>(__ldcg(reinterpret_cast<const uint4 *>(vc + off)), vf);
+		}
 		__syncthreads();
-
-		/* A query head at a time (the chunk's K and V rows are read again
-		 * from L1 for the next head): few registers. */
 		for (int h = 0; h < nq; h++) {
-			float m = -INFINITY, l = 0.0f, acc[8];
+			float s = 0.0f;
+			if (in)
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					s = fmaf(sm.qf[h * D + seg * 8 + e], kf[e], s);
+#pragma unroll
+			for (int o = LP / 2; o > 0; o >>= 1)
+				s += __shfl_xor_sync(0xffffffffu, s, o);
+			s = in ? s * a.scale : -INFINITY;
+			float m = s;
+			for (int o = LP; o < 32; o <<= 1)
+				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+			const float pe = in ? __expf(s - m) : 0.0f;
+			float l = pe, acc[8];
 #pragma unroll
 			for (int e = 0; e < 8; e++)
-				acc[e] = 0.0f;
-			for (int j = p0 + warp * PW + lane / LP; j - lane / LP < p1; j += DL_WARPS * PW) {
-				const bool in = j < p1;
-				float kf[8], vf[8], s = 0.0f;
-				const int64_t off = (int64_t)j * kvw + (int64_t)g * D + seg * 8;
-				if (in) {
-					cuda_widen16<T>(__ldcg(reinterpret_cast<const uint4 *>(kc + off)), kf);
-					cuda_widen16<T>(__ldcg(reinterpret_cast<const uint4 *>(vc + off)), vf);
-#pragma unroll
-					for (int e = 0; e < 8; e++)
-						s = fmaf(sm.qf[h * D + seg * 8 + e], kf[e], s);
-				}
-#pragma unroll
-				for (int o = LP / 2; o > 0; o >>= 1)
-					s += __shfl_xor_sync(0xffffffffu, s, o);
-				if (!in)
-					continue;
-				s *= a.scale;
-				const float mm = fmaxf(m, s);
-				const float f = __expf(m - mm), pe = __expf(s - mm);
-				l = l * f + pe;
-#pragma unroll
-				for (int e = 0; e < 8; e++)
-					acc[e] = acc[e] * f + pe * vf[e];
-				m = mm;
-			}
-			/* The warp's position groups, merged lane group by lane group. */
+				acc[e] = pe * (in ? vf[e] : 0.0f);
 			for (int o = LP; o < 32; o <<= 1) {
-				float acc2[8];
-				const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
-				const float l2 = __shfl_xor_sync(0xffffffffu, l, o);
+				l += __shfl_xor_sync(0xffffffffu, l, o);
 #pragma unroll
 				for (int e = 0; e < 8; e++)
-					acc2[e] = __shfl_xor_sync(0xffffffffu, acc[e], o);
-				dl_merge(m, l, acc, m2, l2, acc2, 8);
+					acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], o);
 			}
 			if (lane < LP) {
 				float *wp = wpart + warp * ws + h * (D + 2);
@@ -684,17 +704,26 @@ __device__ void dl_attention(const dl_args &a, dl_smem<T> &sm, float *wpart)
 				part[h * (D + 2) + D + 1] = lt;
 			}
 		}
-		/* The last chunk of kv head g to finish merges them in chunk order. */
-		if (cuda_last_block(&a.bar[2 + g], (unsigned)nc, &sm.flag)) {
+		/* The last chunk of kv head g to finish merges them in chunk
+		 * order: first the largest m, then the weighted sums, each loop's
+		 * loads independent of one another. */
+		if (cuda_last_block(&a.bar[DL_BAR_HEADS + g], (unsigned)nc, &sm.flag)) {
 			const float *pg = a.part + (int64_t)g * DL_MAX_CHUNKS * nq * (D + 2);
 			T *att = static_cast<T *>(a.att);
 			for (int i = threadIdx.x; i < nq * D; i += DL_THREADS) {
 				const int h = i / D, d = i % D;
+				const float *ph = pg + h * (D + 2);
+				const int64_t cs = (int64_t)nq * (D + 2);
 				float mt = -INFINITY, lt = 0.0f, at = 0.0f;
+#pragma unroll 8
+				for (int cc = 0; cc < nc; cc++)
+					mt = fmaxf(mt, __ldcg(ph + cc * cs + D));
+#pragma unroll 8
 				for (int cc = 0; cc < nc; cc++) {
-					const float *pp = pg + (int64_t)cc * nq * (D + 2) + h * (D + 2);
-					const float av = __ldcg(pp + d);
-					dl_merge(mt, lt, &at, __ldcg(pp + D), __ldcg(pp + D + 1), &av, 1);
+					const float mc = __ldcg(ph + cc * cs + D);
+					const float f = mc == -INFINITY ? 0.0f : __expf(mc - mt);
+					lt = fmaf(__ldcg(ph + cc * cs + D + 1), f, lt);
+					at = fmaf(__ldcg(ph + cc * cs + d), f, at);
 				}
 				att[(int64_t)g * nq * D + i] = cuda_from_f32<T>(lt > 0.0f ? at / lt : 0.0f);
 			}
@@ -703,28 +732,43 @@ __device__ void dl_attention(const dl_args &a, dl_smem<T> &sm, float *wpart)
 	}
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(DL_THREADS, 2) bcg_decoder_layer_kernel(dl_args a)
+/* Block 0's clock (%globaltimer, ns) at each step of the layer, into the
+ * scratch behind the partials: what `bcgtool` never reads, but the tests
+ * print (t/unit/cuda-ops), to tell where a layer's time goes. */
+enum { DLS_START, DLS_WAITED, DLS_NORM, DLS_QKV, DLS_BAR1, DLS_ATTN, DLS_BAR2, DLS_O,
+       DLS_BAR3, DLS_GU, DLS_BAR4, DLS_DOWN, DL_STAMPS };
+
+__device__ __forceinline__ void dl_stamp(const dl_args &a, int i)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		a.stamps[i] = dl_now_ns();
+}
+
+template <typename T, int D, int NS>
+__global__ void __launch_bounds__(DL_THREADS, NS <= DL_RING_SHALLOW ? 2 : 1)
+bcg_decoder_layer_kernel(dl_args a)
 {
 	extern __shared__ __align__(128) char dl_dyn[];
 	char *ring = dl_dyn;
-	dl_smem<T> &sm = *reinterpret_cast<dl_smem<T> *>(dl_dyn + DL_NSTAGE * DL_STAGE);
-	T *xs = reinterpret_cast<T *>(dl_dyn + DL_NSTAGE * DL_STAGE + dl_align_smem(sizeof(dl_smem<T>)));
+	dl_smem<NS> &sm = *reinterpret_cast<dl_smem<NS> *>(dl_dyn + NS * DL_STAGE);
+	T *xs = reinterpret_cast<T *>(dl_dyn + NS * DL_STAGE + dl_align_smem(sizeof(dl_smem<NS>)));
 	T *vs = xs + a.H;
 	__shared__ dl_stream st;
 
+	dl_stamp(a, DLS_START);
 	if (threadIdx.x == 0) {
 		dl_stream_plan(a, (int)sizeof(T), st);
-		for (int i = 0; i < DL_NSTAGE; i++)
+		for (int i = 0; i < NS; i++)
 			dl_mbar_init(&sm.full[i], 1);
 		dl_mbar_init_fence();
 	}
 	__syncthreads();
 	/* The weights only, before the wait (cuda-internal.h's rule). */
 	if (threadIdx.x == 0)
-		for (int s = 0; s < DL_NSTAGE; s++)
-			dl_issue<T>(a, st, s, ring, sm.full);
+		for (int s = 0; s < NS; s++)
+			dl_issue<T, NS>(a, st, s, ring, sm.full);
 	cuda_pdl_begin();
+	dl_stamp(a, DLS_WAITED);
 
 	const int32_t pos = a.pos[0];
 	int stage = 0;
@@ -735,9 +779,9 @@ __global__ void __launch_bounds__(DL_THREADS, 2) bcg_decoder_layer_kernel(dl_arg
 
 	/* norm, q|k|v, rope, KV write */
 	dl_load_vec<T>(xs, a.x, a.H);
-	dl_norm<T>(a, xs, a.attn_norm, vs, sm);
-	dl_phase_run<T>(a, st, DLP_QKV, ring, sm, vs, stage,
-	                [&](int u, float s1, float s2) {
+	dl_norm<T>(a, xs, a.attn_norm, vs, sm.red[0]);
+	dl_stamp(a, DLS_NORM);
+	dl_phase_run<T, NS>(a, st, DLP_QKV, ring, sm, vs, stage, [&](int u, float s1, float s2) {
 		const int head = u / half, i = u % half;
 		const float v1 = cuda_to_f32(cuda_from_f32<T>(s1));
 		const float v2 = cuda_to_f32(cuda_from_f32<T>(s2));
@@ -760,40 +804,51 @@ __global__ void __launch_bounds__(DL_THREADS, 2) bcg_decoder_layer_kernel(dl_arg
 			row[i + half] = cuda_from_f32<T>(o2);
 		}
 	});
+	dl_stamp(a, DLS_QKV);
 	dl_grid_sync(a.bar, 1);
+	dl_stamp(a, DLS_BAR1);
 
 	/* attention, its warp partials over vs */
-	dl_attention<T, D>(a, sm, reinterpret_cast<float *>(vs));
+	dl_attention<T, D, NS>(a, sm, reinterpret_cast<float *>(vs));
+	dl_stamp(a, DLS_ATTN);
 	dl_grid_sync(a.bar, 2);
+	dl_stamp(a, DLS_BAR2);
 
 	/* o + residual: out = x + att @ w_o^T */
 	dl_load_vec<T>(vs, a.att, a.NH * D);
-	dl_phase_run<T>(a, st, DLP_O, ring, sm, vs, stage, [&](int n, float s1, float) {
+	dl_phase_run<T, NS>(a, st, DLP_O, ring, sm, vs, stage, [&](int n, float s1, float) {
 		const float y = cuda_to_f32(cuda_from_f32<T>(s1));
 		out[n] = cuda_from_f32<T>(cuda_to_f32(xs[n]) + y);
 	});
+	dl_stamp(a, DLS_O);
 	dl_grid_sync(a.bar, 3);
+	dl_stamp(a, DLS_BAR3);
 
 	/* norm, gate|up, SiLU * up */
 	dl_load_vec<T>(xs, a.out, a.H);
-	dl_norm<T>(a, xs, a.ffn_norm, vs, sm);
-	dl_phase_run<T>(a, st, DLP_GU, ring, sm, vs, stage, [&](int j, float s1, float s2) {
+	dl_norm<T>(a, xs, a.ffn_norm, vs, sm.red[0]);
+	dl_phase_run<T, NS>(a, st, DLP_GU, ring, sm, vs, stage, [&](int j, float s1, float s2) {
 		const float g = cuda_to_f32(cuda_from_f32<T>(s1));
 		const float u = cuda_to_f32(cuda_from_f32<T>(s2));
 		act[j] = cuda_from_f32<T>(g / (1.0f + expf(-g)) * u);
 	});
+	dl_stamp(a, DLS_GU);
 	dl_grid_sync(a.bar, 4);
+	dl_stamp(a, DLS_BAR4);
 
 	/* down + residual: out = x1 + act @ w_down^T */
 	dl_load_vec<T>(vs, a.act, a.F);
-	dl_phase_run<T>(a, st, DLP_DOWN, ring, sm, vs, stage, [&](int n, float s1, float) {
+	dl_phase_run<T, NS>(a, st, DLP_DOWN, ring, sm, vs, stage, [&](int n, float s1, float) {
 		const float y = cuda_to_f32(cuda_from_f32<T>(s1));
 		out[n] = cuda_from_f32<T>(cuda_to_f32(xs[n]) + y);
 	});
+	dl_stamp(a, DLS_DOWN);
 
 	/* The last block out sets the counters back to zero. */
-	if (cuda_last_block(&a.bar[1], gridDim.x, &sm.flag) && threadIdx.x == 0)
+	if (cuda_last_block(&a.bar[1], gridDim.x, &sm.flag) && threadIdx.x == 0) {
 		a.bar[0] = 0u;
+		a.bar[DL_BAR_GEN] = 0u;
+	}
 }
 
 /* --- the host side ------------------------------------------------------------ */
@@ -802,7 +857,7 @@ __global__ void __launch_bounds__(DL_THREADS, 2) bcg_decoder_layer_kernel(dl_arg
  * (counters included), then q, att and act [T, .] of x's dtype, then the
  * persistent kernel's attention partials. */
 struct dl_layout {
-	size_t q, att, act, part, total;
+	size_t q, att, act, part, stamps, total;
 };
 
 static void dl_layout_of(const struct op_call *call, struct dl_layout *lo)
@@ -819,8 +874,9 @@ static void dl_layout_of(const struct op_call *call, struct dl_layout *lo)
 	lo->att = lo->q + dl_align256(T * (size_t)(s.NH * s.D) * es);
 	lo->act = lo->att + dl_align256(T * (size_t)(s.NH * s.D) * es);
 	lo->part = lo->act + dl_align256(T * (size_t)s.F * es);
-	lo->total = lo->part + dl_align256((size_t)s.KVH * DL_MAX_CHUNKS * nq *
-	                                   (size_t)(s.D + 2) * sizeof(float));
+	lo->stamps = lo->part + dl_align256((size_t)s.KVH * DL_MAX_CHUNKS * nq *
+	                                    (size_t)(s.D + 2) * sizeof(float));
+	lo->total = lo->stamps + 256;
 }
 
 extern "C" size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call)
@@ -840,6 +896,7 @@ static int dl_aligned(const struct op_tensor *t)
 }
 
 /* The dynamic shared memory of the persistent kernel. */
+template <int NS>
 static size_t dl_smem_bytes(const struct dl_shape *s, size_t es)
 {
 	size_t v = (size_t)s->H;
@@ -850,7 +907,7 @@ static size_t dl_smem_bytes(const struct dl_shape *s, size_t es)
 		v = (size_t)s->F;
 	v *= es;
 	const size_t wpart = (size_t)DL_WARPS * DL_MAX_NQ * (size_t)(s->D + 2) * sizeof(float);
-	return (size_t)DL_NSTAGE * DL_STAGE + dl_align_smem(sizeof(dl_smem<__half>)) +
+	return (size_t)NS * DL_STAGE + dl_align_smem(sizeof(dl_smem<NS>)) +
 	       dl_align_smem((size_t)s->H * es) + (v > wpart ? v : wpart);
 }
 
@@ -876,7 +933,8 @@ static int dl_persistent_ok(const struct op_call *call)
 	if (s.T != 1 || (dt != PLAN_DTYPE_BF16 && dt != PLAN_DTYPE_F16))
 		return 0;
 	if ((s.D != 64 && s.D != 128) || s.KVH < 1 || s.NH % s.KVH != 0 ||
-	    s.NH / s.KVH > DL_MAX_NQ || s.KVH + 2 > CUDA_SCRATCH_COUNTERS)
+	    s.NH / s.KVH > DL_MAX_NQ || s.KVH + DL_BAR_HEADS > CUDA_SCRATCH_COUNTERS ||
+	    s.S > (int64_t)DL_MAX_CHUNKS * DL_WARPS * (32 / (s.D / 8)))
 		return 0;
 	const int64_t es = (int64_t)cuda_dtype_size(dt);
 	if (s.H % 8 != 0 || s.F % 8 != 0 || s.H * es * 2 > DL_STAGE ||
@@ -910,11 +968,12 @@ int cuda_decoder_layer_usable(const struct op_call *call, int impl)
 	return 0;
 }
 
-template <typename T, int D>
-static int dl_launch_typed(const struct cuda_op_ctx *ctx, const dl_args &args, size_t smem,
-                           char *msg, size_t len)
+template <typename T, int D, int NS>
+static int dl_launch_typed(const struct cuda_op_ctx *ctx, const dl_args &args,
+                           const struct dl_shape *s, char *msg, size_t len)
 {
-	void (*kernel)(dl_args) = bcg_decoder_layer_kernel<T, D>;
+	void (*kernel)(dl_args) = bcg_decoder_layer_kernel<T, D, NS>;
+	const size_t smem = dl_smem_bytes<NS>(s, sizeof(T));
 	int dev = 0, sms = ctx->sm_count, per_sm = 0;
 	cudaError_t err;
 
@@ -963,6 +1022,7 @@ static int dl_run_persistent(const struct op_call *call, const struct cuda_op_ct
 	a.act = data + lo->act;
 	a.part = reinterpret_cast<float *>(data + lo->part);
 	a.bar = cuda_scratch_counters(ctx);
+	a.stamps = reinterpret_cast<unsigned long long *>(data + lo->stamps);
 	a.kv_len = (long long)call->attr[DL_KV_LEN].i;
 	/* A literal kv_len has no device mirror; the host's value serves. */
 	a.kv_len_dev = call->graph_safe ? call->attr_dev[DL_KV_LEN] : NULL;
@@ -977,12 +1037,21 @@ static int dl_run_persistent(const struct op_call *call, const struct cuda_op_ct
 	                                        : (float)call->attr[DL_SCALE].f;
 	rope_freqs_fill(&a.freqs, call->attr[RKV_THETA].f, s.D, &call->attr[RKV_SCALING]);
 
-	const size_t smem = dl_smem_bytes(&s, cuda_dtype_size(dt));
+	/* BCG_LAYER_RING=deep (bcgtool(1)): 12 stages, one block a
+	 * multiprocessor, instead of 4 and room for the next layer's block. */
+	const char *ring = getenv("BCG_LAYER_RING");
+	if (ring && strcmp(ring, "deep") == 0) {
+		if (dt == PLAN_DTYPE_F16)
+			return s.D == 64 ? dl_launch_typed<__half, 64, DL_RING_DEEP>(ctx, a, &s, msg, len)
+			                 : dl_launch_typed<__half, 128, DL_RING_DEEP>(ctx, a, &s, msg, len);
+		return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64, DL_RING_DEEP>(ctx, a, &s, msg, len)
+		                 : dl_launch_typed<__nv_bfloat16, 128, DL_RING_DEEP>(ctx, a, &s, msg, len);
+	}
 	if (dt == PLAN_DTYPE_F16)
-		return s.D == 64 ? dl_launch_typed<__half, 64>(ctx, a, smem, msg, len)
-		                 : dl_launch_typed<__half, 128>(ctx, a, smem, msg, len);
-	return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64>(ctx, a, smem, msg, len)
-	                 : dl_launch_typed<__nv_bfloat16, 128>(ctx, a, smem, msg, len);
+		return s.D == 64 ? dl_launch_typed<__half, 64, DL_RING_SHALLOW>(ctx, a, &s, msg, len)
+		                 : dl_launch_typed<__half, 128, DL_RING_SHALLOW>(ctx, a, &s, msg, len);
+	return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64, DL_RING_SHALLOW>(ctx, a, &s, msg, len)
+	                 : dl_launch_typed<__nv_bfloat16, 128, DL_RING_SHALLOW>(ctx, a, &s, msg, len);
 }
 
 /* decoder_layer (x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos)

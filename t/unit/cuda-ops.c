@@ -2415,6 +2415,29 @@ static void test_decoder_layer(struct env *e)
 	}
 }
 
+/* The persistent kernel's clock stamps of its last launch (block 0's,
+ * cuda-layer.cu's DLS_* order, the scratch's last 256 bytes) as a
+ * diagnostic: where a layer's time goes. */
+static void dl_stamps_diag(const struct cuda_op_ctx *ctx, size_t scratch, int64_t H, int deep)
+{
+	static const char *const names[] = { "wait", "norm", "q|k|v", "barrier 1", "attention",
+	                                     "barrier 2", "o", "barrier 3", "gate|up", "barrier 4",
+	                                     "down" };
+	unsigned long long t[12];
+	char line[400];
+	int n = 0;
+
+	CK(cudaMemcpy(t, (char *)ctx->scratch + scratch - 256, sizeof t, cudaMemcpyDeviceToHost));
+	n += snprintf(line + n, sizeof line - (size_t)n, "decoder_layer H %lld%s, block 0 (us):",
+	              (long long)H, deep ? " deep ring" : "");
+	for (int i = 1; i < 12 && n < (int)sizeof line; i++)
+		n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", names[i - 1],
+		              (double)(t[i] - t[i - 1]) / 1e3);
+	if (n < (int)sizeof line)
+		snprintf(line + n, sizeof line - (size_t)n, "; all %.2f", (double)(t[11] - t[0]) / 1e3);
+	diag("%s", line);
+}
+
 /* Three decoder_layer launches in a row on one stream (x -> out -> x ->
  * out), PDL off and on, eagerly and captured in one graph replayed four
  * times with new kv_len on the device: every launch gives the first eager
@@ -2428,7 +2451,10 @@ static void test_decoder_layer_chain(struct env *e)
 	};
 
 	for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) {
-		for (int impl = 0; impl < 2; impl++) {
+		/* persistent with the shallow ring, with the deep one
+		 * (BCG_LAYER_RING=deep), split */
+		for (int run = 0; run < 3; run++) {
+			int impl = run == 2 ? 1 : 0, deep = run == 1;
 			int64_t H = cfg[k][0], NH = cfg[k][1], KVH = cfg[k][2], D = cfg[k][3];
 			int64_t F = cfg[k][4], S = cfg[k][5];
 			int32_t L = (int32_t)(S / 2);
@@ -2439,8 +2465,14 @@ static void test_decoder_layer_chain(struct env *e)
 			char msg[256] = "", why[320] = "";
 			int rc = 0, same = 1, close = 1;
 
+			if (deep)
+				setenv("BCG_LAYER_RING", "deep", 1);
+			else
+				unsetenv("BCG_LAYER_RING");
 			dl_bufs_init(e, &b, PLAN_DTYPE_BF16, 1, H, NH, KVH, D, F, S, L, L - 1);
 			dl_case_init(&c, &b, NH, KVH, D, L, 1, 0);
+			for (int i = 0; i < c.nin; i++)
+				tbuf_upload(c.in[i]);
 			c.impl = impl;
 			c.scratch = op_scratch(&c);
 			tcase_call(&c, &call[0], 1);
@@ -2451,7 +2483,7 @@ static void test_decoder_layer_chain(struct env *e)
 			ctx.scratch_bytes = c.scratch;
 
 			/* The host: three layers on out, from x. */
-			struct op_call h = { 0 };
+			struct op_call h;
 			tcase_call(&c, &h, 0);
 			struct op_tensor hx = tbuf_view(&b.x, 0), ho = tbuf_view(&b.out, 0);
 			void *x0 = malloc(b.x.bytes), *want = malloc(b.x.bytes), *got = malloc(b.x.bytes);
@@ -2491,6 +2523,8 @@ static void test_decoder_layer_chain(struct env *e)
 					CK(cudaMemcpy(got, b.out.dev, b.x.bytes, cudaMemcpyDeviceToHost));
 					if (mode == 0 && rounds == 2)
 						memcpy(first, got, b.x.bytes);
+					if (mode == 1 && rounds == 1 && impl == 0)
+						dl_stamps_diag(&ctx, c.scratch, H, deep);
 					same &= memcmp(got, first, b.x.bytes) == 0;
 				}
 				if (mode < 2)
@@ -2518,9 +2552,10 @@ static void test_decoder_layer_chain(struct env *e)
 			close = tbuf_compare(&b.out, first, 3e-2, why, sizeof why);
 			same &= scratch_counters_zero(ctx.scratch, c.scratch);
 			ok(rc == 0 && same && close, "decoder_layer bf16 H %lld heads %lld/%lld x %lld F "
-			   "%lld [%s]: three layers in a row, eager and graph replays, PDL off and on, "
+			   "%lld [%s%s]: three layers in a row, eager and graph replays, PDL off and on, "
 			   "give one result, within the host's%s%s%s%s", (long long)H, (long long)NH,
 			   (long long)KVH, (long long)D, (long long)F, cuda_impl_name(c.id, impl),
+			   deep ? ", deep ring" : "",
 			   rc ? ": " : "", rc ? msg : "", close ? "" : ": ", close ? "" : why);
 			free(x0);
 			free(want);
@@ -2532,6 +2567,7 @@ static void test_decoder_layer_chain(struct env *e)
 			dl_bufs_free(&b);
 		}
 	}
+	unsetenv("BCG_LAYER_RING");
 }
 
 /* rmsnorm_matmul_rope_kv_write in one graph, twice, replayed (the caches
