@@ -1376,14 +1376,12 @@ PY
 			grep -E '^# (seed|Looks|Failed)|^not ok' "$build/t/unit/cuda-ops.log" 2>/dev/null |
 				head -10 | sed 's/^/  /' | tee -a "$summary"
 		fi
-		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-3.2-1b-layer notune" \
-			"llama-3.2-1b-layer deep"; do
+		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-3.2-1b-layer notune"; do
 			set -- $c
-			opt=--stats ring=
+			opt=--stats
 			[ $2 = tuned ] || opt=--no-tune
-			[ $2 = deep ] && ring=deep
 			t0=$(date +%s)
-			BCG_LAYER_RING=$ring timeout 200 "$B" capture --backend cuda --mode full --tokens 1 $opt \
+			timeout 200 "$B" capture --backend cuda --mode full --tokens 1 $opt \
 				-o layer-$1-$2.plan "$S/$1.yaml" >layer-capture-$1-$2.txt 2>&1
 			say "layer: capture $1 full T=1 $2: exit $? in $(( $(date +%s) - t0 )) s"
 			tail -2 layer-capture-$1-$2.txt | sed 's/^/  /' | tee -a "$summary"
@@ -1391,11 +1389,8 @@ PY
 		"$B" inspect --choices layer-llama-3.2-1b-layer-tuned.plan >layer-choices.txt 2>&1
 		grep -E "layer\.(0|15) " layer-choices.txt | sed 's/^/  /' | tee -a "$summary"
 		for round in 1 2 3; do
-			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-notune \
-				llama-3.2-1b-layer-deep; do
-				ring=
-				[ $p = llama-3.2-1b-layer-deep ] && ring=deep
-				BCG_LAYER_RING=$ring timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-notune; do
+				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
 					--check --json layer-$p.plan >layer-replay-$p-1-$round.json \
 					2>layer-replay-$p-1-$round.err
 				[ $? = 0 ] || { say "layer: replay $p round $round failed";
@@ -1403,11 +1398,10 @@ PY
 			done
 		done
 		python3 "$top/bench/replay-rounds.py" 'layer-replay-{p}-{t}-{r}.json' \
-			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-notune,llama-3.2-1b-layer-deep 1 3 \
+			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-notune 1 3 \
 			--check 'layer-replay-{p}-{t}-3.json' \
 			--ratio 'layer|llama-3.2-1b-layer-tuned|llama-3.2-1b-tuned|a kernel a layer' \
-			--ratio 'persistent|llama-3.2-1b-layer-notune|llama-3.2-1b-tuned|a kernel a layer' \
-			--ratio 'deep|llama-3.2-1b-layer-deep|llama-3.2-1b-tuned|a kernel a layer, 12 stages' |
+			--ratio 'persistent|llama-3.2-1b-layer-notune|llama-3.2-1b-tuned|a kernel a layer' |
 			tee -a "$summary"
 		[ "${LAYER_NSYS:-1}" = 0 ] || for p in llama-3.2-1b-layer-notune; do
 			sh "$top/.gpu/nsys-profile" "$log/layer-$p" "$B" replay --backend cuda --tokens 1 \

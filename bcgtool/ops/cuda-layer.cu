@@ -8,28 +8,28 @@
  *   norm + q|k|v + rope + KV write | attention | o + residual |
  *   norm + gate|up + SiLU*up       | down + residual
  *
- * Each block owns a fixed share of every product's rows (the "units" of a
- * phase: a row, or a pair of rows whose results meet in the epilogue: the
- * two halves of a rope pair, a gate row and its up row). Its rows of the
- * four weight matrices form one byte stream, which a ring of shared memory
- * stages fetches with bulk copies (cp.async.bulk, completing on an
- * mbarrier a stage) as soon as a stage is free, whatever phase the block is
- * in: the weights do not depend on the activations, so the stream runs
- * ahead across the phase boundaries and the grid barriers, and the HBM
- * stays busy while the blocks wait for one another. That is the point of
- * the kernel: the kernel boundaries of the op-by-op step (ramp, tail,
- * launch: about 3 us a product on an H100, bench/RESULTS.md) become grid
- * barriers that the prefetched stages cover. The first stages are fetched
- * before the PDL wait, so the next layer's kernel streams while this one
- * finishes.
+ * Each block owns a fixed, contiguous share of every product's "units"
+ * (a row, or a pair of rows whose results meet in the epilogue: the two
+ * halves of a rope pair, a gate row and its up row). A unit's rows are cut
+ * into slices of at most DL_PIECE_VECS 16-byte vectors; a slice of one
+ * unit is a piece, and warp w of the block takes pieces w, w + 16, ...,
+ * issuing every load of a piece (streamed past L1) before its first
+ * product and asking L2 (cp.async.bulk.prefetch) for the piece two rounds
+ * on. The warps never wait for one another inside a phase; one barrier of
+ * the block ends it, and a thread a unit sums the unit's slices in slice
+ * order and runs the epilogue. Before each grid barrier every warp asks
+ * L2 for its first pieces of the next phase, and before the PDL wait for
+ * its first pieces of q|k|v: the weights do not depend on the
+ * activations, so the HBM streams while the blocks wait for one another
+ * and for the layer before. That is the point of the kernel: the kernel
+ * boundaries of the op-by-op step (ramp, tail, launch: about 3 us a
+ * product on an H100, bench/RESULTS.md) become grid barriers that the
+ * prefetched pieces cover.
  *
- * A stage holds R whole rows (R = 16, 8, 4, 2 or 1, the most whose bytes
- * fit DL_STAGE); 512 / R threads share a row, each summing its 16-byte
- * pieces of it against the activation vector in shared memory (widened to
- * f32, fmaf in piece order), then a warp sum and a fixed butterfly over
- * the row's warps: every sum has one order, so the results are the same
- * bits at every launch, eager or replayed. Intermediates are rounded to
- * the dtype where the unfused sequence stores them (op.h).
+ * Every sum has one order (a piece's lanes by a warp sum, the slices in
+ * order), so the results are the same bits at every launch, eager or
+ * replayed. Intermediates are rounded to the dtype where the unfused
+ * sequence stores them (op.h).
  *
  * Attention at one token: items (kv head, chunk of positions), a chunk per
  * block, (m, l, acc) partials in the scratch; the last block of a kv head
@@ -47,8 +47,8 @@
  * hanging the device.
  *
  * "persistent" runs one token (T = 1), f16 or bf16, on sm_90, with
- * head_dim 64 or 128, at most 4 query heads a kv head, and rows that fit a
- * stage (pairs of rows for q|k|v and gate|up). "split" runs any shape: the
+ * head_dim 64 or 128, at most 4 query heads a kv head, H and F multiples
+ * of 8 whose vectors fit its shared memory. "split" runs any shape: the
  * existing kernels one op after another (rmsnorm_matmul_rope_kv_write,
  * attention, matmul_add, rmsnorm_matmul with silu_mul, matmul_add), the
  * intermediates in the scratch.
@@ -64,9 +64,6 @@
 
 #define DL_THREADS    512
 #define DL_WARPS      (DL_THREADS / 32)
-#define DL_STAGE      16384           /* bytes a ring stage */
-#define DL_RING_SHALLOW 4             /* ring stages: two blocks a multiprocessor */
-#define DL_RING_DEEP  12              /* ring stages: one block a multiprocessor */
 #define DL_MAX_NQ     4               /* query heads a kv head */
 #define DL_MAX_CHUNKS 256             /* attention chunks a kv head */
 #define DL_MIN_CHUNK  16              /* positions a chunk at least */
@@ -252,13 +249,6 @@ static size_t dl_split_sub_bytes(const struct dl_calls *k)
 /* The phases that stream weights, in stream order. */
 enum { DLP_QKV = 0, DLP_O = 1, DLP_GU = 2, DLP_DOWN = 3, DLP_COUNT = 4 };
 
-/* One phase of one block: its units [u0, u1), rows a unit (1 or 2), the
- * row length K, rows a stage R, and its first stage in the block's
- * stream. */
-struct dl_phase {
-	int u0, u1, rpu, K, R, first;
-};
-
 struct dl_args {
 	const void *x, *attn_norm, *w_qkv, *w_o, *ffn_norm, *w_gate_up, *w_down;
 	const int32_t *pos;
@@ -317,65 +307,18 @@ __device__ __forceinline__ const T *dl_weights(const dl_args &a, int p)
 	}
 }
 
-/* Rows a stage: the most of 16, 8, 4, 2, 1 whose ROW_BYTES fit. */
-__host__ __device__ __forceinline__ int dl_rows_a_stage(int64_t row_bytes)
+/* The K of phase P's rows. */
+__device__ __forceinline__ int dl_phase_k(const dl_args &a, int p)
 {
-	int r = 16;
-
-	while (r > 1 && (int64_t)r * row_bytes > DL_STAGE)
-		r /= 2;
-	return r;
+	return p == DLP_O ? a.NH * a.D : p == DLP_DOWN ? a.F : a.H;
 }
 
-/* --- mbarrier and bulk copy (sm_90) --- */
-
-__device__ __forceinline__ uint32_t dl_smem_addr(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void dl_mbar_init(uint64_t *bar, unsigned count)
+/* Ask L2 for BYTES (a multiple of 16) of weights at P: a bulk prefetch,
+ * no register, no completion to wait for. */
+__device__ __forceinline__ void dl_prefetch_l2(const void *p, unsigned bytes)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(dl_smem_addr(bar)),
-	             "r"(count) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void dl_mbar_init_fence(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void dl_mbar_expect(uint64_t *bar, unsigned bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-	             :: "r"(dl_smem_addr(bar)), "r"(bytes) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void dl_bulk_copy(void *dst, const void *src, unsigned bytes,
-                                             uint64_t *bar)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-	             "[%0], [%1], %2, [%3];"
-	             :: "r"(dl_smem_addr(dst)), "l"(src), "r"(bytes), "r"(dl_smem_addr(bar))
-	             : "memory");
-#endif
-}
-
-__device__ __forceinline__ void dl_mbar_wait(uint64_t *bar, unsigned parity)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("{\n\t.reg .pred p;\n"
-	             "DL_WAIT_%=:\n\t"
-	             "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
-	             "@!p bra DL_WAIT_%=;\n}"
-	             :: "r"(dl_smem_addr(bar)), "r"(parity) : "memory");
+	asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(bytes) : "memory");
 #endif
 }
 
@@ -425,131 +368,144 @@ __device__ __forceinline__ void dl_grid_sync(unsigned *count, unsigned k)
 	__syncthreads();
 }
 
-/* --- the block's weight stream --- */
+/* --- a phase's products ---------------------------------------------------------- */
 
-struct dl_stream {
-	dl_phase ph[DLP_COUNT];
-	int stages;                     /* in all */
+/* A phase of one block: its units [u0, u0 + nu) of the phase's (a
+ * contiguous share of the grid's), rows a unit, the row length in 16-byte
+ * vectors, and the slices KS each row is cut into. A piece is one slice
+ * of one unit's rows, at most DL_PIECE_VECS vectors a row: a warp's work. */
+#define DL_PIECE_VECS 128             /* 4 a lane */
+#define DL_PART_CAP   4096            /* floats of a phase's piece sums */
+struct dl_phase {
+	int u0, nu, rpu, kv, ks;
 };
 
-__device__ __forceinline__ void dl_stream_plan(const dl_args &a, int esize, dl_stream &st)
+__device__ __forceinline__ dl_phase dl_phase_of(const dl_args &a, int p, int esize)
 {
-	int first = 0;
+	dl_phase ph;
+	const int n = dl_units(a, p);
 
-	for (int p = 0; p < DLP_COUNT; p++) {
-		dl_phase &ph = st.ph[p];
-		const int n = dl_units(a, p);
-		ph.u0 = (int)((int64_t)n * blockIdx.x / gridDim.x);
-		ph.u1 = (int)((int64_t)n * (blockIdx.x + 1) / gridDim.x);
-		ph.rpu = p == DLP_QKV || p == DLP_GU ? 2 : 1;
-		ph.K = p == DLP_O ? a.NH * a.D : p == DLP_DOWN ? a.F : a.H;
-		ph.R = dl_rows_a_stage((int64_t)ph.K * esize);
-		ph.first = first;
-		const int rows = (ph.u1 - ph.u0) * ph.rpu;
-		first += (rows + ph.R - 1) / ph.R;
-	}
-	st.stages = first;
+	ph.u0 = (int)((int64_t)n * blockIdx.x / gridDim.x);
+	ph.nu = (int)((int64_t)n * (blockIdx.x + 1) / gridDim.x) - ph.u0;
+	ph.rpu = p == DLP_QKV || p == DLP_GU ? 2 : 1;
+	ph.kv = dl_phase_k(a, p) * esize / 16;
+	ph.ks = (ph.kv + DL_PIECE_VECS - 1) / DL_PIECE_VECS;
+	/* More slices while the warps would have too few pieces to share
+	 * evenly and a slice keeps two vectors a lane. */
+	while (ph.nu * ph.ks < 4 * DL_WARPS && ph.kv / (2 * ph.ks) >= 64)
+		ph.ks *= 2;
+	return ph;
 }
 
-/* Thread 0: fetch stage S of the stream into its ring slot (NS slots). */
-template <typename T, int NS>
-__device__ void dl_issue(const dl_args &a, const dl_stream &st, int s, char *ring,
-                         uint64_t *full)
+/* Slice K's first vector and length in its rows. */
+__device__ __forceinline__ void dl_slice(const dl_phase &ph, int k, int *v0, int *n)
 {
-	if (s >= st.stages)
+	*v0 = (int)((int64_t)ph.kv * k / ph.ks);
+	*n = (int)((int64_t)ph.kv * (k + 1) / ph.ks) - *v0;
+}
+
+/* Ask L2 for piece PC of phase P (its rows' slices). */
+template <typename T>
+__device__ __forceinline__ void dl_prefetch_piece(const dl_args &a, int p, const dl_phase &ph,
+                                                  int pc)
+{
+	if (pc >= ph.nu * ph.ks)
 		return;
-	int p = DLP_COUNT - 1;
-	while (p > 0 && s < st.ph[p].first)
-		p--;
-	const dl_phase &ph = st.ph[p];
-	const int rows = (ph.u1 - ph.u0) * ph.rpu;
-	const int r0 = (s - ph.first) * ph.R;
-	const int r1 = min(r0 + ph.R, rows);
-	const unsigned rb = (unsigned)ph.K * (unsigned)sizeof(T);
-	const T *w = dl_weights<T>(a, p);
-	char *dst = ring + (size_t)(s % NS) * DL_STAGE;
-	uint64_t *bar = &full[s % NS];
-
-	dl_mbar_expect(bar, (unsigned)(r1 - r0) * rb);
-	if (ph.rpu == 1) {
-		dl_bulk_copy(dst, w + (int64_t)(ph.u0 + r0) * ph.K, (unsigned)(r1 - r0) * rb, bar);
-		return;
-	}
-	for (int r = r0; r < r1; r++)
-		dl_bulk_copy(dst + (size_t)(r - r0) * rb,
-		             w + dl_unit_row(a, p, ph.u0 + r / ph.rpu, r % ph.rpu) * ph.K, rb, bar);
+	int v0, n;
+	const int u = ph.u0 + pc / ph.ks;
+	dl_slice(ph, pc % ph.ks, &v0, &n);
+	const char *w = reinterpret_cast<const char *>(dl_weights<T>(a, p));
+	for (int j = 0; j < ph.rpu; j++)
+		dl_prefetch_l2(w + (dl_unit_row(a, p, u, j) * ph.kv + v0) * 16, (unsigned)n * 16u);
 }
 
-/* Offsets in the dynamic shared memory, 128-byte aligned. */
-__host__ __device__ constexpr size_t dl_align_smem(size_t n)
+/* Each warp's first two pieces of phase P, asked of L2: before a grid
+ * barrier, so that the HBM streams while the blocks wait. */
+template <typename T>
+__device__ void dl_prefetch_phase(const dl_args &a, int p)
 {
-	return (n + 127) & ~(size_t)127;
+	const dl_phase ph = dl_phase_of(a, p, (int)sizeof(T));
+
+	if ((threadIdx.x & 31) == 0)
+		for (int r = 0; r < 2; r++)
+			dl_prefetch_piece<T>(a, p, ph, (int)(threadIdx.x >> 5) + r * DL_WARPS);
 }
 
-/* The shared memory of a block, behind the ring. */
-template <int NS>
+/* Phase P: the dot products of its rows with the activation VS (the row
+ * length of T in shared memory), piece by piece, warp by warp (warp w
+ * takes pieces w, w + DL_WARPS, ...: every load of a piece issued before
+ * its first product, the piece two rounds on asked of L2), each piece's
+ * sum into PART; then, a thread a unit, the unit's rows' slices summed in
+ * slice order and EPI(unit, row 0's sum, row 1's sum). The same order at
+ * every launch: the same bits. */
+template <typename T, typename Epi>
+__device__ void dl_phase_run(const dl_args &a, int p, const T *vs, float *part, Epi epi)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	constexpr int PL = DL_PIECE_VECS / 32;    /* vectors a lane a row */
+	const dl_phase ph = dl_phase_of(a, p, (int)sizeof(T));
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	const int pieces = ph.nu * ph.ks;
+	const uint4 *x4 = reinterpret_cast<const uint4 *>(vs);
+	const uint4 *w4 = reinterpret_cast<const uint4 *>(dl_weights<T>(a, p));
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+
+	for (int pc = warp; pc < pieces; pc += DL_WARPS) {
+		const int ui = pc / ph.ks, k = pc % ph.ks;
+		int v0, n;
+		dl_slice(ph, k, &v0, &n);
+		if (lane == 0)
+			dl_prefetch_piece<T>(a, p, ph, pc + 2 * DL_WARPS);
+		uint4 wv[2][PL];
+#pragma unroll
+		for (int j = 0; j < 2; j++) {
+			const uint4 *wr = w4 + dl_unit_row(a, p, ph.u0 + ui, j < ph.rpu ? j : 0) * ph.kv + v0;
+#pragma unroll
+			for (int i = 0; i < PL; i++) {
+				const int v = lane + 32 * i;
+				wv[j][i] = j < ph.rpu && v < n ? cuda_ld_stream(wr + v) : zero;
+			}
+		}
+		float acc[2] = { 0.0f, 0.0f };
+#pragma unroll
+		for (int i = 0; i < PL; i++) {
+			const int v = lane + 32 * i;
+			if (v < n) {
+				float xf[V];
+				cuda_widen16<T>(x4[v0 + v], xf);
+#pragma unroll
+				for (int j = 0; j < 2; j++) {
+					float wf[V];
+					cuda_widen16<T>(wv[j][i], wf);
+#pragma unroll
+					for (int e = 0; e < V; e++)
+						acc[j] = fmaf(wf[e], xf[e], acc[j]);
+				}
+			}
+		}
+#pragma unroll
+		for (int j = 0; j < 2; j++) {
+			const float sum = cuda_warp_sum(acc[j]);
+			if (lane == 0 && j < ph.rpu)
+				part[(ui * ph.rpu + j) * ph.ks + k] = sum;
+		}
+	}
+	__syncthreads();
+	for (int ui = threadIdx.x; ui < ph.nu; ui += DL_THREADS) {
+		float s[2] = { 0.0f, 0.0f };
+		for (int j = 0; j < ph.rpu; j++)
+			for (int k = 0; k < ph.ks; k++)
+				s[j] += part[(ui * ph.rpu + j) * ph.ks + k];
+		epi(ph.u0 + ui, s[0], s[1]);
+	}
+}
+
+/* The static shared memory of a block. */
 struct dl_smem {
-	uint64_t full[NS];
-	float red[2][DL_WARPS];         /* a stage's warp sums, by stage parity */
-	float rowsum[16];               /* a stage's row sums */
+	float red[DL_WARPS];            /* block sums */
 	float qf[DL_MAX_NQ * 128];      /* attention: the item's q heads */
 	int flag;
 };
-
-/* Consume phase P's stages: the dot products of its rows with the
- * activation VS (K elements of T in shared memory), then EPI(unit, sums)
- * by lane 2k (pairs) or lane k of warp 0 for each unit of the stage. */
-template <typename T, int NS, typename Epi>
-__device__ void dl_phase_run(const dl_args &a, const dl_stream &st, int p, char *ring,
-                             dl_smem<NS> &sm, const T *vs, int &stage, Epi epi)
-{
-	constexpr int V = 16 / (int)sizeof(T);
-	const dl_phase &ph = st.ph[p];
-	const int rows = (ph.u1 - ph.u0) * ph.rpu;
-	const int R = ph.R, tpr = DL_THREADS / R, wpr = DL_WARPS / R;
-	const int kv = ph.K / V;
-	const int r = threadIdx.x / tpr, c0 = threadIdx.x % tpr;
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	const uint4 *x4 = reinterpret_cast<const uint4 *>(vs);
-
-	for (int r0 = 0; r0 < rows; r0 += R, stage++) {
-		const int nr = min(R, rows - r0);
-		const int slot = stage % NS;
-		const uint4 *w4 = reinterpret_cast<const uint4 *>(ring + (size_t)slot * DL_STAGE);
-		float acc = 0.0f;
-
-		dl_mbar_wait(&sm.full[slot], (unsigned)(stage / NS) & 1u);
-		if (r < nr) {
-			const uint4 *wr = w4 + (size_t)r * kv;
-			for (int c = c0; c < kv; c += tpr) {
-				float wf[V], xf[V];
-				cuda_widen16<T>(wr[c], wf);
-				cuda_widen16<T>(x4[c], xf);
-#pragma unroll
-				for (int e = 0; e < V; e++)
-					acc = fmaf(wf[e], xf[e], acc);
-			}
-		}
-		acc = cuda_warp_sum(acc);
-		if (lane == 0)
-			sm.red[stage & 1][warp] = acc;
-		__syncthreads();
-		/* Every thread is done with the slot: refill it. */
-		if (threadIdx.x == 0)
-			dl_issue<T, NS>(a, st, stage + NS, ring, sm.full);
-		if (warp == 0) {
-			/* The row's warps, summed by a butterfly within groups of
-			 * wpr lanes: lane k * wpr ends with row k's sum. */
-			float v = lane < DL_WARPS ? sm.red[stage & 1][lane] : 0.0f;
-			for (int off = wpr / 2; off > 0; off >>= 1)
-				v += __shfl_xor_sync(0xffffffffu, v, off);
-			const float partner = __shfl_down_sync(0xffffffffu, v, wpr);
-			const int k = lane / wpr;
-			if (lane < DL_WARPS && lane % wpr == 0 && k < nr && k % ph.rpu == 0)
-				epi(ph.u0 + (r0 + k) / ph.rpu, v, partner);
-		}
-	}
-}
 
 /* rmsnorm of the H elements of XS (T, shared) with weight W into VS:
  * x / sqrt(mean(x^2) + eps) * w, rounded to T, as the host computes. */
@@ -623,8 +579,8 @@ __device__ __forceinline__ void dl_merge(float &m, float &l, float *acc, float m
  * warp's scores, their maximum, weights and weighted values are summed
  * over its position groups by shuffles; the block's warps are then
  * merged in warp order into the item's partial. */
-template <typename T, int D, int NS>
-__device__ void dl_attention(const dl_args &a, dl_smem<NS> &sm, float *wpart)
+template <typename T, int D>
+__device__ void dl_attention(const dl_args &a, dl_smem &sm, float *wpart)
 {
 	constexpr int LP = D / 8;                 /* lanes a position: 8 elements each */
 	constexpr int PW = 32 / LP;               /* positions a warp */
@@ -744,34 +700,22 @@ __device__ __forceinline__ void dl_stamp(const dl_args &a, int i)
 		a.stamps[i] = dl_now_ns();
 }
 
-template <typename T, int D, int NS>
-__global__ void __launch_bounds__(DL_THREADS, NS <= DL_RING_SHALLOW ? 2 : 1)
-bcg_decoder_layer_kernel(dl_args a)
+template <typename T, int D>
+__global__ void __launch_bounds__(DL_THREADS, 1) bcg_decoder_layer_kernel(dl_args a)
 {
 	extern __shared__ __align__(128) char dl_dyn[];
-	char *ring = dl_dyn;
-	dl_smem<NS> &sm = *reinterpret_cast<dl_smem<NS> *>(dl_dyn + NS * DL_STAGE);
-	T *xs = reinterpret_cast<T *>(dl_dyn + NS * DL_STAGE + dl_align_smem(sizeof(dl_smem<NS>)));
+	__shared__ dl_smem sm;
+	float *part = reinterpret_cast<float *>(dl_dyn);
+	T *xs = reinterpret_cast<T *>(dl_dyn + DL_PART_CAP * sizeof(float));
 	T *vs = xs + a.H;
-	__shared__ dl_stream st;
 
 	dl_stamp(a, DLS_START);
-	if (threadIdx.x == 0) {
-		dl_stream_plan(a, (int)sizeof(T), st);
-		for (int i = 0; i < NS; i++)
-			dl_mbar_init(&sm.full[i], 1);
-		dl_mbar_init_fence();
-	}
-	__syncthreads();
 	/* The weights only, before the wait (cuda-internal.h's rule). */
-	if (threadIdx.x == 0)
-		for (int s = 0; s < NS; s++)
-			dl_issue<T, NS>(a, st, s, ring, sm.full);
+	dl_prefetch_phase<T>(a, DLP_QKV);
 	cuda_pdl_begin();
 	dl_stamp(a, DLS_WAITED);
 
 	const int32_t pos = a.pos[0];
-	int stage = 0;
 	T *q = static_cast<T *>(a.q), *kc = static_cast<T *>(a.kc), *vc = static_cast<T *>(a.vc);
 	T *out = static_cast<T *>(a.out), *act = static_cast<T *>(a.act);
 	const int half = D / 2, kvw = a.KVH * D;
@@ -779,9 +723,9 @@ bcg_decoder_layer_kernel(dl_args a)
 
 	/* norm, q|k|v, rope, KV write */
 	dl_load_vec<T>(xs, a.x, a.H);
-	dl_norm<T>(a, xs, a.attn_norm, vs, sm.red[0]);
+	dl_norm<T>(a, xs, a.attn_norm, vs, sm.red);
 	dl_stamp(a, DLS_NORM);
-	dl_phase_run<T, NS>(a, st, DLP_QKV, ring, sm, vs, stage, [&](int u, float s1, float s2) {
+	dl_phase_run<T>(a, DLP_QKV, vs, part, [&](int u, float s1, float s2) {
 		const int head = u / half, i = u % half;
 		const float v1 = cuda_to_f32(cuda_from_f32<T>(s1));
 		const float v2 = cuda_to_f32(cuda_from_f32<T>(s2));
@@ -805,40 +749,43 @@ bcg_decoder_layer_kernel(dl_args a)
 		}
 	});
 	dl_stamp(a, DLS_QKV);
+	dl_prefetch_phase<T>(a, DLP_O);
 	dl_grid_sync(a.bar, 1);
 	dl_stamp(a, DLS_BAR1);
 
 	/* attention, its warp partials over vs */
-	dl_attention<T, D, NS>(a, sm, reinterpret_cast<float *>(vs));
+	dl_attention<T, D>(a, sm, reinterpret_cast<float *>(vs));
 	dl_stamp(a, DLS_ATTN);
 	dl_grid_sync(a.bar, 2);
 	dl_stamp(a, DLS_BAR2);
 
 	/* o + residual: out = x + att @ w_o^T */
 	dl_load_vec<T>(vs, a.att, a.NH * D);
-	dl_phase_run<T, NS>(a, st, DLP_O, ring, sm, vs, stage, [&](int n, float s1, float) {
+	dl_phase_run<T>(a, DLP_O, vs, part, [&](int n, float s1, float) {
 		const float y = cuda_to_f32(cuda_from_f32<T>(s1));
 		out[n] = cuda_from_f32<T>(cuda_to_f32(xs[n]) + y);
 	});
 	dl_stamp(a, DLS_O);
+	dl_prefetch_phase<T>(a, DLP_GU);
 	dl_grid_sync(a.bar, 3);
 	dl_stamp(a, DLS_BAR3);
 
 	/* norm, gate|up, SiLU * up */
 	dl_load_vec<T>(xs, a.out, a.H);
-	dl_norm<T>(a, xs, a.ffn_norm, vs, sm.red[0]);
-	dl_phase_run<T, NS>(a, st, DLP_GU, ring, sm, vs, stage, [&](int j, float s1, float s2) {
+	dl_norm<T>(a, xs, a.ffn_norm, vs, sm.red);
+	dl_phase_run<T>(a, DLP_GU, vs, part, [&](int j, float s1, float s2) {
 		const float g = cuda_to_f32(cuda_from_f32<T>(s1));
 		const float u = cuda_to_f32(cuda_from_f32<T>(s2));
 		act[j] = cuda_from_f32<T>(g / (1.0f + expf(-g)) * u);
 	});
 	dl_stamp(a, DLS_GU);
+	dl_prefetch_phase<T>(a, DLP_DOWN);
 	dl_grid_sync(a.bar, 4);
 	dl_stamp(a, DLS_BAR4);
 
 	/* down + residual: out = x1 + act @ w_down^T */
 	dl_load_vec<T>(vs, a.act, a.F);
-	dl_phase_run<T, NS>(a, st, DLP_DOWN, ring, sm, vs, stage, [&](int n, float s1, float) {
+	dl_phase_run<T>(a, DLP_DOWN, vs, part, [&](int n, float s1, float) {
 		const float y = cuda_to_f32(cuda_from_f32<T>(s1));
 		out[n] = cuda_from_f32<T>(cuda_to_f32(xs[n]) + y);
 	});
@@ -896,7 +843,8 @@ static int dl_aligned(const struct op_tensor *t)
 }
 
 /* The dynamic shared memory of the persistent kernel. */
-template <int NS>
+/* The dynamic shared memory of the persistent kernel: the piece sums,
+ * x, and the activation (or the attention's warp partials). */
 static size_t dl_smem_bytes(const struct dl_shape *s, size_t es)
 {
 	size_t v = (size_t)s->H;
@@ -907,11 +855,22 @@ static size_t dl_smem_bytes(const struct dl_shape *s, size_t es)
 		v = (size_t)s->F;
 	v *= es;
 	const size_t wpart = (size_t)DL_WARPS * DL_MAX_NQ * (size_t)(s->D + 2) * sizeof(float);
-	return (size_t)NS * DL_STAGE + dl_align_smem(sizeof(dl_smem<NS>)) +
-	       dl_align_smem((size_t)s->H * es) + (v > wpart ? v : wpart);
+	return DL_PART_CAP * sizeof(float) + (size_t)s->H * es + (v > wpart ? v : wpart);
 }
 
-/* Whether the device is sm_90 or later (bulk copies, mbarrier waits). */
+/* The piece sums of a phase of N units of RPU rows of KV vectors fit
+ * DL_PART_CAP on a grid of BLOCKS (dl_phase_of's slices: a unit's
+ * ceil(KV / DL_PIECE_VECS), more only while the block has fewer than 64
+ * pieces). */
+static int dl_parts_fit(int64_t n, int rpu, int64_t kv, int64_t blocks)
+{
+	const int64_t nu = (n + blocks - 1) / blocks;
+	const int64_t ks = (kv + DL_PIECE_VECS - 1) / DL_PIECE_VECS;
+
+	return nu * rpu * ks <= DL_PART_CAP && 4 * DL_WARPS * rpu <= DL_PART_CAP;
+}
+
+/* Whether the device is sm_90 or later (bulk prefetches, griddepcontrol). */
 static int dl_device_ok(void)
 {
 	int dev = 0, major = 0;
@@ -937,8 +896,8 @@ static int dl_persistent_ok(const struct op_call *call)
 	    s.S > (int64_t)DL_MAX_CHUNKS * DL_WARPS * (32 / (s.D / 8)))
 		return 0;
 	const int64_t es = (int64_t)cuda_dtype_size(dt);
-	if (s.H % 8 != 0 || s.F % 8 != 0 || s.H * es * 2 > DL_STAGE ||
-	    s.NH * s.D * es > DL_STAGE || s.F * es > DL_STAGE || s.S > INT_MAX)
+	if (s.H % 8 != 0 || s.F % 8 != 0 || s.S > INT_MAX || s.H > INT_MAX / 16 ||
+	    s.F > INT_MAX / 16 || dl_smem_bytes(&s, (size_t)es) > 200 * 1024)
 		return 0;
 	for (int i = 0; i < call->nin; i++)
 		if (!dl_aligned(&call->in[i]))
@@ -968,12 +927,12 @@ int cuda_decoder_layer_usable(const struct op_call *call, int impl)
 	return 0;
 }
 
-template <typename T, int D, int NS>
+template <typename T, int D>
 static int dl_launch_typed(const struct cuda_op_ctx *ctx, const dl_args &args,
                            const struct dl_shape *s, char *msg, size_t len)
 {
-	void (*kernel)(dl_args) = bcg_decoder_layer_kernel<T, D, NS>;
-	const size_t smem = dl_smem_bytes<NS>(s, sizeof(T));
+	void (*kernel)(dl_args) = bcg_decoder_layer_kernel<T, D>;
+	const size_t smem = dl_smem_bytes(s, sizeof(T));
 	int dev = 0, sms = ctx->sm_count, per_sm = 0;
 	cudaError_t err;
 
@@ -990,6 +949,12 @@ static int dl_launch_typed(const struct cuda_op_ctx *ctx, const dl_args &args,
 	if (per_sm < 1 || sms < 1)
 		return cuda_fail(msg, len, "decoder_layer: persistent: no block of %d threads and %zu "
 		                 "bytes of shared memory fits a multiprocessor", DL_THREADS, smem);
+	const int64_t es = (int64_t)sizeof(T);
+	if (!dl_parts_fit((s->NH + 2 * s->KVH) * (s->D / 2), 2, s->H * es / 16, sms) ||
+	    !dl_parts_fit(s->H, 1, s->NH * s->D * es / 16, sms) ||
+	    !dl_parts_fit(s->F, 2, s->H * es / 16, sms) || !dl_parts_fit(s->H, 1, s->F * es / 16, sms))
+		return cuda_fail(msg, len, "decoder_layer: persistent: a block's share of a product "
+		                 "on %d multiprocessors is above its %d sums", sms, DL_PART_CAP);
 	/* One block a multiprocessor: all resident at once, as the grid
 	 * barriers need. */
 	return cuda_launch_smem(ctx, "bcg_decoder_layer_kernel", kernel, dim3((unsigned)sms),
@@ -1037,21 +1002,11 @@ static int dl_run_persistent(const struct op_call *call, const struct cuda_op_ct
 	                                        : (float)call->attr[DL_SCALE].f;
 	rope_freqs_fill(&a.freqs, call->attr[RKV_THETA].f, s.D, &call->attr[RKV_SCALING]);
 
-	/* BCG_LAYER_RING=deep (bcgtool(1)): 12 stages, one block a
-	 * multiprocessor, instead of 4 and room for the next layer's block. */
-	const char *ring = getenv("BCG_LAYER_RING");
-	if (ring && strcmp(ring, "deep") == 0) {
-		if (dt == PLAN_DTYPE_F16)
-			return s.D == 64 ? dl_launch_typed<__half, 64, DL_RING_DEEP>(ctx, a, &s, msg, len)
-			                 : dl_launch_typed<__half, 128, DL_RING_DEEP>(ctx, a, &s, msg, len);
-		return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64, DL_RING_DEEP>(ctx, a, &s, msg, len)
-		                 : dl_launch_typed<__nv_bfloat16, 128, DL_RING_DEEP>(ctx, a, &s, msg, len);
-	}
 	if (dt == PLAN_DTYPE_F16)
-		return s.D == 64 ? dl_launch_typed<__half, 64, DL_RING_SHALLOW>(ctx, a, &s, msg, len)
-		                 : dl_launch_typed<__half, 128, DL_RING_SHALLOW>(ctx, a, &s, msg, len);
-	return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64, DL_RING_SHALLOW>(ctx, a, &s, msg, len)
-	                 : dl_launch_typed<__nv_bfloat16, 128, DL_RING_SHALLOW>(ctx, a, &s, msg, len);
+		return s.D == 64 ? dl_launch_typed<__half, 64>(ctx, a, &s, msg, len)
+		                 : dl_launch_typed<__half, 128>(ctx, a, &s, msg, len);
+	return s.D == 64 ? dl_launch_typed<__nv_bfloat16, 64>(ctx, a, &s, msg, len)
+	                 : dl_launch_typed<__nv_bfloat16, 128>(ctx, a, &s, msg, len);
 }
 
 /* decoder_layer (x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos)
@@ -1069,8 +1024,9 @@ extern "C" int cuda_run_decoder_layer(const struct op_call *call, const struct c
 		                 call->impl == CUDA_IMPL_DL_PERSISTENT ? "persistent" : "split",
 		                 call->impl == CUDA_IMPL_DL_PERSISTENT
 		                 ? " (it takes one token, f16 or bf16, head_dim 64 or 128, at most 4 "
-		                   "query heads a kv head, H and the FFN size within its stages, "
-		                   "16-byte aligned operands, on sm_90 or later)" : "");
+		                   "query heads a kv head, H and the FFN size multiples of 8 within "
+		                   "its shared memory, 16-byte aligned operands, on sm_90 or later)"
+		                 : "");
 	if (call->in[DL_X].dim[0] <= 0)
 		return 0;
 	dl_layout_of(call, &lo);
