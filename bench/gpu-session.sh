@@ -165,8 +165,9 @@
 #   layer     decoder_layer (issue 22, target 1): t/unit/cuda-ops' decoder_layer
 #             cases first (LAYER_CHECK=0 skips them), then
 #             samples/llama-3.2-1b.yaml against llama-3.2-1b-layer.yaml (a
-#             layer a kernel), full at T=1, tuned and --no-tune (the
-#             persistent kernel, the first implementation), which
+#             layer an op), full at T=1, tuned and --no-tune (the
+#             kind's default implementation), and llama-decode.yaml
+#             against llama-decode-layer.yaml --no-tune, which
 #             implementation the tuner chose with both timings, replays in
 #             turns (1000 steps after 100, --check, 3 rounds, medians), and
 #             `bcgtool report` of an nsys profile of each at T=1
@@ -1376,7 +1377,8 @@ PY
 			grep -E '^# (seed|Looks|Failed)|^not ok' "$build/t/unit/cuda-ops.log" 2>/dev/null |
 				head -10 | sed 's/^/  /' | tee -a "$summary"
 		fi
-		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-3.2-1b-layer notune"; do
+		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-3.2-1b-layer notune" \
+			"llama-decode tuned" "llama-decode-layer notune"; do
 			set -- $c
 			opt=--stats
 			[ $2 = tuned ] || opt=--no-tune
@@ -1389,7 +1391,8 @@ PY
 		"$B" inspect --choices layer-llama-3.2-1b-layer-tuned.plan >layer-choices.txt 2>&1
 		grep -E "layer\.(0|15) " layer-choices.txt | sed 's/^/  /' | tee -a "$summary"
 		for round in 1 2 3; do
-			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-notune; do
+			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-notune \
+				llama-decode-tuned llama-decode-layer-notune; do
 				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
 					--check --json layer-$p.plan >layer-replay-$p-1-$round.json \
 					2>layer-replay-$p-1-$round.err
@@ -1398,10 +1401,11 @@ PY
 			done
 		done
 		python3 "$top/bench/replay-rounds.py" 'layer-replay-{p}-{t}-{r}.json' \
-			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-notune 1 3 \
+			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-notune,llama-decode-tuned,llama-decode-layer-notune 1 3 \
 			--check 'layer-replay-{p}-{t}-3.json' \
 			--ratio 'layer|llama-3.2-1b-layer-tuned|llama-3.2-1b-tuned|a kernel a layer' \
-			--ratio 'persistent|llama-3.2-1b-layer-notune|llama-3.2-1b-tuned|a kernel a layer' |
+			--ratio 'persistent|llama-3.2-1b-layer-notune|llama-3.2-1b-tuned|a kernel a layer' \
+			--ratio 'decode|llama-decode-layer-notune|llama-decode-tuned|a kernel a layer' |
 			tee -a "$summary"
 		[ "${LAYER_NSYS:-1}" = 0 ] || for p in llama-3.2-1b-layer-notune; do
 			sh "$top/.gpu/nsys-profile" "$log/layer-$p" "$B" replay --backend cuda --tokens 1 \

@@ -349,8 +349,13 @@ __device__ __forceinline__ void dl_grid_sync(unsigned *count, unsigned k)
 {
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		__threadfence();
-		if (atomicAdd(count, 1u) == k * gridDim.x - 1) {
+		unsigned old;
+		/* acq_rel: the block's stores (ordered before by the block
+		 * barrier) go with the arrival, and the last arrival takes the
+		 * others' with it into its release of the flag. */
+		asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(count)
+		             : "memory");
+		if (old == k * gridDim.x - 1) {
 			asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(count + DL_BAR_GEN),
 			             "r"(k) : "memory");
 		} else if (dl_ld_acquire(count + DL_BAR_GEN) < k) {
