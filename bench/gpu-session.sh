@@ -165,13 +165,15 @@
 #   layer     decoder_layer (issue 22, target 1): t/unit/cuda-ops' decoder_layer
 #             cases first (LAYER_CHECK=0 skips them), then
 #             samples/llama-3.2-1b.yaml against llama-3.2-1b-layer.yaml (a
-#             layer an op), full at T=1, tuned and --no-tune (the
-#             kind's default implementation), and llama-decode.yaml
-#             against llama-decode-layer.yaml --no-tune, which
-#             implementation the tuner chose with both timings, replays in
-#             turns (1000 steps after 100, --check, 3 rounds, medians), and
-#             `bcgtool report` of an nsys profile of each at T=1
-#             (LAYER_NSYS=0 skips them)
+#             layer an op) and llama-decode.yaml against
+#             llama-decode-layer.yaml, full at T=1, tuned: which
+#             implementation the tuner chose with both timings (persistent
+#             and split), replays in turns (1000 steps after 100, --check,
+#             3 rounds, medians), and `bcgtool report` of an nsys profile
+#             of the 1B layer plan (LAYER_NSYS=0 skips it). The step figures
+#             of the persistent kernel in bench/RESULTS.md (seventh
+#             session) come from a82b7db, where it was the kind's default
+#             and these captures' --no-tune ran it
 #   qknorm    qk_norm folded into rope_kv_write (issues 21, 22): t/unit/cuda-ops
 #             and host-ops first (the fused kernel against the device's
 #             qk_norm then rope_kv_write, bit for bit), then
@@ -1377,22 +1379,23 @@ PY
 			grep -E '^# (seed|Looks|Failed)|^not ok' "$build/t/unit/cuda-ops.log" 2>/dev/null |
 				head -10 | sed 's/^/  /' | tee -a "$summary"
 		fi
-		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-3.2-1b-layer notune" \
-			"llama-decode tuned" "llama-decode-layer notune"; do
+		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-decode tuned" \
+			"llama-decode-layer tuned"; do
 			set -- $c
 			opt=--stats
-			[ $2 = tuned ] || opt=--no-tune
 			t0=$(date +%s)
 			timeout 200 "$B" capture --backend cuda --mode full --tokens 1 $opt \
 				-o layer-$1-$2.plan "$S/$1.yaml" >layer-capture-$1-$2.txt 2>&1
 			say "layer: capture $1 full T=1 $2: exit $? in $(( $(date +%s) - t0 )) s"
 			tail -2 layer-capture-$1-$2.txt | sed 's/^/  /' | tee -a "$summary"
 		done
-		"$B" inspect --choices layer-llama-3.2-1b-layer-tuned.plan >layer-choices.txt 2>&1
-		grep -E "layer\.(0|15) " layer-choices.txt | sed 's/^/  /' | tee -a "$summary"
+		for p in llama-3.2-1b-layer llama-decode-layer; do
+			"$B" inspect --choices layer-$p-tuned.plan >layer-choices-$p.txt 2>&1
+			grep -E "layer\.(0|15) " layer-choices-$p.txt | sed "s/^/  $p: /" | tee -a "$summary"
+		done
 		for round in 1 2 3; do
-			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-notune \
-				llama-decode-tuned llama-decode-layer-notune; do
+			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-decode-tuned \
+				llama-decode-layer-tuned; do
 				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
 					--check --json layer-$p.plan >layer-replay-$p-1-$round.json \
 					2>layer-replay-$p-1-$round.err
@@ -1401,13 +1404,12 @@ PY
 			done
 		done
 		python3 "$top/bench/replay-rounds.py" 'layer-replay-{p}-{t}-{r}.json' \
-			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-notune,llama-decode-tuned,llama-decode-layer-notune 1 3 \
+			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-decode-tuned,llama-decode-layer-tuned 1 3 \
 			--check 'layer-replay-{p}-{t}-3.json' \
-			--ratio 'layer|llama-3.2-1b-layer-tuned|llama-3.2-1b-tuned|a kernel a layer' \
-			--ratio 'persistent|llama-3.2-1b-layer-notune|llama-3.2-1b-tuned|a kernel a layer' \
-			--ratio 'decode|llama-decode-layer-notune|llama-decode-tuned|a kernel a layer' |
+			--ratio 'layer|llama-3.2-1b-layer-tuned|llama-3.2-1b-tuned|a layer an op' \
+			--ratio 'decode|llama-decode-layer-tuned|llama-decode-tuned|a layer an op' |
 			tee -a "$summary"
-		[ "${LAYER_NSYS:-1}" = 0 ] || for p in llama-3.2-1b-layer-notune; do
+		[ "${LAYER_NSYS:-1}" = 0 ] || for p in llama-3.2-1b-layer-tuned; do
 			sh "$top/.gpu/nsys-profile" "$log/layer-$p" "$B" replay --backend cuda --tokens 1 \
 				--steps 200 --warmup 20 layer-$p.plan >layer-nsys-$p.txt 2>&1
 			NSYS=$(sed -n 's/^NSYS=//p' layer-nsys-$p.txt)

@@ -84,4 +84,32 @@ test_expect_success 'capture --tp 2 refuses decoder_layer, naming the op and the
 	! test -f tp.plan
 '
 
+# tiny_decode NAME: samples/NAME.yaml (llama-decode's model) at 2 layers,
+# hidden 64, 4 heads of 16 (a kv head each), an FFN of 136, 32 cache
+# positions from kv_len 4, 97 words, capture sizes 1 and 2.
+tiny_decode() {
+	sed -e "s/^  T: {tokens: \[1, 2, 4, 8, 16, 32\]}/  T: {tokens: [1, 2]}/" \
+	    -e "s/^  L: 32 /  L: 2 /" -e "s/^  H: 1024 /  H: 64 /" \
+	    -e "s/^  NH: 16 /  NH: 4 /" -e "s/^  F: 2816 /  F: 136 /" \
+	    -e "s/^  S: 2048 /  S: 32 /" -e "s/^  V: 32000 /  V: 97 /" \
+	    -e "s/kv_len: {start: 64,/kv_len: {start: 4,/" \
+	    "$SAMPLES/$1.yaml" >"$1.yaml"
+}
+
+test_expect_success PYTHON3 'llama-decode-layer: the logits of llama-decode, bit for bit, at 1 and 2 tokens' '
+	tiny_decode llama-decode-layer && tiny_decode llama-decode &&
+	test_grep "^  F: 136 " llama-decode-layer.yaml &&
+	test_grep "^  - repeat: L" llama-decode-layer.yaml &&
+	for t in 1 2; do
+		bcg run --backend host --steps 3 --tokens $t --dump-outputs dl$t \
+			llama-decode-layer.yaml >/dev/null &&
+		bcg run --backend host --steps 3 --tokens $t --dump-outputs du$t \
+			llama-decode.yaml >/dev/null &&
+		"$PYTHON3" "$compare" dl$t du$t >out$t || return 1
+	done &&
+	printf "logits: identical\nnext: identical\n" >expect &&
+	test_cmp expect out1 &&
+	test_cmp expect out2
+'
+
 test_done

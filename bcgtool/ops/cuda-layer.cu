@@ -46,6 +46,15 @@
  * than DL_BARRIER_NS traps (a kernel fault with a message) instead of
  * hanging the device.
  *
+ * Measured on an H100 (bench/RESULTS.md, seventh session), persistent
+ * loses to split: the Llama-3.2-1B-shaped step at T=1 takes 1.61 ms with
+ * it against 1.18 with split, llama-decode 1.56 against 0.99. Its
+ * products stream at 2.1 to 2.5 TB/s, close to the separate kernels',
+ * but each layer spends about 27 us outside them (the four grid barriers
+ * 2.7 to 4.9 us each, attention 5, the two norms with their reloads 3
+ * each), more than the op-by-op step's boundaries cost under PDL. So
+ * split is the default (cuda_impl_default) and the tuner times both.
+ *
  * "persistent" runs one token (T = 1), f16 or bf16, on sm_90, with
  * head_dim 64 or 128, at most 4 query heads a kv head, H and F multiples
  * of 8 whose vectors fit its shared memory. "split" runs any shape: the

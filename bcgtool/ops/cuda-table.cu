@@ -163,6 +163,11 @@ extern "C" int cuda_impl_default(const struct op_call *call)
 	case OP_MATMUL_SILU_MUL:
 		return call->nout > 0 && call->out[0].rank == 2 && call->out[0].dim[0] == 1 &&
 		       cuda_impl_usable(call, CUDA_IMPL_GEMV) ? CUDA_IMPL_GEMV : -1;
+	case OP_DECODER_LAYER:
+		/* split: the 1B-shaped and llama-decode steps ran 1.35 and 1.57
+		 * times as long with persistent (bench/RESULTS.md, seventh
+		 * session); the tuner still times both. */
+		return cuda_impl_usable(call, CUDA_IMPL_DL_SPLIT) ? CUDA_IMPL_DL_SPLIT : -1;
 	default:
 		return -1;
 	}

@@ -89,7 +89,8 @@ int cuda_impl_usable(const struct op_call *call, int impl);
  * usable one. A product of one token: gemv, which the tuner measured
  * faster than mma, the first, on every decode shape of the H100 and the
  * H200 (bench/RESULTS.md, 2026-11-26 third session): mma fills a tile of
- * 8 tokens with one. */
+ * 8 tokens with one. decoder_layer: split, faster than persistent on the
+ * decode steps measured (bench/RESULTS.md, seventh session). */
 int cuda_impl_default(const struct op_call *call);
 
 /* Device scratch bytes the launch of CALL needs in its context (0 for most

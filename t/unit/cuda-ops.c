@@ -2386,6 +2386,9 @@ static void test_decoder_layer(struct env *e)
 					dl_case_init(&c, &b, NH, KVH, D, L, gs, inp);
 					tcase_call(&c, &q, 1);
 					q.kind = kind_stub(c.id);
+					if (li == 0)
+						ok(cuda_impl_default(&q) == 1, "decoder_layer %s T %lld H %lld: "
+						   "split is the default", dtype_name(dt), (long long)T, (long long)H);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
 						int want = dl_expect_usable(impl, dt, T, NH, KVH, D);
 						char what[176];
