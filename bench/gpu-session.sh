@@ -169,11 +169,10 @@
 #             llama-decode-layer.yaml, full at T=1, tuned: which
 #             implementation the tuner chose with both timings (persistent
 #             and split), replays in turns (1000 steps after 100, --check,
-#             3 rounds, medians), and `bcgtool report` of an nsys profile
-#             of the 1B layer plan (LAYER_NSYS=0 skips it). The step figures
-#             of the persistent kernel in bench/RESULTS.md (seventh
-#             session) come from a82b7db, where it was the kind's default
-#             and these captures' --no-tune ran it
+#             3 rounds, medians) of those and of their twins with every
+#             layer's choice edited to persistent (t/helper/plan-edit),
+#             and `bcgtool report` of an nsys profile of the 1B layer plan
+#             (LAYER_NSYS=0 skips it)
 #   qknorm    qk_norm folded into rope_kv_write (issues 21, 22): t/unit/cuda-ops
 #             and host-ops first (the fused kernel against the device's
 #             qk_norm then rope_kv_write, bit for bit), then
@@ -1393,9 +1392,21 @@ PY
 			"$B" inspect --choices layer-$p-tuned.plan >layer-choices-$p.txt 2>&1
 			grep -E "layer\.(0|15) " layer-choices-$p.txt | sed "s/^/  $p: /" | tee -a "$summary"
 		done
+		# The persistent kernel's plans: the tuned ones with every layer's
+		# choice edited to persistent (t/helper/plan-edit, as t3170 does).
+		(cd "$build" && make t/helper/plan-edit) >/dev/null 2>&1
+		for pn in llama-3.2-1b-layer:16 llama-decode-layer:32; do
+			p=${pn%:*} n=${pn#*:} args= l=0
+			while [ $l -lt $n ]; do
+				args="$args choice 1 layer.$l persistent tuned"
+				l=$((l + 1))
+			done
+			"$build/t/helper/plan-edit" layer-$p-tuned.plan layer-$p-persistent.plan $args
+			say "layer: $p-persistent.plan (plan-edit): exit $?"
+		done
 		for round in 1 2 3; do
-			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-decode-tuned \
-				llama-decode-layer-tuned; do
+			for p in llama-3.2-1b-tuned llama-3.2-1b-layer-tuned llama-3.2-1b-layer-persistent \
+				llama-decode-tuned llama-decode-layer-tuned llama-decode-layer-persistent; do
 				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
 					--check --json layer-$p.plan >layer-replay-$p-1-$round.json \
 					2>layer-replay-$p-1-$round.err
@@ -1404,10 +1415,12 @@ PY
 			done
 		done
 		python3 "$top/bench/replay-rounds.py" 'layer-replay-{p}-{t}-{r}.json' \
-			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-decode-tuned,llama-decode-layer-tuned 1 3 \
+			llama-3.2-1b-tuned,llama-3.2-1b-layer-tuned,llama-3.2-1b-layer-persistent,llama-decode-tuned,llama-decode-layer-tuned,llama-decode-layer-persistent 1 3 \
 			--check 'layer-replay-{p}-{t}-3.json' \
 			--ratio 'layer|llama-3.2-1b-layer-tuned|llama-3.2-1b-tuned|a layer an op' \
-			--ratio 'decode|llama-decode-layer-tuned|llama-decode-tuned|a layer an op' |
+			--ratio 'decode|llama-decode-layer-tuned|llama-decode-tuned|a layer an op' \
+			--ratio 'persistent|llama-3.2-1b-layer-persistent|llama-3.2-1b-tuned|a kernel a layer' \
+			--ratio 'decode persistent|llama-decode-layer-persistent|llama-decode-tuned|a kernel a layer' |
 			tee -a "$summary"
 		[ "${LAYER_NSYS:-1}" = 0 ] || for p in llama-3.2-1b-layer-tuned; do
 			sh "$top/.gpu/nsys-profile" "$log/layer-$p" "$B" replay --backend cuda --tokens 1 \

@@ -76,12 +76,7 @@ test_expect_success 'host: captured (breakable and full), replayed bit for bit a
 	test_grep "^verified 4 of 4 variants" out &&
 	bcg inspect --choices fold.plan >choices &&
 	test $(grep -c "  rmsnorm_matmul  " choices) = 16 &&
-	for p in fold full; do
-		for t in 1 8; do
-			bcg replay --backend host --tokens $t --steps 3 --warmup 0 --check $p.plan >out &&
-			test_grep "bit-exact" out || return 1
-		done
-	done
+	replay_bit_exact host 0 "fold full" 1 8
 '
 
 test_expect_success 'host: every choice edited to reference, still bit-exact' '
@@ -121,10 +116,7 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 		"$edit" cuda-full.plan $impl.plan $args &&
 		bcg inspect --choices $impl.plan >choices &&
 		test $(grep -c "  rmsnorm_matmul  $impl  " choices) = 16 &&
-		for t in 1 8; do
-			bcg replay --backend cuda --tokens $t --steps 3 --warmup 1 --check $impl.plan >out &&
-			test_grep "bit-exact" out || return 1
-		done || return 1
+		replay_bit_exact cuda 1 $impl 1 8 || return 1
 	done
 '
 

@@ -82,12 +82,7 @@ test_expect_success 'host: captured (breakable and full), replayed bit for bit a
 	test_grep "^verified 4 of 4 variants" out &&
 	bcg inspect --choices fuse.plan >choices &&
 	test $(grep -c "  rmsnorm_matmul_rope_kv_write  " choices) = 8 &&
-	for p in fuse full; do
-		for t in 1 8; do
-			bcg replay --backend host --tokens $t --steps 3 --warmup 0 --check $p.plan >out &&
-			test_grep "bit-exact" out || return 1
-		done
-	done
+	replay_bit_exact host 0 "fuse full" 1 8
 '
 
 test_expect_success CUDA,PYTHON3 'cuda: fused agrees with the host and with the unfused sequence' '
@@ -113,10 +108,7 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 		"$edit" cuda-full.plan $impl.plan $args &&
 		bcg inspect --choices $impl.plan >choices &&
 		test $(grep -c "  rmsnorm_matmul_rope_kv_write  $impl  " choices) = 8 &&
-		for t in 1 8; do
-			bcg replay --backend cuda --tokens $t --steps 3 --warmup 1 --check $impl.plan >out &&
-			test_grep "bit-exact" out || return 1
-		done || return 1
+		replay_bit_exact cuda 1 $impl 1 8 || return 1
 	done
 '
 

@@ -70,12 +70,7 @@ test_expect_success 'host: captured breakable (each layer a breakpoint) and full
 	test_grep "^verified 2 of 2 variants" out &&
 	bcg inspect --choices full.plan >choices &&
 	test $(grep -c " decoder_layer  " choices) = 4 &&
-	for p in layer full; do
-		for t in 1 2; do
-			bcg replay --backend host --tokens $t --steps 3 --warmup 0 --check $p.plan >out &&
-			test_grep "bit-exact" out || return 1
-		done
-	done
+	replay_bit_exact host 0 "layer full" 1 2
 '
 
 test_expect_success 'capture --tp 2 refuses decoder_layer, naming the op and the way out' '

@@ -184,6 +184,21 @@ test_grep() {
 	grep "$@" || { echo >&2 "test_grep: no match for: $*"; return 1; }
 }
 
+# replay_bit_exact BACKEND WARMUP PLANS TOKENS...: each plan of PLANS (file
+# names less .plan, separated by spaces) replayed 3 steps at each token
+# count on BACKEND after WARMUP steps, with --check: each says bit-exact.
+replay_bit_exact() {
+	_rbe_backend=$1 _rbe_warmup=$2 _rbe_plans=$3
+	shift 3
+	for _rbe_p in $_rbe_plans; do
+		for _rbe_t in "$@"; do
+			bcg replay --backend "$_rbe_backend" --tokens "$_rbe_t" --steps 3 \
+				--warmup "$_rbe_warmup" --check "$_rbe_p.plan" >out &&
+			test_grep "bit-exact" out || return 1
+		done
+	done
+}
+
 # The program under test.
 bcg() {
 	"$BCGTOOL" "$@"
