@@ -38,8 +38,9 @@
  * eager form, and the chunking follows it on the device: one launch
  * serves every kv_len.
  *
- * The grid barrier counts arrivals in a scratch counter: barrier k waits
- * for k x gridDim.x arrivals; the last block to finish sets the counters
+ * The grid barrier counts arrivals in a scratch counter; the arrival that
+ * makes them k x gridDim.x stores k in a flag of its own line, which the
+ * other blocks poll (dl_grid_sync); the last block to finish sets both
  * back to zero (cuda.h's rule). It needs every block resident at once:
  * the launch asks for one block a multiprocessor and refuses when the
  * occupancy calculator says one does not fit. A block that waits longer
@@ -48,7 +49,7 @@
  *
  * Measured on an H100 (bench/RESULTS.md, seventh session), persistent
  * loses to split: the Llama-3.2-1B-shaped step at T=1 takes 1.61 ms with
- * it against 1.18 with split, llama-decode 1.56 against 0.99. Its
+ * it against 1.18 with split, llama-decode 1.56 against 0.93. Its
  * products stream at 2.1 to 2.5 TB/s, close to the separate kernels',
  * but each layer spends about 27 us outside them (the four grid barriers
  * 2.7 to 4.9 us each, attention 5, the two norms with their reloads 3
