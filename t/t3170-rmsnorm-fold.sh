@@ -40,22 +40,12 @@ test_expect_success 'the folded sample: two rmsnorm_matmul a layer, 100 ops for 
 
 for t in 1 4 8; do
 	test_expect_success "host, $t tokens: folded and unfused give the same outputs" '
-		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b-fold.yaml >f.json &&
-		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b.yaml >u.json &&
-		sed -n "/\"outputs\"/,\$p" f.json >a &&
-		test_grep "\"name\": \"logits\"" a &&
-		sed -n "/\"outputs\"/,\$p" u.json >b &&
-		test_cmp a b
+		same_run_outputs llama-3.2-1b-fold.yaml llama-3.2-1b.yaml --backend host --steps 3 --tokens '$t'
 	'
 done
 
 test_expect_success 'host, --tp 2: q|k|v and gate|up split by columns, folded and unfused agree' '
-	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b-fold.yaml >f.json &&
-	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b.yaml >u.json &&
-	sed -n "/\"outputs\"/,\$p" f.json >a &&
-	test_grep "\"name\": \"logits\"" a &&
-	sed -n "/\"outputs\"/,\$p" u.json >b &&
-	test_cmp a b
+	same_run_outputs llama-3.2-1b-fold.yaml llama-3.2-1b.yaml --backend host --steps 3 --tp 2
 '
 
 test_expect_success PYTHON3 'host: the dumped values are identical, every output' '

@@ -38,22 +38,12 @@ test_expect_success 'the fused sample: one rmsnorm_matmul_rope_kv_write a layer,
 
 for t in 1 4 8; do
 	test_expect_success "host, $t tokens: fused and unfused give the same outputs" '
-		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b-fuse.yaml >f.json &&
-		bcg run --backend host --steps 3 --tokens '$t' --json llama-3.2-1b.yaml >u.json &&
-		sed -n "/\"outputs\"/,\$p" f.json >a &&
-		test_grep "\"name\": \"logits\"" a &&
-		sed -n "/\"outputs\"/,\$p" u.json >b &&
-		test_cmp a b
+		same_run_outputs llama-3.2-1b-fuse.yaml llama-3.2-1b.yaml --backend host --steps 3 --tokens '$t'
 	'
 done
 
 test_expect_success 'host, --tp 2: b split by q|k|v head blocks, fused and unfused agree' '
-	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b-fuse.yaml >f.json &&
-	bcg run --backend host --steps 3 --tp 2 --json llama-3.2-1b.yaml >u.json &&
-	sed -n "/\"outputs\"/,\$p" f.json >a &&
-	test_grep "\"name\": \"logits\"" a &&
-	sed -n "/\"outputs\"/,\$p" u.json >b &&
-	test_cmp a b
+	same_run_outputs llama-3.2-1b-fuse.yaml llama-3.2-1b.yaml --backend host --steps 3 --tp 2
 '
 
 test_expect_success 'host, --tp 4: two kv heads replicated over four ranks, still the same' '

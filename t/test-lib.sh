@@ -199,6 +199,20 @@ replay_bit_exact() {
 	done
 }
 
+# same_run_outputs SCRIPT_A SCRIPT_B OPTION...: `bcg run OPTION... --json`
+# of both scripts reports the same outputs (its JSON from "outputs" on,
+# which names logits).
+same_run_outputs() {
+	_sro_a=$1 _sro_b=$2
+	shift 2
+	bcg run "$@" --json "$_sro_a" >sro-a.json &&
+	bcg run "$@" --json "$_sro_b" >sro-b.json &&
+	sed -n "/\"outputs\"/,\$p" sro-a.json >sro-a &&
+	test_grep "\"name\": \"logits\"" sro-a &&
+	sed -n "/\"outputs\"/,\$p" sro-b.json >sro-b &&
+	test_cmp sro-a sro-b
+}
+
 # The program under test.
 bcg() {
 	"$BCGTOOL" "$@"
