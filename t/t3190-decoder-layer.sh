@@ -102,4 +102,38 @@ test_expect_success PYTHON3 'llama-decode-layer: the logits of llama-decode, bit
 	test_cmp expect out2
 '
 
+# small NAME: samples/NAME.yaml at 2 layers, hidden 256, 4/2 heads of 64
+# (the persistent kernel's head_dim), FFN 512, 64 cache positions, 97
+# words, capture sizes 1 and 2, as small-NAME.yaml.
+small() {
+	sed -e "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [1, 2]}/" \
+	    -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: 256 /" \
+	    -e "s/^  NH: 32 /  NH: 4 /" -e "s/^  NKV: 8 /  NKV: 2 /" \
+	    -e "s/^  F: 8192 /  F: 512 /" -e "s/^  S: 2048 /  S: 64 /" \
+	    -e "s/^  V: 128256 /  V: 97 /" \
+	    "$SAMPLES/$1.yaml" >"small-$1.yaml"
+}
+
+test_expect_success CUDA,PYTHON3 'cuda: captured breakable and full, both implementations replay bit for bit, and agree with the host' '
+	small llama-3.2-1b-layer && small llama-3.2-1b &&
+	bcg capture --backend cuda -o cuda-layer.plan small-llama-3.2-1b-layer.yaml >out &&
+	test_grep "^verified 2 of 2 variants" out &&
+	bcg capture --backend cuda --mode full -o cuda-full.plan small-llama-3.2-1b-layer.yaml >out &&
+	test_grep "^verified 2 of 2 variants" out &&
+	args= &&
+	for l in 0 1; do
+		args="$args choice 1 layer.$l persistent tuned" || return 1
+	done &&
+	"$BCG_BUILD_DIR/t/helper/plan-edit" cuda-full.plan persistent.plan $args &&
+	bcg inspect --choices persistent.plan >choices &&
+	test $(grep -c " decoder_layer  persistent  " choices) = 2 &&
+	replay_bit_exact cuda 1 "cuda-layer cuda-full" 1 2 &&
+	replay_bit_exact cuda 1 persistent 1 &&
+	bcg run --backend cuda --steps 2 --tokens 1 --dump-outputs cl small-llama-3.2-1b-layer.yaml >/dev/null &&
+	bcg run --backend host --steps 2 --tokens 1 --dump-outputs hu small-llama-3.2-1b.yaml >/dev/null &&
+	"$PYTHON3" "$compare" --rtol 1e-2 --argmax next=logits cl hu >out &&
+	cat out &&
+	test_grep "^logits: .* within 0.01\$" out
+'
+
 test_done
