@@ -256,8 +256,8 @@ static size_t dl_split_sub_bytes(const struct dl_calls *k)
 
 /* --- the persistent kernel ---------------------------------------------------- */
 
-/* The phases that stream weights, in stream order. */
-enum { DLP_QKV = 0, DLP_O = 1, DLP_GU = 2, DLP_DOWN = 3, DLP_COUNT = 4 };
+/* The phases with a product, in the layer's order. */
+enum { DLP_QKV = 0, DLP_O = 1, DLP_GU = 2, DLP_DOWN = 3 };
 
 struct dl_args {
 	const void *x, *attn_norm, *w_qkv, *w_o, *ffn_norm, *w_gate_up, *w_down;
@@ -265,8 +265,9 @@ struct dl_args {
 	void *out, *kc, *vc;
 	void *q, *att, *act;            /* scratch vectors */
 	float *part;                    /* attention partials [KVH][DL_MAX_CHUNKS][NQ][D + 2] */
-	unsigned *bar;                  /* [0] arrivals, [1] finished blocks, [2 + g] kv head g,
-	                                   [DL_BAR_GEN] the last barrier passed */
+	unsigned *bar;                  /* scratch counters: [0] arrivals, [1] finished
+	                                   blocks, [DL_BAR_GEN] the last barrier passed,
+	                                   [DL_BAR_HEADS + g] kv head g's chunks */
 	unsigned long long *stamps;     /* block 0's clock at each step (DL_STAMPS) */
 	const int32_t *kv_len_dev;      /* graph-safe: the var's device mirror; else NULL */
 	long long kv_len;               /* the host's value */
