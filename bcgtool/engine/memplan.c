@@ -216,8 +216,25 @@ static uint64_t place_slots(struct slot *slots, uint32_t nslots, const uint32_t 
 	return end;
 }
 
-int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, uint64_t base,
-                        uint64_t *offset, uint64_t *end, char *msg, size_t len)
+/* What a placement does with a tensor (struct place_rule). */
+enum place_how { PLACE_SKIP, PLACE_FIXED, PLACE_SLOT, PLACE_FAIL };
+
+/* A placement: which tensors it places and how. HOW is asked of each
+ * tensor with its bytes at the placement's token count and the first op
+ * touching it; PLACE_FAIL has written its sentence to MSG. */
+struct place_rule {
+	const char *what;              /* "planning WHAT", when memory runs out */
+	enum place_how (*how)(const struct place_rule *r, const plan_t *program, uint32_t t,
+	                      uint64_t bytes, uint32_t first, char *msg, size_t len);
+	int64_t planned;               /* memplan_place_above's */
+	const unsigned char *in;       /* memplan_place_subset's */
+};
+
+/* The tensors RULE takes, at TOKENS tokens, from BASE: the fixed ones
+ * packed in tensor order, then the activations sharing space by liveness.
+ * OFFSET[t] UINT64_MAX for the others; *END the end. */
+static int place_by_rule(const plan_t *program, const struct place_rule *rule, int64_t tokens,
+                         uint64_t base, uint64_t *offset, uint64_t *end, char *msg, size_t len)
 {
 	uint32_t nt = plan_count_tensors(program), nslots = 0;
 	uint32_t *first = malloc(sizeof *first * (nt ? nt : 1));
@@ -227,30 +244,26 @@ int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, 
 	int rc = -1;
 
 	if (first == NULL || last == NULL || slots == NULL) {
-		snprintf(msg, len, "out of memory planning the room for eager steps");
+		snprintf(msg, len, "out of memory planning %s", rule->what);
 		goto out;
 	}
 	memplan_liveness(program, first, last);
 	for (uint32_t t = 0; t < nt; t++) {
 		const struct plan_tensor *pt = plan_get_tensor(program, t);
 		uint64_t bytes = plan_tensor_bytes(program, t, tokens);
+		enum place_how how = rule->how(rule, program, t, bytes, first[t], msg, len);
 
 		offset[t] = UINT64_MAX;
+		if (how == PLACE_SKIP)
+			continue;
 		if (bytes == UINT64_MAX || bytes > (UINT64_C(1) << 48)) {
 			snprintf(msg, len, "tensor '%s' is too large to place at %lld tokens", pt->name,
 			         (long long)tokens);
 			goto out;
 		}
-		if (bytes == plan_tensor_bytes(program, t, planned) || first[t] == PLAN_NONE)
-			continue;
-		if (pt->role == PLAN_ROLE_WEIGHT || pt->role == PLAN_ROLE_STATE) {
-			snprintf(msg, len, "%s '%s' grows with the token count: its contents carry "
-			         "from step to step in the arena, planned for %lld tokens, so no step "
-			         "can run above them", pt->role == PLAN_ROLE_WEIGHT ? "weight" : "state",
-			         pt->name, (long long)planned);
+		if (how == PLACE_FAIL)
 			goto out;
-		}
-		if (pt->role == PLAN_ROLE_ACTIVATION) {
+		if (how == PLACE_SLOT) {
 			slots[nslots++] = (struct slot){ .tensor = t, .bytes = ALIGN_UP(bytes) };
 			continue;
 		}
@@ -266,45 +279,53 @@ out:
 	return rc;
 }
 
+/* Above the arena: what grows past its size at r->planned tokens. */
+static enum place_how place_above_how(const struct place_rule *r, const plan_t *program,
+                                      uint32_t t, uint64_t bytes, uint32_t first, char *msg,
+                                      size_t len)
+{
+	const struct plan_tensor *pt = plan_get_tensor(program, t);
+
+	if (bytes == plan_tensor_bytes(program, t, r->planned) || first == PLAN_NONE)
+		return PLACE_SKIP;
+	if (pt->role == PLAN_ROLE_WEIGHT || pt->role == PLAN_ROLE_STATE) {
+		snprintf(msg, len, "%s '%s' grows with the token count: its contents carry "
+		         "from step to step in the arena, planned for %lld tokens, so no step "
+		         "can run above them", pt->role == PLAN_ROLE_WEIGHT ? "weight" : "state",
+		         pt->name, (long long)r->planned);
+		return PLACE_FAIL;
+	}
+	return pt->role == PLAN_ROLE_ACTIVATION ? PLACE_SLOT : PLACE_FIXED;
+}
+
+int memplan_place_above(const plan_t *program, int64_t planned, int64_t tokens, uint64_t base,
+                        uint64_t *offset, uint64_t *end, char *msg, size_t len)
+{
+	const struct place_rule rule = {
+		.what = "the room for eager steps", .how = place_above_how, .planned = planned,
+	};
+
+	return place_by_rule(program, &rule, tokens, base, offset, end, msg, len);
+}
+
+/* A region of the tensors r->in marks. */
+static enum place_how place_subset_how(const struct place_rule *r, const plan_t *program,
+                                       uint32_t t, uint64_t bytes, uint32_t first, char *msg,
+                                       size_t len)
+{
+	(void)bytes;
+	(void)msg;
+	(void)len;
+	if (!r->in[t])
+		return PLACE_SKIP;
+	return plan_get_tensor(program, t)->role == PLAN_ROLE_ACTIVATION && first != PLAN_NONE
+	       ? PLACE_SLOT : PLACE_FIXED;
+}
+
 int memplan_place_subset(const plan_t *program, int64_t tokens, const unsigned char *in,
                          uint64_t *offset, uint64_t *end, char *msg, size_t len)
 {
-	uint32_t nt = plan_count_tensors(program), nslots = 0;
-	uint32_t *first = malloc(sizeof *first * (nt ? nt : 1));
-	uint32_t *last = malloc(sizeof *last * (nt ? nt : 1));
-	struct slot *slots = malloc(sizeof *slots * (nt ? nt : 1));
-	uint64_t off = 0;
-	int rc = -1;
+	const struct place_rule rule = { .what = "a region", .how = place_subset_how, .in = in };
 
-	if (first == NULL || last == NULL || slots == NULL) {
-		snprintf(msg, len, "out of memory planning a region");
-		goto out;
-	}
-	memplan_liveness(program, first, last);
-	for (uint32_t t = 0; t < nt; t++) {
-		const struct plan_tensor *pt = plan_get_tensor(program, t);
-		uint64_t bytes = plan_tensor_bytes(program, t, tokens);
-
-		offset[t] = UINT64_MAX;
-		if (!in[t])
-			continue;
-		if (bytes == UINT64_MAX || bytes > (UINT64_C(1) << 48)) {
-			snprintf(msg, len, "tensor '%s' is too large to place at %lld tokens", pt->name,
-			         (long long)tokens);
-			goto out;
-		}
-		if (pt->role == PLAN_ROLE_ACTIVATION && first[t] != PLAN_NONE) {
-			slots[nslots++] = (struct slot){ .tensor = t, .bytes = ALIGN_UP(bytes) };
-			continue;
-		}
-		offset[t] = off;
-		off = ALIGN_UP(off + bytes);
-	}
-	*end = place_slots(slots, nslots, first, last, off, offset);
-	rc = 0;
-out:
-	free(first);
-	free(last);
-	free(slots);
-	return rc;
+	return place_by_rule(program, &rule, tokens, 0, offset, end, msg, len);
 }
