@@ -47,13 +47,7 @@ static const char *ops_attr_type_name(int type)
 /* Whether attribute I of K defaults to the value of heads (kv_heads). */
 static int ops_defaults_to_heads(const struct op_kind *k, int i)
 {
-	return (k->id == OP_ATTENTION && i == ATTN_KV_HEADS) ||
-	       (k->id == OP_ROPE_KV_WRITE && i == RKV_KV_HEADS) ||
-	       (k->id == OP_ROPE_PAGED_KV_WRITE && i == RKV_KV_HEADS) ||
-	       (k->id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE && i == RKV_KV_HEADS) ||
-	       (k->id == OP_DECODER_LAYER && i == RKV_KV_HEADS) ||
-	       (k->id == OP_PAGED_ATTENTION && i == PATTN_KV_HEADS) ||
-	       (k->id == OP_QK_NORM && i == QKN_KV_HEADS);
+	return i == op_kind_kv_heads_attr(k, NULL);
 }
 
 /* The default as a script would write it; "" when required. */

@@ -518,6 +518,10 @@ int op_kind_count_attrs(const struct op_kind *kind);
 int op_kind_min_inputs(const struct op_kind *kind);
 /* Position of attribute NAME in KIND's list, or -1. */
 int op_kind_attr_index(const struct op_kind *kind, const char *name);
+/* Position of KIND's kv_heads attribute, whose default is no fixed number
+ * but the op's heads (whose position goes to *HEADS when HEADS is not
+ * NULL), or -1 for a kind without one. */
+int op_kind_kv_heads_attr(const struct op_kind *kind, int *heads);
 /* The names an enum attribute SPEC takes, NULL-terminated (by the
  * attribute's name: rope_type's are rope-scaling.h's); NULL for others. */
 const char *const *op_attr_choices(const struct op_attr_spec *spec);

@@ -1250,6 +1250,17 @@ int op_kind_attr_index(const struct op_kind *kind, const char *name)
 	return -1;
 }
 
+int op_kind_kv_heads_attr(const struct op_kind *kind, int *heads)
+{
+	int kvh = op_kind_attr_index(kind, "kv_heads"), h = op_kind_attr_index(kind, "heads");
+
+	if (kvh < 0 || h < 0)
+		return -1;
+	if (heads)
+		*heads = h;
+	return kvh;
+}
+
 int64_t op_tensor_numel(const struct op_tensor *t)
 {
 	int64_t n = 1;

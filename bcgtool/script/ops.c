@@ -347,17 +347,9 @@ static int ops_attr_defaults(struct sp *p, struct op_build *o)
 		}
 	}
 	/* kv_heads defaults to heads: no fixed number can say that. */
-	if (o->kind->id == OP_ATTENTION && !o->given[ATTN_KV_HEADS])
-		o->attr[ATTN_KV_HEADS].i = o->attr[ATTN_HEADS].i;
-	if ((o->kind->id == OP_ROPE_KV_WRITE || o->kind->id == OP_ROPE_PAGED_KV_WRITE ||
-	     o->kind->id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE ||
-	     o->kind->id == OP_DECODER_LAYER) &&
-	    !o->given[RKV_KV_HEADS])
-		o->attr[RKV_KV_HEADS].i = o->attr[RKV_HEADS].i;
-	if (o->kind->id == OP_QK_NORM && !o->given[QKN_KV_HEADS])
-		o->attr[QKN_KV_HEADS].i = o->attr[QKN_HEADS].i;
-	if (o->kind->id == OP_PAGED_ATTENTION && !o->given[PATTN_KV_HEADS])
-		o->attr[PATTN_KV_HEADS].i = o->attr[PATTN_HEADS].i;
+	int heads, kvh = op_kind_kv_heads_attr(o->kind, &heads);
+	if (kvh >= 0 && !o->given[kvh])
+		o->attr[kvh].i = o->attr[heads].i;
 	return 0;
 }
 

@@ -226,6 +226,29 @@ static void test_attrs(void)
 	ok(k->attrs[RKV_HEADS].required && !k->attrs[RKV_KV_HEADS].required &&
 	   k->attrs[RKV_HEAD_DIM].required && k->attrs[RKV_THETA].dflt == 10000.0,
 	   "rope_kv_write: heads and head_dim required, kv_heads optional, theta 10000");
+	{
+		/* The kinds whose kv_heads defaults to heads, at their positions. */
+		int want[OP_COUNT], wheads[OP_COUNT], all = 1;
+		for (int i = 0; i < OP_COUNT; i++)
+			want[i] = wheads[i] = -1;
+		want[OP_ATTENTION] = ATTN_KV_HEADS, wheads[OP_ATTENTION] = ATTN_HEADS;
+		want[OP_PAGED_ATTENTION] = PATTN_KV_HEADS, wheads[OP_PAGED_ATTENTION] = PATTN_HEADS;
+		want[OP_QK_NORM] = QKN_KV_HEADS, wheads[OP_QK_NORM] = QKN_HEADS;
+		want[OP_ROPE_KV_WRITE] = want[OP_ROPE_PAGED_KV_WRITE] = RKV_KV_HEADS;
+		want[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = want[OP_DECODER_LAYER] = RKV_KV_HEADS;
+		wheads[OP_ROPE_KV_WRITE] = wheads[OP_ROPE_PAGED_KV_WRITE] = RKV_HEADS;
+		wheads[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = wheads[OP_DECODER_LAYER] = RKV_HEADS;
+		for (int i = 0; i < OP_COUNT; i++) {
+			int h = -1, kvh = op_kind_kv_heads_attr(op_kind_get((enum op_id)i), &h);
+			if (kvh != want[i] || (kvh >= 0 && h != wheads[i])) {
+				diag("%s: kv_heads at %d, heads at %d", op_kind_get((enum op_id)i)->name,
+				     kvh, h);
+				all = 0;
+			}
+		}
+		ok(all, "op_kind_kv_heads_attr: kv_heads and heads of the seven kinds that have "
+		   "them, -1 for the others");
+	}
 	k = op_kind_get(OP_SLICE);
 	ok(op_kind_count_attrs(k) == 1 && op_kind_attr_index(k, "start") == SLICE_START &&
 	   k->attrs[SLICE_START].required && k->attrs[SLICE_START].type == OP_ATTR_INT,
