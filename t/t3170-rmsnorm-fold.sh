@@ -18,12 +18,7 @@ edit="$BCG_BUILD_DIR/t/helper/plan-edit"
 # tiny NAME: samples/NAME.yaml with 2 layers, hidden 64, 4/2 heads of 16,
 # FFN 96, 64 cache positions, 256 words, random norm weights; as NAME.yaml.
 tiny() {
-	sed -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: 64 /" \
-	    -e "s/^  NH: 32 /  NH: 4 /" -e "s/^  NKV: 8 /  NKV: 2 /" \
-	    -e "s/^  F: 8192 /  F: 96 /" -e "s/^  S: 2048 /  S: 64 /" \
-	    -e "s/^  V: 128256 /  V: 256 /" \
-	    -e "s/role: weight, count: L, init: ones/role: weight, count: L, init: {kind: random, scale: 1, seed: 900}/" \
-	    "$SAMPLES/$1.yaml" >"$1.yaml"
+	shrink_1b "$1" "$1.yaml" "64 4 2 96 64 256" "" random
 }
 
 test_expect_success 'the folded sample: two rmsnorm_matmul a layer, 100 ops for 132' '
@@ -49,14 +44,7 @@ test_expect_success 'host, --tp 2: q|k|v and gate|up split by columns, folded an
 '
 
 test_expect_success PYTHON3 'host: the dumped values are identical, every output' '
-	bcg run --backend host --steps 2 --dump-outputs fold llama-3.2-1b-fold.yaml >/dev/null &&
-	bcg run --backend host --steps 2 --dump-outputs unfold llama-3.2-1b.yaml >/dev/null &&
-	"$PYTHON3" "$compare" fold unfold >out &&
-	cat >expect <<-\EOT &&
-	logits: identical
-	next: identical
-	EOT
-	test_cmp expect out
+	same_dumps llama-3.2-1b-fold.yaml llama-3.2-1b.yaml --backend host --steps 2
 '
 
 test_expect_success 'host: captured (breakable and full), replayed bit for bit as eager' '

@@ -15,13 +15,7 @@ compare="$TEST_DIRECTORY/compare-outputs.py"
 
 # tiny NAME: samples/NAME.yaml at the size above, as NAME.yaml.
 tiny() {
-	sed -e "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [1, 2]}/" \
-	    -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: 64 /" \
-	    -e "s/^  NH: 32 /  NH: 4 /" -e "s/^  NKV: 8 /  NKV: 2 /" \
-	    -e "s/^  F: 8192 /  F: 128 /" -e "s/^  S: 2048 /  S: 32 /" \
-	    -e "s/^  V: 128256 /  V: 97 /" \
-	    -e "s/role: weight, count: L, init: ones/role: weight, count: L, init: {kind: random, scale: 1, seed: 900}/" \
-	    "$SAMPLES/$1.yaml" >"$1.yaml"
+	shrink_1b "$1" "$1.yaml" "64 4 2 128 32 97" "1, 2" random
 }
 
 test_expect_success 'bcgtool ops lists decoder_layer, its eight inputs and three outputs' '
@@ -47,14 +41,7 @@ for t in 1 2; do
 done
 
 test_expect_success PYTHON3 'host: the dumped values are identical, every output' '
-	bcg run --backend host --steps 3 --dump-outputs layer llama-3.2-1b-layer.yaml >/dev/null &&
-	bcg run --backend host --steps 3 --dump-outputs unfused llama-3.2-1b.yaml >/dev/null &&
-	"$PYTHON3" "$compare" layer unfused >out &&
-	cat >expect <<-\EOT &&
-	logits: identical
-	next: identical
-	EOT
-	test_cmp expect out
+	same_dumps llama-3.2-1b-layer.yaml llama-3.2-1b.yaml --backend host --steps 3
 '
 
 test_expect_success 'host: captured breakable (each layer a breakpoint) and full, bit for bit as eager' '
@@ -91,27 +78,16 @@ test_expect_success PYTHON3 'llama-decode-layer: the logits of llama-decode, bit
 	test_grep "^  F: 136 " llama-decode-layer.yaml &&
 	test_grep "^  - repeat: L" llama-decode-layer.yaml &&
 	for t in 1 2; do
-		bcg run --backend host --steps 3 --tokens $t --dump-outputs dl$t \
-			llama-decode-layer.yaml >/dev/null &&
-		bcg run --backend host --steps 3 --tokens $t --dump-outputs du$t \
-			llama-decode.yaml >/dev/null &&
-		"$PYTHON3" "$compare" dl$t du$t >out$t || return 1
-	done &&
-	printf "logits: identical\nnext: identical\n" >expect &&
-	test_cmp expect out1 &&
-	test_cmp expect out2
+		same_dumps llama-decode-layer.yaml llama-decode.yaml --backend host --steps 3 \
+			--tokens $t || return 1
+	done
 '
 
 # small NAME: samples/NAME.yaml at 2 layers, hidden 256, 4/2 heads of 64
 # (the persistent kernel's head_dim), FFN 512, 64 cache positions, 97
 # words, capture sizes 1 and 2, as small-NAME.yaml.
 small() {
-	sed -e "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [1, 2]}/" \
-	    -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: 256 /" \
-	    -e "s/^  NH: 32 /  NH: 4 /" -e "s/^  NKV: 8 /  NKV: 2 /" \
-	    -e "s/^  F: 8192 /  F: 512 /" -e "s/^  S: 2048 /  S: 64 /" \
-	    -e "s/^  V: 128256 /  V: 97 /" \
-	    "$SAMPLES/$1.yaml" >"small-$1.yaml"
+	shrink_1b "$1" "small-$1.yaml" "256 4 2 512 64 97" "1, 2"
 }
 
 test_expect_success CUDA,PYTHON3 'cuda: captured breakable and full, both implementations replay bit for bit, and agree with the host' '

@@ -213,6 +213,38 @@ same_run_outputs() {
 	test_cmp sro-a sro-b
 }
 
+# shrink_1b NAME OUT 'H NH NKV F S V' [TOKENS] [random]: samples/NAME.yaml
+# (a script of samples/llama-3.2-1b.yaml's dims) at 2 layers, hidden H,
+# NH/NKV heads, FFN F, S cache positions and V words, as OUT; with TOKENS
+# ("1, 2") its capture sizes instead of 1, 2, 4, 8; with random, the
+# per-layer norm weights random (seed 900) instead of ones, so that they
+# matter.
+shrink_1b() {
+	_s1_norms=
+	[ "${5:-}" = random ] &&
+		_s1_norms="s/role: weight, count: L, init: ones/role: weight, count: L, init: {kind: random, scale: 1, seed: 900}/"
+	set -- "$1" "$2" $3 "${4:-1, 2, 4, 8}"
+	sed -e "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [$9]}/" \
+	    -e "s/^  L: 16 /  L: 2 /" -e "s/^  H: 2048 /  H: $3 /" \
+	    -e "s/^  NH: 32 /  NH: $4 /" -e "s/^  NKV: 8 /  NKV: $5 /" \
+	    -e "s/^  F: 8192 /  F: $6 /" -e "s/^  S: 2048 /  S: $7 /" \
+	    -e "s/^  V: 128256 /  V: $8 /" -e "$_s1_norms" \
+	    "$SAMPLES/$1.yaml" >"$2"
+}
+
+# same_dumps SCRIPT_A SCRIPT_B OPTION...: `bcg run OPTION... --dump-outputs`
+# of both scripts, their logits and next identical (compare-outputs.py).
+same_dumps() {
+	_sd_a=$1 _sd_b=$2
+	shift 2
+	rm -rf sd-a sd-b &&
+	bcg run "$@" --dump-outputs sd-a "$_sd_a" >/dev/null &&
+	bcg run "$@" --dump-outputs sd-b "$_sd_b" >/dev/null &&
+	"$PYTHON3" "$TEST_DIRECTORY/compare-outputs.py" sd-a sd-b >sd-out &&
+	printf "logits: identical\nnext: identical\n" >sd-expect &&
+	test_cmp sd-expect sd-out
+}
+
 # The program under test.
 bcg() {
 	"$BCGTOOL" "$@"
