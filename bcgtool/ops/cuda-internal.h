@@ -160,6 +160,11 @@ int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl);
 /* cuda-smallm.cu: whether implementation IMPL of product ID can run CALL,
  * and the scratch bytes its launch needs (counters included). */
 int    cuda_product_usable(enum op_id id, const struct op_call *call, int impl);
+/* The implementation a kind that runs product ID inside it gives PROD: gemv
+ * for one token (the products' default), else the first usable of mma,
+ * gemv, cublas; -1 when none can (rmsnorm_matmul's split, decoder_layer's
+ * o and down). */
+int    cuda_product_pick(enum op_id id, const struct op_call *prod);
 size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);

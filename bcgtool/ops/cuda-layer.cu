@@ -163,8 +163,8 @@ static void dl_attention_call(const struct op_call *call, const struct op_tensor
 	          ? CUDA_IMPL_ATTN_SPLIT : CUDA_IMPL_ATTN_TWOPASS;
 }
 
-/* matmul_add (res, a, w) -> out with w [N, K] transposed: gemv for one
- * token (the products' default), else the first usable. */
+/* matmul_add (res, a, w) -> out with w [N, K] transposed, at
+ * cuda_product_pick's implementation. */
 static void dl_residual_call(const struct op_call *call, const struct op_tensor *res,
                              const struct op_tensor *a, const struct op_tensor *w,
                              struct op_call *c)
@@ -181,12 +181,7 @@ static void dl_residual_call(const struct op_call *call, const struct op_tensor 
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
-	c->impl = -1;
-	if (a->rank == 2 && a->dim[0] == 1 && cuda_impl_usable_id(OP_MATMUL_ADD, c, CUDA_IMPL_GEMV))
-		c->impl = CUDA_IMPL_GEMV;
-	for (int i = CUDA_IMPL_MMA; c->impl < 0 && i <= CUDA_IMPL_CUBLAS; i++)
-		if (cuda_impl_usable_id(OP_MATMUL_ADD, c, i))
-			c->impl = i;
+	c->impl = cuda_product_pick(OP_MATMUL_ADD, c);
 }
 
 /* rmsnorm_matmul (out, ffn_norm, w_gate_up) -> act, epilogue silu_mul:

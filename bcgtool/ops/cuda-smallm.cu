@@ -1138,9 +1138,7 @@ static size_t rnm_h_bytes(const struct op_call *call)
 	       cuda_dtype_size(x->dtype);
 }
 
-/* The product implementation "split" runs on h: gemv for one token (the
- * products' default), else the first usable of mma, gemv, cublas. */
-static int rnm_split_impl(enum op_id id, const struct op_call *prod)
+int cuda_product_pick(enum op_id id, const struct op_call *prod)
 {
 	if (prod->out[0].rank == 2 && prod->out[0].dim[0] == 1 &&
 	    cuda_product_usable(id, prod, CUDA_IMPL_GEMV))
@@ -1171,7 +1169,7 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 		       smallm_aligned(p.b) && smallm_aligned(&call->in[1]);
 	}
 	case CUDA_IMPL_RNM_SPLIT:
-		return rnm_split_impl(id, &prod) >= 0;
+		return cuda_product_pick(id, &prod) >= 0;
 	}
 	return 0;
 }
@@ -1313,7 +1311,7 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 	if (cuda_run_rmsnorm(&norm, ctx, msg, len))
 		return -1;
 	rnm_product_call(call, &h, &prod, &id);
-	prod.impl = rnm_split_impl(id, &prod);
+	prod.impl = cuda_product_pick(id, &prod);
 	if (prod.impl < 0)
 		return cuda_fail(msg, len, "%s: no product implementation can run M %lld, N %lld, "
 		                 "K %lld", who, (long long)p.M, (long long)p.N, (long long)p.K);
