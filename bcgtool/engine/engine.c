@@ -284,8 +284,11 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		c->kind = e->kinds[i];
 		c->nin = (int)o->nin;
 		c->nout = (int)o->nout;
-		for (uint32_t k = 0; k < o->nin; k++)
+		for (uint32_t k = 0; k < o->nin; k++) {
 			engine_fill_operand(e, o->in[k], tokens, &c->in[k]);
+			if (plan_get_tensor(e->plan, o->in[k])->role == PLAN_ROLE_WEIGHT)
+				c->const_in |= 1u << k;
+		}
 		for (uint32_t k = 0; k < o->nout; k++)
 			engine_fill_operand(e, o->out[k], tokens, &c->out[k]);
 		if (engine_fill_attrs(e, i, c, err) != 0) {

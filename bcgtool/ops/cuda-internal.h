@@ -10,8 +10,10 @@
  * the stream is still running. Every such kernel keeps this rule, which
  * makes the overlap invisible to the results:
  *  (a) before cuda_pdl_begin() it reads only memory no kernel of the step
- *      writes (its weights: prefetching them to L2 is the useful work to
- *      do there) and writes no global memory at all;
+ *      writes and writes no global memory at all. Its weights (the inputs
+ *      op_call.const_in marks) may be loaded there, the useful work to do
+ *      while the kernel before runs; an operand not so marked may only be
+ *      prefetched to L2, a hint that reads nothing;
  *  (b) it calls cuda_pdl_begin() on every path before reading activations,
  *      scratch or counters, or writing anything.
  * cuda_pdl_begin() waits until the previous kernel has completed and its
@@ -168,6 +170,7 @@ int    cuda_product_pick(enum op_id id, const struct op_call *prod);
 size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
+int    cuda_rmsnorm_matmul_rows(const struct op_call *call);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
 int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);

@@ -105,6 +105,13 @@ static size_t dl_align256(size_t n)
 
 /* --- the sub-calls of "split" ------------------------------------------------ */
 
+/* Bit TO of a sub-call's const_in: whether decoder_layer's input FROM is a
+ * weight (op_call.const_in). */
+static unsigned dl_const_bit(const struct op_call *call, int from, int to)
+{
+	return ((call->const_in >> from) & 1u) << to;
+}
+
 /* rmsnorm_matmul_rope_kv_write (x, attn_norm, w_qkv, pos) -> q, caches. Its
  * attributes are decoder_layer's first 14 (rope_kv_write's and eps at
  * RRK_EPS == DL_EPS), with trans_b. */
@@ -130,6 +137,7 @@ static void dl_qkv_call(const struct op_call *call, void *q, struct op_call *c)
 		c->attr[a] = call->attr[a];
 	c->attr[RRK_EPS] = call->attr[DL_EPS];
 	c->attr[RRK_TRANS_B].i = 1;
+	c->const_in = dl_const_bit(call, DL_ATTN_NORM, RRK_W) | dl_const_bit(call, DL_W_QKV, RRK_B);
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
@@ -166,9 +174,10 @@ static void dl_attention_call(const struct op_call *call, const struct op_tensor
 /* matmul_add (res, a, w) -> out with w [N, K] transposed, at
  * cuda_product_pick's implementation. */
 static void dl_residual_call(const struct op_call *call, const struct op_tensor *res,
-                             const struct op_tensor *a, const struct op_tensor *w,
-                             struct op_call *c)
+                             const struct op_tensor *a, int w_in, struct op_call *c)
 {
+	const struct op_tensor *w = &call->in[w_in];
+
 	memset(c, 0, sizeof *c);
 	c->nin = 3;
 	c->nout = 1;
@@ -178,6 +187,7 @@ static void dl_residual_call(const struct op_call *call, const struct op_tensor 
 	c->out[0] = call->out[DL_OUT];
 	c->attr[MATMUL_TRANS_A].i = 0;
 	c->attr[MATMUL_TRANS_B].i = 1;
+	c->const_in = dl_const_bit(call, w_in, 2);
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
@@ -185,8 +195,9 @@ static void dl_residual_call(const struct op_call *call, const struct op_tensor 
 }
 
 /* rmsnorm_matmul (out, ffn_norm, w_gate_up) -> act, epilogue silu_mul:
- * "split" (rmsnorm, then the product), which the tuner measured faster
- * than the folded gemv at every decode size (bench/RESULTS.md, fourth
+ * the folded gemv where it runs the rows kernel (one token), else "split"
+ * (rmsnorm, then the product), which the tuner measured faster than the
+ * older folded gemv at every decode size (bench/RESULTS.md, fourth
  * session), else the folded one. */
 static void dl_gate_up_call(const struct op_call *call, void *act, struct op_call *c)
 {
@@ -204,11 +215,13 @@ static void dl_gate_up_call(const struct op_call *call, void *act, struct op_cal
 	c->attr[RNM_EPS] = call->attr[DL_EPS];
 	c->attr[RNM_TRANS_B].i = 1;
 	c->attr[RNM_EPILOGUE].i = RNM_EPI_SILU_MUL;
+	c->const_in = dl_const_bit(call, DL_FFN_NORM, 1) | dl_const_bit(call, DL_W_GATE_UP, 2);
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
-	c->impl = cuda_impl_usable_id(OP_RMSNORM_MATMUL, c, CUDA_IMPL_RNM_SPLIT)
-	          ? CUDA_IMPL_RNM_SPLIT : CUDA_IMPL_RNM_GEMV;
+	c->impl = cuda_rmsnorm_matmul_rows(c) ||
+	          !cuda_impl_usable_id(OP_RMSNORM_MATMUL, c, CUDA_IMPL_RNM_SPLIT)
+	          ? CUDA_IMPL_RNM_GEMV : CUDA_IMPL_RNM_SPLIT;
 }
 
 /* The five calls of "split", with q, att and act at Q, ATT, ACT. */
@@ -225,10 +238,10 @@ static void dl_calls_fill(const struct op_call *call, void *q, void *att, void *
 	dl_qkv_call(call, q, &k->qkv);
 	k->q = k->qkv.out[0];
 	dl_attention_call(call, &k->q, att, &k->attn);
-	dl_residual_call(call, &call->in[DL_X], &k->attn.out[0], &call->in[DL_W_O], &k->o);
+	dl_residual_call(call, &call->in[DL_X], &k->attn.out[0], DL_W_O, &k->o);
 	dl_gate_up_call(call, act, &k->gate_up);
 	k->act = k->gate_up.out[0];
-	dl_residual_call(call, out, &k->act, &call->in[DL_W_DOWN], &k->down);
+	dl_residual_call(call, out, &k->act, DL_W_DOWN, &k->down);
 }
 
 /* The most scratch any of the five needs (counters included). */

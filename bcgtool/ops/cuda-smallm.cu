@@ -12,7 +12,11 @@
  *    K and the operands allow, else element by element. Its block shape
  *    (weight rows a block, units a thread loads a round) is 4 rows and 2
  *    units unless BCG_GEMV_SHAPE names another (kernel-shape.h), or auto
- *    (smallm_shape_auto); rmsnorm_matmul's forms keep 4 rows.
+ *    (smallm_shape_auto); rmsnorm_matmul's forms keep 4 rows. At one
+ *    token of f16 or bf16 with 16-byte loads it runs the rows kernel
+ *    instead (bcg_smallm_rows_kernel: whole rows a block, every weight
+ *    byte loaded before the PDL wait), in every form, whatever the shape
+ *    names.
  *  - "cublas": cuda-matmul.cu, every shape.
  *
  * Both kernels here read each weight row with 16-byte loads straight from
@@ -55,8 +59,10 @@
  * stores q and writes k and v into the caches at row pos[m]; the product
  * itself is never stored.
  *
- * PDL: before cuda_pdl_begin() a block only asks L2 for the first bytes of
- * its weight rows; it waits before reading the tokens.
+ * PDL: before cuda_pdl_begin() a block of the looping kernels only asks
+ * L2 for the first bytes of its weight rows; a block of the rows kernel
+ * loads all of them when they are weights (op_call.const_in). Both wait
+ * before reading the tokens.
  */
 #include "config.h"
 
@@ -103,6 +109,8 @@ struct smallm_args {
 	float       eps;            /* and its eps */
 	int64_t     rope_qk;        /* EPI_ROPE: the q and k columns, (H + KVH) D */
 	int64_t     rope_d;         /* and head_dim (a multiple of 4) */
+	bool        b_const;        /* b is a weight (op_call.const_in): the rows
+	                               kernel loads it before the PDL wait */
 };
 
 /* What EPI_ROPE's epilogue writes (rmsnorm_matmul_rope_kv_write): q [M, H
@@ -659,6 +667,141 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
 	smallm_gemv_body<T, MAXM, true, EPI_ROPE, true, 4, SM_GEMV_UN(MAXM)>(p, r);
 }
 
+/* --- rows: one token, whole rows a block ----------------------------------- */
+
+/* gemv's kernel for one token with 16-byte loads of f16 or bf16, when
+ * smallm_rows_shape finds one (K <= SM_ROWS_MAX_UNITS vectors, and few
+ * enough column groups). A block owns G output columns, S = G (2 gate|up
+ * pairs: S = 2 G) weight rows, and TPR threads a row (whole warps), each
+ * holding VPT 16-byte pieces of its row: u = l, l + TPR, ... There is no
+ * loop over K and no split: a block reads its rows in one round.
+ *
+ * That round is what PDL is for. When b is a weight (smallm_args.b_const)
+ * every piece is loaded into registers before cuda_pdl_begin(), so the
+ * block's whole share of the product is in flight while the kernel before
+ * it still runs; the token, which that kernel may write, is read after
+ * the wait. Otherwise the same loads follow the wait, and the bytes are
+ * the same either way.
+ *
+ * NORM (rmsnorm_matmul's fold): every row's threads hold the whole token;
+ * the first row's threads reduce its squares (warp butterflies, then the
+ * warps in order), and each element becomes x / rms * w rounded to T, as
+ * bcg_rmsnorm_kernel stores it. The reduction runs while the weights are
+ * still arriving.
+ *
+ * The sums: each thread's pieces in order, the warp's butterfly, then the
+ * row's warps in order into SACC, and smallm_finish's epilogues (matmul,
+ * matmul_add, silu_mul, rope) on SACC as the other kernels give them. */
+#define SM_ROWS_MAX_UNITS 2048          /* K <= 16384 at 2 bytes */
+#define SM_ROWS_MAX_THREADS 512
+
+template <typename T, int EPI, bool NORM, int G, int TPR, int VPT, typename R>
+__global__ void __launch_bounds__(SM_ROWS_MAX_THREADS)
+bcg_smallm_rows_kernel(smallm_args p, R r)
+{
+	static_assert(sizeof(T) == 2 && TPR % 32 == 0, "16-byte pieces of 2-byte elements");
+	static_assert(EPI != EPI_ROPE || (NORM && G == 4), "rope: the norm and two pairs a block");
+	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
+	constexpr int WPR = TPR / 32, V = 8;
+	static_assert(S * TPR <= SM_ROWS_MAX_THREADS, "block size");
+	__shared__ float red[S][WPR];
+	__shared__ float sacc[S];
+	__shared__ float rms_s;
+	__shared__ int flag;
+	const int s = threadIdx.x / TPR, l = threadIdx.x % TPR, w = l / 32;
+	const int64_t c0 = (int64_t)blockIdx.x * G;
+	const T *row = static_cast<const T *>(p.b) + smallm_row_of<EPI>(s, G, c0, p) * p.K;
+	const T *x = static_cast<const T *>(p.a);
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+
+	uint4 wv[VPT];
+	if (p.b_const) {
+#pragma unroll
+		for (int i = 0; i < VPT; i++) {
+			const int64_t u = l + (int64_t)i * TPR;
+			wv[i] = u < p.units ? cuda_ld_stream(row + u * V) : zero;
+		}
+	}
+	cuda_pdl_begin();
+	if (!p.b_const) {
+#pragma unroll
+		for (int i = 0; i < VPT; i++) {
+			const int64_t u = l + (int64_t)i * TPR;
+			wv[i] = u < p.units ? cuda_ld_stream(row + u * V) : zero;
+		}
+	}
+
+	uint4 xv[VPT];
+#pragma unroll
+	for (int i = 0; i < VPT; i++) {
+		const int64_t u = l + (int64_t)i * TPR;
+		xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
+	}
+	if constexpr (NORM) {
+		float ss = 0.0f;
+#pragma unroll
+		for (int i = 0; i < VPT; i++) {
+			float f[V];
+			cuda_widen16<T>(xv[i], f);
+#pragma unroll
+			for (int e = 0; e < V; e++)
+				ss += f[e] * f[e];
+		}
+		ss = cuda_warp_sum(ss);
+		if (s == 0 && (l & 31) == 0)
+			red[0][w] = ss;
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			float sum = 0.0f;
+#pragma unroll
+			for (int k = 0; k < WPR; k++)
+				sum += red[0][k];
+			rms_s = sqrtf(sum / (float)p.K + p.eps);
+		}
+		__syncthreads();
+		const float rms = rms_s;
+		const T *nw = static_cast<const T *>(p.w);
+#pragma unroll
+		for (int i = 0; i < VPT; i++) {
+			const int64_t u = l + (int64_t)i * TPR;
+			if (u >= p.units)
+				continue;
+			float f[V], wf[V];
+			cuda_widen16<T>(xv[i], f);
+			cuda_widen16<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
+#pragma unroll
+			for (int e = 0; e < V; e++)
+				f[e] = f[e] / rms * wf[e];
+			xv[i] = cuda_narrow16<T>(f);
+		}
+		__syncthreads();                 /* red is the sums' below */
+	}
+
+	float acc = 0.0f;
+#pragma unroll
+	for (int i = 0; i < VPT; i++) {
+		float wf[V], xf[V];
+		cuda_widen16<T>(wv[i], wf);
+		cuda_widen16<T>(xv[i], xf);
+#pragma unroll
+		for (int e = 0; e < V; e++)
+			acc = fmaf(wf[e], xf[e], acc);
+	}
+	acc = cuda_warp_sum(acc);
+	if ((l & 31) == 0)
+		red[s][w] = acc;
+	__syncthreads();
+	if (threadIdx.x < S) {
+		float v = 0.0f;
+#pragma unroll
+		for (int k = 0; k < WPR; k++)
+			v += red[threadIdx.x][k];
+		sacc[threadIdx.x] = v;
+	}
+	__syncthreads();
+	smallm_finish<EPI, G, 1>(sacc, p, blockIdx.x, &flag, r);
+}
+
 /* --- host side --------------------------------------------------------------- */
 
 static const char *smallm_kind_name(enum op_id id)
@@ -990,6 +1133,92 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 	}
 }
 
+/* The rows kernel's shape (bcg_smallm_rows_kernel): TPR threads a row and
+ * VPT 16-byte pieces a thread, enough for the row's K / 8 pieces. */
+struct smallm_rows {
+	int tpr, vpt;
+};
+
+/* Beyond this many column groups (about 60 waves of two-row blocks for
+ * the 1B lm-head) the rows kernel's per-block prologue costs more than
+ * loading before the wait saves: that head took 177.7 us against 169.7
+ * with four-row blocks streaming (H100, bench/gemv-chain.cu). */
+#define SM_ROWS_MAX_GROUPS 16384
+
+/* Whether gemv runs P (G columns a block) with the rows kernel: one token,
+ * 16-byte loads (VEC) of f16 or bf16, K within SM_ROWS_MAX_UNITS pieces,
+ * at most SM_ROWS_MAX_GROUPS column groups; its shape in *SH. */
+static bool smallm_rows_shape(const struct cuda_product *p, int G, bool vec,
+                              struct smallm_rows *sh)
+{
+	const int dt = p->a->dtype;
+	const int64_t units = p->K / 8;
+
+	if (p->M != 1 || !vec || (dt != PLAN_DTYPE_F16 && dt != PLAN_DTYPE_BF16) ||
+	    units < 1 || units > SM_ROWS_MAX_UNITS || smallm_ceil_div(p->N, G) > SM_ROWS_MAX_GROUPS)
+		return false;
+	sh->tpr = units <= 128 ? 32 : units <= 256 ? 64 : 128;
+	sh->vpt = (int)smallm_ceil_div(units, sh->tpr);
+	sh->vpt = sh->vpt <= 4 ? 4 : sh->vpt <= 8 ? 8 : 16;
+	return true;
+}
+
+/* The plan of a rows launch: one split, G columns a group. */
+static void smallm_rows_plan(const struct cuda_product *p, int G, struct smallm_plan *pl)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->mt = 1;
+	pl->slots = G;
+	pl->vec = true;
+	pl->units = p->K / 8;
+	pl->per = pl->units;
+	pl->ksplit = 1;
+	pl->nblocks = smallm_ceil_div(p->N, G);
+}
+
+template <typename T, int EPI, bool NORM, int G, typename R>
+static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                                const struct smallm_rows *sh, const R &r, char *msg,
+                                size_t len)
+{
+	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
+	void (*kernel)(smallm_args, R) = NULL;
+
+	switch (sh->tpr * 100 + sh->vpt) {
+	case 3204:
+		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 32, 4, R>;
+		break;
+	case 6404:
+		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 64, 4, R>;
+		break;
+	case 12804:
+		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>;
+		break;
+	case 12808:
+		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 8, R>;
+		break;
+	case 12816:
+		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 16, R>;
+		break;
+	}
+	if (kernel == NULL)
+		return cuda_fail(msg, len, "gemv: no rows kernel of %d threads a row and %d pieces",
+		                 sh->tpr, sh->vpt);
+	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernel, dim3((unsigned)args.nblocks),
+	                   dim3(S * sh->tpr), msg, len, args, r);
+}
+
+/* The rows kernel of EPI (NORM: rmsnorm_matmul's fold) for DTYPE. */
+template <int EPI, bool NORM, int G, typename R = smallm_none>
+static int smallm_rows_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_args &args,
+                              const struct smallm_rows *sh, char *msg, size_t len,
+                              const R &r = R())
+{
+	if (dtype == PLAN_DTYPE_F16)
+		return smallm_rows_launch_t<__half, EPI, NORM, G>(ctx, args, sh, r, msg, len);
+	return smallm_rows_launch_t<__nv_bfloat16, EPI, NORM, G>(ctx, args, sh, r, msg, len);
+}
+
 static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas" };
 
 static int smallm_args_fill(const char *who, const struct cuda_product *pp,
@@ -1022,6 +1251,24 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
+	struct smallm_rows rs = { 0, 0 };
+	if (impl == CUDA_IMPL_GEMV && smallm_rows_shape(&p, 2, vec, &rs)) {
+		smallm_rows_plan(&p, 2, &pl);
+		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
+			return -1;
+		args.b_const = (call->const_in >> (p.b - call->in)) & 1u;
+		switch (id) {
+		case OP_MATMUL_ADD:
+			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, &rs, msg,
+			                                             len);
+		case OP_MATMUL_SILU_MUL:
+			return smallm_rows_launch<EPI_SILU, false, 2>(ctx, p.a->dtype, args, &rs, msg,
+			                                              len);
+		default:
+			return smallm_rows_launch<EPI_NONE, false, 2>(ctx, p.a->dtype, args, &rs, msg,
+			                                              len);
+		}
+	}
 	smallm_plan_for(impl, id, &p, p.M, vec, ctx->sm_count, ctx->gemv_shape, &pl);
 	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 		return -1;
@@ -1113,6 +1360,7 @@ static void rnm_product_call(const struct op_call *call, const struct op_tensor 
 	prod->out[0] = call->out[0];
 	prod->attr[MATMUL_TRANS_A].i = 0;
 	prod->attr[MATMUL_TRANS_B].i = call->attr[RNM_TRANS_B].i;
+	prod->const_in = ((call->const_in >> 2) & 1u) << 1;    /* b; a is x or h */
 	prod->graph_safe = call->graph_safe;
 	prod->batch = call->batch;
 	prod->name = call->name;
@@ -1172,6 +1420,24 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 		return cuda_product_pick(id, &prod) >= 0;
 	}
 	return 0;
+}
+
+/* Whether rmsnorm_matmul's gemv runs CALL with the rows kernel (one
+ * token): then the fold costs about nothing, the token's reduction
+ * overlapping the weights' loads, and it beats the split's two kernels. */
+int cuda_rmsnorm_matmul_rows(const struct op_call *call)
+{
+	struct op_call prod;
+	struct cuda_product p;
+	struct smallm_rows rs;
+	enum op_id id;
+
+	if (!cuda_rmsnorm_matmul_usable(call, CUDA_IMPL_RNM_GEMV))
+		return 0;
+	rnm_product_call(call, &call->in[0], &prod, &id);
+	if (cuda_product_shape(id, &prod, &p, NULL, 0))
+		return 0;
+	return smallm_rows_shape(&p, 2, true, &rs);
 }
 
 /* Where h starts in the scratch: behind the product's scratch (counters
@@ -1276,13 +1542,23 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 
 	if (call->impl == CUDA_IMPL_RNM_GEMV) {
 		struct smallm_plan pl;
+		struct smallm_rows rs = { 0, 0 };
 		smallm_args args;
-		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
-		                smallm_default_shape, &pl);
+		const bool rows = smallm_rows_shape(&p, 2, true, &rs);
+		if (rows)
+			smallm_rows_plan(&p, 2, &pl);
+		else
+			smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
+			                smallm_default_shape, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.w = w->data;
 		args.eps = (float)call->attr[RNM_EPS].f;
+		args.b_const = (prod.const_in >> 1) & 1u;
+		if (rows && id == OP_MATMUL_SILU_MUL)
+			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, &rs, msg, len);
+		if (rows)
+			return smallm_rows_launch<EPI_NONE, true, 2>(ctx, x->dtype, args, &rs, msg, len);
 		if (id == OP_MATMUL_SILU_MUL)
 			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
 		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
@@ -1345,6 +1621,8 @@ static void rrk_norm_call(const struct op_call *call, void *qkv_data, struct op_
 	rnm->attr[RNM_EPS].f = call->attr[RRK_EPS].f;
 	rnm->attr[RNM_TRANS_B].i = tb;
 	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	rnm->const_in = (((call->const_in >> RRK_W) & 1u) << 1) |
+	                (((call->const_in >> RRK_B) & 1u) << 2);
 	rnm->graph_safe = call->graph_safe;
 	rnm->batch = call->batch;
 	rnm->name = call->name;
@@ -1477,10 +1755,16 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		rnm_product_call(&rnm, x, &prod, &id);
 		if (cuda_product_shape(id, &prod, &p, msg, len))
 			return -1;
-		smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
-		                smallm_default_shape, &pl);
+		struct smallm_rows rs = { 0, 0 };
+		const bool rows = smallm_rows_shape(&p, 4, true, &rs);
+		if (rows)
+			smallm_rows_plan(&p, 4, &pl);
+		else
+			smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
+			                smallm_default_shape, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
+		args.b_const = (prod.const_in >> 1) & 1u;
 		args.out = NULL;                       /* qkv is never stored */
 		args.w = call->in[RRK_W].data;
 		args.eps = (float)call->attr[RRK_EPS].f;
@@ -1498,6 +1782,9 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		r.KVH = (int)call->attr[RKV_KV_HEADS].i;
 		r.S = cuda_rows(&call->out[1]);
 		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
+		if (rows)
+			return smallm_rows_launch<EPI_ROPE, true, 4>(ctx, x->dtype, args, &rs, msg, len,
+			                                             r);
 		dim3 grid((unsigned)pl.nblocks, (unsigned)pl.ksplit);
 		switch (x->dtype) {
 		case PLAN_DTYPE_F16:

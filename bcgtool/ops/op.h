@@ -450,6 +450,10 @@ struct op_call {
 	                                                 i32 mirror (device memory
 	                                                 on cuda); NULL otherwise */
 	int                   graph_safe;             /* launch the graph-safe form */
+	unsigned              const_in;               /* bit k: in[k] is a weight, which
+	                                                 no op of a step writes: a kernel
+	                                                 may load it before its PDL wait
+	                                                 (0: treat every input as written) */
 	int                   impl;                   /* which implementation of the
 	                                                 kind the backend runs: an
 	                                                 index into its list for the

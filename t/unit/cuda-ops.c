@@ -98,6 +98,7 @@ struct tcase {
 	int                sm_count;     /* 0: the device's */
 	int                impl;         /* implementation index; -1: the first usable */
 	int                pdl;          /* launch with programmatic serialization */
+	unsigned           const_in;     /* op_call.const_in: the inputs that are weights */
 	const struct op_batch *batch;    /* the host's view of a serving batch */
 	void              *got[OP_MAX_OUT]; /* when set: receives the device's bytes */
 	struct kernel_shape gemv_shape;  /* the context's shapes (zero: the defaults) */
@@ -323,8 +324,10 @@ static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
 	call->graph_safe = c->graph_safe;
 	call->batch = c->batch;
 	call->impl = 0;
-	if (dev)
+	if (dev) {
+		call->const_in = c->const_in;
 		call->impl = c->impl >= 0 ? c->impl : first_usable(c->id, call);
+	}
 }
 
 /* The scratch C's call needs, as the engine asks for it. */
@@ -2654,6 +2657,119 @@ static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
 	}
 }
 
+
+/* --- one token: gemv's rows kernel ----------------------------------------- */
+
+/* C (its weights the inputs WEIGHTS marks) run three ways: unmarked and
+ * eager, against the host; then marked as op_call.const_in marks weights
+ * (the rows kernel loads them before its PDL wait), launched with PDL and
+ * captured in a graph, against the host and bit for bit the unmarked
+ * launch's bytes. */
+static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, const char *what)
+{
+	void *want[OP_MAX_OUT], *got[OP_MAX_OUT];
+	int same = 1;
+
+	for (int o = 0; o < c->nout; o++) {
+		want[o] = malloc(c->out[o]->bytes + 16);
+		got[o] = malloc(c->out[o]->bytes + 16);
+		if (!want[o] || !got[o])
+			bail("out of memory");
+		c->got[o] = want[o];
+	}
+	c->const_in = 0;
+	c->pdl = 0;
+	c->scratch = op_scratch(c);
+	snprintf(c->what, sizeof c->what, "%s", what);
+	tcase_run_once(e, c, 0);
+	for (int o = 0; o < c->nout; o++)
+		c->got[o] = got[o];
+	c->const_in = weights;
+	c->pdl = 1;
+	for (int captured = 0; captured < 2; captured++) {
+		snprintf(c->what, sizeof c->what, "%s, weights marked", what);
+		for (int o = 0; o < c->nout; o++)
+			memset(got[o], 0xa5, c->out[o]->bytes);
+		tcase_run_once(e, c, captured);
+		for (int o = 0; o < c->nout; o++)
+			same &= memcmp(got[o], want[o], c->out[o]->bytes) == 0;
+	}
+	ok(same, "%s: with the weights marked, under PDL and captured, the unmarked launch's "
+	   "bytes", what);
+	for (int o = 0; o < c->nout; o++) {
+		c->got[o] = NULL;
+		free(want[o]);
+		free(got[o]);
+	}
+}
+
+/* gemv at one token of f16 or bf16 runs the rows kernel in each of its
+ * shapes (K / 8 pieces up to 128, 256, 512, 1024 and 2048: 32 or 64 or
+ * 128 threads a row, 4, 8 or 16 pieces a thread, pieces past K where
+ * they do not divide) and hands over to the looping kernel past them (K
+ * / 8 of 2049; more than 16384 column groups): matmul, matmul_add and
+ * matmul_silu_mul, rmsnorm_matmul with both epilogues and
+ * rmsnorm_matmul_rope_kv_write, each through rows_marked_case. */
+static void test_gemv_rows(struct env *e)
+{
+	static const int64_t nk[][2] = {
+		{ 37, 64 }, { 300, 2048 }, { 77, 4096 }, { 50, 6000 }, { 130, 8200 },
+		{ 64, 16384 }, { 3, 16392 }, { 33000, 16 },
+	};
+	static const int64_t rnm_nk[][2] = {
+		{ 3072, 2048 }, { 100, 8192 }, { 20000, 64 }, { 40000, 64 }, { 45, 1000 },
+	};
+	static const int64_t rrk_cfg[][4] = {
+		{ 32, 8, 64, 2048 }, { 4, 2, 16, 264 }, { 8, 2, 128, 8192 },
+	};
+	char what[200];
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		const int dt = float_dtypes[d];
+		if (dt == PLAN_DTYPE_F32)
+			continue;                        /* the rows kernel is f16/bf16's */
+		for (int k = 0; k < 3; k++)
+			for (int s = 0; s < (int)(sizeof nk / sizeof nk[0]); s++) {
+				struct product_bufs pb;
+				struct tcase c;
+				product_bufs_init(e, &pb, k, dt, dt, 1, nk[s][0], nk[s][1], 1, 0);
+				product_case_init(&c, &pb, k, 1, 0);
+				c.impl = 1;                     /* gemv */
+				snprintf(what, sizeof what, "gemv rows: %s %s M 1 N %lld K %lld",
+				         product_names[k], dtype_name(dt), (long long)nk[s][0],
+				         (long long)nk[s][1]);
+				rows_marked_case(e, &c, 1u << (k == 1 ? 2 : 1), what);
+				product_bufs_free(&pb);
+			}
+		for (int silu = 0; silu < 2; silu++)
+			for (int s = 0; s < (int)(sizeof rnm_nk / sizeof rnm_nk[0]); s++) {
+				struct rnm_bufs rb;
+				struct tcase c;
+				rnm_bufs_init(e, &rb, dt, 1, rnm_nk[s][0], rnm_nk[s][1], silu, 1, 0);
+				rnm_case_init(&c, &rb, silu, 1);
+				c.impl = 0;                     /* gemv */
+				snprintf(what, sizeof what, "gemv rows: rmsnorm_matmul %s %s M 1 N %lld K %lld",
+				         silu ? "silu_mul" : "none", dtype_name(dt),
+				         (long long)rnm_nk[s][0], (long long)rnm_nk[s][1]);
+				rows_marked_case(e, &c, 1u << 1 | 1u << 2, what);
+				rnm_bufs_free(&rb);
+			}
+		for (int s = 0; s < (int)(sizeof rrk_cfg / sizeof rrk_cfg[0]); s++) {
+			const int64_t H = rrk_cfg[s][0], KVH = rrk_cfg[s][1], D = rrk_cfg[s][2];
+			const int64_t K = rrk_cfg[s][3];
+			struct rrk_bufs rb;
+			struct tcase c;
+			rrk_bufs_init(e, &rb, dt, 1, K, H, KVH, D, 1, 0);
+			rrk_case_init(&c, &rb, H, KVH, D, 1, NULL);
+			c.impl = 0;                     /* gemv */
+			snprintf(what, sizeof what, "gemv rows: rmsnorm_matmul_rope_kv_write %s M 1 K %lld "
+			         "heads %lld/%lld x %lld", dtype_name(dt), (long long)K, (long long)H,
+			         (long long)KVH, (long long)D);
+			rows_marked_case(e, &c, 1u << RRK_W | 1u << RRK_B, what);
+			rrk_bufs_free(&rb);
+		}
+	}
+}
 /* --- fused row and position kinds, slice ------------------------------------- */
 
 static void test_add_rmsnorm(struct env *e)
@@ -4206,6 +4322,7 @@ int main(void)
 	test_rmsnorm_matmul_replays(&e);
 	test_rmsnorm_matmul_rope_kv_write(&e);
 	test_rmsnorm_matmul_rope_kv_write_replays(&e);
+	test_gemv_rows(&e);
 	test_rows(&e);
 	test_add_rmsnorm(&e);
 	test_argmax(&e);
