@@ -302,6 +302,9 @@ build_before() {
 		say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
 		return 1
 	fi
+	# .gpu/run fills in libyaml's prefix; a call that did not run it has
+	# the shipped .pc file still naming @PREFIX@
+	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
 	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 	rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
 	ob=$(ls -d /tmp/bcg-before/*/ | head -1)

@@ -683,11 +683,13 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * the wait. Otherwise the same loads follow the wait, and the bytes are
  * the same either way.
  *
- * NORM (rmsnorm_matmul's fold): every row's threads hold the whole token;
- * the first row's threads reduce its squares (warp butterflies, then the
- * warps in order), and each element becomes x / rms * w rounded to T, as
- * bcg_rmsnorm_kernel stores it. The reduction runs while the weights are
- * still arriving.
+ * NORM (rmsnorm_matmul's fold): the block's threads share the token out,
+ * reduce its squares (warp butterflies, then the warps in order), and
+ * each normalizes its pieces once into shared memory, x / rms * w rounded
+ * to T as bcg_rmsnorm_kernel stores it; every row's threads then read the
+ * whole normalized token there. The fold runs while the weights are still
+ * arriving. (With each row normalizing the whole token itself, the
+ * divisions made gate|up's fold cost 16 us, H100.)
  *
  * The sums: each thread's pieces in order, the warp's butterfly, then the
  * row's warps in order into SACC, and smallm_finish's epilogues (matmul,
@@ -731,50 +733,67 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 		}
 	}
 
+	/* The token: each thread's own pieces, or with NORM the block's
+	 * normalized copy in XS, each piece normalized once by one thread
+	 * (thread t takes pieces t, t + NT, ...: VPT / S of them). */
+	constexpr int NT = S * TPR, PT = NORM ? VPT / S : 1;
+	static_assert(!NORM || VPT % S == 0, "the norm's pieces a thread");
+	__shared__ uint4 xs[NORM ? TPR * VPT : 1];
+	__shared__ float ssw[NORM ? NT / 32 : 1];
+	(void)xs;
+	(void)ssw;
 	uint4 xv[VPT];
-#pragma unroll
-	for (int i = 0; i < VPT; i++) {
-		const int64_t u = l + (int64_t)i * TPR;
-		xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
-	}
 	if constexpr (NORM) {
+		uint4 mine[PT];
 		float ss = 0.0f;
 #pragma unroll
-		for (int i = 0; i < VPT; i++) {
+		for (int j = 0; j < PT; j++) {
+			const int64_t u = threadIdx.x + (int64_t)j * NT;
+			mine[j] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
 			float f[V];
-			cuda_widen16<T>(xv[i], f);
+			cuda_widen16<T>(mine[j], f);
 #pragma unroll
 			for (int e = 0; e < V; e++)
 				ss += f[e] * f[e];
 		}
 		ss = cuda_warp_sum(ss);
-		if (s == 0 && (l & 31) == 0)
-			red[0][w] = ss;
+		if ((threadIdx.x & 31) == 0)
+			ssw[threadIdx.x / 32] = ss;
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			float sum = 0.0f;
 #pragma unroll
-			for (int k = 0; k < WPR; k++)
-				sum += red[0][k];
+			for (int k = 0; k < NT / 32; k++)
+				sum += ssw[k];
 			rms_s = sqrtf(sum / (float)p.K + p.eps);
 		}
 		__syncthreads();
 		const float rms = rms_s;
 		const T *nw = static_cast<const T *>(p.w);
 #pragma unroll
+		for (int j = 0; j < PT; j++) {
+			const int64_t u = threadIdx.x + (int64_t)j * NT;
+			if (u < p.units) {
+				float f[V], wf[V];
+				cuda_widen16<T>(mine[j], f);
+				cuda_widen16<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					f[e] = f[e] / rms * wf[e];
+				mine[j] = cuda_narrow16<T>(f);
+			}
+			xs[threadIdx.x + j * NT] = mine[j];
+		}
+		__syncthreads();
+#pragma unroll
+		for (int i = 0; i < VPT; i++)
+			xv[i] = xs[l + i * TPR];
+	} else {
+#pragma unroll
 		for (int i = 0; i < VPT; i++) {
 			const int64_t u = l + (int64_t)i * TPR;
-			if (u >= p.units)
-				continue;
-			float f[V], wf[V];
-			cuda_widen16<T>(xv[i], f);
-			cuda_widen16<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
-#pragma unroll
-			for (int e = 0; e < V; e++)
-				f[e] = f[e] / rms * wf[e];
-			xv[i] = cuda_narrow16<T>(f);
+			xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
 		}
-		__syncthreads();                 /* red is the sums' below */
 	}
 
 	float acc = 0.0f;
