@@ -170,7 +170,6 @@ int    cuda_product_pick(enum op_id id, const struct op_call *prod);
 size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
-int    cuda_rmsnorm_matmul_rows(const struct op_call *call);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
 int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);

@@ -195,10 +195,10 @@ static void dl_residual_call(const struct op_call *call, const struct op_tensor 
 }
 
 /* rmsnorm_matmul (out, ffn_norm, w_gate_up) -> act, epilogue silu_mul:
- * the folded gemv where it runs the rows kernel (one token), else "split"
- * (rmsnorm, then the product), which the tuner measured faster than the
- * older folded gemv at every decode size (bench/RESULTS.md, fourth
- * session), else the folded one. */
+ * "split" (rmsnorm, then the product), which the tuner measured faster
+ * than the folded gemv at every decode size (bench/RESULTS.md, fourth
+ * session; at one token against the rows kernel's fold too, 28.8 against
+ * 39.4 us isolated, eighth session), else the folded one. */
 static void dl_gate_up_call(const struct op_call *call, void *act, struct op_call *c)
 {
 	const struct op_tensor *out = &call->out[DL_OUT];
@@ -219,9 +219,8 @@ static void dl_gate_up_call(const struct op_call *call, void *act, struct op_cal
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
-	c->impl = cuda_rmsnorm_matmul_rows(c) ||
-	          !cuda_impl_usable_id(OP_RMSNORM_MATMUL, c, CUDA_IMPL_RNM_SPLIT)
-	          ? CUDA_IMPL_RNM_GEMV : CUDA_IMPL_RNM_SPLIT;
+	c->impl = cuda_impl_usable_id(OP_RMSNORM_MATMUL, c, CUDA_IMPL_RNM_SPLIT)
+	          ? CUDA_IMPL_RNM_SPLIT : CUDA_IMPL_RNM_GEMV;
 }
 
 /* The five calls of "split", with q, att and act at Q, ATT, ACT. */

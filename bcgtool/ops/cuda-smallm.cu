@@ -1441,24 +1441,6 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 	return 0;
 }
 
-/* Whether rmsnorm_matmul's gemv runs CALL with the rows kernel (one
- * token): then the fold costs about nothing, the token's reduction
- * overlapping the weights' loads, and it beats the split's two kernels. */
-int cuda_rmsnorm_matmul_rows(const struct op_call *call)
-{
-	struct op_call prod;
-	struct cuda_product p;
-	struct smallm_rows rs;
-	enum op_id id;
-
-	if (!cuda_rmsnorm_matmul_usable(call, CUDA_IMPL_RNM_GEMV))
-		return 0;
-	rnm_product_call(call, &call->in[0], &prod, &id);
-	if (cuda_product_shape(id, &prod, &p, NULL, 0))
-		return 0;
-	return smallm_rows_shape(&p, 2, true, &rs);
-}
-
 /* Where h starts in the scratch: behind the product's scratch (counters
  * included) rounded to 256, and never over the counters. */
 static size_t rnm_h_offset(enum op_id id, const struct op_call *prod)
