@@ -22,6 +22,9 @@
  *    its 2-token graph, and gives what the all-eager run in an arena
  *    planned for 8 gives: the tensors that grow lie apart from the arena,
  *    the cache they write is the arena's.
+ *  - every call of a variant marks exactly the inputs that are weights
+ *    (op_call.const_in: a CUDA kernel may load those before its PDL wait,
+ *    so a mark on anything a step writes would be a race).
  * The host backend must match bit for bit (one kernel per op, the same
  * arithmetic); on cuda the graph-safe and eager forms of paged attention
  * split the sums differently, and the padded step multiplies two rows
@@ -441,6 +444,39 @@ out:
 
 /* The default batch (op-script.md): at 3 tokens with seq_len 8 + step,
  * three decode requests of lengths 9, 10, 11 at step 1, blocks j * R + i. */
+/* The calls of a variant mark their weight inputs and nothing else. */
+static void test_const_in(const plan_t *program)
+{
+	struct engine *e = NULL;
+	struct engine_error err = { 0 };
+	struct engine_variant v;
+	uint32_t wrong = 0, marked = 0, weights = 0, ops = 0;
+
+	if (engine_open(program, "host", 8, &e, &err) != 0 ||
+	    engine_variant_init(e, 2, PLAN_MODE_FULL, &v, &err) != 0) {
+		ok(0, "the engine opens (%s)", err.msg);
+		engine_close(e);
+		return;
+	}
+	for (uint32_t i = 0; i < e->nops; i++, ops++) {
+		const struct plan_op *o = plan_get_op(program, i);
+		const struct op_call *c = &v.calls[i];
+		for (uint32_t k = 0; k < o->nin; k++) {
+			const int w = plan_get_tensor(program, o->in[k])->role == PLAN_ROLE_WEIGHT;
+			const int m = (c->const_in >> k) & 1u;
+			weights += (uint32_t)w;
+			marked += (uint32_t)m;
+			wrong += (uint32_t)(w != m);
+		}
+		wrong += (uint32_t)(c->const_in >> o->nin != 0);
+	}
+	ok(wrong == 0 && weights > 0 && marked == weights,
+	   "const_in marks the %u weight inputs of %u ops and nothing else (%u marks, %u wrong)",
+	   weights, ops, marked, wrong);
+	engine_variant_release(&v);
+	engine_close(e);
+}
+
 static void test_default_batch(const plan_t *program)
 {
 	struct engine *e = NULL;
@@ -512,6 +548,7 @@ int main(void)
 	memplan_release(&mp);
 	test_set_batch_errors(s->program, plain->program);
 	test_default_batch(s->program);
+	test_const_in(s->program);
 	run_backend(s->program, small->program, "host");
 	if (backend_find("cuda") != NULL)
 		run_backend(s->program, small->program, "cuda");
