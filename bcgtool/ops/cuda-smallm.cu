@@ -1152,11 +1152,12 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 	}
 }
 
-/* The rows kernel's shape (bcg_smallm_rows_kernel): TPR threads a row and
- * VPT 16-byte pieces a thread, enough for the row's K / 8 pieces. */
-struct smallm_rows {
+/* The rows kernel's shapes (bcg_smallm_rows_kernel), by index: TPR threads
+ * a row and VPT 16-byte pieces a thread, for rows of up to TPR * VPT
+ * pieces. smallm_rows_launch_t's table instantiates them in this order. */
+static const struct smallm_rows {
 	int tpr, vpt;
-};
+} smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 } };
 
 /* Beyond this many column groups (about 60 waves of two-row blocks for
  * the 1B lm-head) the rows kernel's per-block prologue costs more than
@@ -1166,9 +1167,9 @@ struct smallm_rows {
 
 /* Whether gemv runs P (G columns a block) with the rows kernel: one token,
  * 16-byte loads (VEC) of f16 or bf16, K within SM_ROWS_MAX_UNITS pieces,
- * at most SM_ROWS_MAX_GROUPS column groups; its shape in *SH. */
-static bool smallm_rows_shape(const struct cuda_product *p, int G, bool vec,
-                              struct smallm_rows *sh)
+ * at most SM_ROWS_MAX_GROUPS column groups; the index of its shape, the
+ * first whose rows hold K, in *SHAPE. */
+static bool smallm_rows_shape(const struct cuda_product *p, int G, bool vec, int *shape)
 {
 	const int dt = p->a->dtype;
 	const int64_t units = p->K / 8;
@@ -1176,9 +1177,9 @@ static bool smallm_rows_shape(const struct cuda_product *p, int G, bool vec,
 	if (p->M != 1 || !vec || (dt != PLAN_DTYPE_F16 && dt != PLAN_DTYPE_BF16) ||
 	    units < 1 || units > SM_ROWS_MAX_UNITS || smallm_ceil_div(p->N, G) > SM_ROWS_MAX_GROUPS)
 		return false;
-	sh->tpr = units <= 128 ? 32 : units <= 256 ? 64 : 128;
-	sh->vpt = (int)smallm_ceil_div(units, sh->tpr);
-	sh->vpt = sh->vpt <= 4 ? 4 : sh->vpt <= 8 ? 8 : 16;
+	*shape = 0;                     /* the last holds SM_ROWS_MAX_UNITS */
+	while ((int64_t)smallm_rows_shapes[*shape].tpr * smallm_rows_shapes[*shape].vpt < units)
+		++*shape;
 	return true;
 }
 
@@ -1195,47 +1196,49 @@ static void smallm_rows_plan(const struct cuda_product *p, int G, struct smallm_
 	pl->nblocks = smallm_ceil_div(p->N, G);
 }
 
+/* gemv's plan of P for enum op_id ID: the rows kernel's (G columns a
+ * group; true, its shape in *SHAPE) where it takes P, else the looping
+ * kernel's in SH on SM_COUNT multiprocessors. */
+static bool smallm_plan_gemv(enum op_id id, const struct cuda_product *p, int G, bool vec,
+                             int sm_count, struct kernel_shape sh, struct smallm_plan *pl,
+                             int *shape)
+{
+	if (smallm_rows_shape(p, G, vec, shape)) {
+		smallm_rows_plan(p, G, pl);
+		return true;
+	}
+	smallm_plan_for(CUDA_IMPL_GEMV, id, p, p->M, vec, sm_count, sh, pl);
+	return false;
+}
+
 template <typename T, int EPI, bool NORM, int G, typename R>
 static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args &args,
-                                const struct smallm_rows *sh, const R &r, char *msg,
-                                size_t len)
+                                int shape, const R &r, char *msg, size_t len)
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
-	void (*kernel)(smallm_args, R) = NULL;
+	static void (*const kernels[])(smallm_args, R) = {
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, 32, 4, R>,
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, 64, 4, R>,
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>,
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 8, R>,
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 16, R>,
+	};
+	static_assert(sizeof kernels / sizeof kernels[0] ==
+	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
 
-	switch (sh->tpr * 100 + sh->vpt) {
-	case 3204:
-		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 32, 4, R>;
-		break;
-	case 6404:
-		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 64, 4, R>;
-		break;
-	case 12804:
-		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>;
-		break;
-	case 12808:
-		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 8, R>;
-		break;
-	case 12816:
-		kernel = bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 16, R>;
-		break;
-	}
-	if (kernel == NULL)
-		return cuda_fail(msg, len, "gemv: no rows kernel of %d threads a row and %d pieces",
-		                 sh->tpr, sh->vpt);
-	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernel, dim3((unsigned)args.nblocks),
-	                   dim3(S * sh->tpr), msg, len, args, r);
+	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernels[shape],
+	                   dim3((unsigned)args.nblocks), dim3(S * smallm_rows_shapes[shape].tpr),
+	                   msg, len, args, r);
 }
 
 /* The rows kernel of EPI (NORM: rmsnorm_matmul's fold) for DTYPE. */
 template <int EPI, bool NORM, int G, typename R = smallm_none>
 static int smallm_rows_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_args &args,
-                              const struct smallm_rows *sh, char *msg, size_t len,
-                              const R &r = R())
+                              int shape, char *msg, size_t len, const R &r = R())
 {
 	if (dtype == PLAN_DTYPE_F16)
-		return smallm_rows_launch_t<__half, EPI, NORM, G>(ctx, args, sh, r, msg, len);
-	return smallm_rows_launch_t<__nv_bfloat16, EPI, NORM, G>(ctx, args, sh, r, msg, len);
+		return smallm_rows_launch_t<__half, EPI, NORM, G>(ctx, args, shape, r, msg, len);
+	return smallm_rows_launch_t<__nv_bfloat16, EPI, NORM, G>(ctx, args, shape, r, msg, len);
 }
 
 static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas" };
@@ -1270,21 +1273,21 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
-	struct smallm_rows rs = { 0, 0 };
-	if (impl == CUDA_IMPL_GEMV && smallm_rows_shape(&p, 2, vec, &rs)) {
+	int shape = 0;
+	if (impl == CUDA_IMPL_GEMV && smallm_rows_shape(&p, 2, vec, &shape)) {
 		smallm_rows_plan(&p, 2, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = (call->const_in >> (p.b - call->in)) & 1u;
 		switch (id) {
 		case OP_MATMUL_ADD:
-			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, &rs, msg,
+			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
 			                                             len);
 		case OP_MATMUL_SILU_MUL:
-			return smallm_rows_launch<EPI_SILU, false, 2>(ctx, p.a->dtype, args, &rs, msg,
+			return smallm_rows_launch<EPI_SILU, false, 2>(ctx, p.a->dtype, args, shape, msg,
 			                                              len);
 		default:
-			return smallm_rows_launch<EPI_NONE, false, 2>(ctx, p.a->dtype, args, &rs, msg,
+			return smallm_rows_launch<EPI_NONE, false, 2>(ctx, p.a->dtype, args, shape, msg,
 			                                              len);
 		}
 	}
@@ -1543,23 +1546,19 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 
 	if (call->impl == CUDA_IMPL_RNM_GEMV) {
 		struct smallm_plan pl;
-		struct smallm_rows rs = { 0, 0 };
+		int shape = 0;
 		smallm_args args;
-		const bool rows = smallm_rows_shape(&p, 2, true, &rs);
-		if (rows)
-			smallm_rows_plan(&p, 2, &pl);
-		else
-			smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
-			                smallm_default_shape, &pl);
+		const bool rows = smallm_plan_gemv(id, &p, 2, true, ctx->sm_count,
+		                                   smallm_default_shape, &pl, &shape);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.w = w->data;
 		args.eps = (float)call->attr[RNM_EPS].f;
 		args.b_const = (prod.const_in >> 1) & 1u;
 		if (rows && id == OP_MATMUL_SILU_MUL)
-			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, &rs, msg, len);
+			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, shape, msg, len);
 		if (rows)
-			return smallm_rows_launch<EPI_NONE, true, 2>(ctx, x->dtype, args, &rs, msg, len);
+			return smallm_rows_launch<EPI_NONE, true, 2>(ctx, x->dtype, args, shape, msg, len);
 		if (id == OP_MATMUL_SILU_MUL)
 			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
 		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
@@ -1756,13 +1755,9 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		rnm_product_call(&rnm, x, &prod, &id);
 		if (cuda_product_shape(id, &prod, &p, msg, len))
 			return -1;
-		struct smallm_rows rs = { 0, 0 };
-		const bool rows = smallm_rows_shape(&p, 4, true, &rs);
-		if (rows)
-			smallm_rows_plan(&p, 4, &pl);
-		else
-			smallm_plan_for(CUDA_IMPL_GEMV, id, &p, p.M, true, ctx->sm_count,
-			                smallm_default_shape, &pl);
+		int shape = 0;
+		const bool rows = smallm_plan_gemv(id, &p, 4, true, ctx->sm_count,
+		                                   smallm_default_shape, &pl, &shape);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = (prod.const_in >> 1) & 1u;
@@ -1784,7 +1779,7 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		r.S = cuda_rows(&call->out[1]);
 		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
 		if (rows)
-			return smallm_rows_launch<EPI_ROPE, true, 4>(ctx, x->dtype, args, &rs, msg, len,
+			return smallm_rows_launch<EPI_ROPE, true, 4>(ctx, x->dtype, args, shape, msg, len,
 			                                             r);
 		dim3 grid((unsigned)pl.nblocks, (unsigned)pl.ksplit);
 		switch (x->dtype) {
