@@ -141,25 +141,7 @@ test_expect_success JANSSON,PYTHON3,!CUDA '--backend auto without a GPU: the ran
 # A small MLP with random weights: the ranks compute their slices of the
 # same numbers, so --tp 2, 4 and 8 give --tp 1 outputs within rounding
 # (at 8, two of the 16 FFN columns a rank).
-cat >mlp.yaml <<\EOF
-bcg: 1
-dims:
-  T: {tokens: [1, 4]}
-  H: 8
-  F: 16
-  F2: 2 * F
-tensors:
-  x:  {dtype: f32, shape: [T, H], role: input, feed: {kind: random, seed: 1}}
-  w1: {dtype: f32, shape: [F2, H], role: weight, init: {kind: random, seed: 2, scale: 0.5},
-       split: {axis: 0, blocks: [F, F]}}
-  w2: {dtype: f32, shape: [H, F], role: weight, init: {kind: arange, value: -1, scale: 0.01},
-       split: {axis: 1}}
-  act: {dtype: f32, shape: [T, F], split: {axis: 1}}
-  y:  {dtype: f32, shape: [T, H], role: output}
-ops:
-  - {op: matmul_silu_mul, name: up, in: [x, w1], out: [act], attrs: {trans_b: true}}
-  - {op: matmul_add, name: down, in: [x, act, w2], out: [y], attrs: {trans_b: true}}
-EOF
+tp_mlp add >mlp.yaml
 
 test_expect_success PYTHON3 'random and arange weights: each rank holds its slice of the whole' '
 	bcg run --backend host --steps 3 --dump-outputs d1 mlp.yaml >/dev/null &&

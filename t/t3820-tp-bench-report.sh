@@ -12,30 +12,7 @@ fi
 # inserts down.all_reduce (y, [4, 8] f32: 128 bytes at T=4) and
 # lm_head.all_gather (logits, [4, 32] f32: 512 bytes); rank programs of 6
 # ops: up, down, down.all_reduce, down.add, lm_head, lm_head.all_gather.
-cat >mlp.yaml <<\EOT
-bcg: 1
-dims:
-  T: {tokens: [1, 4]}
-  H: 8
-  F: 16
-  F2: 2 * F
-  V: 32
-tensors:
-  x:  {dtype: f32, shape: [T, H], role: input, feed: {kind: random, seed: 1}}
-  w1: {dtype: f32, shape: [F2, H], role: weight, init: {kind: random, seed: 2, scale: 0.5},
-       split: {axis: 0, blocks: [F, F]}}
-  w2: {dtype: f32, shape: [H, F], role: weight, init: {kind: arange, value: -1, scale: 0.01},
-       split: {axis: 1}}
-  head: {dtype: f32, shape: [V, H], role: weight, init: {kind: random, seed: 3, scale: 0.5},
-       split: {axis: 0}}
-  act: {dtype: f32, shape: [T, F], split: {axis: 1}}
-  y:  {dtype: f32, shape: [T, H]}
-  logits: {dtype: f32, shape: [T, V], role: output}
-ops:
-  - {op: matmul_silu_mul, name: up, in: [x, w1], out: [act], attrs: {trans_b: true}}
-  - {op: matmul_add, name: down, in: [x, act, w2], out: [y], attrs: {trans_b: true}}
-  - {op: matmul, name: lm_head, in: [y, head], out: [logits], attrs: {trans_b: true}}
-EOT
+tp_mlp add head >mlp.yaml
 
 test_expect_success 'bench --tp 2: rank 0 prints its table, both ranks and their maximum, the collectives by name' '
 	mkdir tmp &&

@@ -7,25 +7,7 @@ test "${BCG_HAVE_NCCL:-no}" != yes && test_set_prereq NO_NCCL_BUILD
 
 # A small MLP: at --tp 2 the sharding pass inserts down.all_reduce (y,
 # [T, 8] f32) and no other collective.
-cat >mlp.yaml <<\EOF
-bcg: 1
-dims:
-  T: {tokens: [1, 4]}
-  H: 8
-  F: 16
-  F2: 2 * F
-tensors:
-  x:  {dtype: f32, shape: [T, H], role: input, feed: {kind: random, seed: 1}}
-  w1: {dtype: f32, shape: [F2, H], role: weight, init: {kind: random, seed: 2, scale: 0.5},
-       split: {axis: 0, blocks: [F, F]}}
-  w2: {dtype: f32, shape: [H, F], role: weight, init: {kind: arange, value: -1, scale: 0.01},
-       split: {axis: 1}}
-  act: {dtype: f32, shape: [T, F], split: {axis: 1}}
-  y:  {dtype: f32, shape: [T, H], role: output}
-ops:
-  - {op: matmul_silu_mul, name: up, in: [x, w1], out: [act], attrs: {trans_b: true}}
-  - {op: matmul, name: down, in: [act, w2], out: [y], attrs: {trans_b: true}}
-EOF
+tp_mlp plain >mlp.yaml
 
 test_expect_success 'an unknown memory: a usage error on every command' '
 	for c in "capture --tp 2 -o p.plan mlp.yaml" "run --tp 2 mlp.yaml" \

@@ -213,6 +213,49 @@ same_run_outputs() {
 	test_cmp sro-a sro-b
 }
 
+# tp_mlp DOWN [head]: the tensor-parallel tests' small MLP script, on
+# stdout: x [T, 8] (T 1 and 4) through up (matmul_silu_mul, gate|up
+# column-parallel by blocks: random weights) into act [T, 16], then down
+# (row-parallel, arange weights) into y: DOWN "add" is matmul_add (y = x +
+# act w2^T), "plain" matmul. y is the output, or with head a
+# vocabulary-parallel lm_head [32, 8] reads it into logits.
+tp_mlp() {
+	if test "$2" = head; then
+		_tm_v="  V: 32
+" _tm_y="  y:  {dtype: f32, shape: [T, H]}
+  logits: {dtype: f32, shape: [T, V], role: output}
+" _tm_head="  head: {dtype: f32, shape: [V, H], role: weight, init: {kind: random, seed: 3, scale: 0.5},
+       split: {axis: 0}}
+" _tm_op="  - {op: matmul, name: lm_head, in: [y, head], out: [logits], attrs: {trans_b: true}}
+"
+	else
+		_tm_v= _tm_head= _tm_op= _tm_y="  y:  {dtype: f32, shape: [T, H], role: output}
+"
+	fi
+	if test "$1" = add; then
+		_tm_down="  - {op: matmul_add, name: down, in: [x, act, w2], out: [y], attrs: {trans_b: true}}"
+	else
+		_tm_down="  - {op: matmul, name: down, in: [act, w2], out: [y], attrs: {trans_b: true}}"
+	fi
+	printf '%s' "bcg: 1
+dims:
+  T: {tokens: [1, 4]}
+  H: 8
+  F: 16
+  F2: 2 * F
+$_tm_v""tensors:
+  x:  {dtype: f32, shape: [T, H], role: input, feed: {kind: random, seed: 1}}
+  w1: {dtype: f32, shape: [F2, H], role: weight, init: {kind: random, seed: 2, scale: 0.5},
+       split: {axis: 0, blocks: [F, F]}}
+  w2: {dtype: f32, shape: [H, F], role: weight, init: {kind: arange, value: -1, scale: 0.01},
+       split: {axis: 1}}
+$_tm_head""  act: {dtype: f32, shape: [T, F], split: {axis: 1}}
+$_tm_y""ops:
+  - {op: matmul_silu_mul, name: up, in: [x, w1], out: [act], attrs: {trans_b: true}}
+$_tm_down
+$_tm_op"
+}
+
 # shrink_1b NAME OUT 'H NH NKV F S V' [TOKENS] [random]: samples/NAME.yaml
 # (a script of samples/llama-3.2-1b.yaml's dims) at 2 layers, hidden H,
 # NH/NKV heads, FFN F, S cache positions and V words, as OUT; with TOKENS
