@@ -21,56 +21,13 @@
 #include "ops/host.h"
 #include "ops/numeric.h"
 #include "tap.h"
-
-static const int float_dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16 };
-
-static const char *dt_name(int dt)
-{
-	return dt == PLAN_DTYPE_F16 ? "f16" : dt == PLAN_DTYPE_BF16 ? "bf16" : "f32";
-}
-
-static size_t dt_size(int dt)
-{
-	return dt == PLAN_DTYPE_F16 || dt == PLAN_DTYPE_BF16 ? 2 : 4;
-}
+#include "host-tensor.h"
 
 /* Relative bounds: f32 sums of up to a few dozen terms; in f16 and bf16
  * the products and activation are rounded to the dtype on the way. */
 static double dt_tol(int dt)
 {
 	return dt == PLAN_DTYPE_F16 ? 1e-2 : dt == PLAN_DTYPE_BF16 ? 5e-2 : 1e-5;
-}
-
-static struct op_tensor tensor(int dt, int64_t a, int64_t b)
-{
-	struct op_tensor t = { .dtype = dt, .rank = 2, .dim = { a, b } };
-
-	t.data = calloc((size_t)(a * b), dt_size(dt));
-	if (t.data == NULL) {
-		printf("Bail out! out of memory\n");
-		exit(99);
-	}
-	return t;
-}
-
-static double at(const struct op_tensor *t, int64_t i)
-{
-	switch (t->dtype) {
-	case PLAN_DTYPE_F16: return bcg_f16_to_f32(((const uint16_t *)t->data)[i]);
-	case PLAN_DTYPE_BF16: return bcg_bf16_to_f32(((const uint16_t *)t->data)[i]);
-	case PLAN_DTYPE_I32: return ((const int32_t *)t->data)[i];
-	}
-	return ((const float *)t->data)[i];
-}
-
-static void set(const struct op_tensor *t, int64_t i, double v)
-{
-	switch (t->dtype) {
-	case PLAN_DTYPE_F16: ((uint16_t *)t->data)[i] = bcg_f32_to_f16((float)v); break;
-	case PLAN_DTYPE_BF16: ((uint16_t *)t->data)[i] = bcg_f32_to_bf16((float)v); break;
-	case PLAN_DTYPE_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-	default: ((float *)t->data)[i] = (float)v; break;
-	}
 }
 
 static void fill_random(const struct op_tensor *t, uint64_t seed, double scale)
@@ -107,8 +64,8 @@ static void ref_top_k(const double *val, int e, int k, int *chosen)
 
 static void test_router_mode(int dt, int renorm, int topk_first, int paged)
 {
-	struct op_tensor lg = tensor(dt, RT, RE), ids = tensor(PLAN_DTYPE_I32, RT, RK);
-	struct op_tensor w = tensor(PLAN_DTYPE_F32, RT, RK);
+	struct op_tensor lg = T2(dt, RT, RE), ids = T2(PLAN_DTYPE_I32, RT, RK);
+	struct op_tensor w = T2(PLAN_DTYPE_F32, RT, RK);
 	struct op_tensor slots = { .dtype = PLAN_DTYPE_I32, .rank = 1, .dim = { RT } };
 	int32_t slot_v[RT] = { 3, -1, 7, 0, -1 };
 	struct op_call c = { .nin = paged ? 2 : 1, .nout = 2 };
@@ -206,8 +163,8 @@ static void test_router(void)
  * ids stay within [0, E). */
 static void test_router_nan(void)
 {
-	struct op_tensor lg = tensor(PLAN_DTYPE_F32, 2, RE), ids = tensor(PLAN_DTYPE_I32, 2, RK);
-	struct op_tensor w = tensor(PLAN_DTYPE_F32, 2, RK);
+	struct op_tensor lg = T2(PLAN_DTYPE_F32, 2, RE), ids = T2(PLAN_DTYPE_I32, 2, RK);
+	struct op_tensor w = T2(PLAN_DTYPE_F32, 2, RK);
 	struct op_call c = { .nin = 1, .nout = 2 };
 	int in_range = 1;
 
@@ -234,9 +191,9 @@ enum { XT = 4, XH = 8, XE = 5, XI = 6, XK = 2 };
 
 static void test_experts_dtype(int dt)
 {
-	struct op_tensor x = tensor(dt, XT, XH), ids = tensor(PLAN_DTYPE_I32, XT, XK);
-	struct op_tensor w = tensor(PLAN_DTYPE_F32, XT, XK), gu = tensor(dt, XE * 2 * XI, XH);
-	struct op_tensor dn = tensor(dt, XE * XH, XI), out = tensor(dt, XT, XH);
+	struct op_tensor x = T2(dt, XT, XH), ids = T2(PLAN_DTYPE_I32, XT, XK);
+	struct op_tensor w = T2(PLAN_DTYPE_F32, XT, XK), gu = T2(dt, XE * 2 * XI, XH);
+	struct op_tensor dn = T2(dt, XE * XH, XI), out = T2(dt, XT, XH);
 	/* expert 3 twice, expert 0 and 4 once, 1 never; row 2's second id
 	 * outside [0, E), row 3's both */
 	static const int32_t idv[XT * XK] = { 3, 0, 4, 3, 2, 5, -1, 9 };
@@ -302,11 +259,11 @@ static void test_experts_dtype(int dt)
  * (out is r) the same bytes. */
 static void test_experts_residual_dtype(int dt)
 {
-	struct op_tensor x = tensor(dt, XT, XH), ids = tensor(PLAN_DTYPE_I32, XT, XK);
-	struct op_tensor w = tensor(PLAN_DTYPE_F32, XT, XK), gu = tensor(dt, XE * 2 * XI, XH);
-	struct op_tensor dn = tensor(dt, XE * XH, XI), moe = tensor(dt, XT, XH);
-	struct op_tensor r = tensor(dt, XT, XH), want = tensor(dt, XT, XH);
-	struct op_tensor got = tensor(dt, XT, XH), inplace = tensor(dt, XT, XH);
+	struct op_tensor x = T2(dt, XT, XH), ids = T2(PLAN_DTYPE_I32, XT, XK);
+	struct op_tensor w = T2(PLAN_DTYPE_F32, XT, XK), gu = T2(dt, XE * 2 * XI, XH);
+	struct op_tensor dn = T2(dt, XE * XH, XI), moe = T2(dt, XT, XH);
+	struct op_tensor r = T2(dt, XT, XH), want = T2(dt, XT, XH);
+	struct op_tensor got = T2(dt, XT, XH), inplace = T2(dt, XT, XH);
 	static const int32_t idv[XT * XK] = { 3, 0, 4, 3, 2, 5, -1, 9 };
 	struct op_call c = { .nin = 5, .nout = 1 }, add = { .nin = 2, .nout = 1 };
 	size_t bytes = (size_t)(XT * XH) * dt_size(dt);
@@ -365,8 +322,8 @@ static void test_experts(void)
 
 static void test_gated_add(void)
 {
-	struct op_tensor x = tensor(PLAN_DTYPE_F32, 3, 5), y = tensor(PLAN_DTYPE_F32, 3, 5);
-	struct op_tensor g = tensor(PLAN_DTYPE_F32, 3, 1), out = tensor(PLAN_DTYPE_F32, 3, 5);
+	struct op_tensor x = T2(PLAN_DTYPE_F32, 3, 5), y = T2(PLAN_DTYPE_F32, 3, 5);
+	struct op_tensor g = T2(PLAN_DTYPE_F32, 3, 1), out = T2(PLAN_DTYPE_F32, 3, 5);
 	struct op_call c = { .nin = 3, .nout = 1 };
 	double worst = 0;
 

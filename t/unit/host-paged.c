@@ -27,18 +27,7 @@
 #include "ops/numeric.h"
 #include "serve/batch.h"
 #include "tap.h"
-
-static const int float_dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16 };
-
-static const char *dt_name(int dt)
-{
-	return dt == PLAN_DTYPE_F16 ? "f16" : dt == PLAN_DTYPE_BF16 ? "bf16" : "f32";
-}
-
-static size_t dt_size(int dt)
-{
-	return dt == PLAN_DTYPE_F16 || dt == PLAN_DTYPE_BF16 ? 2 : 4;
-}
+#include "host-tensor.h"
 
 /* As t/unit/host-ops.c: one rounding per operation in f32, one more on
  * store in f16 and bf16. */
@@ -49,43 +38,7 @@ static double dt_tol(int dt)
 
 static struct op_tensor tensor(int dt, int rank, int64_t a, int64_t b, int64_t c)
 {
-	struct op_tensor t = { .dtype = dt, .rank = rank, .dim = { a, b, c } };
-	int64_t n = a * (rank > 1 ? b : 1) * (rank > 2 ? c : 1);
-
-	t.data = calloc((size_t)n, dt_size(dt));
-	if (t.data == NULL) {
-		printf("Bail out! out of memory\n");
-		exit(99);
-	}
-	return t;
-}
-
-static int64_t numel(const struct op_tensor *t)
-{
-	int64_t n = 1;
-	for (int d = 0; d < t->rank; d++)
-		n *= t->dim[d];
-	return n;
-}
-
-static double at(const struct op_tensor *t, int64_t i)
-{
-	switch (t->dtype) {
-	case PLAN_DTYPE_F16: return bcg_f16_to_f32(((const uint16_t *)t->data)[i]);
-	case PLAN_DTYPE_BF16: return bcg_bf16_to_f32(((const uint16_t *)t->data)[i]);
-	case PLAN_DTYPE_I32: return ((const int32_t *)t->data)[i];
-	}
-	return ((const float *)t->data)[i];
-}
-
-static void set(const struct op_tensor *t, int64_t i, double v)
-{
-	switch (t->dtype) {
-	case PLAN_DTYPE_F16: ((uint16_t *)t->data)[i] = bcg_f32_to_f16((float)v); break;
-	case PLAN_DTYPE_BF16: ((uint16_t *)t->data)[i] = bcg_f32_to_bf16((float)v); break;
-	case PLAN_DTYPE_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-	default: ((float *)t->data)[i] = (float)v; break;
-	}
+	return tensor_new(dt, rank, (const int64_t[]){ a, b, c });
 }
 
 static void fill_random(const struct op_tensor *t, uint64_t seed, double scale)
