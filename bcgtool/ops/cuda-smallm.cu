@@ -671,8 +671,9 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
 
 /* gemv's kernel for one token with 16-byte loads of f16 or bf16, when
  * smallm_rows_shape finds one (K <= SM_ROWS_MAX_UNITS vectors, and few
- * enough column groups). A block owns G output columns, S = G (2 gate|up
- * pairs: S = 2 G) weight rows, and TPR threads a row (whole warps), each
+ * enough column groups). A block owns G output columns, S weight rows (G;
+ * for gate|up 2 G, its G gate rows and G up rows) and TPR threads a row
+ * (whole warps), each
  * holding VPT 16-byte pieces of its row: u = l, l + TPR, ... There is no
  * loop over K and no split: a block reads its rows in one round.
  *
@@ -688,8 +689,8 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * each normalizes its pieces once into shared memory, x / rms * w rounded
  * to T as bcg_rmsnorm_kernel stores it; every row's threads then read the
  * whole normalized token there. The fold runs while the weights are still
- * arriving. (With each row normalizing the whole token itself, the
- * divisions made gate|up's fold cost 16 us, H100.)
+ * arriving. (When each row normalized the whole token itself, gate|up's
+ * fold took 40.1 us against 24.0 without it, H100.)
  *
  * The sums: each thread's pieces in order, the warp's butterfly, then the
  * row's warps in order into SACC, and smallm_finish's epilogues (matmul,
