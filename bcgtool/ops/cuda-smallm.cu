@@ -673,9 +673,9 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * smallm_rows_shape finds one (K <= SM_ROWS_MAX_UNITS vectors, and few
  * enough column groups). A block owns G output columns, S weight rows (G;
  * for gate|up 2 G, its G gate rows and G up rows) and TPR threads a row
- * (whole warps), each
- * holding VPT 16-byte pieces of its row: u = l, l + TPR, ... There is no
- * loop over K and no split: a block reads its rows in one round.
+ * (whole warps), each holding VPT 16-byte pieces of its row: u = l, l +
+ * TPR, ... There is no loop over K and no split: a block reads its rows
+ * in one round.
  *
  * That round is what PDL is for. When b is a weight (smallm_args.b_const)
  * every piece is loaded into registers before cuda_pdl_begin(), so the
