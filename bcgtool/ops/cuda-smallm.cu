@@ -111,6 +111,7 @@ struct smallm_args {
 	int64_t     rope_d;         /* and head_dim (a multiple of 4) */
 	bool        b_const;        /* b is a weight (op_call.const_in): the rows
 	                               kernel loads it before the PDL wait */
+	bool        w_const;        /* and w, the norm's weights, likewise */
 };
 
 /* What EPI_ROPE's epilogue writes (rmsnorm_matmul_rope_kv_write): q [M, H
@@ -684,8 +685,10 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * the wait. Otherwise the same loads follow the wait, and the bytes are
  * the same either way.
  *
- * NORM (rmsnorm_matmul's fold): the block's threads share the token out,
- * reduce its squares (warp butterflies, then the warps in order), and
+ * NORM (rmsnorm_matmul's fold): the norm's weights, when marked, load
+ * before the wait too (smallm_args.w_const). The block's threads share
+ * the token out, reduce its squares (warp butterflies, then the warps in
+ * order), and
  * each normalizes its pieces once into shared memory, x / rms * w rounded
  * to T as bcg_rmsnorm_kernel stores it; every row's threads then read the
  * whole normalized token there. The fold runs while the weights are still
@@ -717,6 +720,20 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	const T *x = static_cast<const T *>(p.a);
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 
+	constexpr int NT = S * TPR, PT = NORM ? VPT / S : 1;
+	static_assert(!NORM || VPT % S == 0, "the norm's pieces a thread");
+	const T *nw = static_cast<const T *>(p.w);
+	uint4 nwv[PT];                  /* NORM: the norm's weights of this thread's pieces */
+	auto load_nw = [&] {
+#pragma unroll
+		for (int j = 0; j < PT; j++) {
+			const int64_t u = threadIdx.x + (int64_t)j * NT;
+			nwv[j] = u < p.units ? cuda_ld_stream(nw + u * V) : zero;
+		}
+	};
+	if constexpr (NORM)
+		if (p.w_const)
+			load_nw();
 	uint4 wv[VPT];
 	if (p.b_const) {
 #pragma unroll
@@ -726,6 +743,9 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 		}
 	}
 	cuda_pdl_begin();
+	if constexpr (NORM)
+		if (!p.w_const)
+			load_nw();
 	if (!p.b_const) {
 #pragma unroll
 		for (int i = 0; i < VPT; i++) {
@@ -737,8 +757,6 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	/* The token: each thread's own pieces, or with NORM the block's
 	 * normalized copy in XS, each piece normalized once by one thread
 	 * (thread t takes pieces t, t + NT, ...: VPT / S of them). */
-	constexpr int NT = S * TPR, PT = NORM ? VPT / S : 1;
-	static_assert(!NORM || VPT % S == 0, "the norm's pieces a thread");
 	__shared__ uint4 xs[NORM ? TPR * VPT : 1];
 	__shared__ float ssw[NORM ? NT / 32 : 1];
 	(void)xs;
@@ -770,14 +788,13 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 		}
 		__syncthreads();
 		const float rms = rms_s;
-		const T *nw = static_cast<const T *>(p.w);
 #pragma unroll
 		for (int j = 0; j < PT; j++) {
 			const int64_t u = threadIdx.x + (int64_t)j * NT;
 			if (u < p.units) {
 				float f[V], wf[V];
 				cuda_widen16<T>(mine[j], f);
-				cuda_widen16<T>(*reinterpret_cast<const uint4 *>(nw + u * V), wf);
+				cuda_widen16<T>(nwv[j], wf);
 #pragma unroll
 				for (int e = 0; e < V; e++)
 					f[e] = f[e] / rms * wf[e];
@@ -1556,6 +1573,7 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		args.w = w->data;
 		args.eps = (float)call->attr[RNM_EPS].f;
 		args.b_const = (prod.const_in >> 1) & 1u;
+		args.w_const = (call->const_in >> 1) & 1u;
 		if (rows && id == OP_MATMUL_SILU_MUL)
 			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, shape, msg, len);
 		if (rows)
@@ -1762,6 +1780,7 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = (prod.const_in >> 1) & 1u;
+		args.w_const = (rnm.const_in >> 1) & 1u;
 		args.out = NULL;                       /* qkv is never stored */
 		args.w = call->in[RRK_W].data;
 		args.eps = (float)call->attr[RRK_EPS].f;
