@@ -105,13 +105,6 @@ static size_t dl_align256(size_t n)
 
 /* --- the sub-calls of "split" ------------------------------------------------ */
 
-/* Bit TO of a sub-call's const_in: whether decoder_layer's input FROM is a
- * weight (op_call.const_in). */
-static unsigned dl_const_bit(const struct op_call *call, int from, int to)
-{
-	return ((call->const_in >> from) & 1u) << to;
-}
-
 /* rmsnorm_matmul_rope_kv_write (x, attn_norm, w_qkv, pos) -> q, caches. Its
  * attributes are decoder_layer's first 14 (rope_kv_write's and eps at
  * RRK_EPS == DL_EPS), with trans_b. */
@@ -137,7 +130,8 @@ static void dl_qkv_call(const struct op_call *call, void *q, struct op_call *c)
 		c->attr[a] = call->attr[a];
 	c->attr[RRK_EPS] = call->attr[DL_EPS];
 	c->attr[RRK_TRANS_B].i = 1;
-	c->const_in = dl_const_bit(call, DL_ATTN_NORM, RRK_W) | dl_const_bit(call, DL_W_QKV, RRK_B);
+	c->const_in = cuda_const_bit(call, DL_ATTN_NORM, RRK_W) |
+	              cuda_const_bit(call, DL_W_QKV, RRK_B);
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
@@ -187,7 +181,7 @@ static void dl_residual_call(const struct op_call *call, const struct op_tensor 
 	c->out[0] = call->out[DL_OUT];
 	c->attr[MATMUL_TRANS_A].i = 0;
 	c->attr[MATMUL_TRANS_B].i = 1;
-	c->const_in = dl_const_bit(call, w_in, 2);
+	c->const_in = cuda_const_bit(call, w_in, 2);
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;
@@ -215,7 +209,7 @@ static void dl_gate_up_call(const struct op_call *call, void *act, struct op_cal
 	c->attr[RNM_EPS] = call->attr[DL_EPS];
 	c->attr[RNM_TRANS_B].i = 1;
 	c->attr[RNM_EPILOGUE].i = RNM_EPI_SILU_MUL;
-	c->const_in = dl_const_bit(call, DL_FFN_NORM, 1) | dl_const_bit(call, DL_W_GATE_UP, 2);
+	c->const_in = cuda_const_bit(call, DL_FFN_NORM, 1) | cuda_const_bit(call, DL_W_GATE_UP, 2);
 	c->graph_safe = call->graph_safe;
 	c->batch = call->batch;
 	c->name = call->name;

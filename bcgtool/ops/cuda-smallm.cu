@@ -734,25 +734,22 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	if constexpr (NORM)
 		if (p.w_const)
 			load_nw();
-	uint4 wv[VPT];
-	if (p.b_const) {
+	uint4 wv[VPT];                  /* this thread's pieces of its row */
+	auto load_w = [&] {
 #pragma unroll
 		for (int i = 0; i < VPT; i++) {
 			const int64_t u = l + (int64_t)i * TPR;
 			wv[i] = u < p.units ? cuda_ld_stream(row + u * V) : zero;
 		}
-	}
+	};
+	if (p.b_const)
+		load_w();
 	cuda_pdl_begin();
 	if constexpr (NORM)
 		if (!p.w_const)
 			load_nw();
-	if (!p.b_const) {
-#pragma unroll
-		for (int i = 0; i < VPT; i++) {
-			const int64_t u = l + (int64_t)i * TPR;
-			wv[i] = u < p.units ? cuda_ld_stream(row + u * V) : zero;
-		}
-	}
+	if (!p.b_const)
+		load_w();
 
 	/* The token: each thread's own pieces, or with NORM the block's
 	 * normalized copy in XS, each piece normalized once by one thread
@@ -1296,7 +1293,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		smallm_rows_plan(&p, 2, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
-		args.b_const = (call->const_in >> (p.b - call->in)) & 1u;
+		args.b_const = cuda_const_bit(call, (int)(p.b - call->in), 0) != 0;
 		switch (id) {
 		case OP_MATMUL_ADD:
 			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
@@ -1400,7 +1397,7 @@ static void rnm_product_call(const struct op_call *call, const struct op_tensor 
 	prod->out[0] = call->out[0];
 	prod->attr[MATMUL_TRANS_A].i = 0;
 	prod->attr[MATMUL_TRANS_B].i = call->attr[RNM_TRANS_B].i;
-	prod->const_in = ((call->const_in >> 2) & 1u) << 1;    /* b; a is x or h */
+	prod->const_in = cuda_const_bit(call, 2, 1);    /* b; a is x or h */
 	prod->graph_safe = call->graph_safe;
 	prod->batch = call->batch;
 	prod->name = call->name;
@@ -1572,8 +1569,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 			return -1;
 		args.w = w->data;
 		args.eps = (float)call->attr[RNM_EPS].f;
-		args.b_const = (prod.const_in >> 1) & 1u;
-		args.w_const = (call->const_in >> 1) & 1u;
+		args.b_const = cuda_const_bit(&prod, 1, 0) != 0;
+		args.w_const = cuda_const_bit(call, 1, 0) != 0;
 		if (rows && id == OP_MATMUL_SILU_MUL)
 			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, shape, msg, len);
 		if (rows)
@@ -1640,8 +1637,7 @@ static void rrk_norm_call(const struct op_call *call, void *qkv_data, struct op_
 	rnm->attr[RNM_EPS].f = call->attr[RRK_EPS].f;
 	rnm->attr[RNM_TRANS_B].i = tb;
 	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
-	rnm->const_in = (((call->const_in >> RRK_W) & 1u) << 1) |
-	                (((call->const_in >> RRK_B) & 1u) << 2);
+	rnm->const_in = cuda_const_bit(call, RRK_W, 1) | cuda_const_bit(call, RRK_B, 2);
 	rnm->graph_safe = call->graph_safe;
 	rnm->batch = call->batch;
 	rnm->name = call->name;
@@ -1779,8 +1775,8 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		                                   smallm_default_shape, &pl, &shape);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
-		args.b_const = (prod.const_in >> 1) & 1u;
-		args.w_const = (rnm.const_in >> 1) & 1u;
+		args.b_const = cuda_const_bit(&prod, 1, 0) != 0;
+		args.w_const = cuda_const_bit(&rnm, 1, 0) != 0;
 		args.out = NULL;                       /* qkv is never stored */
 		args.w = call->in[RRK_W].data;
 		args.eps = (float)call->attr[RRK_EPS].f;
