@@ -163,6 +163,14 @@
 #             llama-3.2-1b-fuse.yaml (rmsnorm_matmul_rope_kv_write, t/t3180);
 #             then `bcgtool report` of an nsys profile of the unfused and the
 #             fused step at T=1 (per-op tables; FOLD_NSYS=0 skips them)
+#   foldstep  the folds' worth in the step, not in the tuner's timing (issue
+#             22): this tree and (with a .gpu/before tree) the one before
+#             capture llama-3.2-1b-fold and -fuse full at T=1 tuned
+#             (--stats: the tuner's times), then again with every
+#             rmsnorm_matmul and rmsnorm_matmul_rope_kv_write choice edited
+#             to gemv (t/helper/plan-edit, then capture --choices-from), and
+#             this tree llama-3.2-1b as the unfolded baseline; replays in
+#             turns (1000 steps after 100, --check, 3 rounds, medians)
 #   layer     decoder_layer (issue 22, target 1): t/unit/cuda-ops' decoder_layer
 #             cases first (LAYER_CHECK=0 skips them), then
 #             samples/llama-3.2-1b.yaml against llama-3.2-1b-layer.yaml (a
@@ -1509,6 +1517,72 @@ PY
 				tail -5 fold-nsys-$p.txt | sed 's/^/  /' | tee -a "$summary"
 			fi
 		done
+		;;
+	foldstep)
+		trees="now"
+		[ "${FOLDSTEP_TREES:-}" = now ] || { build_before && trees="now before"; }
+		(cd "$build" && make t/helper/plan-edit >/dev/null 2>&1)
+		edit="$build/t/helper/plan-edit"
+		cases=
+		for tr in $trees; do
+			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
+			for p in llama-3.2-1b-fold llama-3.2-1b-fuse llama-3.2-1b; do
+				[ $p = llama-3.2-1b ] && [ $tr != now ] && continue
+				t0=$(date +%s)
+				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 --stats \
+					-o fs-$tr-$p-tuned.plan "$sd/$p.yaml" >fs-cap-$tr-$p-tuned.txt 2>&1
+				say "foldstep: $tr capture $p tuned: exit $? in $(( $(date +%s) - t0 )) s"
+				cases="$cases $tr:$p:tuned"
+				[ $p = llama-3.2-1b ] && continue
+				"$bin" inspect --choices fs-$tr-$p-tuned.plan 2>&1 |
+					grep -E "rmsnorm_matmul" | grep -E "(qkv|gate_up)\.(0|15) " |
+					sed "s/^/  $tr /" | tee -a "$summary"
+				args=
+				for l in $(seq 0 15); do
+					args="$args choice 1 qkv.$l gemv tuned gemv=1,split=2"
+					args="$args choice 1 gate_up.$l gemv tuned gemv=1,split=2"
+				done
+				"$edit" fs-$tr-$p-tuned.plan fs-$tr-$p-edit.plan $args >/dev/null 2>&1 ||
+					say "foldstep: plan-edit of $tr $p failed"
+				t0=$(date +%s)
+				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 \
+					--choices-from fs-$tr-$p-edit.plan -o fs-$tr-$p-gemv.plan "$sd/$p.yaml" \
+					>fs-cap-$tr-$p-gemv.txt 2>&1
+				say "foldstep: $tr capture $p every fold gemv: exit $? in $(( $(date +%s) - t0 )) s"
+				"$bin" inspect --choices fs-$tr-$p-gemv.plan 2>/dev/null |
+					grep -cE "rmsnorm_matmul(_rope_kv_write)? +gemv " |
+					sed "s/^/  $tr $p: folds on gemv: /" | tee -a "$summary"
+				cases="$cases $tr:$p:gemv"
+			done
+		done
+		for round in 1 2 3; do
+			for c in $cases; do
+				tr=${c%%:*} rest=${c#*:}
+				p=${rest%%:*} how=${rest#*:}
+				if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+				timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+					--check --json fs-$tr-$p-$how.plan >fs-rep-$tr-$p-$how-$round.json \
+					2>fs-rep-$tr-$p-$how-$round.err ||
+					say "foldstep: replay $tr $p $how round $round: exit $?"
+			done
+		done
+		python3 - $cases <<'PY' | tee -a "$summary"
+import json, sys
+for c in sys.argv[1:]:
+    tr, p, how = c.split(":")
+    runs = []
+    for r in (1, 2, 3):
+        try:
+            runs.append(json.load(open("fs-rep-%s-%s-%s-%d.json" % (tr, p, how, r)))[
+                "step_ms"]["median"])
+        except (OSError, ValueError, KeyError):
+            pass
+    if runs:
+        print("  foldstep: %-6s %-18s %-5s T=1 step ms %s (median %.4f)" % (
+            tr, p, how, " ".join("%.4f" % x for x in runs), sorted(runs)[len(runs) // 2]))
+    else:
+        print("  foldstep: %s %s %s: no result" % (tr, p, how))
+PY
 		;;
 	qknorm)
 		(cd "$build" && make check TESTS='t/unit/cuda-ops t/unit/host-ops') \

@@ -685,15 +685,18 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * the wait. Otherwise the same loads follow the wait, and the bytes are
  * the same either way.
  *
- * NORM (rmsnorm_matmul's fold): the norm's weights, when marked, load
- * before the wait too (smallm_args.w_const). The block's threads share
- * the token out, reduce its squares (warp butterflies, then the warps in
- * order), and
- * each normalizes its pieces once into shared memory, x / rms * w rounded
- * to T as bcg_rmsnorm_kernel stores it; every row's threads then read the
- * whole normalized token there. The fold runs while the weights are still
- * arriving. (When each row normalized the whole token itself, gate|up's
- * fold took 40.1 us against 24.0 without it, H100.)
+ * NORM (rmsnorm_matmul's fold): nothing waits for the norm. A row's
+ * threads hold the whole token between them, so the row's sum of the
+ * token's squares falls out of the same reduction as its product: each
+ * thread multiplies its token pieces by the norm's weights (loaded before
+ * the wait too when marked, up to VPT 8), sums w * (x * nw) and x * x,
+ * and the row's total is divided by sqrt(sum / K + eps) once, before the
+ * epilogue. The normalized token is never rounded to T, as
+ * bcg_rmsnorm_kernel's output is: the fold and the split differ by that
+ * rounding (within 2^-8 of an element). A fold that first reduced the
+ * token and normalized it into shared memory (three barriers a block
+ * after the wait, in every wave) took 37.7 us for the 1B gate|up against
+ * 29.3 for rmsnorm then the product (H100, tuner, 2026-11-26).
  *
  * The sums: each thread's pieces in order, the warp's butterfly, then the
  * row's warps in order into SACC, and smallm_finish's epilogues (matmul,
@@ -711,8 +714,8 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	constexpr int WPR = TPR / 32, V = 8;
 	static_assert(S * TPR <= SM_ROWS_MAX_THREADS, "block size");
 	__shared__ float red[S][WPR];
+	__shared__ float ssr[NORM ? S : 1][NORM ? WPR : 1];
 	__shared__ float sacc[S];
-	__shared__ float rms_s;
 	__shared__ int flag;
 	const int s = threadIdx.x / TPR, l = threadIdx.x % TPR, w = l / 32;
 	const int64_t c0 = (int64_t)blockIdx.x * G;
@@ -720,20 +723,20 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	const T *x = static_cast<const T *>(p.a);
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 
-	constexpr int NT = S * TPR, PT = NORM ? VPT / S : 1;
-	static_assert(!NORM || VPT % S == 0, "the norm's pieces a thread");
+	/* NORM: the norm's weights of this thread's pieces, loaded here,
+	 * before the wait, when marked and when they fit beside the row's
+	 * (VPT <= 8); else with the token's pieces below. */
+	constexpr int NV = NORM ? VPT : 1;
 	const T *nw = static_cast<const T *>(p.w);
-	uint4 nwv[PT];                  /* NORM: the norm's weights of this thread's pieces */
-	auto load_nw = [&] {
-#pragma unroll
-		for (int j = 0; j < PT; j++) {
-			const int64_t u = threadIdx.x + (int64_t)j * NT;
-			nwv[j] = u < p.units ? cuda_ld_stream(nw + u * V) : zero;
-		}
-	};
+	const bool nw_early = NORM && VPT <= 8 && p.w_const;
+	uint4 nwv[NV];
 	if constexpr (NORM)
-		if (p.w_const)
-			load_nw();
+		if (nw_early)
+#pragma unroll
+			for (int i = 0; i < NV; i++) {
+				const int64_t u = l + (int64_t)i * TPR;
+				nwv[i] = u < p.units ? cuda_ld_stream(nw + u * V) : zero;
+			}
 	uint4 wv[VPT];                  /* this thread's pieces of its row */
 	auto load_w = [&] {
 #pragma unroll
@@ -745,91 +748,66 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	if (p.b_const)
 		load_w();
 	cuda_pdl_begin();
-	if constexpr (NORM)
-		if (!p.w_const)
-			load_nw();
 	if (!p.b_const)
 		load_w();
 
-	/* The token: each thread's own pieces, or with NORM the block's
-	 * normalized copy in XS, each piece normalized once by one thread
-	 * (thread t takes pieces t, t + NT, ...: VPT / S of them). */
-	__shared__ uint4 xs[NORM ? TPR * VPT : 1];
-	__shared__ float ssw[NORM ? NT / 32 : 1];
-	(void)xs;
-	(void)ssw;
-	uint4 xv[VPT];
-	if constexpr (NORM) {
-		uint4 mine[PT];
-		float ss = 0.0f;
+	/* The token's pieces of this thread (the whole token over a row's
+	 * threads); with NORM their squares too, and each piece times the
+	 * norm's weights: the row's sum is divided by the rms at the end.
+	 * NORM takes them 8 pieces at a time, so that a thread never holds
+	 * 16 pieces of the token and of the norm beside its row's 16. */
+	constexpr int CH = NORM && VPT > 8 ? 8 : VPT;
+	float acc = 0.0f, ss = 0.0f;
 #pragma unroll
-		for (int j = 0; j < PT; j++) {
-			const int64_t u = threadIdx.x + (int64_t)j * NT;
-			mine[j] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
-			float f[V];
-			cuda_widen16<T>(mine[j], f);
+	for (int i0 = 0; i0 < VPT; i0 += CH) {
+		uint4 xv[CH];
 #pragma unroll
-			for (int e = 0; e < V; e++)
-				ss += f[e] * f[e];
+		for (int i = 0; i < CH; i++) {
+			const int64_t u = l + (int64_t)(i0 + i) * TPR;
+			xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
+			if constexpr (NORM)
+				if (!nw_early)
+					nwv[i0 + i] = u < p.units ? cuda_ld_stream(nw + u * V) : zero;
 		}
-		ss = cuda_warp_sum(ss);
-		if ((threadIdx.x & 31) == 0)
-			ssw[threadIdx.x / 32] = ss;
-		__syncthreads();
-		if (threadIdx.x == 0) {
-			float sum = 0.0f;
 #pragma unroll
-			for (int k = 0; k < NT / 32; k++)
-				sum += ssw[k];
-			rms_s = sqrtf(sum / (float)p.K + p.eps);
-		}
-		__syncthreads();
-		const float rms = rms_s;
+		for (int i = 0; i < CH; i++) {
+			float wf[V], xf[V];
+			cuda_widen16<T>(wv[i0 + i], wf);
+			cuda_widen16<T>(xv[i], xf);
+			if constexpr (NORM) {
+				float nf[V];
+				cuda_widen16<T>(nwv[i0 + i], nf);
 #pragma unroll
-		for (int j = 0; j < PT; j++) {
-			const int64_t u = threadIdx.x + (int64_t)j * NT;
-			if (u < p.units) {
-				float f[V], wf[V];
-				cuda_widen16<T>(mine[j], f);
-				cuda_widen16<T>(nwv[j], wf);
+				for (int e = 0; e < V; e++) {
+					ss = fmaf(xf[e], xf[e], ss);
+					acc = fmaf(wf[e], __fmul_rn(xf[e], nf[e]), acc);
+				}
+			} else {
 #pragma unroll
 				for (int e = 0; e < V; e++)
-					f[e] = f[e] / rms * wf[e];
-				mine[j] = cuda_narrow16<T>(f);
+					acc = fmaf(wf[e], xf[e], acc);
 			}
-			xs[threadIdx.x + j * NT] = mine[j];
 		}
-		__syncthreads();
-#pragma unroll
-		for (int i = 0; i < VPT; i++)
-			xv[i] = xs[l + i * TPR];
-	} else {
-#pragma unroll
-		for (int i = 0; i < VPT; i++) {
-			const int64_t u = l + (int64_t)i * TPR;
-			xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
-		}
-	}
-
-	float acc = 0.0f;
-#pragma unroll
-	for (int i = 0; i < VPT; i++) {
-		float wf[V], xf[V];
-		cuda_widen16<T>(wv[i], wf);
-		cuda_widen16<T>(xv[i], xf);
-#pragma unroll
-		for (int e = 0; e < V; e++)
-			acc = fmaf(wf[e], xf[e], acc);
 	}
 	acc = cuda_warp_sum(acc);
-	if ((l & 31) == 0)
+	if constexpr (NORM)
+		ss = cuda_warp_sum(ss);
+	if ((l & 31) == 0) {
 		red[s][w] = acc;
+		if constexpr (NORM)
+			ssr[s][w] = ss;
+	}
 	__syncthreads();
 	if (threadIdx.x < S) {
-		float v = 0.0f;
+		float v = 0.0f, q = 0.0f;
 #pragma unroll
-		for (int k = 0; k < WPR; k++)
+		for (int k = 0; k < WPR; k++) {
 			v += red[threadIdx.x][k];
+			if constexpr (NORM)
+				q += ssr[threadIdx.x][k];
+		}
+		if constexpr (NORM)
+			v /= sqrtf(q / (float)p.K + p.eps);
 		sacc[threadIdx.x] = v;
 	}
 	__syncthreads();
