@@ -539,6 +539,18 @@ __device__ __forceinline__ uint4 cuda_ld_stream(const void *p)
 	return v;
 }
 
+/* 16 read-only bytes that a block's other warps read too (a norm's
+ * weights, which every row of the rows kernel multiplies by): kept in L1,
+ * so that only the first warp's load reaches L2. Volatile like
+ * cuda_ld_stream, so that a load put before the PDL wait stays there. */
+__device__ __forceinline__ uint4 cuda_ld_keep(const void *p)
+{
+	uint4 v;
+	asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return v;
+}
+
 /* The 16 / sizeof(T) elements of the 16 bytes V, widened to f32. */
 template <typename T>
 __device__ __forceinline__ void cuda_widen16(const uint4 &v, float (&f)[16 / sizeof(T)])

@@ -689,7 +689,11 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * threads hold the whole token between them, so the row's sum of the
  * token's squares falls out of the same reduction as its product: each
  * thread multiplies its token pieces by the norm's weights (loaded before
- * the wait too when marked, up to VPT 8), sums w * (x * nw) and x * x,
+ * the wait too when marked, up to VPT 8; kept in L1, cuda_ld_keep, since
+ * every row's threads read the same ones: streamed past L1, each row
+ * would fetch them from L2 again, 64 MB for the 1B gate|up's 4096 blocks
+ * of 4 rows, as much as its weights),
+ * sums w * (x * nw) and x * x,
  * and the row's total is divided by sqrt(sum / K + eps) once, before the
  * epilogue. The normalized token is never rounded to T, as
  * bcg_rmsnorm_kernel's output is: the fold and the split differ by that
@@ -735,7 +739,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 #pragma unroll
 			for (int i = 0; i < NV; i++) {
 				const int64_t u = l + (int64_t)i * TPR;
-				nwv[i] = u < p.units ? cuda_ld_stream(nw + u * V) : zero;
+				nwv[i] = u < p.units ? cuda_ld_keep(nw + u * V) : zero;
 			}
 	uint4 wv[VPT];                  /* this thread's pieces of its row */
 	auto load_w = [&] {
@@ -767,7 +771,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 			xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
 			if constexpr (NORM)
 				if (!nw_early)
-					nwv[i0 + i] = u < p.units ? cuda_ld_stream(nw + u * V) : zero;
+					nwv[i0 + i] = u < p.units ? cuda_ld_keep(nw + u * V) : zero;
 		}
 #pragma unroll
 		for (int i = 0; i < CH; i++) {
