@@ -169,7 +169,7 @@
 #             (--stats: the tuner's times), then again with every
 #             rmsnorm_matmul and rmsnorm_matmul_rope_kv_write choice edited
 #             to gemv (t/helper/plan-edit, then capture --choices-from), and
-#             this tree llama-3.2-1b as the unfolded baseline; replays in
+#             llama-3.2-1b as the unfolded baseline; replays in
 #             turns (1000 steps after 100, --check, 3 rounds, medians)
 #   layer     decoder_layer (issue 22, target 1): t/unit/cuda-ops' decoder_layer
 #             cases first (LAYER_CHECK=0 skips them), then
@@ -1527,7 +1527,6 @@ PY
 		for tr in $trees; do
 			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
 			for p in llama-3.2-1b-fold llama-3.2-1b-fuse llama-3.2-1b; do
-				[ $p = llama-3.2-1b ] && [ $tr != now ] && continue
 				t0=$(date +%s)
 				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 --stats \
 					-o fs-$tr-$p-tuned.plan "$sd/$p.yaml" >fs-cap-$tr-$p-tuned.txt 2>&1
