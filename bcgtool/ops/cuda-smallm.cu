@@ -755,15 +755,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	if (!p.b_const)
 		load_w();
 
-	/* The token, once a block, into shared memory: every row's threads
-	 * read all of it, and S rows each asking L2 for it would move S
-	 * times its bytes after the wait, when the weights are already in. */
-	__shared__ uint4 xs[TPR * VPT];
-	for (int u = threadIdx.x; u < TPR * VPT; u += S * TPR)
-		xs[u] = u < p.units ? *reinterpret_cast<const uint4 *>(x + (int64_t)u * V) : zero;
-	__syncthreads();
-
-	/* This thread's pieces of the token (the whole token over a row's
+	/* The token's pieces of this thread (the whole token over a row's
 	 * threads); with NORM their squares too, and each piece times the
 	 * norm's weights: the row's sum is divided by the rms at the end.
 	 * NORM takes them 8 pieces at a time, so that a thread never holds
@@ -776,7 +768,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 #pragma unroll
 		for (int i = 0; i < CH; i++) {
 			const int64_t u = l + (int64_t)(i0 + i) * TPR;
-			xv[i] = xs[u];
+			xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
 			if constexpr (NORM)
 				if (!nw_early)
 					nwv[i0 + i] = u < p.units ? cuda_ld_keep(nw + u * V) : zero;
