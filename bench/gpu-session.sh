@@ -1531,7 +1531,7 @@ PY
 				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 --stats \
 					-o fs-$tr-$p-tuned.plan "$sd/$p.yaml" >fs-cap-$tr-$p-tuned.txt 2>&1
 				say "foldstep: $tr capture $p tuned: exit $? in $(( $(date +%s) - t0 )) s"
-				cases="$cases $tr:$p:tuned"
+				cases="$cases,$tr-$p-tuned"
 				"$bin" inspect --choices fs-$tr-$p-tuned.plan 2>&1 |
 					grep -E "(qkv|gate_up)\.(0|15) " | sed "s/^/  $tr /" | tee -a "$summary"
 				[ $p = llama-3.2-1b ] && continue
@@ -1550,37 +1550,24 @@ PY
 				"$bin" inspect --choices fs-$tr-$p-gemv.plan 2>/dev/null |
 					grep -cE "rmsnorm_matmul(_rope_kv_write)? +gemv " |
 					sed "s/^/  $tr $p: folds on gemv: /" | tee -a "$summary"
-				cases="$cases $tr:$p:gemv"
+				cases="$cases,$tr-$p-gemv"
 			done
 		done
+		cases=${cases#,}
 		for round in 1 2 3; do
-			for c in $cases; do
-				tr=${c%%:*} rest=${c#*:}
-				p=${rest%%:*} how=${rest#*:}
-				if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+			for c in $(echo "$cases" | tr , ' '); do
+				if [ ${c%%-*} = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
 				timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
-					--check --json fs-$tr-$p-$how.plan >fs-rep-$tr-$p-$how-$round.json \
-					2>fs-rep-$tr-$p-$how-$round.err ||
-					say "foldstep: replay $tr $p $how round $round: exit $?"
+					--check --json fs-$c.plan >fs-rep-$c-1-$round.json 2>fs-rep-$c-1-$round.err ||
+					say "foldstep: replay $c round $round: exit $?"
 			done
 		done
-		python3 - $cases <<'PY' | tee -a "$summary"
-import json, sys
-for c in sys.argv[1:]:
-    tr, p, how = c.split(":")
-    runs = []
-    for r in (1, 2, 3):
-        try:
-            runs.append(json.load(open("fs-rep-%s-%s-%s-%d.json" % (tr, p, how, r)))[
-                "step_ms"]["median"])
-        except (OSError, ValueError, KeyError):
-            pass
-    if runs:
-        print("  foldstep: %-6s %-18s %-5s T=1 step ms %s (median %.4f)" % (
-            tr, p, how, " ".join("%.4f" % x for x in runs), sorted(runs)[len(runs) // 2]))
-    else:
-        print("  foldstep: %s %s %s: no result" % (tr, p, how))
-PY
+		python3 "$top/bench/replay-rounds.py" 'fs-rep-{p}-{t}-{r}.json' "$cases" 1 3 \
+			--check 'fs-rep-{p}-{t}-3.json' \
+			--ratio 'fold, tuned|now-llama-3.2-1b-fold-tuned|before-llama-3.2-1b-fold-tuned|this tree' \
+			--ratio 'fuse, tuned|now-llama-3.2-1b-fuse-tuned|before-llama-3.2-1b-fuse-tuned|this tree' \
+			--ratio 'fuse over unfolded|now-llama-3.2-1b-fuse-tuned|now-llama-3.2-1b-tuned|the folds' |
+			tee -a "$summary"
 		;;
 	qknorm)
 		(cd "$build" && make check TESTS='t/unit/cuda-ops t/unit/host-ops') \
