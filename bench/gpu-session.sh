@@ -150,8 +150,9 @@
 #   decode    issue 22's decode targets 1 to 3, this tree and (with a
 #             .gpu/before tree) the one before, replays in turns: the
 #             1B-shaped sample full at T=1, breakable and full at T=8,
-#             llama-decode full at T=1, and the two layer-an-op twins full
-#             at T=1 where a tree has them (1000 steps after 100, 3 rounds,
+#             llama-decode full at T=1, and the two layer-an-op twins and
+#             llama-3.2-1b-fuse (the norms folded) full at T=1 where a tree
+#             has them (1000 steps after 100, 3 rounds,
 #             medians), and `bcgtool report` of an nsys profile of each
 #             tree's 1B full T=1 step with and without PDL (per-op table)
 #   fold      rmsnorm_matmul (issue 22): t/unit/cuda-ops and t/t3170 first,
@@ -1202,7 +1203,8 @@ PY
 		for tr in $trees; do
 			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
 			for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" "llama-3.2-1b breakable 8" \
-				"llama-decode full 1" "llama-3.2-1b-layer full 1" "llama-decode-layer full 1"; do
+				"llama-decode full 1" "llama-3.2-1b-layer full 1" "llama-decode-layer full 1" \
+				"llama-3.2-1b-fuse full 1"; do
 				set -- $c
 				[ -f "$sd/$1.yaml" ] || continue
 				t0=$(date +%s)
@@ -1220,7 +1222,8 @@ PY
 				if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
 				for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" \
 					"llama-3.2-1b breakable 8" "llama-decode full 1" \
-					"llama-3.2-1b-layer full 1" "llama-decode-layer full 1"; do
+					"llama-3.2-1b-layer full 1" "llama-decode-layer full 1" \
+					"llama-3.2-1b-fuse full 1"; do
 					set -- $c
 					[ -f dec-$tr-$1-$2-$3.plan ] || continue
 					timeout 120 "$bin" replay --backend cuda --tokens $3 --steps 1000 --warmup 100 \
@@ -1234,7 +1237,8 @@ PY
 import json, sys
 cases = [("llama-3.2-1b", "full", 1), ("llama-3.2-1b", "full", 8),
          ("llama-3.2-1b", "breakable", 8), ("llama-decode", "full", 1),
-         ("llama-3.2-1b-layer", "full", 1), ("llama-decode-layer", "full", 1)]
+         ("llama-3.2-1b-layer", "full", 1), ("llama-decode-layer", "full", 1),
+         ("llama-3.2-1b-fuse", "full", 1)]
 med = {}
 for tr in sys.argv[1:]:
     for c in cases:
