@@ -258,8 +258,6 @@ static inline int cuda_check_launch(const char *kernel, char *msg, size_t len)
 	return 0;
 }
 
-/* Shapes as op.h defines them: elements, rows (all axes but the last),
- * cols (the last axis; 1 for rank 0). */
 /* Bit TO of a sub-call's const_in: whether CALL's input FROM is a weight
  * (op_call.const_in). A fused op's launcher builds calls of its parts
  * from its own inputs; each part keeps the marks of the inputs it takes.
@@ -270,6 +268,8 @@ static inline unsigned cuda_const_bit(const struct op_call *call, int from, int 
 	return ((call->const_in >> from) & 1u) << to;
 }
 
+/* Shapes as op.h defines them: elements, rows (all axes but the last),
+ * cols (the last axis; 1 for rank 0). */
 static inline int64_t cuda_numel(const struct op_tensor *t)
 {
 	int64_t n = 1;
