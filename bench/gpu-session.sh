@@ -324,6 +324,12 @@ build_before() {
 	return $rc
 }
 
+# use_tree TREE: bin and sd, the bcgtool and the samples of TREE: before
+# (build_before's tree), else this one.
+use_tree() {
+	if [ "$1" = before ]; then bin="$ob/bcgtool/bcgtool" sd="$ob/samples"; else bin=$B sd=$S; fi
+}
+
 # tp_kill NAME PLAN: replay the tensor-parallel PLAN, kill its last rank
 # 8 s in, and say how soon the command ended (--timeout 10), what the
 # ranks said and whether any process was left.
@@ -900,11 +906,10 @@ PY
 			serve_bench "$B" "$S/llama-serve.yaml" $tr after-$tr
 		done
 		for w in before after; do
-			if [ $w = before ]; then bin="$ob/bcgtool/bcgtool" smp="$ob/samples"
-			else bin=$B smp=$S; fi
+			use_tree $w
 			sh "$top/.gpu/nsys-profile" "$log/serve-full-$w" "$bin" bench --backend cuda \
-				--warmup 2 --policy full --trace "$smp/traces/decode-heavy.jsonl" \
-				"$smp/llama-serve.yaml" >nsys-serve-$w.txt 2>&1
+				--warmup 2 --policy full --trace "$sd/traces/decode-heavy.jsonl" \
+				"$sd/llama-serve.yaml" >nsys-serve-$w.txt 2>&1
 			say "servecmp: nsys bench --policy full decode-heavy ($w): exit $?"
 			NSYS=$(sed -n 's/^NSYS=//p' nsys-serve-$w.txt)
 			[ -n "$NSYS" ] && kernel_table "$NSYS" serve-full-$w.nsys-rep
@@ -1201,7 +1206,7 @@ PY
 		[ "${DECODE_TREES:-}" = now ] || { build_before && trees="now before"; }
 		DEC_CAP_OPTS=${DEC_CAP_OPTS:-}
 		for tr in $trees; do
-			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
+			use_tree $tr
 			for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" "llama-3.2-1b breakable 8" \
 				"llama-decode full 1" "llama-3.2-1b-layer full 1" "llama-decode-layer full 1" \
 				"llama-3.2-1b-fuse full 1"; do
@@ -1219,7 +1224,7 @@ PY
 		done
 		for round in 1 2 3; do
 			for tr in $trees; do
-				if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+				use_tree $tr
 				for c in "llama-3.2-1b full 1" "llama-3.2-1b full 8" \
 					"llama-3.2-1b breakable 8" "llama-decode full 1" \
 					"llama-3.2-1b-layer full 1" "llama-decode-layer full 1" \
@@ -1264,7 +1269,7 @@ for tr in sys.argv[1:]:
 PY
 		[ "${DECODE_NSYS:-1}" = 0 ] && trees=
 		for tr in $trees; do
-			if [ $tr = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+			use_tree $tr
 			for pl in llama-3.2-1b-full-1 nopdl; do
 				sh "$top/.gpu/nsys-profile" "$log/dec-$tr-$pl" "$bin" replay --backend cuda \
 					--tokens 1 --steps 200 --warmup 20 dec-$tr-$pl.plan >dec-nsys-$tr-$pl.txt 2>&1
@@ -1529,7 +1534,7 @@ PY
 		edit="$build/t/helper/plan-edit"
 		cases=
 		for tr in $trees; do
-			if [ $tr = now ]; then bin=$B; sd=$S; else bin="$ob/bcgtool/bcgtool"; sd="$ob/samples"; fi
+			use_tree $tr
 			for p in llama-3.2-1b-fold llama-3.2-1b-fuse llama-3.2-1b; do
 				t0=$(date +%s)
 				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 --stats \
@@ -1560,7 +1565,7 @@ PY
 		cases=${cases#,}
 		for round in 1 2 3; do
 			for c in $(echo "$cases" | tr , ' '); do
-				if [ ${c%%-*} = now ]; then bin=$B; else bin="$ob/bcgtool/bcgtool"; fi
+				use_tree ${c%%-*}
 				timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
 					--check --json fs-$c.plan >fs-rep-$c-1-$round.json 2>fs-rep-$c-1-$round.err ||
 					say "foldstep: replay $c round $round: exit $?"
