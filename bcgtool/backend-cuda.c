@@ -21,7 +21,6 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <cublas_v2.h>
 
 #include "backend.h"
 #include "backend-cuda.h"
@@ -72,7 +71,7 @@ struct param_layout {
 struct backend {
 	int                device;
 	cudaStream_t       stream;
-	cublasHandle_t     cublas;
+	struct cuda_lt    *lt;
 	struct cuda_op_ctx ctx;
 
 	void              *base;
@@ -152,15 +151,6 @@ struct backend_graph {
 		}                                                               \
 	} while (0)
 
-#define CUBLAS_TRY(call, what)                                                  \
-	do {                                                                    \
-		cublasStatus_t s_ = (call);                                     \
-		if (s_ != CUBLAS_STATUS_SUCCESS) {                              \
-			snprintf(msg, len, "%s: %s", what, cublasGetStatusString(s_)); \
-			goto fail;                                              \
-		}                                                               \
-	} while (0)
-
 static void cuda_close(struct backend *b);
 
 static int cuda_open(struct backend **out, struct backend_info *info, char *msg, size_t len)
@@ -214,10 +204,9 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 	info->mem_total = mtotal;
 
 	CUDA_TRY(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-	CUBLAS_TRY(cublasCreate(&b->cublas), "cublasCreate");
-	CUBLAS_TRY(cublasGetVersion(b->cublas, &v), "cublasGetVersion");
-	info->cublas = v;
-	CUBLAS_TRY(cublasSetStream(b->cublas, b->stream), "cublasSetStream");
+	if (cuda_lt_open(&b->lt, msg, len) != 0)
+		goto fail;
+	info->cublas = cuda_lt_version();
 
 	CUDA_TRY(cudaMallocHost((void **)&b->staging,
 	                        (size_t)CUDA_STAGING_SLOTS * CUDA_STAGING_SLOT_SIZE),
@@ -237,7 +226,7 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 	}
 
 	b->ctx.stream = b->stream;
-	b->ctx.cublas = b->cublas;
+	b->ctx.lt = b->lt;
 	b->ctx.sm_count = prop.multiProcessorCount;
 	/* the engine refused a bad value before opening the backend */
 	if (kernel_shapes_from_env(&b->ctx.gemv_shape, &b->ctx.moe_gu_shape, msg, len) != 0)
@@ -270,8 +259,7 @@ static void cuda_close(struct backend *b)
 		cudaFree(b->verify_work);
 	if (b->staging != NULL)
 		cudaFreeHost(b->staging);
-	if (b->cublas != NULL)
-		cublasDestroy(b->cublas);
+	cuda_lt_close(b->lt);
 	if (b->stream != NULL)
 		cudaStreamDestroy(b->stream);
 	free(b->seen);
@@ -313,8 +301,7 @@ static int cuda_alloc(struct backend *b, uint64_t arena_bytes, uint64_t scratch_
 	b->ctx.scratch = backend_at(*base, arena);
 	b->ctx.scratch_bytes = (size_t)scratch;
 	CUDA_TRY(cudaMemsetAsync(*base, 0, (size_t)total, b->stream), "clearing the arena");
-	CUBLAS_TRY(cublasSetWorkspace(b->cublas, backend_at(*base, arena + scratch),
-	                              CUDA_WORKSPACE_BYTES), "cublasSetWorkspace");
+	cuda_lt_workspace(b->lt, backend_at(*base, arena + scratch), CUDA_WORKSPACE_BYTES);
 	return 0;
 fail:
 	cuda_free(b, *base);

@@ -1861,6 +1861,33 @@ PY
 				sh_say "share: replay --tokens $t ($f): exit $? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("step %.4f ms (p90 %.4f), busy %.4f ms, host %.4f ms; %d executables, %.1f MiB" % (d["step_ms"]["median"], d["step_ms"]["p90"], d["busy_ms"], d["host_ms"], d["executables"], d["exec_bytes"] / 2**20))' share-replay-$f-$t.json 2>/dev/null)"
 			done
 		done
+		# What choosing cuBLAS's algorithm by token class costs (or saves):
+		# the unshared 51-size plan of this tree and of the tree before
+		# (cublasGemmEx, an algorithm per size), replayed at sizes across
+		# the classes, in turns over 3 rounds.
+		if [ "${SHARE_BEFORE:-1}" = 1 ] && build_before; then
+			use_tree before
+			sed "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [$sizes]}/" \
+				"$sd/llama-3.2-1b.yaml" >share-1b-before.yaml
+			timeout 300 "$bin" capture --backend cuda --mode breakable --no-tune \
+				--verify first-and-largest -o share-before.plan share-1b-before.yaml \
+				>share-cap-before.txt 2>&1
+			sh_say "share: before tree's capture of the 51 sizes: exit $?"
+			ts=40,64,96,136,200,272,400,512
+			for round in 1 2 3; do
+				for c in own before; do
+					use_tree $c
+					for t in $(echo $ts | tr , ' '); do
+						timeout 120 "$bin" replay --backend cuda --tokens $t --steps 200 \
+							--warmup 20 --json share-$c.plan >share-rr-$c-$t-$round.json \
+							2>share-rr-$c-$t-$round.err || sh_say "share: replay $c T=$t: exit $?"
+					done
+				done
+			done
+			python3 "$top/bench/replay-rounds.py" 'share-rr-{p}-{t}-{r}.json' own,before $ts 3 \
+				--ratio 'cuBLAS by token class|own|before|algorithms chosen per class, not per size' |
+				tee -a "$summary" share.txt
+		fi
 		# Correctness on shared executables: single sizes (the executables
 		# last updated to another size) and alternating sizes, against eager.
 		for t in 1 24 136 512 1,512 2,8,1 496,1; do

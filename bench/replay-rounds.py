@@ -57,7 +57,7 @@ def main(argv):
                 continue
             steps = sorted(x[0] for x in runs)
             med[(p, t)] = steps[len(steps) // 2]
-            line = "  %-*s full T=%d step ms %s, busy %s" % (
+            line = "  %-*s T=%d step ms %s, busy %s" % (
                 width, p, t, " ".join("%.4f" % x[0] for x in runs),
                 " ".join("%.4f" % x[1] for x in runs))
             if checks:

@@ -56,7 +56,7 @@ AS_IF([test "x$bcg_have_cuda" = xyes], [
   # real libraries are named: the driver stub in lib64/stubs must never be
   # found at run time, so bcgtool reaches the driver through cudart.
   CUDA_LDFLAGS="-L$bcg_cuda_libdir -Wl,-rpath,$bcg_cuda_libdir"
-  CUDA_LIBS="-lcublas -lcudart -lstdc++"
+  CUDA_LIBS="-lcublasLt -lcudart -lstdc++"
 
   AC_MSG_CHECKING([whether $NVCC compiles a kernel])
   cat > conftest.cu <<'EOF'
@@ -77,14 +77,14 @@ AS_IF([test "x$bcg_have_cuda" = xyes], [
   bcg_save_CPPFLAGS=$CPPFLAGS bcg_save_LDFLAGS=$LDFLAGS bcg_save_LIBS=$LIBS
   CPPFLAGS="$CPPFLAGS $CUDA_CPPFLAGS"
   LDFLAGS="$LDFLAGS $CUDA_LDFLAGS"
-  AC_CHECK_HEADERS([cuda_runtime_api.h cublas_v2.h nvtx3/nvToolsExt.h], [],
+  AC_CHECK_HEADERS([cuda_runtime_api.h cublasLt.h nvtx3/nvToolsExt.h], [],
     [bcg_have_cuda=no; bcg_cuda_why="header $ac_header missing"; break])
   AS_IF([test "x$bcg_have_cuda" = xyes], [
     AC_CHECK_LIB([cudart], [cudaGetDeviceCount], [],
       [bcg_have_cuda=no; bcg_cuda_why="libcudart missing"])])
   AS_IF([test "x$bcg_have_cuda" = xyes], [
-    AC_CHECK_LIB([cublas], [cublasCreate_v2], [],
-      [bcg_have_cuda=no; bcg_cuda_why="libcublas missing"], [-lcudart])])
+    AC_CHECK_LIB([cublasLt], [cublasLtCreate], [],
+      [bcg_have_cuda=no; bcg_cuda_why="libcublasLt missing"], [-lcudart])])
   CPPFLAGS=$bcg_save_CPPFLAGS LDFLAGS=$bcg_save_LDFLAGS LIBS=$bcg_save_LIBS
 ])
 

@@ -58,6 +58,27 @@ for t in 1 2 4 8 16 32; do
 	"
 done
 
+# cuBLAS's algorithm is chosen once per token class (cuda-matmul.cu: 40
+# and 48 tokens are both of class 48), so the sizes of a class run the
+# same kernels and every segment of one joins the other's executable.
+test_expect_success PYTHON3 'two sizes of one token class (40 and 48, products on cuBLAS) share every segment' '
+	sed "s/^  T: {tokens: \[.*\]}$/  T: {tokens: [40, 48]}/" "$ld" >class.yaml &&
+	grep -q "^  T: {tokens: \[40, 48\]}$" class.yaml &&
+	bcg capture --backend cuda --no-tune --share-exec --json -o class.plan class.yaml >cap-class.json &&
+	"$PYTHON3" -c "
+import json
+d = json.load(open(\"cap-class.json\"))
+v = {x[\"tokens\"]: x for x in d[\"variants\"]}
+n, j = v[40][\"segments\"], (v[40][\"joined\"], v[48][\"joined\"])
+print(\"# %d segments a size; joined another size.s executable: %d (40), %d (48)\" % (n, j[0], j[1]))
+assert n > 0 and v[48][\"segments\"] == n and sorted(j) == [0, n]
+" &&
+	bcg inspect --choices class.plan >choices &&
+	test_grep " cublas " choices &&
+	bcg replay --backend cuda --share-exec --check --steps 6 --warmup 1 --tokens 48,40 class.plan >out &&
+	test_grep "^check        \(bit-exact\|within bounds\)" out
+'
+
 test_expect_success 'sizes alternating every step on shared executables match eager steps that alternate' '
 	bcg replay --backend cuda --share-exec --check --steps 9 --warmup 1 --tokens 1,32,8 shared.plan >out &&
 	test_grep "^alternating  3 sizes: 1,32,8, one a step$" out &&

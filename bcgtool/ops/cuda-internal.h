@@ -199,7 +199,7 @@ int cuda_product_shape(enum op_id id, const struct op_call *call, struct cuda_pr
                        char *msg, size_t len);
 
 /* cuda-matmul.cu: the "cublas" implementation of product ID (matmul,
- * matmul_add, matmul_silu_mul): cublasGemmEx, into the scratch for the
+ * matmul_add, matmul_silu_mul): cublasLtMatmul, into the scratch for the
  * fused kinds and then one epilogue kernel (matmul_add in place: beta 1,
  * no epilogue). Its scratch bytes, and whether it can run CALL. */
 int    cuda_product_cublas(enum op_id id, const struct op_call *call,

@@ -10,8 +10,10 @@
 #ifndef BCG_OPS_CUDA_H
 #define BCG_OPS_CUDA_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include <cuda_runtime_api.h>
-#include <cublas_v2.h>
 
 #include "kernel-shape.h"
 #include "op.h"
@@ -20,10 +22,26 @@
 extern "C" {
 #endif
 
-/* What every launch needs besides its operands. The engine binds CUBLAS
- * to STREAM and gives it a workspace (cublasSetWorkspace) before any
- * capture, leaving the default pointer mode (host) and math mode (no TF32);
- * launchers never change the handle. SCRATCH is device memory, at least
+/* cuBLASLt for the "cublas" implementation of the products
+ * (cuda-matmul.cu): its handle, its workspace, and the algorithm chosen for
+ * each shape and token class. cuda_lt_open makes one (-1 with one sentence
+ * in MSG); cuda_lt_workspace gives it device memory for the kernels'
+ * workspace, before any launch or capture (a captured graph keeps the
+ * address, as it keeps the scratch's); cuda_lt_close frees it.
+ * cuda_lt_class is the token count an algorithm is chosen for: M up to
+ * 16, then the next of 24, 32, 48, 64, 96, 128, 192, ... (M itself
+ * where that would pass INT_MAX). cuda_lt_version is the library's (cuBLAS's) version, 10000 * major +
+ * 100 * minor + patch. */
+struct cuda_lt;
+int     cuda_lt_version(void);
+int     cuda_lt_open(struct cuda_lt **out, char *msg, size_t len);
+void    cuda_lt_workspace(struct cuda_lt *lt, void *workspace, size_t bytes);
+void    cuda_lt_close(struct cuda_lt *lt);
+int64_t cuda_lt_class(int64_t m);
+
+/* What every launch needs besides its operands. The engine gives LT a
+ * workspace (cuda_lt_workspace) before any capture; launchers change
+ * nothing in it but the algorithms it keeps. SCRATCH is device memory, at least
  * 16-byte aligned, of SCRATCH_BYTES >= cuda_op_scratch_bytes(call) bytes
  * for every call launched with this context; the launches of one stream
  * may share it, since they run one after another. A captured graph keeps
@@ -55,7 +73,7 @@ struct cuda_op_ctx {
 	cudaStream_t   stream;
 	int            pdl;             /* launch the kernels that support it with
 	                                   programmatic stream serialization */
-	cublasHandle_t cublas;          /* bound to stream, workspace set */
+	struct cuda_lt *lt;             /* cuBLASLt, workspace set */
 	int            sm_count;        /* multiprocessors on the device */
 	void          *scratch;         /* device scratch; NULL when none needed */
 	size_t         scratch_bytes;

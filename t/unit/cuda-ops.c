@@ -42,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "ops/cuda.h"
@@ -59,7 +58,7 @@ static const int float_dtypes[] = { PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_B
 
 struct env {
 	cudaStream_t       stream;
-	cublasHandle_t     cublas;
+	struct cuda_lt    *lt;
 	void              *workspace;
 	struct cuda_op_ctx ctx;          /* scratch set per case */
 	uint64_t           seed;
@@ -918,6 +917,23 @@ static void test_matmul_replays(struct env *e)
 	tbuf_free(&a);
 	tbuf_free(&b);
 	tbuf_free(&out);
+}
+
+/* The token classes cuBLASLt's algorithms are chosen for (cuda.h). */
+static void test_lt_classes(void)
+{
+	static const int64_t cases[][2] = {
+		{ 1, 1 },     { 8, 8 },     { 16, 16 },   { 17, 24 },   { 24, 24 },
+		{ 25, 32 },   { 33, 48 },   { 40, 48 },   { 48, 48 },   { 49, 64 },
+		{ 64, 64 },   { 65, 96 },   { 97, 128 },  { 129, 192 }, { 200, 256 },
+		{ 257, 384 }, { 496, 512 }, { 512, 512 }, { 513, 768 },
+		{ 1073741825, 1610612736 }, { 1610612737, 1610612737 },
+		{ 2147483647, 2147483647 },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ok(cuda_lt_class(cases[i][0]) == cases[i][1], "cuBLASLt token class of %lld: %lld",
+		   (long long)cases[i][0], (long long)cases[i][1]);
 }
 
 /* --- row reductions ---------------------------------------------------------- */
@@ -4281,7 +4297,7 @@ int main(void)
 {
 	struct env e;
 	int ndev = 0, sms = 0;
-	cublasStatus_t st;
+	char msg[256];
 	const size_t workspace_bytes = 32u << 20;
 
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1)
@@ -4291,21 +4307,17 @@ int main(void)
 	diag("seed %llu (BCG_TEST_SEED=%llu repeats this run)", (unsigned long long)e.seed,
 	     (unsigned long long)e.seed);
 
-	/* The context as the engine sets it up: a stream, a cuBLAS handle
-	 * bound to it with its own workspace, so that cuBLAS never allocates
-	 * inside a capture. */
+	/* The context as the engine sets it up: a stream, and cuBLASLt with
+	 * its own workspace, so that cuBLAS never allocates inside a capture. */
 	CK(cudaSetDevice(0));
 	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	CK(cudaStreamCreateWithFlags(&e.stream, cudaStreamNonBlocking));
 	CK(cudaMalloc(&e.workspace, workspace_bytes));
-	if ((st = cublasCreate(&e.cublas)) != CUBLAS_STATUS_SUCCESS)
-		bail("cublasCreate: %s", cublasGetStatusString(st));
-	if ((st = cublasSetStream(e.cublas, e.stream)) != CUBLAS_STATUS_SUCCESS)
-		bail("cublasSetStream: %s", cublasGetStatusString(st));
-	if ((st = cublasSetWorkspace(e.cublas, e.workspace, workspace_bytes)) != CUBLAS_STATUS_SUCCESS)
-		bail("cublasSetWorkspace: %s", cublasGetStatusString(st));
+	if (cuda_lt_open(&e.lt, msg, sizeof msg) != 0)
+		bail("%s", msg);
+	cuda_lt_workspace(e.lt, e.workspace, workspace_bytes);
 	e.ctx.stream = e.stream;
-	e.ctx.cublas = e.cublas;
+	e.ctx.lt = e.lt;
 	e.ctx.sm_count = sms;
 
 	diag("device 0: %d multiprocessors", sms);
@@ -4316,6 +4328,7 @@ int main(void)
 	test_unary(&e);
 	test_matmul(&e);
 	test_matmul_replays(&e);
+	test_lt_classes();
 	test_products(&e);
 	test_product_replays(&e);
 	test_gemv_shapes(&e);
@@ -4355,7 +4368,7 @@ int main(void)
 	test_init_slice(&e);
 	test_errors(&e);
 
-	cublasDestroy(e.cublas);
+	cuda_lt_close(e.lt);
 	CK(cudaFree(e.workspace));
 	CK(cudaStreamDestroy(e.stream));
 	return tap_done();
