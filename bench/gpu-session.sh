@@ -118,8 +118,12 @@
 #             51 variants held; target: shared <= 50% of unshared); replay
 #             step time at T=1 and with the size alternating every step
 #             (1,2 and 1,8: the updates' cost), both forms; replay --check of
-#             sizes on shared executables, single and alternating; all in
-#             logs/share.txt
+#             sizes on shared executables, single and alternating; the
+#             same sizes captured tuned with --share-exec (its graph memory,
+#             and how many products run cublas and cublas_class); with a
+#             .gpu/before tree, the unshared (cublas), shared (cublas_class)
+#             and before plans replayed at 40 to 512 tokens in turns (what
+#             the token classes cost); all in logs/share.txt
 #   tp        tensor parallelism on two GPUs: the 1B- and 8B-shaped samples at
 #             TP=1 and 2, T=1 and 8, full and breakable; the collectives'
 #             kernels under nsys; a rank
@@ -1861,10 +1865,33 @@ PY
 				sh_say "share: replay --tokens $t ($f): exit $? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("step %.4f ms (p90 %.4f), busy %.4f ms, host %.4f ms; %d executables, %.1f MiB" % (d["step_ms"]["median"], d["step_ms"]["p90"], d["busy_ms"], d["host_ms"], d["executables"], d["exec_bytes"] / 2**20))' share-replay-$f-$t.json 2>/dev/null)"
 			done
 		done
-		# What choosing cuBLAS's algorithm by token class costs (or saves):
-		# the unshared 51-size plan of this tree and of the tree before
-		# (cublasGemmEx, an algorithm per size), replayed at sizes across
-		# the classes, in turns over 3 rounds.
+		# The same sizes captured tuned with --share-exec: the tuner keeps
+		# cublas_class unless another implementation is more than 3%
+		# faster, so this is the sharing a default capture gets.
+		t0=$(date +%s)
+		timeout 400 "$B" capture --backend cuda --mode breakable --share-exec \
+			--verify first-and-largest --json -o share-tuned.plan share-1b.yaml \
+			>share-cap-tuned.json 2>share-cap-tuned.err
+		sh_say "share: capture (shared, tuned): exit $? in $(( $(date +%s) - t0 )) s"
+		python3 - share-cap-tuned.json share-cap-own.json <<'PY' | tee -a "$summary" share.txt
+import json, sys
+try:
+    t, o = (json.load(open(f))["graph_memory"] for f in sys.argv[1:3])
+except (OSError, ValueError, KeyError) as e:
+    print("  no report: %s" % e)
+    sys.exit(0)
+print("  tuned, shared: %d segments on %d executables, graph memory %.1f MiB, %.1f%% of the "
+      "untuned unshared %.1f MiB" % (t["segments"], t["executables"], t["bytes"] / 2**20,
+      100 * t["bytes"] / o["bytes"], o["bytes"] / 2**20))
+PY
+		"$B" inspect --choices share-tuned.plan 2>/dev/null |
+			awk '$1 ~ /^[0-9]+$/ && $3 ~ /^matmul/ { n[$4]++ } END { for (k in n) printf "  tuned, shared: %d products on %s\n", n[k], k }' |
+			sort | tee -a "$summary" share.txt
+		# What the token classes cost: the 51-size plans unshared (own:
+		# cublas, an algorithm per size, through cuBLASLt) and shared
+		# (cublas_class), both --no-tune, and the tree before's (cublasGemmEx,
+		# an algorithm per size), each replayed at one size at a time
+		# across the classes, in turns over 3 rounds.
 		if [ "${SHARE_BEFORE:-1}" = 1 ] && build_before; then
 			use_tree before
 			sed "s/^  T: {tokens: \[1, 2, 4, 8\]}/  T: {tokens: [$sizes]}/" \
@@ -1875,7 +1902,7 @@ PY
 			sh_say "share: before tree's capture of the 51 sizes: exit $?"
 			ts=40,64,96,136,200,272,400,512
 			for round in 1 2 3; do
-				for c in own before; do
+				for c in own shared before; do
 					use_tree $c
 					for t in $(echo $ts | tr , ' '); do
 						timeout 120 "$bin" replay --backend cuda --tokens $t --steps 200 \
@@ -1884,8 +1911,10 @@ PY
 					done
 				done
 			done
-			python3 "$top/bench/replay-rounds.py" 'share-rr-{p}-{t}-{r}.json' own,before $ts 3 \
-				--ratio 'cuBLAS by token class|own|before|algorithms chosen per class, not per size' |
+			python3 "$top/bench/replay-rounds.py" 'share-rr-{p}-{t}-{r}.json' own,shared,before \
+				$ts 3 \
+				--ratio 'cublas through cuBLASLt|own|before|the same algorithm per size' \
+				--ratio 'cublas_class|shared|own|one algorithm per class' |
 				tee -a "$summary" share.txt
 		fi
 		# Correctness on shared executables: single sizes (the executables

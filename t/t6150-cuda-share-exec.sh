@@ -58,10 +58,13 @@ for t in 1 2 4 8 16 32; do
 	"
 done
 
-# cuBLAS's algorithm is chosen once per token class (cuda-matmul.cu: 40
-# and 48 tokens are both of class 48), so the sizes of a class run the
-# same kernels and every segment of one joins the other's executable.
-test_expect_success PYTHON3 'two sizes of one token class (40 and 48, products on cuBLAS) share every segment' '
+# Under --share-exec the products past mma's 32 tokens default to
+# cublas_class, cuBLAS's algorithm chosen once per token class
+# (cuda-matmul.cu: 40 and 48 tokens are both of class 48), so the sizes
+# of a class run the same kernels and every segment of one joins the
+# other's executable. Without the option they default to cublas, an
+# algorithm per token count.
+test_expect_success PYTHON3 'two sizes of one token class (40 and 48) share every segment on cublas_class' '
 	sed "s/^  T: {tokens: \[.*\]}$/  T: {tokens: [40, 48]}/" "$ld" >class.yaml &&
 	grep -q "^  T: {tokens: \[40, 48\]}$" class.yaml &&
 	bcg capture --backend cuda --no-tune --share-exec --json -o class.plan class.yaml >cap-class.json &&
@@ -74,8 +77,13 @@ print(\"# %d segments a size; joined another size.s executable: %d (40), %d (48)
 assert n > 0 and v[48][\"segments\"] == n and sorted(j) == [0, n]
 " &&
 	bcg inspect --choices class.plan >choices &&
-	test_grep " cublas " choices &&
+	test "$(awk "\$1 ~ /^[0-9]+\$/ && \$3 ~ /^matmul/ { print \$4 }" choices | sort -u)" = cublas_class &&
 	bcg replay --backend cuda --share-exec --check --steps 6 --warmup 1 --tokens 48,40 class.plan >out &&
+	test_grep "^check        \(bit-exact\|within bounds\)" out &&
+	bcg capture --backend cuda --no-tune -o class-own.plan class.yaml &&
+	bcg inspect --choices class-own.plan >choices &&
+	test "$(awk "\$1 ~ /^[0-9]+\$/ && \$3 ~ /^matmul/ { print \$4 }" choices | sort -u)" = cublas &&
+	bcg replay --backend cuda --check --steps 4 --warmup 1 --tokens 40 class-own.plan >out &&
 	test_grep "^check        \(bit-exact\|within bounds\)" out
 '
 

@@ -985,6 +985,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	e->use_choices = 1;
 	engine_set_features(e, o->features);
 	rep->share = o->share_exec;
+	e->share_impl = o->share_exec;
 	if (o->share_exec)
 		exec_share_begin(e, &shares);
 

@@ -201,7 +201,11 @@ static uint32_t engine_nearest_variant(const plan_t *plan, int64_t tokens)
 int engine_impl_default(const struct engine *e, const struct op_call *c)
 {
 	int n = e->be->impl_count(c->kind->id);
-	int d = e->be->impl_default ? e->be->impl_default(c) : -1;
+	int d = e->share_impl && e->be->impl_shared ? e->be->impl_shared(c) : -1;
+
+	if (d >= 0 && d < n && e->be->impl_usable(c, d))
+		return d;
+	d = e->be->impl_default ? e->be->impl_default(c) : -1;
 
 	if (d >= 0 && d < n && e->be->impl_usable(c, d))
 		return d;

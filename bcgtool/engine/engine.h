@@ -147,6 +147,8 @@ struct engine {
 	                                          plan records (it was captured
 	                                          on this backend) */
 	uint32_t                  features;  /* PLAN_FEATURE_* of every launch */
+	int                       share_impl; /* capture --share-exec: untuned
+	                                         ops run impl_shared's choice */
 	char                      note[320]; /* why "auto" fell back to host;
 	                                        printed by engine_open, then
 	                                        emptied */
@@ -233,7 +235,8 @@ int engine_open_at(plan_t *program, const char *backend, int64_t tokens, int64_t
  * eager step above max_tokens, its place in the room after it. */
 void *engine_tensor_at(const struct engine *e, uint32_t t, int64_t tokens);
 
-/* The implementation C runs untuned (the backend's impl_default when
+/* The implementation C runs untuned (with e->share_impl the backend's
+ * impl_shared when it names a usable one; else its impl_default when
  * usable, else its first usable one); -1 when none can run it. */
 int engine_impl_default(const struct engine *e, const struct op_call *c);
 

@@ -148,7 +148,8 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */
 
 /* The implementations of each kind, by index (cuda_impl_name's order). */
-enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2 };   /* products */
+enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
+       CUDA_IMPL_CUBLAS_CLASS = 3 };
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
@@ -199,10 +200,11 @@ int cuda_product_shape(enum op_id id, const struct op_call *call, struct cuda_pr
                        char *msg, size_t len);
 
 /* cuda-matmul.cu: the "cublas" implementation of product ID (matmul,
- * matmul_add, matmul_silu_mul): cublasLtMatmul, into the scratch for the
+ * matmul_add, matmul_silu_mul) and of "cublas_class" (BY_CLASS: the
+ * algorithm of M's token class, cuda.h): cublasLtMatmul, into the scratch for the
  * fused kinds and then one epilogue kernel (matmul_add in place: beta 1,
  * no epilogue). Its scratch bytes, and whether it can run CALL. */
-int    cuda_product_cublas(enum op_id id, const struct op_call *call,
+int    cuda_product_cublas(enum op_id id, const struct op_call *call, int by_class,
                            const struct cuda_op_ctx *ctx, char *msg, size_t len);
 size_t cuda_product_cublas_scratch(enum op_id id, const struct op_call *call);
 int    cuda_product_cublas_usable(enum op_id id, const struct op_call *call);

@@ -1,7 +1,7 @@
 /*
- * cuda-matmul.cu - the products through cuBLAS: the "cublas"
- * implementation of matmul, matmul_add and matmul_silu_mul, which takes
- * every shape and layout the kinds allow.
+ * cuda-matmul.cu - the products through cuBLAS: the "cublas" and
+ * "cublas_class" implementations of matmul, matmul_add and
+ * matmul_silu_mul, which take every shape and layout the kinds allow.
  *
  * out[M,N] = op(a)[M,K] @ op(b)[K,N], every tensor row-major. cuBLAS is
  * column-major, and a row-major X[r,c] read column-major is X^T[c,r] with
@@ -92,21 +92,25 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
 }
 
 /*
- * cuBLASLt's algorithm by token class.
+ * cuBLASLt's algorithm: "cublas" and "cublas_class".
  *
- * Asked for the exact shape, cuBLAS's heuristic may pick another kernel
- * (tile, stages, split-K) for every token count M, so the segments of two
- * capture sizes hold different kernel functions and can never share an
- * executable (share.c keys on the functions). Here the algorithm is chosen
- * once for M's class -- M itself up to 16, then the next of 24, 32, 48,
- * 64, 96, 128, 192, ... (2^k and 3 * 2^(k-1)) -- and kept in the context:
- * every M of a class runs the same kernels with other grids, and its
- * segments share under --share-exec. Within a class the algorithm was
- * chosen for at most 1.5 times the tokens it runs. cublasLtMatmulAlgoCheck
- * confirms it for the exact shape; one it refuses gets the exact shape's
- * own algorithm. The choice depends only on the shape, the dtypes and the
- * operands' alignment (at most 16 bytes counted), never on timing, so a
- * new process rebuilding the plan picks the same kernels.
+ * "cublas" asks the heuristic for the exact shape, which may pick another
+ * kernel (tile, stages, split-K) for every token count M, so the segments
+ * of two capture sizes hold different kernel functions and can never
+ * share an executable (share.c keys on the functions). "cublas_class"
+ * asks it once for M's class instead -- M itself up to 16, then the next
+ * of 24, 32, 48, 64, 96, 128, 192, ... (2^k and 3 * 2^(k-1)): every M of a
+ * class runs the same kernels with other grids, and its segments share
+ * under --share-exec, where it is the products' default past the small-M
+ * kernels. The price is the algorithm of up to 1.5 times the tokens: on
+ * the H100 within 5% of "cublas" up to 128 tokens, up to 1.47 times its
+ * time above (bench/lt-class.cu, bench/RESULTS.md 2026-11-27), which is
+ * why the tuner times both. cublasLtMatmulAlgoCheck confirms a class's
+ * algorithm for the exact shape; one it refuses gets the exact shape's
+ * own. Either way the algorithm depends only on the shape, the dtypes and
+ * the operands' alignment (at most 16 bytes counted), never on timing, so
+ * a new process rebuilding the plan picks the same kernels; the context
+ * keeps each one chosen.
  */
 #define CUDA_LT_SLOTS 128
 
@@ -309,10 +313,10 @@ static cublasStatus_t cuda_lt_algo(struct cuda_lt *lt, cublasLtMatmulDesc_t desc
 }
 
 /* out = op(a) @ op(b) + BETA out by cublasLtMatmul (BETA 0 or 1), on the
- * algorithm of M's class; K = 0 gives zeros, or leaves out as it is under
- * beta 1. */
+ * algorithm of M, or of M's class when BY_CLASS; K = 0 gives zeros, or
+ * leaves out as it is under beta 1. */
 static int cuda_gemm_cublas(const char *who, const struct cuda_product *p, void *out,
-                            int dto, int64_t ncols, float beta,
+                            int dto, int64_t ncols, float beta, int by_class,
                             const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
 	const float alpha = 1.0f;
@@ -340,7 +344,7 @@ static int cuda_gemm_cublas(const char *who, const struct cuda_product *p, void 
 	key.op_a = (int32_t)op_a;
 	key.op_b = (int32_t)op_b;
 	key.m = (int32_t)ncols;
-	key.n_class = (int32_t)cuda_lt_class(p->M);
+	key.n_class = (int32_t)(by_class ? cuda_lt_class(p->M) : p->M);
 	key.k = (int32_t)p->K;
 	key.lda = (int32_t)p->b->dim[1];
 	key.ldb = (int32_t)p->a->dim[1];
@@ -441,8 +445,8 @@ size_t cuda_product_cublas_scratch(enum op_id id, const struct op_call *call)
 	return cuda_scratch_with_counters(cuda_product_tmp_bytes(id, &p));
 }
 
-int cuda_product_cublas(enum op_id id, const struct op_call *call,
-                                   const struct cuda_op_ctx *ctx, char *msg, size_t len)
+int cuda_product_cublas(enum op_id id, const struct op_call *call, int by_class,
+                        const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
 	const char *who = cuda_product_name(id);
 	struct cuda_product p;
@@ -454,16 +458,18 @@ int cuda_product_cublas(enum op_id id, const struct op_call *call,
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
 	if (id == OP_MATMUL)
-		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, 0.0f, ctx, msg, len);
+		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, 0.0f, by_class, ctx,
+		                        msg, len);
 	if (cuda_product_cublas_in_place(id, &p))
-		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, 1.0f, ctx, msg, len);
+		return cuda_gemm_cublas(who, &p, p.out->data, p.out->dtype, p.NB, 1.0f, by_class, ctx,
+		                        msg, len);
 
 	size_t need = cuda_scratch_with_counters(cuda_product_tmp_bytes(id, &p));
 	if (!ctx->scratch || ctx->scratch_bytes < need)
 		return cuda_fail(msg, len, "%s: needs %zu bytes of scratch, the context has %zu", who,
 		                 need, ctx->scratch ? ctx->scratch_bytes : (size_t)0);
 	void *tmp = cuda_scratch_data(ctx);
-	if (cuda_gemm_cublas(who, &p, tmp, p.out->dtype, p.NB, 0.0f, ctx, msg, len))
+	if (cuda_gemm_cublas(who, &p, tmp, p.out->dtype, p.NB, 0.0f, by_class, ctx, msg, len))
 		return -1;
 	unsigned blocks = cuda_ew_blocks(p.M * p.N, ctx->sm_count);
 	const void *x = p.x ? p.x->data : NULL;

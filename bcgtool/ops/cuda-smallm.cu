@@ -17,7 +17,9 @@
  *    instead (bcg_smallm_rows_kernel: whole rows a block, every weight
  *    byte loaded before the PDL wait), in every form, whatever the shape
  *    names.
- *  - "cublas": cuda-matmul.cu, every shape.
+ *  - "cublas" and "cublas_class": cuda-matmul.cu, every shape; the second
+ *    on the cuBLAS algorithm of the token count's class, so that capture
+ *    sizes of one class share executables (--share-exec).
  *
  * Both kernels here read each weight row with 16-byte loads straight from
  * global memory, never staged through shared memory: the weights are read
@@ -895,6 +897,7 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 	case CUDA_IMPL_GEMV:
 		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M;
 	case CUDA_IMPL_CUBLAS:
+	case CUDA_IMPL_CUBLAS_CLASS:
 		return cuda_product_cublas_usable(id, call);
 	}
 	return 0;
@@ -1237,7 +1240,7 @@ static int smallm_rows_launch(const struct cuda_op_ctx *ctx, int dtype, const sm
 	return smallm_rows_launch_t<__nv_bfloat16, EPI, NORM, G>(ctx, args, shape, r, msg, len);
 }
 
-static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas" };
+static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas", "cublas_class" };
 
 static int smallm_args_fill(const char *who, const struct cuda_product *pp,
                             const struct smallm_plan *plp, const struct cuda_op_ctx *ctx,
@@ -1254,15 +1257,15 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 
 	if (cuda_product_shape(id, call, &p, msg, len))
 		return -1;
-	if (impl < 0 || impl > CUDA_IMPL_CUBLAS)
+	if (impl < 0 || impl > CUDA_IMPL_CUBLAS_CLASS)
 		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, impl);
 	if (!cuda_product_usable(id, call, impl))
 		return cuda_fail(msg, len, "%s: implementation %s cannot run M %lld, N %lld, K %lld "
 		                 "%s (trans_a %d, trans_b %d)", who, smallm_impl_names[impl],
 		                 (long long)p.M, (long long)p.N, (long long)p.K,
 		                 cuda_dtype_name(p.a->dtype), p.trans_a, p.trans_b);
-	if (impl == CUDA_IMPL_CUBLAS)
-		return cuda_product_cublas(id, call, ctx, msg, len);
+	if (impl == CUDA_IMPL_CUBLAS || impl == CUDA_IMPL_CUBLAS_CLASS)
+		return cuda_product_cublas(id, call, impl == CUDA_IMPL_CUBLAS_CLASS, ctx, msg, len);
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
 

@@ -70,7 +70,7 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
 /* The implementations' names, stored in plans: never rename one, never
  * reuse one. The kinds with one kernel call it "std". The index order is
  * the enums' of cuda-internal.h. */
-static const char *const impl_products[] = { "mma", "gemv", "cublas", NULL };
+static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class", NULL };
 static const char *const impl_attention[] = { "split", "twopass", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", NULL };
@@ -168,6 +168,28 @@ extern "C" int cuda_impl_default(const struct op_call *call)
 		 * times as long with persistent (bench/RESULTS.md, seventh
 		 * session); the tuner still times both. */
 		return cuda_impl_usable(call, CUDA_IMPL_DL_SPLIT) ? CUDA_IMPL_DL_SPLIT : -1;
+	default:
+		return -1;
+	}
+}
+
+extern "C" int cuda_impl_shared(const struct op_call *call)
+{
+	int d;
+
+	if (!call->kind)
+		return -1;
+	switch (call->kind->id) {
+	case OP_MATMUL:
+	case OP_MATMUL_ADD:
+	case OP_MATMUL_SILU_MUL:
+		d = cuda_impl_default(call);
+		for (int k = 0; d < 0 && k < CUDA_IMPL_CUBLAS_CLASS; k++)
+			if (cuda_impl_usable(call, k))
+				d = k;
+		return d == CUDA_IMPL_CUBLAS && cuda_impl_usable(call, CUDA_IMPL_CUBLAS_CLASS)
+		               ? CUDA_IMPL_CUBLAS_CLASS
+		               : -1;
 	default:
 		return -1;
 	}

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-/* cuBLASLt for the "cublas" implementation of the products
+/* cuBLASLt for the "cublas" and "cublas_class" implementations of the products
  * (cuda-matmul.cu): its handle, its workspace, and the algorithm chosen for
  * each shape and token class. cuda_lt_open makes one (-1 with one sentence
  * in MSG); cuda_lt_workspace gives it device memory for the kernels'
@@ -110,6 +110,12 @@ int cuda_impl_usable(const struct op_call *call, int impl);
  * 8 tokens with one. decoder_layer: split, faster than persistent on the
  * decode steps measured (bench/RESULTS.md, seventh session). */
 int cuda_impl_default(const struct op_call *call);
+
+/* The same where the plan shares executables across capture sizes
+ * (capture --share-exec), or -1 for cuda_impl_default's: a product that
+ * would run "cublas" runs "cublas_class", whose kernels are the same for
+ * every token count of a class (cuda-matmul.cu). */
+int cuda_impl_shared(const struct op_call *call);
 
 /* Device scratch bytes the launch of CALL needs in its context (0 for most
  * kinds): the most any step can need, whatever its host var values, so
