@@ -103,9 +103,10 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
  * class runs the same kernels with other grids, and its segments share
  * under --share-exec, where it is the products' default past the small-M
  * kernels. The price is the algorithm of up to 1.5 times the tokens: on
- * the H100 within 5% of "cublas" up to 128 tokens, up to 1.47 times its
- * time above (bench/lt-class.cu, bench/RESULTS.md 2026-11-27), which is
- * why the tuner times both. cublasLtMatmulAlgoCheck confirms a class's
+ * an H100 the four products of the 1B-shaped layer took at most 1.05
+ * times "cublas"'s time up to 128 tokens, up to 1.47 times above
+ * (bench/lt-class.cu; the whole step up to 1.20 times, at 272 tokens:
+ * bench/RESULTS.md, 2026-11-27), which is why the tuner times both. cublasLtMatmulAlgoCheck confirms a class's
  * algorithm for the exact shape; one it refuses gets the exact shape's
  * own. Either way the algorithm depends only on the shape, the dtypes and
  * the operands' alignment (at most 16 bytes counted), never on timing, so
