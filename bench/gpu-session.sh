@@ -44,6 +44,8 @@
 #             minutes); the overhead on the programs' step time (outside
 #             capture) and wall time, whether the tokens are the same, what
 #             inspect shows of each plan and t/record/check-plan.py's check
+#   servestep the serving sample's full decode step at 16 and 64 requests, this
+#             tree's and .gpu/before's captures replayed in turns (3 rounds)
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and both
 #             trees' kernels on the decode-heavy trace (full policy, nsys)
@@ -917,6 +919,40 @@ PY
 			say "servecmp: nsys bench --policy full decode-heavy ($w): exit $?"
 			NSYS=$(sed -n 's/^NSYS=//p' nsys-serve-$w.txt)
 			[ -n "$NSYS" ] && kernel_table "$NSYS" serve-full-$w.nsys-rep
+		done
+		;;
+	servestep)
+		# The serving sample's uniform decode step, full, at 16 and 64
+		# requests (the default batch: request i holds 64 + i positions and
+		# one more every step), captured by this tree and the one before
+		# (.gpu/before) and replayed in turns over 3 rounds: what a kernel
+		# change of the serving step is worth, without the scheduler.
+		build_before || continue
+		for tr in now before; do
+			use_tree $tr
+			timeout 200 "$bin" capture --backend cuda --mode full --tokens 16,64 \
+				-o ss-$tr.plan "$sd/llama-serve.yaml" >ss-cap-$tr.txt 2>&1
+			say "servestep: $tr capture: exit $?"
+		done
+		for round in 1 2 3; do
+			for tr in now before; do
+				use_tree $tr
+				for t in 16 64; do
+					timeout 120 "$bin" replay --backend cuda --tokens $t --steps 300 --warmup 30 \
+						--json ss-$tr.plan >ss-rep-$tr-$t-$round.json 2>ss-rep-$tr-$t-$round.err ||
+						say "servestep: replay $tr T=$t round $round: exit $?"
+				done
+			done
+		done
+		python3 "$top/bench/replay-rounds.py" 'ss-rep-{p}-{t}-{r}.json' now,before 16,64 3 \
+			--ratio 'serving step|now|before|this tree' | tee -a "$summary"
+		for tr in now before; do
+			use_tree $tr
+			sh "$top/.gpu/nsys-profile" "$log/ss-$tr" "$bin" replay --backend cuda --tokens 64 \
+				--steps 200 --warmup 20 ss-$tr.plan >ss-nsys-$tr.txt 2>&1
+			NSYS=$(sed -n 's/^NSYS=//p' ss-nsys-$tr.txt)
+			say "servestep: $tr kernels at 64 requests"
+			[ -n "$NSYS" ] && kernel_table "$NSYS" "$log/ss-$tr.nsys-rep"
 		done
 		;;
 	ncu)

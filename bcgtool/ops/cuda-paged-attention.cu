@@ -77,6 +77,7 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
                            struct attn_core_scratch sc, unsigned *counters, struct pattn_args a)
 {
 	__shared__ int sh_req;
+	__shared__ int64_t sh_len;
 	const int64_t bid = blockIdx.x;
 	const int nsplit = a.nsplit, D = a.D;
 	const int split = (int)(bid % nsplit);
@@ -85,19 +86,37 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t g = h * a.KVH / a.H;
 
 	cuda_pdl_begin();
+	/* The query row's load is issued first, to arrive while the request
+	 * is found; it is read only once the row has a position here. */
+	float qr[EPL];
+	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
 	__syncthreads();
-	for (int64_t r = threadIdx.x; r < a.R; r += ATTN_CORE_THREADS)
-		if (a.query_start[r] <= t && t < a.query_start[r + 1])
+	/* One round of loads finds the request and the row's length: each
+	 * thread reads its requests' bounds and lengths together and keeps
+	 * the length of the first that holds row t; the thread of the first
+	 * such request of all hands its length over. */
+	int mine = INT_MAX;
+	int64_t my_len = 0;
+	for (int64_t r = threadIdx.x; r < a.R; r += ATTN_CORE_THREADS) {
+		const int64_t qa = a.query_start[r], qb = a.query_start[r + 1];
+		const int64_t sl = a.seq_lens[r];
+		if (qa <= t && t < qb && mine == INT_MAX) {
+			mine = (int)r;
+			my_len = sl - (qb - qa) + 1 + (t - qa);
 			atomicMin(&sh_req, (int)r);
+		}
+	}
 	__syncthreads();
 	const int64_t r = sh_req;
+	if (r != INT_MAX && mine == r)
+		sh_len = my_len;
+	__syncthreads();
 	int64_t L = 0;
 	if (r != INT_MAX) {
-		const int64_t qa = a.query_start[r], n = a.query_start[r + 1] - qa;
-		L = (int64_t)a.seq_lens[r] - n + 1 + (t - qa);
 		const int64_t cap = a.MB * a.BS;
+		L = sh_len;
 		L = L < 0 ? 0 : L > cap ? cap : L;
 	}
 	if (a.NB < 1)
@@ -122,8 +141,8 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const struct pattn_rows<T> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
 	                                   a.bs_shift, a.NB, a.KVH * D };
 
-	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
-	                                  out, sc, counters);
+	attn_core_block_q<T, LPR, EPL, VEC>(src, qr, L, a.chunk, split, nsplit, th, D, a.scale, out,
+	                                    sc, counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
