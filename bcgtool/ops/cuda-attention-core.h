@@ -369,35 +369,10 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 
 /*
  * The body of every core kernel once it knows its row's length L: split
- * SPLIT of the row against the query QR (the calling lane's elements of
- * the query row, attn_core_load's), to out[t, h] or this split's part. A
- * split past the row returns at once. Every thread of the block calls it.
+ * SPLIT of the row against the query row Q_ROW, from the load of the query
+ * to out[t, h] or this split's part. A split past the row returns at once.
+ * Every thread of the block calls it.
  */
-template <typename T, int LPR, int EPL, bool VEC, typename Src>
-__device__ __forceinline__ void attn_core_block_q(const Src &src, const float (&qr)[EPL],
-                                                  int64_t L, int64_t chunk, int split,
-                                                  int nsplit, int64_t th, int D, float scale,
-                                                  T *out, const struct attn_core_scratch &sc,
-                                                  unsigned *counters)
-{
-	const int nact = attn_core_active(L, chunk, nsplit);
-
-	if (split >= nact)
-		return;                 /* past the row: nothing to do, nothing to merge */
-	const int64_t start = (int64_t)split * chunk;
-	const int64_t end = start + chunk < L ? start + chunk : L;
-	float acc[EPL];
-#pragma unroll
-	for (int e = 0; e < EPL; e++)
-		acc[e] = 0.0f;
-	float m = -INFINITY, l = 0.0f;
-	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale * ATTN_CORE_LOG2E, m, l,
-	                                       acc);
-	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
-}
-
-/* The same from the query row Q_ROW, loaded once the split is known to
- * hold positions. */
 template <typename T, int LPR, int EPL, bool VEC, typename Src>
 __device__ __forceinline__ void attn_core_block(const Src &src, const T *q_row, int64_t L,
                                                 int64_t chunk, int split, int nsplit,
@@ -405,12 +380,21 @@ __device__ __forceinline__ void attn_core_block(const Src &src, const T *q_row, 
                                                 const struct attn_core_scratch &sc,
                                                 unsigned *counters)
 {
-	if (split >= attn_core_active(L, chunk, nsplit))
-		return;
-	float qr[EPL];
+	const int nact = attn_core_active(L, chunk, nsplit);
+
+	if (split >= nact)
+		return;                 /* past the row: nothing to do, nothing to merge */
+	const int64_t start = (int64_t)split * chunk;
+	const int64_t end = start + chunk < L ? start + chunk : L;
+	float qr[EPL], acc[EPL];
 	attn_core_load<T, EPL, VEC>(q_row, (threadIdx.x & 31) % LPR, D, qr);
-	attn_core_block_q<T, LPR, EPL, VEC>(src, qr, L, chunk, split, nsplit, th, D, scale, out, sc,
-	                                    counters);
+#pragma unroll
+	for (int e = 0; e < EPL; e++)
+		acc[e] = 0.0f;
+	float m = -INFINITY, l = 0.0f;
+	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale * ATTN_CORE_LOG2E, m, l,
+	                                       acc);
+	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
 }
 
 /* "twopass": block th = t * H + h merges the parts of (t, h) that split 0

@@ -7,7 +7,13 @@
  * A block computes one (row t, head h, split). It first finds the request
  * of row t (the first r with query_start[r] <= t < query_start[r + 1],
  * every thread testing some r) and the row's length L_t = seq_lens[r] - n_r
- * + 1 + i, clamped to [0, MB * BS] (op.h). Position j is row j % BS of
+ * + 1 + i, clamped to [0, MB * BS] (op.h), in one round of loads: a thread
+ * reads seq_lens[r] with r's bounds. (A round apart for the length cost
+ * every block, the many that then find their split past the row too, one
+ * more trip to memory; the query row is still loaded after, in the core:
+ * loaded before the search it held 8 more registers a thread through the
+ * loop, and 7 blocks of the serving shape fitted a multiprocessor
+ * instead of 8.) Position j is row j % BS of
  * block block_table[r, j / BS]; a block id outside [0, NB) makes the
  * position absent, so no metadata makes a block read outside the caches.
  * A row of no request, or of no position, gives zeros.
@@ -86,10 +92,6 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t g = h * a.KVH / a.H;
 
 	cuda_pdl_begin();
-	/* The query row's load is issued first, to arrive while the request
-	 * is found; it is read only once the row has a position here. */
-	float qr[EPL];
-	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
 	__syncthreads();
@@ -141,8 +143,8 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const struct pattn_rows<T> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
 	                                   a.bs_shift, a.NB, a.KVH * D };
 
-	attn_core_block_q<T, LPR, EPL, VEC>(src, qr, L, a.chunk, split, nsplit, th, D, a.scale, out,
-	                                    sc, counters);
+	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
+	                                  out, sc, counters);
 }
 
 /* --- host side ------------------------------------------------------------ */
