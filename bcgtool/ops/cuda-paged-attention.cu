@@ -7,13 +7,7 @@
  * A block computes one (row t, head h, split). It first finds the request
  * of row t (the first r with query_start[r] <= t < query_start[r + 1],
  * every thread testing some r) and the row's length L_t = seq_lens[r] - n_r
- * + 1 + i, clamped to [0, MB * BS] (op.h), in one round of loads: a thread
- * reads seq_lens[r] with r's bounds. (A round apart for the length cost
- * every block, the many that then find their split past the row too, one
- * more trip to memory; the query row is still loaded after, in the core:
- * loaded before the search it held 8 more registers a thread through the
- * loop, and 7 blocks of the serving shape fitted a multiprocessor
- * instead of 8.) Position j is row j % BS of
+ * + 1 + i, clamped to [0, MB * BS] (op.h). Position j is row j % BS of
  * block block_table[r, j / BS]; a block id outside [0, NB) makes the
  * position absent, so no metadata makes a block read outside the caches.
  * A row of no request, or of no position, gives zeros.
@@ -83,7 +77,6 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
                            struct attn_core_scratch sc, unsigned *counters, struct pattn_args a)
 {
 	__shared__ int sh_req;
-	__shared__ int64_t sh_len;
 	const int64_t bid = blockIdx.x;
 	const int nsplit = a.nsplit, D = a.D;
 	const int split = (int)(bid % nsplit);
@@ -95,30 +88,16 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
 	__syncthreads();
-	/* One round of loads finds the request and the row's length: each
-	 * thread reads its requests' bounds and lengths together and keeps
-	 * the length of the first that holds row t; the thread of the first
-	 * such request of all hands its length over. */
-	int mine = INT_MAX;
-	int64_t my_len = 0;
-	for (int64_t r = threadIdx.x; r < a.R; r += ATTN_CORE_THREADS) {
-		const int64_t qa = a.query_start[r], qb = a.query_start[r + 1];
-		const int64_t sl = a.seq_lens[r];
-		if (qa <= t && t < qb && mine == INT_MAX) {
-			mine = (int)r;
-			my_len = sl - (qb - qa) + 1 + (t - qa);
+	for (int64_t r = threadIdx.x; r < a.R; r += ATTN_CORE_THREADS)
+		if (a.query_start[r] <= t && t < a.query_start[r + 1])
 			atomicMin(&sh_req, (int)r);
-		}
-	}
 	__syncthreads();
 	const int64_t r = sh_req;
-	if (r != INT_MAX && mine == r)
-		sh_len = my_len;
-	__syncthreads();
 	int64_t L = 0;
 	if (r != INT_MAX) {
+		const int64_t qa = a.query_start[r], n = a.query_start[r + 1] - qa;
+		L = (int64_t)a.seq_lens[r] - n + 1 + (t - qa);
 		const int64_t cap = a.MB * a.BS;
-		L = sh_len;
 		L = L < 0 ? 0 : L > cap ? cap : L;
 	}
 	if (a.NB < 1)
