@@ -106,9 +106,9 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
  * an H100 the four products of the 1B-shaped layer took at most 1.05
  * times "cublas"'s time up to 128 tokens, up to 1.47 times above
  * (bench/lt-class.cu; the whole step up to 1.20 times, at 272 tokens:
- * bench/RESULTS.md, 2026-11-27), which is why the tuner times both. cublasLtMatmulAlgoCheck confirms a class's
- * algorithm for the exact shape; one it refuses gets the exact shape's
- * own. Either way the algorithm depends only on the shape, the dtypes and
+ * bench/RESULTS.md, 2026-11-27), which is why the tuner times both.
+ * cublasLtMatmulAlgoCheck confirms a class's algorithm for the exact
+ * shape; one it refuses gets the exact shape's own. Either way the algorithm depends only on the shape, the dtypes and
  * the operands' alignment (at most 16 bytes counted), never on timing, so
  * a new process rebuilding the plan picks the same kernels; the context
  * keeps each one chosen.
@@ -240,24 +240,22 @@ static cublasStatus_t cuda_lt_heuristic(struct cuda_lt *lt, cublasLtMatmulDesc_t
 	cublasLtMatmulPreference_t pref = NULL;
 	cublasLtMatmulHeuristicResult_t res;
 	uint64_t ws = lt->workspace_bytes;
+	const struct {
+		cublasLtMatmulPreferenceAttributes_t attr;
+		const void *v;
+		size_t n;
+	} set[] = {
+		{ CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws },
+		{ CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key->align_a, sizeof key->align_a },
+		{ CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key->align_b, sizeof key->align_b },
+		{ CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key->align_c, sizeof key->align_c },
+		{ CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key->align_c, sizeof key->align_c },
+	};
 	int found = 0;
 	cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
 
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-		                                          &ws, sizeof ws);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulPreferenceSetAttribute(
-			pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key->align_a, sizeof key->align_a);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulPreferenceSetAttribute(
-			pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key->align_b, sizeof key->align_b);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulPreferenceSetAttribute(
-			pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key->align_c, sizeof key->align_c);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulPreferenceSetAttribute(
-			pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key->align_c, sizeof key->align_c);
+	for (size_t i = 0; st == CUBLAS_STATUS_SUCCESS && i < sizeof set / sizeof set[0]; i++)
+		st = cublasLtMatmulPreferenceSetAttribute(pref, set[i].attr, set[i].v, set[i].n);
 	if (st == CUBLAS_STATUS_SUCCESS)
 		st = cublasLtMatmulAlgoGetHeuristic(lt->handle, desc, lay[0], lay[1], lay[2], lay[2],
 		                                    pref, 1, &res, &found);
@@ -281,8 +279,9 @@ static int cuda_lt_fits(struct cuda_lt *lt, cublasLtMatmulDesc_t desc,
 	       res.workspaceSize <= lt->workspace_bytes;
 }
 
-/* The algorithm for KEY: the context's, or chosen now for the class and
- * kept (the exact shape's when the class's does not fit it). */
+/* The algorithm for KEY: the context's, or chosen now for KEY's token
+ * count (the class's, or M's own) and kept; the exact shape's when the
+ * class's does not fit it. */
 static cublasStatus_t cuda_lt_algo(struct cuda_lt *lt, cublasLtMatmulDesc_t desc,
                                    cublasLtMatrixLayout_t exact[3], const struct cuda_product *p,
                                    int dto, int64_t ncols, const struct cuda_lt_key *key,
@@ -297,10 +296,13 @@ static cublasStatus_t cuda_lt_algo(struct cuda_lt *lt, cublasLtMatmulDesc_t desc
 			*algo = lt->slot[i].algo;
 			return CUBLAS_STATUS_SUCCESS;
 		}
-	st = cuda_lt_layouts(p, dto, ncols, key->n_class, cls);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cuda_lt_heuristic(lt, desc, cls, key, algo);
-	cuda_lt_layouts_free(cls);
+	st = CUBLAS_STATUS_NOT_SUPPORTED;
+	if (key->n_class != p->M) {
+		st = cuda_lt_layouts(p, dto, ncols, key->n_class, cls);
+		if (st == CUBLAS_STATUS_SUCCESS)
+			st = cuda_lt_heuristic(lt, desc, cls, key, algo);
+		cuda_lt_layouts_free(cls);
+	}
 	if (st != CUBLAS_STATUS_SUCCESS || !cuda_lt_fits(lt, desc, exact, algo))
 		st = cuda_lt_heuristic(lt, desc, exact, key, algo);
 	if (st != CUBLAS_STATUS_SUCCESS)
