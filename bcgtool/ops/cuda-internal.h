@@ -200,10 +200,10 @@ int cuda_product_shape(enum op_id id, const struct op_call *call, struct cuda_pr
                        char *msg, size_t len);
 
 /* cuda-matmul.cu: the "cublas" implementation of product ID (matmul,
- * matmul_add, matmul_silu_mul) and of "cublas_class" (BY_CLASS: the
- * algorithm of M's token class, cuda.h): cublasLtMatmul, into the scratch for the
- * fused kinds and then one epilogue kernel (matmul_add in place: beta 1,
- * no epilogue). Its scratch bytes, and whether it can run CALL. */
+ * matmul_add, matmul_silu_mul), and "cublas_class" with BY_CLASS (the
+ * algorithm of M's token class, cuda.h): cublasLtMatmul, into the scratch
+ * for the fused kinds and then one epilogue kernel (matmul_add in place:
+ * beta 1, no epilogue). Its scratch bytes, and whether it can run CALL. */
 int    cuda_product_cublas(enum op_id id, const struct op_call *call, int by_class,
                            const struct cuda_op_ctx *ctx, char *msg, size_t len);
 size_t cuda_product_cublas_scratch(enum op_id id, const struct op_call *call);
