@@ -108,10 +108,11 @@ __global__ void bcg_product_epilogue_kernel(const void *p, int dtp, const void *
  * (bench/lt-class.cu; the whole step up to 1.20 times, at 272 tokens:
  * bench/RESULTS.md, 2026-11-27), which is why the tuner times both.
  * cublasLtMatmulAlgoCheck confirms a class's algorithm for the exact
- * shape; one it refuses gets the exact shape's own. Either way the algorithm depends only on the shape, the dtypes and
- * the operands' alignment (at most 16 bytes counted), never on timing, so
- * a new process rebuilding the plan picks the same kernels; the context
- * keeps each one chosen.
+ * shape; one it refuses gets the exact shape's own. Either way the
+ * algorithm depends only on the shape, the dtypes and the operands'
+ * alignment (at most 16 bytes counted), never on timing, so a new process
+ * rebuilding the plan picks the same kernels; the context keeps each one
+ * chosen.
  */
 #define CUDA_LT_SLOTS 128
 

@@ -22,16 +22,16 @@
 extern "C" {
 #endif
 
-/* cuBLASLt for the "cublas" and "cublas_class" implementations of the products
- * (cuda-matmul.cu): its handle, its workspace, and the algorithm chosen for
- * each shape and token class. cuda_lt_open makes one (-1 with one sentence
- * in MSG); cuda_lt_workspace gives it device memory for the kernels'
- * workspace, before any launch or capture (a captured graph keeps the
- * address, as it keeps the scratch's); cuda_lt_close frees it.
- * cuda_lt_class is the token count an algorithm is chosen for: M up to
- * 16, then the next of 24, 32, 48, 64, 96, 128, 192, ... (M itself
- * where that would pass INT_MAX). cuda_lt_version is the library's (cuBLAS's) version, 10000 * major +
- * 100 * minor + patch. */
+/* cuBLASLt for the products' "cublas" and "cublas_class" implementations
+ * (cuda-matmul.cu): its handle, its workspace, and the algorithm chosen
+ * for each shape and token count. cuda_lt_open makes one (-1 with one
+ * sentence in MSG); cuda_lt_workspace gives it device memory for the
+ * kernels' workspace, before any launch or capture (a captured graph keeps
+ * the address, as it keeps the scratch's); cuda_lt_close frees it.
+ * cuda_lt_class is the token count cublas_class chooses an algorithm for:
+ * M up to 16, then the next of 24, 32, 48, 64, 96, 128, 192, ... (M
+ * itself where that would pass INT_MAX). cuda_lt_version is the library's
+ * (cuBLAS's) version, 10000 * major + 100 * minor + patch. */
 struct cuda_lt;
 int     cuda_lt_version(void);
 int     cuda_lt_open(struct cuda_lt **out, char *msg, size_t len);
@@ -41,10 +41,10 @@ int64_t cuda_lt_class(int64_t m);
 
 /* What every launch needs besides its operands. The engine gives LT a
  * workspace (cuda_lt_workspace) before any capture; launchers change
- * nothing in it but the algorithms it keeps. SCRATCH is device memory, at least
- * 16-byte aligned, of SCRATCH_BYTES >= cuda_op_scratch_bytes(call) bytes
- * for every call launched with this context; the launches of one stream
- * may share it, since they run one after another. A captured graph keeps
+ * nothing in it but the algorithms it keeps. SCRATCH is device memory, at
+ * least 16-byte aligned, of SCRATCH_BYTES >= cuda_op_scratch_bytes(call)
+ * bytes for every call launched with this context; the launches of one
+ * stream may share it, since they run one after another. A captured graph keeps
  * its address: it must stay allocated, at the same place, for as long as
  * any graph that used it.
  *
