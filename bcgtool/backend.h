@@ -144,10 +144,11 @@ struct backend_ops {
 	const char *(*impl_name)(enum op_id id, int impl);
 	int         (*impl_usable)(const struct op_call *call, int impl);
 	int         (*impl_default)(const struct op_call *call);
-	/* The same in a plan that shares executables across capture sizes
-	 * (capture --share-exec): an implementation whose kernels are the
-	 * same at more sizes, or -1 (or NULL) for impl_default's. */
-	int         (*impl_shared)(const struct op_call *call);
+	/* In a plan that shares executables across capture sizes (capture
+	 * --share-exec): what CALL runs untuned instead of IMPL, the one it
+	 * would run otherwise: one whose kernels are the same at more sizes,
+	 * or IMPL. NULL: IMPL always. */
+	int         (*impl_shared)(const struct op_call *call, int impl);
 	/* The median time of CALL over REPS launches, each started with cold
 	 * caches (as in a step, where every product streams weights that no
 	 * earlier op left in cache), in microseconds: GPU time on cuda, host

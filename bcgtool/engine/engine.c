@@ -191,6 +191,33 @@ static uint32_t engine_nearest_variant(const plan_t *plan, int64_t tokens)
 	return best != PLAN_NONE ? best : largest;
 }
 
+/* Whether IMPL names an implementation of C's kind that can run C. */
+static int engine_impl_usable(const struct engine *e, const struct op_call *c, int impl)
+{
+	return impl >= 0 && impl < e->be->impl_count(c->kind->id) && e->be->impl_usable(c, impl);
+}
+
+int engine_impl_default(const struct engine *e, const struct op_call *c)
+{
+	int n = e->be->impl_count(c->kind->id);
+	int d = e->be->impl_default ? e->be->impl_default(c) : -1;
+
+	if (!engine_impl_usable(e, c, d)) {
+		d = -1;
+		for (int k = 0; k < n && d < 0; k++)
+			if (e->be->impl_usable(c, k))
+				d = k;
+		if (d < 0)
+			return -1;
+	}
+	if (e->share_impl && e->be->impl_shared) {
+		int s = e->be->impl_shared(c, d);
+		if (engine_impl_usable(e, c, s))
+			return s;
+	}
+	return d;
+}
+
 /* Set C->impl for op OP at TOKENS tokens (engine_variant_init's rule). A
  * recorded choice this backend cannot honour is an error, never a silent
  * substitute: the plan promises those kernels. A token count captured by
@@ -198,23 +225,6 @@ static uint32_t engine_nearest_variant(const plan_t *plan, int64_t tokens)
  * size) takes the choice of the nearest variant (engine_nearest_variant)
  * where that implementation can run it: measured kernels, not defaults
  * never timed at that size; else the default. */
-int engine_impl_default(const struct engine *e, const struct op_call *c)
-{
-	int n = e->be->impl_count(c->kind->id);
-	int d = e->share_impl && e->be->impl_shared ? e->be->impl_shared(c) : -1;
-
-	if (d >= 0 && d < n && e->be->impl_usable(c, d))
-		return d;
-	d = e->be->impl_default ? e->be->impl_default(c) : -1;
-
-	if (d >= 0 && d < n && e->be->impl_usable(c, d))
-		return d;
-	for (int k = 0; k < n; k++)
-		if (e->be->impl_usable(c, k))
-			return k;
-	return -1;
-}
-
 static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t op,
                               struct op_call *c, struct engine_error *err)
 {

@@ -235,9 +235,9 @@ int engine_open_at(plan_t *program, const char *backend, int64_t tokens, int64_t
  * eager step above max_tokens, its place in the room after it. */
 void *engine_tensor_at(const struct engine *e, uint32_t t, int64_t tokens);
 
-/* The implementation C runs untuned (with e->share_impl the backend's
- * impl_shared when it names a usable one; else its impl_default when
- * usable, else its first usable one); -1 when none can run it. */
+/* The implementation C runs untuned: the backend's impl_default when
+ * usable, else its first usable one; with e->share_impl, what impl_shared
+ * makes of that when usable. -1 when none can run it. */
 int engine_impl_default(const struct engine *e, const struct op_call *c);
 
 /* Launch with FEATURES (PLAN_FEATURE_*) from now on; e->features keeps

@@ -173,20 +173,12 @@ extern "C" int cuda_impl_default(const struct op_call *call)
 	}
 }
 
-extern "C" int cuda_impl_shared(const struct op_call *call)
+extern "C" int cuda_impl_shared(const struct op_call *call, int impl)
 {
-	int d;
-
-	if (!call->kind || cuda_impl_names(call->kind->id) != impl_products)
-		return -1;
-	/* what the product runs untuned: the default, else the first usable */
-	d = cuda_impl_default(call);
-	for (int k = 0; d < 0 && k < CUDA_IMPL_CUBLAS_CLASS; k++)
-		if (cuda_impl_usable(call, k))
-			d = k;
-	return d == CUDA_IMPL_CUBLAS && cuda_impl_usable(call, CUDA_IMPL_CUBLAS_CLASS)
+	return call->kind && cuda_impl_names(call->kind->id) == impl_products &&
+	               impl == CUDA_IMPL_CUBLAS
 	               ? CUDA_IMPL_CUBLAS_CLASS
-	               : -1;
+	               : impl;
 }
 
 extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)

@@ -111,11 +111,11 @@ int cuda_impl_usable(const struct op_call *call, int impl);
  * decode steps measured (bench/RESULTS.md, seventh session). */
 int cuda_impl_default(const struct op_call *call);
 
-/* The same where the plan shares executables across capture sizes
- * (capture --share-exec), or -1 for cuda_impl_default's: a product that
- * would run "cublas" runs "cublas_class", whose kernels are the same for
- * every token count of a class (cuda-matmul.cu). */
-int cuda_impl_shared(const struct op_call *call);
+/* What CALL runs untuned instead of IMPL where the plan shares
+ * executables across capture sizes (capture --share-exec): a product
+ * that would run "cublas" runs "cublas_class", whose kernels are the same
+ * for every token count of a class (cuda-matmul.cu); anything else IMPL. */
+int cuda_impl_shared(const struct op_call *call, int impl);
 
 /* Device scratch bytes the launch of CALL needs in its context (0 for most
  * kinds): the most any step can need, whatever its host var values, so
