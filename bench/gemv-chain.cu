@@ -23,8 +23,9 @@
  *
  * Build and run on the GPU machine (it is not part of the build):
  *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/gemv-chain bench/gemv-chain.cu
- *   /tmp/gemv-chain [STEPS [DESIGN...]]
- * (DESIGN: indices into the table in main; default all).
+ *   [SOLO=1] /tmp/gemv-chain [STEPS [DESIGN...]]
+ * (DESIGN: indices into the table in main; default all; SOLO also times
+ * each product alone, 16 launches of it in one graph).
  * It prints one line a design: the median step of 5 rounds of STEPS graph
  * launches, the rate over the weights' bytes, and the largest difference
  * of its logits from the first design's (the sums' order differs only
@@ -36,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -210,6 +212,250 @@ __global__ void __launch_bounds__(NT) chain_gemv(const bf16 *x, const bf16 *nw, 
 	}
 }
 
+/* --- bulk: whole multiprocessors, weights copied to shared memory ------- */
+
+__device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void bar_init(unsigned long long *b)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(b)) : "memory");
+}
+
+/* Thread 0 arrives on B, owed BYTES by the copies it then starts. */
+__device__ __forceinline__ void bar_expect(unsigned long long *b, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+	             :: "r"(smem_addr(b)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void bar_wait(unsigned long long *b, unsigned parity)
+{
+	asm volatile("{\n\t.reg .pred done;\n"
+	             "again:\n\t"
+	             "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+	             "@!done bra again;\n}"
+	             :: "r"(smem_addr(b)), "r"(parity) : "memory");
+}
+
+/* BYTES from global SRC to shared DST by the copy engine, counted on B;
+ * with FIRST, marked in L2 to be evicted first (the weights are read once
+ * a step). */
+template <bool FIRST>
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes,
+                                          unsigned long long *b)
+{
+	if (FIRST) {
+		unsigned long long pol;
+		asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+		             ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
+		             :: "r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)),
+		                "l"(pol) : "memory");
+	} else {
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+		             " [%0], [%1], %2, [%3];"
+		             :: "r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b))
+		             : "memory");
+	}
+}
+
+/* Ask L2 for BYTES from SRC by the copy engine: a hint, nothing owed. */
+__device__ __forceinline__ void bulk_prefetch(const void *src, unsigned bytes)
+{
+	asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(src), "r"(bytes) : "memory");
+}
+
+template <int K, int EPI, int STAGE>
+struct bulk_shape {
+	static constexpr int NW = EPI == EPI_SILU ? 2 : 1;
+	/* output rows a stage: NW weight rows each */
+	static constexpr int RPS = STAGE / (NW * K * 2) > 0 ? STAGE / (NW * K * 2) : 1;
+	static constexpr int SLOT = NW * RPS * K; /* elements */
+};
+
+template <int K, int EPI, int STAGE, int NS, int NT>
+constexpr size_t bulk_smem(void)
+{
+	typedef bulk_shape<K, EPI, STAGE> S;
+	return (size_t)NS * S::SLOT * 2 + K * 2 + (NT / 32) * S::NW * S::RPS * 4 + 8 * NS + 8;
+}
+
+/* One token times a contiguous share of w's rows, gridDim.x blocks (one a
+ * multiprocessor). Thread 0 keeps NS stages of RPS rows in flight by bulk
+ * copies into shared memory, the first NS before the wait; every thread
+ * multiplies its 16-byte pieces of each row of a stage, and the block
+ * sums each row. */
+template <int K, int EPI, bool NORM, int STAGE, int NS, int NT, bool EARLY, bool FIRST, int PF>
+__global__ void __launch_bounds__(NT, 1) chain_bulk(const bf16 *x, const bf16 *nw, const bf16 *w,
+                                                    void *out, int N)
+{
+	typedef bulk_shape<K, EPI, STAGE> S;
+	constexpr int NW = S::NW, RPS = S::RPS, P = K / 8, PPT = (P + NT - 1) / NT, WARPS = NT / 32;
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf16 *ws = reinterpret_cast<bf16 *>(smem);
+	bf16 *xs = ws + (size_t)NS * S::SLOT;
+	float *red = reinterpret_cast<float *>(xs + K);
+	unsigned long long *full = reinterpret_cast<unsigned long long *>(
+		(reinterpret_cast<uintptr_t>(red + WARPS * NW * RPS) + 7) & ~(uintptr_t)7);
+	__shared__ float scale_s;
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	const int r0 = (int)((long long)blockIdx.x * N / gridDim.x);
+	const int r1 = (int)((long long)(blockIdx.x + 1) * N / gridDim.x);
+	const int chunks = (r1 - r0 + RPS - 1) / RPS;
+
+	auto issue = [&](int c) {
+		const int slot = c % NS, n = min(RPS, r1 - r0 - c * RPS);
+		const unsigned bytes = (unsigned)n * K * 2;
+		bar_expect(&full[slot], NW * bytes);
+		for (int s = 0; s < NW; s++)
+			bulk_copy<FIRST>(ws + (size_t)slot * S::SLOT + (size_t)s * RPS * K,
+			          w + ((size_t)s * N + r0 + (size_t)c * RPS) * K, bytes, &full[slot]);
+	};
+	if (EARLY)
+		pdl_trigger();
+	if (tid == 0) {
+		for (int s = 0; s < NS; s++)
+			bar_init(&full[s]);
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		for (int c = 0; c < NS && c < chunks; c++)
+			issue(c);
+		/* and up to PF KiB more of the block's rows into L2 */
+		const int pr0 = r0 + NS * RPS, pr1 = min(r1, pr0 + (int)(PF * 1024 / (NW * K * 2)));
+		for (int s = 0; s < NW; s++)
+			for (int r = pr0; r < pr1; r += 8)
+				bulk_prefetch(w + ((size_t)s * N + r) * K, (unsigned)min(8, pr1 - r) * K * 2);
+	}
+	pdl_wait();
+	if (!EARLY)
+		pdl_trigger();
+
+	/* the token, normalized where NORM, into shared memory */
+	uint4 xv[PPT];
+	float ss = 0.0f;
+#pragma unroll
+	for (int i = 0; i < PPT; i++) {
+		const int j = tid + i * NT;
+		if (j < P) {
+			xv[i] = *reinterpret_cast<const uint4 *>(x + (size_t)j * 8);
+			float f[8];
+			widen(xv[i], f);
+#pragma unroll
+			for (int e = 0; e < 8; e++)
+				ss = fmaf(f[e], f[e], ss);
+		}
+	}
+	float sc = 1.0f;
+	if (NORM) {
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1)
+			ss += __shfl_xor_sync(0xffffffffu, ss, o);
+		if (lane == 0)
+			red[warp] = ss;
+		__syncthreads();
+		if (tid == 0) {
+			float t = 0.0f;
+			for (int i = 0; i < WARPS; i++)
+				t += red[i];
+			scale_s = rsqrtf(t / K + 1e-5f);
+		}
+		__syncthreads();
+		sc = scale_s;
+	}
+#pragma unroll
+	for (int i = 0; i < PPT; i++) {
+		const int j = tid + i * NT;
+		if (j < P) {
+			uint4 v = xv[i];
+			if (NORM) {
+				float f[8], nf[8];
+				widen(v, f);
+				widen(*reinterpret_cast<const uint4 *>(nw + (size_t)j * 8), nf);
+				__nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&v);
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+					h[e] = __floats2bfloat162_rn(f[2 * e] * sc * nf[2 * e],
+					                             f[2 * e + 1] * sc * nf[2 * e + 1]);
+			}
+			reinterpret_cast<uint4 *>(xs)[j] = v;
+		}
+	}
+	__syncthreads();
+
+	for (int c = 0; c < chunks; c++) {
+		const int slot = c % NS, n = min(RPS, r1 - r0 - c * RPS);
+		bar_wait(&full[slot], (unsigned)(c / NS) & 1u);
+		const bf16 *sw = ws + (size_t)slot * S::SLOT;
+		float acc[NW][RPS];
+#pragma unroll
+		for (int s = 0; s < NW; s++)
+#pragma unroll
+			for (int r = 0; r < RPS; r++)
+				acc[s][r] = 0.0f;
+#pragma unroll
+		for (int i = 0; i < PPT; i++) {
+			const int j = tid + i * NT;
+			if (j < P) {
+				float xf[8];
+				widen(reinterpret_cast<const uint4 *>(xs)[j], xf);
+#pragma unroll
+				for (int s = 0; s < NW; s++)
+#pragma unroll
+					for (int r = 0; r < RPS; r++) {
+						if (r < n) {
+							float wf[8];
+							widen(reinterpret_cast<const uint4 *>(
+								sw + ((size_t)s * RPS + r) * K)[j], wf);
+#pragma unroll
+							for (int e = 0; e < 8; e++)
+								acc[s][r] = fmaf(wf[e], xf[e], acc[s][r]);
+						}
+					}
+			}
+		}
+#pragma unroll
+		for (int s = 0; s < NW; s++)
+#pragma unroll
+			for (int r = 0; r < RPS; r++) {
+				float a = acc[s][r];
+#pragma unroll
+				for (int o = 16; o > 0; o >>= 1)
+					a += __shfl_xor_sync(0xffffffffu, a, o);
+				if (lane == 0)
+					red[(s * RPS + r) * WARPS + warp] = a;
+			}
+		__syncthreads();
+		/* every thread is done with the slot: refill it */
+		if (tid == 0 && c + NS < chunks)
+			issue(c + NS);
+		if (tid < n) {
+			const int orow = r0 + c * RPS + tid;
+			float v[NW];
+			for (int s = 0; s < NW; s++) {
+				v[s] = 0.0f;
+				for (int i = 0; i < WARPS; i++)
+					v[s] += red[(s * RPS + tid) * WARPS + i];
+			}
+			if (EPI == EPI_STORE) {
+				static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(v[0]);
+			} else if (EPI == EPI_ADD) {
+				bf16 *o = static_cast<bf16 *>(out);
+				o[orow] = __float2bfloat16_rn(__bfloat162float(o[orow]) +
+				                              __bfloat162float(__float2bfloat16_rn(v[0])));
+			} else if (EPI == EPI_SILU) {
+				float g = __bfloat162float(__float2bfloat16_rn(v[0]));
+				float u = __bfloat162float(__float2bfloat16_rn(v[NW - 1]));
+				static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
+			} else {
+				static_cast<float *>(out)[orow] = v[0];
+			}
+		}
+		__syncthreads();
+	}
+}
+
 /* The attention stand-in: 32 blocks hold their multiprocessor for about
  * the time bcgtool's T=1 attention takes (5 us), after the wait. */
 template <bool EARLY>
@@ -253,14 +499,24 @@ struct design {
 	int r_qkv, r_o, r_gu, r_down, r_lm;
 	int nt_qkv, nt_o, nt_gu, nt_down, nt_lm;
 	bool pdl;
+	/* bulk designs: one block a multiprocessor, this much shared memory */
+	size_t sm_qkv, sm_o, sm_gu, sm_down, sm_lm;
 };
 
-static void launch(cudaStream_t s, bool pdl, const void *fn, int grid, int block, void **args)
+static int n_sm;
+
+static void launch(cudaStream_t s, bool pdl, const void *fn, int grid, int block, void **args,
+                   size_t smem = 0)
 {
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
+	if (smem) {
+		CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+		grid = n_sm;
+	}
 	cfg.gridDim = dim3(grid);
 	cfg.blockDim = dim3(block);
+	cfg.dynamicSmemBytes = smem;
 	cfg.stream = s;
 	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 	at[0].val.programmaticStreamSerializationAllowed = 1;
@@ -276,23 +532,88 @@ static void record_step(cudaStream_t s, const design &d, model &m, unsigned long
 		const bf16 *ones = m.ones;
 		n = QKV;
 		void *a1[] = {&m.h, (void *)&ones, &m.qkv[l], &m.q, &n};
-		launch(s, d.pdl, (const void *)d.qkv, QKV / d.r_qkv, d.nt_qkv, a1);
+		launch(s, d.pdl, (const void *)d.qkv, QKV / d.r_qkv, d.nt_qkv, a1, d.sm_qkv);
 		void *a2[] = {&att_cycles, &m.attn};
 		launch(s, d.pdl, (const void *)d.att, 32, 128, a2);
 		n = H;
 		void *a3[] = {&m.attn, (void *)&ones, &m.o[l], &m.h, &n};
-		launch(s, d.pdl, (const void *)d.o, H / d.r_o, d.nt_o, a3);
+		launch(s, d.pdl, (const void *)d.o, H / d.r_o, d.nt_o, a3, d.sm_o);
 		n = F;
 		void *a4[] = {&m.h, (void *)&ones, &m.gu[l], &m.act, &n};
-		launch(s, d.pdl, (const void *)d.gu, F / d.r_gu, d.nt_gu, a4);
+		launch(s, d.pdl, (const void *)d.gu, F / d.r_gu, d.nt_gu, a4, d.sm_gu);
 		n = H;
 		void *a5[] = {&m.act, (void *)&ones, &m.down[l], &m.h, &n};
-		launch(s, d.pdl, (const void *)d.down, H / d.r_down, d.nt_down, a5);
+		launch(s, d.pdl, (const void *)d.down, H / d.r_down, d.nt_down, a5, d.sm_down);
 	}
 	const bf16 *ones = m.ones;
 	n = V;
 	void *a6[] = {&m.h, (void *)&ones, &m.lm, &m.logits, &n};
-	launch(s, d.pdl, (const void *)d.lm, V / d.r_lm, d.nt_lm, a6);
+	launch(s, d.pdl, (const void *)d.lm, V / d.r_lm, d.nt_lm, a6, d.sm_lm);
+}
+
+/* Each product of design D alone: 16 launches in one graph (the 16
+ * layers' weights, or the lm-head 4 times), with D's launch; prints the
+ * time a launch and the rate over its weights. */
+static void solo(cudaStream_t s, const design &d, model &m, cudaEvent_t e0, cudaEvent_t e1)
+{
+	static const char *const names[] = {"qkv", "o", "gate_up", "down", "lm_head"};
+	for (int k = 0; k < 5; k++) {
+		const int reps = k == 4 ? 4 : L;
+		size_t wbytes = 0;
+		cudaGraph_t g;
+		cudaGraphExec_t ge;
+		CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+		for (int l = 0; l < reps; l++) {
+			const bf16 *ones = m.ones;
+			int n;
+			if (k == 0) {
+				n = QKV;
+				void *a[] = {&m.h, (void *)&ones, &m.qkv[l], &m.q, &n};
+				launch(s, d.pdl, (const void *)d.qkv, QKV / d.r_qkv, d.nt_qkv, a, d.sm_qkv);
+				wbytes += (size_t)QKV * H * 2;
+			} else if (k == 1) {
+				n = H;
+				void *a[] = {&m.attn, (void *)&ones, &m.o[l], &m.h, &n};
+				launch(s, d.pdl, (const void *)d.o, H / d.r_o, d.nt_o, a, d.sm_o);
+				wbytes += (size_t)H * H * 2;
+			} else if (k == 2) {
+				n = F;
+				void *a[] = {&m.h, (void *)&ones, &m.gu[l], &m.act, &n};
+				launch(s, d.pdl, (const void *)d.gu, F / d.r_gu, d.nt_gu, a, d.sm_gu);
+				wbytes += (size_t)2 * F * H * 2;
+			} else if (k == 3) {
+				n = H;
+				void *a[] = {&m.act, (void *)&ones, &m.down[l], &m.h, &n};
+				launch(s, d.pdl, (const void *)d.down, H / d.r_down, d.nt_down, a, d.sm_down);
+				wbytes += (size_t)H * F * 2;
+			} else {
+				n = V;
+				void *a[] = {&m.h, (void *)&ones, &m.lm, &m.logits, &n};
+				launch(s, d.pdl, (const void *)d.lm, V / d.r_lm, d.nt_lm, a, d.sm_lm);
+				wbytes += (size_t)V * H * 2;
+			}
+		}
+		CHECK(cudaStreamEndCapture(s, &g));
+		CHECK(cudaGraphInstantiate(&ge, g, 0));
+		std::vector<float> med;
+		for (int round = 0; round < 5; round++) {
+			for (int i = 0; i < 5; i++)
+				CHECK(cudaGraphLaunch(ge, s));
+			CHECK(cudaEventRecord(e0, s));
+			for (int i = 0; i < 50; i++)
+				CHECK(cudaGraphLaunch(ge, s));
+			CHECK(cudaEventRecord(e1, s));
+			CHECK(cudaEventSynchronize(e1));
+			float ms;
+			CHECK(cudaEventElapsedTime(&ms, e0, e1));
+			med.push_back(ms * 1000.0f / 50);
+		}
+		std::sort(med.begin(), med.end());
+		printf("    %-8s %8.2f us a launch  %.2f TB/s\n", names[k], med[2] / reps,
+		       wbytes / (med[2] * 1e-6) / 1e12);
+		CHECK(cudaGraphExecDestroy(ge));
+		CHECK(cudaGraphDestroy(g));
+	}
 }
 
 #define K2(tmpl, R, NT, EPI, NORM, PRE, EARLY) \
@@ -304,13 +625,33 @@ static void record_step(cudaStream_t s, const design &d, model &m, unsigned long
 	  K2(H, R, NT, EPI_SILU, true, PRE, EARLY), K2(F, RD, NTD, EPI_ADD, false, PRE, EARLY),   \
 	  K2(H, R, NT, EPI_F32, true, PRE, EARLY),                                                \
 	  (void (*)(const void *))(chain_attention<EARLY>),                                       \
-	  R, R, R, RD, R, NT, NT, NT, NTD, NT, PDL }
+	  R, R, R, RD, R, NT, NT, NT, NTD, NT, PDL, 0, 0, 0, 0, 0 }
+
+#define KB(tmpl, EPI, NORM, ST, NS, NT, EARLY)                                               \
+	((void (*)(const void *))(chain_bulk<tmpl, EPI, NORM, ST, NS, NT, ((EARLY) & 1),            \
+	                                     ((((EARLY) >> 1) & 1) != 0), ((EARLY) >> 2)>))
+
+/* STAGE bytes a stage, NS stages, NT threads, one block a multiprocessor;
+ * EARLY: bit 0 triggers before the wait, bit 1 marks the weights
+ * evict-first in L2, the bits above are the KiB a block asks L2 for
+ * beyond its first NS stages, before the wait */
+#define BULK(name, ST, NS, NT, EARLY)                                                          \
+	{ name,                                                                                  \
+	  KB(H, EPI_STORE, true, ST, NS, NT, EARLY), KB(H, EPI_ADD, false, ST, NS, NT, EARLY),    \
+	  KB(H, EPI_SILU, true, ST, NS, NT, EARLY), KB(F, EPI_ADD, false, ST, NS, NT, EARLY),     \
+	  KB(H, EPI_F32, true, ST, NS, NT, EARLY),                                                \
+	  (void (*)(const void *))(chain_attention<(EARLY) & 1>),                                 \
+	  1, 1, 1, 1, 1, NT, NT, NT, NT, NT, true,                                                \
+	  bulk_smem<H, EPI_STORE, ST, NS, NT>(), bulk_smem<H, EPI_ADD, ST, NS, NT>(),             \
+	  bulk_smem<H, EPI_SILU, ST, NS, NT>(), bulk_smem<F, EPI_ADD, ST, NS, NT>(),              \
+	  bulk_smem<H, EPI_F32, ST, NS, NT>() }
 
 int main(int argc, char **argv)
 {
 	const int steps = argc > 1 ? atoi(argv[1]) : 200;
 	cudaDeviceProp prop;
 	CHECK(cudaGetDeviceProperties(&prop, 0));
+	n_sm = prop.multiProcessorCount;
 	int clock_khz = 0;
 	CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
 	const unsigned long long att_cycles = (unsigned long long)clock_khz * 5 / 1000; /* 5 us */
@@ -356,6 +697,26 @@ int main(int argc, char **argv)
 		DESIGN("preload r4, trigger first, pdl", 4, 128, 2, 256, true, true, true),
 		DESIGN("preload r2 down r1, trigger first, pdl", 2, 128, 1, 128, true, true, true),
 		DESIGN("preload r1 nt64, trigger first, pdl", 1, 64, 1, 128, true, true, true),
+		BULK("bulk 32K x3, 256 thr, trigger after wait", 32768, 3, 256, 0),
+		BULK("bulk 32K x3, 256 thr, trigger first", 32768, 3, 256, 1),
+		BULK("bulk 24K x4, 256 thr, trigger first", 24576, 4, 256, 1),
+		BULK("bulk 16K x4, 256 thr, trigger first", 16384, 4, 256, 1),
+		BULK("bulk 48K x2, 256 thr, trigger first", 49152, 2, 256, 1),
+		BULK("bulk 32K x3, 128 thr, trigger first", 32768, 3, 128, 1),
+		BULK("bulk 32K x3, 256 thr, trigger first, evict first", 32768, 3, 256, 3),
+		BULK("bulk 16K x6, 256 thr, trigger first", 16384, 6, 256, 1),
+		BULK("bulk 48K x2, trigger first, L2 64K", 49152, 2, 256, 1 | 64 << 2),
+		BULK("bulk 48K x2, trigger first, L2 128K", 49152, 2, 256, 1 | 128 << 2),
+		BULK("bulk 48K x2, trigger first, L2 256K", 49152, 2, 256, 1 | 256 << 2),
+		BULK("bulk 32K x3, trigger first, L2 128K", 32768, 3, 256, 1 | 128 << 2),
+		BULK("bulk 32K x3, trigger first, L2 256K", 32768, 3, 256, 1 | 256 << 2),
+		BULK("bulk 48K x2, trigger first, evict first, L2 128K", 49152, 2, 256, 3 | 128 << 2),
+		BULK("bulk 48K x2, trigger after wait, L2 128K", 49152, 2, 256, 0 | 128 << 2),
+		BULK("bulk 48K x2, trigger first, evict first", 49152, 2, 256, 3),
+		BULK("bulk 48K x2, trigger first, evict first, L2 64K", 49152, 2, 256, 3 | 64 << 2),
+		BULK("bulk 48K x2, trigger first, evict first, L2 192K", 49152, 2, 256, 3 | 192 << 2),
+		BULK("bulk 24K x4, trigger first, evict first, L2 128K", 24576, 4, 256, 3 | 128 << 2),
+		BULK("bulk 32K x3, trigger first, evict first, L2 128K", 32768, 3, 256, 3 | 128 << 2),
 	};
 	const int nd = sizeof designs / sizeof designs[0];
 	cudaStream_t s;
@@ -414,6 +775,8 @@ int main(int argc, char **argv)
 		std::sort(med.begin(), med.end());
 		printf("%-48s step %8.2f us  (%.2f TB/s)  logits max diff %.3g of %.3g\n", d.name, med[2],
 		       bytes / (med[2] * 1e-6) / 1e12, maxd, maxr);
+		if (getenv("SOLO"))
+			solo(s, d, m, e0, e1);
 		fflush(stdout);
 		CHECK(cudaGraphExecDestroy(ge));
 		CHECK(cudaGraphDestroy(g));

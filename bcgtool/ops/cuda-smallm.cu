@@ -16,15 +16,20 @@
  *    token of f16 or bf16 with 16-byte loads it runs the rows kernel
  *    instead (bcg_smallm_rows_kernel: whole rows a block, every weight
  *    byte loaded before the PDL wait), in every form, whatever the shape
- *    names.
+ *    names; and where b is a weight and a stage holds its rows, the bulk
+ *    kernel (bcg_smallm_bulk_kernel: a block a multiprocessor, the rows
+ *    brought into shared memory by the copy engine), in every form but
+ *    rmsnorm_matmul_rope_kv_write's.
  *  - "cublas" and "cublas_class": cuda-matmul.cu, every shape; the second
  *    on the cuBLAS algorithm of the token count's class, so that capture
  *    sizes of one class share executables (--share-exec).
  *
- * Both kernels here read each weight row with 16-byte loads straight from
- * global memory, never staged through shared memory: the weights are read
- * once, so nothing is gained by staging them, and the tokens' rows (a few
- * KiB) stay in L1 and L2 for every block. A block of SM_WARPS warps owns a
+ * The looping, mma and rows kernels read each weight row with 16-byte
+ * loads straight from global memory: the weights are read once, and the
+ * tokens' rows (a few KiB) stay in L1 and L2 for every block. The bulk
+ * kernel stages them in shared memory for another reason: the copy
+ * engine keeps 96 KiB a multiprocessor in flight from before the PDL
+ * wait on, which registers cannot. A block of SM_WARPS warps owns a
  * group of output columns and a range of K; its warps (mma) or threads
  * (gemv) share that range out and their sums meet in shared memory, in a
  * fixed order. When there are too few column groups to fill the device,
@@ -63,8 +68,10 @@
  *
  * PDL: before cuda_pdl_begin() a block of the looping kernels only asks
  * L2 for the first bytes of its weight rows; a block of the rows kernel
- * loads all of them when they are weights (op_call.const_in). Both wait
- * before reading the tokens.
+ * loads all of them when they are weights (op_call.const_in); a block of
+ * the bulk kernel triggers its successor, then starts the copies of its
+ * first stages (cuda-internal.h's one exception). All wait before reading
+ * the tokens.
  */
 #include "config.h"
 
@@ -114,6 +121,7 @@ struct smallm_args {
 	bool        b_const;        /* b is a weight (op_call.const_in): the rows
 	                               kernel loads it before the PDL wait */
 	bool        w_const;        /* and w, the norm's weights, likewise */
+	int         rps;            /* bulk: output rows a stage */
 };
 
 /* What EPI_ROPE's epilogue writes (rmsnorm_matmul_rope_kv_write): q [M, H
@@ -224,6 +232,22 @@ __device__ void smallm_rope_epilogue(const float *sacc, const smallm_args &p, in
 	}
 }
 
+/* Out element O from the complete f32 sum V (and, for EPI_SILU, the up
+ * half's sum U): the epilogues of the top of this file. */
+template <int EPI>
+__device__ __forceinline__ void smallm_store(const smallm_args &p, int64_t o, float v, float u)
+{
+	if constexpr (EPI == EPI_NONE) {
+		cuda_st(p.out, p.dto, o, v);
+	} else if constexpr (EPI == EPI_ADD) {
+		cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
+	} else {
+		float g = cuda_round_to(p.dto, v);
+		float silu = g / (1.0f + expf(-g));
+		cuda_st(p.out, p.dto, o, silu * cuda_round_to(p.dto, u));
+	}
+}
+
 /* The rest of column group BX's work once SACC ([slots][MT] in shared
  * memory) holds its sums over the block's K range, behind a barrier: the split-K
  * combination when there is one, then the epilogue and the trigger. */
@@ -257,18 +281,8 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t bx, int
 			const int64_t j = c0 + s;
 			if (m >= p.M || j >= p.N)
 				continue;
-			const int64_t o = (int64_t)m * p.N + j;
-			const float v = sacc[s * MT + m];
-			if constexpr (EPI == EPI_NONE) {
-				cuda_st(p.out, p.dto, o, v);
-			} else if constexpr (EPI == EPI_ADD) {
-				cuda_st(p.out, p.dto, o, cuda_ld(p.x, p.dtx, o) + cuda_round_to(p.dto, v));
-			} else {
-				float g = cuda_round_to(p.dto, v);
-				float u = cuda_round_to(p.dto, sacc[(s + G) * MT + m]);
-				float silu = g / (1.0f + expf(-g));
-				cuda_st(p.out, p.dto, o, silu * u);
-			}
+			smallm_store<EPI>(p, (int64_t)m * p.N + j, sacc[s * MT + m],
+			                  EPI == EPI_SILU ? sacc[(s + G) * MT + m] : 0.0f);
 		}
 	}
 }
@@ -819,6 +833,252 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	smallm_finish<EPI, G, 1>(sacc, p, blockIdx.x, &flag, r);
 }
 
+/* --- bulk: one token, a block a multiprocessor, weights by the copy engine -- */
+
+/* gemv's kernel for one token of f16 or bf16 when b is a weight and the
+ * rows kernel would take the product (smallm_bulk_fits). The grid holds
+ * one block a multiprocessor, and block i owns the contiguous output rows
+ * [i N / grid, (i + 1) N / grid): its weight rows are one run of bytes (two
+ * for matmul_silu_mul: gate and up). Thread 0 has the copy engine bring
+ * them into shared memory by stages of p.rps rows (cp.async.bulk, counted
+ * on a stage's mbarrier) and keeps SM_BULK_STAGES stages in flight: each
+ * stage, once multiplied, is refilled with the next.
+ *
+ * Why (bench/gemv-chain.cu, H100, the 1B step's products chained under
+ * PDL): the rows kernel keeps about 2.4 TB/s, and most of what it loses
+ * is at the kernels' seams. Here a block asks for its first stages and
+ * for SM_BULK_L2 more bytes of its rows (into L2) before its wait, and it
+ * triggers its successor first, not after the wait: the successor's
+ * blocks, one a multiprocessor beside this kernel's (each takes under
+ * half of a multiprocessor's shared memory), start their copies while
+ * this kernel streams, so the memory never waits for a seam (both fit:
+ * under 100 KiB of shared memory and 128 registers a thread each, as
+ * __launch_bounds__ asks). The copies
+ * are marked evict-first in L2: each weight byte is read once a step, and
+ * the activations stay. The chain took 970 us against 1044 for the rows
+ * kernel's design.
+ *
+ * Triggering first keeps the PDL rule (cuda-internal.h): nothing is
+ * written or read before the wait but the marked weights. The successor
+ * launches only once every block of this grid runs, so a grid of one
+ * block a multiprocessor that all fit cannot be starved of its place.
+ *
+ * After the wait each thread reads its pieces of the token (j = t, t +
+ * SM_BULK_THREADS, ...: PPT of them) into registers, once; NORM multiplies
+ * them by the norm's weights and sums their squares as the rows kernel
+ * does, and the row's sum is divided by the rms at the end. The sums:
+ * each thread's pieces in order, the warp's butterfly, then the warps in
+ * order, then smallm_store's epilogue. */
+#define SM_BULK_THREADS 256
+#define SM_BULK_WARPS   (SM_BULK_THREADS / 32)
+#define SM_BULK_STAGES  2
+#define SM_BULK_STAGE   (48 * 1024)     /* bytes a stage holds at most */
+#define SM_BULK_ROWS    16              /* output rows a stage at most */
+#define SM_BULK_L2      (64 * 1024)     /* bytes a block asks L2 for before its wait */
+#define SM_BULK_PPT     8               /* pieces of the token a thread at most */
+/* A stage's barrier after the stages, 8-byte aligned; then the warps' sums. */
+#define SM_BULK_SMEM    (SM_BULK_STAGES * SM_BULK_STAGE + SM_BULK_STAGES * 8 + \
+	                 SM_BULK_WARPS * 2 * SM_BULK_ROWS * 4)
+
+__device__ __forceinline__ unsigned smallm_smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* The copies of a stage to come, on barrier B: thread 0 arrives and says
+ * how many BYTES they will bring. */
+__device__ __forceinline__ void smallm_bar_expect(uint64_t *b, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+	             :: "r"(smallm_smem_addr(b)), "r"(bytes) : "memory");
+}
+
+/* Until B's phase of PARITY has completed: its bytes have all arrived. */
+__device__ __forceinline__ void smallm_bar_wait(uint64_t *b, unsigned parity)
+{
+	asm volatile("{\n\t.reg .pred done;\n"
+	             "bulk_wait:\n\t"
+	             "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+	             "@!done bra bulk_wait;\n}"
+	             :: "r"(smallm_smem_addr(b)), "r"(parity) : "memory");
+}
+
+/* BYTES (a multiple of 16) from global SRC to shared DST, both 16-byte
+ * aligned, by the copy engine, counted on B; evict-first in L2. */
+__device__ __forceinline__ void smallm_bulk_copy(void *dst, const void *src, unsigned bytes,
+                                                 uint64_t *b)
+{
+	uint64_t pol;
+	asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+	             ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
+	             :: "r"(smallm_smem_addr(dst)), "l"(src), "r"(bytes), "r"(smallm_smem_addr(b)),
+	                "l"(pol) : "memory");
+}
+
+template <typename T, int EPI, bool NORM, int PPT>
+__global__ void __launch_bounds__(SM_BULK_THREADS, 2) bcg_smallm_bulk_kernel(smallm_args p)
+{
+	static_assert(sizeof(T) == 2 && PPT <= SM_BULK_PPT, "16-byte pieces of 2-byte elements");
+	constexpr int NW = EPI == EPI_SILU ? 2 : 1, V = 8;
+	extern __shared__ __align__(128) unsigned char smallm_bulk_smem[];
+	__shared__ float ssw[SM_BULK_WARPS];
+	T *stage = reinterpret_cast<T *>(smallm_bulk_smem);
+	uint64_t *full = reinterpret_cast<uint64_t *>(smallm_bulk_smem +
+	                                              SM_BULK_STAGES * SM_BULK_STAGE);
+	float *red = reinterpret_cast<float *>(full + SM_BULK_STAGES);  /* [2 ROWS][WARPS] */
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, rps = p.rps;
+	const int64_t K = p.K, N = p.N, P = K / V;
+	const int64_t r0 = (int64_t)blockIdx.x * N / gridDim.x;
+	const int64_t r1 = (int64_t)(blockIdx.x + 1) * N / gridDim.x;
+	const int chunks = (int)((r1 - r0 + rps - 1) / rps);
+	const T *b = static_cast<const T *>(p.b);
+	const int64_t stage_elems = SM_BULK_STAGE / (int64_t)sizeof(T);
+
+	/* chunk C (rows r0 + C rps ...) into stage C % SM_BULK_STAGES */
+	auto issue = [&](int c) {
+		const int st = c % SM_BULK_STAGES;
+		const int64_t row = r0 + (int64_t)c * rps;
+		const int64_t n = r1 - row < rps ? r1 - row : rps;
+		const unsigned bytes = (unsigned)(n * K * (int64_t)sizeof(T));
+		smallm_bar_expect(&full[st], NW * bytes);
+		for (int s = 0; s < NW; s++)
+			smallm_bulk_copy(stage + st * stage_elems + (int64_t)s * rps * K,
+			                 b + ((int64_t)s * N + row) * K, bytes, &full[st]);
+	};
+
+	cuda_pdl_trigger();
+	if (tid == 0) {
+		for (int st = 0; st < SM_BULK_STAGES; st++)
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;"
+			             :: "r"(smallm_smem_addr(&full[st])) : "memory");
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		for (int c = 0; c < SM_BULK_STAGES && c < chunks; c++)
+			issue(c);
+		/* the next rows into L2, by pieces of at most 64 KiB */
+		const int64_t row_bytes = K * (int64_t)sizeof(T);
+		const int64_t pr0 = r0 + (int64_t)SM_BULK_STAGES * rps;
+		int64_t pr1 = pr0 + SM_BULK_L2 / (NW * row_bytes);
+		pr1 = pr1 < r1 ? pr1 : r1;
+		const int64_t step = row_bytes >= 65536 ? 1 : 65536 / row_bytes;
+		for (int s = 0; s < NW; s++)
+			for (int64_t r = pr0; r < pr1; r += step)
+				asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+				             :: "l"(b + ((int64_t)s * N + r) * K),
+				                "r"((unsigned)((pr1 - r < step ? pr1 - r : step) * row_bytes))
+				             : "memory");
+	}
+	/* the norm's weights of this thread's pieces, before the wait when
+	 * marked */
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+	const T *nw = static_cast<const T *>(p.w);
+	uint4 nwv[NORM ? PPT : 1];
+	if constexpr (NORM)
+		if (p.w_const)
+#pragma unroll
+			for (int i = 0; i < PPT; i++) {
+				const int64_t j = tid + (int64_t)i * SM_BULK_THREADS;
+				nwv[i] = j < P ? cuda_ld_keep(nw + j * V) : zero;
+			}
+	cuda_pdl_wait();
+
+	/* this thread's pieces of the token (times the norm's weights) */
+	const T *x = static_cast<const T *>(p.a);
+	float xf[PPT][V];
+	float ss = 0.0f;
+#pragma unroll
+	for (int i = 0; i < PPT; i++) {
+		const int64_t j = tid + (int64_t)i * SM_BULK_THREADS;
+		const uint4 xv = j < P ? *reinterpret_cast<const uint4 *>(x + j * V) : zero;
+		cuda_widen16<T>(xv, xf[i]);
+		if constexpr (NORM) {
+			if (!p.w_const)
+				nwv[i] = j < P ? cuda_ld_keep(nw + j * V) : zero;
+			float nf[V];
+			cuda_widen16<T>(nwv[i], nf);
+#pragma unroll
+			for (int e = 0; e < V; e++) {
+				ss = fmaf(xf[i][e], xf[i][e], ss);
+				xf[i][e] = __fmul_rn(xf[i][e], nf[e]);
+			}
+		}
+	}
+	if constexpr (NORM) {
+		ss = cuda_warp_sum(ss);
+		if (lane == 0)
+			ssw[warp] = ss;
+	}
+	__syncthreads();                /* ssw, and the barriers' init */
+	float rms = 1.0f;
+	if constexpr (NORM) {
+		float q = 0.0f;
+#pragma unroll
+		for (int w = 0; w < SM_BULK_WARPS; w++)
+			q += ssw[w];
+		rms = sqrtf(q / (float)K + p.eps);
+	}
+
+	for (int c = 0; c < chunks; c++) {
+		const int st = c % SM_BULK_STAGES;
+		const int64_t row = r0 + (int64_t)c * rps;
+		const int n = (int)(r1 - row < rps ? r1 - row : rps);
+		smallm_bar_wait(&full[st], (unsigned)(c / SM_BULK_STAGES) & 1u);
+		const T *sw = stage + st * stage_elems;
+		float acc[NW][SM_BULK_ROWS];
+#pragma unroll
+		for (int s = 0; s < NW; s++)
+#pragma unroll
+			for (int r = 0; r < SM_BULK_ROWS; r++)
+				acc[s][r] = 0.0f;
+#pragma unroll
+		for (int i = 0; i < PPT; i++) {
+			const int64_t j = tid + (int64_t)i * SM_BULK_THREADS;
+			if (j >= P)
+				break;
+#pragma unroll
+			for (int s = 0; s < NW; s++)
+#pragma unroll
+				for (int r = 0; r < SM_BULK_ROWS; r++) {
+					if (r >= n)
+						break;
+					float wf[V];
+					cuda_widen16<T>(reinterpret_cast<const uint4 *>(
+						sw + ((int64_t)s * rps + r) * K)[j], wf);
+#pragma unroll
+					for (int e = 0; e < V; e++)
+						acc[s][r] = fmaf(wf[e], xf[i][e], acc[s][r]);
+				}
+		}
+#pragma unroll
+		for (int s = 0; s < NW; s++)
+#pragma unroll
+			for (int r = 0; r < SM_BULK_ROWS; r++) {
+				if (r >= n)
+					break;
+				const float v = cuda_warp_sum(acc[s][r]);
+				if (lane == 0)
+					red[(s * SM_BULK_ROWS + r) * SM_BULK_WARPS + warp] = v;
+			}
+		__syncthreads();        /* the stage is read: refill it */
+		if (tid == 0 && c + SM_BULK_STAGES < chunks)
+			issue(c + SM_BULK_STAGES);
+		if (tid < n) {
+			float v[NW];
+#pragma unroll
+			for (int s = 0; s < NW; s++) {
+				v[s] = 0.0f;
+#pragma unroll
+				for (int w = 0; w < SM_BULK_WARPS; w++)
+					v[s] += red[(s * SM_BULK_ROWS + tid) * SM_BULK_WARPS + w];
+				if constexpr (NORM)
+					v[s] /= rms;
+			}
+			smallm_store<EPI>(p, row + tid, v[0], v[NW - 1]);
+		}
+		__syncthreads();        /* red is the next chunk's */
+	}
+}
+
 /* --- host side --------------------------------------------------------------- */
 
 static const char *smallm_kind_name(enum op_id id)
@@ -1240,6 +1500,58 @@ static int smallm_rows_launch(const struct cuda_op_ctx *ctx, int dtype, const sm
 	return smallm_rows_launch_t<__nv_bfloat16, EPI, NORM, G>(ctx, args, shape, r, msg, len);
 }
 
+/* Whether gemv's rows-kernel product P (matmul_silu_mul when SILU) runs
+ * the bulk kernel instead: b a weight (B_CONST), the device's size known,
+ * a stage holding at least one output row's weight rows, and the token
+ * within SM_BULK_PPT pieces a thread. */
+static bool smallm_bulk_fits(const struct cuda_product *p, bool silu, bool b_const,
+                             const struct cuda_op_ctx *ctx)
+{
+	const int64_t nw = silu ? 2 : 1;
+
+	return b_const && ctx->sm_count > 0 && p->K % 8 == 0 &&
+	       p->K / 8 <= (int64_t)SM_BULK_PPT * SM_BULK_THREADS &&
+	       nw * p->K * 2 <= SM_BULK_STAGE;
+}
+
+template <typename T, int EPI, bool NORM>
+static int smallm_bulk_launch_t(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                                char *msg, size_t len)
+{
+	static void (*const kernels[])(smallm_args) = {
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 1>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 2>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 4>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 8>,
+	};
+	const int64_t pieces = args.K / 8;
+	const int k = pieces <= SM_BULK_THREADS ? 0 : pieces <= 2 * SM_BULK_THREADS ? 1
+	              : pieces <= 4 * SM_BULK_THREADS ? 2 : 3;
+	const int64_t grid = args.N < ctx->sm_count ? args.N : ctx->sm_count;
+	cudaError_t err = cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
+	                                       SM_BULK_SMEM);
+
+	if (err != cudaSuccess)
+		return cuda_fail(msg, len, "bcg_smallm_bulk_kernel: %d bytes of shared memory refused: "
+		                 "%s (%s)", SM_BULK_SMEM, cudaGetErrorString(err), cudaGetErrorName(err));
+	return cuda_launch_smem(ctx, "bcg_smallm_bulk_kernel", kernels[k], dim3((unsigned)grid),
+	                        dim3(SM_BULK_THREADS), SM_BULK_SMEM, msg, len, args);
+}
+
+/* The bulk kernel of EPI (NORM: rmsnorm_matmul's fold) for DTYPE, on ARGS
+ * as the rows kernel's plan fills them. */
+template <int EPI, bool NORM>
+static int smallm_bulk_launch(const struct cuda_op_ctx *ctx, int dtype, smallm_args args,
+                              char *msg, size_t len)
+{
+	const int64_t nw = EPI == EPI_SILU ? 2 : 1, fit = SM_BULK_STAGE / (nw * args.K * 2);
+
+	args.rps = (int)(fit < SM_BULK_ROWS ? fit : SM_BULK_ROWS);
+	if (dtype == PLAN_DTYPE_F16)
+		return smallm_bulk_launch_t<__half, EPI, NORM>(ctx, args, msg, len);
+	return smallm_bulk_launch_t<__nv_bfloat16, EPI, NORM>(ctx, args, msg, len);
+}
+
 static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas", "cublas_class" };
 
 static int smallm_args_fill(const char *who, const struct cuda_product *pp,
@@ -1278,6 +1590,16 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = cuda_const_bit(call, (int)(p.b - call->in), 0) != 0;
+		if (smallm_bulk_fits(&p, id == OP_MATMUL_SILU_MUL, args.b_const, ctx)) {
+			switch (id) {
+			case OP_MATMUL_ADD:
+				return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
+			case OP_MATMUL_SILU_MUL:
+				return smallm_bulk_launch<EPI_SILU, false>(ctx, p.a->dtype, args, msg, len);
+			default:
+				return smallm_bulk_launch<EPI_NONE, false>(ctx, p.a->dtype, args, msg, len);
+			}
+		}
 		switch (id) {
 		case OP_MATMUL_ADD:
 			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
@@ -1555,7 +1877,11 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		args.eps = (float)call->attr[RNM_EPS].f;
 		args.b_const = cuda_const_bit(&prod, 1, 0) != 0;
 		args.w_const = cuda_const_bit(call, 1, 0) != 0;
-		if (rows && id == OP_MATMUL_SILU_MUL)
+		const bool silu = id == OP_MATMUL_SILU_MUL;
+		if (rows && smallm_bulk_fits(&p, silu, args.b_const, ctx))
+			return silu ? smallm_bulk_launch<EPI_SILU, true>(ctx, x->dtype, args, msg, len)
+			            : smallm_bulk_launch<EPI_NONE, true>(ctx, x->dtype, args, msg, len);
+		if (rows && silu)
 			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, shape, msg, len);
 		if (rows)
 			return smallm_rows_launch<EPI_NONE, true, 2>(ctx, x->dtype, args, shape, msg, len);

@@ -2677,12 +2677,18 @@ static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
 
 /* --- one token: gemv's rows kernel ----------------------------------------- */
 
-/* C (its weights the inputs WEIGHTS marks) run three ways: unmarked and
- * eager, against the host; then marked as op_call.const_in marks weights
- * (the rows kernel loads them before its PDL wait), launched with PDL and
- * captured in a graph, against the host and bit for bit the unmarked
- * launch's bytes. */
-static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, const char *what)
+/* C (its weights the inputs WEIGHTS marks) run four ways, each against
+ * the host: unmarked and eager; then marked as op_call.const_in marks
+ * weights (the rows kernel loads them before its PDL wait, or the bulk
+ * kernel takes the product), with PDL: eager, captured in a graph, and
+ * eager with a grid for 3 multiprocessors. The captured launch must give
+ * the marked eager launch's bytes, and so must the 3-multiprocessor one
+ * unless LOOPS (the looping kernel takes the product, whose K split
+ * follows the device's size): in the rows and bulk kernels a row's sum
+ * does not depend on the block that makes it, nor on how many rows a
+ * block owns. */
+static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, int loops,
+                             const char *what)
 {
 	void *want[OP_MAX_OUT], *got[OP_MAX_OUT];
 	int same = 1;
@@ -2692,27 +2698,33 @@ static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, c
 		got[o] = malloc(c->out[o]->bytes + 16);
 		if (!want[o] || !got[o])
 			bail("out of memory");
-		c->got[o] = want[o];
 	}
 	c->const_in = 0;
 	c->pdl = 0;
 	c->scratch = op_scratch(c);
 	snprintf(c->what, sizeof c->what, "%s", what);
 	tcase_run_once(e, c, 0);
-	for (int o = 0; o < c->nout; o++)
-		c->got[o] = got[o];
 	c->const_in = weights;
 	c->pdl = 1;
-	for (int captured = 0; captured < 2; captured++) {
-		snprintf(c->what, sizeof c->what, "%s, weights marked", what);
+	for (int o = 0; o < c->nout; o++)
+		c->got[o] = want[o];
+	snprintf(c->what, sizeof c->what, "%s, weights marked", what);
+	tcase_run_once(e, c, 0);
+	for (int o = 0; o < c->nout; o++)
+		c->got[o] = got[o];
+	for (int run = 0; run < 2; run++) {
+		snprintf(c->what, sizeof c->what, "%s, weights marked, %s", what,
+		         run == 0 ? "captured" : "3 multiprocessors");
+		c->sm_count = run == 0 ? 0 : 3;
 		for (int o = 0; o < c->nout; o++)
 			memset(got[o], 0xa5, c->out[o]->bytes);
-		tcase_run_once(e, c, captured);
-		for (int o = 0; o < c->nout; o++)
+		tcase_run_once(e, c, run == 0);
+		for (int o = 0; o < c->nout && !(run == 1 && loops); o++)
 			same &= memcmp(got[o], want[o], c->out[o]->bytes) == 0;
 	}
-	ok(same, "%s: with the weights marked, under PDL and captured, the unmarked launch's "
-	   "bytes", what);
+	c->sm_count = 0;
+	ok(same, "%s: with the weights marked, captured%s, the marked eager launch's bytes", what,
+	   loops ? "" : " and on 3 multiprocessors");
 	for (int o = 0; o < c->nout; o++) {
 		c->got[o] = NULL;
 		free(want[o]);
@@ -2726,12 +2738,17 @@ static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, c
  * they do not divide) and hands over to the looping kernel past them (K
  * / 8 of 2049; more than 16384 column groups): matmul, matmul_add and
  * matmul_silu_mul, rmsnorm_matmul with both epilogues and
- * rmsnorm_matmul_rope_kv_write, each through rows_marked_case. */
+ * rmsnorm_matmul_rope_kv_write, each through rows_marked_case. With the
+ * weights marked the bulk kernel takes the products and the
+ * rmsnorm_matmul forms in each of its token widths (K / 8 pieces up to
+ * 256, 512, 1024, 2048 a block of 256 threads), stages of 1 to 16 rows
+ * (K 16384 to 64; matmul_silu_mul past K 12288 stays on rows), and N
+ * below the multiprocessors (3 rows). */
 static void test_gemv_rows(struct env *e)
 {
 	static const int64_t nk[][2] = {
 		{ 37, 64 }, { 300, 2048 }, { 77, 4096 }, { 50, 6000 }, { 130, 8200 },
-		{ 64, 16384 }, { 3, 16392 }, { 33000, 16 },
+		{ 64, 16384 }, { 3, 16392 }, { 33000, 16 }, { 3, 2048 }, { 1000, 12288 },
 	};
 	static const int64_t rnm_nk[][2] = {
 		{ 3072, 2048 }, { 100, 8192 }, { 20000, 64 }, { 40000, 64 }, { 45, 1000 },
@@ -2755,7 +2772,8 @@ static void test_gemv_rows(struct env *e)
 				snprintf(what, sizeof what, "gemv rows: %s %s M 1 N %lld K %lld",
 				         product_names[k], dtype_name(dt), (long long)nk[s][0],
 				         (long long)nk[s][1]);
-				rows_marked_case(e, &c, 1u << (k == 1 ? 2 : 1), what);
+				rows_marked_case(e, &c, 1u << (k == 1 ? 2 : 1),
+				                 nk[s][1] / 8 > 2048 || (nk[s][0] + 1) / 2 > 16384, what);
 				product_bufs_free(&pb);
 			}
 		for (int silu = 0; silu < 2; silu++)
@@ -2768,7 +2786,9 @@ static void test_gemv_rows(struct env *e)
 				snprintf(what, sizeof what, "gemv rows: rmsnorm_matmul %s %s M 1 N %lld K %lld",
 				         silu ? "silu_mul" : "none", dtype_name(dt),
 				         (long long)rnm_nk[s][0], (long long)rnm_nk[s][1]);
-				rows_marked_case(e, &c, 1u << 1 | 1u << 2, what);
+				rows_marked_case(e, &c, 1u << 1 | 1u << 2,
+				                 rnm_nk[s][1] / 8 > 2048 || (rnm_nk[s][0] + 1) / 2 > 16384,
+				                 what);
 				rnm_bufs_free(&rb);
 			}
 		for (int s = 0; s < (int)(sizeof rrk_cfg / sizeof rrk_cfg[0]); s++) {
@@ -2782,7 +2802,7 @@ static void test_gemv_rows(struct env *e)
 			snprintf(what, sizeof what, "gemv rows: rmsnorm_matmul_rope_kv_write %s M 1 K %lld "
 			         "heads %lld/%lld x %lld", dtype_name(dt), (long long)K, (long long)H,
 			         (long long)KVH, (long long)D);
-			rows_marked_case(e, &c, 1u << RRK_W | 1u << RRK_B, what);
+			rows_marked_case(e, &c, 1u << RRK_W | 1u << RRK_B, 0, what);
 			rrk_bufs_free(&rb);
 		}
 	}
