@@ -31,15 +31,6 @@
  * kernel that does not keep the rule must be launched the plain way
  * (<<< >>>), which waits for everything before it.
  *
- * One kind of kernel triggers first, before its wait: one whose grid is a
- * block a multiprocessor and whose blocks all fit beside its successor's
- * (cuda-smallm.cu's bulk kernel). Its successor then launches while it
- * runs and copies its own weights meanwhile. The rule's (a) and (b) are
- * unchanged, and the order of results with them: every kernel still waits
- * for the one before it, which waited for its own predecessor. A trigger
- * counts only once every block of the grid has given it, so the grid is
- * wholly resident by then and a successor's blocks cannot take its place.
- *
  * CUDA C++ only; the rest of the program uses cuda.h.
  */
 #ifndef BCG_OPS_CUDA_INTERNAL_H

@@ -16,10 +16,10 @@
  *    token of f16 or bf16 with 16-byte loads it runs the rows kernel
  *    instead (bcg_smallm_rows_kernel: whole rows a block, every weight
  *    byte loaded before the PDL wait), in every form, whatever the shape
- *    names; and where b is a weight and a stage holds its rows, the bulk
- *    kernel (bcg_smallm_bulk_kernel: a block a multiprocessor, the rows
- *    brought into shared memory by the copy engine), in every form but
- *    rmsnorm_matmul_rope_kv_write's.
+ *    names; and for matmul_add and rmsnorm_matmul, where b is a weight
+ *    and a stage holds its rows, the bulk kernel (bcg_smallm_bulk_kernel:
+ *    two blocks a multiprocessor, the rows brought into shared memory by
+ *    the copy engine).
  *  - "cublas" and "cublas_class": cuda-matmul.cu, every shape; the second
  *    on the cuBLAS algorithm of the token count's class, so that capture
  *    sizes of one class share executables (--share-exec).
@@ -28,8 +28,8 @@
  * loads straight from global memory: the weights are read once, and the
  * tokens' rows (a few KiB) stay in L1 and L2 for every block. The bulk
  * kernel stages them in shared memory for another reason: the copy
- * engine keeps 96 KiB a multiprocessor in flight from before the PDL
- * wait on, which registers cannot. A block of SM_WARPS warps owns a
+ * engine keeps 96 KiB a block in flight from before the PDL wait on,
+ * which registers cannot. A block of SM_WARPS warps owns a
  * group of output columns and a range of K; its warps (mma) or threads
  * (gemv) share that range out and their sums meet in shared memory, in a
  * fixed order. When there are too few column groups to fill the device,
@@ -69,9 +69,8 @@
  * PDL: before cuda_pdl_begin() a block of the looping kernels only asks
  * L2 for the first bytes of its weight rows; a block of the rows kernel
  * loads all of them when they are weights (op_call.const_in); a block of
- * the bulk kernel triggers its successor, then starts the copies of its
- * first stages (cuda-internal.h's one exception). All wait before reading
- * the tokens.
+ * the bulk kernel starts the copies of its first stages. All wait before
+ * reading the tokens.
  */
 #include "config.h"
 
@@ -835,42 +834,47 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 
 /* --- bulk: one token, a block a multiprocessor, weights by the copy engine -- */
 
-/* gemv's kernel for one token of f16 or bf16 when b is a weight and the
- * rows kernel would take the product (smallm_bulk_fits). The grid holds
- * one block a multiprocessor, and block i owns the contiguous output rows
+/* gemv's kernel for one token of f16 or bf16 when b is a weight, the
+ * rows kernel would take the product, and it is matmul_add's or one of
+ * rmsnorm_matmul's (smallm_bulk_fits). The grid holds SM_BULK_PER_SM
+ * blocks a multiprocessor, and block i owns the contiguous output rows
  * [i N / grid, (i + 1) N / grid): its weight rows are one run of bytes (two
- * for matmul_silu_mul: gate and up). Thread 0 has the copy engine bring
+ * for the SiLU epilogue: gate and up). Thread 0 has the copy engine bring
  * them into shared memory by stages of p.rps rows (cp.async.bulk, counted
  * on a stage's mbarrier) and keeps SM_BULK_STAGES stages in flight: each
- * stage, once multiplied, is refilled with the next.
+ * stage, once multiplied, is refilled with the next. Before its PDL wait a
+ * block starts its first stages and asks L2 for SM_BULK_L2 more bytes of
+ * its rows: 96 KiB a block in flight while the kernel before still runs,
+ * which registers cannot hold. The copies are marked evict-first in L2:
+ * each weight byte is read once a step, and the activations stay.
  *
- * Why (bench/gemv-chain.cu, H100, the 1B step's products chained under
- * PDL): the rows kernel keeps about 2.4 TB/s, and most of what it loses
- * is at the kernels' seams. Here a block asks for its first stages and
- * for SM_BULK_L2 more bytes of its rows (into L2) before its wait, and it
- * triggers its successor first, not after the wait: the successor's
- * blocks, one a multiprocessor beside this kernel's (each takes under
- * half of a multiprocessor's shared memory), start their copies while
- * this kernel streams, so the memory never waits for a seam (both fit:
- * under 100 KiB of shared memory and 128 registers a thread each, as
- * __launch_bounds__ asks). The copies
- * are marked evict-first in L2: each weight byte is read once a step, and
- * the activations stay. The chain took 970 us against 1044 for the rows
- * kernel's design.
- *
- * Triggering first keeps the PDL rule (cuda-internal.h): nothing is
- * written or read before the wait but the marked weights. The successor
- * launches only once every block of this grid runs, so a grid of one
- * block a multiprocessor that all fit cannot be starved of its place.
+ * What it is worth, measured on an H100 (bench/RESULTS.md, 2026-11-27):
+ *  - bench/gemv-chain.cu, the 1B step's products chained under PDL: 970
+ *    us a step, against 1044 for the rows kernel's design, with one block
+ *    a multiprocessor that triggers its successor before its wait;
+ *  - in the 1B steps that design lost (1.29 ms against 1.13 for the fused
+ *    sample): a grid of one block a multiprocessor assumes every
+ *    multiprocessor takes one, and where the kernel before still holds
+ *    some, two blocks share one and the kernel takes twice as long. Two
+ *    blocks a multiprocessor, each half the rows, and the trigger after
+ *    the wait as every kernel here, took the fused sample from 1.126 to
+ *    1.082 ms (-3.9%);
+ *  - by kind, in the same runs: matmul_add (o, down) -1.7% in the fused
+ *    sample and 0.0% in the unfolded one; rmsnorm_matmul (gate|up) -2.2%;
+ *    but the unfolded sample's q|k|v (matmul) +1.3% and gate|up
+ *    (matmul_silu_mul, after a separate rmsnorm) +2.8%. So those two keep
+ *    the rows kernel.
  *
  * After the wait each thread reads its pieces of the token (j = t, t +
  * SM_BULK_THREADS, ...: PPT of them) into registers, once; NORM multiplies
  * them by the norm's weights and sums their squares as the rows kernel
  * does, and the row's sum is divided by the rms at the end. The sums:
  * each thread's pieces in order, the warp's butterfly, then the warps in
- * order, then smallm_store's epilogue. */
+ * order, then smallm_store's epilogue; a row's sum does not depend on the
+ * block that makes it. */
 #define SM_BULK_THREADS 256
 #define SM_BULK_WARPS   (SM_BULK_THREADS / 32)
+#define SM_BULK_PER_SM  2               /* blocks a multiprocessor in the grid */
 #define SM_BULK_STAGES  2
 #define SM_BULK_STAGE   (48 * 1024)     /* bytes a stage holds at most */
 #define SM_BULK_ROWS    16              /* output rows a stage at most */
@@ -917,7 +921,7 @@ __device__ __forceinline__ void smallm_bulk_copy(void *dst, const void *src, uns
 }
 
 template <typename T, int EPI, bool NORM, int PPT>
-__global__ void __launch_bounds__(SM_BULK_THREADS, 2) bcg_smallm_bulk_kernel(smallm_args p)
+__global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bulk_kernel(smallm_args p)
 {
 	static_assert(sizeof(T) == 2 && PPT <= SM_BULK_PPT, "16-byte pieces of 2-byte elements");
 	constexpr int NW = EPI == EPI_SILU ? 2 : 1, V = 8;
@@ -947,7 +951,6 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, 2) bcg_smallm_bulk_kernel(sma
 			                 b + ((int64_t)s * N + row) * K, bytes, &full[st]);
 	};
 
-	cuda_pdl_trigger();
 	if (tid == 0) {
 		for (int st = 0; st < SM_BULK_STAGES; st++)
 			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;"
@@ -980,7 +983,7 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, 2) bcg_smallm_bulk_kernel(sma
 				const int64_t j = tid + (int64_t)i * SM_BULK_THREADS;
 				nwv[i] = j < P ? cuda_ld_keep(nw + j * V) : zero;
 			}
-	cuda_pdl_wait();
+	cuda_pdl_begin();
 
 	/* this thread's pieces of the token (times the norm's weights) */
 	const T *x = static_cast<const T *>(p.a);
@@ -1500,16 +1503,19 @@ static int smallm_rows_launch(const struct cuda_op_ctx *ctx, int dtype, const sm
 	return smallm_rows_launch_t<__nv_bfloat16, EPI, NORM, G>(ctx, args, shape, r, msg, len);
 }
 
-/* Whether gemv's rows-kernel product P (matmul_silu_mul when SILU) runs
- * the bulk kernel instead: b a weight (B_CONST), the device's size known,
- * a stage holding at least one output row's weight rows, and the token
- * within SM_BULK_PPT pieces a thread. */
-static bool smallm_bulk_fits(const struct cuda_product *p, bool silu, bool b_const,
+/* Whether gemv's rows-kernel product P (matmul_silu_mul when SILU) of
+ * rmsnorm_matmul (NORM) or matmul_add (P->x) runs the bulk kernel
+ * instead: b a weight (B_CONST), the device's size known, a stage holding
+ * at least one output row's weight rows, and the token within
+ * SM_BULK_PPT pieces a thread. Plain matmul and matmul_silu_mul keep the
+ * rows kernel: measured by kind in the 1B step (the top of the bulk
+ * kernel), they lost there. */
+static bool smallm_bulk_fits(const struct cuda_product *p, bool silu, bool norm, bool b_const,
                              const struct cuda_op_ctx *ctx)
 {
 	const int64_t nw = silu ? 2 : 1;
 
-	return b_const && ctx->sm_count > 0 && p->K % 8 == 0 &&
+	return (norm || p->x != NULL) && b_const && ctx->sm_count > 0 && p->K % 8 == 0 &&
 	       p->K / 8 <= (int64_t)SM_BULK_PPT * SM_BULK_THREADS &&
 	       nw * p->K * 2 <= SM_BULK_STAGE;
 }
@@ -1527,7 +1533,8 @@ static int smallm_bulk_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	const int64_t pieces = args.K / 8;
 	const int k = pieces <= SM_BULK_THREADS ? 0 : pieces <= 2 * SM_BULK_THREADS ? 1
 	              : pieces <= 4 * SM_BULK_THREADS ? 2 : 3;
-	const int64_t grid = args.N < ctx->sm_count ? args.N : ctx->sm_count;
+	const int64_t want = (int64_t)SM_BULK_PER_SM * ctx->sm_count;
+	const int64_t grid = args.N < want ? args.N : want;
 	cudaError_t err = cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
 	                                       SM_BULK_SMEM);
 
@@ -1590,16 +1597,8 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = cuda_const_bit(call, (int)(p.b - call->in), 0) != 0;
-		if (smallm_bulk_fits(&p, id == OP_MATMUL_SILU_MUL, args.b_const, ctx)) {
-			switch (id) {
-			case OP_MATMUL_ADD:
-				return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
-			case OP_MATMUL_SILU_MUL:
-				return smallm_bulk_launch<EPI_SILU, false>(ctx, p.a->dtype, args, msg, len);
-			default:
-				return smallm_bulk_launch<EPI_NONE, false>(ctx, p.a->dtype, args, msg, len);
-			}
-		}
+		if (id == OP_MATMUL_ADD && smallm_bulk_fits(&p, false, false, args.b_const, ctx))
+			return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
 		switch (id) {
 		case OP_MATMUL_ADD:
 			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
@@ -1878,7 +1877,7 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		args.b_const = cuda_const_bit(&prod, 1, 0) != 0;
 		args.w_const = cuda_const_bit(call, 1, 0) != 0;
 		const bool silu = id == OP_MATMUL_SILU_MUL;
-		if (rows && smallm_bulk_fits(&p, silu, args.b_const, ctx))
+		if (rows && smallm_bulk_fits(&p, silu, true, args.b_const, ctx))
 			return silu ? smallm_bulk_launch<EPI_SILU, true>(ctx, x->dtype, args, msg, len)
 			            : smallm_bulk_launch<EPI_NONE, true>(ctx, x->dtype, args, msg, len);
 		if (rows && silu)

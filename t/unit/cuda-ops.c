@@ -2739,11 +2739,10 @@ static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, i
  * / 8 of 2049; more than 16384 column groups): matmul, matmul_add and
  * matmul_silu_mul, rmsnorm_matmul with both epilogues and
  * rmsnorm_matmul_rope_kv_write, each through rows_marked_case. With the
- * weights marked the bulk kernel takes the products and the
- * rmsnorm_matmul forms in each of its token widths (K / 8 pieces up to
- * 256, 512, 1024, 2048 a block of 256 threads), stages of 1 to 16 rows
- * (K 16384 to 64; matmul_silu_mul past K 12288 stays on rows), and N
- * below the multiprocessors (3 rows). */
+ * weights marked the bulk kernel takes matmul_add and both rmsnorm_matmul
+ * forms, in each of its token widths (K / 8 pieces up to 256, 512, 1024,
+ * 2048 a block of 256 threads), with stages of 1 to 16 rows (K 16384 to
+ * 64; 1 for the SiLU form at K 8192), and N below the grid (3 rows). */
 static void test_gemv_rows(struct env *e)
 {
 	static const int64_t nk[][2] = {
