@@ -14,12 +14,20 @@
  *           every piece of its rows into registers, and only then waits;
  *           after the wait it reads the token and multiplies. The loads are
  *           volatile asm, so the compiler cannot sink them past the wait.
+ *   bulk    one block a multiprocessor, a contiguous share of the rows a
+ *           block: thread 0 keeps NS stages of STAGE bytes in flight by
+ *           cp.async.bulk into shared memory (the first before the wait;
+ *           optionally the next KiB into L2 by cp.async.bulk.prefetch, and
+ *           the copies marked evict-first), triggering first or after the
+ *           wait. This is the design bcgtool's bulk kernel started from
+ *           (cuda-smallm.cu), which in the real steps runs two blocks a
+ *           multiprocessor and triggers after the wait.
  *
- * Every block owns R whole rows: no split of K, no loop, one round of
- * loads. q|k|v, gate|up and the lm-head fold the rms norm of their input
- * into their prologue (each block reduces the token itself, after the
- * wait), as bcgtool's rmsnorm_matmul does; o and down add into the
- * residual.
+ * Every stream or preload block owns R whole rows: no split of K, no
+ * loop, one round of loads. q|k|v, gate|up and the lm-head fold the rms
+ * norm of their input into their prologue (each block reduces the token
+ * itself, after the wait), as bcgtool's rmsnorm_matmul does; o and down
+ * add into the residual.
  *
  * Build and run on the GPU machine (it is not part of the build):
  *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/gemv-chain bench/gemv-chain.cu
