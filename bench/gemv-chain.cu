@@ -87,6 +87,25 @@ __device__ __forceinline__ void widen(const uint4 &v, float (&f)[8])
 	}
 }
 
+/* Out row OROW from the row's sum V (and, for SiLU, the up row's U). */
+template <int EPI>
+__device__ __forceinline__ void chain_store(void *out, int orow, float v, float u)
+{
+	if (EPI == EPI_STORE) {
+		static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(v);
+	} else if (EPI == EPI_ADD) {
+		bf16 *o = static_cast<bf16 *>(out);
+		o[orow] = __float2bfloat16_rn(__bfloat162float(o[orow]) +
+		                              __bfloat162float(__float2bfloat16_rn(v)));
+	} else if (EPI == EPI_SILU) {
+		float g = __bfloat162float(__float2bfloat16_rn(v));
+		float w = __bfloat162float(__float2bfloat16_rn(u));
+		static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * w);
+	} else {
+		static_cast<float *>(out)[orow] = v;
+	}
+}
+
 /* One token times R rows of w [N or 2N, K], NT threads: NT / R threads a
  * row (whole warps), each with VPT 16-byte pieces of its row (and, for
  * SiLU, of the up row N + j). */
@@ -204,19 +223,7 @@ __global__ void __launch_bounds__(NT) chain_gemv(const bf16 *x, const bf16 *nw, 
 			for (int i = 0; i < WPR; i++)
 				v[s] += red[s][rr][i];
 		}
-		if (EPI == EPI_STORE) {
-			static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(v[0]);
-		} else if (EPI == EPI_ADD) {
-			bf16 *o = static_cast<bf16 *>(out);
-			o[orow] = __float2bfloat16_rn(__bfloat162float(o[orow]) +
-			                              __bfloat162float(__float2bfloat16_rn(v[0])));
-		} else if (EPI == EPI_SILU) {
-			float g = __bfloat162float(__float2bfloat16_rn(v[0]));
-			float u = __bfloat162float(__float2bfloat16_rn(v[NW - 1]));
-			static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
-		} else {
-			static_cast<float *>(out)[orow] = v[0];
-		}
+		chain_store<EPI>(out, orow, v[0], v[NW - 1]);
 	}
 }
 
@@ -446,19 +453,7 @@ __global__ void __launch_bounds__(NT, 1) chain_bulk(const bf16 *x, const bf16 *n
 				for (int i = 0; i < WARPS; i++)
 					v[s] += red[(s * RPS + tid) * WARPS + i];
 			}
-			if (EPI == EPI_STORE) {
-				static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(v[0]);
-			} else if (EPI == EPI_ADD) {
-				bf16 *o = static_cast<bf16 *>(out);
-				o[orow] = __float2bfloat16_rn(__bfloat162float(o[orow]) +
-				                              __bfloat162float(__float2bfloat16_rn(v[0])));
-			} else if (EPI == EPI_SILU) {
-				float g = __bfloat162float(__float2bfloat16_rn(v[0]));
-				float u = __bfloat162float(__float2bfloat16_rn(v[NW - 1]));
-				static_cast<bf16 *>(out)[orow] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
-			} else {
-				static_cast<float *>(out)[orow] = v[0];
-			}
+			chain_store<EPI>(out, orow, v[0], v[NW - 1]);
 		}
 		__syncthreads();
 	}
