@@ -832,7 +832,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	smallm_finish<EPI, G, 1>(sacc, p, blockIdx.x, &flag, r);
 }
 
-/* --- bulk: one token, a block a multiprocessor, weights by the copy engine -- */
+/* --- bulk: one token, two blocks a multiprocessor, the copy engine ------- */
 
 /* gemv's kernel for one token of f16 or bf16 when b is a weight, the
  * rows kernel would take the product, and it is matmul_add's or one of
