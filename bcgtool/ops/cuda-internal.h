@@ -150,7 +150,8 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 /* The implementations of each kind, by index (cuda_impl_name's order). */
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
        CUDA_IMPL_CUBLAS_CLASS = 3 };
-enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
+enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,           /* attention */
+       CUDA_IMPL_ATTN_STAGED = 2 };                    /* paged_attention only */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
@@ -551,6 +552,62 @@ __device__ __forceinline__ uint4 cuda_ld_keep(const void *p)
 	asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
 	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
 	return v;
+}
+
+/* The copy engine (sm_90): bytes brought from global to shared memory by
+ * cp.async.bulk, counted on an mbarrier in shared memory. One thread
+ * initializes a block's barriers (cuda_bar_init each, then
+ * cuda_bar_init_fence) before any copy, and a block barrier makes them
+ * visible before anyone waits; a barrier's phase completes when the thread
+ * that expects bytes has arrived and all of them have landed. The bulk
+ * kernel of cuda-smallm.cu and the staged paged attention use them. */
+__device__ __forceinline__ unsigned cuda_smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* Barrier B, for one arriving thread. */
+__device__ __forceinline__ void cuda_bar_init(uint64_t *b)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(cuda_smem_addr(b)) : "memory");
+}
+
+/* After the inits, before the first copy: the copy engine sees them. */
+__device__ __forceinline__ void cuda_bar_init_fence(void)
+{
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* The copies of a phase to come, on barrier B: the calling thread arrives
+ * and says how many BYTES they will bring (0: the phase completes now). */
+__device__ __forceinline__ void cuda_bar_expect(uint64_t *b, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+	             :: "r"(cuda_smem_addr(b)), "r"(bytes) : "memory");
+}
+
+/* Until B's phase of PARITY has completed: its bytes have all arrived. */
+__device__ __forceinline__ void cuda_bar_wait(uint64_t *b, unsigned parity)
+{
+	asm volatile("{\n\t.reg .pred done;\n"
+	             "bar_wait:\n\t"
+	             "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+	             "@!done bra bar_wait;\n}"
+	             :: "r"(cuda_smem_addr(b)), "r"(parity) : "memory");
+}
+
+/* BYTES (a multiple of 16) from global SRC to shared DST, both 16-byte
+ * aligned, by the copy engine, counted on B; marked evict-first in L2, for
+ * bytes a step reads once (weights, a KV cache's rows). */
+__device__ __forceinline__ void cuda_bulk_copy(void *dst, const void *src, unsigned bytes,
+                                               uint64_t *b)
+{
+	uint64_t pol;
+	asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+	             ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
+	             :: "r"(cuda_smem_addr(dst)), "l"(src), "r"(bytes), "r"(cuda_smem_addr(b)),
+	                "l"(pol) : "memory");
 }
 
 /* The 16 / sizeof(T) elements of the 16 bytes V, widened to f32. */

@@ -884,42 +884,6 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 #define SM_BULK_SMEM    (SM_BULK_STAGES * SM_BULK_STAGE + SM_BULK_STAGES * 8 + \
 	                 SM_BULK_WARPS * 2 * SM_BULK_ROWS * 4)
 
-__device__ __forceinline__ unsigned smallm_smem_addr(const void *p)
-{
-	return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* The copies of a stage to come, on barrier B: thread 0 arrives and says
- * how many BYTES they will bring. */
-__device__ __forceinline__ void smallm_bar_expect(uint64_t *b, unsigned bytes)
-{
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-	             :: "r"(smallm_smem_addr(b)), "r"(bytes) : "memory");
-}
-
-/* Until B's phase of PARITY has completed: its bytes have all arrived. */
-__device__ __forceinline__ void smallm_bar_wait(uint64_t *b, unsigned parity)
-{
-	asm volatile("{\n\t.reg .pred done;\n"
-	             "bulk_wait:\n\t"
-	             "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-	             "@!done bra bulk_wait;\n}"
-	             :: "r"(smallm_smem_addr(b)), "r"(parity) : "memory");
-}
-
-/* BYTES (a multiple of 16) from global SRC to shared DST, both 16-byte
- * aligned, by the copy engine, counted on B; evict-first in L2. */
-__device__ __forceinline__ void smallm_bulk_copy(void *dst, const void *src, unsigned bytes,
-                                                 uint64_t *b)
-{
-	uint64_t pol;
-	asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-	             ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
-	             :: "r"(smallm_smem_addr(dst)), "l"(src), "r"(bytes), "r"(smallm_smem_addr(b)),
-	                "l"(pol) : "memory");
-}
-
 template <typename T, int EPI, bool NORM, int PPT>
 __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bulk_kernel(smallm_args p)
 {
@@ -945,17 +909,16 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 		const int64_t row = r0 + (int64_t)c * rps;
 		const int64_t n = r1 - row < rps ? r1 - row : rps;
 		const unsigned bytes = (unsigned)(n * K * (int64_t)sizeof(T));
-		smallm_bar_expect(&full[st], NW * bytes);
+		cuda_bar_expect(&full[st], NW * bytes);
 		for (int s = 0; s < NW; s++)
-			smallm_bulk_copy(stage + st * stage_elems + (int64_t)s * rps * K,
+			cuda_bulk_copy(stage + st * stage_elems + (int64_t)s * rps * K,
 			                 b + ((int64_t)s * N + row) * K, bytes, &full[st]);
 	};
 
 	if (tid == 0) {
 		for (int st = 0; st < SM_BULK_STAGES; st++)
-			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;"
-			             :: "r"(smallm_smem_addr(&full[st])) : "memory");
-		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			cuda_bar_init(&full[st]);
+		cuda_bar_init_fence();
 		for (int c = 0; c < SM_BULK_STAGES && c < chunks; c++)
 			issue(c);
 		/* the next rows into L2, by pieces of at most 64 KiB */
@@ -1025,7 +988,7 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 		const int st = c % SM_BULK_STAGES;
 		const int64_t row = r0 + (int64_t)c * rps;
 		const int n = (int)(r1 - row < rps ? r1 - row : rps);
-		smallm_bar_wait(&full[st], (unsigned)(c / SM_BULK_STAGES) & 1u);
+		cuda_bar_wait(&full[st], (unsigned)(c / SM_BULK_STAGES) & 1u);
 		const T *sw = stage + st * stage_elems;
 		float acc[NW][SM_BULK_ROWS];
 #pragma unroll

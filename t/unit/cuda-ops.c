@@ -30,6 +30,7 @@
  * give the same bits, and a capture with PDL must hold programmatic edges.
  *
  * Without a usable CUDA device the whole program is skipped.
+ * BCG_TEST_ONLY=WORD runs only the groups whose name holds WORD.
  */
 #include "config.h"
 
@@ -1391,6 +1392,20 @@ static void pattn_bufs_free(struct pattn_bufs *pb)
 	tbuf_free(&pb->out);
 }
 
+static int usable_as_expected(struct env *e, const struct tcase *c, const struct op_call *q,
+                              int impl, int want, const char *what);
+
+/* What cuda_impl_usable must say of paged attention's "staged" (impl 2):
+ * 16-byte pieces of a head row for 4, 8, 16 or 32 lanes, at most 32 heads,
+ * a position's K and V rows of every kv head in 32 KiB, aligned operands. */
+static int pattn_staged_expect(const struct pattn_cfg *cfg, int dt)
+{
+	const int64_t hb = cfg->D * (int64_t)dtype_size(dt), lpr = hb / 16;
+
+	return hb % 16 == 0 && (lpr == 4 || lpr == 8 || lpr == 16 || lpr == 32) && cfg->H <= 32 &&
+	       2 * cfg->KVH * hb <= 32768 && cfg->shift == 0;
+}
+
 static void test_paged_attention(struct env *e)
 {
 	static const struct pattn_cfg cfgs[] = {
@@ -1401,8 +1416,12 @@ static void test_paged_attention(struct env *e)
 		{ 2, 2, 256, 100, 16, 8, 1, 1, 0, 0 },
 		{ 4, 4, 64, 200, 12, 40, 3, 1, 1, 0 },     /* BS not a power of two */
 		/* BS 2: at sm_count 1, chunks of 256 positions span 129 block ids,
-		 * more than the kernel stages in shared memory */
+		 * more than the kernels stage in shared memory */
 		{ 2, 2, 64, 1300, 2, 300, 2, 1, 1, 0 },
+		{ 40, 8, 64, 200, 16, 8, 2, 1, 0, 0 },     /* staged: too many heads */
+		/* staged: pieces of 6 of BS 12 (4 of them in f32: 2 and 4 KiB
+		 * rows), GQA 3:1, 3 heads a warp */
+		{ 24, 8, 128, 300, 12, 24, 4, 2, 1, 0 },
 	};
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]);
 	struct pattn_bufs pb;
@@ -1414,7 +1433,11 @@ static void test_paged_attention(struct env *e)
 			const struct pattn_cfg *cfg = &cfgs[k];
 			pattn_bufs_init(e, &pb, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 3; smi++) {
+				/* smi 1, 4: few splits; 2: merged by a second kernel;
+				 * 3, 4: staged */
+				for (int smi = 0; smi < 5; smi++) {
+					static const char *const form[] = { "", " sm_count 1", " twopass",
+					                                    " staged", " staged sm_count 1" };
 					tcase_init(&c, OP_PAGED_ATTENTION, 6, 1);
 					c.in[PATTN_Q] = &pb.q;
 					c.in[PATTN_K] = &pb.k;
@@ -1431,17 +1454,24 @@ static void test_paged_attention(struct env *e)
 					c.batch = gs ? NULL : &pb.batch;
 					c.capture = gs;
 					c.tol = tol_for(dt, 1e-4);
-					/* smi 1: few splits; smi 2: merged by a second kernel */
-					c.sm_count = smi == 1 ? 1 : 0;
-					c.impl = smi == 2 ? 1 : 0;
+					c.sm_count = smi == 1 || smi == 4 ? 1 : 0;
+					c.impl = smi == 2 ? 1 : smi >= 3 ? 2 : 0;
 					c.scratch = op_scratch(&c);
 					snprintf(c.what, sizeof c.what,
 					         "paged_attention %s %s heads %lld/%lld head_dim %lld, %lld "
 					         "rows of %lld requests, longest %u%s%s", gs ? "graph-safe" : "eager",
 					         dtype_name(dt), (long long)cfg->H, (long long)cfg->KVH,
 					         (long long)cfg->D, (long long)pb.T, (long long)pb.R,
-					         pb.batch.max_seq_len, smi == 1 ? " sm_count 1" : "",
-					         cfg->shift ? " misaligned" : "");
+					         pb.batch.max_seq_len, form[smi], cfg->shift ? " misaligned" : "");
+					if (smi >= 3) {
+						struct op_call q;
+						tcase_call(&c, &q, 1);
+						q.kind = kind_stub(OP_PAGED_ATTENTION);
+						if (smi == 3 && !usable_as_expected(e, &c, &q, 2,
+						                                    pattn_staged_expect(cfg, dt),
+						                                    c.what))
+							break;
+					}
 					tcase_run(e, &c);
 				}
 			}
@@ -4312,6 +4342,19 @@ static void test_gated_add(struct env *e)
 	}
 }
 
+/* BCG_TEST_ONLY=WORD runs only the groups whose function name holds WORD
+ * (test_paged_attention for "paged"), to work on one kernel; unset, all. */
+static int group_wanted(const char *name)
+{
+	const char *only = getenv("BCG_TEST_ONLY");
+
+	if (only == NULL || *only == '\0' || strstr(name, only) != NULL)
+		return 1;
+	diag("%s: not run (BCG_TEST_ONLY=%s)", name, only);
+	return 0;
+}
+#define GROUP(fn, ...) do { if (group_wanted(#fn)) fn(__VA_ARGS__); } while (0)
+
 int main(void)
 {
 	struct env e;
@@ -4341,51 +4384,52 @@ int main(void)
 
 	diag("device 0: %d multiprocessors", sms);
 
-	test_fill(&e);
-	test_copy(&e);
-	test_binary(&e);
-	test_unary(&e);
-	test_matmul(&e);
-	test_matmul_replays(&e);
-	test_lt_classes();
-	test_products(&e);
-	test_product_replays(&e);
-	test_gemv_shapes(&e);
-	test_rmsnorm_matmul(&e);
-	test_rmsnorm_matmul_replays(&e);
-	test_rmsnorm_matmul_rope_kv_write(&e);
-	test_rmsnorm_matmul_rope_kv_write_replays(&e);
-	test_gemv_rows(&e);
-	test_rows(&e);
-	test_add_rmsnorm(&e);
-	test_argmax(&e);
-	test_argmax_split(&e);
-	test_rope(&e);
-	test_rope_kv_write(&e);
-	test_rope_scaling(&e);
-	test_rope_dynamic_limit(&e);
-	test_qk_norm(&e);
-	test_rope_kv_norm(&e);
-	test_slice(&e);
-	test_embedding(&e);
-	test_kv_write(&e);
-	test_attention(&e);
-	test_attention_graph(&e);
-	test_paged_attention(&e);
-	test_moe_router(&e);
-	test_moe_router_nan(&e);
-	test_moe_experts(&e);
-	test_moe_experts_residual(&e);
-	test_moe_replays(&e);
-	test_moe_eager_capture(&e);
-	test_moe_gate_up_shapes(&e);
-	test_gated_add(&e);
-	test_decoder_layer(&e);
-	test_decoder_layer_chain(&e);
-	test_pdl(&e);
-	test_init(&e);
-	test_init_slice(&e);
-	test_errors(&e);
+	GROUP(test_fill, &e);
+	GROUP(test_copy, &e);
+	GROUP(test_binary, &e);
+	GROUP(test_unary, &e);
+	GROUP(test_matmul, &e);
+	GROUP(test_matmul_replays, &e);
+	if (group_wanted("test_lt_classes"))
+		test_lt_classes();
+	GROUP(test_products, &e);
+	GROUP(test_product_replays, &e);
+	GROUP(test_gemv_shapes, &e);
+	GROUP(test_rmsnorm_matmul, &e);
+	GROUP(test_rmsnorm_matmul_replays, &e);
+	GROUP(test_rmsnorm_matmul_rope_kv_write, &e);
+	GROUP(test_rmsnorm_matmul_rope_kv_write_replays, &e);
+	GROUP(test_gemv_rows, &e);
+	GROUP(test_rows, &e);
+	GROUP(test_add_rmsnorm, &e);
+	GROUP(test_argmax, &e);
+	GROUP(test_argmax_split, &e);
+	GROUP(test_rope, &e);
+	GROUP(test_rope_kv_write, &e);
+	GROUP(test_rope_scaling, &e);
+	GROUP(test_rope_dynamic_limit, &e);
+	GROUP(test_qk_norm, &e);
+	GROUP(test_rope_kv_norm, &e);
+	GROUP(test_slice, &e);
+	GROUP(test_embedding, &e);
+	GROUP(test_kv_write, &e);
+	GROUP(test_attention, &e);
+	GROUP(test_attention_graph, &e);
+	GROUP(test_paged_attention, &e);
+	GROUP(test_moe_router, &e);
+	GROUP(test_moe_router_nan, &e);
+	GROUP(test_moe_experts, &e);
+	GROUP(test_moe_experts_residual, &e);
+	GROUP(test_moe_replays, &e);
+	GROUP(test_moe_eager_capture, &e);
+	GROUP(test_moe_gate_up_shapes, &e);
+	GROUP(test_gated_add, &e);
+	GROUP(test_decoder_layer, &e);
+	GROUP(test_decoder_layer_chain, &e);
+	GROUP(test_pdl, &e);
+	GROUP(test_init, &e);
+	GROUP(test_init_slice, &e);
+	GROUP(test_errors, &e);
 
 	cuda_lt_close(e.lt);
 	CK(cudaFree(e.workspace));
