@@ -150,8 +150,7 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 /* The implementations of each kind, by index (cuda_impl_name's order). */
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
        CUDA_IMPL_CUBLAS_CLASS = 3 };
-enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,           /* attention */
-       CUDA_IMPL_ATTN_STAGED = 2 };                    /* paged_attention only */
+enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
@@ -560,7 +559,7 @@ __device__ __forceinline__ uint4 cuda_ld_keep(const void *p)
  * cuda_bar_init_fence) before any copy, and a block barrier makes them
  * visible before anyone waits; a barrier's phase completes when the thread
  * that expects bytes has arrived and all of them have landed. The bulk
- * kernel of cuda-smallm.cu and the staged paged attention use them. */
+ * kernel of cuda-smallm.cu uses them. */
 __device__ __forceinline__ unsigned cuda_smem_addr(const void *p)
 {
 	return (unsigned)__cvta_generic_to_shared(p);
@@ -598,7 +597,7 @@ __device__ __forceinline__ void cuda_bar_wait(uint64_t *b, unsigned parity)
 
 /* BYTES (a multiple of 16) from global SRC to shared DST, both 16-byte
  * aligned, by the copy engine, counted on B; marked evict-first in L2, for
- * bytes a step reads once (weights, a KV cache's rows). */
+ * bytes a step reads once (weights). */
 __device__ __forceinline__ void cuda_bulk_copy(void *dst, const void *src, unsigned bytes,
                                                uint64_t *b)
 {

@@ -71,7 +71,7 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
  * reuse one. The kinds with one kernel call it "std". The index order is
  * the enums' of cuda-internal.h. */
 static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class", NULL };
-static const char *const impl_attention[] = { "split", "twopass", "staged", NULL };
+static const char *const impl_attention[] = { "split", "twopass", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", NULL };
 static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", NULL };
