@@ -19,6 +19,15 @@
  * splits past a row's length exit at once. Either way a row is cut into
  * chunks of at most ATTN_CORE_MAX_CHUNK positions, so the longest request
  * of a batch does not hold the launch up behind one block.
+ *
+ * Measured and not kept (bench/RESULTS.md, 2026-11-27, twelfth session;
+ * the code is on the branch staged-attention): a block for every head of
+ * one row, its cache rows of all heads brought into shared memory by the
+ * copy engine in runs of whole positions, blocks split-major. In the
+ * serving step at 64 requests it took 30.9 us a launch against this
+ * kernel's 26.9; its stage sizes, stage counts and carveout changed
+ * nothing, and the merge of a row's splits in its last block had cost it
+ * 9 us more before that merge kept its loads in flight.
  */
 #include "config.h"
 
