@@ -2746,6 +2746,14 @@ static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, i
  * forms, in each of its token widths (K / 8 pieces up to 256, 512, 1024,
  * 2048 a block of 256 threads), with stages of 1 to 16 rows (K 16384 to
  * 64; 1 for the SiLU form at K 8192), and N below the grid (3 rows). */
+/* Whether the looping kernel, not the rows or bulk kernel, takes a one-token
+ * product of N rows over K: K past 16384 (K / 8 pieces past 2048), or more
+ * than 16384 column groups of two rows. */
+static int rows_loop(int64_t N, int64_t K)
+{
+	return K / 8 > 2048 || (N + 1) / 2 > 16384;
+}
+
 static void test_gemv_rows(struct env *e)
 {
 	static const int64_t nk[][2] = {
@@ -2774,8 +2782,8 @@ static void test_gemv_rows(struct env *e)
 				snprintf(what, sizeof what, "gemv rows: %s %s M 1 N %lld K %lld",
 				         product_names[k], dtype_name(dt), (long long)nk[s][0],
 				         (long long)nk[s][1]);
-				rows_marked_case(e, &c, 1u << (k == 1 ? 2 : 1),
-				                 nk[s][1] / 8 > 2048 || (nk[s][0] + 1) / 2 > 16384, what);
+				rows_marked_case(e, &c, 1u << (k == 1 ? 2 : 1), rows_loop(nk[s][0], nk[s][1]),
+				                 what);
 				product_bufs_free(&pb);
 			}
 		for (int silu = 0; silu < 2; silu++)
@@ -2789,8 +2797,7 @@ static void test_gemv_rows(struct env *e)
 				         silu ? "silu_mul" : "none", dtype_name(dt),
 				         (long long)rnm_nk[s][0], (long long)rnm_nk[s][1]);
 				rows_marked_case(e, &c, 1u << 1 | 1u << 2,
-				                 rnm_nk[s][1] / 8 > 2048 || (rnm_nk[s][0] + 1) / 2 > 16384,
-				                 what);
+				                 rows_loop(rnm_nk[s][0], rnm_nk[s][1]), what);
 				rnm_bufs_free(&rb);
 			}
 		for (int s = 0; s < (int)(sizeof rrk_cfg / sizeof rrk_cfg[0]); s++) {
@@ -4315,8 +4322,9 @@ static void test_gated_add(struct env *e)
 	}
 }
 
-/* BCG_TEST_ONLY=WORD runs only the groups whose function name holds WORD
- * (test_paged_attention for "paged"), to work on one kernel; unset, all. */
+/* BCG_TEST_ONLY=WORD runs only the groups whose call holds WORD
+ * (test_paged_attention(&e) for "paged"), to work on one kernel; unset,
+ * all. */
 static int group_wanted(const char *name)
 {
 	const char *only = getenv("BCG_TEST_ONLY");
@@ -4326,7 +4334,7 @@ static int group_wanted(const char *name)
 	diag("%s: not run (BCG_TEST_ONLY=%s)", name, only);
 	return 0;
 }
-#define GROUP(fn, ...) do { if (group_wanted(#fn)) fn(__VA_ARGS__); } while (0)
+#define GROUP(call) do { if (group_wanted(#call)) call; } while (0)
 
 int main(void)
 {
@@ -4357,52 +4365,51 @@ int main(void)
 
 	diag("device 0: %d multiprocessors", sms);
 
-	GROUP(test_fill, &e);
-	GROUP(test_copy, &e);
-	GROUP(test_binary, &e);
-	GROUP(test_unary, &e);
-	GROUP(test_matmul, &e);
-	GROUP(test_matmul_replays, &e);
-	if (group_wanted("test_lt_classes"))
-		test_lt_classes();
-	GROUP(test_products, &e);
-	GROUP(test_product_replays, &e);
-	GROUP(test_gemv_shapes, &e);
-	GROUP(test_rmsnorm_matmul, &e);
-	GROUP(test_rmsnorm_matmul_replays, &e);
-	GROUP(test_rmsnorm_matmul_rope_kv_write, &e);
-	GROUP(test_rmsnorm_matmul_rope_kv_write_replays, &e);
-	GROUP(test_gemv_rows, &e);
-	GROUP(test_rows, &e);
-	GROUP(test_add_rmsnorm, &e);
-	GROUP(test_argmax, &e);
-	GROUP(test_argmax_split, &e);
-	GROUP(test_rope, &e);
-	GROUP(test_rope_kv_write, &e);
-	GROUP(test_rope_scaling, &e);
-	GROUP(test_rope_dynamic_limit, &e);
-	GROUP(test_qk_norm, &e);
-	GROUP(test_rope_kv_norm, &e);
-	GROUP(test_slice, &e);
-	GROUP(test_embedding, &e);
-	GROUP(test_kv_write, &e);
-	GROUP(test_attention, &e);
-	GROUP(test_attention_graph, &e);
-	GROUP(test_paged_attention, &e);
-	GROUP(test_moe_router, &e);
-	GROUP(test_moe_router_nan, &e);
-	GROUP(test_moe_experts, &e);
-	GROUP(test_moe_experts_residual, &e);
-	GROUP(test_moe_replays, &e);
-	GROUP(test_moe_eager_capture, &e);
-	GROUP(test_moe_gate_up_shapes, &e);
-	GROUP(test_gated_add, &e);
-	GROUP(test_decoder_layer, &e);
-	GROUP(test_decoder_layer_chain, &e);
-	GROUP(test_pdl, &e);
-	GROUP(test_init, &e);
-	GROUP(test_init_slice, &e);
-	GROUP(test_errors, &e);
+	GROUP(test_fill(&e));
+	GROUP(test_copy(&e));
+	GROUP(test_binary(&e));
+	GROUP(test_unary(&e));
+	GROUP(test_matmul(&e));
+	GROUP(test_matmul_replays(&e));
+	GROUP(test_lt_classes());
+	GROUP(test_products(&e));
+	GROUP(test_product_replays(&e));
+	GROUP(test_gemv_shapes(&e));
+	GROUP(test_rmsnorm_matmul(&e));
+	GROUP(test_rmsnorm_matmul_replays(&e));
+	GROUP(test_rmsnorm_matmul_rope_kv_write(&e));
+	GROUP(test_rmsnorm_matmul_rope_kv_write_replays(&e));
+	GROUP(test_gemv_rows(&e));
+	GROUP(test_rows(&e));
+	GROUP(test_add_rmsnorm(&e));
+	GROUP(test_argmax(&e));
+	GROUP(test_argmax_split(&e));
+	GROUP(test_rope(&e));
+	GROUP(test_rope_kv_write(&e));
+	GROUP(test_rope_scaling(&e));
+	GROUP(test_rope_dynamic_limit(&e));
+	GROUP(test_qk_norm(&e));
+	GROUP(test_rope_kv_norm(&e));
+	GROUP(test_slice(&e));
+	GROUP(test_embedding(&e));
+	GROUP(test_kv_write(&e));
+	GROUP(test_attention(&e));
+	GROUP(test_attention_graph(&e));
+	GROUP(test_paged_attention(&e));
+	GROUP(test_moe_router(&e));
+	GROUP(test_moe_router_nan(&e));
+	GROUP(test_moe_experts(&e));
+	GROUP(test_moe_experts_residual(&e));
+	GROUP(test_moe_replays(&e));
+	GROUP(test_moe_eager_capture(&e));
+	GROUP(test_moe_gate_up_shapes(&e));
+	GROUP(test_gated_add(&e));
+	GROUP(test_decoder_layer(&e));
+	GROUP(test_decoder_layer_chain(&e));
+	GROUP(test_pdl(&e));
+	GROUP(test_init(&e));
+	GROUP(test_init_slice(&e));
+	GROUP(test_errors(&e));
 
 	cuda_lt_close(e.lt);
 	CK(cudaFree(e.workspace));
