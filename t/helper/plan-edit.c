@@ -55,7 +55,7 @@
 #include "plan.h"
 
 #define MAX_NODES 4096
-#define MAX_EDITS 64
+#define MAX_EDITS 512   /* one choice a product of a 32-layer step at three sizes, and more */
 #define MAX_CAND  8
 
 /* One choice edit: IMPL NULL drops the choice. */
