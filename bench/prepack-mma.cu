@@ -1,0 +1,367 @@
+/*
+ * bench/prepack-mma.cu - whether a prepacked weight layout makes the
+ * small-M tensor-core product faster (issue 22 asks for weights
+ * "prepacked at load where that wins").
+ *
+ * bcgtool's mma kernel (cuda-smallm.cu) reads the weights as checkpoints
+ * store them, [N, K] row-major. It permutes k alike in both operands, so
+ * that one 16-byte load a lane is a whole fragment pair: one warp load
+ * instruction reads 64 bytes from each of 8 rows (rows g of a 16-row
+ * tile, then rows g + 8), every byte used. The packed layout stores those
+ * 512 bytes next to each other in lane order: for each 16-row tile and
+ * 32-k unit, 1 KiB contiguous, rows g first, then rows g + 8; one load
+ * instruction reads one contiguous 512-byte run. The lanes get the same
+ * elements in both layouts, so the two kernels compute the same sums in
+ * the same order: their outputs must agree bit for bit.
+ *
+ * Both kernels are otherwise bcgtool's mma kernel without its epilogues:
+ * 16 output columns a block of four warps, the warps' 32-k units
+ * interleaved, U units' loads issued before the first mma (U = 4 up to
+ * 16 tokens, else 2), the warps' sums added in shared memory, f32 out,
+ * K split as bcgtool splits it or not at all.
+ *
+ * Timed: the products of a Llama-3.2-1B-shaped step (16 layers of q|k|v
+ * 3072 x 2048, o 2048 x 2048, gate|up 16384 x 2048, down 2048 x 8192, then
+ * the lm-head 128256 x 2048; bf16; 2.47 GB) at M tokens, chained in one
+ * CUDA graph (plain launches), K whole and K split by bcgtool's rule, and
+ * each product alone with K split (16 launches of it in one graph). Each
+ * line: the median over 5 rounds of STEPS graph launches, a launch's
+ * time, and the rate over the weights' bytes.
+ *
+ * Build and run on the GPU machine (it is not part of the build):
+ *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/prepack-mma bench/prepack-mma.cu
+ *   /tmp/prepack-mma [STEPS]
+ */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+typedef __nv_bfloat16 bf16;
+
+#define CHECK(call)                                                                   \
+	do {                                                                          \
+		cudaError_t e_ = (call);                                              \
+		if (e_ != cudaSuccess) {                                              \
+			fprintf(stderr, "prepack-mma: %s:%d: %s: %s\n", __FILE__,     \
+			        __LINE__, #call, cudaGetErrorString(e_));             \
+			exit(1);                                                      \
+		}                                                                     \
+	} while (0)
+
+#define WARPS   4
+#define THREADS (WARPS * 32)
+#define LAYERS  16
+#define HIDDEN  2048
+#define VOCAB   128256
+
+struct product {
+	const char *name;
+	int         n, k;
+};
+
+static const product products[] = {
+	{ "q|k|v", 3072, HIDDEN }, { "o", HIDDEN, HIDDEN }, { "gate|up", 16384, HIDDEN },
+	{ "down", HIDDEN, 8192 },
+};
+
+__device__ __forceinline__ uint4 ld_stream(const void *p)
+{
+	uint4 v;
+	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return v;
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                    uint32_t a3, uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+	             "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+	             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+	             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* out [M, N] f32 = x [M, K] . w^T, w [N, K] (PACKED: packed as above).
+ * N % 16 == 0, K % 32 == 0. Block (bx, by) takes the 32-k units [by PER,
+ * (by + 1) PER): with gridDim.y > 1 the splits add into out by atomicAdd
+ * (the timing's stand-in for bcgtool's ordered merge; its sums are then
+ * not compared). */
+template <int NT, bool PACKED>
+__global__ void __launch_bounds__(THREADS)
+mma_kernel(const bf16 *w, const bf16 *x, float *out, int M, int N, int K, int per)
+{
+	constexpr int MT = NT * 8, U = NT <= 2 ? 4 : 2;
+	__shared__ float red[WARPS][16 * MT];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int g = lane >> 2, q = lane & 3;
+	const int64_t c0 = (int64_t)blockIdx.x * 16, units = K / 32;
+	const int64_t step = PACKED ? 512 : 32;         /* elements from one unit to the next */
+	const bf16 *wp[2];
+
+#pragma unroll
+	for (int h = 0; h < 2; h++)
+		wp[h] = PACKED ? w + (int64_t)blockIdx.x * units * 512 + h * 256 + lane * 8
+		               : w + (c0 + h * 8 + g) * K + q * 8;
+	const bf16 *xrow[NT];
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+		xrow[nt] = x + (int64_t)(nt * 8 + g < M ? nt * 8 + g : M - 1) * K + q * 8;
+
+	float acc[NT][4];
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			acc[nt][c] = 0.0f;
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+	const int64_t u0 = (int64_t)blockIdx.y * per;
+	const int64_t u1 = u0 + per < units ? u0 + per : units;
+	for (int64_t u = u0 + warp; u < u1; u += (int64_t)WARPS * U) {
+		uint4 wv[U][2], xv[U][NT];
+#pragma unroll
+		for (int i = 0; i < U; i++) {
+			const int64_t ui = u + (int64_t)i * WARPS;
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+				wv[i][h] = ui < u1 ? ld_stream(wp[h] + ui * step) : zero;
+		}
+#pragma unroll
+		for (int i = 0; i < U; i++) {
+			const int64_t ui = u + (int64_t)i * WARPS;
+#pragma unroll
+			for (int nt = 0; nt < NT; nt++)
+				xv[i][nt] = ui < u1 ? *reinterpret_cast<const uint4 *>(xrow[nt] + ui * 32)
+				                    : zero;
+		}
+#pragma unroll
+		for (int i = 0; i < U; i++)
+#pragma unroll
+			for (int st = 0; st < 2; st++)
+#pragma unroll
+				for (int nt = 0; nt < NT; nt++)
+					mma(acc[nt], st ? wv[i][0].z : wv[i][0].x, st ? wv[i][1].z : wv[i][1].x,
+					    st ? wv[i][0].w : wv[i][0].y, st ? wv[i][1].w : wv[i][1].y,
+					    st ? xv[i][nt].z : xv[i][nt].x, st ? xv[i][nt].w : xv[i][nt].y);
+	}
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			red[warp][(g + (c >> 1) * 8) * MT + nt * 8 + 2 * q + (c & 1)] = acc[nt][c];
+	__syncthreads();
+	for (int e = threadIdx.x; e < 16 * MT; e += THREADS) {
+		const int s = e / MT, m = e % MT;
+		float v = 0.0f;
+#pragma unroll
+		for (int k = 0; k < WARPS; k++)
+			v += red[k][e];
+		if (m < M && gridDim.y > 1)
+			atomicAdd(&out[(int64_t)m * N + c0 + s], v);
+		else if (m < M)
+			out[(int64_t)m * N + c0 + s] = v;
+	}
+}
+
+/* dst = src [N, K] packed: element j of lane (g, q)'s 16 bytes for half h
+ * of unit u of tile t is src row 16 t + 8 h + g, k 32 u + 8 q + j. */
+__global__ void pack_kernel(const bf16 *src, bf16 *dst, int N, int K)
+{
+	const int64_t units = K / 32, total = (int64_t)N * K;
+
+	for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
+	     o += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t j = o % 8, lane = (o / 8) % 32, h = (o / 256) % 2;
+		const int64_t u = (o / 512) % units, t = o / (512 * units);
+		const int64_t row = 16 * t + 8 * h + lane / 4, k = 32 * u + 8 * (lane % 4) + j;
+		dst[o] = src[row * K + k];
+	}
+}
+
+__global__ void fill_kernel(bf16 *p, int64_t n, uint32_t seed, float scale)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+		h ^= h >> 15;
+		h *= 2246822519u;
+		h ^= h >> 13;
+		p[i] = __float2bfloat16(((float)(h & 0xffff) / 65536.0f - 0.5f) * scale);
+	}
+}
+
+struct launch {
+	const bf16 *w;
+	float      *out;
+	int         n, k;
+};
+
+/* 0: no split of K; else bcgtool's rule (smallm_plan_split): enough splits
+ * for two blocks a multiprocessor, each at least 24 units, at most 32. */
+static int split_rule = 0;
+
+static int splits(const launch &l)
+{
+	const int groups = l.n / 16, units = l.k / 32, sms = 132;
+	int ks = split_rule && groups < 2 * sms ? (2 * sms + groups - 1) / groups : 1;
+
+	ks = std::min(ks, std::max(units / 24, 1));
+	return std::max(std::min(ks, 32), 1);
+}
+
+template <int NT, bool PACKED>
+static void run(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M)
+{
+	for (const launch &l : ls) {
+		const int ks = splits(l), units = l.k / 32, per = (units + ks - 1) / ks;
+		mma_kernel<NT, PACKED><<<dim3(l.n / 16, (units + per - 1) / per), THREADS, 0, s>>>(
+			l.w, x, l.out, M, l.n, l.k, per);
+	}
+}
+
+static void run_any(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
+                    bool packed)
+{
+	if (M <= 8)
+		packed ? run<1, true>(s, ls, x, M) : run<1, false>(s, ls, x, M);
+	else if (M <= 16)
+		packed ? run<2, true>(s, ls, x, M) : run<2, false>(s, ls, x, M);
+	else
+		packed ? run<4, true>(s, ls, x, M) : run<4, false>(s, ls, x, M);
+}
+
+/* The median over 5 rounds of STEPS launches of the graph of LS: us a launch. */
+static double time_graph(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
+                         bool packed, int steps)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	cudaEvent_t a, b;
+	std::vector<double> rounds;
+
+	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+	run_any(s, ls, x, M, packed);
+	CHECK(cudaStreamEndCapture(s, &g));
+	CHECK(cudaGraphInstantiate(&ge, g, 0));
+	CHECK(cudaEventCreate(&a));
+	CHECK(cudaEventCreate(&b));
+	for (int i = 0; i < 20; i++)
+		CHECK(cudaGraphLaunch(ge, s));
+	for (int r = 0; r < 5; r++) {
+		float ms = 0.0f;
+		CHECK(cudaEventRecord(a, s));
+		for (int i = 0; i < steps; i++)
+			CHECK(cudaGraphLaunch(ge, s));
+		CHECK(cudaEventRecord(b, s));
+		CHECK(cudaEventSynchronize(b));
+		CHECK(cudaEventElapsedTime(&ms, a, b));
+		rounds.push_back((double)ms * 1e3 / steps);
+	}
+	std::sort(rounds.begin(), rounds.end());
+	CHECK(cudaEventDestroy(a));
+	CHECK(cudaEventDestroy(b));
+	CHECK(cudaGraphExecDestroy(ge));
+	CHECK(cudaGraphDestroy(g));
+	return rounds[2];
+}
+
+int main(int argc, char **argv)
+{
+	const int steps = argc > 1 ? atoi(argv[1]) : 100;
+	const int ms[] = { 8, 16, 32 };
+	cudaStream_t s;
+	bf16 *x;
+	std::vector<launch> chain[2];           /* row-major, packed */
+	std::vector<launch> solo[5][2];
+	std::vector<float *> outs;
+	std::vector<bf16 *> weights;
+	double bytes = 0.0;
+
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaMalloc(&x, (size_t)32 * 8192 * sizeof(bf16)));
+	fill_kernel<<<1024, 256, 0, s>>>(x, (int64_t)32 * 8192, 7u, 2.0f);
+	for (int l = 0; l <= LAYERS; l++) {
+		for (int p = 0; p < 4; p++) {
+			const product pr = l < LAYERS ? products[p] : product{ "lm_head", VOCAB, HIDDEN };
+			if (l == LAYERS && p > 0)
+				break;
+			const int64_t n = (int64_t)pr.n * pr.k;
+			bf16 *w, *wp;
+			float *out;
+			CHECK(cudaMalloc(&w, n * sizeof(bf16)));
+			CHECK(cudaMalloc(&wp, n * sizeof(bf16)));
+			CHECK(cudaMalloc(&out, (size_t)32 * pr.n * sizeof(float)));
+			fill_kernel<<<4096, 256, 0, s>>>(w, n, 100u + 7u * (uint32_t)(l * 4 + p), 0.06f);
+			pack_kernel<<<4096, 256, 0, s>>>(w, wp, pr.n, pr.k);
+			CHECK(cudaGetLastError());
+			outs.push_back(out);
+			weights.push_back(w);
+			weights.push_back(wp);
+			bytes += (double)n * sizeof(bf16);
+			const int which = l < LAYERS ? p : 4;
+			chain[0].push_back({ w, out, pr.n, pr.k });
+			chain[1].push_back({ wp, out, pr.n, pr.k });
+			if (solo[which][0].size() < 16) {
+				solo[which][0].push_back({ w, out, pr.n, pr.k });
+				solo[which][1].push_back({ wp, out, pr.n, pr.k });
+			}
+		}
+	}
+	CHECK(cudaStreamSynchronize(s));
+	printf("prepack-mma: %zu products, %.1f MB of bf16 weights a step\n", chain[0].size(),
+	       bytes / 1e6);
+
+	for (int mi = 0; mi < 3; mi++) {
+		const int M = ms[mi];
+		/* Both layouts give the same bits (K whole: no atomics). */
+		split_rule = 0;
+		std::vector<float> r0, r1;
+		size_t agree = 0, total = 0;
+		for (int packed = 0; packed < 2; packed++) {
+			run_any(s, chain[packed], x, M, packed != 0);
+			CHECK(cudaStreamSynchronize(s));
+			std::vector<float> &r = packed ? r1 : r0;
+			for (size_t i = 0; i < chain[0].size(); i++) {
+				std::vector<float> h((size_t)M * chain[0][i].n);
+				CHECK(cudaMemcpy(h.data(), chain[0][i].out, h.size() * sizeof(float),
+				                 cudaMemcpyDeviceToHost));
+				r.insert(r.end(), h.begin(), h.end());
+			}
+		}
+		for (size_t i = 0; i < r0.size(); i++, total++)
+			agree += memcmp(&r0[i], &r1[i], sizeof(float)) == 0;
+		printf("M %2d: packed and row-major agree on %zu of %zu outputs\n", M, agree, total);
+
+		for (split_rule = 0; split_rule < 2; split_rule++)
+			for (int packed = 0; packed < 2; packed++) {
+				const double us = time_graph(s, chain[packed], x, M, packed != 0, steps);
+				printf("M %2d %-9s %-8s step %8.1f us  %.2f TB/s\n", M,
+				       packed ? "packed" : "row-major", split_rule ? "split K" : "whole K",
+				       us, bytes / us / 1e6);
+			}
+		split_rule = 1;
+		for (int p = 0; p < 5; p++) {
+			const char *name = p < 4 ? products[p].name : "lm_head";
+			const double b = (double)solo[p][0][0].n * solo[p][0][0].k * sizeof(bf16) *
+			                 solo[p][0].size();
+			double us[2];
+			for (int packed = 0; packed < 2; packed++)
+				us[packed] = time_graph(s, solo[p][packed], x, M, packed != 0, steps);
+			printf("M %2d %-8s alone, split K: row-major %8.2f us, packed %8.2f us a launch "
+			       "(%.2f / %.2f TB/s)\n", M, name, us[0] / solo[p][0].size(),
+			       us[1] / solo[p][0].size(), b / us[0] / 1e6, b / us[1] / 1e6);
+		}
+	}
+	for (float *o : outs)
+		CHECK(cudaFree(o));
+	for (bf16 *w : weights)
+		CHECK(cudaFree(w));
+	CHECK(cudaFree(x));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
