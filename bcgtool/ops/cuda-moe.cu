@@ -527,10 +527,7 @@ __global__ void bcg_moe_down_kernel(const T *dn, int dt, int64_t h, int64_t inte
 	int64_t row = ((int64_t)ex * h + i) * inter;
 	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
 		int n = cnt - c0 < MOE_TOKENS ? cnt - c0 : MOE_TOKENS;
-		float acc[MOE_TOKENS];
-#pragma unroll
-		for (int t = 0; t < MOE_TOKENS; t++)
-			acc[t] = 0.0f;
+		float acc[MOE_TOKENS] = {};
 		for (int64_t c0w = (int64_t)lane * VEC; c0w < inter; c0w += 32 * VEC * MOE_UNROLL) {
 			float wd[MOE_UNROLL][VEC];
 #pragma unroll
@@ -641,12 +638,7 @@ bcg_moe_down_rows_kernel(const T *dn, int dt, int64_t h, int64_t inter, int e,
 		wrow[r] = dn + ((int64_t)ex * h + (i0 + r < h ? i0 + r : h - 1)) * inter;
 	for (int c0 = 0; c0 < cnt; c0 += MOE_TOKENS) {
 		const int n = cnt - c0 < MOE_TOKENS ? cnt - c0 : MOE_TOKENS;
-		float acc[R][MOE_TOKENS];
-#pragma unroll
-		for (int t = 0; t < MOE_TOKENS; t++)
-#pragma unroll
-			for (int r = 0; r < R; r++)
-				acc[r][t] = 0.0f;
+		float acc[R][MOE_TOKENS] = {};
 		for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
 			uint4 wv[R];
 #pragma unroll

@@ -378,14 +378,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
 	cuda_pdl_begin();
 
-	float acc[RT][NT][4];
-#pragma unroll
-	for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-		for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-			for (int c = 0; c < 4; c++)
-				acc[rt][nt][c] = 0.0f;
+	float acc[RT][NT][4] = {};
 
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 	for (int64_t u = u0 + warp; u < u1; u += (int64_t)SM_WARPS * U) {
@@ -571,12 +564,7 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 		for (int s = 0; s < S; s++)
 			wrow[s] = b + smallm_row_of<EPI>(s, G, c0, p) * p.K;
 
-		float acc[S][MT];
-#pragma unroll
-		for (int s = 0; s < S; s++)
-#pragma unroll
-			for (int m = 0; m < MT; m++)
-				acc[s][m] = 0.0f;
+		float acc[S][MT] = {};
 
 		for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
 			if constexpr (VEC) {
@@ -990,12 +978,7 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 		const int n = (int)(r1 - row < rps ? r1 - row : rps);
 		cuda_bar_wait(&full[st], (unsigned)(c / SM_BULK_STAGES) & 1u);
 		const T *sw = stage + st * stage_elems;
-		float acc[NW][SM_BULK_ROWS];
-#pragma unroll
-		for (int s = 0; s < NW; s++)
-#pragma unroll
-			for (int r = 0; r < SM_BULK_ROWS; r++)
-				acc[s][r] = 0.0f;
+		float acc[NW][SM_BULK_ROWS] = {};
 #pragma unroll
 		for (int i = 0; i < PPT; i++) {
 			const int64_t j = tid + (int64_t)i * SM_BULK_THREADS;
