@@ -393,6 +393,29 @@ static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
 	return 0;
 }
 
+/* Let KERNEL take BYTES of dynamic shared memory on the current device
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize), once a device: the
+ * attribute stays with the function for the process, and *SET (the
+ * caller's static, one per kernel and BYTES) keeps a bit a device it was
+ * set on. Devices past the 64th ask every time. Two threads may both set
+ * it the first time: the same value, no harm. */
+template <typename... P>
+static cudaError_t cuda_smem_ceiling(void (*kernel)(P...), int bytes, unsigned long long *set)
+{
+	int dev = 0;
+	cudaError_t err = cudaGetDevice(&dev);
+
+	if (err != cudaSuccess)
+		return err;
+	const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+	if (bit != 0 && (__atomic_load_n(set, __ATOMIC_ACQUIRE) & bit) != 0)
+		return cudaSuccess;
+	err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+	if (err == cudaSuccess && bit != 0)
+		__atomic_fetch_or(set, bit, __ATOMIC_RELEASE);
+	return err;
+}
+
 /* The same without dynamic shared memory. */
 template <typename... P, typename... A>
 static int cuda_launch(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),

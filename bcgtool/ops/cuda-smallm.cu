@@ -1479,10 +1479,10 @@ static int smallm_bulk_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	const int64_t pieces = args.K / 8;
 	const int k = pieces <= SM_BULK_THREADS ? 0 : pieces <= 2 * SM_BULK_THREADS ? 1
 	              : pieces <= 4 * SM_BULK_THREADS ? 2 : 3;
+	static unsigned long long smem_set[4];  /* devices whose kernels[k] has the ceiling */
 	const int64_t want = (int64_t)SM_BULK_PER_SM * ctx->sm_count;
 	const int64_t grid = args.N < want ? args.N : want;
-	cudaError_t err = cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
-	                                       SM_BULK_SMEM);
+	cudaError_t err = cuda_smem_ceiling(kernels[k], SM_BULK_SMEM, &smem_set[k]);
 
 	if (err != cudaSuccess)
 		return cuda_fail(msg, len, "bcg_smallm_bulk_kernel: %d bytes of shared memory refused: "
