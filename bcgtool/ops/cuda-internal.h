@@ -396,10 +396,10 @@ static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
 /* Let KERNEL take BYTES of dynamic shared memory on the current device
  * (cudaFuncAttributeMaxDynamicSharedMemorySize), once a device: the
  * attribute stays with the function for the process (which never resets
- * a device), and *SET (the
- * caller's static, one per kernel and BYTES) keeps a bit a device it was
- * set on. Devices past the 64th ask every time. Two threads may both set
- * it the first time: the same value, no harm. */
+ * a device), and *SET (the caller's static, one per kernel and BYTES)
+ * keeps a bit a device it was set on. Devices past the 64th ask every
+ * time. Two threads may both set it the first time: the same value, no
+ * harm. */
 template <typename... P>
 static cudaError_t cuda_smem_ceiling(void (*kernel)(P...), int bytes, unsigned long long *set)
 {
