@@ -2735,6 +2735,14 @@ static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, i
 	}
 }
 
+/* Whether the looping kernel, not the rows or bulk kernel, takes a one-token
+ * product of N rows over K: K past 16384 (K / 8 pieces past 2048), or more
+ * than 16384 column groups of two rows. */
+static int rows_loop(int64_t N, int64_t K)
+{
+	return K / 8 > 2048 || (N + 1) / 2 > 16384;
+}
+
 /* gemv at one token of f16 or bf16 runs the rows kernel in each of its
  * shapes (K / 8 pieces up to 128, 256, 512, 1024 and 2048: 32 or 64 or
  * 128 threads a row, 4, 8 or 16 pieces a thread, pieces past K where
@@ -2746,14 +2754,6 @@ static void rows_marked_case(struct env *e, struct tcase *c, unsigned weights, i
  * forms, in each of its token widths (K / 8 pieces up to 256, 512, 1024,
  * 2048 a block of 256 threads), with stages of 1 to 16 rows (K 16384 to
  * 64; 1 for the SiLU form at K 8192), and N below the grid (3 rows). */
-/* Whether the looping kernel, not the rows or bulk kernel, takes a one-token
- * product of N rows over K: K past 16384 (K / 8 pieces past 2048), or more
- * than 16384 column groups of two rows. */
-static int rows_loop(int64_t N, int64_t K)
-{
-	return K / 8 > 2048 || (N + 1) / 2 > 16384;
-}
-
 static void test_gemv_rows(struct env *e)
 {
 	static const int64_t nk[][2] = {
