@@ -227,6 +227,10 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 
 	b->ctx.stream = b->stream;
 	b->ctx.lt = b->lt;
+	if ((b->ctx.packs = cuda_packs_new()) == NULL) {
+		snprintf(msg, len, "out of memory");
+		goto fail;
+	}
 	b->ctx.sm_count = prop.multiProcessorCount;
 	/* the engine refused a bad value before opening the backend */
 	if (kernel_shapes_from_env(&b->ctx.gemv_shape, &b->ctx.moe_gu_shape, msg, len) != 0)
@@ -259,6 +263,7 @@ static void cuda_close(struct backend *b)
 		cudaFree(b->verify_work);
 	if (b->staging != NULL)
 		cudaFreeHost(b->staging);
+	cuda_packs_free(b->ctx.packs);
 	cuda_lt_close(b->lt);
 	if (b->stream != NULL)
 		cudaStreamDestroy(b->stream);
@@ -452,6 +457,24 @@ static int cuda_launch(struct backend *b, const struct op_call *call, char *msg,
 	if (b->capturing && (call->kind->id == OP_ALL_REDUCE || call->kind->id == OP_ALL_GATHER))
 		b->capture_collectives = 1;
 	return fn(call, &b->ctx, msg, len);
+}
+
+/* Weights in other layouts (backend.h, prepare): the ops' copies
+ * (cuda.h, cuda_op_prepare), kept in the launch context. */
+static int cuda_prepare(struct backend *b, const struct op_call *call, int keep, char *msg,
+                        size_t len)
+{
+	return cuda_op_prepare(call, &b->ctx, keep, msg, len);
+}
+
+static void cuda_trim(struct backend *b)
+{
+	cuda_packs_trim(b->ctx.packs);
+}
+
+static uint64_t cuda_prepared_bytes(struct backend *b)
+{
+	return cuda_packs_bytes(b->ctx.packs);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1235,6 +1258,9 @@ const struct backend_ops backend_cuda = {
 	.copy = cuda_copy,
 	.compare = cuda_compare,
 	.launch = cuda_launch,
+	.prepare = cuda_prepare,
+	.trim = cuda_trim,
+	.prepared_bytes = cuda_prepared_bytes,
 	.impl_count = cuda_impl_count,
 	.impl_name = cuda_impl_name,
 	.impl_usable = cuda_usable,

@@ -133,6 +133,18 @@ struct backend_ops {
 	/* Launch one op (eagerly, or into the capture in progress), running
 	 * the implementation call->impl names. */
 	int  (*launch)(struct backend *b, const struct op_call *call, char *msg, size_t len);
+	/* What implementation call->impl needs made before CALL's first
+	 * launch: on cuda, mma_packed's packed copy of its weight (ops/cuda.h,
+	 * cuda_op_prepare), made once for every call of that weight and kept
+	 * until close. Called outside any capture, once the weights hold
+	 * their bytes (the engine writes them at open; no op writes one).
+	 * KEEP 0: a trial, the tuner timing a candidate; trim frees what only
+	 * trials asked for. prepared_bytes: the memory such copies hold. NULL
+	 * (all three): the backend needs nothing made. */
+	int      (*prepare)(struct backend *b, const struct op_call *call, int keep, char *msg,
+	                    size_t len);
+	void     (*trim)(struct backend *b);
+	uint64_t (*prepared_bytes)(struct backend *b);
 
 	/* The implementations of op kind ID (at least one), each by the name
 	 * plans store; whether implementation IMPL can run CALL (shapes,

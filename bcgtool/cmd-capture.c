@@ -156,6 +156,9 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 	if (rep->opaque > 0)
 		fprintf(f, "; %u segment%s could not share (%s)", rep->opaque, BCG_S(rep->opaque),
 		        rep->opaque_why);
+	if (rep->prepared_bytes > 0)
+		fprintf(f, "; packed weight copies %s",
+		        bcg_human_bytes(rep->prepared_bytes, h, sizeof h));
 	fprintf(f, "\n");
 }
 
@@ -311,6 +314,8 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 	plan_json_key(j, "unshareable_reason");
 	plan_json_string(j, rep->opaque_why);
 	plan_json_object_end(j);
+	plan_json_key(j, "packed_weight_bytes");
+	plan_json_uint(j, rep->prepared_bytes);
 	plan_json_object_end(j);
 	plan_json_free(j);
 }

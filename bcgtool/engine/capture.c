@@ -1036,6 +1036,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 		if (capture_record(plan, k, &caps[k], e->be->kind == PLAN_BACKEND_CUDA, o->untimed,
 		                   &rep->variants[k], err) != 0)
 			goto out;
+	rep->prepared_bytes = engine_prepared_bytes(e);
 	for (uint32_t k = 0; k < n; k++) {
 		rep->exec_bytes += rep->variants[k].exec_bytes;
 		rep->execs += rep->variants[k].execs;

@@ -130,6 +130,9 @@ struct capture_report {
 	uint32_t                       opaque;     /* segments that could not
 	                                              share (share.h) */
 	char                           opaque_why[96]; /* the first's reason */
+	/* Weights copied into another layout for the implementations chosen
+	 * (backend.h, prepare: mma_packed's packed weights), device bytes. */
+	uint64_t                       prepared_bytes;
 };
 
 void capture_report_release(struct capture_report *rep);

@@ -273,6 +273,28 @@ static int engine_choose_impl(const struct engine *e, int64_t tokens, uint32_t o
 	                   e->be->name, list);
 }
 
+int engine_prepare_call(struct engine *e, uint32_t op, const struct op_call *c, int keep,
+                        struct engine_error *err)
+{
+	const struct plan_op *o = plan_get_op(e->plan, op);
+	char label[128], why[sizeof err->msg], names[160] = "";
+	size_t at = 0;
+
+	if (e->be->prepare == NULL || e->base == NULL)
+		return 0;
+	if (e->be->prepare(e->b, c, keep, err->msg, sizeof err->msg) == 0)
+		return 0;
+	snprintf(why, sizeof why, "%s", err->msg);
+	for (uint32_t k = 0; k < o->nin && at < sizeof names; k++)
+		if ((c->const_in >> k) & 1u)
+			at += (size_t)snprintf(names + at, sizeof names - at, "%s'%s'", at ? ", " : "",
+			                       plan_get_tensor(e->plan, o->in[k])->name);
+	engine_op_label(e->plan, op, label, sizeof label);
+	return engine_fail(err, BCG_EXIT_RUNTIME, op, "op %s, implementation %s, weight %s: %s",
+	                   label, e->be->impl_name(c->kind->id, c->impl), names[0] ? names : "-",
+	                   why);
+}
+
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err)
 {
@@ -320,7 +342,8 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 			return engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
 			                   label, (long long)tokens, err->msg);
 		}
-		if (engine_choose_impl(e, tokens, i, c, err) != 0) {
+		if (engine_choose_impl(e, tokens, i, c, err) != 0 ||
+		    engine_prepare_call(e, i, c, 1, err) != 0) {
 			engine_variant_release(v);
 			return -1;
 		}
@@ -963,6 +986,11 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 fail:
 	engine_close(e);
 	return -1;
+}
+
+uint64_t engine_prepared_bytes(const struct engine *e)
+{
+	return e->be->prepared_bytes != NULL ? e->be->prepared_bytes(e->b) : 0;
 }
 
 int engine_open_at(plan_t *program, const char *backend, int64_t tokens, int64_t eager_tokens,

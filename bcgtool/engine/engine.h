@@ -249,7 +249,9 @@ int engine_reset(struct engine *e, struct engine_error *err);
 
 /* Prepare the launches of all ops at TOKENS tokens in MODE. Each op runs
  * the implementation the plan records for it at TOKENS when e->use_choices
- * is set and there is a record, else its default (engine_impl_default). */
+ * is set and there is a record, else its default (engine_impl_default);
+ * what that implementation needs made first (engine_prepare_call) is made
+ * here, kept. */
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err);
 void engine_variant_release(struct engine_variant *v);
@@ -279,6 +281,17 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 int engine_set_batch(struct engine *e, const struct serve_batch *batch,
                      uint32_t padded_tokens, uint32_t padded_requests,
                      struct engine_error *err);
+
+/* What op OP's call C needs made before its first launch, by the
+ * backend's prepare hook (backend.h): on cuda the packed copy of an
+ * mma_packed product's weight. KEEP 0 for a trial (the tuner's
+ * candidates). Nothing while the arena is not placed (e->base NULL: shapes
+ * only). An error (out of device memory) names the op, the implementation
+ * and its weights, exit status 3. engine_prepared_bytes: the device
+ * memory such copies hold now. */
+int      engine_prepare_call(struct engine *e, uint32_t op, const struct op_call *c, int keep,
+                             struct engine_error *err);
+uint64_t engine_prepared_bytes(const struct engine *e);
 
 /* Launch op OP of V (eagerly, or into the capture in progress). */
 int engine_launch(struct engine *e, struct engine_variant *v, uint32_t op,

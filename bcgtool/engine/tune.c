@@ -116,7 +116,8 @@ static int tune_measure(struct engine *e, struct engine_variant *v, uint32_t op,
 		/* A first launch outside the timing: module loading and library
 		 * set-up are not the kernel's time. An interrupt is seen between
 		 * candidates (and the host's timing stops early for it). */
-		if (engine_interrupted(err) != 0 || engine_launch(e, v, op, err) != 0)
+		if (engine_interrupted(err) != 0 || engine_prepare_call(e, op, c, 0, err) != 0 ||
+		    engine_launch(e, v, op, err) != 0)
 			goto fail;
 		if (e->be->sync(e->b, err->msg, sizeof err->msg) != 0 ||
 		    e->be->time_call(e->b, c, o->reps, &t->us[k], err->msg, sizeof err->msg) != 0) {
@@ -270,6 +271,17 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 		}
 		if (tune_record(plan, vi, op, e, o->untimed, c, t, err) != 0)
 			goto out;
+		/* What the choice needs stays made; what only losing candidates
+		 * needed (a packed weight's copy) is freed at once. */
+		if (e->be->trim != NULL) {
+			int incumbent = c->impl, made;
+			c->impl = t->impl[t->chosen];
+			made = engine_prepare_call(e, op, c, 1, err);
+			c->impl = incumbent;
+			if (made != 0)
+				goto out;
+			e->be->trim(e->b);
+		}
 		tuned++;
 	}
 	rc = 0;

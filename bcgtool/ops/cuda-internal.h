@@ -149,7 +149,7 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 
 /* The implementations of each kind, by index (cuda_impl_name's order). */
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
-       CUDA_IMPL_CUBLAS_CLASS = 3 };
+       CUDA_IMPL_CUBLAS_CLASS = 3, CUDA_IMPL_MMA_PACKED = 4 };
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
@@ -169,6 +169,17 @@ int    cuda_product_usable(enum op_id id, const struct op_call *call, int impl);
  * o and down). */
 int    cuda_product_pick(enum op_id id, const struct op_call *prod);
 size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
+/* cuda-smallm.cu: cuda_op_prepare for product ID (mma_packed's copy). */
+int    cuda_product_prepare(enum op_id id, const struct op_call *call,
+                            const struct cuda_op_ctx *ctx, int keep, char *msg, size_t len);
+/* cuda-pack.cu: the packed copy of weight B [rows, K] cut in HALVES
+ * (cuda-pack.cu's layout), or NULL when none was made; making it on
+ * STREAM, or finding it made (KEEP or-ed into its mark): 0, or -1 with one
+ * sentence in MSG. */
+const void *cuda_pack_find(const struct cuda_packs *packs, const struct op_tensor *b,
+                           int halves);
+int         cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halves,
+                           int keep, cudaStream_t stream, char *msg, size_t len);
 /* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);

@@ -20,6 +20,10 @@
  *    and a stage holds its rows, the bulk kernel (bcg_smallm_bulk_kernel:
  *    two blocks a multiprocessor, the rows brought into shared memory by
  *    the copy engine).
+ *  - "mma_packed": mma's kernel on a packed copy of the weight
+ *    (cuda-pack.cu), made by cuda_op_prepare before the first launch:
+ *    mma's conditions, and b must be a weight (op_call.const_in). Its
+ *    results are mma's, bit for bit.
  *  - "cublas" and "cublas_class": cuda-matmul.cu, every shape; the second
  *    on the cuBLAS algorithm of the token count's class, so that capture
  *    sizes of one class share executables (--share-exec).
@@ -341,8 +345,13 @@ __device__ __forceinline__ void smallm_mma(float (&d)[4], uint32_t a0, uint32_t 
 /* Units of 32 k. Grid (nblocks, ksplit); each block owns 16 output columns
  * (RT = 2 row tiles for silu_mul: gate and up) and the units [u0, u1);
  * warp w takes units u0 + w, u0 + w + SM_WARPS, ..., U of them at a time
- * with every load of the U issued before the first mma. */
-template <typename T, int NT, int EPI>
+ * with every load of the U issued before the first mma. PACKED
+ * ("mma_packed"): p.b is the weight's packed copy (cuda-pack.cu), where a
+ * lane's 16 bytes of a tile and unit are the ones it loads here from
+ * [N, K] rows, so the sums are the same; the tile of rows c0 of half rt
+ * starts at element (rt T + blockIdx.x) units 512, T = ceil(N / 16), and
+ * its units follow 512 elements apart. */
+template <typename T, int NT, int EPI, bool PACKED>
 __global__ void __launch_bounds__(SM_THREADS)
 bcg_smallm_mma_kernel(smallm_args p)
 {
@@ -360,12 +369,16 @@ bcg_smallm_mma_kernel(smallm_args p)
 	const int64_t u1 = u0 + p.per < p.units ? u0 + p.per : p.units;
 	const T *b = static_cast<const T *>(p.b), *a = static_cast<const T *>(p.a);
 
+	const int64_t tiles = (p.N + 15) / 16;
+	const int64_t step = PACKED ? 512 : 32;         /* elements from a unit to the next */
 	const T *wrow[RT][2];
 #pragma unroll
 	for (int rt = 0; rt < RT; rt++)
 #pragma unroll
 		for (int h = 0; h < 2; h++)
-			wrow[rt][h] = b + smallm_row(rt * 16 + h * 8 + g, G, c0, p.N) * p.K + q * 8;
+			wrow[rt][h] = PACKED ? b + ((rt * tiles + blockIdx.x) * p.units * 2 + h) * 256 +
+			                               lane * 8
+			                     : b + smallm_row(rt * 16 + h * 8 + g, G, c0, p.N) * p.K + q * 8;
 	const T *xrow[NT];
 #pragma unroll
 	for (int nt = 0; nt < NT; nt++) {
@@ -373,9 +386,19 @@ bcg_smallm_mma_kernel(smallm_args p)
 		xrow[nt] = a + (int64_t)m * p.K + q * 8;
 	}
 
-	smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0, p,
-	                u0 * 32 * (int64_t)sizeof(T),
-	                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
+	if constexpr (PACKED) {
+		/* Each half's tile: the units [u0, u1) in one run of 1 KiB each. */
+		const int64_t lines = (u1 - u0) * 8;
+		for (int64_t i = threadIdx.x; i < RT * lines && i < SM_PREFETCH; i += blockDim.x) {
+			const int64_t rt = i / lines;
+			cuda_prefetch_l2(b + ((rt * tiles + blockIdx.x) * p.units + u0) * 512 +
+			                 (i - rt * lines) * 64);
+		}
+	} else {
+		smallm_prefetch(static_cast<const char *>(p.b), p.K * (int64_t)sizeof(T), S, G, c0,
+		                p, u0 * 32 * (int64_t)sizeof(T),
+		                (u1 * 32 < p.K ? u1 * 32 : p.K) * (int64_t)sizeof(T));
+	}
 	cuda_pdl_begin();
 
 	float acc[RT][NT][4] = {};
@@ -392,7 +415,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 			for (int rt = 0; rt < RT; rt++)
 #pragma unroll
 				for (int h = 0; h < 2; h++)
-					wv[i][rt][h] = in ? cuda_ld_stream(wrow[rt][h] + k) : zero;
+					wv[i][rt][h] = in ? cuda_ld_stream(wrow[rt][h] + ui * step) : zero;
 		}
 #pragma unroll
 		for (int i = 0; i < U; i++) {
@@ -1103,6 +1126,10 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 		return smallm_layout_ok(&p) && p.M <= SM_MMA_MAX_M && p.K % 8 == 0 &&
 		       (p.a->dtype == PLAN_DTYPE_F16 || p.a->dtype == PLAN_DTYPE_BF16) &&
 		       smallm_aligned(p.a) && smallm_aligned(p.b);
+	case CUDA_IMPL_MMA_PACKED:
+		/* mma's, on a weight: its copy is made once and never remade. */
+		return cuda_product_usable(id, call, CUDA_IMPL_MMA) &&
+		       cuda_const_bit(call, (int)(p.b - call->in), 0) != 0;
 	case CUDA_IMPL_GEMV:
 		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M;
 	case CUDA_IMPL_CUBLAS:
@@ -1270,27 +1297,27 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 	return b > most ? b : most;
 }
 
-template <int EPI, typename T, int NT>
+template <int EPI, typename T, int NT, bool PACKED>
 static int smallm_launch_mma_nt(const struct cuda_op_ctx *ctx, const smallm_args &args,
                                 dim3 grid, char *msg, size_t len)
 {
-	return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, NT, EPI>, grid,
-	                   dim3(SM_THREADS), msg, len, args);
+	return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, NT, EPI, PACKED>,
+	                   grid, dim3(SM_THREADS), msg, len, args);
 }
 
-template <int EPI, typename T>
+template <int EPI, typename T, bool PACKED>
 static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &args,
                              int nt, dim3 grid, char *msg, size_t len)
 {
 	switch (nt) {
 	case 1:
-		return smallm_launch_mma_nt<EPI, T, 1>(ctx, args, grid, msg, len);
+		return smallm_launch_mma_nt<EPI, T, 1, PACKED>(ctx, args, grid, msg, len);
 	case 2:
-		return smallm_launch_mma_nt<EPI, T, 2>(ctx, args, grid, msg, len);
+		return smallm_launch_mma_nt<EPI, T, 2, PACKED>(ctx, args, grid, msg, len);
 	case 3:
-		return smallm_launch_mma_nt<EPI, T, 3>(ctx, args, grid, msg, len);
+		return smallm_launch_mma_nt<EPI, T, 3, PACKED>(ctx, args, grid, msg, len);
 	default:
-		return smallm_launch_mma_nt<EPI, T, 4>(ctx, args, grid, msg, len);
+		return smallm_launch_mma_nt<EPI, T, 4, PACKED>(ctx, args, grid, msg, len);
 	}
 }
 
@@ -1347,8 +1374,17 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 
 	if (impl == CUDA_IMPL_MMA) {
 		if (dtype == PLAN_DTYPE_F16)
-			return smallm_launch_mma<EPI, __half>(ctx, args, pl->mt / 8, grid, msg, len);
-		return smallm_launch_mma<EPI, __nv_bfloat16>(ctx, args, pl->mt / 8, grid, msg, len);
+			return smallm_launch_mma<EPI, __half, false>(ctx, args, pl->mt / 8, grid, msg,
+			                                             len);
+		return smallm_launch_mma<EPI, __nv_bfloat16, false>(ctx, args, pl->mt / 8, grid, msg,
+		                                                    len);
+	}
+	if (impl == CUDA_IMPL_MMA_PACKED) {
+		if (dtype == PLAN_DTYPE_F16)
+			return smallm_launch_mma<EPI, __half, true>(ctx, args, pl->mt / 8, grid, msg,
+			                                            len);
+		return smallm_launch_mma<EPI, __nv_bfloat16, true>(ctx, args, pl->mt / 8, grid, msg,
+		                                                   len);
 	}
 	switch (dtype) {
 	case PLAN_DTYPE_F16:
@@ -1505,8 +1541,6 @@ static int smallm_bulk_launch(const struct cuda_op_ctx *ctx, int dtype, smallm_a
 	return smallm_bulk_launch_t<__nv_bfloat16, EPI, NORM>(ctx, args, msg, len);
 }
 
-static const char *const smallm_impl_names[] = { "mma", "gemv", "cublas", "cublas_class" };
-
 static int smallm_args_fill(const char *who, const struct cuda_product *pp,
                             const struct smallm_plan *plp, const struct cuda_op_ctx *ctx,
                             smallm_args *argsp, char *msg, size_t len);
@@ -1522,13 +1556,16 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 
 	if (cuda_product_shape(id, call, &p, msg, len))
 		return -1;
-	if (impl < 0 || impl > CUDA_IMPL_CUBLAS_CLASS)
+	if (impl < 0 || impl >= cuda_impl_count(id))
 		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, impl);
 	if (!cuda_product_usable(id, call, impl))
 		return cuda_fail(msg, len, "%s: implementation %s cannot run M %lld, N %lld, K %lld "
-		                 "%s (trans_a %d, trans_b %d)", who, smallm_impl_names[impl],
+		                 "%s (trans_a %d, trans_b %d%s)", who, cuda_impl_name(id, impl),
 		                 (long long)p.M, (long long)p.N, (long long)p.K,
-		                 cuda_dtype_name(p.a->dtype), p.trans_a, p.trans_b);
+		                 cuda_dtype_name(p.a->dtype), p.trans_a, p.trans_b,
+		                 impl == CUDA_IMPL_MMA_PACKED && cuda_const_bit(call, (int)(p.b - call->in),
+		                                                                0) == 0
+		                 ? "; b is not a weight" : "");
 	if (impl == CUDA_IMPL_CUBLAS || impl == CUDA_IMPL_CUBLAS_CLASS)
 		return cuda_product_cublas(id, call, impl == CUDA_IMPL_CUBLAS_CLASS, ctx, msg, len);
 	if (p.M <= 0 || p.N <= 0)
@@ -1557,9 +1594,16 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 			                                              len);
 		}
 	}
-	smallm_plan_for(impl, id, &p, p.M, vec, ctx->sm_count, ctx->gemv_shape, &pl);
+	/* mma_packed: mma's plan, on the weight's copy. */
+	smallm_plan_for(impl == CUDA_IMPL_MMA_PACKED ? CUDA_IMPL_MMA : impl, id, &p, p.M, vec,
+	                ctx->sm_count, ctx->gemv_shape, &pl);
 	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 		return -1;
+	if (impl == CUDA_IMPL_MMA_PACKED &&
+	    (args.b = cuda_pack_find(ctx->packs, p.b, id == OP_MATMUL_SILU_MUL ? 2 : 1)) == NULL)
+		return cuda_fail(msg, len, "%s: mma_packed has no packed copy of its weight [%lld, "
+		                 "%lld] (cuda_op_prepare makes it before the first launch)", who,
+		                 (long long)p.NB, (long long)p.K);
 
 	switch (id) {
 	case OP_MATMUL_ADD:
@@ -1569,6 +1613,26 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	default:
 		return smallm_launch<EPI_NONE>(ctx, impl, p.a->dtype, args, &pl, msg, len);
 	}
+}
+
+int cuda_product_prepare(enum op_id id, const struct op_call *call,
+                         const struct cuda_op_ctx *ctx, int keep, char *msg, size_t len)
+{
+	struct cuda_product p;
+
+	if (call->impl != CUDA_IMPL_MMA_PACKED)
+		return 0;
+	if (cuda_product_shape(id, call, &p, msg, len))
+		return -1;
+	if (!cuda_product_usable(id, call, CUDA_IMPL_MMA_PACKED))
+		return cuda_fail(msg, len, "%s: mma_packed cannot run M %lld, N %lld, K %lld %s",
+		                 smallm_kind_name(id), (long long)p.M, (long long)p.N, (long long)p.K,
+		                 cuda_dtype_name(p.a->dtype));
+	if (ctx->packs == NULL)
+		return cuda_fail(msg, len, "%s: mma_packed needs a context that keeps packed weights",
+		                 smallm_kind_name(id));
+	return cuda_pack_make(ctx->packs, p.b, id == OP_MATMUL_SILU_MUL ? 2 : 1, keep,
+	                      ctx->stream, msg, len);
 }
 
 /* ARGS for product P planned as PL, the split's scratch taken from CTX;

@@ -70,7 +70,8 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
 /* The implementations' names, stored in plans: never rename one, never
  * reuse one. The kinds with one kernel call it "std". The index order is
  * the enums' of cuda-internal.h. */
-static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class", NULL };
+static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class",
+	                                      "mma_packed", NULL };
 static const char *const impl_attention[] = { "split", "twopass", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", NULL };

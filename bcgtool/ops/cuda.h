@@ -79,6 +79,7 @@ struct cuda_op_ctx {
 	size_t         scratch_bytes;
 	struct kernel_shape gemv_shape; /* BCG_GEMV_SHAPE (kernel-shape.h); zero: default */
 	struct kernel_shape moe_gu_shape; /* BCG_MOE_GU_SHAPE; zero: default */
+	struct cuda_packs *packs;       /* weights in other layouts (below); NULL: none */
 };
 
 /* Launch CALL (device addresses) on CTX's stream. Returns 0, or -1 with one
@@ -116,6 +117,30 @@ int cuda_impl_default(const struct op_call *call);
  * that would run "cublas" runs "cublas_class", whose kernels are the same
  * for every token count of a class (cuda-matmul.cu); anything else IMPL. */
 int cuda_impl_shared(const struct op_call *call, int impl);
+
+/* Weights in other layouts than the checkpoint's (cuda-pack.cu): an
+ * implementation that reads its weight packed ("mma_packed") finds the
+ * copy in ctx->packs, made beforehand by cuda_op_prepare. Keep one struct
+ * cuda_packs a context, from cuda_packs_new until cuda_packs_free (which
+ * frees the copies: no graph that read them may run after it).
+ *
+ * cuda_op_prepare makes what implementation call->impl of CALL (kind set,
+ * device addresses) needs before it can launch on CTX: for mma_packed the
+ * packed copy of its weight, packed on CTX's stream, once for every call
+ * of that weight; nothing for the others. Never while CTX's stream is
+ * captured, and only once the weight holds its final bytes: a copy is not
+ * remade when the weight changes. KEEP 0 marks a trial (the tuner timing
+ * a candidate): cuda_packs_trim frees the copies that no call prepared
+ * with KEEP 1 asked for. 0, or -1 with one sentence in MSG (out of device
+ * memory: the bytes needed and free). cuda_packs_bytes: the device bytes
+ * the copies hold. */
+struct cuda_packs;
+struct cuda_packs *cuda_packs_new(void);
+void               cuda_packs_free(struct cuda_packs *packs);
+int                cuda_op_prepare(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                   int keep, char *msg, size_t len);
+void               cuda_packs_trim(struct cuda_packs *packs);
+uint64_t           cuda_packs_bytes(const struct cuda_packs *packs);
 
 /* Device scratch bytes the launch of CALL needs in its context (0 for most
  * kinds): the most any step can need, whatever its host var values, so

@@ -560,6 +560,18 @@ static int launch_captured(struct env *e, cuda_kernel_fn fn, const struct op_cal
 	return rc;
 }
 
+/* What DCALL (C's, for the device) needs made before its launch on CTX
+ * (cuda_op_prepare: mma_packed's copy of its weight), as a trial that
+ * cuda_packs_trim frees; 0 or -1 with MSG. */
+static int tcase_prepare(const struct tcase *c, const struct op_call *dcall,
+                         const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	struct op_call q = *dcall;
+
+	q.kind = kind_stub(c->id);
+	return cuda_op_prepare(&q, ctx, 0, msg, len);
+}
+
 /* Run C once, eagerly or captured, and report one TAP result. */
 static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 {
@@ -594,9 +606,10 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 	/* The uploads and poisoning above ran on the legacy default stream,
 	 * which e->stream (non-blocking) does not wait for. */
 	CK(cudaDeviceSynchronize());
-	if (captured) {
+	rc = tcase_prepare(c, &dcall, &ctx, msg, sizeof msg);
+	if (rc == 0 && captured) {
 		rc = launch_captured(e, fn, &dcall, &ctx, msg, sizeof msg);
-	} else {
+	} else if (rc == 0) {
 		rc = fn(&dcall, &ctx, msg, sizeof msg);
 		if (rc == 0) {
 			cudaError_t err = cudaStreamSynchronize(e->stream);
@@ -628,6 +641,8 @@ static void tcase_run_once(struct env *e, const struct tcase *c, int captured)
 		pass = 0;
 		snprintf(why, sizeof why, "the scratch counters are not zero after the launch");
 	}
+	/* The case's buffers go; a copy of them must not outlive them. */
+	cuda_packs_trim(ctx.packs);
 	ok(pass, "%s%s%s%s%s", c->what, dcall.impl >= 0 && cuda_impl_count(c->id) > 1 ? " [" : "",
 	   dcall.impl >= 0 && cuda_impl_count(c->id) > 1 ? cuda_impl_name(c->id, dcall.impl) : "",
 	   dcall.impl >= 0 && cuda_impl_count(c->id) > 1 ? "]" : "",
@@ -1579,13 +1594,17 @@ static int usable_as_expected(struct env *e, const struct tcase *c, const struct
 }
 
 /* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
- * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; gemv [N, K]
- * weights and M <= 8; cublas takes everything here. */
-static int product_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
+ * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; mma_packed
+ * (4) the same, b marked a weight (WEIGHT); gemv [N, K] weights and
+ * M <= 8; cublas takes everything here. */
+static int product_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned,
+                                 int weight)
 {
 	switch (impl) {
 	case 0:
 		return dt != PLAN_DTYPE_F32 && tb && M <= 32 && K % 8 == 0 && aligned;
+	case 4:
+		return weight && product_expect_usable(0, dt, M, K, tb, aligned, weight);
 	case 1:
 		return tb && M <= 8;
 	default:
@@ -1692,13 +1711,18 @@ static void test_products(struct env *e)
 						continue;
 					if ((variant == 1 || variant == 3) && s % 3 != 1)
 						continue;       /* a few shapes are enough */
+					/* b a weight (op_call.const_in) on even shapes */
+					int weight = s % 2 == 0;
 					product_bufs_init(e, &pb, k, dt, odt, M, N, K, tb, (size_t)shift);
 					product_case_init(&c, &pb, k, tb, inplace);
+					c.const_in = weight ? 1u << (k == 1 ? 2 : 1) : 0;
 					struct op_call q;
 					tcase_call(&c, &q, 1);
 					q.kind = kind_stub(c.id);
+					void *mma_bits = NULL;  /* mma's output, which mma_packed must give */
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
-						int want = product_expect_usable(impl, dt, M, K, tb, shift == 0);
+						int want = product_expect_usable(impl, dt, M, K, tb, shift == 0,
+						                                 weight);
 						char what[160];
 						snprintf(what, sizeof what, "%s %s -> %s M %lld N %lld K %lld%s%s%s",
 						         product_names[k], dtype_name(dt), dtype_name(odt),
@@ -1715,8 +1739,25 @@ static void test_products(struct env *e)
 						         c.sm_count ? " sm_count 1" : "");
 						if (inplace)
 							tbuf_random(e, &pb.x, 4.0f);    /* the last run wrote it */
+						/* mma and mma_packed: the same sums in the same order
+						 * (in place, x is drawn anew for each) */
+						void *bits = NULL;
+						if (!inplace && (impl == 0 || impl == 4) &&
+						    (bits = calloc(1, c.out[0]->bytes + 1)) == NULL)
+							bail("out of memory");
+						c.got[0] = bits;
 						tcase_run(e, &c);
+						c.got[0] = NULL;
+						if (impl == 0) {
+							mma_bits = bits;
+						} else if (bits != NULL) {
+							if (mma_bits != NULL)
+								ok(memcmp(bits, mma_bits, c.out[0]->bytes) == 0,
+								   "%s: mma_packed gives mma's bits", what);
+							free(bits);
+						}
 					}
+					free(mma_bits);
 					product_bufs_free(&pb);
 				}
 			}
@@ -1779,8 +1820,10 @@ static void test_product_replays(struct env *e)
 
 	for (int k = 0; k < 3; k++) {
 		for (int s = 0; s < nshapes; s++) {
-			for (int impl = 0; impl < 2; impl++) {
+			static const int impls[] = { 0, 1, 4 };         /* mma, gemv, mma_packed */
+			for (int ii = 0; ii < 3; ii++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				int impl = impls[ii];
 				if (impl == 1 && M > 8)
 					continue;       /* gemv takes at most 8 tokens */
 				struct product_bufs pb;
@@ -1797,12 +1840,16 @@ static void test_product_replays(struct env *e)
 					tbuf_upload(&pb.x);
 				product_case_init(&c, &pb, k, 1, 0);
 				c.impl = impl;
+				c.const_in = 1u << (k == 1 ? 2 : 1);
 				c.scratch = op_scratch(&c);
 				tcase_call(&c, &call, 1);
 				ctx.scratch = scratch_alloc(c.scratch);
 				ctx.scratch_bytes = c.scratch;
-				same = replays_give_uncaptured(e, c.id, &call, &ctx, &pb.out, &rc, msg,
-				                               sizeof msg);
+				CK(cudaDeviceSynchronize());    /* the uploads, on the legacy stream */
+				rc = tcase_prepare(&c, &call, &ctx, msg, sizeof msg);
+				same = rc == 0 && replays_give_uncaptured(e, c.id, &call, &ctx, &pb.out, &rc,
+				                                          msg, sizeof msg);
+				cuda_packs_trim(ctx.packs);
 				same &= scratch_counters_zero(ctx.scratch, c.scratch);
 				ok(rc == 0 && same, "%s bf16 M %lld N %lld K %lld [%s], %zu bytes of scratch: "
 				   "graph replays, PDL off and on, give the eager bits%s%s", product_names[k],
@@ -1814,6 +1861,81 @@ static void test_product_replays(struct env *e)
 			}
 		}
 	}
+}
+
+/* mma_packed's copies (cuda_op_prepare, ctx->packs): their bytes, one
+ * copy a weight, trials freed by a trim and kept ones not, and the
+ * errors: a launch before its copy exists, a copy asked for inside a
+ * capture, a b that is not a weight. */
+static void test_packed_copies(struct env *e)
+{
+	struct product_bufs pb;
+	struct tcase c;
+	struct op_call q;
+	struct cuda_op_ctx ctx = e->ctx;
+	char msg[256] = "";
+	int rc;
+
+	ctx.packs = cuda_packs_new();
+	if (ctx.packs == NULL)
+		bail("out of memory");
+	/* silu_mul: b [2 x 77, 264]: two halves of ceil(77 / 16) = 5 tiles,
+	 * ceil(264 / 32) = 9 units, 1 KiB a tile and unit */
+	product_bufs_init(e, &pb, 2, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, 8, 77, 264, 1, 0);
+	tbuf_upload(&pb.a);
+	tbuf_upload(&pb.b);
+	CK(cudaDeviceSynchronize());
+	product_case_init(&c, &pb, 2, 1, 0);
+	c.impl = 4;
+	c.const_in = 1u << 1;
+	c.scratch = op_scratch(&c);
+	ctx.scratch = scratch_alloc(c.scratch);
+	ctx.scratch_bytes = c.scratch;
+	tcase_call(&c, &q, 1);
+
+	rc = cuda_kernel(c.id)(&q, &ctx, msg, sizeof msg);
+	ok(rc == -1 && strstr(msg, "no packed copy") != NULL,
+	   "mma_packed launched before its copy exists fails: %s", msg);
+
+	q.kind = kind_stub(c.id);
+	CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+	rc = cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg);
+	cudaGraph_t graph = NULL;
+	CK(cudaStreamEndCapture(e->stream, &graph));
+	if (graph)
+		CK(cudaGraphDestroy(graph));
+	ok(rc == -1 && strstr(msg, "captured") != NULL && cuda_packs_bytes(ctx.packs) == 0,
+	   "a copy asked for inside a capture is refused: %s", msg);
+
+	ok(cuda_op_prepare(&q, &ctx, 0, msg, sizeof msg) == 0 &&
+	   cuda_packs_bytes(ctx.packs) == 2 * 5 * 9 * 1024,
+	   "a trial copy of b [154, 264] holds 2 x 5 x 9 KiB (%llu bytes)",
+	   (unsigned long long)cuda_packs_bytes(ctx.packs));
+	ok(cuda_op_prepare(&q, &ctx, 0, msg, sizeof msg) == 0 &&
+	   cuda_packs_bytes(ctx.packs) == 2 * 5 * 9 * 1024,
+	   "asking again makes no second copy");
+	cuda_packs_trim(ctx.packs);
+	ok(cuda_packs_bytes(ctx.packs) == 0, "a trim frees a copy only trials asked for");
+	ok(cuda_op_prepare(&q, &ctx, 0, msg, sizeof msg) == 0 &&
+	   cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg) == 0, "a trial, then a kept call");
+	cuda_packs_trim(ctx.packs);
+	ok(cuda_packs_bytes(ctx.packs) == 2 * 5 * 9 * 1024, "a trim keeps a kept copy");
+	rc = cuda_kernel(c.id)(&q, &ctx, msg, sizeof msg);
+	ok(rc == 0 && cudaStreamSynchronize(e->stream) == cudaSuccess,
+	   "mma_packed launches on its copy%s%s", rc ? ": " : "", rc ? msg : "");
+
+	q.const_in = 0;
+	rc = cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg);
+	ok(rc == -1 && strstr(msg, "mma_packed cannot run") != NULL,
+	   "no copy of a b that is not a weight: %s", msg);
+	q.impl = 0;
+	ok(cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg) == 0 &&
+	   cuda_packs_bytes(ctx.packs) == 2 * 5 * 9 * 1024, "mma needs nothing made");
+
+	cuda_packs_free(ctx.packs);
+	if (ctx.scratch)
+		CK(cudaFree(ctx.scratch));
+	product_bufs_free(&pb);
 }
 
 /* --- block shapes (BCG_GEMV_SHAPE, BCG_MOE_GU_SHAPE) ------------------------- */
@@ -4362,6 +4484,8 @@ int main(void)
 	e.ctx.stream = e.stream;
 	e.ctx.lt = e.lt;
 	e.ctx.sm_count = sms;
+	if ((e.ctx.packs = cuda_packs_new()) == NULL)
+		bail("out of memory");
 
 	diag("device 0: %d multiprocessors", sms);
 
@@ -4374,6 +4498,7 @@ int main(void)
 	GROUP(test_lt_classes());
 	GROUP(test_products(&e));
 	GROUP(test_product_replays(&e));
+	GROUP(test_packed_copies(&e));
 	GROUP(test_gemv_shapes(&e));
 	GROUP(test_rmsnorm_matmul(&e));
 	GROUP(test_rmsnorm_matmul_replays(&e));
@@ -4411,6 +4536,7 @@ int main(void)
 	GROUP(test_init_slice(&e));
 	GROUP(test_errors(&e));
 
+	cuda_packs_free(e.ctx.packs);
 	cuda_lt_close(e.lt);
 	CK(cudaFree(e.workspace));
 	CK(cudaStreamDestroy(e.stream));
