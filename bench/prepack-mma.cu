@@ -14,24 +14,32 @@
  * elements in both layouts, so the two kernels compute the same sums in
  * the same order: their outputs must agree bit for bit.
  *
- * Both kernels are otherwise bcgtool's mma kernel without its epilogues:
- * 16 output columns a block of four warps, the warps' 32-k units
- * interleaved, U units' loads issued before the first mma (U = 4 up to
- * 16 tokens, else 2), the warps' sums added in shared memory, f32 out,
- * K split as bcgtool splits it or not at all.
+ * The kernels are otherwise bcgtool's mma kernel without its epilogues:
+ * 16 output columns a block of WARPS warps, the warps' 32-k units
+ * interleaved, U units' loads issued before the first mma (bcgtool's U:
+ * 4 up to 16 tokens, else 2), the warps' sums added in shared memory, f32
+ * out, K split for PER_SM blocks a multiprocessor by bcgtool's rule and
+ * the splits merged in split order by the last block of a column group,
+ * as bcgtool merges them. The configs (configs[]): bcgtool's mma
+ * (row-major, 4 warps, 2 blocks a multiprocessor) and mma_packed (the
+ * same, packed), then packed with K whole, 8 warps, 8 units in flight, 4
+ * blocks a multiprocessor; and cuBLAS (cublasGemmEx, its default
+ * algorithm, f32 out) on the row-major weights. Configs of the same
+ * warps and split give the same bits; the others are compared within
+ * 1e-3.
  *
  * Timed: the products of a Llama-3.2-1B-shaped step (16 layers of q|k|v
  * 3072 x 2048, o 2048 x 2048, gate|up 16384 x 2048, down 2048 x 8192, then
  * the lm-head 128256 x 2048; bf16; 2.47 GB) at M tokens, chained in one
- * CUDA graph (plain launches), K whole and K split by bcgtool's rule, and
- * each product alone with K split (16 launches of it in one graph). Each
- * line: the median over 5 rounds of STEPS graph launches, a launch's
- * time, and the rate over the weights' bytes.
+ * CUDA graph (plain launches), and each product alone (16 launches of it
+ * in one graph). Each line: the median over 5 rounds of STEPS graph
+ * launches, a launch's time, and the rate over the weights' bytes.
  *
  * Build and run on the GPU machine (it is not part of the build):
- *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/prepack-mma bench/prepack-mma.cu
+ *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/prepack-mma bench/prepack-mma.cu -lcublas
  *   /tmp/prepack-mma [STEPS]
  */
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -39,6 +47,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -54,8 +63,6 @@ typedef __nv_bfloat16 bf16;
 		}                                                                     \
 	} while (0)
 
-#define WARPS   4
-#define THREADS (WARPS * 32)
 #define LAYERS  16
 #define HIDDEN  2048
 #define VOCAB   128256
@@ -89,15 +96,19 @@ __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uin
 
 /* out [M, N] f32 = x [M, K] . w^T, w [N, K] (PACKED: packed as above).
  * N % 16 == 0, K % 32 == 0. Block (bx, by) takes the 32-k units [by PER,
- * (by + 1) PER): with gridDim.y > 1 the splits add into out by atomicAdd
- * (the timing's stand-in for bcgtool's ordered merge; its sums are then
- * not compared). */
-template <int NT, bool PACKED>
-__global__ void __launch_bounds__(THREADS)
-mma_kernel(const bf16 *w, const bf16 *x, float *out, int M, int N, int K, int per)
+ * (by + 1) PER): with gridDim.y > 1 each split stores its sums in PART and
+ * the last block of a column group to finish (COUNTERS) adds them in
+ * split order, as bcgtool's merge does. WARPS warps a block, U units a
+ * warp in flight (0: bcgtool's, 4 up to 16 tokens, else 2). */
+template <int NT, bool PACKED, int WARPS, int UU>
+__global__ void __launch_bounds__(WARPS * 32)
+mma_kernel(const bf16 *w, const bf16 *x, float *out, int M, int N, int K, int per, float *part,
+           unsigned *counters)
 {
-	constexpr int MT = NT * 8, U = NT <= 2 ? 4 : 2;
+	constexpr int THREADS = WARPS * 32;
+	constexpr int MT = NT * 8, U = UU ? UU : NT <= 2 ? 4 : 2;
 	__shared__ float red[WARPS][16 * MT];
+	__shared__ bool last;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int g = lane >> 2, q = lane & 3;
 	const int64_t c0 = (int64_t)blockIdx.x * 16, units = K / 32;
@@ -156,15 +167,39 @@ mma_kernel(const bf16 *w, const bf16 *x, float *out, int M, int N, int K, int pe
 			red[warp][(g + (c >> 1) * 8) * MT + nt * 8 + 2 * q + (c & 1)] = acc[nt][c];
 	__syncthreads();
 	for (int e = threadIdx.x; e < 16 * MT; e += THREADS) {
-		const int s = e / MT, m = e % MT;
 		float v = 0.0f;
 #pragma unroll
 		for (int k = 0; k < WARPS; k++)
 			v += red[k][e];
-		if (m < M && gridDim.y > 1)
-			atomicAdd(&out[(int64_t)m * N + c0 + s], v);
-		else if (m < M)
-			out[(int64_t)m * N + c0 + s] = v;
+		red[0][e] = v;
+	}
+	__syncthreads();
+	if (gridDim.y > 1) {
+		float *mine = part + ((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * 16 * MT;
+		for (int e = threadIdx.x; e < 16 * MT; e += THREADS)
+			mine[e] = red[0][e];
+		__threadfence();
+		__syncthreads();
+		if (threadIdx.x == 0)
+			last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;
+		__syncthreads();
+		if (!last)
+			return;
+		__threadfence();
+		for (int e = threadIdx.x; e < 16 * MT; e += THREADS) {
+			float v = 0.0f;
+			for (unsigned y = 0; y < gridDim.y; y++)
+				v += __ldcg(part + ((int64_t)y * gridDim.x + blockIdx.x) * 16 * MT + e);
+			red[0][e] = v;
+		}
+		if (threadIdx.x == 0)
+			counters[blockIdx.x] = 0;
+		__syncthreads();
+	}
+	for (int e = threadIdx.x; e < 16 * MT; e += THREADS) {
+		const int s = e / MT, m = e % MT;
+		if (m < M)
+			out[(int64_t)m * N + c0 + s] = red[0][e];
 	}
 }
 
@@ -196,48 +231,104 @@ __global__ void fill_kernel(bf16 *p, int64_t n, uint32_t seed, float scale)
 }
 
 struct launch {
-	const bf16 *w;
+	const bf16 *w;          /* row-major */
+	const bf16 *wp;         /* packed */
 	float      *out;
 	int         n, k;
 };
 
-/* 0: no split of K; else bcgtool's rule (smallm_plan_split): enough splits
- * for two blocks a multiprocessor, each at least 24 units, at most 32. */
-static int split_rule = 0;
+/* One way to run the products: the mma kernel in a layout, block shape
+ * and split target, or cuBLAS. */
+struct config {
+	const char *name;
+	bool        packed, cublas;
+	int         warps, u;           /* u 0: bcgtool's */
+	int         per_sm;             /* split K for this many blocks a
+	                                   multiprocessor; 0: no split */
+};
 
-static int splits(const launch &l)
+static const config configs[] = {
+	{ "row-major w4", false, false, 4, 0, 2 },   /* bcgtool's mma */
+	{ "packed w4", true, false, 4, 0, 2 },       /* bcgtool's mma_packed */
+	{ "packed w4 whole", true, false, 4, 0, 0 },
+	{ "packed w8", true, false, 8, 0, 2 },
+	{ "packed w8 1/sm", true, false, 8, 0, 1 },
+	{ "packed w4 u8", true, false, 4, 8, 2 },
+	{ "packed w8 u8", true, false, 8, 8, 2 },
+	{ "packed w4 4/sm", true, false, 4, 0, 4 },
+	{ "cublas", false, true, 0, 0, 0 },
+};
+#define NCONFIGS ((int)(sizeof configs / sizeof configs[0]))
+
+static int sm_count = 132;
+static cublasHandle_t blas;
+static float *part;
+static unsigned *counters;
+
+/* bcgtool's rule (smallm_plan_split) for PER_SM blocks a multiprocessor:
+ * enough splits, each at least 24 units, at most 32. */
+static int splits(const launch &l, int per_sm)
 {
-	const int groups = l.n / 16, units = l.k / 32, sms = 132;
-	int ks = split_rule && groups < 2 * sms ? (2 * sms + groups - 1) / groups : 1;
+	const int groups = l.n / 16, units = l.k / 32;
+	int ks = per_sm && groups < per_sm * sm_count ? (per_sm * sm_count + groups - 1) / groups : 1;
 
 	ks = std::min(ks, std::max(units / 24, 1));
 	return std::max(std::min(ks, 32), 1);
 }
 
-template <int NT, bool PACKED>
-static void run(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M)
+template <int NT, bool PACKED, int WARPS, int U>
+static void run_t(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
+                  int per_sm)
 {
 	for (const launch &l : ls) {
-		const int ks = splits(l), units = l.k / 32, per = (units + ks - 1) / ks;
-		mma_kernel<NT, PACKED><<<dim3(l.n / 16, (units + per - 1) / per), THREADS, 0, s>>>(
-			l.w, x, l.out, M, l.n, l.k, per);
+		const int ks = splits(l, per_sm), units = l.k / 32, per = (units + ks - 1) / ks;
+		mma_kernel<NT, PACKED, WARPS, U><<<dim3(l.n / 16, (units + per - 1) / per), WARPS * 32,
+		                                   0, s>>>(PACKED ? l.wp : l.w, x, l.out, M, l.n, l.k,
+		                                           per, part, counters);
 	}
 }
 
-static void run_any(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
-                    bool packed)
+template <int NT>
+static void run_nt(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
+                   const config &c)
 {
-	if (M <= 8)
-		packed ? run<1, true>(s, ls, x, M) : run<1, false>(s, ls, x, M);
-	else if (M <= 16)
-		packed ? run<2, true>(s, ls, x, M) : run<2, false>(s, ls, x, M);
+	if (!c.packed)
+		run_t<NT, false, 4, 0>(s, ls, x, M, c.per_sm);
+	else if (c.warps == 4 && c.u == 0)
+		run_t<NT, true, 4, 0>(s, ls, x, M, c.per_sm);
+	else if (c.warps == 8 && c.u == 0)
+		run_t<NT, true, 8, 0>(s, ls, x, M, c.per_sm);
+	else if (c.warps == 4)
+		run_t<NT, true, 4, 8>(s, ls, x, M, c.per_sm);
 	else
-		packed ? run<4, true>(s, ls, x, M) : run<4, false>(s, ls, x, M);
+		run_t<NT, true, 8, 8>(s, ls, x, M, c.per_sm);
+}
+
+static void run_any(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
+                    const config &c)
+{
+	if (c.cublas) {
+		const float one = 1.0f, zero = 0.0f;
+		for (const launch &l : ls)
+			if (cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, l.n, M, l.k, &one, l.w,
+			                 CUDA_R_16BF, l.k, x, CUDA_R_16BF, l.k, &zero, l.out, CUDA_R_32F,
+			                 l.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) !=
+			    CUBLAS_STATUS_SUCCESS) {
+				fprintf(stderr, "prepack-mma: cublasGemmEx failed\n");
+				exit(1);
+			}
+	} else if (M <= 8) {
+		run_nt<1>(s, ls, x, M, c);
+	} else if (M <= 16) {
+		run_nt<2>(s, ls, x, M, c);
+	} else {
+		run_nt<4>(s, ls, x, M, c);
+	}
 }
 
 /* The median over 5 rounds of STEPS launches of the graph of LS: us a launch. */
 static double time_graph(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
-                         bool packed, int steps)
+                         const config &c, int steps)
 {
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
@@ -245,7 +336,7 @@ static double time_graph(cudaStream_t s, const std::vector<launch> &ls, const bf
 	std::vector<double> rounds;
 
 	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-	run_any(s, ls, x, M, packed);
+	run_any(s, ls, x, M, c);
 	CHECK(cudaStreamEndCapture(s, &g));
 	CHECK(cudaGraphInstantiate(&ge, g, 0));
 	CHECK(cudaEventCreate(&a));
@@ -270,19 +361,42 @@ static double time_graph(cudaStream_t s, const std::vector<launch> &ls, const bf
 	return rounds[2];
 }
 
+/* The outputs of LS as host floats, in order. */
+static std::vector<float> outputs(const std::vector<launch> &ls, int M)
+{
+	std::vector<float> r;
+
+	for (const launch &l : ls) {
+		std::vector<float> h((size_t)M * l.n);
+		CHECK(cudaMemcpy(h.data(), l.out, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+		r.insert(r.end(), h.begin(), h.end());
+	}
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	const int steps = argc > 1 ? atoi(argv[1]) : 100;
 	const int ms[] = { 8, 16, 32 };
 	cudaStream_t s;
 	bf16 *x;
-	std::vector<launch> chain[2];           /* row-major, packed */
-	std::vector<launch> solo[5][2];
+	void *ws;
+	std::vector<launch> chain;
+	std::vector<launch> solo[5];
 	std::vector<float *> outs;
 	std::vector<bf16 *> weights;
 	double bytes = 0.0;
 
 	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+	if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
+		return fprintf(stderr, "prepack-mma: cublasCreate failed\n"), 1;
+	CHECK(cudaMalloc(&ws, 32u << 20));
+	cublasSetStream(blas, s);
+	cublasSetWorkspace(blas, ws, 32u << 20);
+	CHECK(cudaMalloc(&part, (size_t)32 * 8192 * 32 * sizeof(float)));
+	CHECK(cudaMalloc(&counters, 65536 * sizeof(unsigned)));
+	CHECK(cudaMemset(counters, 0, 65536 * sizeof(unsigned)));
 	CHECK(cudaMalloc(&x, (size_t)32 * 8192 * sizeof(bf16)));
 	fill_kernel<<<1024, 256, 0, s>>>(x, (int64_t)32 * 8192, 7u, 2.0f);
 	for (int l = 0; l <= LAYERS; l++) {
@@ -303,58 +417,52 @@ int main(int argc, char **argv)
 			weights.push_back(w);
 			weights.push_back(wp);
 			bytes += (double)n * sizeof(bf16);
-			const int which = l < LAYERS ? p : 4;
-			chain[0].push_back({ w, out, pr.n, pr.k });
-			chain[1].push_back({ wp, out, pr.n, pr.k });
-			if (solo[which][0].size() < 16) {
-				solo[which][0].push_back({ w, out, pr.n, pr.k });
-				solo[which][1].push_back({ wp, out, pr.n, pr.k });
-			}
+			const launch ln = { w, wp, out, pr.n, pr.k };
+			chain.push_back(ln);
+			std::vector<launch> &so = solo[l < LAYERS ? p : 4];
+			if (so.size() < 16)
+				so.push_back(ln);
 		}
 	}
 	CHECK(cudaStreamSynchronize(s));
-	printf("prepack-mma: %zu products, %.1f MB of bf16 weights a step\n", chain[0].size(),
-	       bytes / 1e6);
+	printf("prepack-mma: %zu products, %.1f MB of bf16 weights a step, %d multiprocessors\n",
+	       chain.size(), bytes / 1e6, sm_count);
 
 	for (int mi = 0; mi < 3; mi++) {
 		const int M = ms[mi];
-		/* Both layouts give the same bits (K whole: no atomics). */
-		split_rule = 0;
-		std::vector<float> r0, r1;
-		size_t agree = 0, total = 0;
-		for (int packed = 0; packed < 2; packed++) {
-			run_any(s, chain[packed], x, M, packed != 0);
+		/* Every mma config gives the first one's bits (the sums and the
+		 * merge run in one order); cuBLAS is compared loosely. */
+		std::vector<float> want;
+		for (int ci = 0; ci < NCONFIGS; ci++) {
+			run_any(s, chain, x, M, configs[ci]);
 			CHECK(cudaStreamSynchronize(s));
-			std::vector<float> &r = packed ? r1 : r0;
-			for (size_t i = 0; i < chain[0].size(); i++) {
-				std::vector<float> h((size_t)M * chain[0][i].n);
-				CHECK(cudaMemcpy(h.data(), chain[0][i].out, h.size() * sizeof(float),
-				                 cudaMemcpyDeviceToHost));
-				r.insert(r.end(), h.begin(), h.end());
+			std::vector<float> got = outputs(chain, M);
+			if (ci == 0) {
+				want = got;
+				continue;
 			}
+			size_t same = 0, close = 0;
+			for (size_t i = 0; i < got.size(); i++) {
+				same += memcmp(&got[i], &want[i], sizeof(float)) == 0;
+				close += fabsf(got[i] - want[i]) <= 1e-3f * (1.0f + fabsf(want[i]));
+			}
+			printf("M %2d %-16s agrees with row-major on %zu of %zu bit for bit, %zu within "
+			       "1e-3\n", M, configs[ci].name, same, got.size(), close);
 		}
-		for (size_t i = 0; i < r0.size(); i++, total++)
-			agree += memcmp(&r0[i], &r1[i], sizeof(float)) == 0;
-		printf("M %2d: packed and row-major agree on %zu of %zu outputs\n", M, agree, total);
-
-		for (split_rule = 0; split_rule < 2; split_rule++)
-			for (int packed = 0; packed < 2; packed++) {
-				const double us = time_graph(s, chain[packed], x, M, packed != 0, steps);
-				printf("M %2d %-9s %-8s step %8.1f us  %.2f TB/s\n", M,
-				       packed ? "packed" : "row-major", split_rule ? "split K" : "whole K",
-				       us, bytes / us / 1e6);
-			}
-		split_rule = 1;
+		for (int ci = 0; ci < NCONFIGS; ci++) {
+			const double us = time_graph(s, chain, x, M, configs[ci], steps);
+			printf("M %2d %-16s step %8.1f us  %.2f TB/s\n", M, configs[ci].name, us,
+			       bytes / us / 1e6);
+		}
 		for (int p = 0; p < 5; p++) {
 			const char *name = p < 4 ? products[p].name : "lm_head";
-			const double b = (double)solo[p][0][0].n * solo[p][0][0].k * sizeof(bf16) *
-			                 solo[p][0].size();
-			double us[2];
-			for (int packed = 0; packed < 2; packed++)
-				us[packed] = time_graph(s, solo[p][packed], x, M, packed != 0, steps);
-			printf("M %2d %-8s alone, split K: row-major %8.2f us, packed %8.2f us a launch "
-			       "(%.2f / %.2f TB/s)\n", M, name, us[0] / solo[p][0].size(),
-			       us[1] / solo[p][0].size(), b / us[0] / 1e6, b / us[1] / 1e6);
+			const double b = (double)solo[p][0].n * solo[p][0].k * sizeof(bf16) * solo[p].size();
+			printf("M %2d %-8s alone:", M, name);
+			for (int ci = 0; ci < NCONFIGS; ci++) {
+				const double us = time_graph(s, solo[p], x, M, configs[ci], steps);
+				printf(" %s %.2f (%.2f TB/s)%s", configs[ci].name, us / solo[p].size(),
+				       b / us / 1e6, ci + 1 < NCONFIGS ? "," : "\n");
+			}
 		}
 	}
 	for (float *o : outs)
@@ -362,6 +470,10 @@ int main(int argc, char **argv)
 	for (bf16 *w : weights)
 		CHECK(cudaFree(w));
 	CHECK(cudaFree(x));
+	CHECK(cudaFree(part));
+	CHECK(cudaFree(counters));
+	CHECK(cudaFree(ws));
+	cublasDestroy(blas);
 	CHECK(cudaStreamDestroy(s));
 	return 0;
 }

@@ -7,8 +7,7 @@ and one product whose b is an activation. Every weight product is given
 mma_packed through --choices-from: the capture verifies it against the
 eager reference and reports the bytes of the copies, inspect shows the choice,
 and instantiate and replay --check rebuild it in new processes, where
-the copies are made again. mma_packed gives the bits of mma: the
-checksums of the reference runs of the two captures are the same. The product on an activation cannot take
+the copies are made again. The product on an activation cannot take
 it.'
 . "$(dirname "$0")/test-lib.sh"
 
@@ -98,17 +97,6 @@ test_expect_success 'instantiate and replay --check rebuild the copies in new pr
 		bcg replay --backend cuda --tokens $t --steps 4 --warmup 1 --check mma_packed.plan >rep-$t ||
 		return 1
 	done
-'
-
-test_expect_success PYTHON3 'mma_packed gives mma'"'"'s bits: the two reference runs hash alike' '
-	bcg inspect --json mma.plan >m.json &&
-	"$PYTHON3" - <<-\EOT
-	import json
-	a = json.load(open("m.json"))["checks"]
-	b = json.load(open("i.json"))["checks"]
-	assert len(a) == len(b) and len(a) >= 6, (len(a), len(b))
-	assert [c["hash"] for c in a] == [c["hash"] for c in b], (a, b)
-	EOT
 '
 
 test_expect_success 'a product whose b is an activation cannot take mma_packed' '

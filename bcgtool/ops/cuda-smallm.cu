@@ -21,9 +21,9 @@
  *    two blocks a multiprocessor, the rows brought into shared memory by
  *    the copy engine).
  *  - "mma_packed": mma's kernel on a packed copy of the weight
- *    (cuda-pack.cu), made by cuda_op_prepare before the first launch:
- *    mma's conditions, and b must be a weight (op_call.const_in). Its
- *    results are mma's, bit for bit.
+ *    (cuda-pack.cu), made by cuda_op_prepare before the first launch,
+ *    with 8 warps a block (SM_MMA_PACKED_WARPS): mma's conditions, and b
+ *    must be a weight (op_call.const_in).
  *  - "cublas" and "cublas_class": cuda-matmul.cu, every shape; the second
  *    on the cuBLAS algorithm of the token count's class, so that capture
  *    sizes of one class share executables (--share-exec).
@@ -91,6 +91,13 @@
 #define SM_SM_CAP       256     /* multiprocessors assumed at most (scratch bound) */
 #define SM_PREFETCH     256     /* 128-byte lines a block prefetches at most */
 #define SM_MMA_MAX_M    32
+/* mma_packed's warps a block: twice mma's. On the packed layout a warp's
+ * load is one 512-byte run, and more warps keep more of them in flight
+ * without splitting K further: bench/prepack-mma.cu on the 1B step's
+ * products ran 5, 9 and 11% faster at 8, 16 and 32 tokens with 8 warps
+ * than with 4 (bench/RESULTS.md, fourteenth session). mma keeps 4: its
+ * plans' kernels stay what they were. */
+#define SM_MMA_PACKED_WARPS 8
 #define SM_GEMV_MAX_M   8
 /* rmsnorm_matmul's gemv: the normalized tokens a block holds, in 16-byte
  * vectors, for MT tokens: 16 KiB up to two tokens (K <= 8192 bf16 at
@@ -290,16 +297,17 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t bx, int
 	}
 }
 
-/* Once every warp has stored its E sums in RED[warp], add them in warp
- * order into RED[0] (a fixed order: the result is the same every run). */
-template <int E>
+/* Once each of the block's W warps has stored its E sums in RED[warp],
+ * add them in warp order into RED[0] (a fixed order: the result is the
+ * same every run). */
+template <int E, int W = SM_WARPS>
 __device__ __forceinline__ void smallm_merge_warps(float (*red)[E])
 {
 	__syncthreads();
 	for (int e = threadIdx.x; e < E; e += blockDim.x) {
 		float v = 0.0f;
 #pragma unroll
-		for (int w = 0; w < SM_WARPS; w++)
+		for (int w = 0; w < W; w++)
 			v += red[w][e];
 		red[0][e] = v;
 	}
@@ -342,25 +350,26 @@ __device__ __forceinline__ void smallm_mma(float (&d)[4], uint32_t a0, uint32_t 
 		             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* Units of 32 k. Grid (nblocks, ksplit); each block owns 16 output columns
- * (RT = 2 row tiles for silu_mul: gate and up) and the units [u0, u1);
- * warp w takes units u0 + w, u0 + w + SM_WARPS, ..., U of them at a time
- * with every load of the U issued before the first mma. PACKED
+/* Units of 32 k. Grid (nblocks, ksplit); each block of W warps owns 16
+ * output columns (RT = 2 row tiles for silu_mul: gate and up) and the
+ * units [u0, u1); warp w takes units u0 + w, u0 + w + W, ..., U of them at
+ * a time with every load of the U issued before the first mma. PACKED
  * ("mma_packed"): p.b is the weight's packed copy (cuda-pack.cu), where a
  * lane's 16 bytes of a tile and unit are the ones it loads here from
- * [N, K] rows, so the sums are the same; the tile of rows c0 of half rt
- * starts at element (rt T + blockIdx.x) units 512, T = ceil(N / 16), and
- * its units follow 512 elements apart. */
+ * [N, K] rows; the tile of rows c0 of half rt starts at element
+ * (rt T + blockIdx.x) units 512, T = ceil(N / 16), and its units follow
+ * 512 elements apart; and W is SM_MMA_PACKED_WARPS, not SM_WARPS. */
 template <typename T, int NT, int EPI, bool PACKED>
-__global__ void __launch_bounds__(SM_THREADS)
+__global__ void __launch_bounds__((PACKED ? SM_MMA_PACKED_WARPS : SM_WARPS) * 32)
 bcg_smallm_mma_kernel(smallm_args p)
 {
+	constexpr int W = PACKED ? SM_MMA_PACKED_WARPS : SM_WARPS;
 	constexpr int G = 16;
 	constexpr int RT = EPI == EPI_SILU ? 2 : 1;
 	constexpr int S = RT * 16;
 	constexpr int MT = NT * 8;
 	constexpr int U = NT <= 2 ? 4 : 2;
-	__shared__ float red[SM_WARPS][S * MT];
+	__shared__ float red[W][S * MT];
 	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int g = lane >> 2, q = lane & 3;
@@ -404,11 +413,11 @@ bcg_smallm_mma_kernel(smallm_args p)
 	float acc[RT][NT][4] = {};
 
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-	for (int64_t u = u0 + warp; u < u1; u += (int64_t)SM_WARPS * U) {
+	for (int64_t u = u0 + warp; u < u1; u += (int64_t)W * U) {
 		uint4 wv[U][RT][2], xv[U][NT];
 #pragma unroll
 		for (int i = 0; i < U; i++) {
-			const int64_t ui = u + (int64_t)i * SM_WARPS;
+			const int64_t ui = u + (int64_t)i * W;
 			const int64_t k = ui * 32;          /* + q * 8, in the row pointers */
 			const bool in = ui < u1 && k + q * 8 < p.K;
 #pragma unroll
@@ -419,7 +428,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 		}
 #pragma unroll
 		for (int i = 0; i < U; i++) {
-			const int64_t ui = u + (int64_t)i * SM_WARPS;
+			const int64_t ui = u + (int64_t)i * W;
 			const int64_t k = ui * 32;
 			const bool in = ui < u1 && k + q * 8 < p.K;
 #pragma unroll
@@ -458,7 +467,7 @@ bcg_smallm_mma_kernel(smallm_args p)
 				int s = rt * 16 + g + (c >> 1) * 8, m = nt * 8 + 2 * q + (c & 1);
 				red[warp][s * MT + m] = acc[rt][nt][c];
 			}
-	smallm_merge_warps<S * MT>(red);
+	smallm_merge_warps<S * MT, W>(red);
 	smallm_finish<EPI, G, MT>(red[0], p, blockIdx.x, &flag);
 }
 
@@ -1302,7 +1311,8 @@ static int smallm_launch_mma_nt(const struct cuda_op_ctx *ctx, const smallm_args
                                 dim3 grid, char *msg, size_t len)
 {
 	return cuda_launch(ctx, "bcg_smallm_mma_kernel", bcg_smallm_mma_kernel<T, NT, EPI, PACKED>,
-	                   grid, dim3(SM_THREADS), msg, len, args);
+	                   grid, dim3((PACKED ? SM_MMA_PACKED_WARPS : SM_WARPS) * 32), msg, len,
+	                   args);
 }
 
 template <int EPI, typename T, bool PACKED>
