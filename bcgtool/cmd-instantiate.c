@@ -108,6 +108,9 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 		if (e->share != NULL && e->share->opaque > 0)
 			printf("%u segment%s could not share: %s\n", e->share->opaque,
 			       BCG_S(e->share->opaque), e->share->opaque_why);
+		if (engine_prepared_bytes(e) > 0)
+			printf("packed weight copies %s\n",
+			       bcg_human_bytes(engine_prepared_bytes(e), mem, sizeof mem));
 	}
 	if (plan_count_weight_sources(plan) > 0) {
 		printf("%u weight sources, %.1f MiB read (hashed in %.2f ms): %u changed since "
@@ -263,6 +266,8 @@ static void print_json(const plan_t *plan, const char *path, const struct engine
 	plan_json_key(j, "unshareable_reason");
 	plan_json_string(j, e->share != NULL ? e->share->opaque_why : "");
 	plan_json_object_end(j);
+	plan_json_key(j, "packed_weight_bytes");
+	plan_json_uint(j, engine_prepared_bytes(e));
 	plan_json_object_end(j);
 	plan_json_free(j);
 }

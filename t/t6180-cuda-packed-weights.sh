@@ -91,8 +91,14 @@ test_expect_success PYTHON3 'inspect shows mma_packed for the weight products at
 	EOT
 '
 
-test_expect_success 'instantiate and replay --check rebuild the copies in new processes' '
-	bcg instantiate --backend cuda mma_packed.plan >inst &&
+test_expect_success PYTHON3 'instantiate and replay --check rebuild the copies in new processes' '
+	bcg instantiate --backend cuda --json mma_packed.plan >inst.json &&
+	"$PYTHON3" - <<-\EOT &&
+	import json
+	d = json.load(open("inst.json"))
+	assert d["drifted"] == 0 and d["matched"] == len(d["segments"]) > 0, d
+	assert d["packed_weight_bytes"] == (2 * 6 * 9 + 6 * 9 + 17 * 3) * 1024, d["packed_weight_bytes"]
+	EOT
 	for t in 8 16; do
 		bcg replay --backend cuda --tokens $t --steps 4 --warmup 1 --check mma_packed.plan >rep-$t ||
 		return 1
