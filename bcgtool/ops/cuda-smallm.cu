@@ -1316,8 +1316,8 @@ static int smallm_launch_mma_nt(const struct cuda_op_ctx *ctx, const smallm_args
 }
 
 template <int EPI, typename T, bool PACKED>
-static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &args,
-                             int nt, dim3 grid, char *msg, size_t len)
+static int smallm_launch_mma_layout(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                                    int nt, dim3 grid, char *msg, size_t len)
 {
 	switch (nt) {
 	case 1:
@@ -1329,6 +1329,15 @@ static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &a
 	default:
 		return smallm_launch_mma_nt<EPI, T, 4, PACKED>(ctx, args, grid, msg, len);
 	}
+}
+
+/* mma (PACKED false) or mma_packed for NT token tiles. */
+template <int EPI, typename T>
+static int smallm_launch_mma(const struct cuda_op_ctx *ctx, const smallm_args &args, int nt,
+                             bool packed, dim3 grid, char *msg, size_t len)
+{
+	return packed ? smallm_launch_mma_layout<EPI, T, true>(ctx, args, nt, grid, msg, len)
+	              : smallm_launch_mma_layout<EPI, T, false>(ctx, args, nt, grid, msg, len);
 }
 
 /* The gemv kernel of MAXM tokens in PL's shape (smallm_plan_for keeps
@@ -1382,19 +1391,13 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 {
 	dim3 grid((unsigned)pl->nblocks, (unsigned)pl->ksplit);
 
-	if (impl == CUDA_IMPL_MMA) {
+	if (impl == CUDA_IMPL_MMA || impl == CUDA_IMPL_MMA_PACKED) {
+		const bool packed = impl == CUDA_IMPL_MMA_PACKED;
 		if (dtype == PLAN_DTYPE_F16)
-			return smallm_launch_mma<EPI, __half, false>(ctx, args, pl->mt / 8, grid, msg,
-			                                             len);
-		return smallm_launch_mma<EPI, __nv_bfloat16, false>(ctx, args, pl->mt / 8, grid, msg,
-		                                                    len);
-	}
-	if (impl == CUDA_IMPL_MMA_PACKED) {
-		if (dtype == PLAN_DTYPE_F16)
-			return smallm_launch_mma<EPI, __half, true>(ctx, args, pl->mt / 8, grid, msg,
-			                                            len);
-		return smallm_launch_mma<EPI, __nv_bfloat16, true>(ctx, args, pl->mt / 8, grid, msg,
-		                                                   len);
+			return smallm_launch_mma<EPI, __half>(ctx, args, pl->mt / 8, packed, grid, msg,
+			                                      len);
+		return smallm_launch_mma<EPI, __nv_bfloat16>(ctx, args, pl->mt / 8, packed, grid, msg,
+		                                             len);
 	}
 	switch (dtype) {
 	case PLAN_DTYPE_F16:
