@@ -17,10 +17,10 @@
  *
  * and one warp load instruction reads 512 contiguous bytes, where on
  * [N, K] it reads 64 bytes from each of 8 rows. Rows past NH and k past K
- * are zeros. The lanes get the same elements in both layouts, so
- * mma_packed's sums are mma's, bit for bit. bench/prepack-mma.cu measured
- * the layout on the 1B step's products (bench/RESULTS.md, thirteenth
- * session): 10% faster at 8 tokens, 13% at 16.
+ * are zeros. The lanes get the same elements in both layouts. On the 1B
+ * sample with every product forced to one or the other, mma_packed's step
+ * took 0.90, 0.87 and 0.85 of mma's at 8, 16 and 32 tokens on an H100
+ * (bench/RESULTS.md, fourteenth session).
  *
  * A copy is keyed by its weight's address, shape, dtype and halves: it is
  * correct only while the weight's bytes are those it was packed from. The
