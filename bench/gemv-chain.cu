@@ -29,9 +29,17 @@
  * itself, after the wait), as bcgtool's rmsnorm_matmul does; o and down
  * add into the residual.
  *
+ * The weight stream's prefetch (any design): the step's weights in the
+ * order the products read them are a stream, and launches ask L2 for
+ * slices of it ahead of the reads, by cp.async.bulk.prefetch.L2 from one
+ * thread a block (a bulk block spreads its share over its stages):
+ *   PF_MODE=1  the attention stand-in asks for the next PF_ATT MiB;
+ *   PF_MODE=2  every launch asks for the stream up to PF_AHEAD MiB past
+ *              the end of its own reads (the stand-in PF_ATT MiB more).
+ *
  * Build and run on the GPU machine (it is not part of the build):
  *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/gemv-chain bench/gemv-chain.cu
- *   [SOLO=1] /tmp/gemv-chain [STEPS [DESIGN...]]
+ *   [SOLO=1] [PF_MODE=M PF_AHEAD=MiB PF_ATT=MiB] /tmp/gemv-chain [STEPS [DESIGN...]]
  * (DESIGN: indices into the table in main; default all; SOLO also times
  * each product alone, 16 launches of it in one graph).
  * It prints one line a design: the median step of 5 rounds of STEPS graph
@@ -73,6 +81,45 @@ __device__ __forceinline__ uint4 ld_stream(const void *p)
 	return v;
 }
 
+/* Ask L2 for BYTES from SRC by the copy engine: a hint, nothing owed. */
+__device__ __forceinline__ void bulk_prefetch(const void *src, unsigned bytes)
+{
+	asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(src), "r"(bytes) : "memory");
+}
+
+/* A slice of the weight stream (the step's weights in the order the
+ * products read them) that one launch asks L2 for, in up to three pieces
+ * (it may cross from one weight into the next). */
+struct pf_slice {
+	const char *p[3];
+	unsigned long long n[3];
+};
+
+/* Part PART of NPARTS of block B's share (of NB blocks) of slice S, asked
+ * of L2 by the calling thread in requests of at most 64 KiB. Shares and
+ * parts are whole 256-byte units, so every request is 16-byte aligned. */
+__device__ __forceinline__ void pf_issue(const pf_slice &s, unsigned long long b,
+                                         unsigned long long nb, unsigned long long part,
+                                         unsigned long long nparts)
+{
+	const unsigned long long tot = s.n[0] + s.n[1] + s.n[2];
+	if (tot == 0)
+		return;
+	const unsigned long long share = ((tot + nb - 1) / nb + 255) & ~255ull;
+	const unsigned long long lo = b * share, hi = min(tot, lo + share);
+	if (lo >= hi)
+		return;
+	const unsigned long long plen = ((hi - lo + nparts - 1) / nparts + 255) & ~255ull;
+	const unsigned long long a = lo + part * plen, e = min(hi, a + plen);
+	unsigned long long base = 0;
+	for (int i = 0; i < 3; i++) {
+		const unsigned long long x0 = max(a, base), x1 = min(e, base + s.n[i]);
+		for (unsigned long long o = x0; o < x1; o += 65536)
+			bulk_prefetch(s.p[i] + (o - base), (unsigned)min(65536ull, x1 - o));
+		base += s.n[i];
+	}
+}
+
 __device__ __forceinline__ void pdl_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void pdl_trigger(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
@@ -111,8 +158,10 @@ __device__ __forceinline__ void chain_store(void *out, int orow, float v, float 
  * SiLU, of the up row N + j). */
 template <int K, int R, int NT, int EPI, bool NORM, bool PRE, bool EARLY>
 __global__ void __launch_bounds__(NT) chain_gemv(const bf16 *x, const bf16 *nw, const bf16 *w,
-                                                 void *out, int N)
+                                                 void *out, int N, pf_slice pf)
 {
+	if (threadIdx.x == 0)
+		pf_issue(pf, blockIdx.x, gridDim.x, 0, 1);
 	constexpr int TPR = NT / R, VPT = K / 8 / TPR, WPR = TPR / 32, NW = EPI == EPI_SILU ? 2 : 1;
 	static_assert(TPR % 32 == 0 && VPT * TPR * 8 == K, "shape");
 	const int r = threadIdx.x / TPR, l = threadIdx.x % TPR;
@@ -277,11 +326,6 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
 	}
 }
 
-/* Ask L2 for BYTES from SRC by the copy engine: a hint, nothing owed. */
-__device__ __forceinline__ void bulk_prefetch(const void *src, unsigned bytes)
-{
-	asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(src), "r"(bytes) : "memory");
-}
 
 template <int K, int EPI, int STAGE>
 struct bulk_shape {
@@ -305,7 +349,7 @@ constexpr size_t bulk_smem(void)
  * sums each row. */
 template <int K, int EPI, bool NORM, int STAGE, int NS, int NT, bool EARLY, bool FIRST, int PF>
 __global__ void __launch_bounds__(NT, 1) chain_bulk(const bf16 *x, const bf16 *nw, const bf16 *w,
-                                                    void *out, int N)
+                                                    void *out, int N, pf_slice pf)
 {
 	typedef bulk_shape<K, EPI, STAGE> S;
 	constexpr int NW = S::NW, RPS = S::RPS, P = K / 8, PPT = (P + NT - 1) / NT, WARPS = NT / 32;
@@ -335,8 +379,10 @@ __global__ void __launch_bounds__(NT, 1) chain_bulk(const bf16 *x, const bf16 *n
 		for (int s = 0; s < NS; s++)
 			bar_init(&full[s]);
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-		for (int c = 0; c < NS && c < chunks; c++)
+		for (int c = 0; c < NS && c < chunks; c++) {
 			issue(c);
+			pf_issue(pf, blockIdx.x, gridDim.x, c, chunks);
+		}
 		/* and up to PF KiB more of the block's rows into L2 */
 		const int pr0 = r0 + NS * RPS, pr1 = min(r1, pr0 + (int)(PF * 1024 / (NW * K * 2)));
 		for (int s = 0; s < NW; s++)
@@ -443,8 +489,10 @@ __global__ void __launch_bounds__(NT, 1) chain_bulk(const bf16 *x, const bf16 *n
 			}
 		__syncthreads();
 		/* every thread is done with the slot: refill it */
-		if (tid == 0 && c + NS < chunks)
+		if (tid == 0 && c + NS < chunks) {
 			issue(c + NS);
+			pf_issue(pf, blockIdx.x, gridDim.x, c + NS, chunks);
+		}
 		if (tid < n) {
 			const int orow = r0 + c * RPS + tid;
 			float v[NW];
@@ -462,8 +510,10 @@ __global__ void __launch_bounds__(NT, 1) chain_bulk(const bf16 *x, const bf16 *n
 /* The attention stand-in: 32 blocks hold their multiprocessor for about
  * the time bcgtool's T=1 attention takes (5 us), after the wait. */
 template <bool EARLY>
-__global__ void chain_attention(unsigned long long cycles, bf16 *out)
+__global__ void chain_attention(unsigned long long cycles, bf16 *out, pf_slice pf)
 {
+	if (threadIdx.x == 0)
+		pf_issue(pf, blockIdx.x, gridDim.x, 0, 1);
 	if (EARLY)
 		pdl_trigger();
 	pdl_wait();
@@ -528,29 +578,90 @@ static void launch(cudaStream_t s, bool pdl, const void *fn, int grid, int block
 	CHECK(cudaLaunchKernelExC(&cfg, fn, args));
 }
 
+/* The weight stream's prefetch (environment): PF_MODE 0 asks L2 for
+ * nothing; 1 has the attention stand-in ask for the next PF_ATT MB of the
+ * stream; 2 has every launch ask for the stream up to PF_AHEAD MB past
+ * what it reads itself (the stand-in PF_ATT MB past that). */
+static int pf_mode;
+static size_t pf_ahead, pf_att;
+
+/* The weights in the order the products read them. */
+struct wstream {
+	const char *p[5 * L];
+	size_t n[5 * L], total;
+	int count;
+};
+
+static pf_slice stream_slice(const wstream &ws, size_t a, size_t e)
+{
+	pf_slice s = {};
+	int k = 0;
+	size_t base = 0;
+	for (int i = 0; i < ws.count && k < 3; base += ws.n[i], i++) {
+		const size_t x0 = std::max(a, base), x1 = std::min(e, base + ws.n[i]);
+		if (x0 < x1) {
+			s.p[k] = ws.p[i] + (x0 - base);
+			s.n[k++] = x1 - x0;
+		}
+	}
+	return s;
+}
+
 static void record_step(cudaStream_t s, const design &d, model &m, unsigned long long att_cycles)
 {
 	int n;
+	wstream ws = {};
+	auto add = [&](const bf16 *p, size_t elems) {
+		ws.p[ws.count] = reinterpret_cast<const char *>(p);
+		ws.n[ws.count++] = elems * sizeof(bf16);
+		ws.total += elems * sizeof(bf16);
+	};
+	for (int l = 0; l < L; l++) {
+		add(m.qkv[l], (size_t)QKV * H);
+		add(m.o[l], (size_t)H * H);
+		add(m.gu[l], (size_t)2 * F * H);
+		add(m.down[l], (size_t)H * F);
+	}
+	add(m.lm, (size_t)V * H);
+	size_t c = 0, f = 0; /* read so far; asked of L2 so far */
+	auto next = [&](size_t reads, bool att) {
+		size_t target = f;
+		if (pf_mode == 1 && att)
+			target = std::max(f, c) + pf_att;
+		else if (pf_mode == 2)
+			target = c + reads + pf_ahead + (att ? pf_att : 0);
+		target = std::min(std::max(target, f), ws.total);
+		pf_slice sl = stream_slice(ws, std::max(f, pf_mode == 1 ? c : f), target);
+		f = target;
+		c += reads;
+		return sl;
+	};
 	for (int l = 0; l < L; l++) {
 		const bf16 *ones = m.ones;
+		pf_slice p1 = next((size_t)QKV * H * 2, false);
 		n = QKV;
-		void *a1[] = {&m.h, (void *)&ones, &m.qkv[l], &m.q, &n};
+		void *a1[] = {&m.h, (void *)&ones, &m.qkv[l], &m.q, &n, &p1};
 		launch(s, d.pdl, (const void *)d.qkv, QKV / d.r_qkv, d.nt_qkv, a1, d.sm_qkv);
-		void *a2[] = {&att_cycles, &m.attn};
+		pf_slice p2 = next(0, true);
+		void *a2[] = {&att_cycles, &m.attn, &p2};
 		launch(s, d.pdl, (const void *)d.att, 32, 128, a2);
+		pf_slice p3 = next((size_t)H * H * 2, false);
 		n = H;
-		void *a3[] = {&m.attn, (void *)&ones, &m.o[l], &m.h, &n};
+		void *a3[] = {&m.attn, (void *)&ones, &m.o[l], &m.h, &n, &p3};
 		launch(s, d.pdl, (const void *)d.o, H / d.r_o, d.nt_o, a3, d.sm_o);
+		pf_slice p4 = next((size_t)2 * F * H * 2, false);
 		n = F;
-		void *a4[] = {&m.h, (void *)&ones, &m.gu[l], &m.act, &n};
+		void *a4[] = {&m.h, (void *)&ones, &m.gu[l], &m.act, &n, &p4};
 		launch(s, d.pdl, (const void *)d.gu, F / d.r_gu, d.nt_gu, a4, d.sm_gu);
+		pf_slice p5 = next((size_t)H * F * 2, false);
 		n = H;
-		void *a5[] = {&m.act, (void *)&ones, &m.down[l], &m.h, &n};
+		void *a5[] = {&m.act, (void *)&ones, &m.down[l], &m.h, &n, &p5};
 		launch(s, d.pdl, (const void *)d.down, H / d.r_down, d.nt_down, a5, d.sm_down);
 	}
 	const bf16 *ones = m.ones;
+	pf_slice p6 = next((size_t)V * H * 2, false);
 	n = V;
-	void *a6[] = {&m.h, (void *)&ones, &m.lm, &m.logits, &n};
+	void *a6[] = {&m.h, (void *)&ones, &m.lm, &m.logits, &n, &p6};
 	launch(s, d.pdl, (const void *)d.lm, V / d.r_lm, d.nt_lm, a6, d.sm_lm);
 }
 
@@ -568,30 +679,31 @@ static void solo(cudaStream_t s, const design &d, model &m, cudaEvent_t e0, cuda
 		CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
 		for (int l = 0; l < reps; l++) {
 			const bf16 *ones = m.ones;
+			pf_slice np = {};
 			int n;
 			if (k == 0) {
 				n = QKV;
-				void *a[] = {&m.h, (void *)&ones, &m.qkv[l], &m.q, &n};
+				void *a[] = {&m.h, (void *)&ones, &m.qkv[l], &m.q, &n, &np};
 				launch(s, d.pdl, (const void *)d.qkv, QKV / d.r_qkv, d.nt_qkv, a, d.sm_qkv);
 				wbytes += (size_t)QKV * H * 2;
 			} else if (k == 1) {
 				n = H;
-				void *a[] = {&m.attn, (void *)&ones, &m.o[l], &m.h, &n};
+				void *a[] = {&m.attn, (void *)&ones, &m.o[l], &m.h, &n, &np};
 				launch(s, d.pdl, (const void *)d.o, H / d.r_o, d.nt_o, a, d.sm_o);
 				wbytes += (size_t)H * H * 2;
 			} else if (k == 2) {
 				n = F;
-				void *a[] = {&m.h, (void *)&ones, &m.gu[l], &m.act, &n};
+				void *a[] = {&m.h, (void *)&ones, &m.gu[l], &m.act, &n, &np};
 				launch(s, d.pdl, (const void *)d.gu, F / d.r_gu, d.nt_gu, a, d.sm_gu);
 				wbytes += (size_t)2 * F * H * 2;
 			} else if (k == 3) {
 				n = H;
-				void *a[] = {&m.act, (void *)&ones, &m.down[l], &m.h, &n};
+				void *a[] = {&m.act, (void *)&ones, &m.down[l], &m.h, &n, &np};
 				launch(s, d.pdl, (const void *)d.down, H / d.r_down, d.nt_down, a, d.sm_down);
 				wbytes += (size_t)H * F * 2;
 			} else {
 				n = V;
-				void *a[] = {&m.h, (void *)&ones, &m.lm, &m.logits, &n};
+				void *a[] = {&m.h, (void *)&ones, &m.lm, &m.logits, &n, &np};
 				launch(s, d.pdl, (const void *)d.lm, V / d.r_lm, d.nt_lm, a, d.sm_lm);
 				wbytes += (size_t)V * H * 2;
 			}
@@ -652,6 +764,9 @@ static void solo(cudaStream_t s, const design &d, model &m, cudaEvent_t e0, cuda
 int main(int argc, char **argv)
 {
 	const int steps = argc > 1 ? atoi(argv[1]) : 200;
+	pf_mode = getenv("PF_MODE") ? atoi(getenv("PF_MODE")) : 0;
+	pf_ahead = (size_t)((getenv("PF_AHEAD") ? atof(getenv("PF_AHEAD")) : 0.0) * 1048576);
+	pf_att = (size_t)((getenv("PF_ATT") ? atof(getenv("PF_ATT")) : 0.0) * 1048576);
 	cudaDeviceProp prop;
 	CHECK(cudaGetDeviceProperties(&prop, 0));
 	n_sm = prop.multiProcessorCount;
@@ -729,8 +844,10 @@ int main(int argc, char **argv)
 	CHECK(cudaEventCreate(&e1));
 	std::vector<float> ref(V), got(V);
 
-	printf("device: %s, %d SMs; weights %.1f MB; attention stand-in %llu cycles\n", prop.name,
-	       prop.multiProcessorCount, bytes / 1e6, att_cycles);
+	printf("device: %s, %d SMs; weights %.1f MB; attention stand-in %llu cycles; "
+	       "PF_MODE %d, PF_AHEAD %.1f MiB, PF_ATT %.1f MiB\n", prop.name,
+	       prop.multiProcessorCount, bytes / 1e6, att_cycles, pf_mode, pf_ahead / 1048576.0,
+	       pf_att / 1048576.0);
 	std::vector<int> pick;
 	for (int i = 2; i < argc; i++)
 		pick.push_back(atoi(argv[i]));
