@@ -326,7 +326,6 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
 	}
 }
 
-
 template <int K, int EPI, int STAGE>
 struct bulk_shape {
 	static constexpr int NW = EPI == EPI_SILU ? 2 : 1;
@@ -579,9 +578,9 @@ static void launch(cudaStream_t s, bool pdl, const void *fn, int grid, int block
 }
 
 /* The weight stream's prefetch (environment): PF_MODE 0 asks L2 for
- * nothing; 1 has the attention stand-in ask for the next PF_ATT MB of the
- * stream; 2 has every launch ask for the stream up to PF_AHEAD MB past
- * what it reads itself (the stand-in PF_ATT MB past that). */
+ * nothing; 1 has the attention stand-in ask for the next PF_ATT MiB of the
+ * stream; 2 has every launch ask for the stream up to PF_AHEAD MiB past
+ * what it reads itself (the stand-in PF_ATT MiB past that). */
 static int pf_mode;
 static size_t pf_ahead, pf_att;
 
