@@ -101,6 +101,7 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 	       BCG_S(rep->nsegments), rep->matched, rep->drifted, rep->unchecked);
 	{
 		char mem[32];
+		const uint64_t packed = engine_prepared_bytes(e);
 		printf("executables %u for %u segment%s (%u sharing another's, %u update%s "
 		       "refused), graph memory %s\n", rep->execs, rep->nsegments,
 		       BCG_S(rep->nsegments), rep->joined, rep->refused, BCG_S(rep->refused),
@@ -108,9 +109,8 @@ static void print_text(const plan_t *plan, const char *path, const struct engine
 		if (e->share != NULL && e->share->opaque > 0)
 			printf("%u segment%s could not share: %s\n", e->share->opaque,
 			       BCG_S(e->share->opaque), e->share->opaque_why);
-		if (engine_prepared_bytes(e) > 0)
-			printf("packed weight copies %s\n",
-			       bcg_human_bytes(engine_prepared_bytes(e), mem, sizeof mem));
+		if (packed > 0)
+			printf("packed weight copies %s\n", bcg_human_bytes(packed, mem, sizeof mem));
 	}
 	if (plan_count_weight_sources(plan) > 0) {
 		printf("%u weight sources, %.1f MiB read (hashed in %.2f ms): %u changed since "
