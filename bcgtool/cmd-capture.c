@@ -34,7 +34,8 @@ static int cmd_capture_exec(int argc, char **argv);
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
-	         "[--no-tune | --choices-from PLAN] [--no-pdl] [--share-exec] [--no-nvtx] [--stats] "
+	         "[--no-tune | --choices-from PLAN] [--tune-step[=PCT]] [--no-pdl] [--share-exec] "
+	         "[--no-nvtx] [--stats] "
 	         "[--json] "
 	         "[--tp N [--timeout S] [--nccl-mem M]] -o PLAN SCRIPT",
 	.summary = "capture every variant of a script into a plan",
@@ -59,6 +60,12 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     take the implementation PLAN chose for each op (by\n"
 		"                     name, at the same token count) instead of timing;\n"
 		"                     ops it has no choice for are timed\n"
+		"      --tune-step[=PCT]\n"
+		"                     confirm the measured choices in the step: each\n"
+		"                     candidate within PCT% (default 25) of the chosen one\n"
+		"                     alone is captured in its ops' place, and whole\n"
+		"                     replayed steps decide (the plan marks such choices\n"
+		"                     step; format 1.9)\n"
 		"      --no-pdl       launch kernels without programmatic dependent launch\n"
 		"      --share-exec   segments of different sizes with one topology (kernel\n"
 		"                     functions, launch attributes, edges) share one\n"
@@ -147,6 +154,17 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 	        (double)p->instantiate_ns / 1e9, (double)p->verify_ns / 1e9,
 	        (double)p->checksum_ns / 1e9, (double)p->state_ns / 1e9, p->state_copies,
 	        bcg_human_bytes(p->state_bytes, h, sizeof h));
+	if (rep->tune_step) {
+		uint32_t groups = 0, trials = 0, changed = 0;
+		for (uint32_t i = 0; i < rep->nvariants; i++) {
+			groups += rep->variants[i].step.groups;
+			trials += rep->variants[i].step.trials;
+			changed += rep->variants[i].step.changed;
+		}
+		fprintf(f, "tune in the step %.3f s: %u signature%s contested, %u arrangement%s "
+		        "timed, %u choice%s changed\n", (double)p->tune_step_ns / 1e9, groups,
+		        BCG_S(groups), trials, BCG_S(trials), changed, BCG_S(changed));
+	}
 	fprintf(f, "executables %u for %u segment%s%s, graph memory %s", rep->execs, rep->segments,
 	        BCG_S(rep->segments), rep->share ? " (--share-exec)" : "",
 	        bcg_human_bytes(rep->exec_bytes, h, sizeof h));
@@ -206,7 +224,8 @@ static void capture_json_phases(struct plan_json *j, const struct capture_report
 	const struct capture_phases *p = &rep->phases;
 	const struct { const char *key; uint64_t ns; } ms[] = {
 		{ "total_ms", p->total_ns }, { "materialize_ms", p->materialize_ns },
-		{ "tune_ms", p->tune_ns }, { "reference_ms", p->reference_ns },
+		{ "tune_ms", p->tune_ns }, { "tune_step_ms", p->tune_step_ns },
+		{ "reference_ms", p->reference_ns },
 		{ "capture_ms", p->capture_ns }, { "instantiate_ms", p->instantiate_ns },
 		{ "verify_ms", p->verify_ns }, { "checksum_ms", p->checksum_ns },
 		{ "state_copy_ms", p->state_ns },
@@ -291,6 +310,21 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 			plan_json_double(j, v->rel_error);
 		else
 			plan_json_null(j);
+		plan_json_key(j, "tune_step");
+		if (rep->tune_step) {
+			plan_json_object_begin(j);
+			plan_json_key(j, "contested");
+			plan_json_uint(j, v->step.groups);
+			plan_json_key(j, "timed");
+			plan_json_uint(j, v->step.trials);
+			plan_json_key(j, "changed");
+			plan_json_uint(j, v->step.changed);
+			plan_json_key(j, "ms");
+			plan_json_double(j, (double)v->step.ns / 1e6);
+			plan_json_object_end(j);
+		} else {
+			plan_json_null(j);
+		}
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
@@ -514,6 +548,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "no-tune", no_argument, NULL, 'T' },
 		{ "choices-from", required_argument, NULL, 'F' },
+		{ "tune-step", optional_argument, NULL, 'U' },
 		{ "no-pdl", no_argument, NULL, 'P' },
 		{ "share-exec", no_argument, NULL, 'E' },
 		{ "stats", no_argument, NULL, 'S' },
@@ -589,6 +624,22 @@ static int cmd_capture_exec(int argc, char **argv)
 		case 'N': o.nvtx = 0; break;
 		case 'T': o.tune.measure = 0; break;
 		case 'F': from_path = optarg; break;
+		case 'U':
+			o.tune.step = 1;
+			o.tune.step_window = TUNE_STEP_WINDOW;
+			if (optarg != NULL) {
+				char *end;
+				errno = 0;
+				double pct = strtod(optarg, &end);
+				if (end == optarg || *end != '\0' || errno != 0 || !(pct >= 0.0) ||
+				    pct > 1e6) {
+					rc = cmd_usage_error(self, "--tune-step takes a percentage from 0 "
+					                     "to 1e6, not '%s'", optarg);
+					goto out;
+				}
+				o.tune.step_window = pct / 100.0;
+			}
+			break;
 		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
 		case 'E': o.share_exec = 1; break;
 		case 'S': stats = 1; break;
@@ -631,6 +682,15 @@ static int cmd_capture_exec(int argc, char **argv)
 		goto out;
 	if (from_path != NULL && !o.tune.measure) {
 		rc = cmd_usage_error(self, "--choices-from and --no-tune exclude each other");
+		goto out;
+	}
+	if (o.tune.step && !o.tune.measure) {
+		rc = cmd_usage_error(self, "--tune-step and --no-tune exclude each other");
+		goto out;
+	}
+	if (o.tune.step && world > 1) {
+		rc = cmd_usage_error(self, "--tune-step with --tp %d: the ranks of a plan keep "
+		                     "the default implementations (nothing is measured)", world);
 		goto out;
 	}
 	if (from_path != NULL) {

@@ -163,11 +163,12 @@ static void inspect_unverified(struct inspect *in)
 	free(v);
 }
 
-/* "choices   2 ops in 3 variants: 4 choices, 3 tuned (1 close)", or "-". */
+/* "choices   2 ops in 3 variants: 4 choices, 3 tuned (1 close)", or "-";
+ * "(1 close, 2 in the step)" where some were confirmed in the step (1.9). */
 static void inspect_choices_line(const struct inspect *in)
 {
 	const plan_t *plan = in->plan;
-	uint32_t n = plan_count_choices(plan), nops = 0, nvar = 0, tuned = 0, close = 0;
+	uint32_t n = plan_count_choices(plan), nops = 0, nvar = 0, tuned = 0, close = 0, step = 0;
 	unsigned char *op_seen = xcalloc((size_t)plan_count_ops(plan) + 1, 1);
 	unsigned char *var_seen = xcalloc((size_t)plan_count_variants(plan) + 1, 1);
 
@@ -177,14 +178,19 @@ static void inspect_choices_line(const struct inspect *in)
 		nvar += var_seen[c->variant]++ == 0;
 		tuned += (c->flags & PLAN_CHOICE_TUNED) != 0;
 		close += (c->flags & PLAN_CHOICE_CLOSE) != 0;
+		step += (c->flags & PLAN_CHOICE_STEP) != 0;
 	}
 	inspect_key(in, "choices");
 	if (n == 0)
 		printf("-\n");
-	else
+	else if (step == 0)
 		printf("%u op%s in %u variant%s: %u choice%s, %u tuned (%u close)\n", nops,
 		       nops == 1 ? "" : "s", nvar, nvar == 1 ? "" : "s", n, n == 1 ? "" : "s", tuned,
 		       close);
+	else
+		printf("%u op%s in %u variant%s: %u choice%s, %u tuned (%u close, %u in the step)\n",
+		       nops, nops == 1 ? "" : "s", nvar, nvar == 1 ? "" : "s", n, n == 1 ? "" : "s",
+		       tuned, close, step);
 	free(op_seen);
 	free(var_seen);
 }
@@ -703,10 +709,9 @@ static void inspect_choices(struct inspect *in)
 			table_cell(tb, "%s", c->impl);
 			if (!(c->flags & PLAN_CHOICE_TUNED))
 				table_cell(tb, "default");
-			else if (c->flags & PLAN_CHOICE_CLOSE)
-				table_cell(tb, "tuned, close");
 			else
-				table_cell(tb, "tuned");
+				table_cell(tb, "tuned%s%s", c->flags & PLAN_CHOICE_CLOSE ? ", close" : "",
+				           c->flags & PLAN_CHOICE_STEP ? ", step" : "");
 			inspect_candidates(c, cands, sizeof cands);
 			table_cell(tb, "%s", cands);
 			table_end_row(tb, NULL);

@@ -1117,6 +1117,15 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Implementation choices.                                                 */
 
+/* How a choice was made: "default", "tuned" (its op timed alone) or
+ * "tuned in the step" (1.9: confirmed by timing whole steps). */
+static const char *choice_how(const struct plan_choice *ch)
+{
+	if (!(ch->flags & PLAN_CHOICE_TUNED))
+		return "default";
+	return ch->flags & PLAN_CHOICE_STEP ? "tuned in the step" : "tuned";
+}
+
 /* "op q.3 at 8 tokens: mma, tuned from mma, cublas": what was chosen and
  * how, never the times it was measured in. */
 static void choice_text(const char *subject, const struct plan_choice *ch, char *buf, size_t len)
@@ -1124,8 +1133,7 @@ static void choice_text(const char *subject, const struct plan_choice *ch, char 
 	size_t at = 0;
 	int w;
 
-	w = snprintf(buf, len, "%s: %s, %s", subject, ch->impl,
-	             ch->flags & PLAN_CHOICE_TUNED ? "tuned" : "default");
+	w = snprintf(buf, len, "%s: %s, %s", subject, ch->impl, choice_how(ch));
 	at = w > 0 && (size_t)w < len ? (size_t)w : len;
 	for (uint32_t k = 0; k < ch->ncand && at < len; k++) {
 		w = snprintf(buf + at, len - at, "%s%s", k ? ", " : " from ", ch->cand[k].impl);
@@ -1168,10 +1176,12 @@ static void choice_subject(const plan_t *p, const struct plan_choice *ch, char *
 
 /* Choices are matched by variant (token count) and op (as the ops were
  * aligned). One whose variant or op the other plan lacks is left to that
- * removal or addition. Two measured choices that went different ways
- * between the same candidates, each marked close (its runner-up within
- * the tuner's margin), differ in field "impl (close)": noise picked, and
- * a reader may hold them equal (bcgtool diff does, unless --strict). */
+ * removal or addition. Two choices measured the same way (alone, or in
+ * the step) that went different ways between the same candidates, each
+ * marked close (its runner-up within the tuner's margin), differ in field
+ * "impl (close)": noise picked, and a reader may hold them equal (bcgtool
+ * diff does, unless --strict). How a choice was made ("chosen") is a
+ * difference; whether its runner-up was close, a timing, is not. */
 static void diff_choices(struct diff_ctx *c)
 {
 	const int area = PLAN_DIFF_CHOICES;
@@ -1195,11 +1205,11 @@ static void diff_choices(struct diff_ctx *c)
 		candidates_text(x, sx, sizeof sx);
 		candidates_text(y, sy, sizeof sy);
 		int close = (x->flags & both) == both && (y->flags & both) == both &&
+		            (x->flags & PLAN_CHOICE_STEP) == (y->flags & PLAN_CHOICE_STEP) &&
 		            strcmp(sx, sy) == 0;
 		diff_field(c, area, tokens, subject, close ? "impl (close)" : "impl", x->impl, y->impl,
 		           i, k);
-		diff_field(c, area, tokens, subject, "chosen", x->flags & PLAN_CHOICE_TUNED ? "tuned" : "default",
-		           y->flags & PLAN_CHOICE_TUNED ? "tuned" : "default", i, k);
+		diff_field(c, area, tokens, subject, "chosen", choice_how(x), choice_how(y), i, k);
 		diff_field(c, area, tokens, subject, "candidates", sx, sy, i, k);
 	}
 	for (uint32_t k = 0; k < plan_count_choices(c->b); k++) {

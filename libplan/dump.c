@@ -891,6 +891,8 @@ static void json_choices(struct plan_json *j, const plan_t *plan, const struct p
 		plan_json_bool(j, (c->flags & PLAN_CHOICE_TUNED) != 0);
 		plan_json_key(j, "close");
 		plan_json_bool(j, (c->flags & PLAN_CHOICE_CLOSE) != 0);
+		plan_json_key(j, "step");
+		plan_json_bool(j, (c->flags & PLAN_CHOICE_STEP) != 0);
 		plan_json_key(j, "candidates");
 		plan_json_array_begin(j);
 		for (uint32_t k = 0; k < c->ncand; k++) {

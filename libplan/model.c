@@ -720,6 +720,46 @@ int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *in
 	return PLAN_OK;
 }
 
+int plan_set_choice(plan_t *plan, uint32_t variant, uint32_t op, const char *impl,
+                    uint32_t flags, struct plan_diag *diag)
+{
+	const uint32_t known = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP;
+	struct plan_choice *c = NULL;
+	const char *name = NULL;
+
+	for (uint32_t i = 0; i < plan->choices.count && c == NULL; i++) {
+		struct plan_choice *x = AT(plan->choices, struct plan_choice, i);
+		if (x->variant == variant && x->op == op)
+			c = x;
+	}
+	if (c == NULL)
+		return plan__fail(diag, PLAN_ERR_NOT_FOUND, "choice: none recorded for op %u in "
+		                  "variant %u", op, variant);
+	if (impl == NULL || impl[0] == '\0')
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: an empty "
+		                  "implementation name", op, variant);
+	if (flags & ~known)
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: unknown "
+		                  "flags 0x%x", op, variant, flags & ~known);
+	if ((flags & (PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP)) && !(flags & PLAN_CHOICE_TUNED))
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: marked "
+		                  "%s but not tuned", op, variant,
+		                  flags & PLAN_CHOICE_CLOSE ? "close" : "step");
+	/* A candidate's name is in the pool already: no allocation, so that a
+	 * tuner switching between candidates never fails for memory. */
+	for (uint32_t k = 0; k < c->ncand && name == NULL; k++)
+		if (strcmp(c->cand[k].impl, impl) == 0)
+			name = c->cand[k].impl;
+	if (c->ncand > 0 && name == NULL)
+		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: '%.64s' "
+		                  "is none of its %u candidates", op, variant, impl, c->ncand);
+	if (name == NULL && (name = plan__pool_strdup(plan, impl)) == NULL)
+		return NOMEM(diag);
+	c->impl = name;
+	c->flags = flags;
+	return PLAN_OK;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Placement and timing.                                                   */
 

@@ -43,20 +43,22 @@ unsigned plan_version_number(void);
 /* The file format version this library writes. It reads every minor version
  * of this major, newer ones included (see plan-format.md, "Compatibility"). */
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 8
+#define PLAN_FORMAT_MINOR 9
 /* A file's minor version is the lowest that holds what it has: a plan
  * without a recording is written as 1.3, byte for byte what 1.3 wrote; a
  * recorded plan as 1.4; a tensor-parallel plan (world > 1, or a tensor
  * split or a weight source sliced) as 1.5; a plan whose segments share
  * executables across variants as 1.6; a recorded plan whose items have
  * recorded start offsets as 1.7; a tensor-parallel plan whose collectives
- * ran in NCCL symmetric memory as 1.8. */
+ * ran in NCCL symmetric memory as 1.8; a plan with a choice confirmed by
+ * timing whole steps (PLAN_CHOICE_STEP) as 1.9. */
 #define PLAN_FORMAT_MINOR_SCRIPT   3
 #define PLAN_FORMAT_MINOR_RECORDED 4
 #define PLAN_FORMAT_MINOR_RANKS    5  /* a tensor-parallel plan: world > 1 */
 #define PLAN_FORMAT_MINOR_SHARES   6  /* executables shared (SHAR) */
 #define PLAN_FORMAT_MINOR_OFFSETS  7  /* items' recorded start offsets */
 #define PLAN_FORMAT_MINOR_NCCL_MEM 8  /* collectives in symmetric memory */
+#define PLAN_FORMAT_MINOR_STEP     9  /* choices confirmed in the step */
 
 #define PLAN_NONE      UINT32_MAX
 #define PLAN_MAX_RANK  4
@@ -490,6 +492,11 @@ struct plan_share {
 #define PLAN_CHOICE_TUNED 0x1u     /* chosen by measurement; else the default */
 #define PLAN_CHOICE_CLOSE 0x2u     /* a runner-up measured within the noise
                                       margin: another capture may choose it */
+#define PLAN_CHOICE_STEP  0x4u     /* (1.9) confirmed by timing whole steps:
+                                      the variant was captured and replayed
+                                      with each contested candidate, and this
+                                      one's step was the fastest (it may be
+                                      slower alone than another candidate) */
 
 struct plan_candidate {
 	const char *impl;    /* implementation name ("mma", "cublas") */
@@ -780,6 +787,15 @@ int plan_add_breakpoint(plan_t *plan, const struct plan_breakpoint *bp, uint32_t
 int plan_add_check(plan_t *plan, const struct plan_check *check, uint32_t *index, struct plan_diag *diag);
 int plan_add_dispatch(plan_t *plan, const struct plan_dispatch *entry, uint32_t *index, struct plan_diag *diag);
 int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *index, struct plan_diag *diag);
+/* Replace the implementation and flags of the choice recorded for OP in
+ * VARIANT, keeping its candidates (a tuner that confirms its choices in
+ * the step switches them back and forth). PLAN_ERR_NOT_FOUND: no choice
+ * for the pair; PLAN_ERR_INVALID: an empty IMPL, one that is none of the
+ * candidates' names (when there are some), an unknown flag, or Close or
+ * Step without Tuned; the choice is then left as it was. It allocates
+ * only for a choice without candidates: else IMPL becomes the candidate's
+ * own string. */
+int plan_set_choice(plan_t *plan, uint32_t variant, uint32_t op, const char *impl, uint32_t flags, struct plan_diag *diag);
 int plan_add_weight_source(plan_t *plan, const struct plan_weight_source *src, uint32_t *index, struct plan_diag *diag);
 /* In ascending order of segment, one at most a segment (1.6). */
 int plan_add_share(plan_t *plan, const struct plan_share *share, uint32_t *index, struct plan_diag *diag);

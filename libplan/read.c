@@ -1234,6 +1234,10 @@ static int build_choices(struct reader *r)
 	uint32_t cursor = 0;
 	int err;
 
+	/* Step (bit 2) is 1.9's: reserved in the files before. */
+	const uint32_t known = r->minor >= PLAN_FORMAT_MINOR_STEP ? FMT_CHOICE_FLAGS :
+	                       FMT_CHOICE_FLAGS_1_1;
+
 	for (uint32_t i = 0; i < r->s[S_CHOI].count; i++) {
 		const unsigned char *q = rec_at(r, S_CHOI, i);
 		struct plan_choice c = { 0 };
@@ -1244,9 +1248,14 @@ static int build_choices(struct reader *r)
 		c.op = fmt_get32(q + CHOI_OP);
 		c.flags = fmt_get32(q + CHOI_FLAGS);
 		c.ncand = fmt_get32(q + CHOI_CAND_COUNT);
-		if (c.flags & ~(uint32_t)FMT_CHOICE_FLAGS)
+		if ((c.flags & ~known) == PLAN_CHOICE_STEP)
+			return rec_fail(r, PLAN_ERR_RESERVED, S_CHOI, i, "flag Step (Choice_Flags bit 2) "
+			                "is set in a format %u.%u file, where the bit is reserved (Step "
+			                "is format %d.%d)", r->major, r->minor, PLAN_FORMAT_MAJOR,
+			                PLAN_FORMAT_MINOR_STEP);
+		if (c.flags & ~known)
 			return rec_fail(r, PLAN_ERR_RESERVED, S_CHOI, i, "reserved flags 0x%08x are set",
-			                c.flags & ~(uint32_t)FMT_CHOICE_FLAGS);
+			                c.flags & ~known);
 		if ((err = get_range(r, S_CHOI, i, "Candidates", S_CAND, first, c.ncand, &cursor)) != 0)
 			return err;
 		c.cand = r->p.cands + first;

@@ -935,7 +935,7 @@ static int by_variant_op(const void *a, const void *b)
 static int validate_choice(const plan_t *plan, uint32_t i, struct plan_diag *diag)
 {
 	const struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
-	const uint32_t known = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE;
+	const uint32_t known = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP;
 	int found = 0, err;
 
 	if (c->variant >= plan->variants.count)
@@ -949,6 +949,8 @@ static int validate_choice(const plan_t *plan, uint32_t i, struct plan_diag *dia
 		return FAIL("section CHOI: choice %u has unknown flags 0x%x", i, c->flags);
 	if ((c->flags & PLAN_CHOICE_CLOSE) && !(c->flags & PLAN_CHOICE_TUNED))
 		return FAIL("section CHOI: choice %u is marked close but was not tuned", i);
+	if ((c->flags & PLAN_CHOICE_STEP) && !(c->flags & PLAN_CHOICE_TUNED))
+		return FAIL("section CHOI: choice %u is marked step but was not tuned", i);
 	if (c->ncand > 0 && c->cand == NULL)
 		return FAIL("section CHOI: choice %u: %u candidates but no list", i, c->ncand);
 	for (uint32_t k = 0; k < c->ncand; k++) {

@@ -69,7 +69,7 @@ struct writer {
 	uint32_t   nslots;
 	uint32_t   nstrings;
 	int        failed;       /* a plan_error */
-	unsigned   minor;        /* the format version written: 1.1 to 1.8 */
+	unsigned   minor;        /* the format version written: 1.1 to 1.9 */
 	struct buf blob;         /* 1.4: the BLOB section's bytes */
 	uint64_t   sect_off[S_COUNT];
 	uint64_t   sect_size[S_COUNT];
@@ -919,6 +919,16 @@ static int uses_offsets(const plan_t *plan)
 	return 0;
 }
 
+/* Whether PLAN needs format 1.9: a choice confirmed in the step, whose
+ * flag a reader of 1.8 refuses as a reserved bit. */
+static int uses_step(const plan_t *plan)
+{
+	for (uint32_t i = 0; i < plan->choices.count; i++)
+		if (AT(plan->choices, struct plan_choice, i)->flags & PLAN_CHOICE_STEP)
+			return 1;
+	return 0;
+}
+
 int plan__uses_ranks(const plan_t *plan)
 {
 	if (plan->dist.world > 1)
@@ -935,13 +945,15 @@ int plan__uses_ranks(const plan_t *plan)
 /* The format version PLAN is written as: the oldest that holds it and
  * every rank it holds, whose RANK sections a reader reads at the file's
  * version. Capture-size keys need 1.3, ranks 1.5, shared executables 1.6,
- * recorded start offsets 1.7, collectives in symmetric memory 1.8; every
- * plan without them is written as before, byte for byte. */
+ * recorded start offsets 1.7, collectives in symmetric memory 1.8, choices
+ * confirmed in the step 1.9; every plan without them is written as
+ * before, byte for byte. */
 static unsigned minor_for(const plan_t *plan)
 {
-	unsigned m = plan->dist.nccl_mem != 0 ? 8 : uses_offsets(plan) ? 7 :
-	             plan->shares.count > 0 ? 6 : plan__uses_ranks(plan) ? 5 :
-	             plan->recorded ? 4 : plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
+	unsigned m = uses_step(plan) ? 9 : plan->dist.nccl_mem != 0 ? 8 :
+	             uses_offsets(plan) ? 7 : plan->shares.count > 0 ? 6 :
+	             plan__uses_ranks(plan) ? 5 : plan->recorded ? 4 :
+	             plan_has_keys(plan) ? 3 : uses_1_2(plan) ? 2 : 1;
 
 	for (uint32_t r = 0; r < plan->nranks; r++)
 		if (plan->ranks[r] != NULL && minor_for(plan->ranks[r]) > m)

@@ -71,6 +71,30 @@ test_expect_success 'a close choice beside a real difference: exit 1, the close 
 	test_grep "^bcgtool: note: 1 choice went another way" err
 '
 
+test_expect_success 'a choice confirmed in the step (1.9): inspect marks it, diff counts how it was chosen' '
+	"$edit" mini-cuda.plan f.plan choice 2 q mma tuned,close,step mma=3.74,cublas=3.76 &&
+	bcg inspect f.plan >out &&
+	test_grep "^plan      f.plan (.*, format 1.9)$" out &&
+	test_grep "^choices   1 op in 1 variant: 1 choice, 1 tuned (1 close, 1 in the step)$" out &&
+	bcg inspect --choices f.plan >out &&
+	test_grep "^   2  q     matmul  mma   tuned, close, step  mma 3.74 us, cublas 3.76 us$" out &&
+	test_expect_code 1 bcg diff b.plan f.plan >out 2>err &&
+	cat >expect <<-\EOF &&
+	--- b.plan
+	+++ f.plan
+	@@ choices @@
+	 op q at 2 tokens
+	-  chosen: tuned
+	+  chosen: tuned in the step
+	EOF
+	test_cmp expect out &&
+	test ! -s err &&
+	test_expect_code 1 bcg diff a.plan f.plan >out 2>err &&
+	test_grep "^+  impl: mma$" out &&
+	test_grep "^+  chosen: tuned in the step$" out &&
+	test ! -s err
+'
+
 test_expect_success 'diff - - is refused: standard input holds one plan' '
 	test_expect_code 2 bcg diff - - <a.plan >out 2>err &&
 	test_grep "^bcgtool diff: standard input holds one plan: give ${SQ}-${SQ} for one of A and B at most$" err &&

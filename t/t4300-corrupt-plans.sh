@@ -47,7 +47,7 @@ test_expect_success 'a plan with one byte of its payload flipped' '
 '
 
 test_expect_success 'a plan of a future major version' '
-	expect_reader_error header.plan "unsupported plan format version: format version 2.0 is newer than this reader.s 1.8"
+	expect_reader_error header.plan "unsupported plan format version: format version 2.0 is newer than this reader.s 1.9"
 '
 
 test_expect_success 'a file that is not a plan' '

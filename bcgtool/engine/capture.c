@@ -619,6 +619,13 @@ static int capture_variant(struct engine *e, plan_t *plan, uint32_t vi,
 		if (e->comm != NULL && e->comm->world > 1)
 			to.measure = 0;
 		rc = tune_variant(e, plan, vi, &to, tc, &vr->choices, err);
+		if (rc == 0 && to.step && to.measure) {
+			bcg_progress("capture: variant %u of %u (%lld tokens): tune in the step",
+			             o->progress_at, o->progress_of, (long long)pv->tokens);
+			rc = tune_step_variant(e, plan, vi, c->sched.items, c->sched.nitems, &to, tc,
+			                       &vr->step, err);
+			ph->tune_step_ns += vr->step.ns;
+		}
 	}
 	nvtx_pop(e->nvtx);
 	ph->tune_ns += bcg_now_ns() - t0;
@@ -985,6 +992,7 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	e->use_choices = 1;
 	engine_set_features(e, o->features);
 	rep->share = o->share_exec;
+	rep->tune_step = o->tune.step && o->tune.measure;
 	e->share_impl = o->share_exec;
 	if (o->share_exec)
 		exec_share_begin(e, &shares);

@@ -4,6 +4,8 @@
  * For each variant, largest first:
  *   0. the choice of each op's implementation, by measurement (tune.h),
  *      recorded in the plan: everything after runs the chosen kernels;
+ *      with the tune options' step, the choices then confirmed in whole
+ *      replayed steps (tune_step_variant);
  *   1. the eager reference: from the initial state, STEPS eager steps,
  *      keeping every output after each step and the state after the last;
  *   2. the capture: one stream capture per segment; at each breakpoint the
@@ -72,6 +74,8 @@ struct capture_variant_report {
 	uint32_t breakpoints;
 	uint32_t nodes;
 	uint32_t choices;        /* ops with an implementation choice recorded */
+	struct tune_step_report step; /* the confirmation in the step (zero
+	                                 without --tune-step) */
 	uint64_t capture_ns;
 	uint64_t instantiate_ns;
 	uint64_t exec_bytes;     /* device memory its executables took */
@@ -92,7 +96,9 @@ struct capture_variant_report {
 struct capture_phases {
 	uint64_t total_ns;        /* capture_script from start to end */
 	uint64_t materialize_ns;  /* the arena, its tensors and weights */
-	uint64_t tune_ns;         /* implementation choices */
+	uint64_t tune_ns;         /* implementation choices, their
+	                             confirmation in the step included */
+	uint64_t tune_step_ns;    /* of which the confirmation in the step */
 	uint64_t reference_ns;    /* eager reference steps, outputs read */
 	uint64_t capture_ns;      /* the captures with their warm-up launches
 	                             and breakpoints (the plan's statistics
@@ -120,6 +126,8 @@ struct capture_report {
 	 * is written, as a server holds them, so that these add up to what
 	 * they take together. */
 	int                            share;      /* --share-exec */
+	int                            tune_step;  /* --tune-step: the choices
+	                                              confirmed in the step */
 	uint64_t                       exec_bytes; /* device memory, all variants */
 	uint32_t                       execs;      /* executables instantiated */
 	uint32_t                       segments;

@@ -343,7 +343,7 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 			                   label, (long long)tokens, err->msg);
 		}
 		if (engine_choose_impl(e, tokens, i, c, err) != 0 ||
-		    engine_prepare_call(e, i, c, 1, err) != 0) {
+		    engine_prepare_call(e, i, c, !e->prepare_trial, err) != 0) {
 			engine_variant_release(v);
 			return -1;
 		}

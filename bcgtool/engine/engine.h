@@ -149,6 +149,9 @@ struct engine {
 	uint32_t                  features;  /* PLAN_FEATURE_* of every launch */
 	int                       share_impl; /* capture --share-exec: untuned
 	                                         ops run impl_shared's choice */
+	int                       prepare_trial; /* engine_variant_init makes
+	                                            what launches need as the
+	                                            tuner's trials (tune.h) */
 	char                      note[320]; /* why "auto" fell back to host;
 	                                        printed by engine_open, then
 	                                        emptied */
@@ -251,7 +254,7 @@ int engine_reset(struct engine *e, struct engine_error *err);
  * the implementation the plan records for it at TOKENS when e->use_choices
  * is set and there is a record, else its default (engine_impl_default);
  * what that implementation needs made first (engine_prepare_call) is made
- * here, kept. */
+ * here, kept (a trial's while e->prepare_trial is set). */
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err);
 void engine_variant_release(struct engine_variant *v);

@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "exec.h"
+#include "replay.h"
 #include "tune.h"
+#include "util.h"
 
 #define TUNE_MAX_IMPLS 8
 
@@ -27,6 +30,7 @@ void tune_cache_release(struct tune_cache *cache)
 	for (uint32_t i = 0; i < cache->n; i++)
 		free(cache->entries[i].key);
 	free(cache->entries);
+	free(cache->op_entry);
 	memset(cache, 0, sizeof *cache);
 }
 
@@ -222,6 +226,15 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 		opts.reps = e->be->kind == PLAN_BACKEND_CUDA ? TUNE_REPS_CUDA : TUNE_REPS_HOST;
 	o = &opts;
 
+	if (cache->nops < e->nops) {
+		int32_t *m = realloc(cache->op_entry, e->nops * sizeof *m);
+		if (m == NULL)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+		cache->op_entry = m;
+		cache->nops = e->nops;
+	}
+	for (uint32_t op = 0; op < cache->nops; op++)
+		cache->op_entry[op] = -1;
 	if (engine_variant_init(e, pv->tokens, pv->mode, &v, err) != 0)
 		return -1;
 	if (engine_step_begin(e, &v, 0, err) != 0)
@@ -271,12 +284,16 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 		}
 		if (tune_record(plan, vi, op, e, o->untimed, c, t, err) != 0)
 			goto out;
+		cache->op_entry[op] = (int32_t)(t - cache->entries);
 		/* What the choice needs stays made; what only losing candidates
-		 * needed (a packed weight's copy) is freed at once. */
+		 * needed (a packed weight's copy) is freed at once. A choice the
+		 * step may yet change keeps nothing: tune_step_variant keeps
+		 * what the final ones need. */
 		if (e->be->trim != NULL) {
-			int incumbent = c->impl, made;
+			int incumbent = c->impl, made = 0;
 			c->impl = t->impl[t->chosen];
-			made = engine_prepare_call(e, op, c, 1, err);
+			if (!o->step)
+				made = engine_prepare_call(e, op, c, 1, err);
 			c->impl = incumbent;
 			if (made != 0)
 				goto out;
@@ -289,5 +306,189 @@ out:
 	engine_variant_release(&v);
 	if (ops_tuned != NULL)
 		*ops_tuned = tuned;
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Confirmation in the step (capture --tune-step).                        */
+
+/* Every op of variant VI in CACHE's entry G gets implementation K of it,
+ * with FLAGS. */
+static int step_set(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_cache *cache,
+                    uint32_t g, int k, uint32_t flags, struct engine_error *err)
+{
+	const struct tune_entry *t = &cache->entries[g];
+	struct plan_diag diag = { 0 };
+
+	for (uint32_t op = 0; op < e->nops; op++) {
+		if (cache->op_entry[op] != (int32_t)g)
+			continue;
+		const char *impl = e->be->impl_name(e->kinds[op]->id, t->impl[k]);
+		if (plan_set_choice(plan, vi, op, impl, flags, &diag) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, op, "recording a choice: %s",
+			                   diag.message);
+	}
+	return 0;
+}
+
+/* The median step of X, TUNE_STEP_STEPS of them after TUNE_STEP_WARMUP. */
+static int step_time(struct engine *e, struct exec_variant *x, double *ms,
+                     struct engine_error *err)
+{
+	struct replay_stats st;
+
+	if (replay_measure(e, x, TUNE_STEP_WARMUP, TUNE_STEP_STEPS, 1, &st, err) != 0)
+		return -1;
+	free(st.item_busy);
+	replay_trace_release(&st.trace);
+	if (st.partial || st.step_median <= 0.0)
+		return engine_interrupted(err) != 0 ? -1 :
+		       engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "timing the step: no step "
+		                   "measured");
+	*ms = st.step_median;
+	return 0;
+}
+
+static int by_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How the arrangement of X compares with that of BASE: the median over
+ * TUNE_STEP_ROUNDS turns of X's step over BASE's, the two timed one after
+ * the other in each, so that a drift of the clocks between turns cancels. */
+static int step_ratio(struct engine *e, struct exec_variant *base, struct exec_variant *x,
+                      double *ratio, struct engine_error *err)
+{
+	double r[TUNE_STEP_ROUNDS];
+
+	for (int i = 0; i < TUNE_STEP_ROUNDS; i++) {
+		double b, a;
+		if (step_time(e, base, &b, err) != 0 || step_time(e, x, &a, err) != 0)
+			return -1;
+		r[i] = a / b;
+	}
+	qsort(r, TUNE_STEP_ROUNDS, sizeof r[0], by_double);
+	*ratio = r[TUNE_STEP_ROUNDS / 2];
+	return 0;
+}
+
+/* Whether candidate K of entry T is tried in the step: another than the
+ * one measurement chose (CHOSEN), within WINDOW of it alone. */
+static int step_contested(const struct tune_entry *t, int chosen, int k, double window)
+{
+	double best = t->us[chosen];
+
+	return k != chosen && best > 0.0 && t->us[k] > 0.0 && t->us[k] <= best * (1.0 + window);
+}
+
+static int step_confirm(struct engine *e, plan_t *plan, uint32_t vi,
+                        const struct sched_item *items, uint32_t nitems, double window,
+                        struct tune_cache *cache, struct tune_step_report *r,
+                        struct engine_error *err)
+{
+	const struct plan_variant *pv = plan_get_variant(plan, vi);
+	struct exec_variant base = { 0 }, alt = { 0 };
+	int rc = -1;
+
+	for (uint32_t op = 0; op < e->nops; op++) {
+		int32_t g = cache->op_entry[op];
+		struct tune_entry *t;
+		uint32_t flags;
+		int first = 1, close = 0;
+
+		if (g < 0)
+			continue;
+		/* Each entry once, at its first op. */
+		for (uint32_t q = 0; q < op && first; q++)
+			first = cache->op_entry[q] != g;
+		t = &cache->entries[g];
+		if (!first)
+			continue;
+		const int incumbent = t->chosen;
+		int contested = 0;
+		for (int k = 0; k < t->n; k++)
+			contested |= step_contested(t, incumbent, k, window);
+		if (!contested)
+			continue;
+		flags = t->flags & PLAN_CHOICE_TUNED;
+		r->groups++;
+		if (base.items == NULL &&
+		    exec_capture(e, pv->tokens, pv->mode, items, nitems, 0, &base, NULL, err) != 0)
+			goto out;
+		for (int k = 0; k < t->n; k++) {
+			double ratio;
+			if (!step_contested(t, incumbent, k, window))
+				continue;
+			if (engine_interrupted(err) != 0 ||
+			    step_set(e, plan, vi, cache, (uint32_t)g, k, flags, err) != 0 ||
+			    exec_capture(e, pv->tokens, pv->mode, items, nitems, 0, &alt, NULL, err) != 0 ||
+			    step_set(e, plan, vi, cache, (uint32_t)g, t->chosen, flags, err) != 0 ||
+			    step_ratio(e, &base, &alt, &ratio, err) != 0)
+				goto out;
+			r->trials++;
+			if (ratio < 1.0 - TUNE_STEP_MARGIN) {
+				t->chosen = k;
+				exec_release(e, &base);
+				base = alt;
+				memset(&alt, 0, sizeof alt);
+			} else {
+				exec_release(e, &alt);
+			}
+			close |= ratio >= 1.0 - TUNE_STEP_MARGIN && ratio <= 1.0 + TUNE_STEP_MARGIN;
+		}
+		r->changed += t->chosen != incumbent;
+		t->flags = PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP | (close ? PLAN_CHOICE_CLOSE : 0);
+		if (step_set(e, plan, vi, cache, (uint32_t)g, t->chosen, t->flags, err) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (alt.items != NULL)
+		exec_release(e, &alt);
+	if (base.items != NULL)
+		exec_release(e, &base);
+	return rc;
+}
+
+int tune_step_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct sched_item *items,
+                      uint32_t nitems, const struct tune_opts *o, struct tune_cache *cache,
+                      struct tune_step_report *r, struct engine_error *err)
+{
+	const struct plan_variant *pv = plan_get_variant(plan, vi);
+	struct share_pool *share = e->share;
+	struct tune_step_report mine = { 0 };
+	const char *label = e->progress_label;
+	uint64_t t0 = bcg_now_ns();
+	struct engine_variant v;
+	int rc;
+
+	if (r == NULL)
+		r = &mine;
+	memset(r, 0, sizeof *r);
+	if (!o->step || !o->measure || cache->op_entry == NULL)
+		return 0;
+	/* Trial arrangements: no executable joins the capture's, and what
+	 * their kernels need made is a trial's, freed unless kept below. */
+	if (share != NULL)
+		exec_share_end(e);
+	e->prepare_trial = 1;
+	e->progress_label = "capture: tune-step";
+	rc = step_confirm(e, plan, vi, items, nitems, o->step_window, cache, r, err);
+	e->progress_label = label;
+	e->prepare_trial = 0;
+	if (share != NULL)
+		exec_share_begin(e, share);
+	/* What the choices made need stays made; the rest goes. */
+	if (rc == 0 && e->be->trim != NULL) {
+		if (engine_variant_init(e, pv->tokens, pv->mode, &v, err) != 0)
+			rc = -1;
+		else
+			engine_variant_release(&v);
+		e->be->trim(e->b);
+	}
+	r->ns = bcg_now_ns() - t0;
 	return rc;
 }

@@ -20,6 +20,20 @@
  * Ops of equal signature (kind, operand shapes and dtypes, attributes,
  * form) are timed once per capture and share the result: the 32 layers of
  * a model take one measurement per product shape.
+ *
+ * Timed alone, a kernel is not timed as the step runs it: beside its
+ * neighbours (programmatic launches overlap their prologues, the caches
+ * hold what the op before left) a candidate that loses alone can win in
+ * the step, and the reverse. With capture --tune-step the choices are
+ * then confirmed in the step (tune_step_variant): for each signature with
+ * a candidate within the step window (step_window) of the chosen one
+ * alone, the variant is captured with that signature's ops switched to
+ * the candidate, and whole replayed steps of both arrangements are timed
+ * in turns; the
+ * candidate replaces the choice when its step is faster by more than
+ * TUNE_STEP_MARGIN. The signatures are confirmed one after the other, in
+ * the order of their first op, each against the arrangement the ones
+ * before it left. The choices so confirmed are marked PLAN_CHOICE_STEP.
  */
 #ifndef BCG_ENGINE_TUNE_H
 #define BCG_ENGINE_TUNE_H
@@ -27,6 +41,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "schedule.h"
 
 struct tune_opts {
 	int      measure;   /* 0: record the defaults, untimed (--no-tune) */
@@ -39,11 +54,26 @@ struct tune_opts {
 	                       plan made for the op of the same name (and kind)
 	                       at the same token count, where it has one,
 	                       instead of measuring; NULL: none */
+	int      step;      /* capture --tune-step: the measured choices are
+	                       confirmed in the step (tune_step_variant); what
+	                       they need made (packed weights) is then kept only
+	                       once confirmed */
+	double   step_window; /* with step: the candidates tried are those this
+	                         much slower alone than the chosen one, or less
+	                         (capture's default TUNE_STEP_WINDOW) */
 };
 
 #define TUNE_REPS_CUDA  15
 #define TUNE_REPS_HOST  5
 #define TUNE_MARGIN     0.03
+
+#define TUNE_STEP_WINDOW 0.25   /* a candidate this much slower alone, or
+                                   less, is tried in the step */
+#define TUNE_STEP_MARGIN 0.005  /* the lead a step needs to change a choice */
+#define TUNE_STEP_ROUNDS 3      /* turns of each arrangement; the median
+                                   ratio of the turns decides */
+#define TUNE_STEP_WARMUP 10     /* untimed steps before each turn's */
+#define TUNE_STEP_STEPS  50     /* timed steps a turn (their median) */
 
 struct tune_entry;
 
@@ -52,6 +82,19 @@ struct tune_cache {
 	uint32_t           n;
 	uint32_t           cap;
 	struct tune_entry *entries;
+	int32_t           *op_entry;  /* the entry of each op of the variant
+	                                 tuned last, -1 none (a default or a
+	                                 choice --choices-from took) */
+	uint32_t           nops;
+};
+
+/* What tune_step_variant did to one variant. */
+struct tune_step_report {
+	uint32_t groups;    /* signatures with a candidate tried in the step */
+	uint32_t trials;    /* arrangements captured and timed against the
+	                       incumbent */
+	uint32_t changed;   /* signatures whose choice the step changed */
+	uint64_t ns;        /* wall time it took */
 };
 
 void tune_cache_release(struct tune_cache *cache);
@@ -63,5 +106,15 @@ void tune_cache_release(struct tune_cache *cache);
  * when not NULL, receives how many ops got a choice. */
 int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_opts *o,
                  struct tune_cache *cache, uint32_t *ops_tuned, struct engine_error *err);
+
+/* Confirm in the step the choices tune_variant just made for variant VI
+ * (CACHE's op_entry; see above): ITEMS are the variant's schedule, in its
+ * mode. Segments captured here share no executable (capture --share-exec)
+ * and are released before it returns; the packed copies the final choices
+ * need are kept, the others freed. Leaves the tensors in any state: reset
+ * before the reference. R (may be NULL) gets what was done. */
+int tune_step_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct sched_item *items,
+                      uint32_t nitems, const struct tune_opts *o, struct tune_cache *cache,
+                      struct tune_step_report *r, struct engine_error *err);
 
 #endif /* BCG_ENGINE_TUNE_H */

@@ -39,8 +39,9 @@
  *   choice TOKENS OP IMPL HOW [CAND=US,...]
  *       Record (or replace) the choice for the op labelled OP in the
  *       variant of TOKENS tokens: IMPL chosen, HOW one of default, tuned,
- *       tuned,close; the candidates with their times in microseconds
- *       ("mma=3.5,cublas=4.25"), none when left out.
+ *       tuned,close, tuned,step, tuned,close,step; the candidates with
+ *       their times in microseconds ("mma=3.5,cublas=4.25"), none when
+ *       left out.
  *   drop-choice TOKENS OP
  *       Remove the choice for OP in the variant of TOKENS tokens.
  *
@@ -346,6 +347,10 @@ static int parse_choice(struct choice_edit *ce, const char *how, const char *can
 		ce->flags = PLAN_CHOICE_TUNED;
 	else if (strcmp(how, "tuned,close") == 0)
 		ce->flags = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE;
+	else if (strcmp(how, "tuned,step") == 0)
+		ce->flags = PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP;
+	else if (strcmp(how, "tuned,close,step") == 0)
+		ce->flags = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP;
 	else
 		return -1;
 	if (cands == NULL)

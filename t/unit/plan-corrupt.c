@@ -478,8 +478,13 @@ static void test_structure(const unsigned char *content, size_t clen)
 	     put32(record_of(c, "META", 0) + 72, 3));
 	EDIT("META's reserved field", PLAN_ERR_RESERVED, "section META record 0",
 	     put32(record_of(c, "META", 0) + 76, 1));
-	EDIT("a choice flag bit 2", PLAN_ERR_RESERVED, "section CHOI record 1",
+	EDIT("a choice flag bit 2 (Step) in a 1.1 file", PLAN_ERR_RESERVED,
+	     "section CHOI record 1: flag Step (Choice_Flags bit 2) is set in a format 1.1 file, "
+	     "where the bit is reserved (Step is format 1.9)",
 	     put32(record_of(c, "CHOI", 1) + 12, 5));
+	EDIT("a choice flag bit 3", PLAN_ERR_RESERVED,
+	     "section CHOI record 1: reserved flags 0x00000008 are set",
+	     put32(record_of(c, "CHOI", 1) + 12, 9));
 	EDIT("a candidate's reserved field", PLAN_ERR_RESERVED, "section CAND record 2",
 	     put32(record_of(c, "CAND", 2) + 4, 1));
 	EDIT("a byte after the last section", PLAN_ERR_RESERVED, "after the last section",
@@ -626,11 +631,11 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 
 	f[8] = 2;
 	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.8",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 2.1 is newer than this reader's 1.9",
 	            "a newer major version");
 	f[8] = 7;
 	f[10] = 3;
-	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.8",
+	expect_file(f, len, NULL, PLAN_ERR_VERSION, "format version 7.3 is newer than this reader's 1.9",
 	            "a newer major version, header checksum unknown to this reader");
 	f[8] = 0;
 	f[10] = 9;
@@ -639,7 +644,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	            "major version 0");
 	free(f);
 
-	/* Format 1.9 as a future writer might make it: an optional section
+	/* Format 1.10 as a future writer might make it: an optional section
 	 * this reader does not know, and TENS records 8 bytes longer than
 	 * 1.5's. */
 	ns = split_content(content, s);
@@ -720,14 +725,14 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].size = 8 + (size_t)count * 176;
 	}
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 9, 1, &n);
+	f2 = make_file_ex(c2, c2len, 1, 10, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
-	       "format 1.9 with an unknown optional section and longer records is read");
+	       "format 1.10 with an unknown optional section and longer records is read");
 	if (p != NULL) {
 		if (!ok(sample_plans_equal(sample, p, why, sizeof why), "and gives the same plan"))
 			diag("    first difference: %s", why);
 		plan_get_format_version(p, &major, &minor);
-		ok(major == 1 && minor == 9, "the plan remembers format %u.%u", major, minor);
+		ok(major == 1 && minor == 10, "the plan remembers format %u.%u", major, minor);
 		void *w = NULL;
 		size_t wl = 0;
 		plan_write_memory(p, &w, &wl, NULL);
@@ -751,8 +756,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 			ext[i].flags = 1;
 	free(c2);
 	c2 = join_content(ext, k, &c2len);
-	f2 = make_file_ex(c2, c2len, 1, 9, 1, &n);
-	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.9 file is required",
+	f2 = make_file_ex(c2, c2len, 1, 10, 1, &n);
+	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section XTRA of this format 1.10 file is required",
 	            "an unknown required section of a newer minor");
 	free(f2);
 	free(c2);
@@ -783,10 +788,58 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	c2 = join_content(s, ns, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 0, 1, &n);
 	expect_file(f2, n, NULL, PLAN_ERR_VERSION, "section CHOI of this format 1.0 file is required, "
-	            "but this reader (format 1.8) does not know it",
+	            "but this reader (format 1.9) does not know it",
 	            "a file labelled 1.0 with a required CHOI");
 	free(f2);
 	free(c2);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Choices confirmed in the step (format 1.9).                             */
+
+/* The sample with choice 1 confirmed in the step is a 1.9 file, laid out
+ * as 1.8 lays it out. Labelled 1.8 (only its header changed), the reader
+ * refuses the flag as the reserved bit it is there; labelled 1.10, it
+ * reads it. */
+static void test_step(const plan_t *sample)
+{
+	plan_t *p = sample_rich(), *q = NULL;
+	const struct plan_choice *ch = sample != NULL ? plan_get_choice(sample, 1) : NULL;
+	struct plan_diag d = { 0 };
+	unsigned char *f = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	unsigned major = 0, minor = 0;
+
+	if (!ok(p != NULL && ch != NULL, "step: the sample has a choice 1") ||
+	    plan_set_choice(p, ch->variant, ch->op, ch->impl,
+	                    PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP, &d) != 0 ||
+	    plan_write_memory(p, &data, &len, &d) != 0) {
+		diag("    %s", d.message);
+		plan_free(p);
+		return;
+	}
+	f = data;
+	ok(get32(f + 8) == (1u | 9u << 16), "step: the header says 1.9");
+	f[10] = 8;
+	fix_header_crc(f);
+	expect_file(f, len, NULL, PLAN_ERR_RESERVED, "section CHOI record 1: flag Step "
+	            "(Choice_Flags bit 2) is set in a format 1.8 file, where the bit is reserved "
+	            "(Step is format 1.9)", "step: the same file labelled 1.8");
+	f[10] = 10;
+	fix_header_crc(f);
+	is_int(plan_read_memory(f, len, NULL, &q, &d), 0, "step: labelled 1.10, it is read (%s)",
+	       q == NULL ? d.message : "");
+	if (q != NULL) {
+		plan_get_format_version(q, &major, &minor);
+		ok(minor == 10 && plan_get_choice(q, 1)->flags == (PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP),
+		   "step: as format %u.%u, choice 1 in the step", major, minor);
+	} else {
+		tap_skip(1, "not read");
+	}
+	plan_free(q);
+	plan_free(p);
+	free(data);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1213,6 +1266,7 @@ int main(void)
 	test_structure(content, clen);
 	test_frame(file, len, content, clen);
 	test_versions(file, len, content, clen, sample);
+	test_step(sample);
 	test_keys(content);
 	test_limits(file, len, content, clen);
 	sweep_file(file, len);

@@ -1556,6 +1556,46 @@ static void test_ranks_one_version(void)
 	}
 }
 
+/* Format 1.9: a choice confirmed in the step on rank 1 alone makes the
+ * file 1.9 (rank 0's content too is written at that version). */
+static void test_step_rank(void)
+{
+	plan_t *p = build(2), *q = NULL;
+	plan_t *r1 = p != NULL ? (plan_t *)plan_get_rank(p, 1) : NULL;
+	struct plan_candidate two[] = { { "mma", 2.5 }, { "cublas", 2.25 } };
+	const uint32_t step = PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP;
+	struct plan_diag d = { 0 };
+	void *a = NULL;
+	size_t alen = 0;
+	unsigned major = 0, minor = 0;
+	char why[256] = "";
+
+	if (!ok(r1 != NULL && plan_add_choice(r1, &(struct plan_choice){ 0, 0, "mma", step, 2, two },
+	                                      NULL, &d) == 0,
+	        "step on rank 1: built (%s)", d.message))
+		goto out;
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "step on rank 1: written (%s)", d.message);
+	ok(a != NULL && get32((unsigned char *)a + 8) == (1u | 9u << 16),
+	   "step on rank 1: the header says 1.9");
+	is_int(a != NULL ? plan_read_memory(a, alen, NULL, &q, &d) : -1, 0,
+	       "step on rank 1: read back (%s)", d.message);
+	if (q != NULL) {
+		const struct plan_choice *c = plan_find_choice(plan_get_rank(q, 1), 0, 0);
+		plan_get_format_version(q, &major, &minor);
+		if (!ok(minor == 9 && world_equal(p, q, why, sizeof why) && c != NULL &&
+		        c->flags == step && strcmp(c->impl, "mma") == 0 &&
+		        plan_count_choices(q) == 0, "step on rank 1: every rank comes back, rank 1's "
+		        "choice in the step"))
+			diag("    format 1.%u; first difference: %s", minor, why);
+	} else {
+		tap_skip(1, "not read");
+	}
+out:
+	free(a);
+	plan_free(p);
+	plan_free(q);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
@@ -1571,5 +1611,6 @@ int main(int argc, char **argv)
 	test_nccl_mem();
 	test_nccl_mem_offsets();
 	test_ranks_one_version();
+	test_step_rank();
 	return tap_done();
 }

@@ -94,7 +94,20 @@ static void test_json(const plan_t *rich, const plan_t *v)
 	   "a choice made by default");
 	ok(strstr(all, "\"impl\": \"cublaslt\",\n          \"us\": 9.75\n") != NULL,
 	   "a candidate's time");
+	is_int(count(all, "\"step\": false"), plan_count_choices(rich),
+	       "every choice says whether it was confirmed in the step: none was");
 	free(all);
+
+	/* (1.9) v1's choice confirmed in the step. */
+	plan_t *stepped = sample_rich();
+	ok(stepped != NULL && plan_set_choice(stepped, 1, 1, "mma", PLAN_CHOICE_TUNED |
+	   PLAN_CHOICE_STEP, NULL) == 0, "a choice set to one confirmed in the step");
+	char *st = stepped != NULL ? dump(plan_dump_json, stepped, &one, &rc) : NULL;
+	ok(rc == PLAN_OK && st != NULL &&
+	   strstr(st, "\"impl\": \"mma\",\n      \"tuned\": true,\n      \"close\": false,\n"
+	              "      \"step\": true,\n") != NULL, "its JSON says \"step\": true");
+	free(st);
+	plan_free(stepped);
 
 	char *part = dump(plan_dump_json, rich, &one, &rc);
 	is_int(rc, PLAN_OK, "the JSON dump of one variant");
@@ -230,6 +243,49 @@ static void test_diff_choices(const plan_t *rich)
 	plan_free(b);
 }
 
+/* Every entry of RICH against B that is not context, one a line. */
+static void diff_lines(const plan_t *rich, const plan_t *b, char *all, size_t len)
+{
+	struct plan_diff *d = plan_diff(rich, b, 0);
+	size_t at = 0;
+
+	all[0] = '\0';
+	for (uint32_t i = 0; d != NULL && i < plan_diff_length(d); i++) {
+		const struct plan_diff_entry *e = plan_diff_get(d, i);
+		if (e->change == PLAN_DIFF_SAME)
+			continue;
+		int w = snprintf(all + at, len - at, "%s %s %lld [%s] [%s] [%s] [%s]\n",
+		                 plan_diff_area_name(e->area), plan_diff_change_name(e->change),
+		                 (long long)e->tokens, e->subject, e->field, e->a, e->b);
+		at += w > 0 && (size_t)w < len - at ? (size_t)w : 0;
+	}
+	plan_diff_free(d);
+}
+
+/* (1.9) How a choice was made is a difference: alone or in the step. Two
+ * close choices that went different ways are noise only when both were
+ * made the same way. */
+static void test_diff_step(const plan_t *rich)
+{
+	plan_t *b = sample_rich();
+	char all[2048];
+
+	if (!ok(b != NULL, "diff: a second rich plan"))
+		return;
+	plan_set_choice(b, 1, 1, "cublas", PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP, NULL);
+	diff_lines(rich, b, all, sizeof all);
+	is_str(all, "choices changed 4 [op mm.0 at 4 tokens] [chosen] [tuned] [tuned in the step]\n",
+	       "diff: only the step flag differs: one difference, how it was chosen");
+	plan_set_choice(b, 0, 1, "cublas", PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP,
+	                NULL);
+	plan_set_choice(b, 1, 1, "cublas", PLAN_CHOICE_TUNED, NULL);
+	diff_lines(rich, b, all, sizeof all);
+	is_str(all, "choices changed 16 [op mm.0 at 16 tokens] [impl] [mma] [cublas]\n"
+	       "choices changed 16 [op mm.0 at 16 tokens] [chosen] [tuned] [tuned in the step]\n",
+	       "diff: close both, one alone and one in the step: the impl is a difference");
+	plan_free(b);
+}
+
 static void test_diff(const plan_t *rich, const plan_t *v)
 {
 	struct plan_diff *d = plan_diff(rich, rich, 0);
@@ -326,6 +382,7 @@ int main(void)
 	test_dot(rich);
 	test_fold(rich);
 	test_diff(rich, v);
+	test_diff_step(rich);
 	test_stream_error(v);
 	plan_free(rich);
 	plan_free(v);

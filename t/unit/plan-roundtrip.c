@@ -213,6 +213,60 @@ out:
 	free(a);
 }
 
+/* Format 1.9: the rich sample with v1's choice confirmed in the step
+ * (another candidate than the fastest alone) is written as 1.9 and comes
+ * back so; switched back to what it was, the plan is written byte for
+ * byte as before (1.1), as every plan without a Step choice is. */
+static void test_step(void)
+{
+	plan_t *p = sample_rich(), *q = NULL, *plain = sample_rich();
+	const uint32_t step = PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP;
+	struct plan_diag d = { 0 };
+	void *a = NULL, *b = NULL, *c = NULL;
+	size_t alen = 0, blen = 0, clen = 0;
+	unsigned major = 0, minor = 0;
+	char why[256];
+
+	if (!ok(p != NULL && plain != NULL, "step: built"))
+		goto out;
+	is_int(plan_set_choice(p, 1, 1, "mma", step, &d), 0, "step: v1's choice set to mma (%s)",
+	       d.message);
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "step: written (%s)", d.message);
+	ok(a != NULL && ((unsigned char *)a)[10] == 9 && ((unsigned char *)a)[11] == 0,
+	   "step: the header says format 1.9");
+	is_int(plan_read_memory(a, alen, NULL, &q, &d), 0, "step: read back (%s)", d.message);
+	if (q != NULL) {
+		const struct plan_choice *ch = plan_find_choice(q, 1, 1);
+		if (!ok(sample_plans_equal(p, q, why, sizeof why), "step: read(write(p)) equals p"))
+			diag("    first difference: %s", why);
+		plan_get_format_version(q, &major, &minor);
+		ok(major == 1 && minor == PLAN_FORMAT_MINOR_STEP, "step: read as format %u.%u", major,
+		   minor);
+		ok(ch != NULL && strcmp(ch->impl, "mma") == 0 && ch->flags == step && ch->ncand == 2 &&
+		   ch->cand[0].us == 2.0, "step: the choice comes back, mma in the step, cublas "
+		   "faster alone");
+		is_int(plan_write_memory(q, &c, &clen, &d), 0, "step: the plan read is written");
+		ok(clen == alen && memcmp(a, c, alen) == 0, "step: write(read(file)) is the file");
+	} else {
+		tap_skip(4, "not read");
+	}
+	free(a);
+	a = NULL;
+	is_int(plan_set_choice(p, 1, 1, "cublas", PLAN_CHOICE_TUNED, &d), 0,
+	       "step: switched back to cublas, tuned alone");
+	is_int(plan_write_memory(p, &a, &alen, &d), 0, "step: written again");
+	is_int(plan_write_memory(plain, &b, &blen, &d), 0, "step: the untouched sample is written");
+	ok(a != NULL && b != NULL && alen == blen && memcmp(a, b, alen) == 0 &&
+	   ((unsigned char *)a)[10] == 1, "step: without Step, format 1.1 as before, byte for byte");
+out:
+	plan_free(p);
+	plan_free(q);
+	plan_free(plain);
+	free(a);
+	free(b);
+	free(c);
+}
+
 /* A plan of format 1.2: a weight read from a checkpoint in two row blocks
  * (one hashed, one not yet), and a prompt feed taking back an output. */
 static plan_t *weights_plan(void)
@@ -324,6 +378,7 @@ int main(void)
 {
 	test_compare();
 	test_new_fields();
+	test_step();
 	round_trip(sample_rich(), "rich plan");
 	round_trip(sample_vector(), "vector plan");
 	round_trip(plan_new(), "empty plan");

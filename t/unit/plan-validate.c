@@ -449,8 +449,13 @@ static void test_choices(void)
 	expect_invalid(p, "chose 'tiled', which is none of its 2 candidates", "a choice of no candidate");
 	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_CLOSE, 2, two);
 	expect_invalid(p, "close but was not tuned", "close without tuned");
-	CHOICE_PLAN(0, 1, "mma", 0x4, 2, two);
-	expect_invalid(p, "choice 0 has unknown flags 0x4", "an unknown choice flag");
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_STEP, 2, two);
+	expect_invalid(p, "choice 0 is marked step but was not tuned", "step without tuned");
+	CHOICE_PLAN(0, 1, "cublas", PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP, 2, two);
+	is_int(plan_validate(p, &d), 0, "a tuned, close choice confirmed in the step is valid");
+	plan_free(p);
+	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED | 0x8, 2, two);
+	expect_invalid(p, "choice 0 has unknown flags 0x9", "an unknown choice flag");
 	struct plan_candidate dup[] = { { "mma", 1.5 }, { "cublas", 2.0 }, { "mma", 1.0 } };
 	CHOICE_PLAN(0, 1, "mma", PLAN_CHOICE_TUNED, 3, dup);
 	expect_invalid(p, "choice 0 candidates 0 and 2 are both named 'mma'", "a candidate twice");
@@ -500,6 +505,66 @@ static void test_choices(void)
 	   strcmp(c->cand[0].impl, "mma") == 0 && c->cand[0].us == 4.5,
 	   "and keeps its own copy of what it was given");
 	ok(plan_get_choice(p, 1) == NULL, "no choice 1");
+	plan_free(p);
+}
+
+/* plan_set_choice: another candidate and flags for a recorded choice, or
+ * PLAN_ERR_INVALID / PLAN_ERR_NOT_FOUND with the choice left as it was. */
+static void test_set_choice(void)
+{
+	struct plan_candidate two[] = { { "mma", 1.5 }, { "cublas", 2.0 } };
+	const uint32_t step = PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP;
+	struct plan_diag d = { 0 };
+	const struct plan_choice *c;
+	plan_t *p = small_plan();
+
+	add_seg(p, 0, 0, 3);
+	plan_add_choice(p, &(struct plan_choice){ 0, 1, "mma", PLAN_CHOICE_TUNED, 2, two }, NULL, NULL);
+	plan_add_choice(p, &(struct plan_choice){ 0, 2, "fma", 0, 0, NULL }, NULL, NULL);
+	c = plan_get_choice(p, 0);
+
+	is_int(plan_set_choice(p, 0, 1, "cublas", step, &d), 0, "set: another candidate, in the step");
+	ok(plan_find_choice(p, 0, 1) == c && strcmp(c->impl, "cublas") == 0 && c->flags == step &&
+	   c->ncand == 2 && strcmp(c->cand[0].impl, "mma") == 0 && c->cand[1].us == 2.0,
+	   "plan_find_choice gives the new impl and flags, the candidates kept");
+	ok(c->impl == c->cand[1].impl, "the impl is the candidate's own string (no copy)");
+	is_int(plan_validate(p, &d), 0, "the plan is valid (%s)", d.message);
+
+	is_int(plan_set_choice(p, 0, 1, "tiled", PLAN_CHOICE_TUNED, &d), PLAN_ERR_INVALID,
+	       "set: an impl that is none of the candidates");
+	ok(strstr(d.message, "'tiled' is none of its 2 candidates") != NULL, "saying so: %s",
+	   d.message);
+	is_int(plan_set_choice(p, 0, 1, "mma", PLAN_CHOICE_TUNED | 0x10, &d), PLAN_ERR_INVALID,
+	       "set: an unknown flag");
+	ok(strstr(d.message, "unknown flags 0x10") != NULL, "saying so: %s", d.message);
+	is_int(plan_set_choice(p, 0, 1, "mma", PLAN_CHOICE_STEP, &d), PLAN_ERR_INVALID,
+	       "set: step without tuned");
+	ok(strstr(d.message, "marked step but not tuned") != NULL, "saying so: %s", d.message);
+	is_int(plan_set_choice(p, 0, 1, "mma", PLAN_CHOICE_CLOSE, &d), PLAN_ERR_INVALID,
+	       "set: close without tuned");
+	ok(strstr(d.message, "marked close but not tuned") != NULL, "saying so: %s", d.message);
+	is_int(plan_set_choice(p, 0, 1, "", PLAN_CHOICE_TUNED, &d), PLAN_ERR_INVALID,
+	       "set: an empty impl");
+	is_int(plan_set_choice(p, 0, 0, "mma", PLAN_CHOICE_TUNED, &d), PLAN_ERR_NOT_FOUND,
+	       "set: an op without a choice");
+	ok(strstr(d.message, "none recorded for op 0 in variant 0") != NULL, "saying so: %s",
+	   d.message);
+	is_int(plan_set_choice(p, 1, 1, "mma", PLAN_CHOICE_TUNED, &d), PLAN_ERR_NOT_FOUND,
+	       "set: a variant without it");
+	ok(strcmp(c->impl, "cublas") == 0 && c->flags == step, "none of them changed the choice");
+
+	/* Back and forth, as a tuner trying candidates in the step does. */
+	is_int(plan_set_choice(p, 0, 1, "mma", PLAN_CHOICE_TUNED, &d), 0, "set: back to mma");
+	ok(strcmp(plan_find_choice(p, 0, 1)->impl, "mma") == 0 &&
+	   plan_find_choice(p, 0, 1)->flags == PLAN_CHOICE_TUNED, "mma, tuned");
+
+	/* Without candidates, any name, copied. */
+	char name[8] = "mma";
+	is_int(plan_set_choice(p, 0, 2, name, PLAN_CHOICE_TUNED, &d), 0,
+	       "set: a choice without candidates takes any name");
+	memset(name, 'x', sizeof name - 1);
+	ok(strcmp(plan_find_choice(p, 0, 2)->impl, "mma") == 0, "and keeps its own copy");
+	is_int(plan_validate(p, &d), 0, "the plan is still valid (%s)", d.message);
 	plan_free(p);
 }
 
@@ -731,5 +796,6 @@ int main(void)
 	test_captures();
 	test_builder();
 	test_choices();
+	test_set_choice();
 	return tap_done();
 }
