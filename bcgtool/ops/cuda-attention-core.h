@@ -293,23 +293,19 @@ __device__ void attn_core_combine(const struct attn_core_scratch &sc, T *out, in
 }
 
 /*
- * The end of every core block of an active split (SPLIT < NACT, the row's
- * active splits of the launch's NSPLIT): merge the lanes' states, then
- * write out[t, h] (NACT 1) or this split's part, and with COUNTERS
- * ("split") merge the NACT parts in the last of their blocks. Every thread
- * calls it, once.
+ * The block's state: the lanes' states (m, l, acc) merged by xor shuffles,
+ * then the warps' in shared memory, in a fixed order. Sets M (the block's
+ * max, -inf where it holds no position) and LSUM, then, unless M is -inf
+ * and not ALWAYS, calls EMIT(d, a) once for every element d < D of the
+ * merged acc. Every thread calls it, once.
  */
-template <typename T, int LPR, int EPL>
-__device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[EPL], int64_t th,
-                                                 int split, int nact, int nsplit, int D, T *out,
-                                                 const struct attn_core_scratch &sc,
-                                                 unsigned *counters)
+template <int LPR, int EPL, typename Emit>
+__device__ __forceinline__ void attn_core_reduce(float m, float l, float (&acc)[EPL], int D,
+                                                 bool always, float &M, float &lsum,
+                                                 const Emit &emit)
 {
 	__shared__ float sh_m[ATTN_CORE_WARPS], sh_l[ATTN_CORE_WARPS];
 	__shared__ float sh_acc[ATTN_CORE_WARPS][LPR * EPL];
-	__shared__ float sh_cm[ATTN_CORE_MAX_SPLITS], sh_cl[ATTN_CORE_MAX_SPLITS];
-	__shared__ float sh_cw[ATTN_CORE_MAX_SPLITS];
-	__shared__ int flag;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
 #pragma unroll
@@ -333,7 +329,9 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 	}
 	__syncthreads();
 
-	float M = -INFINITY, wt[ATTN_CORE_WARPS], lsum = 0.0f;
+	float wt[ATTN_CORE_WARPS];
+	M = -INFINITY;
+	lsum = 0.0f;
 #pragma unroll
 	for (int w = 0; w < ATTN_CORE_WARPS; w++)
 		M = fmaxf(M, sh_m[w]);
@@ -342,18 +340,41 @@ __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[
 		wt[w] = sh_m[w] == -INFINITY ? 0.0f : exp2f(sh_m[w] - M);
 		lsum += wt[w] * sh_l[w];
 	}
-	if (nact == 1 || M != -INFINITY) {
-		for (int d = threadIdx.x; d < D; d += ATTN_CORE_THREADS) {
-			float a = 0.0f;
+	if (!always && M == -INFINITY)
+		return;
+	for (int d = threadIdx.x; d < D; d += ATTN_CORE_THREADS) {
+		float a = 0.0f;
 #pragma unroll
-			for (int w = 0; w < ATTN_CORE_WARPS; w++)
-				a += wt[w] * sh_acc[w][d];
-			if (nact == 1)
-				out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
-			else
-				sc.acc[(th * nsplit + split) * D + d] = a;
-		}
+		for (int w = 0; w < ATTN_CORE_WARPS; w++)
+			a += wt[w] * sh_acc[w][d];
+		emit(d, a);
 	}
+}
+
+/*
+ * The end of every core block of an active split (SPLIT < NACT, the row's
+ * active splits of the launch's NSPLIT): merge the lanes' states, then
+ * write out[t, h] (NACT 1) or this split's part, and with COUNTERS
+ * ("split") merge the NACT parts in the last of their blocks. Every thread
+ * calls it, once.
+ */
+template <typename T, int LPR, int EPL>
+__device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[EPL], int64_t th,
+                                                 int split, int nact, int nsplit, int D, T *out,
+                                                 const struct attn_core_scratch &sc,
+                                                 unsigned *counters)
+{
+	__shared__ float sh_cm[ATTN_CORE_MAX_SPLITS], sh_cl[ATTN_CORE_MAX_SPLITS];
+	__shared__ float sh_cw[ATTN_CORE_MAX_SPLITS];
+	__shared__ int flag;
+	float M, lsum;
+
+	attn_core_reduce<LPR, EPL>(m, l, acc, D, nact == 1, M, lsum, [&](int d, float a) {
+		if (nact == 1)
+			out[th * D + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
+		else
+			sc.acc[(th * nsplit + split) * D + d] = a;
+	});
 	if (nsplit > 1 && threadIdx.x == 0) {
 		if (split == 0)
 			sc.count[th] = nact;

@@ -7,10 +7,17 @@
  * Token t, head h attends to the first L = min(kv_len, S) cache rows
  * (causal: L - (T - 1 - t)); head h reads kv head h * kv_heads / heads.
  *
- * Two implementations merge the splits (cuda-attention-core.h): "split"
- * (the last block of each (t, h), up to CUDA_SCRATCH_COUNTERS pairs) and
- * "twopass" (a second kernel; any size). The two forms share the kernels
- * and differ in the launch:
+ * Three implementations merge the splits: "split" (the last block of each
+ * (t, h), up to CUDA_SCRATCH_COUNTERS pairs) and "twopass" (a second
+ * kernel; any size), both in cuda-attention-core.h, and "cluster" (sm_90):
+ * the splits of a (t, h) are one thread block cluster, and its first block
+ * merges the others' parts from their shared memory, so no part goes
+ * through global memory and no block waits on a counter. The cluster
+ * holds the launch's splits up to CUDA_ATTN_CLUSTER_MAX; where the plan
+ * wants more, each takes a longer chunk. Its merge sums in the order of
+ * "split"'s, but the two kernels are compiled apart, and the H100 showed
+ * f16 and bf16 outputs a rounding apart: its bits are its own. The forms
+ * differ in the launch:
  *  - eager (graph_safe 0): the split follows L, from the host's kv_len;
  *    the launch shape changes as the cache fills.
  *  - graph-safe (graph_safe 1): the number of splits follows S alone,
@@ -25,7 +32,14 @@
 #include <limits.h>
 #include <string.h>
 
+#include <cooperative_groups.h>
+
 #include "cuda-attention-core.h"
+
+/* The most blocks of a cluster: 16 where the device allows clusters past
+ * the portable 8 (an H100 does), else 8. */
+#define CUDA_ATTN_CLUSTER_MAX      16
+#define CUDA_ATTN_CLUSTER_PORTABLE 8
 
 /* --- device side ---------------------------------------------------------- */
 
@@ -73,6 +87,93 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
 	                                  sc, counters);
 }
 
+/* "cluster": block (t, h, split) = blockIdx.x as (t * H + h) * nsplit +
+ * split, where nsplit is the cluster's size and split the block's rank in
+ * it. The row's chunk follows L on the device in every form, as the
+ * graph-safe launch of the other forms plans it. Each block leaves its
+ * part (m, l, acc) in its shared memory; after the cluster's barrier the
+ * first block merges the active parts in rank order into out[t, h], and a
+ * second barrier keeps every part alive until it has been read. Every
+ * block, active or not, passes both barriers. */
+template <typename T, int LPR, int EPL, bool VEC>
+__global__ void __launch_bounds__(ATTN_CORE_THREADS)
+bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t H,
+                             int64_t KVH, int D, int64_t S, int64_t kv_len,
+                             const int32_t *kv_len_dev, float scale, int64_t causal_rows)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	namespace cg = cooperative_groups;
+	__shared__ float part_m, part_l;
+	__shared__ float part_acc[LPR * EPL];
+	cg::cluster_group cl = cg::this_cluster();
+	const int split = (int)cl.block_rank(), nsplit = (int)cl.num_blocks();
+	const int64_t th = blockIdx.x / nsplit;
+	const int64_t g = (th % H) * KVH / H;
+	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
+
+	cuda_pdl_begin();
+	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+	L = L < 0 ? 0 : L > S ? S : L;
+	if (causal_rows > 0) {
+		L -= causal_rows - 1 - th / H;
+		L = L < 0 ? 0 : L;
+	}
+	const int64_t chunk = attn_core_chunk_for(L, nsplit);
+	const int nact = attn_core_active(L, chunk, nsplit);
+	float acc[EPL], m = -INFINITY, l = 0.0f;
+#pragma unroll
+	for (int e = 0; e < EPL; e++)
+		acc[e] = 0.0f;
+	if (split < nact) {
+		const int64_t start = (int64_t)split * chunk;
+		const int64_t end = start + chunk < L ? start + chunk : L;
+		float qr[EPL];
+		attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
+		attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D,
+		                                       scale * ATTN_CORE_LOG2E, m, l, acc);
+	}
+	float M, lsum;
+	attn_core_reduce<LPR, EPL>(m, l, acc, D, true, M, lsum,
+	                           [&](int d, float a) { part_acc[d] = a; });
+	if (threadIdx.x == 0) {
+		part_m = M;
+		part_l = lsum;
+	}
+	cl.sync();
+	if (split == 0) {
+		/* attn_core_combine's sums, in its order; every remote load
+		 * of a round is issued before any is used */
+		__shared__ float pm[CUDA_ATTN_CLUSTER_MAX], pl[CUDA_ATTN_CLUSTER_MAX];
+		if (threadIdx.x < nact) {
+			pm[threadIdx.x] = *cl.map_shared_rank(&part_m, threadIdx.x);
+			pl[threadIdx.x] = *cl.map_shared_rank(&part_l, threadIdx.x);
+		}
+		__syncthreads();
+		float Mx = -INFINITY;
+		for (int r = 0; r < nact; r++)
+			Mx = fmaxf(Mx, pm[r]);
+		for (int d = threadIdx.x; d < D; d += ATTN_CORE_THREADS) {
+			float pa[CUDA_ATTN_CLUSTER_MAX], ls = 0.0f, a = 0.0f;
+#pragma unroll
+			for (int r = 0; r < CUDA_ATTN_CLUSTER_MAX; r++)
+				pa[r] = r < nact && pm[r] != -INFINITY
+				        ? cl.map_shared_rank(part_acc, (unsigned)r)[d] : 0.0f;
+#pragma unroll
+			for (int r = 0; r < CUDA_ATTN_CLUSTER_MAX; r++) {
+				if (r >= nact)
+					break;
+				const float w = pm[r] == -INFINITY ? 0.0f : exp2f(pm[r] - Mx);
+				ls += w * pl[r];
+				if (w != 0.0f)
+					a += w * pa[r];
+			}
+			out[th * D + d] = cuda_from_f32<T>(ls > 0.0f ? a / ls : 0.0f);
+		}
+	}
+	cl.sync();
+#endif
+}
+
 /* --- host side ------------------------------------------------------------ */
 
 struct attn_shape {
@@ -94,6 +195,7 @@ struct attn_launch {
 	float scale;
 	struct attn_core_scratch sc;
 	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
+	unsigned cluster;               /* "cluster": its blocks (= nsplit); else 0 */
 	const struct cuda_op_ctx *ctx;
 };
 
@@ -157,6 +259,8 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 		return sh.th <= CUDA_SCRATCH_COUNTERS;
 	case CUDA_IMPL_ATTN_TWOPASS:
 		return 1;
+	case CUDA_IMPL_ATTN_CLUSTER:
+		return cuda_device_sm90();
 	}
 	return 0;
 }
@@ -173,6 +277,8 @@ struct attn_launcher {
 	{
 		const struct attn_shape *sh = &al->sh;
 		T *out = static_cast<T *>(al->out);
+		if (al->cluster > 0)
+			return run_cluster<LPR, EPL, VEC>();
 		int rc = cuda_launch(al->ctx, "bcg_attention_split_kernel",
 		                     bcg_attention_split_kernel<T, LPR, EPL, VEC>,
 		                     dim3((unsigned)(sh->th * al->nsplit)), dim3(ATTN_CORE_THREADS),
@@ -183,6 +289,31 @@ struct attn_launcher {
 		                     al->chunk, al->scale, al->causal_rows);
 		return rc ? rc : attn_core_launch_merge<T>(al->ctx, al->sc, al->counters, out, sh->th,
 		                                          al->nsplit, sh->D, msg, len);
+	}
+
+	template <int LPR, int EPL, bool VEC>
+	int run_cluster() const
+	{
+		static unsigned long long wide_set;
+		const struct attn_shape *sh = &al->sh;
+		void (*kernel)(const T *, const T *, const T *, T *, int64_t, int64_t, int, int64_t,
+		               int64_t, const int32_t *, float, int64_t) =
+			bcg_attention_cluster_kernel<T, LPR, EPL, VEC>;
+		unsigned cl = al->cluster;
+
+		/* Clusters past the portable size need the kernel's consent. */
+		if (cl > CUDA_ATTN_CLUSTER_PORTABLE &&
+		    cuda_func_attr_once(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1,
+		                        &wide_set) != cudaSuccess) {
+			(void)cudaGetLastError();
+			cl = CUDA_ATTN_CLUSTER_PORTABLE;
+		}
+		return cuda_launch_ex(al->ctx, "bcg_attention_cluster_kernel", kernel,
+		                      dim3((unsigned)(sh->th * cl)), dim3(ATTN_CORE_THREADS), 0, cl,
+		                      msg, len, static_cast<const T *>(al->q),
+		                      static_cast<const T *>(al->k), static_cast<const T *>(al->v),
+		                      static_cast<T *>(al->out), sh->H, sh->KVH, (int)sh->D, sh->S,
+		                      al->kv_len, al->kv_len_dev, al->scale, al->causal_rows);
 	}
 };
 
@@ -215,12 +346,17 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	al.kv_len = call->attr[ATTN_KV_LEN].i;
 	al.causal_rows = call->attr[ATTN_CAUSAL].i ? al.sh.T : 0;
 	al.ctx = ctx;
-	if (call->impl != CUDA_IMPL_ATTN_SPLIT && call->impl != CUDA_IMPL_ATTN_TWOPASS)
+	if (call->impl != CUDA_IMPL_ATTN_SPLIT && call->impl != CUDA_IMPL_ATTN_TWOPASS &&
+	    call->impl != CUDA_IMPL_ATTN_CLUSTER)
 		return cuda_fail(msg, len, "attention: no implementation %d on CUDA", call->impl);
-	if (!cuda_attention_usable(call, call->impl))
+	if (!cuda_attention_usable(call, call->impl)) {
+		if (call->impl == CUDA_IMPL_ATTN_CLUSTER)
+			return cuda_fail(msg, len, "attention: implementation cluster needs an sm_90 "
+			                 "device (thread block clusters)");
 		return cuda_fail(msg, len, "attention: implementation split cannot run %lld (token, "
 		                 "head) pairs, above the %lld scratch counters", (long long)al.sh.th,
 		                 (long long)CUDA_SCRATCH_COUNTERS);
+	}
 	al.scale = scale == 0.0 ? 1.0f / sqrtf((float)al.sh.D) : (float)scale;
 	if (call->graph_safe) {
 		/* A literal kv_len has no device mirror; it is the same every
@@ -232,7 +368,15 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		attn_core_plan(L, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	}
 
-	need = cuda_scratch_with_counters(attn_core_scratch_for(al.sh.th, al.nsplit, al.sh.D));
+	if (call->impl == CUDA_IMPL_ATTN_CLUSTER) {
+		/* the cluster holds the splits; no scratch */
+		al.cluster = (unsigned)(al.nsplit < CUDA_ATTN_CLUSTER_MAX ? al.nsplit
+		                                                          : CUDA_ATTN_CLUSTER_MAX);
+		need = 0;
+	} else {
+		need = cuda_scratch_with_counters(attn_core_scratch_for(al.sh.th, al.nsplit,
+		                                                        al.sh.D));
+	}
 	if (need > 0) {
 		if (!ctx->scratch || ctx->scratch_bytes < need)
 			return cuda_fail(msg, len, "attention: needs %zu bytes of scratch, the context "

@@ -150,7 +150,8 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 /* The implementations of each kind, by index (cuda_impl_name's order). */
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
        CUDA_IMPL_CUBLAS_CLASS = 3, CUDA_IMPL_MMA_PACKED = 4 };
-enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1 };         /* attention */
+enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attention */
+       CUDA_IMPL_ATTN_CLUSTER = 2 };
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
@@ -371,18 +372,20 @@ static inline unsigned cuda_row_blocks(int64_t rows)
 	return rows < 1 ? 1u : (unsigned)rows;
 }
 
-/* Launch KERNEL on CTX's stream with GRID x BLOCK threads and SMEM bytes
- * of dynamic shared memory: with programmatic stream serialization when
- * ctx->pdl (the kernel must keep the rule at the top of this file), else
- * as <<<grid, block, smem, stream>>>. Returns 0, or -1 naming NAME and
- * the error. */
+/* Launch KERNEL on CTX's stream with GRID x BLOCK threads, SMEM bytes of
+ * dynamic shared memory and, where CLUSTER is above 0, thread block
+ * clusters of CLUSTER blocks along x (GRID.x a multiple of it): with
+ * programmatic stream serialization when ctx->pdl (the kernel must keep
+ * the rule at the top of this file), else as <<<grid, block, smem,
+ * stream>>>. Returns 0, or -1 naming NAME and the error. */
 template <typename... P, typename... A>
-static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
-                            void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
-                            char *msg, size_t len, A &&...args)
+static int cuda_launch_ex(const struct cuda_op_ctx *ctx, const char *name, void (*kernel)(P...),
+                          dim3 grid, dim3 block, size_t smem, unsigned cluster, char *msg,
+                          size_t len, A &&...args)
 {
 	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute attr[1] = {};
+	cudaLaunchAttribute attr[2] = {};
+	unsigned n = 0;
 	cudaError_t err;
 
 	cfg.gridDim = grid;
@@ -390,11 +393,17 @@ static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
 	cfg.dynamicSmemBytes = smem;
 	cfg.stream = ctx->stream;
 	if (ctx->pdl) {
-		attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		attr[0].val.programmaticStreamSerializationAllowed = 1;
-		cfg.attrs = attr;
-		cfg.numAttrs = 1;
+		attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		attr[n++].val.programmaticStreamSerializationAllowed = 1;
 	}
+	if (cluster > 0) {
+		attr[n].id = cudaLaunchAttributeClusterDimension;
+		attr[n].val.clusterDim.x = cluster;
+		attr[n].val.clusterDim.y = 1;
+		attr[n++].val.clusterDim.z = 1;
+	}
+	cfg.attrs = n > 0 ? attr : NULL;
+	cfg.numAttrs = n;
 	err = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 	if (err == cudaSuccess)
 		err = cudaGetLastError();
@@ -404,15 +413,25 @@ static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
 	return 0;
 }
 
-/* Let KERNEL take BYTES of dynamic shared memory on the current device
- * (cudaFuncAttributeMaxDynamicSharedMemorySize), once a device: the
- * attribute stays with the function for the process (which never resets
- * a device), and *SET (the caller's static, one per kernel and BYTES)
- * keeps a bit a device it was set on. Devices past the 64th ask every
- * time. Two threads may both set it the first time: the same value, no
- * harm. */
+/* The same without clusters. */
+template <typename... P, typename... A>
+static int cuda_launch_smem(const struct cuda_op_ctx *ctx, const char *name,
+                            void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+                            char *msg, size_t len, A &&...args)
+{
+	return cuda_launch_ex(ctx, name, kernel, grid, block, smem, 0, msg, len,
+	                      std::forward<A>(args)...);
+}
+
+/* Set KERNEL's attribute ATTR to VALUE on the current device, once a
+ * device: the attribute stays with the function for the process (which
+ * never resets a device), and *SET (the caller's static, one per kernel
+ * and value) keeps a bit a device it was set on. Devices past the 64th
+ * ask every time. Two threads may both set it the first time: the same
+ * value, no harm. */
 template <typename... P>
-static cudaError_t cuda_smem_ceiling(void (*kernel)(P...), int bytes, unsigned long long *set)
+static cudaError_t cuda_func_attr_once(void (*kernel)(P...), cudaFuncAttribute attr, int value,
+                                       unsigned long long *set)
 {
 	int dev = 0;
 	cudaError_t err = cudaGetDevice(&dev);
@@ -422,10 +441,32 @@ static cudaError_t cuda_smem_ceiling(void (*kernel)(P...), int bytes, unsigned l
 	const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
 	if (bit != 0 && (__atomic_load_n(set, __ATOMIC_ACQUIRE) & bit) != 0)
 		return cudaSuccess;
-	err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+	err = cudaFuncSetAttribute(kernel, attr, value);
 	if (err == cudaSuccess && bit != 0)
 		__atomic_fetch_or(set, bit, __ATOMIC_RELEASE);
 	return err;
+}
+
+/* Let KERNEL take BYTES of dynamic shared memory on the current device
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize), once a device. */
+template <typename... P>
+static cudaError_t cuda_smem_ceiling(void (*kernel)(P...), int bytes, unsigned long long *set)
+{
+	return cuda_func_attr_once(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes, set);
+}
+
+/* Whether the current device is sm_90 or later (clusters, bulk copies,
+ * griddepcontrol). */
+static inline int cuda_device_sm90(void)
+{
+	int dev = 0, major = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return major >= 9;
 }
 
 /* The same without dynamic shared memory. */

@@ -887,19 +887,6 @@ static int dl_parts_fit(int64_t n, int rpu, int64_t kv, int64_t blocks)
 	return nu * rpu * ks <= DL_PART_CAP && 4 * DL_WARPS * rpu <= DL_PART_CAP;
 }
 
-/* Whether the device is sm_90 or later (bulk prefetches, griddepcontrol). */
-static int dl_device_ok(void)
-{
-	int dev = 0, major = 0;
-
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return 0;
-	}
-	return major >= 9;
-}
-
 static int dl_persistent_ok(const struct op_call *call)
 {
 	struct dl_shape s;
@@ -934,7 +921,7 @@ int cuda_decoder_layer_usable(const struct op_call *call, int impl)
 		return 0;
 	switch (impl) {
 	case CUDA_IMPL_DL_PERSISTENT:
-		return dl_persistent_ok(call) && dl_device_ok();
+		return dl_persistent_ok(call) && cuda_device_sm90();
 	case CUDA_IMPL_DL_SPLIT:
 		dl_calls_fill(call, NULL, NULL, NULL, &k);
 		return cuda_rmsnorm_matmul_rope_kv_write_usable(&k.qkv, k.qkv.impl) &&

@@ -221,6 +221,8 @@ int cuda_paged_attention_usable(const struct op_call *call, int impl)
 		return sh.th <= CUDA_SCRATCH_COUNTERS;
 	case CUDA_IMPL_ATTN_TWOPASS:
 		return 1;
+	case CUDA_IMPL_ATTN_CLUSTER:
+		return 0;       /* cuda-attention.cu's, over a contiguous cache */
 	}
 	return 0;
 }

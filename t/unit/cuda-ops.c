@@ -1265,7 +1265,7 @@ static void test_attention(struct env *e)
 			const struct attn_cfg *cfg = &cfgs[k];
 			attn_bufs_init(e, &ab, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 3; smi++) {
+				for (int smi = 0; smi < 4; smi++) {
 					for (int j = 0; j < nkv; j++) {
 						int64_t kv = kvs[j] == -1 ? cfg->S : kvs[j] == -2 ? cfg->S + 100 : kvs[j];
 						if (kvs[j] >= 0 && kvs[j] > cfg->S)
@@ -1273,9 +1273,10 @@ static void test_attention(struct env *e)
 						int32_t kv32 = (int32_t)kv;
 						CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 						attn_case_init(&c, &ab, cfg, kv, gs);
-						/* smi 2: the device's size, merged by a second kernel */
+						/* smi 2: the device's size, merged by a second
+						 * kernel; 3: merged in a cluster */
 						c.sm_count = smi == 1 ? 1 : 0;
-						c.impl = smi == 2 ? 1 : 0;
+						c.impl = smi == 2 ? 1 : smi == 3 ? 2 : 0;
 						c.scratch = attn_scratch(&c);
 						snprintf(c.what, sizeof c.what,
 						         "attention %s %s T %lld heads %lld/%lld head_dim %lld "
@@ -1470,6 +1471,10 @@ static void test_paged_attention(struct env *e)
 
 /* The graph-safe form captured once (with a host kv_len it must ignore)
  * and replayed as the device kv_len changes. */
+/* Each implementation captured once and replayed for every kv_len in
+ * device memory, against the host. With the device's size fixed at 132
+ * multiprocessors the plan gives the first two shapes 16 splits, which a
+ * cluster holds whole, and the third 128, which it does not. */
 static void test_attention_graph(struct env *e)
 {
 	static const struct attn_cfg cfgs[] = {
@@ -1478,6 +1483,7 @@ static void test_attention_graph(struct env *e)
 		{ 1, 1, 1, 128, 8192, 0.0, 0 },
 	};
 	static const int32_t kvs[] = { 1000, 1, 7, 64, 1024, 0, 3000, 513, 8192, 1000 };
+	static const int impls[] = { 0 /* split */, 2 /* cluster */ };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
 
 	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
@@ -1485,85 +1491,94 @@ static void test_attention_graph(struct env *e)
 		for (int k = 0; k < ncfg; k++) {
 			const struct attn_cfg *cfg = &cfgs[k];
 			struct attn_bufs ab;
-			struct tcase c;
-			struct op_call dcall, hcall;
-			struct cuda_op_ctx ctx = e->ctx;
-			cudaGraph_t graph = NULL;
-			cudaGraphExec_t exec = NULL;
-			char msg[256] = "";
-			void *scratch = NULL;
-			int rc;
 
 			attn_bufs_init(e, &ab, dt, cfg);
 			tbuf_upload(&ab.q);
 			tbuf_upload(&ab.k);
 			tbuf_upload(&ab.v);
-			attn_case_init(&c, &ab, cfg, 3, 1);
-			c.scratch = attn_scratch(&c);
-			scratch = scratch_alloc(c.scratch);
-			ctx.scratch = scratch;
-			ctx.scratch_bytes = c.scratch;
-			tcase_call(&c, &dcall, 1);
-			CK(cudaDeviceSynchronize());
+			for (int ii = 0; ii < 2; ii++) {
+				const char *iname = cuda_impl_name(OP_ATTENTION, impls[ii]);
+				struct tcase c;
+				struct op_call dcall, hcall;
+				struct cuda_op_ctx ctx = e->ctx;
+				cudaGraph_t graph = NULL;
+				cudaGraphExec_t exec = NULL;
+				char msg[256] = "";
+				void *scratch = NULL;
+				int rc;
 
-			CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
-			rc = cuda_kernel(OP_ATTENTION)(&dcall, &ctx, msg, sizeof msg);
-			cudaError_t err = cudaStreamEndCapture(e->stream, &graph);
-			if (rc == 0 && err != cudaSuccess) {
-				snprintf(msg, sizeof msg, "cudaStreamEndCapture: %s", cudaGetErrorString(err));
-				rc = -1;
-			}
-			if (rc == 0 && (err = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess) {
-				snprintf(msg, sizeof msg, "cudaGraphInstantiate: %s", cudaGetErrorString(err));
-				rc = -1;
-			}
-			ok(rc == 0, "attention graph-safe %s S %lld head_dim %lld: captured once",
-			   dtype_name(dt), (long long)cfg->S, (long long)cfg->D);
-			if (rc != 0) {
-				diag("  %s", msg);
-				tap_skip(nkv, "no graph to replay");
-			}
-			for (int j = 0; rc == 0 && j < nkv; j++) {
-				int32_t kv32 = kvs[j];
-				char why[256] = "";
-				int pass;
+				attn_case_init(&c, &ab, cfg, 3, 1);
+				c.impl = impls[ii];
+				c.scratch = attn_scratch(&c);
+				scratch = scratch_alloc(c.scratch);
+				ctx.scratch = scratch;
+				ctx.scratch_bytes = c.scratch;
+				ctx.sm_count = 132;
+				tcase_call(&c, &dcall, 1);
+				CK(cudaDeviceSynchronize());
 
-				CK(cudaMemcpyAsync(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice,
-				                   e->stream));
-				CK(cudaMemsetAsync(ab.out.dev, POISON_DEV, ab.out.bytes, e->stream));
-				err = cudaGraphLaunch(exec, e->stream);
-				if (err == cudaSuccess)
-					err = cudaStreamSynchronize(e->stream);
-				c.attr[ATTN_KV_LEN].i = kv32;
-				memset(ab.out.host, POISON_DEV, ab.out.bytes);
-				tcase_call(&c, &hcall, 0);
-				host_kernel(OP_ATTENTION)(&hcall);
-				if (err != cudaSuccess) {
-					snprintf(why, sizeof why, "replay: %s", cudaGetErrorString(err));
-					pass = 0;
-				} else {
-					void *got = malloc(ab.out.bytes);
+				CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+				rc = cuda_kernel(OP_ATTENTION)(&dcall, &ctx, msg, sizeof msg);
+				cudaError_t err = cudaStreamEndCapture(e->stream, &graph);
+				if (rc == 0 && err != cudaSuccess) {
+					snprintf(msg, sizeof msg, "cudaStreamEndCapture: %s",
+					         cudaGetErrorString(err));
+					rc = -1;
+				}
+				if (rc == 0 && (err = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess) {
+					snprintf(msg, sizeof msg, "cudaGraphInstantiate: %s",
+					         cudaGetErrorString(err));
+					rc = -1;
+				}
+				ok(rc == 0, "attention graph-safe %s %s S %lld head_dim %lld: captured once",
+				   iname, dtype_name(dt), (long long)cfg->S, (long long)cfg->D);
+				if (rc != 0) {
+					diag("  %s", msg);
+					tap_skip(nkv, "no graph to replay");
+				}
+				for (int j = 0; rc == 0 && j < nkv; j++) {
+					int32_t kv32 = kvs[j];
+					char why[256] = "";
+					int pass;
+
+					CK(cudaMemcpyAsync(ab.kv_dev, &kv32, sizeof kv32,
+					                   cudaMemcpyHostToDevice, e->stream));
+					CK(cudaMemsetAsync(ab.out.dev, POISON_DEV, ab.out.bytes, e->stream));
+					err = cudaGraphLaunch(exec, e->stream);
+					if (err == cudaSuccess)
+						err = cudaStreamSynchronize(e->stream);
+					c.attr[ATTN_KV_LEN].i = kv32;
+					memset(ab.out.host, POISON_DEV, ab.out.bytes);
+					tcase_call(&c, &hcall, 0);
+					host_kernel(OP_ATTENTION)(&hcall);
+					void *got = calloc(1, ab.out.bytes);
 					if (!got)
 						bail("out of memory");
-					CK(cudaMemcpy(got, ab.out.dev, ab.out.bytes, cudaMemcpyDeviceToHost));
-					pass = tbuf_compare(&ab.out, got, c.tol, why, sizeof why);
+					if (err != cudaSuccess) {
+						snprintf(why, sizeof why, "replay: %s", cudaGetErrorString(err));
+						pass = 0;
+					} else {
+						CK(cudaMemcpy(got, ab.out.dev, ab.out.bytes,
+						              cudaMemcpyDeviceToHost));
+						pass = tbuf_compare(&ab.out, got, c.tol, why, sizeof why);
+					}
+					if (pass && !scratch_counters_zero(scratch, c.scratch)) {
+						pass = 0;
+						snprintf(why, sizeof why, "the scratch counters are not zero");
+					}
+					ok(pass, "attention graph-safe %s %s S %lld: replay with device "
+					   "kv_len %d", iname, dtype_name(dt), (long long)cfg->S, (int)kv32);
+					if (!pass)
+						diag("  %s", why);
 					free(got);
 				}
-				if (pass && !scratch_counters_zero(scratch, c.scratch)) {
-					pass = 0;
-					snprintf(why, sizeof why, "the scratch counters are not zero");
-				}
-				ok(pass, "attention graph-safe %s S %lld: replay with device kv_len %d",
-				   dtype_name(dt), (long long)cfg->S, (int)kv32);
-				if (!pass)
-					diag("  %s", why);
+				if (exec)
+					CK(cudaGraphExecDestroy(exec));
+				if (graph)
+					CK(cudaGraphDestroy(graph));
+				if (scratch)
+					CK(cudaFree(scratch));
 			}
-			if (exec)
-				CK(cudaGraphExecDestroy(exec));
-			if (graph)
-				CK(cudaGraphDestroy(graph));
-			if (scratch)
-				CK(cudaFree(scratch));
 			attn_bufs_free(&ab);
 		}
 	}
