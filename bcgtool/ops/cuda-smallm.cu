@@ -1124,6 +1124,19 @@ static int smallm_layout_ok(const struct cuda_product *p)
 	return p->trans_b && !p->trans_a && p->M >= 0 && p->N < INT_MAX && p->K < INT_MAX;
 }
 
+/* Whether product P's b is one of CALL's weights (its const_in bit): what
+ * mma_packed needs, and what lets a kernel read b ahead of the PDL wait. */
+static bool smallm_b_is_weight(const struct op_call *call, const struct cuda_product *p)
+{
+	return cuda_const_bit(call, (int)(p->b - call->in), 0) != 0;
+}
+
+/* The halves of product ID's packed weight: gate|up's two, else one. */
+static int smallm_pack_halves(enum op_id id)
+{
+	return id == OP_MATMUL_SILU_MUL ? 2 : 1;
+}
+
 int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 {
 	struct cuda_product p;
@@ -1137,8 +1150,7 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 		       smallm_aligned(p.a) && smallm_aligned(p.b);
 	case CUDA_IMPL_MMA_PACKED:
 		/* mma's, on a weight: its copy is made once and never remade. */
-		return cuda_product_usable(id, call, CUDA_IMPL_MMA) &&
-		       cuda_const_bit(call, (int)(p.b - call->in), 0) != 0;
+		return cuda_product_usable(id, call, CUDA_IMPL_MMA) && smallm_b_is_weight(call, &p);
 	case CUDA_IMPL_GEMV:
 		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M;
 	case CUDA_IMPL_CUBLAS:
@@ -1576,8 +1588,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		                 "%s (trans_a %d, trans_b %d%s)", who, cuda_impl_name(id, impl),
 		                 (long long)p.M, (long long)p.N, (long long)p.K,
 		                 cuda_dtype_name(p.a->dtype), p.trans_a, p.trans_b,
-		                 impl == CUDA_IMPL_MMA_PACKED && cuda_const_bit(call, (int)(p.b - call->in),
-		                                                                0) == 0
+		                 impl == CUDA_IMPL_MMA_PACKED && !smallm_b_is_weight(call, &p)
 		                 ? "; b is not a weight" : "");
 	if (impl == CUDA_IMPL_CUBLAS || impl == CUDA_IMPL_CUBLAS_CLASS)
 		return cuda_product_cublas(id, call, impl == CUDA_IMPL_CUBLAS_CLASS, ctx, msg, len);
@@ -1592,7 +1603,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		smallm_rows_plan(&p, 2, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
-		args.b_const = cuda_const_bit(call, (int)(p.b - call->in), 0) != 0;
+		args.b_const = smallm_b_is_weight(call, &p);
 		if (id == OP_MATMUL_ADD && smallm_bulk_fits(&p, false, false, args.b_const, ctx))
 			return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
 		switch (id) {
@@ -1613,7 +1624,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 		return -1;
 	if (impl == CUDA_IMPL_MMA_PACKED &&
-	    (args.b = cuda_pack_find(ctx->packs, p.b, id == OP_MATMUL_SILU_MUL ? 2 : 1)) == NULL)
+	    (args.b = cuda_pack_find(ctx->packs, p.b, smallm_pack_halves(id))) == NULL)
 		return cuda_fail(msg, len, "%s: mma_packed has no packed copy of its weight [%lld, "
 		                 "%lld] (cuda_op_prepare makes it before the first launch)", who,
 		                 (long long)p.NB, (long long)p.K);
@@ -1644,8 +1655,7 @@ int cuda_product_prepare(enum op_id id, const struct op_call *call,
 	if (ctx->packs == NULL)
 		return cuda_fail(msg, len, "%s: mma_packed needs a context that keeps packed weights",
 		                 smallm_kind_name(id));
-	return cuda_pack_make(ctx->packs, p.b, id == OP_MATMUL_SILU_MUL ? 2 : 1, keep,
-	                      ctx->stream, msg, len);
+	return cuda_pack_make(ctx->packs, p.b, smallm_pack_halves(id), keep, ctx->stream, msg, len);
 }
 
 /* ARGS for product P planned as PL, the split's scratch taken from CTX;
