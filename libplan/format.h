@@ -117,7 +117,8 @@ enum fmt_section {
 #define REC_BLCH_1_7 32
 /* Format 1.8: DIST grew (Nccl_Mem). */
 #define REC_DIST_1_8 24
-/* Format 1.9: no record grew; Choice_Flags bit 2 (Step) is defined. */
+/* Format 1.9: CHOI grew (Tune_Flags: the Step mark). */
+#define REC_CHOI_1_9 32
 
 /* The records 1.1 grew, at their 1.0 sizes: a 1.0 file has exactly these,
  * and the fields past them take their defaults. */
@@ -156,7 +157,7 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 	[S_BRKP] = { "BRKP", 0, { REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP, REC_BRKP } },
 	[S_CHKS] = { "CHKS", 0, { REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS, REC_CHKS } },
 	[S_DISP] = { "DISP", 0, { REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP, REC_DISP } },
-	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI } },
+	[S_CHOI] = { "CHOI", 1, { 0, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI, REC_CHOI_1_9 } },
 	[S_CAND] = { "CAND", 1, { 0, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND, REC_CAND } },
 	[S_WSRC] = { "WSRC", 2, { 0, 0, REC_WSRC, REC_WSRC, REC_WSRC, REC_WSRC_1_5, REC_WSRC_1_5, REC_WSRC_1_5, REC_WSRC_1_5, REC_WSRC_1_5 } },
 	[S_VKEY] = { "VKEY", 3, { 0, 0, 0, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY, REC_VKEY } },
@@ -343,6 +344,8 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define CHOI_FLAGS           12
 #define CHOI_CAND_FIRST      16
 #define CHOI_CAND_COUNT      20
+#define CHOI_TUNE_FLAGS      24   /* 1.9 */
+#define CHOI_RESERVED        28
 
 #define CAND_IMPL            0
 #define CAND_RESERVED        4
@@ -471,8 +474,10 @@ static const struct fmt_section_def fmt_sections[S_COUNT] = {
 #define FMT_OP_FLAGS         PLAN_OP_EAGER
 #define FMT_SEG_FLAGS        PLAN_SEG_NODES
 #define FMT_FEATURES         PLAN_FEATURE_PDL
-#define FMT_CHOICE_FLAGS     (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP)
-#define FMT_CHOICE_FLAGS_1_1 (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE)   /* 1.1 to 1.8 */
+#define FMT_CHOICE_FLAGS     (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE)
+/* (1.9) CHOI's Tune_Flags: bit 0 Step, PLAN_CHOICE_STEP in the model. */
+#define FMT_TUNE_STEP        UINT32_C(0x1)
+#define FMT_TUNE_FLAGS       FMT_TUNE_STEP
 #define FMT_WSRC_FLAGS       PLAN_WSRC_HASHED
 #define FMT_KEY_FLAGS        PLAN_KEY_UNIFORM
 #define FMT_DISPATCH_FLAGS   PLAN_DISPATCH_UNIFORM

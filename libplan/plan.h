@@ -496,7 +496,9 @@ struct plan_share {
                                       the variant was captured and replayed
                                       with each contested candidate, and this
                                       one's step was the fastest (it may be
-                                      slower alone than another candidate) */
+                                      slower alone than another candidate);
+                                      in the file, CHOI's Tune_Flags bit 0,
+                                      no bit of Choice_Flags */
 
 struct plan_candidate {
 	const char *impl;    /* implementation name ("mma", "cublas") */

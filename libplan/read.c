@@ -1234,10 +1234,6 @@ static int build_choices(struct reader *r)
 	uint32_t cursor = 0;
 	int err;
 
-	/* Step (bit 2) is 1.9's: reserved in the files before. */
-	const uint32_t known = r->minor >= PLAN_FORMAT_MINOR_STEP ? FMT_CHOICE_FLAGS :
-	                       FMT_CHOICE_FLAGS_1_1;
-
 	for (uint32_t i = 0; i < r->s[S_CHOI].count; i++) {
 		const unsigned char *q = rec_at(r, S_CHOI, i);
 		struct plan_choice c = { 0 };
@@ -1248,14 +1244,20 @@ static int build_choices(struct reader *r)
 		c.op = fmt_get32(q + CHOI_OP);
 		c.flags = fmt_get32(q + CHOI_FLAGS);
 		c.ncand = fmt_get32(q + CHOI_CAND_COUNT);
-		if ((c.flags & ~known) == PLAN_CHOICE_STEP)
-			return rec_fail(r, PLAN_ERR_RESERVED, S_CHOI, i, "flag Step (Choice_Flags bit 2) "
-			                "is set in a format %u.%u file, where the bit is reserved (Step "
-			                "is format %d.%d)", r->major, r->minor, PLAN_FORMAT_MAJOR,
-			                PLAN_FORMAT_MINOR_STEP);
-		if (c.flags & ~known)
+		if (c.flags & ~(uint32_t)FMT_CHOICE_FLAGS)
 			return rec_fail(r, PLAN_ERR_RESERVED, S_CHOI, i, "reserved flags 0x%08x are set",
-			                c.flags & ~known);
+			                c.flags & ~(uint32_t)FMT_CHOICE_FLAGS);
+		/* 1.9: the Step mark, in a field of its own (absent before). */
+		if (r->minor >= PLAN_FORMAT_MINOR_STEP) {
+			uint32_t tune = fmt_get32(q + CHOI_TUNE_FLAGS);
+			if (tune & ~FMT_TUNE_FLAGS)
+				return rec_fail(r, PLAN_ERR_RESERVED, S_CHOI, i, "reserved Tune_Flags "
+				                "0x%08x are set", tune & ~FMT_TUNE_FLAGS);
+			if ((err = zero32(r, S_CHOI, i, q + CHOI_RESERVED, "Reserved")) != 0)
+				return err;
+			if (tune & FMT_TUNE_STEP)
+				c.flags |= PLAN_CHOICE_STEP;
+		}
 		if ((err = get_range(r, S_CHOI, i, "Candidates", S_CAND, first, c.ncand, &cursor)) != 0)
 			return err;
 		c.cand = r->p.cands + first;

@@ -776,13 +776,17 @@ static void encode_rest(struct writer *w, const plan_t *plan, struct cursors *c)
 	for (uint32_t i = 0; i < plan->choices.count; i++) {
 		const struct plan_choice *ch = AT(plan->choices, struct plan_choice, i);
 		uint32_t impl = w_str(w, ch->impl);
-		p = w_record(w, REC_CHOI);
+		p = w_record(w, fmt_sections[S_CHOI].size[w->minor]);
 		fmt_put32(p + CHOI_VARIANT, ch->variant);
 		fmt_put32(p + CHOI_OP, ch->op);
 		fmt_put32(p + CHOI_IMPL, impl);
-		fmt_put32(p + CHOI_FLAGS, ch->flags);
+		fmt_put32(p + CHOI_FLAGS, ch->flags & FMT_CHOICE_FLAGS);
 		fmt_put32(p + CHOI_CAND_FIRST, take(w, &c->cand, ch->ncand));
 		fmt_put32(p + CHOI_CAND_COUNT, ch->ncand);
+		/* Step is no bit of Choice_Flags in the file: a 1.9 field of its
+		 * own, which older readers skip. */
+		if (w->minor >= PLAN_FORMAT_MINOR_STEP)
+			fmt_put32(p + CHOI_TUNE_FLAGS, ch->flags & PLAN_CHOICE_STEP ? FMT_TUNE_STEP : 0);
 	}
 	sect_end(w, S_CHOI);
 
@@ -920,7 +924,7 @@ static int uses_offsets(const plan_t *plan)
 }
 
 /* Whether PLAN needs format 1.9: a choice confirmed in the step, whose
- * flag a reader of 1.8 refuses as a reserved bit. */
+ * mark only 1.9's CHOI records have room for (Tune_Flags). */
 static int uses_step(const plan_t *plan)
 {
 	for (uint32_t i = 0; i < plan->choices.count; i++)

@@ -10,7 +10,9 @@
  *    fields set, overlapping sections, each with its code.
  *  - Versions: a newer major is refused naming both versions; a newer
  *    minor with an unknown optional section and longer records is read; an
- *    unknown required section is refused.
+ *    unknown required section is refused. A 1.9 file's CHOI (the Step
+ *    mark in a field of its own): its reserved bits, its record size,
+ *    and what a 1.8 reader reads of it.
  *  - Limits: sizes and counts over the reader's limits are refused before
  *    anything is allocated for them.
  *
@@ -478,9 +480,8 @@ static void test_structure(const unsigned char *content, size_t clen)
 	     put32(record_of(c, "META", 0) + 72, 3));
 	EDIT("META's reserved field", PLAN_ERR_RESERVED, "section META record 0",
 	     put32(record_of(c, "META", 0) + 76, 1));
-	EDIT("a choice flag bit 2 (Step) in a 1.1 file", PLAN_ERR_RESERVED,
-	     "section CHOI record 1: flag Step (Choice_Flags bit 2) is set in a format 1.1 file, "
-	     "where the bit is reserved (Step is format 1.9)",
+	EDIT("a choice flag bit 2", PLAN_ERR_RESERVED,
+	     "section CHOI record 1: reserved flags 0x00000004 are set",
 	     put32(record_of(c, "CHOI", 1) + 12, 5));
 	EDIT("a choice flag bit 3", PLAN_ERR_RESERVED,
 	     "section CHOI record 1: reserved flags 0x00000008 are set",
@@ -645,8 +646,8 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	free(f);
 
 	/* Format 1.10 as a future writer might make it: an optional section
-	 * this reader does not know, and TENS records 8 bytes longer than
-	 * 1.5's. */
+	 * this reader does not know, and TENS and CHOI records 8 bytes longer
+	 * than 1.5's and 1.9's. */
 	ns = split_content(content, s);
 	int k = 0;
 	uint32_t nvari = 0, ndisp = 0, nsegs = 0, nnode = 0, nbrkp = 0;
@@ -724,6 +725,21 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		ext[i].data = rec;
 		ext[i].size = 8 + (size_t)count * 176;
 	}
+	for (int i = 0; i < k; i++) {
+		if (memcmp(ext[i].id, "CHOI", 4) != 0)
+			continue;
+		uint32_t count = get32(ext[i].data + 4);
+		/* 1.9's Tune_Flags and Reserved zero: no choice in the step */
+		rec = calloc(1, 8 + (size_t)count * 40);
+		put32(rec, 40);
+		put32(rec + 4, count);
+		for (uint32_t r = 0; r < count; r++) {
+			memcpy(rec + 8 + r * 40, ext[i].data + 8 + r * 24, 24);
+			memset(rec + 8 + r * 40 + 32, 0xAB, 8);
+		}
+		ext[i].data = rec;
+		ext[i].size = 8 + (size_t)count * 40;
+	}
 	c2 = join_content(ext, k, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 10, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
@@ -762,7 +778,7 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 	free(f2);
 	free(c2);
 	for (int i = 0; i < k; i++)
-		if (memcmp(ext[i].id, "TENS", 4) == 0)
+		if (memcmp(ext[i].id, "TENS", 4) == 0 || memcmp(ext[i].id, "CHOI", 4) == 0)
 			free((void *)ext[i].data);
 	free(vkey);
 	free(dkey);
@@ -797,48 +813,137 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 /* ---------------------------------------------------------------------- */
 /* Choices confirmed in the step (format 1.9).                             */
 
-/* The sample with choice 1 confirmed in the step is a 1.9 file, laid out
- * as 1.8 lays it out. Labelled 1.8 (only its header changed), the reader
- * refuses the flag as the reserved bit it is there; labelled 1.10, it
- * reads it. */
+/* CONTENT (a 1.9 file's) with CHOI's records cut to their first 24 bytes,
+ * the 1.1 to 1.8 layout; a new buffer. */
+static unsigned char *cut_choices(const unsigned char *content, size_t *clen)
+{
+	struct section s[64];
+	int n = split_content(content, s);
+	unsigned char *choi = NULL, *c;
+
+	for (int i = 0; i < n; i++) {
+		if (memcmp(s[i].id, "CHOI", 4) != 0)
+			continue;
+		uint32_t size = get32(s[i].data), count = get32(s[i].data + 4);
+		if ((choi = calloc(1, 8 + (size_t)count * 24)) == NULL)
+			abort();
+		put32(choi, 24);
+		put32(choi + 4, count);
+		for (uint32_t k = 0; k < count; k++)
+			memcpy(choi + 8 + (size_t)k * 24, s[i].data + 8 + (size_t)k * size, 24);
+		s[i].data = choi;
+		s[i].size = 8 + (size_t)count * 24;
+	}
+	c = join_content(s, n, clen);
+	free(choi);
+	return c;
+}
+
+/* The sample with choice 1 confirmed in the step is a 1.9 file whose CHOI
+ * records are 32 bytes: the mark in Tune_Flags at offset 24, Choice_Flags
+ * as 1.8 has it. The new field's reserved bits and Reserved are checked;
+ * Choice_Flags bit 2 stays reserved; 24-byte records are short for 1.9.
+ * Cut to 24 bytes and labelled 1.8, the file is what a 1.8 reader reads:
+ * the same plan without the mark. Labelled 1.10, it is read with it. */
 static void test_step(const plan_t *sample)
 {
 	plan_t *p = sample_rich(), *q = NULL;
 	const struct plan_choice *ch = sample != NULL ? plan_get_choice(sample, 1) : NULL;
+	const uint32_t flags = ch != NULL ? ch->flags : 0, step = flags | PLAN_CHOICE_STEP;
 	struct plan_diag d = { 0 };
-	unsigned char *f = NULL;
+	unsigned char *f = NULL, *c = NULL, *e = NULL, *cut = NULL, *g = NULL;
 	void *data = NULL;
-	size_t len = 0;
+	size_t len = 0, clen = 0, cutlen = 0, n = 0;
 	unsigned major = 0, minor = 0;
+	char why[256] = "";
 
 	if (!ok(p != NULL && ch != NULL, "step: the sample has a choice 1") ||
-	    plan_set_choice(p, ch->variant, ch->op, ch->impl,
-	                    PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP, &d) != 0 ||
+	    plan_set_choice(p, ch->variant, ch->op, ch->impl, step, &d) != 0 ||
 	    plan_write_memory(p, &data, &len, &d) != 0) {
 		diag("    %s", d.message);
 		plan_free(p);
 		return;
 	}
 	f = data;
+	c = get_content(f, &clen);
 	ok(get32(f + 8) == (1u | 9u << 16), "step: the header says 1.9");
-	f[10] = 8;
-	fix_header_crc(f);
-	expect_file(f, len, NULL, PLAN_ERR_RESERVED, "section CHOI record 1: flag Step "
-	            "(Choice_Flags bit 2) is set in a format 1.8 file, where the bit is reserved "
-	            "(Step is format 1.9)", "step: the same file labelled 1.8");
+	ok(get32(sect_of(c, "CHOI")) == 32, "step: CHOI records of 32 bytes");
+	ok(flags == (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE) &&
+	   get32(record_of(c, "CHOI", 1) + 12) == flags &&
+	   get32(record_of(c, "CHOI", 1) + 24) == 1 && get32(record_of(c, "CHOI", 1) + 28) == 0,
+	   "step: choice 1's Choice_Flags 0x3 (Tuned, Close), Tune_Flags 0x1 (Step), Reserved 0");
+	ok(get32(record_of(c, "CHOI", 0) + 24) == 0 && get32(record_of(c, "CHOI", 2) + 24) == 0,
+	   "step: the other choices' Tune_Flags 0");
+
+#define EDIT_S(what_, want_, substr_, ...)                                      \
+	do {                                                                    \
+		e = dup_bytes(c, clen);                                         \
+		__VA_ARGS__;                                                    \
+		g = make_file_ex(e, clen, 1, 9, 1, &n);                         \
+		expect_file(g, n, NULL, want_, substr_, "step: " what_);        \
+		free(g);                                                        \
+		free(e);                                                        \
+	} while (0)
+	EDIT_S("a Tune_Flags bit 1", PLAN_ERR_RESERVED,
+	       "section CHOI record 1: reserved Tune_Flags 0x00000002 are set",
+	       put32(record_of(e, "CHOI", 1) + 24, 3));
+	EDIT_S("a Tune_Flags bit 31 on a choice without Step", PLAN_ERR_RESERVED,
+	       "section CHOI record 2: reserved Tune_Flags 0x80000000 are set",
+	       put32(record_of(e, "CHOI", 2) + 24, 0x80000000u));
+	EDIT_S("CHOI's Reserved", PLAN_ERR_RESERVED,
+	       "section CHOI record 1: Reserved is 0x00000100, not zero",
+	       put32(record_of(e, "CHOI", 1) + 28, 0x100));
+	EDIT_S("Choice_Flags bit 2 in a 1.9 file", PLAN_ERR_RESERVED,
+	       "section CHOI record 1: reserved flags 0x00000004 are set",
+	       put32(record_of(e, "CHOI", 1) + 12, 5));
+	EDIT_S("Step without Tuned", PLAN_ERR_CORRUPT, "choice 1 is marked step but was not tuned",
+	       put32(record_of(e, "CHOI", 1) + 12, 0));
+#undef EDIT_S
+
+	/* The 1.8 layout: short in a 1.9 file, the plan less the mark in 1.8. */
+	cut = cut_choices(c, &cutlen);
+	g = make_file_ex(cut, cutlen, 1, 9, 1, &n);
+	expect_file(g, n, NULL, PLAN_ERR_CORRUPT, "section CHOI: records of 24 bytes are shorter "
+	            "than the 32 bytes of format 1.9", "step: 24-byte CHOI records in a 1.9 file");
+	free(g);
+	g = make_file_ex(cut, cutlen, 1, 8, 1, &n);
+	is_int(plan_read_memory(g, n, NULL, &q, &d), 0, "step: cut to 24 bytes and labelled 1.8, "
+	       "it is read (%s)", q == NULL ? d.message : "");
+	if (q != NULL) {
+		if (!ok(sample_plans_equal(sample, q, why, sizeof why) &&
+		        plan_get_choice(q, 1)->flags == flags,
+		        "step: as a 1.8 reader reads the 1.9 file: the sample, choice 1 not in the step"))
+			diag("    first difference: %s", why);
+	} else {
+		tap_skip(1, "not read");
+	}
+	plan_free(q);
+	q = NULL;
+	free(g);
+	g = make_file_ex(c, clen, 1, 8, 1, &n);
+	expect_file(g, n, NULL, PLAN_ERR_CORRUPT, "section CHOI: records of 32 bytes in a format "
+	            "1.8 file, which defines 24", "step: 32-byte CHOI records labelled 1.8");
+	free(g);
+
 	f[10] = 10;
 	fix_header_crc(f);
 	is_int(plan_read_memory(f, len, NULL, &q, &d), 0, "step: labelled 1.10, it is read (%s)",
 	       q == NULL ? d.message : "");
 	if (q != NULL) {
 		plan_get_format_version(q, &major, &minor);
-		ok(minor == 10 && plan_get_choice(q, 1)->flags == (PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP),
+		ok(minor == 10 && plan_get_choice(q, 1)->flags == step,
 		   "step: as format %u.%u, choice 1 in the step", major, minor);
 	} else {
 		tap_skip(1, "not read");
 	}
+
+	content_minor = 9;
+	sweep_content(c, clen);
+	content_minor = SAMPLE_MINOR;
 	plan_free(q);
 	plan_free(p);
+	free(cut);
+	free(c);
 	free(data);
 }
 

@@ -1557,7 +1557,8 @@ static void test_ranks_one_version(void)
 }
 
 /* Format 1.9: a choice confirmed in the step on rank 1 alone makes the
- * file 1.9 (rank 0's content too is written at that version). */
+ * file 1.9, rank 0's content too written at that version: CHOI records of
+ * 32 bytes in both, the mark in rank 1's Tune_Flags. */
 static void test_step_rank(void)
 {
 	plan_t *p = build(2), *q = NULL;
@@ -1566,7 +1567,7 @@ static void test_step_rank(void)
 	const uint32_t step = PLAN_CHOICE_TUNED | PLAN_CHOICE_STEP;
 	struct plan_diag d = { 0 };
 	void *a = NULL;
-	size_t alen = 0;
+	size_t alen = 0, ctlen = 0;
 	unsigned major = 0, minor = 0;
 	char why[256] = "";
 
@@ -1577,6 +1578,20 @@ static void test_step_rank(void)
 	is_int(plan_write_memory(p, &a, &alen, &d), 0, "step on rank 1: written (%s)", d.message);
 	ok(a != NULL && get32((unsigned char *)a + 8) == (1u | 9u << 16),
 	   "step on rank 1: the header says 1.9");
+	if (a != NULL) {
+		unsigned char *ct = get_content(a, alen, &ctlen);
+		struct section s[MAX_SECT], t[MAX_SECT];
+		int n = split_content(ct, s), ci = find_sect(s, n, "CHOI", 0);
+		int ri = find_sect(s, n, "RANK", 0), m = ri >= 0 ? split_content(s[ri].data, t) : 0;
+		int cj = find_sect(t, m, "CHOI", 0);
+		ok(ci >= 0 && get32(s[ci].data) == 32 && get32(s[ci].data + 4) == 0 && cj >= 0 &&
+		   get32(t[cj].data) == 32 && get32(t[cj].data + 4) == 1 &&
+		   get32(t[cj].data + 8 + 12) == PLAN_CHOICE_TUNED &&
+		   get32(t[cj].data + 8 + 24) == 1 && get32(t[cj].data + 8 + 28) == 0,
+		   "step on rank 1: CHOI records of 32 bytes on both ranks; rank 1's Choice_Flags "
+		   "0x1 (Tuned), Tune_Flags 0x1 (Step), Reserved 0");
+		free(ct);
+	}
 	is_int(a != NULL ? plan_read_memory(a, alen, NULL, &q, &d) : -1, 0,
 	       "step on rank 1: read back (%s)", d.message);
 	if (q != NULL) {
