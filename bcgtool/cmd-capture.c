@@ -319,6 +319,8 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 			plan_json_uint(j, v->step.trials);
 			plan_json_key(j, "changed");
 			plan_json_uint(j, v->step.changed);
+			plan_json_key(j, "turns");
+			plan_json_uint(j, v->step.turns);
 			plan_json_key(j, "ms");
 			plan_json_double(j, (double)v->step.ns / 1e6);
 			plan_json_object_end(j);

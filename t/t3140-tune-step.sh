@@ -57,6 +57,7 @@ for v in cap[\"variants\"]:
     # two implementations: one arrangement timed a group, every group
     # contested at a window of 1000%
     assert len(g) > 0 and s[\"contested\"] == len(g) and s[\"timed\"] == len(g), (s, len(g))
+    assert s[\"timed\"] <= s[\"turns\"] <= 3 * s[\"timed\"], s
     changed = 0
     for key, cs in g.items():
         impls = set(c[\"impl\"] for c in cs)

@@ -77,6 +77,7 @@ test_expect_success PYTHON3 'the report counts what the plan holds; each group m
 	    s = v["tune_step"]
 	    assert (s["contested"], s["timed"], s["changed"]) == (contested, timed, changed), (s, contested, timed, changed)
 	    assert contested > 0, v
+	    assert timed <= s["turns"] <= 3 * timed, s
 	EOT
 '
 

@@ -358,20 +358,26 @@ static int by_double(const void *a, const void *b)
 
 /* How the arrangement of X compares with that of BASE: the median over
  * TUNE_STEP_ROUNDS turns of X's step over BASE's, the two timed one after
- * the other in each, so that a drift of the clocks between turns cancels. */
+ * the other in each, so that a drift of the clocks between turns cancels.
+ * A first turn that puts X behind by more than TUNE_STEP_DROP ends it:
+ * the turns left could not give X the lead. *TURNS: how many ran. */
 static int step_ratio(struct engine *e, struct exec_variant *base, struct exec_variant *x,
-                      double *ratio, struct engine_error *err)
+                      double *ratio, uint32_t *turns, struct engine_error *err)
 {
 	double r[TUNE_STEP_ROUNDS];
+	int n = 0;
 
-	for (int i = 0; i < TUNE_STEP_ROUNDS; i++) {
+	while (n < TUNE_STEP_ROUNDS) {
 		double b, a;
 		if (step_time(e, base, &b, err) != 0 || step_time(e, x, &a, err) != 0)
 			return -1;
-		r[i] = a / b;
+		r[n++] = a / b;
+		if (n == 1 && r[0] > 1.0 + TUNE_STEP_DROP)
+			break;
 	}
-	qsort(r, TUNE_STEP_ROUNDS, sizeof r[0], by_double);
-	*ratio = r[TUNE_STEP_ROUNDS / 2];
+	qsort(r, (size_t)n, sizeof r[0], by_double);
+	*ratio = r[n / 2];
+	*turns += (uint32_t)n;
 	return 0;
 }
 
@@ -426,7 +432,7 @@ static int step_confirm(struct engine *e, plan_t *plan, uint32_t vi,
 			    step_set(e, plan, vi, cache, (uint32_t)g, k, flags, err) != 0 ||
 			    exec_capture(e, pv->tokens, pv->mode, items, nitems, 0, &alt, NULL, err) != 0 ||
 			    step_set(e, plan, vi, cache, (uint32_t)g, t->chosen, flags, err) != 0 ||
-			    step_ratio(e, &base, &alt, &ratio, err) != 0)
+			    step_ratio(e, &base, &alt, &ratio, &r->turns, err) != 0)
 				goto out;
 			r->trials++;
 			if (ratio < 1.0 - TUNE_STEP_MARGIN) {

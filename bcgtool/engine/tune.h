@@ -29,9 +29,9 @@
  * a candidate within the step window (step_window) of the chosen one
  * alone, the variant is captured with that signature's ops switched to
  * the candidate, and whole replayed steps of both arrangements are timed
- * in turns; the
- * candidate replaces the choice when its step is faster by more than
- * TUNE_STEP_MARGIN. The signatures are confirmed one after the other, in
+ * in turns (one turn only when the candidate's first is behind by more
+ * than TUNE_STEP_DROP); the candidate replaces the choice when its step
+ * is faster by more than TUNE_STEP_MARGIN. The signatures are confirmed one after the other, in
  * the order of their first op, each against the arrangement the ones
  * before it left. The choices so confirmed are marked PLAN_CHOICE_STEP.
  */
@@ -72,6 +72,8 @@ struct tune_opts {
 #define TUNE_STEP_MARGIN 0.005  /* the lead a step needs to change a choice */
 #define TUNE_STEP_ROUNDS 3      /* turns of each arrangement; the median
                                    ratio of the turns decides */
+#define TUNE_STEP_DROP   0.02   /* a candidate this much slower in its first
+                                   turn takes no more */
 #define TUNE_STEP_WARMUP 10     /* untimed steps before each turn's */
 #define TUNE_STEP_STEPS  50     /* timed steps a turn (their median) */
 
@@ -94,6 +96,8 @@ struct tune_step_report {
 	uint32_t trials;    /* arrangements captured and timed against the
 	                       incumbent */
 	uint32_t changed;   /* signatures whose choice the step changed */
+	uint32_t turns;     /* turns timed (TUNE_STEP_ROUNDS an arrangement,
+	                       one for those dropped after it) */
 	uint64_t ns;        /* wall time it took */
 };
 
