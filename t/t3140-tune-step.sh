@@ -20,7 +20,7 @@ small="$SAMPLES/llama-decode-small.yaml"
 # The groups of a variant, from the plan: the products that shared a
 # measurement have the same candidates with the same times.
 cat >groups.py <<'EOT'
-import json, sys
+import json
 
 def groups(plan, variant):
     g = {}
@@ -30,6 +30,14 @@ def groups(plan, variant):
         key = tuple((x["impl"], x["us"]) for x in c["candidates"])
         g.setdefault(key, []).append(c)
     return g
+
+def variants(cap_path, plan_path):
+    """Each variant of a capture's report, with its groups in the plan."""
+    cap = json.load(open(cap_path))
+    plan = json.load(open(plan_path))
+    for v in cap["variants"]:
+        vi = [p["index"] for p in plan["variants"] if p["tokens"] == v["tokens"]][0]
+        yield v, groups(plan, vi)
 
 def alone(key):
     """What measurement alone chose (tune.h's rule): the default (the
@@ -43,15 +51,11 @@ test_expect_success PYTHON3 '--tune-step=1000: every group is tried, once, and t
 	bcg capture --backend host --stats --tune-step=1000 --json -o step.plan "$small" >cap.json &&
 	bcg inspect --json step.plan >plan.json &&
 	"$PYTHON3" -c "
-import json
 exec(open(\"groups.py\").read())
 cap = json.load(open(\"cap.json\"))
-plan = json.load(open(\"plan.json\"))
 assert cap[\"phases\"][\"tune_step_ms\"] > 0, cap[\"phases\"]
 assert cap[\"phases\"][\"tune_step_ms\"] <= cap[\"phases\"][\"tune_ms\"], cap[\"phases\"]
-for v in cap[\"variants\"]:
-    vi = [p[\"index\"] for p in plan[\"variants\"] if p[\"tokens\"] == v[\"tokens\"]][0]
-    g = groups(plan, vi)
+for v, g in variants(\"cap.json\", \"plan.json\"):
     s = v[\"tune_step\"]
     assert v[\"bit_exact\"], v
     # two implementations: one arrangement timed a group, every group
@@ -88,13 +92,8 @@ test_expect_success PYTHON3 '--tune-step=0: only a candidate as fast alone as th
 	bcg capture --backend host --stats --tune-step=0 --json -o zero.plan "$small" >cap0.json &&
 	bcg inspect --json zero.plan >plan0.json &&
 	"$PYTHON3" -c "
-import json
 exec(open(\"groups.py\").read())
-cap = json.load(open(\"cap0.json\"))
-plan = json.load(open(\"plan0.json\"))
-for v in cap[\"variants\"]:
-    vi = [p[\"index\"] for p in plan[\"variants\"] if p[\"tokens\"] == v[\"tokens\"]][0]
-    g = groups(plan, vi)
+for v, g in variants(\"cap0.json\", \"plan0.json\"):
     want = 0
     for key, cs in g.items():
         t = dict(key)

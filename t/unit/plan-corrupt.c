@@ -613,10 +613,34 @@ static void test_frame(const unsigned char *file, size_t len, const unsigned cha
 /* ---------------------------------------------------------------------- */
 /* Versions.                                                               */
 
+/* Section ID of EXT's K, records of OLD bytes, as a newer minor writes
+ * it: each record grown by the fields up to KNOWN bytes, zero, and by 8
+ * bytes 0xAB a minor after this reader's adds (which it must skip). The
+ * section's new bytes are the caller's to free. */
+static void widen_records(struct section *ext, int k, const char *id, size_t old, size_t known)
+{
+	const size_t wide = known + 8;
+
+	for (int i = 0; i < k; i++) {
+		if (memcmp(ext[i].id, id, 4) != 0)
+			continue;
+		uint32_t count = get32(ext[i].data + 4);
+		unsigned char *rec = calloc(1, 8 + (size_t)count * wide);
+		put32(rec, (uint32_t)wide);
+		put32(rec + 4, count);
+		for (uint32_t r = 0; r < count; r++) {
+			memcpy(rec + 8 + r * wide, ext[i].data + 8 + r * old, old);
+			memset(rec + 8 + r * wide + known, 0xAB, 8);
+		}
+		ext[i].data = rec;
+		ext[i].size = 8 + (size_t)count * wide;
+	}
+}
+
 static void test_versions(const unsigned char *file, size_t len, const unsigned char *content,
                           size_t clen, const plan_t *sample)
 {
-	unsigned char *f = dup_bytes(file, len), *c2, *f2, *rec;
+	unsigned char *f = dup_bytes(file, len), *c2, *f2;
 	struct section s[32], ext[48];
 	struct plan_diag d = { 0 };
 	plan_t *p = NULL;
@@ -710,36 +734,10 @@ static void test_versions(const unsigned char *file, size_t len, const unsigned 
 		if (memcmp(s[i].id, "VARS", 4) == 0)
 			ext[k++] = (struct section){ "XTRA", 0, (const unsigned char *)"future data", 11 };
 	}
-	for (int i = 0; i < k; i++) {
-		if (memcmp(ext[i].id, "TENS", 4) != 0)
-			continue;
-		uint32_t count = get32(ext[i].data + 4);
-		/* 1.5's split fields zero: no tensor is split */
-		rec = calloc(1, 8 + (size_t)count * 176);
-		put32(rec, 176);
-		put32(rec + 4, count);
-		for (uint32_t r = 0; r < count; r++) {
-			memcpy(rec + 8 + r * 176, ext[i].data + 8 + r * 144, 144);
-			memset(rec + 8 + r * 176 + 168, 0xAB, 8);
-		}
-		ext[i].data = rec;
-		ext[i].size = 8 + (size_t)count * 176;
-	}
-	for (int i = 0; i < k; i++) {
-		if (memcmp(ext[i].id, "CHOI", 4) != 0)
-			continue;
-		uint32_t count = get32(ext[i].data + 4);
-		/* 1.9's Tune_Flags and Reserved zero: no choice in the step */
-		rec = calloc(1, 8 + (size_t)count * 40);
-		put32(rec, 40);
-		put32(rec + 4, count);
-		for (uint32_t r = 0; r < count; r++) {
-			memcpy(rec + 8 + r * 40, ext[i].data + 8 + r * 24, 24);
-			memset(rec + 8 + r * 40 + 32, 0xAB, 8);
-		}
-		ext[i].data = rec;
-		ext[i].size = 8 + (size_t)count * 40;
-	}
+	/* 1.5's split fields zero: no tensor is split */
+	widen_records(ext, k, "TENS", 144, 168);
+	/* 1.9's Tune_Flags and Reserved zero: no choice in the step */
+	widen_records(ext, k, "CHOI", 24, 32);
 	c2 = join_content(ext, k, &c2len);
 	f2 = make_file_ex(c2, c2len, 1, 10, 1, &n);
 	is_int(plan_read_memory(f2, n, NULL, &p, &d), 0,
