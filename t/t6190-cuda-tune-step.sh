@@ -99,6 +99,23 @@ test_expect_success PYTHON3 'the packed copies left are those of the final choic
 	EOT
 '
 
+test_expect_success PYTHON3 'with --share-exec: the trials share nothing, the plan shares and verifies' '
+	bcg capture --backend cuda --mode full --stats --tune-step=1000 --share-exec --json \
+		-o shared.plan p.yaml >shared.json &&
+	"$PYTHON3" - <<-\EOT &&
+	import json
+	d = json.load(open("shared.json"))
+	assert d["verified"] == 2, d["verified"]
+	# one segment a variant (full mode); 8 tokens, captured first, owns
+	# its executable: had the trials joined the pool, it would have joined
+	# one of theirs, which they released
+	v8 = [v for v in d["variants"] if v["tokens"] == 8][0]
+	assert v8["executables"] == 1 and v8["joined"] == 0, v8
+	assert d["graph_memory"]["segments"] == 2, d["graph_memory"]
+	EOT
+	bcg replay --backend cuda --tokens 1,8 --share-exec --steps 4 --warmup 1 shared.plan >rep
+'
+
 test_expect_success 'replay --check at both sizes' '
 	for t in 1 8; do
 		bcg replay --backend cuda --tokens $t --steps 4 --warmup 1 --check step.plan >rep-$t ||
