@@ -290,13 +290,14 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 		 * step may yet change keeps nothing: tune_step_variant keeps
 		 * what the final ones need. */
 		if (e->be->trim != NULL) {
-			int incumbent = c->impl, made = 0;
-			c->impl = t->impl[t->chosen];
-			if (!o->step)
+			if (!o->step) {
+				int incumbent = c->impl, made;
+				c->impl = t->impl[t->chosen];
 				made = engine_prepare_call(e, op, c, 1, err);
-			c->impl = incumbent;
-			if (made != 0)
-				goto out;
+				c->impl = incumbent;
+				if (made != 0)
+					goto out;
+			}
 			e->be->trim(e->b);
 		}
 		tuned++;
@@ -349,13 +350,6 @@ static int step_time(struct engine *e, struct exec_variant *x, double *ms,
 	return 0;
 }
 
-static int by_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* How the arrangement of X compares with that of BASE: the median over
  * TUNE_STEP_ROUNDS turns of X's step over BASE's, the two timed one after
  * the other in each, so that a drift of the clocks between turns cancels.
@@ -375,8 +369,7 @@ static int step_ratio(struct engine *e, struct exec_variant *base, struct exec_v
 		if (n == 1 && r[0] > 1.0 + TUNE_STEP_DROP)
 			break;
 	}
-	qsort(r, (size_t)n, sizeof r[0], by_double);
-	*ratio = r[n / 2];
+	*ratio = bcg_percentile(r, (uint64_t)n, 50);
 	*turns += (uint32_t)n;
 	return 0;
 }

@@ -31,9 +31,10 @@
  * the candidate, and whole replayed steps of both arrangements are timed
  * in turns (one turn only when the candidate's first is behind by more
  * than TUNE_STEP_DROP); the candidate replaces the choice when its step
- * is faster by more than TUNE_STEP_MARGIN. The signatures are confirmed one after the other, in
- * the order of their first op, each against the arrangement the ones
- * before it left. The choices so confirmed are marked PLAN_CHOICE_STEP.
+ * is faster by more than TUNE_STEP_MARGIN. The signatures are confirmed
+ * one after the other, in the order of their first op, each against the
+ * arrangement the ones before it left. The choices so confirmed are
+ * marked PLAN_CHOICE_STEP.
  */
 #ifndef BCG_ENGINE_TUNE_H
 #define BCG_ENGINE_TUNE_H
