@@ -181,16 +181,16 @@ static void inspect_choices_line(const struct inspect *in)
 		step += (c->flags & PLAN_CHOICE_STEP) != 0;
 	}
 	inspect_key(in, "choices");
-	if (n == 0)
+	if (n == 0) {
 		printf("-\n");
-	else if (step == 0)
-		printf("%u op%s in %u variant%s: %u choice%s, %u tuned (%u close)\n", nops,
+	} else {
+		printf("%u op%s in %u variant%s: %u choice%s, %u tuned (%u close", nops,
 		       nops == 1 ? "" : "s", nvar, nvar == 1 ? "" : "s", n, n == 1 ? "" : "s", tuned,
 		       close);
-	else
-		printf("%u op%s in %u variant%s: %u choice%s, %u tuned (%u close, %u in the step)\n",
-		       nops, nops == 1 ? "" : "s", nvar, nvar == 1 ? "" : "s", n, n == 1 ? "" : "s",
-		       tuned, close, step);
+		if (step > 0)
+			printf(", %u in the step", step);
+		printf(")\n");
+	}
 	free(op_seen);
 	free(var_seen);
 }

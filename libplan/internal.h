@@ -80,6 +80,14 @@ void *plan__vec_push(struct plan_vec *vec, size_t size);
 int plan__fail(struct plan_diag *diag, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The flags an implementation choice may have (in memory: Step is no
+ * bit of the file's Choice_Flags, format.h). plan__choice_flags_bad:
+ * 0 when FLAGS are sound; 1 when it has bits outside those; 2 when it is
+ * marked close or step (*MARK, close first) without being tuned. The
+ * validator and plan_set_choice word their messages around it. */
+#define PLAN__CHOICE_FLAGS (PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP)
+int plan__choice_flags_bad(uint32_t flags, const char **mark);
+
 /* The checks plan_add_launch makes of launch N against the functions and
  * allocations of PLAN. */
 int plan__check_launch(const plan_t *plan, const struct plan_launch *l, uint32_t n,

@@ -720,31 +720,47 @@ int plan_add_choice(plan_t *plan, const struct plan_choice *choice, uint32_t *in
 	return PLAN_OK;
 }
 
+/* The choice recorded for OP in VARIANT, or NULL. */
+static struct plan_choice *choice_find(const plan_t *plan, uint32_t variant, uint32_t op)
+{
+	for (uint32_t i = 0; i < plan->choices.count; i++) {
+		struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
+		if (c->variant == variant && c->op == op)
+			return c;
+	}
+	return NULL;
+}
+
+int plan__choice_flags_bad(uint32_t flags, const char **mark)
+{
+	if (flags & ~PLAN__CHOICE_FLAGS)
+		return 1;
+	if (!(flags & PLAN_CHOICE_TUNED) && (flags & (PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP))) {
+		*mark = flags & PLAN_CHOICE_CLOSE ? "close" : "step";
+		return 2;
+	}
+	return 0;
+}
+
 int plan_set_choice(plan_t *plan, uint32_t variant, uint32_t op, const char *impl,
                     uint32_t flags, struct plan_diag *diag)
 {
-	const uint32_t known = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP;
-	struct plan_choice *c = NULL;
-	const char *name = NULL;
+	struct plan_choice *c = choice_find(plan, variant, op);
+	const char *name = NULL, *mark = NULL;
+	int bad;
 
-	for (uint32_t i = 0; i < plan->choices.count && c == NULL; i++) {
-		struct plan_choice *x = AT(plan->choices, struct plan_choice, i);
-		if (x->variant == variant && x->op == op)
-			c = x;
-	}
 	if (c == NULL)
 		return plan__fail(diag, PLAN_ERR_NOT_FOUND, "choice: none recorded for op %u in "
 		                  "variant %u", op, variant);
 	if (impl == NULL || impl[0] == '\0')
 		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: an empty "
 		                  "implementation name", op, variant);
-	if (flags & ~known)
+	if ((bad = plan__choice_flags_bad(flags, &mark)) == 1)
 		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: unknown "
-		                  "flags 0x%x", op, variant, flags & ~known);
-	if ((flags & (PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP)) && !(flags & PLAN_CHOICE_TUNED))
+		                  "flags 0x%x", op, variant, flags & ~PLAN__CHOICE_FLAGS);
+	if (bad == 2)
 		return plan__fail(diag, PLAN_ERR_INVALID, "choice for op %u in variant %u: marked "
-		                  "%s but not tuned", op, variant,
-		                  flags & PLAN_CHOICE_CLOSE ? "close" : "step");
+		                  "%s but not tuned", op, variant, mark);
 	/* A candidate's name is in the pool already: no allocation, so that a
 	 * tuner switching between candidates never fails for memory. */
 	for (uint32_t k = 0; k < c->ncand && name == NULL; k++)
@@ -948,12 +964,7 @@ const struct plan_weight_source *plan_get_weight_source(const plan_t *plan, uint
 
 const struct plan_choice *plan_find_choice(const plan_t *plan, uint32_t variant, uint32_t op)
 {
-	for (uint32_t i = 0; i < plan->choices.count; i++) {
-		const struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
-		if (c->variant == variant && c->op == op)
-			return c;
-	}
-	return NULL;
+	return choice_find(plan, variant, op);
 }
 
 uint32_t plan_count_variants(const plan_t *plan)

@@ -935,8 +935,8 @@ static int by_variant_op(const void *a, const void *b)
 static int validate_choice(const plan_t *plan, uint32_t i, struct plan_diag *diag)
 {
 	const struct plan_choice *c = AT(plan->choices, struct plan_choice, i);
-	const uint32_t known = PLAN_CHOICE_TUNED | PLAN_CHOICE_CLOSE | PLAN_CHOICE_STEP;
-	int found = 0, err;
+	const char *mark = NULL;
+	int found = 0, err, bad;
 
 	if (c->variant >= plan->variants.count)
 		return FAIL("section CHOI: choice %u names variant %u of %u", i, c->variant,
@@ -945,12 +945,10 @@ static int validate_choice(const plan_t *plan, uint32_t i, struct plan_diag *dia
 		return FAIL("section CHOI: choice %u names op %u of %u", i, c->op, plan->ops.count);
 	if (c->impl[0] == '\0')
 		return FAIL("section CHOI: choice %u has an empty implementation name", i);
-	if (c->flags & ~known)
+	if ((bad = plan__choice_flags_bad(c->flags, &mark)) == 1)
 		return FAIL("section CHOI: choice %u has unknown flags 0x%x", i, c->flags);
-	if ((c->flags & PLAN_CHOICE_CLOSE) && !(c->flags & PLAN_CHOICE_TUNED))
-		return FAIL("section CHOI: choice %u is marked close but was not tuned", i);
-	if ((c->flags & PLAN_CHOICE_STEP) && !(c->flags & PLAN_CHOICE_TUNED))
-		return FAIL("section CHOI: choice %u is marked step but was not tuned", i);
+	if (bad == 2)
+		return FAIL("section CHOI: choice %u is marked %s but was not tuned", i, mark);
 	if (c->ncand > 0 && c->cand == NULL)
 		return FAIL("section CHOI: choice %u: %u candidates but no list", i, c->ncand);
 	for (uint32_t k = 0; k < c->ncand; k++) {
