@@ -70,6 +70,14 @@ EOF
   AS_IF([$NVCC $BCG_NVCC_GENCODE $NVCCFLAGS -c conftest.cu -o conftest.$OBJEXT >&AS_MESSAGE_LOG_FD 2>&1],
     [AC_MSG_RESULT([yes])],
     [AC_MSG_RESULT([no]); bcg_have_cuda=no; bcg_cuda_why="$NVCC cannot compile a kernel (see config.log)"])
+  # bcgtool/ops/cuda-wgmma.cu is Hopper's wgmma, which only sm_90a code
+  # has: it is built for that architecture alone where nvcc knows it, else
+  # with the others' and without its kernel (its implementations are then
+  # never usable).
+  AC_MSG_CHECKING([whether $NVCC compiles for sm_90a])
+  AS_IF([$NVCC -gencode=arch=compute_90a,code=sm_90a $NVCCFLAGS -c conftest.cu -o conftest.$OBJEXT >&AS_MESSAGE_LOG_FD 2>&1],
+    [AC_MSG_RESULT([yes]); BCG_NVCC_WGMMA="-gencode=arch=compute_90a,code=sm_90a"],
+    [AC_MSG_RESULT([no]); BCG_NVCC_WGMMA="$BCG_NVCC_GENCODE -DBCG_NO_SM90A"])
   rm -f conftest.cu conftest.$OBJEXT
 ])
 
@@ -97,7 +105,7 @@ AS_IF([test "x$bcg_have_cuda" = xno && test "x$with_cuda" != xno], [
 AS_IF([test "x$bcg_have_cuda" = xyes], [
   AC_DEFINE([HAVE_CUDA], [1], [Define to 1 to build the CUDA backend.])
 ], [
-  CUDA_HOME= CUDA_CPPFLAGS= CUDA_LDFLAGS= CUDA_LIBS= BCG_NVCC_GENCODE=
+  CUDA_HOME= CUDA_CPPFLAGS= CUDA_LDFLAGS= CUDA_LIBS= BCG_NVCC_GENCODE= BCG_NVCC_WGMMA=
 ])
 
 # NVTX v3 is header-only and the host backend emits ranges too, so a build
@@ -125,6 +133,7 @@ AC_SUBST([CUDA_LDFLAGS])
 AC_SUBST([CUDA_LIBS])
 AC_SUBST([NVTX_CPPFLAGS])
 AC_SUBST([BCG_NVCC_GENCODE])
+AC_SUBST([BCG_NVCC_WGMMA])
 AM_CONDITIONAL([HAVE_CUDA], [test "x$bcg_have_cuda" = xyes])
 AM_CONDITIONAL([HAVE_NVTX], [test "x$bcg_have_nvtx" = xyes])
 ])

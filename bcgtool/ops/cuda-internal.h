@@ -149,7 +149,8 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 
 /* The implementations of each kind, by index (cuda_impl_name's order). */
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
-       CUDA_IMPL_CUBLAS_CLASS = 3, CUDA_IMPL_MMA_PACKED = 4 };
+       CUDA_IMPL_CUBLAS_CLASS = 3, CUDA_IMPL_MMA_PACKED = 4, CUDA_IMPL_WGMMA = 5,
+       CUDA_IMPL_WGMMA_WHOLE = 6 };
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attention */
        CUDA_IMPL_ATTN_CLUSTER = 2 };
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
@@ -173,14 +174,15 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 /* cuda-smallm.cu: cuda_op_prepare for product ID (mma_packed's copy). */
 int    cuda_product_prepare(enum op_id id, const struct op_call *call,
                             const struct cuda_op_ctx *ctx, int keep, char *msg, size_t len);
-/* cuda-pack.cu: the packed copy of weight B [rows, K] cut in HALVES
- * (cuda-pack.cu's layout), or NULL when none was made; making it on
- * STREAM, or finding it made (KEEP or-ed into its mark): 0, or -1 with one
- * sentence in MSG. */
+/* cuda-pack.cu: the packed copy of weight B [rows, K] cut in HALVES, in
+ * LAYOUT (mma_packed's, cuda-pack.cu, or wgmma's, cuda-wgmma.cu), or NULL
+ * when none was made; making it on STREAM, or finding it made (KEEP or-ed
+ * into its mark): 0, or -1 with one sentence in MSG. */
+enum { CUDA_PACK_MMA = 0, CUDA_PACK_WGMMA = 1 };
 const void *cuda_pack_find(const struct cuda_packs *packs, const struct op_tensor *b,
-                           int halves);
+                           int halves, int layout);
 int         cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halves,
-                           int keep, cudaStream_t stream, char *msg, size_t len);
+                           int layout, int keep, cudaStream_t stream, char *msg, size_t len);
 /* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
@@ -210,6 +212,17 @@ struct cuda_product {
  * (which may be NULL). */
 int cuda_product_shape(enum op_id id, const struct op_call *call, struct cuda_product *p,
                        char *msg, size_t len);
+
+/* cuda-wgmma.cu: "wgmma" (WHOLE 0) and "wgmma_whole" (WHOLE 1) of product
+ * ID P on B's PACKED copy; whether they can run P (B_WEIGHT: b is a
+ * weight); wgmma's layout: its bytes for [rows, K] of HALVES, and the
+ * copy made on STREAM. */
+int      cuda_wgmma_run(enum op_id id, const struct cuda_product *p, const void *packed,
+                        int whole, const struct cuda_op_ctx *ctx, char *msg, size_t len);
+int      cuda_wgmma_usable(enum op_id id, const struct cuda_product *p, int b_weight);
+uint64_t cuda_wgmma_pack_bytes(int64_t rows, int64_t K, int halves);
+int      cuda_wgmma_pack(const void *src, void *dst, int64_t rows, int64_t K, int halves,
+                         cudaStream_t stream, char *msg, size_t len);
 
 /* cuda-matmul.cu: the "cublas" implementation of product ID (matmul,
  * matmul_add, matmul_silu_mul), and "cublas_class" with BY_CLASS (the

@@ -3,8 +3,10 @@
  * made once, outside any capture, for the implementations that read them
  * so, and kept in the context's struct cuda_packs until it is closed.
  *
- * One layout so far, the one "mma_packed" reads (the mma kernel of
- * cuda-smallm.cu on packed weights). A product's weight b [NB, K] is cut
+ * Two layouts: the one "mma_packed" reads (CUDA_PACK_MMA, below: the mma
+ * kernel of cuda-smallm.cu on packed weights), and the one "wgmma" and
+ * "wgmma_whole" read (CUDA_PACK_WGMMA, described and made in
+ * cuda-wgmma.cu). mma_packed's: a product's weight b [NB, K] is cut
  * in HALVES (2 for matmul_silu_mul: gate rows [0, N), up rows [N, 2N);
  * else 1) of NH = NB / HALVES rows, each half in tiles of 16 rows
  * (T = ceil(NH / 16) a half) and units of 32 k (U = ceil(K / 32)). The
@@ -22,7 +24,7 @@
  * took 0.90, 0.87 and 0.85 of mma's at 8, 16 and 32 tokens on an H100
  * (bench/RESULTS.md, fourteenth session).
  *
- * A copy is keyed by its weight's address, shape, dtype and halves: it is
+ * A copy is keyed by its weight's address, shape, dtype, halves and layout: it is
  * correct only while the weight's bytes are those it was packed from. The
  * engine writes weights once, when it opens, and no op may write one
  * (script/check.c), so a copy made after that never goes stale.
@@ -38,6 +40,7 @@ struct cuda_pack {
 	int64_t     rows, K;    /* its [rows, K] */
 	int         halves;
 	int         dtype;
+	int         layout;     /* CUDA_PACK_* */
 	void       *dst;        /* the packed copy */
 	size_t      bytes;
 	int         kept;       /* some call prepared with KEEP asked for it */
@@ -76,33 +79,34 @@ static void pack_geometry(int64_t rows, int64_t K, int halves, int64_t *T, int64
 }
 
 static struct cuda_pack *pack_lookup(const struct cuda_packs *packs, const void *src,
-                                     int64_t rows, int64_t K, int halves, int dtype)
+                                     int64_t rows, int64_t K, int halves, int dtype,
+                                     int layout)
 {
 	if (packs == NULL)
 		return NULL;
 	for (size_t i = 0; i < packs->n; i++) {
 		struct cuda_pack *p = &packs->v[i];
 		if (p->src == src && p->rows == rows && p->K == K && p->halves == halves &&
-		    p->dtype == dtype)
+		    p->dtype == dtype && p->layout == layout)
 			return p;
 	}
 	return NULL;
 }
 
 const void *cuda_pack_find(const struct cuda_packs *packs, const struct op_tensor *b,
-                           int halves)
+                           int halves, int layout)
 {
 	const struct cuda_pack *p = pack_lookup(packs, b->data, b->dim[0], b->dim[1], halves,
-	                                        b->dtype);
+	                                        b->dtype, layout);
 
 	return p ? p->dst : NULL;
 }
 
-int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halves, int keep,
-                   cudaStream_t stream, char *msg, size_t len)
+int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halves, int layout,
+                   int keep, cudaStream_t stream, char *msg, size_t len)
 {
 	const int64_t rows = b->dim[0], K = b->dim[1];
-	struct cuda_pack *p = pack_lookup(packs, b->data, rows, K, halves, b->dtype);
+	struct cuda_pack *p = pack_lookup(packs, b->data, rows, K, halves, b->dtype, layout);
 	int64_t T, U, vectors;
 	cudaStreamCaptureStatus cs;
 	size_t mfree = 0, mtotal = 0;
@@ -132,7 +136,8 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 	pack_geometry(rows, K, halves, &T, &U, &vectors);
 	p = &packs->v[packs->n];
 	memset(p, 0, sizeof *p);
-	p->bytes = (size_t)vectors * 16;
+	p->bytes = layout == CUDA_PACK_WGMMA ? (size_t)cuda_wgmma_pack_bytes(rows, K, halves)
+	                                     : (size_t)vectors * 16;
 	if ((err = cudaMalloc(&p->dst, p->bytes)) != cudaSuccess) {
 		(void)cudaGetLastError();       /* not sticky: the next call's status is its own */
 		cudaMemGetInfo(&mfree, &mtotal);
@@ -141,11 +146,18 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 		                 cuda_dtype_name(b->dtype), p->bytes / 1e6, mfree / 1e6,
 		                 cudaGetErrorString(err));
 	}
-	int64_t blocks = (vectors + 255) / 256;
-	bcg_pack_mma_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(
-		static_cast<const uint4 *>(b->data), static_cast<uint4 *>(p->dst), rows / halves,
-		K / 8, T, U, vectors);
-	if (cuda_check_launch("bcg_pack_mma_kernel", msg, len) != 0) {
+	int rc;
+	if (layout == CUDA_PACK_WGMMA) {
+		rc = cuda_wgmma_pack(b->data, p->dst, rows, K, halves, stream, msg, len);
+	} else {
+		int64_t blocks = (vectors + 255) / 256;
+		bcg_pack_mma_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0,
+		                      stream>>>(static_cast<const uint4 *>(b->data),
+		                                static_cast<uint4 *>(p->dst), rows / halves, K / 8, T,
+		                                U, vectors);
+		rc = cuda_check_launch("bcg_pack_mma_kernel", msg, len);
+	}
+	if (rc != 0) {
 		cudaFree(p->dst);
 		return -1;
 	}
@@ -154,6 +166,7 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 	p->K = K;
 	p->halves = halves;
 	p->dtype = b->dtype;
+	p->layout = layout;
 	p->kept = keep;
 	packs->n++;
 	return 0;

@@ -1137,6 +1137,22 @@ static int smallm_pack_halves(enum op_id id)
 	return id == OP_MATMUL_SILU_MUL ? 2 : 1;
 }
 
+/* Whether product implementation IMPL reads a packed copy of its weight. */
+static bool smallm_packs(int impl)
+{
+	return impl == CUDA_IMPL_MMA_PACKED || impl == CUDA_IMPL_WGMMA ||
+	       impl == CUDA_IMPL_WGMMA_WHOLE;
+}
+
+/* The error of implementation IMPL launched before its weight's copy. */
+static int smallm_no_copy(const char *who, int impl, enum op_id id, const struct cuda_product *p,
+                          char *msg, size_t len)
+{
+	return cuda_fail(msg, len, "%s: %s has no packed copy of its weight [%lld, %lld] "
+	                 "(cuda_op_prepare makes it before the first launch)", who,
+	                 cuda_impl_name(id, impl), (long long)p->NB, (long long)p->K);
+}
+
 int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 {
 	struct cuda_product p;
@@ -1156,6 +1172,9 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 	case CUDA_IMPL_CUBLAS:
 	case CUDA_IMPL_CUBLAS_CLASS:
 		return cuda_product_cublas_usable(id, call);
+	case CUDA_IMPL_WGMMA:
+	case CUDA_IMPL_WGMMA_WHOLE:
+		return cuda_wgmma_usable(id, &p, smallm_b_is_weight(call, &p));
 	}
 	return 0;
 }
@@ -1588,10 +1607,17 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		                 "%s (trans_a %d, trans_b %d%s)", who, cuda_impl_name(id, impl),
 		                 (long long)p.M, (long long)p.N, (long long)p.K,
 		                 cuda_dtype_name(p.a->dtype), p.trans_a, p.trans_b,
-		                 impl == CUDA_IMPL_MMA_PACKED && !smallm_b_is_weight(call, &p)
+		                 smallm_packs(impl) && !smallm_b_is_weight(call, &p)
 		                 ? "; b is not a weight" : "");
 	if (impl == CUDA_IMPL_CUBLAS || impl == CUDA_IMPL_CUBLAS_CLASS)
 		return cuda_product_cublas(id, call, impl == CUDA_IMPL_CUBLAS_CLASS, ctx, msg, len);
+	if (impl == CUDA_IMPL_WGMMA || impl == CUDA_IMPL_WGMMA_WHOLE) {
+		const void *packed = cuda_pack_find(ctx->packs, p.b, smallm_pack_halves(id),
+		                                    CUDA_PACK_WGMMA);
+		if (packed == NULL)
+			return smallm_no_copy(who, impl, id, &p, msg, len);
+		return cuda_wgmma_run(id, &p, packed, impl == CUDA_IMPL_WGMMA_WHOLE, ctx, msg, len);
+	}
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
 
@@ -1624,10 +1650,9 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 		return -1;
 	if (impl == CUDA_IMPL_MMA_PACKED &&
-	    (args.b = cuda_pack_find(ctx->packs, p.b, smallm_pack_halves(id))) == NULL)
-		return cuda_fail(msg, len, "%s: mma_packed has no packed copy of its weight [%lld, "
-		                 "%lld] (cuda_op_prepare makes it before the first launch)", who,
-		                 (long long)p.NB, (long long)p.K);
+	    (args.b = cuda_pack_find(ctx->packs, p.b, smallm_pack_halves(id), CUDA_PACK_MMA)) ==
+	    NULL)
+		return smallm_no_copy(who, impl, id, &p, msg, len);
 
 	switch (id) {
 	case OP_MATMUL_ADD:
@@ -1642,20 +1667,24 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 int cuda_product_prepare(enum op_id id, const struct op_call *call,
                          const struct cuda_op_ctx *ctx, int keep, char *msg, size_t len)
 {
+	const int impl = call->impl;
+	const char *name = cuda_impl_name(id, impl);
 	struct cuda_product p;
 
-	if (call->impl != CUDA_IMPL_MMA_PACKED)
+	if (!smallm_packs(impl))
 		return 0;
 	if (cuda_product_shape(id, call, &p, msg, len))
 		return -1;
-	if (!cuda_product_usable(id, call, CUDA_IMPL_MMA_PACKED))
-		return cuda_fail(msg, len, "%s: mma_packed cannot run M %lld, N %lld, K %lld %s",
-		                 smallm_kind_name(id), (long long)p.M, (long long)p.N, (long long)p.K,
-		                 cuda_dtype_name(p.a->dtype));
+	if (!cuda_product_usable(id, call, impl))
+		return cuda_fail(msg, len, "%s: %s cannot run M %lld, N %lld, K %lld %s",
+		                 smallm_kind_name(id), name, (long long)p.M, (long long)p.N,
+		                 (long long)p.K, cuda_dtype_name(p.a->dtype));
 	if (ctx->packs == NULL)
-		return cuda_fail(msg, len, "%s: mma_packed needs a context that keeps packed weights",
-		                 smallm_kind_name(id));
-	return cuda_pack_make(ctx->packs, p.b, smallm_pack_halves(id), keep, ctx->stream, msg, len);
+		return cuda_fail(msg, len, "%s: %s needs a context that keeps packed weights",
+		                 smallm_kind_name(id), name);
+	return cuda_pack_make(ctx->packs, p.b, smallm_pack_halves(id),
+	                      impl == CUDA_IMPL_MMA_PACKED ? CUDA_PACK_MMA : CUDA_PACK_WGMMA, keep,
+	                      ctx->stream, msg, len);
 }
 
 /* ARGS for product P planned as PL, the split's scratch taken from CTX;

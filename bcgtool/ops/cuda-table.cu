@@ -71,7 +71,7 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
  * reuse one. The kinds with one kernel call it "std". The index order is
  * the enums' of cuda-internal.h. */
 static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class",
-	                                      "mma_packed", NULL };
+	                                      "mma_packed", "wgmma", "wgmma_whole", NULL };
 static const char *const impl_attention[] = { "split", "twopass", "cluster", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", NULL };

@@ -1608,20 +1608,38 @@ static int usable_as_expected(struct env *e, const struct tcase *c, const struct
 	return have;
 }
 
+/* Whether the device runs sm_90a code (compute capability 9.0): wgmma's. */
+static int device_sm90a(void)
+{
+	int dev = 0, major = 0, minor = 0;
+
+	CK(cudaGetDevice(&dev));
+	CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+	CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+	return major == 9 && minor == 0;
+}
+
 /* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
  * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; mma_packed
  * (4) the same, b marked a weight (WEIGHT); gemv [N, K] weights and
- * M <= 8; cublas takes everything here. */
-static int product_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned,
-                                 int weight)
+ * M <= 8; wgmma and wgmma_whole (5, 6) f16/bf16 with out of that dtype
+ * (ODT), [N, K] weights, 16 <= M <= 64, K % 128 == 0, N % 8 == 0,
+ * aligned operands, a weight, on a device of compute capability 9.0;
+ * cublas takes everything here. */
+static int product_expect_usable(int impl, int dt, int odt, int64_t M, int64_t N, int64_t K,
+                                 int tb, int aligned, int weight)
 {
 	switch (impl) {
 	case 0:
 		return dt != PLAN_DTYPE_F32 && tb && M <= 32 && K % 8 == 0 && aligned;
 	case 4:
-		return weight && product_expect_usable(0, dt, M, K, tb, aligned, weight);
+		return weight && product_expect_usable(0, dt, odt, M, N, K, tb, aligned, weight);
 	case 1:
 		return tb && M <= 8;
+	case 5:
+	case 6:
+		return dt != PLAN_DTYPE_F32 && odt == dt && tb && M >= 16 && M <= 64 && K > 0 &&
+		       K % 128 == 0 && N > 0 && N % 8 == 0 && aligned && weight && device_sm90a();
 	default:
 		return 1;
 	}
@@ -1703,6 +1721,11 @@ static void test_products(struct env *e)
 		{ 32, 300, 520 }, { 4, 8000, 64 }, { 1, 5, 8 }, { 2, 3, 0 }, { 33, 40, 64 },
 		{ 1, 2816, 11264 }, { 64, 1024, 1024 }, { 48, 130, 2824 }, { 96, 77, 520 },
 		{ 128, 300, 1024 }, { 100, 64, 4104 }, { 129, 70, 256 }, { 57, 2816, 200 },
+		/* wgmma's: 16 to 64 tokens, K % 128 == 0 (weights on the even
+		 * rows): a split along K, a partial tile (silu: 136 = 4 x 32 + 8),
+		 * M not a multiple of 8, the serving q|k|v */
+		{ 9, 24, 64 }, { 40, 520, 1280 }, { 2, 8, 16 }, { 64, 136, 2816 },
+		{ 5, 16, 32 }, { 23, 1000, 512 }, { 1, 8, 8 }, { 16, 1536, 1024 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 	struct product_bufs pb;
@@ -1735,8 +1758,8 @@ static void test_products(struct env *e)
 					tcase_call(&c, &q, 1);
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
-						int want = product_expect_usable(impl, dt, M, K, tb, shift == 0,
-						                                 weight);
+						int want = product_expect_usable(impl, dt, odt, M, N, K, tb,
+						                                 shift == 0, weight);
 						char what[160];
 						snprintf(what, sizeof what, "%s %s -> %s M %lld N %lld K %lld%s%s%s",
 						         product_names[k], dtype_name(dt), dtype_name(odt),
@@ -1811,18 +1834,28 @@ static void test_product_replays(struct env *e)
 {
 	static const int64_t mnk[][3] = {
 		{ 8, 1024, 2816 }, { 3, 31, 4096 }, { 1, 2816, 11264 }, { 32, 1024, 2816 },
-		{ 24, 300, 1024 },
+		{ 24, 300, 1024 }, { 64, 520, 1280 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 
 	for (int k = 0; k < 3; k++) {
 		for (int s = 0; s < nshapes; s++) {
-			static const int impls[] = { 0, 1, 4 };         /* mma, gemv, mma_packed */
-			for (int ii = 0; ii < 3; ii++) {
+			/* mma, gemv, mma_packed, wgmma (split along K over a
+			 * cluster), wgmma_whole */
+			static const int impls[] = { 0, 1, 4, 5, 6 };
+			for (int ii = 0; ii < 5; ii++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
 				int impl = impls[ii];
 				if (impl == 1 && M > 8)
 					continue;       /* gemv takes at most 8 tokens */
+				if ((impl == 0 || impl == 4) && M > 32)
+					continue;       /* mma takes at most 32 */
+				if (impl >= 5 && (M < 16 || K % 128 != 0 || N % 8 != 0))
+					continue;       /* wgmma's shapes */
+				if (impl >= 5 && !device_sm90a()) {
+					tap_skip(1, "wgmma runs on compute capability 9.0 only");
+					continue;
+				}
 				struct product_bufs pb;
 				struct tcase c;
 				struct op_call call;
@@ -1932,6 +1965,48 @@ static void test_packed_copies(struct env *e)
 	cuda_packs_free(ctx.packs);
 	if (ctx.scratch)
 		CK(cudaFree(ctx.scratch));
+	product_bufs_free(&pb);
+
+	/* wgmma's layout: a copy of its own beside mma_packed's of the same
+	 * weight, which wgmma_whole shares. silu_mul b [2 x 40, 256]: tiles of
+	 * 32 gate and 32 up rows, ceil(40 / 32) = 2 of them, 64 rows x 256 k
+	 * of bf16 each; mma_packed's: 2 halves x 3 tiles x 8 units x 1 KiB. */
+	if (!device_sm90a()) {
+		tap_skip(4, "wgmma runs on compute capability 9.0 only");
+		return;
+	}
+	ctx = e->ctx;
+	ctx.packs = cuda_packs_new();
+	if (ctx.packs == NULL)
+		bail("out of memory");
+	product_bufs_init(e, &pb, 2, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, 16, 40, 256, 1, 0);
+	tbuf_upload(&pb.a);
+	tbuf_upload(&pb.b);
+	CK(cudaDeviceSynchronize());
+	product_case_init(&c, &pb, 2, 1, 0);
+	c.const_in = 1u << 1;
+	tcase_call(&c, &q, 1);
+	q.kind = kind_stub(c.id);
+	q.impl = 5;
+	rc = cuda_kernel(c.id)(&q, &ctx, msg, sizeof msg);
+	ok(rc == -1 && strstr(msg, "wgmma has no packed copy") != NULL,
+	   "wgmma launched before its copy exists fails: %s", msg);
+	ok(cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg) == 0 &&
+	   cuda_packs_bytes(ctx.packs) == 2 * 64 * 256 * 2,
+	   "wgmma's copy of b [80, 256] holds 2 tiles of 64 x 256 (%llu bytes)",
+	   (unsigned long long)cuda_packs_bytes(ctx.packs));
+	q.impl = 6;
+	rc = cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg);
+	q.impl = 4;
+	rc |= cuda_op_prepare(&q, &ctx, 1, msg, sizeof msg);
+	ok(rc == 0 && cuda_packs_bytes(ctx.packs) == 2 * 64 * 256 * 2 + 2 * 3 * 8 * 1024,
+	   "wgmma_whole shares it; mma_packed's is another (%llu bytes)",
+	   (unsigned long long)cuda_packs_bytes(ctx.packs));
+	q.impl = 6;
+	rc = cuda_kernel(c.id)(&q, &ctx, msg, sizeof msg);
+	ok(rc == 0 && cudaStreamSynchronize(e->stream) == cudaSuccess,
+	   "wgmma_whole launches on the shared copy%s%s", rc ? ": " : "", rc ? msg : "");
+	cuda_packs_free(ctx.packs);
 	product_bufs_free(&pb);
 }
 
