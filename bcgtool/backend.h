@@ -134,9 +134,9 @@ struct backend_ops {
 	 * the implementation call->impl names. */
 	int  (*launch)(struct backend *b, const struct op_call *call, char *msg, size_t len);
 	/* What implementation call->impl needs made before CALL's first
-	 * launch: on cuda, mma_packed's packed copy of its weight (ops/cuda.h,
-	 * cuda_op_prepare), made once for every call of that weight and kept
-	 * until close. Called outside any capture, once the weights hold
+	 * launch: on cuda, the packed copy of its weight that mma_packed,
+	 * wgmma and wgmma_whole read (ops/cuda.h, cuda_op_prepare), made once
+	 * for every call of that weight and kept until close. Called outside any capture, once the weights hold
 	 * their bytes (the engine writes them at open; no op writes one).
 	 * KEEP 0: a trial, the tuner timing a candidate; trim frees what only
 	 * trials asked for. prepared_bytes: the memory such copies hold. NULL

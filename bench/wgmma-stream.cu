@@ -1,39 +1,38 @@
 /*
  * bench/wgmma-stream.cu - a product for 16 to 64 tokens on Hopper's
- * warpgroup tensor-core instruction (wgmma), the weights streamed into
- * shared memory by the copy engine, against cuBLAS (issue 22, target 8:
- * the serving step's products at 64 requests run on cuBLAS at about
- * 1 TB/s).
+ * warpgroup tensor-core instruction (wgmma), tokens and weights brought
+ * into shared memory by the copy engine, against cuBLAS (issue 22, target
+ * 8: the serving step's products at 64 requests run on cuBLAS at about
+ * 1 TB/s). The design bcgtool's "wgmma" implementation took
+ * (bcgtool/ops/cuda-wgmma.cu, one tile shape of it); this file keeps the
+ * shapes and the diagnostics that chose it (bench/RESULTS.md, seventeenth
+ * session).
  *
  * out [M, N] = a [M, K] . w^T, w [N, K] as checkpoints store it, M <= 64.
- * The tokens are wgmma's A operand (its M is 64: one warpgroup, warp w
- * rows 16w .. 16w + 15), held in registers and loaded from global memory
- * (they are a few hundred KiB at most, in L2); the weights are B, read by
- * the instruction from shared memory through a descriptor.
+ * The tokens are wgmma's A (its M is 64: one warpgroup, warp w rows 16w ..
+ * 16w + 15), the weights its B; both are read by the instruction from
+ * shared memory through descriptors.
  *
- * The packed layout. w is copied once into tiles of NB rows and KS k,
- * each NB * KS * 2 bytes contiguous, in the order wgmma reads shared
- * memory without swizzle: for each k16 step of the chunk, for each group
- * of 8 rows, the two 8x8 "core matrices" (k 0..7, then 8..15 of the
- * step), each 8 rows of 16 bytes. So a chunk is one bulk copy, and in
- * shared memory core matrices adjacent in K are 128 bytes apart (the
- * descriptor's leading offset) and groups of rows 256 (its stride
- * offset). A 16-byte load of a token row gives a thread k 8q .. 8q+7 of a
- * 32-k unit (q = lane % 4), which the register fragment of two k16 steps
- * wants as k 2q, 2q+1, 2q+8, 2q+9 of each: the pack permutes k within
- * each 32-k unit the same way (pack_k), so both operands agree and every
- * token load stays one 16-byte load.
+ * The tokens come by a tensor map (cuTensorMapEncodeTiled): boxes of 64 k
+ * and M rounded up to 8 rows, 128-byte swizzle, rows past M zeros. The
+ * weights come from a packed copy: tiles of NB rows and KS k, each
+ * NB * KS * 2 bytes contiguous, in the order wgmma reads shared memory
+ * without swizzle (for each k16 step, each group of 8 rows, the two 8x8
+ * core matrices, k 0-7 then 8-15, each 8 rows of 16 bytes): one bulk copy
+ * a chunk; core matrices adjacent in K are 128 bytes apart (the
+ * descriptor's leading offset), groups of rows 256 (its stride offset).
  *
  * A block: warps 0-3 (one warpgroup) compute, warp 4's first lane copies.
- * The copier fills a ring of NS chunk stages, each on a "full" mbarrier,
- * from before the PDL wait (the weights are constant); the warpgroup
- * waits for a stage, issues its KS / 16 wgmmas, commits, and once the
- * wgmmas of the stage before have completed (wgmma.wait_group 1) gives
- * that stage back on its "empty" mbarrier and loads the next chunk's
- * token fragments into the register set those wgmmas read. Where the
- * tiles are too few to fill the device, K is split (blockIdx.y): each
- * split stores its f32 sums, the last block of a tile adds them in split
- * order and runs the epilogue (the same bits every run).
+ * The copier fills a ring of stages (as many as fit the blocks aimed at a
+ * multiprocessor, at most NSMAX), each on a "full" mbarrier, the weights
+ * of the first stages before the PDL wait; the warpgroup waits for a
+ * stage, issues its KS / 16 wgmmas, commits, and once the stage before has
+ * completed (wgmma.wait_group 1) gives it back on its "empty" mbarrier.
+ * Where the tiles are too few for the blocks aimed at, K is split over a
+ * thread block cluster of up to 8 (WG_KSMAX caps it): each block writes
+ * its f32 sums to its shared memory and pushes every output unit's (8
+ * columns of a row) to the unit's owner by st.async; the owner adds the
+ * ranks' sums in rank order and stores 16 bytes a unit.
  *
  * Epilogues: none, add (out = x + round(sum)), silu (gate|up: a tile's
  * first NB / 2 rows are gate rows j, the rest the up rows N + j, so one
@@ -41,15 +40,18 @@
  *
  * Timed: a model's products chained in one CUDA graph under PDL (32
  * layers of the serving sample's q|k|v, o (+x), gate|up (SwiGLU), down
- * (+x), then the lm-head; f16), or each alone; cuBLAS (cublasGemmEx,
- * default algorithm) on the unpacked weights the same way, with beta 1 for
- * the adds and the plain product for gate|up (its SwiGLU not counted).
- * Each product is first checked against a plain f32 reference kernel.
+ * (+x), then the lm-head; f16; or 16 layers of the 1B's, bf16), or each
+ * alone; cuBLAS (cublasGemmEx, default algorithm) on the unpacked weights
+ * the same way, with beta 1 for the adds and the plain product for
+ * gate|up (its SwiGLU not counted). Each product is first checked against
+ * a plain f32 reference kernel. WG_MODE=1 times the kernels without their
+ * merge and stores, WG_MODE=3 with the merge but no stores, WG_MODE=5
+ * with each split storing its own sums (timing only, wrong results).
  *
  * Build and run on the GPU machine (not part of the build):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
  *        -o /tmp/wgs bench/wgmma-stream.cu -lcublas
- *   /tmp/wgs [serve|1b] [STEPS]
+ *   [WG_MODE=M] [WG_KSMAX=S] /tmp/wgs [serve|1b] [STEPS]
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -57,7 +59,6 @@
 #include <cuda_runtime.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cmath>
@@ -123,15 +124,6 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
 	             : "memory");
 }
 
-/* The same without the evict-first hint: for the tokens, which every
- * block of the product reads. */
-__device__ __forceinline__ void bulk_copy_keep(void *dst, const void *src, unsigned bytes,
-                                               uint64_t *b)
-{
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-	             " [%0], [%1], %2, [%3];"
-	             :: "r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)) : "memory");
-}
 
 /* The box at (K0, ROW0) of tensor map MAP into DST (1024-byte aligned,
  * 128-byte swizzle), counted on B. */
@@ -178,13 +170,6 @@ __device__ __forceinline__ uint64_t wg_desc(unsigned addr, unsigned lbo, unsigne
 	       (uint64_t)((sbo >> 4) & 0x3fff) << 32;
 }
 
-__device__ __forceinline__ uint4 ld_tok(const void *p)
-{
-	uint4 v;
-	asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
-	return v;
-}
 
 /* D[64, 32] += A . B, both by descriptor. */
 template <typename T>
@@ -319,7 +304,8 @@ struct wg_args {
 	unsigned   *counters;      /* one a tile */
 	int         box_rows;      /* the token map's box: M rounded up to 8 */
 	int         ns;            /* stages, at most the kernel's NSMAX */
-	int         mode;          /* diagnostics: 0 all, 1 no merge or stores, 2 copies only */
+	int         mode;          /* diagnostics (WG_MODE): 0 all, 1 no merge or stores, 3 the
+	                              merge without stores, 5 no merge, every split stores */
 };
 
 template <typename T>
@@ -340,49 +326,6 @@ __device__ __forceinline__ T from_f(float v)
 		return __float2bfloat16_rn(v);
 }
 
-/* Out [m, n] (and n + 1) from the complete sums V0, V1 (silu: gate) and
- * U0, U1 (silu: up). */
-template <typename T, int EPI>
-__device__ __forceinline__ void wg_store(const wg_args &p, int m, int64_t n, float v0, float v1,
-                                         float u0, float u1)
-{
-	if (m >= p.M || n >= p.N)
-		return;
-	T *out = static_cast<T *>(p.out);
-	const int64_t o = (int64_t)m * p.N + n;
-	float r0, r1;
-	if constexpr (EPI == EPI_NONE) {
-		r0 = v0, r1 = v1;
-	} else if constexpr (EPI == EPI_ADD) {
-		const T *x = static_cast<const T *>(p.x);
-		r0 = to_f(x[o]) + to_f(from_f<T>(v0));
-		r1 = n + 1 < p.N ? to_f(x[o + 1]) + to_f(from_f<T>(v1)) : 0.0f;
-	} else {
-		const float g0 = to_f(from_f<T>(v0)), g1 = to_f(from_f<T>(v1));
-		r0 = g0 / (1.0f + expf(-g0)) * to_f(from_f<T>(u0));
-		r1 = g1 / (1.0f + expf(-g1)) * to_f(from_f<T>(u1));
-	}
-	out[o] = from_f<T>(r0);
-	if (n + 1 < p.N)
-		out[o + 1] = from_f<T>(r1);
-}
-
-/* A stage: the tokens first, KS / 64 atoms of 64 rows x 128 bytes (the
- * tensor map's 128-byte swizzle, each atom 1024-byte aligned), then the
- * weights' chunk, NB * KS * 2 bytes. */
-template <int NB, int KS>
-__host__ __device__ constexpr unsigned stage_bytes()
-{
-	return KS * 128 + NB * KS * 2;
-}
-
-/* The merge's receive buffer: every rank's sums of a block's units, at
- * most 64 * NB / 8 + 16 units of 8 floats (a silu unit is two). */
-template <int NB>
-__host__ __device__ constexpr unsigned recv_bytes()
-{
-	return (64 * NB / 8 + 16) * 8 * 4;
-}
 
 /* The merge's rows of f32 sums: NB + 8 floats, so that the rows a warp's
  * store covers start on different banks. */
@@ -393,9 +336,10 @@ __host__ __device__ constexpr int sum_row()
 }
 
 /* Grid (tiles, ksplit) with clusters of (1, ksplit), ksplit <= 8; 160
- * threads; NS * stage_bytes + recv_bytes + 1024 dynamic shared memory. K % KS == 0,
- * M <= 64; the packed w 16-byte aligned; TOK maps the tokens [M, K] with
- * boxes of 64 k and p.box_rows rows. */
+ * threads; p.ns stages, the receive buffer and 1024 bytes of alignment of
+ * dynamic shared memory (wg_launch). K % KS == 0, M <= 64; the packed w
+ * 16-byte aligned; TOK maps the tokens [M, K] with boxes of 64 k and
+ * p.box_rows rows. */
 template <typename T, int NB, int KS, int NSMAX, int EPI>
 __global__ void __launch_bounds__(160) wg_kernel(const __grid_constant__ CUtensorMap tok, wg_args p)
 {

@@ -139,7 +139,7 @@ struct capture_report {
 	                                              share (share.h) */
 	char                           opaque_why[96]; /* the first's reason */
 	/* Weights copied into another layout for the implementations chosen
-	 * (backend.h, prepare: mma_packed's packed weights), device bytes. */
+	 * (backend.h, prepare: packed weights), device bytes. */
 	uint64_t                       prepared_bytes;
 };
 

@@ -287,7 +287,7 @@ int engine_set_batch(struct engine *e, const struct serve_batch *batch,
 
 /* What op OP's call C needs made before its first launch, by the
  * backend's prepare hook (backend.h): on cuda the packed copy of an
- * mma_packed product's weight. KEEP 0 for a trial (the tuner's
+ * mma_packed, wgmma or wgmma_whole product's weight. KEEP 0 for a trial (the tuner's
  * candidates). Nothing while the arena is not placed (e->base NULL: shapes
  * only). An error (out of device memory) names the op, the implementation
  * and its weights, exit status 3. engine_prepared_bytes: the device

@@ -143,35 +143,31 @@ __device__ __forceinline__ uint64_t wg_desc(unsigned addr, unsigned lbo, unsigne
 
 /* D [64, 64] f32 += A [64, 16] . B [16, 64], both read from shared memory
  * through their descriptors (wgmma.mma_async, asynchronous: wg_commit and
- * wg_wait order it). */
+ * wg_wait order it); TY the inputs' type. */
+#define WG_MMA_ASM(TY)                                                                       \
+	asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " "               \
+	             "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "                \
+	             "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "            \
+	             "%25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;"            \
+	             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),  \
+	               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),\
+	               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),         \
+	               "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),         \
+	               "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]),         \
+	               "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])          \
+	             : "l"(adesc), "l"(bdesc))
+
 template <typename T>
 __device__ __forceinline__ void wg_mma(float (&d)[32], uint64_t adesc, uint64_t bdesc)
 {
 	if constexpr (std::is_same<T, __half>::value)
-		asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-		             "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-		             "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-		             "%25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;"
-		             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-		               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-		               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-		               "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-		               "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]),
-		               "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-		             : "l"(adesc), "l"(bdesc));
+		WG_MMA_ASM("f16");
 	else
-		asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-		             "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-		             "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, "
-		             "%25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;"
-		             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-		               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-		               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-		               "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-		               "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]),
-		               "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-		             : "l"(adesc), "l"(bdesc));
+		WG_MMA_ASM("bf16");
 }
+
+#undef WG_MMA_ASM
+
 template <typename T>
 __device__ __forceinline__ T wg_from_f(float v)
 {
@@ -552,6 +548,21 @@ static int wg_launch_t(const struct cuda_op_ctx *ctx, const CUtensorMap &map, co
 	                      a.ksplit > 1 ? (unsigned)a.ksplit : 0u, msg, len, map, a);
 }
 
+/* wg_launch_t with product ID's epilogue. */
+template <typename T>
+static int wg_launch_id(enum op_id id, const struct cuda_op_ctx *ctx, const CUtensorMap &map,
+                        const wg_args &a, size_t smem, char *msg, size_t len)
+{
+	switch (id) {
+	case OP_MATMUL_ADD:
+		return wg_launch_t<T, WG_EPI_ADD>(ctx, map, a, smem, msg, len);
+	case OP_MATMUL_SILU_MUL:
+		return wg_launch_t<T, WG_EPI_SILU>(ctx, map, a, smem, msg, len);
+	default:
+		return wg_launch_t<T, WG_EPI_NONE>(ctx, map, a, smem, msg, len);
+	}
+}
+
 int cuda_wgmma_run(enum op_id id, const struct cuda_product *p, const void *packed, int whole,
                    const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
@@ -622,22 +633,6 @@ int cuda_wgmma_run(enum op_id id, const struct cuda_product *p, const void *pack
 		return cuda_fail(msg, len, "%s: cuTensorMapEncodeTiled of a [%lld, %lld] failed (%d)",
 		                 who, (long long)p->M, (long long)p->K, (int)cr);
 
-	if (bf16) {
-		switch (id) {
-		case OP_MATMUL_ADD:
-			return wg_launch_t<__nv_bfloat16, WG_EPI_ADD>(ctx, map, a, smem, msg, len);
-		case OP_MATMUL_SILU_MUL:
-			return wg_launch_t<__nv_bfloat16, WG_EPI_SILU>(ctx, map, a, smem, msg, len);
-		default:
-			return wg_launch_t<__nv_bfloat16, WG_EPI_NONE>(ctx, map, a, smem, msg, len);
-		}
-	}
-	switch (id) {
-	case OP_MATMUL_ADD:
-		return wg_launch_t<__half, WG_EPI_ADD>(ctx, map, a, smem, msg, len);
-	case OP_MATMUL_SILU_MUL:
-		return wg_launch_t<__half, WG_EPI_SILU>(ctx, map, a, smem, msg, len);
-	default:
-		return wg_launch_t<__half, WG_EPI_NONE>(ctx, map, a, smem, msg, len);
-	}
+	return bf16 ? wg_launch_id<__nv_bfloat16>(id, ctx, map, a, smem, msg, len)
+	            : wg_launch_id<__half>(id, ctx, map, a, smem, msg, len);
 }

@@ -119,15 +119,17 @@ int cuda_impl_default(const struct op_call *call);
 int cuda_impl_shared(const struct op_call *call, int impl);
 
 /* Weights in other layouts than the checkpoint's (cuda-pack.cu): an
- * implementation that reads its weight packed ("mma_packed") finds the
- * copy in ctx->packs, made beforehand by cuda_op_prepare. Keep one struct
- * cuda_packs a context, from cuda_packs_new until cuda_packs_free (which
- * frees the copies: no graph that read them may run after it).
+ * implementation that reads its weight packed ("mma_packed", "wgmma",
+ * "wgmma_whole") finds the copy in ctx->packs, made beforehand by
+ * cuda_op_prepare. Keep one struct cuda_packs a context, from
+ * cuda_packs_new until cuda_packs_free (which frees the copies: no graph
+ * that read them may run after it).
  *
  * cuda_op_prepare makes what implementation call->impl of CALL (kind set,
- * device addresses) needs before it can launch on CTX: for mma_packed the
- * packed copy of its weight, packed on CTX's stream, once for every call
- * of that weight; nothing for the others. Never while CTX's stream is
+ * device addresses) needs before it can launch on CTX: for mma_packed,
+ * wgmma and wgmma_whole the packed copy of its weight in their layout,
+ * packed on CTX's stream, once for every call of that weight and layout;
+ * nothing for the others. Never while CTX's stream is
  * captured, and only once the weight holds its final bytes: a copy is not
  * remade when the weight changes. KEEP 0 marks a trial (the tuner timing
  * a candidate): cuda_packs_trim frees the copies that no call prepared
