@@ -99,10 +99,23 @@ test_expect_success 'sizes alternating every step on shared executables match ea
 # MiB): the small sample's executables can round to the same bytes shared
 # or not (22.0 MiB both, 198 against 132 executables, on an H100), so the
 # bytes may only not grow; the 51-size 1B sample's figure is the share
-# stage's (bench/gpu-session.sh).
-test_expect_success PYTHON3 'graph memory: all sizes held, fewer executables shared, no more bytes' '
+# stage's (bench/gpu-session.sh). The free memory is the device's: another
+# process allocating while an executable is built adds its bytes to that
+# executable's (under a parallel make check on an H100, 609 MiB unshared
+# against 675 MiB shared, with cuda-ops running beside). So the bytes are
+# compared only where nvidia-smi saw no other process on the GPU before and
+# after the two instantiations (prerequisite GPU_ALONE).
+gpu_others() {
+	_apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null) ||
+		{ echo unknown; return; }
+	printf '%s' "$_apps" | grep -c . || true
+}
+
+test_expect_success PYTHON3 'graph memory: all sizes held, fewer executables shared' '
+	gpu_others >others &&
 	bcg instantiate --backend cuda --share-exec --json own.plan >inst-shared.json &&
 	bcg instantiate --backend cuda --json own.plan >inst-own.json &&
+	gpu_others >>others &&
 	"$PYTHON3" -c "
 import json
 s = json.load(open(\"inst-shared.json\"))
@@ -114,11 +127,22 @@ print(\"# unshared: %d executables, %d bytes; shared: %d executables, %d bytes, 
 assert s[\"drifted\"] == 0 and o[\"drifted\"] == 0
 assert b[\"executables\"] < a[\"executables\"] == len(o[\"segments\"])
 assert a[\"bytes\"] > 0, \"no graph memory measured\"
-assert b[\"bytes\"] <= a[\"bytes\"]
 c = json.load(open(\"cap-shared.json\"))[\"graph_memory\"]
 u = json.load(open(\"cap-own.json\"))[\"graph_memory\"]
 print(\"# capture: unshared %d bytes, shared %d bytes\" % (u[\"bytes\"], c[\"bytes\"]))
 assert c[\"share_exec\"] and not u[\"share_exec\"] and c[\"executables\"] < u[\"executables\"]
+"
+'
+
+test "$(cat others 2>/dev/null | tr '\n' ' ')" = "0 0 " && test_set_prereq GPU_ALONE
+
+test_expect_success GPU_ALONE,PYTHON3 'graph memory: no more bytes shared than unshared' '
+	"$PYTHON3" -c "
+import json
+a = json.load(open(\"inst-own.json\"))[\"graph_memory\"][\"bytes\"]
+b = json.load(open(\"inst-shared.json\"))[\"graph_memory\"][\"bytes\"]
+print(\"# unshared %d bytes, shared %d bytes\" % (a, b))
+assert b <= a
 "
 '
 
