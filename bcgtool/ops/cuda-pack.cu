@@ -24,10 +24,11 @@
  * took 0.90, 0.87 and 0.85 of mma's at 8, 16 and 32 tokens on an H100
  * (bench/RESULTS.md, fourteenth session).
  *
- * A copy is keyed by its weight's address, shape, dtype, halves and layout: it is
- * correct only while the weight's bytes are those it was packed from. The
- * engine writes weights once, when it opens, and no op may write one
- * (script/check.c), so a copy made after that never goes stale.
+ * A copy is keyed by its weight's address, shape, dtype, halves and
+ * layout: it is correct only while the weight's bytes are those it was
+ * packed from. The engine writes weights once, when it opens, and no op
+ * may write one (script/check.c), so a copy made after that never goes
+ * stale.
  */
 #include "config.h"
 
