@@ -168,24 +168,6 @@ __device__ __forceinline__ void wg_mma(float (&d)[32], uint64_t adesc, uint64_t 
 
 #undef WG_MMA_ASM
 
-template <typename T>
-__device__ __forceinline__ T wg_from_f(float v)
-{
-	if constexpr (std::is_same<T, __half>::value)
-		return __float2half_rn(v);
-	else
-		return __float2bfloat16_rn(v);
-}
-
-template <typename T>
-__device__ __forceinline__ float wg_to_f(T v)
-{
-	if constexpr (std::is_same<T, __half>::value)
-		return __half2float(v);
-	else
-		return __bfloat162float(v);
-}
-
 /* The unit range [e0, e1) of rank R of KS among UNITS. */
 __device__ __forceinline__ int wg_unit_start(int units, int r, int ks)
 {
@@ -394,12 +376,12 @@ bcg_wgmma_kernel(const __grid_constant__ CUtensorMap tok, wg_args p)
 #pragma unroll
 		for (int i = 0; i < 8; i++) {
 			if constexpr (EPI == WG_EPI_NONE) {
-				res[i] = wg_from_f<T>(v[i]);
+				res[i] = cuda_from_f32<T>(v[i]);
 			} else if constexpr (EPI == WG_EPI_ADD) {
-				res[i] = wg_from_f<T>(wg_to_f(xs[i]) + wg_to_f(wg_from_f<T>(v[i])));
+				res[i] = cuda_from_f32<T>(cuda_to_f32(xs[i]) + cuda_to_f32(cuda_from_f32<T>(v[i])));
 			} else {
-				const float gg = wg_to_f(wg_from_f<T>(v[i]));
-				res[i] = wg_from_f<T>(gg / (1.0f + expf(-gg)) * wg_to_f(wg_from_f<T>(u[i])));
+				const float gg = cuda_to_f32(cuda_from_f32<T>(v[i]));
+				res[i] = cuda_from_f32<T>(gg / (1.0f + expf(-gg)) * cuda_to_f32(cuda_from_f32<T>(u[i])));
 			}
 		}
 		*reinterpret_cast<uint4 *>(static_cast<T *>(p.out) + o) =
