@@ -295,6 +295,12 @@ static inline unsigned cuda_const_bit(const struct op_call *call, int from, int 
 	return ((call->const_in >> from) & 1u) << to;
 }
 
+/* Whether T's data is 16-byte aligned (no data: nothing to misalign). */
+static inline int cuda_aligned16(const struct op_tensor *t)
+{
+	return t->data == NULL || (uintptr_t)t->data % 16 == 0;
+}
+
 /* Shapes as op.h defines them: elements, rows (all axes but the last),
  * cols (the last axis; 1 for rank 0). */
 static inline int64_t cuda_numel(const struct op_tensor *t)

@@ -1113,11 +1113,6 @@ int cuda_product_shape(enum op_id id, const struct op_call *call,
 	return 0;
 }
 
-static int smallm_aligned(const struct op_tensor *t)
-{
-	return t->data == NULL || (uintptr_t)t->data % 16 == 0;
-}
-
 /* The small-M kernels' shared conditions: [N, K] weights, a [M, K]. */
 static int smallm_layout_ok(const struct cuda_product *p)
 {
@@ -1163,7 +1158,7 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 	case CUDA_IMPL_MMA:
 		return smallm_layout_ok(&p) && p.M <= SM_MMA_MAX_M && p.K % 8 == 0 &&
 		       (p.a->dtype == PLAN_DTYPE_F16 || p.a->dtype == PLAN_DTYPE_BF16) &&
-		       smallm_aligned(p.a) && smallm_aligned(p.b);
+		       cuda_aligned16(p.a) && cuda_aligned16(p.b);
 	case CUDA_IMPL_MMA_PACKED:
 		/* mma's, on a weight: its copy is made once and never remade. */
 		return cuda_product_usable(id, call, CUDA_IMPL_MMA) && smallm_b_is_weight(call, &p);
@@ -1817,8 +1812,8 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 		const int64_t V = 16 / (int64_t)cuda_dtype_size(p.a->dtype);
 		const int mt = smallm_gemv_maxm(p.M);
 		return smallm_layout_ok(&p) && p.M <= SM_GEMV_MAX_M && p.K % V == 0 &&
-		       mt * (p.K / V) <= RNM_XS_VECS(mt) && smallm_aligned(p.a) &&
-		       smallm_aligned(p.b) && smallm_aligned(&call->in[1]);
+		       mt * (p.K / V) <= RNM_XS_VECS(mt) && cuda_aligned16(p.a) &&
+		       cuda_aligned16(p.b) && cuda_aligned16(&call->in[1]);
 	}
 	case CUDA_IMPL_RNM_SPLIT:
 		return cuda_product_pick(id, &prod) >= 0;

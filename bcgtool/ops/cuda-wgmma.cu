@@ -218,15 +218,19 @@ bcg_wgmma_kernel(const __grid_constant__ CUtensorMap tok, wg_args p)
 		asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 	}
 
+	/* The copier's: chunk c's weights into stage s, the stage's bytes
+	 * (its tokens' too) expected on its barrier. */
 	const unsigned char *w = static_cast<const unsigned char *>(p.w) +
 	                         ((int64_t)blockIdx.y * p.chunks + c0) * WG_WB;
+	auto copy_weights = [&](int c, int s) {
+		cuda_bar_expect(&full[s], WG_WB + TB);
+		cuda_bulk_copy(ring + s * STAGE + TB, w + (int64_t)c * WG_WB, WG_WB, &full[s]);
+	};
 	const int pre = nc < NS ? nc : NS;
 	if (warp == 4 && lane == 0) {
 		asm volatile("prefetch.tensormap [%0];" :: "l"(&tok) : "memory");
-		for (int c = 0; c < pre; c++) {
-			cuda_bar_expect(&full[c], WG_WB + TB);
-			cuda_bulk_copy(ring + c * STAGE + TB, w + (int64_t)c * WG_WB, WG_WB, &full[c]);
-		}
+		for (int c = 0; c < pre; c++)
+			copy_weights(c, c);
 	}
 
 	/* Every thread waits for the kernel before; matmul_add's threads then
@@ -256,9 +260,7 @@ bcg_wgmma_kernel(const __grid_constant__ CUtensorMap tok, wg_args p)
 			for (int c = 0, s = 0; c < nc; c++) {
 				if (c >= NS) {
 					cuda_bar_wait(&empty[s], (unsigned)((c / NS) - 1) & 1u);
-					cuda_bar_expect(&full[s], WG_WB + TB);
-					cuda_bulk_copy(ring + s * STAGE + TB, w + (int64_t)c * WG_WB, WG_WB,
-					               &full[s]);
+					copy_weights(c, s);
 				}
 				wg_tma_2d(ring + s * STAGE, &tok, (c0 + c) * WG_KS, &full[s]);
 				wg_tma_2d(ring + s * STAGE + ATOM, &tok, (c0 + c) * WG_KS + 64, &full[s]);
@@ -441,27 +443,37 @@ static PFN_cuTensorMapEncodeTiled_v12000 wg_encoder(void)
 	return fn;
 }
 
-/* Whether the current device runs sm_90a code: compute capability 9.0. */
+/* Whether the current device runs sm_90a code: compute capability 9.0.
+ * Every launch asks (cuda_product_usable), so the answer is kept a device
+ * (the first 64; others ask every time): bit d of KNOWN says device d was
+ * asked, bit d of YES its answer. Two threads may both ask the first
+ * time: the same answer, no harm. */
 static int wg_device_ok(void)
 {
+	static unsigned long long known, yes;
 	int dev = 0, major = 0, minor = 0;
 
-	if (cudaGetDevice(&dev) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	if (cudaGetDevice(&dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+	if (bit != 0 && (__atomic_load_n(&known, __ATOMIC_ACQUIRE) & bit) != 0)
+		return (__atomic_load_n(&yes, __ATOMIC_RELAXED) & bit) != 0;
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
 		(void)cudaGetLastError();
 		return 0;
 	}
 #if defined(BCG_NO_SM90A)
-	return 0;       /* nvcc knew no sm_90a: the kernel is not built */
+	const int ok = 0;       /* nvcc knew no sm_90a: the kernel is not built */
 #else
-	return major == 9 && minor == 0 && wg_encoder() != NULL;
+	const int ok = major == 9 && minor == 0 && wg_encoder() != NULL;
 #endif
-}
-
-static int wg_aligned(const struct op_tensor *t)
-{
-	return t->data == NULL || (uintptr_t)t->data % 16 == 0;
+	if (ok)
+		__atomic_fetch_or(&yes, bit, __ATOMIC_RELAXED);
+	__atomic_fetch_or(&known, bit, __ATOMIC_RELEASE);
+	return ok;
 }
 
 int cuda_wgmma_usable(enum op_id id, const struct cuda_product *p, int b_weight)
@@ -477,8 +489,8 @@ int cuda_wgmma_usable(enum op_id id, const struct cuda_product *p, int b_weight)
 	if (p->M < WG_MIN_M || p->M > WG_MAX_M || p->K % WG_KS != 0 || p->K <= 0 ||
 	    p->K > INT_MAX / 2 || p->N % 8 != 0 || p->N <= 0 || p->N > INT_MAX / 2)
 		return 0;
-	if (!wg_aligned(p->a) || !wg_aligned(p->b) || !wg_aligned(p->out) ||
-	    (p->x && !wg_aligned(p->x)))
+	if (!cuda_aligned16(p->a) || !cuda_aligned16(p->b) || !cuda_aligned16(p->out) ||
+	    (p->x && !cuda_aligned16(p->x)))
 		return 0;
 	const int64_t cols = id == OP_MATMUL_SILU_MUL ? WG_NB / 2 : WG_NB;
 	if ((p->N + cols - 1) / cols > 65535)

@@ -1723,7 +1723,7 @@ static void test_products(struct env *e)
 		{ 128, 300, 1024 }, { 100, 64, 4104 }, { 129, 70, 256 }, { 57, 2816, 200 },
 		/* wgmma's: 16 to 64 tokens, K % 128 == 0 (weights on the even
 		 * rows): a split along K, a partial tile (silu: 136 = 4 x 32 + 8),
-		 * M not a multiple of 8, the serving q|k|v */
+		 * M not a multiple of 8, half the serving q|k|v */
 		{ 9, 24, 64 }, { 40, 520, 1280 }, { 2, 8, 16 }, { 64, 136, 2816 },
 		{ 5, 16, 32 }, { 23, 1000, 512 }, { 1, 8, 8 }, { 16, 1536, 1024 },
 	};
@@ -1893,6 +1893,25 @@ static void test_product_replays(struct env *e)
 	}
 }
 
+/* A silu_mul of bf16 at M, N, K with b a weight, its operands uploaded,
+ * into PB, C and Q (kind set); CTX E's with packs of its own. */
+static void packed_case_open(struct env *e, struct product_bufs *pb, struct tcase *c,
+                             struct op_call *q, struct cuda_op_ctx *ctx, int64_t M, int64_t N,
+                             int64_t K)
+{
+	*ctx = e->ctx;
+	ctx->packs = cuda_packs_new();
+	if (ctx->packs == NULL)
+		bail("out of memory");
+	product_bufs_init(e, pb, 2, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, M, N, K, 1, 0);
+	tbuf_upload(&pb->a);
+	tbuf_upload(&pb->b);
+	CK(cudaDeviceSynchronize());
+	product_case_init(c, pb, 2, 1, 0);
+	c->const_in = 1u << 1;
+	tcase_call(c, q, 1);
+}
+
 /* mma_packed's copies (cuda_op_prepare, ctx->packs): their bytes, one
  * copy a weight, trials freed by a trim and kept ones not, and the
  * errors: a launch before its copy exists, a copy asked for inside a
@@ -1902,26 +1921,17 @@ static void test_packed_copies(struct env *e)
 	struct product_bufs pb;
 	struct tcase c;
 	struct op_call q;
-	struct cuda_op_ctx ctx = e->ctx;
+	struct cuda_op_ctx ctx;
 	char msg[256] = "";
 	int rc;
 
-	ctx.packs = cuda_packs_new();
-	if (ctx.packs == NULL)
-		bail("out of memory");
 	/* silu_mul: b [2 x 77, 264]: two halves of ceil(77 / 16) = 5 tiles,
 	 * ceil(264 / 32) = 9 units, 1 KiB a tile and unit */
-	product_bufs_init(e, &pb, 2, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, 8, 77, 264, 1, 0);
-	tbuf_upload(&pb.a);
-	tbuf_upload(&pb.b);
-	CK(cudaDeviceSynchronize());
-	product_case_init(&c, &pb, 2, 1, 0);
-	c.impl = 4;
-	c.const_in = 1u << 1;
+	packed_case_open(e, &pb, &c, &q, &ctx, 8, 77, 264);
+	c.impl = q.impl = 4;
 	c.scratch = op_scratch(&c);
 	ctx.scratch = scratch_alloc(c.scratch);
 	ctx.scratch_bytes = c.scratch;
-	tcase_call(&c, &q, 1);
 
 	rc = cuda_kernel(c.id)(&q, &ctx, msg, sizeof msg);
 	ok(rc == -1 && strstr(msg, "no packed copy") != NULL,
@@ -1975,17 +1985,7 @@ static void test_packed_copies(struct env *e)
 		tap_skip(4, "wgmma runs on compute capability 9.0 only");
 		return;
 	}
-	ctx = e->ctx;
-	ctx.packs = cuda_packs_new();
-	if (ctx.packs == NULL)
-		bail("out of memory");
-	product_bufs_init(e, &pb, 2, PLAN_DTYPE_BF16, PLAN_DTYPE_BF16, 16, 40, 256, 1, 0);
-	tbuf_upload(&pb.a);
-	tbuf_upload(&pb.b);
-	CK(cudaDeviceSynchronize());
-	product_case_init(&c, &pb, 2, 1, 0);
-	c.const_in = 1u << 1;
-	tcase_call(&c, &q, 1);
+	packed_case_open(e, &pb, &c, &q, &ctx, 16, 40, 256);
 	q.kind = kind_stub(c.id);
 	q.impl = 5;
 	rc = cuda_kernel(c.id)(&q, &ctx, msg, sizeof msg);
