@@ -131,8 +131,9 @@ def figures(path, plan_path, tokens):
                          "FROM CUPTI_ACTIVITY_KIND_KERNEL k ORDER BY k.start, k.rowid").fetchall()
 
     nops = len(plan["ops"])
-    op_kernels, op_total = [0] * nops, [0] * nops
+    op_kernels, op_total, op_exposed = [0] * nops, [0] * nops, [0] * nops
     per_item = [[[] for _ in names] for _ in matched]
+    reach = [None] * len(matched)
     counts = {"graph": 0, "break": 0, "unattributed": 0, "outside": 0}
     for start, end, corr, node in kernels:
         call = calls.get(corr)
@@ -169,6 +170,11 @@ def figures(path, plan_path, tokens):
             counts["break"] += 1
         op_kernels[op] += 1
         op_total[op] += end - start
+        # exposed: what the kernel adds to its step's busy time, the
+        # step's kernels taken in start order
+        r0 = reach[where[0]]
+        op_exposed[op] += end - start if r0 is None or start >= r0 else max(0, end - r0)
+        reach[where[0]] = end if r0 is None else max(r0, end)
         per_item[where[0]][where[1]].append((start, end))
 
     out = ["variant %d" % v["tokens"], "steps %d" % len(matched),
@@ -213,8 +219,9 @@ def figures(path, plan_path, tokens):
             ran.add(plan["breakpoints"][it["index"]]["op"])
     for o in sorted(ran):
         b = op_bytes(plan, plan["ops"][o], v["tokens"])
-        out.append("op %s kernels %d total_ns %d bytes %s" % (
-            plan["ops"][o]["label"], op_kernels[o], op_total[o], "-" if b is None else b))
+        out.append("op %s kernels %d total_ns %d exposed_ns %d bytes %s" % (
+            plan["ops"][o]["label"], op_kernels[o], op_total[o], op_exposed[o],
+            "-" if b is None else b))
     return out
 
 
@@ -235,8 +242,9 @@ def from_json(path):
                                  it["kernel_ns"], it["span_ns"], it["busy_ns"],
                                  fmt(it["gap_before_ns"]), fmt(it["gap_after_ns"])))
     for o in sorted(r["ops"], key=lambda o: o["index"]):
-        out.append("op %s kernels %d total_ns %d bytes %s" % (
-            o["name"], o["kernels"], o["total_ns"], "-" if o["bytes"] is None else o["bytes"]))
+        out.append("op %s kernels %d total_ns %d exposed_ns %d bytes %s" % (
+            o["name"], o["kernels"], o["total_ns"], o["exposed_ns"],
+            "-" if o["bytes"] is None else o["bytes"]))
     return out
 
 

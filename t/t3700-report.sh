@@ -49,9 +49,31 @@ assert all(i[\"why\"] is None for i in r[\"items\"] if i[\"kind\"] == \"segment\
 for k in r[\"kinds\"]:
     ops = [o for o in r[\"ops\"] if o[\"kind\"] == k[\"kind\"]]
     assert k[\"ops\"] == len(ops) and k[\"total_ns\"] == sum(o[\"total_ns\"] for o in ops), k
+    assert k[\"exposed_ns\"] == sum(o[\"exposed_ns\"] for o in ops), k
 assert len(r[\"unattributed\"]) == r[\"kernels\"][\"unattributed\"] + r[\"kernels\"][\"outside\"] == 90
 assert all(u[\"why\"] for u in r[\"unattributed\"])
 "
+'
+
+test_expect_success SQLITE,PYTHON3 'exposed time: over the ops the steps'"'"' busy time, never above the kernel time, below it where kernels overlap' '
+	"$PYTHON3" -c "
+import json
+r = json.load(open(\"report.json\"))
+busy = sum(s[\"busy_ns\"] for s in r[\"steps\"])
+assert sum(o[\"exposed_ns\"] for o in r[\"ops\"]) == busy, busy
+assert all(0 <= o[\"exposed_ns\"] <= o[\"total_ns\"] for o in r[\"ops\"])
+# the export holds an overlap: argmax starts before the lm-head ends
+assert any(o[\"exposed_ns\"] < o[\"total_ns\"] for o in r[\"ops\"])
+n = len(r[\"steps\"])
+assert all(abs(o[\"exposed_per_step_ns\"] - o[\"exposed_ns\"] / n) < 0.01 for o in r[\"ops\"])
+"
+'
+
+test_expect_success SQLITE 'the op tables show the exposed time' '
+	bcg report "$rep" "$plan" >out &&
+	test_grep "^  op  *kind  *item kernels  *time  share  *exposed  *bytes  *GB/s$" out &&
+	test_grep "^  kind  *ops kernels  *time  share  *exposed of busy$" out &&
+	test_grep "^  argmax  *1  *1  *1.98 us   2.9%  *1.81 us   2.7%$" out
 '
 
 test_expect_success SQLITE,PYTHON3 'the JSON report follows its schema' '

@@ -66,7 +66,7 @@ test_expect_success SQLITE,PYTHON3 'report --json: the experts'"'"' bytes count 
 
 test_expect_success SQLITE 'report: the text table says the same at one token' '
 	bcg report --tokens 1 moe.sqlite moe.plan >out &&
-	test_grep "^  experts  *moe_experts  *1  *1  *2.00 us 100.0%  *848 B  *0.4$" out
+	test_grep "^  experts  *moe_experts  *1  *1  *2.00 us 100.0%  *2.00 us  *848 B  *0.4$" out
 '
 
 test_done

@@ -305,26 +305,32 @@ static int same_launch(const struct plan_node *n, const struct nsys_kernel *k)
 	       memcmp(n->block, k->block, sizeof k->block) == 0;
 }
 
-static void span_add(struct prof_span *s, const struct nsys_kernel *k, int64_t *reach)
+/* Adds kernel K to S; returns what K added to S's busy time: the part of
+ * its interval past every earlier kernel's end. */
+static int64_t span_add(struct prof_span *s, const struct nsys_kernel *k, int64_t *reach)
 {
+	int64_t grew = 0;
+
 	/* Kernels come in start order, so the union grows at its end. */
 	if (s->n == 0) {
 		s->first = k->start;
 		s->last = k->end;
-		s->busy = k->end - k->start;
+		grew = k->end - k->start;
 		*reach = k->end;
 	} else {
 		if (k->start >= *reach)
-			s->busy += k->end - k->start;
+			grew = k->end - k->start;
 		else if (k->end > *reach)
-			s->busy += k->end - *reach;
+			grew = k->end - *reach;
 		if (k->end > *reach)
 			*reach = k->end;
 		if (k->end > s->last)
 			s->last = k->end;
 	}
+	s->busy += grew;
 	s->ksum += k->end - k->start;
 	s->n++;
+	return grew;
 }
 
 /* Of moe_experts O's experts (its attribute experts, E: gate_up and down,
@@ -531,6 +537,7 @@ int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t t
 		const struct nsys_call *c = nsys_find_call(t, kn->corr);
 		uint32_t s = kstep[k] == UINT32_MAX ? UINT32_MAX : slot[kstep[k]];
 		uint32_t i = kitem[k];
+		int64_t grew;
 
 		a->step = a->item = a->op = a->node = PLAN_NONE;
 		a->where = "";
@@ -603,11 +610,13 @@ int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t t
 			a->op = plan_get_breakpoint(plan, pv->items[i].index)->op;
 			p->break_kernels++;
 		}
+		grew = span_add(&p->steps[s].gpu, kn,
+		                &reach[(size_t)s * (pv->nitems + 1) + pv->nitems]);
 		if (a->op != PLAN_NONE && a->op < plan_count_ops(plan)) {
 			p->ops[a->op].kernels++;
 			p->ops[a->op].total += kn->end - kn->start;
+			p->ops[a->op].exposed += grew;
 		}
-		span_add(&p->steps[s].gpu, kn, &reach[(size_t)s * (pv->nitems + 1) + pv->nitems]);
 		span_add(&p->steps[s].item_gpu[i], kn, &reach[(size_t)s * (pv->nitems + 1) + i]);
 	}
 out:

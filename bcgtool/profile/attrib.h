@@ -59,6 +59,13 @@ struct prof_step {
 struct prof_op {
 	uint64_t kernels;
 	int64_t  total;        /* ns over every step */
+	int64_t  exposed;      /* ns over every step that its kernels added to
+	                        * their step's busy time: of each kernel, the
+	                        * part past every earlier kernel's end (the
+	                        * step's kernels in start order). Over the ops
+	                        * it sums to the steps' busy time; under
+	                        * programmatic dependent launch, where kernels
+	                        * overlap, it is what an op costs the step. */
 	int64_t  bytes;        /* per step; -1 unknown */
 };
 

@@ -20,6 +20,7 @@ struct kind_sum {
 	uint32_t    ops;
 	uint64_t    kernels;
 	int64_t     total;
+	int64_t     exposed;
 };
 
 struct unattr_group {
@@ -163,6 +164,7 @@ static struct kind_sum *kinds(const struct profile *p, uint32_t *n)
 		ks[j].ops++;
 		ks[j].kernels += p->ops[o].kernels;
 		ks[j].total += p->ops[o].total;
+		ks[j].exposed += p->ops[o].exposed;
 	}
 	qsort(ks, k, sizeof *ks, kind_cmp);
 	*n = k;
@@ -366,9 +368,9 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 	}
 	order = ops_by_time(p, &nops);
 	fprintf(f, "\nops (top %u of %u by GPU time; mean per step)\n"
-	        "  %-20s %-14s %4s %7s %12s %6s %12s %8s\n",
+	        "  %-20s %-14s %4s %7s %12s %6s %12s %12s %8s\n",
 	        top < nops ? top : nops, nops, "op", "kind", "item", "kernels", "time", "share",
-	        "bytes", "GB/s");
+	        "exposed", "bytes", "GB/s");
 	for (uint32_t k = 0; k < nops && k < top; k++) {
 		uint32_t o = order[k];
 		const struct prof_op *po = &p->ops[o];
@@ -383,20 +385,24 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 			snprintf(b, sizeof b, "?");
 			snprintf(c, sizeof c, "-");
 		}
-		fprintf(f, "  %-20s %-14s %4u %7.0f %12s %5.1f%% %12s %8s\n", label,
+		us(d, sizeof d, per_step(p, (double)po->exposed));
+		fprintf(f, "  %-20s %-14s %4u %7.0f %12s %5.1f%% %12s %12s %8s\n", label,
 		        plan_get_op(p->plan, o)->kind, op_item(p, o), per_step(p, (double)po->kernels),
-		        a, total_all > 0 ? 100.0 * (double)po->total / total_all : 0.0, b, c);
+		        a, total_all > 0 ? 100.0 * (double)po->total / total_all : 0.0, d, b, c);
 	}
 	free(order);
 
 	ks = kinds(p, &nkinds);
-	fprintf(f, "\nop kinds (mean per step)\n  %-14s %4s %7s %12s %6s\n", "kind", "ops", "kernels",
-	        "time", "share");
+	fprintf(f, "\nop kinds (mean per step)\n  %-14s %4s %7s %12s %6s %12s %6s\n", "kind", "ops",
+	        "kernels", "time", "share", "exposed", "of busy");
 	for (uint32_t k = 0; k < nkinds; k++) {
+		double ex = per_step(p, (double)ks[k].exposed);
 		us(a, sizeof a, per_step(p, (double)ks[k].total));
-		fprintf(f, "  %-14s %4u %7.0f %12s %5.1f%%\n", ks[k].kind, ks[k].ops,
+		us(b, sizeof b, ex);
+		fprintf(f, "  %-14s %4u %7.0f %12s %5.1f%% %12s %5.1f%%\n", ks[k].kind, ks[k].ops,
 		        per_step(p, (double)ks[k].kernels), a,
-		        total_all > 0 ? 100.0 * (double)ks[k].total / total_all : 0.0);
+		        total_all > 0 ? 100.0 * (double)ks[k].total / total_all : 0.0, b,
+		        busy > 0 ? 100.0 * ex / busy : 0.0);
 	}
 	free(ks);
 
@@ -602,6 +608,10 @@ static void report_json_body(struct plan_json *j, const struct profile *p,
 		plan_json_double(j, tm);
 		plan_json_key(j, "share");
 		plan_json_double(j, total_all > 0 ? (double)po->total / total_all : 0.0);
+		plan_json_key(j, "exposed_ns");
+		plan_json_int(j, po->exposed);
+		plan_json_key(j, "exposed_per_step_ns");
+		plan_json_double(j, per_step(p, (double)po->exposed));
 		plan_json_key(j, "bytes");
 		if (po->bytes >= 0)
 			plan_json_int(j, po->bytes);
@@ -634,6 +644,10 @@ static void report_json_body(struct plan_json *j, const struct profile *p,
 		plan_json_double(j, per_step(p, (double)ks[k].total));
 		plan_json_key(j, "share");
 		plan_json_double(j, total_all > 0 ? (double)ks[k].total / total_all : 0.0);
+		plan_json_key(j, "exposed_ns");
+		plan_json_int(j, ks[k].exposed);
+		plan_json_key(j, "exposed_per_step_ns");
+		plan_json_double(j, per_step(p, (double)ks[k].exposed));
 		plan_json_object_end(j);
 	}
 	plan_json_array_end(j);
