@@ -15,13 +15,10 @@
  * The two forms share the kernels and differ in the launch: the eager form
  * sizes the split by the host's longest sequence (call->batch), so its
  * shape follows the batch; the graph-safe form by MB * BS, the most a
- * request can hold, and one captured launch serves every batch: each row
- * plans its chunk from its length on the device (pattn_chunk_for), so a
- * short row still spreads over splits when the pairs are few, and the
- * splits past it exit at once. Either way a row is cut into chunks of at
- * most ATTN_CORE_MAX_CHUNK positions (unless the splits run out), so the
- * longest request of a batch does not hold the launch up behind one
- * block. Blocks go split-major: every pair's first split first.
+ * request can hold, and one captured launch serves every batch: the
+ * splits past a row's length exit at once. Either way a row is cut into
+ * chunks of at most ATTN_CORE_MAX_CHUNK positions, so the longest request
+ * of a batch does not hold the launch up behind one block.
  *
  * Measured and not kept (bench/RESULTS.md, 2026-11-27, twelfth session;
  * the code is on the branch staged-attention): a block for every head of
@@ -79,28 +76,9 @@ struct pattn_args {
 	int bs_shift;                   /* log2 BS, or -1 */
 	int D;
 	int nsplit;
-	int want;                       /* graph-safe: splits a row wants (pattn_chunk_for); 0 eager */
-	int64_t chunk;                  /* eager: every row's chunk */
+	int64_t chunk;
 	float scale;
 };
-
-/* A graph-safe launch's chunk for a row of L positions, planned once the
- * row's length is known: the row takes WANT splits (the launch's (row,
- * head) pairs short of the device's target, so that few pairs still fill
- * it), or more where its chunks would pass ATTN_CORE_MAX_CHUNK, at most the
- * launch's NSPLIT; chunks are rounded to ATTN_CORE_CHUNK_ROUND and at least
- * ATTN_CORE_MIN_CHUNK. The captured bound's chunk would give a short row
- * one split whatever the pairs: at 16 requests a quarter of the device. */
-__device__ __forceinline__ int64_t pattn_chunk_for(int64_t L, int want, int nsplit)
-{
-	int64_t n = (L + ATTN_CORE_MAX_CHUNK - 1) / ATTN_CORE_MAX_CHUNK;
-
-	n = n < want ? want : n;
-	n = n > nsplit ? nsplit : n < 1 ? 1 : n;
-	int64_t c = (L + n - 1) / n;
-	c = (c + ATTN_CORE_CHUNK_ROUND - 1) / ATTN_CORE_CHUNK_ROUND * ATTN_CORE_CHUNK_ROUND;
-	return c < ATTN_CORE_MIN_CHUNK ? ATTN_CORE_MIN_CHUNK : c;
-}
 
 template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
@@ -108,14 +86,10 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
                            struct attn_core_scratch sc, unsigned *counters, struct pattn_args a)
 {
 	__shared__ int sh_req;
-	/* Split-major: every pair's first split is scheduled first, and the
-	 * splits past short rows, which exit at once, come last instead of
-	 * taking the slots of the first wave. */
 	const int64_t bid = blockIdx.x;
 	const int nsplit = a.nsplit, D = a.D;
-	const int64_t npairs = gridDim.x / nsplit;
-	const int split = (int)(bid / npairs);
-	const int64_t th = bid % npairs;                /* t * H + h */
+	const int split = (int)(bid % nsplit);
+	const int64_t th = bid / nsplit;                /* t * H + h */
 	const int64_t h = th % a.H, t = th / a.H;
 	const int64_t g = h * a.KVH / a.H;
 
@@ -137,13 +111,12 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	}
 	if (a.NB < 1)
 		L = 0;                  /* no block: no position */
-	const int64_t chunk = a.want > 0 ? pattn_chunk_for(L, a.want, nsplit) : a.chunk;
-	const int nact = attn_core_active(L, chunk, nsplit);
+	const int nact = attn_core_active(L, a.chunk, nsplit);
 	if (split >= nact)
 		return;                 /* past the row: nothing to do, nothing to merge */
 	__shared__ int32_t sh_ids[PATTN_STAGED_IDS];
 	const int32_t *table = a.table + (r != INT_MAX ? r : 0) * a.MB;
-	const int64_t j0 = (int64_t)split * chunk, j1 = j0 + chunk < L ? j0 + chunk : L;
+	const int64_t j0 = (int64_t)split * a.chunk, j1 = j0 + a.chunk < L ? j0 + a.chunk : L;
 	uint32_t first = (uint32_t)(j0 / a.BS);
 	const int64_t nids = L > 0 ? (j1 - 1) / a.BS - first + 1 : 0;
 	const int32_t *ids = table;
@@ -158,7 +131,7 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const struct pattn_rows<T> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
 	                                   a.bs_shift, a.NB, a.KVH * D };
 
-	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D, a.scale,
+	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
 	                                  out, sc, counters);
 }
 
@@ -334,17 +307,12 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 			pl.a.bs_shift = b;
 	pl.a.D = (int)pl.sh.D;
 	pl.a.scale = scale == 0.0 ? 1.0f / sqrtf((float)pl.sh.D) : (float)scale;
-	/* Graph-safe: the bound of every batch gives the splits, and each row
-	 * its chunk on the device (pattn_chunk_for); eager: this batch's
-	 * longest sequence, which bounds every row's length, gives both. */
+	/* Graph-safe: the bound of every batch; eager: this batch's longest
+	 * sequence, which bounds every row's length. */
 	L = pl.sh.cap;
 	if (!call->graph_safe && call->batch != NULL && (int64_t)call->batch->max_seq_len < L)
 		L = call->batch->max_seq_len;
 	attn_core_plan(L, pl.sh.th, attn_core_target(ctx->sm_count), &pl.a.nsplit, &pl.a.chunk);
-	if (call->graph_safe) {
-		const int64_t want = attn_core_ceil_div(attn_core_target(ctx->sm_count), pl.sh.th);
-		pl.a.want = (int)(want < pl.a.nsplit ? want : pl.a.nsplit);
-	}
 
 	need = cuda_scratch_with_counters(attn_core_scratch_for(pl.sh.th, pl.a.nsplit, pl.sh.D));
 	if (need > 0) {
