@@ -298,6 +298,9 @@ int engine_prepare_call(struct engine *e, uint32_t op, const struct op_call *c, 
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err)
 {
+	unsigned char *written;         /* per tensor: an op of the step writes it */
+	int rc = 0;
+
 	memset(v, 0, sizeof *v);
 	if (tokens < 1 || tokens > e->eager_tokens)
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
@@ -311,8 +314,18 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 	v->tokens = tokens;
 	v->mode = mode;
 	v->calls = calloc(e->nops ? e->nops : 1, sizeof *v->calls);
-	if (v->calls == NULL)
+	written = calloc(plan_count_tensors(e->plan) + 1, 1);
+	if (v->calls == NULL || written == NULL) {
+		free(written);
+		free(v->calls);
+		v->calls = NULL;
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	}
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(e->plan, i);
+		for (uint32_t k = 0; k < o->nout; k++)
+			written[o->out[k]] = 1;
+	}
 	for (uint32_t i = 0; i < e->nops; i++) {
 		const struct plan_op *o = plan_get_op(e->plan, i);
 		struct op_call *c = &v->calls[i];
@@ -321,15 +334,19 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		c->nin = (int)o->nin;
 		c->nout = (int)o->nout;
 		for (uint32_t k = 0; k < o->nin; k++) {
+			const int role = plan_get_tensor(e->plan, o->in[k])->role;
 			engine_fill_operand(e, o->in[k], tokens, &c->in[k]);
-			if (plan_get_tensor(e->plan, o->in[k])->role == PLAN_ROLE_WEIGHT)
+			if (role == PLAN_ROLE_WEIGHT)
 				c->const_in |= 1u << k;
+			/* a feed is copied before the step's first kernel */
+			if (role == PLAN_ROLE_WEIGHT || (role == PLAN_ROLE_INPUT && !written[o->in[k]]))
+				c->ready_in |= 1u << k;
 		}
 		for (uint32_t k = 0; k < o->nout; k++)
 			engine_fill_operand(e, o->out[k], tokens, &c->out[k]);
 		if (engine_fill_attrs(e, i, c, err) != 0) {
-			engine_variant_release(v);
-			return -1;
+			rc = -1;
+			break;
 		}
 		c->graph_safe = mode == PLAN_MODE_FULL && c->kind->capture == OP_CAPTURE_SAFE_FORM;
 		c->batch = &e->batch;
@@ -338,17 +355,20 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		if (c->kind->check(c, err->msg, sizeof err->msg) != 0) {
 			char label[128];
 			engine_op_label(e->plan, i, label, sizeof label);
-			engine_variant_release(v);
-			return engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
-			                   label, (long long)tokens, err->msg);
+			rc = engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
+			                 label, (long long)tokens, err->msg);
+			break;
 		}
 		if (engine_choose_impl(e, tokens, i, c, err) != 0 ||
 		    engine_prepare_call(e, i, c, !e->prepare_trial, err) != 0) {
-			engine_variant_release(v);
-			return -1;
+			rc = -1;
+			break;
 		}
 	}
-	return 0;
+	free(written);
+	if (rc != 0)
+		engine_variant_release(v);
+	return rc;
 }
 
 void engine_variant_release(struct engine_variant *v)

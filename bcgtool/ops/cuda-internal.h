@@ -12,8 +12,10 @@
  *  (a) before cuda_pdl_begin() it reads only memory no kernel of the step
  *      writes and writes no global memory at all. Its weights (the inputs
  *      op_call.const_in marks) may be loaded there, the useful work to do
- *      while the kernel before runs; an operand not so marked may only be
- *      prefetched to L2, a hint that reads nothing;
+ *      while the kernel before runs, and so may the inputs the host feeds
+ *      before the step (op_call.ready_in marks those and the weights: a
+ *      serving batch's lengths and block tables); an operand not so marked
+ *      may only be prefetched to L2, a hint that reads nothing;
  *  (b) it calls cuda_pdl_begin() on every path before reading activations,
  *      scratch or counters, or writing anything.
  * cuda_pdl_begin() waits until the previous kernel has completed and its

@@ -76,6 +76,8 @@ struct pattn_args {
 	int bs_shift;                   /* log2 BS, or -1 */
 	int D;
 	int nsplit;
+	int early;                      /* the table, lengths and query starts are
+	                                   in place before the step (op_call.ready_in) */
 	int64_t chunk;
 	float scale;
 };
@@ -93,7 +95,12 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t h = th % a.H, t = th / a.H;
 	const int64_t g = h * a.KVH / a.H;
 
-	cuda_pdl_begin();
+	/* The metadata a feed wrote before the step can be read before the
+	 * PDL wait: the search, the length and the block ids then overlap
+	 * the kernel before, and the splits past a row exit without waiting
+	 * for it. Only q and the caches (the rows just written) wait. */
+	if (!a.early)
+		cuda_pdl_begin();
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
 	__syncthreads();
@@ -130,6 +137,8 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	}
 	const struct pattn_rows<T> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
 	                                   a.bs_shift, a.NB, a.KVH * D };
+	if (a.early)
+		cuda_pdl_begin();
 
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
 	                                  out, sc, counters);
@@ -306,6 +315,8 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 		if (pl.sh.BS == (int64_t)1 << b)
 			pl.a.bs_shift = b;
 	pl.a.D = (int)pl.sh.D;
+	pl.a.early = ((call->ready_in >> PATTN_TABLE) & (call->ready_in >> PATTN_SEQ_LENS) &
+	              (call->ready_in >> PATTN_QUERY_START) & 1u) != 0;
 	pl.a.scale = scale == 0.0 ? 1.0f / sqrtf((float)pl.sh.D) : (float)scale;
 	/* Graph-safe: the bound of every batch; eager: this batch's longest
 	 * sequence, which bounds every row's length. */

@@ -454,6 +454,14 @@ struct op_call {
 	                                                 no op of a step writes: a kernel
 	                                                 may load it before its PDL wait
 	                                                 (0: treat every input as written) */
+	unsigned              ready_in;               /* bit k: in[k] is in place before the
+	                                                 step's first kernel and no op of the
+	                                                 step writes it: a weight, or an input
+	                                                 the host feeds (a serving batch's
+	                                                 lengths and block tables). A kernel
+	                                                 may read it before its PDL wait, not
+	                                                 cache it across steps (0: treat every
+	                                                 input as written) */
 	int                   impl;                   /* which implementation of the
 	                                                 kind the backend runs: an
 	                                                 index into its list for the

@@ -99,6 +99,7 @@ struct tcase {
 	int                impl;         /* implementation index; -1: the first usable */
 	int                pdl;          /* launch with programmatic serialization */
 	unsigned           const_in;     /* op_call.const_in: the inputs that are weights */
+	unsigned           ready_in;     /* op_call.ready_in: the inputs in place before the step */
 	const struct op_batch *batch;    /* the host's view of a serving batch */
 	void              *got[OP_MAX_OUT]; /* when set: receives the device's bytes */
 	struct kernel_shape gemv_shape;  /* the context's shapes (zero: the defaults) */
@@ -326,6 +327,7 @@ static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
 	call->impl = 0;
 	if (dev) {
 		call->const_in = c->const_in;
+		call->ready_in = c->ready_in;
 		call->impl = c->impl >= 0 ? c->impl : first_usable(c->id, call);
 	}
 }
@@ -1433,7 +1435,11 @@ static void test_paged_attention(struct env *e)
 			const struct pattn_cfg *cfg = &cfgs[k];
 			pattn_bufs_init(e, &pb, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 3; smi++) {
+				for (int smi = 0; smi < 6; smi++) {
+					/* smi 3 to 5: smi 0 to 2 with the metadata marked as
+					 * fed before the step (op_call.ready_in), read before
+					 * the PDL wait, launched with PDL */
+					const int early = smi >= 3;
 					tcase_init(&c, OP_PAGED_ATTENTION, 6, 1);
 					c.in[PATTN_Q] = &pb.q;
 					c.in[PATTN_K] = &pb.k;
@@ -1451,16 +1457,20 @@ static void test_paged_attention(struct env *e)
 					c.capture = gs;
 					c.tol = tol_for(dt, 1e-4);
 					/* smi 1: few splits; smi 2: merged by a second kernel */
-					c.sm_count = smi == 1 ? 1 : 0;
-					c.impl = smi == 2 ? 1 : 0;
+					c.sm_count = smi % 3 == 1 ? 1 : 0;
+					c.impl = smi % 3 == 2 ? 1 : 0;
+					c.ready_in = early ? 1u << PATTN_TABLE | 1u << PATTN_SEQ_LENS |
+					                     1u << PATTN_QUERY_START : 0;
+					c.pdl = early;
 					c.scratch = op_scratch(&c);
 					snprintf(c.what, sizeof c.what,
 					         "paged_attention %s %s heads %lld/%lld head_dim %lld, %lld "
-					         "rows of %lld requests, longest %u%s%s", gs ? "graph-safe" : "eager",
+					         "rows of %lld requests, longest %u%s%s%s", gs ? "graph-safe" : "eager",
 					         dtype_name(dt), (long long)cfg->H, (long long)cfg->KVH,
 					         (long long)cfg->D, (long long)pb.T, (long long)pb.R,
-					         pb.batch.max_seq_len, smi == 1 ? " sm_count 1" : "",
-					         cfg->shift ? " misaligned" : "");
+					         pb.batch.max_seq_len, smi % 3 == 1 ? " sm_count 1" : "",
+					         cfg->shift ? " misaligned" : "",
+					         early ? ", metadata read before the PDL wait" : "");
 					tcase_run(e, &c);
 				}
 			}

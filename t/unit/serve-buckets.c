@@ -475,6 +475,56 @@ static void test_const_in(const plan_t *program)
 	engine_close(e);
 }
 
+/* The calls of a variant mark as ready (op_call.ready_in) their weights
+ * and the inputs the host feeds that no op writes, and nothing else: the
+ * serving batch's lengths, query starts and block tables among them. */
+static void test_ready_in(const plan_t *program)
+{
+	struct engine *e = NULL;
+	struct engine_error err = { 0 };
+	struct engine_variant v;
+	uint32_t wrong = 0, marked = 0, want = 0, fed = 0, meta = 0;
+	unsigned char *written = calloc(plan_count_tensors(program) + 1, 1);
+
+	if (written == NULL || engine_open(program, "host", 8, &e, &err) != 0 ||
+	    engine_variant_init(e, 2, PLAN_MODE_FULL, &v, &err) != 0) {
+		ok(0, "the engine opens (%s)", err.msg);
+		engine_close(e);
+		free(written);
+		return;
+	}
+	for (uint32_t i = 0; i < plan_count_ops(program); i++) {
+		const struct plan_op *o = plan_get_op(program, i);
+		for (uint32_t k = 0; k < o->nout; k++)
+			written[o->out[k]] = 1;
+	}
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(program, i);
+		const struct op_call *c = &v.calls[i];
+		for (uint32_t k = 0; k < o->nin; k++) {
+			const int role = plan_get_tensor(program, o->in[k])->role;
+			const int w = role == PLAN_ROLE_WEIGHT ||
+			              (role == PLAN_ROLE_INPUT && !written[o->in[k]]);
+			const int m = (c->ready_in >> k) & 1u;
+			want += (uint32_t)w;
+			marked += (uint32_t)m;
+			wrong += (uint32_t)(w != m);
+			fed += (uint32_t)(m && role == PLAN_ROLE_INPUT);
+			if (strcmp(c->kind->name, "paged_attention") == 0 &&
+			    (k == PATTN_TABLE || k == PATTN_SEQ_LENS || k == PATTN_QUERY_START))
+				meta += (uint32_t)m;
+		}
+		wrong += (uint32_t)(c->ready_in >> o->nin != 0);
+	}
+	ok(wrong == 0 && marked == want && fed > 0 && meta > 0 && meta % 3 == 0,
+	   "ready_in marks the %u weights and unwritten feeds of %u ops and nothing else (%u "
+	   "marks, %u of them feeds, %u paged attention metadata, %u wrong)", want, e->nops,
+	   marked, fed, meta, wrong);
+	engine_variant_release(&v);
+	engine_close(e);
+	free(written);
+}
+
 /* The default batch (op-script.md): at 3 tokens with seq_len 8 + step,
  * three decode requests of lengths 9, 10, 11 at step 1, blocks j * R + i. */
 static void test_default_batch(const plan_t *program)
@@ -549,6 +599,7 @@ int main(void)
 	test_set_batch_errors(s->program, plain->program);
 	test_default_batch(s->program);
 	test_const_in(s->program);
+	test_ready_in(s->program);
 	run_backend(s->program, small->program, "host");
 	if (backend_find("cuda") != NULL)
 		run_backend(s->program, small->program, "cuda");
