@@ -18,7 +18,16 @@
  * request can hold, and one captured launch serves every batch: the
  * splits past a row's length exit at once. Either way a row is cut into
  * chunks of at most ATTN_CORE_MAX_CHUNK positions, so the longest request
- * of a batch does not hold the launch up behind one block.
+ * of a batch does not hold the launch up behind one block. The blocks go
+ * split-major or pair-major by how many pairs there are
+ * (pattn_split_major).
+ *
+ * The lengths, query starts and block table are usually the host's feeds
+ * (op_call.ready_in): then the search, the length and the block ids are
+ * read before the PDL wait, while the kernel before runs, and the splits
+ * past a row exit without waiting at all; only q and the caches, which
+ * the kernel before writes, wait (on the H100 1.0 us a launch less
+ * exposed at 64 requests, the decode-heavy trace 1.5% faster).
  *
  * Measured and not kept (bench/RESULTS.md, 2026-11-27, twelfth session;
  * the code is on the branch staged-attention): a block for every head of
@@ -27,7 +36,11 @@
  * serving step at 64 requests it took 30.9 us a launch against this
  * kernel's 26.9; its stage sizes, stage counts and carveout changed
  * nothing, and the merge of a row's splits in its last block had cost it
- * 9 us more before that merge kept its loads in flight.
+ * 9 us more before that merge kept its loads in flight. Eighteenth
+ * session: a graph-safe row's chunk planned on the device from its length
+ * and the pairs short of the device's target (a short row over several
+ * splits when the pairs are few): the serving step 1.000, 1.018, 1.015 of
+ * the host's chunks at 16, 32, 64 requests, the decode-heavy trace 0.988.
  */
 #include "config.h"
 
@@ -80,6 +93,7 @@ struct pattn_args {
 	                                   in place before the step (op_call.ready_in) */
 	int64_t chunk;
 	float scale;
+	int major;                      /* blocks split-major (pattn_split_major) */
 };
 
 template <typename T, int LPR, int EPL, bool VEC>
@@ -90,8 +104,9 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	__shared__ int sh_req;
 	const int64_t bid = blockIdx.x;
 	const int nsplit = a.nsplit, D = a.D;
-	const int split = (int)(bid % nsplit);
-	const int64_t th = bid / nsplit;                /* t * H + h */
+	const int64_t npairs = gridDim.x / nsplit;
+	const int split = a.major ? (int)(bid / npairs) : (int)(bid % nsplit);
+	const int64_t th = a.major ? bid % npairs : bid / nsplit;     /* t * H + h */
 	const int64_t h = th % a.H, t = th / a.H;
 	const int64_t g = h * a.KVH / a.H;
 
@@ -246,6 +261,46 @@ struct pattn_launch {
 	const struct cuda_op_ctx *ctx;
 };
 
+/*
+ * The block order of a launch of NPAIRS (row, head) pairs: split-major
+ * (every pair's first split, then every pair's second, ...) when the pairs
+ * fill at most half of the blocks the device holds at once (RESIDENT),
+ * pair-major otherwise. Measured on the H100 (bench/RESULTS.md, eighteenth
+ * session) on the serving sample, where a row's later splits are mostly
+ * past its length and exit at once: pair-major, the first splits of 256
+ * or 512 pairs take every fourth block and crowd onto a quarter of the
+ * multiprocessors, and split-major was 2 to 3% faster a step; with 1024
+ * pairs, one per slot of the device's 1056, split-major was 0.4% slower
+ * a step and the decode-heavy trace 2.7% slower. The order changes which
+ * block computes what, never what it computes: the bits are the same.
+ */
+static bool pattn_split_major(int64_t npairs, int64_t resident)
+{
+	return npairs * 2 <= resident;
+}
+
+/* The blocks of KERNEL a multiprocessor holds at once (ATTN_CORE_THREADS
+ * threads, no dynamic shared memory), asked once a device; 0 unknown. */
+static int pattn_occupancy(const void *kernel, int (&known)[64])
+{
+	int dev = 0, n = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	n = __atomic_load_n(&known[dev], __ATOMIC_RELAXED);
+	if (n > 0)
+		return n;
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, ATTN_CORE_THREADS, 0) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	__atomic_store_n(&known[dev], n, __ATOMIC_RELAXED);
+	return n;
+}
+
 /* One launch at the lane geometry attn_core_dispatch picks. */
 template <typename T>
 struct pattn_launcher {
@@ -256,13 +311,19 @@ struct pattn_launcher {
 	template <int LPR, int EPL, bool VEC>
 	int run() const
 	{
+		static int occupancy[64];
+		const auto kernel = bcg_paged_attention_kernel<T, LPR, EPL, VEC>;
 		T *out = static_cast<T *>(pl->out);
-		int rc = cuda_launch(pl->ctx, "bcg_paged_attention_kernel",
-		                     bcg_paged_attention_kernel<T, LPR, EPL, VEC>,
+		struct pattn_args a = pl->a;
+
+		a.major = pattn_split_major(pl->sh.th, (int64_t)pattn_occupancy((const void *)kernel,
+		                                                                occupancy) *
+		                                       pl->ctx->sm_count);
+		int rc = cuda_launch(pl->ctx, "bcg_paged_attention_kernel", kernel,
 		                     dim3((unsigned)(pl->sh.th * pl->a.nsplit)),
 		                     dim3(ATTN_CORE_THREADS), msg, len, static_cast<const T *>(pl->q),
 		                     static_cast<const T *>(pl->k), static_cast<const T *>(pl->v), out,
-		                     pl->sc, pl->counters, pl->a);
+		                     pl->sc, pl->counters, a);
 		return rc ? rc : attn_core_launch_merge<T>(pl->ctx, pl->sc, pl->counters, out,
 		                                          pl->sh.th, pl->a.nsplit, pl->sh.D, msg, len);
 	}
