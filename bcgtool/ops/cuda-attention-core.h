@@ -356,9 +356,12 @@ __device__ __forceinline__ void attn_core_reduce(float m, float l, float (&acc)[
  * active splits of the launch's NSPLIT): merge the lanes' states, then
  * write out[t, h] (NACT 1) or this split's part, and with COUNTERS
  * ("split") merge the NACT parts in the last of their blocks. Every thread
- * calls it, once.
+ * calls it, once. TAG is a type of the calling kernel's own (its KV
+ * source's): kernels of one file that called one instance would share its
+ * shared-memory variables, which nvcc then declares for the whole module,
+ * and that changes the machine code of every such kernel.
  */
-template <typename T, int LPR, int EPL>
+template <typename T, int LPR, int EPL, typename Tag>
 __device__ __forceinline__ void attn_core_finish(float m, float l, float (&acc)[EPL], int64_t th,
                                                  int split, int nact, int nsplit, int D, T *out,
                                                  const struct attn_core_scratch &sc,
@@ -415,7 +418,7 @@ __device__ __forceinline__ void attn_core_block(const Src &src, const T *q_row, 
 	float m = -INFINITY, l = 0.0f;
 	attn_core_accumulate<T, LPR, EPL, VEC>(src, qr, start, end, D, scale * ATTN_CORE_LOG2E, m, l,
 	                                       acc);
-	attn_core_finish<T, LPR, EPL>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
+	attn_core_finish<T, LPR, EPL, Src>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
 }
 
 /* "twopass": block th = t * H + h merges the parts of (t, h) that split 0

@@ -18,16 +18,21 @@
  * request can hold, and one captured launch serves every batch: the
  * splits past a row's length exit at once. Either way a row is cut into
  * chunks of at most ATTN_CORE_MAX_CHUNK positions, so the longest request
- * of a batch does not hold the launch up behind one block. The blocks go
- * split-major or pair-major by how many pairs there are
- * (pattn_split_major).
+ * of a batch does not hold the launch up behind one block.
  *
- * The lengths, query starts and block table are usually the host's feeds
- * (op_call.ready_in): then the search, the length and the block ids are
- * read before the PDL wait, while the kernel before runs, and the splits
- * past a row exit without waiting at all; only q and the caches, which
- * the kernel before writes, wait (on the H100 1.0 us a launch less
- * exposed at 64 requests, the decode-heavy trace 1.5% faster).
+ * Three forms of the kernel, chosen at launch (pattn_launcher::run):
+ *  - pair-major (block = pair * nsplit + split), everything read after the
+ *    PDL wait: where the (row, head) pairs fill the device;
+ *  - split-major (block = split * pairs + pair), so that the pairs' first
+ *    splits spread over every multiprocessor, where the pairs are few
+ *    (pattn_split_major);
+ *  - split-major, the metadata read before the PDL wait, where the
+ *    lengths, query starts and block table are the host's feeds
+ *    (op_call.ready_in): the search, the length and the block ids then
+ *    overlap the kernel before, and the splits past a row exit without
+ *    waiting; only q and the caches, which the kernel before writes, wait.
+ * Each form is its own instance of the core, so the pair-major one is, to
+ * the instruction, the kernel measured before the other two existed.
  *
  * Measured and not kept (bench/RESULTS.md, 2026-11-27, twelfth session;
  * the code is on the branch staged-attention): a block for every head of
@@ -57,8 +62,10 @@
  * ids are read from IDS[j / BS - FIRST]: the block's chunk's ids staged in
  * shared memory, or, when they do not fit, the table itself (FIRST 0), by
  * one generic load either way. With BS a power of two (SHIFT >= 0) the
- * block of j is j >> SHIFT, not a division. */
-template <typename T>
+ * block of j is j >> SHIFT, not a division. MAJOR and EARLY are the
+ * kernel's form: each form's own type, so that no two forms share an
+ * instance of the core (attn_core_finish). */
+template <typename T, bool MAJOR, bool EARLY>
 struct pattn_rows {
 	const T *k, *v;                 /* the kv head's columns of row 0 */
 	const int32_t *ids;
@@ -89,14 +96,15 @@ struct pattn_args {
 	int bs_shift;                   /* log2 BS, or -1 */
 	int D;
 	int nsplit;
-	int early;                      /* the table, lengths and query starts are
-	                                   in place before the step (op_call.ready_in) */
 	int64_t chunk;
 	float scale;
-	int major;                      /* blocks split-major (pattn_split_major) */
 };
 
-template <typename T, int LPR, int EPL, bool VEC>
+/* MAJOR: blocks split-major (pattn_split_major); EARLY: the table, lengths
+ * and query starts are in place before the step (op_call.ready_in) and are
+ * read before the PDL wait. Both fixed at compile time, so that the form
+ * of each launch carries no branch of the others. */
+template <typename T, int LPR, int EPL, bool VEC, bool MAJOR, bool EARLY>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
                            struct attn_core_scratch sc, unsigned *counters, struct pattn_args a)
@@ -104,9 +112,8 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	__shared__ int sh_req;
 	const int64_t bid = blockIdx.x;
 	const int nsplit = a.nsplit, D = a.D;
-	const int64_t npairs = gridDim.x / nsplit;
-	const int split = a.major ? (int)(bid / npairs) : (int)(bid % nsplit);
-	const int64_t th = a.major ? bid % npairs : bid / nsplit;     /* t * H + h */
+	const int split = MAJOR ? (int)(bid / (gridDim.x / nsplit)) : (int)(bid % nsplit);
+	const int64_t th = MAJOR ? bid % (gridDim.x / nsplit) : bid / nsplit;   /* t * H + h */
 	const int64_t h = th % a.H, t = th / a.H;
 	const int64_t g = h * a.KVH / a.H;
 
@@ -114,7 +121,7 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	 * PDL wait: the search, the length and the block ids then overlap
 	 * the kernel before, and the splits past a row exit without waiting
 	 * for it. Only q and the caches (the rows just written) wait. */
-	if (!a.early)
+	if (!EARLY)
 		cuda_pdl_begin();
 	if (threadIdx.x == 0)
 		sh_req = INT_MAX;
@@ -150,9 +157,9 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	} else {
 		first = 0;
 	}
-	const struct pattn_rows<T> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
+	const struct pattn_rows<T, MAJOR, EARLY> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
 	                                   a.bs_shift, a.NB, a.KVH * D };
-	if (a.early)
+	if (EARLY)
 		cuda_pdl_begin();
 
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, a.chunk, split, nsplit, th, D, a.scale,
@@ -259,6 +266,7 @@ struct pattn_launch {
 	struct attn_core_scratch sc;
 	unsigned *counters;
 	const struct cuda_op_ctx *ctx;
+	bool early;                     /* the metadata is in place before the step */
 };
 
 /*
@@ -308,24 +316,38 @@ struct pattn_launcher {
 	char *msg;
 	size_t len;
 
+	template <int LPR, int EPL, bool VEC, bool MAJOR, bool EARLY>
+	int launch() const
+	{
+		T *out = static_cast<T *>(pl->out);
+		int rc = cuda_launch(pl->ctx, "bcg_paged_attention_kernel",
+		                     bcg_paged_attention_kernel<T, LPR, EPL, VEC, MAJOR, EARLY>,
+		                     dim3((unsigned)(pl->sh.th * pl->a.nsplit)),
+		                     dim3(ATTN_CORE_THREADS), msg, len, static_cast<const T *>(pl->q),
+		                     static_cast<const T *>(pl->k), static_cast<const T *>(pl->v), out,
+		                     pl->sc, pl->counters, pl->a);
+		return rc ? rc : attn_core_launch_merge<T>(pl->ctx, pl->sc, pl->counters, out,
+		                                          pl->sh.th, pl->a.nsplit, pl->sh.D, msg, len);
+	}
+
+	/* Split-major where the pairs are few (pattn_split_major), and there
+	 * the metadata read before the PDL wait when it is in place: that
+	 * pair was measured faster at 16 and 32 requests. Where the pairs fill
+	 * the device the kernel is the pair-major one that reads after its
+	 * wait, whose step and trace the others did not beat in one lease
+	 * (bench/RESULTS.md, eighteenth session). */
 	template <int LPR, int EPL, bool VEC>
 	int run() const
 	{
 		static int occupancy[64];
-		const auto kernel = bcg_paged_attention_kernel<T, LPR, EPL, VEC>;
-		T *out = static_cast<T *>(pl->out);
-		struct pattn_args a = pl->a;
+		const int per_sm = pattn_occupancy(
+			(const void *)bcg_paged_attention_kernel<T, LPR, EPL, VEC, false, false>, occupancy);
 
-		a.major = pattn_split_major(pl->sh.th, (int64_t)pattn_occupancy((const void *)kernel,
-		                                                                occupancy) *
-		                                       pl->ctx->sm_count);
-		int rc = cuda_launch(pl->ctx, "bcg_paged_attention_kernel", kernel,
-		                     dim3((unsigned)(pl->sh.th * pl->a.nsplit)),
-		                     dim3(ATTN_CORE_THREADS), msg, len, static_cast<const T *>(pl->q),
-		                     static_cast<const T *>(pl->k), static_cast<const T *>(pl->v), out,
-		                     pl->sc, pl->counters, a);
-		return rc ? rc : attn_core_launch_merge<T>(pl->ctx, pl->sc, pl->counters, out,
-		                                          pl->sh.th, pl->a.nsplit, pl->sh.D, msg, len);
+		if (!pattn_split_major(pl->sh.th, (int64_t)per_sm * pl->ctx->sm_count))
+			return launch<LPR, EPL, VEC, false, false>();
+		if (pl->early)
+			return launch<LPR, EPL, VEC, true, true>();
+		return launch<LPR, EPL, VEC, true, false>();
 	}
 };
 
@@ -376,8 +398,8 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 		if (pl.sh.BS == (int64_t)1 << b)
 			pl.a.bs_shift = b;
 	pl.a.D = (int)pl.sh.D;
-	pl.a.early = ((call->ready_in >> PATTN_TABLE) & (call->ready_in >> PATTN_SEQ_LENS) &
-	              (call->ready_in >> PATTN_QUERY_START) & 1u) != 0;
+	pl.early = ((call->ready_in >> PATTN_TABLE) & (call->ready_in >> PATTN_SEQ_LENS) &
+	            (call->ready_in >> PATTN_QUERY_START) & 1u) != 0;
 	pl.a.scale = scale == 0.0 ? 1.0f / sqrtf((float)pl.sh.D) : (float)scale;
 	/* Graph-safe: the bound of every batch; eager: this batch's longest
 	 * sequence, which bounds every row's length. */
