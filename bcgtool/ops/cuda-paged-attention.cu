@@ -157,8 +157,9 @@ bcg_paged_attention_kernel(const T *q, const T *k, const T *v, T *out,
 	} else {
 		first = 0;
 	}
-	const struct pattn_rows<T, MAJOR, EARLY> src = { k + g * D, v + g * D, ids, first, (uint32_t)a.BS,
-	                                   a.bs_shift, a.NB, a.KVH * D };
+	const struct pattn_rows<T, MAJOR, EARLY> src = { k + g * D, v + g * D, ids, first,
+	                                                 (uint32_t)a.BS, a.bs_shift, a.NB,
+	                                                 a.KVH * D };
 	if (EARLY)
 		cuda_pdl_begin();
 

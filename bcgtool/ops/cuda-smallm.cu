@@ -2016,6 +2016,7 @@ static void rrk_rope_call(const struct op_call *call, const struct op_tensor *qk
 {
 	*rkv = *call;
 	rkv->kind = NULL;
+	rkv->ready_in = 0;              /* its bits name CALL's inputs, not these */
 	rkv->nin = 2;
 	rkv->in[0] = *qkv;
 	rkv->in[1] = call->in[RRK_POS];
