@@ -44,8 +44,14 @@
 #             minutes); the overhead on the programs' step time (outside
 #             capture) and wall time, whether the tokens are the same, what
 #             inspect shows of each plan and t/record/check-plan.py's check
-#   servestep the serving sample's full decode step at 16 and 64 requests, this
-#             tree's and .gpu/before's captures replayed in turns (3 rounds)
+#   servestep the serving sample's full decode step at 16, 32 and 64 requests,
+#             .gpu/before's tuned capture and this tree's with its choices
+#             (--choices-from), replayed in turns (3 rounds); the same for
+#             full_and_breakable plans serving the decode-heavy trace
+#             (replay --trace, output tokens/s); both trees' kernels at 64
+#   decfuse   llama-decode against llama-decode-fuse (the norms folded into
+#             the products), full at T=1, tuned, replayed in turns (3 rounds
+#             of 1000 steps, --check)
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and both
 #             trees' kernels on the decode-heavy trace (full policy, nsys)
@@ -922,30 +928,65 @@ PY
 		done
 		;;
 	servestep)
-		# The serving sample's uniform decode step, full, at 16 and 64
+		# The serving sample's uniform decode step, full, at 16, 32 and 64
 		# requests (the default batch: request i holds 64 + i positions and
-		# one more every step), captured by this tree and the one before
-		# (.gpu/before) and replayed in turns over 3 rounds: what a kernel
-		# change of the serving step is worth, without the scheduler.
+		# one more every step), captured by the tree before (.gpu/before,
+		# tuned) and by this one with the same choices, and replayed in
+		# turns over 3 rounds: what a kernel change of the serving step is
+		# worth, without the scheduler; then with it, the decode-heavy
+		# trace served by full_and_breakable plans.
 		build_before || continue
-		for tr in now before; do
+		for tr in before now; do
 			use_tree $tr
-			timeout 200 "$bin" capture --backend cuda --mode full --tokens 16,64 \
-				-o ss-$tr.plan "$sd/llama-serve.yaml" >ss-cap-$tr.txt 2>&1
+			from=
+			[ $tr = now ] && from="--choices-from ss-before.plan"
+			env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda --mode full \
+				--tokens 16,32,64 $from -o ss-$tr.plan "$sd/llama-serve.yaml" >ss-cap-$tr.txt 2>&1
 			say "servestep: $tr capture: exit $?"
 		done
 		for round in 1 2 3; do
 			for tr in now before; do
 				use_tree $tr
-				for t in 16 64; do
+				for t in 16 32 64; do
 					timeout 120 "$bin" replay --backend cuda --tokens $t --steps 300 --warmup 30 \
 						--json ss-$tr.plan >ss-rep-$tr-$t-$round.json 2>ss-rep-$tr-$t-$round.err ||
 						say "servestep: replay $tr T=$t round $round: exit $?"
 				done
 			done
 		done
-		python3 "$top/bench/replay-rounds.py" 'ss-rep-{p}-{t}-{r}.json' now,before 16,64 3 \
+		python3 "$top/bench/replay-rounds.py" 'ss-rep-{p}-{t}-{r}.json' now,before 16,32,64 3 \
 			--ratio 'serving step|now|before|this tree' | tee -a "$summary"
+		for tr in before now; do
+			use_tree $tr
+			from=
+			[ $tr = now ] && from="--choices-from ss-fb-before.plan"
+			env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda \
+				--mode full_and_breakable $from -o ss-fb-$tr.plan "$sd/llama-serve.yaml" \
+				>ss-fb-cap-$tr.txt 2>&1
+			say "servestep: $tr full_and_breakable capture: exit $?"
+		done
+		for round in 1 2 3; do
+			for tr in now before; do
+				use_tree $tr
+				timeout 120 "$bin" replay --backend cuda --trace "$sd/traces/decode-heavy.jsonl" \
+					--json ss-fb-$tr.plan >ss-tr-$tr-$round.json 2>ss-tr-$tr-$round.err ||
+					say "servestep: trace $tr round $round: exit $?"
+			done
+		done
+		python3 - <<-'EOT' | tee -a "$summary"
+		import json, statistics
+		m = {}
+		for p in ("now", "before"):
+		    try:
+		        v = [json.load(open("ss-tr-%s-%d.json" % (p, r)))["output_tokens_per_s"]
+		             for r in (1, 2, 3)]
+		    except (OSError, ValueError, KeyError) as e:
+		        print("servestep: trace %s: no result (%s)" % (p, e))
+		        raise SystemExit(0)
+		    m[p] = statistics.median(v)
+		    print("servestep: trace %s: tokens/s %s" % (p, ", ".join("%.1f" % x for x in v)))
+		print("servestep: trace now / before tokens/s = %.4f (want > 1)" % (m["now"] / m["before"]))
+		EOT
 		for tr in now before; do
 			use_tree $tr
 			sh "$top/.gpu/nsys-profile" "$log/ss-$tr" "$bin" replay --backend cuda --tokens 64 \
@@ -954,6 +995,27 @@ PY
 			say "servestep: $tr kernels at 64 requests"
 			[ -n "$NSYS" ] && kernel_table "$NSYS" "$log/ss-$tr.nsys-rep"
 		done
+		;;
+	decfuse)
+		# llama-decode with its norms folded into the products against
+		# llama-decode, full at T=1, each tuned; replayed in turns.
+		for p in llama-decode llama-decode-fuse; do
+			t0=$(date +%s)
+			env -u SOURCE_DATE_EPOCH timeout 200 "$B" capture --backend cuda --mode full \
+				--tokens 1 -o df-$p.plan "$S/$p.yaml" >df-cap-$p.txt 2>&1
+			say "decfuse: capture $p: exit $? in $(( $(date +%s) - t0 )) s"
+		done
+		for round in 1 2 3; do
+			for p in llama-decode llama-decode-fuse; do
+				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+					--check --json df-$p.plan >df-rep-$p-1-$round.json 2>df-rep-$p-1-$round.err ||
+					say "decfuse: replay $p round $round: exit $?"
+			done
+		done
+		python3 "$top/bench/replay-rounds.py" 'df-rep-{p}-{t}-{r}.json' \
+			llama-decode-fuse,llama-decode 1 3 --check 'df-rep-{p}-{t}-3.json' \
+			--ratio 'llama-decode T=1|llama-decode-fuse|llama-decode|norms folded' |
+			tee -a "$summary"
 		;;
 	ncu)
 		# Nsight Compute on the serving step's kernels (full policy,
