@@ -298,9 +298,6 @@ int engine_prepare_call(struct engine *e, uint32_t op, const struct op_call *c, 
 int engine_variant_init(struct engine *e, int64_t tokens, int mode,
                         struct engine_variant *v, struct engine_error *err)
 {
-	unsigned char *written;         /* per tensor: an op of the step writes it */
-	int rc = 0;
-
 	memset(v, 0, sizeof *v);
 	if (tokens < 1 || tokens > e->eager_tokens)
 		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
@@ -314,18 +311,8 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 	v->tokens = tokens;
 	v->mode = mode;
 	v->calls = calloc(e->nops ? e->nops : 1, sizeof *v->calls);
-	written = calloc(plan_count_tensors(e->plan) + 1, 1);
-	if (v->calls == NULL || written == NULL) {
-		free(written);
-		free(v->calls);
-		v->calls = NULL;
+	if (v->calls == NULL)
 		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
-	}
-	for (uint32_t i = 0; i < e->nops; i++) {
-		const struct plan_op *o = plan_get_op(e->plan, i);
-		for (uint32_t k = 0; k < o->nout; k++)
-			written[o->out[k]] = 1;
-	}
 	for (uint32_t i = 0; i < e->nops; i++) {
 		const struct plan_op *o = plan_get_op(e->plan, i);
 		struct op_call *c = &v->calls[i];
@@ -334,19 +321,16 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		c->nin = (int)o->nin;
 		c->nout = (int)o->nout;
 		for (uint32_t k = 0; k < o->nin; k++) {
-			const int role = plan_get_tensor(e->plan, o->in[k])->role;
 			engine_fill_operand(e, o->in[k], tokens, &c->in[k]);
-			if (role == PLAN_ROLE_WEIGHT)
+			if (plan_get_tensor(e->plan, o->in[k])->role == PLAN_ROLE_WEIGHT)
 				c->const_in |= 1u << k;
-			/* a feed is copied before the step's first kernel */
-			if (role == PLAN_ROLE_WEIGHT || (role == PLAN_ROLE_INPUT && !written[o->in[k]]))
-				c->ready_in |= 1u << k;
 		}
+		c->ready_in = e->ready_in[i];
 		for (uint32_t k = 0; k < o->nout; k++)
 			engine_fill_operand(e, o->out[k], tokens, &c->out[k]);
 		if (engine_fill_attrs(e, i, c, err) != 0) {
-			rc = -1;
-			break;
+			engine_variant_release(v);
+			return -1;
 		}
 		c->graph_safe = mode == PLAN_MODE_FULL && c->kind->capture == OP_CAPTURE_SAFE_FORM;
 		c->batch = &e->batch;
@@ -355,20 +339,17 @@ int engine_variant_init(struct engine *e, int64_t tokens, int mode,
 		if (c->kind->check(c, err->msg, sizeof err->msg) != 0) {
 			char label[128];
 			engine_op_label(e->plan, i, label, sizeof label);
-			rc = engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
-			                 label, (long long)tokens, err->msg);
-			break;
+			engine_variant_release(v);
+			return engine_fail(err, BCG_EXIT_USAGE, i, "op %s at %lld tokens: %s",
+			                   label, (long long)tokens, err->msg);
 		}
 		if (engine_choose_impl(e, tokens, i, c, err) != 0 ||
 		    engine_prepare_call(e, i, c, !e->prepare_trial, err) != 0) {
-			rc = -1;
-			break;
+			engine_variant_release(v);
+			return -1;
 		}
 	}
-	free(written);
-	if (rc != 0)
-		engine_variant_release(v);
-	return rc;
+	return 0;
 }
 
 void engine_variant_release(struct engine_variant *v)
@@ -379,6 +360,34 @@ void engine_variant_release(struct engine_variant *v)
 
 /* ---------------------------------------------------------------------- */
 /* Opening: kinds, bindings, scratch, arena.                               */
+
+/* Per op, its op_call.ready_in: the inputs that are weights, or feeds
+ * (copied before the step's first kernel) that no op writes. */
+static int engine_mark_ready(struct engine *e, struct engine_error *err)
+{
+	unsigned char *written = calloc(plan_count_tensors(e->plan) + 1, 1);
+
+	e->ready_in = calloc(e->nops ? e->nops : 1, sizeof *e->ready_in);
+	if (written == NULL || e->ready_in == NULL) {
+		free(written);
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+	}
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(e->plan, i);
+		for (uint32_t k = 0; k < o->nout; k++)
+			written[o->out[k]] = 1;
+	}
+	for (uint32_t i = 0; i < e->nops; i++) {
+		const struct plan_op *o = plan_get_op(e->plan, i);
+		for (uint32_t k = 0; k < o->nin; k++) {
+			const int role = plan_get_tensor(e->plan, o->in[k])->role;
+			if (role == PLAN_ROLE_WEIGHT || (role == PLAN_ROLE_INPUT && !written[o->in[k]]))
+				e->ready_in[i] |= 1u << k;
+		}
+	}
+	free(written);
+	return 0;
+}
 
 static int engine_resolve(struct engine *e, struct engine_error *err)
 {
@@ -426,7 +435,7 @@ static int engine_resolve(struct engine *e, struct engine_error *err)
 			e->nbinds++;
 		}
 	}
-	return 0;
+	return engine_mark_ready(e, err);
 }
 
 /* The most scratch any op needs at any token count up to eager_tokens, in
@@ -1043,6 +1052,7 @@ void engine_close(struct engine *e)
 	free(e->batch_buf);
 	free(e->binds);
 	free(e->kinds);
+	free(e->ready_in);
 	free(e);
 }
 

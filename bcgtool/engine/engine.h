@@ -138,6 +138,7 @@ struct engine {
 	uint64_t                  above_bytes;
 	uint32_t                  nops;
 	const struct op_kind    **kinds;     /* per op */
+	unsigned                 *ready_in;  /* per op: its calls' op_call.ready_in */
 	uint32_t                  nbinds;
 	struct engine_bind       *binds;
 	unsigned char            *staging;   /* host buffer for feeds */

@@ -1437,8 +1437,10 @@ static void test_paged_attention(struct env *e)
 			for (int gs = 0; gs < 2; gs++) {
 				for (int smi = 0; smi < 6; smi++) {
 					/* smi 3 to 5: smi 0 to 2 with the metadata marked as
-					 * fed before the step (op_call.ready_in), read before
-					 * the PDL wait, launched with PDL */
+					 * fed before the step (op_call.ready_in), launched with
+					 * PDL: where the launch goes split-major (few pairs on
+					 * the device's multiprocessors, not sm_count 1) the
+					 * kernel reads it before its PDL wait */
 					const int early = smi >= 3;
 					tcase_init(&c, OP_PAGED_ATTENTION, 6, 1);
 					c.in[PATTN_Q] = &pb.q;
@@ -1470,7 +1472,7 @@ static void test_paged_attention(struct env *e)
 					         (long long)cfg->D, (long long)pb.T, (long long)pb.R,
 					         pb.batch.max_seq_len, smi % 3 == 1 ? " sm_count 1" : "",
 					         cfg->shift ? " misaligned" : "",
-					         early ? ", metadata read before the PDL wait" : "");
+					         early ? ", metadata marked ready, pdl" : "");
 					tcase_run(e, &c);
 				}
 			}

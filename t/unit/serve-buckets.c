@@ -442,48 +442,18 @@ out:
 	engine_close(p);
 }
 
-/* The calls of a variant mark their weight inputs and nothing else. */
-static void test_const_in(const plan_t *program)
+/* The calls of a variant mark their weight inputs as const
+ * (op_call.const_in) and nothing else; and as ready (op_call.ready_in)
+ * their weights and the inputs the host feeds that no op writes, and
+ * nothing else: the serving batch's lengths, query starts and block
+ * tables among them. */
+static void test_input_marks(const plan_t *program)
 {
 	struct engine *e = NULL;
 	struct engine_error err = { 0 };
 	struct engine_variant v;
 	uint32_t wrong = 0, marked = 0, weights = 0;
-
-	if (engine_open(program, "host", 8, &e, &err) != 0 ||
-	    engine_variant_init(e, 2, PLAN_MODE_FULL, &v, &err) != 0) {
-		ok(0, "the engine opens (%s)", err.msg);
-		engine_close(e);
-		return;
-	}
-	for (uint32_t i = 0; i < e->nops; i++) {
-		const struct plan_op *o = plan_get_op(program, i);
-		const struct op_call *c = &v.calls[i];
-		for (uint32_t k = 0; k < o->nin; k++) {
-			const int w = plan_get_tensor(program, o->in[k])->role == PLAN_ROLE_WEIGHT;
-			const int m = (c->const_in >> k) & 1u;
-			weights += (uint32_t)w;
-			marked += (uint32_t)m;
-			wrong += (uint32_t)(w != m);
-		}
-		wrong += (uint32_t)(c->const_in >> o->nin != 0);
-	}
-	ok(wrong == 0 && weights > 0 && marked == weights,
-	   "const_in marks the %u weight inputs of %u ops and nothing else (%u marks, %u wrong)",
-	   weights, e->nops, marked, wrong);
-	engine_variant_release(&v);
-	engine_close(e);
-}
-
-/* The calls of a variant mark as ready (op_call.ready_in) their weights
- * and the inputs the host feeds that no op writes, and nothing else: the
- * serving batch's lengths, query starts and block tables among them. */
-static void test_ready_in(const plan_t *program)
-{
-	struct engine *e = NULL;
-	struct engine_error err = { 0 };
-	struct engine_variant v;
-	uint32_t wrong = 0, marked = 0, want = 0, fed = 0, meta = 0;
+	uint32_t rwrong = 0, rmarked = 0, want = 0, fed = 0, meta = 0;
 	unsigned char *written = calloc(plan_count_tensors(program) + 1, 1);
 
 	if (written == NULL || engine_open(program, "host", 8, &e, &err) != 0 ||
@@ -503,23 +473,31 @@ static void test_ready_in(const plan_t *program)
 		const struct op_call *c = &v.calls[i];
 		for (uint32_t k = 0; k < o->nin; k++) {
 			const int role = plan_get_tensor(program, o->in[k])->role;
-			const int w = role == PLAN_ROLE_WEIGHT ||
-			              (role == PLAN_ROLE_INPUT && !written[o->in[k]]);
-			const int m = (c->ready_in >> k) & 1u;
-			want += (uint32_t)w;
+			const int w = role == PLAN_ROLE_WEIGHT;
+			const int m = (c->const_in >> k) & 1u;
+			const int rw = w || (role == PLAN_ROLE_INPUT && !written[o->in[k]]);
+			const int rm = (c->ready_in >> k) & 1u;
+			weights += (uint32_t)w;
 			marked += (uint32_t)m;
 			wrong += (uint32_t)(w != m);
-			fed += (uint32_t)(m && role == PLAN_ROLE_INPUT);
+			want += (uint32_t)rw;
+			rmarked += (uint32_t)rm;
+			rwrong += (uint32_t)(rw != rm);
+			fed += (uint32_t)(rm && role == PLAN_ROLE_INPUT);
 			if (strcmp(c->kind->name, "paged_attention") == 0 &&
 			    (k == PATTN_TABLE || k == PATTN_SEQ_LENS || k == PATTN_QUERY_START))
-				meta += (uint32_t)m;
+				meta += (uint32_t)rm;
 		}
-		wrong += (uint32_t)(c->ready_in >> o->nin != 0);
+		wrong += (uint32_t)(c->const_in >> o->nin != 0);
+		rwrong += (uint32_t)(c->ready_in >> o->nin != 0);
 	}
-	ok(wrong == 0 && marked == want && fed > 0 && meta > 0 && meta % 3 == 0,
+	ok(wrong == 0 && weights > 0 && marked == weights,
+	   "const_in marks the %u weight inputs of %u ops and nothing else (%u marks, %u wrong)",
+	   weights, e->nops, marked, wrong);
+	ok(rwrong == 0 && rmarked == want && fed > 0 && meta > 0 && meta % 3 == 0,
 	   "ready_in marks the %u weights and unwritten feeds of %u ops and nothing else (%u "
 	   "marks, %u of them feeds, %u paged attention metadata, %u wrong)", want, e->nops,
-	   marked, fed, meta, wrong);
+	   rmarked, fed, meta, rwrong);
 	engine_variant_release(&v);
 	engine_close(e);
 	free(written);
@@ -598,8 +576,7 @@ int main(void)
 	memplan_release(&mp);
 	test_set_batch_errors(s->program, plain->program);
 	test_default_batch(s->program);
-	test_const_in(s->program);
-	test_ready_in(s->program);
+	test_input_marks(s->program);
 	run_backend(s->program, small->program, "host");
 	if (backend_find("cuda") != NULL)
 		run_backend(s->program, small->program, "cuda");
