@@ -10,7 +10,7 @@ test_expect_success 'the README has two set-up commands and a tour' '
 	sh "$commands" "$readme" "Set-up" >setup &&
 	test $(wc -l <setup) = 2 &&
 	sed -n 2p setup >second &&
-	echo "make check" >expect &&
+	echo "make -j\"\$(nproc)\" check" >expect &&
 	test_cmp expect second &&
 	sh "$commands" "$readme" "A tour" >tour &&
 	test $(wc -l <tour) -ge 5
