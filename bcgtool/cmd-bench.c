@@ -744,8 +744,6 @@ static int bench_rank(struct dist_comm *comm, void *arg)
 
 	memset(rows, 0, sizeof rows);
 	if (world > 1) {
-		if (!lead)
-			bcg_progress_mute_thread();
 		if ((rc = cmd_tp_shard(c->s, c->path, c->world, comm->rank, &own)) != BCG_EXIT_OK)
 			return rc;
 		program = own;

@@ -457,8 +457,6 @@ static int cap_tp_rank(struct dist_comm *comm, void *arg)
 	char *file = NULL, msg[256];
 	int r = comm->rank, rc, wrote = 0;
 
-	if (r != 0)
-		bcg_progress_mute_thread();
 	if ((rc = cmd_tp_shard(c->s, c->path, c->world, r, &own)) != BCG_EXIT_OK)
 		return rc;
 	rs.program = own;

@@ -487,8 +487,6 @@ static int run_rank(struct dist_comm *comm, void *arg)
 	int rc;
 
 	if (c->world > 1) {
-		if (comm->rank != 0)
-			bcg_progress_mute_thread();
 		if ((rc = cmd_tp_shard(c->s, c->path, c->world, comm->rank, &own)) != BCG_EXIT_OK)
 			return rc;
 		program = own;

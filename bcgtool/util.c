@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,12 +25,16 @@
  */
 static volatile sig_atomic_t quiet;   /* read by the signal handler */
 static int progress_shown;
-/* A tensor-parallel rank other than 0, run as a thread: its progress is
- * rank 0's, and the lines above are one process's state. */
+/* A tensor-parallel rank other than 0 (the launchers of dist/ mute it,
+ * thread or process): its progress is rank 0's, and the lines above are
+ * one process's state. */
 static _Thread_local int progress_muted;
 static volatile sig_atomic_t interrupted;
+/* Taken and given back by compare-and-swap: the ranks of --tp on the host
+ * are threads that write their files at once, and the signal handler
+ * reads the slots (lock-free atomics, so safe there). */
 #define TEMP_MAX 8
-static char *volatile temps[TEMP_MAX];
+static _Atomic(char *) temps[TEMP_MAX];
 
 void bcg_set_quiet(int q)
 {
@@ -224,9 +229,11 @@ void bcg_steps_update(struct bcg_steps *p, uint64_t done)
 
 static void remove_temps(void)
 {
-	for (int i = 0; i < TEMP_MAX; i++)
-		if (temps[i] != NULL)
-			unlink(temps[i]);
+	for (int i = 0; i < TEMP_MAX; i++) {
+		char *path = atomic_load(&temps[i]);
+		if (path != NULL)
+			unlink(path);
+	}
 }
 
 static void on_signal(int sig)
@@ -273,18 +280,19 @@ int bcg_signal_status(int sig)
 
 void bcg_temp_register(const char *path)
 {
-	for (int i = 0; i < TEMP_MAX; i++)
-		if (temps[i] == NULL) {
-			temps[i] = (char *)path;
+	for (int i = 0; i < TEMP_MAX; i++) {
+		char *none = NULL;
+		if (atomic_compare_exchange_strong(&temps[i], &none, (char *)path))
 			return;
-		}
+	}
 }
 
 void bcg_temp_forget(const char *path)
 {
-	for (int i = 0; i < TEMP_MAX; i++)
-		if (temps[i] == path)
-			temps[i] = NULL;
+	for (int i = 0; i < TEMP_MAX; i++) {
+		char *mine = (char *)path;
+		atomic_compare_exchange_strong(&temps[i], &mine, NULL);
+	}
 }
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)

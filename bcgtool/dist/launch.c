@@ -282,6 +282,8 @@ static void rank_child(const struct dist_opts *opts, const struct dist_transport
 		dist_comm_destroy(comm);
 		_exit(3);
 	}
+	if (comm->rank != 0)
+		bcg_progress_mute_thread();     /* a run's progress is rank 0's */
 	dist_self_set(comm);
 	st = rank_main(comm, arg);
 	dist_self_set(NULL);
@@ -678,6 +680,8 @@ int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void
 		dist_comm_destroy(comm);
 		return 3;
 	}
+	if (comm->rank != 0)
+		bcg_progress_mute_thread();     /* a run's progress is rank 0's */
 	dist_self_set(comm);
 	st = rank_main(comm, arg);
 	dist_self_set(NULL);

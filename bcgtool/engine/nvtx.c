@@ -8,6 +8,8 @@
 #include "nvtx.h"
 
 #ifdef HAVE_NVTX
+#include <pthread.h>
+
 #include <nvtx3/nvToolsExt.h>
 
 struct nvtx {
@@ -23,12 +25,24 @@ static const uint32_t nvtx_colors[] = {
 	[NVTX_KIND_PHASE]   = 0xff8e24aau,  /* purple */
 };
 
+/* NVTX fills its table of entry points on its first call. The ranks of
+ * --tp on the host are threads that open the domain at once: the first
+ * call is made once, under pthread_once, so that every thread reads the
+ * table after it is written. */
+static pthread_once_t nvtx_once = PTHREAD_ONCE_INIT;
+
+static void nvtx_init(void)
+{
+	nvtxInitialize(NULL);
+}
+
 struct nvtx *nvtx_open(void)
 {
 	struct nvtx *nv = calloc(1, sizeof *nv);
 
 	if (nv == NULL)
 		return NULL;
+	pthread_once(&nvtx_once, nvtx_init);
 	nv->domain = nvtxDomainCreateA("bcgtool");
 	return nv;
 }
