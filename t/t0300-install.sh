@@ -67,7 +67,7 @@ test_expect_success 'make install prefix=DIR writes a libplan.pc that says DIR' 
 	! grep "$PREFIX/" "$pc"
 '
 
-test_expect_success PKG_CONFIG,!ASAN 'a program builds and runs against the installed libplan through pkg-config' '
+test_expect_success PKG_CONFIG,!ASAN,!TSAN 'a program builds and runs against the installed libplan through pkg-config' '
 	cat >prog.c <<-\EOF &&
 	#include <stdio.h>
 	#include <bcgtool/plan.h>
@@ -90,7 +90,7 @@ test_expect_success PKG_CONFIG,!ASAN 'a program builds and runs against the inst
 # runs without any rpath to it. The caller's PKG_CONFIG_PATH stays behind
 # the installed one, since it may be where libplan's own dependencies are
 # found (the GPU machine's bundle, bench/bundle-extra.sh).
-test_expect_success PKG_CONFIG,!ASAN 'pkg-config --static links a program against libplan.a alone' '
+test_expect_success PKG_CONFIG,!ASAN,!TSAN 'pkg-config --static links a program against libplan.a alone' '
 	mkdir "$INST/static-lib" &&
 	cp "$INST/opt/lib/libplan.a" "$INST/static-lib/" &&
 	PKG_CONFIG_PATH="$INST/opt/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --static --cflags --libs \

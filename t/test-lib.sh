@@ -34,8 +34,9 @@ NO_COLOR=1
 TZ=UTC
 SOURCE_DATE_EPOCH=1700000000
 ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
+TSAN_OPTIONS=halt_on_error=1:abort_on_error=1
 UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
-export LC_ALL LANG NO_COLOR TZ SOURCE_DATE_EPOCH ASAN_OPTIONS UBSAN_OPTIONS
+export LC_ALL LANG NO_COLOR TZ SOURCE_DATE_EPOCH ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
 unset BCG_BACKEND NVTX_INJECTION64_PATH CDPATH
 # No progress unless a test asks for it: a step slower than 5 s (a loaded
 # machine, a sanitizer build) would otherwise write a line of it.
@@ -85,6 +86,7 @@ test -n "${DOT:-}" && test -x "$DOT" && test_set_prereq DOT
 test "${BCG_HAVE_NVTX:-no}" = yes && test_set_prereq NVTX
 test "${BCG_HAVE_JANSSON:-no}" = yes && test_set_prereq JANSSON
 test "${BCG_ASAN:-no}" = yes && test_set_prereq ASAN
+test "${BCG_TSAN:-no}" = yes && test_set_prereq TSAN
 test "$(id -u)" != 0 && test_set_prereq NOT_ROOT
 
 # --- running steps --------------------------------------------------------
