@@ -25,8 +25,8 @@
  */
 static volatile sig_atomic_t quiet;   /* read by the signal handler */
 static int progress_shown;
-/* A tensor-parallel rank other than 0 (the launchers of dist/ mute it,
- * thread or process): its progress is rank 0's, and the lines above are
+/* A tensor-parallel rank other than 0 (dist_rank_enter mutes it, thread
+ * or process): its progress is rank 0's, and the lines above are
  * one process's state. */
 static _Thread_local int progress_muted;
 static volatile sig_atomic_t interrupted;

@@ -40,9 +40,9 @@ int bcg_progress_on(void);            /* the terminal's line */
 const char *bcg_progress_check_env(void);
 void bcg_progress(const char *fmt, ...) BCG_PRINTF(1, 2);
 void bcg_progress_clear(void);
-/* This thread shows no progress from now on: dist/'s launchers call it
- * for every tensor-parallel rank other than 0, a thread of this process
- * or a process of its own. */
+/* This thread shows no progress from now on: dist_rank_enter calls it for
+ * every tensor-parallel rank other than 0, a thread of this process or a
+ * process of its own. */
 void bcg_progress_mute_thread(void);
 
 /* "WHAT: step K of N, about T left", redrawn at most ten times a second. */

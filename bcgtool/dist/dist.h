@@ -81,6 +81,9 @@ int dist_gpu_count(int *count, char *msg, size_t len);
  * hold collectives are followed by its watchdog. */
 struct dist_comm *dist_self(void);
 void dist_self_set(struct dist_comm *comm);      /* the launchers: around rank_main */
+/* The launchers, before rank_main: dist_self_set(COMM), and a rank other
+ * than 0 shows no progress (a run's progress is rank 0's). */
+void dist_rank_enter(struct dist_comm *comm);
 
 /* Whether this build has NCCL; its version (ncclGetVersion) or 0. */
 int dist_have_nccl(void);

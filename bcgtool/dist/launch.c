@@ -282,9 +282,7 @@ static void rank_child(const struct dist_opts *opts, const struct dist_transport
 		dist_comm_destroy(comm);
 		_exit(3);
 	}
-	if (comm->rank != 0)
-		bcg_progress_mute_thread();     /* a run's progress is rank 0's */
-	dist_self_set(comm);
+	dist_rank_enter(comm);
 	st = rank_main(comm, arg);
 	dist_self_set(NULL);
 	fflush(NULL);
@@ -680,9 +678,7 @@ int dist_run_external(const struct dist_opts *opts, dist_rank_fn rank_main, void
 		dist_comm_destroy(comm);
 		return 3;
 	}
-	if (comm->rank != 0)
-		bcg_progress_mute_thread();     /* a run's progress is rank 0's */
-	dist_self_set(comm);
+	dist_rank_enter(comm);
 	st = rank_main(comm, arg);
 	dist_self_set(NULL);
 	fflush(NULL);

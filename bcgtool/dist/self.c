@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "dist.h"
+#include "util.h"
 
 /* Per thread: ranks as threads run one a thread. */
 static _Thread_local struct dist_comm *self;
@@ -19,5 +20,12 @@ struct dist_comm *dist_self(void)
 
 void dist_self_set(struct dist_comm *comm)
 {
+	self = comm;
+}
+
+void dist_rank_enter(struct dist_comm *comm)
+{
+	if (comm->rank != 0)
+		bcg_progress_mute_thread();
 	self = comm;
 }

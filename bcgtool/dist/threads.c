@@ -12,7 +12,6 @@
 #include <stdlib.h>
 
 #include "dist.h"
-#include "util.h"
 
 struct rank_thread {
 	pthread_t         tid;
@@ -27,9 +26,7 @@ static void *rank_thread_main(void *p)
 {
 	struct rank_thread *t = p;
 
-	if (t->comm->rank != 0)
-		bcg_progress_mute_thread();     /* a run's progress is rank 0's */
-	dist_self_set(t->comm);
+	dist_rank_enter(t->comm);
 	t->rc = t->fn(t->comm, t->arg);
 	dist_self_set(NULL);
 	if (t->rc != 0)
