@@ -268,6 +268,23 @@ void bcg_signals_install(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+int bcg_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t block, was;
+	int e;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	/* The new thread inherits the mask in force here. */
+	e = pthread_sigmask(SIG_BLOCK, &block, &was);
+	if (e != 0)
+		return e;
+	e = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return e;
+}
+
 int bcg_interrupted(void)
 {
 	return (int)interrupted;

@@ -4,6 +4,7 @@
 #ifndef BCG_UTIL_H
 #define BCG_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,14 @@ void bcg_steps_update(struct bcg_steps *p, uint64_t done);
 void bcg_signals_install(void);
 int bcg_interrupted(void);
 int bcg_signal_status(int sig);          /* 128 + SIG: 130, 143 */
+/*
+ * A helper thread of this process (capture's checksums, the watchdog,
+ * host ranks): started with SIGINT and SIGTERM blocked, so that their
+ * handler runs on the main thread alone. Run on a helper, a second SIGINT
+ * left the main thread free to go on (and print its end-of-step report)
+ * while the handler ended the process. Returns pthread_create's error.
+ */
+int bcg_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 /* Temporary files removed if a signal ends the process; up to 8. */
 void bcg_temp_register(const char *path);
 void bcg_temp_forget(const char *path);

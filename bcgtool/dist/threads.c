@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "dist.h"
+#include "util.h"
 
 struct rank_thread {
 	pthread_t         tid;
@@ -58,7 +59,7 @@ int dist_run_threads(const struct dist_opts *opts, dist_rank_fn rank_main, void 
 		 * that --nccl-mem symmetric is a no-op here: cmd-tp.c) */
 		t[r].fn = rank_main;
 		t[r].arg = arg;
-		if (pthread_create(&t[r].tid, NULL, rank_thread_main, &t[r]) != 0) {
+		if (bcg_thread_start(&t[r].tid, rank_thread_main, &t[r]) != 0) {
 			fprintf(stderr, "bcgtool: %s: cannot start the thread of rank %d\n", opts->what,
 			        r);
 			t[r].comm->ops->abort(t[r].comm);

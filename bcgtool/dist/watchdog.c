@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "util.h"
 
 /* How often the pending collective is looked at, in milliseconds. */
 #define WATCH_PERIOD_MS 20
@@ -101,7 +102,7 @@ static void watchdog_fire(struct dist_watchdog *w, const char *what, double sinc
 	atomic_store(&watchdog_fired, 1);
 	/* ncclCommAbort waits for the communicator's threads; should it
 	 * block too, the process still ends. */
-	if (pthread_create(&t, NULL, watchdog_reaper, NULL) == 0)
+	if (bcg_thread_start(&t, watchdog_reaper, NULL) == 0)
 		pthread_detach(t);
 	if (c->ops->abort != NULL)
 		c->ops->abort(c);
@@ -196,7 +197,7 @@ int dist_watchdog_start(struct dist_watchdog **out, struct dist_comm *comm, doub
 		free(w);
 		return -1;
 	}
-	e = pthread_create(&w->thread, NULL, watchdog_main, w);
+	e = bcg_thread_start(&w->thread, watchdog_main, w);
 	if (e != 0) {
 		snprintf(msg, len, "rank %d: the watchdog: pthread_create: %s", comm->rank,
 		         strerror(e));

@@ -561,7 +561,7 @@ static int capture_checksums(const plan_t *plan, int64_t tokens, uint32_t steps,
 	j->bufs = ref->bufs;
 	j->checks = c->checks;
 	c->nout = ref->nout;
-	j->running = pthread_create(&j->thread, NULL, checksum_run, j) == 0;
+	j->running = bcg_thread_start(&j->thread, checksum_run, j) == 0;
 	if (!j->running)
 		checksum_run(j);
 	return 0;
