@@ -3,6 +3,8 @@
 # shipped by ../shared/tools/gpu-bundle, then benchmark, sanitize and profile.
 #
 #   sh bench/gpu-session.sh [STAGE...]     (from the repository root there)
+#   sh bench/gpu-session.sh --build-before  (build .gpu/before's tree only, e.g.
+#                                            in the background beside .gpu/run)
 #
 # Stages (default: all, in this order):
 #   check     build with CUDA and run `make check` (the CUDA tests run)
@@ -251,6 +253,42 @@ say "gpu-session $(date -u +%Y-%m-%dT%H:%M:%SZ) stages: $stages"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
 	--format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 
+# build_before: build the tarball in .gpu/before into $ob (once).
+build_before() {
+	[ -n "${ob:-}" ] && return 0
+	bt=$(ls "$top"/.gpu/before/*.tar.gz 2>/dev/null | head -1)
+	if [ -z "$bt" ]; then
+		say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
+		return 1
+	fi
+	# .gpu/run fills in libyaml's prefix; a call that did not run it has
+	# the shipped .pc file still naming @PREFIX@
+	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
+	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+	# a build of the same tarball made earlier in this call (--build-before,
+	# run in the background while .gpu/run builds this tree) is used as is
+	if [ "$(cat /tmp/bcg-before/built-from 2>/dev/null)" = "$(basename "$bt")" ]; then
+		ob=$(ls -d /tmp/bcg-before/*/ | head -1)
+		say "before: built earlier in this call ($(basename "$bt"))"
+		return 0
+	fi
+	rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
+	ob=$(ls -d /tmp/bcg-before/*/ | head -1)
+	(cd "$ob" && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
+		make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
+	rc=$?
+	say "before: build exit $rc ($(basename "$bt"))"
+	[ $rc -eq 0 ] && basename "$bt" >/tmp/bcg-before/built-from
+	return $rc
+}
+
+# --build-before alone: build .gpu/before's tree and stop (meant to run in
+# the background beside .gpu/run; the before stages then find it built).
+if [ "$stages" = --build-before ]; then
+	build_before
+	exit $?
+fi
+
 build=
 for s in $stages; do
 	case $s in
@@ -313,27 +351,6 @@ if fb and tps.get("eager"):
 if fb and tps.get("full"):
     print("  target: full_and_breakable / full = %.3f (want >= 0.95)" % (fb / tps["full"]))
 PY
-}
-
-# build_before: build the tarball in .gpu/before into $ob (once).
-build_before() {
-	[ -n "${ob:-}" ] && return 0
-	bt=$(ls "$top"/.gpu/before/*.tar.gz 2>/dev/null | head -1)
-	if [ -z "$bt" ]; then
-		say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
-		return 1
-	fi
-	# .gpu/run fills in libyaml's prefix; a call that did not run it has
-	# the shipped .pc file still naming @PREFIX@
-	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
-	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-	rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
-	ob=$(ls -d /tmp/bcg-before/*/ | head -1)
-	(cd "$ob" && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
-		make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
-	rc=$?
-	say "before: build exit $rc ($(basename "$bt"))"
-	return $rc
 }
 
 # use_tree TREE: bin and sd, the bcgtool and the samples of TREE: before
