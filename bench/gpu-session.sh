@@ -51,6 +51,12 @@
 #             (--choices-from), replayed in turns (3 rounds); the same for
 #             full_and_breakable plans serving the decode-heavy trace
 #             (replay --trace, output tokens/s); both trees' kernels at 64
+#   targets   issue 22's decode targets 1 and 3 as they stand: the fused 1B
+#             sample (llama-3.2-1b-fuse), llama-decode and llama-decode-fuse,
+#             full at T=1, each captured --tune-step, replayed in turns (3
+#             rounds of 1000 steps after 100, --check on the last), and
+#             `bcgtool report` of an nsys profile of each (exposed time per
+#             op and op kind)
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
@@ -1011,6 +1017,34 @@ PY
 			NSYS=$(sed -n 's/^NSYS=//p' ss-nsys-$tr.txt)
 			say "servestep: $tr kernels at 64 requests"
 			[ -n "$NSYS" ] && kernel_table "$NSYS" "$log/ss-$tr.nsys-rep"
+		done
+		;;
+	targets)
+		tg="llama-3.2-1b-fuse llama-decode llama-decode-fuse"
+		for p in $tg; do
+			t0=$(date +%s)
+			env -u SOURCE_DATE_EPOCH timeout 240 "$B" capture --backend cuda --mode full \
+				--tokens 1 --tune-step -o tg-$p.plan "$S/$p.yaml" >tg-cap-$p.txt 2>&1
+			say "targets: capture $p --tune-step: exit $? in $(( $(date +%s) - t0 )) s"
+		done
+		for round in 1 2 3; do
+			for p in $tg; do
+				ck=
+				[ $round = 3 ] && ck=--check
+				timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+					$ck --json tg-$p.plan >tg-rep-$p-1-$round.json 2>tg-rep-$p-1-$round.err ||
+					say "targets: replay $p round $round: exit $?"
+			done
+		done
+		python3 "$top/bench/replay-rounds.py" 'tg-rep-{p}-{t}-{r}.json' \
+			"$(echo $tg | tr ' ' ,)" 1 3 --check 'tg-rep-{p}-{t}-3.json' \
+			--ratio 'target 3|llama-decode-fuse|llama-decode|norms folded' |
+			tee -a "$summary"
+		for p in $tg; do
+			timeout 150 "$B" profile --wrapper "$top/.gpu/nsys-profile" -o "$log/tg-$p" \
+				--tokens 1 --top 12 tg-$p.plan --steps 200 --warmup 20 >tg-prof-$p.txt 2>&1
+			say "targets: profile $p: exit $?"
+			sed 's/^/  /' tg-prof-$p.txt | tee -a "$summary"
 		done
 		;;
 	decfuse)
