@@ -42,7 +42,7 @@ const struct cmd_entry cmd_profile_entry = {
 		"                       cuda,nvtx with --cuda-graph-trace=node and leave\n"
 		"                       REPORT.nsys-rep\n"
 		"  -t, --tokens T       (report) the variant replayed; also passed to replay\n"
-		"      --top N          (report) rows of the op and unattributed tables\n"
+		"      --top N          (report) rows of the op, step and unattributed tables\n"
 		"      --json           (report) print JSON instead of tables\n"
 		"      --svg FILE       (report) an SVG timeline of one step\n"
 		"      --step K         (report) the step of --svg\n"

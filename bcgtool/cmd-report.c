@@ -22,7 +22,8 @@ static int cmd_report_exec(int argc, char **argv);
 #define REPORT_OPTIONS \
 	"  -t, --tokens T       the variant replayed (default: the one whose items and\n" \
 	"                       launch shapes the report matches best)\n" \
-	"      --top N          rows of the op and unattributed tables (default 10)\n" \
+	"      --top N          rows of the op, step and unattributed tables\n" \
+	"                       (default 10)\n" \
 	"      --json           print JSON (formats/report-json.md) instead of tables\n" \
 	"      --svg FILE       write an SVG timeline of one step\n" \
 	"      --step K         the step of --svg, counted from 0 among the report's\n" \

@@ -88,6 +88,36 @@ test_expect_success SQLITE '--top limits the op table' '
 	test $(wc -l <ops) = 6
 '
 
+test_expect_success SQLITE,PYTHON3 'more steps than --top: the longest by GPU span, in step order, after the spans'"'"' least, median and most' '
+	bcg report --top 3 "$rep" "$plan" >out &&
+	bcg report --json "$rep" "$plan" >all.json &&
+	sed -n "/^steps$\\|^steps (the /,/^$/p" out >steps &&
+	"$PYTHON3" - all.json steps <<-\EOF
+	import json, sys
+	steps = json.load(open(sys.argv[1]))["steps"]
+	lines = open(sys.argv[2]).read().splitlines()
+	assert len(steps) == 7, len(steps)
+	assert lines[0] == "steps (the 3 of 7 with the longest GPU span; every one in --json)", lines[0]
+	spans = sorted(s["span_ns"] for s in steps)
+	want = "  GPU span: least %.2f us, median %.2f us, most %.2f us" % (
+	    spans[0] / 1e3, spans[3] / 1e3, spans[-1] / 1e3)
+	assert lines[1] == want, (lines[1], want)
+	longest = sorted(steps, key=lambda s: (-s["span_ns"], s["index"]))[:3]
+	shown = [int(l.split()[0]) for l in lines[3:] if l.strip()]
+	assert shown == sorted(s["index"] for s in longest), (shown, longest)
+	EOF
+'
+
+test_expect_success SQLITE 'at most --top steps: every step, in step order' '
+	bcg report --top 7 "$rep" "$plan" >out &&
+	sed -n "/^steps$\\|^steps (the /,/^$/p" out >steps &&
+	test "$(head -1 steps)" = steps &&
+	test $(grep -c "^  *[0-9]  *step " steps) = 7 &&
+	grep "^  *[0-9]  *step " steps | awk "{ print \$1 }" >order &&
+	seq 0 6 >expect &&
+	test_cmp expect order
+'
+
 test_expect_success SQLITE '--tokens 1 picks the variant of 1 token and notes the other launch shapes' '
 	bcg report --tokens 1 "$rep" "$plan" >out &&
 	test_grep "^variant   1 token, " out &&

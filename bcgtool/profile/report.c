@@ -217,6 +217,74 @@ static void us(char *buf, size_t len, double ns)
 		snprintf(buf, len, "%.2f us", ns / 1000.0);
 }
 
+static double step_span(const struct profile *p, uint32_t s)
+{
+	const struct prof_span *g = &p->steps[s].gpu;
+
+	return g->n ? (double)(g->last - g->first) : 0.0;
+}
+
+struct step_order {
+	uint32_t step;
+	double   span;
+};
+
+/* Steps by GPU span, longest first; the earlier step first among equals. */
+static int span_cmp(const void *a, const void *b)
+{
+	const struct step_order *x = a, *y = b;
+
+	if (x->span != y->span)
+		return x->span > y->span ? -1 : 1;
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+static int step_cmp(const void *a, const void *b)
+{
+	const struct step_order *x = a, *y = b;
+
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* The steps table: every step where they are at most TOP, else the TOP
+ * of longest GPU span, in step order, after a line of the spans' least,
+ * median and most (a profile of 1000 steps is not 1000 lines; --json
+ * has every one). */
+static void steps_text(FILE *f, const struct profile *p, unsigned top)
+{
+	uint32_t n = p->nsteps, shown = n <= top ? n : top;
+	struct step_order *order = xcalloc(n + 1, sizeof *order);
+	char a[32], b[32], c[32];
+
+	for (uint32_t s = 0; s < n; s++) {
+		order[s].step = s;
+		order[s].span = step_span(p, s);
+	}
+	if (shown < n) {
+		qsort(order, n, sizeof *order, span_cmp);
+		us(a, sizeof a, order[n - 1].span);
+		us(b, sizeof b, order[n / 2].span);
+		us(c, sizeof c, order[0].span);
+		fprintf(f, "\nsteps (the %u of %u with the longest GPU span; every one in --json)\n"
+		        "  GPU span: least %s, median %s, most %s\n", shown, n, a, b, c);
+		qsort(order, shown, sizeof *order, step_cmp);
+	} else {
+		fprintf(f, "\nsteps\n");
+	}
+	fprintf(f, "  %4s  %-12s %-10s %7s %12s %12s %12s\n", "#", "step", "phase", "kernels",
+	        "span", "busy", "idle");
+	for (uint32_t i = 0; i < shown; i++) {
+		const uint32_t s = order[i].step;
+		const struct prof_span *g = &p->steps[s].gpu;
+		us(a, sizeof a, order[i].span);
+		us(b, sizeof b, (double)g->busy);
+		us(c, sizeof c, order[i].span - (double)g->busy);
+		fprintf(f, "  %4u  %-12s %-10s %7u %12s %12s %12s\n", s, p->steps[s].range->text,
+		        p->steps[s].phase[0] ? p->steps[s].phase : "-", g->n, a, b, c);
+	}
+	free(order);
+}
+
 static void step_means(const struct profile *p, double *span, double *busy, double *ksum,
                        double *kernels)
 {
@@ -297,17 +365,7 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 	fprintf(f, "per step  GPU span %s, busy %s, idle %s (%.1f%%), kernel time %s, %.0f kernels\n",
 	        a, b, c, span > 0 ? 100.0 * (span - busy) / span : 0.0, d, kernels);
 
-	fprintf(f, "\nsteps\n  %4s  %-12s %-10s %7s %12s %12s %12s\n", "#", "step", "phase",
-	        "kernels", "span", "busy", "idle");
-	for (uint32_t s = 0; s < p->nsteps; s++) {
-		const struct prof_span *g = &p->steps[s].gpu;
-		double sp = g->n ? (double)(g->last - g->first) : 0.0;
-		us(a, sizeof a, sp);
-		us(b, sizeof b, (double)g->busy);
-		us(c, sizeof c, sp - (double)g->busy);
-		fprintf(f, "  %4u  %-12s %-10s %7u %12s %12s %12s\n", s, p->steps[s].range->text,
-		        p->steps[s].phase[0] ? p->steps[s].phase : "-", g->n, a, b, c);
-	}
+	steps_text(f, p, top);
 
 	fprintf(f, "\nitems (mean per step)\n  %4s  %-32s %7s %12s %12s %12s %12s\n", "#", "item",
 	        "kernels", "kernel time", "span", "idle inside", "gap before");

@@ -9,7 +9,7 @@
 
 struct report_opts {
 	int64_t     tokens;      /* 0: the variant that fits best */
-	unsigned    top;         /* rows of the op and unattributed tables */
+	unsigned    top;         /* rows of the op, step and unattributed tables */
 	int         json;
 	const char *svg;         /* NULL: none */
 	int64_t     step;        /* for the SVG; -1: a typical step */
