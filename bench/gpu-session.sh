@@ -57,6 +57,11 @@
 #             rounds of 1000 steps after 100, --check on the last), and
 #             `bcgtool report` of an nsys profile of each (exposed time per
 #             op and op kind)
+#   decbefore .gpu/before's tree against this one on llama-3.2-1b-fuse,
+#             llama-decode-fuse and llama-decode, full at T=1: before's
+#             capture and this tree's with its choices (--choices-from),
+#             replayed in turns (3 rounds of 1000 steps after 100, --check
+#             on the last)
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
@@ -1045,6 +1050,38 @@ PY
 				--tokens 1 --top 12 tg-$p.plan --steps 200 --warmup 20 >tg-prof-$p.txt 2>&1
 			say "targets: profile $p: exit $?"
 			sed 's/^/  /' tg-prof-$p.txt | tee -a "$summary"
+		done
+		;;
+	decbefore)
+		build_before || continue
+		sc="llama-3.2-1b-fuse llama-decode-fuse llama-decode"
+		for p in $sc; do
+			for tr in before now; do
+				use_tree $tr
+				from=
+				[ $tr = now ] && from="--choices-from db-before-$p.plan"
+				env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda --mode full \
+					--tokens 1 $from -o db-$tr-$p.plan "$sd/$p.yaml" >db-cap-$tr-$p.txt 2>&1
+				say "decbefore: $tr capture $p: exit $?"
+			done
+		done
+		for round in 1 2 3; do
+			for tr in now before; do
+				use_tree $tr
+				for p in $sc; do
+					ck=
+					[ $round = 3 ] && ck=--check
+					timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+						$ck --json db-$tr-$p.plan >db-$p-$tr-1-$round.json \
+						2>db-$p-$tr-1-$round.err ||
+						say "decbefore: replay $tr $p round $round: exit $?"
+				done
+			done
+		done
+		for p in $sc; do
+			python3 "$top/bench/replay-rounds.py" "db-$p-{p}-{t}-{r}.json" now,before 1 3 \
+				--check "db-$p-{p}-{t}-3.json" \
+				--ratio "$p|now|before|this tree" | tee -a "$summary"
 		done
 		;;
 	decfuse)
