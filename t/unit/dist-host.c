@@ -3,10 +3,14 @@
  * (dist/host-group.c): all_reduce sums in f32 in rank order into every
  * rank's buffer, all_gather lays the ranks' buffers one after the other,
  * a barrier waits for all, a rank that never arrives is named within the
- * timeout, and a rank that fails wakes the others.
+ * timeout, and a rank that fails wakes the others. Rank threads start
+ * with SIGINT and SIGTERM blocked (bcg_thread_start), so that a signal's
+ * handler runs on the main thread.
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +111,18 @@ static int mismatched(struct dist_comm *c, void *arg)
 	return res->rc[r] != 0 ? 3 : 0;
 }
 
+/* Whether this thread blocks SIGINT and SIGTERM, into blocked[rank]. */
+static int masks(struct dist_comm *c, void *arg)
+{
+	int *blocked = arg;
+	sigset_t cur;
+
+	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0)
+		return 3;
+	blocked[c->rank] = sigismember(&cur, SIGINT) == 1 && sigismember(&cur, SIGTERM) == 1;
+	return 0;
+}
+
 static int single(struct dist_comm *c, void *arg)
 {
 	*(int *)arg = c == NULL ? 1 : 2;
@@ -177,6 +193,19 @@ int main(void)
 	is_int(got, 3, "ranks in different collectives fail");
 	ok(strstr(res->msg[0], "differ") != NULL || strstr(res->msg[1], "differ") != NULL,
 	   "saying the programs differ: %s / %s", res->msg[0], res->msg[1]);
+
+	{
+		int blocked[WORLD] = { 0 }, n = 0;
+		sigset_t cur;
+		o.world = WORLD;
+		is_int(dist_run(&o, masks, blocked), 0, "ranks that look at their signal mask run");
+		for (int r = 0; r < WORLD; r++)
+			n += blocked[r];
+		is_int(n, WORLD, "every rank thread blocks SIGINT and SIGTERM");
+		ok(pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGINT) == 0 &&
+		   sigismember(&cur, SIGTERM) == 0,
+		   "the main thread still takes them: its handler runs there");
+	}
 
 	o.world = 1;
 	is_int(dist_run(&o, single, &got), 0, "one rank runs in place");
