@@ -26,6 +26,18 @@
  *    (attn_core_chunk_for): a short row spreads over as many splits as
  *    chunks of 64 positions give, and the blocks of the splits past it
  *    exit at once. One captured launch is then right for every kv_len.
+ *
+ * Before its PDL wait a block asks L2 for its chunk's cache rows below
+ * kv_len - T: the rows earlier steps wrote, while the kernel before (the
+ * q|k|v product that writes the step's T new rows) still runs; after the
+ * wait its loads of them hit L2 instead of HBM. A prefetch reads nothing
+ * (cuda-internal.h's rule (a)): kv_len there is the host's value or its
+ * device mirror, which the host writes before the step. Of the blocks
+ * that share rows (a kv head's query heads, the tokens of a step), one
+ * asks (attn_prefetch_asker). Measured on an H100 with every block
+ * asking (bench/RESULTS.md, twentieth session): llama-decode's step 2.8
+ * to 3.6% faster, the 1B's 0.5% slower. Copying the rows into shared
+ * memory instead, by cp.async, lost 1.6 to 3.1%.
  */
 #include "config.h"
 
@@ -57,6 +69,56 @@ struct attn_rows {
 	}
 };
 
+/* The length block row TH attends to: kv_len clamped to [0, S], less the
+ * later tokens' rows where causal. */
+__device__ __forceinline__ int64_t attn_row_len(int64_t kv, int64_t S, int64_t causal_rows,
+                                                int64_t th, int64_t H)
+{
+	int64_t L = kv < 0 ? 0 : kv > S ? S : kv;
+
+	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
+		L -= causal_rows - 1 - th / H;
+		L = L < 0 ? 0 : L;
+	}
+	return L;
+}
+
+/* The block's chunk rows below kv - NEW_ROWS (the rows the step has not
+ * written) asked of L2 before the PDL wait, a 128-byte line at a time
+ * (k's, then v's): after the wait the block's loads of them hit L2
+ * instead of going to HBM. */
+template <typename T>
+__device__ __forceinline__ void attn_prefetch_chunk(const T *k, const T *v, int64_t row_stride,
+                                                    int64_t kv, int64_t L, int64_t chunk,
+                                                    int split, int nsplit, int64_t new_rows, int D)
+{
+	if (split >= attn_core_active(L, chunk, nsplit))
+		return;
+	const int64_t a = (int64_t)split * chunk;
+	int64_t b = a + chunk < L ? a + chunk : L;
+	b = b < kv - new_rows ? b : kv - new_rows;
+	const int lines = (int)((D * (int64_t)sizeof(T) + 127) / 128);
+	const int64_t total = (b - a) * 2 * lines;
+	for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+		const int64_t r = a + i / (2 * lines);
+		const int c = (int)(i % (2 * lines));
+		const T *row = (c < lines ? k : v) + r * row_stride;
+		cuda_prefetch_l2(reinterpret_cast<const char *>(row) + (int64_t)(c % lines) * 128);
+	}
+}
+
+/* Whether the blocks of row TH = t * H + h ask L2 for their rows: one row
+ * of each kv head's, the last token's (the longest: causal rows see
+ * fewer) of its first query head, so that a row is asked for once, not
+ * once a query head and token. */
+__device__ __forceinline__ bool attn_prefetch_asker(int64_t th, int64_t H, int64_t KVH,
+                                                    int64_t T)
+{
+	const int64_t h = th % H, g = h * KVH / H;
+
+	return th / H == T - 1 && (h == 0 || (h - 1) * KVH / H != g);
+}
+
 /* Block (t, h, split) = blockIdx.x as (t * H + h) * nsplit + split, over
  * keys [split * chunk, min(split * chunk + chunk, L)). KV_LEN_DEV, when not
  * NULL, gives kv_len; else KV_LEN does. */
@@ -66,23 +128,25 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
                            struct attn_core_scratch sc, unsigned *counters, int64_t H,
                            int64_t KVH, int D, int64_t S, int64_t kv_len,
                            const int32_t *kv_len_dev, int nsplit,
-                           int64_t chunk, float scale, int64_t causal_rows)
+                           int64_t chunk, float scale, int64_t causal_rows,
+                           int64_t new_rows)
 {
 	const int64_t bid = blockIdx.x;
 	const int split = (int)(bid % nsplit);
 	const int64_t th = bid / nsplit;                /* t * H + h */
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
+	/* kv_len: the host's, or its device mirror, which the host writes
+	 * before the step's first kernel */
+	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
 
-	cuda_pdl_begin();
-	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
-	L = L < 0 ? 0 : L > S ? S : L;
-	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
-		L -= causal_rows - 1 - th / H;
-		L = L < 0 ? 0 : L;
-	}
 	if (kv_len_dev != NULL)
 		chunk = attn_core_chunk_for(L, nsplit);
+	if (attn_prefetch_asker(th, H, KVH, new_rows))
+		attn_prefetch_chunk<T>(k + g * D, v + g * D, KVH * D, kv, L, chunk, split, nsplit,
+		                       new_rows, D);
+	cuda_pdl_begin();
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D, scale, out,
 	                                  sc, counters);
 }
@@ -99,7 +163,8 @@ template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t H,
                              int64_t KVH, int D, int64_t S, int64_t kv_len,
-                             const int32_t *kv_len_dev, float scale, int64_t causal_rows)
+                             const int32_t *kv_len_dev, float scale, int64_t causal_rows,
+                             int64_t new_rows)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	namespace cg = cooperative_groups;
@@ -110,14 +175,14 @@ bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t
 	const int64_t th = blockIdx.x / nsplit;
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
-
+	/* as the split kernel: the rows earlier steps wrote asked of L2
+	 * before the wait */
+	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
+	if (attn_prefetch_asker(th, H, KVH, new_rows))
+		attn_prefetch_chunk<T>(k + g * D, v + g * D, KVH * D, kv, L,
+		                       attn_core_chunk_for(L, nsplit), split, nsplit, new_rows, D);
 	cuda_pdl_begin();
-	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
-	L = L < 0 ? 0 : L > S ? S : L;
-	if (causal_rows > 0) {
-		L -= causal_rows - 1 - th / H;
-		L = L < 0 ? 0 : L;
-	}
 	const int64_t chunk = attn_core_chunk_for(L, nsplit);
 	const int nact = attn_core_active(L, chunk, nsplit);
 	float acc[EPL], m = -INFINITY, l = 0.0f;
@@ -284,9 +349,9 @@ struct attn_launcher {
 		                     dim3((unsigned)(sh->th * al->nsplit)), dim3(ATTN_CORE_THREADS),
 		                     msg, len, static_cast<const T *>(al->q),
 		                     static_cast<const T *>(al->k), static_cast<const T *>(al->v), out,
-		                     al->sc, al->counters, sh->H, sh->KVH,
-		                     (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->nsplit,
-		                     al->chunk, al->scale, al->causal_rows);
+		                     al->sc, al->counters, sh->H, sh->KVH, (int)sh->D, sh->S,
+		                     al->kv_len, al->kv_len_dev, al->nsplit, al->chunk, al->scale,
+		                     al->causal_rows, sh->T);
 		return rc ? rc : attn_core_launch_merge<T>(al->ctx, al->sc, al->counters, out, sh->th,
 		                                          al->nsplit, sh->D, msg, len);
 	}
@@ -297,7 +362,7 @@ struct attn_launcher {
 		static unsigned long long wide_set;
 		const struct attn_shape *sh = &al->sh;
 		void (*kernel)(const T *, const T *, const T *, T *, int64_t, int64_t, int, int64_t,
-		               int64_t, const int32_t *, float, int64_t) =
+		               int64_t, const int32_t *, float, int64_t, int64_t) =
 			bcg_attention_cluster_kernel<T, LPR, EPL, VEC>;
 		unsigned cl = al->cluster;
 
@@ -310,10 +375,11 @@ struct attn_launcher {
 		}
 		return cuda_launch_ex(al->ctx, "bcg_attention_cluster_kernel", kernel,
 		                      dim3((unsigned)(sh->th * cl)), dim3(ATTN_CORE_THREADS), 0, cl,
-		                      msg, len, static_cast<const T *>(al->q),
-		                      static_cast<const T *>(al->k), static_cast<const T *>(al->v),
-		                      static_cast<T *>(al->out), sh->H, sh->KVH, (int)sh->D, sh->S,
-		                      al->kv_len, al->kv_len_dev, al->scale, al->causal_rows);
+		                      msg, len,
+		                      static_cast<const T *>(al->q), static_cast<const T *>(al->k),
+		                      static_cast<const T *>(al->v), static_cast<T *>(al->out), sh->H,
+		                      sh->KVH, (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->scale,
+		                      al->causal_rows, sh->T);
 	}
 };
 
