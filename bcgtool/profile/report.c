@@ -248,8 +248,8 @@ static int step_cmp(const void *a, const void *b)
 
 /* The steps table: every step where they are at most TOP, else the TOP
  * of longest GPU span, in step order, after a line of the spans' least,
- * median and most (a profile of 1000 steps is not 1000 lines; --json
- * has every one). */
+ * median (bcg_percentile's, as the typical step of --svg) and most (a
+ * profile of 1000 steps is not 1000 lines; --json has every one). */
 static void steps_text(FILE *f, const struct profile *p, unsigned top)
 {
 	uint32_t n = p->nsteps, shown = n <= top ? n : top;
@@ -261,10 +261,14 @@ static void steps_text(FILE *f, const struct profile *p, unsigned top)
 		order[s].span = step_span(p, s);
 	}
 	if (shown < n) {
+		double *spans = xcalloc(n, sizeof *spans);
+		for (uint32_t s = 0; s < n; s++)
+			spans[s] = order[s].span;
+		us(b, sizeof b, bcg_percentile(spans, n, 50));   /* sorts SPANS */
+		us(a, sizeof a, spans[0]);
+		us(c, sizeof c, spans[n - 1]);
+		free(spans);
 		qsort(order, n, sizeof *order, span_cmp);
-		us(a, sizeof a, order[n - 1].span);
-		us(b, sizeof b, order[n / 2].span);
-		us(c, sizeof c, order[0].span);
 		fprintf(f, "\nsteps (the %u of %u with the longest GPU span; every one in --json)\n"
 		        "  GPU span: least %s, median %s, most %s\n", shown, n, a, b, c);
 		qsort(order, shown, sizeof *order, step_cmp);
