@@ -309,6 +309,16 @@ static int first_usable(enum op_id id, const struct op_call *dcall)
 	return -1;
 }
 
+/* The index of implementation NAME of kind ID: the one plans store. */
+static int impl_named(enum op_id id, const char *name)
+{
+	for (int i = 0; i < cuda_impl_count(id); i++)
+		if (strcmp(cuda_impl_name(id, i), name) == 0)
+			return i;
+	bail("op kind %d: no CUDA implementation \"%s\"", (int)id, name);
+	return -1;
+}
+
 static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
 {
 	memset(call, 0, sizeof *call);
@@ -1267,7 +1277,7 @@ static void test_attention(struct env *e)
 			const struct attn_cfg *cfg = &cfgs[k];
 			attn_bufs_init(e, &ab, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 4; smi++) {
+				for (int smi = 0; smi < 6; smi++) {
 					for (int j = 0; j < nkv; j++) {
 						int64_t kv = kvs[j] == -1 ? cfg->S : kvs[j] == -2 ? cfg->S + 100 : kvs[j];
 						if (kvs[j] >= 0 && kvs[j] > cfg->S)
@@ -1275,14 +1285,19 @@ static void test_attention(struct env *e)
 						int32_t kv32 = (int32_t)kv;
 						CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 						attn_case_init(&c, &ab, cfg, kv, gs);
-						/* smi 2: the device's size, merged by a second
-						 * kernel; 3: merged in a cluster */
+						/* smi 0, 1: split, at the device's size and
+						 * at one multiprocessor; 2 to 5: the others */
+						static const char *const names[] = {
+							"split", "split", "twopass", "cluster",
+							"split_early", "cluster_early" };
 						c.sm_count = smi == 1 ? 1 : 0;
-						c.impl = smi == 2 ? 1 : smi == 3 ? 2 : 0;
+						c.impl = impl_named(OP_ATTENTION, names[smi]);
 						c.scratch = attn_scratch(&c);
 						snprintf(c.what, sizeof c.what,
-						         "attention %s %s T %lld heads %lld/%lld head_dim %lld "
-						         "S %lld kv_len %lld%s%s", gs ? "graph-safe" : "eager",
+						         "attention %s %s %s T %lld heads %lld/%lld head_dim %lld "
+						         "S %lld kv_len %lld%s%s",
+						         cuda_impl_name(OP_ATTENTION, c.impl),
+						         gs ? "graph-safe" : "eager",
 						         dtype_name(dt), (long long)cfg->T, (long long)cfg->H,
 						         (long long)cfg->KVH, (long long)cfg->D, (long long)cfg->S,
 						         (long long)kv, smi == 1 ? " sm_count 1" : "",
@@ -1495,8 +1510,9 @@ static void test_attention_graph(struct env *e)
 		{ 1, 1, 1, 128, 8192, 0.0, 0 },
 	};
 	static const int32_t kvs[] = { 1000, 1, 7, 64, 1024, 0, 3000, 513, 8192, 1000 };
-	static const int impls[] = { 0 /* split */, 2 /* cluster */ };
+	static const char *const inames[] = { "split", "cluster", "split_early", "cluster_early" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
+	const int nimpl = (int)(sizeof inames / sizeof inames[0]);
 
 	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
 		int dt = float_dtypes[d];
@@ -1508,8 +1524,9 @@ static void test_attention_graph(struct env *e)
 			tbuf_upload(&ab.q);
 			tbuf_upload(&ab.k);
 			tbuf_upload(&ab.v);
-			for (int ii = 0; ii < 2; ii++) {
-				const char *iname = cuda_impl_name(OP_ATTENTION, impls[ii]);
+			for (int ii = 0; ii < nimpl; ii++) {
+				const char *iname = inames[ii];
+				const int impl = impl_named(OP_ATTENTION, iname);
 				struct tcase c;
 				struct op_call dcall, hcall;
 				struct cuda_op_ctx ctx = e->ctx;
@@ -1520,7 +1537,7 @@ static void test_attention_graph(struct env *e)
 				int rc;
 
 				attn_case_init(&c, &ab, cfg, 3, 1);
-				c.impl = impls[ii];
+				c.impl = impl;
 				c.scratch = attn_scratch(&c);
 				scratch = scratch_alloc(c.scratch);
 				ctx.scratch = scratch;
@@ -3685,11 +3702,12 @@ static int chain_run(struct env *e, struct op_call *calls, int n, void *scratch,
  * The step's new rows. A product that takes several microseconds (K =
  * 32768) writes the caches' rows kv_len - T .. kv_len - 1, which hold NaN
  * before it, and attention follows it under PDL: the attention kernel
- * starts while the product runs and asks L2 for the rows below kv_len - T
- * then. Its output, eager and captured, is the bits of the launch without
- * PDL over the same caches, and no NaN: it read every new row after the
- * product. 8 heads over 8 kv heads and over 2 (one block of four asks),
- * split and cluster, graph-safe and eager.
+ * starts while the product runs (the "_early" implementations ask L2 for
+ * the rows below kv_len - T then). Its output, eager and captured, is the
+ * bits of the same implementation launched without PDL over the same
+ * caches, and no NaN: it read every new row after the product. 8 heads
+ * over 8 kv heads and over 2 (four blocks share each row's lines), split,
+ * cluster and their early forms, graph-safe and eager.
  */
 static void test_attention_new_rows(struct env *e)
 {
@@ -3719,7 +3737,10 @@ static void test_attention_new_rows(struct env *e)
 			tbuf_upload(ups[i]);
 		CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 
-		for (int impl = 0; impl <= 2; impl += 2) {
+		static const char *const inames[] = { "split", "cluster", "split_early",
+			                              "cluster_early" };
+		for (int ii = 0; ii < 4; ii++) {
+			const int impl = impl_named(OP_ATTENTION, inames[ii]);
 			for (int gs = 0; gs < 2; gs++) {
 				struct op_call calls[3];
 				void *want = malloc(ab.out.bytes), *got = malloc(ab.out.bytes);
