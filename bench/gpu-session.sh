@@ -397,6 +397,13 @@ dec_before_now() {
 			say "$1: $tr capture $p: exit $? in $(( $(date +%s) - t0 )) s"
 		done
 		if [ "$1" = dectune ]; then
+			for tr in before now; do
+				use_tree $tr
+				sed -n "s/^tune in the step/  $tr: tune in the step/p" $pre-cap-$tr-$p.txt |
+					tee -a "$summary"
+				"$bin" inspect --choices $pre-$tr-$p.plan | grep ' attention ' | head -1 |
+					sed "s/^/  $tr: /" | tee -a "$summary"
+			done
 			"$B" diff --json $pre-before-$p.plan $pre-now-$p.plan >$pre-diff-$p.json 2>&1
 			say "$1: $p: implementations before -> now that differ (diff exit $?):"
 			python3 - $pre-diff-$p.json <<-'EOT' | tee -a "$summary"
