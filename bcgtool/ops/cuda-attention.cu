@@ -37,12 +37,14 @@
  * step. Of the blocks that share rows (a kv head's query heads, the tokens
  * of a step), the last token's blocks of each query head of the kv head
  * ask, each for its share of the lines (attn_prefetch_share). Whether the
- * prefetch pays depends on what it overlaps: measured on an H100
- * (bench/RESULTS.md, twentieth and twenty-first sessions), llama-decode's
- * step ran 1.7 to 3.6% faster with it and the 1B's 0.5% slower, so it is
- * a choice the tuner makes (capture --tune-step times it in the step),
- * never the default. Copying the rows into shared memory instead, by
- * cp.async, lost 1.6 to 3.1%.
+ * prefetch pays depends on what it overlaps, and alone (L2 emptied) it
+ * only costs: 8.3 us against split's 7.4 on llama-decode's shape. So it
+ * is a choice that capture --tune-step confirms in the step, never the
+ * default. Measured on an H100 (bench/RESULTS.md, twenty-first session),
+ * --tune-step against the tree without it: llama-decode took
+ * cluster_early, its step 1.1 to 1.4% faster; llama-decode-fuse and the
+ * 1B kept cluster and split (1.0001). Copying the rows into shared memory
+ * instead, by cp.async, lost 1.6 to 3.1% (twentieth session).
  */
 #include "config.h"
 
