@@ -62,6 +62,9 @@
 #             capture and this tree's with its choices (--choices-from),
 #             replayed in turns (3 rounds of 1000 steps after 100, --check
 #             on the last)
+#   dectune   the same, each tree capturing with --tune-step (what a user
+#             gets where this tree adds implementations to choose from),
+#             and `bcgtool diff`'s choices between the two plans
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
@@ -368,6 +371,74 @@ PY
 # (build_before's tree), else this one.
 use_tree() {
 	if [ "$1" = before ]; then bin="$ob/bcgtool/bcgtool" sd="$ob/samples"; else bin=$B sd=$S; fi
+}
+
+# dec_before_now STAGE: .gpu/before's tree against this one on the three
+# decode samples, full at T=1; decbefore: this tree takes before's choices
+# (--choices-from); dectune: each tree captures --tune-step, and the
+# choices that differ are listed (bcgtool diff).
+dec_before_now() {
+	sc="llama-3.2-1b-fuse llama-decode-fuse llama-decode"
+	pre=db
+	[ "$1" = dectune ] && pre=dt
+	for p in $sc; do
+		for tr in before now; do
+			use_tree $tr
+			if [ "$1" = dectune ]; then
+				opt=--tune-step
+			elif [ $tr = now ]; then
+				opt="--choices-from $pre-before-$p.plan"
+			else
+				opt=
+			fi
+			t0=$(date +%s)
+			env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda --mode full \
+				--tokens 1 $opt -o $pre-$tr-$p.plan "$sd/$p.yaml" >$pre-cap-$tr-$p.txt 2>&1
+			say "$1: $tr capture $p: exit $? in $(( $(date +%s) - t0 )) s"
+		done
+		if [ "$1" = dectune ]; then
+			for tr in before now; do
+				use_tree $tr
+				sed -n "s/^tune in the step/  $tr: tune in the step/p" $pre-cap-$tr-$p.txt |
+					tee -a "$summary"
+				"$bin" inspect --choices $pre-$tr-$p.plan | grep ' attention ' | head -1 |
+					sed "s/^/  $tr: /" | tee -a "$summary"
+			done
+			"$B" diff --json $pre-before-$p.plan $pre-now-$p.plan >$pre-diff-$p.json 2>&1
+			say "$1: $p: implementations before -> now that differ (diff exit $?):"
+			python3 - $pre-diff-$p.json <<-'EOT' | tee -a "$summary"
+			import collections, json, sys
+			try:
+			    d = json.load(open(sys.argv[1]))["differences"]
+			except (OSError, ValueError, KeyError) as e:
+			    raise SystemExit("  no diff (%s)" % e)
+			n = collections.Counter((e["subject"].split()[1].split(".")[0], e["a"], e["b"])
+			                        for e in d if e["area"] == "choices" and e["field"] == "impl")
+			for (op, a, b), k in sorted(n.items()):
+			    print("  %s: %s -> %s, %d ops" % (op, a, b, k))
+			if not n:
+			    print("  none")
+			EOT
+		fi
+	done
+	for round in 1 2 3; do
+		for tr in now before; do
+			use_tree $tr
+			for p in $sc; do
+				ck=
+				[ $round = 3 ] && ck=--check
+				timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
+					$ck --json $pre-$tr-$p.plan >$pre-$p-$tr-1-$round.json \
+					2>$pre-$p-$tr-1-$round.err ||
+					say "$1: replay $tr $p round $round: exit $?"
+			done
+		done
+	done
+	for p in $sc; do
+		python3 "$top/bench/replay-rounds.py" "$pre-$p-{p}-{t}-{r}.json" now,before 1 3 \
+			--check "$pre-$p-{p}-{t}-3.json" \
+			--ratio "$p|now|before|this tree" | tee -a "$summary"
+	done
 }
 
 # tp_kill NAME PLAN: replay the tensor-parallel PLAN, kill its last rank
@@ -1052,37 +1123,9 @@ PY
 			sed 's/^/  /' tg-prof-$p.txt | tee -a "$summary"
 		done
 		;;
-	decbefore)
+	decbefore | dectune)
 		build_before || continue
-		sc="llama-3.2-1b-fuse llama-decode-fuse llama-decode"
-		for p in $sc; do
-			for tr in before now; do
-				use_tree $tr
-				from=
-				[ $tr = now ] && from="--choices-from db-before-$p.plan"
-				env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda --mode full \
-					--tokens 1 $from -o db-$tr-$p.plan "$sd/$p.yaml" >db-cap-$tr-$p.txt 2>&1
-				say "decbefore: $tr capture $p: exit $?"
-			done
-		done
-		for round in 1 2 3; do
-			for tr in now before; do
-				use_tree $tr
-				for p in $sc; do
-					ck=
-					[ $round = 3 ] && ck=--check
-					timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
-						$ck --json db-$tr-$p.plan >db-$p-$tr-1-$round.json \
-						2>db-$p-$tr-1-$round.err ||
-						say "decbefore: replay $tr $p round $round: exit $?"
-				done
-			done
-		done
-		for p in $sc; do
-			python3 "$top/bench/replay-rounds.py" "db-$p-{p}-{t}-{r}.json" now,before 1 3 \
-				--check "db-$p-{p}-{t}-3.json" \
-				--ratio "$p|now|before|this tree" | tee -a "$summary"
-		done
+		dec_before_now "$s"
 		;;
 	decfuse)
 		# llama-decode with its norms folded into the products against

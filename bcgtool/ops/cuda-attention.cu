@@ -26,6 +26,25 @@
  *    (attn_core_chunk_for): a short row spreads over as many splits as
  *    chunks of 64 positions give, and the blocks of the splits past it
  *    exit at once. One captured launch is then right for every kv_len.
+ *
+ * Two more implementations, "split_early" and "cluster_early", are
+ * "split" and "cluster" that ask L2 for the cache rows below kv_len - T
+ * before their PDL wait: the rows earlier steps wrote, while the kernel
+ * before (the q|k|v product that writes the step's T new rows) still
+ * runs; after the wait their loads of them hit L2 instead of HBM. A
+ * prefetch reads nothing (cuda-internal.h's rule (a)): kv_len there is
+ * the host's value or its device mirror, which the host writes before the
+ * step. Of the blocks that share rows (a kv head's query heads, the tokens
+ * of a step), the last token's blocks of each query head of the kv head
+ * ask, each for its share of the lines (attn_prefetch_share). Whether the
+ * prefetch pays depends on what it overlaps, and alone (L2 emptied) it
+ * only costs: 8.3 us against split's 7.4 on llama-decode's shape. So it
+ * is a choice that capture --tune-step confirms in the step, never the
+ * default. Measured on an H100 (bench/RESULTS.md, twenty-first session),
+ * --tune-step against the tree without it: llama-decode took
+ * cluster_early, its step 1.1 to 1.4% faster; llama-decode-fuse and the
+ * 1B kept cluster and split (1.0001). Copying the rows into shared memory
+ * instead, by cp.async, lost 1.6 to 3.1% (twentieth session).
  */
 #include "config.h"
 
@@ -57,30 +76,110 @@ struct attn_rows {
 	}
 };
 
+/* The length block row TH attends to: kv_len clamped to [0, S], less the
+ * later tokens' rows where causal. */
+__device__ __forceinline__ int64_t attn_row_len(int64_t kv, int64_t S, int64_t causal_rows,
+                                                int64_t th, int64_t H)
+{
+	int64_t L = kv < 0 ? 0 : kv > S ? S : kv;
+
+	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
+		L -= causal_rows - 1 - th / H;
+		L = L < 0 ? 0 : L;
+	}
+	return L;
+}
+
+/* The block's chunk rows below kv - NEW_ROWS (the rows the step has not
+ * written) asked of L2 before the PDL wait, a 128-byte line at a time
+ * (k's, then v's), lines SHARE, SHARE + NSHARE, ...: after the wait the
+ * loads of them hit L2 instead of going to HBM. */
+template <typename T>
+__device__ __forceinline__ void attn_prefetch_chunk(const T *k, const T *v, int64_t row_stride,
+                                                    int64_t kv, int64_t L, int64_t chunk,
+                                                    int split, int nsplit, int64_t new_rows, int D,
+                                                    int share, int nshare)
+{
+	if (split >= attn_core_active(L, chunk, nsplit))
+		return;
+	const int64_t a = (int64_t)split * chunk;
+	int64_t b = a + chunk < L ? a + chunk : L;
+	b = b < kv - new_rows ? b : kv - new_rows;
+	const int lines = (int)((D * (int64_t)sizeof(T) + 127) / 128);
+	const int64_t total = (b - a) * 2 * lines;
+	for (int64_t i = share + (int64_t)threadIdx.x * nshare; i < total;
+	     i += (int64_t)blockDim.x * nshare) {
+		const int64_t r = a + i / (2 * lines);
+		const int c = (int)(i % (2 * lines));
+		const T *row = (c < lines ? k : v) + r * row_stride;
+		cuda_prefetch_l2(reinterpret_cast<const char *>(row) + (int64_t)(c % lines) * 128);
+	}
+}
+
+/* Whether the blocks of row TH = t * H + h ask L2 for their rows, and for
+ * which share: the last token's (the longest row: causal rows see fewer),
+ * each query head of kv head g for 1 / (g's query heads) of the lines, so
+ * that a line is asked for once, by as many blocks as share it. Query
+ * head h reads kv head h * KVH / H: g's heads are ceil(g * H / KVH) up to
+ * ceil((g + 1) * H / KVH) - 1. */
+__device__ __forceinline__ bool attn_prefetch_share(int64_t th, int64_t H, int64_t KVH,
+                                                    int64_t T, int &share, int &nshare)
+{
+	const int64_t h = th % H, g = h * KVH / H;
+	const int64_t first = (g * H + KVH - 1) / KVH, end = ((g + 1) * H + KVH - 1) / KVH;
+
+	share = (int)(h - first);
+	nshare = (int)(end - first);
+	return th / H == T - 1;
+}
+
+/* EARLY: the row's share of the chunk's old rows asked of L2 (the
+ * "_early" implementations); the caller then waits. */
+template <typename T>
+__device__ __forceinline__ void attn_prefetch_row(const T *k, const T *v, int64_t th, int64_t H,
+                                                  int64_t KVH, int64_t kv, int64_t L,
+                                                  int64_t chunk, int split, int nsplit,
+                                                  int64_t new_rows, int D)
+{
+	int share, nshare;
+
+	if (attn_prefetch_share(th, H, KVH, new_rows, share, nshare))
+		attn_prefetch_chunk<T>(k, v, KVH * D, kv, L, chunk, split, nsplit, new_rows, D, share,
+		                       nshare);
+}
+
 /* Block (t, h, split) = blockIdx.x as (t * H + h) * nsplit + split, over
  * keys [split * chunk, min(split * chunk + chunk, L)). KV_LEN_DEV, when not
- * NULL, gives kv_len; else KV_LEN does. */
-template <typename T, int LPR, int EPL, bool VEC>
+ * NULL, gives kv_len; else KV_LEN does. EARLY: "split_early". */
+template <typename T, int LPR, int EPL, bool VEC, bool EARLY>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
                            struct attn_core_scratch sc, unsigned *counters, int64_t H,
                            int64_t KVH, int D, int64_t S, int64_t kv_len,
                            const int32_t *kv_len_dev, int nsplit,
-                           int64_t chunk, float scale, int64_t causal_rows)
+                           int64_t chunk, float scale, int64_t causal_rows,
+                           int64_t new_rows)
 {
 	const int64_t bid = blockIdx.x;
 	const int split = (int)(bid % nsplit);
 	const int64_t th = bid / nsplit;                /* t * H + h */
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
+	int64_t kv = 0;
 
-	cuda_pdl_begin();
-	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
-	L = L < 0 ? 0 : L > S ? S : L;
-	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
-		L -= causal_rows - 1 - th / H;
-		L = L < 0 ? 0 : L;
+	if constexpr (EARLY) {
+		/* kv_len: the host's, or its device mirror, which the host
+		 * writes before the step's first kernel */
+		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+		const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
+		attn_prefetch_row<T>(src.k, src.v, th, H, KVH, kv, L,
+		                     kv_len_dev ? attn_core_chunk_for(L, nsplit) : chunk, split,
+		                     nsplit, new_rows, D);
 	}
+	cuda_pdl_begin();
+	if constexpr (!EARLY)
+		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
 	if (kv_len_dev != NULL)
 		chunk = attn_core_chunk_for(L, nsplit);
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D, scale, out,
@@ -95,11 +194,12 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
  * first block merges the active parts in rank order into out[t, h], and a
  * second barrier keeps every part alive until it has been read. Every
  * block, active or not, passes both barriers. */
-template <typename T, int LPR, int EPL, bool VEC>
+template <typename T, int LPR, int EPL, bool VEC, bool EARLY>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS)
 bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t H,
                              int64_t KVH, int D, int64_t S, int64_t kv_len,
-                             const int32_t *kv_len_dev, float scale, int64_t causal_rows)
+                             const int32_t *kv_len_dev, float scale, int64_t causal_rows,
+                             int64_t new_rows)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	namespace cg = cooperative_groups;
@@ -110,14 +210,18 @@ bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t
 	const int64_t th = blockIdx.x / nsplit;
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
+	int64_t kv = 0;
 
-	cuda_pdl_begin();
-	int64_t L = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
-	L = L < 0 ? 0 : L > S ? S : L;
-	if (causal_rows > 0) {
-		L -= causal_rows - 1 - th / H;
-		L = L < 0 ? 0 : L;
+	if constexpr (EARLY) {          /* "cluster_early": as the split kernel's */
+		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+		const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
+		attn_prefetch_row<T>(src.k, src.v, th, H, KVH, kv, L, attn_core_chunk_for(L, nsplit),
+		                     split, nsplit, new_rows, D);
 	}
+	cuda_pdl_begin();
+	if constexpr (!EARLY)
+		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
 	const int64_t chunk = attn_core_chunk_for(L, nsplit);
 	const int nact = attn_core_active(L, chunk, nsplit);
 	float acc[EPL], m = -INFINITY, l = 0.0f;
@@ -196,6 +300,7 @@ struct attn_launch {
 	struct attn_core_scratch sc;
 	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
 	unsigned cluster;               /* "cluster": its blocks (= nsplit); else 0 */
+	bool early;                     /* "_early": the old rows asked of L2 first */
 	const struct cuda_op_ctx *ctx;
 };
 
@@ -248,6 +353,19 @@ extern "C" size_t cuda_attention_scratch_bytes(const struct op_call *call)
 	                                  attn_core_splits_bound(sh.S, sh.th), sh.D));
 }
 
+/* The implementation IMPL without its "_early": split, twopass or cluster. */
+static int attn_base_impl(int impl)
+{
+	switch (impl) {
+	case CUDA_IMPL_ATTN_SPLIT_EARLY:
+		return CUDA_IMPL_ATTN_SPLIT;
+	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
+		return CUDA_IMPL_ATTN_CLUSTER;
+	default:
+		return impl;
+	}
+}
+
 int cuda_attention_usable(const struct op_call *call, int impl)
 {
 	struct attn_shape sh = {};
@@ -256,10 +374,12 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 		return 0;
 	switch (impl) {
 	case CUDA_IMPL_ATTN_SPLIT:
+	case CUDA_IMPL_ATTN_SPLIT_EARLY:
 		return sh.th <= CUDA_SCRATCH_COUNTERS;
 	case CUDA_IMPL_ATTN_TWOPASS:
 		return 1;
 	case CUDA_IMPL_ATTN_CLUSTER:
+	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
 		return cuda_device_sm90();
 	}
 	return 0;
@@ -275,30 +395,36 @@ struct attn_launcher {
 	template <int LPR, int EPL, bool VEC>
 	int run() const
 	{
+		return al->early ? run_form<LPR, EPL, VEC, true>() : run_form<LPR, EPL, VEC, false>();
+	}
+
+	template <int LPR, int EPL, bool VEC, bool EARLY>
+	int run_form() const
+	{
 		const struct attn_shape *sh = &al->sh;
 		T *out = static_cast<T *>(al->out);
 		if (al->cluster > 0)
-			return run_cluster<LPR, EPL, VEC>();
+			return run_cluster<LPR, EPL, VEC, EARLY>();
 		int rc = cuda_launch(al->ctx, "bcg_attention_split_kernel",
-		                     bcg_attention_split_kernel<T, LPR, EPL, VEC>,
+		                     bcg_attention_split_kernel<T, LPR, EPL, VEC, EARLY>,
 		                     dim3((unsigned)(sh->th * al->nsplit)), dim3(ATTN_CORE_THREADS),
 		                     msg, len, static_cast<const T *>(al->q),
 		                     static_cast<const T *>(al->k), static_cast<const T *>(al->v), out,
-		                     al->sc, al->counters, sh->H, sh->KVH,
-		                     (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->nsplit,
-		                     al->chunk, al->scale, al->causal_rows);
+		                     al->sc, al->counters, sh->H, sh->KVH, (int)sh->D, sh->S,
+		                     al->kv_len, al->kv_len_dev, al->nsplit, al->chunk, al->scale,
+		                     al->causal_rows, sh->T);
 		return rc ? rc : attn_core_launch_merge<T>(al->ctx, al->sc, al->counters, out, sh->th,
 		                                          al->nsplit, sh->D, msg, len);
 	}
 
-	template <int LPR, int EPL, bool VEC>
+	template <int LPR, int EPL, bool VEC, bool EARLY>
 	int run_cluster() const
 	{
 		static unsigned long long wide_set;
 		const struct attn_shape *sh = &al->sh;
 		void (*kernel)(const T *, const T *, const T *, T *, int64_t, int64_t, int, int64_t,
-		               int64_t, const int32_t *, float, int64_t) =
-			bcg_attention_cluster_kernel<T, LPR, EPL, VEC>;
+		               int64_t, const int32_t *, float, int64_t, int64_t) =
+			bcg_attention_cluster_kernel<T, LPR, EPL, VEC, EARLY>;
 		unsigned cl = al->cluster;
 
 		/* Clusters past the portable size need the kernel's consent. */
@@ -310,10 +436,11 @@ struct attn_launcher {
 		}
 		return cuda_launch_ex(al->ctx, "bcg_attention_cluster_kernel", kernel,
 		                      dim3((unsigned)(sh->th * cl)), dim3(ATTN_CORE_THREADS), 0, cl,
-		                      msg, len, static_cast<const T *>(al->q),
-		                      static_cast<const T *>(al->k), static_cast<const T *>(al->v),
-		                      static_cast<T *>(al->out), sh->H, sh->KVH, (int)sh->D, sh->S,
-		                      al->kv_len, al->kv_len_dev, al->scale, al->causal_rows);
+		                      msg, len,
+		                      static_cast<const T *>(al->q), static_cast<const T *>(al->k),
+		                      static_cast<const T *>(al->v), static_cast<T *>(al->out), sh->H,
+		                      sh->KVH, (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->scale,
+		                      al->causal_rows, sh->T);
 	}
 };
 
@@ -346,17 +473,20 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	al.kv_len = call->attr[ATTN_KV_LEN].i;
 	al.causal_rows = call->attr[ATTN_CAUSAL].i ? al.sh.T : 0;
 	al.ctx = ctx;
-	if (call->impl != CUDA_IMPL_ATTN_SPLIT && call->impl != CUDA_IMPL_ATTN_TWOPASS &&
-	    call->impl != CUDA_IMPL_ATTN_CLUSTER)
+	const int base = attn_base_impl(call->impl);
+	const char *iname = cuda_impl_name(OP_ATTENTION, call->impl);
+	if (base != CUDA_IMPL_ATTN_SPLIT && base != CUDA_IMPL_ATTN_TWOPASS &&
+	    base != CUDA_IMPL_ATTN_CLUSTER)
 		return cuda_fail(msg, len, "attention: no implementation %d on CUDA", call->impl);
 	if (!cuda_attention_usable(call, call->impl)) {
-		if (call->impl == CUDA_IMPL_ATTN_CLUSTER)
-			return cuda_fail(msg, len, "attention: implementation cluster needs an sm_90 "
-			                 "device (thread block clusters)");
-		return cuda_fail(msg, len, "attention: implementation split cannot run %lld (token, "
-		                 "head) pairs, above the %lld scratch counters", (long long)al.sh.th,
-		                 (long long)CUDA_SCRATCH_COUNTERS);
+		if (base == CUDA_IMPL_ATTN_CLUSTER)
+			return cuda_fail(msg, len, "attention: implementation %s needs an sm_90 "
+			                 "device (thread block clusters)", iname);
+		return cuda_fail(msg, len, "attention: implementation %s cannot run %lld (token, "
+		                 "head) pairs, above the %lld scratch counters", iname,
+		                 (long long)al.sh.th, (long long)CUDA_SCRATCH_COUNTERS);
 	}
+	al.early = base != call->impl;
 	al.scale = scale == 0.0 ? 1.0f / sqrtf((float)al.sh.D) : (float)scale;
 	if (call->graph_safe) {
 		/* A literal kv_len has no device mirror; it is the same every
@@ -368,7 +498,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		attn_core_plan(L, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	}
 
-	if (call->impl == CUDA_IMPL_ATTN_CLUSTER) {
+	if (base == CUDA_IMPL_ATTN_CLUSTER) {
 		/* the cluster holds the splits; no scratch */
 		al.cluster = (unsigned)(al.nsplit < CUDA_ATTN_CLUSTER_MAX ? al.nsplit
 		                                                          : CUDA_ATTN_CLUSTER_MAX);
@@ -385,7 +515,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 			return cuda_fail(msg, len, "attention: scratch is not 16-byte aligned");
 		char *data = static_cast<char *>(cuda_scratch_data(ctx));
 		al.sc = attn_core_scratch_at(data, al.sh.th, al.nsplit);
-		if (call->impl == CUDA_IMPL_ATTN_SPLIT)
+		if (base == CUDA_IMPL_ATTN_SPLIT)
 			al.counters = cuda_scratch_counters(ctx);
 	}
 

@@ -154,7 +154,8 @@ enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* product
        CUDA_IMPL_CUBLAS_CLASS = 3, CUDA_IMPL_MMA_PACKED = 4, CUDA_IMPL_WGMMA = 5,
        CUDA_IMPL_WGMMA_WHOLE = 6 };
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attention */
-       CUDA_IMPL_ATTN_CLUSTER = 2 };
+       CUDA_IMPL_ATTN_CLUSTER = 2, CUDA_IMPL_ATTN_SPLIT_EARLY = 3,
+       CUDA_IMPL_ATTN_CLUSTER_EARLY = 4 };
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */

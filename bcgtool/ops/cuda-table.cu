@@ -72,7 +72,8 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
  * the enums' of cuda-internal.h. */
 static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class",
 	                                      "mma_packed", "wgmma", "wgmma_whole", NULL };
-static const char *const impl_attention[] = { "split", "twopass", "cluster", NULL };
+static const char *const impl_attention[] = { "split", "twopass", "cluster", "split_early",
+	                                       "cluster_early", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", NULL };
 static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", NULL };

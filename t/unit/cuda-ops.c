@@ -309,6 +309,16 @@ static int first_usable(enum op_id id, const struct op_call *dcall)
 	return -1;
 }
 
+/* The index of implementation NAME of kind ID: the one plans store. */
+static int impl_named(enum op_id id, const char *name)
+{
+	for (int i = 0; i < cuda_impl_count(id); i++)
+		if (strcmp(cuda_impl_name(id, i), name) == 0)
+			return i;
+	bail("op kind %d: no CUDA implementation \"%s\"", (int)id, name);
+	return -1;
+}
+
 static void tcase_call(const struct tcase *c, struct op_call *call, int dev)
 {
 	memset(call, 0, sizeof *call);
@@ -1267,7 +1277,7 @@ static void test_attention(struct env *e)
 			const struct attn_cfg *cfg = &cfgs[k];
 			attn_bufs_init(e, &ab, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 4; smi++) {
+				for (int smi = 0; smi < 6; smi++) {
 					for (int j = 0; j < nkv; j++) {
 						int64_t kv = kvs[j] == -1 ? cfg->S : kvs[j] == -2 ? cfg->S + 100 : kvs[j];
 						if (kvs[j] >= 0 && kvs[j] > cfg->S)
@@ -1275,14 +1285,19 @@ static void test_attention(struct env *e)
 						int32_t kv32 = (int32_t)kv;
 						CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 						attn_case_init(&c, &ab, cfg, kv, gs);
-						/* smi 2: the device's size, merged by a second
-						 * kernel; 3: merged in a cluster */
+						/* smi 0, 1: split, at the device's size and
+						 * at one multiprocessor; 2 to 5: the others */
+						static const char *const names[] = {
+							"split", "split", "twopass", "cluster",
+							"split_early", "cluster_early" };
 						c.sm_count = smi == 1 ? 1 : 0;
-						c.impl = smi == 2 ? 1 : smi == 3 ? 2 : 0;
+						c.impl = impl_named(OP_ATTENTION, names[smi]);
 						c.scratch = attn_scratch(&c);
 						snprintf(c.what, sizeof c.what,
-						         "attention %s %s T %lld heads %lld/%lld head_dim %lld "
-						         "S %lld kv_len %lld%s%s", gs ? "graph-safe" : "eager",
+						         "attention %s %s %s T %lld heads %lld/%lld head_dim %lld "
+						         "S %lld kv_len %lld%s%s",
+						         cuda_impl_name(OP_ATTENTION, c.impl),
+						         gs ? "graph-safe" : "eager",
 						         dtype_name(dt), (long long)cfg->T, (long long)cfg->H,
 						         (long long)cfg->KVH, (long long)cfg->D, (long long)cfg->S,
 						         (long long)kv, smi == 1 ? " sm_count 1" : "",
@@ -1495,8 +1510,9 @@ static void test_attention_graph(struct env *e)
 		{ 1, 1, 1, 128, 8192, 0.0, 0 },
 	};
 	static const int32_t kvs[] = { 1000, 1, 7, 64, 1024, 0, 3000, 513, 8192, 1000 };
-	static const int impls[] = { 0 /* split */, 2 /* cluster */ };
+	static const char *const inames[] = { "split", "cluster", "split_early", "cluster_early" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
+	const int nimpl = (int)(sizeof inames / sizeof inames[0]);
 
 	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
 		int dt = float_dtypes[d];
@@ -1508,8 +1524,9 @@ static void test_attention_graph(struct env *e)
 			tbuf_upload(&ab.q);
 			tbuf_upload(&ab.k);
 			tbuf_upload(&ab.v);
-			for (int ii = 0; ii < 2; ii++) {
-				const char *iname = cuda_impl_name(OP_ATTENTION, impls[ii]);
+			for (int ii = 0; ii < nimpl; ii++) {
+				const char *iname = inames[ii];
+				const int impl = impl_named(OP_ATTENTION, iname);
 				struct tcase c;
 				struct op_call dcall, hcall;
 				struct cuda_op_ctx ctx = e->ctx;
@@ -1520,7 +1537,7 @@ static void test_attention_graph(struct env *e)
 				int rc;
 
 				attn_case_init(&c, &ab, cfg, 3, 1);
-				c.impl = impls[ii];
+				c.impl = impl;
 				c.scratch = attn_scratch(&c);
 				scratch = scratch_alloc(c.scratch);
 				ctx.scratch = scratch;
@@ -3681,6 +3698,146 @@ static int chain_run(struct env *e, struct op_call *calls, int n, void *scratch,
 	return rc;
 }
 
+/*
+ * The step's new rows. A product that takes several microseconds (K =
+ * 32768) writes the caches' rows kv_len - T .. kv_len - 1, which hold NaN
+ * before it, and attention follows it under PDL: the attention kernel
+ * starts while the product runs (the "_early" implementations ask L2 for
+ * the rows below kv_len - T then). Its output, eager and captured, is the
+ * bits of the same implementation launched without PDL over the same
+ * caches, and no NaN: it read every new row after the product. 8 heads
+ * over 8 kv heads and over 2 (four blocks share each row's lines), split,
+ * cluster and their early forms, graph-safe and eager.
+ */
+static void test_attention_new_rows(struct env *e)
+{
+	const int64_t H = 8, D = 64, S = 1024, KB = 32768;
+	const int64_t kv = 700;
+	const int dt = PLAN_DTYPE_F16;
+	static const int64_t Ts[] = { 1, 3, 1, 3 }, KVHs[] = { 8, 8, 2, 2 };
+
+	for (int ti = 0; ti < 4; ti++) {
+		const int64_t T = Ts[ti], KVH = KVHs[ti], W = KVH * D;
+		struct attn_cfg cfg = { T, H, KVH, D, S, 0.0, 0 };
+		struct attn_bufs ab;
+		struct tbuf x, wk, wv;
+		const size_t es = 2, row0 = (size_t)(kv - T) * (size_t)W * es;
+		const size_t newb = (size_t)T * (size_t)W * es;
+		int32_t kv32 = (int32_t)kv;
+
+		attn_bufs_init(e, &ab, dt, &cfg);
+		tbuf_init(&x, dt, 2, (const int64_t[]){ T, KB }, 0);
+		tbuf_init(&wk, dt, 2, (const int64_t[]){ W, KB }, 0);
+		tbuf_init(&wv, dt, 2, (const int64_t[]){ W, KB }, 0);
+		tbuf_random(e, &x, 0.05f);
+		tbuf_random(e, &wk, 0.05f);
+		tbuf_random(e, &wv, 0.05f);
+		struct tbuf *ups[] = { &ab.q, &ab.k, &ab.v, &x, &wk, &wv };
+		for (int i = 0; i < 6; i++)
+			tbuf_upload(ups[i]);
+		CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
+
+		static const char *const inames[] = { "split", "cluster", "split_early",
+			                              "cluster_early" };
+		for (int ii = 0; ii < 4; ii++) {
+			const int impl = impl_named(OP_ATTENTION, inames[ii]);
+			for (int gs = 0; gs < 2; gs++) {
+				struct op_call calls[3];
+				void *want = malloc(ab.out.bytes), *got = malloc(ab.out.bytes);
+				char msg[256] = "";
+				size_t scratch_bytes;
+				void *scratch;
+				int rc = 0, same = 1, finite = 1;
+
+				if (want == NULL || got == NULL)
+					bail("out of memory");
+				memset(calls, 0, sizeof calls);
+				for (int i = 0; i < 2; i++) {
+					calls[i].kind = kind_stub(OP_MATMUL);
+					calls[i].nin = 2;
+					calls[i].nout = 1;
+					calls[i].in[0] = tbuf_view(&x, 1);
+					calls[i].in[1] = tbuf_view(i ? &wv : &wk, 1);
+					calls[i].out[0] = tbuf_view(i ? &ab.v : &ab.k, 1);
+					calls[i].out[0].dim[0] = T;
+					calls[i].out[0].data = (char *)calls[i].out[0].data + row0;
+					calls[i].attr[MATMUL_TRANS_B].i = 1;
+					calls[i].const_in = 2u;
+					calls[i].impl = first_usable(OP_MATMUL, &calls[i]);
+				}
+				calls[2].kind = kind_stub(OP_ATTENTION);
+				calls[2].nin = 3;
+				calls[2].nout = 1;
+				calls[2].in[0] = tbuf_view(&ab.q, 1);
+				calls[2].in[1] = tbuf_view(&ab.k, 1);
+				calls[2].in[2] = tbuf_view(&ab.v, 1);
+				calls[2].out[0] = tbuf_view(&ab.out, 1);
+				calls[2].attr[ATTN_HEADS].i = H;
+				calls[2].attr[ATTN_KV_HEADS].i = KVH;
+				calls[2].attr[ATTN_HEAD_DIM].i = D;
+				calls[2].attr[ATTN_KV_LEN].i = kv;
+				calls[2].graph_safe = gs;
+				if (gs)
+					calls[2].attr_dev[ATTN_KV_LEN] = ab.kv_dev;
+				calls[2].impl = impl;
+				scratch_bytes = cuda_op_scratch_bytes(&calls[2]);
+				for (int i = 0; i < 2; i++) {
+					size_t b = cuda_op_scratch_bytes(&calls[i]);
+					scratch_bytes = b > scratch_bytes ? b : scratch_bytes;
+				}
+				scratch = scratch_alloc(scratch_bytes);
+				/* run 0: without PDL; 1, 2: under PDL, eager and
+				 * captured; every run from NaN new rows */
+				for (int run = 0; run < 3 && rc == 0; run++) {
+					int prog = 0;
+					CK(cudaMemset((char *)ab.k.dev + row0, 0xff, newb));
+					CK(cudaMemset((char *)ab.v.dev + row0, 0xff, newb));
+					CK(cudaMemset(ab.out.dev, POISON_DEV, ab.out.bytes));
+					CK(cudaDeviceSynchronize());
+					rc = chain_run(e, calls, 3, scratch, scratch_bytes, run > 0, run == 2,
+					               &prog, msg, sizeof msg);
+					CK(cudaMemcpy(run == 0 ? want : got, ab.out.dev, ab.out.bytes,
+					              cudaMemcpyDeviceToHost));
+					if (run > 0 && memcmp(want, got, ab.out.bytes) != 0) {
+						struct op_tensor tw = tbuf_view(&ab.out, 0), tg = tw;
+						int64_t n = 0, at = -1;
+						tw.data = want;
+						tg.data = got;
+						for (int64_t i = 0; i < ab.out.numel; i++)
+							if (host_load(&tw, i) != host_load(&tg, i) && (n++, at < 0))
+								at = i;
+						diag("run %d: %lld of %lld elements differ, the first %lld: %g "
+						     "against %g", run, (long long)n, (long long)ab.out.numel,
+						     (long long)at, at >= 0 ? host_load(&tg, at) : 0.0,
+						     at >= 0 ? host_load(&tw, at) : 0.0);
+						same = 0;
+					}
+				}
+				for (int64_t i = 0; i < ab.out.numel; i++) {
+					struct op_tensor t = tbuf_view(&ab.out, 0);
+					t.data = want;
+					finite &= isfinite(host_load(&t, i));
+				}
+				ok(rc == 0 && same && finite, "attention %s %s T %lld heads %lld/%lld after a "
+				   "product that writes rows %lld..%lld: under PDL, eager and captured, the "
+				   "bits without PDL%s%s%s", cuda_impl_name(OP_ATTENTION, impl),
+				   gs ? "graph-safe" : "eager", (long long)T, (long long)H, (long long)KVH,
+				   (long long)(kv - T), (long long)(kv - 1),
+				   finite ? "" : " (the launch without PDL read NaN)", rc ? ": " : "",
+				   rc ? msg : "");
+				if (scratch)
+					CK(cudaFree(scratch));
+				free(want);
+				free(got);
+			}
+		}
+		tbuf_free(&x);
+		tbuf_free(&wk);
+		tbuf_free(&wv);
+		attn_bufs_free(&ab);
+	}
+}
+
 static void test_pdl(struct env *e)
 {
 	const int64_t T = 3, V = 500, H = 256, F = 512;
@@ -4604,6 +4761,7 @@ int main(void)
 	GROUP(test_kv_write(&e));
 	GROUP(test_attention(&e));
 	GROUP(test_attention_graph(&e));
+	GROUP(test_attention_new_rows(&e));
 	GROUP(test_paged_attention(&e));
 	GROUP(test_moe_router(&e));
 	GROUP(test_moe_router_nan(&e));
