@@ -36,7 +36,7 @@
  * the host's value or its device mirror, which the host writes before the
  * step. Of the blocks that share rows (a kv head's query heads, the tokens
  * of a step), the last token's blocks of each query head of the kv head
- * ask, each for its share of the lines (attn_prefetch_share). Whether the
+ * ask, each for its share of the lines (attn_prefetch_chunk). Whether the
  * prefetch pays depends on what it overlaps, and alone (L2 emptied) it
  * only costs: 8.3 us against split's 7.4 on llama-decode's shape. So it
  * is a choice that capture --tune-step confirms in the step, never the
@@ -90,32 +90,6 @@ __device__ __forceinline__ int64_t attn_row_len(int64_t kv, int64_t S, int64_t c
 	return L;
 }
 
-/* The block's chunk rows below kv - NEW_ROWS (the rows the step has not
- * written) asked of L2 before the PDL wait, a 128-byte line at a time
- * (k's, then v's), lines SHARE, SHARE + NSHARE, ...: after the wait the
- * loads of them hit L2 instead of going to HBM. */
-template <typename T>
-__device__ __forceinline__ void attn_prefetch_chunk(const T *k, const T *v, int64_t row_stride,
-                                                    int64_t kv, int64_t L, int64_t chunk,
-                                                    int split, int nsplit, int64_t new_rows, int D,
-                                                    int share, int nshare)
-{
-	if (split >= attn_core_active(L, chunk, nsplit))
-		return;
-	const int64_t a = (int64_t)split * chunk;
-	int64_t b = a + chunk < L ? a + chunk : L;
-	b = b < kv - new_rows ? b : kv - new_rows;
-	const int lines = (int)((D * (int64_t)sizeof(T) + 127) / 128);
-	const int64_t total = (b - a) * 2 * lines;
-	for (int64_t i = share + (int64_t)threadIdx.x * nshare; i < total;
-	     i += (int64_t)blockDim.x * nshare) {
-		const int64_t r = a + i / (2 * lines);
-		const int c = (int)(i % (2 * lines));
-		const T *row = (c < lines ? k : v) + r * row_stride;
-		cuda_prefetch_l2(reinterpret_cast<const char *>(row) + (int64_t)(c % lines) * 128);
-	}
-}
-
 /* Whether the blocks of row TH = t * H + h ask L2 for their rows, and for
  * which share: the last token's (the longest row: causal rows see fewer),
  * each query head of kv head g for 1 / (g's query heads) of the lines, so
@@ -133,19 +107,34 @@ __device__ __forceinline__ bool attn_prefetch_share(int64_t th, int64_t H, int64
 	return th / H == T - 1;
 }
 
-/* EARLY: the row's share of the chunk's old rows asked of L2 (the
- * "_early" implementations); the caller then waits. */
+/* The "_early" implementations, before the PDL wait: the block's chunk
+ * rows below kv - NEW_ROWS (the rows the step has not written), of kv
+ * head rows K and V, asked of L2 a 128-byte line at a time (k's, then
+ * v's), lines share, share + nshare, ... (attn_prefetch_share): after the
+ * wait the loads of them hit L2 instead of going to HBM. */
 template <typename T>
-__device__ __forceinline__ void attn_prefetch_row(const T *k, const T *v, int64_t th, int64_t H,
-                                                  int64_t KVH, int64_t kv, int64_t L,
-                                                  int64_t chunk, int split, int nsplit,
-                                                  int64_t new_rows, int D)
+__device__ __forceinline__ void attn_prefetch_chunk(const T *k, const T *v, int64_t th, int64_t H,
+                                                    int64_t KVH, int64_t kv, int64_t L,
+                                                    int64_t chunk, int split, int nsplit,
+                                                    int64_t new_rows, int D)
 {
 	int share, nshare;
 
-	if (attn_prefetch_share(th, H, KVH, new_rows, share, nshare))
-		attn_prefetch_chunk<T>(k, v, KVH * D, kv, L, chunk, split, nsplit, new_rows, D, share,
-		                       nshare);
+	if (!attn_prefetch_share(th, H, KVH, new_rows, share, nshare) ||
+	    split >= attn_core_active(L, chunk, nsplit))
+		return;
+	const int64_t a = (int64_t)split * chunk, stride = KVH * D;
+	int64_t b = a + chunk < L ? a + chunk : L;
+	b = b < kv - new_rows ? b : kv - new_rows;
+	const int lines = (int)((D * (int64_t)sizeof(T) + 127) / 128);
+	const int64_t total = (b - a) * 2 * lines;
+	for (int64_t i = share + (int64_t)threadIdx.x * nshare; i < total;
+	     i += (int64_t)blockDim.x * nshare) {
+		const int64_t r = a + i / (2 * lines);
+		const int c = (int)(i % (2 * lines));
+		const T *row = (c < lines ? k : v) + r * stride;
+		cuda_prefetch_l2(reinterpret_cast<const char *>(row) + (int64_t)(c % lines) * 128);
+	}
 }
 
 /* Block (t, h, split) = blockIdx.x as (t * H + h) * nsplit + split, over
@@ -165,23 +154,20 @@ bcg_attention_split_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t th = bid / nsplit;                /* t * H + h */
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
-	int64_t kv = 0;
 
-	if constexpr (EARLY) {
-		/* kv_len: the host's, or its device mirror, which the host
-		 * writes before the step's first kernel */
-		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
-		const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
-		attn_prefetch_row<T>(src.k, src.v, th, H, KVH, kv, L,
-		                     kv_len_dev ? attn_core_chunk_for(L, nsplit) : chunk, split,
-		                     nsplit, new_rows, D);
-	}
-	cuda_pdl_begin();
 	if constexpr (!EARLY)
-		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+		cuda_pdl_begin();
+	/* EARLY reads kv_len before the wait: the host's, or its device
+	 * mirror, which the host writes before the step's first kernel */
+	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
 	if (kv_len_dev != NULL)
 		chunk = attn_core_chunk_for(L, nsplit);
+	if constexpr (EARLY) {
+		attn_prefetch_chunk<T>(src.k, src.v, th, H, KVH, kv, L, chunk, split, nsplit, new_rows,
+		                       D);
+		cuda_pdl_begin();
+	}
 	attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D, scale, out,
 	                                  sc, counters);
 }
@@ -210,19 +196,18 @@ bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t
 	const int64_t th = blockIdx.x / nsplit;
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
-	int64_t kv = 0;
 
-	if constexpr (EARLY) {          /* "cluster_early": as the split kernel's */
-		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
-		const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
-		attn_prefetch_row<T>(src.k, src.v, th, H, KVH, kv, L, attn_core_chunk_for(L, nsplit),
-		                     split, nsplit, new_rows, D);
-	}
-	cuda_pdl_begin();
 	if constexpr (!EARLY)
-		kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+		cuda_pdl_begin();
+	/* EARLY ("cluster_early"): as the split kernel's */
+	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
 	const int64_t chunk = attn_core_chunk_for(L, nsplit);
+	if constexpr (EARLY) {
+		attn_prefetch_chunk<T>(src.k, src.v, th, H, KVH, kv, L, chunk, split, nsplit, new_rows,
+		                       D);
+		cuda_pdl_begin();
+	}
 	const int nact = attn_core_active(L, chunk, nsplit);
 	float acc[EPL], m = -INFINITY, l = 0.0f;
 #pragma unroll
