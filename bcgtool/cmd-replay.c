@@ -46,7 +46,7 @@ static int cmd_replay_exec(int argc, char **argv);
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T[,T...]] [--share-exec] "
-	         "[--check] [--no-nvtx] "
+	         "[--check] [--var NAME=START:LIMIT]... [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
 	         "[--variant V] [--fill F] [--seed S] [--rebase] [--pace P] [--flush-l2] "
@@ -67,6 +67,10 @@ const struct cmd_entry cmd_replay_entry = {
 		"                   its launch whenever another size ran on it since\n"
 		"      --check      compare the outputs and state with eager steps run\n"
 		"                   from the same initial state; exit 1 on a mismatch\n"
+		"      --var NAME=START:LIMIT\n"
+		"                   step the var NAME from START to LIMIT, then back to\n"
+		"                   START, instead of over the plan's range (which must\n"
+		"                   hold it); NAME=V keeps it at V (repeatable)\n"
 		"      --no-nvtx    emit no NVTX ranges\n"
 		"      --json       print JSON instead of tables\n"
 		"      --trace-json FILE\n"
@@ -108,6 +112,19 @@ const struct cmd_entry cmd_replay_entry = {
 	.exec = cmd_replay_exec,
 };
 
+/* Var I of PLAN as the steps followed it: the plan's, or --var's range. */
+static struct plan_var replay_var(const plan_t *plan, const struct replay_opts *o, uint32_t i)
+{
+	struct plan_var v = *plan_get_var(plan, i);
+
+	for (uint32_t k = 0; k < o->nvars; k++)
+		if (strcmp(o->vars[k].name, v.name) == 0) {
+			v.start = o->vars[k].start;
+			v.limit = o->vars[k].limit;
+		}
+	return v;
+}
+
 static void print_text(const plan_t *plan, const char *path, const struct replay_opts *o,
                        const struct replay_result *r, const char *backend, const char *device)
 {
@@ -125,6 +142,10 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 		printf("tokens       %lld -> variant %lld (%s: %u segment%s, %u breakpoint%s)\n",
 		       (long long)r->tokens, (long long)r->run_tokens, plan_mode_name(r->mode),
 		       r->segments, BCG_S(r->segments), r->breakpoints, BCG_S(r->breakpoints));
+	for (uint32_t k = 0; k < o->nvars; k++)
+		printf("var          %s from %lld to %lld (--var), +%lld a step\n", o->vars[k].name,
+		       (long long)o->vars[k].start, (long long)o->vars[k].limit,
+		       (long long)plan_get_var(plan, plan_find_var(plan, o->vars[k].name))->step);
 	if (r->ncycle > 0) {
 		printf("alternating  %u sizes:", r->ncycle);
 		for (uint32_t k = 0; k < r->ncycle; k++)
@@ -240,6 +261,22 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	plan_json_uint(j, st->partial ? st->steps : o->steps);
 	plan_json_key(j, "warmup");
 	plan_json_uint(j, o->warmup);
+	plan_json_key(j, "vars");
+	plan_json_array_begin(j);
+	for (uint32_t i = 0; i < plan_count_vars(plan); i++) {
+		struct plan_var v = replay_var(plan, o, i);
+		plan_json_object_begin(j);
+		plan_json_key(j, "name");
+		plan_json_string(j, v.name);
+		plan_json_key(j, "start");
+		plan_json_int(j, v.start);
+		plan_json_key(j, "step");
+		plan_json_int(j, v.step);
+		plan_json_key(j, "limit");
+		plan_json_int(j, v.limit);
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
 	plan_json_key(j, "step_ms");
 	plan_json_object_begin(j);
 	plan_json_key(j, "median");
@@ -517,6 +554,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "tokens", required_argument, NULL, 't' },
 		{ "share-exec", no_argument, NULL, 'E' + 256 },
 		{ "check", no_argument, NULL, 'C' },
+		{ "var", required_argument, NULL, 'A' + 256 },
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "trace-json", required_argument, NULL, 'R' },
@@ -550,6 +588,7 @@ static int cmd_replay_exec(int argc, char **argv)
 	const char *trace = NULL;
 	long long v;
 	int64_t cycle[REPLAY_CYCLE_MAX];
+	struct engine_var_range vars[ENGINE_VAR_RANGES_MAX];
 	int json = 0, c, rc;
 	struct recorded_opts ro = { .fill = RR_FILL_SNAPSHOT, .seed = 1 };
 	int recorded_only = 0;   /* an option only recorded plans take */
@@ -582,6 +621,11 @@ static int cmd_replay_exec(int argc, char **argv)
 			break;
 		case 'E' + 256: o.share = 1; break;
 		case 'C': o.check = 1; break;
+		case 'A' + 256:
+			if (cmd_parse_var(self, optarg, vars, &o.nvars) != 0)
+				return BCG_EXIT_USAGE;
+			o.vars = vars;
+			break;
 		case 'N': o.nvtx = 0; break;
 		case 'J': json = 1; break;
 		case 'R': trace = optarg; o.trace = 1; break;
@@ -638,6 +682,9 @@ static int cmd_replay_exec(int argc, char **argv)
 			return BCG_EXIT_USAGE;
 		if (fixed)
 			return cmd_usage_error(self, "--steps and --tokens do not apply to a trace");
+		if (o.nvars)
+			return cmd_usage_error(self, "--var does not apply to a trace: its requests' "
+			                       "lengths are the vars");
 		if (o.share)
 			return cmd_usage_error(self, "--share-exec does not apply to a trace");
 		if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
@@ -663,17 +710,21 @@ static int cmd_replay_exec(int argc, char **argv)
 		return cmd_usage_error(self, "--prompt takes neither --check nor --tokens");
 	if (prompt != NULL && o.share)
 		return cmd_usage_error(self, "--prompt takes no --share-exec");
+	if (prompt != NULL && o.nvars)
+		return cmd_usage_error(self, "--prompt takes no --var: a generation's vars are "
+		                       "the tokens it has seen");
 	if (trace != NULL && o.ncycle > 1)
 		return cmd_usage_error(self, "--trace-json takes one size of --tokens");
 
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 		return rc;
-	script_only = o.tokens != 0 || o.check || prompt != NULL || trace != NULL || o.share;
+	script_only = o.tokens != 0 || o.check || prompt != NULL || trace != NULL || o.share ||
+		o.nvars;
 	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
 		if (script_only) {
 			plan_free(plan);
-			return cmd_usage_error(self, "--tokens, --check, --prompt, --share-exec and "
-			                       "--trace-json apply to script plans only");
+			return cmd_usage_error(self, "--tokens, --check, --var, --prompt, --share-exec "
+			                       "and --trace-json apply to script plans only");
 		}
 		ro.backend = o.backend;
 		ro.json = json;

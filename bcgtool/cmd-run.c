@@ -34,7 +34,8 @@ static int cmd_run_exec(int argc, char **argv);
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[--backend B] [--steps N] [--tokens T] [--json] [--dump-outputs DIR] "
+	.usage = "[--backend B] [--steps N] [--tokens T] [--var NAME=START:LIMIT]... [--json] "
+	         "[--dump-outputs DIR] "
 	         "[--prompt IDS] [--generate N] [--logits FILE] [--tp N [--timeout S] [--nccl-mem M]] "
 	         "SCRIPT",
 	.summary = "run eager forward steps of a script",
@@ -43,6 +44,10 @@ const struct cmd_entry cmd_run_entry = {
 		"                   cuda when a GPU can be used, else host)\n"
 		"  -n, --steps N    steps to run (default 1)\n"
 		"  -t, --tokens T   tokens per step (default: the largest capture size)\n"
+		"      --var NAME=START:LIMIT\n"
+		"                   step the var NAME from START to LIMIT, then back to\n"
+		"                   START, instead of over the script's range (which must\n"
+		"                   hold it); NAME=V keeps it at V (repeatable)\n"
 		"      --json       print JSON instead of tables\n"
 		"      --dump-outputs DIR\n"
 		"                   write each output's values after the last step to\n"
@@ -368,13 +373,16 @@ struct run_ctx {
 	const char    *path, *backend, *dump, *prompt, *logits;
 	long long      steps, tokens, ngen;
 	int            json, world;
+	struct engine_var_range vars[ENGINE_VAR_RANGES_MAX];   /* --var */
+	uint32_t       nvars;
 };
 
 /* Open PROGRAM for a rank: the engine, holding the rank's communicator. */
 static int run_open(const struct run_ctx *c, plan_t *program, int64_t tokens,
                     struct dist_comm *comm, struct engine **e, struct engine_error *err)
 {
-	if (engine_open_at(program, c->backend, tokens, 0, e, err) != 0)
+	if (engine_open_at(program, c->backend, tokens, 0, e, err) != 0 ||
+	    engine_set_vars(*e, c->vars, c->nvars, err) != 0)
 		return -1;
 	(*e)->comm = comm;
 	if ((*e)->note[0] != '\0' && (comm == NULL || comm->rank == 0))
@@ -502,6 +510,7 @@ static int cmd_run_exec(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "steps", required_argument, NULL, 'n' },
 		{ "tokens", required_argument, NULL, 't' },
+		{ "var", required_argument, NULL, 'A' + 256 },
 		{ "json", no_argument, NULL, 'J' },
 		{ "dump-outputs", required_argument, NULL, 'D' },
 		{ "prompt", required_argument, NULL, 'p' },
@@ -528,6 +537,10 @@ static int cmd_run_exec(int argc, char **argv)
 			break;
 		case 't':
 			if (cmd_parse_int(self, "--tokens", optarg, 1, 1 << 20, &ctx.tokens) != 0)
+				return BCG_EXIT_USAGE;
+			break;
+		case 'A' + 256:
+			if (cmd_parse_var(self, optarg, ctx.vars, &ctx.nvars) != 0)
 				return BCG_EXIT_USAGE;
 			break;
 		case 'J': ctx.json = 1; break;
@@ -563,6 +576,9 @@ static int cmd_run_exec(int argc, char **argv)
 	if (ctx.prompt != NULL && (ctx.dump != NULL || ctx.tokens != 0 || ctx.steps != 1))
 		return cmd_usage_error(self, "--prompt takes neither --steps, --tokens nor "
 		                       "--dump-outputs");
+	if (ctx.prompt != NULL && ctx.nvars)
+		return cmd_usage_error(self, "--prompt takes no --var: a generation's vars are "
+		                       "the tokens it has seen");
 	ctx.path = argv[optind];
 	if ((rc = cmd_tp_nccl_mem(self, nccl_mem, ctx.world, NULL, NULL)) != BCG_EXIT_OK)
 		return rc;

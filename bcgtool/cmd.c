@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "cmd.h"
+#include "engine/engine.h"
 #include "plan.h"
 #include "script/script.h"
 #include "util.h"
@@ -245,6 +246,54 @@ int cmd_parse_int(const struct cmd_entry *entry, const char *opt, const char *ar
 	}
 	*out = v;
 	return 0;
+}
+
+int cmd_parse_var(const struct cmd_entry *entry, char *arg, struct engine_var_range *r,
+                  uint32_t *n)
+{
+	char *eq = strchr(arg, '='), *end;
+	long long v[2];
+	const char *p;
+	int k = 0;
+
+	if (eq == NULL || eq == arg)
+		goto bad;
+	for (p = eq + 1;; p = end + 1) {
+		errno = 0;
+		v[k] = strtoll(p, &end, 10);
+		if (end == p || errno == ERANGE || v[k] < 0 || v[k] > INT32_MAX)
+			goto bad;
+		k++;
+		if (*end == '\0')
+			break;
+		if (*end != ':' || k == 2)
+			goto bad;
+	}
+	if (k == 1)
+		v[1] = v[0];
+	if (v[0] > v[1]) {
+		cmd_usage_error(entry, "--var %s: the start is above the limit", arg);
+		return -1;
+	}
+	if (*n == ENGINE_VAR_RANGES_MAX) {
+		cmd_usage_error(entry, "--var: at most %d", ENGINE_VAR_RANGES_MAX);
+		return -1;
+	}
+	*eq = '\0';
+	for (uint32_t i = 0; i < *n; i++)
+		if (strcmp(r[i].name, arg) == 0) {
+			cmd_usage_error(entry, "--var: '%s' given twice", arg);
+			return -1;
+		}
+	r[*n].name = arg;
+	r[*n].start = v[0];
+	r[*n].limit = v[1];
+	(*n)++;
+	return 0;
+bad:
+	cmd_usage_error(entry, "--var takes NAME=START:LIMIT or NAME=VALUE, whole numbers from 0 "
+	                "to %d, not '%s'", INT32_MAX, arg);
+	return -1;
 }
 
 const char *cmd_default_backend(void)

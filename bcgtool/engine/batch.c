@@ -204,7 +204,7 @@ int engine_batch_step(struct engine *e, int64_t tokens, uint64_t step, struct en
 	if (!g->present || e->batch_set)
 		return 0;
 	batch_arrays(e, &a);
-	L = g->seq_var != PLAN_NONE ? plan_var_value(plan_get_var(e->plan, g->seq_var), step)
+	L = g->seq_var != PLAN_NONE ? plan_var_value(engine_var(e, g->seq_var), step)
 	                            : (int64_t)step + 1;
 	/* min(T, R) requests, the tokens shared out evenly, the first ones
 	 * taking one more; request i's length L + i, at least its tokens and

@@ -149,8 +149,8 @@ static int engine_fill_attrs(const struct engine *e, uint32_t op, struct op_call
 			break;
 		case PLAN_ATTR_VAR:
 			/* value bound per step; the mirror's address now */
-			call->attr[p].i = plan_get_var(e->plan, (uint32_t)a->i)->start;
-			call->attr_dev[p] = backend_at(e->base, plan_get_var(e->plan, (uint32_t)a->i)->offset);
+			call->attr[p].i = engine_var(e, (uint32_t)a->i)->start;
+			call->attr_dev[p] = backend_at(e->base, engine_var(e, (uint32_t)a->i)->offset);
 			break;
 		default:
 			call->attr[p].i = a->i;
@@ -918,6 +918,15 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 	e->max_tokens = max_tokens;
 	e->eager_tokens = eager_tokens > max_tokens ? eager_tokens : max_tokens;
 	e->arena_bytes = layout->arena_bytes;
+	if (plan_count_vars(program) != 0) {
+		uint32_t nv = plan_count_vars(program);
+		if ((e->vars = calloc(nv, sizeof *e->vars)) == NULL) {
+			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
+			goto fail;
+		}
+		for (uint32_t i = 0; i < nv; i++)
+			e->vars[i] = *plan_get_var(program, i);
+	}
 	if (engine_place_above(e, err) != 0)
 		goto fail;
 	if (e->above_bytes != 0) {
@@ -1053,7 +1062,35 @@ void engine_close(struct engine *e)
 	free(e->binds);
 	free(e->kinds);
 	free(e->ready_in);
+	free(e->vars);
 	free(e);
+}
+
+const struct plan_var *engine_var(const struct engine *e, uint32_t i)
+{
+	return &e->vars[i];
+}
+
+int engine_set_vars(struct engine *e, const struct engine_var_range *r, uint32_t n,
+                    struct engine_error *err)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = plan_find_var(e->plan, r[k].name);
+		const struct plan_var *pv;
+		if (i == PLAN_NONE)
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the plan has no var '%s'",
+			                   r[k].name);
+		pv = plan_get_var(e->plan, i);
+		if (r[k].start > r[k].limit || r[k].start < pv->start || r[k].limit > pv->limit)
+			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
+			                   "var '%s' from %lld to %lld: the plan's values run from "
+			                   "%lld to %lld, and the range must lie within them",
+			                   r[k].name, (long long)r[k].start, (long long)r[k].limit,
+			                   (long long)pv->start, (long long)pv->limit);
+		e->vars[i].start = r[k].start;
+		e->vars[i].limit = r[k].limit;
+	}
+	return 0;
 }
 
 void engine_set_features(struct engine *e, uint32_t features)
@@ -1081,7 +1118,7 @@ static size_t engine_feed_values(struct engine *e, uint32_t t, int64_t tokens, u
 	case PLAN_FEED_POSITIONS: {
 		int64_t last = e->gen != NULL ? e->gen->consumed + tokens
 			: f->var != PLAN_NONE
-			? plan_var_value(plan_get_var(e->plan, f->var), step)
+			? plan_var_value(engine_var(e, f->var), step)
 			: (int64_t)(step + 1) * tokens;
 		/* positions of the newest tokens: last - T + i, along the first axis;
 		 * a wider tensor repeats the pattern */
@@ -1156,7 +1193,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 	}
 	for (uint32_t i = 0; i < nv; i++) {
 		const struct plan_var *pv = plan_get_var(e->plan, i);
-		int32_t value = (int32_t)engine_var_value(e, v, pv, step);
+		int32_t value = (int32_t)engine_var_value(e, v, engine_var(e, i), step);
 		if (e->be->write(e->b, backend_at(e->base, pv->offset), &value, sizeof value,
 		                 err->msg, sizeof err->msg) != 0)
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "writing var '%s': %s",
@@ -1165,7 +1202,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 	for (uint32_t i = 0; i < e->nbinds; i++) {
 		const struct engine_bind *bd = &e->binds[i];
 		v->calls[bd->op].attr[bd->pos].i =
-			engine_var_value(e, v, plan_get_var(e->plan, bd->var), step);
+			engine_var_value(e, v, engine_var(e, bd->var), step);
 	}
 	return engine_batch_step(e, v->tokens, step, err);
 }

@@ -195,6 +195,10 @@ struct engine {
 	uint64_t                  coll_bytes;
 	uint64_t                 *coll_offset;
 	int64_t                   coll_tokens;
+	/* The vars' schedules the steps follow: the plan's, copied by
+	 * engine_open, unless engine_set_var narrowed one (replay and run
+	 * --var). */
+	struct plan_var          *vars;
 };
 
 /* One step of a generation: REAL tokens (IDS) after CONSUMED earlier ones;
@@ -247,6 +251,24 @@ int engine_impl_default(const struct engine *e, const struct op_call *c);
 /* Launch with FEATURES (PLAN_FEATURE_*) from now on; e->features keeps
  * the ones the backend honours. */
 void engine_set_features(struct engine *e, uint32_t features);
+
+/* Var I's schedule as the steps follow it (engine.vars). */
+const struct plan_var *engine_var(const struct engine *e, uint32_t i);
+
+/* A var stepped from START to LIMIT (then back to START) by the plan's
+ * step, instead of over the plan's range (replay and run --var). */
+struct engine_var_range {
+	const char *name;
+	int64_t     start, limit;
+};
+#define ENGINE_VAR_RANGES_MAX 16
+
+/* Follow the N ranges R in the steps from now on. Each must lie within
+ * its var's range in the plan: the graphs were captured for those values,
+ * and a cache holds only so many positions. BCG_EXIT_USAGE, naming the
+ * plan's range, when one does not, or when the plan has no such var. */
+int engine_set_vars(struct engine *e, const struct engine_var_range *r, uint32_t n,
+                    struct engine_error *err);
 
 /* Put every tensor but the weights back in its initial state. */
 int engine_reset(struct engine *e, struct engine_error *err);

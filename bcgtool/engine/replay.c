@@ -432,7 +432,8 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 			goto out;
 		}
-		if (engine_open_at(eager_program, o->backend, res->tokens, 0, &e, err) != 0)
+		if (engine_open_at(eager_program, o->backend, res->tokens, 0, &e, err) != 0 ||
+		    engine_set_vars(e, o->vars, o->nvars, err) != 0)
 			goto out;
 		engine_warn_weights(e);
 		res->weights = plan_count_weight_sources(plan);
@@ -448,7 +449,8 @@ int replay_plan(const plan_t *plan, const struct replay_opts *o, struct replay_r
 		uint32_t built;
 		res->run_tokens = pv->tokens;
 		res->mode = pv->mode;
-		if (engine_open(plan, o->backend, max_tokens, &e, err) != 0)
+		if (engine_open(plan, o->backend, max_tokens, &e, err) != 0 ||
+		    engine_set_vars(e, o->vars, o->nvars, err) != 0)
 			goto out;
 		engine_warn_weights(e);
 		res->weights = plan_count_weight_sources(plan);

@@ -41,6 +41,9 @@ struct replay_opts {
 	uint32_t    ncycle;
 	int         share;        /* every variant instantiated, sharing
 	                             executables (share.h), before the steps */
+	/* Vars stepped over these ranges instead of the plan's (--var). */
+	const struct engine_var_range *vars;
+	uint32_t    nvars;
 };
 
 /* The busy pass's steps item by item (replay --trace-json): the host clock
