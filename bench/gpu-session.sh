@@ -51,6 +51,14 @@
 #             (--choices-from), replayed in turns (3 rounds); the same for
 #             full_and_breakable plans serving the decode-heavy trace
 #             (replay --trace, output tokens/s); both trees' kernels at 64
+#   ctxwin    the decode samples (llama-3.2-1b-fuse, llama-decode-fuse,
+#             llama-decode) full at T=1, captured --tune-step (targets'
+#             plans when that stage ran first), replayed in turns at the
+#             default positions (the script's kv_len from 8: the timed steps
+#             see 108 to 1108) and at positions 32 to 159 (--var
+#             kv_len=33:160: the published 1B decode workload, 128 tokens
+#             after a prompt of 32), 3 rounds of 1000 steps after 100; and
+#             `bcgtool report` of the 1B at the short window
 #   targets   issue 22's decode targets 1 and 3 as they stand: the fused 1B
 #             sample (llama-3.2-1b-fuse), llama-decode and llama-decode-fuse,
 #             full at T=1, each captured --tune-step, replayed in turns (3
@@ -1122,6 +1130,38 @@ PY
 			say "targets: profile $p: exit $?"
 			sed 's/^/  /' tg-prof-$p.txt | tee -a "$summary"
 		done
+		;;
+	ctxwin)
+		cw="llama-3.2-1b-fuse llama-decode-fuse llama-decode"
+		for p in $cw; do
+			[ -f tg-$p.plan ] && continue
+			t0=$(date +%s)
+			env -u SOURCE_DATE_EPOCH timeout 240 "$B" capture --backend cuda --mode full \
+				--tokens 1 --tune-step -o tg-$p.plan "$S/$p.yaml" >tg-cap-$p.txt 2>&1
+			say "ctxwin: capture $p --tune-step: exit $? in $(( $(date +%s) - t0 )) s"
+		done
+		for round in 1 2 3; do
+			for p in $cw; do
+				for w in default short; do
+					opt=
+					[ $w = short ] && opt=--var=kv_len=33:160
+					timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 \
+						--warmup 100 $opt --json tg-$p.plan \
+						>cw-rep-$p-$w-1-$round.json 2>cw-rep-$p-$w-1-$round.err ||
+						say "ctxwin: replay $p $w round $round: exit $?"
+				done
+			done
+		done
+		for p in $cw; do
+			python3 "$top/bench/replay-rounds.py" "cw-rep-$p-{p}-{t}-{r}.json" short,default 1 3 \
+				--ratio "$p, positions 32..159 against the default|short|default|fewer cache rows" |
+				tee -a "$summary"
+		done
+		timeout 150 "$B" profile --wrapper "$top/.gpu/nsys-profile" -o "$log/cw-1b-short" \
+			--tokens 1 --top 12 tg-llama-3.2-1b-fuse.plan --steps 256 --warmup 32 \
+			--var kv_len=33:160 >cw-prof-1b.txt 2>&1
+		say "ctxwin: profile llama-3.2-1b-fuse at positions 32..159: exit $?"
+		sed 's/^/  /' cw-prof-1b.txt | tee -a "$summary"
 		;;
 	decbefore | dectune)
 		build_before || continue
