@@ -57,8 +57,11 @@
 #             default positions (the script's kv_len from 8: the timed steps
 #             see 108 to 1108) and at positions 32 to 159 (--var
 #             kv_len=33:160: the published 1B decode workload, 128 tokens
-#             after a prompt of 32), 3 rounds of 1000 steps after 100; and
-#             `bcgtool report` of the 1B at the short window
+#             after a prompt of 32; the 1B only: llama-decode's window
+#             starts at 64), 3 rounds of 1000 steps after 100; and `bcgtool
+#             report` of the 1B at the short window; the 1B also with every
+#             gate|up's norm folded into its product (t/helper/plan-edit, then
+#             capture --choices-from)
 #   targets   issue 22's decode targets 1 and 3 as they stand: the fused 1B
 #             sample (llama-3.2-1b-fuse), llama-decode and llama-decode-fuse,
 #             full at T=1, each captured --tune-step, replayed in turns (3
@@ -1140,11 +1143,31 @@ PY
 				--tokens 1 --tune-step -o tg-$p.plan "$S/$p.yaml" >tg-cap-$p.txt 2>&1
 			say "ctxwin: capture $p --tune-step: exit $? in $(( $(date +%s) - t0 )) s"
 		done
+		# the 1B with gate|up's norm folded into its product (every gate_up
+		# on gemv, whatever the tuner chose), captured with the other
+		# choices of the tuned plan
+		(cd "$build" && make t/helper/plan-edit >/dev/null 2>&1)
+		args=
+		for l in $(seq 0 15); do
+			args="$args choice 1 gate_up.$l gemv tuned gemv=1,split=2"
+		done
+		"$build/t/helper/plan-edit" tg-llama-3.2-1b-fuse.plan cw-fold-edit.plan $args >/dev/null 2>&1 &&
+			timeout 200 "$B" capture --backend cuda --mode full --tokens 1 \
+				--choices-from cw-fold-edit.plan -o tg-llama-3.2-1b-fold-gu.plan \
+				"$S/llama-3.2-1b-fuse.yaml" >cw-cap-fold.txt 2>&1
+		say "ctxwin: the 1B with every gate_up folded (gemv): exit $?"
+		"$B" inspect --choices tg-llama-3.2-1b-fuse.plan 2>&1 | grep -E "gate_up\.(0|15) " |
+			sed "s/^/  tuned: /" | tee -a "$summary"
+		[ -f tg-llama-3.2-1b-fold-gu.plan ] && cw="$cw llama-3.2-1b-fold-gu"
 		for round in 1 2 3; do
 			for p in $cw; do
 				for w in default short; do
 					opt=
-					[ $w = short ] && opt=--var=kv_len=33:160
+					if [ $w = short ]; then
+						# llama-decode's own window starts at 64
+						case $p in llama-3.2-1b*) ;; *) continue ;; esac
+						opt=--var=kv_len=33:160
+					fi
 					timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 \
 						--warmup 100 $opt --json tg-$p.plan \
 						>cw-rep-$p-$w-1-$round.json 2>cw-rep-$p-$w-1-$round.err ||
@@ -1152,11 +1175,12 @@ PY
 				done
 			done
 		done
-		for p in $cw; do
-			python3 "$top/bench/replay-rounds.py" "cw-rep-$p-{p}-{t}-{r}.json" short,default 1 3 \
-				--ratio "$p, positions 32..159 against the default|short|default|fewer cache rows" |
-				tee -a "$summary"
-		done
+		python3 "$top/bench/replay-rounds.py" "cw-rep-{p}-{t}-{r}.json" \
+			llama-3.2-1b-fuse-short,llama-3.2-1b-fuse-default,llama-3.2-1b-fold-gu-short,llama-3.2-1b-fold-gu-default,llama-decode-fuse-default,llama-decode-default \
+			1 3 --ratio "1B, positions 32..159 against the default|llama-3.2-1b-fuse-short|llama-3.2-1b-fuse-default|fewer cache rows" \
+			--ratio "1B, gate|up folded against tuned, 32..159|llama-3.2-1b-fold-gu-short|llama-3.2-1b-fuse-short|the norm in the product" \
+			--ratio "1B, gate|up folded against tuned, default|llama-3.2-1b-fold-gu-default|llama-3.2-1b-fuse-default|the norm in the product" |
+			tee -a "$summary"
 		timeout 150 "$B" profile --wrapper "$top/.gpu/nsys-profile" -o "$log/cw-1b-short" \
 			--tokens 1 --top 12 tg-llama-3.2-1b-fuse.plan --steps 256 --warmup 32 \
 			--var kv_len=33:160 >cw-prof-1b.txt 2>&1
