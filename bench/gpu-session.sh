@@ -1154,7 +1154,7 @@ PY
 		for gu in ${CTXWIN_GU:-gemv}; do
 			args=
 			for l in $(seq 0 15); do
-				args="$args choice 1 gate_up.$l $gu tuned gemv=1,split=2,$gu=3"
+				args="$args choice 1 gate_up.$l $gu tuned gemv=1,split=2,rows=3"
 			done
 			"$build/t/helper/plan-edit" tg-llama-3.2-1b-fuse.plan cw-$gu-edit.plan $args \
 				>/dev/null 2>&1 &&
