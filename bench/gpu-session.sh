@@ -60,8 +60,9 @@
 #             after a prompt of 32; the 1B only: llama-decode's window
 #             starts at 64), 3 rounds of 1000 steps after 100; and `bcgtool
 #             report` of the 1B at the short window; the 1B also with every
-#             gate|up's norm folded into its product (t/helper/plan-edit, then
-#             capture --choices-from)
+#             gate|up on each implementation of CTXWIN_GU (default gemv: the
+#             norm folded into the product; t/helper/plan-edit, then capture
+#             --choices-from)
 #   targets   issue 22's decode targets 1 and 3 as they stand: the fused 1B
 #             sample (llama-3.2-1b-fuse), llama-decode and llama-decode-fuse,
 #             full at T=1, each captured --tune-step, replayed in turns (3
@@ -1143,22 +1144,28 @@ PY
 				--tokens 1 --tune-step -o tg-$p.plan "$S/$p.yaml" >tg-cap-$p.txt 2>&1
 			say "ctxwin: capture $p --tune-step: exit $? in $(( $(date +%s) - t0 )) s"
 		done
-		# the 1B with gate|up's norm folded into its product (every gate_up
-		# on gemv, whatever the tuner chose), captured with the other
-		# choices of the tuned plan
+		# the 1B with every gate_up on each implementation of CTXWIN_GU
+		# (default gemv: its norm folded into the product), whatever the
+		# tuner chose, captured with the other choices of the tuned plan
 		(cd "$build" && make t/helper/plan-edit >/dev/null 2>&1)
-		args=
-		for l in $(seq 0 15); do
-			args="$args choice 1 gate_up.$l gemv tuned gemv=1,split=2"
-		done
-		"$build/t/helper/plan-edit" tg-llama-3.2-1b-fuse.plan cw-fold-edit.plan $args >/dev/null 2>&1 &&
-			timeout 200 "$B" capture --backend cuda --mode full --tokens 1 \
-				--choices-from cw-fold-edit.plan -o tg-llama-3.2-1b-fold-gu.plan \
-				"$S/llama-3.2-1b-fuse.yaml" >cw-cap-fold.txt 2>&1
-		say "ctxwin: the 1B with every gate_up folded (gemv): exit $?"
 		"$B" inspect --choices tg-llama-3.2-1b-fuse.plan 2>&1 | grep -E "gate_up\.(0|15) " |
 			sed "s/^/  tuned: /" | tee -a "$summary"
-		[ -f tg-llama-3.2-1b-fold-gu.plan ] && cw="$cw llama-3.2-1b-fold-gu"
+		gus=
+		for gu in ${CTXWIN_GU:-gemv}; do
+			args=
+			for l in $(seq 0 15); do
+				args="$args choice 1 gate_up.$l $gu tuned gemv=1,split=2,rows=3"
+			done
+			"$build/t/helper/plan-edit" tg-llama-3.2-1b-fuse.plan cw-$gu-edit.plan $args \
+				>/dev/null 2>&1 &&
+				timeout 200 "$B" capture --backend cuda --mode full --tokens 1 \
+					--choices-from cw-$gu-edit.plan -o tg-llama-3.2-1b-gu-$gu.plan \
+					"$S/llama-3.2-1b-fuse.yaml" >cw-cap-$gu.txt 2>&1
+			say "ctxwin: the 1B with every gate_up on $gu: exit $?"
+			[ -f tg-llama-3.2-1b-gu-$gu.plan ] || continue
+			cw="$cw llama-3.2-1b-gu-$gu"
+			gus="$gus,llama-3.2-1b-gu-$gu-short,llama-3.2-1b-gu-$gu-default"
+		done
 		for round in 1 2 3; do
 			for p in $cw; do
 				for w in default short; do
@@ -1175,12 +1182,22 @@ PY
 				done
 			done
 		done
+		ratios=
+		for gu in ${CTXWIN_GU:-gemv}; do
+			[ -f tg-llama-3.2-1b-gu-$gu.plan ] || continue
+			for w in short default; do
+				set -- "1B, every gate_up on $gu against tuned, $w|llama-3.2-1b-gu-$gu-$w|llama-3.2-1b-fuse-$w|gate_up's implementation"
+				ratios="$ratios
+--ratio
+$1"
+			done
+		done
+		(IFS='
+'
 		python3 "$top/bench/replay-rounds.py" "cw-rep-{p}-{t}-{r}.json" \
-			llama-3.2-1b-fuse-short,llama-3.2-1b-fuse-default,llama-3.2-1b-fold-gu-short,llama-3.2-1b-fold-gu-default,llama-decode-fuse-default,llama-decode-default \
+			"llama-3.2-1b-fuse-short,llama-3.2-1b-fuse-default$gus,llama-decode-fuse-default,llama-decode-default" \
 			1 3 --ratio "1B, positions 32..159 against the default|llama-3.2-1b-fuse-short|llama-3.2-1b-fuse-default|fewer cache rows" \
-			--ratio "1B, gate|up folded against tuned, 32..159|llama-3.2-1b-fold-gu-short|llama-3.2-1b-fuse-short|the norm in the product" \
-			--ratio "1B, gate|up folded against tuned, default|llama-3.2-1b-fold-gu-default|llama-3.2-1b-fuse-default|the norm in the product" |
-			tee -a "$summary"
+			$ratios) | tee -a "$summary"
 		timeout 150 "$B" profile --wrapper "$top/.gpu/nsys-profile" -o "$log/cw-1b-short" \
 			--tokens 1 --top 12 tg-llama-3.2-1b-fuse.plan --steps 256 --warmup 32 \
 			--var kv_len=33:160 >cw-prof-1b.txt 2>&1

@@ -8,8 +8,8 @@ random in both, so that w matters), the two give the same bytes on the
 host backend, eager and captured. On CUDA the fused kernels may sum the
 norm in another order: the two must agree within a relative 1e-2 of each
 logits row'"'"'s largest magnitude (t/compare-outputs.py), and the captured
-graphs must replay bit for bit as their eager steps, under either
-implementation (gemv, split).'
+graphs must replay bit for bit as their eager steps, under every
+implementation (gemv, split, and rows at one token).'
 . "$(dirname "$0")/test-lib.sh"
 
 compare="$TEST_DIRECTORY/compare-outputs.py"
@@ -95,7 +95,15 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 		bcg inspect --choices $impl.plan >choices &&
 		test $(grep -c "  rmsnorm_matmul  $impl  " choices) = 16 &&
 		replay_bit_exact cuda 1 $impl 1 8 || return 1
-	done
+	done &&
+	args= &&
+	for op in qkv.0 gate_up.0 qkv.1 gate_up.1; do
+		args="$args choice 1 $op rows tuned gemv=1,split=2,rows=3" || return 1
+	done &&
+	"$edit" cuda-full.plan rows.plan $args &&
+	bcg inspect --choices rows.plan >choices &&
+	test $(grep -c "  rmsnorm_matmul  rows  " choices) = 4 &&
+	replay_bit_exact cuda 1 rows 1
 '
 
 test_expect_success CUDA,PYTHON3 'cuda: the full-size folded sample agrees with llama-3.2-1b within 1e-2' '

@@ -157,7 +157,7 @@ enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attenti
        CUDA_IMPL_ATTN_CLUSTER = 2, CUDA_IMPL_ATTN_SPLIT_EARLY = 3,
        CUDA_IMPL_ATTN_CLUSTER_EARLY = 4 };
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
-enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1 };              /* rmsnorm_matmul */
+enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1, CUDA_IMPL_RNM_ROWS = 2 }; /* rmsnorm_matmul */
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
 enum { CUDA_IMPL_DL_PERSISTENT = 0, CUDA_IMPL_DL_SPLIT = 1 };   /* decoder_layer */
 

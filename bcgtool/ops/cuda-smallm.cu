@@ -1817,6 +1817,12 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 	}
 	case CUDA_IMPL_RNM_SPLIT:
 		return cuda_product_pick(id, &prod) >= 0;
+	case CUDA_IMPL_RNM_ROWS: {
+		int shape;
+		return smallm_layout_ok(&p) && smallm_rows_shape(&p, 2, true, &shape) &&
+		       p.K % 8 == 0 && cuda_aligned16(p.a) && cuda_aligned16(p.b) &&
+		       cuda_aligned16(&call->in[1]);
+	}
 	}
 	return 0;
 }
@@ -1892,9 +1898,13 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
 }
 
 /* rmsnorm_matmul (x, w, b) -> out: "gemv" folds the norm into the gemv
- * kernel's token loads (one kernel); "split" runs bcg_rmsnorm_kernel into
- * h in the scratch, behind the product's own scratch, then the product
- * on h (two kernels, any M). */
+ * kernel's token loads (one kernel; at one token the bulk kernel where
+ * it fits, else the rows kernel); "rows" is that fold on the rows kernel
+ * alone, one token only: small blocks that load their weight rows into
+ * registers before the PDL wait, as gemv did before the bulk kernel,
+ * which in some steps the tuner prefers; "split" runs bcg_rmsnorm_kernel
+ * into h in the scratch, behind the product's own scratch, then the
+ * product on h (two kernels, any M). */
 extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
                                        const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
@@ -1910,18 +1920,17 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 	rnm_product_call(call, x, &prod, &id);
 	if (cuda_product_shape(id, &prod, &p, msg, len))
 		return -1;
-	if (call->impl != CUDA_IMPL_RNM_GEMV && call->impl != CUDA_IMPL_RNM_SPLIT)
+	if (call->impl < 0 || call->impl >= cuda_impl_count(OP_RMSNORM_MATMUL))
 		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
 	if (!cuda_rmsnorm_matmul_usable(call, call->impl))
 		return cuda_fail(msg, len, "%s: implementation %s cannot run M %lld, N %lld, K %lld "
-		                 "%s (trans_b %d)", who,
-		                 call->impl == CUDA_IMPL_RNM_GEMV ? "gemv" : "split",
+		                 "%s (trans_b %d)", who, cuda_impl_name(OP_RMSNORM_MATMUL, call->impl),
 		                 (long long)p.M, (long long)p.N, (long long)p.K,
 		                 cuda_dtype_name(x->dtype), p.trans_b);
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
 
-	if (call->impl == CUDA_IMPL_RNM_GEMV) {
+	if (call->impl == CUDA_IMPL_RNM_GEMV || call->impl == CUDA_IMPL_RNM_ROWS) {
 		struct smallm_plan pl;
 		int shape = 0;
 		smallm_args args;
@@ -1934,7 +1943,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		args.b_const = cuda_const_bit(&prod, 1, 0) != 0;
 		args.w_const = cuda_const_bit(call, 1, 0) != 0;
 		const bool silu = id == OP_MATMUL_SILU_MUL;
-		if (rows && smallm_bulk_fits(&p, silu, true, args.b_const, ctx))
+		if (rows && call->impl == CUDA_IMPL_RNM_GEMV &&
+		    smallm_bulk_fits(&p, silu, true, args.b_const, ctx))
 			return silu ? smallm_bulk_launch<EPI_SILU, true>(ctx, x->dtype, args, msg, len)
 			            : smallm_bulk_launch<EPI_NONE, true>(ctx, x->dtype, args, msg, len);
 		if (rows && silu)

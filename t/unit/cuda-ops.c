@@ -2182,13 +2182,17 @@ static int rnm_tokens_fit(int dt, int64_t M, int64_t K)
 
 /* What cuda_impl_usable must say: gemv wants [N, K] weights, M <= 8, K a
  * multiple of the 16-byte vector, the tokens within its shared memory and
- * 16-byte aligned operands; split runs whatever some product
+ * 16-byte aligned operands; rows the same at one token of f16 or bf16
+ * with K within its 2048 pieces; split runs whatever some product
  * implementation runs (cuBLAS: everything here). */
 static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
 {
 	if (impl == 0)
 		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
 		       rnm_tokens_fit(dt, M, K) && aligned;
+	if (impl == 2)
+		return tb && M == 1 && (dt == PLAN_DTYPE_F16 || dt == PLAN_DTYPE_BF16) &&
+		       K % 8 == 0 && K / 8 <= 2048 && aligned;
 	return 1;
 }
 
@@ -2267,7 +2271,7 @@ static void test_rmsnorm_matmul(struct env *e)
 }
 
 /* rmsnorm_matmul in one graph, twice, replayed: every replay gives the
- * eager launch's bits, PDL off and on, under both implementations. */
+ * eager launch's bits, PDL off and on, under every implementation. */
 static void test_rmsnorm_matmul_replays(struct env *e)
 {
 	/* gemv: 8 tokens at the most K its shared memory holds, one token
@@ -2281,10 +2285,12 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 
 	for (int silu = 0; silu < 2; silu++) {
 		for (int s = 0; s < nshapes; s++) {
-			for (int impl = 0; impl < 2; impl++) {
+			for (int impl = 0; impl < cuda_impl_count(OP_RMSNORM_MATMUL); impl++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
 				if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
 					continue;       /* gemv: at most 8 tokens, in its shared memory */
+				if (impl == 2 && M != 1)
+					continue;       /* rows: one token */
 				struct rnm_bufs rb;
 				struct tcase c;
 				struct op_call call;
