@@ -741,9 +741,18 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * matmul_add, silu_mul, rope) on SACC as the other kernels give them. */
 #define SM_ROWS_MAX_UNITS 2048          /* K <= 16384 at 2 bytes */
 #define SM_ROWS_MAX_THREADS 512
+/* NORM's blocks a multiprocessor at SM_ROWS_MAX_THREADS threads where a
+ * thread holds 4 pieces of its row: 3, that is at most 42 registers, and
+ * 6 blocks of 256 threads (the 1B's gate|up and q|k|v) a multiprocessor,
+ * as the plain kernel fits. Left to itself the compiler kept every piece
+ * of the token and of the norm's weights live beside the row's: 64
+ * registers against the plain kernel's 40 (ptxas, sm_90), 4 such blocks,
+ * a third fewer weight bytes in flight a multiprocessor. Longer rows
+ * keep no bound: at VPT 8, 64 registers spilled 448 bytes a thread. */
+#define SM_ROWS_NORM_MINB(VPT) ((VPT) <= 4 ? 3 : 1)
 
 template <typename T, int EPI, bool NORM, int G, int TPR, int VPT, typename R>
-__global__ void __launch_bounds__(SM_ROWS_MAX_THREADS)
+__global__ void __launch_bounds__(SM_ROWS_MAX_THREADS, NORM ? SM_ROWS_NORM_MINB(VPT) : 1)
 bcg_smallm_rows_kernel(smallm_args p, R r)
 {
 	static_assert(sizeof(T) == 2 && TPR % 32 == 0, "16-byte pieces of 2-byte elements");
@@ -763,10 +772,10 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 
 	/* NORM: the norm's weights of this thread's pieces, loaded here,
 	 * before the wait, when marked and when they fit beside the row's
-	 * (VPT <= 8); else with the token's pieces below. */
+	 * (8 < VPT is never: see CH below); else with the token's pieces. */
 	constexpr int NV = NORM ? VPT : 1;
 	const T *nw = static_cast<const T *>(p.w);
-	const bool nw_early = NORM && VPT <= 8 && p.w_const;
+	const bool nw_early = NORM && VPT <= 8 && VPT > 4 && p.w_const;
 	uint4 nwv[NV];
 	if constexpr (NORM)
 		if (nw_early)
@@ -793,8 +802,10 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	 * threads); with NORM their squares too, and each piece times the
 	 * norm's weights: the row's sum is divided by the rms at the end.
 	 * NORM takes them 8 pieces at a time, so that a thread never holds
-	 * 16 pieces of the token and of the norm beside its row's 16. */
-	constexpr int CH = NORM && VPT > 8 ? 8 : VPT;
+	 * 16 pieces of the token and of the norm beside its row's 16; and at
+	 * VPT 4 one at a time, with the norm's loaded beside them, so that
+	 * SM_ROWS_NORM_MINB's blocks fit. */
+	constexpr int CH = NORM && VPT > 8 ? 8 : NORM && VPT <= 4 ? 1 : VPT;
 	float acc = 0.0f, ss = 0.0f;
 #pragma unroll
 	for (int i0 = 0; i0 < VPT; i0 += CH) {
