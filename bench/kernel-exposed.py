@@ -3,26 +3,53 @@
 from an Nsight Systems export (SQLite), for comparing steps that are built
 of different kernels (bcgtool's against another program's).
 
-    kernel-exposed.py REPORT.sqlite [--graphs] [--steps N] [--top K]
+    kernel-exposed.py REPORT.sqlite [--graphs] [--templates] [--steps N] [--top K]
 
 Kernels in start order; a kernel's exposed time is how much it lengthens
 the union of the kernels before it (its end past the latest end so far, or
 its whole time when it starts after it), as `bcgtool report` counts it. By
 kernel name (the short name, templates folded): instances, the mean time
 and the mean exposed time, and, with --steps N, both per step (the sums
-divided by N). --graphs keeps only kernels launched from CUDA graphs."""
+divided by N). --graphs keeps only kernels launched from CUDA graphs;
+--templates keeps each kernel's template arguments in its name (from the
+demangled name), so that one template's instantiations are apart."""
 
 import sqlite3
 import sys
 from collections import defaultdict
 
 
+def template_name(demangled):
+    """'void f<(int)2048, (int)2, (bool)1>(const T *, ...)' -> 'f<2048, 2, 1>'."""
+    name = demangled.split("(", 1)[0] if "<" not in demangled.split("(", 1)[0] else demangled
+    if name.startswith("void "):
+        name = name[5:]
+    depth, end = 0, len(name)
+    for i, c in enumerate(name):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                break
+        elif c == "(" and depth == 0:
+            end = i
+            break
+    name = name[:end]
+    for cast in ("(int)", "(bool)", "(unsigned int)", "(long)"):
+        name = name.replace(cast, "")
+    return name
+
+
 def main(argv):
-    args, graphs, steps, top = [], False, 0, 20
+    args, graphs, templates, steps, top = [], False, False, 0, 20
     i = 0
     while i < len(argv):
         if argv[i] == "--graphs":
             graphs = True
+        elif argv[i] == "--templates":
+            templates = True
         elif argv[i] in ("--steps", "--top") and i + 1 < len(argv):
             if argv[i] == "--steps":
                 steps = int(argv[i + 1])
@@ -38,8 +65,9 @@ def main(argv):
     db = sqlite3.connect(args[0])
     cols = {r[1] for r in db.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
     where = " WHERE k.graphNodeId IS NOT NULL" if graphs and "graphNodeId" in cols else ""
+    name_col = "k.demangledName" if templates else "k.shortName"
     rows = db.execute("SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                      "JOIN StringIds s ON s.id = k.shortName" + where +
+                      "JOIN StringIds s ON s.id = " + name_col + where +
                       " ORDER BY k.start").fetchall()
     if not rows:
         print("no kernels")
@@ -49,7 +77,7 @@ def main(argv):
     exposed = defaultdict(float)
     reach = 0
     for start, end, name in rows:
-        name = name.split("<")[0]
+        name = template_name(name) if templates else name.split("<")[0]
         grew = end - max(start, reach) if end > reach else 0
         reach = max(reach, end)
         n[name] += 1
@@ -57,13 +85,14 @@ def main(argv):
         exposed[name] += grew
     span = (rows[-1][1] - rows[0][0]) / 1e3
     print("%d kernels, %.1f us from the first start to the last end" % (len(rows), span))
-    hdr = "%-44s %8s %10s %10s" % ("kernel", "count", "mean us", "exposed")
+    width = 60 if templates else 44
+    hdr = "%-*s %8s %10s %10s" % (width, "kernel", "count", "mean us", "exposed")
     if steps:
         hdr += " %12s %12s" % ("us/step", "exposed/step")
     print(hdr)
     for name in sorted(n, key=lambda k: -exposed[k])[:top]:
-        line = "%-44s %8d %10.2f %10.2f" % (name[:44], n[name], total[name] / n[name] / 1e3,
-                                            exposed[name] / n[name] / 1e3)
+        line = "%-*s %8d %10.2f %10.2f" % (width, name[:width], n[name],
+                                           total[name] / n[name] / 1e3, exposed[name] / n[name] / 1e3)
         if steps:
             line += " %12.2f %12.2f" % (total[name] / steps / 1e3, exposed[name] / steps / 1e3)
         print(line)
