@@ -644,7 +644,7 @@ void profile_item_mean(const struct profile *p, uint32_t item, struct prof_item_
 		if (g[item].n == 0)
 			continue;
 		n++;
-		m->span += (double)(g[item].last - g[item].first);
+		m->span += (double)prof_span_ns(&g[item]);
 		m->busy += (double)g[item].busy;
 		for (uint32_t j = item; j-- > 0;)
 			if (g[j].n > 0) {
@@ -678,10 +678,10 @@ uint32_t profile_typical_step(const struct profile *p)
 		return 0;
 	spans = xcalloc(p->nsteps, sizeof *spans);
 	for (uint32_t s = 0; s < p->nsteps; s++)
-		spans[s] = (double)(p->steps[s].gpu.last - p->steps[s].gpu.first);
+		spans[s] = (double)prof_span_ns(&p->steps[s].gpu);
 	median = bcg_percentile(spans, p->nsteps, 50);
 	for (uint32_t s = 0; s < p->nsteps; s++)
-		if ((double)(p->steps[s].gpu.last - p->steps[s].gpu.first) == median) {
+		if ((double)prof_span_ns(&p->steps[s].gpu) == median) {
 			best = s;
 			break;
 		}

@@ -47,6 +47,13 @@ struct prof_span {             /* the GPU time of a set of kernels */
 	uint32_t n;
 };
 
+/* G's span, from its first kernel's start to its last one's end; 0 for
+ * no kernel. */
+static inline int64_t prof_span_ns(const struct prof_span *g)
+{
+	return g->n > 0 ? g->last - g->first : 0;
+}
+
 struct prof_step {
 	const struct nsys_range  *range;     /* "step N" */
 	const char               *phase;     /* the range around it ("timed"), "" */

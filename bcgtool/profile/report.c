@@ -217,13 +217,6 @@ static void us(char *buf, size_t len, double ns)
 		snprintf(buf, len, "%.2f us", ns / 1000.0);
 }
 
-static double step_span(const struct profile *p, uint32_t s)
-{
-	const struct prof_span *g = &p->steps[s].gpu;
-
-	return g->n ? (double)(g->last - g->first) : 0.0;
-}
-
 struct step_order {
 	uint32_t step;
 	double   span;
@@ -258,7 +251,7 @@ static void steps_text(FILE *f, const struct profile *p, unsigned top)
 
 	for (uint32_t s = 0; s < n; s++) {
 		order[s].step = s;
-		order[s].span = step_span(p, s);
+		order[s].span = (double)prof_span_ns(&p->steps[s].gpu);
 	}
 	if (shown < n) {
 		double *spans = xcalloc(n, sizeof *spans);
@@ -296,7 +289,7 @@ static void step_means(const struct profile *p, double *span, double *busy, doub
 	for (uint32_t s = 0; s < p->nsteps; s++) {
 		const struct prof_span *g = &p->steps[s].gpu;
 		if (g->n > 0) {
-			*span += (double)(g->last - g->first);
+			*span += (double)prof_span_ns(g);
 			*busy += (double)g->busy;
 		}
 		*ksum += (double)g->ksum;
@@ -503,11 +496,11 @@ static void jspan(struct plan_json *j, const struct prof_span *g)
 	else
 		plan_json_null(j);
 	plan_json_key(j, "span_ns");
-	plan_json_int(j, g->n ? g->last - g->first : 0);
+	plan_json_int(j, prof_span_ns(g));
 	plan_json_key(j, "busy_ns");
 	plan_json_int(j, g->busy);
 	plan_json_key(j, "idle_ns");
-	plan_json_int(j, g->n ? g->last - g->first - g->busy : 0);
+	plan_json_int(j, g->n ? prof_span_ns(g) - g->busy : 0);
 	plan_json_key(j, "kernel_ns");
 	plan_json_int(j, g->ksum);
 }

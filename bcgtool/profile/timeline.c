@@ -317,7 +317,7 @@ int report_trace(const char *path, const struct profile *p, char *msg, size_t le
 			args[1] = (struct trace_arg){ .key = "kernels", .v = g->n };
 			args[2] = (struct trace_arg){ .key = "kernel_us", .v = (double)g->ksum / 1e3 };
 			trace_event(w, 1, 1, p->item_names[i], cat, (double)(g->first - origin),
-			            (double)(g->last - g->first), args, 3);
+			            (double)prof_span_ns(g), args, 3);
 		}
 	}
 	for (size_t k = 0; k < t->nkernels; k++) {
