@@ -918,8 +918,8 @@ int engine_open_above(const plan_t *program, const char *backend, int64_t max_to
 	e->max_tokens = max_tokens;
 	e->eager_tokens = eager_tokens > max_tokens ? eager_tokens : max_tokens;
 	e->arena_bytes = layout->arena_bytes;
-	if (plan_count_vars(program) != 0) {
-		uint32_t nv = plan_count_vars(program);
+	uint32_t nv = plan_count_vars(program);
+	if (nv != 0) {
 		if ((e->vars = calloc(nv, sizeof *e->vars)) == NULL) {
 			engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "out of memory");
 			goto fail;

@@ -196,7 +196,7 @@ struct engine {
 	uint64_t                 *coll_offset;
 	int64_t                   coll_tokens;
 	/* The vars' schedules the steps follow: the plan's, copied by
-	 * engine_open, unless engine_set_var narrowed one (replay and run
+	 * engine_open, unless engine_set_vars narrowed some (replay and run
 	 * --var). */
 	struct plan_var          *vars;
 };

@@ -771,8 +771,9 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 
 	/* NORM: the norm's weights of this thread's pieces, loaded here,
-	 * before the wait, when marked and when they fit beside the row's
-	 * (8 < VPT is never: see CH below); else with the token's pieces. */
+	 * before the wait, when marked and at VPT 8; else with the token's
+	 * pieces below (at VPT 4 one at a time, so that SM_ROWS_NORM_MINB's
+	 * blocks fit; at 16 they do not fit beside the row's). */
 	constexpr int NV = NORM ? VPT : 1;
 	const T *nw = static_cast<const T *>(p.w);
 	const bool nw_early = NORM && VPT <= 8 && VPT > 4 && p.w_const;

@@ -500,7 +500,7 @@ static void jspan(struct plan_json *j, const struct prof_span *g)
 	plan_json_key(j, "busy_ns");
 	plan_json_int(j, g->busy);
 	plan_json_key(j, "idle_ns");
-	plan_json_int(j, g->n ? prof_span_ns(g) - g->busy : 0);
+	plan_json_int(j, prof_span_ns(g) - g->busy);
 	plan_json_key(j, "kernel_ns");
 	plan_json_int(j, g->ksum);
 }
