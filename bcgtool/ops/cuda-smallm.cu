@@ -1160,6 +1160,8 @@ static int smallm_no_copy(const char *who, int impl, enum op_id id, const struct
 	                 cuda_impl_name(id, impl), (long long)p->NB, (long long)p->K);
 }
 
+static bool smallm_rows_shape(const struct cuda_product *p, int G, bool vec, int *shape);
+
 int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 {
 	struct cuda_product p;
@@ -1182,6 +1184,13 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 	case CUDA_IMPL_WGMMA:
 	case CUDA_IMPL_WGMMA_WHOLE:
 		return cuda_wgmma_usable(id, &p, smallm_b_is_weight(call, &p));
+	case CUDA_IMPL_ROWS: {
+		/* only where gemv takes the bulk kernel: elsewhere it is gemv */
+		int shape;
+		return id == OP_MATMUL_ADD && smallm_layout_ok(&p) && p.K % 8 == 0 &&
+		       smallm_rows_shape(&p, 2, true, &shape) && smallm_b_is_weight(call, &p) &&
+		       cuda_aligned16(p.a) && cuda_aligned16(p.b);
+	}
 	}
 	return 0;
 }
@@ -1632,12 +1641,14 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
 	int shape = 0;
-	if (impl == CUDA_IMPL_GEMV && smallm_rows_shape(&p, 2, vec, &shape)) {
+	if ((impl == CUDA_IMPL_GEMV || impl == CUDA_IMPL_ROWS) &&
+	    smallm_rows_shape(&p, 2, vec, &shape)) {
 		smallm_rows_plan(&p, 2, &pl);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = smallm_b_is_weight(call, &p);
-		if (id == OP_MATMUL_ADD && smallm_bulk_fits(&p, false, false, args.b_const, ctx))
+		if (id == OP_MATMUL_ADD && impl == CUDA_IMPL_GEMV &&
+		    smallm_bulk_fits(&p, false, false, args.b_const, ctx))
 			return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
 		switch (id) {
 		case OP_MATMUL_ADD:
