@@ -1656,7 +1656,8 @@ static int device_sm90a(void)
  * 16 <= M <= 64, K % 128 == 0, N % 8 == 0, aligned operands, a weight,
  * on a device of compute capability 9.0; rows (7) matmul_add of one token
  * of f16/bf16 on a weight, [N, K], K % 8 == 0 within 2048 pieces, aligned
- * operands; cublas takes everything here. */
+ * operands (N within the scratch's 4096 counters of 2 columns where K
+ * splits: every shape here); cublas takes everything here. */
 static int product_expect_usable(int impl, int k, int dt, int odt, int64_t M, int64_t N,
                                  int64_t K, int tb, int aligned, int weight)
 {
@@ -1760,6 +1761,9 @@ static void test_products(struct env *e)
 		 * M not a multiple of 8, half the serving q|k|v */
 		{ 9, 24, 64 }, { 40, 520, 1280 }, { 2, 8, 16 }, { 64, 136, 2816 },
 		{ 5, 16, 32 }, { 23, 1000, 512 }, { 1, 8, 8 }, { 16, 1536, 1024 },
+		/* one token, K past rows' 2048 k a split: not a weight, then a
+		 * weight (rows splits K in 5, the last split one piece short) */
+		{ 1, 3, 2056 }, { 1, 77, 8392 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 	struct product_bufs pb;
