@@ -152,7 +152,7 @@ size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
 /* The implementations of each kind, by index (cuda_impl_name's order). */
 enum { CUDA_IMPL_MMA = 0, CUDA_IMPL_GEMV = 1, CUDA_IMPL_CUBLAS = 2,   /* products */
        CUDA_IMPL_CUBLAS_CLASS = 3, CUDA_IMPL_MMA_PACKED = 4, CUDA_IMPL_WGMMA = 5,
-       CUDA_IMPL_WGMMA_WHOLE = 6 };
+       CUDA_IMPL_WGMMA_WHOLE = 6, CUDA_IMPL_ROWS = 7 };
 enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attention */
        CUDA_IMPL_ATTN_CLUSTER = 2, CUDA_IMPL_ATTN_SPLIT_EARLY = 3,
        CUDA_IMPL_ATTN_CLUSTER_EARLY = 4 };

@@ -706,12 +706,18 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
 /* --- rows: one token, whole rows a block ----------------------------------- */
 
 /* gemv's kernel for one token with 16-byte loads of f16 or bf16, when
- * smallm_rows_shape finds one (K <= SM_ROWS_MAX_UNITS vectors, and few
+ * smallm_rows_takes it (K <= SM_ROWS_MAX_UNITS vectors, and few
  * enough column groups). A block owns G output columns, S weight rows (G;
  * for gate|up 2 G, its G gate rows and G up rows) and TPR threads a row
  * (whole warps), each holding VPT 16-byte pieces of its row: u = l, l +
- * TPR, ... There is no loop over K and no split: a block reads its rows
- * in one round.
+ * TPR, ... There is no loop over K: a block reads its rows in one round.
+ * Products "rows" names (matmul_add on a weight) split K across blocks
+ * (blockIdx.y, pieces [u0, u1) of at most SM_ROWS_SPLIT_UNITS), merged by
+ * smallm_finish as the looping kernels' splits are: the 1B's down (K
+ * 8192) is then 4 blocks of 2 rows by 2048 k, 64 bytes a thread, instead
+ * of 2 rows of 8192 at 128 a thread, and four times the blocks share out
+ * over the multiprocessors. NORM never splits: a row's sum of squares
+ * needs the whole token.
  *
  * That round is what PDL is for. When b is a weight (smallm_args.b_const)
  * every piece is loaded into registers before cuda_pdl_begin(), so the
@@ -740,6 +746,7 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * row's warps in order into SACC, and smallm_finish's epilogues (matmul,
  * matmul_add, silu_mul, rope) on SACC as the other kernels give them. */
 #define SM_ROWS_MAX_UNITS 2048          /* K <= 16384 at 2 bytes */
+#define SM_ROWS_SPLIT_UNITS 256         /* a split's pieces at most (2048 k) */
 #define SM_ROWS_MAX_THREADS 512
 /* NORM's blocks a multiprocessor at SM_ROWS_MAX_THREADS threads where a
  * thread holds 4 pieces of its row: 3, that is at most 42 registers, and
@@ -766,6 +773,9 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	__shared__ int flag;
 	const int s = threadIdx.x / TPR, l = threadIdx.x % TPR, w = l / 32;
 	const int64_t c0 = (int64_t)blockIdx.x * G;
+	/* this block's pieces of K: [u0, u1), all of them without a split */
+	const int64_t u0 = (int64_t)blockIdx.y * p.per;
+	const int64_t u1 = u0 + p.per < p.units ? u0 + p.per : p.units;
 	const T *row = static_cast<const T *>(p.b) + smallm_row_of<EPI>(s, G, c0, p) * p.K;
 	const T *x = static_cast<const T *>(p.a);
 	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
@@ -782,15 +792,15 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 		if (nw_early)
 #pragma unroll
 			for (int i = 0; i < NV; i++) {
-				const int64_t u = l + (int64_t)i * TPR;
-				nwv[i] = u < p.units ? cuda_ld_keep(nw + u * V) : zero;
+				const int64_t u = u0 + l + (int64_t)i * TPR;
+				nwv[i] = u < u1 ? cuda_ld_keep(nw + u * V) : zero;
 			}
 	uint4 wv[VPT];                  /* this thread's pieces of its row */
 	auto load_w = [&] {
 #pragma unroll
 		for (int i = 0; i < VPT; i++) {
-			const int64_t u = l + (int64_t)i * TPR;
-			wv[i] = u < p.units ? cuda_ld_stream(row + u * V) : zero;
+			const int64_t u = u0 + l + (int64_t)i * TPR;
+			wv[i] = u < u1 ? cuda_ld_stream(row + u * V) : zero;
 		}
 	};
 	if (p.b_const)
@@ -813,11 +823,11 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 		uint4 xv[CH];
 #pragma unroll
 		for (int i = 0; i < CH; i++) {
-			const int64_t u = l + (int64_t)(i0 + i) * TPR;
-			xv[i] = u < p.units ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
+			const int64_t u = u0 + l + (int64_t)(i0 + i) * TPR;
+			xv[i] = u < u1 ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
 			if constexpr (NORM)
 				if (!nw_early)
-					nwv[i0 + i] = u < p.units ? cuda_ld_keep(nw + u * V) : zero;
+					nwv[i0 + i] = u < u1 ? cuda_ld_keep(nw + u * V) : zero;
 		}
 #pragma unroll
 		for (int i = 0; i < CH; i++) {
@@ -1160,6 +1170,20 @@ static int smallm_no_copy(const char *who, int impl, enum op_id id, const struct
 	                 cuda_impl_name(id, impl), (long long)p->NB, (long long)p->K);
 }
 
+/* One launch, planned. */
+struct smallm_plan {
+	int     mt;             /* tokens a block holds: NT * 8, or MAXM */
+	int     slots;          /* b rows a block reads */
+	int     un;             /* gemv: units a thread loads a round */
+	bool    vec;            /* gemv: 16-byte units */
+	int64_t nblocks, units, per;
+	int     ksplit;
+};
+
+static bool smallm_rows_takes(const struct cuda_product *p, int G, bool vec);
+static void smallm_rows_plan(const struct cuda_product *p, int G, bool split,
+                             struct smallm_plan *pl, int *shape);
+
 int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 {
 	struct cuda_product p;
@@ -1182,19 +1206,21 @@ int cuda_product_usable(enum op_id id, const struct op_call *call, int impl)
 	case CUDA_IMPL_WGMMA:
 	case CUDA_IMPL_WGMMA_WHOLE:
 		return cuda_wgmma_usable(id, &p, smallm_b_is_weight(call, &p));
+	case CUDA_IMPL_ROWS: {
+		/* only where gemv takes the bulk kernel: elsewhere it is gemv;
+		 * a split's column groups within the scratch's counters */
+		struct smallm_plan pl;
+		int shape;
+		if (!(id == OP_MATMUL_ADD && smallm_layout_ok(&p) && p.K % 8 == 0 &&
+		      smallm_rows_takes(&p, 2, true) && smallm_b_is_weight(call, &p) &&
+		      cuda_aligned16(p.a) && cuda_aligned16(p.b)))
+			return 0;
+		smallm_rows_plan(&p, 2, true, &pl, &shape);
+		return pl.ksplit == 1 || pl.nblocks <= CUDA_SCRATCH_COUNTERS;
+	}
 	}
 	return 0;
 }
-
-/* One launch, planned. */
-struct smallm_plan {
-	int     mt;             /* tokens a block holds: NT * 8, or MAXM */
-	int     slots;          /* b rows a block reads */
-	int     un;             /* gemv: units a thread loads a round */
-	bool    vec;            /* gemv: 16-byte units */
-	int64_t nblocks, units, per;
-	int     ksplit;
-};
 
 /* The shape of the norm and rope forms, and BCG_GEMV_SHAPE's unset. */
 static const struct kernel_shape smallm_default_shape = { 0, 0 };
@@ -1339,6 +1365,15 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call)
 					most = b > most ? b : most;
 				}
 	}
+	/* rows: matmul_add of one token, K split (whatever M is now) */
+	if (id == OP_MATMUL_ADD && smallm_layout_ok(&p) && p.K % 8 == 0 &&
+	    p.K / 8 <= SM_ROWS_MAX_UNITS &&
+	    (p.a->dtype == PLAN_DTYPE_F16 || p.a->dtype == PLAN_DTYPE_BF16)) {
+		int shape;
+		smallm_rows_plan(&p, 2, true, &pl, &shape);
+		b = smallm_plan_scratch(&pl);
+		most = b > most ? b : most;
+	}
 	most = cuda_scratch_with_counters(most);
 	b = cuda_product_cublas_scratch(id, call);
 	return b > most ? b : most;
@@ -1461,34 +1496,36 @@ static const struct smallm_rows {
 #define SM_ROWS_MAX_GROUPS 16384
 
 /* Whether gemv runs P (G columns a block) with the rows kernel: one token,
- * 16-byte loads (VEC) of f16 or bf16, K within SM_ROWS_MAX_UNITS pieces,
- * at most SM_ROWS_MAX_GROUPS column groups; the index of its shape, the
- * first whose rows hold K, in *SHAPE. */
-static bool smallm_rows_shape(const struct cuda_product *p, int G, bool vec, int *shape)
+ * 16-byte loads (VEC) of f16 or bf16, K within SM_ROWS_MAX_UNITS pieces
+ * (the last shape holds them), at most SM_ROWS_MAX_GROUPS column groups. */
+static bool smallm_rows_takes(const struct cuda_product *p, int G, bool vec)
 {
 	const int dt = p->a->dtype;
 	const int64_t units = p->K / 8;
 
-	if (p->M != 1 || !vec || (dt != PLAN_DTYPE_F16 && dt != PLAN_DTYPE_BF16) ||
-	    units < 1 || units > SM_ROWS_MAX_UNITS || smallm_ceil_div(p->N, G) > SM_ROWS_MAX_GROUPS)
-		return false;
-	*shape = 0;                     /* the last holds SM_ROWS_MAX_UNITS */
-	while ((int64_t)smallm_rows_shapes[*shape].tpr * smallm_rows_shapes[*shape].vpt < units)
-		++*shape;
-	return true;
+	return p->M == 1 && vec && (dt == PLAN_DTYPE_F16 || dt == PLAN_DTYPE_BF16) &&
+	       units >= 1 && units <= SM_ROWS_MAX_UNITS &&
+	       smallm_ceil_div(p->N, G) <= SM_ROWS_MAX_GROUPS;
 }
 
-/* The plan of a rows launch: one split, G columns a group. */
-static void smallm_rows_plan(const struct cuda_product *p, int G, struct smallm_plan *pl)
+/* The plan of a rows launch, G columns a group: one split, or with SPLIT
+ * (not for NORM) K's pieces shared into splits of at most
+ * SM_ROWS_SPLIT_UNITS; the shape that holds a split in *SHAPE. */
+static void smallm_rows_plan(const struct cuda_product *p, int G, bool split,
+                             struct smallm_plan *pl, int *shape)
 {
 	memset(pl, 0, sizeof *pl);
 	pl->mt = 1;
 	pl->slots = G;
 	pl->vec = true;
 	pl->units = p->K / 8;
-	pl->per = pl->units;
-	pl->ksplit = 1;
+	pl->ksplit = split && pl->units > SM_ROWS_SPLIT_UNITS ?
+	             (int)smallm_ceil_div(pl->units, SM_ROWS_SPLIT_UNITS) : 1;
+	pl->per = smallm_ceil_div(pl->units, pl->ksplit);
 	pl->nblocks = smallm_ceil_div(p->N, G);
+	*shape = 0;
+	while ((int64_t)smallm_rows_shapes[*shape].tpr * smallm_rows_shapes[*shape].vpt < pl->per)
+		++*shape;
 }
 
 /* gemv's plan of P for enum op_id ID: the rows kernel's (G columns a
@@ -1498,8 +1535,8 @@ static bool smallm_plan_gemv(enum op_id id, const struct cuda_product *p, int G,
                              int sm_count, struct kernel_shape sh, struct smallm_plan *pl,
                              int *shape)
 {
-	if (smallm_rows_shape(p, G, vec, shape)) {
-		smallm_rows_plan(p, G, pl);
+	if (smallm_rows_takes(p, G, vec)) {
+		smallm_rows_plan(p, G, false, pl, shape);
 		return true;
 	}
 	smallm_plan_for(CUDA_IMPL_GEMV, id, p, p->M, vec, sm_count, sh, pl);
@@ -1522,7 +1559,8 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
 
 	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernels[shape],
-	                   dim3((unsigned)args.nblocks), dim3(S * smallm_rows_shapes[shape].tpr),
+	                   dim3((unsigned)args.nblocks, (unsigned)args.ksplit),
+	                   dim3(S * smallm_rows_shapes[shape].tpr),
 	                   msg, len, args, r);
 }
 
@@ -1632,12 +1670,13 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	const bool vec = p.K % V == 0 && (uintptr_t)p.a->data % 16 == 0 &&
 	                 (uintptr_t)p.b->data % 16 == 0;
 	int shape = 0;
-	if (impl == CUDA_IMPL_GEMV && smallm_rows_shape(&p, 2, vec, &shape)) {
-		smallm_rows_plan(&p, 2, &pl);
+	if ((impl == CUDA_IMPL_GEMV || impl == CUDA_IMPL_ROWS) && smallm_rows_takes(&p, 2, vec)) {
+		smallm_rows_plan(&p, 2, impl == CUDA_IMPL_ROWS, &pl, &shape);
 		if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 			return -1;
 		args.b_const = smallm_b_is_weight(call, &p);
-		if (id == OP_MATMUL_ADD && smallm_bulk_fits(&p, false, false, args.b_const, ctx))
+		if (id == OP_MATMUL_ADD && impl == CUDA_IMPL_GEMV &&
+		    smallm_bulk_fits(&p, false, false, args.b_const, ctx))
 			return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
 		switch (id) {
 		case OP_MATMUL_ADD:
@@ -1829,12 +1868,10 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 	}
 	case CUDA_IMPL_RNM_SPLIT:
 		return cuda_product_pick(id, &prod) >= 0;
-	case CUDA_IMPL_RNM_ROWS: {
-		int shape;
-		return smallm_layout_ok(&p) && smallm_rows_shape(&p, 2, true, &shape) &&
+	case CUDA_IMPL_RNM_ROWS:
+		return smallm_layout_ok(&p) && smallm_rows_takes(&p, 2, true) &&
 		       p.K % 8 == 0 && cuda_aligned16(p.a) && cuda_aligned16(p.b) &&
 		       cuda_aligned16(&call->in[1]);
-	}
 	}
 	return 0;
 }

@@ -71,7 +71,8 @@ extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
  * reuse one. The kinds with one kernel call it "std". The index order is
  * the enums' of cuda-internal.h. */
 static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_class",
-	                                      "mma_packed", "wgmma", "wgmma_whole", NULL };
+	                                      "mma_packed", "wgmma", "wgmma_whole", "rows",
+	                                      NULL };
 static const char *const impl_attention[] = { "split", "twopass", "cluster", "split_early",
 	                                       "cluster_early", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };

@@ -1648,21 +1648,27 @@ static int device_sm90a(void)
 	return major == 9 && minor == 0;
 }
 
-/* What cuda_impl_usable must say of a product: mma wants f16/bf16, [N, K]
- * weights, M <= 32, K % 8 == 0 and 16-byte aligned operands; mma_packed
- * (4) the same, b marked a weight (WEIGHT); gemv [N, K] weights and
- * M <= 8; wgmma and wgmma_whole (5, 6) f16/bf16 with out of that dtype
- * (ODT), [N, K] weights, 16 <= M <= 64, K % 128 == 0, N % 8 == 0,
- * aligned operands, a weight, on a device of compute capability 9.0;
- * cublas takes everything here. */
-static int product_expect_usable(int impl, int dt, int odt, int64_t M, int64_t N, int64_t K,
-                                 int tb, int aligned, int weight)
+/* What cuda_impl_usable must say of a product of kind K (0..2, as
+ * product_ids): mma wants f16/bf16, [N, K] weights, M <= 32, K % 8 == 0
+ * and 16-byte aligned operands; mma_packed (4) the same, b marked a
+ * weight (WEIGHT); gemv [N, K] weights and M <= 8; wgmma and wgmma_whole
+ * (5, 6) f16/bf16 with out of that dtype (ODT), [N, K] weights,
+ * 16 <= M <= 64, K % 128 == 0, N % 8 == 0, aligned operands, a weight,
+ * on a device of compute capability 9.0; rows (7) matmul_add of one token
+ * of f16/bf16 on a weight, [N, K], K % 8 == 0 within 2048 pieces, aligned
+ * operands (N within the scratch's 4096 counters of 2 columns where K
+ * splits: every shape here); cublas takes everything here. */
+static int product_expect_usable(int impl, int k, int dt, int odt, int64_t M, int64_t N,
+                                 int64_t K, int tb, int aligned, int weight)
 {
 	switch (impl) {
+	case 7:
+		return k == 1 && M == 1 && dt != PLAN_DTYPE_F32 && tb && K > 0 && K % 8 == 0 &&
+		       K / 8 <= 2048 && aligned && weight;
 	case 0:
 		return dt != PLAN_DTYPE_F32 && tb && M <= 32 && K % 8 == 0 && aligned;
 	case 4:
-		return weight && product_expect_usable(0, dt, odt, M, N, K, tb, aligned, weight);
+		return weight && product_expect_usable(0, k, dt, odt, M, N, K, tb, aligned, weight);
 	case 1:
 		return tb && M <= 8;
 	case 5:
@@ -1755,6 +1761,9 @@ static void test_products(struct env *e)
 		 * M not a multiple of 8, half the serving q|k|v */
 		{ 9, 24, 64 }, { 40, 520, 1280 }, { 2, 8, 16 }, { 64, 136, 2816 },
 		{ 5, 16, 32 }, { 23, 1000, 512 }, { 1, 8, 8 }, { 16, 1536, 1024 },
+		/* one token, K past rows' 2048 k a split: not a weight, then a
+		 * weight (rows splits K in 5, the last split one piece short) */
+		{ 1, 3, 2056 }, { 1, 77, 8392 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 	struct product_bufs pb;
@@ -1787,7 +1796,7 @@ static void test_products(struct env *e)
 					tcase_call(&c, &q, 1);
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
-						int want = product_expect_usable(impl, dt, odt, M, N, K, tb,
+						int want = product_expect_usable(impl, k, dt, odt, M, N, K, tb,
 						                                 shift == 0, weight);
 						char what[160];
 						snprintf(what, sizeof what, "%s %s -> %s M %lld N %lld K %lld%s%s%s",
@@ -1870,13 +1879,15 @@ static void test_product_replays(struct env *e)
 	for (int k = 0; k < 3; k++) {
 		for (int s = 0; s < nshapes; s++) {
 			/* mma, gemv, mma_packed, wgmma (split along K over a
-			 * cluster), wgmma_whole */
-			static const int impls[] = { 0, 1, 4, 5, 6 };
-			for (int ii = 0; ii < 5; ii++) {
+			 * cluster), wgmma_whole, rows */
+			static const int impls[] = { 0, 1, 4, 5, 6, 7 };
+			for (int ii = 0; ii < 6; ii++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
 				int impl = impls[ii];
 				if (impl == 1 && M > 8)
 					continue;       /* gemv takes at most 8 tokens */
+				if (impl == 7 && (k != 1 || M != 1))
+					continue;       /* rows: matmul_add of one token */
 				if ((impl == 0 || impl == 4) && M > 32)
 					continue;       /* mma takes at most 32 */
 				if (impl >= 5 && (M < 16 || K % 128 != 0 || N % 8 != 0))
