@@ -20,6 +20,13 @@
  *    and a stage holds its rows, the bulk kernel (bcg_smallm_bulk_kernel:
  *    two blocks a multiprocessor, the rows brought into shared memory by
  *    the copy engine).
+ *  - "rows": matmul_add of one token of f16 or bf16 on a weight only: the
+ *    rows kernel where gemv takes the bulk kernel, K split across blocks
+ *    in pieces of at most SM_ROWS_SPLIT_UNITS (2048 elements), the
+ *    splits merged as the looping kernels' are. A choice for the tuner:
+ *    on an H200 --tune-step takes it for the o projection (the 1B's and
+ *    llama-decode-fuse's steps 0.8 and 0.9% faster than on gemv) and
+ *    keeps the bulk kernel for the 1B's down (7.8% slower on rows).
  *  - "mma_packed": mma's kernel on a packed copy of the weight
  *    (cuda-pack.cu), made by cuda_op_prepare before the first launch,
  *    with 8 warps a block (SM_MMA_PACKED_WARPS): mma's conditions, and b
