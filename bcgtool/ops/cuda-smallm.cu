@@ -23,7 +23,7 @@
  *  - "rows": matmul_add of one token of f16 or bf16 on a weight only: the
  *    rows kernel where gemv takes the bulk kernel, K split across blocks
  *    in pieces of at most SM_ROWS_SPLIT_UNITS (2048 elements), the
- *    splits merged as the looping kernels' are. A choice for the tuner:
+ *    parts merged by a second kernel. A choice for the tuner:
  *    on an H200 --tune-step takes it for the o projection (the 1B's and
  *    llama-decode-fuse's steps 0.8 and 0.9% faster than on gemv) and
  *    keeps the bulk kernel for the 1B's down (7.8% slower on rows).
@@ -280,7 +280,9 @@ __device__ void smallm_finish(float *sacc, const smallm_args &p, int64_t bx, int
 		float *mine = p.part + ((int64_t)blockIdx.y * p.nblocks + bx) * E;
 		for (int e = threadIdx.x; e < E; e += blockDim.x)
 			mine[e] = sacc[e];
-		if (!cuda_last_block(&p.counters[bx], (unsigned)p.ksplit, flag))
+		/* no counters: bcg_smallm_merge_kernel merges after the grid */
+		if (p.counters == NULL ||
+		    !cuda_last_block(&p.counters[bx], (unsigned)p.ksplit, flag))
 			return;
 		for (int e = threadIdx.x; e < E; e += blockDim.x) {
 			float s = 0.0f;
@@ -719,8 +721,8 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * (whole warps), each holding VPT 16-byte pieces of its row: u = l, l +
  * TPR, ... There is no loop over K: a block reads its rows in one round.
  * Products "rows" names (matmul_add on a weight) split K across blocks
- * (blockIdx.y, pieces [u0, u1) of at most SM_ROWS_SPLIT_UNITS), merged by
- * smallm_finish as the looping kernels' splits are: the 1B's down (K
+ * (blockIdx.y, pieces [u0, u1) of at most SM_ROWS_SPLIT_UNITS), their
+ * parts merged by bcg_smallm_merge_kernel after the grid: the 1B's down (K
  * 8192) is then 4 blocks of 2 rows by 2048 k, 64 bytes a thread, instead
  * of 2 rows of 8192 at 128 a thread, and four times the blocks share out
  * over the multiprocessors. NORM never splits: a row's sum of squares
@@ -879,6 +881,27 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	}
 	__syncthreads();
 	smallm_finish<EPI, G, 1>(sacc, p, blockIdx.x, &flag, r);
+}
+
+/* The rows kernel's split parts of matmul_add at one token, merged by a
+ * kernel of their own instead of the last block of each column group
+ * (smallm_finish without counters): output column j = thread, its parts
+ * summed in split order from 0 as smallm_finish sums them, then the
+ * epilogue. The same bits; no block of the product waits on a fence and
+ * a counter before it leaves, at the cost of a launch, which PDL
+ * overlaps with the product. */
+#define SM_MERGE_THREADS 256
+
+__global__ void __launch_bounds__(SM_MERGE_THREADS) bcg_smallm_merge_kernel(smallm_args p, int G)
+{
+	cuda_pdl_begin();
+	const int64_t j = (int64_t)blockIdx.x * SM_MERGE_THREADS + threadIdx.x;
+	if (j >= p.N)
+		return;
+	float v = 0.0f;                 /* part [k][column group][slot]: k's column j */
+	for (int k = 0; k < p.ksplit; k++)
+		v += __ldcg(p.part + (int64_t)k * p.nblocks * G + j);
+	smallm_store<EPI_ADD>(p, j, v, 0.0f);
 }
 
 /* --- bulk: one token, two blocks a multiprocessor, the copy engine ------- */
@@ -1685,6 +1708,15 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		if (id == OP_MATMUL_ADD && impl == CUDA_IMPL_GEMV &&
 		    smallm_bulk_fits(&p, false, false, args.b_const, ctx))
 			return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
+		if (pl.ksplit > 1) {    /* rows: matmul_add, merged by a kernel */
+			args.counters = NULL;
+			if (smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
+			                                          len))
+				return -1;
+			return cuda_launch(ctx, "bcg_smallm_merge_kernel", bcg_smallm_merge_kernel,
+			                   dim3((unsigned)smallm_ceil_div(p.N, SM_MERGE_THREADS)),
+			                   dim3(SM_MERGE_THREADS), msg, len, args, 2);
+		}
 		switch (id) {
 		case OP_MATMUL_ADD:
 			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,

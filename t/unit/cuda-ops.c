@@ -1890,9 +1890,10 @@ static void test_product_replays(struct env *e)
 					continue;       /* rows: matmul_add of one token */
 				if ((impl == 0 || impl == 4) && M > 32)
 					continue;       /* mma takes at most 32 */
-				if (impl >= 5 && (M < 16 || K % 128 != 0 || N % 8 != 0))
+				const int wg = impl == 5 || impl == 6;
+				if (wg && (M < 16 || K % 128 != 0 || N % 8 != 0))
 					continue;       /* wgmma's shapes */
-				if (impl >= 5 && !device_sm90a()) {
+				if (wg && !device_sm90a()) {
 					tap_skip(1, "wgmma runs on compute capability 9.0 only");
 					continue;
 				}
