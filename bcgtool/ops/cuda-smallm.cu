@@ -26,7 +26,9 @@
  *    parts merged by a second kernel. A choice for the tuner:
  *    on an H200 --tune-step takes it for the o projection (the 1B's and
  *    llama-decode-fuse's steps 0.8 and 0.9% faster than on gemv) and
- *    keeps the bulk kernel for the 1B's down (7.8% slower on rows).
+ *    keeps the bulk kernel for the 1B's down: faster alone on rows
+ *    (14.40 us against 15.10), but the step 0.9% slower, its early loads
+ *    taken from the gate|up kernel before it.
  *  - "mma_packed": mma's kernel on a packed copy of the weight
  *    (cuda-pack.cu), made by cuda_op_prepare before the first launch,
  *    with 8 warps a block (SM_MMA_PACKED_WARPS): mma's conditions, and b
