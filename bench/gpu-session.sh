@@ -80,6 +80,15 @@
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
+#   downrows  the 1B's down on the products' rows implementation (K split
+#             as the public step's down) in .gpu/before's tree and this
+#             one: each tree captures llama-3.2-1b-fuse full at T=1
+#             --tune-step, then the same choices with every down on rows
+#             (t/helper/plan-edit, --choices-from); the four plans replayed
+#             in turns at positions 32..159 (--var kv_len=33:160, 3 rounds
+#             of 1000 steps after 100, --check on the last); this tree's
+#             rows plan profiled, its kernels' mean time and exposed time
+#             (bench/kernel-exposed.py)
 #   servecmp  the serving benchmark of .gpu/before's tree (bench/bundle-before.sh)
 #             and of this one, trace by trace in the same lease, and both
 #             trees' kernels on the decode-heavy trace (full policy, nsys)
@@ -1207,6 +1216,54 @@ $1"
 	decbefore | dectune)
 		build_before || continue
 		dec_before_now "$s"
+		;;
+	downrows)
+		build_before || continue
+		(cd "$build" && make t/helper/plan-edit >/dev/null 2>&1)
+		for tr in before now; do
+			use_tree $tr
+			env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda --mode full \
+				--tokens 1 --tune-step -o dr-$tr-tuned.plan "$sd/llama-3.2-1b-fuse.yaml" \
+				>dr-cap-$tr.txt 2>&1
+			say "downrows: $tr capture --tune-step: exit $?"
+			"$bin" inspect --choices dr-$tr-tuned.plan 2>&1 | grep -E " down\.0 " |
+				sed "s/^/  $tr: /" | tee -a "$summary"
+			args=
+			for l in $(seq 0 15); do
+				args="$args choice 1 down.$l rows tuned gemv=1,rows=2"
+			done
+			"$build/t/helper/plan-edit" dr-$tr-tuned.plan dr-$tr-edit.plan $args \
+				>/dev/null 2>&1 &&
+				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 \
+					--choices-from dr-$tr-edit.plan -o dr-$tr-rows.plan \
+					"$sd/llama-3.2-1b-fuse.yaml" >dr-capr-$tr.txt 2>&1
+			say "downrows: $tr with every down on rows: exit $?"
+		done
+		for round in 1 2 3; do
+			for tr in now before; do
+				use_tree $tr
+				for v in rows tuned; do
+					ck=
+					[ $round = 3 ] && ck=--check
+					timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 \
+						--warmup 100 --var kv_len=33:160 $ck --json dr-$tr-$v.plan \
+						>dr-rep-$tr-$v-1-$round.json 2>dr-rep-$tr-$v-1-$round.err ||
+						say "downrows: replay $tr $v round $round: exit $?"
+				done
+			done
+		done
+		python3 "$top/bench/replay-rounds.py" "dr-rep-{p}-{t}-{r}.json" \
+			now-rows,before-rows,now-tuned,before-tuned 1 3 --check "dr-rep-{p}-{t}-3.json" \
+			--ratio "1B, every down on rows, this tree against before's|now-rows|before-rows|this tree" \
+			--ratio "1B, this tree: every down on rows against tuned|now-rows|now-tuned|rows" \
+			--ratio "1B, tuned, this tree against before's|now-tuned|before-tuned|this tree" |
+			tee -a "$summary"
+		timeout 150 "$B" profile --wrapper "$top/.gpu/nsys-profile" -o "$log/dr-now-rows" \
+			--tokens 1 --top 3 dr-now-rows.plan --steps 256 --warmup 32 \
+			--var kv_len=33:160 >dr-prof.txt 2>&1
+		say "downrows: profile of this tree's rows plan: exit $?"
+		python3 "$top/bench/kernel-exposed.py" "$log/dr-now-rows.sqlite" --graphs --templates \
+			--top 12 2>&1 | sed 's/^/  /' | tee -a "$summary"
 		;;
 	decfuse)
 		# llama-decode with its norms folded into the products against
