@@ -390,6 +390,23 @@ PY
 
 # use_tree TREE: bin and sd, the bcgtool and the samples of TREE: before
 # (build_before's tree), else this one.
+# plan_force IN OUT OP:IMPL:CANDS...: OUT, the 1B-shaped plan IN with the
+# choice of each OP in every one of its 16 layers set to IMPL, "tuned",
+# with the candidates CANDS (t/helper/plan-edit, which the caller makes);
+# then `capture --choices-from OUT` takes them.
+plan_force() {
+	pf_in=$1 pf_out=$2
+	shift 2
+	pf_args=
+	for pf_l in $(seq 0 15); do
+		for pf in "$@"; do
+			pf_rest=${pf#*:}
+			pf_args="$pf_args choice 1 ${pf%%:*}.$pf_l ${pf_rest%%:*} tuned ${pf_rest#*:}"
+		done
+	done
+	"$build/t/helper/plan-edit" "$pf_in" "$pf_out" $pf_args >/dev/null 2>&1
+}
+
 use_tree() {
 	if [ "$1" = before ]; then bin="$ob/bcgtool/bcgtool" sd="$ob/samples"; else bin=$B sd=$S; fi
 }
@@ -1161,12 +1178,8 @@ PY
 			sed "s/^/  tuned: /" | tee -a "$summary"
 		gus=
 		for gu in ${CTXWIN_GU:-gemv}; do
-			args=
-			for l in $(seq 0 15); do
-				args="$args choice 1 gate_up.$l $gu tuned gemv=1,split=2,rows=3"
-			done
-			"$build/t/helper/plan-edit" tg-llama-3.2-1b-fuse.plan cw-$gu-edit.plan $args \
-				>/dev/null 2>&1 &&
+			plan_force tg-llama-3.2-1b-fuse.plan cw-$gu-edit.plan \
+				"gate_up:$gu:gemv=1,split=2,rows=3" &&
 				timeout 200 "$B" capture --backend cuda --mode full --tokens 1 \
 					--choices-from cw-$gu-edit.plan -o tg-llama-3.2-1b-gu-$gu.plan \
 					"$S/llama-3.2-1b-fuse.yaml" >cw-cap-$gu.txt 2>&1
@@ -1228,12 +1241,7 @@ $1"
 			say "downrows: $tr capture --tune-step: exit $?"
 			"$bin" inspect --choices dr-$tr-tuned.plan 2>&1 | grep -E " down\.0 " |
 				sed "s/^/  $tr: /" | tee -a "$summary"
-			args=
-			for l in $(seq 0 15); do
-				args="$args choice 1 down.$l rows tuned gemv=1,rows=2"
-			done
-			"$build/t/helper/plan-edit" dr-$tr-tuned.plan dr-$tr-edit.plan $args \
-				>/dev/null 2>&1 &&
+			plan_force dr-$tr-tuned.plan dr-$tr-edit.plan "down:rows:gemv=1,rows=2" &&
 				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 \
 					--choices-from dr-$tr-edit.plan -o dr-$tr-rows.plan \
 					"$sd/llama-3.2-1b-fuse.yaml" >dr-capr-$tr.txt 2>&1
@@ -1902,7 +1910,6 @@ PY
 		trees="now"
 		[ "${FOLDSTEP_TREES:-}" = now ] || { build_before && trees="now before"; }
 		(cd "$build" && make t/helper/plan-edit >/dev/null 2>&1)
-		edit="$build/t/helper/plan-edit"
 		cases=
 		for tr in $trees; do
 			use_tree $tr
@@ -1915,12 +1922,8 @@ PY
 				"$bin" inspect --choices fs-$tr-$p-tuned.plan 2>&1 |
 					grep -E "(qkv|gate_up)\.(0|15) " | sed "s/^/  $tr /" | tee -a "$summary"
 				[ $p = llama-3.2-1b ] && continue
-				args=
-				for l in $(seq 0 15); do
-					args="$args choice 1 qkv.$l gemv tuned gemv=1,split=2"
-					args="$args choice 1 gate_up.$l gemv tuned gemv=1,split=2"
-				done
-				"$edit" fs-$tr-$p-tuned.plan fs-$tr-$p-edit.plan $args >/dev/null 2>&1 ||
+				plan_force fs-$tr-$p-tuned.plan fs-$tr-$p-edit.plan \
+					"qkv:gemv:gemv=1,split=2" "gate_up:gemv:gemv=1,split=2" ||
 					say "foldstep: plan-edit of $tr $p failed"
 				t0=$(date +%s)
 				timeout 200 "$bin" capture --backend cuda --mode full --tokens 1 \

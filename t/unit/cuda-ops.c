@@ -1881,7 +1881,7 @@ static void test_product_replays(struct env *e)
 			/* mma, gemv, mma_packed, wgmma (split along K over a
 			 * cluster), wgmma_whole, rows */
 			static const int impls[] = { 0, 1, 4, 5, 6, 7 };
-			for (int ii = 0; ii < 6; ii++) {
+			for (int ii = 0; ii < (int)(sizeof impls / sizeof impls[0]); ii++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
 				int impl = impls[ii];
 				if (impl == 1 && M > 8)
