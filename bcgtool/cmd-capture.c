@@ -34,7 +34,8 @@ static int cmd_capture_exec(int argc, char **argv);
 const struct cmd_entry cmd_capture_entry = {
 	.name = "capture",
 	.usage = "[--backend B] [--mode M] [--tokens LIST] [--steps N] [--verify WHICH] "
-	         "[--no-tune | --choices-from PLAN] [--tune-step[=PCT]] [--no-pdl] [--share-exec] "
+	         "[--no-tune | --choices-from PLAN] [--tune-step[=PCT]] [--tune-var NAME=A[:B]]... "
+	         "[--no-pdl] [--share-exec] "
 	         "[--no-nvtx] [--stats] "
 	         "[--json] "
 	         "[--tp N [--timeout S] [--nccl-mem M]] -o PLAN SCRIPT",
@@ -66,6 +67,13 @@ const struct cmd_entry cmd_capture_entry = {
 		"                     alone is captured in its ops' place, and whole\n"
 		"                     replayed steps decide (the plan marks such choices\n"
 		"                     step; format 1.9)\n"
+		"      --tune-var NAME=A[:B]\n"
+		"                     time the candidates with var NAME at the values a\n"
+		"                     replay will see (A to B within the script's range,\n"
+		"                     as replay --var takes them): alone at the range's\n"
+		"                     middle, in the step (--tune-step) from A on; the\n"
+		"                     reference and verification keep the script's\n"
+		"                     values (repeatable, one var each)\n"
 		"      --no-pdl       launch kernels without programmatic dependent launch\n"
 		"      --share-exec   segments of different sizes with one topology (kernel\n"
 		"                     functions, launch attributes, edges) share one\n"
@@ -165,6 +173,11 @@ static void capture_print_phases(FILE *f, const struct capture_report *rep)
 		        "timed, %u choice%s changed\n", (double)p->tune_step_ns / 1e9, groups,
 		        BCG_S(groups), trials, BCG_S(trials), changed, BCG_S(changed));
 	}
+	for (uint32_t k = 0; k < rep->ntune_vars; k++) {
+		const struct engine_var_range *r = &rep->tune_vars[k];
+		fprintf(f, "tuned with %s from %lld to %lld (--tune-var): alone at %lld\n", r->name,
+		        (long long)r->start, (long long)r->limit, (long long)tune_var_alone(r));
+	}
 	fprintf(f, "executables %u for %u segment%s%s, graph memory %s", rep->execs, rep->segments,
 	        BCG_S(rep->segments), rep->share ? " (--share-exec)" : "",
 	        bcg_human_bytes(rep->exec_bytes, h, sizeof h));
@@ -246,6 +259,22 @@ static void capture_json_phases(struct plan_json *j, const struct capture_report
 	plan_json_key(j, "state_copy_bytes");
 	plan_json_uint(j, p->state_bytes);
 	plan_json_object_end(j);
+	plan_json_key(j, "tune_vars");
+	plan_json_array_begin(j);
+	for (uint32_t k = 0; k < rep->ntune_vars; k++) {
+		const struct engine_var_range *r = &rep->tune_vars[k];
+		plan_json_object_begin(j);
+		plan_json_key(j, "name");
+		plan_json_string(j, r->name);
+		plan_json_key(j, "start");
+		plan_json_int(j, r->start);
+		plan_json_key(j, "limit");
+		plan_json_int(j, r->limit);
+		plan_json_key(j, "alone");
+		plan_json_int(j, tune_var_alone(r));
+		plan_json_object_end(j);
+	}
+	plan_json_array_end(j);
 }
 
 static void capture_print_json(FILE *f, const plan_t *plan, const struct capture_report *rep,
@@ -549,6 +578,7 @@ static int cmd_capture_exec(int argc, char **argv)
 		{ "no-tune", no_argument, NULL, 'T' },
 		{ "choices-from", required_argument, NULL, 'F' },
 		{ "tune-step", optional_argument, NULL, 'U' },
+		{ "tune-var", required_argument, NULL, 'V' + 256 },
 		{ "no-pdl", no_argument, NULL, 'P' },
 		{ "share-exec", no_argument, NULL, 'E' },
 		{ "stats", no_argument, NULL, 'S' },
@@ -561,6 +591,7 @@ static int cmd_capture_exec(int argc, char **argv)
 	};
 	const struct cmd_entry *self = &cmd_capture_entry;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
+	struct engine_var_range tune_vars[ENGINE_VAR_RANGES_MAX];
 	struct capture_opts o = {
 		.backend = cmd_default_backend(), .steps = 2, .nvtx = 1,
 		.tune = { .measure = 1, .margin = TUNE_MARGIN },
@@ -640,6 +671,13 @@ static int cmd_capture_exec(int argc, char **argv)
 				o.tune.step_window = pct / 100.0;
 			}
 			break;
+		case 'V' + 256:
+			if (cmd_parse_var(self, "--tune-var", optarg, tune_vars, &o.tune.nvars) != 0) {
+				rc = BCG_EXIT_USAGE;
+				goto out;
+			}
+			o.tune.vars = tune_vars;
+			break;
 		case 'P': o.features &= ~PLAN_FEATURE_PDL; break;
 		case 'E': o.share_exec = 1; break;
 		case 'S': stats = 1; break;
@@ -688,6 +726,15 @@ static int cmd_capture_exec(int argc, char **argv)
 		rc = cmd_usage_error(self, "--tune-step and --no-tune exclude each other");
 		goto out;
 	}
+	if (o.tune.nvars > 0 && !o.tune.measure) {
+		rc = cmd_usage_error(self, "--tune-var and --no-tune exclude each other");
+		goto out;
+	}
+	if (o.tune.nvars > 0 && world > 1) {
+		rc = cmd_usage_error(self, "--tune-var with --tp %d: the ranks of a plan keep "
+		                     "the default implementations (nothing is measured)", world);
+		goto out;
+	}
 	if (o.tune.step && world > 1) {
 		rc = cmd_usage_error(self, "--tune-step with --tp %d: the ranks of a plan keep "
 		                     "the default implementations (nothing is measured)", world);
@@ -710,6 +757,11 @@ static int cmd_capture_exec(int argc, char **argv)
 	}
 	if ((rc = cmd_read_script(argv[optind], &s)) != BCG_EXIT_OK)
 		goto out;
+	if (o.tune.nvars > 0 && engine_check_vars(s->program, "script", o.tune.vars, o.tune.nvars,
+	                                          err.msg, sizeof err.msg) != 0) {
+		rc = cmd_usage_error(self, "--tune-var: %s", err.msg);
+		goto out;
+	}
 	if (fab)
 		capture_full_and_breakable(s);
 	if (world > 1) {

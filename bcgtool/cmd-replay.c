@@ -622,7 +622,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		case 'E' + 256: o.share = 1; break;
 		case 'C': o.check = 1; break;
 		case 'A' + 256:
-			if (cmd_parse_var(self, optarg, vars, &o.nvars) != 0)
+			if (cmd_parse_var(self, "--var", optarg, vars, &o.nvars) != 0)
 				return BCG_EXIT_USAGE;
 			o.vars = vars;
 			break;

@@ -540,7 +540,7 @@ static int cmd_run_exec(int argc, char **argv)
 				return BCG_EXIT_USAGE;
 			break;
 		case 'A' + 256:
-			if (cmd_parse_var(self, optarg, ctx.vars, &ctx.nvars) != 0)
+			if (cmd_parse_var(self, "--var", optarg, ctx.vars, &ctx.nvars) != 0)
 				return BCG_EXIT_USAGE;
 			break;
 		case 'J': ctx.json = 1; break;

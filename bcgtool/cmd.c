@@ -248,8 +248,8 @@ int cmd_parse_int(const struct cmd_entry *entry, const char *opt, const char *ar
 	return 0;
 }
 
-int cmd_parse_var(const struct cmd_entry *entry, char *arg, struct engine_var_range *r,
-                  uint32_t *n)
+int cmd_parse_var(const struct cmd_entry *entry, const char *opt, char *arg,
+                  struct engine_var_range *r, uint32_t *n)
 {
 	char *eq = strchr(arg, '='), *end;
 	long long v[2];
@@ -272,17 +272,17 @@ int cmd_parse_var(const struct cmd_entry *entry, char *arg, struct engine_var_ra
 	if (k == 1)
 		v[1] = v[0];
 	if (v[0] > v[1]) {
-		cmd_usage_error(entry, "--var %s: the start is above the limit", arg);
+		cmd_usage_error(entry, "%s %s: the start is above the limit", opt, arg);
 		return -1;
 	}
 	if (*n == ENGINE_VAR_RANGES_MAX) {
-		cmd_usage_error(entry, "--var: at most %d", ENGINE_VAR_RANGES_MAX);
+		cmd_usage_error(entry, "%s: at most %d", opt, ENGINE_VAR_RANGES_MAX);
 		return -1;
 	}
 	*eq = '\0';
 	for (uint32_t i = 0; i < *n; i++)
 		if (strcmp(r[i].name, arg) == 0) {
-			cmd_usage_error(entry, "--var: '%s' given twice", arg);
+			cmd_usage_error(entry, "%s: '%s' given twice", opt, arg);
 			return -1;
 		}
 	r[*n].name = arg;
@@ -291,8 +291,8 @@ int cmd_parse_var(const struct cmd_entry *entry, char *arg, struct engine_var_ra
 	(*n)++;
 	return 0;
 bad:
-	cmd_usage_error(entry, "--var takes NAME=START:LIMIT or NAME=VALUE, whole numbers from 0 "
-	                "to %d, not '%s'", INT32_MAX, arg);
+	cmd_usage_error(entry, "%s takes NAME=START:LIMIT or NAME=VALUE, whole numbers from 0 "
+	                "to %d, not '%s'", opt, INT32_MAX, arg);
 	return -1;
 }
 

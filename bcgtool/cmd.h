@@ -67,11 +67,11 @@ int cmd_parse_int(const struct cmd_entry *entry, const char *opt, const char *ar
 
 /* --var NAME=START:LIMIT, or NAME=VALUE (every step at VALUE), appended
  * to R (*N of at most ENGINE_VAR_RANGES_MAX, engine/engine.h); ARG is
- * kept, its name ended in place. On error report it (as cmd_usage_error)
- * and return -1. */
+ * kept, its name ended in place. On error report it (as cmd_usage_error,
+ * naming the option as OPT: "--var", "--tune-var") and return -1. */
 struct engine_var_range;
-int cmd_parse_var(const struct cmd_entry *entry, char *arg, struct engine_var_range *r,
-                  uint32_t *n);
+int cmd_parse_var(const struct cmd_entry *entry, const char *opt, char *arg,
+                  struct engine_var_range *r, uint32_t *n);
 
 /* The backend a command uses when --backend is not given: $BCG_BACKEND, or
  * "auto" (cuda when a GPU can be used, else host with a note). */

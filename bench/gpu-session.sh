@@ -80,6 +80,16 @@
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
+#   tunevar   capture --tune-var (issue 22): the decode samples
+#             (llama-3.2-1b-fuse, llama-decode-fuse, llama-decode) full at
+#             T=1, captured --tune-step as their scripts position them
+#             (plain) and with --tune-var kv_len at the window a replay
+#             times: long, 108:1108 (a default replay's timed steps), and
+#             for the 1B short, 33:160 (positions 32..159); the choices that
+#             differ (bcgtool diff) and the attention chosen; each pair
+#             replayed in turns at its window (3 rounds of 1000 steps after
+#             100, --check on the last): "tunevar: P at the W window,
+#             --tune-var there against plain ... = X"
 #   downrows  the 1B's down on the products' rows implementation (K split
 #             as the public step's down) in .gpu/before's tree and this
 #             one: each tree captures llama-3.2-1b-fuse full at T=1
@@ -407,6 +417,27 @@ plan_force() {
 	"$build/t/helper/plan-edit" "$pf_in" "$pf_out" $pf_args >/dev/null 2>&1
 }
 
+# choices_diff LABEL A B JSON: the implementation choices that differ
+# between plans A and B (bcgtool diff --json into JSON), counted by op
+# name less its layer, into the summary.
+choices_diff() {
+	"$B" diff --json "$2" "$3" >"$4" 2>&1
+	say "$1 that differ (diff exit $?):"
+	python3 - "$4" <<-'EOT' | tee -a "$summary"
+	import collections, json, sys
+	try:
+	    d = json.load(open(sys.argv[1]))["differences"]
+	except (OSError, ValueError, KeyError) as e:
+	    raise SystemExit("  no diff (%s)" % e)
+	n = collections.Counter((e["subject"].split()[1].split(".")[0], e["a"], e["b"])
+	                        for e in d if e["area"] == "choices" and e["field"] == "impl")
+	for (op, a, b), k in sorted(n.items()):
+	    print("  %s: %s -> %s, %d ops" % (op, a, b, k))
+	if not n:
+	    print("  none")
+	EOT
+}
+
 use_tree() {
 	if [ "$1" = before ]; then bin="$ob/bcgtool/bcgtool" sd="$ob/samples"; else bin=$B sd=$S; fi
 }
@@ -442,21 +473,8 @@ dec_before_now() {
 				"$bin" inspect --choices $pre-$tr-$p.plan | grep ' attention ' | head -1 |
 					sed "s/^/  $tr: /" | tee -a "$summary"
 			done
-			"$B" diff --json $pre-before-$p.plan $pre-now-$p.plan >$pre-diff-$p.json 2>&1
-			say "$1: $p: implementations before -> now that differ (diff exit $?):"
-			python3 - $pre-diff-$p.json <<-'EOT' | tee -a "$summary"
-			import collections, json, sys
-			try:
-			    d = json.load(open(sys.argv[1]))["differences"]
-			except (OSError, ValueError, KeyError) as e:
-			    raise SystemExit("  no diff (%s)" % e)
-			n = collections.Counter((e["subject"].split()[1].split(".")[0], e["a"], e["b"])
-			                        for e in d if e["area"] == "choices" and e["field"] == "impl")
-			for (op, a, b), k in sorted(n.items()):
-			    print("  %s: %s -> %s, %d ops" % (op, a, b, k))
-			if not n:
-			    print("  none")
-			EOT
+			choices_diff "$1: $p: implementations before -> now" $pre-before-$p.plan \
+				$pre-now-$p.plan $pre-diff-$p.json
 		fi
 	done
 	for round in 1 2 3; do
@@ -1272,6 +1290,66 @@ $1"
 		say "downrows: profile of this tree's rows plan: exit $?"
 		python3 "$top/bench/kernel-exposed.py" "$log/dr-now-rows.sqlite" --graphs --templates \
 			--top 12 2>&1 | sed 's/^/  /' | tee -a "$summary"
+		;;
+	tunevar)
+		# capture --tune-var: each decode sample captured --tune-step as
+		# the script positions it (plain) and timed at a replay's window:
+		# short, positions 32..159 (the 1B only), and long, the timed
+		# steps of a default replay (100 warm-up steps from kv_len 8:
+		# 108..1108); each pair replayed in turns at its window.
+		for p in llama-3.2-1b-fuse llama-decode-fuse llama-decode; do
+			env -u SOURCE_DATE_EPOCH timeout 200 "$B" capture --backend cuda --mode full \
+				--tokens 1 --tune-step -o tv-$p-plain.plan "$S/$p.yaml" \
+				>tv-cap-$p-plain.txt 2>&1
+			say "tunevar: $p plain capture: exit $?"
+			ws=long
+			[ $p = llama-3.2-1b-fuse ] && ws="short long"
+			for w in $ws; do
+				tv=108:1108
+				[ $w = short ] && tv=33:160
+				env -u SOURCE_DATE_EPOCH timeout 200 "$B" capture --backend cuda \
+					--mode full --tokens 1 --tune-step --tune-var kv_len=$tv \
+					-o tv-$p-$w.plan "$S/$p.yaml" >tv-cap-$p-$w.txt 2>&1
+				say "tunevar: $p --tune-var kv_len=$tv capture: exit $?"
+				grep -E "^tune in the step|^tuned with" tv-cap-$p-$w.txt | sed 's/^/  /' |
+					tee -a "$summary"
+				"$B" inspect --choices tv-$p-$w.plan | grep ' attention ' | head -1 |
+					sed "s/^/  $w: /" | tee -a "$summary"
+				choices_diff "tunevar: $p: implementations plain -> $w" \
+					tv-$p-plain.plan tv-$p-$w.plan tv-diff-$p-$w.json
+			done
+			"$B" inspect --choices tv-$p-plain.plan | grep ' attention ' | head -1 |
+				sed "s/^/  plain: /" | tee -a "$summary"
+		done
+		for round in 1 2 3; do
+			for p in llama-3.2-1b-fuse llama-decode-fuse llama-decode; do
+				ws=long
+				[ $p = llama-3.2-1b-fuse ] && ws="short long"
+				for w in $ws; do
+					var=
+					[ $w = short ] && var="--var kv_len=33:160"
+					for v in $w plain; do
+						ck=
+						[ $round = 3 ] && ck=--check
+						timeout 120 "$B" replay --backend cuda --tokens 1 --steps 1000 \
+							--warmup 100 $var $ck --json tv-$p-$v.plan \
+							>tv-rep-$p-$w-$v-1-$round.json \
+							2>tv-rep-$p-$w-$v-1-$round.err ||
+							say "tunevar: replay $p $v at $w round $round: exit $?"
+					done
+				done
+			done
+		done
+		for p in llama-3.2-1b-fuse llama-decode-fuse llama-decode; do
+			ws=long
+			[ $p = llama-3.2-1b-fuse ] && ws="short long"
+			for w in $ws; do
+				python3 "$top/bench/replay-rounds.py" "tv-rep-$p-$w-{p}-{t}-{r}.json" \
+					$w,plain 1 3 --check "tv-rep-$p-$w-{p}-{t}-3.json" \
+					--ratio "tunevar: $p at the $w window, --tune-var there against plain|$w|plain|--tune-var" |
+					tee -a "$summary"
+			done
+		done
 		;;
 	decfuse)
 		# llama-decode with its norms folded into the products against

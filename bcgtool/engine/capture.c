@@ -993,6 +993,8 @@ int capture_script(struct script *script, const struct capture_opts *o, plan_t *
 	engine_set_features(e, o->features);
 	rep->share = o->share_exec;
 	rep->tune_step = o->tune.step && o->tune.measure;
+	rep->tune_vars = o->tune.measure && o->tune.nvars > 0 ? o->tune.vars : NULL;
+	rep->ntune_vars = rep->tune_vars != NULL ? o->tune.nvars : 0;
 	e->share_impl = o->share_exec;
 	if (o->share_exec)
 		exec_share_begin(e, &shares);

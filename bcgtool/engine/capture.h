@@ -128,6 +128,10 @@ struct capture_report {
 	int                            share;      /* --share-exec */
 	int                            tune_step;  /* --tune-step: the choices
 	                                              confirmed in the step */
+	const struct engine_var_range *tune_vars;  /* --tune-var: the values the
+	                                              tuner timed with (the
+	                                              options'); NULL: none */
+	uint32_t                       ntune_vars;
 	uint64_t                       exec_bytes; /* device memory, all variants */
 	uint32_t                       execs;      /* executables instantiated */
 	uint32_t                       segments;

@@ -1071,26 +1071,45 @@ const struct plan_var *engine_var(const struct engine *e, uint32_t i)
 	return &e->vars[i];
 }
 
+int engine_check_vars(const plan_t *plan, const char *what, const struct engine_var_range *r,
+                      uint32_t n, char *msg, size_t len)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = plan_find_var(plan, r[k].name);
+		const struct plan_var *pv;
+		if (i == PLAN_NONE) {
+			snprintf(msg, len, "the %s has no var '%s'", what, r[k].name);
+			return -1;
+		}
+		pv = plan_get_var(plan, i);
+		if (r[k].start > r[k].limit || r[k].start < pv->start || r[k].limit > pv->limit) {
+			snprintf(msg, len, "var '%s' from %lld to %lld: the %s's values run from "
+			         "%lld to %lld, and the range must lie within them", r[k].name,
+			         (long long)r[k].start, (long long)r[k].limit, what,
+			         (long long)pv->start, (long long)pv->limit);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int engine_set_vars(struct engine *e, const struct engine_var_range *r, uint32_t n,
                     struct engine_error *err)
 {
+	if (engine_check_vars(e->plan, "plan", r, n, err->msg, sizeof err->msg) != 0)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "%s", err->msg);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = plan_find_var(e->plan, r[k].name);
-		const struct plan_var *pv;
-		if (i == PLAN_NONE)
-			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "the plan has no var '%s'",
-			                   r[k].name);
-		pv = plan_get_var(e->plan, i);
-		if (r[k].start > r[k].limit || r[k].start < pv->start || r[k].limit > pv->limit)
-			return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE,
-			                   "var '%s' from %lld to %lld: the plan's values run from "
-			                   "%lld to %lld, and the range must lie within them",
-			                   r[k].name, (long long)r[k].start, (long long)r[k].limit,
-			                   (long long)pv->start, (long long)pv->limit);
 		e->vars[i].start = r[k].start;
 		e->vars[i].limit = r[k].limit;
 	}
 	return 0;
+}
+
+void engine_reset_vars(struct engine *e)
+{
+	for (uint32_t i = 0; i < plan_count_vars(e->plan); i++)
+		e->vars[i] = *plan_get_var(e->plan, i);
 }
 
 void engine_set_features(struct engine *e, uint32_t features)

@@ -270,6 +270,15 @@ struct engine_var_range {
 int engine_set_vars(struct engine *e, const struct engine_var_range *r, uint32_t n,
                     struct engine_error *err);
 
+/* Whether the N ranges R lie within PLAN's vars, as engine_set_vars asks:
+ * 0, or -1 with why in MSG, PLAN called WHAT there ("plan", "script"):
+ * for a command to refuse them before it opens an engine. */
+int engine_check_vars(const plan_t *plan, const char *what, const struct engine_var_range *r,
+                      uint32_t n, char *msg, size_t len);
+
+/* Every var back to the plan's schedule (undoing engine_set_vars). */
+void engine_reset_vars(struct engine *e);
+
 /* Put every tensor but the weights back in its initial state. */
 int engine_reset(struct engine *e, struct engine_error *err);
 

@@ -213,6 +213,32 @@ static int tune_take(struct engine *e, plan_t *plan, uint32_t vi, uint32_t op,
 	                   sc->impl, e->be->name);
 }
 
+int64_t tune_var_alone(const struct engine_var_range *r)
+{
+	return r->start + (r->limit - r->start) / 2;
+}
+
+/* The vars as the tuner times with them (capture --tune-var): each range
+ * of O whole, or (MIDDLE) pinned to its middle value. Nothing without
+ * ranges. */
+static int tune_vars(struct engine *e, const struct tune_opts *o, int middle,
+                     struct engine_error *err)
+{
+	struct engine_var_range r[ENGINE_VAR_RANGES_MAX];
+
+	if (o->nvars == 0)
+		return 0;
+	if (o->nvars > ENGINE_VAR_RANGES_MAX)
+		return engine_fail(err, BCG_EXIT_USAGE, PLAN_NONE, "--tune-var: at most %d",
+		                   ENGINE_VAR_RANGES_MAX);
+	for (uint32_t k = 0; k < o->nvars; k++) {
+		r[k] = o->vars[k];
+		if (middle)
+			r[k].start = r[k].limit = tune_var_alone(&o->vars[k]);
+	}
+	return engine_set_vars(e, r, o->nvars, err);
+}
+
 int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_opts *o,
                  struct tune_cache *cache, uint32_t *ops_tuned, struct engine_error *err)
 {
@@ -235,8 +261,12 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 	}
 	for (uint32_t op = 0; op < cache->nops; op++)
 		cache->op_entry[op] = -1;
-	if (engine_variant_init(e, pv->tokens, pv->mode, &v, err) != 0)
+	if (tune_vars(e, o, 1, err) != 0)
 		return -1;
+	if (engine_variant_init(e, pv->tokens, pv->mode, &v, err) != 0) {
+		engine_reset_vars(e);
+		return -1;
+	}
 	if (engine_step_begin(e, &v, 0, err) != 0)
 		goto out;
 	for (uint32_t op = 0; op < e->nops; op++) {
@@ -305,6 +335,8 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 	rc = 0;
 out:
 	engine_variant_release(&v);
+	if (o->nvars > 0)
+		engine_reset_vars(e);
 	if (ops_tuned != NULL)
 		*ops_tuned = tuned;
 	return rc;
@@ -475,7 +507,11 @@ int tune_step_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct 
 		exec_share_end(e);
 	e->prepare_trial = 1;
 	e->progress_label = "capture: tune-step";
-	rc = step_confirm(e, plan, vi, items, nitems, o->step_window, cache, r, err);
+	rc = tune_vars(e, o, 0, err);
+	if (rc == 0)
+		rc = step_confirm(e, plan, vi, items, nitems, o->step_window, cache, r, err);
+	if (o->nvars > 0)
+		engine_reset_vars(e);
 	e->progress_label = label;
 	e->prepare_trial = 0;
 	if (share != NULL)

@@ -62,6 +62,13 @@ struct tune_opts {
 	double   step_window; /* with step: the candidates tried are those this
 	                         much slower alone than the chosen one, or less
 	                         (capture's default TUNE_STEP_WINDOW) */
+	const struct engine_var_range *vars; /* capture --tune-var: the values
+	                         the vars take while the tuner times, each range
+	                         inside the plan's (engine_check_vars): alone at
+	                         its middle value, in the step over the whole of
+	                         it from its start; the plan's again after. NULL
+	                         (NVARS 0): the plan's schedules throughout */
+	uint32_t nvars;
 };
 
 #define TUNE_REPS_CUDA  15
@@ -109,6 +116,10 @@ void tune_cache_release(struct tune_cache *cache);
  * implementations, and record the choices in the plan. Leaves the
  * tensors it ran over in any state: reset before the reference. OPS_TUNED,
  * when not NULL, receives how many ops got a choice. */
+/* The value a --tune-var range R holds while ops are timed alone: its
+ * middle (rounded down). */
+int64_t tune_var_alone(const struct engine_var_range *r);
+
 int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_opts *o,
                  struct tune_cache *cache, uint32_t *ops_tuned, struct engine_error *err);
 
