@@ -80,7 +80,11 @@
 #             on the last)
 #   dectune   the same, each tree capturing with --tune-step (what a user
 #             gets where this tree adds implementations to choose from),
-#             and `bcgtool diff`'s choices between the two plans
+#             and `bcgtool diff`'s choices between the two plans; for both:
+#             DEC_SAMPLES picks the samples, DEC_WINDOW=A:B tunes
+#             (--tune-var; before's tree must have it) and replays (--var)
+#             at kv_len A..B (e.g. DEC_SAMPLES=llama-3.2-1b-fuse
+#             DEC_WINDOW=33:160: llama-decode's positions start at 64)
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
@@ -458,18 +462,25 @@ use_tree() {
 # (--choices-from); dectune: each tree captures --tune-step, and the
 # choices that differ are listed (bcgtool diff).
 dec_before_now() {
-	sc="llama-3.2-1b-fuse llama-decode-fuse llama-decode"
+	sc=${DEC_SAMPLES:-llama-3.2-1b-fuse llama-decode-fuse llama-decode}
+	# DEC_WINDOW=A:B: tuned (--tune-var) and replayed (--var) at kv_len
+	# A..B instead of the script's positions
+	dtv= dvar=
+	if [ -n "${DEC_WINDOW:-}" ]; then
+		dtv="--tune-var kv_len=$DEC_WINDOW"
+		dvar="--var kv_len=$DEC_WINDOW"
+	fi
 	pre=db
 	[ "$1" = dectune ] && pre=dt
 	for p in $sc; do
 		for tr in before now; do
 			use_tree $tr
 			if [ "$1" = dectune ]; then
-				opt=--tune-step
+				opt="--tune-step $dtv"
 			elif [ $tr = now ]; then
 				opt="--choices-from $pre-before-$p.plan"
 			else
-				opt=
+				opt=$dtv
 			fi
 			t0=$(date +%s)
 			env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda --mode full \
@@ -495,7 +506,7 @@ dec_before_now() {
 				ck=
 				[ $round = 3 ] && ck=--check
 				timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
-					$ck --json $pre-$tr-$p.plan >$pre-$p-$tr-1-$round.json \
+					$dvar $ck --json $pre-$tr-$p.plan >$pre-$p-$tr-1-$round.json \
 					2>$pre-$p-$tr-1-$round.err ||
 					say "$1: replay $tr $p round $round: exit $?"
 			done
