@@ -406,8 +406,6 @@ if fb and tps.get("full"):
 PY
 }
 
-# use_tree TREE: bin and sd, the bcgtool and the samples of TREE: before
-# (build_before's tree), else this one.
 # plan_force IN OUT OP:IMPL:CANDS...: OUT, the 1B-shaped plan IN with the
 # choice of each OP in every one of its 16 layers set to IMPL, "tuned",
 # with the candidates CANDS (t/helper/plan-edit, which the caller makes);
@@ -453,6 +451,17 @@ tg_tune=
 [ -n "${TARGETS_TUNE_VAR-kv_len=108:1108}" ] &&
 	tg_tune="--tune-var ${TARGETS_TUNE_VAR-kv_len=108:1108}"
 
+# tunevar's windows of sample P (tv_windows: short for the 1B only, long
+# for all) and the kv_len range of window W (tv_range).
+tv_windows() {
+	if [ "$1" = llama-3.2-1b-fuse ]; then echo short long; else echo long; fi
+}
+tv_range() {
+	if [ "$1" = short ]; then echo 33:160; else echo 108:1108; fi
+}
+
+# use_tree TREE: bin and sd, the bcgtool and the samples of TREE: before
+# (build_before's tree), else this one.
 use_tree() {
 	if [ "$1" = before ]; then bin="$ob/bcgtool/bcgtool" sd="$ob/samples"; else bin=$B sd=$S; fi
 }
@@ -1324,11 +1333,8 @@ $1"
 				--tokens 1 --tune-step -o tv-$p-plain.plan "$S/$p.yaml" \
 				>tv-cap-$p-plain.txt 2>&1
 			say "tunevar: $p plain capture: exit $?"
-			ws=long
-			[ $p = llama-3.2-1b-fuse ] && ws="short long"
-			for w in $ws; do
-				tv=108:1108
-				[ $w = short ] && tv=33:160
+			for w in $(tv_windows $p); do
+				tv=$(tv_range $w)
 				env -u SOURCE_DATE_EPOCH timeout 200 "$B" capture --backend cuda \
 					--mode full --tokens 1 --tune-step --tune-var kv_len=$tv \
 					-o tv-$p-$w.plan "$S/$p.yaml" >tv-cap-$p-$w.txt 2>&1
@@ -1345,11 +1351,10 @@ $1"
 		done
 		for round in 1 2 3; do
 			for p in llama-3.2-1b-fuse llama-decode-fuse llama-decode; do
-				ws=long
-				[ $p = llama-3.2-1b-fuse ] && ws="short long"
-				for w in $ws; do
+				for w in $(tv_windows $p); do
+					# long: a default replay's own positions
 					var=
-					[ $w = short ] && var="--var kv_len=33:160"
+					[ $w = short ] && var="--var kv_len=$(tv_range $w)"
 					for v in $w plain; do
 						ck=
 						[ $round = 3 ] && ck=--check
@@ -1363,9 +1368,7 @@ $1"
 			done
 		done
 		for p in llama-3.2-1b-fuse llama-decode-fuse llama-decode; do
-			ws=long
-			[ $p = llama-3.2-1b-fuse ] && ws="short long"
-			for w in $ws; do
+			for w in $(tv_windows $p); do
 				python3 "$top/bench/replay-rounds.py" "tv-rep-$p-$w-{p}-{t}-{r}.json" \
 					$w,plain 1 3 --check "tv-rep-$p-$w-{p}-{t}-3.json" \
 					--ratio "tunevar: $p at the $w window, --tune-var there against plain|$w|plain|--tune-var" |

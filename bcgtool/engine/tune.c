@@ -264,7 +264,8 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 	if (tune_vars(e, o, 1, err) != 0)
 		return -1;
 	if (engine_variant_init(e, pv->tokens, pv->mode, &v, err) != 0) {
-		engine_reset_vars(e);
+		if (o->nvars > 0)
+			engine_reset_vars(e);
 		return -1;
 	}
 	if (engine_step_begin(e, &v, 0, err) != 0)
