@@ -1228,7 +1228,7 @@ PY
 		gus=
 		for gu in ${CTXWIN_GU:-gemv}; do
 			plan_force tg-llama-3.2-1b-fuse.plan cw-$gu-edit.plan \
-				"gate_up:$gu:gemv=1,split=2,rows=3" &&
+				"gate_up:$gu:gemv=1,split=2,rows=3,rows_scaled=4" &&
 				timeout 200 "$B" capture --backend cuda --mode full --tokens 1 \
 					--choices-from cw-$gu-edit.plan -o tg-llama-3.2-1b-gu-$gu.plan \
 					"$S/llama-3.2-1b-fuse.yaml" >cw-cap-$gu.txt 2>&1

@@ -9,7 +9,7 @@ host backend, eager and captured. On CUDA the fused kernels may sum the
 norm in another order: the two must agree within a relative 1e-2 of each
 logits row'"'"'s largest magnitude (t/compare-outputs.py), and the captured
 graphs must replay bit for bit as their eager steps, under every
-implementation (gemv, split, and rows at one token).'
+implementation (gemv, split, and rows and rows_scaled at one token).'
 . "$(dirname "$0")/test-lib.sh"
 
 compare="$TEST_DIRECTORY/compare-outputs.py"
@@ -103,7 +103,18 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 	"$edit" cuda-full.plan rows.plan $args &&
 	bcg inspect --choices rows.plan >choices &&
 	test $(grep -c "  rmsnorm_matmul  rows  " choices) = 4 &&
-	replay_bit_exact cuda 1 rows 1
+	replay_bit_exact cuda 1 rows 1 &&
+	args= &&
+	for op in qkv.0 gate_up.0 qkv.1 gate_up.1; do
+		args="$args choice 1 $op rows_scaled tuned gemv=1,split=2,rows=3,rows_scaled=4" ||
+			return 1
+	done &&
+	"$edit" cuda-full.plan rows_scaled.plan $args &&
+	bcg inspect --choices rows_scaled.plan >choices &&
+	test $(grep -c "  rmsnorm_matmul  rows_scaled  " choices) = 4 &&
+	replay_bit_exact cuda 1 rows_scaled 1 &&
+	bcg instantiate --backend cuda --json rows_scaled.plan >inst.json &&
+	grep -q "\"packed_weight_bytes\": [1-9]" inst.json
 '
 
 test_expect_success CUDA,PYTHON3 'cuda: the full-size folded sample agrees with llama-3.2-1b within 1e-2' '

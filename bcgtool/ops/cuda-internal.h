@@ -157,7 +157,8 @@ enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attenti
        CUDA_IMPL_ATTN_CLUSTER = 2, CUDA_IMPL_ATTN_SPLIT_EARLY = 3,
        CUDA_IMPL_ATTN_CLUSTER_EARLY = 4 };
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
-enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1, CUDA_IMPL_RNM_ROWS = 2 }; /* rmsnorm_matmul */
+enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1, CUDA_IMPL_RNM_ROWS = 2, /* rmsnorm_matmul */
+       CUDA_IMPL_RNM_ROWS_SCALED = 3 };
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
 enum { CUDA_IMPL_DL_PERSISTENT = 0, CUDA_IMPL_DL_SPLIT = 1 };   /* decoder_layer */
 
@@ -178,16 +179,22 @@ size_t cuda_product_scratch_bytes(enum op_id id, const struct op_call *call);
 int    cuda_product_prepare(enum op_id id, const struct op_call *call,
                             const struct cuda_op_ctx *ctx, int keep, char *msg, size_t len);
 /* cuda-pack.cu: the packed copy of weight B [rows, K] cut in HALVES, in
- * LAYOUT (mma_packed's, cuda-pack.cu, or wgmma's, cuda-wgmma.cu), or NULL
- * when none was made; making it on STREAM, or finding it made (KEEP or-ed
- * into its mark): 0, or -1 with one sentence in MSG. */
-enum { CUDA_PACK_MMA = 0, CUDA_PACK_WGMMA = 1 };
+ * LAYOUT (mma_packed's, cuda-pack.cu, or wgmma's, cuda-wgmma.cu; or
+ * CUDA_PACK_SCALED, B's layout with column k times SCALE[k], SCALE a
+ * weight of K elements of B's dtype, NULL for the others), or NULL when
+ * none was made; making it on STREAM, or finding it made (KEEP or-ed into
+ * its mark): 0, or -1 with one sentence in MSG. */
+enum { CUDA_PACK_MMA = 0, CUDA_PACK_WGMMA = 1, CUDA_PACK_SCALED = 2 };
 const void *cuda_pack_find(const struct cuda_packs *packs, const struct op_tensor *b,
-                           int halves, int layout);
-int         cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halves,
-                           int layout, int keep, cudaStream_t stream, char *msg, size_t len);
-/* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*) */
+                           const struct op_tensor *scale, int halves, int layout);
+int         cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b,
+                           const struct op_tensor *scale, int halves, int layout, int keep,
+                           cudaStream_t stream, char *msg, size_t len);
+/* cuda-smallm.cu: rmsnorm_matmul (CUDA_IMPL_RNM_*); _prepare: cuda_op_prepare
+ * for it (rows_scaled's copy) */
 int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
+int    cuda_rmsnorm_matmul_prepare(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                   int keep, char *msg, size_t len);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
 /* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
 int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);

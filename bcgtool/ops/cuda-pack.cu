@@ -3,10 +3,13 @@
  * made once, outside any capture, for the implementations that read them
  * so, and kept in the context's struct cuda_packs until it is closed.
  *
- * Two layouts: the one "mma_packed" reads (CUDA_PACK_MMA, below: the mma
- * kernel of cuda-smallm.cu on packed weights), and the one "wgmma" and
+ * Three layouts: the one "mma_packed" reads (CUDA_PACK_MMA, below: the mma
+ * kernel of cuda-smallm.cu on packed weights), the one "wgmma" and
  * "wgmma_whole" read (CUDA_PACK_WGMMA, described and made in
- * cuda-wgmma.cu). mma_packed's: a product's weight b [NB, K] is cut
+ * cuda-wgmma.cu), and rmsnorm_matmul's "rows_scaled" copy (CUDA_PACK_SCALED:
+ * the weight as it is, [rows, K], each column k times the norm's weight
+ * k, rounded to the weight's dtype; bcg_pack_scale_kernel). The norm's
+ * weights then cost the fold nothing: no loads, no registers. mma_packed's: a product's weight b [NB, K] is cut
  * in HALVES (2 for matmul_silu_mul: gate rows [0, N), up rows [N, 2N);
  * else 1) of NH = NB / HALVES rows, each half in tiles of 16 rows
  * (T = ceil(NH / 16) a half) and units of 32 k (U = ceil(K / 32)). The
@@ -25,8 +28,9 @@
  * (bench/RESULTS.md, fourteenth session).
  *
  * A copy is keyed by its weight's address, shape, dtype, halves and
- * layout: it is correct only while the weight's bytes are those it was
- * packed from. The engine writes weights once, when it opens, and no op
+ * layout, and a scaled one by its scale's address too: it is correct only
+ * while the weight's (and the scale's) bytes are those it was packed
+ * from. The engine writes weights once, when it opens, and no op
  * may write one (script/check.c), so a copy made after that never goes
  * stale.
  */
@@ -38,6 +42,7 @@
 
 struct cuda_pack {
 	const void *src;        /* the weight */
+	const void *scale;      /* CUDA_PACK_SCALED: its columns' factors; else NULL */
 	int64_t     rows, K;    /* its [rows, K] */
 	int         halves;
 	int         dtype;
@@ -70,6 +75,17 @@ __global__ void bcg_pack_mma_kernel(const uint4 *src, uint4 *dst, int64_t nh, in
 	}
 }
 
+/* CUDA_PACK_SCALED: dst [rows, K] = src [rows, K] with column k times
+ * scale[k], the product rounded once to T. */
+template <typename T>
+__global__ void bcg_pack_scale_kernel(const T *src, const T *scale, T *dst, int64_t rows,
+                                      int64_t K)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * K;
+	     i += (int64_t)gridDim.x * blockDim.x)
+		dst[i] = cuda_from_f32<T>(__fmul_rn(cuda_to_f32(src[i]), cuda_to_f32(scale[i % K])));
+}
+
 /* The copy's geometry for weight B [NB, K] of HALVES. */
 static void pack_geometry(int64_t rows, int64_t K, int halves, int64_t *T, int64_t *U,
                           int64_t *vectors)
@@ -80,34 +96,36 @@ static void pack_geometry(int64_t rows, int64_t K, int halves, int64_t *T, int64
 }
 
 static struct cuda_pack *pack_lookup(const struct cuda_packs *packs, const void *src,
-                                     int64_t rows, int64_t K, int halves, int dtype,
-                                     int layout)
+                                     const void *scale, int64_t rows, int64_t K, int halves,
+                                     int dtype, int layout)
 {
 	if (packs == NULL)
 		return NULL;
 	for (size_t i = 0; i < packs->n; i++) {
 		struct cuda_pack *p = &packs->v[i];
-		if (p->src == src && p->rows == rows && p->K == K && p->halves == halves &&
-		    p->dtype == dtype && p->layout == layout)
+		if (p->src == src && p->scale == scale && p->rows == rows && p->K == K &&
+		    p->halves == halves && p->dtype == dtype && p->layout == layout)
 			return p;
 	}
 	return NULL;
 }
 
 const void *cuda_pack_find(const struct cuda_packs *packs, const struct op_tensor *b,
-                           int halves, int layout)
+                           const struct op_tensor *scale, int halves, int layout)
 {
-	const struct cuda_pack *p = pack_lookup(packs, b->data, b->dim[0], b->dim[1], halves,
-	                                        b->dtype, layout);
+	const struct cuda_pack *p = pack_lookup(packs, b->data, scale ? scale->data : NULL,
+	                                        b->dim[0], b->dim[1], halves, b->dtype, layout);
 
 	return p ? p->dst : NULL;
 }
 
-int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halves, int layout,
-                   int keep, cudaStream_t stream, char *msg, size_t len)
+int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b,
+                   const struct op_tensor *scale, int halves, int layout, int keep,
+                   cudaStream_t stream, char *msg, size_t len)
 {
 	const int64_t rows = b->dim[0], K = b->dim[1];
-	struct cuda_pack *p = pack_lookup(packs, b->data, rows, K, halves, b->dtype, layout);
+	const void *sdata = scale ? scale->data : NULL;
+	struct cuda_pack *p = pack_lookup(packs, b->data, sdata, rows, K, halves, b->dtype, layout);
 	int64_t T, U, vectors;
 	cudaStreamCaptureStatus cs;
 	size_t mfree = 0, mtotal = 0;
@@ -121,6 +139,10 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 	    (uintptr_t)b->data % 16 != 0)
 		return cuda_fail(msg, len, "a weight must be a 16-byte aligned [rows, K] of f16 or "
 		                 "bf16, K a multiple of 8, to be packed");
+	if ((layout == CUDA_PACK_SCALED) != (scale != NULL) ||
+	    (scale != NULL && (scale->dtype != b->dtype || cuda_numel(scale) != K)))
+		return cuda_fail(msg, len, "a scaled copy takes a scale of the weight's dtype with "
+		                 "K elements, and no other layout takes one");
 	if ((err = cudaStreamIsCapturing(stream, &cs)) != cudaSuccess)
 		return cuda_fail(msg, len, "cudaStreamIsCapturing: %s", cudaGetErrorString(err));
 	if (cs != cudaStreamCaptureStatusNone)
@@ -138,7 +160,8 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 	p = &packs->v[packs->n];
 	memset(p, 0, sizeof *p);
 	p->bytes = layout == CUDA_PACK_WGMMA ? (size_t)cuda_wgmma_pack_bytes(rows, K, halves)
-	                                     : (size_t)vectors * 16;
+	           : layout == CUDA_PACK_SCALED ? (size_t)(rows * K) * 2
+	           : (size_t)vectors * 16;
 	if ((err = cudaMalloc(&p->dst, p->bytes)) != cudaSuccess) {
 		(void)cudaGetLastError();       /* not sticky: the next call's status is its own */
 		cudaMemGetInfo(&mfree, &mtotal);
@@ -150,6 +173,20 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 	int rc;
 	if (layout == CUDA_PACK_WGMMA) {
 		rc = cuda_wgmma_pack(b->data, p->dst, rows, K, halves, stream, msg, len);
+	} else if (layout == CUDA_PACK_SCALED) {
+		int64_t blocks = (rows * K + 255) / 256;
+		const unsigned g = (unsigned)(blocks < 65536 ? blocks : 65536);
+		if (b->dtype == PLAN_DTYPE_F16)
+			bcg_pack_scale_kernel<__half><<<g, 256, 0, stream>>>(
+				static_cast<const __half *>(b->data),
+				static_cast<const __half *>(sdata), static_cast<__half *>(p->dst),
+				rows, K);
+		else
+			bcg_pack_scale_kernel<__nv_bfloat16><<<g, 256, 0, stream>>>(
+				static_cast<const __nv_bfloat16 *>(b->data),
+				static_cast<const __nv_bfloat16 *>(sdata),
+				static_cast<__nv_bfloat16 *>(p->dst), rows, K);
+		rc = cuda_check_launch("bcg_pack_scale_kernel", msg, len);
 	} else {
 		int64_t blocks = (vectors + 255) / 256;
 		bcg_pack_mma_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0,
@@ -163,6 +200,7 @@ int cuda_pack_make(struct cuda_packs *packs, const struct op_tensor *b, int halv
 		return -1;
 	}
 	p->src = b->data;
+	p->scale = sdata;
 	p->rows = rows;
 	p->K = K;
 	p->halves = halves;
@@ -227,6 +265,8 @@ extern "C" int cuda_op_prepare(const struct op_call *call, const struct cuda_op_
 	case OP_MATMUL_ADD:
 	case OP_MATMUL_SILU_MUL:
 		return cuda_product_prepare(call->kind->id, call, ctx, keep, msg, len);
+	case OP_RMSNORM_MATMUL:
+		return cuda_rmsnorm_matmul_prepare(call, ctx, keep, msg, len);
 	default:
 		return 0;
 	}

@@ -769,8 +769,17 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * keep no bound: at VPT 8, 64 registers spilled 448 bytes a thread. */
 #define SM_ROWS_NORM_MINB(VPT) ((VPT) <= 4 ? 3 : 1)
 
-template <typename T, int EPI, bool NORM, int G, int TPR, int VPT, typename R>
-__global__ void __launch_bounds__(SM_ROWS_MAX_THREADS, NORM ? SM_ROWS_NORM_MINB(VPT) : 1)
+/* The rows kernel's NORM: none; the norm's weights loaded beside the
+ * token (rmsnorm_matmul's "gemv" and "rows": true converts to it); or
+ * already in the weight (rmsnorm_matmul's "rows_scaled": b is a copy of
+ * the weight with column k times the norm's weight k, CUDA_PACK_SCALED),
+ * so that only the token's squares are summed beside the product, in the
+ * plain kernel's registers and loads. */
+enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
+
+template <typename T, int EPI, int NORM, int G, int TPR, int VPT, typename R>
+__global__ void __launch_bounds__(SM_ROWS_MAX_THREADS,
+                                  NORM == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) : 1)
 bcg_smallm_rows_kernel(smallm_args p, R r)
 {
 	static_assert(sizeof(T) == 2 && TPR % 32 == 0, "16-byte pieces of 2-byte elements");
@@ -795,11 +804,12 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	 * before the wait, when marked and at VPT 8; else with the token's
 	 * pieces below (at VPT 4 one at a time, so that SM_ROWS_NORM_MINB's
 	 * blocks fit; at 16 they do not fit beside the row's). */
-	constexpr int NV = NORM ? VPT : 1;
+	constexpr bool NW = NORM == SM_NORM_WEIGHTS;   /* the norm's weights loaded */
+	constexpr int NV = NW ? VPT : 1;
 	const T *nw = static_cast<const T *>(p.w);
-	const bool nw_early = NORM && VPT <= 8 && VPT > 4 && p.w_const;
+	const bool nw_early = NW && VPT <= 8 && VPT > 4 && p.w_const;
 	uint4 nwv[NV];
-	if constexpr (NORM)
+	if constexpr (NW)
 		if (nw_early)
 #pragma unroll
 			for (int i = 0; i < NV; i++) {
@@ -827,7 +837,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	 * 16 pieces of the token and of the norm beside its row's 16; and at
 	 * VPT 4 one at a time, with the norm's loaded beside them, so that
 	 * SM_ROWS_NORM_MINB's blocks fit. */
-	constexpr int CH = NORM && VPT > 8 ? 8 : NORM && VPT <= 4 ? 1 : VPT;
+	constexpr int CH = NW && VPT > 8 ? 8 : NW && VPT <= 4 ? 1 : VPT;
 	float acc = 0.0f, ss = 0.0f;
 #pragma unroll
 	for (int i0 = 0; i0 < VPT; i0 += CH) {
@@ -836,7 +846,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 		for (int i = 0; i < CH; i++) {
 			const int64_t u = u0 + l + (int64_t)(i0 + i) * TPR;
 			xv[i] = u < u1 ? *reinterpret_cast<const uint4 *>(x + u * V) : zero;
-			if constexpr (NORM)
+			if constexpr (NW)
 				if (!nw_early)
 					nwv[i0 + i] = u < u1 ? cuda_ld_keep(nw + u * V) : zero;
 		}
@@ -845,13 +855,19 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 			float wf[V], xf[V];
 			cuda_widen16<T>(wv[i0 + i], wf);
 			cuda_widen16<T>(xv[i], xf);
-			if constexpr (NORM) {
+			if constexpr (NW) {
 				float nf[V];
 				cuda_widen16<T>(nwv[i0 + i], nf);
 #pragma unroll
 				for (int e = 0; e < V; e++) {
 					ss = fmaf(xf[e], xf[e], ss);
 					acc = fmaf(wf[e], __fmul_rn(xf[e], nf[e]), acc);
+				}
+			} else if constexpr (NORM == SM_NORM_SCALED) {
+#pragma unroll
+				for (int e = 0; e < V; e++) {
+					ss = fmaf(xf[e], xf[e], ss);
+					acc = fmaf(wf[e], xf[e], acc);
 				}
 			} else {
 #pragma unroll
@@ -1575,7 +1591,7 @@ static bool smallm_plan_gemv(enum op_id id, const struct cuda_product *p, int G,
 	return false;
 }
 
-template <typename T, int EPI, bool NORM, int G, typename R>
+template <typename T, int EPI, int NORM, int G, typename R>
 static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args &args,
                                 int shape, const R &r, char *msg, size_t len)
 {
@@ -1596,8 +1612,9 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	                   msg, len, args, r);
 }
 
-/* The rows kernel of EPI (NORM: rmsnorm_matmul's fold) for DTYPE. */
-template <int EPI, bool NORM, int G, typename R = smallm_none>
+/* The rows kernel of EPI (NORM: rmsnorm_matmul's fold, SM_NORM_*) for
+ * DTYPE. */
+template <int EPI, int NORM, int G, typename R = smallm_none>
 static int smallm_rows_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_args &args,
                               int shape, char *msg, size_t len, const R &r = R())
 {
@@ -1689,7 +1706,7 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	if (impl == CUDA_IMPL_CUBLAS || impl == CUDA_IMPL_CUBLAS_CLASS)
 		return cuda_product_cublas(id, call, impl == CUDA_IMPL_CUBLAS_CLASS, ctx, msg, len);
 	if (impl == CUDA_IMPL_WGMMA || impl == CUDA_IMPL_WGMMA_WHOLE) {
-		const void *packed = cuda_pack_find(ctx->packs, p.b, smallm_pack_halves(id),
+		const void *packed = cuda_pack_find(ctx->packs, p.b, NULL, smallm_pack_halves(id),
 		                                    CUDA_PACK_WGMMA);
 		if (packed == NULL)
 			return smallm_no_copy(who, impl, id, &p, msg, len);
@@ -1712,8 +1729,8 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 			return smallm_bulk_launch<EPI_ADD, false>(ctx, p.a->dtype, args, msg, len);
 		if (pl.ksplit > 1) {    /* rows: matmul_add, merged by a kernel */
 			args.counters = NULL;
-			if (smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
-			                                          len))
+			if (smallm_rows_launch<EPI_ADD, SM_NORM_NONE, 2>(ctx, p.a->dtype, args, shape,
+			                                                 msg, len))
 				return -1;
 			return cuda_launch(ctx, "bcg_smallm_merge_kernel", bcg_smallm_merge_kernel,
 			                   dim3((unsigned)smallm_ceil_div(p.N, SM_MERGE_THREADS)),
@@ -1721,14 +1738,14 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 		}
 		switch (id) {
 		case OP_MATMUL_ADD:
-			return smallm_rows_launch<EPI_ADD, false, 2>(ctx, p.a->dtype, args, shape, msg,
-			                                             len);
+			return smallm_rows_launch<EPI_ADD, SM_NORM_NONE, 2>(ctx, p.a->dtype, args,
+			                                                 shape, msg, len);
 		case OP_MATMUL_SILU_MUL:
-			return smallm_rows_launch<EPI_SILU, false, 2>(ctx, p.a->dtype, args, shape, msg,
-			                                              len);
+			return smallm_rows_launch<EPI_SILU, SM_NORM_NONE, 2>(ctx, p.a->dtype, args,
+			                                                  shape, msg, len);
 		default:
-			return smallm_rows_launch<EPI_NONE, false, 2>(ctx, p.a->dtype, args, shape, msg,
-			                                              len);
+			return smallm_rows_launch<EPI_NONE, SM_NORM_NONE, 2>(ctx, p.a->dtype, args,
+			                                                  shape, msg, len);
 		}
 	}
 	/* mma_packed: mma's plan, on the weight's copy. */
@@ -1737,7 +1754,8 @@ static int cuda_run_product(enum op_id id, const struct op_call *call,
 	if (smallm_args_fill(who, &p, &pl, ctx, &args, msg, len))
 		return -1;
 	if (impl == CUDA_IMPL_MMA_PACKED &&
-	    (args.b = cuda_pack_find(ctx->packs, p.b, smallm_pack_halves(id), CUDA_PACK_MMA)) ==
+	    (args.b = cuda_pack_find(ctx->packs, p.b, NULL, smallm_pack_halves(id),
+	                             CUDA_PACK_MMA)) ==
 	    NULL)
 		return smallm_no_copy(who, impl, id, &p, msg, len);
 
@@ -1769,7 +1787,7 @@ int cuda_product_prepare(enum op_id id, const struct op_call *call,
 	if (ctx->packs == NULL)
 		return cuda_fail(msg, len, "%s: %s needs a context that keeps packed weights",
 		                 smallm_kind_name(id), name);
-	return cuda_pack_make(ctx->packs, p.b, smallm_pack_halves(id),
+	return cuda_pack_make(ctx->packs, p.b, NULL, smallm_pack_halves(id),
 	                      impl == CUDA_IMPL_MMA_PACKED ? CUDA_PACK_MMA : CUDA_PACK_WGMMA, keep,
 	                      ctx->stream, msg, len);
 }
@@ -1913,8 +1931,29 @@ int cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl)
 		return smallm_layout_ok(&p) && smallm_rows_takes(&p, 2, true) &&
 		       p.K % 8 == 0 && cuda_aligned16(p.a) && cuda_aligned16(p.b) &&
 		       cuda_aligned16(&call->in[1]);
+	case CUDA_IMPL_RNM_ROWS_SCALED:
+		/* rows on a copy of b scaled by w, made once: both weights */
+		return cuda_rmsnorm_matmul_usable(call, CUDA_IMPL_RNM_ROWS) &&
+		       smallm_b_is_weight(&prod, &p) && cuda_const_bit(call, 1, 0) != 0;
 	}
 	return 0;
+}
+
+int cuda_rmsnorm_matmul_prepare(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                int keep, char *msg, size_t len)
+{
+	const char *who = "rmsnorm_matmul";
+
+	if (call->impl != CUDA_IMPL_RNM_ROWS_SCALED)
+		return 0;
+	if (!cuda_rmsnorm_matmul_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: rows_scaled cannot run this call (one token "
+		                 "of f16 or bf16, b [N, K] and w both weights)", who);
+	if (ctx->packs == NULL)
+		return cuda_fail(msg, len, "%s: rows_scaled needs a context that keeps packed "
+		                 "weights", who);
+	return cuda_pack_make(ctx->packs, &call->in[2], &call->in[1], 1, CUDA_PACK_SCALED, keep,
+	                      ctx->stream, msg, len);
 }
 
 /* Where h starts in the scratch: behind the product's scratch (counters
@@ -1992,9 +2031,17 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
  * it fits, else the rows kernel); "rows" is that fold on the rows kernel
  * alone, one token only: small blocks that load their weight rows into
  * registers before the PDL wait, as gemv did before the bulk kernel,
- * which in some steps the tuner prefers; "split" runs bcg_rmsnorm_kernel
- * into h in the scratch, behind the product's own scratch, then the
- * product on h (two kernels, any M). */
+ * which in some steps the tuner prefers; "rows_scaled" is "rows" on a
+ * copy of b with column k times w[k] (CUDA_PACK_SCALED, made by
+ * cuda_op_prepare), so that the kernel loads and holds only what the
+ * plain product does, and sums the token's squares beside it: the
+ * twenty-second session's "rows" lost to "split" by its norm's
+ * registers (64 against 40: fewer blocks) or, held to 42, by loading the
+ * token and the norm's weights one piece at a time after the wait; "split"
+ * runs bcg_rmsnorm_kernel into h in the scratch, behind the product's own
+ * scratch, then the product on h (two kernels, any M). rows_scaled's
+ * result differs from "rows" by the copy's rounding of w[k] * b[n, k] to
+ * b's dtype (2^-9 of it in bf16). */
 extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
                                        const struct cuda_op_ctx *ctx, char *msg, size_t len)
 {
@@ -2020,7 +2067,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 	if (p.M <= 0 || p.N <= 0)
 		return 0;
 
-	if (call->impl == CUDA_IMPL_RNM_GEMV || call->impl == CUDA_IMPL_RNM_ROWS) {
+	if (call->impl == CUDA_IMPL_RNM_GEMV || call->impl == CUDA_IMPL_RNM_ROWS ||
+	    call->impl == CUDA_IMPL_RNM_ROWS_SCALED) {
 		struct smallm_plan pl;
 		int shape = 0;
 		smallm_args args;
@@ -2033,14 +2081,30 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		args.b_const = cuda_const_bit(&prod, 1, 0) != 0;
 		args.w_const = cuda_const_bit(call, 1, 0) != 0;
 		const bool silu = id == OP_MATMUL_SILU_MUL;
+		if (call->impl == CUDA_IMPL_RNM_ROWS_SCALED) {
+			/* usable: rows takes it, b and w weights */
+			args.b = cuda_pack_find(ctx->packs, p.b, w, 1, CUDA_PACK_SCALED);
+			if (args.b == NULL)
+				return cuda_fail(msg, len, "%s: rows_scaled has no scaled copy of "
+				                 "its weight [%lld, %lld] (cuda_op_prepare makes it "
+				                 "before the first launch)", who, (long long)p.NB,
+				                 (long long)p.K);
+			if (silu)
+				return smallm_rows_launch<EPI_SILU, SM_NORM_SCALED, 2>(
+					ctx, x->dtype, args, shape, msg, len);
+			return smallm_rows_launch<EPI_NONE, SM_NORM_SCALED, 2>(ctx, x->dtype, args,
+			                                                       shape, msg, len);
+		}
 		if (rows && call->impl == CUDA_IMPL_RNM_GEMV &&
 		    smallm_bulk_fits(&p, silu, true, args.b_const, ctx))
 			return silu ? smallm_bulk_launch<EPI_SILU, true>(ctx, x->dtype, args, msg, len)
 			            : smallm_bulk_launch<EPI_NONE, true>(ctx, x->dtype, args, msg, len);
 		if (rows && silu)
-			return smallm_rows_launch<EPI_SILU, true, 2>(ctx, x->dtype, args, shape, msg, len);
+			return smallm_rows_launch<EPI_SILU, SM_NORM_WEIGHTS, 2>(ctx, x->dtype, args,
+			                                                        shape, msg, len);
 		if (rows)
-			return smallm_rows_launch<EPI_NONE, true, 2>(ctx, x->dtype, args, shape, msg, len);
+			return smallm_rows_launch<EPI_NONE, SM_NORM_WEIGHTS, 2>(ctx, x->dtype, args,
+			                                                        shape, msg, len);
 		if (id == OP_MATMUL_SILU_MUL)
 			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
 		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
@@ -2262,8 +2326,8 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		r.S = cuda_rows(&call->out[1]);
 		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
 		if (rows)
-			return smallm_rows_launch<EPI_ROPE, true, 4>(ctx, x->dtype, args, shape, msg, len,
-			                                             r);
+			return smallm_rows_launch<EPI_ROPE, SM_NORM_WEIGHTS, 4>(ctx, x->dtype, args,
+			                                                        shape, msg, len, r);
 		dim3 grid((unsigned)pl.nblocks, (unsigned)pl.ksplit);
 		switch (x->dtype) {
 		case PLAN_DTYPE_F16:

@@ -76,7 +76,8 @@ static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_cl
 static const char *const impl_attention[] = { "split", "twopass", "cluster", "split_early",
 	                                       "cluster_early", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
-static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", NULL };
+static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", "rows_scaled",
+                                                   NULL };
 static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", NULL };
 static const char *const impl_decoder_layer[] = { "persistent", "split", NULL };
 static const char *const impl_one[] = { "std", NULL };

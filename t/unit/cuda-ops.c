@@ -2195,16 +2195,18 @@ static int rnm_tokens_fit(int dt, int64_t M, int64_t K)
 /* What cuda_impl_usable must say: gemv wants [N, K] weights, M <= 8, K a
  * multiple of the 16-byte vector, the tokens within its shared memory and
  * 16-byte aligned operands; rows the same at one token of f16 or bf16
- * with K within its 2048 pieces; split runs whatever some product
+ * with K within its 2048 pieces; rows_scaled rows' where b and w are
+ * both marked weights (MARKED); split runs whatever some product
  * implementation runs (cuBLAS: everything here). */
-static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned)
+static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int aligned,
+                             int marked)
 {
 	if (impl == 0)
 		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
 		       rnm_tokens_fit(dt, M, K) && aligned;
-	if (impl == 2)
+	if (impl == 2 || impl == 3)
 		return tb && M == 1 && (dt == PLAN_DTYPE_F16 || dt == PLAN_DTYPE_BF16) &&
-		       K % 8 == 0 && K / 8 <= 2048 && aligned;
+		       K % 8 == 0 && K / 8 <= 2048 && aligned && (impl == 2 || marked);
 	return 1;
 }
 
@@ -2227,23 +2229,27 @@ static void test_rmsnorm_matmul(struct env *e)
 			int dt = float_dtypes[d];
 			for (int s = 0; s < nshapes; s++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
-				for (int variant = 0; variant < 3; variant++) {
-					/* 0: plain; 1: misaligned operands; 2: [K, N] weights */
+				for (int variant = 0; variant < 4; variant++) {
+					/* 0: plain; 1: misaligned operands; 2: [K, N] weights;
+					 * 3: b and w marked weights (rows_scaled's copy) */
 					int tb = variant != 2, shift = variant == 1 ? (int)dtype_size(dt) : 0;
-					if (variant != 0 && s % 4 != 1)
+					int marked = variant == 3;
+					if (variant != 0 && s % 4 != 1 && !(marked && M == 1))
 						continue;
 					rnm_bufs_init(e, &rb, dt, M, N, K, silu, tb, (size_t)shift);
 					rnm_case_init(&c, &rb, silu, tb);
+					c.const_in = marked ? 1u << 1 | 1u << 2 : 0;
 					struct op_call q;
 					tcase_call(&c, &q, 1);
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
-						int want = rnm_expect_usable(impl, dt, M, K, tb, shift == 0);
+						int want = rnm_expect_usable(impl, dt, M, K, tb, shift == 0, marked);
 						char what[160];
-						snprintf(what, sizeof what, "rmsnorm_matmul %s %s M %lld N %lld K %lld%s%s",
-						         silu ? "silu_mul" : "none", dtype_name(dt), (long long)M,
-						         (long long)N, (long long)K, tb ? "" : " b [K,N]",
-						         shift ? " misaligned" : "");
+						snprintf(what, sizeof what, "rmsnorm_matmul %s %s M %lld N %lld K "
+						         "%lld%s%s%s", silu ? "silu_mul" : "none", dtype_name(dt),
+						         (long long)M, (long long)N, (long long)K,
+						         tb ? "" : " b [K,N]", shift ? " misaligned" : "",
+						         marked ? " weights marked" : "");
 						if (!usable_as_expected(e, &c, &q, impl, want, what))
 							continue;
 						c.impl = impl;
@@ -2301,8 +2307,8 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
 				if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
 					continue;       /* gemv: at most 8 tokens, in its shared memory */
-				if (impl == 2 && M != 1)
-					continue;       /* rows: one token */
+				if (impl >= 2 && M != 1)
+					continue;       /* rows, rows_scaled: one token */
 				struct rnm_bufs rb;
 				struct tcase c;
 				struct op_call call;
@@ -2317,11 +2323,15 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 				rnm_case_init(&c, &rb, silu, 1);
 				c.impl = impl;
 				c.scratch = op_scratch(&c);
+				/* rows_scaled's weights marked: it reads their copy */
+				c.const_in = impl == 3 ? 1u << 1 | 1u << 2 : 0;
 				tcase_call(&c, &call, 1);
 				ctx.scratch = scratch_alloc(c.scratch);
 				ctx.scratch_bytes = c.scratch;
-				same = replays_give_uncaptured(e, c.id, &call, &ctx, &rb.out, &rc, msg,
-				                               sizeof msg);
+				rc = tcase_prepare(&c, &call, &ctx, msg, sizeof msg);
+				same = rc == 0 && replays_give_uncaptured(e, c.id, &call, &ctx, &rb.out,
+				                                          &rc, msg, sizeof msg);
+				cuda_packs_trim(ctx.packs);
 				same &= scratch_counters_zero(ctx.scratch, c.scratch);
 				ok(rc == 0 && same, "rmsnorm_matmul %s bf16 M %lld N %lld K %lld [%s], %zu "
 				   "bytes of scratch: graph replays, PDL off and on, give the eager bits%s%s",
