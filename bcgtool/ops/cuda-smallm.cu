@@ -777,9 +777,25 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
  * plain kernel's registers and loads. */
 enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
 
+/* The rows kernel's block: S * TPR threads, S its weight rows (two a
+ * column with silu_mul). */
+#define SM_ROWS_BLOCK(EPI, G, TPR) (((EPI) == EPI_SILU ? 2 * (G) : (G)) * (TPR))
+/* SM_NORM_SCALED's launch bounds where a thread holds 4 pieces: the plain
+ * kernel's occupancy, 1280 threads a multiprocessor (48 registers: 5
+ * blocks of 256). Left to itself ptxas gave the fold 60 registers (sm_90;
+ * the squares' sum and its reduction beside the product's), 4 such
+ * blocks, a fifth fewer weight bytes in flight. */
+#define SM_ROWS_SCALED_THREADS 1280
+#define SM_ROWS_BOUND_THREADS(EPI, NORM, G, TPR, VPT) \
+	((NORM) == SM_NORM_SCALED && (VPT) <= 4 ? SM_ROWS_BLOCK(EPI, G, TPR) : SM_ROWS_MAX_THREADS)
+#define SM_ROWS_BOUND_MINB(EPI, NORM, G, TPR, VPT) \
+	((NORM) == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) \
+	 : (NORM) == SM_NORM_SCALED && (VPT) <= 4 ? \
+	   SM_ROWS_SCALED_THREADS / SM_ROWS_BLOCK(EPI, G, TPR) : 1)
+
 template <typename T, int EPI, int NORM, int G, int TPR, int VPT, typename R>
-__global__ void __launch_bounds__(SM_ROWS_MAX_THREADS,
-                                  NORM == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) : 1)
+__global__ void __launch_bounds__(SM_ROWS_BOUND_THREADS(EPI, NORM, G, TPR, VPT),
+                                  SM_ROWS_BOUND_MINB(EPI, NORM, G, TPR, VPT))
 bcg_smallm_rows_kernel(smallm_args p, R r)
 {
 	static_assert(sizeof(T) == 2 && TPR % 32 == 0, "16-byte pieces of 2-byte elements");
