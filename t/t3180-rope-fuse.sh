@@ -10,7 +10,7 @@ and split over two ranks. On CUDA the fused kernels may sum the norm and
 the product in another order: the two must agree within a relative 1e-2
 of each logits row'"'"'s largest magnitude (t/compare-outputs.py), and the
 captured graphs must replay bit for bit as their eager steps, under
-either implementation (gemv, split).'
+each implementation (gemv, split, and rows_scaled at one token).'
 . "$(dirname "$0")/test-lib.sh"
 
 compare="$TEST_DIRECTORY/compare-outputs.py"
@@ -87,7 +87,15 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 		bcg inspect --choices $impl.plan >choices &&
 		test $(grep -c "  rmsnorm_matmul_rope_kv_write  $impl  " choices) = 8 &&
 		replay_bit_exact cuda 1 $impl 1 8 || return 1
-	done
+	done &&
+	args= &&
+	for op in qkv.0 qkv.1; do
+		args="$args choice 1 $op rows_scaled tuned gemv=1,split=2,rows_scaled=3" || return 1
+	done &&
+	"$edit" cuda-full.plan rows_scaled.plan $args &&
+	bcg inspect --choices rows_scaled.plan >choices &&
+	test $(grep -c "  rmsnorm_matmul_rope_kv_write  rows_scaled  " choices) = 2 &&
+	replay_bit_exact cuda 1 rows_scaled 1
 '
 
 test_expect_success CUDA,PYTHON3 'cuda: the full-size fused sample agrees with llama-3.2-1b within 1e-2' '

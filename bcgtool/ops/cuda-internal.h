@@ -159,7 +159,8 @@ enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attenti
 enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1, CUDA_IMPL_RNM_ROWS = 2, /* rmsnorm_matmul */
        CUDA_IMPL_RNM_ROWS_SCALED = 3 };
-enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1 };   /* rmsnorm_matmul_rope_kv_write */
+enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1,    /* rmsnorm_matmul_rope_kv_write */
+       CUDA_IMPL_RRK_ROWS_SCALED = 2 };
 enum { CUDA_IMPL_DL_PERSISTENT = 0, CUDA_IMPL_DL_SPLIT = 1 };   /* decoder_layer */
 
 /* cuda_impl_usable by op id, for the launchers, which are not given
@@ -196,8 +197,12 @@ int    cuda_rmsnorm_matmul_usable(const struct op_call *call, int impl);
 int    cuda_rmsnorm_matmul_prepare(const struct op_call *call, const struct cuda_op_ctx *ctx,
                                    int keep, char *msg, size_t len);
 size_t cuda_rmsnorm_matmul_scratch_bytes(const struct op_call *call);
-/* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*) */
+/* cuda-smallm.cu: rmsnorm_matmul_rope_kv_write (CUDA_IMPL_RRK_*); _prepare as
+ * rmsnorm_matmul's */
 int    cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int impl);
+int    cuda_rmsnorm_matmul_rope_kv_write_prepare(const struct op_call *call,
+                                                 const struct cuda_op_ctx *ctx, int keep,
+                                                 char *msg, size_t len);
 size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call);
 /* cuda-layer.cu: decoder_layer (CUDA_IMPL_DL_*) */
 int    cuda_decoder_layer_usable(const struct op_call *call, int impl);

@@ -267,6 +267,8 @@ extern "C" int cuda_op_prepare(const struct op_call *call, const struct cuda_op_
 		return cuda_product_prepare(call->kind->id, call, ctx, keep, msg, len);
 	case OP_RMSNORM_MATMUL:
 		return cuda_rmsnorm_matmul_prepare(call, ctx, keep, msg, len);
+	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
+		return cuda_rmsnorm_matmul_rope_kv_write_prepare(call, ctx, keep, msg, len);
 	default:
 		return 0;
 	}

@@ -2100,6 +2100,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		if (call->impl == CUDA_IMPL_RNM_ROWS_SCALED) {
 			/* usable: rows takes it, b and w weights */
 			args.b = cuda_pack_find(ctx->packs, p.b, w, 1, CUDA_PACK_SCALED);
+			if (!rows)
+				return cuda_fail(msg, len, "%s: rows_scaled needs the rows kernel", who);
 			if (args.b == NULL)
 				return cuda_fail(msg, len, "%s: rows_scaled has no scaled copy of "
 				                 "its weight [%lld, %lld] (cuda_op_prepare makes it "
@@ -2239,8 +2241,29 @@ int cuda_rmsnorm_matmul_rope_kv_write_usable(const struct op_call *call, int imp
 		       cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_GEMV);
 	case CUDA_IMPL_RRK_SPLIT:
 		return cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_SPLIT);
+	case CUDA_IMPL_RRK_ROWS_SCALED:
+		/* gemv's rows kernel on rmsnorm_matmul's rows_scaled copy */
+		return call->attr[RKV_HEAD_DIM].i % 4 == 0 &&
+		       cuda_rmsnorm_matmul_usable(&rnm, CUDA_IMPL_RNM_ROWS_SCALED);
 	}
 	return 0;
+}
+
+int cuda_rmsnorm_matmul_rope_kv_write_prepare(const struct op_call *call,
+                                              const struct cuda_op_ctx *ctx, int keep,
+                                              char *msg, size_t len)
+{
+	struct op_call rnm;
+
+	if (call->impl != CUDA_IMPL_RRK_ROWS_SCALED)
+		return 0;
+	if (!cuda_rmsnorm_matmul_rope_kv_write_usable(call, call->impl))
+		return cuda_fail(msg, len, "rmsnorm_matmul_rope_kv_write: rows_scaled cannot run "
+		                 "this call (one token of f16 or bf16, head_dim a multiple of 4, b "
+		                 "[QKV, K] and w both weights)");
+	rrk_norm_call(call, NULL, &rnm);
+	rnm.impl = CUDA_IMPL_RNM_ROWS_SCALED;
+	return cuda_rmsnorm_matmul_prepare(&rnm, ctx, keep, msg, len);
 }
 
 /* Where qkv starts in the scratch: behind what rmsnorm_matmul's either
@@ -2289,22 +2312,25 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 	const char *who = "rmsnorm_matmul_rope_kv_write";
 	struct op_call rnm;
 
-	if (call->impl != CUDA_IMPL_RRK_GEMV && call->impl != CUDA_IMPL_RRK_SPLIT)
+	const bool scaled = call->impl == CUDA_IMPL_RRK_ROWS_SCALED;
+
+	if (call->impl != CUDA_IMPL_RRK_GEMV && call->impl != CUDA_IMPL_RRK_SPLIT && !scaled)
 		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
 	if (!cuda_rmsnorm_matmul_rope_kv_write_usable(call, call->impl))
 		return cuda_fail(msg, len, "%s: implementation %s cannot run these operands (x [M, "
 		                 "K] with M %s, w [K], b [QKV, K], pos i32 [M], q and the caches of "
 		                 "heads, kv_heads and head_dim%s)", who,
-		                 call->impl == CUDA_IMPL_RRK_GEMV ? "gemv" : "split",
-		                 call->impl == CUDA_IMPL_RRK_GEMV ? "<= 8" : "any",
-		                 call->impl == CUDA_IMPL_RRK_GEMV ? " a multiple of 4" : "");
+		                 cuda_impl_name(OP_RMSNORM_MATMUL_ROPE_KV_WRITE, call->impl),
+		                 call->impl == CUDA_IMPL_RRK_SPLIT ? "any"
+		                 : scaled ? "1 of f16 or bf16 (w and b weights)" : "<= 8",
+		                 call->impl == CUDA_IMPL_RRK_SPLIT ? "" : " a multiple of 4");
 	rrk_norm_call(call, NULL, &rnm);
 	const int64_t M = rnm.out[0].dim[0], QKV = rnm.out[0].dim[1];
 	if (M <= 0 || QKV <= 0)
 		return 0;
 	const size_t off = rrk_qkv_offset(&rnm);
 
-	if (call->impl == CUDA_IMPL_RRK_GEMV) {
+	if (call->impl == CUDA_IMPL_RRK_GEMV || scaled) {
 		const struct op_tensor *x = &call->in[RRK_X];
 		const int64_t D = call->attr[RKV_HEAD_DIM].i;
 		struct op_call prod;
@@ -2341,6 +2367,18 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		r.KVH = (int)call->attr[RKV_KV_HEADS].i;
 		r.S = cuda_rows(&call->out[1]);
 		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
+		if (scaled) {
+			/* usable: the rows kernel takes it, b and w weights */
+			args.b = cuda_pack_find(ctx->packs, p.b, &call->in[RRK_W], 1, CUDA_PACK_SCALED);
+			if (!rows)
+				return cuda_fail(msg, len, "%s: rows_scaled needs the rows kernel", who);
+			if (args.b == NULL)
+				return cuda_fail(msg, len, "%s: rows_scaled has no scaled copy of its "
+				                 "weight [%lld, %lld] (cuda_op_prepare makes it before the "
+				                 "first launch)", who, (long long)p.NB, (long long)p.K);
+			return smallm_rows_launch<EPI_ROPE, SM_NORM_SCALED, 4>(ctx, x->dtype, args,
+			                                                       shape, msg, len, r);
+		}
 		if (rows)
 			return smallm_rows_launch<EPI_ROPE, SM_NORM_WEIGHTS, 4>(ctx, x->dtype, args,
 			                                                        shape, msg, len, r);

@@ -78,7 +78,8 @@ static const char *const impl_attention[] = { "split", "twopass", "cluster", "sp
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", "rows_scaled",
                                                    NULL };
-static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", NULL };
+static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", "rows_scaled",
+                                                                 NULL };
 static const char *const impl_decoder_layer[] = { "persistent", "split", NULL };
 static const char *const impl_one[] = { "std", NULL };
 

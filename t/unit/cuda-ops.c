@@ -2426,13 +2426,17 @@ static void rrk_case_init(struct tcase *c, struct rrk_bufs *rb, int64_t H, int64
 
 /* gemv: [QKV, K] weights, M <= 8, K a multiple of the 16-byte vector,
  * the tokens within its shared memory, aligned operands, head_dim a
- * multiple of 4 (a block's two pairs); split: everything here. */
+ * multiple of 4 (a block's two pairs); rows_scaled: rmsnorm_matmul's at
+ * head_dim a multiple of 4 (MARKED: w and b weights); split: everything
+ * here. */
 static int rrk_expect_usable(int impl, int dt, int64_t M, int64_t K, int64_t D, int tb,
-                             int aligned)
+                             int aligned, int marked)
 {
 	if (impl == 0)
 		return tb && M <= 8 && K % (16 / (int64_t)dtype_size(dt)) == 0 &&
 		       rnm_tokens_fit(dt, M, K) && aligned && D % 4 == 0;
+	if (impl == 2)
+		return rnm_expect_usable(3, dt, M, K, tb, aligned, marked) && D % 4 == 0;
 	return 1;
 }
 
@@ -2462,25 +2466,29 @@ static void test_rmsnorm_matmul_rope_kv_write(struct env *e)
 			int64_t H = cfg[k][0], KVH = cfg[k][1], D = cfg[k][2], K = cfg[k][3];
 			for (int mi = 0; mi < (int)(sizeof Ms / sizeof Ms[0]); mi++) {
 				int64_t M = Ms[mi];
-				for (int variant = 0; variant < 3; variant++) {
-					/* 0: plain; 1: misaligned operands; 2: [K, QKV] weights */
+				for (int variant = 0; variant < 4; variant++) {
+					/* 0: plain; 1: misaligned operands; 2: [K, QKV] weights;
+					 * 3: w and b marked weights (rows_scaled's copy) */
 					int tb = variant != 2, shift = variant == 1 ? (int)dtype_size(dt) : 0;
+					int marked = variant == 3;
 					const union op_value *sc = (mi + k) % 2 ? llama3 : NULL;
-					if (variant != 0 && mi % 4 != 1)
+					if (variant != 0 && mi % 4 != 1 && !(marked && M == 1))
 						continue;
 					rrk_bufs_init(e, &rb, dt, M, K, H, KVH, D, tb, (size_t)shift);
 					rrk_case_init(&c, &rb, H, KVH, D, tb, sc);
+					c.const_in = marked ? 1u << RRK_W | 1u << RRK_B : 0;
 					struct op_call q;
 					tcase_call(&c, &q, 1);
 					q.kind = kind_stub(c.id);
 					for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
-						int want = rrk_expect_usable(impl, dt, M, K, D, tb, shift == 0);
+						int want = rrk_expect_usable(impl, dt, M, K, D, tb, shift == 0,
+						                             marked);
 						char what[176];
 						snprintf(what, sizeof what, "rmsnorm_matmul_rope_kv_write %s M %lld "
-						         "K %lld heads %lld/%lld x %lld%s%s%s", dtype_name(dt),
+						         "K %lld heads %lld/%lld x %lld%s%s%s%s", dtype_name(dt),
 						         (long long)M, (long long)K, (long long)H, (long long)KVH,
 						         (long long)D, sc ? " llama3" : "", tb ? "" : " b [K,QKV]",
-						         shift ? " misaligned" : "");
+						         shift ? " misaligned" : "", marked ? " weights marked" : "");
 						if (!usable_as_expected(e, &c, &q, impl, want, what))
 							continue;
 						c.impl = impl;
@@ -2845,11 +2853,13 @@ static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
 	};
 
 	for (int s = 0; s < (int)(sizeof cfg / sizeof cfg[0]); s++) {
-		for (int impl = 0; impl < 2; impl++) {
+		for (int impl = 0; impl < 3; impl++) {
 			int64_t M = cfg[s][0], K = cfg[s][1], H = cfg[s][2], KVH = cfg[s][3];
 			int64_t D = cfg[s][4];
 			if (impl == 0 && (M > 8 || !rnm_tokens_fit(PLAN_DTYPE_BF16, M, K)))
 				continue;       /* gemv: at most 8 tokens, in its shared memory */
+			if (impl == 2 && M != 1)
+				continue;       /* rows_scaled: one token */
 			struct rrk_bufs rb;
 			struct tcase c;
 			struct op_call call;
@@ -2872,9 +2882,12 @@ static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
 			rrk_case_init(&c, &rb, H, KVH, D, 1, NULL);
 			c.impl = impl;
 			c.scratch = op_scratch(&c);
+			/* rows_scaled's weights marked: it reads their copy */
+			c.const_in = impl == 2 ? 1u << RRK_W | 1u << RRK_B : 0;
 			tcase_call(&c, &call, 1);
 			ctx.scratch = scratch_alloc(c.scratch);
 			ctx.scratch_bytes = c.scratch;
+			rc |= tcase_prepare(&c, &call, &ctx, msg, sizeof msg);
 			for (int o = 0; o < 3; o++) {
 				want[o] = malloc(outs[o]->bytes);
 				got[o] = malloc(outs[o]->bytes);
@@ -2923,6 +2936,7 @@ static void test_rmsnorm_matmul_rope_kv_write_replays(struct env *e)
 			}
 			if (ctx.scratch)
 				CK(cudaFree(ctx.scratch));
+			cuda_packs_trim(ctx.packs);     /* rows_scaled's copy of rb.b */
 			rrk_bufs_free(&rb);
 		}
 	}
