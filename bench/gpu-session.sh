@@ -1674,7 +1674,7 @@ PY
 			sed 's/^/  /' moe-report-$v.txt | tee -a "$summary"
 		done
 		# the MoE results of the check stage's tests, when it ran
-		grep -hE '(moe|MoE|mixtral|qwen2-moe|qwen3-moe|gated_add)' "$log/t/cuda-ops.log" \
+		grep -hE '(moe|MoE|mixtral|qwen2-moe|qwen3-moe|gated_add)' "$log/t/cuda-ops-rest.log" \
 			"$log/t/t7100-hf-import.log" 2>/dev/null | grep -E '^(ok|not ok)' |
 			awk '/^not ok/ { bad++; print "  " $0 } END { printf "  moe: %d MoE test lines not ok\n", bad }' |
 			tee -a "$summary"
@@ -1874,15 +1874,15 @@ PY
 		;;
 	layer)
 		if [ "${LAYER_CHECK:-1}" != 0 ]; then
-			(cd "$build" && make check TESTS='t/unit/cuda-ops') >layer-check.txt 2>&1
-			grep -E '^# decoder_layer H' "$build/t/unit/cuda-ops.log" | sed 's/^/  /' |
+			(cd "$build" && make check TESTS='t/unit/cuda-ops-rest.sh') >layer-check.txt 2>&1
+			grep -E '^# decoder_layer H' "$build/t/unit/cuda-ops-rest.log" | sed 's/^/  /' |
 				tee -a "$summary"
 			say "layer: check cuda-ops: exit $?"
-			grep -E '^(ok|not ok) .*decoder_layer' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+			grep -E '^(ok|not ok) .*decoder_layer' "$build/t/unit/cuda-ops-rest.log" 2>/dev/null |
 				awk '/^ok/ { n++ } /^not ok/ { bad++; print "  " $0 }
 				     END { printf "  decoder_layer: %d ok, %d not ok\n", n, bad }' |
 				head -30 | tee -a "$summary"
-			grep -E '^# (seed|Looks|Failed)|^not ok' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+			grep -E '^# (seed|Looks|Failed)|^not ok' "$build/t/unit/cuda-ops-rest.log" 2>/dev/null |
 				head -10 | sed 's/^/  /' | tee -a "$summary"
 		fi
 		for c in "llama-3.2-1b tuned" "llama-3.2-1b-layer tuned" "llama-decode tuned" \
@@ -1947,15 +1947,15 @@ PY
 		done
 		;;
 	fold)
-		(cd "$build" && make check TESTS='t/unit/cuda-ops t/t3170-rmsnorm-fold.sh t/t3180-rope-fuse.sh') \
+		(cd "$build" && make check TESTS='t/unit/cuda-ops-norms.sh t/t3170-rmsnorm-fold.sh t/t3180-rope-fuse.sh') \
 			>fold-check.txt 2>&1
 		say "fold: check cuda-ops t3170 t3180: exit $?"
-		grep -E '^(ok|not ok) .*rmsnorm_matmul' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+		grep -E '^(ok|not ok) .*rmsnorm_matmul' "$build/t/unit/cuda-ops-norms.log" 2>/dev/null |
 			grep -c '^ok' | sed 's/^/  rmsnorm_matmul cases passed in cuda-ops: /' | tee -a "$summary"
-		grep -E '^(ok|not ok) .*rmsnorm_matmul_rope_kv_write' "$build/t/unit/cuda-ops.log" \
+		grep -E '^(ok|not ok) .*rmsnorm_matmul_rope_kv_write' "$build/t/unit/cuda-ops-norms.log" \
 			2>/dev/null | grep -c '^ok' |
 			sed 's/^/  of them rmsnorm_matmul_rope_kv_write: /' | tee -a "$summary"
-		grep -hE '^not ok' "$build/t/unit/cuda-ops.log" "$build/t/t3170-rmsnorm-fold.log" \
+		grep -hE '^not ok' "$build/t/unit/cuda-ops-norms.log" "$build/t/t3170-rmsnorm-fold.log" \
 			"$build/t/t3180-rope-fuse.log" 2>/dev/null | head -20 | sed 's/^/  /' |
 			tee -a "$summary"
 		grep -E '^(FAIL|ERROR|SKIP):' "$build/test-suite.log" 2>/dev/null | sed 's/^/  /' |
@@ -2056,15 +2056,15 @@ PY
 			tee -a "$summary"
 		;;
 	qknorm)
-		(cd "$build" && make check TESTS='t/unit/cuda-ops t/unit/host-ops') \
+		(cd "$build" && make check TESTS='t/unit/cuda-ops-attention.sh t/unit/host-ops') \
 			>qknorm-check.txt 2>&1
 		say "qknorm: check cuda-ops host-ops: exit $?"
-		grep -E '^(ok|not ok) .*with q_w, k_w' "$build/t/unit/cuda-ops.log" 2>/dev/null |
+		grep -E '^(ok|not ok) .*with q_w, k_w' "$build/t/unit/cuda-ops-attention.log" 2>/dev/null |
 			grep -c '^ok' | sed 's/^/  cuda-ops cases with q_w, k_w passed: /' | tee -a "$summary"
-		grep -E '^(ok|not ok) .*with q_w, k_w.*bit for bit' "$build/t/unit/cuda-ops.log" \
+		grep -E '^(ok|not ok) .*with q_w, k_w.*bit for bit' "$build/t/unit/cuda-ops-attention.log" \
 			2>/dev/null | grep -c '^ok' |
 			sed 's/^/  of them bit for bit against qk_norm then the kind: /' | tee -a "$summary"
-		grep -hE '^not ok' "$build/t/unit/cuda-ops.log" "$build/t/unit/host-ops.log" \
+		grep -hE '^not ok' "$build/t/unit/cuda-ops-attention.log" "$build/t/unit/host-ops.log" \
 			2>/dev/null | head -20 | sed 's/^/  /' | tee -a "$summary"
 		for p in qwen3-30b-a3b-moe-unfused qwen3-30b-a3b-moe; do
 			for t in 1 8; do

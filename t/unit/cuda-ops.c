@@ -30,7 +30,9 @@
  * give the same bits, and a capture with PDL must hold programmatic edges.
  *
  * Without a usable CUDA device the whole program is skipped.
- * BCG_TEST_ONLY=WORD runs only the groups whose name holds WORD.
+ * BCG_TEST_ONLY=WORD[,WORD...] runs only the groups whose name holds one
+ * of the words. make check runs the program as four shards side by side
+ * (BCG_TEST_SHARD: products, norms, attention, rest; t/unit/cuda-ops-*.sh).
  */
 #include "config.h"
 
@@ -4727,19 +4729,49 @@ static void test_gated_add(struct env *e)
 	}
 }
 
-/* BCG_TEST_ONLY=WORD runs only the groups whose call holds WORD
- * (test_paged_attention(&e) for "paged"), to work on one kernel; unset,
- * all. */
-static int group_wanted(const char *name)
+/* Whether NAME holds one of the comma-separated words of LIST (empty
+ * words never match). */
+static int holds_word(const char *name, const char *list)
 {
-	const char *only = getenv("BCG_TEST_ONLY");
+	for (const char *w = list; *w != '\0';) {
+		const size_t n = strcspn(w, ",");
+		char word[128];
 
-	if (only == NULL || *only == '\0' || strstr(name, only) != NULL)
-		return 1;
-	diag("%s: not run (BCG_TEST_ONLY=%s)", name, only);
+		if (n > 0 && n < sizeof word) {
+			memcpy(word, w, n);
+			word[n] = '\0';
+			if (strstr(name, word) != NULL)
+				return 1;
+		}
+		w += n;
+		if (*w == ',')
+			w++;
+	}
 	return 0;
 }
-#define GROUP(call) do { if (group_wanted(#call)) call; } while (0)
+
+/* make check runs the program as shards side by side, one process each
+ * (t/unit/cuda-ops-SHARD.sh, BCG_TEST_SHARD=SHARD): every group is in
+ * exactly one, by GROUP's first argument. */
+static const char *const shard_names[] = { "products", "norms", "attention", "rest" };
+enum { SHARD_PRODUCTS, SHARD_NORMS, SHARD_ATTENTION, SHARD_REST };
+
+/* Whether group NAME of shard SHARD runs: BCG_TEST_SHARD unset or naming
+ * SHARD, and BCG_TEST_ONLY=WORD[,WORD...] unset or one of its words in
+ * NAME (test_paged_attention(&e) for "paged"), to work on one kernel. */
+static int group_wanted(int shard, const char *name)
+{
+	const char *only = getenv("BCG_TEST_ONLY"), *sh = getenv("BCG_TEST_SHARD");
+
+	if (sh != NULL && *sh != '\0' && strcmp(sh, shard_names[shard]) != 0)
+		return 0;
+	if (only != NULL && *only != '\0' && !holds_word(name, only)) {
+		diag("%s: not run (BCG_TEST_ONLY=%s)", name, only);
+		return 0;
+	}
+	return 1;
+}
+#define GROUP(shard, call) do { if (group_wanted(SHARD_##shard, #call)) call; } while (0)
 
 int main(void)
 {
@@ -4748,6 +4780,15 @@ int main(void)
 	char msg[256];
 	const size_t workspace_bytes = 32u << 20;
 
+	const char *shard = getenv("BCG_TEST_SHARD");
+	if (shard != NULL && *shard != '\0') {
+		int known = 0;
+		for (size_t i = 0; i < sizeof shard_names / sizeof shard_names[0]; i++)
+			known |= strcmp(shard, shard_names[i]) == 0;
+		if (!known)
+			bail("BCG_TEST_SHARD=%s: no such shard (products, norms, attention, rest)",
+			     shard);
+	}
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1)
 		tap_skip_all("no CUDA device");
 	memset(&e, 0, sizeof e);
@@ -4772,53 +4813,53 @@ int main(void)
 
 	diag("device 0: %d multiprocessors", sms);
 
-	GROUP(test_fill(&e));
-	GROUP(test_copy(&e));
-	GROUP(test_binary(&e));
-	GROUP(test_unary(&e));
-	GROUP(test_matmul(&e));
-	GROUP(test_matmul_replays(&e));
-	GROUP(test_lt_classes());
-	GROUP(test_products(&e));
-	GROUP(test_product_replays(&e));
-	GROUP(test_packed_copies(&e));
-	GROUP(test_gemv_shapes(&e));
-	GROUP(test_rmsnorm_matmul(&e));
-	GROUP(test_rmsnorm_matmul_replays(&e));
-	GROUP(test_rmsnorm_matmul_rope_kv_write(&e));
-	GROUP(test_rmsnorm_matmul_rope_kv_write_replays(&e));
-	GROUP(test_gemv_rows(&e));
-	GROUP(test_rows(&e));
-	GROUP(test_add_rmsnorm(&e));
-	GROUP(test_argmax(&e));
-	GROUP(test_argmax_split(&e));
-	GROUP(test_rope(&e));
-	GROUP(test_rope_kv_write(&e));
-	GROUP(test_rope_scaling(&e));
-	GROUP(test_rope_dynamic_limit(&e));
-	GROUP(test_qk_norm(&e));
-	GROUP(test_rope_kv_norm(&e));
-	GROUP(test_slice(&e));
-	GROUP(test_embedding(&e));
-	GROUP(test_kv_write(&e));
-	GROUP(test_attention(&e));
-	GROUP(test_attention_graph(&e));
-	GROUP(test_attention_new_rows(&e));
-	GROUP(test_paged_attention(&e));
-	GROUP(test_moe_router(&e));
-	GROUP(test_moe_router_nan(&e));
-	GROUP(test_moe_experts(&e));
-	GROUP(test_moe_experts_residual(&e));
-	GROUP(test_moe_replays(&e));
-	GROUP(test_moe_eager_capture(&e));
-	GROUP(test_moe_gate_up_shapes(&e));
-	GROUP(test_gated_add(&e));
-	GROUP(test_decoder_layer(&e));
-	GROUP(test_decoder_layer_chain(&e));
-	GROUP(test_pdl(&e));
-	GROUP(test_init(&e));
-	GROUP(test_init_slice(&e));
-	GROUP(test_errors(&e));
+	GROUP(PRODUCTS, test_fill(&e));
+	GROUP(PRODUCTS, test_copy(&e));
+	GROUP(PRODUCTS, test_binary(&e));
+	GROUP(PRODUCTS, test_unary(&e));
+	GROUP(PRODUCTS, test_matmul(&e));
+	GROUP(PRODUCTS, test_matmul_replays(&e));
+	GROUP(PRODUCTS, test_lt_classes());
+	GROUP(PRODUCTS, test_products(&e));
+	GROUP(PRODUCTS, test_product_replays(&e));
+	GROUP(PRODUCTS, test_packed_copies(&e));
+	GROUP(PRODUCTS, test_gemv_shapes(&e));
+	GROUP(NORMS, test_rmsnorm_matmul(&e));
+	GROUP(NORMS, test_rmsnorm_matmul_replays(&e));
+	GROUP(NORMS, test_rmsnorm_matmul_rope_kv_write(&e));
+	GROUP(NORMS, test_rmsnorm_matmul_rope_kv_write_replays(&e));
+	GROUP(NORMS, test_gemv_rows(&e));
+	GROUP(NORMS, test_rows(&e));
+	GROUP(NORMS, test_add_rmsnorm(&e));
+	GROUP(NORMS, test_argmax(&e));
+	GROUP(NORMS, test_argmax_split(&e));
+	GROUP(ATTENTION, test_rope(&e));
+	GROUP(ATTENTION, test_rope_kv_write(&e));
+	GROUP(ATTENTION, test_rope_scaling(&e));
+	GROUP(ATTENTION, test_rope_dynamic_limit(&e));
+	GROUP(ATTENTION, test_qk_norm(&e));
+	GROUP(ATTENTION, test_rope_kv_norm(&e));
+	GROUP(ATTENTION, test_slice(&e));
+	GROUP(ATTENTION, test_embedding(&e));
+	GROUP(ATTENTION, test_kv_write(&e));
+	GROUP(ATTENTION, test_attention(&e));
+	GROUP(ATTENTION, test_attention_graph(&e));
+	GROUP(ATTENTION, test_attention_new_rows(&e));
+	GROUP(ATTENTION, test_paged_attention(&e));
+	GROUP(REST, test_moe_router(&e));
+	GROUP(REST, test_moe_router_nan(&e));
+	GROUP(REST, test_moe_experts(&e));
+	GROUP(REST, test_moe_experts_residual(&e));
+	GROUP(REST, test_moe_replays(&e));
+	GROUP(REST, test_moe_eager_capture(&e));
+	GROUP(REST, test_moe_gate_up_shapes(&e));
+	GROUP(REST, test_gated_add(&e));
+	GROUP(REST, test_decoder_layer(&e));
+	GROUP(REST, test_decoder_layer_chain(&e));
+	GROUP(REST, test_pdl(&e));
+	GROUP(REST, test_init(&e));
+	GROUP(REST, test_init_slice(&e));
+	GROUP(REST, test_errors(&e));
 
 	cuda_packs_free(e.ctx.packs);
 	cuda_lt_close(e.lt);
