@@ -4782,12 +4782,15 @@ int main(void)
 
 	const char *shard = getenv("BCG_TEST_SHARD");
 	if (shard != NULL && *shard != '\0') {
+		char names[128] = "";
 		int known = 0;
-		for (size_t i = 0; i < sizeof shard_names / sizeof shard_names[0]; i++)
+		for (size_t i = 0; i < sizeof shard_names / sizeof shard_names[0]; i++) {
 			known |= strcmp(shard, shard_names[i]) == 0;
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+			         i ? ", " : "", shard_names[i]);
+		}
 		if (!known)
-			bail("BCG_TEST_SHARD=%s: no such shard (products, norms, attention, rest)",
-			     shard);
+			bail("BCG_TEST_SHARD=%s: no such shard (%s)", shard, names);
 	}
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1)
 		tap_skip_all("no CUDA device");
