@@ -770,7 +770,7 @@ bcg_smallm_gemv_rope_kernel(smallm_args p, smallm_rope r)
 #define SM_ROWS_NORM_MINB(VPT) ((VPT) <= 4 ? 3 : 1)
 
 /* The rows kernel's NORM: none; the norm's weights loaded beside the
- * token (rmsnorm_matmul's "gemv" and "rows": true converts to it); or
+ * token (rmsnorm_matmul's "gemv" and "rows"); or
  * already in the weight (rmsnorm_matmul's "rows_scaled": b is a copy of
  * the weight with column k times the norm's weight k, CUDA_PACK_SCALED),
  * so that only the token's squares are summed beside the product, in the
@@ -1235,6 +1235,23 @@ static int smallm_no_copy(const char *who, int impl, enum op_id id, const struct
 	return cuda_fail(msg, len, "%s: %s has no packed copy of its weight [%lld, %lld] "
 	                 "(cuda_op_prepare makes it before the first launch)", who,
 	                 cuda_impl_name(id, impl), (long long)p->NB, (long long)p->K);
+}
+
+/* rows_scaled's weight (rmsnorm_matmul's and rmsnorm_matmul_rope_kv_write's):
+ * in *B, P's b scaled by SCALE, the copy cuda_op_prepare made
+ * (CUDA_PACK_SCALED), for the rows kernel (ROWS: it takes P, as usable
+ * found). 0, or -1 with one sentence in MSG. */
+static int smallm_scaled_copy(const struct cuda_op_ctx *ctx, const struct cuda_product *p,
+                              const struct op_tensor *scale, bool rows, const char *who,
+                              const void **b, char *msg, size_t len)
+{
+	if (!rows)
+		return cuda_fail(msg, len, "%s: rows_scaled needs the rows kernel", who);
+	if ((*b = cuda_pack_find(ctx->packs, p->b, scale, 1, CUDA_PACK_SCALED)) == NULL)
+		return cuda_fail(msg, len, "%s: rows_scaled has no scaled copy of its weight "
+		                 "[%lld, %lld] (cuda_op_prepare makes it before the first launch)",
+		                 who, (long long)p->NB, (long long)p->K);
+	return 0;
 }
 
 /* One launch, planned. */
@@ -2101,15 +2118,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 		args.w_const = cuda_const_bit(call, 1, 0) != 0;
 		const bool silu = id == OP_MATMUL_SILU_MUL;
 		if (call->impl == CUDA_IMPL_RNM_ROWS_SCALED) {
-			/* usable: rows takes it, b and w weights */
-			args.b = cuda_pack_find(ctx->packs, p.b, w, 1, CUDA_PACK_SCALED);
-			if (!rows)
-				return cuda_fail(msg, len, "%s: rows_scaled needs the rows kernel", who);
-			if (args.b == NULL)
-				return cuda_fail(msg, len, "%s: rows_scaled has no scaled copy of "
-				                 "its weight [%lld, %lld] (cuda_op_prepare makes it "
-				                 "before the first launch)", who, (long long)p.NB,
-				                 (long long)p.K);
+			if (smallm_scaled_copy(ctx, &p, w, rows, who, &args.b, msg, len))
+				return -1;
 			if (silu)
 				return smallm_rows_launch<EPI_SILU, SM_NORM_SCALED, 2>(
 					ctx, x->dtype, args, shape, msg, len);
@@ -2371,14 +2381,9 @@ extern "C" int cuda_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call,
 		r.S = cuda_rows(&call->out[1]);
 		rope_freqs_fill(&r.freqs, call->attr[RKV_THETA].f, D, &call->attr[RKV_SCALING]);
 		if (scaled) {
-			/* usable: the rows kernel takes it, b and w weights */
-			args.b = cuda_pack_find(ctx->packs, p.b, &call->in[RRK_W], 1, CUDA_PACK_SCALED);
-			if (!rows)
-				return cuda_fail(msg, len, "%s: rows_scaled needs the rows kernel", who);
-			if (args.b == NULL)
-				return cuda_fail(msg, len, "%s: rows_scaled has no scaled copy of its "
-				                 "weight [%lld, %lld] (cuda_op_prepare makes it before the "
-				                 "first launch)", who, (long long)p.NB, (long long)p.K);
+			if (smallm_scaled_copy(ctx, &p, &call->in[RRK_W], rows, who, &args.b, msg,
+			                       len))
+				return -1;
 			return smallm_rows_launch<EPI_ROPE, SM_NORM_SCALED, 4>(ctx, x->dtype, args,
 			                                                       shape, msg, len, r);
 		}
