@@ -45,6 +45,15 @@
  * cluster_early, its step 1.1 to 1.4% faster; llama-decode-fuse and the
  * 1B kept cluster and split (1.0001). Copying the rows into shared memory
  * instead, by cp.async, lost 1.6 to 3.1% (twentieth session).
+ *
+ * "cluster4" is "cluster" in clusters of at most 4 blocks: the same work
+ * for rows up to 256 positions (at most 4 chunks of the 64 a block's round
+ * covers), longer chunks beyond. A graph-safe launch is sized for the
+ * whole cache, so "cluster" keeps up to 16 blocks a row, most of which a
+ * short row leaves idle; idle, they still pass the cluster's barriers and
+ * hold their registers until the row is merged, while the kernel after
+ * (the o projection, loading its weights before its PDL wait) waits for
+ * room on the multiprocessors. cluster4 holds a quarter of the blocks.
  */
 #include "config.h"
 
@@ -59,6 +68,8 @@
  * the portable 8 (an H100 does), else 8. */
 #define CUDA_ATTN_CLUSTER_MAX      16
 #define CUDA_ATTN_CLUSTER_PORTABLE 8
+/* cluster4's most blocks a cluster */
+#define CUDA_ATTN_CLUSTER_NARROW   4
 
 /* --- device side ---------------------------------------------------------- */
 
@@ -345,6 +356,7 @@ static int attn_base_impl(int impl)
 	case CUDA_IMPL_ATTN_SPLIT_EARLY:
 		return CUDA_IMPL_ATTN_SPLIT;
 	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
+	case CUDA_IMPL_ATTN_CLUSTER4:
 		return CUDA_IMPL_ATTN_CLUSTER;
 	default:
 		return impl;
@@ -365,6 +377,7 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 		return 1;
 	case CUDA_IMPL_ATTN_CLUSTER:
 	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
+	case CUDA_IMPL_ATTN_CLUSTER4:
 		return cuda_device_sm90();
 	}
 	return 0;
@@ -471,7 +484,8 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		                 "head) pairs, above the %lld scratch counters", iname,
 		                 (long long)al.sh.th, (long long)CUDA_SCRATCH_COUNTERS);
 	}
-	al.early = base != call->impl;
+	al.early = call->impl == CUDA_IMPL_ATTN_SPLIT_EARLY ||
+	           call->impl == CUDA_IMPL_ATTN_CLUSTER_EARLY;
 	al.scale = scale == 0.0 ? 1.0f / sqrtf((float)al.sh.D) : (float)scale;
 	if (call->graph_safe) {
 		/* A literal kv_len has no device mirror; it is the same every
@@ -484,9 +498,11 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	}
 
 	if (base == CUDA_IMPL_ATTN_CLUSTER) {
-		/* the cluster holds the splits; no scratch */
-		al.cluster = (unsigned)(al.nsplit < CUDA_ATTN_CLUSTER_MAX ? al.nsplit
-		                                                          : CUDA_ATTN_CLUSTER_MAX);
+		/* the cluster holds the splits (cluster4: at most 4 of them); no
+		 * scratch */
+		const int most = call->impl == CUDA_IMPL_ATTN_CLUSTER4 ? CUDA_ATTN_CLUSTER_NARROW
+		                                                      : CUDA_ATTN_CLUSTER_MAX;
+		al.cluster = (unsigned)(al.nsplit < most ? al.nsplit : most);
 		need = 0;
 	} else {
 		need = cuda_scratch_with_counters(attn_core_scratch_for(al.sh.th, al.nsplit,
