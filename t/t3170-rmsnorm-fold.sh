@@ -114,7 +114,7 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 	test $(grep -c "  rmsnorm_matmul  rows_scaled  " choices) = 4 &&
 	replay_bit_exact cuda 1 rows_scaled 1 &&
 	bcg instantiate --backend cuda --json rows_scaled.plan >inst.json &&
-	grep -q "\"packed_weight_bytes\": [1-9]" inst.json
+	{ test_grep "\"packed_weight_bytes\": [1-9]" inst.json || { cat inst.json >&2; false; }; }
 '
 
 test_expect_success CUDA,PYTHON3 'cuda: the full-size folded sample agrees with llama-3.2-1b within 1e-2' '
