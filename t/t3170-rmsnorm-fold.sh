@@ -79,6 +79,10 @@ test_expect_success CUDA,PYTHON3 'cuda: folded agrees with the host and with the
 	"$PYTHON3" "$compare" --rtol 1e-2 --argmax next=logits cuda-fold cuda-unfold
 '
 
+# The edited plans keep the nodes captured under the tuner's choices: a
+# replay builds its graphs again, with the edited ones, but instantiate
+# would find them drifted wherever the tuner chose otherwise. So the plan
+# instantiated is captured again with the edited choices (--choices-from).
 test_expect_success CUDA 'cuda: captured, and each implementation replays bit for bit as eager' '
 	bcg capture --backend cuda -o cuda.plan llama-3.2-1b-fold.yaml >out &&
 	test_grep "^verified 4 of 4 variants" out &&
@@ -113,8 +117,12 @@ test_expect_success CUDA 'cuda: captured, and each implementation replays bit fo
 	bcg inspect --choices rows_scaled.plan >choices &&
 	test $(grep -c "  rmsnorm_matmul  rows_scaled  " choices) = 4 &&
 	replay_bit_exact cuda 1 rows_scaled 1 &&
-	bcg instantiate --backend cuda --json rows_scaled.plan >inst.json &&
-	grep -q "\"packed_weight_bytes\": [1-9]" inst.json
+	bcg capture --backend cuda --mode full --choices-from rows_scaled.plan \
+		-o rows_scaled-captured.plan llama-3.2-1b-fold.yaml >out &&
+	bcg inspect --choices rows_scaled-captured.plan >choices &&
+	test $(grep -c "  rmsnorm_matmul  rows_scaled  " choices) = 4 &&
+	bcg instantiate --backend cuda --json rows_scaled-captured.plan >inst.json &&
+	{ test_grep "\"packed_weight_bytes\": [1-9]" inst.json || { cat inst.json >&2; false; }; }
 '
 
 test_expect_success CUDA,PYTHON3 'cuda: the full-size folded sample agrees with llama-3.2-1b within 1e-2' '

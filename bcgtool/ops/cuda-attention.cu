@@ -54,6 +54,8 @@
  * hold their registers until the row is merged, while the kernel after
  * (the o projection, loading its weights before its PDL wait) waits for
  * room on the multiprocessors. cluster4 holds a quarter of the blocks.
+ * "cluster2" and "cluster8" are the same at 2 and 8 blocks (the same work
+ * up to 128 and 512 positions).
  */
 #include "config.h"
 
@@ -68,8 +70,6 @@
  * the portable 8 (an H100 does), else 8. */
 #define CUDA_ATTN_CLUSTER_MAX      16
 #define CUDA_ATTN_CLUSTER_PORTABLE 8
-/* cluster4's most blocks a cluster */
-#define CUDA_ATTN_CLUSTER_NARROW   4
 
 /* --- device side ---------------------------------------------------------- */
 
@@ -349,14 +349,32 @@ extern "C" size_t cuda_attention_scratch_bytes(const struct op_call *call)
 	                                  attn_core_splits_bound(sh.S, sh.th), sh.D));
 }
 
-/* The implementation IMPL without its "_early": split, twopass or cluster. */
+/* The most blocks a cluster of IMPL (a cluster form) holds. */
+static int attn_cluster_most(int impl)
+{
+	switch (impl) {
+	case CUDA_IMPL_ATTN_CLUSTER2:
+		return 2;
+	case CUDA_IMPL_ATTN_CLUSTER4:
+		return 4;
+	case CUDA_IMPL_ATTN_CLUSTER8:
+		return 8;
+	default:
+		return CUDA_ATTN_CLUSTER_MAX;
+	}
+}
+
+/* The implementation IMPL without its "_early" or its narrower clusters:
+ * split, twopass or cluster. */
 static int attn_base_impl(int impl)
 {
 	switch (impl) {
 	case CUDA_IMPL_ATTN_SPLIT_EARLY:
 		return CUDA_IMPL_ATTN_SPLIT;
 	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
+	case CUDA_IMPL_ATTN_CLUSTER2:
 	case CUDA_IMPL_ATTN_CLUSTER4:
+	case CUDA_IMPL_ATTN_CLUSTER8:
 		return CUDA_IMPL_ATTN_CLUSTER;
 	default:
 		return impl;
@@ -377,7 +395,9 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 		return 1;
 	case CUDA_IMPL_ATTN_CLUSTER:
 	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
+	case CUDA_IMPL_ATTN_CLUSTER2:
 	case CUDA_IMPL_ATTN_CLUSTER4:
+	case CUDA_IMPL_ATTN_CLUSTER8:
 		return cuda_device_sm90();
 	}
 	return 0;
@@ -498,10 +518,9 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	}
 
 	if (base == CUDA_IMPL_ATTN_CLUSTER) {
-		/* the cluster holds the splits (cluster4: at most 4 of them); no
-		 * scratch */
-		const int most = call->impl == CUDA_IMPL_ATTN_CLUSTER4 ? CUDA_ATTN_CLUSTER_NARROW
-		                                                      : CUDA_ATTN_CLUSTER_MAX;
+		/* the cluster holds the splits (cluster2, 4, 8: at most that many
+		 * of them); no scratch */
+		const int most = attn_cluster_most(call->impl);
 		al.cluster = (unsigned)(al.nsplit < most ? al.nsplit : most);
 		need = 0;
 	} else {

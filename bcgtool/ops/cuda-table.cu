@@ -74,7 +74,8 @@ static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_cl
 	                                      "mma_packed", "wgmma", "wgmma_whole", "rows",
 	                                      NULL };
 static const char *const impl_attention[] = { "split", "twopass", "cluster", "split_early",
-	                                       "cluster_early", "cluster4", NULL };
+	                                       "cluster_early", "cluster4", "cluster2", "cluster8",
+	                                       NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", "rows_scaled",
                                                    NULL };

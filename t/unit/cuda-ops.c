@@ -1279,7 +1279,7 @@ static void test_attention(struct env *e)
 			const struct attn_cfg *cfg = &cfgs[k];
 			attn_bufs_init(e, &ab, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 7; smi++) {
+				for (int smi = 0; smi < 9; smi++) {
 					for (int j = 0; j < nkv; j++) {
 						int64_t kv = kvs[j] == -1 ? cfg->S : kvs[j] == -2 ? cfg->S + 100 : kvs[j];
 						if (kvs[j] >= 0 && kvs[j] > cfg->S)
@@ -1288,10 +1288,11 @@ static void test_attention(struct env *e)
 						CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 						attn_case_init(&c, &ab, cfg, kv, gs);
 						/* smi 0, 1: split, at the device's size and
-						 * at one multiprocessor; 2 to 6: the others */
+						 * at one multiprocessor; 2 to 8: the others */
 						static const char *const names[] = {
 							"split", "split", "twopass", "cluster",
-							"split_early", "cluster_early", "cluster4" };
+							"split_early", "cluster_early", "cluster4",
+							"cluster2", "cluster8" };
 						c.sm_count = smi == 1 ? 1 : 0;
 						c.impl = impl_named(OP_ATTENTION, names[smi]);
 						c.scratch = attn_scratch(&c);
@@ -1513,7 +1514,7 @@ static void test_attention_graph(struct env *e)
 	};
 	static const int32_t kvs[] = { 1000, 1, 7, 64, 1024, 0, 3000, 513, 8192, 1000 };
 	static const char *const inames[] = { "split", "cluster", "split_early", "cluster_early",
-		                              "cluster4" };
+		                              "cluster4", "cluster2", "cluster8" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
 	const int nimpl = (int)(sizeof inames / sizeof inames[0]);
 
@@ -3783,7 +3784,8 @@ static void test_attention_new_rows(struct env *e)
 		CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 
 		static const char *const inames[] = { "split", "cluster", "split_early",
-			                              "cluster_early", "cluster4" };
+			                              "cluster_early", "cluster4", "cluster2",
+			                              "cluster8" };
 		for (int ii = 0; ii < (int)(sizeof inames / sizeof inames[0]); ii++) {
 			const int impl = impl_named(OP_ATTENTION, inames[ii]);
 			for (int gs = 0; gs < 2; gs++) {
