@@ -84,7 +84,13 @@
 #             DEC_SAMPLES picks the samples, DEC_WINDOW=A:B tunes
 #             (--tune-var; before's tree must have it) and replays (--var)
 #             at kv_len A..B (e.g. DEC_SAMPLES=llama-3.2-1b-fuse
-#             DEC_WINDOW=33:160: llama-decode's positions start at 64)
+#             DEC_WINDOW=33:160: llama-decode's positions start at 64);
+#             DEC_RECAPTURE=1 captures each tree once more with its own
+#             plan's choices (--choices-from) and replays the four plans in
+#             turns: "now2/now" and "before2/before" are what two captures
+#             of the same choices differ by, the bound below which
+#             now/before says nothing (twenty-sixth session: two trees whose
+#             plans made the same choices ran 0.8% apart)
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
@@ -496,6 +502,15 @@ dec_before_now() {
 				--tokens 1 $opt -o $pre-$tr-$p.plan "$sd/$p.yaml" >$pre-cap-$tr-$p.txt 2>&1
 			say "$1: $tr capture $p: exit $? in $(( $(date +%s) - t0 )) s"
 		done
+		if [ "${DEC_RECAPTURE:-0}" = 1 ]; then
+			for tr in before now; do
+				use_tree $tr
+				env -u SOURCE_DATE_EPOCH timeout 200 "$bin" capture --backend cuda \
+					--mode full --tokens 1 --choices-from $pre-$tr-$p.plan \
+					-o $pre-${tr}2-$p.plan "$sd/$p.yaml" >$pre-cap-${tr}2-$p.txt 2>&1
+				say "$1: $tr capture again with its choices, $p: exit $?"
+			done
+		fi
 		if [ "$1" = dectune ]; then
 			for tr in before now; do
 				use_tree $tr
@@ -508,9 +523,11 @@ dec_before_now() {
 				$pre-now-$p.plan $pre-diff-$p.json
 		fi
 	done
+	trees="now before" plans=now,before
+	[ "${DEC_RECAPTURE:-0}" = 1 ] && trees="now before now2 before2" plans=now,before,now2,before2
 	for round in 1 2 3; do
-		for tr in now before; do
-			use_tree $tr
+		for tr in $trees; do
+			use_tree ${tr%2}
 			for p in $sc; do
 				ck=
 				[ $round = 3 ] && ck=--check
@@ -522,9 +539,16 @@ dec_before_now() {
 		done
 	done
 	for p in $sc; do
-		python3 "$top/bench/replay-rounds.py" "$pre-$p-{p}-{t}-{r}.json" now,before 1 3 \
+		if [ "${DEC_RECAPTURE:-0}" = 1 ]; then
+			set -- --ratio "$p|now2|before2|this tree, the second captures" \
+				--ratio "$p|now2|now|= the same choices captured twice" \
+				--ratio "$p|before2|before|= the same choices captured twice"
+		else
+			set --
+		fi
+		python3 "$top/bench/replay-rounds.py" "$pre-$p-{p}-{t}-{r}.json" $plans 1 3 \
 			--check "$pre-$p-{p}-{t}-3.json" \
-			--ratio "$p|now|before|this tree" | tee -a "$summary"
+			--ratio "$p|now|before|this tree" "$@" | tee -a "$summary"
 	done
 }
 

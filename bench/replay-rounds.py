@@ -12,7 +12,8 @@ round, 1 to ROUNDS). Per plan and token count: each round's step median
 and busy time, and, with --check, the check of a separate replay whose
 JSON PATTERN names (with {p} and {t}). Each --ratio prints, per token
 count, "LABEL: T=N A / B step = X (a / b ms; want < 1: WHY)" from the
-medians over the rounds."""
+medians over the rounds; a WHY that starts with "=" prints "want 1: ..."
+(two plans that should not differ)."""
 
 import json
 import sys
@@ -68,8 +69,10 @@ def main(argv):
         for t in tokens:
             x, y = med.get((a, t)), med.get((b, t))
             if x and y:
-                print("%s: T=%d %s / %s step = %.4f (%.4f / %.4f ms; want < 1: %s)" % (
-                    label, t, a, b, x / y, x, y, why))
+                want = "want 1: " + why[1:].lstrip() if why.startswith("=") \
+                    else "want < 1: " + why
+                print("%s: T=%d %s / %s step = %.4f (%.4f / %.4f ms; %s)" % (
+                    label, t, a, b, x / y, x, y, want))
 
 
 if __name__ == "__main__":
