@@ -327,10 +327,14 @@ static int inst_rank(struct dist_comm *comm, void *arg)
 		print_json(plan, c->path, e, &rep, c->load_ns, open_ns, e->share != NULL);
 	else if (lead)
 		print_text(plan, c->path, e, &rep, c->load_ns, open_ns);
-	else if (rep.drifted > 0 || e->weights_changed > 0)
+	/* The report (stdout) says what drifted; a drift that sets the exit
+	 * status is also said on stderr, where a script that keeps only the
+	 * JSON still sees why, and another rank has no report. */
+	if ((rep.drifted > 0 || e->weights_changed > 0) && (!lead || !c->allow_drift))
 		bcg_error("%s: %s%u segment%s drifted, %u weight source%s changed since the "
-		          "capture", c->path, cmd_tp_prefix(comm, pre, sizeof pre), rep.drifted,
-		          BCG_S(rep.drifted), e->weights_changed, BCG_S(e->weights_changed));
+		          "capture%s", c->path, cmd_tp_prefix(comm, pre, sizeof pre), rep.drifted,
+		          BCG_S(rep.drifted), e->weights_changed, BCG_S(e->weights_changed),
+		          c->allow_drift ? "" : " (exit 1; --allow-drift: exit 0)");
 	rc = (rep.drifted > 0 || e->weights_changed > 0) && !c->allow_drift ? BCG_EXIT_NEGATIVE
 	                                                                     : BCG_EXIT_OK;
 	if (fflush(stdout) != 0)

@@ -127,10 +127,14 @@ f = open(\"st/good.safetensors\", \"r+b\")
 n = struct.unpack(\"<Q\", f.read(8))[0]
 f.seek(8 + n); f.write(struct.pack(\"<f\", 99.0)); f.close()
 " &&
-	test_expect_code 1 bcg instantiate --backend host w.plan >out &&
+	test_expect_code 1 bcg instantiate --backend host w.plan >out 2>err &&
 	test_grep "^7 weight sources, .* 2 changed since the capture$" out &&
 	test_grep "^  drift  .*/st/good.safetensors: a (weight w): xxh64 " out &&
-	bcg instantiate --backend host --allow-drift w.plan >/dev/null &&
+	test_grep "^bcgtool: w.plan: 0 segments drifted, 2 weight sources changed since the capture (exit 1; --allow-drift: exit 0)$" err &&
+	test_expect_code 1 bcg instantiate --backend host --json w.plan >out.json 2>err &&
+	test_grep "2 weight sources changed since the capture (exit 1" err &&
+	bcg instantiate --backend host --allow-drift w.plan >/dev/null 2>err &&
+	! test -s err &&
 	bcg replay --backend host --steps 1 --warmup 0 w.plan >out 2>err &&
 	test_grep "^weights      7 sources, 2 changed since the capture$" out &&
 	test_grep "^bcgtool: warning: weight drift: .*/st/good.safetensors: tensor ${SQ}a${SQ} (weight ${SQ}w${SQ}) changed since the capture" err &&
