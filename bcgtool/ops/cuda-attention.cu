@@ -59,7 +59,7 @@
  * session), the 1B at positions 32..159 tuned at kv_len 96: cluster 8.83
  * us alone, cluster8 8.16, cluster4 7.87, cluster2 7.84; the step 2.7%
  * faster with cluster4 than with cluster; cluster2's 0.2% more is within
- * two captures' spread.
+ * the spread of two builds' plans of the same choices.
  */
 #include "config.h"
 
