@@ -296,7 +296,7 @@ static int inst_rank(struct dist_comm *comm, void *arg)
 	uint64_t t0, open_ns;
 	int64_t max_tokens = 0;
 	char pre[32];
-	int rc;
+	int rc, drift;
 
 	if (plan == NULL) {
 		bcg_error("%s: rank %d is not in the plan", c->path, comm->rank);
@@ -330,13 +330,13 @@ static int inst_rank(struct dist_comm *comm, void *arg)
 	/* The report (stdout) says what drifted; a drift that sets the exit
 	 * status is also said on stderr, where a script that keeps only the
 	 * JSON still sees why, and another rank has no report. */
-	if ((rep.drifted > 0 || e->weights_changed > 0) && (!lead || !c->allow_drift))
+	drift = rep.drifted > 0 || e->weights_changed > 0;
+	if (drift && (!lead || !c->allow_drift))
 		bcg_error("%s: %s%u segment%s drifted, %u weight source%s changed since the "
 		          "capture%s", c->path, cmd_tp_prefix(comm, pre, sizeof pre), rep.drifted,
 		          BCG_S(rep.drifted), e->weights_changed, BCG_S(e->weights_changed),
 		          c->allow_drift ? "" : " (exit 1; --allow-drift: exit 0)");
-	rc = (rep.drifted > 0 || e->weights_changed > 0) && !c->allow_drift ? BCG_EXIT_NEGATIVE
-	                                                                     : BCG_EXIT_OK;
+	rc = drift && !c->allow_drift ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
 	if (fflush(stdout) != 0)
 		rc = BCG_EXIT_RUNTIME;
 	goto out;

@@ -1269,7 +1269,13 @@ static void test_attention(struct env *e)
 		{ 1, 1, 1, 128, 8192, 0.0, 0 },         /* the most splits */
 	};
 	static const int64_t kvs[] = { 0, 1, 7, 64, 65, 1000, 5000, -1 /* S */, -2 /* S + 100 */ };
+	/* 0, 1: split, at the device's size and at one multiprocessor; then
+	 * the others */
+	static const char *const names[] = { "split", "split", "twopass", "cluster",
+		                             "split_early", "cluster_early", "cluster4",
+		                             "cluster2", "cluster8" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
+	const int nnames = (int)(sizeof names / sizeof names[0]);
 	struct attn_bufs ab;
 	struct tcase c;
 
@@ -1279,7 +1285,7 @@ static void test_attention(struct env *e)
 			const struct attn_cfg *cfg = &cfgs[k];
 			attn_bufs_init(e, &ab, dt, cfg);
 			for (int gs = 0; gs < 2; gs++) {
-				for (int smi = 0; smi < 9; smi++) {
+				for (int smi = 0; smi < nnames; smi++) {
 					for (int j = 0; j < nkv; j++) {
 						int64_t kv = kvs[j] == -1 ? cfg->S : kvs[j] == -2 ? cfg->S + 100 : kvs[j];
 						if (kvs[j] >= 0 && kvs[j] > cfg->S)
@@ -1287,12 +1293,6 @@ static void test_attention(struct env *e)
 						int32_t kv32 = (int32_t)kv;
 						CK(cudaMemcpy(ab.kv_dev, &kv32, sizeof kv32, cudaMemcpyHostToDevice));
 						attn_case_init(&c, &ab, cfg, kv, gs);
-						/* smi 0, 1: split, at the device's size and
-						 * at one multiprocessor; 2 to 8: the others */
-						static const char *const names[] = {
-							"split", "split", "twopass", "cluster",
-							"split_early", "cluster_early", "cluster4",
-							"cluster2", "cluster8" };
 						c.sm_count = smi == 1 ? 1 : 0;
 						c.impl = impl_named(OP_ATTENTION, names[smi]);
 						c.scratch = attn_scratch(&c);
