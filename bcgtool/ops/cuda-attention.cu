@@ -60,11 +60,24 @@
  * us alone, cluster8 8.16, cluster4 7.87, cluster2 7.84; the step 2.7%
  * faster with cluster4 than with cluster; cluster2's 0.2% more is within
  * the spread of two builds' plans of the same choices.
+ *
+ * "dsplit" splits a row along the head's dims instead of its positions:
+ * two blocks a (t, h), each over the whole row, each writing half of the
+ * head's dims, so nothing is merged (no scratch, no cluster, any device).
+ * Every block computes all the row's scores and reads half of each v row.
+ * It loads a round of positions at once (256 at head_dim 64 in f16/bf16),
+ * the first round's rows that earlier steps wrote into registers before
+ * the PDL wait, while the q|k|v product before it runs; a longer row
+ * takes further rounds after it, one block doing them all, so it is for
+ * short rows: a choice for the tuner at the lengths the replay sees
+ * (capture --tune-var), never a default.
  */
 #include "config.h"
 
 #include <limits.h>
 #include <string.h>
+
+#include <type_traits>
 
 #include <cooperative_groups.h>
 
@@ -278,6 +291,191 @@ bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t
 #endif
 }
 
+/* "dsplit": block (t, h, part) = blockIdx.x as (t * H + h) * 2 + part, the
+ * whole row in one block, which writes the head's dims [p0, p0 + Dp) of
+ * part 0 or 1 (the first ceil(D / 2), then the rest). Both blocks of a row
+ * compute every score (the dot products over all D) and read only their
+ * part of each v row, so nothing is merged between blocks: no barrier of a
+ * cluster, no scratch. The lane geometry is the core's for k (a row's D
+ * elements over LPR lanes, EPL a lane); for v a lane holds EPL / 2 of the
+ * part. Positions go to the warps in turn, GPW a warp (one a lane group),
+ * KB a group in flight: a round of R = KB * ATTN_CORE_WARPS * GPW
+ * positions is loaded at once. The first round's rows below kv_len - T
+ * (the rows earlier steps wrote) are loaded into registers before the PDL
+ * wait, kv_len read as the early forms read it (cuda-internal.h's rule
+ * (a)); after the wait, the query, the first round's newer rows, then any
+ * further rounds, each loaded whole before it is used. Rows no round
+ * holds are never read; their registers are zeros. */
+template <typename T, int EH, bool VEC>
+__device__ __forceinline__ void attn_dsplit_load_part(const T *row, int sub, int Dp,
+                                                      T (&r)[EH])
+{
+	const int d0 = sub * EH;
+
+	if constexpr (VEC) {
+		/* 16 bytes at a time where a lane's share is whole 16-byte
+		 * pieces, else 8 (EH * sizeof(T) is a multiple of 8 under VEC:
+		 * half of EPL's whole 16-byte pieces) */
+		using V = typename std::conditional<(EH * sizeof(T)) % 16 == 0, uint4, uint2>::type;
+		constexpr int PER = (int)(sizeof(V) / sizeof(T));
+		static_assert(EH % PER == 0, "whole pieces a lane");
+#pragma unroll
+		for (int c = 0; c < EH / PER; c++) {
+			const V u = *reinterpret_cast<const V *>(row + d0 + c * PER);
+			memcpy(&r[c * PER], &u, sizeof u);
+		}
+	} else {
+#pragma unroll
+		for (int e = 0; e < EH; e++)
+			r[e] = d0 + e < Dp ? row[d0 + e] : attn_core_zero<T>();
+	}
+}
+
+/* Positions in flight a lane group: about 256 bytes of k rows a lane
+ * (128 element by element, whose loads take a register each), 2 to 16. */
+template <typename T, int EPL, bool VEC>
+__host__ __device__ constexpr int attn_dsplit_kb()
+{
+	return (VEC ? 256 : 128) / (EPL * (int)sizeof(T)) < 2 ? 2
+	       : (VEC ? 256 : 128) / (EPL * (int)sizeof(T)) > 16 ? 16
+	       : (VEC ? 256 : 128) / (EPL * (int)sizeof(T));
+}
+
+template <typename T, int LPR, int EPL, bool VEC>
+struct attn_dsplit_round {
+	static constexpr int EH = EPL / 2, KB = attn_dsplit_kb<T, EPL, VEC>(), GPW = 32 / LPR;
+	static constexpr int R = KB * ATTN_CORE_WARPS * GPW;
+
+	T kr[KB][EPL], vr[KB][EH];
+
+	/* Position of slot B of the calling lane in the round from J0. */
+	__device__ __forceinline__ static int64_t pos(int64_t j0, int b)
+	{
+		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+		return j0 + ((int64_t)b * ATTN_CORE_WARPS + warp) * GPW + lane / LPR;
+	}
+
+	__device__ __forceinline__ void clear()
+	{
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+#pragma unroll
+			for (int e = 0; e < EPL; e++)
+				kr[b][e] = attn_core_zero<T>();
+#pragma unroll
+			for (int e = 0; e < EH; e++)
+				vr[b][e] = attn_core_zero<T>();
+		}
+	}
+
+	/* The round's positions in [LO, HI): k rows whole, v rows' part
+	 * from P0 (Dp elements). */
+	__device__ __forceinline__ void load(const struct attn_rows<T> &src, int64_t j0, int64_t lo,
+	                                     int64_t hi, int D, int p0, int Dp)
+	{
+		const int sub = (threadIdx.x & 31) % LPR;
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			const int64_t j = pos(j0, b);
+			const T *kp, *vp;
+			if (j >= lo && j < hi && src.at(j, kp, vp)) {
+				attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
+				attn_dsplit_load_part<T, EH, VEC>(vp + p0, sub, Dp, vr[b]);
+			}
+		}
+	}
+
+	/* The round's positions below END into the group's (m, l, acc), as
+	 * attn_core_accumulate does for its KB. */
+	__device__ __forceinline__ void accumulate(int64_t j0, int64_t end, const float (&qr)[EPL],
+	                                           float scale2, float &m, float &l,
+	                                           float (&acc)[EH]) const
+	{
+		float s[KB];
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			float d = 0.0f;
+#pragma unroll
+			for (int e = 0; e < EPL; e++)
+				d += qr[e] * cuda_to_f32(kr[b][e]);
+			s[b] = d;
+		}
+#pragma unroll
+		for (int off = LPR / 2; off > 0; off >>= 1)
+#pragma unroll
+			for (int b = 0; b < KB; b++)
+				s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+		float mb = -INFINITY;
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			s[b] *= scale2;
+			if (pos(j0, b) < end)
+				mb = fmaxf(mb, s[b]);
+		}
+		if (mb == -INFINITY)
+			return;         /* none of the group's positions here */
+		const float mn = fmaxf(m, mb);
+		const float corr = exp2f(m - mn);       /* m = -inf: 0 */
+		l *= corr;
+#pragma unroll
+		for (int e = 0; e < EH; e++)
+			acc[e] *= corr;
+#pragma unroll
+		for (int b = 0; b < KB; b++) {
+			const float p = pos(j0, b) < end ? exp2f(s[b] - mn) : 0.0f;
+			l += p;
+#pragma unroll
+			for (int e = 0; e < EH; e++)
+				acc[e] += p * cuda_to_f32(vr[b][e]);
+		}
+		m = mn;
+	}
+};
+
+template <typename T, int LPR, int EPL, bool VEC>
+__global__ void __launch_bounds__(ATTN_CORE_THREADS)
+bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out, int64_t H, int64_t KVH,
+                            int D, int64_t S, int64_t kv_len, const int32_t *kv_len_dev,
+                            float scale, int64_t causal_rows, int64_t new_rows)
+{
+	using Round = attn_dsplit_round<T, LPR, EPL, VEC>;
+	constexpr int EH = Round::EH;
+	const int part = (int)(blockIdx.x & 1);
+	const int64_t th = blockIdx.x >> 1;
+	const int64_t g = (th % H) * KVH / H;
+	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
+	const int half = (D + 1) / 2, p0 = part * half, Dp = part ? D - half : half;
+
+	/* before the wait: kv_len (the host's or its device mirror) and the
+	 * first round's rows that earlier steps wrote */
+	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
+	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
+	int64_t old = kv - new_rows < L ? kv - new_rows : L;
+	old = old < 0 ? 0 : old;
+	Round rd;
+	rd.clear();
+	rd.load(src, 0, 0, old, D, p0, Dp);
+	cuda_pdl_begin();
+	rd.load(src, 0, old, L, D, p0, Dp);
+
+	float qr[EPL], acc[EH], m = -INFINITY, l = 0.0f;
+	const float scale2 = scale * ATTN_CORE_LOG2E;
+	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
+#pragma unroll
+	for (int e = 0; e < EH; e++)
+		acc[e] = 0.0f;
+	rd.accumulate(0, L, qr, scale2, m, l, acc);
+	for (int64_t j0 = Round::R; j0 < L; j0 += Round::R) {
+		rd.clear();
+		rd.load(src, j0, j0, L, D, p0, Dp);
+		rd.accumulate(j0, L, qr, scale2, m, l, acc);
+	}
+	float M, lsum;
+	attn_core_reduce<LPR, EH>(m, l, acc, Dp, true, M, lsum, [&](int d, float a) {
+		out[th * D + p0 + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
+	});
+}
+
 /* --- host side ------------------------------------------------------------ */
 
 struct attn_shape {
@@ -300,6 +498,7 @@ struct attn_launch {
 	struct attn_core_scratch sc;
 	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
 	unsigned cluster;               /* "cluster": its blocks (= nsplit); else 0 */
+	bool dsplit;                    /* "dsplit": two blocks a row, no splits */
 	bool early;                     /* "_early": the old rows asked of L2 first */
 	const struct cuda_op_ctx *ctx;
 };
@@ -396,6 +595,7 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 	case CUDA_IMPL_ATTN_SPLIT_EARLY:
 		return sh.th <= CUDA_SCRATCH_COUNTERS;
 	case CUDA_IMPL_ATTN_TWOPASS:
+	case CUDA_IMPL_ATTN_DSPLIT:
 		return 1;
 	case CUDA_IMPL_ATTN_CLUSTER:
 	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
@@ -425,6 +625,8 @@ struct attn_launcher {
 	{
 		const struct attn_shape *sh = &al->sh;
 		T *out = static_cast<T *>(al->out);
+		if (al->dsplit)
+			return run_dsplit<LPR, EPL, VEC>();
 		if (al->cluster > 0)
 			return run_cluster<LPR, EPL, VEC, EARLY>();
 		int rc = cuda_launch(al->ctx, "bcg_attention_split_kernel",
@@ -437,6 +639,20 @@ struct attn_launcher {
 		                     al->causal_rows, sh->T);
 		return rc ? rc : attn_core_launch_merge<T>(al->ctx, al->sc, al->counters, out, sh->th,
 		                                          al->nsplit, sh->D, msg, len);
+	}
+
+	template <int LPR, int EPL, bool VEC>
+	int run_dsplit() const
+	{
+		const struct attn_shape *sh = &al->sh;
+
+		return cuda_launch(al->ctx, "bcg_attention_dsplit_kernel",
+		                   bcg_attention_dsplit_kernel<T, LPR, EPL, VEC>,
+		                   dim3((unsigned)(sh->th * 2)), dim3(ATTN_CORE_THREADS), msg, len,
+		                   static_cast<const T *>(al->q), static_cast<const T *>(al->k),
+		                   static_cast<const T *>(al->v), static_cast<T *>(al->out), sh->H,
+		                   sh->KVH, (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->scale,
+		                   al->causal_rows, sh->T);
 	}
 
 	template <int LPR, int EPL, bool VEC, bool EARLY>
@@ -498,7 +714,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 	const int base = attn_base_impl(call->impl);
 	const char *iname = cuda_impl_name(OP_ATTENTION, call->impl);
 	if (base != CUDA_IMPL_ATTN_SPLIT && base != CUDA_IMPL_ATTN_TWOPASS &&
-	    base != CUDA_IMPL_ATTN_CLUSTER)
+	    base != CUDA_IMPL_ATTN_CLUSTER && base != CUDA_IMPL_ATTN_DSPLIT)
 		return cuda_fail(msg, len, "attention: no implementation %d on CUDA", call->impl);
 	if (!cuda_attention_usable(call, call->impl)) {
 		if (base == CUDA_IMPL_ATTN_CLUSTER)
@@ -521,7 +737,10 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		attn_core_plan(L, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	}
 
-	if (base == CUDA_IMPL_ATTN_CLUSTER) {
+	if (base == CUDA_IMPL_ATTN_DSPLIT) {
+		al.dsplit = true;       /* the whole row a block: no splits, no scratch */
+		need = 0;
+	} else if (base == CUDA_IMPL_ATTN_CLUSTER) {
 		/* the cluster holds the splits (cluster2, 4, 8: at most that many
 		 * of them); no scratch */
 		const int most = attn_cluster_most(call->impl);

@@ -1273,7 +1273,7 @@ static void test_attention(struct env *e)
 	 * the others */
 	static const char *const names[] = { "split", "split", "twopass", "cluster",
 		                             "split_early", "cluster_early", "cluster4",
-		                             "cluster2", "cluster8" };
+		                             "cluster2", "cluster8", "dsplit" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
 	const int nnames = (int)(sizeof names / sizeof names[0]);
 	struct attn_bufs ab;
@@ -1514,7 +1514,7 @@ static void test_attention_graph(struct env *e)
 	};
 	static const int32_t kvs[] = { 1000, 1, 7, 64, 1024, 0, 3000, 513, 8192, 1000 };
 	static const char *const inames[] = { "split", "cluster", "split_early", "cluster_early",
-		                              "cluster4", "cluster2", "cluster8" };
+		                              "cluster4", "cluster2", "cluster8", "dsplit" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
 	const int nimpl = (int)(sizeof inames / sizeof inames[0]);
 
@@ -3753,17 +3753,20 @@ static int chain_run(struct env *e, struct op_call *calls, int n, void *scratch,
  * bits of the same implementation launched without PDL over the same
  * caches, and no NaN: it read every new row after the product. 8 heads
  * over 8 kv heads and over 2 (four blocks share each row's lines), split,
- * cluster and their early forms, graph-safe and eager.
+ * cluster and their early forms and dsplit, graph-safe and eager, at
+ * kv_len 700 and 100: dsplit loads its first round of positions (256 at
+ * this head_dim) before the wait up to kv_len - T, so at 100 the new rows
+ * are among the rows of a round it loads on both sides of the wait.
  */
 static void test_attention_new_rows(struct env *e)
 {
 	const int64_t H = 8, D = 64, S = 1024, KB = 32768;
-	const int64_t kv = 700;
 	const int dt = PLAN_DTYPE_F16;
 	static const int64_t Ts[] = { 1, 3, 1, 3 }, KVHs[] = { 8, 8, 2, 2 };
 
-	for (int ti = 0; ti < 4; ti++) {
-		const int64_t T = Ts[ti], KVH = KVHs[ti], W = KVH * D;
+	for (int ti = 0; ti < 8; ti++) {
+		const int64_t kv = ti < 4 ? 700 : 100;
+		const int64_t T = Ts[ti % 4], KVH = KVHs[ti % 4], W = KVH * D;
 		struct attn_cfg cfg = { T, H, KVH, D, S, 0.0, 0 };
 		struct attn_bufs ab;
 		struct tbuf x, wk, wv;
@@ -3785,7 +3788,7 @@ static void test_attention_new_rows(struct env *e)
 
 		static const char *const inames[] = { "split", "cluster", "split_early",
 			                              "cluster_early", "cluster4", "cluster2",
-			                              "cluster8" };
+			                              "cluster8", "dsplit" };
 		for (int ii = 0; ii < (int)(sizeof inames / sizeof inames[0]); ii++) {
 			const int impl = impl_named(OP_ATTENTION, inames[ii]);
 			for (int gs = 0; gs < 2; gs++) {
