@@ -13,7 +13,10 @@
 #include "tune.h"
 #include "util.h"
 
-#define TUNE_MAX_IMPLS 8
+/* The most implementations of one kind the tuner weighs (attention has 9);
+ * a kind with more is an error, never a silent cut (tune_variant). Its
+ * usable set is a bit mask of unsigned. */
+#define TUNE_MAX_IMPLS 16
 
 /* One signature's result. */
 struct tune_entry {
@@ -277,6 +280,13 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 		struct tune_entry *t;
 		char key[512];
 
+		if (n > TUNE_MAX_IMPLS) {
+			engine_fail(err, BCG_EXIT_RUNTIME, op, "%s has %d implementations on the %s "
+			            "backend, more than the tuner's %d", c->kind->name, n,
+			            e->be->name, TUNE_MAX_IMPLS);
+			goto out;
+		}
+
 		/* The default first: the incumbent a candidate must beat by
 		 * the margin, and what --no-tune records. */
 		int d = engine_impl_default(e, c);
@@ -284,7 +294,7 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 			usable[nu++] = d;
 			mask |= 1u << d;
 		}
-		for (int k = 0; k < n && nu < TUNE_MAX_IMPLS; k++)
+		for (int k = 0; k < n; k++)
 			if (k != d && e->be->impl_usable(c, k)) {
 				usable[nu++] = k;
 				mask |= 1u << k;
