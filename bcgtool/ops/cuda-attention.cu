@@ -61,16 +61,21 @@
  * faster with cluster4 than with cluster; cluster2's 0.2% more is within
  * the spread of two builds' plans of the same choices.
  *
- * "dsplit" splits a row along the head's dims instead of its positions:
- * two blocks a (t, h), each over the whole row, each writing half of the
- * head's dims, so nothing is merged (no scratch, no cluster, any device).
+ * "dsplit" splits a short row along the head's dims instead of its
+ * positions: two blocks a (t, h), each over the whole row, each writing
+ * half of the head's dims, so nothing is merged (no scratch, no cluster).
  * Every block computes all the row's scores and reads half of each v row.
- * It loads a round of positions at once (256 at head_dim 64 in f16/bf16),
- * the first round's rows that earlier steps wrote into registers before
- * the PDL wait, while the q|k|v product before it runs; a longer row
- * takes further rounds after it, one block doing them all, so it is for
- * short rows: a choice for the tuner at the lengths the replay sees
- * (capture --tune-var), never a default.
+ * A row of up to one round (256 positions at head_dim 64 in f16/bf16) is
+ * loaded at once, the rows that earlier steps wrote into registers before
+ * the PDL wait, while the q|k|v product before it runs. A longer row is
+ * split's, in the same launch (sized for both, as split's graph-safe
+ * launch is): its blocks take chunks after the wait and the last merges
+ * them. The tuner times an op at one length, the script's unless capture
+ * --tune-var says otherwise; without that fallback, a plan tuned at kv_len
+ * 8 replayed one block's loop over rows of 1000 positions. On an H200
+ * (bench/RESULTS.md, twenty-seventh session) the 1B tuned at positions
+ * 32..159 took dsplit in every layer, its step 1.9% faster than with
+ * cluster2, attention 3.8 us exposed a layer against 5.0.
  */
 #include "config.h"
 
@@ -291,21 +296,19 @@ bcg_attention_cluster_kernel(const T *q, const T *k, const T *v, T *out, int64_t
 #endif
 }
 
-/* "dsplit": block (t, h, part) = blockIdx.x as (t * H + h) * 2 + part, the
- * whole row in one block, which writes the head's dims [p0, p0 + Dp) of
- * part 0 or 1 (the first ceil(D / 2), then the rest). Both blocks of a row
- * compute every score (the dot products over all D) and read only their
- * part of each v row, so nothing is merged between blocks: no barrier of a
- * cluster, no scratch. The lane geometry is the core's for k (a row's D
- * elements over LPR lanes, EPL a lane); for v a lane holds EPL / 2 of the
- * part. Positions go to the warps in turn, GPW a warp (one a lane group),
- * KB a group in flight: a round of R = KB * ATTN_CORE_WARPS * GPW
- * positions is loaded at once. The first round's rows below kv_len - T
- * (the rows earlier steps wrote) are loaded into registers before the PDL
- * wait, kv_len read as the early forms read it (cuda-internal.h's rule
- * (a)); after the wait, the query, the first round's newer rows, then any
- * further rounds, each loaded whole before it is used. Rows no round
- * holds are never read; their registers are zeros. */
+/* "dsplit", a row of one round: blocks (t, h, 0) and (t, h, 1) write the
+ * head's dims [p0, p0 + Dp) of part 0 and 1 (the first ceil(D / 2), then
+ * the rest). Both compute every score (the dot products over all D) and
+ * read only their part of each v row, so nothing is merged between
+ * blocks. The lane geometry is the core's for k (a row's D elements over
+ * LPR lanes, EPL a lane); for v a lane holds EPL / 2 of the part.
+ * Positions go to the warps in turn, GPW a warp (one a lane group), KB a
+ * group in flight: a round of R = KB * ATTN_CORE_WARPS * GPW positions is
+ * loaded whole. Its rows below kv_len - T (the rows earlier steps wrote)
+ * are loaded into registers before the PDL wait, kv_len read as the early
+ * forms read it (cuda-internal.h's rule (a)); after the wait, the query
+ * and the round's newer rows. Positions past the row are never read;
+ * their registers are zeros. */
 template <typename T, int EH, bool VEC>
 __device__ __forceinline__ void attn_dsplit_load_part(const T *row, int sub, int Dp,
                                                       T (&r)[EH])
@@ -432,24 +435,52 @@ struct attn_dsplit_round {
 	}
 };
 
+/* Blocks a multiprocessor holds at least, for groups of LPR lanes: at 8
+ * (head_dim 64 in f16/bf16) 3, which keeps ptxas to 168 registers a
+ * thread without a spill, where the round and split's path beside it took
+ * 220 (the round alone 168); wider groups spilled under 3, so 2. */
+#define ATTN_DSPLIT_MIN_BLOCKS(LPR) ((LPR) <= 8 ? 3 : 2)
+
+/* A row of at most R positions (attn_dsplit_round's) is one round: blocks
+ * (t, h, 0) and (t, h, 1) of the launch's NBLK a row are its two parts,
+ * the others return at once, reading nothing. A longer row is "split"'s:
+ * its NSPLIT blocks (at most NBLK) take chunks of it after the wait and
+ * the last to finish merges them (attn_core_block, the scratch and the
+ * counters), so a row past the round costs what split's does, not one
+ * block's loop. The launch is sized for both (cuda_run_attention). */
 template <typename T, int LPR, int EPL, bool VEC>
-__global__ void __launch_bounds__(ATTN_CORE_THREADS)
-bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out, int64_t H, int64_t KVH,
-                            int D, int64_t S, int64_t kv_len, const int32_t *kv_len_dev,
+__global__ void __launch_bounds__(ATTN_CORE_THREADS, ATTN_DSPLIT_MIN_BLOCKS(LPR))
+bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
+                            struct attn_core_scratch sc, unsigned *counters, int64_t H,
+                            int64_t KVH, int D, int64_t S, int64_t kv_len,
+                            const int32_t *kv_len_dev, int nsplit, int nblk, int64_t chunk,
                             float scale, int64_t causal_rows, int64_t new_rows)
 {
 	using Round = attn_dsplit_round<T, LPR, EPL, VEC>;
 	constexpr int EH = Round::EH;
-	const int part = (int)(blockIdx.x & 1);
-	const int64_t th = blockIdx.x >> 1;
+	const int split = (int)(blockIdx.x % nblk);
+	const int64_t th = blockIdx.x / nblk;
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
-	const int half = (D + 1) / 2, p0 = part * half, Dp = part ? D - half : half;
 
-	/* before the wait: kv_len (the host's or its device mirror) and the
-	 * first round's rows that earlier steps wrote */
+	/* before the wait: kv_len (the host's or its device mirror) */
 	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
+	if (L > Round::R) {
+		if (split >= nsplit)
+			return;
+		cuda_pdl_begin();
+		if (kv_len_dev != NULL)
+			chunk = attn_core_chunk_for(L, nsplit);
+		attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D,
+		                                  scale, out, sc, counters);
+		return;
+	}
+	if (split >= 2)
+		return;
+	const int part = split, half = (D + 1) / 2;
+	const int p0 = part * half, Dp = part ? D - half : half;
+	/* still before the wait: the round's rows that earlier steps wrote */
 	int64_t old = kv - new_rows < L ? kv - new_rows : L;
 	old = old < 0 ? 0 : old;
 	Round rd;
@@ -459,17 +490,11 @@ bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out, int64_t 
 	rd.load(src, 0, old, L, D, p0, Dp);
 
 	float qr[EPL], acc[EH], m = -INFINITY, l = 0.0f;
-	const float scale2 = scale * ATTN_CORE_LOG2E;
 	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 #pragma unroll
 	for (int e = 0; e < EH; e++)
 		acc[e] = 0.0f;
-	rd.accumulate(0, L, qr, scale2, m, l, acc);
-	for (int64_t j0 = Round::R; j0 < L; j0 += Round::R) {
-		rd.clear();
-		rd.load(src, j0, j0, L, D, p0, Dp);
-		rd.accumulate(j0, L, qr, scale2, m, l, acc);
-	}
+	rd.accumulate(0, L, qr, scale * ATTN_CORE_LOG2E, m, l, acc);
 	float M, lsum;
 	attn_core_reduce<LPR, EH>(m, l, acc, Dp, true, M, lsum, [&](int d, float a) {
 		out[th * D + p0 + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
@@ -498,7 +523,7 @@ struct attn_launch {
 	struct attn_core_scratch sc;
 	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
 	unsigned cluster;               /* "cluster": its blocks (= nsplit); else 0 */
-	bool dsplit;                    /* "dsplit": two blocks a row, no splits */
+	bool dsplit;                    /* "dsplit": two blocks a short row, else split's */
 	bool early;                     /* "_early": the old rows asked of L2 first */
 	const struct cuda_op_ctx *ctx;
 };
@@ -593,9 +618,9 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 	switch (impl) {
 	case CUDA_IMPL_ATTN_SPLIT:
 	case CUDA_IMPL_ATTN_SPLIT_EARLY:
+	case CUDA_IMPL_ATTN_DSPLIT:             /* split's counters past one round */
 		return sh.th <= CUDA_SCRATCH_COUNTERS;
 	case CUDA_IMPL_ATTN_TWOPASS:
-	case CUDA_IMPL_ATTN_DSPLIT:
 		return 1;
 	case CUDA_IMPL_ATTN_CLUSTER:
 	case CUDA_IMPL_ATTN_CLUSTER_EARLY:
@@ -605,6 +630,12 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 		return cuda_device_sm90();
 	}
 	return 0;
+}
+
+/* The longest row of a launch whose host kv_len is KV: KV within [0, S]. */
+static int64_t attn_row_len_host(int64_t kv, int64_t S)
+{
+	return kv < 0 ? 0 : kv > S ? S : kv;
 }
 
 /* One launch at the lane geometry attn_core_dispatch picks. */
@@ -645,14 +676,26 @@ struct attn_launcher {
 	int run_dsplit() const
 	{
 		const struct attn_shape *sh = &al->sh;
+		constexpr int R = attn_dsplit_round<T, LPR, EPL, VEC>::R;
+		int nsplit = al->nsplit;
+		int64_t chunk = al->chunk;
 
+		/* eager: a row of at most R positions is one round, two
+		 * blocks; graph-safe: as many blocks as split's plan for the
+		 * cache, at least the round's two */
+		if (al->kv_len_dev == NULL && attn_row_len_host(al->kv_len, sh->S) <= R) {
+			nsplit = 1;
+			chunk = 0;
+		}
+		const int nblk = nsplit > 2 ? nsplit : 2;
 		return cuda_launch(al->ctx, "bcg_attention_dsplit_kernel",
 		                   bcg_attention_dsplit_kernel<T, LPR, EPL, VEC>,
-		                   dim3((unsigned)(sh->th * 2)), dim3(ATTN_CORE_THREADS), msg, len,
+		                   dim3((unsigned)(sh->th * nblk)), dim3(ATTN_CORE_THREADS), msg, len,
 		                   static_cast<const T *>(al->q), static_cast<const T *>(al->k),
-		                   static_cast<const T *>(al->v), static_cast<T *>(al->out), sh->H,
-		                   sh->KVH, (int)sh->D, sh->S, al->kv_len, al->kv_len_dev, al->scale,
-		                   al->causal_rows, sh->T);
+		                   static_cast<const T *>(al->v), static_cast<T *>(al->out), al->sc,
+		                   al->counters, sh->H, sh->KVH, (int)sh->D, sh->S, al->kv_len,
+		                   al->kv_len_dev, nsplit, nblk, chunk, al->scale, al->causal_rows,
+		                   sh->T);
 	}
 
 	template <int LPR, int EPL, bool VEC, bool EARLY>
@@ -733,14 +776,12 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		al.kv_len_dev = call->attr_dev[ATTN_KV_LEN];
 		attn_core_plan(al.sh.S, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	} else {
-		int64_t L = al.kv_len < 0 ? 0 : al.kv_len > al.sh.S ? al.sh.S : al.kv_len;
-		attn_core_plan(L, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
+		attn_core_plan(attn_row_len_host(al.kv_len, al.sh.S), al.sh.th,
+		               attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	}
 
-	if (base == CUDA_IMPL_ATTN_DSPLIT) {
-		al.dsplit = true;       /* the whole row a block: no splits, no scratch */
-		need = 0;
-	} else if (base == CUDA_IMPL_ATTN_CLUSTER) {
+	al.dsplit = base == CUDA_IMPL_ATTN_DSPLIT;
+	if (base == CUDA_IMPL_ATTN_CLUSTER) {
 		/* the cluster holds the splits (cluster2, 4, 8: at most that many
 		 * of them); no scratch */
 		const int most = attn_cluster_most(call->impl);
@@ -758,7 +799,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 			return cuda_fail(msg, len, "attention: scratch is not 16-byte aligned");
 		char *data = static_cast<char *>(cuda_scratch_data(ctx));
 		al.sc = attn_core_scratch_at(data, al.sh.th, al.nsplit);
-		if (base == CUDA_IMPL_ATTN_SPLIT)
+		if (base == CUDA_IMPL_ATTN_SPLIT || base == CUDA_IMPL_ATTN_DSPLIT)
 			al.counters = cuda_scratch_counters(ctx);
 	}
 
