@@ -1265,6 +1265,7 @@ const struct backend_ops backend_cuda = {
 	.impl_name = cuda_impl_name,
 	.impl_usable = cuda_usable,
 	.impl_default = cuda_impl_default,
+	.impl_windowed = cuda_impl_windowed,
 	.impl_shared  = cuda_impl_shared,
 	.time_call = cuda_time_call,
 	.set_features = cuda_set_features,

@@ -156,6 +156,12 @@ struct backend_ops {
 	const char *(*impl_name)(enum op_id id, int impl);
 	int         (*impl_usable)(const struct op_call *call, int impl);
 	int         (*impl_default)(const struct op_call *call);
+	/* Whether implementation IMPL of op kind ID is fast only at lengths
+	 * like those it is timed at (attention's dsplit, for rows of one
+	 * round): the tuner weighs it only where capture --tune-var gives the
+	 * values the replay will see, never at the script's first ones. NULL:
+	 * none is. */
+	int         (*impl_windowed)(enum op_id id, int impl);
 	/* In a plan that shares executables across capture sizes (capture
 	 * --share-exec): what CALL runs untuned instead of IMPL, the one it
 	 * would run otherwise: one whose kernels are the same at more sizes,

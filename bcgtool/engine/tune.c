@@ -312,6 +312,21 @@ int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_
 				continue;
 			}
 		}
+		/* One fast only at the lengths it is timed at is weighed only
+		 * where capture --tune-var gives those of the replay (a choice
+		 * taken from --choices-from above stays whatever it is) */
+		if (o->nvars == 0 && e->be->impl_windowed != NULL) {
+			int kept = 0;
+			for (int k = 0; k < nu; k++) {
+				if (usable[k] != d && e->be->impl_windowed(c->kind->id, usable[k]))
+					mask &= ~(1u << usable[k]);
+				else
+					usable[kept++] = usable[k];
+			}
+			nu = kept;
+			if (nu < 2)
+				continue;
+		}
 		tune_key(c, mask, key, sizeof key);
 		if ((t = tune_find(cache, key)) == NULL) {
 			if ((t = tune_add(cache, key)) == NULL) {

@@ -179,6 +179,11 @@ extern "C" int cuda_impl_default(const struct op_call *call)
 	}
 }
 
+extern "C" int cuda_impl_windowed(enum op_id id, int impl)
+{
+	return id == OP_ATTENTION && impl == CUDA_IMPL_ATTN_DSPLIT;
+}
+
 extern "C" int cuda_impl_shared(const struct op_call *call, int impl)
 {
 	return call->kind && cuda_impl_names(call->kind->id) == impl_products &&
