@@ -70,12 +70,14 @@
  * the PDL wait, while the q|k|v product before it runs. A longer row is
  * split's, in the same launch (sized for both, as split's graph-safe
  * launch is): its blocks take chunks after the wait and the last merges
- * them. The tuner times an op at one length, the script's unless capture
- * --tune-var says otherwise; without that fallback, a plan tuned at kv_len
- * 8 replayed one block's loop over rows of 1000 positions. On an H200
- * (bench/RESULTS.md, twenty-seventh session) the 1B tuned at positions
- * 32..159 took dsplit in every layer, its step 1.9% faster than with
- * cluster2, attention 3.8 us exposed a layer against 5.0.
+ * them. Without that, a plan tuned at a script's first kv_len replayed
+ * one block's loop over rows of 1000 positions (26% slower). With it,
+ * such plans were still 10 to 11% slower at positions 108..1108, so the
+ * tuner weighs dsplit only with capture --tune-var (cuda_impl_windowed).
+ * On an H200 (bench/RESULTS.md, twenty-seventh session) the 1B tuned at
+ * positions 32..159 took dsplit in every layer, its step 0.9% faster than
+ * with cluster2 (1.9% without the split path, attention 3.8 us exposed a
+ * layer against 5.0; the launch then had 2 blocks a row, now split's).
  */
 #include "config.h"
 
