@@ -341,9 +341,9 @@ __device__ __forceinline__ void attn_dsplit_load_part(const T *row, int sub, int
 template <typename T, int EPL, bool VEC>
 __host__ __device__ constexpr int attn_dsplit_kb()
 {
-	return (VEC ? 256 : 128) / (EPL * (int)sizeof(T)) < 2 ? 2
-	       : (VEC ? 256 : 128) / (EPL * (int)sizeof(T)) > 16 ? 16
-	       : (VEC ? 256 : 128) / (EPL * (int)sizeof(T));
+	constexpr int n = (VEC ? 256 : 128) / (EPL * (int)sizeof(T));
+
+	return n < 2 ? 2 : n > 16 ? 16 : n;
 }
 
 template <typename T, int LPR, int EPL, bool VEC>
@@ -353,11 +353,11 @@ struct attn_dsplit_round {
 
 	T kr[KB][EPL], vr[KB][EH];
 
-	/* Position of slot B of the calling lane in the round from J0. */
-	__device__ __forceinline__ static int64_t pos(int64_t j0, int b)
+	/* Position of slot B of the calling lane. */
+	__device__ __forceinline__ static int64_t pos(int b)
 	{
 		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-		return j0 + ((int64_t)b * ATTN_CORE_WARPS + warp) * GPW + lane / LPR;
+		return ((int64_t)b * ATTN_CORE_WARPS + warp) * GPW + lane / LPR;
 	}
 
 	__device__ __forceinline__ void clear()
@@ -375,13 +375,13 @@ struct attn_dsplit_round {
 
 	/* The round's positions in [LO, HI): k rows whole, v rows' part
 	 * from P0 (Dp elements). */
-	__device__ __forceinline__ void load(const struct attn_rows<T> &src, int64_t j0, int64_t lo,
+	__device__ __forceinline__ void load(const struct attn_rows<T> &src, int64_t lo,
 	                                     int64_t hi, int D, int p0, int Dp)
 	{
 		const int sub = (threadIdx.x & 31) % LPR;
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
-			const int64_t j = pos(j0, b);
+			const int64_t j = pos(b);
 			const T *kp, *vp;
 			if (j >= lo && j < hi && src.at(j, kp, vp)) {
 				attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
@@ -392,7 +392,7 @@ struct attn_dsplit_round {
 
 	/* The round's positions below END into the group's (m, l, acc), as
 	 * attn_core_accumulate does for its KB. */
-	__device__ __forceinline__ void accumulate(int64_t j0, int64_t end, const float (&qr)[EPL],
+	__device__ __forceinline__ void accumulate(int64_t end, const float (&qr)[EPL],
 	                                           float scale2, float &m, float &l,
 	                                           float (&acc)[EH]) const
 	{
@@ -414,7 +414,7 @@ struct attn_dsplit_round {
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
 			s[b] *= scale2;
-			if (pos(j0, b) < end)
+			if (pos(b) < end)
 				mb = fmaxf(mb, s[b]);
 		}
 		if (mb == -INFINITY)
@@ -427,7 +427,7 @@ struct attn_dsplit_round {
 			acc[e] *= corr;
 #pragma unroll
 		for (int b = 0; b < KB; b++) {
-			const float p = pos(j0, b) < end ? exp2f(s[b] - mn) : 0.0f;
+			const float p = pos(b) < end ? exp2f(s[b] - mn) : 0.0f;
 			l += p;
 #pragma unroll
 			for (int e = 0; e < EH; e++)
@@ -487,16 +487,16 @@ bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
 	old = old < 0 ? 0 : old;
 	Round rd;
 	rd.clear();
-	rd.load(src, 0, 0, old, D, p0, Dp);
+	rd.load(src, 0, old, D, p0, Dp);
 	cuda_pdl_begin();
-	rd.load(src, 0, old, L, D, p0, Dp);
+	rd.load(src, old, L, D, p0, Dp);
 
 	float qr[EPL], acc[EH], m = -INFINITY, l = 0.0f;
 	attn_core_load<T, EPL, VEC>(q + th * D, (threadIdx.x & 31) % LPR, D, qr);
 #pragma unroll
 	for (int e = 0; e < EH; e++)
 		acc[e] = 0.0f;
-	rd.accumulate(0, L, qr, scale * ATTN_CORE_LOG2E, m, l, acc);
+	rd.accumulate(L, qr, scale * ATTN_CORE_LOG2E, m, l, acc);
 	float M, lsum;
 	attn_core_reduce<LPR, EH>(m, l, acc, Dp, true, M, lsum, [&](int d, float a) {
 		out[th * D + p0 + d] = cuda_from_f32<T>(lsum > 0.0f ? a / lsum : 0.0f);
