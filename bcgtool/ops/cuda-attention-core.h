@@ -144,6 +144,61 @@ __device__ __forceinline__ void attn_core_merge(float &m, float &l, float (&acc)
 }
 
 /*
+ * KB positions held by the calling lane's group (rows KR, the v elements
+ * VR the lane accumulates, EA of them; OK[b]: slot b holds a position of
+ * the range) into the group's online-softmax state (m, l, acc): the dot
+ * products with the query QR (the lane's EPL elements) reduced over the
+ * group's LPR lanes, times SCALE2 (the scale in base 2). Every lane of the
+ * warp calls it (its shuffles run with all 32).
+ */
+template <typename T, int LPR, int KB, int EPL, int EA>
+__device__ __forceinline__ void attn_core_update(const float (&qr)[EPL], const T (&kr)[KB][EPL],
+                                                 const T (&vr)[KB][EA], const bool (&ok)[KB],
+                                                 float scale2, float &m, float &l,
+                                                 float (&acc)[EA])
+{
+	float s[KB];
+
+#pragma unroll
+	for (int b = 0; b < KB; b++) {
+		float d = 0.0f;
+#pragma unroll
+		for (int e = 0; e < EPL; e++)
+			d += qr[e] * cuda_to_f32(kr[b][e]);
+		s[b] = d;
+	}
+#pragma unroll
+	for (int off = LPR / 2; off > 0; off >>= 1)
+#pragma unroll
+		for (int b = 0; b < KB; b++)
+			s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+	float mb = -INFINITY;
+#pragma unroll
+	for (int b = 0; b < KB; b++) {
+		s[b] *= scale2;
+		if (ok[b])
+			mb = fmaxf(mb, s[b]);
+	}
+	if (mb == -INFINITY)
+		return;         /* none of the group's positions here */
+	const float mn = fmaxf(m, mb);
+	const float corr = exp2f(m - mn);       /* m = -inf: 0 */
+	l *= corr;
+#pragma unroll
+	for (int e = 0; e < EA; e++)
+		acc[e] *= corr;
+#pragma unroll
+	for (int b = 0; b < KB; b++) {
+		const float p = ok[b] ? exp2f(s[b] - mn) : 0.0f;
+		l += p;
+#pragma unroll
+		for (int e = 0; e < EA; e++)
+			acc[e] += p * cuda_to_f32(vr[b][e]);
+	}
+	m = mn;
+}
+
+/*
  * The calling lane's group's share of positions [START, END) against the
  * query QR (its lane's elements), into (m, l, acc), scores times SCALE2
  * (the scale in base 2). The loop bounds are the same for the whole warp,
@@ -164,7 +219,6 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 	for (int64_t j0 = start + (int64_t)warp * STEP; j0 < end;
 	     j0 += (int64_t)ATTN_CORE_WARPS * STEP) {
 		T kr[KB][EPL], vr[KB][EPL];
-		float s[KB];
 		bool ok[KB];
 		/* Every lane loads, whatever its position: one past the range
 		 * reads the range's last row, an absent one the row the source
@@ -178,43 +232,7 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
 			/* a masked row's v may be NaN, and p * NaN is NaN */
 			attn_core_load_raw<T, EPL, VEC>(vp, sub, D, vr[b], ok[b]);
 		}
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			float d = 0.0f;
-#pragma unroll
-			for (int e = 0; e < EPL; e++)
-				d += qr[e] * cuda_to_f32(kr[b][e]);
-			s[b] = d;
-		}
-#pragma unroll
-		for (int off = LPR / 2; off > 0; off >>= 1)
-#pragma unroll
-			for (int b = 0; b < KB; b++)
-				s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-		float mb = -INFINITY;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			s[b] *= scale2;
-			if (ok[b])
-				mb = fmaxf(mb, s[b]);
-		}
-		if (mb == -INFINITY)
-			continue;       /* none of the group's positions here */
-		const float mn = fmaxf(m, mb);
-		const float corr = exp2f(m - mn);       /* m = -inf: 0 */
-		l *= corr;
-#pragma unroll
-		for (int e = 0; e < EPL; e++)
-			acc[e] *= corr;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			const float p = ok[b] ? exp2f(s[b] - mn) : 0.0f;
-			l += p;
-#pragma unroll
-			for (int e = 0; e < EPL; e++)
-				acc[e] += p * cuda_to_f32(vr[b][e]);
-		}
-		m = mn;
+		attn_core_update<T, LPR, KB, EPL, EPL>(qr, kr, vr, ok, scale2, m, l, acc);
 	}
 }
 

@@ -390,50 +390,16 @@ struct attn_dsplit_round {
 		}
 	}
 
-	/* The round's positions below END into the group's (m, l, acc), as
-	 * attn_core_accumulate does for its KB. */
+	/* The round's positions below END into the group's (m, l, acc). */
 	__device__ __forceinline__ void accumulate(int64_t end, const float (&qr)[EPL],
 	                                           float scale2, float &m, float &l,
 	                                           float (&acc)[EH]) const
 	{
-		float s[KB];
+		bool ok[KB];
 #pragma unroll
-		for (int b = 0; b < KB; b++) {
-			float d = 0.0f;
-#pragma unroll
-			for (int e = 0; e < EPL; e++)
-				d += qr[e] * cuda_to_f32(kr[b][e]);
-			s[b] = d;
-		}
-#pragma unroll
-		for (int off = LPR / 2; off > 0; off >>= 1)
-#pragma unroll
-			for (int b = 0; b < KB; b++)
-				s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-		float mb = -INFINITY;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			s[b] *= scale2;
-			if (pos(b) < end)
-				mb = fmaxf(mb, s[b]);
-		}
-		if (mb == -INFINITY)
-			return;         /* none of the group's positions here */
-		const float mn = fmaxf(m, mb);
-		const float corr = exp2f(m - mn);       /* m = -inf: 0 */
-		l *= corr;
-#pragma unroll
-		for (int e = 0; e < EH; e++)
-			acc[e] *= corr;
-#pragma unroll
-		for (int b = 0; b < KB; b++) {
-			const float p = pos(b) < end ? exp2f(s[b] - mn) : 0.0f;
-			l += p;
-#pragma unroll
-			for (int e = 0; e < EH; e++)
-				acc[e] += p * cuda_to_f32(vr[b][e]);
-		}
-		m = mn;
+		for (int b = 0; b < KB; b++)
+			ok[b] = pos(b) < end;
+		attn_core_update<T, LPR, KB, EPL, EH>(qr, kr, vr, ok, scale2, m, l, acc);
 	}
 };
 
