@@ -412,10 +412,11 @@ struct attn_dsplit_round {
 /* A row of at most R positions (attn_dsplit_round's) is one round: blocks
  * (t, h, 0) and (t, h, 1) of the launch's NBLK a row are its two parts,
  * the others return at once, reading nothing. A longer row is "split"'s:
- * its NSPLIT blocks (at most NBLK) take chunks of it after the wait and
- * the last to finish merges them (attn_core_block, the scratch and the
- * counters), so a row past the round costs what split's does, not one
- * block's loop. The launch is sized for both (cuda_run_attention). */
+ * its active splits of NSPLIT (at most NBLK) take chunks of it after the
+ * wait and the last to finish merges them (attn_core_block, the scratch
+ * and the counters), so a row past the round is not one block's loop;
+ * the other blocks return before the wait. The launch is sized for both
+ * (cuda_run_attention). */
 template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS, ATTN_DSPLIT_MIN_BLOCKS(LPR))
 bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
@@ -435,11 +436,15 @@ bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
 	const int64_t kv = kv_len_dev ? (int64_t)*kv_len_dev : kv_len;
 	const int64_t L = attn_row_len(kv, S, causal_rows, th, H);
 	if (L > Round::R) {
-		if (split >= nsplit)
-			return;
-		cuda_pdl_begin();
+		/* the blocks past the row's chunks leave before the wait, as
+		 * a short row's past its two do: waiting, they would hold
+		 * their registers (168 at head_dim 64) while the kernel after
+		 * looks for room */
 		if (kv_len_dev != NULL)
 			chunk = attn_core_chunk_for(L, nsplit);
+		if (split >= attn_core_active(L, chunk, nsplit))
+			return;
+		cuda_pdl_begin();
 		attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D,
 		                                  scale, out, sc, counters);
 		return;
