@@ -111,12 +111,18 @@ struct attn_rows {
 	}
 };
 
+/* The longest row of a launch whose kv_len is KV: KV within [0, S]. */
+__host__ __device__ __forceinline__ int64_t attn_kv_clamp(int64_t kv, int64_t S)
+{
+	return kv < 0 ? 0 : kv > S ? S : kv;
+}
+
 /* The length block row TH attends to: kv_len clamped to [0, S], less the
  * later tokens' rows where causal. */
 __device__ __forceinline__ int64_t attn_row_len(int64_t kv, int64_t S, int64_t causal_rows,
                                                 int64_t th, int64_t H)
 {
-	int64_t L = kv < 0 ? 0 : kv > S ? S : kv;
+	int64_t L = attn_kv_clamp(kv, S);
 
 	if (causal_rows > 0) {          /* token t of T sees L - (T - 1 - t) keys */
 		L -= causal_rows - 1 - th / H;
@@ -605,12 +611,6 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 	return 0;
 }
 
-/* The longest row of a launch whose host kv_len is KV: KV within [0, S]. */
-static int64_t attn_row_len_host(int64_t kv, int64_t S)
-{
-	return kv < 0 ? 0 : kv > S ? S : kv;
-}
-
 /* One launch at the lane geometry attn_core_dispatch picks. */
 template <typename T>
 struct attn_launcher {
@@ -656,7 +656,7 @@ struct attn_launcher {
 		/* eager: a row of at most R positions is one round, two
 		 * blocks; graph-safe: as many blocks as split's plan for the
 		 * cache, at least the round's two */
-		if (al->kv_len_dev == NULL && attn_row_len_host(al->kv_len, sh->S) <= R) {
+		if (al->kv_len_dev == NULL && attn_kv_clamp(al->kv_len, sh->S) <= R) {
 			nsplit = 1;
 			chunk = 0;
 		}
@@ -749,7 +749,7 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		al.kv_len_dev = call->attr_dev[ATTN_KV_LEN];
 		attn_core_plan(al.sh.S, al.sh.th, attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	} else {
-		attn_core_plan(attn_row_len_host(al.kv_len, al.sh.S), al.sh.th,
+		attn_core_plan(attn_kv_clamp(al.kv_len, al.sh.S), al.sh.th,
 		               attn_core_target(ctx->sm_count), &al.nsplit, &al.chunk);
 	}
 

@@ -3762,11 +3762,12 @@ static void test_attention_new_rows(struct env *e)
 {
 	const int64_t H = 8, D = 64, S = 1024, KB = 32768;
 	const int dt = PLAN_DTYPE_F16;
-	static const int64_t Ts[] = { 1, 3, 1, 3 }, KVHs[] = { 8, 8, 2, 2 };
+	static const int64_t Ts[] = { 1, 3, 1, 3 }, KVHs[] = { 8, 8, 2, 2 }, kvs[] = { 700, 100 };
+	const int nt = (int)(sizeof Ts / sizeof Ts[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
 
-	for (int ti = 0; ti < 8; ti++) {
-		const int64_t kv = ti < 4 ? 700 : 100;
-		const int64_t T = Ts[ti % 4], KVH = KVHs[ti % 4], W = KVH * D;
+	for (int ti = 0; ti < nt * nkv; ti++) {
+		const int64_t kv = kvs[ti / nt];
+		const int64_t T = Ts[ti % nt], KVH = KVHs[ti % nt], W = KVH * D;
 		struct attn_cfg cfg = { T, H, KVH, D, S, 0.0, 0 };
 		struct attn_bufs ab;
 		struct tbuf x, wk, wv;
