@@ -46,11 +46,19 @@
 #define CUDA_STAGING_SLOTS     64
 #define CUDA_STAGING_SLOT_SIZE (256u << 10)
 
+/* Feeds of at most this many 32-bit words (a step's token ids, positions
+ * and vars at small sizes) are the stream's own writes, in one batch of
+ * memory operations (cuStreamBatchMemOp: fewer than 256 a batch). The
+ * stream's front end stores them in order, with no copy engine to hand
+ * over to and back from, no staging slot and no event. */
+#define CUDA_WRITE_WORDS_MAX 64
+
 typedef CUresult (*pfn_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);
 typedef CUresult (*pfn_func_name)(const char **, CUfunction);
 typedef CUresult (*pfn_func_param)(CUfunction, size_t, size_t *, size_t *);
 typedef CUresult (*pfn_kernel_name)(const char **, CUkernel);
 typedef CUresult (*pfn_kernel_param)(CUkernel, size_t, size_t *, size_t *);
+typedef CUresult (*pfn_batch_memop)(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);
 
 struct seen_node {
 	cudaGraphNode_t node;
@@ -122,6 +130,7 @@ struct backend {
 	pfn_func_param     func_param;
 	pfn_kernel_name    kernel_name;
 	pfn_kernel_param   kernel_param;
+	pfn_batch_memop    batch_memop;           /* NULL: feeds are copies */
 };
 
 /* An executable several graphs share: CURRENT is the graph it was last
@@ -220,6 +229,7 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 	b->func_param = (pfn_func_param)cuda_driver_entry("cuFuncGetParamInfo");
 	b->kernel_name = (pfn_kernel_name)cuda_driver_entry("cuKernelGetName");
 	b->kernel_param = (pfn_kernel_param)cuda_driver_entry("cuKernelGetParamInfo");
+	b->batch_memop = (pfn_batch_memop)cuda_driver_entry("cuStreamBatchMemOp");
 	if (b->node_params == NULL) {
 		snprintf(msg, len, "the driver lacks cuGraphKernelNodeGetParams");
 		goto fail;
@@ -336,12 +346,45 @@ static int cuda_init(struct backend *b, void *dst, int dtype, uint64_t count,
 	return cuda_init_tensor(dst, dtype, count, init, b->stream, msg, len);
 }
 
+/* BYTES at SRC to DST as the stream's writes of 32-bit words, when they
+ * are whole aligned words, few enough, and not in a capture (a capture
+ * would take them in as a node of a kind the plan does not read back).
+ * 0: written; 1: not this way (nothing queued). A driver that refuses the
+ * batch is not asked again: the copies serve. */
+static int cuda_write_words(struct backend *b, void *dst, const void *src, size_t bytes)
+{
+	CUstreamBatchMemOpParams ops[CUDA_WRITE_WORDS_MAX];
+	const size_t n = bytes / sizeof(uint32_t);
+	enum cudaStreamCaptureStatus cs;
+
+	if (b->batch_memop == NULL || b->capturing || n < 1 || n > CUDA_WRITE_WORDS_MAX ||
+	    bytes % sizeof(uint32_t) != 0 || (uintptr_t)dst % sizeof(uint32_t) != 0 ||
+	    cudaStreamIsCapturing(b->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+		return 1;
+	memset(ops, 0, n * sizeof ops[0]);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t w;
+		memcpy(&w, (const unsigned char *)src + i * sizeof w, sizeof w);
+		ops[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+		ops[i].writeValue.address = (CUdeviceptr)(uintptr_t)dst + i * sizeof w;
+		ops[i].writeValue.value = w;
+		ops[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+	}
+	if (b->batch_memop((CUstream)b->stream, (unsigned)n, ops, 0) != CUDA_SUCCESS) {
+		b->batch_memop = NULL;
+		return 1;
+	}
+	return 0;
+}
+
 static int cuda_write(struct backend *b, void *dst, const void *src, size_t bytes,
                       char *msg, size_t len)
 {
 	unsigned slot = b->staging_next;
 	unsigned char *stage = b->staging + (size_t)slot * CUDA_STAGING_SLOT_SIZE;
 
+	if (cuda_write_words(b, dst, src, bytes) == 0)
+		return 0;
 	if (bytes > CUDA_STAGING_SLOT_SIZE) {
 		/* Rare and large: a copy from the caller's memory, ordered on the
 		 * stream and finished before the caller may reuse SRC. Not
