@@ -417,7 +417,9 @@ struct attn_dsplit_round {
 
 /* A row of at most R positions (attn_dsplit_round's) is one round: blocks
  * (t, h, 0) and (t, h, 1) of the launch's NBLK a row are its two parts,
- * the others return at once, reading nothing. A longer row is "split"'s:
+ * the others return at once, reading nothing. Blocks are numbered
+ * split-major (split * T * H + t * H + h), as paged attention's are, so
+ * the working blocks of short rows come first in the launch. A longer row is "split"'s:
  * its active splits of NSPLIT (at most NBLK) take chunks of it after the
  * wait and the last to finish merges them (attn_core_block, the scratch
  * and the counters), so a row past the round is not one block's loop;
@@ -433,8 +435,11 @@ bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
 {
 	using Round = attn_dsplit_round<T, LPR, EPL, VEC>;
 	constexpr int EH = Round::EH;
-	const int split = (int)(blockIdx.x % nblk);
-	const int64_t th = blockIdx.x / nblk;
+	/* split-major: the rows' first two splits, all a short row uses,
+	 * are the launch's first blocks and are dispatched first */
+	const int64_t nth = gridDim.x / nblk;
+	const int split = (int)(blockIdx.x / nth);
+	const int64_t th = blockIdx.x % nth;
 	const int64_t g = (th % H) * KVH / H;
 	const struct attn_rows<T> src = { k + g * D, v + g * D, KVH * D };
 
