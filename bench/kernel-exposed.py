@@ -12,11 +12,17 @@ kernel name (the short name, templates folded): instances, the mean time
 and the mean exposed time, and, with --steps N, both per step (the sums
 divided by N). --graphs keeps only kernels launched from CUDA graphs;
 --templates keeps each kernel's template arguments in its name (from the
-demangled name), so that one template's instantiations are apart."""
+demangled name), so that one template's instantiations are apart. The time with no kernel
+running is summed apart: gaps under 100 us (within the steps: feeds,
+graph launches), and the longer pauses between phases."""
 
 import sqlite3
 import sys
 from collections import defaultdict
+
+# A gap between kernels at least this long (ns) is the host between
+# phases, not part of a step.
+IDLE_PAUSE = 100000
 
 
 def template_name(demangled):
@@ -76,7 +82,17 @@ def main(argv):
     total = defaultdict(float)
     exposed = defaultdict(float)
     reach = 0
+    idle, idle_n, pauses, paused = 0, 0, 0, 0
     for start, end, name in rows:
+        if reach and start > reach:
+            # no kernel running: a gap within the replay's stream of steps,
+            # or (past IDLE_PAUSE) the host between phases
+            if start - reach < IDLE_PAUSE:
+                idle += start - reach
+                idle_n += 1
+            else:
+                pauses += 1
+                paused += start - reach
         name = template_name(name) if templates else name.split("<")[0]
         grew = end - max(start, reach) if end > reach else 0
         reach = max(reach, end)
@@ -85,6 +101,11 @@ def main(argv):
         exposed[name] += grew
     span = (rows[-1][1] - rows[0][0]) / 1e3
     print("%d kernels, %.1f us from the first start to the last end" % (len(rows), span))
+    line = "no kernel running: %.1f us in %d gaps under %d us" % (idle / 1e3, idle_n,
+                                                                 IDLE_PAUSE // 1000)
+    if steps:
+        line += " (%.2f us a step)" % (idle / steps / 1e3)
+    print(line + "; %d pauses of %.1f us longer" % (pauses, paused / 1e3))
     width = 60 if templates else 44
     hdr = "%-*s %8s %10s %10s" % (width, "kernel", "count", "mean us", "exposed")
     if steps:
