@@ -14,7 +14,9 @@ divided by N). --graphs keeps only kernels launched from CUDA graphs;
 --templates keeps each kernel's template arguments in its name (from the
 demangled name), so that one template's instantiations are apart. The time with no kernel
 running is summed apart: gaps under 100 us (within the steps: feeds,
-graph launches), and the longer pauses between phases."""
+graph launches), by the kernel that ends each (idle/step), and the longer
+pauses between phases; and the copies and memsets, where the export has
+them."""
 
 import sqlite3
 import sys
@@ -81,6 +83,7 @@ def main(argv):
     n = defaultdict(int)
     total = defaultdict(float)
     exposed = defaultdict(float)
+    idle_before = defaultdict(float)
     reach = 0
     idle, idle_n, pauses, paused = 0, 0, 0, 0
     for start, end, name in rows:
@@ -90,6 +93,8 @@ def main(argv):
             if start - reach < IDLE_PAUSE:
                 idle += start - reach
                 idle_n += 1
+                idle_before[template_name(name) if templates else name.split("<")[0]] += \
+                    start - reach
             else:
                 pauses += 1
                 paused += start - reach
@@ -106,16 +111,28 @@ def main(argv):
     if steps:
         line += " (%.2f us a step)" % (idle / steps / 1e3)
     print(line + "; %d pauses of %.1f us longer" % (pauses, paused / 1e3))
+    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        try:
+            cnt, dur = db.execute("SELECT count(*), coalesce(sum(end - start), 0) FROM " +
+                                  table).fetchone()
+        except sqlite3.OperationalError:
+            continue
+        line = "%s: %d, %.1f us" % (table.rsplit("_", 1)[1].lower(), cnt, dur / 1e3)
+        if steps:
+            line += " (%.2f a step, %.2f us a step)" % (cnt / steps, dur / steps / 1e3)
+        print(line)
     width = 60 if templates else 44
     hdr = "%-*s %8s %10s %10s" % (width, "kernel", "count", "mean us", "exposed")
     if steps:
-        hdr += " %12s %12s" % ("us/step", "exposed/step")
+        hdr += " %12s %12s %10s" % ("us/step", "exposed/step", "idle/step")
     print(hdr)
     for name in sorted(n, key=lambda k: -exposed[k])[:top]:
         line = "%-*s %8d %10.2f %10.2f" % (width, name[:width], n[name],
                                            total[name] / n[name] / 1e3, exposed[name] / n[name] / 1e3)
         if steps:
-            line += " %12.2f %12.2f" % (total[name] / steps / 1e3, exposed[name] / steps / 1e3)
+            line += " %12.2f %12.2f %10.2f" % (total[name] / steps / 1e3,
+                                                exposed[name] / steps / 1e3,
+                                                idle_before[name] / steps / 1e3)
         print(line)
     return 0
 
