@@ -50,8 +50,13 @@
  * and vars at small sizes) are the stream's own writes, in one batch of
  * memory operations (cuStreamBatchMemOp: fewer than 256 a batch). The
  * stream's front end stores them in order, with no copy engine to hand
- * over to and back from, no staging slot and no event. */
+ * over to and back from, no staging slot and no event. Between
+ * feeds_begin and feeds_end the words of all the step's feeds wait in
+ * one batch of at most CUDA_FEED_WORDS_MAX. On an H200 (bench/RESULTS.md,
+ * twenty-eighth session) three 4-byte feeds between graph launches cost
+ * 6.1 us a step as pinned copies, 5.6 as three batches, 3.3 as one. */
 #define CUDA_WRITE_WORDS_MAX 64
+#define CUDA_FEED_WORDS_MAX  255
 
 typedef CUresult (*pfn_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);
 typedef CUresult (*pfn_func_name)(const char **, CUfunction);
@@ -131,6 +136,10 @@ struct backend {
 	pfn_kernel_name    kernel_name;
 	pfn_kernel_param   kernel_param;
 	pfn_batch_memop    batch_memop;           /* NULL: feeds are copies */
+	/* Between feeds_begin and feeds_end: the words queued so far. */
+	int                feeding;
+	unsigned           nfeed;
+	CUstreamBatchMemOpParams feed[CUDA_FEED_WORDS_MAX];
 };
 
 /* An executable several graphs share: CURRENT is the graph it was last
@@ -346,21 +355,24 @@ static int cuda_init(struct backend *b, void *dst, int dtype, uint64_t count,
 	return cuda_init_tensor(dst, dtype, count, init, b->stream, msg, len);
 }
 
-/* BYTES at SRC to DST as the stream's writes of 32-bit words, when they
- * are whole aligned words, few enough, and not in a capture (a capture
- * would take them in as a node of a kind the plan does not read back).
- * 0: written; 1: not this way (nothing queued). A driver that refuses the
- * batch is not asked again: the copies serve. */
-static int cuda_write_words(struct backend *b, void *dst, const void *src, size_t bytes)
+/* Queue the N word writes of OPS on the stream, one batch. 0: queued;
+ * 1: the driver refused (nothing queued), and is not asked again. */
+static int cuda_memops(struct backend *b, CUstreamBatchMemOpParams *ops, unsigned n)
 {
-	CUstreamBatchMemOpParams ops[CUDA_WRITE_WORDS_MAX];
-	const size_t n = bytes / sizeof(uint32_t);
-	enum cudaStreamCaptureStatus cs;
-
-	if (b->batch_memop == NULL || b->capturing || n < 1 || n > CUDA_WRITE_WORDS_MAX ||
-	    bytes % sizeof(uint32_t) != 0 || (uintptr_t)dst % sizeof(uint32_t) != 0 ||
-	    cudaStreamIsCapturing(b->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+	if (n == 0)
+		return 0;
+	if (b->batch_memop((CUstream)b->stream, n, ops, 0) != CUDA_SUCCESS) {
+		b->batch_memop = NULL;
 		return 1;
+	}
+	return 0;
+}
+
+/* The words of BYTES at SRC for DST, as writes at OPS[0..]. */
+static void cuda_words(CUstreamBatchMemOpParams *ops, void *dst, const void *src, size_t bytes)
+{
+	const size_t n = bytes / sizeof(uint32_t);
+
 	memset(ops, 0, n * sizeof ops[0]);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t w;
@@ -370,11 +382,55 @@ static int cuda_write_words(struct backend *b, void *dst, const void *src, size_
 		ops[i].writeValue.value = w;
 		ops[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
 	}
-	if (b->batch_memop((CUstream)b->stream, (unsigned)n, ops, 0) != CUDA_SUCCESS) {
-		b->batch_memop = NULL;
-		return 1;
+}
+
+/* The feeds queued since feeds_begin, to the stream, in their order: one
+ * batch, or copies where the driver refuses it. */
+static int cuda_feeds_flush(struct backend *b, char *msg, size_t len)
+{
+	unsigned n = b->nfeed;
+
+	b->nfeed = 0;
+	if (n == 0 || (b->batch_memop != NULL && cuda_memops(b, b->feed, n) == 0))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t w = b->feed[i].writeValue.value;
+		void *dst = (void *)(uintptr_t)b->feed[i].writeValue.address;
+		CUDA_TRY(cudaMemcpyAsync(dst, &w, sizeof w, cudaMemcpyHostToDevice, b->stream),
+		         "cudaMemcpyAsync");
+		/* from this stack frame: landed before it goes */
+		CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
 	}
 	return 0;
+fail:
+	return -1;
+}
+
+static void cuda_feeds_begin(struct backend *b)
+{
+	b->feeding = 1;
+	b->nfeed = 0;
+}
+
+static int cuda_feeds_end(struct backend *b, char *msg, size_t len)
+{
+	b->feeding = 0;
+	return cuda_feeds_flush(b, msg, len);
+}
+
+/* Whether BYTES for DST can be the stream's writes of 32-bit words: whole
+ * aligned words, few enough, a driver that has not refused them, and not
+ * in a capture (a capture would take them in as a node of a kind the plan
+ * does not read back). */
+static int cuda_words_ok(struct backend *b, const void *dst, size_t bytes)
+{
+	enum cudaStreamCaptureStatus cs;
+
+	return b->batch_memop != NULL && !b->capturing && bytes >= sizeof(uint32_t) &&
+	       bytes <= CUDA_WRITE_WORDS_MAX * sizeof(uint32_t) && bytes % sizeof(uint32_t) == 0 &&
+	       (uintptr_t)dst % sizeof(uint32_t) == 0 &&
+	       cudaStreamIsCapturing(b->stream, &cs) == cudaSuccess &&
+	       cs == cudaStreamCaptureStatusNone;
 }
 
 static int cuda_write(struct backend *b, void *dst, const void *src, size_t bytes,
@@ -382,9 +438,23 @@ static int cuda_write(struct backend *b, void *dst, const void *src, size_t byte
 {
 	unsigned slot = b->staging_next;
 	unsigned char *stage = b->staging + (size_t)slot * CUDA_STAGING_SLOT_SIZE;
+	const int words = cuda_words_ok(b, dst, bytes);
+	const unsigned n = (unsigned)(bytes / sizeof(uint32_t));
 
-	if (cuda_write_words(b, dst, src, bytes) == 0)
+	if (words && b->feeding && b->nfeed + n <= CUDA_FEED_WORDS_MAX) {
+		cuda_words(b->feed + b->nfeed, dst, src, bytes);
+		b->nfeed += n;
 		return 0;
+	}
+	/* anything else goes after the feeds queued */
+	if (b->feeding && b->nfeed > 0 && cuda_feeds_flush(b, msg, len) != 0)
+		return -1;
+	if (words) {
+		CUstreamBatchMemOpParams ops[CUDA_WRITE_WORDS_MAX];
+		cuda_words(ops, dst, src, bytes);
+		if (cuda_memops(b, ops, n) == 0)
+			return 0;
+	}
 	if (bytes > CUDA_STAGING_SLOT_SIZE) {
 		/* Rare and large: a copy from the caller's memory, ordered on the
 		 * stream and finished before the caller may reuse SRC. Not
@@ -1295,6 +1365,8 @@ const struct backend_ops backend_cuda = {
 	.scratch_bytes = cuda_scratch,
 	.init = cuda_init,
 	.write = cuda_write,
+	.feeds_begin = cuda_feeds_begin,
+	.feeds_end = cuda_feeds_end,
 	.read = cuda_read,
 	.spare_alloc = cuda_spare_alloc,
 	.spare_free = cuda_spare_free,

@@ -111,6 +111,15 @@ struct backend_ops {
 	 * as soon as the call returns. */
 	int  (*write)(struct backend *b, void *dst, const void *src, size_t bytes,
 	              char *msg, size_t len);
+	/* Optional: the writes between feeds_begin and feeds_end are a
+	 * step's feeds, which the backend may queue as one operation (the
+	 * CUDA backend: small ones as one batch of the stream's own writes,
+	 * bench/RESULTS.md, twenty-eighth session). Each write's SRC may still
+	 * be reused at once; the order of the writes and of anything queued
+	 * after feeds_end is kept. feeds_end is called after every
+	 * feeds_begin, after a failed write too. */
+	void (*feeds_begin)(struct backend *b);
+	int  (*feeds_end)(struct backend *b, char *msg, size_t len);
 	/* The arena to host memory; waits for all earlier work. */
 	int  (*read)(struct backend *b, void *dst, const void *src, size_t bytes,
 	             char *msg, size_t len);

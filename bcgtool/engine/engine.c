@@ -1194,8 +1194,10 @@ static int64_t engine_var_value(const struct engine *e, const struct engine_vari
 	return plan_var_value(pv, step);
 }
 
-int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
-                      struct engine_error *err)
+/* The step's feeds and vars to the backend, one queued operation where
+ * the backend batches them (feeds_begin). */
+static int engine_step_feeds(struct engine *e, struct engine_variant *v, uint64_t step,
+                             struct engine_error *err)
 {
 	uint32_t nv = plan_count_vars(e->plan);
 
@@ -1218,6 +1220,26 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "writing var '%s': %s",
 			                   pv->name, err->msg);
 	}
+	return 0;
+}
+
+int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
+                      struct engine_error *err)
+{
+	int rc;
+
+	if (e->be->feeds_begin == NULL) {
+		rc = engine_step_feeds(e, v, step, err);
+	} else {
+		char msg[sizeof err->msg];
+		e->be->feeds_begin(e->b);
+		rc = engine_step_feeds(e, v, step, err);
+		/* after a failed write too; its message is the one kept */
+		if (e->be->feeds_end(e->b, msg, sizeof msg) != 0 && rc == 0)
+			rc = engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "feeding the step: %s", msg);
+	}
+	if (rc != 0)
+		return rc;
 	for (uint32_t i = 0; i < e->nbinds; i++) {
 		const struct engine_bind *bd = &e->binds[i];
 		v->calls[bd->op].attr[bd->pos].i =
