@@ -158,8 +158,7 @@ enum { CUDA_IMPL_ATTN_SPLIT = 0, CUDA_IMPL_ATTN_TWOPASS = 1,          /* attenti
        CUDA_IMPL_ATTN_CLUSTER_EARLY = 4, CUDA_IMPL_ATTN_CLUSTER4 = 5,
        CUDA_IMPL_ATTN_CLUSTER2 = 6, CUDA_IMPL_ATTN_CLUSTER8 = 7,
        CUDA_IMPL_ATTN_DSPLIT = 8 };
-enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1,           /* argmax */
-       CUDA_IMPL_ARGMAX_CLUSTER = 2 };
+enum { CUDA_IMPL_ARGMAX_SPLIT = 0, CUDA_IMPL_ARGMAX_ROW = 1 };         /* argmax */
 enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1, CUDA_IMPL_RNM_ROWS = 2, /* rmsnorm_matmul */
        CUDA_IMPL_RNM_ROWS_SCALED = 3 };
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1,    /* rmsnorm_matmul_rope_kv_write */

@@ -13,14 +13,12 @@
  * what it stored, read back by the thread that wrote it: exactly add then
  * rmsnorm, and sum may be x or r, out may be any of them.
  *
- * argmax has three implementations: "split" cuts each row into chunks,
- * one block each (a long vocabulary row at T = 1 is otherwise one block's
+ * argmax has two implementations: "split" cuts each row into chunks, one
+ * block each (a long vocabulary row at T = 1 is otherwise one block's
  * work), and the last block of a row to finish (cuda_last_block) picks the
- * best of the chunks' winners; "cluster" (sm_90) cuts it into the blocks
- * of one thread block cluster, whose winners meet in distributed shared
- * memory; "row" is one block per row. The winner is the same every way:
- * "better" below is a total order, so the best of any grouping is the
- * same element.
+ * best of the chunks' winners; "row" is one block per row. The winner is
+ * the same either way: "better" below is a total order, so the best of
+ * any grouping is the same element.
  *
  * rmsnorm, add_rmsnorm and argmax are PDL-aware: they wait before reading
  * anything (their inputs are activations) and trigger after their stores.
@@ -28,8 +26,6 @@
 #include "config.h"
 
 #include <limits.h>
-
-#include <cooperative_groups.h>
 
 #include "cuda-internal.h"
 
@@ -168,9 +164,13 @@ __device__ __forceinline__ bool cuda_argmax_better(float v, int64_t i, float bv,
 	return v > bv || (v == bv && i < bi);
 }
 
-/* The best of a warp's (BV, BI), in every lane: a butterfly. */
-__device__ __forceinline__ void cuda_argmax_warp(float &bv, int64_t &bi)
+/* The best of every thread's (BV, BI) of a block, in thread 0's *BV_OUT,
+ * *BI_OUT: a butterfly in each warp, then warp 0 over the warps' bests. */
+__device__ void cuda_argmax_reduce(float bv, int64_t bi, float *red_v, int64_t *red_i,
+                                   float *bv_out, int64_t *bi_out)
 {
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
 	for (int off = 16; off > 0; off >>= 1) {
 		float ov = __shfl_xor_sync(0xffffffffu, bv, off);
 		int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
@@ -179,16 +179,6 @@ __device__ __forceinline__ void cuda_argmax_warp(float &bv, int64_t &bi)
 			bi = oi;
 		}
 	}
-}
-
-/* The best of every thread's (BV, BI) of a block, in thread 0's *BV_OUT,
- * *BI_OUT: a butterfly in each warp, then warp 0 over the warps' bests. */
-__device__ void cuda_argmax_reduce(float bv, int64_t bi, float *red_v, int64_t *red_i,
-                                   float *bv_out, int64_t *bi_out)
-{
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-
-	cuda_argmax_warp(bv, bi);
 	__syncthreads();        /* the previous row's readers are done */
 	if (lane == 0) {
 		red_v[warp] = bv;
@@ -210,10 +200,9 @@ __device__ void cuda_argmax_reduce(float bv, int64_t bi, float *red_v, int64_t *
 
 /* The best (BV, BI) of a block's elements [j0, j1) of row R, in thread 0.
  * -inf at an impossible index loses every tie to a real element. A
- * thread asks for LOADS elements before it compares any, so that their
- * latencies overlap. */
+ * thread asks for ARGMAX_LOADS elements before it compares any, so that
+ * their latencies overlap. */
 #define ARGMAX_LOADS 4
-template <int LOADS = ARGMAX_LOADS>
 __device__ void cuda_argmax_block(const void *x, int dtx, int64_t base, int64_t j0, int64_t j1,
                                   float *red_v, int64_t *red_i, float *bv_out, int64_t *bi_out)
 {
@@ -221,13 +210,13 @@ __device__ void cuda_argmax_block(const void *x, int dtx, int64_t base, int64_t 
 	int64_t bi = INT64_MAX;
 	const int64_t step = (int64_t)blockDim.x;
 
-	for (int64_t j = j0 + threadIdx.x; j < j1; j += LOADS * step) {
-		float v[LOADS];
+	for (int64_t j = j0 + threadIdx.x; j < j1; j += ARGMAX_LOADS * step) {
+		float v[ARGMAX_LOADS];
 #pragma unroll
-		for (int u = 0; u < LOADS; u++)
+		for (int u = 0; u < ARGMAX_LOADS; u++)
 			v[u] = j + u * step < j1 ? cuda_ld(x, dtx, base + j + u * step) : -INFINITY;
 #pragma unroll
-		for (int u = 0; u < LOADS; u++) {
+		for (int u = 0; u < ARGMAX_LOADS; u++) {
 			if (j + u * step < j1 && cuda_argmax_better(v[u], j + u * step, bv, bi)) {
 				bv = v[u];
 				bi = j + u * step;
@@ -293,58 +282,6 @@ __global__ void bcg_argmax_split_kernel(const void *x, int dtx, int32_t *out, in
 	}
 	if (threadIdx.x == 0)
 		out[r] = bi == INT64_MAX ? 0 : (int32_t)bi;         /* empty row: 0 */
-}
-
-/* "cluster" (sm_90): a row's NC chunks are the blocks of one thread block
- * cluster (blockIdx.x its rank, blockIdx.y the row), ARGMAX_CL_THREADS
- * threads each with ARGMAX_CL_LOADS loads in flight, so that a vocabulary
- * row at T = 1 is one round of loads. Each block's winner stays in its
- * shared memory; after the cluster's barrier the first block's first warp
- * reads the NC of them there (distributed shared memory) and picks the
- * best: no scratch, no counter, no second pass through global memory as
- * "split"'s last block makes. The second barrier keeps every block's
- * shared memory alive until it has been read. */
-#define ARGMAX_CLUSTER     8
-#define ARGMAX_CL_THREADS  1024
-#define ARGMAX_CL_LOADS    16
-
-__global__ void __launch_bounds__(ARGMAX_CL_THREADS)
-bcg_argmax_cluster_kernel(const void *x, int dtx, int32_t *out, int64_t cols)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	namespace cg = cooperative_groups;
-	__shared__ float red_v[32];
-	__shared__ int64_t red_i[32];
-	__shared__ float part_v;
-	__shared__ int64_t part_i;
-	cg::cluster_group cl = cg::this_cluster();
-	const int c = (int)cl.block_rank(), nc = (int)cl.num_blocks();
-	const int64_t r = blockIdx.y, chunk = (cols + nc - 1) / nc;
-	const int64_t j0 = c * chunk < cols ? c * chunk : cols;
-	const int64_t j1 = j0 + chunk < cols ? j0 + chunk : cols;
-	float bv;
-	int64_t bi;
-
-	cuda_pdl_begin();
-	cuda_argmax_block<ARGMAX_CL_LOADS>(x, dtx, r * cols, j0, j1, red_v, red_i, &bv, &bi);
-	if (threadIdx.x == 0) {
-		part_v = bv;
-		part_i = bi;
-	}
-	cl.sync();
-	if (c == 0 && threadIdx.x < 32) {
-		float v = -INFINITY;
-		int64_t i = INT64_MAX;
-		if ((int)threadIdx.x < nc) {
-			v = *cl.map_shared_rank(&part_v, threadIdx.x);
-			i = *cl.map_shared_rank(&part_i, threadIdx.x);
-		}
-		cuda_argmax_warp(v, i);
-		if (threadIdx.x == 0)
-			out[r] = i == INT64_MAX ? 0 : (int32_t)i;       /* empty row: 0 */
-	}
-	cl.sync();
-#endif
 }
 
 /* --- launchers ------------------------------------------------------------ */
@@ -522,8 +459,6 @@ int cuda_argmax_usable(const struct op_call *call, int impl)
 		return rows <= CUDA_SCRATCH_COUNTERS && rows <= 65535;
 	case CUDA_IMPL_ARGMAX_ROW:
 		return 1;
-	case CUDA_IMPL_ARGMAX_CLUSTER:
-		return rows <= 65535 && cuda_device_sm90();
 	}
 	return 0;
 }
@@ -541,16 +476,11 @@ extern "C" int cuda_run_argmax(const struct op_call *call, const struct cuda_op_
 	if (cuda_numel(out) != rows)
 		return cuda_fail(msg, len, "argmax: out has %lld elements for %lld rows",
 		                 (long long)cuda_numel(out), (long long)rows);
-	if (call->impl != CUDA_IMPL_ARGMAX_SPLIT && call->impl != CUDA_IMPL_ARGMAX_ROW &&
-	    call->impl != CUDA_IMPL_ARGMAX_CLUSTER)
+	if (call->impl != CUDA_IMPL_ARGMAX_SPLIT && call->impl != CUDA_IMPL_ARGMAX_ROW)
 		return cuda_fail(msg, len, "argmax: no implementation %d on CUDA", call->impl);
-	if (!cuda_argmax_usable(call, call->impl)) {
-		if (call->impl == CUDA_IMPL_ARGMAX_CLUSTER && rows <= 65535)
-			return cuda_fail(msg, len, "argmax: implementation cluster needs an sm_90 "
-			                 "device (thread block clusters)");
-		return cuda_fail(msg, len, "argmax: implementation %s cannot run %lld rows",
-		                 cuda_impl_name(OP_ARGMAX, call->impl), (long long)rows);
-	}
+	if (!cuda_argmax_usable(call, call->impl))
+		return cuda_fail(msg, len, "argmax: implementation split cannot run %lld rows",
+		                 (long long)rows);
 	if (rows <= 0)
 		return 0;
 	/* An empty row still gets its 0: the kernels run for cols = 0 too. */
@@ -558,12 +488,6 @@ extern "C" int cuda_run_argmax(const struct op_call *call, const struct cuda_op_
 		return cuda_launch(ctx, "bcg_argmax_kernel", bcg_argmax_kernel,
 		                   dim3(cuda_row_blocks(rows)), dim3(cuda_row_threads(cols)), msg, len,
 		                   (const void *)x->data, x->dtype, op, rows, cols);
-
-	if (call->impl == CUDA_IMPL_ARGMAX_CLUSTER)
-		return cuda_launch_ex(ctx, "bcg_argmax_cluster_kernel", bcg_argmax_cluster_kernel,
-		                      dim3(ARGMAX_CLUSTER, (unsigned)rows), dim3(ARGMAX_CL_THREADS), 0,
-		                      ARGMAX_CLUSTER, msg, len, (const void *)x->data, x->dtype, op,
-		                      cols);
 
 	int nblk = argmax_blocks(rows, cols, ctx->sm_count);
 	int64_t chunk = argmax_ceil_div(cols, nblk);

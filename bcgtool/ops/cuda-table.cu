@@ -76,7 +76,7 @@ static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_cl
 static const char *const impl_attention[] = { "split", "twopass", "cluster", "split_early",
 	                                       "cluster_early", "cluster4", "cluster2", "cluster8",
 	                                       "dsplit", NULL };
-static const char *const impl_argmax[] = { "split", "row", "cluster", NULL };
+static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", "rows_scaled",
                                                    NULL };
 static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", "rows_scaled",
