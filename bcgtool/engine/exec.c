@@ -259,20 +259,12 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 	else
 		snprintf(label, sizeof label, "step %llu", (unsigned long long)step);
 	nvtx_push(e->nvtx, NVTX_KIND_STEP, label);
-	if (marks != NULL && marks->step_only) {
-		if (engine_step_begin(e, &v->ev, step, err) != 0)
-			goto fail;
-		if (e->be->mark(e->b, marks->first, err->msg, sizeof err->msg) != 0)
-			goto fail_mark;
-		marks = NULL;
-	} else {
-		if (marks != NULL && marks->host_ns != NULL)
-			marks->host_ns[0] = bcg_now_ns();
-		if (marks != NULL && e->be->mark(e->b, marks->first, err->msg, sizeof err->msg) != 0)
-			goto fail_mark;
-		if (engine_step_begin(e, &v->ev, step, err) != 0)
-			goto fail;
-	}
+	if (marks != NULL && marks->host_ns != NULL)
+		marks->host_ns[0] = bcg_now_ns();
+	if (marks != NULL && e->be->mark(e->b, marks->first, err->msg, sizeof err->msg) != 0)
+		goto fail_mark;
+	if (engine_step_begin(e, &v->ev, step, err) != 0)
+		goto fail;
 	for (uint32_t i = 0; i < v->nitems; i++) {
 		struct exec_item *it = &v->items[i];
 		int rc;

@@ -58,10 +58,6 @@ struct exec_marks {
 	unsigned  first;    /* first slot; the step uses first .. first + nitems + 1 */
 	uint64_t *host_ns;  /* NULL, or nitems + 1 host clock readings taken as
 	                       each mark is issued (replay --trace-json) */
-	int       step_only; /* the step's one mark, at FIRST, after its feeds
-	                        and before its first item (host_ns unused): the
-	                        feeds wait for the stream to drain, and a mark
-	                        queued after them waits for nothing more */
 };
 
 /* Run step STEP of V: feeds and vars, then every item in order. MARKS may

@@ -65,10 +65,9 @@ static int replay_timed(struct engine *e, struct exec_variant **xs, uint32_t nx,
 				k = j;
 				break;
 			}
-			/* step j's stamp, after its feeds (replay.h) */
-			const struct exec_marks stamp = { .first = j, .step_only = 1 };
 			bcg_steps_update(&progress, s + j);
-			if (exec_step(e, xs[(s + j) % nx], s + j, &stamp, err) != 0)
+			if (be_call(e->be->mark(e->b, j, err->msg, sizeof err->msg), "time stamp", err) != 0 ||
+			    exec_step(e, xs[(s + j) % nx], s + j, NULL, err) != 0)
 				goto fail;
 			double h = (double)(bcg_now_ns() - t0) / 1e6;
 			if (s + j >= warmup)

@@ -4,10 +4,7 @@
  * A measurement has two passes over an executable variant:
  *  - timed: warm-up then N steps issued back to back, as a serving loop
  *    would; a time stamp on the backend's timeline at each step start gives
- *    the step time (start to start). The stamp follows the step's feeds:
- *    their writes wait for the stream to drain, and a stamp queued after
- *    them waits for nothing more, where one before them (as until the
- *    twenty-eighth session) waits on its own;
+ *    the step time (start to start);
  *  - busy: a few steps issued while the stream is held, so the GPU finds
  *    the whole step queued and never waits for the host; time stamps around
  *    every item give the GPU's own busy time per step and per item.
