@@ -52,9 +52,13 @@
  * stream's front end stores them in order, with no copy engine to hand
  * over to and back from, no staging slot and no event. Between
  * feeds_begin and feeds_end the words of all the step's feeds wait in
- * one batch of at most CUDA_FEED_WORDS_MAX. On an H200 (bench/RESULTS.md,
- * twenty-eighth session) three 4-byte feeds between graph launches cost
- * 6.1 us a step as pinned copies, 5.6 as three batches, 3.3 as one. */
+ * one batch of at most CUDA_FEED_WORDS_MAX. On an H200 (bench/step-
+ * boundary.cu; bench/RESULTS.md, twenty-eighth session) three 4-byte
+ * feeds between graph launches cost about 6.1 us a step as pinned copies,
+ * 5.7 as three batches, 3.3 as one: the 1B's step 0.32% faster with one.
+ * Each write keeps its memory barrier, the wait for the work before it:
+ * without (CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) a batch cost nothing
+ * there, but a step still running could read the next step's values. */
 #define CUDA_WRITE_WORDS_MAX 64
 #define CUDA_FEED_WORDS_MAX  255
 
