@@ -79,7 +79,7 @@
  * with cluster2 (1.9% without the split path, attention 3.8 us exposed a
  * layer against 5.0; the launch then had 2 blocks a row, now split's).
  * Its blocks are numbered split-major, so that a short row's two working
- * blocks are among the launch's first: the same plan's step 1.3% faster
+ * blocks are among the launch's first: the step, same choices, 1.3% faster
  * (twenty-eighth session, with the feed writes, which alone gave 0.1%),
  * attention 2.8 us a step less exposed and o and down 11.3 us less.
  */
