@@ -296,6 +296,12 @@
 #             lowest step time per sample and T is the shape that wins
 #             ("shapes: best ..."). Meant to take under 8 minutes on an H100
 #             with 4 shapes each (it says how long it took).
+#   boundary  what a replay puts between two steps' graphs costs
+#             (bench/step-boundary.cu, built here with nvcc): a time stamp,
+#             the feeds as copies, as memops in one batch or three, as a
+#             root kernel node whose parameters are set each launch; a line
+#             each, "boundary: ...", the fed ones with whether the values
+#             the steps read were right
 # Everything is logged under $OUT (or /tmp/bcg-out) and packed into
 # $OUT/session.tar.gz; $OUT/summary.txt holds the lines worth reading first.
 set -u
@@ -2865,6 +2871,12 @@ for base, (n, ns, b, kind) in sorted(groups.items(), key=lambda x: -x[1][1]):
 PY
 		done
 		say "shapes: stage took $(( $(date +%s) - t_stage )) s"
+		;;
+	boundary)
+		nvcc -O2 -arch=sm_90a -o step-boundary "$top/bench/step-boundary.cu" \
+			>boundary-build.txt 2>&1
+		say "boundary: build exit $?"
+		timeout 120 ./step-boundary 2>&1 | sed 's/^/boundary: /' | tee -a "$summary"
 		;;
 	tpshard)
 		# Tensor parallelism's device side (issue 25): the init of a
