@@ -388,6 +388,9 @@ static void cuda_words(CUstreamBatchMemOpParams *ops, void *dst, const void *src
 	}
 }
 
+static int cuda_write_copy(struct backend *b, void *dst, const void *src, size_t bytes,
+                           char *msg, size_t len);
+
 /* The feeds queued since feeds_begin, to the stream, in their order: one
  * batch, or copies where the driver refuses it. */
 static int cuda_feeds_flush(struct backend *b, char *msg, size_t len)
@@ -398,16 +401,12 @@ static int cuda_feeds_flush(struct backend *b, char *msg, size_t len)
 	if (n == 0 || (b->batch_memop != NULL && cuda_memops(b, b->feed, n) == 0))
 		return 0;
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t w = b->feed[i].writeValue.value;
-		void *dst = (void *)(uintptr_t)b->feed[i].writeValue.address;
-		CUDA_TRY(cudaMemcpyAsync(dst, &w, sizeof w, cudaMemcpyHostToDevice, b->stream),
-		         "cudaMemcpyAsync");
-		/* from this stack frame: landed before it goes */
-		CUDA_TRY(cudaStreamSynchronize(b->stream), "cudaStreamSynchronize");
+		const uint32_t w = b->feed[i].writeValue.value;
+		if (cuda_write_copy(b, (void *)(uintptr_t)b->feed[i].writeValue.address, &w,
+		                    sizeof w, msg, len) != 0)
+			return -1;
 	}
 	return 0;
-fail:
-	return -1;
 }
 
 static void cuda_feeds_begin(struct backend *b)
@@ -437,28 +436,14 @@ static int cuda_words_ok(struct backend *b, const void *dst, size_t bytes)
 	       cs == cudaStreamCaptureStatusNone;
 }
 
-static int cuda_write(struct backend *b, void *dst, const void *src, size_t bytes,
-                      char *msg, size_t len)
+/* BYTES at SRC to DST as a copy, ordered on the stream; SRC may be
+ * reused as soon as the call returns. */
+static int cuda_write_copy(struct backend *b, void *dst, const void *src, size_t bytes,
+                           char *msg, size_t len)
 {
 	unsigned slot = b->staging_next;
 	unsigned char *stage = b->staging + (size_t)slot * CUDA_STAGING_SLOT_SIZE;
-	const int words = cuda_words_ok(b, dst, bytes);
-	const unsigned n = (unsigned)(bytes / sizeof(uint32_t));
 
-	if (words && b->feeding && b->nfeed + n <= CUDA_FEED_WORDS_MAX) {
-		cuda_words(b->feed + b->nfeed, dst, src, bytes);
-		b->nfeed += n;
-		return 0;
-	}
-	/* anything else goes after the feeds queued */
-	if (b->feeding && b->nfeed > 0 && cuda_feeds_flush(b, msg, len) != 0)
-		return -1;
-	if (words) {
-		CUstreamBatchMemOpParams ops[CUDA_WRITE_WORDS_MAX];
-		cuda_words(ops, dst, src, bytes);
-		if (cuda_memops(b, ops, n) == 0)
-			return 0;
-	}
 	if (bytes > CUDA_STAGING_SLOT_SIZE) {
 		/* Rare and large: a copy from the caller's memory, ordered on the
 		 * stream and finished before the caller may reuse SRC. Not
@@ -483,6 +468,29 @@ static int cuda_write(struct backend *b, void *dst, const void *src, size_t byte
 	return 0;
 fail:
 	return -1;
+}
+
+static int cuda_write(struct backend *b, void *dst, const void *src, size_t bytes,
+                      char *msg, size_t len)
+{
+	const int words = cuda_words_ok(b, dst, bytes);
+	const unsigned n = (unsigned)(bytes / sizeof(uint32_t));
+
+	if (words && b->feeding && b->nfeed + n <= CUDA_FEED_WORDS_MAX) {
+		cuda_words(b->feed + b->nfeed, dst, src, bytes);
+		b->nfeed += n;
+		return 0;
+	}
+	/* anything else goes after the feeds queued */
+	if (b->feeding && b->nfeed > 0 && cuda_feeds_flush(b, msg, len) != 0)
+		return -1;
+	if (words) {
+		CUstreamBatchMemOpParams ops[CUDA_WRITE_WORDS_MAX];
+		cuda_words(ops, dst, src, bytes);
+		if (cuda_memops(b, ops, n) == 0)
+			return 0;
+	}
+	return cuda_write_copy(b, dst, src, bytes, msg, len);
 }
 
 static int cuda_read(struct backend *b, void *dst, const void *src, size_t bytes,
