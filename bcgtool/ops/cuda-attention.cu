@@ -423,12 +423,12 @@ struct attn_dsplit_round {
  * (t, h, 0) and (t, h, 1) of the launch's NBLK a row are its two parts,
  * the others return at once, reading nothing. Blocks are numbered
  * split-major (split * T * H + t * H + h), as paged attention's are, so
- * the working blocks of short rows come first in the launch. A longer row is "split"'s:
- * its active splits of NSPLIT (at most NBLK) take chunks of it after the
- * wait and the last to finish merges them (attn_core_block, the scratch
- * and the counters), so a row past the round is not one block's loop;
- * the other blocks return before the wait. The launch is sized for both
- * (cuda_run_attention). */
+ * the working blocks of short rows come first in the launch. A longer
+ * row is "split"'s: its active splits of NSPLIT (at most NBLK) take
+ * chunks of it after the wait and the last to finish merges them
+ * (attn_core_block, the scratch and the counters), so a row past the
+ * round is not one block's loop; the other blocks return before the
+ * wait. The launch is sized for both (cuda_run_attention). */
 template <typename T, int LPR, int EPL, bool VEC>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS, ATTN_DSPLIT_MIN_BLOCKS(LPR))
 bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
