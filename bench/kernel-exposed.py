@@ -87,18 +87,17 @@ def main(argv):
     reach = 0
     idle, idle_n, pauses, paused = 0, 0, 0, 0
     for start, end, name in rows:
+        name = template_name(name) if templates else name.split("<")[0]
         if reach and start > reach:
             # no kernel running: a gap within the replay's stream of steps,
             # or (past IDLE_PAUSE) the host between phases
             if start - reach < IDLE_PAUSE:
                 idle += start - reach
                 idle_n += 1
-                idle_before[template_name(name) if templates else name.split("<")[0]] += \
-                    start - reach
+                idle_before[name] += start - reach
             else:
                 pauses += 1
                 paused += start - reach
-        name = template_name(name) if templates else name.split("<")[0]
         grew = end - max(start, reach) if end > reach else 0
         reach = max(reach, end)
         n[name] += 1
