@@ -58,9 +58,12 @@
  * 5.7 as three batches, 3.3 as one: the 1B's step 0.32% faster with one.
  * Each write keeps its memory barrier, the wait for the work before it:
  * without (CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) a batch cost nothing
- * there, but a step still running could read the next step's values. */
+ * there, but a step still running could read the next step's values.
+ * Where the step's first segment is a graph of its own, its feed node
+ * writes the batch's words instead (backend-cuda-feed.cu; feeds_end): 1.0
+ * us a step there, against 3.4 for the batch. */
 #define CUDA_WRITE_WORDS_MAX 64
-#define CUDA_FEED_WORDS_MAX  255
+#define CUDA_FEED_WORDS_MAX  CUDA_FEED_NODE_WORDS
 
 typedef CUresult (*pfn_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);
 typedef CUresult (*pfn_func_name)(const char **, CUfunction);
@@ -140,10 +143,15 @@ struct backend {
 	pfn_kernel_name    kernel_name;
 	pfn_kernel_param   kernel_param;
 	pfn_batch_memop    batch_memop;           /* NULL: feeds are copies */
-	/* Between feeds_begin and feeds_end: the words queued so far. */
+	/* Between feeds_begin and feeds_end: the words queued so far, and
+	 * whether other writes went to the stream meanwhile (the words then
+	 * go there too, in order). */
 	int                feeding;
+	int                feed_mixed;
 	unsigned           nfeed;
 	CUstreamBatchMemOpParams feed[CUDA_FEED_WORDS_MAX];
+	/* The capture in progress begins a step (capture_begin). */
+	int                capture_fed;
 };
 
 /* An executable several graphs share: CURRENT is the graph it was last
@@ -160,6 +168,14 @@ struct backend_graph {
 	struct backend_exec *shared;
 	int                  collectives; /* holds a rank's collectives: its launches
 	                                     are followed by the rank's watchdog */
+	/* A step's first segment with its own executable: the feed node
+	 * (backend-cuda-feed.cu) and the graph it is a node of, kept for
+	 * cudaGraphExecKernelNodeSetParams; FEED_ARMED: words set for the
+	 * next launch; FEED_LIVE: the node's words are not none. */
+	cudaGraph_t          fed_graph;
+	cudaGraphNode_t      feed;
+	int                  feed_armed;
+	int                  feed_live;
 };
 
 #define CUDA_TRY(call, what)                                                    \
@@ -412,12 +428,35 @@ static int cuda_feeds_flush(struct backend *b, char *msg, size_t len)
 static void cuda_feeds_begin(struct backend *b)
 {
 	b->feeding = 1;
+	b->feed_mixed = 0;
 	b->nfeed = 0;
 }
 
-static int cuda_feeds_end(struct backend *b, char *msg, size_t len)
+/* The words queued, as NEXT's feed node's words for its next launch. */
+static int cuda_feeds_arm(struct backend *b, struct backend_graph *next, char *msg, size_t len)
+{
+	uint64_t addr[CUDA_FEED_WORDS_MAX];
+	uint32_t value[CUDA_FEED_WORDS_MAX];
+
+	for (unsigned i = 0; i < b->nfeed; i++) {
+		addr[i] = (uint64_t)b->feed[i].writeValue.address;
+		value[i] = b->feed[i].writeValue.value;
+	}
+	if (cuda_feed_node_set(next->exec, next->feed, addr, value, b->nfeed, msg, len) != 0)
+		return -1;
+	next->feed_armed = 1;
+	next->feed_live = 1;
+	b->nfeed = 0;
+	return 0;
+}
+
+static int cuda_feeds_end(struct backend *b, struct backend_graph *next, char *msg, size_t len)
 {
 	b->feeding = 0;
+	/* NEXT writes them, unless other writes went to the stream between
+	 * them: those stay in the stream's order. */
+	if (next != NULL && next->feed != NULL && b->nfeed > 0 && !b->feed_mixed)
+		return cuda_feeds_arm(b, next, msg, len);
 	return cuda_feeds_flush(b, msg, len);
 }
 
@@ -482,6 +521,8 @@ static int cuda_write(struct backend *b, void *dst, const void *src, size_t byte
 		return 0;
 	}
 	/* anything else goes after the feeds queued */
+	if (b->feeding)
+		b->feed_mixed = 1;
 	if (b->feeding && b->nfeed > 0 && cuda_feeds_flush(b, msg, len) != 0)
 		return -1;
 	if (words) {
@@ -605,8 +646,9 @@ static uint64_t cuda_prepared_bytes(struct backend *b)
 /* ---------------------------------------------------------------------- */
 /* Capture.                                                                */
 
-static int cuda_capture_begin(struct backend *b, char *msg, size_t len)
+static int cuda_capture_begin(struct backend *b, int step_start, char *msg, size_t len)
 {
+	b->capture_fed = step_start;
 	b->nseen = 0;
 	b->capture_collectives = 0;
 	b->capture_t0 = bcg_now_ns();
@@ -1038,9 +1080,17 @@ static int cuda_capture_end(struct backend *b, struct backend_graph **out,
 		*out = g;
 		return 0;
 	}
+	/* A step's first segment writes the step's feeds itself (the node
+	 * is not among REC's, read above); not where an update may swap the
+	 * executable, whose node the parameters are set on. */
+	if (b->capture_fed && cuda_feed_node_add(graph, &g->feed, msg, len) != 0)
+		goto fail;
 	if (cuda_exec_build(b, graph, &g->exec, rec, msg, len) != 0)
 		goto fail;
-	cudaGraphDestroy(graph);
+	if (g->feed != NULL)
+		g->fed_graph = graph;
+	else
+		cudaGraphDestroy(graph);
 	*out = g;
 	return 0;
 fail:
@@ -1143,6 +1193,14 @@ static int cuda_graph_launch(struct backend *b, struct backend_graph *g, char *m
 		cuda_exec_put(b, x);
 		x = NULL;
 	}
+	/* Launched without the words of its step (feeds_end did not arm
+	 * it): its node must not write an earlier step's again. */
+	if (g->feed != NULL && !g->feed_armed && g->feed_live) {
+		if (cuda_feed_node_set(g->exec, g->feed, NULL, NULL, 0, msg, len) != 0)
+			return -1;
+		g->feed_live = 0;
+	}
+	g->feed_armed = 0;
 	CUDA_TRY(cudaGraphLaunch(x != NULL ? x->exec : g->exec, b->stream), "cudaGraphLaunch");
 	/* A graph holding collectives: the rank's watchdog follows it, so
 	 * that a peer gone while it waits inside is named at once. */
@@ -1167,6 +1225,8 @@ static void cuda_graph_free(struct backend *b, struct backend_graph *g)
 		cudaGraphExecDestroy(g->exec);
 	if (g->tmpl != NULL)
 		cudaGraphDestroy(g->tmpl);
+	if (g->fed_graph != NULL)
+		cudaGraphDestroy(g->fed_graph);
 	free(g);
 }
 

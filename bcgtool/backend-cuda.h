@@ -23,6 +23,18 @@ int cuda_gap_stream(cudaStream_t stream, uint64_t ns, char *msg, size_t len);
 /* Test hook: launch one kernel that writes to an invalid address. */
 int cuda_fault_kernel(cudaStream_t stream, char *msg, size_t len);
 
+/* A step's feeds written by its first segment's graph (backend-cuda-
+ * feed.cu): at most this many 32-bit words, the most one batch of the
+ * stream's writes takes too (cuStreamBatchMemOp: fewer than 256). */
+#define CUDA_FEED_NODE_WORDS 255
+/* Add to GRAPH a kernel node, in *NODE, that every root of GRAPH waits
+ * for (plain edges) and that writes nothing until it is given words. */
+int cuda_feed_node_add(cudaGraph_t graph, cudaGraphNode_t *node, char *msg, size_t len);
+/* Have NODE (of the graph EXEC was instantiated from) write the N words
+ * VALUE[i] to ADDR[i] in EXEC's next launches; N 0: nothing. */
+int cuda_feed_node_set(cudaGraphExec_t exec, cudaGraphNode_t node, const uint64_t *addr,
+                       const uint32_t *value, unsigned n, char *msg, size_t len);
+
 /* Read BYTES of BUF (zeros, 16-byte aligned) on STREAM: with BYTES twice
  * the L2 cache, whatever a kernel left there is gone, so the launch timed
  * next reads its weights from memory as it does in a step. */

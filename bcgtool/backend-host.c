@@ -272,8 +272,9 @@ static uint32_t host_set_features(struct backend *b, uint32_t features)
 	return 0;
 }
 
-static int host_capture_begin(struct backend *b, char *msg, size_t len)
+static int host_capture_begin(struct backend *b, int step_start, char *msg, size_t len)
 {
+	(void)step_start;       /* the feeds are written before the step, as always */
 	if (b->capturing != NULL) {
 		snprintf(msg, len, "a capture is already in progress");
 		return -1;

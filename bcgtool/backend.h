@@ -79,6 +79,13 @@ struct backend_capture {
 
 void backend_capture_release(struct backend_capture *cap);
 
+/* The kernel a step's first segment runs before its captured nodes to
+ * write the step's feeds (the CUDA backend, backend-cuda-feed.cu): a
+ * node the graph gains after its capture was read back, so the last in
+ * its creation order and in no plan's node records. A profile credits it
+ * to the step and the segment (profile/attrib.c). */
+#define BACKEND_FEED_KERNEL "bcg_feed_kernel"
+
 /* Time stamps on the backend's timeline (CUDA events; the host clock). */
 #define BACKEND_MAX_MARKS 4096
 
@@ -117,9 +124,13 @@ struct backend_ops {
 	 * bench/RESULTS.md, twenty-eighth session). Each write's SRC may still
 	 * be reused at once; the order of the writes and of anything queued
 	 * after feeds_end is kept. feeds_end is called after every
-	 * feeds_begin, after a failed write too. */
+	 * feeds_begin, after a failed write too. NEXT (may be NULL): the
+	 * graph the caller launches next, a segment captured with STEP_START
+	 * (capture_begin), with nothing read from the fed tensors before it;
+	 * the backend may leave the feeds to NEXT's next launch to write (the
+	 * CUDA backend: its feed node, backend-cuda-feed.cu). */
 	void (*feeds_begin)(struct backend *b);
-	int  (*feeds_end)(struct backend *b, char *msg, size_t len);
+	int  (*feeds_end)(struct backend *b, struct backend_graph *next, char *msg, size_t len);
 	/* The arena to host memory; waits for all earlier work. */
 	int  (*read)(struct backend *b, void *dst, const void *src, size_t bytes,
 	             char *msg, size_t len);
@@ -189,8 +200,10 @@ struct backend_ops {
 
 	/* Segment capture: begin; after each op's launch, op_done(op) so nodes
 	 * can be attributed; end gives the instantiated, uploaded segment and
-	 * (when REC is not NULL) its nodes. */
-	int  (*capture_begin)(struct backend *b, char *msg, size_t len);
+	 * (when REC is not NULL) its nodes. STEP_START: the segment is the
+	 * first thing a step runs, and may carry the step's feeds (feeds_end);
+	 * whatever the backend adds for that is not among REC's nodes. */
+	int  (*capture_begin)(struct backend *b, int step_start, char *msg, size_t len);
 	int  (*capture_op_done)(struct backend *b, uint32_t op, char *msg, size_t len);
 	int  (*capture_end)(struct backend *b, struct backend_graph **graph,
 	                    struct backend_capture *rec, char *msg, size_t len);

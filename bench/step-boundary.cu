@@ -21,7 +21,8 @@
  *             its parameters, set before each launch with
  *             cudaGraphExecKernelNodeSetParams (a launch already queued
  *             keeps the parameters it was launched with); its successor
- *             waits for it as the others do
+ *             waits for it as the others do (a programmatic edge), or
+ *             starts once it has completed (a full edge)
  *
  * Every kernel of the step adds the first value to a sum; the fed
  * variants check the sum against the values fed ("sums right"), so a
@@ -83,8 +84,8 @@ typedef CUresult (*pfn_batch)(CUstream, unsigned, CUstreamBatchMemOpParams *, un
 
 /* The step's graph, with the feed kernel at its root when FEED (its node
  * in *NODE). */
-static cudaGraphExec_t step_graph(cudaStream_t s, bool feed, int *d, unsigned long long *sum,
-                                  long long cycles, cudaGraphNode_t *node)
+static cudaGraphExec_t step_graph(cudaStream_t s, bool feed, bool feed_pdl, int *d,
+                                  unsigned long long *sum, long long cycles, cudaGraphNode_t *node)
 {
 	cudaGraph_t g;
 	cudaGraphExec_t x;
@@ -101,7 +102,7 @@ static cudaGraphExec_t step_graph(cudaStream_t s, bool feed, int *d, unsigned lo
 		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 		at[0].val.programmaticStreamSerializationAllowed = 1;
 		cfg.attrs = at;
-		cfg.numAttrs = k > 0 || feed ? 1 : 0;
+		cfg.numAttrs = k > 0 || (feed && feed_pdl) ? 1 : 0;
 		CHECK(cudaLaunchKernelEx(&cfg, step_kernel, cycles, sum, (const int *)d));
 	}
 	CHECK(cudaStreamEndCapture(s, &g));
@@ -114,13 +115,14 @@ static cudaGraphExec_t step_graph(cudaStream_t s, bool feed, int *d, unsigned lo
 }
 
 enum { BACK, EVENT, MEMOPS3, MEMOPS1, COPIES, EVENT_MEMOPS1, EVENT_COPIES, MEMOPS1_EVENT,
-       MEMOPS1_NOBAR, NODE, NVARIANTS };
+       MEMOPS1_NOBAR, NODE, NODE_FULL, NVARIANTS };
 
 static const char *const names[NVARIANTS] = {
 	"graphs back to back", "+ an event", "+ 3 memops, 3 batches", "+ 3 memops, 1 batch",
 	"+ 3 pinned copies", "+ an event, then 3 memops in 1 batch",
 	"+ an event, then 3 pinned copies", "+ 3 memops in 1 batch, then an event",
 	"+ 3 memops, 1 batch, no barrier", "+ feed node, parameters set each launch",
+	"+ feed node, its successor a full edge",
 };
 
 int main(int argc, char **argv)
@@ -133,7 +135,7 @@ int main(int argc, char **argv)
 	void *fn = NULL;
 	cudaDriverEntryPointQueryResult q;
 	cudaEvent_t e0, e1, mark[8];
-	cudaGraphNode_t node;
+	cudaGraphNode_t node, node_full;
 	cudaKernelNodeParams kp;
 
 	if (steps < 1) {
@@ -155,8 +157,9 @@ int main(int argc, char **argv)
 	}
 	const pfn_batch batch = (pfn_batch)fn;
 	const long long cycles = (long long)SPIN_NS * clock_khz / 1000000;
-	cudaGraphExec_t plain = step_graph(s, false, d, sum, cycles, NULL);
-	cudaGraphExec_t fed = step_graph(s, true, d, sum, cycles, &node);
+	cudaGraphExec_t plain = step_graph(s, false, false, d, sum, cycles, NULL);
+	cudaGraphExec_t fed = step_graph(s, true, true, d, sum, cycles, &node);
+	cudaGraphExec_t fed_full = step_graph(s, true, false, d, sum, cycles, &node_full);
 	CHECK(cudaGraphKernelNodeGetParams(node, &kp));
 	CHECK(cudaEventCreate(&e0));
 	CHECK(cudaEventCreate(&e1));
@@ -207,12 +210,13 @@ int main(int argc, char **argv)
 			}
 			if (v == MEMOPS1_EVENT)
 				CHECK(cudaEventRecord(mark[i % 8], s));
-			if (v == NODE) {
+			if (v == NODE || v == NODE_FULL) {
 				void *args[4] = { &d, &i, &i, &i };
 				kp.kernelParams = args;
-				CHECK(cudaGraphExecKernelNodeSetParams(fed, node, &kp));
+				CHECK(cudaGraphExecKernelNodeSetParams(v == NODE ? fed : fed_full,
+				                                       v == NODE ? node : node_full, &kp));
 			}
-			CHECK(cudaGraphLaunch(v == NODE ? fed : plain, s));
+			CHECK(cudaGraphLaunch(v == NODE ? fed : v == NODE_FULL ? fed_full : plain, s));
 			want += (unsigned long long)KERNELS * (unsigned long long)i;
 		}
 		CHECK(cudaEventRecord(e1, s));

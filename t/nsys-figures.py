@@ -14,7 +14,9 @@ How a kernel is attributed (as formats/report-json.md says): the runtime
 call with its correlation id was issued inside a "step N" NVTX range, and
 inside one of the "seg K a..b" / "break NAME" ranges directly in that step;
 a segment's kernel is the plan node whose index is the low 32 bits of the
-graph node it was cloned from (CUDA_GRAPH_NODE_EVENTS), a break's kernel
+graph node it was cloned from (CUDA_GRAPH_NODE_EVENTS), except the node
+just past the records of a step's first segment, the kernel that writes
+the step's feeds (the step's and the segment's, no op's); a break's kernel
 belongs to the breakpoint's op. Means are over the steps whose items are
 the variant's.
 """
@@ -134,7 +136,7 @@ def figures(path, plan_path, tokens):
     op_kernels, op_total, op_exposed = [0] * nops, [0] * nops, [0] * nops
     per_item = [[[] for _ in names] for _ in matched]
     reach = [None] * len(matched)
-    counts = {"graph": 0, "break": 0, "unattributed": 0, "outside": 0}
+    counts = {"graph": 0, "break": 0, "feed": 0, "unattributed": 0, "outside": 0}
     for start, end, corr, node in kernels:
         call = calls.get(corr)
         where = None
@@ -163,7 +165,17 @@ def figures(path, plan_path, tokens):
                 counts["unattributed"] += 1
                 continue
             idx = (orig.get(node) or node) & 0xffffffff
-            op = plan["segments"][it["index"]]["nodes"][idx]["op"]
+            nodes = plan["segments"][it["index"]]["nodes"]
+            if where[1] == 0 and idx == len(nodes):
+                # the node after the records of a step's first segment:
+                # the kernel that wrote the step's feeds, the step's and
+                # the segment's, no op's
+                counts["feed"] += 1
+                r0 = reach[where[0]]
+                reach[where[0]] = end if r0 is None else max(r0, end)
+                per_item[where[0]][where[1]].append((start, end))
+                continue
+            op = nodes[idx]["op"]
             counts["graph"] += 1
         else:
             op = plan["breakpoints"][it["index"]]["op"]
@@ -178,9 +190,9 @@ def figures(path, plan_path, tokens):
         per_item[where[0]][where[1]].append((start, end))
 
     out = ["variant %d" % v["tokens"], "steps %d" % len(matched),
-           "kernels %d graph %d break %d unattributed %d outside %d" % (
-               len(kernels), counts["graph"], counts["break"], counts["unattributed"],
-               counts["outside"])]
+           "kernels %d graph %d break %d feed %d unattributed %d outside %d" % (
+               len(kernels), counts["graph"], counts["break"], counts["feed"],
+               counts["unattributed"], counts["outside"])]
     for si, (r, phase, _) in enumerate(matched):
         ks = [k for lst in per_item[si] for k in lst]
         span = max(e for _, e in ks) - min(s for s, _ in ks)
@@ -229,8 +241,8 @@ def from_json(path):
     r = json.load(open(path))
     out = ["variant %d" % r["variant"]["tokens"], "steps %d" % len(r["steps"])]
     k = r["kernels"]
-    out.append("kernels %d graph %d break %d unattributed %d outside %d" % (
-        k["total"], k["graph"], k["break"], k["unattributed"], k["outside"]))
+    out.append("kernels %d graph %d break %d feed %d unattributed %d outside %d" % (
+        k["total"], k["graph"], k["break"], k["feed"], k["unattributed"], k["outside"]))
     for s in r["steps"]:
         out.append("step %d %s %s kernels %d span %d busy %d idle %d" % (
             s["index"], s["name"].replace(" ", "_"), s["phase"], s["kernels"], s["span_ns"],

@@ -60,6 +60,8 @@ assert len(r[\"steps\"]) == 12, len(r[\"steps\"])
 breaks = [i for i in r[\"items\"] if i[\"kind\"] == \"break\"]
 assert len(breaks) == 32
 assert k[\"graph\"] == graph * 12, (k, graph)
+# the kernel that writes the feeds, in each step's first segment
+assert k[\"feed\"] == 12, k
 for s in r[\"steps\"]:
     assert s[\"kernels\"] >= graph + len(breaks), s
     assert s[\"busy_ns\"] > 0 and s[\"idle_ns\"] >= 0
@@ -84,7 +86,8 @@ r = json.load(open(\"report.json\"))
 assert sum(c.startswith(\"item \") for c in cls) == len(r[\"items\"])
 t = json.load(open(\"trace.json\"))
 x = [e for e in t[\"traceEvents\"] if e[\"ph\"] == \"X\"]
-assert len([e for e in x if e[\"pid\"] == 1 and e[\"tid\"] == 2]) == r[\"kernels\"][\"graph\"] + r[\"kernels\"][\"break\"]
+k = r[\"kernels\"]
+assert len([e for e in x if e[\"pid\"] == 1 and e[\"tid\"] == 2]) == k[\"graph\"] + k[\"break\"] + k[\"feed\"]
 "
 '
 
@@ -92,7 +95,7 @@ test_expect_success 'report exports an .nsys-rep itself' '
 	rm -f llama.sqlite &&
 	bcg report --top 5 llama.nsys-rep llama.plan >out &&
 	test -f llama.sqlite &&
-	test_grep "^kernels   [0-9]* in the report: [0-9]* attributed ([0-9]* graph nodes, [0-9]* in breakpoints), 0 unattributed in steps" out
+	test_grep "^kernels   [0-9]* in the report: [0-9]* attributed ([0-9]* graph nodes, [0-9]* in breakpoints, 12 writing a step.s feeds), 0 unattributed in steps" out
 '
 
 test_expect_success 'replay --trace-json on the GPU: CUDA event times per item' '

@@ -1226,6 +1226,12 @@ static int engine_step_feeds(struct engine *e, struct engine_variant *v, uint64_
 int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
                       struct engine_error *err)
 {
+	return engine_step_begin_before(e, v, step, NULL, err);
+}
+
+int engine_step_begin_before(struct engine *e, struct engine_variant *v, uint64_t step,
+                             struct backend_graph *next, struct engine_error *err)
+{
 	int rc;
 
 	if (e->be->feeds_begin == NULL) {
@@ -1235,7 +1241,7 @@ int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
 		e->be->feeds_begin(e->b);
 		rc = engine_step_feeds(e, v, step, err);
 		/* after a failed write too; its message is the one kept */
-		if (e->be->feeds_end(e->b, msg, sizeof msg) != 0 && rc == 0)
+		if (e->be->feeds_end(e->b, rc == 0 ? next : NULL, msg, sizeof msg) != 0 && rc == 0)
 			rc = engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "feeding the step: %s", msg);
 	}
 	if (rc != 0)

@@ -297,6 +297,11 @@ void engine_variant_release(struct engine_variant *v);
  * engine_set_batch gave one. */
 int engine_step_begin(struct engine *e, struct engine_variant *v, uint64_t step,
                       struct engine_error *err);
+/* The same, where NEXT (a segment captured as the start of V's steps) is
+ * what the caller launches next, before anything else: the backend may
+ * have NEXT write the feeds (backend.h, feeds_end). */
+int engine_step_begin_before(struct engine *e, struct engine_variant *v, uint64_t step,
+                             struct backend_graph *next, struct engine_error *err);
 
 /*
  * Write BATCH (serve/batch.h) into the program's batch feeds for the next

@@ -182,7 +182,7 @@ int exec_capture(struct engine *e, int64_t tokens, int mode, const struct sched_
 		}
 		seg_no++;
 		nvtx_push_registered(e->nvtx, NVTX_KIND_SEGMENT, it->nvtx_name, it->op_count);
-		if (e->be->capture_begin(e->b, err->msg, sizeof err->msg) != 0) {
+		if (e->be->capture_begin(e->b, i == 0, err->msg, sizeof err->msg) != 0) {
 			engine_fail(err, BCG_EXIT_RUNTIME, it->op_first, "beginning the capture of %s: %s",
 			            it->label, err->msg);
 			goto fail_seg;
@@ -263,7 +263,10 @@ int exec_step(struct engine *e, struct exec_variant *v, uint64_t step,
 		marks->host_ns[0] = bcg_now_ns();
 	if (marks != NULL && e->be->mark(e->b, marks->first, err->msg, sizeof err->msg) != 0)
 		goto fail_mark;
-	if (engine_step_begin(e, &v->ev, step, err) != 0)
+	/* A step that starts with a segment: its graph may write the feeds. */
+	if (engine_step_begin_before(e, &v->ev, step,
+	                             v->nitems > 0 && v->items[0].kind == PLAN_ITEM_SEGMENT ?
+	                             v->items[0].graph : NULL, err) != 0)
 		goto fail;
 	for (uint32_t i = 0; i < v->nitems; i++) {
 		struct exec_item *it = &v->items[i];

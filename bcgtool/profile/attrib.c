@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attrib.h"
+#include "backend.h"
 #include "util.h"
 
 static int fail(char *msg, size_t len, int rc, const char *fmt, ...)
@@ -587,6 +588,12 @@ int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t t
 				p->unattributed++;
 				continue;
 			}
+			if (n == NULL && i == 0 && node_index(kn) == seg->nnodes &&
+			    (strcmp(kn->name, BACKEND_FEED_KERNEL) == 0 ||
+			     strcmp(kn->mangled, BACKEND_FEED_KERNEL) == 0)) {
+				p->feed_kernels++;
+				goto spans;
+			}
 			if (n == NULL) {
 				a->why = keepf(p, "graph node %u: the segment has %u node records",
 				               node_index(kn), seg->nnodes);
@@ -610,6 +617,7 @@ int profile_build_rank(const plan_t *plan, const struct nsys_trace *t, int64_t t
 			a->op = plan_get_breakpoint(plan, pv->items[i].index)->op;
 			p->break_kernels++;
 		}
+spans:
 		grew = span_add(&p->steps[s].gpu, kn,
 		                &reach[(size_t)s * (pv->nitems + 1) + pv->nitems]);
 		if (a->op != PLAN_NONE && a->op < plan_count_ops(plan)) {

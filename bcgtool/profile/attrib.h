@@ -12,7 +12,10 @@
  *    at instantiation, numbered in creation order, which is the plan's
  *    node record order -- names the plan node, hence the op; the kernel's
  *    name must be the one the plan records there;
- *  - in a breakpoint, it belongs to the breakpoint's op.
+ *  - in a breakpoint, it belongs to the breakpoint's op;
+ *  - the kernel that writes a step's feeds (backend.h, BACKEND_FEED_KERNEL),
+ *    the node after the last one recorded in the step's first segment,
+ *    belongs to the step and that segment, to no op.
  * In a recorded plan (format 1.4), which has no ops, a kernel is credited
  * to its item and graph node only (op PLAN_NONE, why NULL): the per-op
  * tables stay empty, the step and item times hold.
@@ -90,6 +93,7 @@ struct profile {
 	struct prof_kattr        *kattr;     /* per trace kernel */
 	struct prof_op           *ops;       /* per plan op */
 	uint64_t                  graph_kernels, break_kernels;
+	uint64_t                  feed_kernels;    /* a step's feed node (backend.h) */
 	uint64_t                  unattributed;    /* launched inside a step */
 	uint64_t                  outside;         /* launched outside every step */
 	uint64_t                  grid_mismatch;   /* attributed, launch shape differs */

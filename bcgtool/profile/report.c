@@ -348,9 +348,12 @@ void report_text(FILE *f, const struct profile *p, const struct report_names *n,
 	if (p->unmatched_steps)
 		fprintf(f, "; %u more whose items are not the plan's", p->unmatched_steps);
 	fprintf(f, "\nkernels   %zu in the report: %llu attributed (%llu graph nodes, %llu in "
-	        "breakpoints), %llu unattributed in steps, %llu outside the steps\n",
-	        t->nkernels, (unsigned long long)(p->graph_kernels + p->break_kernels),
-	        (unsigned long long)p->graph_kernels, (unsigned long long)p->break_kernels,
+	        "breakpoints", t->nkernels,
+	        (unsigned long long)(p->graph_kernels + p->break_kernels + p->feed_kernels),
+	        (unsigned long long)p->graph_kernels, (unsigned long long)p->break_kernels);
+	if (p->feed_kernels)
+		fprintf(f, ", %llu writing a step's feeds", (unsigned long long)p->feed_kernels);
+	fprintf(f, "), %llu unattributed in steps, %llu outside the steps\n",
 	        (unsigned long long)p->unattributed, (unsigned long long)p->outside);
 	if (p->grid_mismatch)
 		fprintf(f, "note      %llu kernel%s ran with another grid or block than the plan "
@@ -546,6 +549,8 @@ static void report_json_body(struct plan_json *j, const struct profile *p,
 	plan_json_uint(j, p->graph_kernels);
 	plan_json_key(j, "break");
 	plan_json_uint(j, p->break_kernels);
+	plan_json_key(j, "feed");
+	plan_json_uint(j, p->feed_kernels);
 	plan_json_key(j, "unattributed");
 	plan_json_uint(j, p->unattributed);
 	plan_json_key(j, "outside");

@@ -333,7 +333,8 @@ int report_trace(const char *path, const struct profile *p, char *msg, size_t le
 			args[nargs++] = (struct trace_arg){ .key = "kind",
 			                                    .s = plan_get_op(p->plan, at->op)->kind };
 		} else if (at->why == NULL) {
-			/* A recorded plan's kernel: attributed to its item, no op. */
+			/* A recorded plan's kernel, or the one writing a step's
+			 * feeds: attributed to its item, no op. */
 			snprintf(label, sizeof label, "%s", kn->name);
 		} else {
 			snprintf(label, sizeof label, "%s", kn->name);
