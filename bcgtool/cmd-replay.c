@@ -5,7 +5,9 @@
  * The token count is dispatched to its padded variant (or run eagerly
  * above the largest capture size); feeds and vars advance every step. The
  * report gives the step time against the GPU's own busy time: a replay
- * that leaves the GPU idle between segments shows a gap.
+ * that leaves the GPU idle between segments shows a gap. With --stream it
+ * also gives the mean step of the same steps issued again with no time
+ * stamp between them (engine/replay.h says why the two differ).
  *
  * With --prompt it generates greedily instead (engine/generate.h): the
  * prompt's chunk on the variant its length dispatches to, then every
@@ -46,7 +48,7 @@ static int cmd_replay_exec(int argc, char **argv);
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
 	.usage = "[--backend B] [--steps N] [--warmup W] [--tokens T[,T...]] [--share-exec] "
-	         "[--check] [--var NAME=START:LIMIT]... [--no-nvtx] "
+	         "[--check] [--stream] [--var NAME=START:LIMIT]... [--no-nvtx] "
 	         "[--json] [--trace-json FILE] [--prompt IDS] [--generate N] [--logits FILE] "
 	         "[--trace FILE | --synthetic SPEC] [--policy P] [--sched SPEC] "
 	         "[--variant V] [--fill F] [--seed S] [--rebase] [--pace P] [--flush-l2] "
@@ -67,6 +69,9 @@ const struct cmd_entry cmd_replay_entry = {
 		"                   its launch whenever another size ran on it since\n"
 		"      --check      compare the outputs and state with eager steps run\n"
 		"                   from the same initial state; exit 1 on a mismatch\n"
+		"      --stream     then the same steps again with no time stamp between\n"
+		"                   them, one before and one after: the mean step, as\n"
+		"                   CUDA-graph benchmarks report it\n"
 		"      --var NAME=START:LIMIT\n"
 		"                   step the var NAME from START to LIMIT, then back to\n"
 		"                   START, instead of over the plan's range (which must\n"
@@ -169,8 +174,9 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 		printf("steps        %llu of %llu (after %llu warm-up)\n",
 		       (unsigned long long)st->steps, (unsigned long long)o->steps,
 		       (unsigned long long)o->warmup);
-		printf("partial      interrupted: the steps measured so far; no busy time%s\n\n",
-		       o->check ? ", no check" : "");
+		printf("partial      interrupted: the steps measured so far; no busy time%s%s\n\n",
+		       o->check ? ", no check" : "",
+		       o->stream && st->stream_steps == 0 ? ", no stream time" : "");
 	} else {
 		printf("steps        %llu (after %llu warm-up)\n\n", (unsigned long long)o->steps,
 		       (unsigned long long)o->warmup);
@@ -178,6 +184,10 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 	printf("%-12s %10s %10s %10s\n", "", "median", "p90", "p99");
 	printf("%-12s %7.3f ms %7.3f ms %7.3f ms\n", "step", st->step_median, st->step_p90,
 	       st->step_p99);
+	if (st->stream_steps > 0)
+		printf("%-12s %7.3f ms a step, the mean of %llu steps issued back to back with no "
+		       "time stamp between them\n", "stream", st->stream_mean,
+		       (unsigned long long)st->stream_steps);
 	if (st->partial || strcmp(backend, "cuda") != 0) {
 		/* On the host backend the "device" is the CPU that also issues:
 		 * its busy time and gaps say nothing of graphs. */
@@ -288,6 +298,17 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	plan_json_key(j, "mean");
 	plan_json_double(j, st->step_mean);
 	plan_json_object_end(j);
+	plan_json_key(j, "stream");
+	if (st->stream_steps == 0) {
+		plan_json_null(j);
+	} else {
+		plan_json_object_begin(j);
+		plan_json_key(j, "steps");
+		plan_json_uint(j, st->stream_steps);
+		plan_json_key(j, "mean_ms");
+		plan_json_double(j, st->stream_mean);
+		plan_json_object_end(j);
+	}
 	plan_json_key(j, "busy_ms");
 	plan_json_double(j, st->busy_median);
 	plan_json_key(j, "host_ms");
@@ -554,6 +575,7 @@ static int cmd_replay_exec(int argc, char **argv)
 		{ "tokens", required_argument, NULL, 't' },
 		{ "share-exec", no_argument, NULL, 'E' + 256 },
 		{ "check", no_argument, NULL, 'C' },
+		{ "stream", no_argument, NULL, 's' + 256 },
 		{ "var", required_argument, NULL, 'A' + 256 },
 		{ "no-nvtx", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
@@ -621,6 +643,7 @@ static int cmd_replay_exec(int argc, char **argv)
 			break;
 		case 'E' + 256: o.share = 1; break;
 		case 'C': o.check = 1; break;
+		case 's' + 256: o.stream = 1; break;
 		case 'A' + 256:
 			if (cmd_parse_var(self, "--var", optarg, vars, &o.nvars) != 0)
 				return BCG_EXIT_USAGE;
@@ -687,6 +710,8 @@ static int cmd_replay_exec(int argc, char **argv)
 			                       "lengths are the vars");
 		if (o.share)
 			return cmd_usage_error(self, "--share-exec does not apply to a trace");
+		if (o.stream)
+			return cmd_usage_error(self, "--stream does not apply to a trace");
 		if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 			return rc;
 		if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED || recorded_only) {
@@ -710,6 +735,9 @@ static int cmd_replay_exec(int argc, char **argv)
 		return cmd_usage_error(self, "--prompt takes neither --check nor --tokens");
 	if (prompt != NULL && o.share)
 		return cmd_usage_error(self, "--prompt takes no --share-exec");
+	if (prompt != NULL && o.stream)
+		return cmd_usage_error(self, "--prompt takes no --stream: a generation times "
+		                       "each token's step");
 	if (prompt != NULL && o.nvars)
 		return cmd_usage_error(self, "--prompt takes no --var: a generation's vars are "
 		                       "the tokens it has seen");
@@ -718,13 +746,14 @@ static int cmd_replay_exec(int argc, char **argv)
 
 	if ((rc = cmd_read_plan(argv[optind], &plan)) != BCG_EXIT_OK)
 		return rc;
-	script_only = o.tokens != 0 || o.check || prompt != NULL || trace != NULL || o.share ||
-		o.nvars;
+	script_only = o.tokens != 0 || o.check || o.stream || prompt != NULL || trace != NULL ||
+		o.share || o.nvars;
 	if (plan_get_origin(plan) == PLAN_ORIGIN_RECORDED) {
 		if (script_only) {
 			plan_free(plan);
-			return cmd_usage_error(self, "--tokens, --check, --var, --prompt, --share-exec "
-			                       "and --trace-json apply to script plans only");
+			return cmd_usage_error(self, "--tokens, --check, --stream, --var, --prompt, "
+			                       "--share-exec and --trace-json apply to script plans "
+			                       "only");
 		}
 		ro.backend = o.backend;
 		ro.json = json;

@@ -13,6 +13,15 @@
  * a full launch queue, the busy pass when one step alone overflows the
  * queue behind the hold -- so the smaller median is the host's issue time.
  * The idle gap is step time minus busy time: what the host costs the GPU.
+ *
+ * Asked for (replay --stream), a stream pass follows the timed one: the
+ * same warm-up and steps from a reset, with one time stamp before the
+ * first timed step and one after the last, and none between; the mean
+ * step is their interval over N. That is the figure public CUDA-graph
+ * benchmarks report. The timed pass's stamps are work on the GPU's
+ * timeline themselves: a CUDA event between two graph launches costs
+ * about 1.7 us a step in a standalone benchmark, which the timed step
+ * holds and the stream mean does not.
  */
 #ifndef BCG_ENGINE_REPLAY_H
 #define BCG_ENGINE_REPLAY_H
@@ -34,6 +43,7 @@ struct replay_opts {
 	int         check;        /* compare with eager steps from the same state */
 	int         nvtx;
 	int         trace;        /* keep every item's times of the busy pass */
+	int         stream;       /* the stream pass too (replay_stats.stream_mean) */
 	/* Step S at CYCLE[S % NCYCLE] tokens (NCYCLE >= 2; else TOKENS every
 	 * step), each padded to its variant: the sizes alternate, as a
 	 * server's batches do. */
@@ -60,9 +70,11 @@ struct replay_trace {
 };
 
 struct replay_stats {
-	int      partial;         /* a signal stopped the timed steps: STEPS
-	                             is how many were measured, and only the
-	                             step and host times are set */
+	int      partial;         /* a signal stopped the measurement: STEPS
+	                             is how many timed steps were measured,
+	                             and only the step and host times are set
+	                             (and the stream time, if its pass ended
+	                             before the signal) */
 	uint64_t steps;
 	double   step_median;     /* ms */
 	double   step_p90;
@@ -71,6 +83,9 @@ struct replay_stats {
 	double   host_median;     /* ms the host needs to issue a step */
 	double   busy_median;     /* ms of GPU work per step, never waiting */
 	double   gap_median;      /* step_median - busy_median, at least 0 */
+	double   stream_mean;     /* ms a step of the stream pass; 0 when not
+	                             measured (not asked for, or interrupted) */
+	uint64_t stream_steps;    /* the steps of that mean; 0 when not measured */
 	uint32_t nitems;
 	double  *item_busy;       /* per item, median ms; NULL when not measured */
 	struct replay_trace trace;   /* nsteps 0 unless asked for and measured */
