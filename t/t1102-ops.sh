@@ -2,15 +2,15 @@
 test_description='bcgtool ops lists the op kinds of the registry'
 . "$(dirname "$0")/test-lib.sh"
 
-test_expect_success 'ops lists the 35 kinds in registry order, one per line' '
+test_expect_success 'ops lists the 36 kinds in registry order, one per line' '
 	bcg ops >out &&
-	sed -n "2,36p" out | cut -d" " -f1 >kinds &&
+	sed -n "2,37p" out | cut -d" " -f1 >kinds &&
 	printf "%s\n" fill copy add mul scale matmul rmsnorm layernorm silu_mul gelu \
 		softmax rope embedding kv_write attention argmax \
 		add_rmsnorm matmul_add matmul_silu_mul rope_kv_write slice \
 		paged_kv_write rope_paged_kv_write paged_attention qk_norm moe_router moe_router_paged \
 		moe_experts gated_add all_reduce all_gather vocab_embedding rmsnorm_matmul \
-		rmsnorm_matmul_rope_kv_write decoder_layer >expect &&
+		rmsnorm_matmul_rope_kv_write decoder_layer rmsnorm_matmul_argmax >expect &&
 	test_cmp expect kinds
 '
 
@@ -36,6 +36,7 @@ test_expect_success 'ops shows the fused kinds, several outputs in parentheses' 
 	test_grep "^qk_norm  *(x, q_w, k_w) -> out  *heads kv_heads=heads head_dim eps=1e-06  *f32 f16 bf16  *yes  *always\$" out &&
 	test_grep "^slice  *(x) -> out  *start  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^rmsnorm_matmul  *(x, w, b) -> out  *eps trans_b=false epilogue=none  *f32 f16 bf16  *no  *always\$" out &&
+	test_grep "^rmsnorm_matmul_argmax  *(x, w, b) -> (out, index)  *eps trans_b=false  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^rmsnorm_matmul_rope_kv_write  *(x, w, b, pos) -> (q, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *no  *always\$" out &&
 	test_grep "^decoder_layer  *(x, attn_norm, w_qkv, w_o, ffn_norm, w_gate_up, w_down, pos) -> (out, k_cache, v_cache)  *heads kv_heads=heads head_dim theta=10000 rope_type=default \.\.\.  *f32 f16 bf16  *yes  *safe-form\$" out &&
 	test_grep "^  decoder_layer: its attention.s launch shape follows the host var kv_len\$" out
@@ -46,7 +47,9 @@ test_expect_success PYTHON3 'ops --json holds every kind with attributes in op.h
 	cat >check.py <<-\EOT &&
 	import json, sys
 	k = {x["name"]: x for x in json.load(open(sys.argv[1]))}
-	assert len(k) == 35
+	assert len(k) == 36
+	assert k["rmsnorm_matmul_argmax"]["outputs"] == ["out", "index"]
+	assert [a["name"] for a in k["rmsnorm_matmul_argmax"]["attrs"]] == ["eps", "trans_b"]
 	inplace = sorted(n for n in k if k[n]["inplace"])
 	assert inplace == sorted(["copy", "add", "mul", "scale", "rmsnorm", "layernorm", "gelu", "softmax", "rope",
 	                          "add_rmsnorm", "matmul_add", "qk_norm", "gated_add", "all_reduce",

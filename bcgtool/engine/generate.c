@@ -30,11 +30,15 @@ uint32_t gen_find_feed(const plan_t *plan, uint32_t *scores)
 		const struct plan_tensor *pt = plan_get_tensor(plan, t);
 		if (pt->feed.kind != PLAN_FEED_PROMPT)
 			continue;
-		/* the scores: the input of the argmax that writes the feedback */
+		/* the scores: the input of the argmax that writes the feedback,
+		 * or the product of the rmsnorm_matmul_argmax that does */
 		for (uint32_t i = 0; i < plan_count_ops(plan); i++) {
 			const struct plan_op *o = plan_get_op(plan, i);
 			if (strcmp(o->kind, "argmax") == 0 && o->nout == 1 && o->out[0] == pt->feed.from)
 				*scores = o->in[0];
+			if (strcmp(o->kind, "rmsnorm_matmul_argmax") == 0 && o->nout == 2 &&
+			    o->out[1] == pt->feed.from)
+				*scores = o->out[0];
 		}
 		return t;
 	}

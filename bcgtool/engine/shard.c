@@ -650,6 +650,52 @@ static int sh_product(struct sh *s, const struct op_kind *k, const struct plan_o
 	return sh_copy(s, o);
 }
 
+/* rmsnorm_matmul_argmax (x, w, b) -> out, index: whole on every rank when
+ * nothing splits; with b split along N (a vocabulary-parallel lm-head), its
+ * two kinds: rmsnorm_matmul as sh_product gives it (each rank's columns,
+ * gathered into the whole out), then argmax (out) -> index, which needs
+ * out's whole rows. */
+static int sh_norm_product_argmax(struct sh *s, const struct plan_op *o, uint32_t op)
+{
+	struct plan_op rnm = *o;
+	struct plan_attr attr[OP_MAX_ATTRS];
+	uint32_t b = o->in[2], out = o->out[0], index = o->out[1];
+	char desc[192];
+	struct sh_op *e;
+
+	sh_desc(o, desc, sizeof desc);
+	if (sh_split(s, index) != NULL)
+		return sh_fail(s, op, PLAN_NONE, "%s: output index ('%s') splits; each rank picks "
+		               "from whole rows", desc, s->tensors[index].name);
+	if (sh_split(s, b) == NULL && sh_split(s, o->in[0]) == NULL &&
+	    sh_split(s, o->in[1]) == NULL && sh_split(s, out) == NULL)
+		return sh_copy(s, o);
+	if (sh_split(s, out) != NULL)
+		return sh_fail(s, op, PLAN_NONE, "%s: output out ('%s') splits; the pick reads whole "
+		               "rows of it (leave it whole: the ranks' columns are gathered)", desc,
+		               s->tensors[out].name);
+	if (o->nattr + 1 > OP_MAX_ATTRS)
+		return sh_fail(s, PLAN_NONE, PLAN_NONE, "op '%s': too many operands", o->name);
+	/* rmsnorm_matmul's attributes: these, and its epilogue none */
+	memcpy(attr, o->attr, o->nattr * sizeof *attr);
+	attr[o->nattr] = (struct plan_attr){ .key = "epilogue", .type = PLAN_ATTR_STR, .s = "none" };
+	rnm.kind = "rmsnorm_matmul";
+	rnm.nout = 1;
+	rnm.attr = attr;
+	rnm.nattr = o->nattr + 1;
+	if (sh_product(s, op_kind_get(OP_RMSNORM_MATMUL), &rnm, op) != 0)
+		return -1;
+	if ((e = sh_emit(s, o)) == NULL)
+		return sh_fail(s, PLAN_NONE, PLAN_NONE, "out of memory");
+	e->kind = "argmax";
+	snprintf(e->name, sizeof e->name, "%.120s.argmax", o->name[0] ? o->name : o->kind);
+	e->op.nin = 1;
+	e->op.nout = 1;
+	e->in[0] = out;
+	e->out[0] = index;
+	return 0;
+}
+
 /* embedding (table, ids) -> out: a table split by rows (the vocabulary)
  * gives vocab_embedding and an all_reduce; one split by columns gives the
  * output's columns. */
@@ -726,6 +772,8 @@ static int sh_op(struct sh *s, uint32_t op)
 		return sh_heads_op(s, k, o, op);
 	case OP_RMSNORM_MATMUL_ROPE_KV_WRITE:
 		return sh_norm_product_heads(s, k, o, op);
+	case OP_RMSNORM_MATMUL_ARGMAX:
+		return sh_norm_product_argmax(s, o, op);
 	case OP_DECODER_LAYER:
 		/* Each rank running the whole layer on whole weights would be
 		 * correct but no parallelism; a layer split by heads needs an

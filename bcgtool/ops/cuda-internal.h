@@ -145,6 +145,9 @@ size_t cuda_all_gather_scratch_bytes(const struct op_call *call);
 int cuda_run_decoder_layer(const struct op_call *call, const struct cuda_op_ctx *ctx,
                            char *msg, size_t len);
 size_t cuda_decoder_layer_scratch_bytes(const struct op_call *call);
+/* cuda-smallm.cu */
+int cuda_run_rmsnorm_matmul_argmax(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                                   char *msg, size_t len);
 }
 
 /* --- implementations and scratch (cuda-table.cu and the kinds' files) ---- */
@@ -164,6 +167,8 @@ enum { CUDA_IMPL_RNM_GEMV = 0, CUDA_IMPL_RNM_SPLIT = 1, CUDA_IMPL_RNM_ROWS = 2, 
 enum { CUDA_IMPL_RRK_GEMV = 0, CUDA_IMPL_RRK_SPLIT = 1,    /* rmsnorm_matmul_rope_kv_write */
        CUDA_IMPL_RRK_ROWS_SCALED = 2 };
 enum { CUDA_IMPL_DL_PERSISTENT = 0, CUDA_IMPL_DL_SPLIT = 1 };   /* decoder_layer */
+enum { CUDA_IMPL_RNA_GEMV = 0, CUDA_IMPL_RNA_GEMV_APART = 1,    /* rmsnorm_matmul_argmax */
+       CUDA_IMPL_RNA_SPLIT = 2 };
 
 /* cuda_impl_usable by op id, for the launchers, which are not given
  * call->kind. */
@@ -206,6 +211,9 @@ int    cuda_rmsnorm_matmul_rope_kv_write_prepare(const struct op_call *call,
                                                  const struct cuda_op_ctx *ctx, int keep,
                                                  char *msg, size_t len);
 size_t cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(const struct op_call *call);
+/* cuda-smallm.cu: rmsnorm_matmul_argmax (CUDA_IMPL_RNA_*) */
+int    cuda_rmsnorm_matmul_argmax_usable(const struct op_call *call, int impl);
+size_t cuda_rmsnorm_matmul_argmax_scratch_bytes(const struct op_call *call);
 /* cuda-layer.cu: decoder_layer (CUDA_IMPL_DL_*) */
 int    cuda_decoder_layer_usable(const struct op_call *call, int impl);
 /* cuda-norm.cu */
@@ -585,6 +593,59 @@ __device__ __forceinline__ bool cuda_last_block(unsigned *counter, unsigned n, i
 	if (last)
 		__threadfence();        /* order the reads below after the count */
 	return last;
+}
+
+/* argmax's rule and block reduction: cuda-norm.cu's kernels, and
+ * rmsnorm_matmul_argmax's bulk kernel, which picks the largest column in
+ * its epilogue (cuda-smallm.cu).
+ *
+ * Whether candidate (V, I) beats the current best (BV, BI) under the
+ * host's rule: larger wins, ties go to the smaller index, a NaN beats
+ * every number and the first NaN wins. The relation is the same seen
+ * from either side, so every lane of a butterfly agrees. */
+__device__ __forceinline__ bool cuda_argmax_better(float v, int64_t i, float bv, int64_t bi)
+{
+	bool vn = isnan(v), bn = isnan(bv);
+
+	if (vn || bn)
+		return vn && (!bn || i < bi);
+	return v > bv || (v == bv && i < bi);
+}
+
+/* The best of every thread's (BV, BI) of a block, in thread 0's *BV_OUT,
+ * *BI_OUT: a butterfly in each warp, then warp 0 over the warps' bests.
+ * RED_V and RED_I: __shared__, one slot a warp. Every thread of the block
+ * must call it. */
+__device__ inline void cuda_argmax_reduce(float bv, int64_t bi, float *red_v, int64_t *red_i,
+                                          float *bv_out, int64_t *bi_out)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+	for (int off = 16; off > 0; off >>= 1) {
+		float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+		int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
+		if (cuda_argmax_better(ov, oi, bv, bi)) {
+			bv = ov;
+			bi = oi;
+		}
+	}
+	__syncthreads();        /* the previous row's readers are done */
+	if (lane == 0) {
+		red_v[warp] = bv;
+		red_i[warp] = bi;
+	}
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		int nw = (int)(blockDim.x >> 5);
+		for (int k = 0; k < nw; k++) {
+			if (cuda_argmax_better(red_v[k], red_i[k], bv, bi)) {
+				bv = red_v[k];
+				bi = red_i[k];
+			}
+		}
+		*bv_out = bv;
+		*bi_out = bi;
+	}
 }
 
 /* f32 to i32 as host_f32_to_i32: toward zero, NaN 0, saturating. */

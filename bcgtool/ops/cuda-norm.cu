@@ -151,53 +151,6 @@ __global__ void bcg_softmax_kernel(const void *x, int dtx, void *out, int dto,
 	}
 }
 
-/* Whether candidate (V, I) beats the current best (BV, BI) under the
- * host's rule: larger wins, ties go to the smaller index, a NaN beats
- * every number and the first NaN wins. The relation is the same seen
- * from either side, so every lane of a butterfly agrees. */
-__device__ __forceinline__ bool cuda_argmax_better(float v, int64_t i, float bv, int64_t bi)
-{
-	bool vn = isnan(v), bn = isnan(bv);
-
-	if (vn || bn)
-		return vn && (!bn || i < bi);
-	return v > bv || (v == bv && i < bi);
-}
-
-/* The best of every thread's (BV, BI) of a block, in thread 0's *BV_OUT,
- * *BI_OUT: a butterfly in each warp, then warp 0 over the warps' bests. */
-__device__ void cuda_argmax_reduce(float bv, int64_t bi, float *red_v, int64_t *red_i,
-                                   float *bv_out, int64_t *bi_out)
-{
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-
-	for (int off = 16; off > 0; off >>= 1) {
-		float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-		int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
-		if (cuda_argmax_better(ov, oi, bv, bi)) {
-			bv = ov;
-			bi = oi;
-		}
-	}
-	__syncthreads();        /* the previous row's readers are done */
-	if (lane == 0) {
-		red_v[warp] = bv;
-		red_i[warp] = bi;
-	}
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		int nw = (int)(blockDim.x >> 5);
-		for (int k = 0; k < nw; k++) {
-			if (cuda_argmax_better(red_v[k], red_i[k], bv, bi)) {
-				bv = red_v[k];
-				bi = red_i[k];
-			}
-		}
-		*bv_out = bv;
-		*bi_out = bi;
-	}
-}
-
 /* The best (BV, BI) of a block's elements [j0, j1) of row R, in thread 0.
  * -inf at an impossible index loses every tie to a real element. A
  * thread asks for ARGMAX_LOADS elements before it compares any, so that

@@ -141,6 +141,12 @@ struct smallm_args {
 	                               kernel loads it before the PDL wait */
 	bool        w_const;        /* and w, the norm's weights, likewise */
 	int         rps;            /* bulk: output rows a stage */
+	/* bulk with AMAX (rmsnorm_matmul_argmax): a block's pick, value and
+	 * column, at [blockIdx.x]; the blocks' count; the index out. */
+	float      *amax_v;
+	long long  *amax_i;
+	unsigned   *amax_counter;
+	int32_t    *amax_out;
 };
 
 /* What EPI_ROPE's epilogue writes (rmsnorm_matmul_rope_kv_write): q [M, H
@@ -993,9 +999,10 @@ __global__ void __launch_bounds__(SM_MERGE_THREADS) bcg_smallm_merge_kernel(smal
 #define SM_BULK_SMEM    (SM_BULK_STAGES * SM_BULK_STAGE + SM_BULK_STAGES * 8 + \
 	                 SM_BULK_WARPS * 2 * SM_BULK_ROWS * 4)
 
-template <typename T, int EPI, bool NORM, int PPT>
+template <typename T, int EPI, bool NORM, int PPT, bool AMAX = false>
 __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bulk_kernel(smallm_args p)
 {
+	static_assert(!AMAX || EPI == EPI_NONE, "argmax picks among the product's own columns");
 	static_assert(sizeof(T) == 2 && PPT <= SM_BULK_PPT, "16-byte pieces of 2-byte elements");
 	constexpr int NW = EPI == EPI_SILU ? 2 : 1, V = 8;
 	extern __shared__ __align__(128) unsigned char smallm_bulk_smem[];
@@ -1093,6 +1100,9 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 		rms = sqrtf(q / (float)K + p.eps);
 	}
 
+	/* AMAX: this thread's best column so far, by argmax's rule */
+	float bv = -INFINITY;
+	int64_t bi = INT64_MAX;
 	for (int c = 0; c < chunks; c++) {
 		const int st = c % SM_BULK_STAGES;
 		const int64_t row = r0 + (int64_t)c * rps;
@@ -1144,8 +1154,46 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 					v[s] /= rms;
 			}
 			smallm_store<EPI>(p, row + tid, v[0], v[NW - 1]);
+			if constexpr (AMAX) {
+				/* the value as stored, as argmax would read it */
+				const float sv = cuda_round_to(p.dto, v[0]);
+				if (cuda_argmax_better(sv, row + tid, bv, bi)) {
+					bv = sv;
+					bi = row + tid;
+				}
+			}
 		}
 		__syncthreads();        /* red is the next chunk's */
+	}
+	if constexpr (AMAX) {
+		/* The block's pick, then the last block's over every block's:
+		 * the rule is a total order, so neither the order of the merge
+		 * nor which block comes last changes the winner. */
+		__shared__ float av[SM_BULK_WARPS];
+		__shared__ int64_t ai[SM_BULK_WARPS];
+		__shared__ int aflag;
+		float wv;
+		int64_t wi;
+		cuda_argmax_reduce(bv, bi, av, ai, &wv, &wi);
+		if (tid == 0) {
+			p.amax_v[blockIdx.x] = wv;
+			p.amax_i[blockIdx.x] = wi;
+		}
+		if (!cuda_last_block(p.amax_counter, gridDim.x, &aflag))
+			return;
+		bv = -INFINITY;
+		bi = INT64_MAX;
+		for (unsigned k = tid; k < gridDim.x; k += SM_BULK_THREADS) {
+			const float kv = __ldcg(p.amax_v + k);
+			const int64_t ki = __ldcg(p.amax_i + k);
+			if (cuda_argmax_better(kv, ki, bv, bi)) {
+				bv = kv;
+				bi = ki;
+			}
+		}
+		cuda_argmax_reduce(bv, bi, av, ai, &wv, &wi);
+		if (tid == 0)
+			p.amax_out[0] = wi == INT64_MAX ? 0 : (int32_t)wi;
 	}
 }
 
@@ -1676,15 +1724,15 @@ static bool smallm_bulk_fits(const struct cuda_product *p, bool silu, bool norm,
 	       nw * p->K * 2 <= SM_BULK_STAGE;
 }
 
-template <typename T, int EPI, bool NORM>
+template <typename T, int EPI, bool NORM, bool AMAX>
 static int smallm_bulk_launch_t(const struct cuda_op_ctx *ctx, const smallm_args &args,
                                 char *msg, size_t len)
 {
 	static void (*const kernels[])(smallm_args) = {
-		bcg_smallm_bulk_kernel<T, EPI, NORM, 1>,
-		bcg_smallm_bulk_kernel<T, EPI, NORM, 2>,
-		bcg_smallm_bulk_kernel<T, EPI, NORM, 4>,
-		bcg_smallm_bulk_kernel<T, EPI, NORM, 8>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 1, AMAX>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 2, AMAX>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 4, AMAX>,
+		bcg_smallm_bulk_kernel<T, EPI, NORM, 8, AMAX>,
 	};
 	const int64_t pieces = args.K / 8;
 	const int k = pieces <= SM_BULK_THREADS ? 0 : pieces <= 2 * SM_BULK_THREADS ? 1
@@ -1701,9 +1749,10 @@ static int smallm_bulk_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	                        dim3(SM_BULK_THREADS), SM_BULK_SMEM, msg, len, args);
 }
 
-/* The bulk kernel of EPI (NORM: rmsnorm_matmul's fold) for DTYPE, on ARGS
- * as the rows kernel's plan fills them. */
-template <int EPI, bool NORM>
+/* The bulk kernel of EPI (NORM: rmsnorm_matmul's fold; AMAX:
+ * rmsnorm_matmul_argmax's pick, args.amax_* set) for DTYPE, on ARGS as the
+ * rows kernel's plan fills them. */
+template <int EPI, bool NORM, bool AMAX = false>
 static int smallm_bulk_launch(const struct cuda_op_ctx *ctx, int dtype, smallm_args args,
                               char *msg, size_t len)
 {
@@ -1711,8 +1760,8 @@ static int smallm_bulk_launch(const struct cuda_op_ctx *ctx, int dtype, smallm_a
 
 	args.rps = (int)(fit < SM_BULK_ROWS ? fit : SM_BULK_ROWS);
 	if (dtype == PLAN_DTYPE_F16)
-		return smallm_bulk_launch_t<__half, EPI, NORM>(ctx, args, msg, len);
-	return smallm_bulk_launch_t<__nv_bfloat16, EPI, NORM>(ctx, args, msg, len);
+		return smallm_bulk_launch_t<__half, EPI, NORM, AMAX>(ctx, args, msg, len);
+	return smallm_bulk_launch_t<__nv_bfloat16, EPI, NORM, AMAX>(ctx, args, msg, len);
 }
 
 static int smallm_args_fill(const char *who, const struct cuda_product *pp,
@@ -2078,8 +2127,25 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
  * scratch, then the product on h (two kernels, any M). rows_scaled's
  * result differs from "rows" by the copy's rounding of w[k] * b[n, k] to
  * b's dtype (2^-9 of it in bf16). */
-extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
-                                       const struct cuda_op_ctx *ctx, char *msg, size_t len)
+/* rmsnorm_matmul_argmax's pick folded into the bulk kernel: where its
+ * blocks leave their picks (the scratch) and the index out. */
+struct rnm_amax {
+	float     *v;
+	long long *i;
+	unsigned  *counter;
+	int32_t   *out;
+};
+
+/* The most blocks a bulk kernel's grid has that rmsnorm_matmul_argmax's
+ * scratch holds picks for (SM_BULK_PER_SM a multiprocessor, SM_SM_CAP of
+ * them assumed at most). */
+#define RNA_MAX_PICKS (SM_BULK_PER_SM * SM_SM_CAP)
+
+/* rmsnorm_matmul of CALL as cuda_run_rmsnorm_matmul gives it; with AMAX
+ * (not NULL), where the bulk kernel runs the product it also picks each
+ * row's largest column into AMAX->out, and *FUSED is set. */
+static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
+                   const struct rnm_amax *amax, bool *fused, char *msg, size_t len)
 {
 	const char *who = "rmsnorm_matmul";
 	const struct op_tensor *x = &call->in[0], *w = &call->in[1];
@@ -2127,9 +2193,20 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 			                                                       shape, msg, len);
 		}
 		if (rows && call->impl == CUDA_IMPL_RNM_GEMV &&
-		    smallm_bulk_fits(&p, silu, true, args.b_const, ctx))
+		    smallm_bulk_fits(&p, silu, true, args.b_const, ctx)) {
+			if (amax != NULL && !silu && p.M == 1 &&
+			    (int64_t)SM_BULK_PER_SM * ctx->sm_count <= RNA_MAX_PICKS) {
+				args.amax_v = amax->v;
+				args.amax_i = amax->i;
+				args.amax_counter = amax->counter;
+				args.amax_out = amax->out;
+				*fused = true;
+				return smallm_bulk_launch<EPI_NONE, true, true>(ctx, x->dtype, args, msg,
+				                                                len);
+			}
 			return silu ? smallm_bulk_launch<EPI_SILU, true>(ctx, x->dtype, args, msg, len)
 			            : smallm_bulk_launch<EPI_NONE, true>(ctx, x->dtype, args, msg, len);
+		}
 		if (rows && silu)
 			return smallm_rows_launch<EPI_SILU, SM_NORM_WEIGHTS, 2>(ctx, x->dtype, args,
 			                                                        shape, msg, len);
@@ -2171,6 +2248,119 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 	struct cuda_op_ctx pctx = *ctx;
 	pctx.scratch_bytes = off;          /* h is not the product's */
 	return cuda_run_product(id, &prod, &pctx, msg, len);
+}
+
+extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
+                                       const struct cuda_op_ctx *ctx, char *msg, size_t len)
+{
+	bool fused = false;
+
+	return rnm_run(call, ctx, NULL, &fused, msg, len);
+}
+
+/* --- rmsnorm_matmul_argmax -------------------------------------------------- */
+
+/* The rmsnorm_matmul (x, w, b) -> out and the argmax (out) -> index of
+ * CALL, with implementations RNM and AM. */
+static void rna_calls(const struct op_call *call, int rnm_impl, int am_impl,
+                      struct op_call *rnm, struct op_call *am)
+{
+	*rnm = *call;
+	rnm->kind = NULL;                      /* the launchers do not read it */
+	rnm->nout = 1;
+	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	rnm->impl = rnm_impl;
+	memset(am, 0, sizeof *am);
+	am->nin = 1;
+	am->nout = 1;
+	am->in[0] = call->out[0];
+	am->out[0] = call->out[1];
+	am->graph_safe = call->graph_safe;
+	am->name = call->name;
+	am->impl = am_impl;
+}
+
+/* The argmax implementation of the kinds' own kernels that runs AM:
+ * split where it can, else row. */
+static int rna_argmax_impl(const struct op_call *am)
+{
+	return cuda_argmax_usable(am, CUDA_IMPL_ARGMAX_SPLIT) ? CUDA_IMPL_ARGMAX_SPLIT
+	                                                      : CUDA_IMPL_ARGMAX_ROW;
+}
+
+/* IMPL's rmsnorm_matmul implementation: gemv, or split. */
+static int rna_rnm_impl(int impl)
+{
+	return impl == CUDA_IMPL_RNA_SPLIT ? CUDA_IMPL_RNM_SPLIT : CUDA_IMPL_RNM_GEMV;
+}
+
+int cuda_rmsnorm_matmul_argmax_usable(const struct op_call *call, int impl)
+{
+	struct op_call rnm, am;
+
+	if (call->nin != 3 || call->nout != 2 || impl < 0 || impl > CUDA_IMPL_RNA_SPLIT)
+		return 0;
+	rna_calls(call, rna_rnm_impl(impl), CUDA_IMPL_ARGMAX_ROW, &rnm, &am);
+	return cuda_rmsnorm_matmul_usable(&rnm, rnm.impl) && cuda_argmax_usable(&am, am.impl);
+}
+
+/* The scratch of the two kinds' launches, one after the other, and of the
+ * bulk kernel's picks: the largest. */
+size_t cuda_rmsnorm_matmul_argmax_scratch_bytes(const struct op_call *call)
+{
+	struct op_call rnm, am;
+	size_t a, b, picks;
+
+	if (call->nin != 3 || call->nout != 2)
+		return 0;
+	rna_calls(call, CUDA_IMPL_RNM_GEMV, CUDA_IMPL_ARGMAX_SPLIT, &rnm, &am);
+	a = cuda_rmsnorm_matmul_scratch_bytes(&rnm);
+	b = cuda_argmax_scratch_bytes(&am);
+	picks = cuda_scratch_with_counters(((RNA_MAX_PICKS * sizeof(float) + 255) & ~(size_t)255) +
+	                                   RNA_MAX_PICKS * sizeof(long long));
+	return a > b ? (a > picks ? a : picks) : (b > picks ? b : picks);
+}
+
+/* rmsnorm_matmul_argmax (x, w, b) -> out, index: "gemv" runs rmsnorm_matmul's
+ * gemv, and where that is the bulk kernel (one token of f16 or bf16, b a
+ * weight), the kernel's blocks also pick the largest of their columns as
+ * stored, by argmax's rule, and the last block to finish picks among the
+ * blocks' picks (cuda_last_block): no argmax kernel, which in the 1B's
+ * step started after the lm-head's last block and read its 128256 logits
+ * back (4.63 us exposed a step, bench/RESULTS.md, twenty-eighth session).
+ * Elsewhere, and in "gemv_apart", the argmax kernel follows; "split" is
+ * rmsnorm_matmul's split, then the argmax kernel. The index is argmax's
+ * on out either way: the same bits. */
+extern "C" int cuda_run_rmsnorm_matmul_argmax(const struct op_call *call,
+                                              const struct cuda_op_ctx *ctx, char *msg,
+                                              size_t len)
+{
+	const char *who = "rmsnorm_matmul_argmax";
+	struct op_call rnm, am;
+	bool fused = false;
+
+	if (call->impl < 0 || call->impl >= cuda_impl_count(OP_RMSNORM_MATMUL_ARGMAX))
+		return cuda_fail(msg, len, "%s: no implementation %d on CUDA", who, call->impl);
+	if (!cuda_rmsnorm_matmul_argmax_usable(call, call->impl))
+		return cuda_fail(msg, len, "%s: implementation %s cannot run these operands", who,
+		                 cuda_impl_name(OP_RMSNORM_MATMUL_ARGMAX, call->impl));
+	rna_calls(call, rna_rnm_impl(call->impl), CUDA_IMPL_ARGMAX_ROW, &rnm, &am);
+	am.impl = rna_argmax_impl(&am);
+	if (call->impl == CUDA_IMPL_RNA_GEMV && ctx->scratch != NULL &&
+	    ctx->scratch_bytes >= cuda_rmsnorm_matmul_argmax_scratch_bytes(call)) {
+		struct rnm_amax amax;
+		char *data = static_cast<char *>(cuda_scratch_data(ctx));
+		amax.counter = cuda_scratch_counters(ctx);
+		amax.v = reinterpret_cast<float *>(data);
+		amax.i = reinterpret_cast<long long *>(
+			data + ((RNA_MAX_PICKS * sizeof(float) + 255) & ~(size_t)255));
+		amax.out = static_cast<int32_t *>(call->out[1].data);
+		if (rnm_run(&rnm, ctx, &amax, &fused, msg, len) != 0)
+			return -1;
+	} else if (rnm_run(&rnm, ctx, NULL, &fused, msg, len) != 0) {
+		return -1;
+	}
+	return fused ? 0 : cuda_run_argmax(&am, ctx, msg, len);
 }
 
 /* --- rmsnorm_matmul_rope_kv_write ------------------------------------------- */

@@ -42,6 +42,7 @@ static const cuda_kernel_fn cuda_kernels[OP_COUNT] = {
 	cuda_run_rmsnorm_matmul, /* OP_RMSNORM_MATMUL */
 	cuda_run_rmsnorm_matmul_rope_kv_write, /* OP_RMSNORM_MATMUL_ROPE_KV_WRITE */
 	cuda_run_decoder_layer, /* OP_DECODER_LAYER */
+	cuda_run_rmsnorm_matmul_argmax, /* OP_RMSNORM_MATMUL_ARGMAX */
 };
 
 /* C++ has no designated array initializers: the order above must follow
@@ -57,7 +58,7 @@ static_assert(OP_FILL == 0 && OP_COPY == 1 && OP_ADD == 2 && OP_MUL == 3 && OP_S
               OP_GATED_ADD == 28 && OP_ALL_REDUCE == 29 && OP_ALL_GATHER == 30 &&
               OP_VOCAB_EMBEDDING == 31 && OP_RMSNORM_MATMUL == 32 &&
               OP_RMSNORM_MATMUL_ROPE_KV_WRITE == 33 && OP_DECODER_LAYER == 34 &&
-              OP_COUNT == 35,
+              OP_RMSNORM_MATMUL_ARGMAX == 35 && OP_COUNT == 36,
               "cuda_kernels[] follows enum op_id");
 
 extern "C" cuda_kernel_fn cuda_kernel(enum op_id id)
@@ -82,6 +83,7 @@ static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", "row
 static const char *const impl_rmsnorm_matmul_rope_kv_write[] = { "gemv", "split", "rows_scaled",
                                                                  NULL };
 static const char *const impl_decoder_layer[] = { "persistent", "split", NULL };
+static const char *const impl_rmsnorm_matmul_argmax[] = { "gemv", "gemv_apart", "split", NULL };
 static const char *const impl_one[] = { "std", NULL };
 
 static const char *const *cuda_impl_names(enum op_id id)
@@ -102,6 +104,8 @@ static const char *const *cuda_impl_names(enum op_id id)
 		return impl_rmsnorm_matmul_rope_kv_write;
 	case OP_DECODER_LAYER:
 		return impl_decoder_layer;
+	case OP_RMSNORM_MATMUL_ARGMAX:
+		return impl_rmsnorm_matmul_argmax;
 	default:
 		return impl_one;
 	}
@@ -146,6 +150,8 @@ int cuda_impl_usable_id(enum op_id id, const struct op_call *call, int impl)
 		return cuda_rmsnorm_matmul_rope_kv_write_usable(call, impl);
 	case OP_DECODER_LAYER:
 		return cuda_decoder_layer_usable(call, impl);
+	case OP_RMSNORM_MATMUL_ARGMAX:
+		return cuda_rmsnorm_matmul_argmax_usable(call, impl);
 	default:
 		/* The single kernels check their operands when launched. */
 		return 1;
@@ -215,6 +221,8 @@ extern "C" size_t cuda_op_scratch_bytes(const struct op_call *call)
 		return cuda_rmsnorm_matmul_rope_kv_write_scratch_bytes(call);
 	case OP_DECODER_LAYER:
 		return cuda_decoder_layer_scratch_bytes(call);
+	case OP_RMSNORM_MATMUL_ARGMAX:
+		return cuda_rmsnorm_matmul_argmax_scratch_bytes(call);
 	case OP_ALL_GATHER:
 		return cuda_all_gather_scratch_bytes(call);
 	default:

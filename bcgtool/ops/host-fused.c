@@ -1,8 +1,9 @@
 /*
  * host-fused.c - the host references of the fused kinds that are not
  * products: add_rmsnorm and rope_kv_write (the products matmul_add and
- * matmul_silu_mul live in host-matmul.c), and rmsnorm_matmul_rope_kv_write,
- * which runs rmsnorm, the product and rope_kv_write's own code in turn.
+ * matmul_silu_mul live in host-matmul.c); rmsnorm_matmul_rope_kv_write,
+ * which runs rmsnorm, the product and rope_kv_write's own code in turn;
+ * and rmsnorm_matmul_argmax, rmsnorm_matmul's then argmax's.
  *
  * Each runs the arithmetic of its unfused sequence through the same code
  * (host_rmsnorm_row, host_rope_part, host_copy_elems), storing the
@@ -233,4 +234,34 @@ void host_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call)
 void host_run_rmsnorm_matmul_rope_kv_write_blocked(const struct op_call *call)
 {
 	host_rmsnorm_matmul_rope_kv_write_run(call, 1, 1);
+}
+
+/* rmsnorm_matmul_argmax (x, w, b) -> (out, index): rmsnorm_matmul (x, w,
+ * b) -> out with epilogue none (BLOCKED picking the product's loop
+ * order), then argmax (out) -> index on out as stored: the two kinds'
+ * bytes. */
+static void rna_run(const struct op_call *call, int blocked)
+{
+	struct op_call rnm = *call, am;
+
+	rnm.kind = NULL;                /* the host kernels do not read it */
+	rnm.nout = 1;
+	rnm.attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	host_rmsnorm_matmul_run(&rnm, blocked, 1);
+	memset(&am, 0, sizeof am);
+	am.nin = 1;
+	am.nout = 1;
+	am.in[0] = call->out[0];
+	am.out[0] = call->out[1];
+	host_run_argmax(&am);
+}
+
+void host_run_rmsnorm_matmul_argmax(const struct op_call *call)
+{
+	rna_run(call, 0);
+}
+
+void host_run_rmsnorm_matmul_argmax_blocked(const struct op_call *call)
+{
+	rna_run(call, 1);
 }

@@ -43,6 +43,8 @@ void host_run_rmsnorm_matmul_blocked(const struct op_call *call);
 /* host-fused.c */
 void host_run_rmsnorm_matmul_rope_kv_write(const struct op_call *call);
 void host_run_rmsnorm_matmul_rope_kv_write_blocked(const struct op_call *call);
+void host_run_rmsnorm_matmul_argmax(const struct op_call *call);
+void host_run_rmsnorm_matmul_argmax_blocked(const struct op_call *call);
 /* host-norm.c */
 void host_run_rmsnorm(const struct op_call *call);
 void host_run_layernorm(const struct op_call *call);

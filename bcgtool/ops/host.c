@@ -48,6 +48,7 @@ static const host_kernel_fn host_kernels[OP_COUNT] = {
 	[OP_RMSNORM_MATMUL]      = host_run_rmsnorm_matmul,
 	[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = host_run_rmsnorm_matmul_rope_kv_write,
 	[OP_DECODER_LAYER]       = host_run_decoder_layer,
+	[OP_RMSNORM_MATMUL_ARGMAX] = host_run_rmsnorm_matmul_argmax,
 };
 
 /* The second implementation of the products (host-matmul.c), and of the
@@ -59,6 +60,7 @@ static const host_kernel_fn host_blocked[OP_COUNT] = {
 	[OP_RMSNORM_MATMUL]  = host_run_rmsnorm_matmul_blocked,
 	[OP_RMSNORM_MATMUL_ROPE_KV_WRITE] = host_run_rmsnorm_matmul_rope_kv_write_blocked,
 	[OP_DECODER_LAYER]                = host_run_decoder_layer_blocked,
+	[OP_RMSNORM_MATMUL_ARGMAX]        = host_run_rmsnorm_matmul_argmax_blocked,
 };
 
 /* Stored in plans: never rename one. */

@@ -114,6 +114,13 @@
  *                                        The norm that precedes a product, folded
  *                                        into it (no trans_a)
  *
+ *  rmsnorm_matmul_argmax (x, w, b) -> out, index
+ *                                        out = rmsnorm_matmul(x, w, b) (epilogue
+ *                                        none), index (i32) [M] = argmax(out) as
+ *                                        stored: the final norm, the lm-head and
+ *                                        the greedy pick of a decode step in one
+ *                                        kind
+ *
  *  rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache
  *                                        qkv = rmsnorm(x, w) @ op(b) rounded to x's
  *                                        dtype (rmsnorm_matmul's bytes), then
@@ -282,6 +289,7 @@
  *  moe_router, moe_router_paged: top_k, renorm [false], topk_first [false];
  *  moe_experts: experts; vocab_embedding: vocab_start [0]; rmsnorm_matmul:
  *  eps (required), trans_b [false], epilogue [none] (none or silu_mul);
+ *  rmsnorm_matmul_argmax: eps (required), trans_b [false];
  *  rmsnorm_matmul_rope_kv_write: rope_kv_write's, then eps (required),
  *  trans_b [false]; decoder_layer: rope_kv_write's but its eps (heads,
  *  kv_heads [heads], head_dim, theta [10000], the rope_type attributes),
@@ -337,6 +345,7 @@ enum op_id {
 	OP_RMSNORM_MATMUL,
 	OP_RMSNORM_MATMUL_ROPE_KV_WRITE,
 	OP_DECODER_LAYER,
+	OP_RMSNORM_MATMUL_ARGMAX,
 	OP_COUNT
 };
 
@@ -364,6 +373,8 @@ enum { RPKV_SLOTS = 2, RPKV_Q_W = 3, RPKV_K_W = 4 };
  * the order of rope-scaling.h's RS_* (rope_type, factor, ...). */
 enum { RNM_EPS = 0, RNM_TRANS_B = 1, RNM_EPILOGUE = 2 };   /* rmsnorm_matmul */
 enum { RNM_EPI_NONE = 0, RNM_EPI_SILU_MUL = 1 };           /* its epilogue's choices */
+/* rmsnorm_matmul_argmax: rmsnorm_matmul's first two, at its positions */
+enum { RNA_EPS = RNM_EPS, RNA_TRANS_B = RNM_TRANS_B };
 /* rmsnorm_matmul_rope_kv_write: rope_kv_write's attributes (RKV_*, the 9
  * rope_type ones from RKV_SCALING), then these two. */
 enum { RRK_EPS = RKV_SCALING + 9, RRK_TRANS_B = RRK_EPS + 1 };

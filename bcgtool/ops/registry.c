@@ -599,6 +599,27 @@ static int check_rmsnorm_matmul(const struct op_call *c, char *msg, size_t len)
 	return want_shape(&out, want, 2, why, msg, len);
 }
 
+/* rmsnorm_matmul_argmax (x, w, b) -> out, index: rmsnorm_matmul's checks
+ * (its attributes at the same positions; no epilogue), then index i32
+ * [M]. */
+static int check_rmsnorm_matmul_argmax(const struct op_call *c, char *msg, size_t len)
+{
+	struct op_call rnm = *c;
+	struct operand index;
+	int64_t m;
+
+	TRY(want_counts(c, msg, len));
+	/* the product's operands and out, as rmsnorm_matmul with epilogue none */
+	rnm.kind = op_kind_get(OP_RMSNORM_MATMUL);
+	rnm.nout = 1;
+	rnm.attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	TRY(check_rmsnorm_matmul(&rnm, msg, len));
+	index = operand_out(c, 1);
+	m = c->in[0].dim[0];
+	TRY(want_dtypes(&index, OP_DTYPE_BIT(PLAN_DTYPE_I32), msg, len));
+	return want_shape(&index, &m, 1, "M, the rows of input x", msg, len);
+}
+
 /* rmsnorm_matmul_rope_kv_write (x, w, b, pos) -> q, k_cache, v_cache: x
  * [M, K], w [K], op(b) [K, (heads + 2 kv_heads) head_dim]; then the
  * checks of rope_kv_write on the product qkv [M, QKV] of x's dtype, which
@@ -879,6 +900,7 @@ static const char *const in_xpos[] = { "x", "pos", NULL };
 static const char *const in_emb[] = { "table", "ids", NULL };
 static const char *const in_qkv[] = { "q", "k", "v", NULL };
 static const char *const out_out[] = { "out", NULL };
+static const char *const out_out_index[] = { "out", "index", NULL };
 static const char *const out_cache[] = { "cache", NULL };
 static const char *const in_xrw[] = { "x", "r", "w", NULL };
 static const char *const in_xab[] = { "x", "a", "b", NULL };
@@ -1016,6 +1038,11 @@ static const struct op_attr_spec rmsnorm_matmul_attrs[] = {
 	[RNM_TRANS_B] = { "trans_b", OP_ATTR_BOOL, 0, 0.0, "use b transposed" },
 	[RNM_EPILOGUE] = { "epilogue", OP_ATTR_ENUM, 0, RNM_EPI_NONE,
 	                   "after the product: none, or silu_mul (gate columns, then up)" },
+	{ NULL, 0, 0, 0, NULL }
+};
+static const struct op_attr_spec rmsnorm_matmul_argmax_attrs[] = {
+	[RNA_EPS] = { "eps", OP_ATTR_FLOAT, 1, 0.0, "added to the mean of squares (rmsnorm's)" },
+	[RNA_TRANS_B] = { "trans_b", OP_ATTR_BOOL, 0, 0.0, "use b transposed" },
 	{ NULL, 0, 0, 0, NULL }
 };
 /* rope_kv_write's, then eps and trans_b (op.h's RRK_*). */
@@ -1162,6 +1189,10 @@ static const struct op_kind kinds[OP_COUNT] = {
 		in_decoder_layer, out_decoder_layer, decoder_layer_attrs, OP_DTYPES_FLOAT,
 		OP_CAPTURE_SAFE_FORM, "its attention's launch shape follows the host var kv_len",
 		OP_INPLACE, check_decoder_layer },
+	[OP_RMSNORM_MATMUL_ARGMAX] = { OP_RMSNORM_MATMUL_ARGMAX, "rmsnorm_matmul_argmax",
+		"rmsnorm(x, w) @ op(b) into out, and each row's largest column into index (i32)",
+		in_xwb, out_out_index, rmsnorm_matmul_argmax_attrs, OP_DTYPES_FLOAT, ALWAYS, 0,
+		check_rmsnorm_matmul_argmax },
 };
 
 const struct op_kind *op_kind_find(const char *name)

@@ -2349,6 +2349,152 @@ static void test_rmsnorm_matmul_replays(struct env *e)
 	}
 }
 
+/* --- rmsnorm_matmul_argmax --------------------------------------------------- */
+
+/* The kernel nodes of CALL's launch captured on E's stream, or -1. */
+static int captured_kernel_nodes(struct env *e, enum op_id id, const struct op_call *call,
+                                 const struct cuda_op_ctx *ctx)
+{
+	cudaGraph_t graph = NULL;
+	cudaGraphNode_t nodes[16];
+	size_t n = 16;
+	char msg[256];
+	int rc, kernels = 0;
+
+	CK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+	rc = cuda_kernel(id)(call, ctx, msg, sizeof msg);
+	CK(cudaStreamEndCapture(e->stream, &graph));
+	if (rc == 0 && cudaGraphGetNodes(graph, nodes, &n) == cudaSuccess && n <= 16) {
+		for (size_t i = 0; i < n; i++) {
+			enum cudaGraphNodeType t;
+			CK(cudaGraphNodeGetType(nodes[i], &t));
+			kernels += t == cudaGraphNodeTypeKernel;
+		}
+	} else {
+		kernels = -1;
+	}
+	CK(cudaGraphDestroy(graph));
+	return kernels;
+}
+
+/* rmsnorm_matmul_argmax: out as rmsnorm_matmul's within its bounds, index
+ * bit for bit. So that the index cannot depend on those bounds, each
+ * token's largest column is planted: b row j holds sign(x[m] w), so that
+ * token m's product there is the sum of |h|, far above any other; with
+ * one token the same row twice, at N/3 and N - 1 (in blocks far apart:
+ * the first must win the tie), and, in some cases, a NaN at row N/2 of b
+ * before both, which wins over every number. One token of f16 or bf16
+ * with b marked a weight is the bulk kernel's, where "gemv" picks in its
+ * epilogue: one kernel in a graph, where gemv_apart is two. */
+static void test_rmsnorm_matmul_argmax(struct env *e)
+{
+	/* M, N, K: the 1B's lm-head; a grid of 264 blocks of a few rows;
+	 * fewer rows than blocks; more tokens (the argmax kernel follows) */
+	static const int64_t mnk[][3] = {
+		{ 1, 128256, 2048 }, { 1, 3001, 512 }, { 1, 600, 2048 }, { 1, 100, 256 },
+		{ 3, 777, 256 }, { 8, 1000, 2048 },
+	};
+	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
+
+	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
+		int dt = float_dtypes[d];
+		for (int s = 0; s < nshapes; s++) {
+			for (int nan = 0; nan < 2; nan++) {
+				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
+				if (nan && (s == 0 || dt == PLAN_DTYPE_F32))
+					continue;
+				struct rnm_bufs rb;
+				struct tbuf index;
+				struct tcase c;
+				struct op_tensor x, w, b;
+				int64_t win[8];
+
+				rnm_bufs_init(e, &rb, dt, M, N, K, 0, 1, 0);
+				tbuf_init(&index, PLAN_DTYPE_I32, 1, &M, 0);
+				x = tbuf_view(&rb.x, 0);
+				w = tbuf_view(&rb.w, 0);
+				b = tbuf_view(&rb.b, 0);
+				for (int64_t m = 0; m < M; m++) {
+					win[m] = M == 1 ? N / 3 : (m * 7919 + 13) % N;
+					for (int64_t k = 0; k < K; k++) {
+						float sg = host_load(&x, m * K + k) * host_load(&w, k) < 0.0f
+						           ? -1.0f : 1.0f;
+						host_store(&b, win[m] * K + k, sg);
+						if (M == 1)
+							host_store(&b, (N - 1) * K + k, sg);
+					}
+				}
+				if (nan)
+					host_store(&b, (N / 2) * K + K / 2, NAN);
+				tcase_init(&c, OP_RMSNORM_MATMUL_ARGMAX, 3, 2);
+				c.in[0] = &rb.x;
+				c.in[1] = &rb.w;
+				c.in[2] = &rb.b;
+				c.out[0] = &rb.out;
+				c.out[1] = &index;
+				c.attr[RNA_EPS].f = 1e-5;
+				c.attr[RNA_TRANS_B].i = 1;
+				c.tol = dt == PLAN_DTYPE_F32 ? 1e-4 : 2e-2;
+				c.exact_outs = 1u << 1;
+				c.const_in = 1u << 1 | 1u << 2;
+				struct op_call q;
+				tcase_call(&c, &q, 1);
+				q.kind = kind_stub(c.id);
+				for (int impl = 0; impl < cuda_impl_count(c.id); impl++) {
+					/* gemv and gemv_apart: rmsnorm_matmul's gemv; split: any */
+					int want = strcmp(cuda_impl_name(c.id, impl), "split") == 0 ||
+					           rnm_expect_usable(0, dt, M, K, 1, 1, 1);
+					char what[160];
+					snprintf(what, sizeof what, "rmsnorm_matmul_argmax %s M %lld N %lld K "
+					         "%lld%s", dtype_name(dt), (long long)M, (long long)N,
+					         (long long)K, nan ? " NaN" : "");
+					if (!usable_as_expected(e, &c, &q, impl, want, what))
+						continue;
+					c.impl = impl;
+					c.scratch = op_scratch(&c);
+					c.capture = s == 1 || s == 4;
+					c.pdl = s == 2;
+					snprintf(c.what, sizeof c.what, "%s", what);
+					tcase_run(e, &c);
+				}
+				/* The index the planting fixed, as the host reference
+				 * must give it too: no bound above decides it. */
+				struct op_call h;
+				tcase_call(&c, &h, 0);
+				ref_run(c.id, &h);
+				const int32_t *got = (const int32_t *)index.host;
+				int planted = 1;
+				for (int64_t m = 0; m < M; m++)
+					planted &= got[m] == (nan ? N / 2 : win[m]);
+				ok(planted, "rmsnorm_matmul_argmax %s M %lld N %lld: the host gives the "
+				   "planted %s", dtype_name(dt), (long long)M, (long long)N,
+				   nan ? "NaN's row" : M == 1 ? "first of the two tied rows" : "rows");
+
+				if (M == 1 && dt == PLAN_DTYPE_BF16 && !nan) {
+					/* gemv fuses into one kernel, gemv_apart is two */
+					struct cuda_op_ctx ctx = e->ctx;
+					struct op_call call;
+					int k[2];
+					c.scratch = op_scratch(&c);
+					ctx.scratch = scratch_alloc(c.scratch);
+					ctx.scratch_bytes = c.scratch;
+					for (int impl = 0; impl < 2; impl++) {
+						c.impl = impl;
+						tcase_call(&c, &call, 1);
+						k[impl] = captured_kernel_nodes(e, c.id, &call, &ctx);
+					}
+					ok(k[0] == 1 && k[1] == 2, "rmsnorm_matmul_argmax bf16 M 1 N %lld K "
+					   "%lld: gemv one kernel in a graph (%d), gemv_apart two (%d)",
+					   (long long)N, (long long)K, k[0], k[1]);
+					CK(cudaFree(ctx.scratch));
+				}
+				rnm_bufs_free(&rb);
+				tbuf_free(&index);
+			}
+		}
+	}
+}
+
 /* --- rmsnorm_matmul_rope_kv_write -------------------------------------------- */
 
 struct rrk_bufs {
@@ -4836,6 +4982,7 @@ int main(void)
 	GROUP(PRODUCTS, test_gemv_shapes(&e));
 	GROUP(NORMS, test_rmsnorm_matmul(&e));
 	GROUP(NORMS, test_rmsnorm_matmul_replays(&e));
+	GROUP(NORMS, test_rmsnorm_matmul_argmax(&e));
 	GROUP(NORMS, test_rmsnorm_matmul_rope_kv_write(&e));
 	GROUP(NORMS, test_rmsnorm_matmul_rope_kv_write_replays(&e));
 	GROUP(NORMS, test_gemv_rows(&e));

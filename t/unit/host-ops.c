@@ -1287,7 +1287,7 @@ static void test_impls(void)
 		int n = host_impl_count((enum op_id)id);
 		int product = id == OP_MATMUL || id == OP_MATMUL_ADD || id == OP_MATMUL_SILU_MUL ||
 		              id == OP_RMSNORM_MATMUL || id == OP_RMSNORM_MATMUL_ROPE_KV_WRITE ||
-		              id == OP_DECODER_LAYER;
+		              id == OP_DECODER_LAYER || id == OP_RMSNORM_MATMUL_ARGMAX;
 		if (n != (product ? 2 : 1) ||
 		    host_impl_kernel((enum op_id)id, 0) != host_kernel((enum op_id)id) ||
 		    strcmp(host_impl_name((enum op_id)id, 0), "reference") != 0 ||
@@ -1807,6 +1807,99 @@ static void test_fused_rmsnorm_matmul_bits(void)
 	drop(&w);
 	drop(&b);
 	drop(&out);
+}
+
+/* rmsnorm_matmul_argmax (x, w, b) -> out, index: out bit for bit
+ * rmsnorm_matmul's (epilogue none), index argmax's on it, in both forms;
+ * and a hand case whose winner ties. */
+static void test_fused_rmsnorm_matmul_argmax(void)
+{
+	uint64_t s = 911;
+	const float eps = 1e-5f;
+
+	for (int k = 0; k < NFLOAT; k++) {
+		int dt = float_dtypes[k];
+		for (int round = 0; round < 6; round++) {
+			int64_t M = round == 0 ? 1 : rnd_dim(&s, 5), K = rnd_dim(&s, 200);
+			int64_t N = rnd_dim(&s, 300);
+			int tb = round & 1;
+			struct op_call rnm = call_new(3, 1), am = call_new(1, 1), fused = call_new(3, 2);
+			struct op_tensor x = T2(dt, M, K), w = T1(dt, K);
+			struct op_tensor b = tb ? T2(dt, N, K) : T2(dt, K, N);
+			struct op_tensor want = T2(dt, M, N), out = T2(dt, M, N);
+			struct op_tensor iwant = T1(PLAN_DTYPE_I32, M), index = T1(PLAN_DTYPE_I32, M);
+
+			fill_random(&x, 912 + (uint64_t)round, -3, 3);
+			fill_random(&w, 913 + (uint64_t)round, 0.5, 1.5);
+			fill_random(&b, 914 + (uint64_t)round, -1, 1);
+			rnm.in[0] = x;
+			rnm.in[1] = w;
+			rnm.in[2] = b;
+			rnm.out[0] = want;
+			rnm.attr[RNM_EPS].f = eps;
+			rnm.attr[RNM_TRANS_B].i = tb;
+			run(OP_RMSNORM_MATMUL, &rnm);
+			am.in[0] = want;
+			am.out[0] = iwant;
+			run(OP_ARGMAX, &am);
+
+			fused.in[0] = x;
+			fused.in[1] = w;
+			fused.in[2] = b;
+			fused.out[0] = out;
+			fused.out[1] = index;
+			fused.attr[RNA_EPS].f = eps;
+			fused.attr[RNA_TRANS_B].i = tb;
+			for (int form = 0; form < 2; form++) {
+				poison(&out);
+				poison(&index);
+				host_impl_kernel(OP_RMSNORM_MATMUL_ARGMAX, form)(&fused);
+				ok(same_bytes(&out, &want) && same_bytes(&index, &iwant),
+				   "rmsnorm_matmul_argmax %s [%lld,%lld]@[%lld,%lld] trans_b %d (%s): "
+				   "rmsnorm_matmul's out and argmax's index, bit for bit", dt_name(dt),
+				   (long long)M, (long long)K, (long long)K, (long long)N, tb,
+				   form == 0 ? "reference" : "blocked");
+			}
+			drop(&x);
+			drop(&w);
+			drop(&b);
+			drop(&want);
+			drop(&out);
+			drop(&iwant);
+			drop(&index);
+		}
+	}
+
+	/* x = [3, 4], w = [1, 2], eps 0: h = [3, 8] / sqrt(12.5); b^T rows
+	 * [1, 0], [0, 1], [1, 1], [1, 1] give h0, h1, h0 + h1 twice: the
+	 * largest, 11 / sqrt(12.5), at columns 2 and 3, and the first wins. */
+	struct op_call c = call_new(3, 2);
+	struct op_tensor x = T2(PLAN_DTYPE_F32, 1, 2), w = T1(PLAN_DTYPE_F32, 2);
+	struct op_tensor b = T2(PLAN_DTYPE_F32, 4, 2), out = T2(PLAN_DTYPE_F32, 1, 4);
+	struct op_tensor index = T1(PLAN_DTYPE_I32, 1);
+	const double bv[8] = { 1, 0, 0, 1, 1, 1, 1, 1 };
+	const double want[4] = { 3 / sqrt(12.5), 8 / sqrt(12.5), 11 / sqrt(12.5), 11 / sqrt(12.5) };
+	set(&x, 0, 3);
+	set(&x, 1, 4);
+	set(&w, 0, 1);
+	set(&w, 1, 2);
+	for (int i = 0; i < 8; i++)
+		set(&b, i, bv[i]);
+	c.in[0] = x;
+	c.in[1] = w;
+	c.in[2] = b;
+	c.out[0] = out;
+	c.out[1] = index;
+	c.attr[RNA_EPS].f = 0;
+	c.attr[RNA_TRANS_B].i = 1;
+	run(OP_RMSNORM_MATMUL_ARGMAX, &c);
+	check(&out, want, 1e-6, "rmsnorm_matmul_argmax: the product as rmsnorm_matmul's hand case");
+	is_int(((int32_t *)index.data)[0], 2, "rmsnorm_matmul_argmax: columns 2 and 3 tie, 2 wins");
+	drop(&x);
+	drop(&w);
+	drop(&b);
+	drop(&out);
+	drop(&index);
 }
 
 /* rmsnorm_matmul_rope_kv_write (x, w, b, pos): against rmsnorm into h,
@@ -2673,6 +2766,7 @@ int main(void)
 	test_qk_norm();
 	test_blocked();
 	test_fused_rmsnorm_matmul_bits();
+	test_fused_rmsnorm_matmul_argmax();
 	test_fused_rmsnorm_matmul_rope_kv_write_bits();
 	test_decoder_layer_bits();
 	test_fused_rope_kv_norm_bits();

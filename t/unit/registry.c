@@ -75,12 +75,14 @@ static void test_table(void)
 		"paged_kv_write", "rope_paged_kv_write", "paged_attention", "qk_norm",
 		"moe_router", "moe_router_paged", "moe_experts", "gated_add",
 		"all_reduce", "all_gather", "vocab_embedding", "rmsnorm_matmul",
-		"rmsnorm_matmul_rope_kv_write", "decoder_layer",
+		"rmsnorm_matmul_rope_kv_write", "decoder_layer", "rmsnorm_matmul_argmax",
 	};
 	static const int nin[OP_COUNT] = { 0, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1, 2, 2, 2, 3, 1,
-	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 6, 3, 1, 1, 2, 3, 4, 8 };
+	                                   3, 3, 2, 4, 1, 2, 5, 6, 3, 1, 2, 6, 3, 1, 1, 2, 3, 4, 8,
+	                                   3 };
 	static const int nout[OP_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3, 3 };
+	                                    2, 1, 1, 3, 1, 1, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 3, 3,
+	                                    2 };
 	uint64_t inplace = 0;
 
 	for (int i = 0; i < OP_COUNT; i++) {
@@ -982,6 +984,63 @@ static void test_rmsnorm_matmul(void)
 	       "rmsnorm_matmul: an epilogue out of range");
 }
 
+/* rmsnorm_matmul_argmax: rmsnorm_matmul's operands, eps and trans_b at
+ * their positions (no epilogue), its checks on out, then index: i32 [M]. */
+static void test_rmsnorm_matmul_argmax(void)
+{
+	const struct op_kind *k = op_kind_find("rmsnorm_matmul_argmax");
+	struct op_call c = call_of("rmsnorm_matmul_argmax");
+
+	ok(k != NULL && k->id == OP_RMSNORM_MATMUL_ARGMAX,
+	   "rmsnorm_matmul_argmax is OP_RMSNORM_MATMUL_ARGMAX");
+	is_str(k->inputs[0], "x", "rna: x first");
+	is_str(k->inputs[1], "w", "rna: the norm's w");
+	is_str(k->inputs[2], "b", "rna: the product's b");
+	is_str(k->outputs[0], "out", "rna: out, the product");
+	is_str(k->outputs[1], "index", "rna: then index");
+	is_int(op_kind_count_attrs(k), 2, "rna has 2 attributes");
+	ok(op_kind_attr_index(k, "eps") == RNA_EPS && (int)RNA_EPS == (int)RNM_EPS &&
+	   k->attrs[RNA_EPS].required && k->attrs[RNA_EPS].type == OP_ATTR_FLOAT,
+	   "rna: eps where rmsnorm_matmul has it, required");
+	ok(op_kind_attr_index(k, "trans_b") == RNA_TRANS_B && (int)RNA_TRANS_B == (int)RNM_TRANS_B &&
+	   !k->attrs[RNA_TRANS_B].required && k->attrs[RNA_TRANS_B].dflt == 0.0,
+	   "rna: trans_b where rmsnorm_matmul has it, false by default");
+	is_int(op_kind_attr_index(k, "epilogue"), -1, "rna: no epilogue");
+	ok(k->capture == OP_CAPTURE_ALWAYS && !(k->flags & OP_INPLACE),
+	   "rna: always captured, not in place");
+
+	c.attr[RNA_EPS].f = 1e-5;
+	c.attr[RNA_TRANS_B].i = 1;
+	c.in[0] = ten2(BF16, 2, 64);
+	c.in[1] = ten1(BF16, 64);
+	c.in[2] = ten2(BF16, 96, 64);
+	c.out[0] = ten2(BF16, 2, 96);
+	c.out[1] = ten1(I32, 2);
+	is_str(check(&c), "", "rna: [2,64] normed @ [96,64]^T, 2 indexes");
+	c.in[2] = ten2(BF16, 96, 32);
+	is_str(check(&c), "input b has shape [96, 32], expected [N, 64] (K = 64 from input x [2, 64])",
+	       "rna: rmsnorm_matmul's checks on b");
+	c.in[2] = ten2(BF16, 96, 64);
+	c.out[0] = ten2(BF16, 2, 95);
+	is_str(check(&c), "output out has shape [2, 95], expected [2, 96] (M = 2 from input x, "
+	       "N = 96 from input b)", "rna: out's N");
+	c.out[0] = ten2(BF16, 2, 96);
+	c.attr[RNA_EPS].f = -1.0;
+	is_str(check(&c), "attribute eps is -1; it must not be negative", "rna: eps");
+	c.attr[RNA_EPS].f = 1e-5;
+	c.out[1] = ten1(F32, 2);
+	is_str(check(&c), "output index is f32, expected i32", "rna: index is i32");
+	c.out[1] = ten1(I32, 3);
+	is_str(check(&c), "output index has shape [3], expected [2] (M, the rows of input x)",
+	       "rna: an index a row");
+	c.out[1] = ten2(I32, 2, 1);
+	is_str(check(&c), "output index has shape [2, 1], expected [2] (M, the rows of input x)",
+	       "rna: index's rank");
+	c.out[1] = ten1(I32, 2);
+	c.nout = 1;
+	ok(check(&c)[0] != '\0', "rna: index is not optional");
+}
+
 /* rmsnorm_matmul_rope_kv_write: rmsnorm_matmul's x, w, b (no epilogue),
  * then rope_kv_write's pos, outputs and attributes (eps and trans_b after
  * them), its checks made on the product's q|k|v columns. */
@@ -1272,6 +1331,7 @@ int main(void)
 	test_rope_scaling();
 	test_qk_norm();
 	test_rmsnorm_matmul();
+	test_rmsnorm_matmul_argmax();
 	test_rmsnorm_matmul_rope_kv_write();
 	test_decoder_layer();
 	return tap_done();
