@@ -150,8 +150,10 @@ struct backend {
 	int                feed_mixed;
 	unsigned           nfeed;
 	CUstreamBatchMemOpParams feed[CUDA_FEED_WORDS_MAX];
-	/* The capture in progress begins a step (capture_begin). */
+	/* The capture in progress begins a step (capture_begin); whether
+	 * such a capture gets a feed node (BCG_FEED_NODE). */
 	int                capture_fed;
+	int                feed_node;
 };
 
 /* An executable several graphs share: CURRENT is the graph it was last
@@ -212,6 +214,15 @@ static int cuda_open(struct backend **out, struct backend_info *info, char *msg,
 		free(b);
 		return -1;
 	}
+	/* Whether a step's first segment writes its feeds (backend-cuda-
+	 * feed.cu): on unless BCG_FEED_NODE is 0, to compare the two. */
+	const char *fn = getenv("BCG_FEED_NODE");
+	if (fn != NULL && *fn != '\0' && strcmp(fn, "0") != 0 && strcmp(fn, "1") != 0) {
+		snprintf(msg, len, "BCG_FEED_NODE is '%s': 0 or 1", fn);
+		free(b);
+		return -1;
+	}
+	b->feed_node = fn == NULL || strcmp(fn, "0") != 0;
 	/* No device, or no driver at all (the runtime then calls the driver
 	 * "insufficient" and reports version 0): a machine without a GPU, not
 	 * a broken one. */
@@ -648,7 +659,7 @@ static uint64_t cuda_prepared_bytes(struct backend *b)
 
 static int cuda_capture_begin(struct backend *b, int step_start, char *msg, size_t len)
 {
-	b->capture_fed = step_start;
+	b->capture_fed = step_start && b->feed_node;
 	b->nseen = 0;
 	b->capture_collectives = 0;
 	b->capture_t0 = bcg_now_ns();

@@ -60,7 +60,7 @@ assert len(r[\"steps\"]) == 12, len(r[\"steps\"])
 breaks = [i for i in r[\"items\"] if i[\"kind\"] == \"break\"]
 assert len(breaks) == 32
 assert k[\"graph\"] == graph * 12, (k, graph)
-# the kernel that writes the feeds, in each step's first segment
+# the kernel that writes the feeds, in the first segment of each step
 assert k[\"feed\"] == 12, k
 for s in r[\"steps\"]:
     assert s[\"kernels\"] >= graph + len(breaks), s

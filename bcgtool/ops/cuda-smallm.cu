@@ -488,6 +488,64 @@ bcg_smallm_mma_kernel(smallm_args p)
 	smallm_finish<EPI, G, MT>(red[0], p, blockIdx.x, &flag);
 }
 
+/* --- rmsnorm_matmul_argmax's pick ---------------------------------------------- */
+
+/* The end of a kernel whose warp 0 holds the block's candidates for the
+ * largest column (BV, BI: each lane its best so far, by argmax's rule;
+ * the other warps' are not read): the block's pick into p.amax_v and
+ * p.amax_i at [blockIdx.x], then the last block to count itself
+ * (p.amax_counter) picks among every block's and stores the index. The
+ * rule is a total order, so neither the order of the merge nor which
+ * block comes last changes the winner. Only lane 0 of warp 0 stores,
+ * makes its store visible and counts the block: the other threads leave
+ * without a fence (a first form fenced every thread and reduced over the
+ * whole block). Every thread of the block must call it. */
+__device__ __forceinline__ void smallm_amax_finish(const smallm_args &p, float bv, int64_t bi)
+{
+	__shared__ int last;
+	__shared__ float av[32];
+	__shared__ int64_t ai[32];
+
+	if (threadIdx.x < 32) {
+		for (int off = 16; off > 0; off >>= 1) {
+			const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+			const int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
+			if (cuda_argmax_better(ov, oi, bv, bi)) {
+				bv = ov;
+				bi = oi;
+			}
+		}
+		if (threadIdx.x == 0) {
+			p.amax_v[blockIdx.x] = bv;
+			p.amax_i[blockIdx.x] = bi;
+			__threadfence();
+			const bool l = atomicAdd(p.amax_counter, 1u) == gridDim.x - 1;
+			if (l)
+				*p.amax_counter = 0u;    /* every block has counted */
+			last = l;
+		}
+	}
+	__syncthreads();
+	if (!last)
+		return;
+	__threadfence();                        /* the picks' reads after the count */
+	float wv;
+	int64_t wi;
+	bv = -INFINITY;
+	bi = INT64_MAX;
+	for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) {
+		const float kv = __ldcg(p.amax_v + k);
+		const int64_t ki = __ldcg(p.amax_i + k);
+		if (cuda_argmax_better(kv, ki, bv, bi)) {
+			bv = kv;
+			bi = ki;
+		}
+	}
+	cuda_argmax_reduce(bv, bi, av, ai, &wv, &wi);
+	if (threadIdx.x == 0)
+		p.amax_out[0] = wi == INT64_MAX ? 0 : (int32_t)wi;
+}
+
 /* --- gemv ------------------------------------------------------------------ */
 
 /* Units: 16-byte vectors (VEC) or elements. Grid (nblocks, ksplit); each
@@ -515,9 +573,12 @@ bcg_smallm_mma_kernel(smallm_args p)
  * the 1B q|k|v product in 17.1 us against 11.7 us for the rmsnorm kernel
  * and the product apart (H100). xs holds at most RNM_XS_VECS(MT) vectors:
  * (u1 - u0) * MT <= units * MT, which cuda_rmsnorm_matmul_usable bounds. */
-template <typename T, int MAXM, bool VEC, int EPI, bool NORM, int ROWS, int UN, typename R>
+template <typename T, int MAXM, bool VEC, int EPI, bool NORM, int ROWS, int UN, typename R,
+          bool AMAX = false>
 __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &r)
 {
+	static_assert(!AMAX || (NORM && EPI == EPI_NONE && MAXM == 1 && ROWS <= 32),
+	              "the pick: rmsnorm_matmul's one token, its columns within warp 0");
 	static_assert(!NORM || VEC, "the norm prologue reads 16-byte vectors");
 	static_assert(EPI != EPI_ROPE || (NORM && std::is_same<R, smallm_rope>::value),
 	              "the rope epilogue is rmsnorm_matmul_rope_kv_write's");
@@ -603,6 +664,13 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 		__syncthreads();                 /* xs is whole; red is the sums' again below */
 	}
 
+	/* AMAX: this thread's best column so far (threads below G hold one
+	 * column of each group), by argmax's rule; the launch keeps K whole */
+	float bv = -INFINITY;
+	int64_t bi = INT64_MAX;
+	(void)bv;
+	(void)bi;
+
 	/* Column groups: the block's own, and with NORM every gridDim.x-th
 	 * after it (the grid is then what fits on the device at once, so
 	 * that the prologue runs once a block, not once a group). */
@@ -686,9 +754,22 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 			}
 		smallm_merge_warps<S * MT>(red);
 		smallm_finish<EPI, G, MT>(red[0], p, bx, &flag, r);
+		if constexpr (AMAX) {
+			/* the value as stored, as argmax would read it */
+			const int64_t j = bx * G + threadIdx.x;
+			if (threadIdx.x < G && j < p.N) {
+				const float sv = cuda_round_to(p.dto, red[0][threadIdx.x]);
+				if (cuda_argmax_better(sv, j, bv, bi)) {
+					bv = sv;
+					bi = j;
+				}
+			}
+		}
 		if constexpr (NORM)
 			__syncthreads();         /* red and flag are the next group's */
 	}
+	if constexpr (AMAX)
+		smallm_amax_finish(p, bv, bi);
 }
 
 /* The default shape: 4 rows, 2 units a round (1 at 8 tokens: registers,
@@ -703,11 +784,11 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 #define SM_GEMV_MINB(maxm, rows, un) ((rows) == 4 && (un) == SM_GEMV_UN(maxm) ? 0 : 1)
 
 template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false, int ROWS = 4,
-          int UN = SM_GEMV_UN(MAXM)>
+          int UN = SM_GEMV_UN(MAXM), bool AMAX = false>
 __global__ void __launch_bounds__(SM_THREADS, SM_GEMV_MINB(MAXM, ROWS, UN))
 bcg_smallm_gemv_kernel(smallm_args p)
 {
-	smallm_gemv_body<T, MAXM, VEC, EPI, NORM, ROWS, UN>(p, smallm_none());
+	smallm_gemv_body<T, MAXM, VEC, EPI, NORM, ROWS, UN, smallm_none, AMAX>(p, smallm_none());
 }
 
 /* rmsnorm_matmul_rope_kv_write's "gemv": the same body with the norm
@@ -1002,7 +1083,8 @@ __global__ void __launch_bounds__(SM_MERGE_THREADS) bcg_smallm_merge_kernel(smal
 template <typename T, int EPI, bool NORM, int PPT, bool AMAX = false>
 __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bulk_kernel(smallm_args p)
 {
-	static_assert(!AMAX || EPI == EPI_NONE, "argmax picks among the product's own columns");
+	static_assert(!AMAX || (EPI == EPI_NONE && SM_BULK_ROWS <= 32),
+	              "the pick: the product's own columns, a chunk's within warp 0");
 	static_assert(sizeof(T) == 2 && PPT <= SM_BULK_PPT, "16-byte pieces of 2-byte elements");
 	constexpr int NW = EPI == EPI_SILU ? 2 : 1, V = 8;
 	extern __shared__ __align__(128) unsigned char smallm_bulk_smem[];
@@ -1165,36 +1247,8 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 		}
 		__syncthreads();        /* red is the next chunk's */
 	}
-	if constexpr (AMAX) {
-		/* The block's pick, then the last block's over every block's:
-		 * the rule is a total order, so neither the order of the merge
-		 * nor which block comes last changes the winner. */
-		__shared__ float av[SM_BULK_WARPS];
-		__shared__ int64_t ai[SM_BULK_WARPS];
-		__shared__ int aflag;
-		float wv;
-		int64_t wi;
-		cuda_argmax_reduce(bv, bi, av, ai, &wv, &wi);
-		if (tid == 0) {
-			p.amax_v[blockIdx.x] = wv;
-			p.amax_i[blockIdx.x] = wi;
-		}
-		if (!cuda_last_block(p.amax_counter, gridDim.x, &aflag))
-			return;
-		bv = -INFINITY;
-		bi = INT64_MAX;
-		for (unsigned k = tid; k < gridDim.x; k += SM_BULK_THREADS) {
-			const float kv = __ldcg(p.amax_v + k);
-			const int64_t ki = __ldcg(p.amax_i + k);
-			if (cuda_argmax_better(kv, ki, bv, bi)) {
-				bv = kv;
-				bi = ki;
-			}
-		}
-		cuda_argmax_reduce(bv, bi, av, ai, &wv, &wi);
-		if (tid == 0)
-			p.amax_out[0] = wi == INT64_MAX ? 0 : (int32_t)wi;
-	}
+	if constexpr (AMAX)
+		smallm_amax_finish(p, bv, bi);
 }
 
 /* --- host side --------------------------------------------------------------- */
@@ -2082,6 +2136,38 @@ static dim3 rnm_resident_grid(void (*kernel)(P...), const struct cuda_op_ctx *ct
 	return grid;
 }
 
+/* rmsnorm_matmul_argmax's pick folded into the bulk kernel: where its
+ * blocks leave their picks (the scratch) and the index out. */
+struct rnm_amax {
+	float     *v;
+	long long *i;
+	unsigned  *counter;
+	int32_t   *out;
+};
+
+/* The blocks a picking kernel may have, which rmsnorm_matmul_argmax's
+ * scratch holds picks for: the bulk kernel's SM_BULK_PER_SM a
+ * multiprocessor, the gemv kernel's resident grid up to 16 blocks of
+ * SM_THREADS a multiprocessor, on SM_SM_CAP of them at most. */
+#define RNA_MAX_PICKS (16 * SM_SM_CAP)
+
+/* rmsnorm_matmul_argmax's pick in the gemv kernel of one token (K not
+ * split, ARGS' amax_* set): 0 launched, 1 when its resident grid has more
+ * blocks than the scratch holds picks for (nothing launched), -1. */
+template <typename T>
+static int rnm_launch_gemv_amax(const struct cuda_op_ctx *ctx, const smallm_args &args,
+                                dim3 grid, char *msg, size_t len)
+{
+	void (*kernel)(smallm_args) =
+		bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true>;
+	const dim3 g = rnm_resident_grid(kernel, ctx, grid);
+
+	if (g.x > RNA_MAX_PICKS)
+		return 1;
+	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel, g, dim3(SM_THREADS), msg, len,
+	                   args);
+}
+
 template <int EPI, typename T>
 static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args, int mt,
                            dim3 grid, char *msg, size_t len)
@@ -2127,20 +2213,6 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
  * scratch, then the product on h (two kernels, any M). rows_scaled's
  * result differs from "rows" by the copy's rounding of w[k] * b[n, k] to
  * b's dtype (2^-9 of it in bf16). */
-/* rmsnorm_matmul_argmax's pick folded into the bulk kernel: where its
- * blocks leave their picks (the scratch) and the index out. */
-struct rnm_amax {
-	float     *v;
-	long long *i;
-	unsigned  *counter;
-	int32_t   *out;
-};
-
-/* The most blocks a bulk kernel's grid has that rmsnorm_matmul_argmax's
- * scratch holds picks for (SM_BULK_PER_SM a multiprocessor, SM_SM_CAP of
- * them assumed at most). */
-#define RNA_MAX_PICKS (SM_BULK_PER_SM * SM_SM_CAP)
-
 /* rmsnorm_matmul of CALL as cuda_run_rmsnorm_matmul gives it; with AMAX
  * (not NULL), where the bulk kernel runs the product it also picks each
  * row's largest column into AMAX->out, and *FUSED is set. */
@@ -2215,6 +2287,25 @@ static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
 			                                                        shape, msg, len);
 		if (id == OP_MATMUL_SILU_MUL)
 			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
+		/* the pick in the looping kernel (the 1B's lm-head: more column
+		 * groups than the rows kernel takes), where K is not split */
+		if (amax != NULL && p.M == 1 && pl.mt == 1 && pl.ksplit == 1) {
+			const dim3 grid((unsigned)pl.nblocks, 1u);
+			int rc;
+			args.amax_v = amax->v;
+			args.amax_i = amax->i;
+			args.amax_counter = amax->counter;
+			args.amax_out = amax->out;
+			rc = x->dtype == PLAN_DTYPE_F16 ?
+				rnm_launch_gemv_amax<__half>(ctx, args, grid, msg, len) :
+			     x->dtype == PLAN_DTYPE_BF16 ?
+				rnm_launch_gemv_amax<__nv_bfloat16>(ctx, args, grid, msg, len) :
+				rnm_launch_gemv_amax<float>(ctx, args, grid, msg, len);
+			if (rc != 1) {
+				*fused = rc == 0;
+				return rc;
+			}
+		}
 		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
 	}
 
@@ -2322,13 +2413,15 @@ size_t cuda_rmsnorm_matmul_argmax_scratch_bytes(const struct op_call *call)
 }
 
 /* rmsnorm_matmul_argmax (x, w, b) -> out, index: "gemv" runs rmsnorm_matmul's
- * gemv, and where that is the bulk kernel (one token of f16 or bf16, b a
- * weight), the kernel's blocks also pick the largest of their columns as
- * stored, by argmax's rule, and the last block to finish picks among the
- * blocks' picks (cuda_last_block): no argmax kernel, which in the 1B's
- * step started after the lm-head's last block and read its 128256 logits
- * back (4.63 us exposed a step, bench/RESULTS.md, twenty-eighth session).
- * Elsewhere, and in "gemv_apart", the argmax kernel follows; "split" is
+ * gemv, and at one token, where that is the bulk kernel (f16 or bf16, b a
+ * weight, few enough column groups) or the looping gemv kernel with K
+ * whole (the 1B's lm-head), the kernel's blocks also pick the largest of
+ * their columns as stored, by argmax's rule, and the last block to finish
+ * picks among the blocks' picks (smallm_amax_finish): no argmax kernel,
+ * which in the 1B's step started after the lm-head's last block and read
+ * its 128256 logits back (4.63 us exposed a step, bench/RESULTS.md,
+ * twenty-eighth session). Elsewhere (the rows kernel, tokens past one, a
+ * split K), and in "gemv_apart", the argmax kernel follows; "split" is
  * rmsnorm_matmul's split, then the argmax kernel. The index is argmax's
  * on out either way: the same bits. */
 extern "C" int cuda_run_rmsnorm_matmul_argmax(const struct op_call *call,
