@@ -190,6 +190,36 @@ test_expect_success 'an op that reduces along a split axis: refused at the op' '
 	test_grep "^bcgtool: norm.yaml:13:5: --tp 2: op .norm. (rmsnorm) cannot take a split operand: input x (.h.) splits" err
 '
 
+# rmsnorm_matmul_argmax with a vocabulary-parallel b becomes its two
+# kinds, the logits gathered before the pick: the same outputs as whole;
+# logits or index split is refused at the op.
+test_expect_success 'rmsnorm_matmul_argmax over ranks: split b gathered, split outputs refused' '
+	cat >head.yaml <<-\EOF &&
+	bcg: 1
+	dims:
+	  T: {tokens: [1, 3]}
+	  H: 16
+	  V: 40
+	tensors:
+	  x: {dtype: f32, shape: [T, H], role: input, feed: {kind: random, seed: 1}}
+	  g: {dtype: f32, shape: [H], role: weight, init: {kind: random, scale: 1, seed: 2}}
+	  w: {dtype: f32, shape: [V, H], role: weight, init: {kind: random, scale: 1, seed: 3}, split: {axis: 0}}
+	  logits: {dtype: f32, shape: [T, V], role: output}
+	  next: {dtype: i32, shape: [T], role: output}
+	ops:
+	  - {op: rmsnorm_matmul_argmax, name: head, in: [x, g, w], out: [logits, next], attrs: {eps: 1e-5, trans_b: true}}
+	EOF
+	bcg run --backend host --steps 2 --json head.yaml >whole.json &&
+	bcg run --backend host --steps 2 --tp 2 --json head.yaml >tp2.json &&
+	sed -n "/\"outputs\"/,\$p" whole.json >a &&
+	sed -n "/\"outputs\"/,\$p" tp2.json >b &&
+	test_cmp a b &&
+	sed "s/logits: {dtype: f32, shape: \[T, V\], role: output}/logits: {dtype: f32, shape: [T, V], role: output, split: {axis: 1}}/" \
+		head.yaml >bad-logits.yaml &&
+	test_expect_code 2 bcg run --backend host --tp 2 bad-logits.yaml 2>err &&
+	test_grep "op .head. (rmsnorm_matmul_argmax): output out (.logits.) splits; the pick reads whole rows" err
+'
+
 # The plan of every rank needs the format of tensor-parallel plans (1.5):
 # until this libplan writes it, capture --tp says so once the ranks have
 # captured, and leaves nothing behind.

@@ -224,6 +224,21 @@ static struct sh_op *sh_emit(struct sh *s, const struct plan_op *like)
 	return o;
 }
 
+/* An op of kind KIND the pass adds for SRC, named "SRC.SUFFIX" (SRC's
+ * kind when it has no name); NULL when out of memory. */
+static struct sh_op *sh_emit_part(struct sh *s, const struct plan_op *src, const char *kind,
+                                  const char *suffix)
+{
+	struct sh_op *o = sh_emit(s, src);
+
+	if (o == NULL)
+		return NULL;
+	o->kind = kind;
+	snprintf(o->name, sizeof o->name, "%.150s.%.8s", src->name[0] ? src->name : src->kind,
+	         suffix);
+	return o;
+}
+
 /* The op as the script has it. */
 static int sh_copy(struct sh *s, const struct plan_op *src)
 {
@@ -573,10 +588,8 @@ static int sh_product(struct sh *s, const struct op_kind *k, const struct plan_o
 				e->attr[e->op.nattr++] = o->attr[i];
 		if (sh_collective(s, o, op, "all_reduce", part, part) != 0)
 			return -1;
-		if ((e = sh_emit(s, o)) == NULL)
+		if ((e = sh_emit_part(s, o, "add", "add")) == NULL)
 			return sh_fail(s, PLAN_NONE, PLAN_NONE, "out of memory");
-		e->kind = "add";
-		snprintf(e->name, sizeof e->name, "%s.add", o->name[0] ? o->name : o->kind);
 		e->op.flags = 0;
 		e->op.nin = 2;
 		e->op.nout = 1;
@@ -685,10 +698,8 @@ static int sh_norm_product_argmax(struct sh *s, const struct plan_op *o, uint32_
 	rnm.nattr = o->nattr + 1;
 	if (sh_product(s, op_kind_get(OP_RMSNORM_MATMUL), &rnm, op) != 0)
 		return -1;
-	if ((e = sh_emit(s, o)) == NULL)
+	if ((e = sh_emit_part(s, o, "argmax", "argmax")) == NULL)
 		return sh_fail(s, PLAN_NONE, PLAN_NONE, "out of memory");
-	e->kind = "argmax";
-	snprintf(e->name, sizeof e->name, "%.120s.argmax", o->name[0] ? o->name : o->kind);
 	e->op.nin = 1;
 	e->op.nout = 1;
 	e->in[0] = out;
