@@ -103,4 +103,42 @@ test_expect_success 'samples/README.md names every sample' '
 	done
 '
 
+# Generation where rmsnorm_matmul_argmax writes the feedback: its index is
+# the next token and its out the scores --logits writes, as the same step
+# written as rmsnorm_matmul then argmax gives them.
+test_expect_success 'generation through rmsnorm_matmul_argmax: the tokens and scores of its two kinds' '
+	cat >gen-fused.yaml <<-\EOF &&
+	bcg: 1
+	dims:
+	  T: {tokens: [1, 4]}
+	  H: 16
+	  V: 50
+	vars:
+	  kv_len: {start: 1, step: 1, limit: 64}
+	tensors:
+	  ids:    {dtype: i32, shape: [T], role: input, feed: {kind: prompt, range: V, seed: 3, feedback: next}}
+	  embed:  {dtype: f32, shape: [V, H], role: weight, init: {kind: random, scale: 1, seed: 1}}
+	  norm:   {dtype: f32, shape: [H], role: weight, init: {kind: random, scale: 1, seed: 2}}
+	  x:      {dtype: f32, shape: [T, H]}
+	  logits: {dtype: f32, shape: [T, V], role: output}
+	  next:   {dtype: i32, shape: [T], role: output}
+	ops:
+	  - {op: embedding, name: embed, in: [embed, ids], out: [x]}
+	  - {op: rmsnorm_matmul_argmax, name: head, in: [x, norm, embed], out: [logits, next], attrs: {eps: 1e-5, trans_b: true}}
+	EOF
+	sed "s/- {op: rmsnorm_matmul_argmax, name: head, in: \[x, norm, embed\], out: \[logits, next\]/- {op: rmsnorm_matmul, name: head, in: [x, norm, embed], out: [logits]/" \
+		gen-fused.yaml >gen-apart.yaml &&
+	echo "  - {op: argmax, name: pick, in: [logits], out: [next]}" >>gen-apart.yaml &&
+	bcg validate gen-apart.yaml | grep "^ops (3): embedding 1, argmax 1, rmsnorm_matmul 1" &&
+	for f in fused apart; do
+		bcg run --backend host --prompt 1,2,3 --generate 6 --logits gen-$f.bin gen-$f.yaml \
+			>gen-$f.out || return 1
+	done &&
+	grep "^tokens" gen-fused.out >a &&
+	grep "^tokens" gen-apart.out >b &&
+	test_cmp a b &&
+	test -s gen-fused.bin &&
+	cmp gen-fused.bin gen-apart.bin
+'
+
 test_done
