@@ -15,12 +15,21 @@
  * The node is added after the capture has been read back, so no plan
  * records it, and its edges to the graph's roots are full dependencies:
  * a root starts once the words are written and visible, whatever it reads
- * before its PDL wait. Measured on an H200 between graph launches (twenty-
- * ninth session): 0.9 us a step with such a node, 1.0 with full edges,
- * against 3.4 for one batch of the stream's writes.
+ * before its PDL wait. Measured on an H200 between graph launches
+ * (bench/RESULTS.md, twenty-ninth session): 0.9 us a step with such a
+ * node whose successor waits programmatically, 1.0 with plain edges,
+ * against 3.4 for one batch of the stream's writes; in the 1B's step,
+ * 2.1 us less than the batch (BCG_FEED_NODE=0).
+ *
+ * Only a segment with an executable of its own gets the node: one that
+ * shares an executable (capture --share-exec) is updated to other sizes'
+ * graphs, and the parameters are set on the node of the graph the
+ * executable was made from. Those steps, and steps that start with a
+ * breakpoint, keep the batch.
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend-cuda.h"
