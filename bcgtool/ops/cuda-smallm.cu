@@ -141,8 +141,9 @@ struct smallm_args {
 	                               kernel loads it before the PDL wait */
 	bool        w_const;        /* and w, the norm's weights, likewise */
 	int         rps;            /* bulk: output rows a stage */
-	/* bulk with AMAX (rmsnorm_matmul_argmax): a block's pick, value and
-	 * column, at [blockIdx.x]; the blocks' count; the index out. */
+	/* AMAX (rmsnorm_matmul_argmax, the bulk and the gemv kernel): a
+	 * block's pick, value and column, at [blockIdx.x]; the blocks' count;
+	 * the index out. */
 	float      *amax_v;
 	long long  *amax_i;
 	unsigned   *amax_counter;
@@ -2136,14 +2137,22 @@ static dim3 rnm_resident_grid(void (*kernel)(P...), const struct cuda_op_ctx *ct
 	return grid;
 }
 
-/* rmsnorm_matmul_argmax's pick folded into the bulk kernel: where its
- * blocks leave their picks (the scratch) and the index out. */
+/* rmsnorm_matmul_argmax's pick folded into the product's kernel: where
+ * its blocks leave their picks (the scratch) and the index out. */
 struct rnm_amax {
 	float     *v;
 	long long *i;
 	unsigned  *counter;
 	int32_t   *out;
 };
+
+static void rnm_amax_args(smallm_args *args, const struct rnm_amax *amax)
+{
+	args->amax_v = amax->v;
+	args->amax_i = amax->i;
+	args->amax_counter = amax->counter;
+	args->amax_out = amax->out;
+}
 
 /* The blocks a picking kernel may have, which rmsnorm_matmul_argmax's
  * scratch holds picks for: the bulk kernel's SM_BULK_PER_SM a
@@ -2214,8 +2223,9 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
  * result differs from "rows" by the copy's rounding of w[k] * b[n, k] to
  * b's dtype (2^-9 of it in bf16). */
 /* rmsnorm_matmul of CALL as cuda_run_rmsnorm_matmul gives it; with AMAX
- * (not NULL), where the bulk kernel runs the product it also picks each
- * row's largest column into AMAX->out, and *FUSED is set. */
+ * (not NULL), where one token's product runs on the bulk kernel, or on
+ * the looping gemv kernel with K whole, that kernel also picks the
+ * largest column into AMAX->out, and *FUSED is set. */
 static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
                    const struct rnm_amax *amax, bool *fused, char *msg, size_t len)
 {
@@ -2268,10 +2278,7 @@ static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
 		    smallm_bulk_fits(&p, silu, true, args.b_const, ctx)) {
 			if (amax != NULL && !silu && p.M == 1 &&
 			    (int64_t)SM_BULK_PER_SM * ctx->sm_count <= RNA_MAX_PICKS) {
-				args.amax_v = amax->v;
-				args.amax_i = amax->i;
-				args.amax_counter = amax->counter;
-				args.amax_out = amax->out;
+				rnm_amax_args(&args, amax);
 				*fused = true;
 				return smallm_bulk_launch<EPI_NONE, true, true>(ctx, x->dtype, args, msg,
 				                                                len);
@@ -2292,10 +2299,7 @@ static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
 		if (amax != NULL && p.M == 1 && pl.mt == 1 && pl.ksplit == 1) {
 			const dim3 grid((unsigned)pl.nblocks, 1u);
 			int rc;
-			args.amax_v = amax->v;
-			args.amax_i = amax->i;
-			args.amax_counter = amax->counter;
-			args.amax_out = amax->out;
+			rnm_amax_args(&args, amax);
 			rc = x->dtype == PLAN_DTYPE_F16 ?
 				rnm_launch_gemv_amax<__half>(ctx, args, grid, msg, len) :
 			     x->dtype == PLAN_DTYPE_BF16 ?
@@ -2396,7 +2400,7 @@ int cuda_rmsnorm_matmul_argmax_usable(const struct op_call *call, int impl)
 }
 
 /* The scratch of the two kinds' launches, one after the other, and of the
- * bulk kernel's picks: the largest. */
+ * picking kernels' picks: the largest. */
 size_t cuda_rmsnorm_matmul_argmax_scratch_bytes(const struct op_call *call)
 {
 	struct op_call rnm, am;
