@@ -534,11 +534,14 @@ dec_before_now() {
 	for round in 1 2 3; do
 		for tr in $trees; do
 			use_tree ${tr%2}
+			# the stream mean too, where the tree's replay has it
+			st=
+			"$bin" replay --help 2>&1 | grep -q -- --stream && st=--stream
 			for p in $sc; do
 				ck=
 				[ $round = 3 ] && ck=--check
 				timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 --warmup 100 \
-					$dvar $ck --json $pre-$tr-$p.plan >$pre-$p-$tr-1-$round.json \
+					$dvar $ck $st --json $pre-$tr-$p.plan >$pre-$p-$tr-1-$round.json \
 					2>$pre-$p-$tr-1-$round.err ||
 					say "$1: replay $tr $p round $round: exit $?"
 			done

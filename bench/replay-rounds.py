@@ -10,7 +10,8 @@ PATTERN names each replay's `bcgtool replay --json` file, with {p} (a plan
 of the comma-separated PLANS), {t} (a token count of TOKENS) and {r} (a
 round, 1 to ROUNDS). Per plan and token count: each round's step median
 and busy time, and, with --check, the check of a separate replay whose
-JSON PATTERN names (with {p} and {t}). Each --ratio prints, per token
+JSON PATTERN names (with {p} and {t}); where the replays ran with
+--stream, each round's stream mean too ("stream ms"). Each --ratio prints, per token
 count, "LABEL: T=N A / B step = X (a / b ms; want < 1: WHY)" from the
 medians over the rounds; a WHY that starts with "=" prints "want 1: ..."
 (two plans that should not differ)."""
@@ -49,11 +50,13 @@ def main(argv):
     med = {}
     for p in plans:
         for t in tokens:
-            runs = []
+            runs, streams = [], []
             for r in range(1, rounds + 1):
                 d = load(pattern.format(p=p, t=t, r=r))
                 if d is not None:
                     runs.append((d["step_ms"]["median"], d["busy_ms"]))
+                    if d.get("stream"):
+                        streams.append(d["stream"]["mean_ms"])
             if not runs:
                 continue
             steps = sorted(x[0] for x in runs)
@@ -61,6 +64,8 @@ def main(argv):
             line = "  %-*s T=%d step ms %s, busy %s" % (
                 width, p, t, " ".join("%.4f" % x[0] for x in runs),
                 " ".join("%.4f" % x[1] for x in runs))
+            if streams:
+                line += ", stream ms %s" % " ".join("%.4f" % x for x in streams)
             if checks:
                 c = load(checks.format(p=p, t=t))
                 line += ", check %s" % (c.get("check") if c else None)
