@@ -21,11 +21,11 @@
  * against 3.4 for one batch of the stream's writes; in the 1B's step,
  * 2.1 us less than the batch (BCG_FEED_NODE=0).
  *
- * Only a segment with an executable of its own gets the node: one that
- * shares an executable (capture --share-exec) is updated to other sizes'
- * graphs, and the parameters are set on the node of the graph the
- * executable was made from. Those steps, and steps that start with a
- * breakpoint, keep the batch.
+ * Not while executables are shared (capture --share-exec, and replays of
+ * plans that share): an executable is then updated to other sizes'
+ * graphs, and the parameters would be set on the node of the graph it
+ * was made from. Those steps, and steps that start with a breakpoint,
+ * keep the batch.
  */
 #include <stdint.h>
 #include <stdio.h>
