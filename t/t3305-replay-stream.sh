@@ -143,6 +143,9 @@ test_expect_success 'usage errors: --stream with --prompt, with a trace, on a re
 interrupt() {
 	_sig=$1
 	shift
+	# The last run's err would show the pattern before this run starts,
+	# and the signal would reach the process before its handler.
+	rm -f out err
 	BCG_PROGRESS=always "$BCGTOOL" "$@" >out 2>err </dev/null &
 	_pid=$!
 	_end=$(($(date +%s) + 120))
