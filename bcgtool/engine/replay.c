@@ -41,6 +41,14 @@ static int be_call(int rc, const char *what, struct engine_error *err)
 	return rc == 0 ? 0 : engine_fail_backend(err, what);
 }
 
+/* The end of a pass that showed progress in an NVTX range: RC. */
+static int replay_pass_end(struct engine *e, int rc)
+{
+	bcg_progress_clear();
+	nvtx_pop(e->nvtx);
+	return rc;
+}
+
 /* The timed pass: WARMUP + STEPS steps from a reset, back to back. */
 static int replay_timed(struct engine *e, struct exec_variant **xs, uint32_t nx, uint64_t warmup,
                         uint64_t steps, double *step_ms, double *host_ms, double *host_max,
@@ -90,14 +98,10 @@ static int replay_timed(struct engine *e, struct exec_variant **xs, uint32_t nx,
 		s += k;
 	}
 	bcg_steps_update(&progress, s);
-	bcg_progress_clear();
 	*done = s > warmup ? s - warmup : 0;
-	nvtx_pop(e->nvtx);
-	return 0;
+	return replay_pass_end(e, 0);
 fail:
-	bcg_progress_clear();
-	nvtx_pop(e->nvtx);
-	return -1;
+	return replay_pass_end(e, -1);
 }
 
 /* The stream pass: WARMUP + STEPS steps from a reset, numbered and sized
@@ -141,13 +145,9 @@ static int replay_stream(struct engine *e, struct exec_variant **xs, uint32_t nx
 		*mean = ms / (double)steps;
 		*done = steps;
 	}
-	bcg_progress_clear();
-	nvtx_pop(e->nvtx);
-	return 0;
+	return replay_pass_end(e, 0);
 fail:
-	bcg_progress_clear();
-	nvtx_pop(e->nvtx);
-	return -1;
+	return replay_pass_end(e, -1);
 }
 
 /* The busy pass: steps issued behind a hold, sampled evenly over the timed
