@@ -2360,18 +2360,8 @@ extern "C" int cuda_run_rmsnorm_matmul(const struct op_call *call,
 static void rna_calls(const struct op_call *call, int rnm_impl, int am_impl,
                       struct op_call *rnm, struct op_call *am)
 {
-	*rnm = *call;
-	rnm->kind = NULL;                      /* the launchers do not read it */
-	rnm->nout = 1;
-	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	op_rna_parts(call, rnm, am);           /* the launchers do not read kind */
 	rnm->impl = rnm_impl;
-	memset(am, 0, sizeof *am);
-	am->nin = 1;
-	am->nout = 1;
-	am->in[0] = call->out[0];
-	am->out[0] = call->out[1];
-	am->graph_safe = call->graph_safe;
-	am->name = call->name;
 	am->impl = am_impl;
 }
 

@@ -242,17 +242,10 @@ void host_run_rmsnorm_matmul_rope_kv_write_blocked(const struct op_call *call)
  * bytes. */
 static void rna_run(const struct op_call *call, int blocked)
 {
-	struct op_call rnm = *call, am;
+	struct op_call rnm, am;
 
-	rnm.kind = NULL;                /* the host kernels do not read it */
-	rnm.nout = 1;
-	rnm.attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	op_rna_parts(call, &rnm, &am);
 	host_rmsnorm_matmul_run(&rnm, blocked, 1);
-	memset(&am, 0, sizeof am);
-	am.nin = 1;
-	am.nout = 1;
-	am.in[0] = call->out[0];
-	am.out[0] = call->out[1];
 	host_run_argmax(&am);
 }
 

@@ -304,6 +304,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "plan.h"
 
@@ -555,5 +556,29 @@ int op_attr_choice(const struct op_attr_spec *spec, const char *name);
 int64_t op_tensor_numel(const struct op_tensor *t);
 int64_t op_tensor_rows(const struct op_tensor *t);
 int64_t op_tensor_cols(const struct op_tensor *t);
+
+/* rmsnorm_matmul_argmax's CALL as its two kinds, which the registry's
+ * check, the host reference and CUDA's launcher all run: RNM, rmsnorm_
+ * matmul (x, w, b) -> out with epilogue none, and AM (may be NULL),
+ * argmax (out) -> index. Their kind is NULL and their impl CALL's, for
+ * the caller to set where it reads them. */
+static inline void op_rna_parts(const struct op_call *call, struct op_call *rnm,
+                                struct op_call *am)
+{
+	*rnm = *call;
+	rnm->kind = NULL;
+	rnm->nout = 1;
+	rnm->attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
+	if (am == NULL)
+		return;
+	memset(am, 0, sizeof *am);
+	am->nin = 1;
+	am->nout = 1;
+	am->in[0] = call->out[0];
+	am->out[0] = call->out[1];
+	am->graph_safe = call->graph_safe;
+	am->name = call->name;
+	am->impl = call->impl;
+}
 
 #endif /* BCG_OPS_OP_H */

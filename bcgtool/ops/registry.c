@@ -604,15 +604,14 @@ static int check_rmsnorm_matmul(const struct op_call *c, char *msg, size_t len)
  * [M]. */
 static int check_rmsnorm_matmul_argmax(const struct op_call *c, char *msg, size_t len)
 {
-	struct op_call rnm = *c;
+	struct op_call rnm;
 	struct operand index;
 	int64_t m;
 
 	TRY(want_counts(c, msg, len));
 	/* the product's operands and out, as rmsnorm_matmul with epilogue none */
+	op_rna_parts(c, &rnm, NULL);
 	rnm.kind = op_kind_get(OP_RMSNORM_MATMUL);
-	rnm.nout = 1;
-	rnm.attr[RNM_EPILOGUE].i = RNM_EPI_NONE;
 	TRY(check_rmsnorm_matmul(&rnm, msg, len));
 	index = operand_out(c, 1);
 	m = c->in[0].dim[0];
