@@ -4,7 +4,7 @@ from Nsight Systems exports (SQLite, traced with --cuda-graph-trace=node),
 and how two runs of the same graphs differ there (bench/gpu-session.sh's
 reckern stage: a recorded program and the replay of its recording).
 
-    graph-gaps.py A.sqlite [B.sqlite] [--top N]
+    graph-gaps.py A.sqlite [B.sqlite] [--top N] [--positions]
 
 Each graph launch's kernels share the launch's correlationId. Launches are
 grouped by their kernel count and first kernel's name (a graph's shape);
@@ -12,7 +12,10 @@ per shape and per position in the launch (kernels in start order): the
 mean kernel time and the mean gap before it (its start less the previous
 kernel's end). With B, the shapes both runs hold are compared position by
 position, and the N positions whose gap or kernel time differs most are
-listed, with the sums."""
+listed, with the sums. --positions, with A alone: every position of each
+shape, its mean kernel time and the mean gap before it (negative: the
+kernel started before the previous one ended), so that two programs'
+steps of different kernels can be laid side by side."""
 
 import sqlite3
 import sys
@@ -59,11 +62,15 @@ def summary(label, shape, runs):
 def main(argv):
     top = 15
     files = []
+    positions = False
     i = 0
     while i < len(argv):
         if argv[i] == "--top" and i + 1 < len(argv):
             top = int(argv[i + 1])
             i += 2
+        elif argv[i] == "--positions":
+            positions = True
+            i += 1
         else:
             files.append(argv[i])
             i += 1
@@ -72,7 +79,11 @@ def main(argv):
     a = launches(files[0])
     if len(files) == 1:
         for shape, runs in sorted(a.items(), key=lambda x: -len(x[1])):
-            summary("A", shape, runs)
+            p = summary("A", shape, runs)
+            if positions:
+                for k, (dur, gap, name) in enumerate(p):
+                    print("  #%-4d %-50.50s kernel %7.2f us, gap before %6.2f us" % (
+                        k, name, dur / 1e3, gap / 1e3))
         return
     b = launches(files[1])
     both = [s for s in a if s in b]

@@ -141,11 +141,10 @@ struct smallm_args {
 	                               kernel loads it before the PDL wait */
 	bool        w_const;        /* and w, the norm's weights, likewise */
 	int         rps;            /* bulk: output rows a stage */
-	/* AMAX (rmsnorm_matmul_argmax, the bulk and the gemv kernel): a
-	 * block's pick, value and column, at [blockIdx.x]; the blocks' count;
-	 * the index out. */
-	float      *amax_v;
-	long long  *amax_i;
+	/* AMAX (rmsnorm_matmul_argmax, the bulk and the gemv kernel): the
+	 * best key so far and the blocks' count (smallm_amax_finish), the
+	 * index out. */
+	unsigned long long *amax_key;
 	unsigned   *amax_counter;
 	int32_t    *amax_out;
 };
@@ -491,63 +490,112 @@ bcg_smallm_mma_kernel(smallm_args p)
 
 /* --- rmsnorm_matmul_argmax's pick ---------------------------------------------- */
 
+/* Column I's value V (as stored) as one 64-bit key whose unsigned order
+ * is argmax's rule (cuda_argmax_better): the value's bits in the high
+ * word, made monotonic (negatives flipped, positives above them, -0 as
+ * +0, every NaN above +inf), and ~I in the low word (the smaller column
+ * first among equals). No column (I = INT64_MAX) is 0, below every
+ * column's key (-inf's high word is 0x007fffff). Columns < 2^32. */
+__device__ __forceinline__ unsigned long long smallm_amax_key(float v, int64_t i)
+{
+	unsigned u;
+
+	if (i == INT64_MAX)
+		return 0ull;
+	if (isnan(v)) {
+		u = 0xffffffffu;
+	} else {
+		u = v == 0.0f ? 0u : __float_as_uint(v);
+		u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+	}
+	return ((unsigned long long)u << 32) | (unsigned long long)(0xffffffffu - (unsigned)i);
+}
+
 /* The end of a kernel whose warp 0 holds the block's candidates for the
  * largest column (BV, BI: each lane its best so far, by argmax's rule;
- * the other warps' are not read): the block's pick into p.amax_v and
- * p.amax_i at [blockIdx.x], then the last block to count itself
- * (p.amax_counter) picks among every block's and stores the index. The
- * rule is a total order, so neither the order of the merge nor which
- * block comes last changes the winner. Only lane 0 of warp 0 stores,
- * makes its store visible and counts the block: the other threads leave
- * without a fence (a first form fenced every thread and reduced over the
- * whole block). Every thread of the block must call it. */
+ * the other warps' are not read). Lane 0 takes the block's pick into
+ * *p.amax_key by atomicMax of its key (smallm_amax_key), makes it
+ * visible and counts the block on *p.amax_counter; the last block to
+ * count reads the key, stores its column and returns key and counter to
+ * zero for the next launch (both live in the scratch counters). The key
+ * is a total order, so neither the order of the blocks nor which one
+ * comes last changes the winner, and a grid of any size picks in one
+ * read: a first form kept each block's pick in the scratch and had the
+ * last block read them all, which bounded the grid to what the scratch
+ * held (the resident grid), and made the last block's reads the kernel's
+ * tail. Every thread of the block must call it. */
 __device__ __forceinline__ void smallm_amax_finish(const smallm_args &p, float bv, int64_t bi)
 {
-	__shared__ int last;
-	__shared__ float av[32];
-	__shared__ int64_t ai[32];
-
-	if (threadIdx.x < 32) {
-		for (int off = 16; off > 0; off >>= 1) {
-			const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-			const int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
-			if (cuda_argmax_better(ov, oi, bv, bi)) {
-				bv = ov;
-				bi = oi;
-			}
-		}
-		if (threadIdx.x == 0) {
-			p.amax_v[blockIdx.x] = bv;
-			p.amax_i[blockIdx.x] = bi;
-			__threadfence();
-			const bool l = atomicAdd(p.amax_counter, 1u) == gridDim.x - 1;
-			if (l)
-				*p.amax_counter = 0u;    /* every block has counted */
-			last = l;
-		}
-	}
-	__syncthreads();
-	if (!last)
+	if (threadIdx.x >= 32)
 		return;
-	__threadfence();                        /* the picks' reads after the count */
-	float wv;
-	int64_t wi;
-	bv = -INFINITY;
-	bi = INT64_MAX;
-	for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) {
-		const float kv = __ldcg(p.amax_v + k);
-		const int64_t ki = __ldcg(p.amax_i + k);
-		if (cuda_argmax_better(kv, ki, bv, bi)) {
-			bv = kv;
-			bi = ki;
+	for (int off = 16; off > 0; off >>= 1) {
+		const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+		const int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
+		if (cuda_argmax_better(ov, oi, bv, bi)) {
+			bv = ov;
+			bi = oi;
 		}
 	}
-	cuda_argmax_reduce(bv, bi, av, ai, &wv, &wi);
-	if (threadIdx.x == 0)
-		p.amax_out[0] = wi == INT64_MAX ? 0 : (int32_t)wi;
+	if (threadIdx.x != 0)
+		return;
+	atomicMax(p.amax_key, smallm_amax_key(bv, bi));
+	__threadfence();
+	if (atomicAdd(p.amax_counter, 1u) != gridDim.x * gridDim.y - 1)
+		return;
+	__threadfence();                        /* every block's key before the read */
+	const unsigned long long k = atomicExch(p.amax_key, 0ull);
+	*p.amax_counter = 0u;                   /* every block has counted */
+	p.amax_out[0] = k == 0ull ? 0 : (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull));
 }
 
 /* --- gemv ------------------------------------------------------------------ */
+
+/* One round of 16-byte units: ACC[s][m] += the products of weight pieces
+ * WV[i][s] and token pieces XV[i][m], unit i by unit i, in element order. */
+template <typename T, int S, int MT, int UN>
+__device__ __forceinline__ void smallm_dot_round(const uint4 (&wv)[UN][S],
+                                                 const uint4 (&xv)[UN][MT], float (&acc)[S][MT])
+{
+	constexpr int V = 16 / (int)sizeof(T);
+#pragma unroll
+	for (int i = 0; i < UN; i++) {
+		float xf[MT][V];
+#pragma unroll
+		for (int m = 0; m < MT; m++)
+			cuda_widen16<T>(xv[i][m], xf[m]);
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			float wf[V];
+			cuda_widen16<T>(wv[i][s], wf);
+#pragma unroll
+			for (int m = 0; m < MT; m++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
+		}
+	}
+}
+
+/* The weight pieces of one round of the column group whose first column
+ * is C0 into W: thread t's units u0 + t + i * SM_THREADS of each of the
+ * group's S rows (zero past U1). */
+template <typename T, int EPI, int S, int UN>
+__device__ __forceinline__ void smallm_load_group(uint4 (&w)[UN][S], const T *b, int64_t c0,
+                                                  int G, int64_t u0, int64_t u1,
+                                                  const smallm_args &p)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+	for (int s = 0; s < S; s++) {
+		const T *row = b + smallm_row_of<EPI>(s, G, c0, p) * p.K;
+#pragma unroll
+		for (int i = 0; i < UN; i++) {
+			const int64_t ui = u0 + threadIdx.x + (int64_t)i * SM_THREADS;
+			w[i][s] = ui < u1 ? cuda_ld_stream(row + ui * V) : zero;
+		}
+	}
+}
 
 /* Units: 16-byte vectors (VEC) or elements. Grid (nblocks, ksplit); each
  * block reads ROWS weight rows: ROWS output columns, or ROWS / 2 of gate
@@ -575,11 +623,12 @@ __device__ __forceinline__ void smallm_amax_finish(const smallm_args &p, float b
  * and the product apart (H100). xs holds at most RNM_XS_VECS(MT) vectors:
  * (u1 - u0) * MT <= units * MT, which cuda_rmsnorm_matmul_usable bounds. */
 template <typename T, int MAXM, bool VEC, int EPI, bool NORM, int ROWS, int UN, typename R,
-          bool AMAX = false>
+          bool AMAX = false, bool PIPE = false>
 __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &r)
 {
-	static_assert(!AMAX || (NORM && EPI == EPI_NONE && MAXM == 1 && ROWS <= 32),
-	              "the pick: rmsnorm_matmul's one token, its columns within warp 0");
+	static_assert(!AMAX || (VEC && EPI == EPI_NONE && MAXM == 1 && ROWS <= 32),
+	              "the pick: one token's product, its columns within warp 0");
+	static_assert(!PIPE || NORM, "the next group's loads: the resident grid's loop");
 	static_assert(!NORM || VEC, "the norm prologue reads 16-byte vectors");
 	static_assert(EPI != EPI_ROPE || (NORM && std::is_same<R, smallm_rope>::value),
 	              "the rope epilogue is rmsnorm_matmul_rope_kv_write's");
@@ -606,6 +655,20 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 	                     (int64_t)blockIdx.x * G, p, u0 * V * (int64_t)sizeof(T),
 	                     u1 * V * (int64_t)sizeof(T));
 	cuda_pdl_begin();
+
+	/* PIPE: the block's whole K range is one round (u1 - u0 <= SM_THREADS
+	 * * UN, as the launch checks), and group bx + gridDim.x's weights are
+	 * loaded into NEXT before group bx's sums, so that the block's loads
+	 * stay in flight through its sums, stores and barriers (the first
+	 * group's after the wait, before the prologue's reads of x). The
+	 * resident grid of a 525 MB lm-head streamed it 1.5% faster so
+	 * (bench/lm-head.cu, persist4db against persist4). */
+	uint4 next[PIPE ? UN : 1][S];
+	(void)next;
+	if constexpr (PIPE) {
+		if (blockIdx.x < p.nblocks)
+			smallm_load_group<T, EPI, S, UN>(next, b, blockIdx.x * G, G, u0, u1, p);
+	}
 
 	/* NORM: the block's normalized tokens, [u - u0][m] (one vector
 	 * otherwise, unused). */
@@ -684,7 +747,27 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 
 		float acc[S][MT] = {};
 
-		for (int64_t u = u0 + threadIdx.x; u < u1; u += (int64_t)SM_THREADS * UN) {
+		if constexpr (PIPE) {
+			uint4 wv[UN][S], xv[UN][MT];
+			const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+			for (int i = 0; i < UN; i++)
+#pragma unroll
+				for (int s = 0; s < S; s++)
+					wv[i][s] = next[i][s];
+			if (bx + gridDim.x < p.nblocks)
+				smallm_load_group<T, EPI, S, UN>(next, b, (bx + gridDim.x) * G, G, u0,
+				                                 u1, p);
+#pragma unroll
+			for (int i = 0; i < UN; i++) {
+				const int64_t ui = u0 + threadIdx.x + (int64_t)i * SM_THREADS;
+#pragma unroll
+				for (int m = 0; m < MT; m++)
+					xv[i][m] = ui < u1 ? xs[(ui - u0) * MT + m] : zero;
+			}
+			smallm_dot_round<T, S, MT, UN>(wv, xv, acc);
+		}
+		for (int64_t u = u0 + threadIdx.x; !PIPE && u < u1; u += (int64_t)SM_THREADS * UN) {
 			if constexpr (VEC) {
 				uint4 wv[UN][S], xv[UN][MT];
 				const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
@@ -707,23 +790,7 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 								xrow[m] + ui * V) : zero;
 					}
 				}
-#pragma unroll
-				for (int i = 0; i < UN; i++) {
-					float xf[MT][V];
-#pragma unroll
-					for (int m = 0; m < MT; m++)
-						cuda_widen16<T>(xv[i][m], xf[m]);
-#pragma unroll
-					for (int s = 0; s < S; s++) {
-						float wf[V];
-						cuda_widen16<T>(wv[i][s], wf);
-#pragma unroll
-						for (int m = 0; m < MT; m++)
-#pragma unroll
-							for (int e = 0; e < V; e++)
-								acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
-					}
-				}
+				smallm_dot_round<T, S, MT, UN>(wv, xv, acc);
 			} else {
 #pragma unroll
 				for (int i = 0; i < UN; i++) {
@@ -785,11 +852,12 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 #define SM_GEMV_MINB(maxm, rows, un) ((rows) == 4 && (un) == SM_GEMV_UN(maxm) ? 0 : 1)
 
 template <typename T, int MAXM, bool VEC, int EPI, bool NORM = false, int ROWS = 4,
-          int UN = SM_GEMV_UN(MAXM), bool AMAX = false>
+          int UN = SM_GEMV_UN(MAXM), bool AMAX = false, bool PIPE = false>
 __global__ void __launch_bounds__(SM_THREADS, SM_GEMV_MINB(MAXM, ROWS, UN))
 bcg_smallm_gemv_kernel(smallm_args p)
 {
-	smallm_gemv_body<T, MAXM, VEC, EPI, NORM, ROWS, UN, smallm_none, AMAX>(p, smallm_none());
+	smallm_gemv_body<T, MAXM, VEC, EPI, NORM, ROWS, UN, smallm_none, AMAX, PIPE>(
+		p, smallm_none());
 }
 
 /* rmsnorm_matmul_rope_kv_write's "gemv": the same body with the norm
@@ -2137,52 +2205,58 @@ static dim3 rnm_resident_grid(void (*kernel)(P...), const struct cuda_op_ctx *ct
 	return grid;
 }
 
-/* rmsnorm_matmul_argmax's pick folded into the product's kernel: where
- * its blocks leave their picks (the scratch) and the index out. */
+/* Whether the norm's gemv kernel at MT tokens runs ARGS with PIPE (the
+ * next group's loads before this one's sums): where a block's K range is
+ * one round of the default shape. */
+static bool rnm_pipes(const smallm_args &args, int mt)
+{
+	return args.per <= (int64_t)SM_THREADS * SM_GEMV_UN(mt);
+}
+
+/* rmsnorm_matmul_argmax's pick folded into the product's kernel: the
+ * key and the count (in the scratch counters, smallm_amax_finish) and the
+ * index out. */
 struct rnm_amax {
-	float     *v;
-	long long *i;
-	unsigned  *counter;
-	int32_t   *out;
+	unsigned long long *key;
+	unsigned           *counter;
+	int32_t            *out;
 };
 
 static void rnm_amax_args(smallm_args *args, const struct rnm_amax *amax)
 {
-	args->amax_v = amax->v;
-	args->amax_i = amax->i;
+	args->amax_key = amax->key;
 	args->amax_counter = amax->counter;
 	args->amax_out = amax->out;
 }
 
-/* The blocks a picking kernel may have, which rmsnorm_matmul_argmax's
- * scratch holds picks for: the bulk kernel's SM_BULK_PER_SM a
- * multiprocessor, the gemv kernel's resident grid up to 16 blocks of
- * SM_THREADS a multiprocessor, on SM_SM_CAP of them at most. */
-#define RNA_MAX_PICKS (16 * SM_SM_CAP)
-
-/* rmsnorm_matmul_argmax's pick in the gemv kernel of one token (K not
- * split, ARGS' amax_* set): 0 launched, 1 when its resident grid has more
- * blocks than the scratch holds picks for (nothing launched), -1. */
+/* rmsnorm_matmul_argmax's pick in the norm's gemv kernel of one token, K
+ * not split (ARGS' amax_* set), on its resident grid (PIPE where a
+ * block's K is one round). The plain product's kernel, a block a column
+ * group (split's product on the norm's h), picked so in a first form: its
+ * 32064 blocks' two atomics on two words took the 1B's lm-head from 119
+ * to 181.5 us (bench/RESULTS.md, thirtieth session). */
 template <typename T>
 static int rnm_launch_gemv_amax(const struct cuda_op_ctx *ctx, const smallm_args &args,
                                 dim3 grid, char *msg, size_t len)
 {
 	void (*kernel)(smallm_args) =
+		rnm_pipes(args, 1) ?
+		bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true, true> :
 		bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true>;
-	const dim3 g = rnm_resident_grid(kernel, ctx, grid);
 
-	if (g.x > RNA_MAX_PICKS)
-		return 1;
-	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel, g, dim3(SM_THREADS), msg, len,
-	                   args);
+	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel,
+	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args);
 }
 
 template <int EPI, typename T>
 static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &args, int mt,
                            dim3 grid, char *msg, size_t len)
 {
-	void (*kernel)(smallm_args) = mt == 1 ? bcg_smallm_gemv_kernel<T, 1, true, EPI, true>
-	                              : mt == 2 ? bcg_smallm_gemv_kernel<T, 2, true, EPI, true>
+	void (*kernel)(smallm_args) =
+		mt == 1 && rnm_pipes(args, 1) ?
+		bcg_smallm_gemv_kernel<T, 1, true, EPI, true, 4, SM_GEMV_UN(1), false, true>
+		: mt == 1 ? bcg_smallm_gemv_kernel<T, 1, true, EPI, true>
+		: mt == 2 ? bcg_smallm_gemv_kernel<T, 2, true, EPI, true>
 	                              : mt == 4 ? bcg_smallm_gemv_kernel<T, 4, true, EPI, true>
 	                              : bcg_smallm_gemv_kernel<T, 8, true, EPI, true>;
 
@@ -2226,6 +2300,28 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
  * (not NULL), where one token's product runs on the bulk kernel, or on
  * the looping gemv kernel with K whole, that kernel also picks the
  * largest column into AMAX->out, and *FUSED is set. */
+/* rmsnorm_matmul_argmax's pick in the norm's looping gemv kernel planned
+ * as PL, where it can run: AMAX, one token, 16-byte units, K not split
+ * (the 1B's lm-head: more column groups than the rows kernel takes). 0
+ * launched, -1, or 1: not here (nothing launched). */
+static int rnm_pick_gemv(const struct cuda_op_ctx *ctx, int dtype, smallm_args args,
+                         const struct smallm_plan *pl, const struct rnm_amax *amax, char *msg,
+                         size_t len)
+{
+	if (amax == NULL || args.M != 1 || pl->mt != 1 || pl->ksplit != 1 || !pl->vec)
+		return 1;
+	const dim3 grid((unsigned)pl->nblocks, 1u);
+	rnm_amax_args(&args, amax);
+	switch (dtype) {
+	case PLAN_DTYPE_F16:
+		return rnm_launch_gemv_amax<__half>(ctx, args, grid, msg, len);
+	case PLAN_DTYPE_BF16:
+		return rnm_launch_gemv_amax<__nv_bfloat16>(ctx, args, grid, msg, len);
+	default:
+		return rnm_launch_gemv_amax<float>(ctx, args, grid, msg, len);
+	}
+}
+
 static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
                    const struct rnm_amax *amax, bool *fused, char *msg, size_t len)
 {
@@ -2276,8 +2372,7 @@ static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
 		}
 		if (rows && call->impl == CUDA_IMPL_RNM_GEMV &&
 		    smallm_bulk_fits(&p, silu, true, args.b_const, ctx)) {
-			if (amax != NULL && !silu && p.M == 1 &&
-			    (int64_t)SM_BULK_PER_SM * ctx->sm_count <= RNA_MAX_PICKS) {
+			if (amax != NULL && !silu && p.M == 1) {
 				rnm_amax_args(&args, amax);
 				*fused = true;
 				return smallm_bulk_launch<EPI_NONE, true, true>(ctx, x->dtype, args, msg,
@@ -2294,21 +2389,10 @@ static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
 			                                                        shape, msg, len);
 		if (id == OP_MATMUL_SILU_MUL)
 			return rnm_launch<EPI_SILU>(ctx, x->dtype, args, &pl, msg, len);
-		/* the pick in the looping kernel (the 1B's lm-head: more column
-		 * groups than the rows kernel takes), where K is not split */
-		if (amax != NULL && p.M == 1 && pl.mt == 1 && pl.ksplit == 1) {
-			const dim3 grid((unsigned)pl.nblocks, 1u);
-			int rc;
-			rnm_amax_args(&args, amax);
-			rc = x->dtype == PLAN_DTYPE_F16 ?
-				rnm_launch_gemv_amax<__half>(ctx, args, grid, msg, len) :
-			     x->dtype == PLAN_DTYPE_BF16 ?
-				rnm_launch_gemv_amax<__nv_bfloat16>(ctx, args, grid, msg, len) :
-				rnm_launch_gemv_amax<float>(ctx, args, grid, msg, len);
-			if (rc != 1) {
-				*fused = rc == 0;
-				return rc;
-			}
+		const int rc = rnm_pick_gemv(ctx, x->dtype, args, &pl, amax, msg, len);
+		if (rc != 1) {
+			*fused = rc == 0;
+			return rc;
 		}
 		return rnm_launch<EPI_NONE>(ctx, x->dtype, args, &pl, msg, len);
 	}
@@ -2336,12 +2420,12 @@ static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
 	if (cuda_run_rmsnorm(&norm, ctx, msg, len))
 		return -1;
 	rnm_product_call(call, &h, &prod, &id);
+	struct cuda_op_ctx pctx = *ctx;
+	pctx.scratch_bytes = off;          /* h is not the product's */
 	prod.impl = cuda_product_pick(id, &prod);
 	if (prod.impl < 0)
 		return cuda_fail(msg, len, "%s: no product implementation can run M %lld, N %lld, "
 		                 "K %lld", who, (long long)p.M, (long long)p.N, (long long)p.K);
-	struct cuda_op_ctx pctx = *ctx;
-	pctx.scratch_bytes = off;          /* h is not the product's */
 	return cuda_run_product(id, &prod, &pctx, msg, len);
 }
 
@@ -2390,19 +2474,17 @@ int cuda_rmsnorm_matmul_argmax_usable(const struct op_call *call, int impl)
 }
 
 /* The scratch of the two kinds' launches, one after the other, and of the
- * picking kernels' picks: the largest. */
+ * picking kernels' key and count (the scratch counters): the largest. */
 size_t cuda_rmsnorm_matmul_argmax_scratch_bytes(const struct op_call *call)
 {
 	struct op_call rnm, am;
-	size_t a, b, picks;
+	size_t a, b, picks = CUDA_OP_SCRATCH_COUNTER_BYTES;
 
 	if (call->nin != 3 || call->nout != 2)
 		return 0;
 	rna_calls(call, CUDA_IMPL_RNM_GEMV, CUDA_IMPL_ARGMAX_SPLIT, &rnm, &am);
 	a = cuda_rmsnorm_matmul_scratch_bytes(&rnm);
 	b = cuda_argmax_scratch_bytes(&am);
-	picks = cuda_scratch_with_counters(((RNA_MAX_PICKS * sizeof(float) + 255) & ~(size_t)255) +
-	                                   RNA_MAX_PICKS * sizeof(long long));
 	return a > b ? (a > picks ? a : picks) : (b > picks ? b : picks);
 }
 
@@ -2411,13 +2493,13 @@ size_t cuda_rmsnorm_matmul_argmax_scratch_bytes(const struct op_call *call)
  * weight, few enough column groups) or the looping gemv kernel with K
  * whole (the 1B's lm-head), the kernel's blocks also pick the largest of
  * their columns as stored, by argmax's rule, and the last block to finish
- * picks among the blocks' picks (smallm_amax_finish): no argmax kernel,
- * which in the 1B's step started after the lm-head's last block and read
- * its 128256 logits back (4.63 us exposed a step, bench/RESULTS.md,
- * twenty-eighth session). Elsewhere (the rows kernel, tokens past one, a
- * split K), and in "gemv_apart", the argmax kernel follows; "split" is
- * rmsnorm_matmul's split, then the argmax kernel. The index is argmax's
- * on out either way: the same bits. */
+ * stores the pick (smallm_amax_finish): no argmax kernel, which in the
+ * 1B's step started after the lm-head's last block and read its 128256
+ * logits back (4.63 us exposed a step, bench/RESULTS.md, twenty-eighth
+ * session). Elsewhere (the rows kernel, tokens past one, a split K), and
+ * in "gemv_apart", the argmax kernel follows; "split" is rmsnorm_matmul's
+ * split, then the argmax kernel. The index is argmax's on out either way:
+ * the same bits. */
 extern "C" int cuda_run_rmsnorm_matmul_argmax(const struct op_call *call,
                                               const struct cuda_op_ctx *ctx, char *msg,
                                               size_t len)
@@ -2436,11 +2518,9 @@ extern "C" int cuda_run_rmsnorm_matmul_argmax(const struct op_call *call,
 	if (call->impl == CUDA_IMPL_RNA_GEMV && ctx->scratch != NULL &&
 	    ctx->scratch_bytes >= cuda_rmsnorm_matmul_argmax_scratch_bytes(call)) {
 		struct rnm_amax amax;
-		char *data = static_cast<char *>(cuda_scratch_data(ctx));
 		amax.counter = cuda_scratch_counters(ctx);
-		amax.v = reinterpret_cast<float *>(data);
-		amax.i = reinterpret_cast<long long *>(
-			data + ((RNA_MAX_PICKS * sizeof(float) + 255) & ~(size_t)255));
+		/* the key: 8-byte aligned in the counters, past the count */
+		amax.key = reinterpret_cast<unsigned long long *>(amax.counter + 2);
 		amax.out = static_cast<int32_t *>(call->out[1].data);
 		if (rnm_run(&rnm, ctx, &amax, &fused, msg, len) != 0)
 			return -1;

@@ -2417,9 +2417,13 @@ static int rna_index_on_gpu(struct env *e, struct tcase *c, int impl, int32_t *g
  * token m's product there is the sum of |h|, far above any other; with
  * one token the same row twice, at N/3 and N - 1 (in blocks far apart:
  * the first must win the tie), and, in some cases, a NaN at row N/2 of b
- * before both, which wins over every number. One token of f16 or bf16
- * with b marked a weight is the bulk kernel's, where "gemv" picks in its
- * epilogue: one kernel in a graph, where gemv_apart is two. */
+ * before both, which wins over every number. With one token, a third
+ * form makes every column negative: b's rows hold -sign(h) times 0.5 to
+ * 1, the planted rows 0.05 times, so that they are the least negative
+ * (the picks' keys order negatives below positives, flipped). One token
+ * of f16 or bf16 with b marked a weight is the bulk kernel's, where
+ * "gemv" picks in its epilogue: one kernel in a graph, where gemv_apart
+ * is two and split three. */
 static void test_rmsnorm_matmul_argmax(struct env *e)
 {
 	/* M, N, K: the 1B's lm-head; a grid of 264 blocks of a few rows;
@@ -2433,9 +2437,10 @@ static void test_rmsnorm_matmul_argmax(struct env *e)
 	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
 		int dt = float_dtypes[d];
 		for (int s = 0; s < nshapes; s++) {
-			for (int nan = 0; nan < 2; nan++) {
+			for (int form = 0; form < 3; form++) {
 				int64_t M = mnk[s][0], N = mnk[s][1], K = mnk[s][2];
-				if (nan && dt == PLAN_DTYPE_F32)
+				const int nan = form == 1, neg = form == 2;
+				if ((nan && dt == PLAN_DTYPE_F32) || (neg && M != 1))
 					continue;
 				struct rnm_bufs rb;
 				struct tbuf index;
@@ -2448,11 +2453,23 @@ static void test_rmsnorm_matmul_argmax(struct env *e)
 				x = tbuf_view(&rb.x, 0);
 				w = tbuf_view(&rb.w, 0);
 				b = tbuf_view(&rb.b, 0);
+				if (neg) {
+					/* row j's scale 0.5 to 1, drawn from j and k */
+					for (int64_t j = 0; j < N; j++)
+						for (int64_t k = 0; k < K; k++) {
+							float sg = host_load(&x, k) * host_load(&w, k) < 0.0f
+							           ? -1.0f : 1.0f;
+							float r = 0.5f + (float)((j * 131 + k * 31) % 97) / 194.0f;
+							host_store(&b, j * K + k, -sg * r);
+						}
+				}
 				for (int64_t m = 0; m < M; m++) {
 					win[m] = M == 1 ? N / 3 : (m * 7919 + 13) % N;
 					for (int64_t k = 0; k < K; k++) {
 						float sg = host_load(&x, m * K + k) * host_load(&w, k) < 0.0f
 						           ? -1.0f : 1.0f;
+						if (neg)
+							sg *= -0.05f;
 						host_store(&b, win[m] * K + k, sg);
 						if (M == 1)
 							host_store(&b, (N - 1) * K + k, sg);
@@ -2481,7 +2498,7 @@ static void test_rmsnorm_matmul_argmax(struct env *e)
 					char what[160];
 					snprintf(what, sizeof what, "rmsnorm_matmul_argmax %s M %lld N %lld K "
 					         "%lld%s", dtype_name(dt), (long long)M, (long long)N,
-					         (long long)K, nan ? " NaN" : "");
+					         (long long)K, nan ? " NaN" : neg ? " negative" : "");
 					if (!usable_as_expected(e, &c, &q, impl, want, what))
 						continue;
 					if (nan) {
@@ -2514,26 +2531,29 @@ static void test_rmsnorm_matmul_argmax(struct env *e)
 				int planted = 1;
 				for (int64_t m = 0; m < M; m++)
 					planted &= got[m] == (nan ? N / 2 : win[m]);
-				ok(planted, "rmsnorm_matmul_argmax %s M %lld N %lld: the host gives the "
+				ok(planted, "rmsnorm_matmul_argmax %s M %lld N %lld%s: the host gives the "
 				   "planted %s", dtype_name(dt), (long long)M, (long long)N,
+				   neg ? " negative" : "",
 				   nan ? "NaN's row" : M == 1 ? "first of the two tied rows" : "rows");
 
-				if (M == 1 && dt == PLAN_DTYPE_BF16 && !nan) {
-					/* gemv fuses into one kernel, gemv_apart is two */
+				if (M == 1 && dt == PLAN_DTYPE_BF16 && form == 0) {
+					/* gemv fuses into one kernel, gemv_apart is two,
+					 * split three (the norm's, the product's, argmax's) */
 					struct cuda_op_ctx ctx = e->ctx;
 					struct op_call call;
-					int k[2];
+					int k[3];
 					c.scratch = op_scratch(&c);
 					ctx.scratch = scratch_alloc(c.scratch);
 					ctx.scratch_bytes = c.scratch;
-					for (int impl = 0; impl < 2; impl++) {
+					for (int impl = 0; impl < 3; impl++) {
 						c.impl = impl;
 						tcase_call(&c, &call, 1);
 						k[impl] = captured_kernel_nodes(e, c.id, &call, &ctx);
 					}
-					ok(k[0] == 1 && k[1] == 2, "rmsnorm_matmul_argmax bf16 M 1 N %lld K "
-					   "%lld: gemv one kernel in a graph (%d), gemv_apart two (%d)",
-					   (long long)N, (long long)K, k[0], k[1]);
+					ok(k[0] == 1 && k[1] == 2 && k[2] == 3,
+					   "rmsnorm_matmul_argmax bf16 M 1 N %lld K %lld: gemv one kernel in a "
+					   "graph (%d), gemv_apart two (%d), split three (%d)", (long long)N,
+					   (long long)K, k[0], k[1], k[2]);
 					CK(cudaFree(ctx.scratch));
 				}
 				rnm_bufs_free(&rb);
