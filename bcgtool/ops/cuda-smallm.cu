@@ -945,13 +945,10 @@ enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
  * the squares' sum and its reduction beside the product's), 4 such
  * blocks, a fifth fewer weight bytes in flight. */
 #define SM_ROWS_SCALED_THREADS 1280
-#define SM_ROWS_THIN(TPR, VPT) ((TPR) == 32 && (VPT) == 8)
 #define SM_ROWS_BOUND_THREADS(EPI, NORM, G, TPR, VPT) \
-	(SM_ROWS_THIN(TPR, VPT) || ((NORM) == SM_NORM_SCALED && (VPT) <= 4) ? \
-	 SM_ROWS_BLOCK(EPI, G, TPR) : SM_ROWS_MAX_THREADS)
+	((NORM) == SM_NORM_SCALED && (VPT) <= 4 ? SM_ROWS_BLOCK(EPI, G, TPR) : SM_ROWS_MAX_THREADS)
 #define SM_ROWS_BOUND_MINB(EPI, NORM, G, TPR, VPT) \
-	(SM_ROWS_THIN(TPR, VPT) ? 1024 / SM_ROWS_BLOCK(EPI, G, TPR) \
-	 : (NORM) == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) \
+	((NORM) == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) \
 	 : (NORM) == SM_NORM_SCALED && (VPT) <= 4 ? \
 	   SM_ROWS_SCALED_THREADS / SM_ROWS_BLOCK(EPI, G, TPR) : 1)
 
@@ -985,7 +982,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	constexpr bool NW = NORM == SM_NORM_WEIGHTS;   /* the norm's weights loaded */
 	constexpr int NV = NW ? VPT : 1;
 	const T *nw = static_cast<const T *>(p.w);
-	const bool nw_early = NW && VPT <= 8 && VPT > 4 && !SM_ROWS_THIN(TPR, VPT) && p.w_const;
+	const bool nw_early = NW && VPT <= 8 && VPT > 4 && p.w_const;
 	uint4 nwv[NV];
 	if constexpr (NW)
 		if (nw_early)
@@ -1015,7 +1012,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	 * 16 pieces of the token and of the norm beside its row's 16; and at
 	 * VPT 4 one at a time, with the norm's loaded beside them, so that
 	 * SM_ROWS_NORM_MINB's blocks fit. */
-	constexpr int CH = NW && VPT > 8 ? 8 : NW && VPT <= 4 ? 1 : SM_ROWS_THIN(TPR, VPT) ? 4 : VPT;
+	constexpr int CH = NW && VPT > 8 ? 8 : NW && VPT <= 4 ? 1 : VPT;
 	float acc = 0.0f, ss = 0.0f;
 #pragma unroll
 	for (int i0 = 0; i0 < VPT; i0 += CH) {
@@ -1745,8 +1742,7 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
  * pieces. smallm_rows_launch_t's table instantiates them in this order. */
 static const struct smallm_rows {
 	int tpr, vpt;
-} smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 },
-                           { 32, 8 } };
+} smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 } };
 
 /* Beyond this many column groups (about 60 waves of two-row blocks for
  * the 1B lm-head) the rows kernel's per-block prologue costs more than
@@ -1785,12 +1781,6 @@ static void smallm_rows_plan(const struct cuda_product *p, int G, bool split,
 	*shape = 0;
 	while ((int64_t)smallm_rows_shapes[*shape].tpr * smallm_rows_shapes[*shape].vpt < pl->per)
 		++*shape;
-	/* experiment: BCG_ROWS_THIN=all, or =silu for gate|up's alone (two
-	 * weight rows a column), 32 threads a row and 8 pieces a thread */
-	const char *thin = getenv("BCG_ROWS_THIN");
-	if (*shape == 1 && thin != NULL &&
-	    (strcmp(thin, "all") == 0 || (strcmp(thin, "silu") == 0 && p->NB != p->N)))
-		*shape = 5;
 }
 
 /* gemv's plan of P for enum op_id ID: the rows kernel's (G columns a
@@ -1819,7 +1809,6 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 8, R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 16, R>,
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, 32, 8, R>,
 	};
 	static_assert(sizeof kernels / sizeof kernels[0] ==
 	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
