@@ -662,7 +662,9 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 	 * stay in flight through its sums, stores and barriers (the first
 	 * group's after the wait, before the prologue's reads of x). The
 	 * resident grid of a 525 MB lm-head streamed it 1.5% faster so
-	 * (bench/lm-head.cu, persist4db against persist4). */
+	 * (bench/lm-head.cu, persist4db against persist4), and the 1B's step
+	 * took 0.9973 of its time (H200, bench/RESULTS.md, thirtieth
+	 * session). */
 	uint4 next[PIPE ? UN : 1][S];
 	(void)next;
 	if constexpr (PIPE) {
@@ -2231,18 +2233,19 @@ static void rnm_amax_args(smallm_args *args, const struct rnm_amax *amax)
 
 /* rmsnorm_matmul_argmax's pick in the norm's gemv kernel of one token, K
  * not split (ARGS' amax_* set), on its resident grid (PIPE where a
- * block's K is one round). The plain product's kernel, a block a column
- * group (split's product on the norm's h), picked so in a first form: its
- * 32064 blocks' two atomics on two words took the 1B's lm-head from 119
- * to 181.5 us (bench/RESULTS.md, thirtieth session). */
+ * block's K is one round). A first form also picked in split's product
+ * (the plain kernel on the norm's h, a block a column group): the two
+ * atomics of each of its 32064 blocks on two words made that kernel
+ * 181.5 us a launch in the 1B's step, against 122 for this one
+ * (bench/RESULTS.md, thirtieth session). */
 template <typename T>
 static int rnm_launch_gemv_amax(const struct cuda_op_ctx *ctx, const smallm_args &args,
                                 dim3 grid, char *msg, size_t len)
 {
 	void (*kernel)(smallm_args) =
 		rnm_pipes(args, 1) ?
-		bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true, true> :
-		bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true>;
+			bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true, true>
+		: bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true>;
 
 	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel,
 	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args);
@@ -2254,11 +2257,11 @@ static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &arg
 {
 	void (*kernel)(smallm_args) =
 		mt == 1 && rnm_pipes(args, 1) ?
-		bcg_smallm_gemv_kernel<T, 1, true, EPI, true, 4, SM_GEMV_UN(1), false, true>
+			bcg_smallm_gemv_kernel<T, 1, true, EPI, true, 4, SM_GEMV_UN(1), false, true>
 		: mt == 1 ? bcg_smallm_gemv_kernel<T, 1, true, EPI, true>
 		: mt == 2 ? bcg_smallm_gemv_kernel<T, 2, true, EPI, true>
-	                              : mt == 4 ? bcg_smallm_gemv_kernel<T, 4, true, EPI, true>
-	                              : bcg_smallm_gemv_kernel<T, 8, true, EPI, true>;
+		: mt == 4 ? bcg_smallm_gemv_kernel<T, 4, true, EPI, true>
+		: bcg_smallm_gemv_kernel<T, 8, true, EPI, true>;
 
 	return cuda_launch(ctx, "bcg_smallm_gemv_kernel", kernel,
 	                   rnm_resident_grid(kernel, ctx, grid), dim3(SM_THREADS), msg, len, args);
@@ -2277,6 +2280,28 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
 		return rnm_launch_gemv<EPI, __nv_bfloat16>(ctx, args, pl->mt, grid, msg, len);
 	default:
 		return rnm_launch_gemv<EPI, float>(ctx, args, pl->mt, grid, msg, len);
+	}
+}
+
+/* rmsnorm_matmul_argmax's pick in the norm's looping gemv kernel planned
+ * as PL, where it can run: AMAX, one token, 16-byte units, K not split
+ * (the 1B's lm-head: more column groups than the rows kernel takes). 0
+ * launched, -1, or 1: not here (nothing launched). */
+static int rnm_pick_gemv(const struct cuda_op_ctx *ctx, int dtype, smallm_args args,
+                         const struct smallm_plan *pl, const struct rnm_amax *amax, char *msg,
+                         size_t len)
+{
+	if (amax == NULL || args.M != 1 || pl->mt != 1 || pl->ksplit != 1 || !pl->vec)
+		return 1;
+	const dim3 grid((unsigned)pl->nblocks, 1u);
+	rnm_amax_args(&args, amax);
+	switch (dtype) {
+	case PLAN_DTYPE_F16:
+		return rnm_launch_gemv_amax<__half>(ctx, args, grid, msg, len);
+	case PLAN_DTYPE_BF16:
+		return rnm_launch_gemv_amax<__nv_bfloat16>(ctx, args, grid, msg, len);
+	default:
+		return rnm_launch_gemv_amax<float>(ctx, args, grid, msg, len);
 	}
 }
 
@@ -2300,28 +2325,6 @@ static int rnm_launch(const struct cuda_op_ctx *ctx, int dtype, const smallm_arg
  * (not NULL), where one token's product runs on the bulk kernel, or on
  * the looping gemv kernel with K whole, that kernel also picks the
  * largest column into AMAX->out, and *FUSED is set. */
-/* rmsnorm_matmul_argmax's pick in the norm's looping gemv kernel planned
- * as PL, where it can run: AMAX, one token, 16-byte units, K not split
- * (the 1B's lm-head: more column groups than the rows kernel takes). 0
- * launched, -1, or 1: not here (nothing launched). */
-static int rnm_pick_gemv(const struct cuda_op_ctx *ctx, int dtype, smallm_args args,
-                         const struct smallm_plan *pl, const struct rnm_amax *amax, char *msg,
-                         size_t len)
-{
-	if (amax == NULL || args.M != 1 || pl->mt != 1 || pl->ksplit != 1 || !pl->vec)
-		return 1;
-	const dim3 grid((unsigned)pl->nblocks, 1u);
-	rnm_amax_args(&args, amax);
-	switch (dtype) {
-	case PLAN_DTYPE_F16:
-		return rnm_launch_gemv_amax<__half>(ctx, args, grid, msg, len);
-	case PLAN_DTYPE_BF16:
-		return rnm_launch_gemv_amax<__nv_bfloat16>(ctx, args, grid, msg, len);
-	default:
-		return rnm_launch_gemv_amax<float>(ctx, args, grid, msg, len);
-	}
-}
-
 static int rnm_run(const struct op_call *call, const struct cuda_op_ctx *ctx,
                    const struct rnm_amax *amax, bool *fused, char *msg, size_t len)
 {
