@@ -490,31 +490,10 @@ bcg_smallm_mma_kernel(smallm_args p)
 
 /* --- rmsnorm_matmul_argmax's pick ---------------------------------------------- */
 
-/* Column I's value V (as stored) as one 64-bit key whose unsigned order
- * is argmax's rule (cuda_argmax_better): the value's bits in the high
- * word, made monotonic (negatives flipped, positives above them, -0 as
- * +0, every NaN above +inf), and ~I in the low word (the smaller column
- * first among equals). No column (I = INT64_MAX) is 0, below every
- * column's key (-inf's high word is 0x007fffff). Columns < 2^32. */
-__device__ __forceinline__ unsigned long long smallm_amax_key(float v, int64_t i)
-{
-	unsigned u;
-
-	if (i == INT64_MAX)
-		return 0ull;
-	if (isnan(v)) {
-		u = 0xffffffffu;
-	} else {
-		u = v == 0.0f ? 0u : __float_as_uint(v);
-		u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-	}
-	return ((unsigned long long)u << 32) | (unsigned long long)(0xffffffffu - (unsigned)i);
-}
-
 /* The end of a kernel whose warp 0 holds the block's candidates for the
  * largest column (BV, BI: each lane its best so far, by argmax's rule;
  * the other warps' are not read). Lane 0 takes the block's pick into
- * *p.amax_key by atomicMax of its key (smallm_amax_key), makes it
+ * *p.amax_key by atomicMax of its key (bcg_argmax_key, numeric.h), makes it
  * visible and counts the block on *p.amax_counter; the last block to
  * count reads the key, stores its column and returns key and counter to
  * zero for the next launch (both live in the scratch counters). The key
@@ -538,14 +517,14 @@ __device__ __forceinline__ void smallm_amax_finish(const smallm_args &p, float b
 	}
 	if (threadIdx.x != 0)
 		return;
-	atomicMax(p.amax_key, smallm_amax_key(bv, bi));
+	atomicMax(p.amax_key, (unsigned long long)bcg_argmax_key(bv, bi));
 	__threadfence();
 	if (atomicAdd(p.amax_counter, 1u) != gridDim.x * gridDim.y - 1)
 		return;
 	__threadfence();                        /* every block's key before the read */
 	const unsigned long long k = atomicExch(p.amax_key, 0ull);
 	*p.amax_counter = 0u;                   /* every block has counted */
-	p.amax_out[0] = k == 0ull ? 0 : (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull));
+	p.amax_out[0] = bcg_argmax_key_column(k);
 }
 
 /* --- gemv ------------------------------------------------------------------ */

@@ -13,8 +13,10 @@
 
 #ifdef __CUDACC__
 #define BCG_HD __host__ __device__ __forceinline__
+#define BCG_ISNAN(v) isnan(v)
 #else
 #define BCG_HD static inline
+#define BCG_ISNAN(v) __builtin_isnan(v)
 #endif
 
 /* --- f16 and bf16 ------------------------------------------------------ */
@@ -97,6 +99,38 @@ BCG_HD uint16_t bcg_f32_to_bf16(float f)
 BCG_HD float bcg_bf16_to_f32(uint16_t b)
 {
 	return bcg_bits_f32((uint32_t)b << 16);
+}
+
+/* --- argmax's rule as one key -------------------------------------------- */
+
+/* Column I's value V as one 64-bit key whose unsigned order is argmax's
+ * rule (the first NaN, else the largest value, the smallest column among
+ * equals, -0 equal to +0): the value's bits in the high word, made
+ * monotonic (negatives flipped, positives above them, -0 as +0, every NaN
+ * above +inf), and the column's complement in the low word. No column
+ * (I = INT64_MAX) is 0, below every column's key (-inf's high word is
+ * 0x007fffff). Columns below 2^32. The CUDA kernels that pick the
+ * largest of a product's columns keep it by atomic maximum
+ * (cuda-smallm.cu's smallm_amax_finish). */
+BCG_HD uint64_t bcg_argmax_key(float v, int64_t i)
+{
+	uint32_t u;
+
+	if (i == INT64_MAX)
+		return 0u;
+	if (BCG_ISNAN(v)) {
+		u = 0xffffffffu;
+	} else {
+		u = v == 0.0f ? 0u : bcg_f32_bits(v);    /* -0 as +0 */
+		u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+	}
+	return ((uint64_t)u << 32) | (uint64_t)(0xffffffffu - (uint32_t)i);
+}
+
+/* The column of key K (bcg_argmax_key), 0 for no column. */
+BCG_HD int32_t bcg_argmax_key_column(uint64_t k)
+{
+	return k == 0u ? 0 : (int32_t)(0xffffffffu - (uint32_t)(k & 0xffffffffu));
 }
 
 /* --- the generator ----------------------------------------------------- */

@@ -302,6 +302,81 @@ static void test_generator(void)
 	is_u64(bcg_feed_counter(3, 5), (UINT64_C(3) << 32) | 5, "feed counter puts the step high");
 }
 
+/* argmax's rule, written out: NaN first (the smaller column among NaNs),
+ * else the larger value, the smaller column among equal values (-0 equal
+ * to +0). Whether (V, I) comes before (BV, BI). */
+static int argmax_before(float v, int64_t i, float bv, int64_t bi)
+{
+	if (isnan(v) || isnan(bv))
+		return isnan(v) && (!isnan(bv) || i < bi);
+	return v > bv || (v == bv && i < bi);
+}
+
+/* bcg_argmax_key: the keys' unsigned order is argmax_before's over every
+ * pair of a set of special and random values at several columns, the
+ * column comes back from its key, no column is below every key, and the
+ * largest key of an array is the column the rule's scan picks. */
+static void test_argmax_key(void)
+{
+	float vals[48];
+	int nv = 0;
+	const float named[] = {
+		NAN, -NAN, bcg_bits_f32(0x7f800001u), bcg_bits_f32(0xffc00123u), INFINITY,
+		-INFINITY, 0.0f, -0.0f, FLT_MIN, -FLT_MIN, 1e-45f, -1e-45f, 1.0f, -1.0f, 1.5f,
+		-1.5f, FLT_MAX, -FLT_MAX, 0.1f, -0.1f,
+	};
+	const int64_t cols[] = { 0, 1, 5, 1000, 128255, INT32_MAX };
+	const int nc = (int)(sizeof cols / sizeof cols[0]);
+	long pairs = 0, wrong = 0, back = 0, zero_low = 0;
+
+	for (size_t k = 0; k < sizeof named / sizeof named[0]; k++)
+		vals[nv++] = named[k];
+	for (; nv < 48; nv++)
+		vals[nv] = bcg_uniform(7, (uint64_t)nv) * 1e3f;
+	for (int a = 0; a < nv * nc; a++) {
+		const float va = vals[a / nc];
+		const int64_t ia = cols[a % nc];
+		const uint64_t ka = bcg_argmax_key(va, ia);
+		back += bcg_argmax_key_column(ka) != (int32_t)ia;
+		zero_low += ka <= bcg_argmax_key(va, INT64_MAX);
+		for (int b = 0; b < nv * nc; b++) {
+			const float vb = vals[b / nc];
+			const int64_t ib = cols[b % nc];
+			const uint64_t kb = bcg_argmax_key(vb, ib);
+			pairs++;
+			if ((ka > kb) != argmax_before(va, ia, vb, ib))
+				wrong++;
+		}
+	}
+	is_int(wrong, 0, "argmax key: the keys' order is argmax's rule (%ld pairs)", pairs);
+	is_int(back, 0, "argmax key: a key gives its column back");
+	is_int(zero_low, 0, "argmax key: no column (INT64_MAX) is below every column's key");
+	is_u64(bcg_argmax_key(1.0f, INT64_MAX), 0, "argmax key: no column is 0");
+	is_int(bcg_argmax_key_column(0), 0, "argmax key: key 0 gives column 0");
+
+	/* arrays with ties, NaNs and signed zeros: the largest key is the
+	 * rule's scan, as the kernels' atomic maximum over blocks gives it */
+	long mismatch = 0;
+	for (int t = 0; t < 2000; t++) {
+		float x[64];
+		int best = 0;
+		uint64_t kmax = 0;
+		for (int j = 0; j < 64; j++) {
+			const float u = bcg_uniform(11, (uint64_t)t * 64 + (uint64_t)j);
+			const int r = (int)(bcg_mix64(13, (uint64_t)t * 64 + (uint64_t)j) % 16);
+			x[j] = r == 0 ? NAN : r == 1 ? -0.0f : r == 2 ? 0.0f : r < 6 ? -1.0f
+			       : (float)(int)(u * 4.0f);
+			if (j > 0 && argmax_before(x[j], j, x[best], best))
+				best = j;
+			const uint64_t k = bcg_argmax_key(x[j], j);
+			if (k > kmax)
+				kmax = k;
+		}
+		mismatch += bcg_argmax_key_column(kmax) != best;
+	}
+	is_int(mismatch, 0, "argmax key: the largest key of 2000 arrays of 64 is argmax's pick");
+}
+
 int main(void)
 {
 	test_all_patterns(&F16);
@@ -312,5 +387,6 @@ int main(void)
 	test_random_floats(&BF16);
 	test_named_cases();
 	test_generator();
+	test_argmax_key();
 	return tap_done();
 }
