@@ -11,10 +11,10 @@ of the comma-separated PLANS), {t} (a token count of TOKENS) and {r} (a
 round, 1 to ROUNDS). Per plan and token count: each round's step median
 and busy time, and, with --check, the check of a separate replay whose
 JSON PATTERN names (with {p} and {t}); where the replays ran with
---stream, each round's stream mean too ("stream ms"). Each --ratio prints, per token
-count, "LABEL: T=N A / B step = X (a / b ms; want < 1: WHY)" from the
-medians over the rounds; a WHY that starts with "=" prints "want 1: ..."
-(two plans that should not differ)."""
+--stream, each round's stream mean too ("stream ms"). Each --ratio
+prints, per token count, "LABEL: T=N A / B step = X (a / b ms; want < 1:
+WHY)" from the medians over the rounds; a WHY that starts with "="
+prints "want 1: ..." (two plans that should not differ)."""
 
 import json
 import sys

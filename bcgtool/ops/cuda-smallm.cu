@@ -2186,12 +2186,12 @@ static dim3 rnm_resident_grid(void (*kernel)(P...), const struct cuda_op_ctx *ct
 	return grid;
 }
 
-/* Whether the norm's gemv kernel at MT tokens runs ARGS with PIPE (the
+/* Whether the norm's gemv kernel at one token runs ARGS with PIPE (the
  * next group's loads before this one's sums): where a block's K range is
  * one round of the default shape. */
-static bool rnm_pipes(const smallm_args &args, int mt)
+static bool rnm_pipes(const smallm_args &args)
 {
-	return args.per <= (int64_t)SM_THREADS * SM_GEMV_UN(mt);
+	return args.per <= (int64_t)SM_THREADS * SM_GEMV_UN(1);
 }
 
 /* rmsnorm_matmul_argmax's pick folded into the product's kernel: the
@@ -2222,7 +2222,7 @@ static int rnm_launch_gemv_amax(const struct cuda_op_ctx *ctx, const smallm_args
                                 dim3 grid, char *msg, size_t len)
 {
 	void (*kernel)(smallm_args) =
-		rnm_pipes(args, 1) ?
+		rnm_pipes(args) ?
 			bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true, true>
 		: bcg_smallm_gemv_kernel<T, 1, true, EPI_NONE, true, 4, SM_GEMV_UN(1), true>;
 
@@ -2235,7 +2235,7 @@ static int rnm_launch_gemv(const struct cuda_op_ctx *ctx, const smallm_args &arg
                            dim3 grid, char *msg, size_t len)
 {
 	void (*kernel)(smallm_args) =
-		mt == 1 && rnm_pipes(args, 1) ?
+		mt == 1 && rnm_pipes(args) ?
 			bcg_smallm_gemv_kernel<T, 1, true, EPI, true, 4, SM_GEMV_UN(1), false, true>
 		: mt == 1 ? bcg_smallm_gemv_kernel<T, 1, true, EPI, true>
 		: mt == 2 ? bcg_smallm_gemv_kernel<T, 2, true, EPI, true>

@@ -2454,14 +2454,20 @@ static void test_rmsnorm_matmul_argmax(struct env *e)
 				w = tbuf_view(&rb.w, 0);
 				b = tbuf_view(&rb.b, 0);
 				if (neg) {
-					/* row j's scale 0.5 to 1, drawn from j and k */
+					/* row j's scale 0.5 to 1, drawn from j and k; the
+					 * sign of x w, element k's, once a k */
+					float *sg = (float *)malloc((size_t)K * sizeof *sg);
+					if (sg == NULL)
+						bail("out of memory");
+					for (int64_t k = 0; k < K; k++)
+						sg[k] = host_load(&x, k) * host_load(&w, k) < 0.0f ? -1.0f
+						                                                     : 1.0f;
 					for (int64_t j = 0; j < N; j++)
 						for (int64_t k = 0; k < K; k++) {
-							float sg = host_load(&x, k) * host_load(&w, k) < 0.0f
-							           ? -1.0f : 1.0f;
 							float r = 0.5f + (float)((j * 131 + k * 31) % 97) / 194.0f;
-							host_store(&b, j * K + k, -sg * r);
+							host_store(&b, j * K + k, -sg[k] * r);
 						}
+					free(sg);
 				}
 				for (int64_t m = 0; m < M; m++) {
 					win[m] = M == 1 ? N / 3 : (m * 7919 + 13) % N;
