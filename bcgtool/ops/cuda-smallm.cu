@@ -926,10 +926,24 @@ enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
  * the squares' sum and its reduction beside the product's), 4 such
  * blocks, a fifth fewer weight bytes in flight. */
 #define SM_ROWS_SCALED_THREADS 1280
+/* The thin shape, 32 threads a row and 8 pieces a thread, taken as shape
+ * 1 where a column has two weight rows (SM_ROWS1_THIN): blocks of 128
+ * threads for the 1B's gate|up, 8 of them a multiprocessor
+ * (64 registers), where 64 threads a row made blocks of 256, 5 a
+ * multiprocessor: more rows in flight at the same bytes. Its pieces of the
+ * token are taken 4 at a time, so that 16 pieces never sit beside the
+ * row's 8 within the bound. Not with the norm's weights loaded (NORM 1):
+ * that bound spilled (20 bytes a thread even at one piece of the token at
+ * a time, ptxas sm_90a), and unbounded it took 112 registers, 4 blocks a
+ * multiprocessor. */
+#define SM_ROWS_THIN(TPR, VPT) ((TPR) == 32 && (VPT) == 8)
+#define SM_ROWS_THIN_THREADS 1024
 #define SM_ROWS_BOUND_THREADS(EPI, NORM, G, TPR, VPT) \
-	((NORM) == SM_NORM_SCALED && (VPT) <= 4 ? SM_ROWS_BLOCK(EPI, G, TPR) : SM_ROWS_MAX_THREADS)
+	(SM_ROWS_THIN(TPR, VPT) || ((NORM) == SM_NORM_SCALED && (VPT) <= 4) ? \
+	 SM_ROWS_BLOCK(EPI, G, TPR) : SM_ROWS_MAX_THREADS)
 #define SM_ROWS_BOUND_MINB(EPI, NORM, G, TPR, VPT) \
-	((NORM) == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) \
+	(SM_ROWS_THIN(TPR, VPT) ? SM_ROWS_THIN_THREADS / SM_ROWS_BLOCK(EPI, G, TPR) \
+	 : (NORM) == SM_NORM_WEIGHTS ? SM_ROWS_NORM_MINB(VPT) \
 	 : (NORM) == SM_NORM_SCALED && (VPT) <= 4 ? \
 	   SM_ROWS_SCALED_THREADS / SM_ROWS_BLOCK(EPI, G, TPR) : 1)
 
@@ -992,8 +1006,8 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	 * NORM takes them 8 pieces at a time, so that a thread never holds
 	 * 16 pieces of the token and of the norm beside its row's 16; and at
 	 * VPT 4 one at a time, with the norm's loaded beside them, so that
-	 * SM_ROWS_NORM_MINB's blocks fit. */
-	constexpr int CH = NW && VPT > 8 ? 8 : NW && VPT <= 4 ? 1 : VPT;
+	 * SM_ROWS_NORM_MINB's blocks fit; the thin shape 4 at a time. */
+	constexpr int CH = NW && VPT > 8 ? 8 : NW && VPT <= 4 ? 1 : SM_ROWS_THIN(TPR, VPT) ? 4 : VPT;
 	float acc = 0.0f, ss = 0.0f;
 #pragma unroll
 	for (int i0 = 0; i0 < VPT; i0 += CH) {
@@ -1720,10 +1734,20 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 
 /* The rows kernel's shapes (bcg_smallm_rows_kernel), by index: TPR threads
  * a row and VPT 16-byte pieces a thread, for rows of up to TPR * VPT
- * pieces. smallm_rows_launch_t's table instantiates them in this order. */
+ * pieces. smallm_rows_launch_t's table instantiates them in this order,
+ * shape 1 as SM_ROWS1_TPR and SM_ROWS1_VPT say. */
 static const struct smallm_rows {
 	int tpr, vpt;
 } smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 } };
+/* Shape 1 (rows of up to 256 pieces) where a column has two weight rows
+ * (silu_mul) and the norm's weights are not loaded: the thin shape
+ * (SM_ROWS_THIN), the same pieces a row. The 1B's gate|up ran 17.73 us
+ * exposed a layer against 18.86, its step 0.9846 of the one with 64
+ * threads a row (H200, bench/RESULTS.md, thirty-first session), where the
+ * thin shape for every rows launch had lost (o and down slower: 1.0494). */
+#define SM_ROWS1_THIN(EPI, NORM) ((EPI) == EPI_SILU && (NORM) != SM_NORM_WEIGHTS)
+#define SM_ROWS1_TPR(EPI, NORM) (SM_ROWS1_THIN(EPI, NORM) ? 32 : 64)
+#define SM_ROWS1_VPT(EPI, NORM) (SM_ROWS1_THIN(EPI, NORM) ? 8 : 4)
 
 /* Beyond this many column groups (about 60 waves of two-row blocks for
  * the 1B lm-head) the rows kernel's per-block prologue costs more than
@@ -1786,17 +1810,20 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	static void (*const kernels[])(smallm_args, R) = {
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 32, 4, R>,
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, 64, 4, R>,
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, SM_ROWS1_TPR(EPI, NORM), SM_ROWS1_VPT(EPI, NORM),
+		                       R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 8, R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 16, R>,
 	};
 	static_assert(sizeof kernels / sizeof kernels[0] ==
 	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
+	static_assert(SM_ROWS1_TPR(EPI, NORM) * SM_ROWS1_VPT(EPI, NORM) == 64 * 4, "shape 1's pieces");
+	const int tpr = shape == 1 ? SM_ROWS1_TPR(EPI, NORM) : smallm_rows_shapes[shape].tpr;
 
 	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernels[shape],
 	                   dim3((unsigned)args.nblocks, (unsigned)args.ksplit),
-	                   dim3(S * smallm_rows_shapes[shape].tpr),
+	                   dim3(S * tpr),
 	                   msg, len, args, r);
 }
 
