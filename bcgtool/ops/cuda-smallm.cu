@@ -1741,10 +1741,11 @@ static const struct smallm_rows {
 } smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 } };
 /* Shape 1 (rows of up to 256 pieces) where a column has two weight rows
  * (silu_mul) and the norm's weights are not loaded: the thin shape
- * (SM_ROWS_THIN), the same pieces a row. The 1B's gate|up ran 17.73 us
- * exposed a layer against 18.86, its step 0.9846 of the one with 64
- * threads a row (H200, bench/RESULTS.md, thirty-first session), where the
- * thin shape for every rows launch had lost (o and down slower: 1.0494). */
+ * (SM_ROWS_THIN), the same pieces a row. The 1B's step ran 0.9846 of the
+ * one with 64 threads a row, its gate|up 17.73 us exposed a layer (18.86
+ * in the profile before; H200, bench/RESULTS.md, thirty-first session),
+ * where the thin shape for every rows launch had lost (o and down
+ * slower: 1.0494). */
 #define SM_ROWS1_THIN(EPI, NORM) ((EPI) == EPI_SILU && (NORM) != SM_NORM_WEIGHTS)
 #define SM_ROWS1_TPR(EPI, NORM) (SM_ROWS1_THIN(EPI, NORM) ? 32 : 64)
 #define SM_ROWS1_VPT(EPI, NORM) (SM_ROWS1_THIN(EPI, NORM) ? 8 : 4)
