@@ -36,13 +36,13 @@
  *                 x's squares beside them, the sum divided by the rms)
  *   rowsfoldpick  the same, each block's better row kept by the tree's
  *                 argmax key (numeric.h) in one of 256 words, their last
- *                 blocks' keys in one more: the greedy pick spread (added
- *                 after the thirtieth session's calls, not yet run there)
+ *                 blocks' keys in one more: the greedy pick spread
  *
  * Build and run on the GPU machine (it is not part of the build):
  *   nvcc -O3 -arch=sm_90a -o /tmp/lm-head bench/lm-head.cu
  *   /tmp/lm-head [N K]
- * bench/RESULTS.md (thirtieth session) has what it measured.
+ * bench/RESULTS.md has what it measured: the thirtieth session's section,
+ * and the thirty-first's for rowsfold and rowsfoldpick.
  */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
