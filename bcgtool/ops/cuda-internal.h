@@ -831,8 +831,11 @@ __device__ __forceinline__ uint4 cuda_narrow16(const float (&f)[16 / sizeof(T)])
  * weight rows WROW (streamed, cuda_ld_stream) and the token rows XROW,
  * UN units a round with every load of the round issued before the first
  * product, added into ACC[s][m] in unit order. The inner loop of the
- * decode products: gemv (cuda-smallm.cu) and the experts' gate|up at
- * decode sizes (cuda-moe.cu). */
+ * experts' gate|up at decode sizes (cuda-moe.cu). gemv (cuda-smallm.cu)
+ * loads its own rounds and sums them by smallm_dot_round, this loop's
+ * last part: calling it here gives the same PTX up to register names,
+ * but ptxas then schedules 44 of the 169 MoE kernels otherwise, so the
+ * two stay apart until that has run on a GPU. */
 template <typename T, int S, int M, int UN, int THREADS>
 __device__ __forceinline__ void cuda_dot16_rows(const T *const (&wrow)[S],
                                                 const T *const (&xrow)[M], int64_t u0,

@@ -530,7 +530,9 @@ __device__ __forceinline__ void smallm_amax_finish(const smallm_args &p, float b
 /* --- gemv ------------------------------------------------------------------ */
 
 /* One round of 16-byte units: ACC[s][m] += the products of weight pieces
- * WV[i][s] and token pieces XV[i][m], unit i by unit i, in element order. */
+ * WV[i][s] and token pieces XV[i][m], unit i by unit i, in element order
+ * (cuda_dot16_rows' round in cuda-internal.h, which says why it is not
+ * called from there). */
 template <typename T, int S, int MT, int UN>
 __device__ __forceinline__ void smallm_dot_round(const uint4 (&wv)[UN][S],
                                                  const uint4 (&xv)[UN][MT], float (&acc)[S][MT])
