@@ -881,13 +881,22 @@ __device__ __forceinline__ void cuda_dot16_rows(const T *const (&wrow)[S],
 	}
 }
 
-/* Butterfly reductions over a whole warp: every lane ends with the same
- * bits, since each step adds the same two values in either order. */
-__device__ __forceinline__ float cuda_warp_sum(float v)
+/* Butterfly reductions over each aligned group of W lanes (a power of two
+ * up to 32), and over a whole warp: every lane of a group ends with the
+ * same bits, since each step adds the same two values in either order. */
+template <int W>
+__device__ __forceinline__ float cuda_lanes_sum(float v)
 {
-	for (int off = 16; off > 0; off >>= 1)
+	static_assert(W >= 1 && W <= 32 && (W & (W - 1)) == 0, "a power of two up to a warp");
+#pragma unroll
+	for (int off = W / 2; off > 0; off >>= 1)
 		v += __shfl_xor_sync(0xffffffffu, v, off);
 	return v;
+}
+
+__device__ __forceinline__ float cuda_warp_sum(float v)
+{
+	return cuda_lanes_sum<32>(v);
 }
 
 __device__ __forceinline__ float cuda_warp_max(float v)

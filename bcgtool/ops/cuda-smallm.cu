@@ -928,17 +928,18 @@ enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
  * the squares' sum and its reduction beside the product's), 4 such
  * blocks, a fifth fewer weight bytes in flight. */
 #define SM_ROWS_SCALED_THREADS 1280
-/* The thin shape, 32 threads a row and 8 pieces a thread, taken as shape
- * 1 where a column has two weight rows (SM_ROWS1_THIN): blocks of 128
- * threads for the 1B's gate|up, 8 of them a multiprocessor
+/* The thin shape, 8 pieces a thread and 32 threads a row (shape 1) or 16
+ * (shape 0), taken where a column has two weight rows (SM_ROWS_THIN_FOR):
+ * blocks of 128 threads for the 1B's gate|up, 8 of them a multiprocessor
  * (64 registers), where 64 threads a row made blocks of 256, 5 a
- * multiprocessor: more rows in flight at the same bytes. Its pieces of the
+ * multiprocessor: more rows in flight at the same bytes; at shape 0
+ * blocks of 64, 16 a multiprocessor. Its pieces of the
  * token are taken 4 at a time, so that 16 pieces never sit beside the
  * row's 8 within the bound. Not with the norm's weights loaded (NORM 1):
  * that bound spilled (20 bytes a thread even at one piece of the token at
  * a time, ptxas sm_90a), and unbounded it took 112 registers, 4 blocks a
  * multiprocessor. */
-#define SM_ROWS_THIN(TPR, VPT) ((TPR) == 32 && (VPT) == 8)
+#define SM_ROWS_THIN(TPR, VPT) ((TPR) <= 32 && (VPT) == 8)
 #define SM_ROWS_THIN_THREADS 1024
 #define SM_ROWS_BOUND_THREADS(EPI, NORM, G, TPR, VPT) \
 	(SM_ROWS_THIN(TPR, VPT) || ((NORM) == SM_NORM_SCALED && (VPT) <= 4) ? \
@@ -954,10 +955,12 @@ __global__ void __launch_bounds__(SM_ROWS_BOUND_THREADS(EPI, NORM, G, TPR, VPT),
                                   SM_ROWS_BOUND_MINB(EPI, NORM, G, TPR, VPT))
 bcg_smallm_rows_kernel(smallm_args p, R r)
 {
-	static_assert(sizeof(T) == 2 && TPR % 32 == 0, "16-byte pieces of 2-byte elements");
+	static_assert(sizeof(T) == 2 && (TPR == 16 || TPR % 32 == 0),
+	              "16-byte pieces of 2-byte elements, a half warp or whole warps a row");
 	static_assert(EPI != EPI_ROPE || (NORM && G == 4), "rope: the norm and two pairs a block");
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
-	constexpr int WPR = TPR / 32, V = 8;
+	/* a row's lanes of one warp (16: two rows a warp) and its warps */
+	constexpr int LPW = TPR < 32 ? TPR : 32, WPR = TPR / LPW, V = 8;
 	static_assert(S * TPR <= SM_ROWS_MAX_THREADS, "block size");
 	__shared__ float red[S][WPR];
 	__shared__ float ssr[NORM ? S : 1][NORM ? WPR : 1];
@@ -1048,10 +1051,10 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 			}
 		}
 	}
-	acc = cuda_warp_sum(acc);
+	acc = cuda_lanes_sum<LPW>(acc);
 	if constexpr (NORM)
-		ss = cuda_warp_sum(ss);
-	if ((l & 31) == 0) {
+		ss = cuda_lanes_sum<LPW>(ss);
+	if ((l & (LPW - 1)) == 0) {
 		red[s][w] = acc;
 		if constexpr (NORM)
 			ssr[s][w] = ss;
@@ -1737,20 +1740,26 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 /* The rows kernel's shapes (bcg_smallm_rows_kernel), by index: TPR threads
  * a row and VPT 16-byte pieces a thread, for rows of up to TPR * VPT
  * pieces. smallm_rows_launch_t's table instantiates them in this order,
- * shape 1 as SM_ROWS1_TPR and SM_ROWS1_VPT say. */
+ * shapes 0 and 1 as SM_ROWS0_* and SM_ROWS1_* say. */
 static const struct smallm_rows {
 	int tpr, vpt;
 } smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 } };
-/* Shape 1 (rows of up to 256 pieces) where a column has two weight rows
- * (silu_mul) and the norm's weights are not loaded: the thin shape
- * (SM_ROWS_THIN), the same pieces a row. The 1B's step ran 0.9846 of the
- * one with 64 threads a row, its gate|up 17.73 us exposed a layer (18.86
- * in the profile before; H200, bench/RESULTS.md, thirty-first session),
- * where the thin shape for every rows launch had lost (o and down
- * slower: 1.0494). */
-#define SM_ROWS1_THIN(EPI, NORM) ((EPI) == EPI_SILU && (NORM) != SM_NORM_WEIGHTS)
-#define SM_ROWS1_TPR(EPI, NORM) (SM_ROWS1_THIN(EPI, NORM) ? 32 : 64)
-#define SM_ROWS1_VPT(EPI, NORM) (SM_ROWS1_THIN(EPI, NORM) ? 8 : 4)
+/* Shapes 0 and 1 (rows of up to 128 and 256 pieces) where a column has
+ * two weight rows (silu_mul) and the norm's weights are not loaded: the
+ * thin shape (SM_ROWS_THIN), 8 pieces a thread, the same pieces a row.
+ * Shape 1's (32 threads a row): the 1B's step ran 0.9846 of the one with
+ * 64 threads a row, its gate|up 17.73 us exposed a layer (18.86 in the
+ * profile before; H200, bench/RESULTS.md, thirty-first session), where
+ * the thin shape for every rows launch had lost (o and down slower:
+ * 1.0494). Shape 0's (16 threads a row, two rows a warp): hidden 1024's
+ * gate|up (llama-decode) in blocks of 64 threads, 16 a multiprocessor,
+ * 2112 resident for its 1408 where 32 threads a row made blocks of 128,
+ * 10 a multiprocessor: 1320, a second wave of 88. */
+#define SM_ROWS_THIN_FOR(EPI, NORM) ((EPI) == EPI_SILU && (NORM) != SM_NORM_WEIGHTS)
+#define SM_ROWS0_TPR(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 16 : 32)
+#define SM_ROWS0_VPT(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 8 : 4)
+#define SM_ROWS1_TPR(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 32 : 64)
+#define SM_ROWS1_VPT(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 8 : 4)
 
 /* Beyond this many column groups (about 60 waves of two-row blocks for
  * the 1B lm-head) the rows kernel's per-block prologue costs more than
@@ -1812,7 +1821,8 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	static void (*const kernels[])(smallm_args, R) = {
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, 32, 4, R>,
+		bcg_smallm_rows_kernel<T, EPI, NORM, G, SM_ROWS0_TPR(EPI, NORM), SM_ROWS0_VPT(EPI, NORM),
+		                       R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, SM_ROWS1_TPR(EPI, NORM), SM_ROWS1_VPT(EPI, NORM),
 		                       R>,
 		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>,
@@ -1821,8 +1831,10 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	};
 	static_assert(sizeof kernels / sizeof kernels[0] ==
 	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
+	static_assert(SM_ROWS0_TPR(EPI, NORM) * SM_ROWS0_VPT(EPI, NORM) == 32 * 4, "shape 0's pieces");
 	static_assert(SM_ROWS1_TPR(EPI, NORM) * SM_ROWS1_VPT(EPI, NORM) == 64 * 4, "shape 1's pieces");
-	const int tpr = shape == 1 ? SM_ROWS1_TPR(EPI, NORM) : smallm_rows_shapes[shape].tpr;
+	const int tpr = shape == 0 ? SM_ROWS0_TPR(EPI, NORM) :
+	                shape == 1 ? SM_ROWS1_TPR(EPI, NORM) : smallm_rows_shapes[shape].tpr;
 
 	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernels[shape],
 	                   dim3((unsigned)args.nblocks, (unsigned)args.ksplit),

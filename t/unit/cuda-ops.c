@@ -2216,13 +2216,15 @@ static int rnm_expect_usable(int impl, int dt, int64_t M, int64_t K, int tb, int
 
 static void test_rmsnorm_matmul(struct env *e)
 {
-	/* M, N, K: decode shapes (the 1B's q|k|v and gate|up halves), split
-	 * along K, odd N, K short or not a multiple of the vector, and M past
-	 * gemv's 8 for split */
+	/* M, N, K: decode shapes (the 1B's q|k|v and gate|up halves, hidden
+	 * 1024's gate|up half: the rows kernel's shape 0), split along K, odd
+	 * N, K short or not a multiple of the vector (K 1000: 125 pieces, a
+	 * thread's last past the row), and M past gemv's 8 for split */
 	static const int64_t mnk[][3] = {
 		{ 1, 3072, 2048 }, { 2, 77, 264 }, { 3, 50, 128 }, { 5, 31, 4096 },
 		{ 8, 1024, 2816 }, { 1, 8192, 2048 }, { 4, 8000, 64 }, { 7, 3, 8 },
 		{ 2, 40, 100 }, { 9, 130, 512 }, { 33, 64, 2048 }, { 100, 300, 1024 },
+		{ 1, 2816, 1024 }, { 1, 37, 1000 },
 	};
 	const int nshapes = (int)(sizeof mnk / sizeof mnk[0]);
 	struct rnm_bufs rb;
@@ -3233,9 +3235,9 @@ static int rows_loop(int64_t N, int64_t K)
 }
 
 /* gemv at one token of f16 or bf16 runs the rows kernel in each of its
- * shapes (K / 8 pieces up to 128, 256, 512, 1024 and 2048: 32 or 64 or
- * 128 threads a row, 4, 8 or 16 pieces a thread, pieces past K where
- * they do not divide) and hands over to the looping kernel past them (K
+ * shapes (K / 8 pieces up to 128, 256, 512, 1024 and 2048: 16 (the SiLU
+ * form's thin shapes), 32, 64 or 128 threads a row, 4, 8 or 16 pieces a
+ * thread, pieces past K where they do not divide) and hands over to the looping kernel past them (K
  * / 8 of 2049; more than 16384 column groups): matmul, matmul_add and
  * matmul_silu_mul, rmsnorm_matmul with both epilogues and
  * rmsnorm_matmul_rope_kv_write, each through rows_marked_case. With the
@@ -3248,6 +3250,7 @@ static void test_gemv_rows(struct env *e)
 	static const int64_t nk[][2] = {
 		{ 37, 64 }, { 300, 2048 }, { 77, 4096 }, { 50, 6000 }, { 130, 8200 },
 		{ 64, 16384 }, { 3, 16392 }, { 33000, 16 }, { 3, 2048 }, { 1000, 12288 },
+		{ 2816, 1024 }, { 45, 1000 },
 	};
 	static const int64_t rnm_nk[][2] = {
 		{ 3072, 2048 }, { 100, 8192 }, { 20000, 64 }, { 40000, 64 }, { 45, 1000 },
