@@ -991,6 +991,19 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 				const int64_t u = u0 + l + (int64_t)i * TPR;
 				nwv[i] = u < u1 ? cuda_ld_keep(nw + u * V) : zero;
 			}
+	/* gate|up (silu_mul) and q|k|v (rope) trigger their successor here,
+	 * before the wait, where cuda_pdl_begin() triggers after it: down's
+	 * blocks, or attention's, then take the room this grid leaves and
+	 * load while it runs (cuda-internal.h, PDL). Measured apart on an H200
+	 * (bench/RESULTS.md, thirty-second session), each family against the
+	 * trigger after the wait: gate|up 0.9906 of llama-decode-fuse's step
+	 * and 0.9963 of the 1B's, q|k|v 0.9923 and 0.9961; matmul_add's rows
+	 * (the 1B's o and down) lost, 1.0032, and the bulk kernel's (hidden
+	 * 1024's down) 1.0736: their successors' weights then competed with
+	 * their own. */
+	constexpr bool FIRST = EPI == EPI_SILU || EPI == EPI_ROPE;
+	if constexpr (FIRST)
+		cuda_pdl_trigger();
 	uint4 wv[VPT];                  /* this thread's pieces of its row */
 	auto load_w = [&] {
 #pragma unroll
@@ -1001,7 +1014,10 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	};
 	if (p.b_const)
 		load_w();
-	cuda_pdl_begin();
+	if constexpr (FIRST)
+		cuda_pdl_wait();
+	else
+		cuda_pdl_begin();
 	if (!p.b_const)
 		load_w();
 
