@@ -994,13 +994,14 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	/* gate|up (silu_mul) and q|k|v (rope) trigger their successor here,
 	 * before the wait, where cuda_pdl_begin() triggers after it: down's
 	 * blocks, or attention's, then take the room this grid leaves and
-	 * load while it runs (cuda-internal.h, PDL). Measured apart on an H200
-	 * (bench/RESULTS.md, thirty-second session), each family against the
-	 * trigger after the wait: gate|up 0.9906 of llama-decode-fuse's step
-	 * and 0.9963 of the 1B's, q|k|v 0.9923 and 0.9961; matmul_add's rows
-	 * (the 1B's o and down) lost, 1.0032, and the bulk kernel's (hidden
-	 * 1024's down) 1.0736: their successors' weights then competed with
-	 * their own. */
+	 * load while it runs (cuda-internal.h, PDL). On an H200, one plan
+	 * replayed with the trigger here and after the wait (bench/RESULTS.md,
+	 * thirty-second session): both families 0.9847 of llama-decode-fuse's
+	 * step and 0.9935 of the 1B's; gate|up alone 0.9906 to 0.9914 and
+	 * 0.9963 to 0.9974, q|k|v alone 0.9914 to 0.9923 and 0.9961 to 0.9973.
+	 * matmul_add's rows (the 1B's o and down) lost, 1.0032, and the bulk
+	 * kernel's (hidden 1024's o and down) 1.0736: their successors'
+	 * weights then competed with their own. */
 	constexpr bool FIRST = EPI == EPI_SILU || EPI == EPI_ROPE;
 	if constexpr (FIRST)
 		cuda_pdl_trigger();
@@ -1770,7 +1771,9 @@ static const struct smallm_rows {
  * 1.0494). Shape 0's (16 threads a row, two rows a warp): hidden 1024's
  * gate|up (llama-decode) in blocks of 64 threads, 16 a multiprocessor,
  * 2112 resident for its 1408 where 32 threads a row made blocks of 128,
- * 10 a multiprocessor: 1320, a second wave of 88. */
+ * 10 a multiprocessor: 1320, a second wave of 88. llama-decode-fuse's
+ * step ran 0.9693 of the old shape's with the same choices (H200,
+ * bench/RESULTS.md, thirty-second session). */
 #define SM_ROWS_THIN_FOR(EPI, NORM) ((EPI) == EPI_SILU && (NORM) != SM_NORM_WEIGHTS)
 #define SM_ROWS0_TPR(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 16 : 32)
 #define SM_ROWS0_VPT(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 8 : 4)
