@@ -91,6 +91,11 @@
 #             of the same choices differ by, the bound below which
 #             now/before says nothing (twenty-sixth session: two trees whose
 #             plans made the same choices ran 0.8% apart)
+#   decsame   the same samples, one plan each (before's capture, --tune-step
+#             with DEC_WINDOW as above) replayed by both trees in turns: for
+#             a change of kernels alone, without the captures' own spread
+#             (thirty-second session: plans of the same choices captured
+#             twice moved the step by -0.8% to +2.2%)
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
@@ -481,7 +486,8 @@ use_tree() {
 # dec_before_now STAGE: .gpu/before's tree against this one on the three
 # decode samples, full at T=1; decbefore: this tree takes before's choices
 # (--choices-from); dectune: each tree captures --tune-step, and the
-# choices that differ are listed (bcgtool diff).
+# choices that differ are listed (bcgtool diff); decsame: before captures
+# --tune-step and this tree replays that same plan.
 dec_before_now() {
 	sc=${DEC_SAMPLES:-llama-3.2-1b-fuse llama-decode-fuse llama-decode}
 	# DEC_WINDOW=A:B: tuned (--tune-var) and replayed (--var) at kv_len
@@ -493,10 +499,16 @@ dec_before_now() {
 	fi
 	pre=db
 	[ "$1" = dectune ] && pre=dt
+	[ "$1" = decsame ] && pre=ds
 	for p in $sc; do
 		for tr in before now; do
 			use_tree $tr
-			if [ "$1" = dectune ]; then
+			if [ "$1" = decsame ] && [ $tr = now ]; then
+				cp $pre-before-$p.plan $pre-now-$p.plan
+				say "$1: now replays before's plan of $p"
+				continue
+			fi
+			if [ "$1" = dectune ] || [ "$1" = decsame ]; then
 				opt="--tune-step $dtv"
 			elif [ $tr = now ]; then
 				opt="--choices-from $pre-before-$p.plan"
@@ -1308,7 +1320,7 @@ $1"
 		say "ctxwin: profile llama-3.2-1b-fuse at positions 32..159: exit $?"
 		sed 's/^/  /' cw-prof-1b.txt | tee -a "$summary"
 		;;
-	decbefore | dectune)
+	decbefore | dectune | decsame)
 		build_before || continue
 		dec_before_now "$s"
 		;;
