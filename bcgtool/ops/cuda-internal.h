@@ -31,9 +31,10 @@
  * The rows kernel's gate|up and q|k|v forms trigger before their wait
  * (cuda-smallm.cu says why), so that after one of them three may; rule
  * (a) keeps that as invisible as two. A kernel's blocks trigger in every
- * wave, so the next kernel launches only once the last wave has started. Without PDL both halves are no-ops. A
- * kernel that does not keep the rule must be launched the plain way
- * (<<< >>>), which waits for everything before it.
+ * wave, so the next kernel launches only once the last wave has started.
+ * Without PDL both halves are no-ops. A kernel that does not keep the
+ * rule must be launched the plain way (<<< >>>), which waits for
+ * everything before it.
  *
  * CUDA C++ only; the rest of the program uses cuda.h.
  */

@@ -933,9 +933,9 @@ enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
  * blocks of 128 threads for the 1B's gate|up, 8 of them a multiprocessor
  * (64 registers), where 64 threads a row made blocks of 256, 5 a
  * multiprocessor: more rows in flight at the same bytes; at shape 0
- * blocks of 64, 16 a multiprocessor. Its pieces of the
- * token are taken 4 at a time, so that 16 pieces never sit beside the
- * row's 8 within the bound. Not with the norm's weights loaded (NORM 1):
+ * blocks of 64, 16 a multiprocessor. Its pieces of the token are taken 4
+ * at a time, so that 16 pieces never sit beside the row's 8 within the
+ * bound. Not with the norm's weights loaded (NORM 1):
  * that bound spilled (20 bytes a thread even at one piece of the token at
  * a time, ptxas sm_90a), and unbounded it took 112 registers, 4 blocks a
  * multiprocessor. */
