@@ -92,10 +92,12 @@
 #             now/before says nothing (twenty-sixth session: two trees whose
 #             plans made the same choices ran 0.8% apart)
 #   decsame   the same samples, one plan each (before's capture, --tune-step
-#             with DEC_WINDOW as above) replayed by both trees in turns: for
-#             a change of kernels alone, without the captures' own spread
-#             (thirty-second session: plans of the same choices captured
-#             twice moved the step by -0.8% to +2.2%)
+#             with DEC_WINDOW as above) replayed by both trees in turns: a
+#             change of kernels with the capture taken out (thirty-second
+#             session: two builds, each replaying its own capture of the
+#             same choices, ran -0.8% to +2.2% apart; what the builds
+#             differ by stays, and only a switch within one build takes
+#             that out)
 #   decfuse   llama-decode against llama-decode-fuse (the norms folded into
 #             the products), full at T=1, tuned, replayed in turns (3 rounds
 #             of 1000 steps, --check)
