@@ -929,15 +929,15 @@ enum { SM_NORM_NONE = 0, SM_NORM_WEIGHTS = 1, SM_NORM_SCALED = 2 };
  * blocks, a fifth fewer weight bytes in flight. */
 #define SM_ROWS_SCALED_THREADS 1280
 /* The thin shape, 8 pieces a thread and 32 threads a row (shape 1) or 16
- * (shape 0), taken where a column has two weight rows (SM_ROWS_THIN_FOR):
+ * (shape 0), taken where a column has two weight rows (smallm_rows_geom):
  * blocks of 128 threads for the 1B's gate|up, 8 of them a multiprocessor
  * (64 registers), where 64 threads a row made blocks of 256, 5 a
  * multiprocessor: more rows in flight at the same bytes; at shape 0
  * blocks of 64, 16 a multiprocessor. Its pieces of the token are taken 4
  * at a time, so that 16 pieces never sit beside the row's 8 within the
- * bound. Not with the norm's weights loaded (NORM 1):
- * that bound spilled (20 bytes a thread even at one piece of the token at
- * a time, ptxas sm_90a), and unbounded it took 112 registers, 4 blocks a
+ * bound. Not with the norm's weights loaded (NORM 1): that bound spilled
+ * (20 bytes a thread even at one piece of the token at a time, ptxas
+ * sm_90a), and unbounded it took 112 registers, 4 blocks a
  * multiprocessor. */
 #define SM_ROWS_THIN(TPR, VPT) ((TPR) <= 32 && (VPT) == 8)
 #define SM_ROWS_THIN_THREADS 1024
@@ -1757,13 +1757,14 @@ static int smallm_launch(const struct cuda_op_ctx *ctx, int impl, int dtype,
 /* The rows kernel's shapes (bcg_smallm_rows_kernel), by index: TPR threads
  * a row and VPT 16-byte pieces a thread, for rows of up to TPR * VPT
  * pieces. smallm_rows_launch_t's table instantiates them in this order,
- * shapes 0 and 1 as SM_ROWS0_* and SM_ROWS1_* say. */
-static const struct smallm_rows {
+ * each as smallm_rows_geom gives it. */
+static constexpr struct smallm_rows {
 	int tpr, vpt;
 } smallm_rows_shapes[] = { { 32, 4 }, { 64, 4 }, { 128, 4 }, { 128, 8 }, { 128, 16 } };
 /* Shapes 0 and 1 (rows of up to 128 and 256 pieces) where a column has
  * two weight rows (silu_mul) and the norm's weights are not loaded: the
- * thin shape (SM_ROWS_THIN), 8 pieces a thread, the same pieces a row.
+ * thin shape (SM_ROWS_THIN), half the threads a row and twice the pieces
+ * a thread (8), the same pieces a row.
  * Shape 1's (32 threads a row): the 1B's step ran 0.9846 of the one with
  * 64 threads a row, its gate|up 17.73 us exposed a layer (18.86 in the
  * profile before; H200, bench/RESULTS.md, thirty-first session), where
@@ -1774,11 +1775,18 @@ static const struct smallm_rows {
  * 10 a multiprocessor: 1320, a second wave of 88. llama-decode-fuse's
  * step ran 0.9693 of the old shape's with the same choices (H200,
  * bench/RESULTS.md, thirty-second session). */
-#define SM_ROWS_THIN_FOR(EPI, NORM) ((EPI) == EPI_SILU && (NORM) != SM_NORM_WEIGHTS)
-#define SM_ROWS0_TPR(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 16 : 32)
-#define SM_ROWS0_VPT(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 8 : 4)
-#define SM_ROWS1_TPR(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 32 : 64)
-#define SM_ROWS1_VPT(EPI, NORM) (SM_ROWS_THIN_FOR(EPI, NORM) ? 8 : 4)
+static constexpr struct smallm_rows smallm_rows_geom(int epi, int norm, int shape)
+{
+	return shape <= 1 && epi == EPI_SILU && norm != SM_NORM_WEIGHTS ?
+	       smallm_rows{ smallm_rows_shapes[shape].tpr / 2, smallm_rows_shapes[shape].vpt * 2 } :
+	       smallm_rows_shapes[shape];
+}
+
+/* The rows kernel of shape I for EPI and NORM (smallm_rows_geom). */
+template <typename T, int EPI, int NORM, int G, typename R, int I>
+static constexpr void (*smallm_rows_kernel_of)(smallm_args, R) =
+	bcg_smallm_rows_kernel<T, EPI, NORM, G, smallm_rows_geom(EPI, NORM, I).tpr,
+	                       smallm_rows_geom(EPI, NORM, I).vpt, R>;
 
 /* Beyond this many column groups (about 60 waves of two-row blocks for
  * the 1B lm-head) the rows kernel's per-block prologue costs more than
@@ -1840,24 +1848,18 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 {
 	constexpr int S = EPI == EPI_SILU ? 2 * G : G;
 	static void (*const kernels[])(smallm_args, R) = {
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, SM_ROWS0_TPR(EPI, NORM), SM_ROWS0_VPT(EPI, NORM),
-		                       R>,
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, SM_ROWS1_TPR(EPI, NORM), SM_ROWS1_VPT(EPI, NORM),
-		                       R>,
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 4, R>,
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 8, R>,
-		bcg_smallm_rows_kernel<T, EPI, NORM, G, 128, 16, R>,
+		smallm_rows_kernel_of<T, EPI, NORM, G, R, 0>,
+		smallm_rows_kernel_of<T, EPI, NORM, G, R, 1>,
+		smallm_rows_kernel_of<T, EPI, NORM, G, R, 2>,
+		smallm_rows_kernel_of<T, EPI, NORM, G, R, 3>,
+		smallm_rows_kernel_of<T, EPI, NORM, G, R, 4>,
 	};
 	static_assert(sizeof kernels / sizeof kernels[0] ==
 	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
-	static_assert(SM_ROWS0_TPR(EPI, NORM) * SM_ROWS0_VPT(EPI, NORM) == 32 * 4, "shape 0's pieces");
-	static_assert(SM_ROWS1_TPR(EPI, NORM) * SM_ROWS1_VPT(EPI, NORM) == 64 * 4, "shape 1's pieces");
-	const int tpr = shape == 0 ? SM_ROWS0_TPR(EPI, NORM) :
-	                shape == 1 ? SM_ROWS1_TPR(EPI, NORM) : smallm_rows_shapes[shape].tpr;
 
 	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernels[shape],
 	                   dim3((unsigned)args.nblocks, (unsigned)args.ksplit),
-	                   dim3(S * tpr),
+	                   dim3(S * smallm_rows_geom(EPI, NORM, shape).tpr),
 	                   msg, len, args, r);
 }
 

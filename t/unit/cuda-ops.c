@@ -3237,10 +3237,11 @@ static int rows_loop(int64_t N, int64_t K)
 /* gemv at one token of f16 or bf16 runs the rows kernel in each of its
  * shapes (K / 8 pieces up to 128, 256, 512, 1024 and 2048: 16 (the SiLU
  * form's thin shapes), 32, 64 or 128 threads a row, 4, 8 or 16 pieces a
- * thread, pieces past K where they do not divide) and hands over to the looping kernel past them (K
- * / 8 of 2049; more than 16384 column groups): matmul, matmul_add and
- * matmul_silu_mul, rmsnorm_matmul with both epilogues and
- * rmsnorm_matmul_rope_kv_write, each through rows_marked_case. With the
+ * thread, pieces past K where they do not divide) and hands over to the
+ * looping kernel past them (K / 8 of 2049; more than 16384 column
+ * groups): matmul, matmul_add and matmul_silu_mul, rmsnorm_matmul with
+ * both epilogues and rmsnorm_matmul_rope_kv_write, each through
+ * rows_marked_case. With the
  * weights marked the bulk kernel takes matmul_add and both rmsnorm_matmul
  * forms, in each of its token widths (K / 8 pieces up to 256, 512, 1024,
  * 2048 a block of 256 threads), with stages of 1 to 16 rows (K 16384 to
