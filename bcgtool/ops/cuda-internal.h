@@ -829,16 +829,41 @@ __device__ __forceinline__ uint4 cuda_narrow16(const float (&f)[16 / sizeof(T)])
 	}
 }
 
+/* One round of 16-byte units: ACC[s][m] += the products of weight pieces
+ * WV[i][s] and token pieces XV[i][m], unit i by unit i, in element order.
+ * The sum's order is the gemv's (cuda-smallm.cu) and the experts' gate|up
+ * (cuda_dot16_rows, below): both call it, so their bits agree. */
+template <typename T, int S, int M, int UN>
+__device__ __forceinline__ void cuda_dot16_round(const uint4 (&wv)[UN][S],
+                                                 const uint4 (&xv)[UN][M], float (&acc)[S][M])
+{
+	constexpr int V = 16 / (int)sizeof(T);
+#pragma unroll
+	for (int i = 0; i < UN; i++) {
+		float xf[M][V];
+#pragma unroll
+		for (int m = 0; m < M; m++)
+			cuda_widen16<T>(xv[i][m], xf[m]);
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			float wf[V];
+			cuda_widen16<T>(wv[i][s], wf);
+#pragma unroll
+			for (int m = 0; m < M; m++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
+		}
+	}
+}
+
 /* A thread's share of S dot products against M token rows, over 16-byte
  * units: units u = U0 + threadIdx.x, u + THREADS, ... below U1 of the
  * weight rows WROW (streamed, cuda_ld_stream) and the token rows XROW,
  * UN units a round with every load of the round issued before the first
- * product, added into ACC[s][m] in unit order. The inner loop of the
- * experts' gate|up at decode sizes (cuda-moe.cu). gemv (cuda-smallm.cu)
- * loads its own rounds and sums them by smallm_dot_round, this loop's
- * last part: calling it here gives the same PTX up to register names,
- * but ptxas then schedules 44 of the 169 MoE kernels otherwise, so the
- * two stay apart until that has run on a GPU. */
+ * product (cuda_dot16_round), added into ACC[s][m] in unit order. The
+ * inner loop of the experts' gate|up at decode sizes (cuda-moe.cu); the
+ * gemv loads its own rounds (cuda-smallm.cu). */
 template <typename T, int S, int M, int UN, int THREADS>
 __device__ __forceinline__ void cuda_dot16_rows(const T *const (&wrow)[S],
                                                 const T *const (&xrow)[M], int64_t u0,
@@ -864,23 +889,7 @@ __device__ __forceinline__ void cuda_dot16_rows(const T *const (&wrow)[S],
 				xv[i][m] = ui < u1 ? *reinterpret_cast<const uint4 *>(xrow[m] + ui * V)
 				                   : zero;
 		}
-#pragma unroll
-		for (int i = 0; i < UN; i++) {
-			float xf[M][V];
-#pragma unroll
-			for (int m = 0; m < M; m++)
-				cuda_widen16<T>(xv[i][m], xf[m]);
-#pragma unroll
-			for (int s = 0; s < S; s++) {
-				float wf[V];
-				cuda_widen16<T>(wv[i][s], wf);
-#pragma unroll
-				for (int m = 0; m < M; m++)
-#pragma unroll
-					for (int e = 0; e < V; e++)
-						acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
-			}
-		}
+		cuda_dot16_round<T, S, M, UN>(wv, xv, acc);
 	}
 }
 

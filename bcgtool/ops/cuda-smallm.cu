@@ -529,34 +529,6 @@ __device__ __forceinline__ void smallm_amax_finish(const smallm_args &p, float b
 
 /* --- gemv ------------------------------------------------------------------ */
 
-/* One round of 16-byte units: ACC[s][m] += the products of weight pieces
- * WV[i][s] and token pieces XV[i][m], unit i by unit i, in element order
- * (cuda_dot16_rows' round in cuda-internal.h, which says why it is not
- * called from there). */
-template <typename T, int S, int MT, int UN>
-__device__ __forceinline__ void smallm_dot_round(const uint4 (&wv)[UN][S],
-                                                 const uint4 (&xv)[UN][MT], float (&acc)[S][MT])
-{
-	constexpr int V = 16 / (int)sizeof(T);
-#pragma unroll
-	for (int i = 0; i < UN; i++) {
-		float xf[MT][V];
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			cuda_widen16<T>(xv[i][m], xf[m]);
-#pragma unroll
-		for (int s = 0; s < S; s++) {
-			float wf[V];
-			cuda_widen16<T>(wv[i][s], wf);
-#pragma unroll
-			for (int m = 0; m < MT; m++)
-#pragma unroll
-				for (int e = 0; e < V; e++)
-					acc[s][m] = fmaf(wf[e], xf[m][e], acc[s][m]);
-		}
-	}
-}
-
 /* The weight pieces of one round of the column group whose first column
  * is C0 into W: thread t's units u0 + t + i * SM_THREADS of each of the
  * group's S rows (zero past U1). */
@@ -748,7 +720,7 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 				for (int m = 0; m < MT; m++)
 					xv[i][m] = ui < u1 ? xs[(ui - u0) * MT + m] : zero;
 			}
-			smallm_dot_round<T, S, MT, UN>(wv, xv, acc);
+			cuda_dot16_round<T, S, MT, UN>(wv, xv, acc);
 		}
 		for (int64_t u = u0 + threadIdx.x; !PIPE && u < u1; u += (int64_t)SM_THREADS * UN) {
 			if constexpr (VEC) {
@@ -773,7 +745,7 @@ __device__ __forceinline__ void smallm_gemv_body(const smallm_args &p, const R &
 								xrow[m] + ui * V) : zero;
 					}
 				}
-				smallm_dot_round<T, S, MT, UN>(wv, xv, acc);
+				cuda_dot16_round<T, S, MT, UN>(wv, xv, acc);
 			} else {
 #pragma unroll
 				for (int i = 0; i < UN; i++) {
