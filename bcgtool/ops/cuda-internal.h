@@ -28,11 +28,11 @@
  * leaves each kernel's ramp up and the last one's tail unoverlapped (on
  * an H100 about 1 to 2 us a kernel). Then at most two kernels overlap:
  * this one and the next, whose trigger waits for this one's completion.
- * The rows kernel's gate|up and q|k|v forms, and matmul_add's down on the
- * rows or the bulk kernel, trigger before their wait (cuda-smallm.cu,
- * smallm_trigger_first, says why), so that after one of them three may;
- * rule (a) keeps that as invisible as two. A kernel's blocks trigger in every
- * wave, so the next kernel launches only once the last wave has started.
+ * The rows kernel's gate|up and q|k|v forms, and the bulk kernel's down,
+ * trigger before their wait (cuda-smallm.cu says why), so that after one
+ * of them three may; rule (a) keeps that as invisible as two. A kernel's
+ * blocks trigger in every wave, so the next kernel launches only once the
+ * last wave has started.
  * Without PDL both halves are no-ops. A kernel that does not keep the
  * rule must be launched the plain way (<<< >>>), which waits for
  * everything before it.

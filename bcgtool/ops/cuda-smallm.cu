@@ -84,8 +84,8 @@
  * loads all of them when they are weights (op_call.const_in); a block of
  * the bulk kernel starts the copies of its first stages. All wait before
  * reading the tokens. Most trigger their successor right after the wait;
- * the rows kernel's gate|up and q|k|v, and down on either kernel,
- * trigger it before (smallm_trigger_first).
+ * the rows kernel's gate|up and q|k|v, and the bulk kernel's down
+ * (smallm_trigger_first), trigger it before.
  */
 #include "config.h"
 
@@ -142,8 +142,8 @@ struct smallm_args {
 	bool        b_const;        /* b is a weight (op_call.const_in): the rows
 	                               kernel loads it before the PDL wait */
 	bool        w_const;        /* and w, the norm's weights, likewise */
-	bool        trigger_first;  /* trigger the successor before the PDL
-	                               wait (smallm_trigger_first) */
+	bool        trigger_first;  /* bulk: trigger the successor before the
+	                               PDL wait (smallm_trigger_first) */
 	int         rps;            /* bulk: output rows a stage */
 	/* AMAX (rmsnorm_matmul_argmax, the bulk and the gemv kernel): the
 	 * best key so far and the blocks' count (smallm_amax_finish), the
@@ -975,10 +975,10 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	 * thirty-second session): both families 0.9847 of llama-decode-fuse's
 	 * step and 0.9935 of the 1B's; gate|up alone 0.9906 to 0.9914 and
 	 * 0.9963 to 0.9974, q|k|v alone 0.9914 to 0.9923 and 0.9961 to 0.9973.
-	 * matmul_add does where smallm_trigger_first says (down, not o). */
+	 * matmul_add's rows lost (the 1B's o and down, 1.0032; down alone,
+	 * smallm_trigger_first's figures, 1.0009 to 1.0063). */
 	constexpr bool FIRST = EPI == EPI_SILU || EPI == EPI_ROPE;
-	const bool first = FIRST || (EPI == EPI_ADD && p.trigger_first);
-	if (first)
+	if constexpr (FIRST)
 		cuda_pdl_trigger();
 	uint4 wv[VPT];                  /* this thread's pieces of its row */
 	auto load_w = [&] {
@@ -990,7 +990,7 @@ bcg_smallm_rows_kernel(smallm_args p, R r)
 	};
 	if (p.b_const)
 		load_w();
-	if (first)
+	if constexpr (FIRST)
 		cuda_pdl_wait();
 	else
 		cuda_pdl_begin();
@@ -1162,7 +1162,7 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 	const T *b = static_cast<const T *>(p.b);
 	const int64_t stage_elems = SM_BULK_STAGE / (int64_t)sizeof(T);
 
-	const bool first = EPI == EPI_ADD && p.trigger_first;   /* as the rows kernel's */
+	const bool first = EPI == EPI_ADD && p.trigger_first;   /* smallm_trigger_first */
 	if (first)
 		cuda_pdl_trigger();
 
@@ -1823,22 +1823,6 @@ static bool smallm_plan_gemv(enum op_id id, const struct cuda_product *p, int G,
 	return false;
 }
 
-/* Whether the rows or bulk kernel of epilogue EPI on ARGS triggers its
- * successor before its PDL wait, where matmul_add (EPI_ADD) is concerned:
- * where K > N, down (the rows kernel's gate|up and q|k|v forms always
- * do). Its successor is the next layer's q|k|v, whose blocks then load
- * their weights during down. On an H200, one plan replayed with the
- * trigger before and after the wait (bench/RESULTS.md, thirty-third
- * session): llama-decode-fuse's step 0.9514 (down on the bulk kernel),
- * the 1B's 1.0009 (neutral); o (K <= N) triggering first as well
- * 1.0023 and 0.9979, so o keeps the trigger after its wait: gate|up's
- * 11.5 MB would load beside o's own 2 MB (and the bulk kernel's o and
- * down together, the thirty-second session: 1.0736). */
-static bool smallm_trigger_first(int epi, const smallm_args &args)
-{
-	return epi == EPI_ADD && args.K > args.N;
-}
-
 template <typename T, int EPI, int NORM, int G, typename R>
 static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args &args,
                                 int shape, const R &r, char *msg, size_t len)
@@ -1853,13 +1837,11 @@ static int smallm_rows_launch_t(const struct cuda_op_ctx *ctx, const smallm_args
 	};
 	static_assert(sizeof kernels / sizeof kernels[0] ==
 	              sizeof smallm_rows_shapes / sizeof smallm_rows_shapes[0], "a kernel a shape");
-	smallm_args a = args;
 
-	a.trigger_first = smallm_trigger_first(EPI, args);
 	return cuda_launch(ctx, "bcg_smallm_rows_kernel", kernels[shape],
 	                   dim3((unsigned)args.nblocks, (unsigned)args.ksplit),
 	                   dim3(S * smallm_rows_geom(EPI, NORM, shape).tpr),
-	                   msg, len, a, r);
+	                   msg, len, args, r);
 }
 
 /* The rows kernel of EPI (NORM: rmsnorm_matmul's fold, SM_NORM_*) for
@@ -1888,6 +1870,23 @@ static bool smallm_bulk_fits(const struct cuda_product *p, bool silu, bool norm,
 	return (norm || p->x != NULL) && b_const && ctx->sm_count > 0 && p->K % 8 == 0 &&
 	       p->K / 8 <= (int64_t)SM_BULK_PPT * SM_BULK_THREADS &&
 	       nw * p->K * 2 <= SM_BULK_STAGE;
+}
+
+/* Whether the bulk kernel of epilogue EPI on ARGS triggers its successor
+ * before its PDL wait, where cuda_pdl_begin() triggers after it: matmul_add
+ * (EPI_ADD) where K > N, down. Its successor is the next layer's q|k|v,
+ * whose blocks then load their weights while down streams its own. On
+ * an H200 (bench/RESULTS.md, thirty-third session), one plan replayed
+ * with the trigger before and after the wait: llama-decode-fuse's step
+ * (down on this kernel) 0.9514; two builds, one plan: 0.9502. o (K <= N)
+ * triggering first as well lost, 1.0023 (gate|up's 11.5 MB would load
+ * beside o's own 2 MB; o and down both, the thirty-second session,
+ * 1.0736). The rows kernel's down (the 1B's, split along K) does not
+ * gain: 1.0009 by the switch, 1.0063 between two builds, so it keeps the
+ * trigger after the wait. */
+static bool smallm_trigger_first(int epi, const smallm_args &args)
+{
+	return epi == EPI_ADD && args.K > args.N;
 }
 
 template <typename T, int EPI, bool NORM, bool AMAX>
