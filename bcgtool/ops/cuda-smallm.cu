@@ -1878,12 +1878,13 @@ static bool smallm_bulk_fits(const struct cuda_product *p, bool silu, bool norm,
  * whose blocks then load their weights while down streams its own. On
  * an H200 (bench/RESULTS.md, thirty-third session), one plan replayed
  * with the trigger before and after the wait: llama-decode-fuse's step
- * (down on this kernel) 0.9514; two builds, one plan: 0.9502. o (K <= N)
- * triggering first as well lost, 1.0023 (gate|up's 11.5 MB would load
- * beside o's own 2 MB; o and down both, the thirty-second session,
- * 1.0736). The rows kernel's down (the 1B's, split along K) does not
- * gain: 1.0009 by the switch, 1.0063 between two builds, so it keeps the
- * trigger after the wait. */
+ * (down on this kernel) 0.9514; this form against the tree before it,
+ * one plan: 0.9520 (the 1B, whose down is the rows kernel's, 1.0004).
+ * o (K <= N) triggering first as well lost, 1.0023: gate|up's 11.5 MB
+ * would load beside o's own 2 MB (o and down both, the thirty-second
+ * session, 1.0736). The rows kernel's down (the 1B's, split along K)
+ * gained nothing, 1.0009 by the switch and 1.0063 between two builds,
+ * so it keeps the trigger after the wait. */
 static bool smallm_trigger_first(int epi, const smallm_args &args)
 {
 	return epi == EPI_ADD && args.K > args.N;
