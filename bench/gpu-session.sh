@@ -5,6 +5,7 @@
 #   sh bench/gpu-session.sh [STAGE...]     (from the repository root there)
 #   sh bench/gpu-session.sh --build-before  (build .gpu/before's tree only, e.g.
 #                                            in the background beside .gpu/run)
+#   sh bench/gpu-session.sh --build-trees   (the same for .gpu/trees' trees)
 #
 # Stages (default: all, in this order):
 #   check     build with CUDA and run `make check` (the CUDA tests run)
@@ -303,6 +304,19 @@
 #             lowest step time per sample and T is the shape that wins
 #             ("shapes: best ..."). Meant to take under 8 minutes on an H100
 #             with 4 shapes each (it says how long it took).
+#   trees     this tree against each tree of .gpu/trees (bench/bundle-before.sh
+#             --tree NAME COMMIT, each a branch of this tree whose plans it
+#             reads: same implementations), one plan a decode sample: this
+#             tree's capture, --tune-step --tune-var at the sample's window,
+#             replayed by this tree and every other in turns (3 rounds of
+#             1000 steps after 100 at the window, --stream; --check on the
+#             last), "trees: SAMPLE: NAME|NAME|now" ratios as replay-rounds.py
+#             prints them. TREES_SAMPLES lists SAMPLE:A:B (default
+#             llama-decode-fuse:108:1108 llama-3.2-1b-fuse:33:160
+#             llama-decode:108:1108). Two trees of the same kernels but
+#             built apart have run up to 0.6% apart (thirty-third session),
+#             and two captures of the same choices up to 2.2%: one plan
+#             takes the second out, a switch within one build the first
 #   boundary  what a replay puts between two steps' graphs costs
 #             (bench/step-boundary.cu, built here with nvcc): a time stamp,
 #             the feeds as copies, as memops in one batch or three, as a
@@ -354,10 +368,52 @@ build_before() {
 	return $rc
 }
 
-# --build-before alone: build .gpu/before's tree and stop (meant to run in
-# the background beside .gpu/run; the before stages then find it built).
+# build_trees: build every .gpu/trees/NAME.tar.gz into /tmp/bcg-trees/NAME
+# (once; all at the same time) and set tree_names; 1 when there is none or
+# one failed to build.
+build_trees() {
+	[ -n "${tree_names:-}" ] && return 0
+	set -- "$top"/.gpu/trees/*.tar.gz
+	if [ ! -e "$1" ]; then
+		say "trees: no .gpu/trees tarball (bench/bundle-before.sh --tree NAME COMMIT makes one)"
+		return 1
+	fi
+	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
+	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+	bt_names= bt_rc=0
+	for bt in "$@"; do
+		bt_n=$(basename "$bt" .tar.gz)
+		bt_names="$bt_names $bt_n"
+		bt_d=/tmp/bcg-trees/$bt_n
+		[ "$(cat "$bt_d/built-from" 2>/dev/null)" = "$(cat "$top/.gpu/trees/$bt_n.commit")" ] &&
+			continue
+		(rm -rf "$bt_d" && mkdir -p "$bt_d" && tar xzf "$bt" -C "$bt_d" && cd "$bt_d"/*/ &&
+			./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
+			make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1 &&
+			cp "$top/.gpu/trees/$bt_n.commit" "$bt_d/built-from") &
+	done
+	wait
+	for bt_n in $bt_names; do
+		if [ -f "/tmp/bcg-trees/$bt_n/built-from" ]; then
+			say "trees: $bt_n ($(cat "/tmp/bcg-trees/$bt_n/built-from")) built"
+		else
+			say "trees: $bt_n failed to build (/tmp/bcg-trees/$bt_n/*/build.log)"
+			bt_rc=1
+		fi
+	done
+	[ $bt_rc -eq 0 ] && tree_names=$bt_names
+	return $bt_rc
+}
+
+# --build-before or --build-trees alone: build .gpu/before's tree, or
+# .gpu/trees' trees, and stop (meant to run in the background beside
+# .gpu/run; the stages then find them built).
 if [ "$stages" = --build-before ]; then
 	build_before
+	exit $?
+fi
+if [ "$stages" = --build-trees ]; then
+	build_trees
 	exit $?
 fi
 
@@ -2888,6 +2944,42 @@ for base, (n, ns, b, kind) in sorted(groups.items(), key=lambda x: -x[1][1]):
 PY
 		done
 		say "shapes: stage took $(( $(date +%s) - t_stage )) s"
+		;;
+	trees)
+		build_trees || continue
+		trs=${TREES_SAMPLES:-llama-decode-fuse:108:1108 llama-3.2-1b-fuse:33:160 llama-decode:108:1108}
+		for spec in $trs; do
+			p=${spec%%:*} w=${spec#*:}
+			env -u SOURCE_DATE_EPOCH timeout 200 "$B" capture --backend cuda --mode full \
+				--tokens 1 --tune-step --tune-var kv_len=$w -o tr-$p.plan "$S/$p.yaml" \
+				>tr-cap-$p.txt 2>&1
+			say "trees: capture $p (tuned at $w): exit $?"
+		done
+		for round in 1 2 3; do
+			ck=
+			[ $round = 3 ] && ck=--check
+			for spec in $trs; do
+				p=${spec%%:*} w=${spec#*:}
+				for tr in now $tree_names; do
+					bin=$B
+					[ $tr = now ] || bin=$(ls -d /tmp/bcg-trees/$tr/*/ | head -1)bcgtool/bcgtool
+					timeout 120 "$bin" replay --backend cuda --tokens 1 --steps 1000 \
+						--warmup 100 --var kv_len=$w --stream $ck --json tr-$p.plan \
+						>tr-$p-$tr-1-$round.json 2>tr-$p-$tr-1-$round.err ||
+						say "trees: replay $p by $tr, round $round: exit $?"
+				done
+			done
+		done
+		for spec in $trs; do
+			p=${spec%%:*}
+			set --
+			for tr in $tree_names; do
+				set -- "$@" --ratio "trees: $p: $tr|$tr|now|$(cat "$top/.gpu/trees/$tr.commit")"
+			done
+			python3 "$top/bench/replay-rounds.py" "tr-$p-{p}-{t}-{r}.json" \
+				"now$(printf ',%s' $tree_names)" 1 3 --check "tr-$p-{p}-{t}-3.json" "$@" |
+				tee -a "$summary"
+		done
 		;;
 	boundary)
 		nvcc -O2 -arch=sm_90a -o step-boundary "$top/bench/step-boundary.cu" \
