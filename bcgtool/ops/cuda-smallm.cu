@@ -1925,7 +1925,7 @@ static int smallm_bulk_launch(const struct cuda_op_ctx *ctx, int dtype, smallm_a
 	const int64_t nw = EPI == EPI_SILU ? 2 : 1, fit = SM_BULK_STAGE / (nw * args.K * 2);
 
 	args.rps = (int)(fit < SM_BULK_ROWS ? fit : SM_BULK_ROWS);
-	args.trigger_first = !AMAX && smallm_trigger_first(EPI, args);
+	args.trigger_first = smallm_trigger_first(EPI, args);
 	if (dtype == PLAN_DTYPE_F16)
 		return smallm_bulk_launch_t<__half, EPI, NORM, AMAX>(ctx, args, msg, len);
 	return smallm_bulk_launch_t<__nv_bfloat16, EPI, NORM, AMAX>(ctx, args, msg, len);
