@@ -313,10 +313,11 @@
 #             last), "trees: SAMPLE: NAME|NAME|now" ratios as replay-rounds.py
 #             prints them. TREES_SAMPLES lists SAMPLE:A:B (default
 #             llama-decode-fuse:108:1108 llama-3.2-1b-fuse:33:160
-#             llama-decode:108:1108). Two builds of the same kernels
-#             replaying one plan ran within 0.15% of each other
-#             (thirty-third session), two captures of the same choices up
-#             to 2.2% apart (thirty-second): one plan takes the second out
+#             llama-decode:108:1108). Two builds whose kernels do the
+#             same work (one with an experiment's switch off) replaying one
+#             plan ran within 0.15% of each other (thirty-third session),
+#             two captures of the same choices up to 2.2% apart
+#             (thirty-second): one plan takes the second out
 #   boundary  what a replay puts between two steps' graphs costs
 #             (bench/step-boundary.cu, built here with nvcc): a time stamp,
 #             the feeds as copies, as memops in one batch or three, as a
