@@ -224,7 +224,11 @@ __global__ void __launch_bounds__(ATT_T) at_kernel(at_args a)
 	float qf[8], acc[8] = {}, m = -INFINITY, l = 0.0f;
 	widen8(*reinterpret_cast<const uint4 *>(a.q + h * HD + sub * 8), qf);
 	const float scale2 = 0.125f * 1.4426950408889634f;
-	for (int j = j0 + grp; j < j1; j += ATT_T / 8) {
+	/* the same trip count for every lane of the block, so that the
+	 * shuffles run with whole warps; a group past the chunk reads the
+	 * chunk's first row and keeps nothing */
+	for (int jb = j0; jb < j1; jb += ATT_T / 8) {
+		const int j = jb + grp < j1 ? jb + grp : j0;
 		float kf[8], vf[8], s = 0.0f;
 		widen8(*reinterpret_cast<const uint4 *>(a.kc + (int64_t)j * HID + h * HD + sub * 8), kf);
 		widen8(*reinterpret_cast<const uint4 *>(a.vc + (int64_t)j * HID + h * HD + sub * 8), vf);
@@ -234,6 +238,8 @@ __global__ void __launch_bounds__(ATT_T) at_kernel(at_args a)
 		s += __shfl_xor_sync(0xffffffffu, s, 4);
 		s += __shfl_xor_sync(0xffffffffu, s, 2);
 		s += __shfl_xor_sync(0xffffffffu, s, 1);
+		if (jb + grp >= j1)
+			continue;
 		s *= scale2;
 		const float mn = fmaxf(m, s), corr = exp2f(m - mn), p = exp2f(s - mn);
 		l = l * corr + p;
@@ -445,11 +451,13 @@ static double compare(cudaStream_t s, const std::vector<layer> &ls, const bufs &
 	std::vector<__half> xa(HID), xf(HID);
 	double d = 0.0, big = 0.0;
 
-	CHECK(cudaMemcpy(b.x, x0, HID * sizeof(__half), cudaMemcpyDeviceToDevice));
+	/* on S: a device-to-device cudaMemcpy is ordered with the legacy
+	 * stream only, and S does not wait for that one */
+	CHECK(cudaMemcpyAsync(b.x, x0, HID * sizeof(__half), cudaMemcpyDeviceToDevice, s));
 	CHECK(cudaGraphLaunch(apart, s));
 	CHECK(cudaStreamSynchronize(s));
 	CHECK(cudaMemcpy(xa.data(), b.x, HID * sizeof(__half), cudaMemcpyDeviceToHost));
-	CHECK(cudaMemcpy(b.x, x0, HID * sizeof(__half), cudaMemcpyDeviceToDevice));
+	CHECK(cudaMemcpyAsync(b.x, x0, HID * sizeof(__half), cudaMemcpyDeviceToDevice, s));
 	CHECK(cudaGraphLaunch(fused, s));
 	CHECK(cudaStreamSynchronize(s));
 	CHECK(cudaMemcpy(xf.data(), b.x, HID * sizeof(__half), cudaMemcpyDeviceToHost));
