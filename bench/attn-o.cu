@@ -50,15 +50,7 @@
 
 namespace cg = cooperative_groups;
 
-#define CHECK(call)                                                               \
-	do {                                                                      \
-		cudaError_t e_ = (call);                                          \
-		if (e_ != cudaSuccess) {                                          \
-			fprintf(stderr, "attn-o: %s:%d: %s: %s\n", __FILE__,      \
-			        __LINE__, #call, cudaGetErrorString(e_));         \
-			exit(1);                                                  \
-		}                                                                 \
-	} while (0)
+#include "bench-cuda.h"            /* CHECK */
 
 #define HID    1024             /* hidden */
 #define NH     16               /* heads, one kv head each */

@@ -60,15 +60,7 @@
 
 typedef __nv_bfloat16 bf16;
 
-#define CHECK(call)                                                               \
-	do {                                                                      \
-		cudaError_t e_ = (call);                                          \
-		if (e_ != cudaSuccess) {                                          \
-			fprintf(stderr, "gemv-chain: %s:%d: %s: %s\n", __FILE__,  \
-			        __LINE__, #call, cudaGetErrorString(e_));         \
-			exit(1);                                                  \
-		}                                                                 \
-	} while (0)
+#include "bench-cuda.h"            /* CHECK */
 
 enum { L = 16, H = 2048, QKV = 3072, F = 8192, V = 128256 };
 enum { EPI_STORE = 0, EPI_ADD = 1, EPI_SILU = 2, EPI_F32 = 3 };

@@ -56,15 +56,7 @@
 
 #include "../bcgtool/ops/numeric.h"        /* bcg_argmax_key: the tree's pick key */
 
-#define CHECK(call)                                                               \
-	do {                                                                      \
-		cudaError_t e_ = (call);                                          \
-		if (e_ != cudaSuccess) {                                          \
-			fprintf(stderr, "lm-head: %s:%d: %s: %s\n", __FILE__,     \
-			        __LINE__, #call, cudaGetErrorString(e_));         \
-			exit(1);                                                  \
-		}                                                                 \
-	} while (0)
+#include "bench-cuda.h"            /* CHECK */
 
 typedef __nv_bfloat16 bf16;
 

@@ -53,15 +53,7 @@
 
 typedef __nv_bfloat16 bf16;
 
-#define CHECK(call)                                                                   \
-	do {                                                                          \
-		cudaError_t e_ = (call);                                              \
-		if (e_ != cudaSuccess) {                                              \
-			fprintf(stderr, "prepack-mma: %s:%d: %s: %s\n", __FILE__,     \
-			        __LINE__, #call, cudaGetErrorString(e_));             \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
+#include "bench-cuda.h"            /* CHECK */
 
 #define LAYERS  16
 #define HIDDEN  2048

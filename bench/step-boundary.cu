@@ -40,15 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                               \
-	do {                                                                      \
-		cudaError_t e_ = (call);                                          \
-		if (e_ != cudaSuccess) {                                          \
-			fprintf(stderr, "step-boundary: %s:%d: %s: %s\n", __FILE__, \
-			        __LINE__, #call, cudaGetErrorString(e_));         \
-			exit(1);                                                  \
-		}                                                                 \
-	} while (0)
+#include "bench-cuda.h"            /* CHECK */
 
 #define KERNELS 100
 #define BLOCKS  132

@@ -69,15 +69,7 @@
 #include <type_traits>
 #include <vector>
 
-#define CHECK(call)                                                                   \
-	do {                                                                          \
-		cudaError_t e_ = (call);                                              \
-		if (e_ != cudaSuccess) {                                              \
-			fprintf(stderr, "wgmma-stream: %s:%d: %s: %s\n", __FILE__,    \
-			        __LINE__, #call, cudaGetErrorString(e_));             \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
+#include "bench-cuda.h"            /* CHECK */
 
 enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2 };
 
