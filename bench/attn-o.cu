@@ -50,7 +50,7 @@
 
 namespace cg = cooperative_groups;
 
-#include "bench-cuda.h"            /* CHECK */
+#include "bench-cuda.h"            /* CHECK, bench_fill */
 
 #define HID    1024             /* hidden */
 #define NH     16               /* heads, one kv head each */
@@ -375,23 +375,11 @@ static void step(cudaStream_t s, const std::vector<layer> &ls, const bufs &b, in
 	}
 }
 
-__global__ void fill_kernel(__half *p, int64_t n, uint32_t seed, float scale)
-{
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x) {
-		uint32_t v = (uint32_t)i * 2654435761u ^ seed;
-		v ^= v >> 15;
-		v *= 2246822519u;
-		v ^= v >> 13;
-		p[i] = __float2half(((float)(v & 0xffffu) / 65535.0f * 2.0f - 1.0f) * scale);
-	}
-}
-
 static __half *alloc_fill(int64_t n, uint32_t seed, float scale)
 {
 	__half *p;
 	CHECK(cudaMalloc(&p, n * sizeof(__half)));
-	fill_kernel<<<1024, 256>>>(p, n, seed, scale);
+	bench_fill<__half><<<1024, 256>>>(p, n, seed, 2.0f * scale);   /* [-scale, scale) */
 	CHECK(cudaGetLastError());
 	return p;
 }

@@ -53,7 +53,7 @@
 
 typedef __nv_bfloat16 bf16;
 
-#include "bench-cuda.h"            /* CHECK */
+#include "bench-cuda.h"            /* CHECK, bench_fill */
 
 #define LAYERS  16
 #define HIDDEN  2048
@@ -207,18 +207,6 @@ __global__ void pack_kernel(const bf16 *src, bf16 *dst, int N, int K)
 		const int64_t u = (o / 512) % units, t = o / (512 * units);
 		const int64_t row = 16 * t + 8 * h + lane / 4, k = 32 * u + 8 * (lane % 4) + j;
 		dst[o] = src[row * K + k];
-	}
-}
-
-__global__ void fill_kernel(bf16 *p, int64_t n, uint32_t seed, float scale)
-{
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x) {
-		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-		h ^= h >> 15;
-		h *= 2246822519u;
-		h ^= h >> 13;
-		p[i] = __float2bfloat16(((float)(h & 0xffff) / 65536.0f - 0.5f) * scale);
 	}
 }
 
@@ -390,7 +378,7 @@ int main(int argc, char **argv)
 	CHECK(cudaMalloc(&counters, 65536 * sizeof(unsigned)));
 	CHECK(cudaMemset(counters, 0, 65536 * sizeof(unsigned)));
 	CHECK(cudaMalloc(&x, (size_t)32 * 8192 * sizeof(bf16)));
-	fill_kernel<<<1024, 256, 0, s>>>(x, (int64_t)32 * 8192, 7u, 2.0f);
+	bench_fill<bf16><<<1024, 256, 0, s>>>(x, (int64_t)32 * 8192, 7u, 2.0f);
 	for (int l = 0; l <= LAYERS; l++) {
 		for (int p = 0; p < 4; p++) {
 			const product pr = l < LAYERS ? products[p] : product{ "lm_head", VOCAB, HIDDEN };
@@ -402,7 +390,7 @@ int main(int argc, char **argv)
 			CHECK(cudaMalloc(&w, n * sizeof(bf16)));
 			CHECK(cudaMalloc(&wp, n * sizeof(bf16)));
 			CHECK(cudaMalloc(&out, (size_t)32 * pr.n * sizeof(float)));
-			fill_kernel<<<4096, 256, 0, s>>>(w, n, 100u + 7u * (uint32_t)(l * 4 + p), 0.06f);
+			bench_fill<bf16><<<4096, 256, 0, s>>>(w, n, 100u + 7u * (uint32_t)(l * 4 + p), 0.06f);
 			pack_kernel<<<4096, 256, 0, s>>>(w, wp, pr.n, pr.k);
 			CHECK(cudaGetLastError());
 			outs.push_back(out);
