@@ -340,6 +340,23 @@ say "gpu-session $(date -u +%Y-%m-%dT%H:%M:%SZ) stages: $stages"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
 	--format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 
+# shipped_yaml: pkg-config pointed at the shipped libyaml, for the trees
+# built here (.gpu/run fills in its prefix; a call that did not run it has
+# the .pc file still naming @PREFIX@).
+shipped_yaml() {
+	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
+	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+}
+
+# tarball_build TARBALL DIR: TARBALL's tree unpacked into DIR (emptied
+# first) and its bcgtool built there, configure.log and build.log beside
+# it (shipped_yaml first); the build's exit status.
+tarball_build() {
+	rm -rf "$2" && mkdir -p "$2" && tar xzf "$1" -C "$2" &&
+		(cd "$2"/*/ && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
+			make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
+}
+
 # build_before: build the tarball in .gpu/before into $ob (once).
 build_before() {
 	[ -n "${ob:-}" ] && return 0
@@ -348,10 +365,7 @@ build_before() {
 		say "before: no .gpu/before tarball (bench/bundle-before.sh makes it)"
 		return 1
 	fi
-	# .gpu/run fills in libyaml's prefix; a call that did not run it has
-	# the shipped .pc file still naming @PREFIX@
-	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
-	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+	shipped_yaml
 	# a build of the same tarball made earlier in this call (--build-before,
 	# run in the background while .gpu/run builds this tree) is used as is
 	if [ "$(cat /tmp/bcg-before/built-from 2>/dev/null)" = "$(basename "$bt")" ]; then
@@ -359,11 +373,9 @@ build_before() {
 		say "before: built earlier in this call ($(basename "$bt"))"
 		return 0
 	fi
-	rm -rf /tmp/bcg-before && mkdir -p /tmp/bcg-before && tar xzf "$bt" -C /tmp/bcg-before
-	ob=$(ls -d /tmp/bcg-before/*/ | head -1)
-	(cd "$ob" && ./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
-		make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1)
+	tarball_build "$bt" /tmp/bcg-before
 	rc=$?
+	ob=$(ls -d /tmp/bcg-before/*/ 2>/dev/null | head -1)
 	say "before: build exit $rc ($(basename "$bt"))"
 	[ $rc -eq 0 ] && basename "$bt" >/tmp/bcg-before/built-from
 	return $rc
@@ -379,8 +391,7 @@ build_trees() {
 		say "trees: no .gpu/trees tarball (bench/bundle-before.sh --tree NAME COMMIT makes one)"
 		return 1
 	fi
-	sed -i "s|@PREFIX@|$top/.gpu/yaml|" "$top/.gpu/yaml/lib/pkgconfig/yaml-0.1.pc"
-	export PKG_CONFIG_PATH="$top/.gpu/yaml/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+	shipped_yaml
 	bt_names= bt_rc=0
 	for bt in "$@"; do
 		bt_n=$(basename "$bt" .tar.gz)
@@ -388,10 +399,7 @@ build_trees() {
 		bt_d=/tmp/bcg-trees/$bt_n
 		[ "$(cat "$bt_d/built-from" 2>/dev/null)" = "$(cat "$top/.gpu/trees/$bt_n.commit")" ] &&
 			continue
-		(rm -rf "$bt_d" && mkdir -p "$bt_d" && tar xzf "$bt" -C "$bt_d" && cd "$bt_d"/*/ &&
-			./configure --with-cuda=/usr/local/cuda >configure.log 2>&1 &&
-			make -j"$(nproc)" bcgtool/bcgtool >build.log 2>&1 &&
-			cp "$top/.gpu/trees/$bt_n.commit" "$bt_d/built-from") &
+		(tarball_build "$bt" "$bt_d" && cp "$top/.gpu/trees/$bt_n.commit" "$bt_d/built-from") &
 	done
 	wait
 	for bt_n in $bt_names; do
