@@ -1162,7 +1162,9 @@ __global__ void __launch_bounds__(SM_BULK_THREADS, SM_BULK_PER_SM) bcg_smallm_bu
 	const T *b = static_cast<const T *>(p.b);
 	const int64_t stage_elems = SM_BULK_STAGE / (int64_t)sizeof(T);
 
-	const bool first = EPI == EPI_ADD && p.trigger_first;   /* smallm_trigger_first */
+	/* smallm_trigger_first's answer; EPI tested here too, so that the
+	 * other epilogues' kernels keep one path */
+	const bool first = EPI == EPI_ADD && p.trigger_first;
 	if (first)
 		cuda_pdl_trigger();
 
