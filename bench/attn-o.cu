@@ -52,7 +52,7 @@
 
 namespace cg = cooperative_groups;
 
-#include "bench-cuda.h"            /* CHECK, bench_fill */
+#include "bench-cuda.h"            /* CHECK, bench_fill, bench_graph_us */
 
 #define HID    1024             /* hidden */
 #define NH     16               /* heads, one kv head each */
@@ -400,31 +400,6 @@ static cudaGraphExec_t capture(cudaStream_t s, const std::vector<layer> &ls, con
 	return e;
 }
 
-static double time_graph(cudaStream_t s, cudaGraphExec_t e, int steps)
-{
-	cudaEvent_t a, z;
-	std::vector<double> r;
-
-	CHECK(cudaEventCreate(&a));
-	CHECK(cudaEventCreate(&z));
-	for (int i = 0; i < 10; i++)
-		CHECK(cudaGraphLaunch(e, s));
-	for (int round = 0; round < 5; round++) {
-		float ms;
-		CHECK(cudaEventRecord(a, s));
-		for (int i = 0; i < steps; i++)
-			CHECK(cudaGraphLaunch(e, s));
-		CHECK(cudaEventRecord(z, s));
-		CHECK(cudaEventSynchronize(z));
-		CHECK(cudaEventElapsedTime(&ms, a, z));
-		r.push_back(1000.0 * ms / steps);
-	}
-	std::sort(r.begin(), r.end());
-	CHECK(cudaEventDestroy(a));
-	CHECK(cudaEventDestroy(z));
-	return r[2];
-}
-
 /* The residual after one step of each form from the same start: the
  * largest difference, relative to the largest value. */
 static double compare(cudaStream_t s, const bufs &b, const __half *x0, cudaGraphExec_t apart,
@@ -498,9 +473,9 @@ int main(int argc, char **argv)
 		cudaGraphExec_t ea = capture(s, ls, b, len, false);
 		cudaGraphExec_t ef = capture(s, ls, b, len, true);
 		const double diff = compare(s, b, x0, ea, ef);
-		const double ta = time_graph(s, ea, steps);
-		const double tf = time_graph(s, ef, steps);
-		const double ta2 = time_graph(s, ea, steps);
+		const double ta = bench_graph_us(s, ea, steps, 10);
+		const double tf = bench_graph_us(s, ef, steps, 10);
+		const double ta2 = bench_graph_us(s, ea, steps, 10);
 		printf("%-8d %12.2f %12.2f %8.4f %14.3g%s\n", len, std::min(ta, ta2), tf,
 		       tf / std::min(ta, ta2), diff, diff > 0.05 ? "  WRONG" : "");
 		CHECK(cudaGraphExecDestroy(ea));

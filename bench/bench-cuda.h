@@ -4,15 +4,18 @@
  * CHECK(call): a CUDA runtime call that must succeed; when it fails, the
  * program says where (the bench's file and line), which call and CUDA's
  * reason, and ends with status 1. bench_fill: reproducible inputs.
+ * bench_graph_us: a graph's time a launch.
  */
 #ifndef BENCH_CUDA_H
 #define BENCH_CUDA_H
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define CHECK(call)                                                               \
 	do {                                                                      \
@@ -38,6 +41,33 @@ __global__ void bench_fill(T *p, int64_t n, uint32_t seed, float scale)
 		h ^= h >> 13;
 		p[i] = T(((float)(h & 0xffff) / 65536.0f - 0.5f) * scale);
 	}
+}
+
+/* The median over 5 rounds of STEPS launches of E on S, after WARMUP
+ * launches: microseconds a launch, from events around each round. */
+static inline double bench_graph_us(cudaStream_t s, cudaGraphExec_t e, int steps, int warmup)
+{
+	cudaEvent_t a, z;
+	std::vector<double> r;
+
+	CHECK(cudaEventCreate(&a));
+	CHECK(cudaEventCreate(&z));
+	for (int i = 0; i < warmup; i++)
+		CHECK(cudaGraphLaunch(e, s));
+	for (int round = 0; round < 5; round++) {
+		float ms = 0.0f;
+		CHECK(cudaEventRecord(a, s));
+		for (int i = 0; i < steps; i++)
+			CHECK(cudaGraphLaunch(e, s));
+		CHECK(cudaEventRecord(z, s));
+		CHECK(cudaEventSynchronize(z));
+		CHECK(cudaEventElapsedTime(&ms, a, z));
+		r.push_back((double)ms * 1e3 / steps);
+	}
+	std::sort(r.begin(), r.end());
+	CHECK(cudaEventDestroy(a));
+	CHECK(cudaEventDestroy(z));
+	return r[2];
 }
 
 #endif

@@ -53,7 +53,7 @@
 
 typedef __nv_bfloat16 bf16;
 
-#include "bench-cuda.h"            /* CHECK, bench_fill */
+#include "bench-cuda.h"            /* CHECK, bench_fill, bench_graph_us */
 
 #define LAYERS  16
 #define HIDDEN  2048
@@ -312,33 +312,15 @@ static double time_graph(cudaStream_t s, const std::vector<launch> &ls, const bf
 {
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
-	cudaEvent_t a, b;
-	std::vector<double> rounds;
 
 	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
 	run_any(s, ls, x, M, c);
 	CHECK(cudaStreamEndCapture(s, &g));
 	CHECK(cudaGraphInstantiate(&ge, g, 0));
-	CHECK(cudaEventCreate(&a));
-	CHECK(cudaEventCreate(&b));
-	for (int i = 0; i < 20; i++)
-		CHECK(cudaGraphLaunch(ge, s));
-	for (int r = 0; r < 5; r++) {
-		float ms = 0.0f;
-		CHECK(cudaEventRecord(a, s));
-		for (int i = 0; i < steps; i++)
-			CHECK(cudaGraphLaunch(ge, s));
-		CHECK(cudaEventRecord(b, s));
-		CHECK(cudaEventSynchronize(b));
-		CHECK(cudaEventElapsedTime(&ms, a, b));
-		rounds.push_back((double)ms * 1e3 / steps);
-	}
-	std::sort(rounds.begin(), rounds.end());
-	CHECK(cudaEventDestroy(a));
-	CHECK(cudaEventDestroy(b));
+	const double us = bench_graph_us(s, ge, steps, 20);
 	CHECK(cudaGraphExecDestroy(ge));
 	CHECK(cudaGraphDestroy(g));
-	return rounds[2];
+	return us;
 }
 
 /* The outputs of LS as host floats, in order. */
