@@ -413,6 +413,76 @@ struct attn_dsplit_round {
 	}
 };
 
+/* The positions a core block covers in one iteration of
+ * attn_core_accumulate: a chunk of at most this many is one round of its
+ * loads. */
+template <int LPR, int EPL>
+__host__ __device__ constexpr int attn_chunk_round()
+{
+	return (EPL <= 8 ? 4 : 2) * (32 / LPR) * ATTN_CORE_WARPS;
+}
+
+/* Split SPLIT of NACT (of NSPLIT) of a row of L positions, whose chunk
+ * (CHUNK positions) is one round of attn_core_accumulate: the same
+ * positions a lane, the same update and the same finish as
+ * attn_core_block, so the same bits; but the rows below OLD (those that
+ * earlier steps wrote) are loaded before the PDL wait, the others after
+ * it. Every thread of the block calls it, before the wait. */
+template <typename T, int LPR, int EPL, bool VEC, typename Src>
+__device__ __forceinline__ void attn_dsplit_chunk(const Src &src, const T *q_row, int64_t L,
+                                                  int64_t old, int64_t chunk, int split,
+                                                  int nact, int nsplit, int64_t th, int D,
+                                                  float scale, T *out,
+                                                  const struct attn_core_scratch &sc,
+                                                  unsigned *counters)
+{
+	constexpr int KB = EPL <= 8 ? 4 : 2;    /* as attn_core_accumulate */
+	constexpr int GPW = 32 / LPR;
+	constexpr int STEP = GPW * KB;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int grp = lane / LPR, sub = lane % LPR;
+	const int64_t start = (int64_t)split * chunk;
+	const int64_t end = start + chunk < L ? start + chunk : L;
+	const int64_t j0 = start + (int64_t)warp * STEP;
+	T kr[KB][EPL], vr[KB][EPL];
+	bool ok[KB], early[KB];
+
+#pragma unroll
+	for (int b = 0; b < KB; b++) {
+		const int64_t j = j0 + b * GPW + grp;
+		const T *kp = NULL, *vp = NULL;
+		ok[b] = j < end && src.at(j, kp, vp);
+		early[b] = ok[b] && j < old;
+		if (early[b]) {
+			attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
+			attn_core_load_raw<T, EPL, VEC>(vp, sub, D, vr[b]);
+		}
+	}
+	cuda_pdl_begin();
+#pragma unroll
+	for (int b = 0; b < KB; b++) {
+		const int64_t j = j0 + b * GPW + grp;
+		const T *kp, *vp;
+		if (early[b])
+			continue;
+		if (ok[b] && src.at(j, kp, vp)) {
+			attn_core_load_raw<T, EPL, VEC>(kp, sub, D, kr[b]);
+			attn_core_load_raw<T, EPL, VEC>(vp, sub, D, vr[b]);
+		} else {
+#pragma unroll
+			for (int e = 0; e < EPL; e++)
+				kr[b][e] = vr[b][e] = attn_core_zero<T>();
+		}
+	}
+	float qr[EPL], acc[EPL], m = -INFINITY, l = 0.0f;
+	attn_core_load<T, EPL, VEC>(q_row, sub, D, qr);
+#pragma unroll
+	for (int e = 0; e < EPL; e++)
+		acc[e] = 0.0f;
+	attn_core_update<T, LPR, KB, EPL, EPL>(qr, kr, vr, ok, scale * ATTN_CORE_LOG2E, m, l, acc);
+	attn_core_finish<T, LPR, EPL, Src>(m, l, acc, th, split, nact, nsplit, D, out, sc, counters);
+}
+
 /* Blocks a multiprocessor holds at least, for groups of LPR lanes: at 8
  * (head_dim 64 in f16/bf16) 3, which keeps ptxas to 168 registers a
  * thread without a spill, where the round and split's path beside it took
@@ -425,11 +495,17 @@ struct attn_dsplit_round {
  * split-major (split * T * H + t * H + h), as paged attention's are, so
  * the working blocks of short rows come first in the launch. A longer
  * row is "split"'s: its active splits of NSPLIT (at most NBLK) take
- * chunks of it after the wait and the last to finish merges them
- * (attn_core_block, the scratch and the counters), so a row past the
- * round is not one block's loop; the other blocks return before the
- * wait. The launch is sized for both (cuda_run_attention). */
-template <typename T, int LPR, int EPL, bool VEC>
+ * chunks of it and the last to finish merges them (attn_core_block, the
+ * scratch and the counters), so a row past the round is not one block's
+ * loop; the other blocks return before the wait. EARLY ("dsplit_early"):
+ * a chunk of one round of the core's loads (attn_chunk_round: 64
+ * positions at head_dim 64, the chunk a graph-safe launch cuts wherever
+ * its splits are enough: on 132 multiprocessors, at 16 heads for every
+ * row of a 2048-position cache, at 32 heads up to 1024) loads the rows
+ * earlier steps wrote before the wait, as a short row does
+ * (attn_dsplit_chunk); a longer one loads after it. The launch is sized
+ * for both (cuda_run_attention). */
+template <typename T, int LPR, int EPL, bool VEC, bool EARLY>
 __global__ void __launch_bounds__(ATTN_CORE_THREADS, ATTN_DSPLIT_MIN_BLOCKS(LPR))
 bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
                             struct attn_core_scratch sc, unsigned *counters, int64_t H,
@@ -454,11 +530,23 @@ bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
 		/* the blocks past the row's chunks leave before the wait, as
 		 * a short row's past its two do: waiting, they would hold
 		 * their registers (168 at head_dim 64) while the kernel after
-		 * looks for room */
+		 * looks for room; EARLY: a chunk of one round loads its old
+		 * rows before the wait, as a short row does */
 		if (kv_len_dev != NULL)
 			chunk = attn_core_chunk_for(L, nsplit);
-		if (split >= attn_core_active(L, chunk, nsplit))
+		const int nact = attn_core_active(L, chunk, nsplit);
+		if (split >= nact)
 			return;
+		if constexpr (EARLY) {
+			if (chunk <= attn_chunk_round<LPR, EPL>()) {
+				int64_t old = kv - new_rows;
+				old = old < 0 ? 0 : old;
+				attn_dsplit_chunk<T, LPR, EPL, VEC>(src, q + th * D, L, old, chunk,
+				                                    split, nact, nsplit, th, D, scale,
+				                                    out, sc, counters);
+				return;
+			}
+		}
 		cuda_pdl_begin();
 		attn_core_block<T, LPR, EPL, VEC>(src, q + th * D, L, chunk, split, nsplit, th, D,
 		                                  scale, out, sc, counters);
@@ -512,7 +600,9 @@ struct attn_launch {
 	unsigned *counters;             /* "split": one per (t, h); NULL: "twopass" */
 	unsigned cluster;               /* "cluster": its blocks (= nsplit); else 0 */
 	bool dsplit;                    /* "dsplit": two blocks a short row, else split's */
-	bool early;                     /* "_early": the old rows asked of L2 first */
+	bool early;                     /* "_early": the old rows asked of L2 first;
+	                                 * dsplit_early: a long row's chunks of one
+	                                 * round load them before the wait */
 	const struct cuda_op_ctx *ctx;
 };
 
@@ -581,7 +671,7 @@ static int attn_cluster_most(int impl)
 }
 
 /* The implementation IMPL without its "_early" or its narrower clusters:
- * split, twopass or cluster. */
+ * split, twopass, cluster or dsplit. */
 static int attn_base_impl(int impl)
 {
 	switch (impl) {
@@ -592,6 +682,8 @@ static int attn_base_impl(int impl)
 	case CUDA_IMPL_ATTN_CLUSTER4:
 	case CUDA_IMPL_ATTN_CLUSTER8:
 		return CUDA_IMPL_ATTN_CLUSTER;
+	case CUDA_IMPL_ATTN_DSPLIT_EARLY:
+		return CUDA_IMPL_ATTN_DSPLIT;
 	default:
 		return impl;
 	}
@@ -607,6 +699,7 @@ int cuda_attention_usable(const struct op_call *call, int impl)
 	case CUDA_IMPL_ATTN_SPLIT:
 	case CUDA_IMPL_ATTN_SPLIT_EARLY:
 	case CUDA_IMPL_ATTN_DSPLIT:             /* split's counters past one round */
+	case CUDA_IMPL_ATTN_DSPLIT_EARLY:
 		return sh.th <= CUDA_SCRATCH_COUNTERS;
 	case CUDA_IMPL_ATTN_TWOPASS:
 		return 1;
@@ -639,7 +732,7 @@ struct attn_launcher {
 		const struct attn_shape *sh = &al->sh;
 		T *out = static_cast<T *>(al->out);
 		if (al->dsplit)
-			return run_dsplit<LPR, EPL, VEC>();
+			return run_dsplit<LPR, EPL, VEC, EARLY>();
 		if (al->cluster > 0)
 			return run_cluster<LPR, EPL, VEC, EARLY>();
 		int rc = cuda_launch(al->ctx, "bcg_attention_split_kernel",
@@ -654,7 +747,7 @@ struct attn_launcher {
 		                                          al->nsplit, sh->D, msg, len);
 	}
 
-	template <int LPR, int EPL, bool VEC>
+	template <int LPR, int EPL, bool VEC, bool EARLY>
 	int run_dsplit() const
 	{
 		const struct attn_shape *sh = &al->sh;
@@ -671,7 +764,7 @@ struct attn_launcher {
 		}
 		const int nblk = nsplit > 2 ? nsplit : 2;
 		return cuda_launch(al->ctx, "bcg_attention_dsplit_kernel",
-		                   bcg_attention_dsplit_kernel<T, LPR, EPL, VEC>,
+		                   bcg_attention_dsplit_kernel<T, LPR, EPL, VEC, EARLY>,
 		                   dim3((unsigned)(sh->th * nblk)), dim3(ATTN_CORE_THREADS), msg, len,
 		                   static_cast<const T *>(al->q), static_cast<const T *>(al->k),
 		                   static_cast<const T *>(al->v), static_cast<T *>(al->out), al->sc,
@@ -750,7 +843,8 @@ extern "C" int cuda_run_attention(const struct op_call *call, const struct cuda_
 		                 (long long)al.sh.th, (long long)CUDA_SCRATCH_COUNTERS);
 	}
 	al.early = call->impl == CUDA_IMPL_ATTN_SPLIT_EARLY ||
-	           call->impl == CUDA_IMPL_ATTN_CLUSTER_EARLY;
+	           call->impl == CUDA_IMPL_ATTN_CLUSTER_EARLY ||
+	           call->impl == CUDA_IMPL_ATTN_DSPLIT_EARLY;
 	al.scale = scale == 0.0 ? 1.0f / sqrtf((float)al.sh.D) : (float)scale;
 	if (call->graph_safe) {
 		/* A literal kv_len has no device mirror; it is the same every

@@ -76,7 +76,7 @@ static const char *const impl_products[] = { "mma", "gemv", "cublas", "cublas_cl
 	                                      NULL };
 static const char *const impl_attention[] = { "split", "twopass", "cluster", "split_early",
 	                                       "cluster_early", "cluster4", "cluster2", "cluster8",
-	                                       "dsplit", NULL };
+	                                       "dsplit", "dsplit_early", NULL };
 static const char *const impl_argmax[] = { "split", "row", NULL };
 static const char *const impl_rmsnorm_matmul[] = { "gemv", "split", "rows", "rows_scaled",
                                                    NULL };
@@ -187,7 +187,8 @@ extern "C" int cuda_impl_default(const struct op_call *call)
 
 extern "C" int cuda_impl_windowed(enum op_id id, int impl)
 {
-	return id == OP_ATTENTION && impl == CUDA_IMPL_ATTN_DSPLIT;
+	return id == OP_ATTENTION &&
+	       (impl == CUDA_IMPL_ATTN_DSPLIT || impl == CUDA_IMPL_ATTN_DSPLIT_EARLY);
 }
 
 extern "C" int cuda_impl_shared(const struct op_call *call, int impl)

@@ -1267,13 +1267,14 @@ static void test_attention(struct env *e)
 		{ 2, 4, 2, 128, 700, 0.0, 4 },          /* misaligned: element loads */
 		{ 1, 2, 1, 512, 200, 0.0, 0 },
 		{ 1, 1, 1, 128, 8192, 0.0, 0 },         /* the most splits */
+		{ 1, 16, 16, 64, 2048, 0.0, 0 },        /* llama-decode's: dsplit's chunks of one round */
 	};
 	static const int64_t kvs[] = { 0, 1, 7, 64, 65, 1000, 5000, -1 /* S */, -2 /* S + 100 */ };
 	/* 0, 1: split, at the device's size and at one multiprocessor; then
 	 * the others */
 	static const char *const names[] = { "split", "split", "twopass", "cluster",
 		                             "split_early", "cluster_early", "cluster4",
-		                             "cluster2", "cluster8", "dsplit" };
+		                             "cluster2", "cluster8", "dsplit", "dsplit_early" };
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
 	const int nnames = (int)(sizeof names / sizeof names[0]);
 	struct attn_bufs ab;
@@ -1499,24 +1500,30 @@ static void test_paged_attention(struct env *e)
 	}
 }
 
-/* The graph-safe form captured once (with a host kv_len it must ignore)
- * and replayed as the device kv_len changes. */
-/* Each implementation captured once and replayed for every kv_len in
- * device memory, against the host. With the device's size fixed at 132
- * multiprocessors the plan gives the first two shapes 16 splits, which a
- * cluster holds whole, and the third 128, which it does not. */
+/* Each implementation's graph-safe form captured once (with a host kv_len
+ * it must ignore) and replayed for every kv_len in device memory, against
+ * the host. With the device's size fixed at 132 multiprocessors the plan
+ * gives the first two shapes 16 splits, which a cluster holds whole, the
+ * third 128, which it does not, and the fourth (llama-decode's heads)
+ * chunks of 64 positions for every row, one round of the core's loads:
+ * dsplit_early's rows loaded before the wait, whose bits must be dsplit's
+ * (it runs just after it). */
 static void test_attention_graph(struct env *e)
 {
 	static const struct attn_cfg cfgs[] = {
 		{ 3, 8, 2, 64, 1024, 0.0, 0 },
 		{ 1, 8, 8, 128, 1024, 0.0, 0 },
 		{ 1, 1, 1, 128, 8192, 0.0, 0 },
+		{ 1, 16, 16, 64, 2048, 0.0, 0 },
 	};
 	static const int32_t kvs[] = { 1000, 1, 7, 64, 1024, 0, 3000, 513, 8192, 1000 };
 	static const char *const inames[] = { "split", "cluster", "split_early", "cluster_early",
-		                              "cluster4", "cluster2", "cluster8", "dsplit" };
-	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = (int)(sizeof kvs / sizeof kvs[0]);
+		                              "cluster4", "cluster2", "cluster8", "dsplit",
+		                              "dsplit_early" };
+	enum { NKV = sizeof kvs / sizeof kvs[0] };
+	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]), nkv = NKV;
 	const int nimpl = (int)(sizeof inames / sizeof inames[0]);
+	void *dsplit_out[NKV];          /* dsplit's outputs, for dsplit_early's bits */
 
 	for (int d = 0; d < N_FLOAT_DTYPES; d++) {
 		int dt = float_dtypes[d];
@@ -1528,6 +1535,7 @@ static void test_attention_graph(struct env *e)
 			tbuf_upload(&ab.q);
 			tbuf_upload(&ab.k);
 			tbuf_upload(&ab.v);
+			memset(dsplit_out, 0, sizeof dsplit_out);
 			for (int ii = 0; ii < nimpl; ii++) {
 				const char *iname = inames[ii];
 				const int impl = impl_named(OP_ATTENTION, iname);
@@ -1567,7 +1575,9 @@ static void test_attention_graph(struct env *e)
 				   iname, dtype_name(dt), (long long)cfg->S, (long long)cfg->D);
 				if (rc != 0) {
 					diag("  %s", msg);
-					tap_skip(nkv, "no graph to replay");
+					/* dsplit_early's replays and their bits */
+					tap_skip(strcmp(iname, "dsplit_early") == 0 ? 2 * nkv : nkv,
+					         "no graph to replay");
 				}
 				for (int j = 0; rc == 0 && j < nkv; j++) {
 					int32_t kv32 = kvs[j];
@@ -1603,6 +1613,21 @@ static void test_attention_graph(struct env *e)
 					   "kv_len %d", iname, dtype_name(dt), (long long)cfg->S, (int)kv32);
 					if (!pass)
 						diag("  %s", why);
+					if (err != cudaSuccess) {
+						free(got);
+						got = NULL;
+					}
+					if (strcmp(iname, "dsplit") == 0) {
+						dsplit_out[j] = got;
+						continue;
+					}
+					if (strcmp(iname, "dsplit_early") == 0) {
+						ok(got != NULL && dsplit_out[j] != NULL &&
+						   memcmp(got, dsplit_out[j], ab.out.bytes) == 0,
+						   "attention graph-safe dsplit_early %s S %lld heads %lld: "
+						   "dsplit's bits at device kv_len %d", dtype_name(dt),
+						   (long long)cfg->S, (long long)cfg->H, (int)kv32);
+					}
 					free(got);
 				}
 				if (exec)
@@ -1612,6 +1637,8 @@ static void test_attention_graph(struct env *e)
 				if (scratch)
 					CK(cudaFree(scratch));
 			}
+			for (int j = 0; j < nkv; j++)
+				free(dsplit_out[j]);
 			attn_bufs_free(&ab);
 		}
 	}
@@ -4013,7 +4040,7 @@ static void test_attention_new_rows(struct env *e)
 
 		static const char *const inames[] = { "split", "cluster", "split_early",
 			                              "cluster_early", "cluster4", "cluster2",
-			                              "cluster8", "dsplit" };
+			                              "cluster8", "dsplit", "dsplit_early" };
 		for (int ii = 0; ii < (int)(sizeof inames / sizeof inames[0]); ii++) {
 			const int impl = impl_named(OP_ATTENTION, inames[ii]);
 			for (int gs = 0; gs < 2; gs++) {
