@@ -288,6 +288,7 @@ int cmd_parse_var(const struct cmd_entry *entry, const char *opt, char *arg,
 	r[*n].name = arg;
 	r[*n].start = v[0];
 	r[*n].limit = v[1];
+	r[*n].step = 0;
 	(*n)++;
 	return 0;
 bad:

@@ -1102,6 +1102,7 @@ int engine_set_vars(struct engine *e, const struct engine_var_range *r, uint32_t
 		uint32_t i = plan_find_var(e->plan, r[k].name);
 		e->vars[i].start = r[k].start;
 		e->vars[i].limit = r[k].limit;
+		e->vars[i].step = r[k].step > 0 ? r[k].step : plan_get_var(e->plan, i)->step;
 	}
 	return 0;
 }

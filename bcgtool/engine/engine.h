@@ -260,6 +260,8 @@ const struct plan_var *engine_var(const struct engine *e, uint32_t i);
 struct engine_var_range {
 	const char *name;
 	int64_t     start, limit;
+	int64_t     step;       /* from one step's value to the next; 0: the
+	                           plan's var's */
 };
 #define ENGINE_VAR_RANGES_MAX 16
 

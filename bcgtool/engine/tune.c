@@ -216,14 +216,9 @@ static int tune_take(struct engine *e, plan_t *plan, uint32_t vi, uint32_t op,
 	                   sc->impl, e->be->name);
 }
 
-int64_t tune_var_alone(const struct engine_var_range *r)
-{
-	return r->start + (r->limit - r->start) / 2;
-}
-
 /* The vars as the tuner times with them (capture --tune-var): each range
- * of O whole, or (MIDDLE) pinned to its middle value. Nothing without
- * ranges. */
+ * of O whole, a stride apart (tune_var_stride), or (MIDDLE) pinned to its
+ * middle value. Nothing without ranges. */
 static int tune_vars(struct engine *e, const struct tune_opts *o, int middle,
                      struct engine_error *err)
 {
@@ -236,8 +231,14 @@ static int tune_vars(struct engine *e, const struct tune_opts *o, int middle,
 		                   ENGINE_VAR_RANGES_MAX);
 	for (uint32_t k = 0; k < o->nvars; k++) {
 		r[k] = o->vars[k];
-		if (middle)
+		if (middle) {
 			r[k].start = r[k].limit = tune_var_alone(&o->vars[k]);
+		} else {
+			/* a var the plan lacks: engine_set_vars says so */
+			const uint32_t i = plan_find_var(e->plan, r[k].name);
+			if (i != PLAN_NONE)
+				r[k].step = tune_var_stride(&r[k], plan_get_var(e->plan, i)->step);
+		}
 	}
 	return engine_set_vars(e, r, o->nvars, err);
 }

@@ -66,8 +66,9 @@ struct tune_opts {
 	                         the vars take while the tuner times, each range
 	                         inside the plan's (engine_check_vars): alone at
 	                         its middle value, in the step over the whole of
-	                         it from its start; the plan's again after. NULL
-	                         (NVARS 0): the plan's schedules throughout */
+	                         it, a stride apart (tune_var_stride); the
+	                         plan's again after. NULL (NVARS 0): the plan's
+	                         schedules throughout */
 	uint32_t nvars;
 };
 
@@ -111,15 +112,36 @@ struct tune_step_report {
 
 void tune_cache_release(struct tune_cache *cache);
 
+/* The value a --tune-var range R holds while ops are timed alone: its
+ * middle (rounded down). */
+static inline int64_t tune_var_alone(const struct engine_var_range *r)
+{
+	return r->start + (r->limit - r->start) / 2;
+}
+
+/* The stride of a --tune-var range R in the steps of --tune-step, for a
+ * var whose plan steps by PLAN_STEP (0, a constant: by 1): the multiple of
+ * it, at least one, that spreads a turn's TUNE_STEP_STEPS timed steps
+ * over the whole range, rounded up so that they reach both its ends (the
+ * values wrap after its limit, as plan_var_value wraps them). A var stepping by its plan's step would be
+ * timed at its first TUNE_STEP_WARMUP + TUNE_STEP_STEPS values only: of
+ * kv_len 108..1108, 108 to 167, where attention's rows are one round of
+ * its loads and a form that differs past it (dsplit_early) differs in
+ * nothing. */
+static inline int64_t tune_var_stride(const struct engine_var_range *r, int64_t plan_step)
+{
+	const int64_t unit = plan_step > 0 ? plan_step : 1;
+	const int64_t per = unit * TUNE_STEP_STEPS;
+	const int64_t k = (r->limit - r->start + per) / per;   /* ceil(span / per) */
+
+	return unit * (k > 1 ? k : 1);
+}
+
 /* Choose for every op of variant VI of e->plan (which must be the plan
  * being captured, with e->use_choices set) that has two or more usable
  * implementations, and record the choices in the plan. Leaves the
  * tensors it ran over in any state: reset before the reference. OPS_TUNED,
  * when not NULL, receives how many ops got a choice. */
-/* The value a --tune-var range R holds while ops are timed alone: its
- * middle (rounded down). */
-int64_t tune_var_alone(const struct engine_var_range *r);
-
 int tune_variant(struct engine *e, plan_t *plan, uint32_t vi, const struct tune_opts *o,
                  struct tune_cache *cache, uint32_t *ops_tuned, struct engine_error *err);
 
