@@ -177,7 +177,7 @@ struct backend_ops {
 	int         (*impl_usable)(const struct op_call *call, int impl);
 	int         (*impl_default)(const struct op_call *call);
 	/* Whether implementation IMPL of op kind ID is fast only at lengths
-	 * like those it is timed at (attention's dsplit, for rows of one
+	 * like those it is timed at (attention's dsplit forms, for rows of one
 	 * round): the tuner weighs it only where capture --tune-var gives the
 	 * values the replay will see, never at the script's first ones. NULL:
 	 * none is. */

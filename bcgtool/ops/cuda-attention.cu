@@ -82,6 +82,19 @@
  * blocks are among the launch's first: the step, same choices, 1.3% faster
  * (twenty-eighth session, with the feed writes, which alone gave 0.1%),
  * attention 2.8 us a step less exposed and o and down 11.3 us less.
+ *
+ * "dsplit_early" is dsplit whose long rows, where the launch cuts them in
+ * chunks of one round of the core's loads (64 positions at head_dim 64:
+ * every row of a 2048-position cache at 16 heads on 132 multiprocessors),
+ * load the rows earlier steps wrote before the PDL wait as a short row
+ * does (attn_dsplit_chunk), the same bits as dsplit's. Whether that pays
+ * depends on the kernel before, so the tuner decides in the step. On an
+ * H200 (bench/RESULTS.md, thirty-fourth session), one plan each with every
+ * layer on one form, at positions 108..1108: llama-decode-fuse (after the
+ * fused q|k|v, norm and rope product, 7.7 us) 2.5% faster than with
+ * dsplit; llama-decode (after rope_kv_write's 2.6 us) 1.5% slower, its
+ * attention 0.23 us a layer more exposed and o's rows kernel 0.09. Tuned
+ * over the whole window, both samples then took cluster_early.
  */
 #include "config.h"
 

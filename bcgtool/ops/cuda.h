@@ -113,11 +113,12 @@ int cuda_impl_usable(const struct op_call *call, int impl);
 int cuda_impl_default(const struct op_call *call);
 
 /* Whether implementation IMPL of op ID is for the lengths it is timed at
- * only (backend.h's impl_windowed): attention's dsplit. A row past its
- * one round of positions runs split's way in the same launch, but in the
- * steps measured on an H200 (bench/RESULTS.md, twenty-seventh session) a
- * plan that took it at the script's kv_len 8 replayed 10 to 11% slower at
- * positions 108..1108 than one without it. */
+ * only (backend.h's impl_windowed): attention's dsplit and dsplit_early.
+ * A row past its one round of positions runs split's way in the same
+ * launch, but in the steps measured on an H200 (bench/RESULTS.md,
+ * twenty-seventh session) a plan that took dsplit at the script's kv_len
+ * 8 replayed 10 to 11% slower at positions 108..1108 than one without
+ * it. */
 int cuda_impl_windowed(enum op_id id, int impl);
 
 /* What CALL runs untuned instead of IMPL where the plan shares
