@@ -5,7 +5,8 @@ The tuner times each op alone at a var'"'"'s start unless told otherwise,
 and the step (--tune-step) from there on: for a decode script, kv_len 8
 and on, where a replay may run at positions 32 to 159 or 1000 on. With
 --tune-var NAME=A:B it times alone at the range'"'"'s middle and in the
-step from A; the reference and the verification keep the script'"'"'s
+step over the whole range, a stride apart (t/unit/tune-vars); the
+reference and the verification keep the script'"'"'s
 values. decoder_layer has two host implementations and holds its
 attention, so its time alone grows with kv_len: a tiny Llama-3.2-1B
 layer sample (hidden 64, 4/2 heads of 16, 8192 cache positions) times it
