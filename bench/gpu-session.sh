@@ -317,7 +317,10 @@
 #             same work (one with an experiment's switch off) replaying one
 #             plan ran within 0.15% of each other (thirty-third session),
 #             two captures of the same choices up to 2.2% apart
-#             (thirty-second): one plan takes the second out
+#             (thirty-second): one plan takes the second out. On an H200
+#             (thirty-fourth session) two branches were built 15 s after
+#             this tree (--build-trees beside .gpu/run) and the stage took
+#             80 s.
 #   boundary  what a replay puts between two steps' graphs costs
 #             (bench/step-boundary.cu, built here with nvcc): a time stamp,
 #             the feeds as copies, as memops in one batch or three, as a
