@@ -198,6 +198,18 @@ __device__ __forceinline__ void attn_core_update(const float (&qr)[EPL], const T
 	m = mn;
 }
 
+/* attn_core_accumulate's loop for groups of LPR lanes holding EPL
+ * elements each: KB positions in flight a group, GPW groups a warp, STEP
+ * positions a warp an iteration, ROUND positions the block's warps an
+ * iteration (one round of its loads). */
+template <int LPR, int EPL>
+struct attn_core_geom {
+	static constexpr int KB = EPL <= 8 ? 4 : 2;
+	static constexpr int GPW = 32 / LPR;
+	static constexpr int STEP = GPW * KB;
+	static constexpr int ROUND = STEP * ATTN_CORE_WARPS;
+};
+
 /*
  * The calling lane's group's share of positions [START, END) against the
  * query QR (its lane's elements), into (m, l, acc), scores times SCALE2
@@ -210,14 +222,13 @@ __device__ __forceinline__ void attn_core_accumulate(const Src &src, const float
                                                      float scale2, float &m, float &l,
                                                      float (&acc)[EPL])
 {
-	constexpr int KB = EPL <= 8 ? 4 : 2;    /* positions in flight a group */
-	constexpr int GPW = 32 / LPR;           /* groups a warp */
-	constexpr int STEP = GPW * KB;          /* positions a warp an iteration */
+	using G = attn_core_geom<LPR, EPL>;
+	constexpr int KB = G::KB, GPW = G::GPW, STEP = G::STEP;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int grp = lane / LPR, sub = lane % LPR;
 
 	for (int64_t j0 = start + (int64_t)warp * STEP; j0 < end;
-	     j0 += (int64_t)ATTN_CORE_WARPS * STEP) {
+	     j0 += (int64_t)G::ROUND) {
 		T kr[KB][EPL], vr[KB][EPL];
 		bool ok[KB];
 		/* Every lane loads, whatever its position: one past the range

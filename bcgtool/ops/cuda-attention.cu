@@ -426,15 +426,6 @@ struct attn_dsplit_round {
 	}
 };
 
-/* The positions a core block covers in one iteration of
- * attn_core_accumulate: a chunk of at most this many is one round of its
- * loads. */
-template <int LPR, int EPL>
-__host__ __device__ constexpr int attn_chunk_round()
-{
-	return (EPL <= 8 ? 4 : 2) * (32 / LPR) * ATTN_CORE_WARPS;
-}
-
 /* Split SPLIT of NACT (of NSPLIT) of a row of L positions, whose chunk
  * (CHUNK positions) is one round of attn_core_accumulate: the same
  * positions a lane, the same update and the same finish as
@@ -449,9 +440,8 @@ __device__ __forceinline__ void attn_dsplit_chunk(const Src &src, const T *q_row
                                                   const struct attn_core_scratch &sc,
                                                   unsigned *counters)
 {
-	constexpr int KB = EPL <= 8 ? 4 : 2;    /* as attn_core_accumulate */
-	constexpr int GPW = 32 / LPR;
-	constexpr int STEP = GPW * KB;
+	using G = attn_core_geom<LPR, EPL>;
+	constexpr int KB = G::KB, GPW = G::GPW, STEP = G::STEP;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int grp = lane / LPR, sub = lane % LPR;
 	const int64_t start = (int64_t)split * chunk;
@@ -511,7 +501,7 @@ __device__ __forceinline__ void attn_dsplit_chunk(const Src &src, const T *q_row
  * chunks of it and the last to finish merges them (attn_core_block, the
  * scratch and the counters), so a row past the round is not one block's
  * loop; the other blocks return before the wait. EARLY ("dsplit_early"):
- * a chunk of one round of the core's loads (attn_chunk_round: 64
+ * a chunk of one round of the core's loads (attn_core_geom's ROUND: 64
  * positions at head_dim 64, the chunk a graph-safe launch cuts wherever
  * its splits are enough: on 132 multiprocessors, at 16 heads for every
  * row of a 2048-position cache, at 32 heads up to 1024) loads the rows
@@ -551,7 +541,7 @@ bcg_attention_dsplit_kernel(const T *q, const T *k, const T *v, T *out,
 		if (split >= nact)
 			return;
 		if constexpr (EARLY) {
-			if (chunk <= attn_chunk_round<LPR, EPL>()) {
+			if (chunk <= attn_core_geom<LPR, EPL>::ROUND) {
 				int64_t old = kv - new_rows;
 				old = old < 0 ? 0 : old;
 				attn_dsplit_chunk<T, LPR, EPL, VEC>(src, q + th * D, L, old, chunk,
