@@ -123,11 +123,11 @@ static inline int64_t tune_var_alone(const struct engine_var_range *r)
  * var whose plan steps by PLAN_STEP (0, a constant: by 1): the multiple of
  * it, at least one, that spreads a turn's TUNE_STEP_STEPS timed steps
  * over the whole range, rounded up so that they reach both its ends (the
- * values wrap after its limit, as plan_var_value wraps them). A var stepping by its plan's step would be
- * timed at its first TUNE_STEP_WARMUP + TUNE_STEP_STEPS values only: of
- * kv_len 108..1108, 108 to 167, where attention's rows are one round of
- * its loads and a form that differs past it (dsplit_early) differs in
- * nothing. */
+ * values wrap after its limit, as plan_var_value wraps them). A var
+ * stepping by its plan's step would be timed at its first
+ * TUNE_STEP_WARMUP + TUNE_STEP_STEPS values only: of kv_len 108..1108,
+ * 108 to 167, where attention's rows are one round of its loads and a
+ * form that differs past it (dsplit_early) differs in nothing. */
 static inline int64_t tune_var_stride(const struct engine_var_range *r, int64_t plan_step)
 {
 	const int64_t unit = plan_step > 0 ? plan_step : 1;
