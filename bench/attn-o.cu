@@ -52,7 +52,7 @@
 
 namespace cg = cooperative_groups;
 
-#include "bench-cuda.h"            /* CHECK, bench_fill, bench_graph_us */
+#include "bench-cuda.h"            /* CHECK, bench_fill, bench_capture, bench_graph_us */
 
 #define HID    1024             /* hidden */
 #define NH     16               /* heads, one kv head each */
@@ -389,15 +389,8 @@ static __half *alloc_fill(int64_t n, uint32_t seed, float scale)
 static cudaGraphExec_t capture(cudaStream_t s, const std::vector<layer> &ls, const bufs &b,
                                int len, bool fused)
 {
-	cudaGraph_t g;
-	cudaGraphExec_t e;
-
-	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	step(s, ls, b, len, fused);
-	CHECK(cudaStreamEndCapture(s, &g));
-	CHECK(cudaGraphInstantiate(&e, g, 0));
-	CHECK(cudaGraphDestroy(g));
-	return e;
+	return bench_capture(s, cudaStreamCaptureModeGlobal,
+	                     [&](cudaStream_t c) { step(c, ls, b, len, fused); });
 }
 
 /* The residual after one step of each form from the same start: the

@@ -1,10 +1,12 @@
 /*
- * bench/bench-cuda.h - what the standalone CUDA benches (bench/*.cu) share.
+ * bench/bench-cuda.h - what the standalone CUDA benches (the .cu files of
+ * bench/) share.
  *
  * CHECK(call): a CUDA runtime call that must succeed; when it fails, the
  * program says where (the bench's file and line), which call and CUDA's
  * reason, and ends with status 1. bench_fill: reproducible inputs.
- * bench_graph_us: a graph's time a launch.
+ * bench_capture: a stream's work as an executable graph. bench_graph_us:
+ * a graph's time a launch.
  */
 #ifndef BENCH_CUDA_H
 #define BENCH_CUDA_H
@@ -41,6 +43,23 @@ __global__ void bench_fill(T *p, int64_t n, uint32_t seed, float scale)
 		h ^= h >> 13;
 		p[i] = T(((float)(h & 0xffff) / 65536.0f - 0.5f) * scale);
 	}
+}
+
+/* The executable graph of what RECORD(S) enqueues on S, captured in MODE
+ * (the graph itself destroyed once instantiated). */
+template <typename F>
+static inline cudaGraphExec_t bench_capture(cudaStream_t s, cudaStreamCaptureMode mode,
+                                            F record)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t e;
+
+	CHECK(cudaStreamBeginCapture(s, mode));
+	record(s);
+	CHECK(cudaStreamEndCapture(s, &g));
+	CHECK(cudaGraphInstantiate(&e, g, 0));
+	CHECK(cudaGraphDestroy(g));
+	return e;
 }
 
 /* The median over 5 rounds of STEPS launches of E on S, after WARMUP

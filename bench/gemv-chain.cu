@@ -60,7 +60,7 @@
 
 typedef __nv_bfloat16 bf16;
 
-#include "bench-cuda.h"            /* CHECK */
+#include "bench-cuda.h"            /* CHECK, bench_capture */
 
 enum { L = 16, H = 2048, QKV = 3072, F = 8192, V = 128256 };
 enum { EPI_STORE = 0, EPI_ADD = 1, EPI_SILU = 2, EPI_F32 = 3 };
@@ -852,12 +852,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		const design &d = designs[di];
-		cudaGraph_t g;
-		cudaGraphExec_t ge;
-		CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-		record_step(s, d, m, att_cycles);
-		CHECK(cudaStreamEndCapture(s, &g));
-		CHECK(cudaGraphInstantiate(&ge, g, 0));
+		cudaGraphExec_t ge = bench_capture(s, cudaStreamCaptureModeThreadLocal,
+		                                   [&](cudaStream_t r) { record_step(r, d, m, att_cycles); });
 		/* one step from the same residual, for the logits */
 		CHECK(cudaMemcpyAsync(m.h, h0, H * sizeof(bf16), cudaMemcpyDeviceToDevice, s));
 		CHECK(cudaGraphLaunch(ge, s));
@@ -890,7 +886,6 @@ int main(int argc, char **argv)
 			solo(s, d, m, e0, e1);
 		fflush(stdout);
 		CHECK(cudaGraphExecDestroy(ge));
-		CHECK(cudaGraphDestroy(g));
 	}
 	return 0;
 }

@@ -53,7 +53,7 @@
 
 typedef __nv_bfloat16 bf16;
 
-#include "bench-cuda.h"            /* CHECK, bench_fill, bench_graph_us */
+#include "bench-cuda.h"            /* CHECK, bench_fill, bench_capture, bench_graph_us */
 
 #define LAYERS  16
 #define HIDDEN  2048
@@ -310,16 +310,10 @@ static void run_any(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x
 static double time_graph(cudaStream_t s, const std::vector<launch> &ls, const bf16 *x, int M,
                          const config &c, int steps)
 {
-	cudaGraph_t g;
-	cudaGraphExec_t ge;
-
-	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-	run_any(s, ls, x, M, c);
-	CHECK(cudaStreamEndCapture(s, &g));
-	CHECK(cudaGraphInstantiate(&ge, g, 0));
+	cudaGraphExec_t ge = bench_capture(s, cudaStreamCaptureModeThreadLocal,
+	                                   [&](cudaStream_t r) { run_any(r, ls, x, M, c); });
 	const double us = bench_graph_us(s, ge, steps, 20);
 	CHECK(cudaGraphExecDestroy(ge));
-	CHECK(cudaGraphDestroy(g));
 	return us;
 }
 

@@ -69,7 +69,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "bench-cuda.h"            /* CHECK */
+#include "bench-cuda.h"            /* CHECK, bench_capture, bench_graph_us */
 
 enum { EPI_NONE = 0, EPI_ADD = 1, EPI_SILU = 2 };
 
@@ -917,37 +917,14 @@ static double timed(const model &md, const config *c, const weights<T> &w, const
                     int steps, int only)
 {
 	cudaStream_t st;
-	cudaGraph_t g;
-	cudaGraphExec_t ge;
 	CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 	cublasSetStream(g_cublas, st);
-	CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-	enqueue(md, c, w, b, M, st, only);
-	CHECK(cudaStreamEndCapture(st, &g));
-	CHECK(cudaGraphInstantiate(&ge, g, 0));
-	cudaEvent_t e0, e1;
-	CHECK(cudaEventCreate(&e0));
-	CHECK(cudaEventCreate(&e1));
-	for (int i = 0; i < 10; i++)
-		CHECK(cudaGraphLaunch(ge, st));
-	std::vector<double> r;
-	for (int round = 0; round < 5; round++) {
-		CHECK(cudaEventRecord(e0, st));
-		for (int i = 0; i < steps; i++)
-			CHECK(cudaGraphLaunch(ge, st));
-		CHECK(cudaEventRecord(e1, st));
-		CHECK(cudaEventSynchronize(e1));
-		float ms;
-		CHECK(cudaEventElapsedTime(&ms, e0, e1));
-		r.push_back(ms * 1000.0 / steps);
-	}
-	std::sort(r.begin(), r.end());
+	cudaGraphExec_t ge = bench_capture(st, cudaStreamCaptureModeThreadLocal,
+	                                   [&](cudaStream_t s) { enqueue(md, c, w, b, M, s, only); });
+	const double us = bench_graph_us(st, ge, steps, 10);
 	CHECK(cudaGraphExecDestroy(ge));
-	CHECK(cudaGraphDestroy(g));
-	CHECK(cudaEventDestroy(e0));
-	CHECK(cudaEventDestroy(e1));
 	CHECK(cudaStreamDestroy(st));
-	return r[2];
+	return us;
 }
 
 template <typename T>
