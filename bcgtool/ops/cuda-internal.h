@@ -832,8 +832,9 @@ __device__ __forceinline__ uint4 cuda_narrow16(const float (&f)[16 / sizeof(T)])
 
 /* One round of 16-byte units: ACC[s][m] += the products of weight pieces
  * WV[i][s] and token pieces XV[i][m], unit i by unit i, in element order.
- * The sum's order is the gemv's (cuda-smallm.cu) and the experts' gate|up
- * (cuda_dot16_rows, below): both call it, so their bits agree. */
+ * The sum's order is the gemv's (cuda-smallm.cu), the experts' gate|up
+ * (cuda_dot16_rows, below) and their down at one token (cuda-moe.cu): all
+ * call it, so their bits agree. */
 template <typename T, int S, int M, int UN>
 __device__ __forceinline__ void cuda_dot16_round(const uint4 (&wv)[UN][S],
                                                  const uint4 (&xv)[UN][M], float (&acc)[S][M])

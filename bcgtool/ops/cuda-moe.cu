@@ -1016,14 +1016,16 @@ bcg_moe_down_small_kernel(const T *dn, const int32_t *ids, const void *w, int dt
 	if (ex >= 0 && ex < e) {
 		const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 		const T *wrow[R], *arow = act + p * inter;
-		float acc[R];
+		float acc[R][1];
 #pragma unroll
 		for (int r = 0; r < R; r++) {
 			wrow[r] = dn + ((int64_t)ex * h + (i0 + r < h ? i0 + r : h - 1)) * inter;
-			acc[r] = 0.0f;
+			acc[r][0] = 0.0f;
 		}
+		/* one token's row against R weight rows: the gemv's round with
+		 * M = 1, so the sums run in its order */
 		for (int64_t u = lane; u < units; u += 32 * U) {
-			uint4 wv[U][R], av[U];
+			uint4 wv[U][R], av[U][1];
 #pragma unroll
 			for (int i = 0; i < U; i++) {
 				const int64_t ui = u + 32 * i;
@@ -1034,25 +1036,14 @@ bcg_moe_down_small_kernel(const T *dn, const int32_t *ids, const void *w, int dt
 #pragma unroll
 			for (int i = 0; i < U; i++) {
 				const int64_t ui = u + 32 * i;
-				av[i] = ui < units ? *reinterpret_cast<const uint4 *>(arow + ui * V) : zero;
+				av[i][0] = ui < units ? *reinterpret_cast<const uint4 *>(arow + ui * V)
+				                      : zero;
 			}
-#pragma unroll
-			for (int i = 0; i < U; i++) {
-				float af[V];
-				cuda_widen16<T>(av[i], af);
-#pragma unroll
-				for (int r = 0; r < R; r++) {
-					float wf[V];
-					cuda_widen16<T>(wv[i][r], wf);
-#pragma unroll
-					for (int c = 0; c < V; c++)
-						acc[r] = fmaf(wf[c], af[c], acc[r]);
-				}
-			}
+			cuda_dot16_round<T, R, 1, U>(wv, av, acc);
 		}
 #pragma unroll
 		for (int r = 0; r < R; r++) {
-			float y = cuda_warp_sum(acc[r]);
+			float y = cuda_warp_sum(acc[r][0]);
 			if (lane == 0)
 				yv[q][r] = cuda_to_f32(cuda_from_f32<T>(y));
 		}
