@@ -39,8 +39,9 @@
  * split 0 always records it. Both give the same bits.
  *
  * Splitting (attn_core_plan). Rows are cut into chunks of at most
- * ATTN_CORE_MAX_CHUNK positions whatever the number of (t, h) pairs, so a
- * long row never holds the launch up behind one block; when there are few
+ * ATTN_CORE_MAX_CHUNK positions (or the caller's own bound: paged
+ * attention's is longer) whatever the number of (t, h) pairs, so a long
+ * row never holds the launch up behind one block; when there are few
  * pairs, into smaller chunks (down to ATTN_CORE_MIN_CHUNK) to give the
  * device about four blocks a multiprocessor. A launch sized for more
  * positions than a row has (the graph-safe forms, sized by the captured
@@ -493,10 +494,13 @@ inline int64_t attn_core_round_up(int64_t a, int64_t b)
 }
 
 /* Splits and chunk for rows of at most L positions over TH (row, head)
- * pairs, aiming at TARGET blocks (top of file). L < 1: one split of none,
- * which writes zeros. The split count never falls as TARGET grows, so the
- * plan at ATTN_CORE_BLOCKS_CAP bounds every device's. */
-inline void attn_core_plan(int64_t L, int64_t th, int64_t target, int *nsplit, int64_t *chunk)
+ * pairs, aiming at TARGET blocks (top of file), chunks of at most
+ * MAX_CHUNK positions (a multiple of ATTN_CORE_CHUNK_ROUND). L < 1: one
+ * split of none, which writes zeros. The split count never falls as
+ * TARGET grows, so the plan at ATTN_CORE_BLOCKS_CAP bounds every
+ * device's. */
+inline void attn_core_plan(int64_t L, int64_t th, int64_t target, int *nsplit, int64_t *chunk,
+                           int64_t max_chunk = ATTN_CORE_MAX_CHUNK)
 {
 	int64_t ns, c;
 
@@ -509,8 +513,8 @@ inline void attn_core_plan(int64_t L, int64_t th, int64_t target, int *nsplit, i
 	c = attn_core_round_up(attn_core_ceil_div(L, ns < 1 ? 1 : ns), ATTN_CORE_CHUNK_ROUND);
 	if (c < ATTN_CORE_MIN_CHUNK)
 		c = ATTN_CORE_MIN_CHUNK;
-	if (c > ATTN_CORE_MAX_CHUNK)
-		c = ATTN_CORE_MAX_CHUNK;
+	if (c > max_chunk)
+		c = max_chunk;
 	if (attn_core_ceil_div(L, c) > ATTN_CORE_MAX_SPLITS)
 		c = attn_core_round_up(attn_core_ceil_div(L, ATTN_CORE_MAX_SPLITS),
 		                       ATTN_CORE_CHUNK_ROUND);
@@ -526,14 +530,14 @@ inline int64_t attn_core_target(int sm_count)
 	return target > ATTN_CORE_BLOCKS_CAP ? ATTN_CORE_BLOCKS_CAP : target;
 }
 
-/* The most splits any launch over at most L positions can take on any
- * device. */
-inline int attn_core_splits_bound(int64_t L, int64_t th)
+/* The most splits any launch over at most L positions, in chunks of at
+ * most MAX_CHUNK, can take on any device. */
+inline int attn_core_splits_bound(int64_t L, int64_t th, int64_t max_chunk = ATTN_CORE_MAX_CHUNK)
 {
 	int nsplit;
 	int64_t chunk;
 
-	attn_core_plan(L, th, ATTN_CORE_BLOCKS_CAP, &nsplit, &chunk);
+	attn_core_plan(L, th, ATTN_CORE_BLOCKS_CAP, &nsplit, &chunk, max_chunk);
 	return nsplit;
 }
 

@@ -17,22 +17,21 @@
  * shape follows the batch; the graph-safe form by MB * BS, the most a
  * request can hold, and one captured launch serves every batch: the
  * splits past a row's length exit at once. Either way a row is cut into
- * chunks of at most ATTN_CORE_MAX_CHUNK positions, so the longest request
- * of a batch does not hold the launch up behind one block.
+ * chunks of at most PATTN_MAX_CHUNK positions, so the longest request of a
+ * batch does not hold the launch up behind one block.
  *
- * Three forms of the kernel, chosen at launch (pattn_launcher::run):
- *  - pair-major (block = pair * nsplit + split), everything read after the
- *    PDL wait: where the (row, head) pairs fill the device;
+ * Two orders of the blocks, chosen at launch (pattn_launcher::run):
+ *  - pair-major (block = pair * nsplit + split): where the (row, head)
+ *    pairs fill the device;
  *  - split-major (block = split * pairs + pair), so that the pairs' first
  *    splits spread over every multiprocessor, where the pairs are few
- *    (pattn_split_major);
- *  - split-major, the metadata read before the PDL wait, where the
- *    lengths, query starts and block table are the host's feeds
- *    (op_call.ready_in): the search, the length and the block ids then
- *    overlap the kernel before, and the splits past a row exit without
- *    waiting; only q and the caches, which the kernel before writes, wait.
- * Each form is its own instance of the core, so the pair-major one is, to
- * the instruction, the kernel measured before the other two existed.
+ *    (pattn_split_major).
+ * Either reads the metadata before the PDL wait where the lengths, query
+ * starts and block table are the host's feeds (op_call.ready_in): the
+ * search, the length and the block ids then overlap the kernel before,
+ * and the splits past a row exit without waiting; only q and the caches,
+ * which the kernel before writes, wait. Otherwise everything is read
+ * after the wait. Each form is its own instance of the core.
  *
  * Measured and not kept (bench/RESULTS.md, 2026-11-27, twelfth session;
  * the code is on the branch staged-attention): a block for every head of
@@ -46,6 +45,12 @@
  * and the pairs short of the device's target (a short row over several
  * splits when the pairs are few): the serving step 1.000, 1.018, 1.015 of
  * the host's chunks at 16, 32, 64 requests, the decode-heavy trace 0.988.
+ * Thirty-fifth session: each round's loads issued before the round before
+ * is scored, from two sets of registers (128 registers a thread, 4 blocks
+ * a multiprocessor): the serving step 1.16 times as long at 64 requests;
+ * a round's 16 positions' cache block found once (80 registers, or 64
+ * with spills held off by the launch bounds): 1 to 2% slower at 16 and 32
+ * requests, the trace 1.6% slower (bench/RESULTS.md).
  */
 #include "config.h"
 
@@ -87,7 +92,21 @@ struct pattn_rows {
 	}
 };
 
-/* The most block ids a chunk stages in shared memory. */
+/*
+ * The longest chunk: a row of up to this many positions is one block,
+ * with nothing to merge. Four times the core's ATTN_CORE_MAX_CHUNK: where
+ * the pairs fill the device (64 requests of 16 heads) a graph-safe launch
+ * sized for 1024 positions is then 1024 blocks, not 4096 of which three
+ * in four exit after the search. Measured on an H200 (bench/RESULTS.md,
+ * thirty-fifth session): the serving step at 64 requests 0.906 of the
+ * step with chunks of 256 (the launch 15.4 us against 23.1 under Nsight
+ * Compute, DRAM 36% busy against 24%), 0.969 and 0.980 at 16 and 32;
+ * chunks of 512 gave 0.925 at 64.
+ */
+#define PATTN_MAX_CHUNK 1024
+
+/* The most block ids a chunk stages in shared memory: a chunk's, for
+ * blocks of 16 positions or more. */
 #define PATTN_STAGED_IDS 64
 
 struct pattn_args {
@@ -239,7 +258,8 @@ extern "C" size_t cuda_paged_attention_scratch_bytes(const struct op_call *call)
 	/* The most splits any launch can take: the graph-safe form's, at the
 	 * largest target, on any device. */
 	return cuda_scratch_with_counters(attn_core_scratch_for(sh.th,
-	                                  attn_core_splits_bound(sh.cap, sh.th), sh.D));
+	                                  attn_core_splits_bound(sh.cap, sh.th, PATTN_MAX_CHUNK),
+	                                  sh.D));
 }
 
 int cuda_paged_attention_usable(const struct op_call *call, int impl)
@@ -331,12 +351,12 @@ struct pattn_launcher {
 		                                          pl->sh.th, pl->a.nsplit, pl->sh.D, msg, len);
 	}
 
-	/* Split-major where the pairs are few (pattn_split_major), and there
-	 * the metadata read before the PDL wait when it is in place: that
-	 * pair was measured faster at 16 and 32 requests. Where the pairs fill
-	 * the device the kernel is the pair-major one that reads after its
-	 * wait, whose step and trace the others did not beat in one lease
-	 * (bench/RESULTS.md, eighteenth session). */
+	/* Split-major where the pairs are few (pattn_split_major), and in
+	 * either order the metadata read before the PDL wait when it is in
+	 * place: split-major so was measured faster at 16 and 32 requests
+	 * (eighteenth session), pair-major at 64 (the serving step 0.978 of
+	 * the form that reads after its wait, the trace 1.018; thirty-fifth
+	 * session, bench/RESULTS.md). */
 	template <int LPR, int EPL, bool VEC>
 	int run() const
 	{
@@ -345,7 +365,8 @@ struct pattn_launcher {
 			(const void *)bcg_paged_attention_kernel<T, LPR, EPL, VEC, false, false>, occupancy);
 
 		if (!pattn_split_major(pl->sh.th, (int64_t)per_sm * pl->ctx->sm_count))
-			return launch<LPR, EPL, VEC, false, false>();
+			return pl->early ? launch<LPR, EPL, VEC, false, true>()
+			                 : launch<LPR, EPL, VEC, false, false>();
 		if (pl->early)
 			return launch<LPR, EPL, VEC, true, true>();
 		return launch<LPR, EPL, VEC, true, false>();
@@ -407,7 +428,8 @@ extern "C" int cuda_run_paged_attention(const struct op_call *call,
 	L = pl.sh.cap;
 	if (!call->graph_safe && call->batch != NULL && (int64_t)call->batch->max_seq_len < L)
 		L = call->batch->max_seq_len;
-	attn_core_plan(L, pl.sh.th, attn_core_target(ctx->sm_count), &pl.a.nsplit, &pl.a.chunk);
+	attn_core_plan(L, pl.sh.th, attn_core_target(ctx->sm_count), &pl.a.nsplit, &pl.a.chunk,
+	               PATTN_MAX_CHUNK);
 
 	need = cuda_scratch_with_counters(attn_core_scratch_for(pl.sh.th, pl.a.nsplit, pl.sh.D));
 	if (need > 0) {

@@ -1438,8 +1438,9 @@ static void test_paged_attention(struct env *e)
 		{ 4, 2, 64, 200, 16, 16, 2, 1, 1, 4 },     /* misaligned: element loads */
 		{ 2, 2, 256, 100, 16, 8, 1, 1, 0, 0 },
 		{ 4, 4, 64, 200, 12, 40, 3, 1, 1, 0 },     /* BS not a power of two */
-		/* BS 2: at sm_count 1, chunks of 256 positions span 129 block ids,
-		 * more than the kernel stages in shared memory */
+		/* BS 2: at sm_count 1, a row is one chunk of up to 600 positions
+		 * over up to 300 block ids, more than the kernel stages in shared
+		 * memory */
 		{ 2, 2, 64, 1300, 2, 300, 2, 1, 1, 0 },
 		{ 40, 8, 64, 200, 16, 8, 2, 1, 0, 0 },     /* 40 heads, GQA 5:1 */
 		{ 24, 8, 128, 300, 12, 24, 4, 2, 1, 0 },   /* GQA 3:1, 4 KiB cache rows */
@@ -1457,9 +1458,9 @@ static void test_paged_attention(struct env *e)
 				for (int smi = 0; smi < 6; smi++) {
 					/* smi 3 to 5: smi 0 to 2 with the metadata marked as
 					 * fed before the step (op_call.ready_in), launched with
-					 * PDL: where the launch goes split-major (few pairs on
-					 * the device's multiprocessors, not sm_count 1) the
-					 * kernel reads it before its PDL wait */
+					 * PDL: the kernel reads it before its PDL wait, in
+					 * either block order (split-major: few pairs on the
+					 * device's multiprocessors; pair-major: sm_count 1) */
 					const int early = smi >= 3;
 					tcase_init(&c, OP_PAGED_ATTENTION, 6, 1);
 					c.in[PATTN_Q] = &pb.q;
