@@ -45,12 +45,14 @@
  * and the pairs short of the device's target (a short row over several
  * splits when the pairs are few): the serving step 1.000, 1.018, 1.015 of
  * the host's chunks at 16, 32, 64 requests, the decode-heavy trace 0.988.
- * Thirty-fifth session: each round's loads issued before the round before
- * is scored, from two sets of registers (128 registers a thread, 4 blocks
- * a multiprocessor): the serving step 1.16 times as long at 64 requests;
- * a round's 16 positions' cache block found once (80 registers, or 64
- * with spills held off by the launch bounds): 1 to 2% slower at 16 and 32
- * requests, the trace 1.6% slower (bench/RESULTS.md).
+ * Thirty-fifth session (bench/RESULTS.md; branches exp-pattn-pipe and
+ * exp-pattn-c1024r): each round's loads issued before the round before is
+ * scored, from two sets of registers (128 registers a thread, 4 blocks a
+ * multiprocessor): the serving step 1.16 times as long at 64 requests,
+ * the trace 0.90 of the tokens a second; a round's 16 positions' cache
+ * block found once (80 registers; measured at 64, with launch bounds
+ * asking for 8 blocks a multiprocessor): 1 to 2% slower at 16 and 32
+ * requests, the trace 1.6% slower.
  */
 #include "config.h"
 
@@ -354,9 +356,10 @@ struct pattn_launcher {
 	/* Split-major where the pairs are few (pattn_split_major), and in
 	 * either order the metadata read before the PDL wait when it is in
 	 * place: split-major so was measured faster at 16 and 32 requests
-	 * (eighteenth session), pair-major at 64 (the serving step 0.978 of
-	 * the form that reads after its wait, the trace 1.018; thirty-fifth
-	 * session, bench/RESULTS.md). */
+	 * (eighteenth session), pair-major at 64 (thirty-fifth session,
+	 * bench/RESULTS.md: on a variant, the serving step 0.978 of the same
+	 * kernel reading after its wait, the trace 1.018 times the tokens a
+	 * second). */
 	template <int LPR, int EPL, bool VEC>
 	int run() const
 	{
