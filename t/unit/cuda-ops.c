@@ -1444,6 +1444,10 @@ static void test_paged_attention(struct env *e)
 		{ 2, 2, 64, 1300, 2, 300, 2, 1, 1, 0 },
 		{ 40, 8, 64, 200, 16, 8, 2, 1, 0, 0 },     /* 40 heads, GQA 5:1 */
 		{ 24, 8, 128, 300, 12, 24, 4, 2, 1, 0 },   /* GQA 3:1, 4 KiB cache rows */
+		/* 1280 positions a request: at sm_count 1 request 0's rows are
+		 * two chunks, the kernel's longest (PATTN_MAX_CHUNK) and the
+		 * rest, merged */
+		{ 4, 2, 64, 300, 16, 80, 2, 1, 0, 0 },
 	};
 	const int ncfg = (int)(sizeof cfgs / sizeof cfgs[0]);
 	struct pattn_bufs pb;
