@@ -45,7 +45,7 @@
  * and the pairs short of the device's target (a short row over several
  * splits when the pairs are few): the serving step 1.000, 1.018, 1.015 of
  * the host's chunks at 16, 32, 64 requests, the decode-heavy trace 0.988.
- * Thirty-fifth session (bench/RESULTS.md; branches exp-pattn-pipe and
+ * Thirty-fifth session (bench/RESULTS.md; tags exp-pattn-pipe and
  * exp-pattn-c1024r): each round's loads issued before the round before is
  * scored, from two sets of registers (128 registers a thread, 4 blocks a
  * multiprocessor): the serving step 1.16 times as long at 64 requests,
