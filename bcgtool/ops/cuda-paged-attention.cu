@@ -107,9 +107,11 @@ struct pattn_rows {
  */
 #define PATTN_MAX_CHUNK 1024
 
-/* The most block ids a chunk stages in shared memory: a chunk's, for
- * blocks of 16 positions or more. */
-#define PATTN_STAGED_IDS 64
+/* The most block ids a chunk stages in shared memory: a whole chunk's
+ * where the cache's blocks hold 16 positions or more (a chunk starts at a
+ * multiple of ATTN_CORE_CHUNK_ROUND, 16); beyond, the kernel reads the
+ * table itself. */
+#define PATTN_STAGED_IDS (PATTN_MAX_CHUNK / ATTN_CORE_CHUNK_ROUND)
 
 struct pattn_args {
 	const int32_t *table, *seq_lens, *query_start;
