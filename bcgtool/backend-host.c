@@ -28,7 +28,34 @@ struct backend {
 	int                    share;      /* graphs wait for graph_instantiate */
 	int                    refuse;     /* test hook: refuse every update
 	                                      (BCG_TEST_SHARE=refuse) */
+	char                   nudge_op[128]; /* test hook BCG_TEST_NUDGE=OP:AMOUNT:
+	                                         the op whose output a graph's */
+	float                  nudge;      /* replay changes by this much */
 };
+
+/* BCG_TEST_NUDGE=OP:AMOUNT (bcgtool(1)): in a graph's replay, not in an
+ * eager launch, AMOUNT is added to element 1 of every row of the first
+ * output of the op named OP, as a graph-safe form that sums in another
+ * order changes a full replay's results. */
+static int host_nudge_parse(struct backend *b, char *msg, size_t len)
+{
+	const char *v = getenv("BCG_TEST_NUDGE"), *colon;
+	char *end;
+
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	colon = strrchr(v, ':');
+	if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof b->nudge_op ||
+	    colon[1] == '\0' || (b->nudge = strtof(colon + 1, &end), *end != '\0') ||
+	    b->nudge == 0.0f) {
+		snprintf(msg, len, "BCG_TEST_NUDGE: '%s' is not OP:AMOUNT (an op's name, a "
+		         "number other than 0)", v);
+		return -1;
+	}
+	memcpy(b->nudge_op, v, (size_t)(colon - v));
+	b->nudge_op[colon - v] = '\0';
+	return 0;
+}
 
 /* A shared "executable": the calls of the graph it was last updated to,
  * copied in as an update copies a graph's parameters into a CUDA
@@ -60,6 +87,11 @@ static int host_open(struct backend **out, struct backend_info *info, char *msg,
 	{
 		const char *t = getenv("BCG_TEST_SHARE");
 		b->refuse = t != NULL && strcmp(t, "refuse") == 0;
+	}
+	if (host_nudge_parse(b, msg, len) != 0) {
+		free(b->marks);
+		free(b);
+		return -1;
 	}
 	*out = b;
 	return 0;
@@ -397,6 +429,21 @@ static int host_graph_instantiate(struct backend *b, struct backend_graph *g,
 	return 0;
 }
 
+/* One call of a graph's replay: host_run, then the test hook's nudge. */
+static void host_run_replayed(struct backend *b, const struct op_call *call)
+{
+	host_run(b, call);
+	if (b->nudge_op[0] == '\0' || call->name == NULL || strcmp(call->name, b->nudge_op) != 0 ||
+	    call->nout < 1)
+		return;
+	const struct op_tensor *t = &call->out[0];
+	int64_t rows = op_tensor_rows(t), cols = op_tensor_cols(t);
+	if (t->dtype == PLAN_DTYPE_I32 || cols < 2)
+		return;
+	for (int64_t r = 0; r < rows; r++)
+		host_store(t, r * cols + 1, host_load(t, r * cols + 1) + b->nudge);
+}
+
 static int host_graph_launch(struct backend *b, struct backend_graph *g, char *msg, size_t len)
 {
 	struct backend_exec *x = g->shared;
@@ -412,11 +459,11 @@ static int host_graph_launch(struct backend *b, struct backend_graph *g, char *m
 	}
 	if (x != NULL) {
 		for (uint32_t i = 0; i < x->ncalls; i++)
-			host_run(b, &x->calls[i]);
+			host_run_replayed(b, &x->calls[i]);
 		return 0;
 	}
 	for (uint32_t i = 0; i < g->ncalls; i++)
-		host_run(b, &g->calls[i]);
+		host_run_replayed(b, &g->calls[i]);
 	return 0;
 }
 

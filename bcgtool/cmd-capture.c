@@ -204,13 +204,16 @@ static void capture_print_text(FILE *f, const plan_t *plan, const struct capture
 	       "breakpoints", "nodes", "choices", "capture", "instantiate", "verified");
 	for (uint32_t i = 0; i < rep->nvariants; i++) {
 		const struct capture_variant_report *v = &rep->variants[i];
-		char verified[48];
+		char verified[64];
 		if (!v->done)
 			continue;
 		if (!v->verified)
 			snprintf(verified, sizeof verified, "not verified");
 		else if (v->exact)
 			snprintf(verified, sizeof verified, "bit-exact");
+		else if (v->ties > 0)
+			snprintf(verified, sizeof verified, "rel. error %.2g, %llu argmax tie%s",
+			         v->rel_error, (unsigned long long)v->ties, v->ties == 1 ? "" : "s");
 		else
 			snprintf(verified, sizeof verified, "rel. error %.2g", v->rel_error);
 		fprintf(f, "%8lld  %-9s  %8u  %11u  %6u  %7u  %8.2f ms  %11.2f ms  %s\n",
@@ -338,6 +341,11 @@ static void capture_print_json(FILE *f, const plan_t *plan, const struct capture
 		plan_json_key(j, "rel_error");
 		if (v->verified)
 			plan_json_double(j, v->rel_error);
+		else
+			plan_json_null(j);
+		plan_json_key(j, "argmax_ties");
+		if (v->verified)
+			plan_json_uint(j, v->ties);
 		else
 			plan_json_null(j);
 		plan_json_key(j, "tune_step");

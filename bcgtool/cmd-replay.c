@@ -203,13 +203,9 @@ static void print_text(const plan_t *plan, const char *path, const struct replay
 		       st->busy_median > 0 ? st->step_median / st->busy_median : 0.0);
 	}
 	if (r->checked) {
-		if (!r->check_pass)
-			printf("check        FAILED: %s\n", r->check_detail);
-		else if (r->check_exact)
-			printf("check        bit-exact with eager\n");
-		else
-			printf("check        within bounds of eager (relative error %.2g)\n",
-			       r->check_error);
+		char text[320];
+		stash_verdict_text(&r->check, text, sizeof text);
+		printf("check        %s\n", text);
 	}
 }
 
@@ -338,16 +334,7 @@ static void print_json(const plan_t *plan, const char *path, const struct replay
 	if (!r->checked) {
 		plan_json_null(j);
 	} else {
-		plan_json_object_begin(j);
-		plan_json_key(j, "pass");
-		plan_json_bool(j, r->check_pass);
-		plan_json_key(j, "bit_exact");
-		plan_json_bool(j, r->check_exact);
-		plan_json_key(j, "rel_error");
-		plan_json_double(j, r->check_error);
-		plan_json_key(j, "detail");
-		plan_json_string(j, r->check_detail);
-		plan_json_object_end(j);
+		stash_verdict_json(j, &r->check);
 	}
 	plan_json_object_end(j);
 	plan_json_free(j);
@@ -487,7 +474,7 @@ static int replay_rank(struct dist_comm *comm, void *arg)
 		rc = err.exit;
 		goto out;
 	}
-	rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+	rc = res.checked && !res.check.pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
 	if (res.stats.partial)
 		rc = bcg_signal_status(bcg_interrupted());
 	if (!lead)

@@ -239,6 +239,7 @@ static int judge_tensor(struct engine *e, uint32_t t, int64_t tokens,
 		vr->exact = 0;
 	if (r->rel_error > vr->rel_error || r->rel_error != r->rel_error)
 		vr->rel_error = r->rel_error;
+	vr->ties += r->ties;
 	if (!r->pass)
 		return engine_fail(err, BCG_EXIT_NEGATIVE, PLAN_NONE,
 		                   "verification failed at %lld tokens (%s mode): '%s' %s differs "
@@ -283,6 +284,7 @@ static int capture_verify(struct engine *e, struct exec_variant *x, uint32_t ste
 
 	vr->exact = 1;
 	vr->rel_error = 0.0;
+	vr->ties = 0;
 	if (capture_reset(e, ph, err) != 0)
 		return -1;
 	for (uint32_t s = 0; s < steps; s++) {

@@ -86,6 +86,8 @@ struct capture_variant_report {
 	int      verified;       /* the reference ran and the replay matched */
 	int      exact;          /* replay matched the reference bit for bit */
 	double   rel_error;      /* largest normwise relative error seen */
+	uint64_t ties;           /* argmax rows passed as near-ties, over the
+	                            verified steps (verify.h) */
 };
 
 /* Where the time of a capture went, wall clock, each phase apart from the

@@ -274,10 +274,7 @@ int replay_check_cycle(struct engine *e, struct exec_variant **xs, uint32_t nx, 
 	if (stash_check(e, &got, 0, &v, err) != 0)
 		goto out_pop;
 	res->checked = 1;
-	res->check_pass = v.pass;
-	res->check_exact = v.exact;
-	res->check_error = v.error;
-	snprintf(res->check_detail, sizeof res->check_detail, "%s", v.detail);
+	res->check = v;
 	rc = 0;
 out_pop:
 	nvtx_pop(e->nvtx);

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "exec.h"
+#include "stash.h"
 #include "instantiate.h"
 
 /* The most sizes a replay alternates. */
@@ -108,16 +109,13 @@ struct replay_result {
 	uint32_t            ncycle;          /* the sizes alternated; 0: one */
 	int                 share;           /* executables shared (opts.share) */
 	int                 checked;
-	int                 check_pass;
-	int                 check_exact;
-	double              check_error;
-	char                check_detail[256];
+	struct stash_verdict check;          /* when CHECKED */
 };
 
 void replay_result_release(struct replay_result *res);
 
 /* Replay PLAN per OPTS. A failed --check is not an error: see
- * res->check_pass. */
+ * res->check.pass. */
 int replay_plan(const plan_t *plan, const struct replay_opts *opts,
                 struct replay_result *res, struct engine_error *err);
 

@@ -155,8 +155,128 @@ void stash_release(struct engine *e, struct stash *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* Item K of S into host memory at *OUT (malloc'd; the caller frees it):
+ * the kept copy (KEPT), or what the arena holds now. */
+static int stash_to_host(struct engine *e, const struct stash *s, uint32_t k, int kept,
+                         void **out, struct engine_error *err)
+{
+	const struct stash_item *it = &s->item[k];
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
+	uint64_t bytes = it->count * plan_dtype_size(pt->dtype);
+	void *p;
+	char h[32];
+
+	*out = NULL;
+	if (bytes > SIZE_MAX || (p = malloc(bytes ? (size_t)bytes : 1)) == NULL)
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
+		                   "out of memory reading '%s' (%s) to compare it", pt->name,
+		                   bcg_human_bytes(bytes, h, sizeof h));
+	if (!kept) {
+		if (engine_read_tensor(e, it->tensor, s->tokens, p, err) != 0) {
+			free(p);
+			return -1;
+		}
+	} else if (!it->on_backend) {
+		memcpy(p, it->data, (size_t)bytes);
+	} else if (e->be->read(e->b, p, it->data, (size_t)bytes, err->msg, sizeof err->msg) != 0) {
+		free(p);
+		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "reading the kept '%s': %s",
+		                   pt->name, err->msg);
+	}
+	*out = p;
+	return 0;
+}
+
+/* The item of S that keeps tensor T, or S->n. */
+static uint32_t stash_find(const struct stash *s, uint32_t t)
+{
+	uint32_t k = 0;
+
+	while (k < s->n && s->item[k].tensor != t)
+		k++;
+	return k;
+}
+
+static int stash_compare_bytes(struct engine *e, const struct stash *s, uint32_t k,
+                               int stash_is_ref, int tolerant, struct verify_result *r,
+                               struct engine_error *err);
+
+/*
+ * R, the failed tolerant comparison of item K of S, an i32 tensor: passed
+ * as near-ties (verify.h) when the last op to write it is an argmax whose
+ * input S keeps too and which passes its own bound, and every differing
+ * row is a tie by verify_argmax_ties; R's relative error is then the
+ * input's.
+ */
+static int stash_argmax_ties(struct engine *e, const struct stash *s, uint32_t k,
+                             int stash_is_ref, struct verify_result *r,
+                             struct engine_error *err)
+{
+	const struct plan_op *writer = NULL;
+	uint32_t t = s->item[k].tensor, nops = plan_count_ops(e->plan), kx;
+	struct verify_result rx;
+	void *idx[2] = { NULL, NULL }, *x[2] = { NULL, NULL };
+	uint64_t ties;
+	double gap;
+	int rc = -1;
+
+	for (uint32_t i = 0; i < nops; i++) {
+		const struct plan_op *op = plan_get_op(e->plan, i);
+		for (uint32_t o = 0; o < op->nout; o++)
+			if (op->out[o] == t)
+				writer = op;
+	}
+	if (writer == NULL || strcmp(writer->kind, "argmax") != 0 || writer->nin < 1 ||
+	    (kx = stash_find(s, writer->in[0])) == s->n)
+		return 0;
+	const struct plan_tensor *px = plan_get_tensor(e->plan, writer->in[0]);
+	uint64_t rows = s->item[k].count, cols = rows ? s->item[kx].count / rows : 0;
+	if (cols == 0 || rows * cols != s->item[kx].count)
+		return 0;
+	if (stash_compare_bytes(e, s, kx, stash_is_ref, 1, &rx, err) != 0)
+		return -1;
+	if (!rx.pass)
+		return 0;
+	/* [0] what the replay got, [1] the reference */
+	for (int side = 0; side < 2; side++) {
+		int kept = side == 0 ? !stash_is_ref : stash_is_ref;
+		if (stash_to_host(e, s, k, kept, &idx[side], err) != 0 ||
+		    stash_to_host(e, s, kx, kept, &x[side], err) != 0)
+			goto out;
+	}
+	if (verify_argmax_ties(px->dtype, x[0], x[1], cols, idx[0], idx[1], rows, &ties, &gap)) {
+		/* an index's difference has no relative error of its own: the
+		 * input's is what bounds it */
+		r->pass = 1;
+		r->rel_error = rx.rel_error;
+		r->ties = ties;
+		r->tie_gap = gap;
+	}
+	rc = 0;
+out:
+	for (int side = 0; side < 2; side++) {
+		free(idx[side]);
+		free(x[side]);
+	}
+	return rc;
+}
+
 int stash_compare(struct engine *e, const struct stash *s, uint32_t k, int stash_is_ref,
                   int tolerant, struct verify_result *r, struct engine_error *err)
+{
+	if (stash_compare_bytes(e, s, k, stash_is_ref, tolerant, r, err) != 0)
+		return -1;
+	if (!r->pass && tolerant &&
+	    plan_get_tensor(e->plan, s->item[k].tensor)->dtype == PLAN_DTYPE_I32)
+		return stash_argmax_ties(e, s, k, stash_is_ref, r, err);
+	return 0;
+}
+
+/* stash_compare's comparison of the bytes, the verify_result of verify.h
+ * as it stands. */
+static int stash_compare_bytes(struct engine *e, const struct stash *s, uint32_t k,
+                               int stash_is_ref, int tolerant, struct verify_result *r,
+                               struct engine_error *err)
 {
 	const struct stash_item *it = &s->item[k];
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
@@ -202,6 +322,7 @@ int stash_check(struct engine *e, const struct stash *s, int tolerant, struct st
 			v->exact = 0;
 		if (r.rel_error > v->error || r.rel_error != r.rel_error)
 			v->error = r.rel_error;
+		v->ties += r.ties;
 		if (!r.pass && v->pass) {
 			v->pass = 0;
 			snprintf(v->detail, sizeof v->detail,
@@ -211,4 +332,33 @@ int stash_check(struct engine *e, const struct stash *s, int tolerant, struct st
 		}
 	}
 	return 0;
+}
+
+void stash_verdict_text(const struct stash_verdict *v, char *buf, size_t len)
+{
+	if (!v->pass)
+		snprintf(buf, len, "FAILED: %s", v->detail);
+	else if (v->exact)
+		snprintf(buf, len, "bit-exact with eager");
+	else if (v->ties > 0)
+		snprintf(buf, len, "within bounds of eager (relative error %.2g; %llu argmax row%s "
+		         "near-tied)", v->error, (unsigned long long)v->ties, v->ties == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "within bounds of eager (relative error %.2g)", v->error);
+}
+
+void stash_verdict_json(struct plan_json *j, const struct stash_verdict *v)
+{
+	plan_json_object_begin(j);
+	plan_json_key(j, "pass");
+	plan_json_bool(j, v->pass);
+	plan_json_key(j, "bit_exact");
+	plan_json_bool(j, v->exact);
+	plan_json_key(j, "rel_error");
+	plan_json_double(j, v->error);
+	plan_json_key(j, "argmax_ties");
+	plan_json_uint(j, v->ties);
+	plan_json_key(j, "detail");
+	plan_json_string(j, v->detail);
+	plan_json_object_end(j);
 }

@@ -70,7 +70,10 @@ int stash_take_results(struct engine *e, int64_t tokens, struct stash *s,
 void stash_release(struct engine *e, struct stash *s);
 
 /* Compare item K of S with its tensor in the arena now. STASH_IS_REF: the
- * stash is the reference (verify_compare's WANT), else the arena is. */
+ * stash is the reference (verify_compare's WANT), else the arena is. An
+ * argmax's index that differs in a tolerant comparison is judged with its
+ * input, when S keeps that too (verify.h: near-ties, counted in
+ * R->ties). */
 int stash_compare(struct engine *e, const struct stash *s, uint32_t k, int stash_is_ref,
                   int tolerant, struct verify_result *r, struct engine_error *err);
 
@@ -79,6 +82,7 @@ struct stash_verdict {
 	int    pass;              /* every tensor passed */
 	int    exact;             /* every tensor matched bit for bit */
 	double error;             /* the largest relative error (NaN first) */
+	uint64_t ties;            /* argmax rows passed as near-ties (verify.h) */
 	char   detail[256];       /* the first failure, for people */
 };
 
@@ -86,5 +90,12 @@ struct stash_verdict {
  * run's, the reference) into V. */
 int stash_check(struct engine *e, const struct stash *s, int tolerant, struct stash_verdict *v,
                 struct engine_error *err);
+
+/* V for people, the text after "check": "bit-exact with eager", "within
+ * bounds of eager (relative error E[; N argmax rows near-tied])" or
+ * "FAILED: ..." (replay --check, bench and replay --trace --check). */
+void stash_verdict_text(const struct stash_verdict *v, char *buf, size_t len);
+/* V as the JSON object of a "check" key (formats/json: replay, bench). */
+void stash_verdict_json(struct plan_json *j, const struct stash_verdict *v);
 
 #endif /* BCG_ENGINE_STASH_H */

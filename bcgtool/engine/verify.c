@@ -112,6 +112,45 @@ void verify_finish(int dtype, uint64_t count, int tolerant, const struct verify_
 	            res->rel_error <= verify_bound(dtype);
 }
 
+/* Whether index A beats index B on a row whose values there are VA and
+ * VB: argmax's first maximum. */
+static int verify_beats(double va, int64_t a, double vb, int64_t b)
+{
+	return va > vb || (va == vb && a < b);
+}
+
+int verify_argmax_ties(int dtype, const void *gx, const void *wx, uint64_t cols,
+                       const int32_t *got, const int32_t *want, uint64_t rows, uint64_t *ties,
+                       double *gap)
+{
+	uint64_t n = 0;
+	double widest = 0.0;
+
+	*ties = 0;
+	*gap = 0.0;
+	for (uint64_t r = 0; r < rows; r++) {
+		const int64_t g = got[r], w = want[r];
+		if (g == w)
+			continue;
+		if (g < 0 || w < 0 || (uint64_t)g >= cols || (uint64_t)w >= cols)
+			return 0;
+		const uint64_t base = r * cols;
+		const double gg = verify_load(dtype, gx, base + (uint64_t)g);
+		const double gw = verify_load(dtype, gx, base + (uint64_t)w);
+		const double wg = verify_load(dtype, wx, base + (uint64_t)g);
+		const double ww = verify_load(dtype, wx, base + (uint64_t)w);
+		if (isnan(gg) || isnan(gw) || isnan(wg) || isnan(ww) ||
+		    !verify_beats(gg, g, gw, w) || !verify_beats(ww, w, wg, g))
+			return 0;
+		if (ww - wg > widest)
+			widest = ww - wg;
+		n++;
+	}
+	*ties = n;
+	*gap = widest;
+	return 1;
+}
+
 double verify_sum(int dtype, const void *data, uint64_t count)
 {
 	double s = 0.0;

@@ -6,7 +6,13 @@
  * full-mode replay runs graph-safe forms that sum in another order, so it
  * is held to a normwise relative error bound per dtype instead:
  * ||replay - eager||_2 / ||eager||_2 <= 1e-5 (f32), 1e-2 (f16, bf16);
- * i32 tensors must always match exactly.
+ * i32 tensors must match exactly, with one exception. Where an i32
+ * tensor is an argmax's index and the argmax's input is compared too
+ * (a step's logits and next token), two tokens whose logits are nearly
+ * tied can trade places within the input's bound: a row whose index
+ * differs then passes when the input passes its bound and each side's
+ * index beats the other's on that side's own input (verify_argmax_ties);
+ * such rows are counted as ties, never silently.
  *
  * The two sums behind the relative error are taken in one fixed order,
  * which the host (verify_compare) and the CUDA backend's kernel
@@ -45,6 +51,10 @@ struct verify_result {
 	double   rel_error;    /* normwise relative error (0 when exact) */
 	uint64_t mismatches;   /* elements that differ */
 	uint64_t count;        /* elements compared */
+	uint64_t ties;         /* of an argmax's index: differing rows passed
+	                          as near-ties (verify_argmax_ties) */
+	double   tie_gap;      /* the widest such tie: the reference's input
+	                          at its index less that at the other's */
 };
 
 /* What a pass over the data gathers; verify_finish() makes the result. */
@@ -66,6 +76,20 @@ void verify_compare(int dtype, const void *got, const void *want, uint64_t count
 /* The result of comparing COUNT elements of DTYPE from their sums. */
 void verify_finish(int dtype, uint64_t count, int tolerant, const struct verify_sums *s,
                    struct verify_result *res);
+
+/*
+ * Whether ROWS indexes GOT and WANT of an argmax over rows of COLS
+ * elements of DTYPE (GX and WX: its input on each side) differ only by
+ * near-ties: in every row where they differ both indexes lie in [0, COLS),
+ * neither side's input is NaN at either, and each side's index beats the
+ * other's on its own side by argmax's rule (greater, or equal and first).
+ * Then *TIES is the count of such rows and *GAP the largest
+ * WX[w] - WX[g] among them (w and g: the want and the got index), and 1
+ * is returned; else 0, with *TIES and *GAP 0.
+ */
+int verify_argmax_ties(int dtype, const void *gx, const void *wx, uint64_t cols,
+                       const int32_t *got, const int32_t *want, uint64_t rows, uint64_t *ties,
+                       double *gap);
 
 /* Sum of COUNT elements of DTYPE, in double. */
 double verify_sum(int dtype, const void *data, uint64_t count);

@@ -252,7 +252,7 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 	if (serve_run(e, sizes, x, nv, &t, &ro, &res, &err) != 0)
 		goto fail;
 	if (o->quiet) {
-		rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+		rc = res.checked && !res.check.pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
 		goto out;
 	}
 	if (o->json) {
@@ -278,7 +278,7 @@ int serve_cmd_replay(const struct cmd_entry *self, const plan_t *plan, const cha
 		serve_report_setup(stdout, name, &t, &ro.sched);
 		serve_report_text(stdout, &res, ro.policy);
 	}
-	rc = res.checked && !res.check_pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
+	rc = res.checked && !res.check.pass ? BCG_EXIT_NEGATIVE : BCG_EXIT_OK;
 	if (fflush(stdout) != 0)
 		rc = BCG_EXIT_RUNTIME;
 	goto out;
@@ -384,13 +384,9 @@ static void bench_print_text(const char *script, const struct engine *e, const c
 		const char *pname = serve_policy_name(bench_policies[p]);
 		if (!rows[p].ran || !r->checked)
 			continue;
-		if (!r->check_pass)
-			printf("check        %s: FAILED: %s\n", pname, r->check_detail);
-		else if (r->check_exact)
-			printf("check        %s: bit-exact with eager\n", pname);
-		else
-			printf("check        %s: within bounds of eager (relative error %.2g)\n", pname,
-			       r->check_error);
+		char text[320];
+		stash_verdict_text(&r->check, text, sizeof text);
+		printf("check        %s: %s\n", pname, text);
 	}
 }
 
@@ -537,7 +533,7 @@ int serve_cmd_bench(const struct cmd_entry *self, const char *path, const struct
 		bench_print_text(path, e, name, &t, &ro.sched, rows);
 	rc = BCG_EXIT_OK;
 	for (int p = 0; p < NPOLICIES; p++)
-		if (rows[p].ran && rows[p].res.checked && !rows[p].res.check_pass)
+		if (rows[p].ran && rows[p].res.checked && !rows[p].res.check.pass)
 			rc = BCG_EXIT_NEGATIVE;
 	if (fflush(stdout) != 0)
 		rc = BCG_EXIT_RUNTIME;

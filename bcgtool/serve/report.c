@@ -69,13 +69,9 @@ void serve_report_text(FILE *f, const struct serve_result *r, int policy)
 	}
 	if (r->checked) {
 		fputc('\n', f);
-		if (!r->check_pass)
-			fprintf(f, "check        FAILED: %s\n", r->check_detail);
-		else if (r->check_exact)
-			fprintf(f, "check        bit-exact with eager\n");
-		else
-			fprintf(f, "check        within bounds of eager (relative error %.2g)\n",
-			        r->check_error);
+		char text[320];
+		stash_verdict_text(&r->check, text, sizeof text);
+		fprintf(f, "check        %s\n", text);
 	}
 }
 
@@ -195,15 +191,6 @@ void serve_report_json(struct plan_json *j, const struct serve_result *r, int po
 	if (!r->checked) {
 		plan_json_null(j);
 	} else {
-		plan_json_object_begin(j);
-		plan_json_key(j, "pass");
-		plan_json_bool(j, r->check_pass);
-		plan_json_key(j, "bit_exact");
-		plan_json_bool(j, r->check_exact);
-		plan_json_key(j, "rel_error");
-		plan_json_double(j, r->check_error);
-		plan_json_key(j, "detail");
-		plan_json_string(j, r->check_detail);
-		plan_json_object_end(j);
+		stash_verdict_json(j, &r->check);
 	}
 }

@@ -311,10 +311,7 @@ int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_vari
 		if (stash_check(e, &got, any_full, &v, err) != 0)
 			goto out;
 		res->checked = 1;
-		res->check_pass = v.pass;
-		res->check_exact = v.exact;
-		res->check_error = v.error;
-		snprintf(res->check_detail, sizeof res->check_detail, "%s", v.detail);
+		res->check = v;
 	}
 	rc = 0;
 out:

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "engine/exec.h"
+#include "engine/stash.h"
 #include "serve/dispatch.h"
 #include "serve/scheduler.h"
 #include "serve/trace.h"
@@ -48,15 +49,12 @@ struct serve_result {
 	double                   output_per_s;    /* output tokens / total time */
 	double                   tokens_per_s;    /* batch tokens (unpadded) / total time */
 	int                      checked;
-	int                      check_pass;
-	int                      check_exact;
-	double                   check_error;
-	char                     check_detail[256];
+	struct stash_verdict     check;           /* when CHECKED */
 };
 
 /* Run trace T on E over the N variants X, captured at SIZES (SIZES[i] is
  * X[i]'s; its variant field is ignored: X is indexed by position), per O. A
- * failed check is not an error: see res->check_pass. */
+ * failed check is not an error: see res->check.pass. */
 int serve_run(struct engine *e, const struct serve_size *sizes, struct exec_variant *x,
               uint32_t n, const struct serve_trace *t, const struct serve_run_opts *o,
               struct serve_result *res, struct engine_error *err);

@@ -243,6 +243,71 @@ static void test_crafted(void)
 
 /* Every dtype, every kind of difference, sizes around the chunk: the
  * result is the definition's, with the sums in their own order. */
+/* --- an argmax's near-ties (verify_argmax_ties) ----------------------- */
+
+/* Rows of 4 logits a side, f16 or f32; GOT_I and WANT_I the indexes. */
+static void test_argmax_ties(void)
+{
+	/* row 0: the same winner; row 1: tokens 1 and 2 near-tied, each
+	 * side's own logits preferring its own; row 2: tied exactly on the
+	 * got side, where argmax takes the first */
+	const float want_x[12] = { 9, 1, 2, 3,   0, 5.0f, 4.999f, 1,   2, 7, 6.999f, 0 };
+	const float got_x[12]  = { 9, 1, 2, 3,   0, 4.998f, 4.999f, 1,   2, 7, 7, 0 };
+	int32_t want_i[3] = { 0, 1, 1 }, got_i[3] = { 0, 2, 1 };
+	uint64_t ties = 99;
+	double gap = -1.0;
+
+	ok(verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, got_i, want_i, 3, &ties, &gap) &&
+	   ties == 1 && same_error(gap, 5.0 - (double)4.999f, 1e-6),
+	   "argmax ties: a flip between two near-tied tokens passes, counted, with its gap");
+	got_i[1] = 3;
+	ok(!verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, got_i, want_i, 3, &ties, &gap) &&
+	   ties == 0 && gap == 0.0,
+	   "argmax ties: an index its own side's logits do not prefer fails");
+	got_i[1] = 2;
+	got_i[2] = 2;
+	ok(!verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, got_i, want_i, 3, &ties, &gap),
+	   "argmax ties: on equal logits the later index is not the argmax");
+	got_i[2] = 1;
+	want_i[1] = 3;
+	ok(!verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, got_i, want_i, 3, &ties, &gap),
+	   "argmax ties: a reference index its own logits do not prefer fails");
+	want_i[1] = 1;
+	got_i[1] = 4;
+	ok(!verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, got_i, want_i, 3, &ties, &gap),
+	   "argmax ties: an index past the row fails");
+	got_i[1] = -1;
+	ok(!verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, got_i, want_i, 3, &ties, &gap),
+	   "argmax ties: a negative index fails");
+
+	float other_x[12];
+	memcpy(other_x, got_x, sizeof other_x);
+	other_x[5] = NAN;
+	got_i[1] = 2;
+	ok(!verify_argmax_ties(PLAN_DTYPE_F32, other_x, want_x, 4, got_i, want_i, 3, &ties, &gap),
+	   "argmax ties: a NaN logit at either index fails");
+	ok(verify_argmax_ties(PLAN_DTYPE_F32, got_x, want_x, 4, want_i, want_i, 3, &ties, &gap) &&
+	   ties == 0 && gap == 0.0, "argmax ties: equal indexes are no ties");
+
+	/* 4.999 and 4.9995 are two f32 values but one f16 value (5.0): stored
+	 * in f16, the got side's tie goes to the first index, 1, not 2 */
+	uint16_t gh[12], wh[12];
+	memcpy(other_x, got_x, sizeof other_x);
+	other_x[5] = 4.999f;
+	other_x[6] = 4.9995f;
+	ok(verify_argmax_ties(PLAN_DTYPE_F32, other_x, want_x, 4, got_i, want_i, 3, &ties, &gap) &&
+	   ties == 1, "argmax ties: in f32 the flip passes");
+	for (int i = 0; i < 12; i++) {
+		gh[i] = bcg_f32_to_f16(other_x[i]);
+		wh[i] = bcg_f32_to_f16(want_x[i]);
+	}
+	ok(!verify_argmax_ties(PLAN_DTYPE_F16, gh, wh, 4, got_i, want_i, 3, &ties, &gap),
+	   "argmax ties: f16 logits are read as stored");
+	gh[6] = bcg_f32_to_f16(5.5f);
+	ok(verify_argmax_ties(PLAN_DTYPE_F16, gh, wh, 4, got_i, want_i, 3, &ties, &gap) &&
+	   ties == 1, "argmax ties: f16 logits, a flip that their values allow passes");
+}
+
 static void test_definition(void)
 {
 	for (int d = 0; d < NDTYPES; d++) {
@@ -404,6 +469,7 @@ int main(void)
 	const struct backend_ops *cuda = backend_find("cuda");
 
 	test_crafted();
+	test_argmax_ties();
 	test_definition();
 	test_backend(backend_find("host"));
 	if (cuda != NULL)
