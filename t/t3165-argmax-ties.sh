@@ -57,6 +57,12 @@ test_expect_success 'a flip between tied logits passes, counted in the table' '
 	test_grep "^ *4  full .* rel\. error .*, 8 argmax ties$" out
 '
 
+test_expect_success 'the same where the reference is kept in host memory' '
+	(BCG_TEST_SPARE_BYTES=0 && export BCG_TEST_SPARE_BYTES &&
+	 nudged head:1e-5 capture --backend host --mode full --no-tune -o tied-host.plan ties.yaml >out) &&
+	test_grep "^ *4  full .* rel\. error .*, 8 argmax ties$" out
+'
+
 test_expect_success PYTHON3 'and in the JSON' '
 	nudged head:1e-5 capture --backend host --mode full --no-tune --json -o tied.plan ties.yaml >tied.json &&
 	"$PYTHON3" -c "
