@@ -171,6 +171,12 @@ test_expect_success PYTHON3 'validate --json of a serving script: the same figur
 	"$PYTHON3" check.py out.json
 '
 
+test_expect_success 'the long-context script of bench/ validates: 16 requests of 8192 positions' '
+	bcg validate "$BCG_SRC_DIR/bench/llama-serve-long.yaml" >out &&
+	test_grep "^  a request  at most 512 blocks (8192 positions); the cache holds 16 such requests at once$" out &&
+	test_grep "^ *16  full  *1  *0  " out
+'
+
 test_expect_success 'a script that cannot be read is an input error' '
 	test_expect_code 2 bcg validate no-such.yaml 2>err &&
 	echo "bcgtool: no-such.yaml: cannot read: No such file or directory" >expect &&
