@@ -89,6 +89,17 @@ test_expect_success 'without the logits among the compared tensors the flip fail
 	! test -e hidden.plan
 '
 
+test_expect_success 'logits written again after the argmax are not what it saw: the flip fails' '
+	sed -e "s/^\(  - {op: argmax, .*\)$/\1\n  - {op: add, name: later, in: [logits, one], out: [logits]}/" \
+	    -e "s/^\(  head: .*\)$/\1\n  one:    {dtype: f32, shape: [V], role: weight, init: ones}/" \
+		ties.yaml >after.yaml &&
+	test_grep "op: add, name: later" after.yaml &&
+	test_grep "^  one: " after.yaml &&
+	bcg capture --backend host --mode full --no-tune -o after.plan after.yaml >/dev/null &&
+	test_expect_code 1 nudged head:1e-5 capture --backend host --mode full --no-tune -o after2.plan after.yaml 2>err &&
+	test_grep "'"'"'next'"'"' after step 0 differs from the eager reference in 4 of 4 elements" err
+'
+
 test_expect_success 'breakable mode still asks for every bit' '
 	test_expect_code 1 nudged head:1e-5 capture --backend host --mode breakable --no-tune -o brk.plan ties.yaml 2>err &&
 	test_grep "this mode must match bit for bit" err

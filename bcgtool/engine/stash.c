@@ -201,19 +201,35 @@ static int stash_compare_bytes(struct engine *e, const struct stash *s, uint32_t
                                int stash_is_ref, int tolerant, struct verify_result *r,
                                struct engine_error *err);
 
+/* The tensor whose rows op OP's argmax picked from, when OP writes the
+ * index T as an argmax (argmax's input; rmsnorm_matmul_argmax's logits,
+ * its other output); else UINT32_MAX. */
+static uint32_t stash_argmax_values(const struct plan_op *op, uint32_t t)
+{
+	const struct op_kind *kind = op_kind_find(op->kind);
+
+	if (kind == NULL)
+		return UINT32_MAX;
+	if (kind->id == OP_ARGMAX && op->nin >= 1 && op->nout >= 1 && op->out[0] == t)
+		return op->in[0];
+	if (kind->id == OP_RMSNORM_MATMUL_ARGMAX && op->nout >= 2 && op->out[1] == t)
+		return op->out[0];
+	return UINT32_MAX;
+}
+
 /*
  * R, the failed tolerant comparison of item K of S, an i32 tensor: passed
  * as near-ties (verify.h) when the last op to write it is an argmax whose
- * input S keeps too and which passes its own bound, and every differing
- * row is a tie by verify_argmax_ties; R's relative error is then the
- * input's.
+ * values S keeps too, no later op writes them, they pass their own bound,
+ * and every differing row is a tie by verify_argmax_ties; R's relative
+ * error is then the values'.
  */
 static int stash_argmax_ties(struct engine *e, const struct stash *s, uint32_t k,
                              int stash_is_ref, struct verify_result *r,
                              struct engine_error *err)
 {
-	const struct plan_op *writer = NULL;
 	uint32_t t = s->item[k].tensor, nops = plan_count_ops(e->plan), kx;
+	uint32_t writer = UINT32_MAX, values = UINT32_MAX;
 	struct verify_result rx;
 	void *idx[2] = { NULL, NULL }, *x[2] = { NULL, NULL };
 	uint64_t ties;
@@ -224,12 +240,19 @@ static int stash_argmax_ties(struct engine *e, const struct stash *s, uint32_t k
 		const struct plan_op *op = plan_get_op(e->plan, i);
 		for (uint32_t o = 0; o < op->nout; o++)
 			if (op->out[o] == t)
-				writer = op;
+				writer = i;
 	}
-	if (writer == NULL || strcmp(writer->kind, "argmax") != 0 || writer->nin < 1 ||
-	    (kx = stash_find(s, writer->in[0])) == s->n)
+	if (writer == UINT32_MAX ||
+	    (values = stash_argmax_values(plan_get_op(e->plan, writer), t)) == UINT32_MAX ||
+	    (kx = stash_find(s, values)) == s->n)
 		return 0;
-	const struct plan_tensor *px = plan_get_tensor(e->plan, writer->in[0]);
+	for (uint32_t i = writer + 1; i < nops; i++) {
+		const struct plan_op *op = plan_get_op(e->plan, i);
+		for (uint32_t o = 0; o < op->nout; o++)
+			if (op->out[o] == values)
+				return 0;       /* not what the argmax saw */
+	}
+	const struct plan_tensor *px = plan_get_tensor(e->plan, values);
 	uint64_t rows = s->item[k].count, cols = rows ? s->item[kx].count / rows : 0;
 	if (cols == 0 || rows * cols != s->item[kx].count)
 		return 0;

@@ -7,8 +7,9 @@
  * is held to a normwise relative error bound per dtype instead:
  * ||replay - eager||_2 / ||eager||_2 <= 1e-5 (f32), 1e-2 (f16, bf16);
  * i32 tensors must match exactly, with one exception. Where an i32
- * tensor is an argmax's index and the argmax's input is compared too
- * (a step's logits and next token), two tokens whose logits are nearly
+ * tensor is an argmax's index and the values it picked from are compared
+ * too (a step's logits and next token: argmax's input,
+ * rmsnorm_matmul_argmax's other output), two tokens whose logits are nearly
  * tied can trade places within the input's bound: a row whose index
  * differs then passes when the input passes its bound and each side's
  * index beats the other's on that side's own input (verify_argmax_ties);
