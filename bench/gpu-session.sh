@@ -52,6 +52,13 @@
 #             (--choices-from), replayed in turns (3 rounds); the same for
 #             full_and_breakable plans serving the decode-heavy trace
 #             (replay --trace, output tokens/s); both trees' kernels at 64
+#   servetune the serving sample captured tuned (each product timed alone)
+#             and with --tune-step (the choices confirmed in the step), this
+#             tree only: the full decode step at 16, 32 and 64 requests and
+#             full_and_breakable plans serving the decode-heavy trace, each
+#             pair replayed in turns (3 rounds), the step's --check; the
+#             tune in the step's time and how many choices it moved (about
+#             2 minutes with the captures)
 #   ctxwin    the decode samples (llama-3.2-1b-fuse, llama-decode-fuse,
 #             llama-decode) full at T=1, captured --tune-step as targets
 #             does (its plans when that stage ran first; tuned at 108..1108,
@@ -1296,6 +1303,74 @@ PY
 			say "servestep: $tr kernels at 64 requests"
 			[ -n "$NSYS" ] && kernel_table "$NSYS" "$log/ss-$tr.nsys-rep"
 		done
+		;;
+	servetune)
+		# Alone, the tuner put every serving product at 64 tokens on cuBLAS;
+		# in the step gate|up's fused wgmma_whole was faster (bench/RESULTS.md,
+		# thirty-sixth session). Both captures below are this tree's.
+		for how in tu ts; do
+			step=
+			[ $how = ts ] && step=--tune-step
+			for m in full full_and_breakable; do
+				toks=
+				[ $m = full ] && toks="--tokens 16,32,64"
+				env -u SOURCE_DATE_EPOCH timeout 240 "$B" capture --backend cuda --mode $m \
+					$toks $step --json -o st-$m-$how.plan "$S/llama-serve.yaml" \
+					>st-cap-$m-$how.json 2>st-cap-$m-$how.err
+				say "servetune: $how $m capture: exit $?"
+			done
+		done
+		python3 - <<-'EOT' | tee -a "$summary"
+		import json
+		for m in ("full", "full_and_breakable"):
+		    try:
+		        d = json.load(open("st-cap-%s-ts.json" % m))
+		    except (OSError, ValueError) as e:
+		        print("servetune: %s --tune-step: no report (%s)" % (m, e))
+		        continue
+		    ph = d.get("phases", {})
+		    moved = sum(v["tune_step"]["changed"] for v in d["variants"] if v.get("tune_step"))
+		    ties = sum(v.get("argmax_ties") or 0 for v in d["variants"])
+		    print("servetune: %s --tune-step: %s ms in the step, %d choices moved, %d argmax ties"
+		          % (m, ph.get("tune_step_ms", "?"), moved, ties))
+		EOT
+		for round in 1 2 3; do
+			for how in ts tu; do
+				for t in 16 32 64; do
+					timeout 120 "$B" replay --backend cuda --tokens $t --steps 300 --warmup 30 \
+						--json st-full-$how.plan >st-rep-$how-$t-$round.json \
+						2>st-rep-$how-$t-$round.err ||
+						say "servetune: replay $how T=$t round $round: exit $?"
+				done
+				timeout 120 "$B" replay --backend cuda --trace "$S/traces/decode-heavy.jsonl" \
+					--json st-full_and_breakable-$how.plan >st-tr-$how-$round.json \
+					2>st-tr-$how-$round.err ||
+					say "servetune: trace $how round $round: exit $?"
+			done
+		done
+		for how in ts tu; do
+			for t in 16 32 64; do
+				timeout 120 "$B" replay --backend cuda --tokens $t --steps 20 --warmup 2 \
+					--check --json st-full-$how.plan >st-ck-$how-$t.json 2>st-ck-$how-$t.err
+			done
+		done
+		python3 "$top/bench/replay-rounds.py" 'st-rep-{p}-{t}-{r}.json' ts,tu 16,32,64 3 \
+			--check 'st-ck-{p}-{t}.json' \
+			--ratio 'tune-step|ts|tu|the choices confirmed in the step' | tee -a "$summary"
+		python3 - <<-'EOT' | tee -a "$summary"
+		import json, statistics
+		m = {}
+		for p in ("ts", "tu"):
+		    try:
+		        v = [json.load(open("st-tr-%s-%d.json" % (p, r)))["output_tokens_per_s"]
+		             for r in (1, 2, 3)]
+		    except (OSError, ValueError, KeyError) as e:
+		        print("servetune: trace %s: no result (%s)" % (p, e))
+		        raise SystemExit(0)
+		    m[p] = statistics.median(v)
+		    print("servetune: trace %s: tokens/s %s" % (p, ", ".join("%.1f" % x for x in v)))
+		print("servetune: trace tune-step / tuned tokens/s = %.4f (want > 1)" % (m["ts"] / m["tu"]))
+		EOT
 		;;
 	targets)
 		tg="llama-3.2-1b-fuse llama-decode llama-decode-fuse"
