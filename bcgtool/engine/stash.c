@@ -162,7 +162,7 @@ static int stash_to_host(struct engine *e, const struct stash *s, uint32_t k, in
 {
 	const struct stash_item *it = &s->item[k];
 	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
-	uint64_t bytes = it->count * plan_dtype_size(pt->dtype);
+	uint64_t bytes = plan_tensor_bytes(e->plan, it->tensor, s->tokens);
 	void *p;
 	char h[32];
 
@@ -197,9 +197,32 @@ static uint32_t stash_find(const struct stash *s, uint32_t t)
 	return k;
 }
 
+/* stash_compare's comparison of the bytes, the verify_result of verify.h
+ * as it stands. */
 static int stash_compare_bytes(struct engine *e, const struct stash *s, uint32_t k,
                                int stash_is_ref, int tolerant, struct verify_result *r,
-                               struct engine_error *err);
+                               struct engine_error *err)
+{
+	const struct stash_item *it = &s->item[k];
+	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
+	const void *arena = engine_tensor_at(e, it->tensor, s->tokens);
+	void *now;
+
+	if (it->on_backend) {
+		if (e->be->compare(e->b, pt->dtype, stash_is_ref ? arena : it->data,
+		                   stash_is_ref ? it->data : arena, it->count, tolerant, r,
+		                   err->msg, sizeof err->msg) != 0)
+			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "comparing '%s': %s",
+			                   pt->name, err->msg);
+		return 0;
+	}
+	if (stash_to_host(e, s, k, 0, &now, err) != 0)
+		return -1;
+	verify_compare(pt->dtype, stash_is_ref ? now : it->data, stash_is_ref ? it->data : now,
+	               it->count, tolerant, r);
+	free(now);
+	return 0;
+}
 
 /* The tensor whose rows op OP's argmax picked from, when OP writes the
  * index T as an argmax (argmax's input; rmsnorm_matmul_argmax's logits,
@@ -273,7 +296,6 @@ static int stash_argmax_ties(struct engine *e, const struct stash *s, uint32_t k
 		r->pass = 1;
 		r->rel_error = rx.rel_error;
 		r->ties = ties;
-		r->tie_gap = gap;
 	}
 	rc = 0;
 out:
@@ -292,41 +314,6 @@ int stash_compare(struct engine *e, const struct stash *s, uint32_t k, int stash
 	if (!r->pass && tolerant &&
 	    plan_get_tensor(e->plan, s->item[k].tensor)->dtype == PLAN_DTYPE_I32)
 		return stash_argmax_ties(e, s, k, stash_is_ref, r, err);
-	return 0;
-}
-
-/* stash_compare's comparison of the bytes, the verify_result of verify.h
- * as it stands. */
-static int stash_compare_bytes(struct engine *e, const struct stash *s, uint32_t k,
-                               int stash_is_ref, int tolerant, struct verify_result *r,
-                               struct engine_error *err)
-{
-	const struct stash_item *it = &s->item[k];
-	const struct plan_tensor *pt = plan_get_tensor(e->plan, it->tensor);
-	uint64_t bytes = plan_tensor_bytes(e->plan, it->tensor, s->tokens);
-	const void *arena = engine_tensor_at(e, it->tensor, s->tokens);
-	void *now;
-	char h[32];
-
-	if (it->on_backend) {
-		if (e->be->compare(e->b, pt->dtype, stash_is_ref ? arena : it->data,
-		                   stash_is_ref ? it->data : arena, it->count, tolerant, r,
-		                   err->msg, sizeof err->msg) != 0)
-			return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE, "comparing '%s': %s",
-			                   pt->name, err->msg);
-		return 0;
-	}
-	if (bytes > SIZE_MAX || (now = malloc(bytes ? (size_t)bytes : 1)) == NULL)
-		return engine_fail(err, BCG_EXIT_RUNTIME, PLAN_NONE,
-		                   "out of memory reading '%s' (%s) to compare it", pt->name,
-		                   bcg_human_bytes(bytes, h, sizeof h));
-	if (engine_read_tensor(e, it->tensor, s->tokens, now, err) != 0) {
-		free(now);
-		return -1;
-	}
-	verify_compare(pt->dtype, stash_is_ref ? now : it->data, stash_is_ref ? it->data : now,
-	               it->count, tolerant, r);
-	free(now);
 	return 0;
 }
 

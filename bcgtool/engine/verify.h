@@ -54,8 +54,6 @@ struct verify_result {
 	uint64_t count;        /* elements compared */
 	uint64_t ties;         /* of an argmax's index: differing rows passed
 	                          as near-ties (verify_argmax_ties) */
-	double   tie_gap;      /* the widest such tie: the reference's input
-	                          at its index less that at the other's */
 };
 
 /* What a pass over the data gathers; verify_finish() makes the result. */
