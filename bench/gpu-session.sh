@@ -500,6 +500,27 @@ if fb and tps.get("full"):
 PY
 }
 
+# trace_ratio STAGE PREFIX A B: the decode-heavy trace's output tokens/s of
+# plans A and B over 3 rounds (PREFIX-A-R.json, PREFIX-B-R.json, replay
+# --trace --json), each round's figure and the ratio of the medians.
+trace_ratio() {
+	python3 - "$@" <<'PY' | tee -a "$summary"
+import json, statistics, sys
+stage, prefix, a, b = sys.argv[1:5]
+m = {}
+for p in (a, b):
+    try:
+        v = [json.load(open("%s-%s-%d.json" % (prefix, p, r)))["output_tokens_per_s"]
+             for r in (1, 2, 3)]
+    except (OSError, ValueError, KeyError) as e:
+        print("%s: trace %s: no result (%s)" % (stage, p, e))
+        raise SystemExit(0)
+    m[p] = statistics.median(v)
+    print("%s: trace %s: tokens/s %s" % (stage, p, ", ".join("%.1f" % x for x in v)))
+print("%s: trace %s / %s tokens/s = %.4f (want > 1)" % (stage, a, b, m[a] / m[b]))
+PY
+}
+
 # plan_force IN OUT OP:IMPL:CANDS...: OUT, the 1B-shaped plan IN with the
 # choice of each OP in every one of its 16 layers set to IMPL, "tuned",
 # with the candidates CANDS (t/helper/plan-edit, which the caller makes);
@@ -1281,20 +1302,7 @@ PY
 					say "servestep: trace $tr round $round: exit $?"
 			done
 		done
-		python3 - <<-'EOT' | tee -a "$summary"
-		import json, statistics
-		m = {}
-		for p in ("now", "before"):
-		    try:
-		        v = [json.load(open("ss-tr-%s-%d.json" % (p, r)))["output_tokens_per_s"]
-		             for r in (1, 2, 3)]
-		    except (OSError, ValueError, KeyError) as e:
-		        print("servestep: trace %s: no result (%s)" % (p, e))
-		        raise SystemExit(0)
-		    m[p] = statistics.median(v)
-		    print("servestep: trace %s: tokens/s %s" % (p, ", ".join("%.1f" % x for x in v)))
-		print("servestep: trace now / before tokens/s = %.4f (want > 1)" % (m["now"] / m["before"]))
-		EOT
+		trace_ratio servestep ss-tr now before
 		for tr in now before; do
 			use_tree $tr
 			sh "$top/.gpu/nsys-profile" "$log/ss-$tr" "$bin" replay --backend cuda --tokens 64 \
@@ -1357,20 +1365,7 @@ PY
 		python3 "$top/bench/replay-rounds.py" 'st-rep-{p}-{t}-{r}.json' ts,tu 16,32,64 3 \
 			--check 'st-ck-{p}-{t}.json' \
 			--ratio 'tune-step|ts|tu|the choices confirmed in the step' | tee -a "$summary"
-		python3 - <<-'EOT' | tee -a "$summary"
-		import json, statistics
-		m = {}
-		for p in ("ts", "tu"):
-		    try:
-		        v = [json.load(open("st-tr-%s-%d.json" % (p, r)))["output_tokens_per_s"]
-		             for r in (1, 2, 3)]
-		    except (OSError, ValueError, KeyError) as e:
-		        print("servetune: trace %s: no result (%s)" % (p, e))
-		        raise SystemExit(0)
-		    m[p] = statistics.median(v)
-		    print("servetune: trace %s: tokens/s %s" % (p, ", ".join("%.1f" % x for x in v)))
-		print("servetune: trace tune-step / tuned tokens/s = %.4f (want > 1)" % (m["ts"] / m["tu"]))
-		EOT
+		trace_ratio servetune st-tr ts tu
 		;;
 	targets)
 		tg="llama-3.2-1b-fuse llama-decode llama-decode-fuse"
